@@ -1,0 +1,77 @@
+# swarmkit-operator developer entry points. `make test` is THE test command (CI runs it).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries \
+        cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
+        bench-runner clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[operator,runtime,test,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP) ## create .venv and install every Python dependency
+
+lint: $(STAMP) ## ruff, mypy --strict, import-linter
+	$(VENV)/bin/ruff check operator runtime_image hack tests
+	$(VENV)/bin/ruff format --check operator runtime_image hack tests
+	$(VENV)/bin/mypy operator/swarmkit_api operator/swarmkit_operator runtime_image/swarmkit_runner hack/swarmkit_devcluster
+	$(VENV)/bin/lint-imports
+
+generate: $(STAMP) ## write every generated file (CRDs, chart CRD templates, values schema)
+	$(PY) -m swarmkit_operator.crdgen --out .
+
+verify: $(STAMP) ## regenerate into a temp dir and fail on any difference
+	$(PY) -m swarmkit_operator.crdgen --verify .
+
+cluster-binaries: $(STAMP) ## build (once, cached) etcd, kube-apiserver, controller-manager, scheduler, kubectl, helm
+	$(PY) -m swarmkit_devcluster build
+
+cluster-up: cluster-binaries ## start the local control plane + process node (idempotent)
+	$(PY) -m swarmkit_devcluster up
+
+cluster-down: $(STAMP) ## stop the operator, the control plane and the process node; remove state
+	$(PY) -m swarmkit_devcluster down
+
+operator-up: cluster-up ## install CRDs and run the operator in the background (.cluster/operator.log)
+	$(PY) -m swarmkit_devcluster operator-up
+
+operator-down: $(STAMP) ## stop the background operator
+	$(PY) -m swarmkit_devcluster operator-down
+
+test-unit: $(STAMP)
+	$(PY) -m pytest tests/unit -q
+
+test-integration: cluster-binaries
+	$(PY) -m pytest tests/integration -q
+
+test: lint verify cluster-binaries ## lint + verify + the whole test suite
+	$(PY) -m pytest tests -q -p no:cacheprovider
+
+demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output
+	$(PY) -m swarmkit_devcluster demo
+
+bench-reconcile: cluster-binaries ## benchmark: reconcile 1,000 skills / 200 agents / 20 topologies
+	$(PY) bench/bench_reconcile.py
+
+bench-runs: cluster-binaries ## benchmark: Run → Job latency, Job → condition latency
+	$(PY) bench/bench_runs.py
+
+bench-runner: $(STAMP) ## benchmark: runner cold start, level-1 catalog cost, MCP overhead
+	$(PY) bench/bench_runner.py
+
+clean: ## remove the venv and caches (the Kubernetes binary cache in ~/.cache stays)
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,164 @@
+"""The Agent resource: a model, a system prompt and exactly what it may use (default-deny).
+
+An agent sees only its granted skills (``skills``, including ``pack:`` grants), its listed
+``tools``, enabled ``nativeTools``, ``read_flow_data`` for ``flowDataAccess`` files, and the
+delegate tools of its topology children. Its ``status.version`` folds in the content hash of
+every granted skill.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from .base import ApiModel, CelRule
+from .common import Condition, JsonSchema, LocalObjectReference
+
+GRANT_PATTERN = r"^(pack:[a-z0-9]([-a-z0-9]*[a-z0-9])?|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
+DEFAULT_WORKSPACE = "default"
+
+
+class ModelSelection(ApiModel):
+    """Which model the agent talks to."""
+
+    provider: str | None = Field(
+        default=None, description="A Workspace modelProviders name; omitted = the first one."
+    )
+    name: str | None = Field(default=None, description="Model name; omitted = provider default.")
+    max_tokens: int = Field(default=4096, ge=1, le=200000, description="Max output tokens/turn.")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
+
+
+class NativeTools(ApiModel):
+    """Host capabilities, all off by default. Enabling one is the whole grant."""
+
+    bash: bool = Field(default=False, description="Run shell commands in the scratch dir.")
+    web_search: bool = Field(
+        default=False, description="Search the web (needs the Workspace searchProvider)."
+    )
+    file_io: bool = Field(default=False, description="Read/write files in the scratch dir.")
+
+
+class ReplayToolCall(ApiModel):
+    """A tool call the replay provider makes."""
+
+    name: str = Field(min_length=1, description="Tool name as the agent sees it.")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Tool arguments.",
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+    )
+
+
+class ReplayTurn(ApiModel):
+    """One scripted model turn for the replay provider."""
+
+    cel_rules = (
+        CelRule(
+            rule="has(self.text) || (has(self.toolCalls) && size(self.toolCalls) > 0)",
+            message="a replay turn needs text or toolCalls",
+            check=lambda m: m.text is not None or bool(m.tool_calls),
+        ),
+    )
+
+    text: str | None = Field(default=None, description="Assistant text of the turn.")
+    tool_calls: list[ReplayToolCall] = Field(
+        default_factory=list, max_length=32, description="Tool calls of the turn."
+    )
+
+
+class AgentSpec(ApiModel):
+    """An agent: model, system prompt and grants."""
+
+    cel_rules = (
+        CelRule(
+            rule="!has(self.skills) || self.skills.all(s, self.skills.exists_one(t, t == s))",
+            message="skill grants must be unique",
+            field_path=".skills",
+            check=lambda m: len(set(m.skills)) == len(m.skills),
+        ),
+    )
+
+    workspace_ref: LocalObjectReference | None = Field(
+        default=None, description="The Workspace whose tools and policy apply (default: default)."
+    )
+    description: str = Field(default="", description="What the agent does.")
+    model: ModelSelection | None = Field(default=None, description="Model selection.")
+    system_prompt: str = Field(default="", description="The agent's system prompt (soul).")
+    skills: list[str] = Field(
+        default_factory=list,
+        max_length=256,
+        description="Granted skills by name, or pack:<command-pack> / pack:workspace.",
+        json_schema_extra={"items": {"type": "string", "pattern": GRANT_PATTERN, "maxLength": 80}},
+    )
+    tools: list[str] = Field(
+        default_factory=list,
+        description="Tools by name: Workspace tools, MCP tools as <prefix>.<tool>, builtins.",
+    )
+    native_tools: NativeTools | None = Field(default=None, description="Host capabilities.")
+    permissions_bundle: str | None = Field(
+        default=None, description="A Workspace permissionBundles name."
+    )
+    permissions: list[str] = Field(
+        default_factory=list, description="Permissions added on top of the bundle."
+    )
+    flow_data_access: list[str] = Field(
+        default_factory=list, description="Workspace flowData paths this agent may read."
+    )
+    scopes: list[str] = Field(
+        default_factory=list, description="IAM scopes held (checked against skills' iam)."
+    )
+    output_schema: JsonSchema | None = Field(
+        default=None, description="JSON Schema the agent's final answer must match."
+    )
+    max_steps: int | None = Field(
+        default=None, ge=1, le=1000, description="Model turns; capped by governance."
+    )
+    replay: list[ReplayTurn] = Field(
+        default_factory=list,
+        max_length=200,
+        description="Scripted turns used when the model provider is of type replay.",
+    )
+
+    @property
+    def workspace_name(self) -> str:
+        return self.workspace_ref.name if self.workspace_ref else DEFAULT_WORKSPACE
+
+
+class ResolvedSkill(ApiModel):
+    """A granted skill as resolved for the agent's version."""
+
+    name: str = Field(description="Skill name.")
+    content_hash: str = Field(description="The skill's content hash.")
+    rendered_config_map: str = Field(description="The skill's rendered ConfigMap.")
+
+
+class AgentStatus(ApiModel):
+    """Observed state of an Agent."""
+
+    observed_generation: int = Field(default=0, description="Last generation reconciled.")
+    version: str | None = Field(
+        default=None, description="sha256[:12] over the spec and every granted skill's content."
+    )
+    rendered_config_map: str | None = Field(default=None, description="Rendered ConfigMap.")
+    resolved_skills: list[ResolvedSkill] = Field(
+        default_factory=list, description="Granted skills found."
+    )
+    missing_skills: list[str] = Field(
+        default_factory=list, description="Granted skills not found (inert until they appear)."
+    )
+    conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+
+
+__all__ = [
+    "DEFAULT_WORKSPACE",
+    "GRANT_PATTERN",
+    "AgentSpec",
+    "AgentStatus",
+    "ModelSelection",
+    "NativeTools",
+    "ReplayToolCall",
+    "ReplayTurn",
+    "ResolvedSkill",
+]

@@ -1,0 +1,184 @@
+"""The run bundle and the run result: the one contract between operator and runner.
+
+The operator renders a :class:`RunBundle` into an immutable ConfigMap and mounts it, with
+every pinned skill ConfigMap, into the Run's pod. The runner validates it with this same
+model, runs, and writes a :class:`RunResult` (at most 4 KiB of JSON) to its termination
+message, which the operator copies into the Run's status.
+
+Secrets never appear in a bundle: credentials are referenced by Secret name and key, and
+:func:`secret_env_name` tells both sides which environment variable carries each value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import Field
+
+from .agent import AgentSpec
+from .base import ApiModel
+from .common import SecretKeyRef
+from .run import TokenUsage
+from .skill import SkillSpec
+from .topology import TopologySpec
+from .workspace import Governance, WorkspaceSpec
+
+BUNDLE_SCHEMA_VERSION = 1
+#: Where the operator mounts the bundle and the skills in the runner's pod.
+BUNDLE_MOUNT = "/etc/swarmkit/bundle"
+BUNDLE_FILE = "bundle.json"
+SKILLS_MOUNT = "/etc/swarmkit/skills"
+SCRATCH_MOUNT = "/scratch"
+TERMINATION_LOG = "/dev/termination-log"
+#: Kubernetes caps a termination message at 4096 bytes.
+MAX_RESULT_BYTES = 4096
+TRUNCATION_MARKER = "…[truncated]"
+
+Outcome = Literal[
+    "Succeeded",
+    "Failed",
+    "TimedOut",
+    "LimitExceeded",
+    "ValidationFailed",
+    "AwaitingReview",
+    "Cancelled",
+]
+
+
+def secret_env_name(ref: SecretKeyRef) -> str:
+    """The env var the Job sets from ``ref`` (stable, valid, collision-resistant)."""
+    digest = hashlib.sha256(f"{ref.name}/{ref.key}".encode()).hexdigest()[:10].upper()
+    return f"SWARMKIT_SECRET_{digest}"
+
+
+class ScriptPin(ApiModel):
+    """A bundled script, its pinned hash and whether it may run."""
+
+    path: str = Field(description="Path inside the skill.")
+    sha256: str = Field(description="Pinned sha256; re-checked before every run.")
+    approved: bool = Field(description="Approved by the operator and not denied here.")
+    reason: str = Field(default="", description="Why (not) approved.")
+
+
+class BundleSkill(ApiModel):
+    """A skill exactly as pinned for the run."""
+
+    name: str = Field(description="Skill name.")
+    content_hash: str = Field(description="Content hash at render time.")
+    spec: SkillSpec = Field(description="The skill spec (files' content lives on disk).")
+    directory: str = Field(description="Absolute path of the skill's mounted files.")
+    scripts: list[ScriptPin] = Field(default_factory=list, description="Script pins.")
+    callable: bool = Field(default=True, description="False while provenance forbids calls.")
+    blocked_reason: str = Field(default="", description="Why it is not callable.")
+    synthesized_topology: str | None = Field(
+        default=None, description="Set for topology-<name> skills synthesized by pack:workspace."
+    )
+
+
+class BundleAgent(ApiModel):
+    """An agent exactly as pinned for the run."""
+
+    name: str = Field(description="Agent name.")
+    version: str = Field(description="Agent version.")
+    spec: AgentSpec = Field(description="The agent spec.")
+    skills: list[str] = Field(
+        default_factory=list, description="Resolved skill grants (packs expanded)."
+    )
+    commands: list[str] = Field(
+        default_factory=list, description="pack:<id> grants as '<pack>/<command>' (reads only)."
+    )
+    permissions: list[str] = Field(
+        default_factory=list, description="Effective permissions (bundle + inline)."
+    )
+
+
+class BundleTopology(ApiModel):
+    """A topology reachable from the run, with its version."""
+
+    name: str = Field(description="Topology name.")
+    version: str = Field(description="Topology version.")
+    spec: TopologySpec = Field(description="The topology spec.")
+
+
+class RunInfo(ApiModel):
+    """Identity and input of the run."""
+
+    name: str = Field(description="Run name.")
+    namespace: str = Field(description="Namespace.")
+    uid: str = Field(description="Run uid; the run id in audit lines.")
+    correlation_id: str = Field(description="Correlation id (defaults to the uid).")
+    input: str = Field(default="", description="Input for the root agent.")
+    timeout_seconds: int = Field(description="Deadline of the whole run.")
+
+
+class RunBundle(ApiModel):
+    """Everything the runner needs, validated on both sides."""
+
+    schema_version: Literal[1] = Field(default=1, description="Bundle schema version.")
+    run: RunInfo = Field(description="The run.")
+    target_kind: Literal["Topology", "Agent"] = Field(description="What the run executes.")
+    target: str = Field(description="Name of the topology or agent.")
+    topologies: dict[str, BundleTopology] = Field(
+        default_factory=dict, description="The target topology and every reachable one."
+    )
+    agents: dict[str, BundleAgent] = Field(description="Every agent the run may execute.")
+    skills: dict[str, BundleSkill] = Field(default_factory=dict, description="Pinned skills.")
+    workspace: WorkspaceSpec = Field(description="Workspace policy (Secret refs only).")
+    workspace_name: str = Field(description="Workspace name.")
+    allow_script_execution: bool = Field(
+        default=False, description="Operator setting AND workspace setting."
+    )
+    governance: Governance = Field(description="Effective limits.")
+    flow_data_dir: str | None = Field(default=None, description="Mounted flow data files.")
+
+    def to_json(self) -> str:
+        return json.dumps(self.wire(), sort_keys=True, separators=(",", ":"))
+
+
+class ReviewItem(ApiModel):
+    """Something a person must decide before the run can go on."""
+
+    kind: Literal["escalation", "input_request", "human_gate"] = Field(description="Kind.")
+    skill: str | None = Field(default=None, description="The skill involved.")
+    agent: str | None = Field(default=None, description="The agent involved.")
+    question: str = Field(description="What must be decided.")
+    task_id: str | None = Field(default=None, description="Remote task, if any.")
+
+
+class RunResult(ApiModel):
+    """What the runner reports (its termination message)."""
+
+    outcome: Outcome = Field(description="How the run ended.")
+    message: str = Field(default="", description="One-line reason.")
+    output: str = Field(default="", description="The root agent's final answer (capped).")
+    output_truncated: bool = Field(default=False, description="Output was cut.")
+    usage: TokenUsage = Field(default_factory=TokenUsage, description="Tokens used.")
+    steps: int = Field(default=0, description="Model turns.")
+    tool_calls: int = Field(default=0, description="Tool calls.")
+    review_items: list[ReviewItem] = Field(default_factory=list, description="Pending reviews.")
+
+    def to_termination_message(self, max_bytes: int = MAX_RESULT_BYTES) -> str:
+        """Compact JSON of at most ``max_bytes`` bytes; the output is cut with a marker."""
+        text = self._dump(self)
+        if len(text.encode()) <= max_bytes:
+            return text
+        result = self.model_copy(update={"output_truncated": True, "review_items": []})
+        output = self.output
+        lo, hi = 0, len(output)
+        best = self._dump(result.model_copy(update={"output": TRUNCATION_MARKER, "message": ""}))
+        while lo <= hi:  # binary search for the longest prefix that fits
+            mid = (lo + hi) // 2
+            candidate = self._dump(
+                result.model_copy(update={"output": output[:mid] + TRUNCATION_MARKER})
+            )
+            if len(candidate.encode()) <= max_bytes:
+                best, lo = candidate, mid + 1
+            else:
+                hi = mid - 1
+        return best
+
+    @staticmethod
+    def _dump(result: RunResult) -> str:
+        return json.dumps(result.wire(), separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,125 @@
+"""Pieces shared by several resources: references, conditions, resources, JSON Schemas."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .base import ApiModel, CelRule
+
+KEBAB = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+KEBAB_RE = re.compile(KEBAB)
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+PermissionTier = Literal["open", "cautious", "strict", "readonly"]
+Effects = Literal["read", "write", "unknown"]
+
+
+class LocalObjectReference(ApiModel):
+    """A reference to another object in the same namespace."""
+
+    name: str = Field(min_length=1, max_length=253, description="Name of the referenced object.")
+
+
+class SecretKeyRef(ApiModel):
+    """A key of a Secret in the same namespace. The value is never copied by the operator."""
+
+    name: str = Field(min_length=1, max_length=253, description="Name of the Secret.")
+    key: str = Field(min_length=1, max_length=253, description="Key within the Secret's data.")
+
+
+class ConfigMapKeyRef(ApiModel):
+    """A key of a ConfigMap in the same namespace."""
+
+    name: str = Field(min_length=1, max_length=253, description="Name of the ConfigMap.")
+    key: str = Field(min_length=1, max_length=253, description="Key within the ConfigMap's data.")
+
+
+class EnvVar(ApiModel):
+    """An environment variable: a literal value or a Secret key reference (never both)."""
+
+    cel_rules = (
+        CelRule(
+            rule="has(self.value) != has(self.secretKeyRef)",
+            message="exactly one of value or secretKeyRef must be set",
+            check=lambda m: (m.value is None) != (m.secret_key_ref is None),
+        ),
+    )
+
+    name: str = Field(pattern=ENV_NAME, max_length=128, description="Variable name.")
+    value: str | None = Field(
+        default=None,
+        description="Literal, non-secret value. Use secretKeyRef for anything sensitive.",
+    )
+    secret_key_ref: SecretKeyRef | None = Field(
+        default=None, description="Secret key whose value is injected at run time."
+    )
+
+
+class HeaderFromSecret(ApiModel):
+    """An HTTP header whose value comes from a Secret key (optionally with a prefix)."""
+
+    name: str = Field(min_length=1, max_length=128, description="Header name, e.g. Authorization.")
+    secret_key_ref: SecretKeyRef = Field(description="Secret key holding the header value.")
+    prefix: str = Field(default="", description="Text placed before the secret, e.g. 'Bearer '.")
+
+
+class ResourceRequirements(ApiModel):
+    """Compute resources for a container, as in the core Kubernetes API."""
+
+    requests: dict[str, str] = Field(
+        default_factory=dict, description="Minimum resources, e.g. {cpu: 100m, memory: 128Mi}."
+    )
+    limits: dict[str, str] = Field(
+        default_factory=dict, description="Maximum resources, e.g. {cpu: '1', memory: 512Mi}."
+    )
+
+
+class JsonSchema(ApiModel):
+    """A JSON Schema object. Only the top-level keywords the operator inspects are typed;
+    any other JSON Schema keyword is kept as written."""
+
+    model_config = ApiModel.model_config | {
+        "extra": "allow",
+        "json_schema_extra": {"x-kubernetes-preserve-unknown-fields": True},
+    }
+
+    type: str | None = Field(default=None, description="JSON Schema type, usually 'object'.")
+    properties: dict[str, dict[str, Any]] | None = Field(
+        default=None, description="Property name to its JSON Schema."
+    )
+    required: list[str] | None = Field(default=None, description="Required property names.")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The schema as a plain JSON Schema document."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class Condition(ApiModel):
+    """A status condition following the Kubernetes API conventions."""
+
+    type: str = Field(description="Type of the condition, e.g. Ready or Succeeded.")
+    status: ConditionStatus = Field(description="True, False or Unknown.")
+    reason: str = Field(description="One-word CamelCase reason for the last transition.")
+    message: str = Field(default="", description="Human-readable detail of the last transition.")
+    last_transition_time: datetime = Field(
+        description="When the status last changed (not updated when only the message changes)."
+    )
+    observed_generation: int = Field(
+        default=0, description="The .metadata.generation the condition was computed from."
+    )
+
+
+class ObjectMeta(ApiModel):
+    """The subset of Kubernetes object metadata the models look at; the rest is kept."""
+
+    model_config = ApiModel.model_config | {"extra": "allow"}
+
+    name: str | None = Field(default=None, description="Object name.")
+    namespace: str | None = Field(default=None, description="Object namespace.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Labels.")
+    annotations: dict[str, str] = Field(default_factory=dict, description="Annotations.")

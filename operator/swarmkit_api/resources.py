@@ -1,0 +1,267 @@
+"""The five kinds as Kubernetes resources: manifest models and CRD metadata.
+
+``KINDS`` is the single list the CRD generator, the operator and the tests iterate over.
+``validate_manifest`` validates a whole manifest dict and reports errors with the same
+field paths the apiserver uses (``spec.files[0].path``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from .agent import AgentSpec, AgentStatus
+from .base import ApiModel
+from .common import KEBAB, ObjectMeta
+from .run import RunSpec, RunStatus
+from .skill import SkillSpec, SkillStatus
+from .topology import TopologySpec, TopologyStatus
+from .workspace import WorkspaceSpec, WorkspaceStatus
+
+GROUP = "swarmkit.dev"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+CATEGORY = "swarmkit"
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    name: str
+    json_path: str
+    type: str = "string"
+    description: str = ""
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    """Everything the CRD generator needs to know about one kind."""
+
+    kind: str
+    plural: str
+    short_names: tuple[str, ...]
+    description: str
+    spec: type[ApiModel]
+    status: type[ApiModel]
+    columns: tuple[PrinterColumn, ...]
+    #: Whether metadata.name must be lowercase-kebab (names that become tool names).
+    kebab_name: bool = False
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{GROUP}"
+
+
+def _ready_columns(version_path: str = ".status.version") -> tuple[PrinterColumn, ...]:
+    return (
+        PrinterColumn(
+            "Ready", '.status.conditions[?(@.type=="Ready")].status', description="Ready"
+        ),
+        PrinterColumn(
+            "Reason",
+            '.status.conditions[?(@.type=="Ready")].reason',
+            description="Reason of the Ready condition",
+        ),
+        PrinterColumn("Version", version_path, description="Content-addressed version"),
+        PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    )
+
+
+WORKSPACE = KindInfo(
+    kind="Workspace",
+    plural="workspaces",
+    short_names=("skws",),
+    description="Shared MCP servers, tools, credentials (Secret refs), model providers, "
+    "command packs, runtime defaults and governance limits of a namespace's agents.",
+    spec=WorkspaceSpec,
+    status=WorkspaceStatus,
+    columns=_ready_columns(),
+)
+SKILL = KindInfo(
+    kind="Skill",
+    plural="skills",
+    short_names=("sk",),
+    description="A SwarmKit skill: category, implementation, inputs/outputs, constraints, "
+    "provenance, SKILL.md instructions and bundled files. Rendered into an immutable, "
+    "content-addressed ConfigMap; bundled scripts are pinned by sha256.",
+    spec=SkillSpec,
+    status=SkillStatus,
+    columns=(
+        *_ready_columns(),
+        PrinterColumn("Category", ".spec.category", priority=1),
+    ),
+    kebab_name=True,
+)
+AGENT = KindInfo(
+    kind="Agent",
+    plural="agents",
+    short_names=("ska",),
+    description="An agent: model, system prompt and default-deny grants of skills, tools, "
+    "native tools, permissions and flow data. Its version folds in every granted skill.",
+    spec=AgentSpec,
+    status=AgentStatus,
+    columns=_ready_columns(),
+    kebab_name=True,
+)
+TOPOLOGY = KindInfo(
+    kind="Topology",
+    plural="topologies",
+    short_names=("skt",),
+    description="A tree of Agents (root, leaders, workers) run together, optionally on a "
+    "cron schedule. Agent skills may call other topologies up to depth 3, never in a cycle.",
+    spec=TopologySpec,
+    status=TopologyStatus,
+    columns=_ready_columns(),
+    kebab_name=True,
+)
+RUN = KindInfo(
+    kind="Run",
+    plural="runs",
+    short_names=("skr",),
+    description="One execution of a Topology or Agent as a Job; its outcome is reported in "
+    "the Succeeded condition with Tekton-style reasons.",
+    spec=RunSpec,
+    status=RunStatus,
+    columns=(
+        PrinterColumn(
+            "Succeeded",
+            '.status.conditions[?(@.type=="Succeeded")].status',
+            description="Succeeded",
+        ),
+        PrinterColumn(
+            "Reason",
+            '.status.conditions[?(@.type=="Succeeded")].reason',
+            description="Reason of the Succeeded condition",
+        ),
+        PrinterColumn("Version", ".status.pinned.topology", description="Pinned version"),
+        PrinterColumn("StartTime", ".status.startTime", type="date", priority=1),
+        PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ),
+)
+
+KINDS: tuple[KindInfo, ...] = (WORKSPACE, SKILL, AGENT, TOPOLOGY, RUN)
+KINDS_BY_NAME = {k.kind: k for k in KINDS}
+
+
+class _Resource(ApiModel):
+    api_version: Literal["swarmkit.dev/v1alpha1"] = Field(description="swarmkit.dev/v1alpha1")
+    metadata: ObjectMeta = Field(description="Standard object metadata.")
+
+
+class _KebabMeta(ObjectMeta):
+    name: str | None = Field(default=None, pattern=KEBAB, max_length=63, description="Name.")
+
+
+class Workspace(_Resource):
+    kind: Literal["Workspace"] = Field(description="Workspace")
+    spec: WorkspaceSpec = Field(description="Desired state.")
+    status: WorkspaceStatus | None = Field(default=None, description="Observed state.")
+
+
+class Skill(_Resource):
+    kind: Literal["Skill"] = Field(description="Skill")
+    metadata: _KebabMeta = Field(description="Standard object metadata.")
+    spec: SkillSpec = Field(description="Desired state.")
+    status: SkillStatus | None = Field(default=None, description="Observed state.")
+
+
+class Agent(_Resource):
+    kind: Literal["Agent"] = Field(description="Agent")
+    metadata: _KebabMeta = Field(description="Standard object metadata.")
+    spec: AgentSpec = Field(description="Desired state.")
+    status: AgentStatus | None = Field(default=None, description="Observed state.")
+
+
+class Topology(_Resource):
+    kind: Literal["Topology"] = Field(description="Topology")
+    metadata: _KebabMeta = Field(description="Standard object metadata.")
+    spec: TopologySpec = Field(description="Desired state.")
+    status: TopologyStatus | None = Field(default=None, description="Observed state.")
+
+
+class Run(_Resource):
+    kind: Literal["Run"] = Field(description="Run")
+    spec: RunSpec = Field(description="Desired state.")
+    status: RunStatus | None = Field(default=None, description="Observed state.")
+
+
+RESOURCE_MODELS: dict[str, type[_Resource]] = {
+    "Workspace": Workspace,
+    "Skill": Skill,
+    "Agent": Agent,
+    "Topology": Topology,
+    "Run": Run,
+}
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One validation problem: where (Kubernetes-style path) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class ManifestError(ValueError):
+    """A manifest failed validation; ``errors`` lists each problem with its field path."""
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        super().__init__("; ".join(str(e) for e in errors))
+        self.errors = errors
+
+
+def format_loc(loc: tuple[int | str, ...], field_path: str = "") -> str:
+    """Turn a pydantic error location into a Kubernetes field path."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    if field_path:
+        out += field_path
+    return out
+
+
+def field_errors(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> list[FieldError]:
+    """Field errors of a pydantic ValidationError, CEL-rule paths applied."""
+    result: list[FieldError] = []
+    for err in exc.errors():
+        ctx = err.get("ctx") or {}
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function")))
+        result.append(
+            FieldError(format_loc(prefix + loc, str(ctx.get("field_path", ""))), err["msg"])
+        )
+    return result
+
+
+def validate_manifest(doc: dict[str, Any]) -> BaseModel:
+    """Validate a full manifest of any of the five kinds; raise :class:`ManifestError`."""
+    kind = doc.get("kind")
+    model = RESOURCE_MODELS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise ManifestError(
+            [FieldError("kind", f"expected one of {sorted(RESOURCE_MODELS)}, got {kind!r}")]
+        )
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        raise ManifestError(field_errors(exc)) from None
+
+
+def validate_spec(kind: str, spec: dict[str, Any]) -> ApiModel:
+    """Validate just a spec (as the operator receives it); paths start at ``spec``."""
+    info = KINDS_BY_NAME[kind]
+    try:
+        return info.spec.model_validate(spec)
+    except ValidationError as exc:
+        raise ManifestError(field_errors(exc, ("spec",))) from None

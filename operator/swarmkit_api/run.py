@@ -1,0 +1,78 @@
+"""The Run resource: one execution of a Topology (or a single Agent) as a Job."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from .base import ApiModel, CelRule
+from .common import Condition, LocalObjectReference
+
+
+class RunSpec(ApiModel):
+    """What to run, with which input."""
+
+    cel_rules = (
+        CelRule(
+            rule="has(self.topologyRef) != has(self.agentRef)",
+            message="exactly one of topologyRef or agentRef must be set",
+            field_path=".topologyRef",
+            check=lambda m: (m.topology_ref is None) != (m.agent_ref is None),
+        ),
+    )
+
+    topology_ref: LocalObjectReference | None = Field(default=None, description="Topology to run.")
+    agent_ref: LocalObjectReference | None = Field(
+        default=None, description="Or a single Agent to run."
+    )
+    input: str = Field(default="", max_length=262144, description="Input given to the root agent.")
+    timeout_seconds: int | None = Field(
+        default=None, ge=1, le=86400, description="Deadline; defaults to the Workspace's."
+    )
+    correlation_id: str | None = Field(
+        default=None, max_length=128, description="Joins this run with records elsewhere."
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Labels copied to the Job and pod."
+    )
+    cancelled: bool = Field(default=False, description="Set true to stop the run.")
+
+
+class TokenUsage(ApiModel):
+    """Model tokens used by a run."""
+
+    input_tokens: int = Field(default=0, ge=0, description="Prompt tokens.")
+    output_tokens: int = Field(default=0, ge=0, description="Completion tokens.")
+
+
+class PinnedVersions(ApiModel):
+    """Exactly which versions a run saw."""
+
+    topology: str | None = Field(default=None, description="Topology version.")
+    agents: dict[str, str] = Field(default_factory=dict, description="Agent → version.")
+    skills: dict[str, str] = Field(default_factory=dict, description="Skill → content hash.")
+
+
+class RunStatus(ApiModel):
+    """Observed state of a Run."""
+
+    observed_generation: int = Field(default=0, description="Last generation reconciled.")
+    start_time: datetime | None = Field(default=None, description="When the Job started.")
+    completion_time: datetime | None = Field(default=None, description="When the run ended.")
+    job_name: str | None = Field(default=None, description="The Run's Job.")
+    pod_name: str | None = Field(default=None, description="The Job's pod.")
+    bundle_config_map: str | None = Field(default=None, description="The immutable bundle.")
+    pinned: PinnedVersions | None = Field(default=None, description="Pinned versions.")
+    output: str | None = Field(default=None, description="The run's output (capped).")
+    output_truncated: bool = Field(default=False, description="Whether output was truncated.")
+    usage: TokenUsage | None = Field(default=None, description="Token usage.")
+    steps: int = Field(default=0, ge=0, description="Model turns taken.")
+    tool_calls: int = Field(default=0, ge=0, description="Tool calls made.")
+    job_recreations: int = Field(
+        default=0, ge=0, description="How often a lost Job was recreated."
+    )
+    conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+
+
+__all__ = ["PinnedVersions", "RunSpec", "RunStatus", "TokenUsage"]

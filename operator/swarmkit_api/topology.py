@@ -1,0 +1,138 @@
+"""The Topology resource: a tree of agents (root → leaders → workers) and an optional schedule."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from .base import ApiModel, CelRule
+from .common import KEBAB, Condition, LocalObjectReference
+
+#: Deepest nesting of topologies calling topologies through agent skills.
+MAX_TOPOLOGY_DEPTH = 3
+
+
+class TopologyNode(ApiModel):
+    """One position in the agent tree."""
+
+    cel_rules = (
+        CelRule(
+            rule="(self.role == 'root') == !has(self.parent)",
+            message="the root has no parent; every other node names its parent",
+            field_path=".parent",
+            check=lambda m: (m.role == "root") == (m.parent is None),
+        ),
+    )
+
+    name: str = Field(
+        pattern=KEBAB, max_length=63, description="Node name; children are delegate_to_<name>."
+    )
+    agent_ref: LocalObjectReference = Field(description="The Agent at this position.")
+    role: Literal["root", "leader", "worker"] = Field(description="root | leader | worker.")
+    parent: str | None = Field(
+        default=None, max_length=63, description="Name of the parent node (not for the root)."
+    )
+
+
+class Schedule(ApiModel):
+    """Create Runs on a cron schedule."""
+
+    cron: str = Field(
+        min_length=9, max_length=100, description="Five-field cron expression, e.g. '0 * * * *'."
+    )
+    timezone: str = Field(default="UTC", description="IANA time zone of the cron expression.")
+    input: str = Field(default="", description="Input of each scheduled Run.")
+    concurrency_policy: Literal["Allow", "Forbid", "Replace"] = Field(
+        default="Forbid", description="What to do when the previous Run is still running."
+    )
+    suspend: bool = Field(default=False, description="Stop creating Runs.")
+
+
+class HistoryLimit(ApiModel):
+    """How many finished Runs of this topology are kept."""
+
+    succeeded: int = Field(default=10, ge=0, le=1000, description="Succeeded Runs kept.")
+    failed: int = Field(default=10, ge=0, le=1000, description="Failed Runs kept.")
+
+
+def _tree_is_well_formed(spec: TopologySpec) -> bool:
+    names = {n.name: n for n in spec.agents}
+    if len(names) != len(spec.agents):
+        return False
+    for node in spec.agents:
+        if node.parent is None:
+            continue
+        parent = names.get(node.parent)
+        if parent is None or parent.role == "worker":
+            return False
+        if node.role == "leader" and parent.role != "root":
+            return False
+    return True
+
+
+class TopologySpec(ApiModel):
+    """A tree of agents run together."""
+
+    cel_rules = (
+        CelRule(
+            rule="self.agents.exists_one(a, a.role == 'root')",
+            message="exactly one agent must have role root",
+            field_path=".agents",
+            check=lambda m: sum(1 for a in m.agents if a.role == "root") == 1,
+        ),
+        CelRule(
+            rule="self.agents.all(a, self.agents.exists_one(b, b.name == a.name)) && "
+            "self.agents.all(a, !has(a.parent) || self.agents.exists(b, b.name == a.parent "
+            "&& b.role != 'worker' && (a.role != 'leader' || b.role == 'root')))",
+            message="node names must be unique; a parent must exist and not be a worker; "
+            "leaders report to the root",
+            field_path=".agents",
+            check=_tree_is_well_formed,
+        ),
+    )
+
+    workspace_ref: LocalObjectReference = Field(description="The Workspace the topology runs in.")
+    description: str = Field(
+        default="", description="What the topology does (used for topology-<name> skills)."
+    )
+    agents: list[TopologyNode] = Field(
+        min_length=1, max_length=50, description="The agent tree, root first by convention."
+    )
+    schedule: Schedule | None = Field(default=None, description="Optional cron schedule.")
+    history_limit: HistoryLimit | None = Field(default=None, description="Finished Runs kept.")
+
+    @property
+    def root(self) -> TopologyNode:
+        return next(a for a in self.agents if a.role == "root")
+
+    def children(self, node: str) -> list[TopologyNode]:
+        return [a for a in self.agents if a.parent == node]
+
+
+class TopologyStatus(ApiModel):
+    """Observed state of a Topology."""
+
+    observed_generation: int = Field(default=0, description="Last generation reconciled.")
+    version: str | None = Field(default=None, description="Hash over all agent versions.")
+    agent_versions: dict[str, str] = Field(
+        default_factory=dict, description="Agent name → version."
+    )
+    child_topologies: list[str] = Field(
+        default_factory=list, description="Topologies reachable through agent skills."
+    )
+    last_schedule_time: datetime | None = Field(
+        default=None, description="When the schedule last created a Run."
+    )
+    conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+
+
+__all__ = [
+    "MAX_TOPOLOGY_DEPTH",
+    "HistoryLimit",
+    "Schedule",
+    "TopologyNode",
+    "TopologySpec",
+    "TopologyStatus",
+]

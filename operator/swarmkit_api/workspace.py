@@ -1,0 +1,415 @@
+"""The Workspace resource: everything agents share in one namespace.
+
+MCP servers, HTTP/MCP/builtin tools (Swarm's tool classes), permission bundles, named
+credentials (Secret references only, never literals), model providers, command packs,
+flow reference data, runtime defaults for Run Jobs, and governance limits.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import ApiModel, CelRule
+from .common import (
+    ENV_NAME,
+    KEBAB,
+    ConfigMapKeyRef,
+    Effects,
+    EnvVar,
+    HeaderFromSecret,
+    JsonSchema,
+    PermissionTier,
+    ResourceRequirements,
+    SecretKeyRef,
+)
+
+#: Pack id reserved for the synthesized topology-<name> skills.
+RESERVED_PACK_ID = "workspace"
+#: Platform builtin tools and the permission that gates each (None = universal).
+PLATFORM_BUILTINS: dict[str, str | None] = {
+    "human_task_request": "human_task_request",
+    "human_task_decide": "human_task_decide",
+    "schedule": "schedule",
+    "agent_message": None,
+    "mailbox_send": None,
+}
+
+
+class ToolOverride(ApiModel):
+    """Per-tool permission tier and effects on an MCP server."""
+
+    tool: str = Field(min_length=1, description="Tool name on the server (without prefix).")
+    permission: PermissionTier | None = Field(default=None, description="Tier for this tool.")
+    effects: Effects | None = Field(default=None, description="read | write | unknown.")
+    approved: bool = Field(
+        default=False, description="Explicit approval; required to call a strict-tier tool."
+    )
+
+
+class McpServer(ApiModel):
+    """An MCP server, declared once and shared by every agent that lists its tools."""
+
+    cel_rules = (
+        CelRule(
+            rule="self.transport != 'stdio' || (has(self.command) && size(self.command) > 0)",
+            message="stdio servers need command (argv list)",
+            field_path=".command",
+            check=lambda m: m.transport != "stdio" or bool(m.command),
+        ),
+        CelRule(
+            rule="self.transport != 'http' || has(self.url)",
+            message="http servers need url",
+            field_path=".url",
+            check=lambda m: m.transport != "http" or m.url is not None,
+        ),
+    )
+
+    id: str = Field(pattern=KEBAB, max_length=63, description="Server id, lowercase-kebab.")
+    transport: Literal["stdio", "http"] = Field(
+        description="stdio (a subprocess) or http (streamable HTTP)."
+    )
+    command: list[str] | None = Field(
+        default=None, description="stdio: argv of the server process (no shell)."
+    )
+    url: str | None = Field(
+        default=None, pattern=r"^https?://", description="http: the server's MCP endpoint URL."
+    )
+    prefix: str | None = Field(
+        default=None,
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="Tool namespace: tools are named <prefix>.<tool>. Defaults to the id "
+        "with dashes turned into underscores.",
+    )
+    env: list[EnvVar] = Field(
+        default_factory=list,
+        description="stdio: the ONLY environment the server gets (values or Secret keys).",
+    )
+    headers: list[HeaderFromSecret] = Field(
+        default_factory=list, description="http: headers whose values come from Secrets."
+    )
+    permission: PermissionTier = Field(
+        default="cautious", description="Default tier of the server's tools."
+    )
+    tool_overrides: list[ToolOverride] = Field(
+        default_factory=list, description="Per-tool tier, effects and approval."
+    )
+    timeout_seconds: int = Field(default=30, ge=1, le=3600, description="Per-call timeout.")
+    retries: int = Field(default=1, ge=0, le=10, description="Retries of a failed call.")
+
+    @property
+    def tool_prefix(self) -> str:
+        return self.prefix or self.id.replace("-", "_")
+
+
+class HttpSpec(ApiModel):
+    """Where and how an HTTP tool is called."""
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = Field(
+        default="POST", description="HTTP method."
+    )
+    url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="URL template; {name} placeholders are filled from the inputs.",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Literal (non-secret) headers."
+    )
+    timeout_seconds: int = Field(default=30, ge=1, le=3600, description="Request timeout.")
+
+
+class ToolCredentials(ApiModel):
+    """A Secret-backed credential sent as an HTTP header."""
+
+    secret_key_ref: SecretKeyRef = Field(description="Secret key holding the credential.")
+    header: str = Field(default="Authorization", description="Header to send it in.")
+    prefix: str = Field(default="Bearer ", description="Text placed before the secret value.")
+
+
+class Tool(ApiModel):
+    """A custom tool (Swarm tool classes: platform_builtin | mcp | http)."""
+
+    cel_rules = (
+        CelRule(
+            rule="!has(self.endpoint)",
+            message="endpoint is not accepted: use http.url",
+            field_path=".endpoint",
+            check=lambda m: m.endpoint is None,
+        ),
+        CelRule(
+            rule="!has(self.type)",
+            message="type is not accepted: use handlerType",
+            field_path=".type",
+            check=lambda m: m.type is None,
+        ),
+        CelRule(
+            rule="(has(self.handlerType) && self.handlerType != 'http') || "
+            "(has(self.http) && has(self.http.url))",
+            message="http tools (the default handlerType) need http.url",
+            field_path=".http",
+            check=lambda m: m.handler_type != "http" or (m.http is not None and m.http.url),
+        ),
+    )
+
+    name: str = Field(
+        pattern=r"^[a-z][a-z0-9_]*$", max_length=64, description="Tool name, snake_case."
+    )
+    description: str = Field(min_length=1, description="What the tool does (shown to the model).")
+    handler_type: Literal["platform_builtin", "mcp", "http"] = Field(
+        default="http", description="platform_builtin | mcp | http (the default)."
+    )
+    input_schema: JsonSchema | None = Field(default=None, description="JSON Schema of inputs.")
+    output_schema: JsonSchema | None = Field(default=None, description="JSON Schema of output.")
+    http: HttpSpec | None = Field(default=None, description="http: method and URL.")
+    response_mapping: dict[str, str] = Field(
+        default_factory=dict,
+        description="http: output field → dotted path into the JSON response body.",
+    )
+    credentials: ToolCredentials | None = Field(default=None, description="http: credential.")
+    permission: PermissionTier = Field(default="cautious", description="Permission tier.")
+    effects: Effects | None = Field(
+        default=None, description="read | write | unknown (undeclared = write)."
+    )
+    endpoint: str | None = Field(default=None, description="Not accepted: use http.url.")
+    type: str | None = Field(default=None, description="Not accepted: use handlerType.")
+
+
+class PermissionBundle(ApiModel):
+    """A named set of platform permissions agents can reference."""
+
+    name: str = Field(pattern=KEBAB, max_length=63, description="Bundle name.")
+    description: str = Field(default="", description="What the bundle is for.")
+    permissions: list[str] = Field(description="Permission verbs, e.g. mailbox_send.")
+
+
+class Credential(ApiModel):
+    """A named credential: a Secret key, referenced by tools and remote agents."""
+
+    name: str = Field(pattern=KEBAB, max_length=63, description="Credential name.")
+    secret_key_ref: SecretKeyRef = Field(description="Where the value lives.")
+
+
+class ModelProvider(ApiModel):
+    """A model API the runner can call."""
+
+    name: str = Field(pattern=KEBAB, max_length=63, description="Provider name agents use.")
+    type: Literal["anthropic", "openai", "replay"] = Field(
+        description="anthropic (Messages API), openai (Chat Completions, also vLLM, Ollama, "
+        "LiteLLM) or replay (scripted turns from the Agent spec; no API)."
+    )
+    base_url: str | None = Field(
+        default=None, pattern=r"^https?://", description="API base URL; defaults per type."
+    )
+    api_key: SecretKeyRef | None = Field(default=None, description="Secret key with the API key.")
+    default_model: str | None = Field(default=None, description="Model used when none is named.")
+    max_retries: int = Field(default=3, ge=0, le=10, description="Retries on 429/5xx/timeouts.")
+    timeout_seconds: int = Field(default=120, ge=1, le=3600, description="Request timeout.")
+
+
+class PackCommand(ApiModel):
+    """One command of a command pack: an argv template, never a shell line."""
+
+    name: str = Field(pattern=KEBAB, max_length=63, description="Command name.")
+    description: str = Field(min_length=1, description="What it does (shown to the model).")
+    argv: list[str] = Field(
+        min_length=1, description="argv template; {name} placeholders filled from inputs."
+    )
+    inputs: JsonSchema | None = Field(default=None, description="JSON Schema of the inputs.")
+    effects: Literal["read", "write"] | None = Field(
+        default=None, description="read | write; undeclared counts as write."
+    )
+    output: Literal["text", "json", "lines"] = Field(default="text", description="Output parse.")
+    timeout_seconds: int = Field(default=60, ge=1, le=3600, description="Timeout.")
+    max_output_bytes: int = Field(
+        default=65536, ge=1, le=10 * 1024 * 1024, description="Output cap."
+    )
+
+
+class CommandPack(ApiModel):
+    """A set of commands granted together with pack:<id> (read commands only)."""
+
+    cel_rules = (
+        CelRule(
+            rule="self.id != 'workspace'",
+            message="'workspace' is a reserved pack id",
+            field_path=".id",
+            check=lambda m: m.id != RESERVED_PACK_ID,
+        ),
+    )
+
+    id: str = Field(pattern=KEBAB, max_length=63, description="Pack id.")
+    description: str = Field(default="", description="What the pack is for.")
+    requires: list[str] = Field(
+        default_factory=list, description="Binaries that must exist in the runtime image."
+    )
+    commands: list[PackCommand] = Field(min_length=1, description="The pack's commands.")
+
+
+class FlowDataFile(ApiModel):
+    """A read-only reference file agents may list in flowDataAccess."""
+
+    cel_rules = (
+        CelRule(
+            rule="has(self.content) != has(self.configMapRef)",
+            message="exactly one of content or configMapRef must be set",
+            check=lambda m: (m.content is None) != (m.config_map_ref is None),
+        ),
+    )
+
+    path: str = Field(
+        pattern=r"^[A-Za-z0-9._-][A-Za-z0-9._/-]*$",
+        max_length=255,
+        description="Relative path agents name, e.g. exclusions.yaml.",
+    )
+    content: str | None = Field(default=None, description="Inline content.")
+    config_map_ref: ConfigMapKeyRef | None = Field(default=None, description="Or a ConfigMap key.")
+
+
+class SearchProvider(ApiModel):
+    """The provider behind the native web_search tool."""
+
+    url: str = Field(pattern=r"^https?://", description="Search endpoint (GET ?q=...).")
+    api_key: SecretKeyRef | None = Field(default=None, description="Secret key with the API key.")
+
+
+class RuntimeDefaults(ApiModel):
+    """How Run Jobs are built."""
+
+    image: str | None = Field(
+        default=None, description="Runtime image; defaults to the operator's configured image."
+    )
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
+        default="IfNotPresent", description="Image pull policy."
+    )
+    resources: ResourceRequirements | None = Field(
+        default=None, description="Runner container resources."
+    )
+    service_account_name: str | None = Field(
+        default=None, description="Service account of Run pods (its token is never mounted)."
+    )
+    job_ttl_seconds_after_finished: int = Field(
+        default=3600, ge=0, description="ttlSecondsAfterFinished of Run Jobs."
+    )
+    run_ttl_seconds_after_finished: int | None = Field(
+        default=None, ge=0, description="Delete finished Runs after this many seconds."
+    )
+    backoff_limit: int = Field(default=0, ge=0, le=10, description="Job backoffLimit.")
+    default_timeout_seconds: int = Field(
+        default=900, ge=1, le=86400, description="Run timeout when the Run names none."
+    )
+
+
+class ScriptDeny(ApiModel):
+    """A script this workspace refuses to run even if the operator approved it."""
+
+    skill: str = Field(description="Skill name.")
+    path: str | None = Field(default=None, description="Script path; omitted = every script.")
+
+
+class ProvenancePolicy(ApiModel):
+    """Which skill provenances are callable in this workspace."""
+
+    imported_from_registry: Literal["allow", "deny"] = Field(
+        default="allow", description="Skills imported from a community registry."
+    )
+    vendor_published: Literal["allow", "deny"] = Field(
+        default="allow", description="Skills published by a vendor."
+    )
+    derived_from_template: Literal["allow", "deny"] = Field(
+        default="allow", description="Skills generated from a template."
+    )
+
+
+class Governance(ApiModel):
+    """Limits that bound every run in the workspace."""
+
+    max_steps_per_agent: int = Field(default=20, ge=1, le=1000, description="Model turns/agent.")
+    max_steps_per_run: int = Field(default=100, ge=1, le=10000, description="Model turns/run.")
+    max_tokens_per_run: int = Field(
+        default=200000, ge=1, description="Input+output tokens per run."
+    )
+    allow_script_execution: bool = Field(
+        default=True,
+        description="Set false to forbid every skill script here. Can only narrow the "
+        "operator's approval list, never widen it.",
+    )
+    denied_scripts: list[ScriptDeny] = Field(
+        default_factory=list, description="Scripts refused here despite operator approval."
+    )
+    provenance: ProvenancePolicy | None = Field(default=None, description="Provenance policy.")
+    max_output_bytes: int = Field(
+        default=2048, ge=64, le=3072, description="Run output kept in the result and status."
+    )
+
+
+class WorkspaceSpec(ApiModel):
+    """Shared configuration of a namespace's agents."""
+
+    cel_rules = (
+        CelRule(
+            rule="!has(self.mcpServers) || self.mcpServers.all(s, "
+            "self.mcpServers.exists_one(t, t.id == s.id))",
+            message="MCP server ids must be unique",
+            field_path=".mcpServers",
+            check=lambda m: len({s.id for s in m.mcp_servers}) == len(m.mcp_servers),
+        ),
+        CelRule(
+            rule="!has(self.tools) || self.tools.all(s, self.tools.exists_one(t, t.name == s.name))",
+            message="tool names must be unique",
+            field_path=".tools",
+            check=lambda m: len({t.name for t in m.tools}) == len(m.tools),
+        ),
+    )
+
+    description: str = Field(default="", description="What this workspace is for.")
+    mcp_servers: list[McpServer] = Field(default_factory=list, description="MCP servers.")
+    tools: list[Tool] = Field(default_factory=list, description="Custom tools.")
+    permission_bundles: list[PermissionBundle] = Field(
+        default_factory=list, description="Named permission sets."
+    )
+    credentials: list[Credential] = Field(
+        default_factory=list, description="Named Secret-backed credentials."
+    )
+    model_providers: list[ModelProvider] = Field(
+        default_factory=list, description="Model APIs; the first is the default."
+    )
+    command_packs: list[CommandPack] = Field(default_factory=list, description="Command packs.")
+    flow_data: list[FlowDataFile] = Field(
+        default_factory=list, description="Read-only reference files (read_flow_data)."
+    )
+    search_provider: SearchProvider | None = Field(
+        default=None, description="Backs native web_search; without it web_search is an error."
+    )
+    runtime: RuntimeDefaults | None = Field(default=None, description="Run Job defaults.")
+    governance: Governance | None = Field(default=None, description="Run limits.")
+
+
+class WorkspaceStatus(ApiModel):
+    """Observed state of a Workspace."""
+
+    observed_generation: int = Field(default=0, description="Last generation reconciled.")
+    version: str | None = Field(default=None, description="Short hash of the rendered spec.")
+    rendered_config_map: str | None = Field(default=None, description="Rendered ConfigMap.")
+    problems: list[str] = Field(default_factory=list, description="Problems found.")
+    conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+
+
+__all__ = [
+    "ENV_NAME",
+    "PLATFORM_BUILTINS",
+    "RESERVED_PACK_ID",
+    "CommandPack",
+    "Credential",
+    "FlowDataFile",
+    "Governance",
+    "McpServer",
+    "ModelProvider",
+    "PackCommand",
+    "PermissionBundle",
+    "RuntimeDefaults",
+    "Tool",
+    "WorkspaceSpec",
+    "WorkspaceStatus",
+]
