@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, GetJsonSchemaHandler, model_validator
+from pydantic.json_schema import JsonSchemaValue
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from pydantic_core import CoreSchema, PydanticCustomError
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,16 @@ class ApiModel(BaseModel):
 
     #: Cross-field rules of this model (see :class:`CelRule`).
     cel_rules: ClassVar[tuple[CelRule, ...]] = ()
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        target = handler.resolve_ref_schema(schema)
+        if cls.cel_rules:
+            target["x-kubernetes-validations"] = [r.to_schema() for r in cls.cel_rules]
+        return schema
 
     @model_validator(mode="after")
     def _check_cel_rules(self) -> Self:

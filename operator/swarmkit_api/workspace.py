@@ -15,6 +15,7 @@ from .base import ApiModel, CelRule
 from .common import (
     ENV_NAME,
     KEBAB,
+    Condition,
     ConfigMapKeyRef,
     Effects,
     EnvVar,
@@ -364,8 +365,10 @@ class WorkspaceSpec(ApiModel):
     )
 
     description: str = Field(default="", description="What this workspace is for.")
-    mcp_servers: list[McpServer] = Field(default_factory=list, description="MCP servers.")
-    tools: list[Tool] = Field(default_factory=list, description="Custom tools.")
+    mcp_servers: list[McpServer] = Field(
+        default_factory=list, max_length=64, description="MCP servers."
+    )
+    tools: list[Tool] = Field(default_factory=list, max_length=256, description="Custom tools.")
     permission_bundles: list[PermissionBundle] = Field(
         default_factory=list, description="Named permission sets."
     )
