@@ -52,4 +52,6 @@ __all__ = [
     "WorkspaceSpec",
     "WorkspaceStatus",
     "secret_env_name",
+    "validate_manifest",
+    "validate_spec",
 ]

@@ -8,15 +8,16 @@ every granted skill.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from .base import ApiModel, CelRule
 from .common import Condition, JsonSchema, LocalObjectReference
 
 GRANT_PATTERN = r"^(pack:[a-z0-9]([-a-z0-9]*[a-z0-9])?|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
 DEFAULT_WORKSPACE = "default"
+Grant = Annotated[str, StringConstraints(pattern=GRANT_PATTERN, max_length=80)]
 
 
 class ModelSelection(ApiModel):
@@ -86,11 +87,10 @@ class AgentSpec(ApiModel):
     description: str = Field(default="", description="What the agent does.")
     model: ModelSelection | None = Field(default=None, description="Model selection.")
     system_prompt: str = Field(default="", description="The agent's system prompt (soul).")
-    skills: list[str] = Field(
+    skills: list[Grant] = Field(
         default_factory=list,
         max_length=256,
         description="Granted skills by name, or pack:<command-pack> / pack:workspace.",
-        json_schema_extra={"items": {"type": "string", "pattern": GRANT_PATTERN, "maxLength": 80}},
     )
     tools: list[str] = Field(
         default_factory=list,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, GetJsonSchemaHandler, model_validator
-from pydantic.json_schema import JsonSchemaValue
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError
 
 

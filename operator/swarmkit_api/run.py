@@ -69,9 +69,7 @@ class RunStatus(ApiModel):
     usage: TokenUsage | None = Field(default=None, description="Token usage.")
     steps: int = Field(default=0, ge=0, description="Model turns taken.")
     tool_calls: int = Field(default=0, ge=0, description="Tool calls made.")
-    job_recreations: int = Field(
-        default=0, ge=0, description="How often a lost Job was recreated."
-    )
+    job_recreations: int = Field(default=0, ge=0, description="How often a lost Job was recreated.")
     conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
 
 

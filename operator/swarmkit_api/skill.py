@@ -268,7 +268,8 @@ class SkillSpec(ApiModel):
             check=_decision_has_reasoning,
         ),
         CelRule(
-            rule="!has(self.files) || self.files.all(f, self.files.exists_one(g, g.path == f.path))",
+            rule="!has(self.files) || "
+            "self.files.all(f, self.files.exists_one(g, g.path == f.path))",
             message="file paths must be unique",
             field_path=".files",
             check=lambda m: len({f.path for f in m.files}) == len(m.files),

@@ -357,7 +357,8 @@ class WorkspaceSpec(ApiModel):
             check=lambda m: len({s.id for s in m.mcp_servers}) == len(m.mcp_servers),
         ),
         CelRule(
-            rule="!has(self.tools) || self.tools.all(s, self.tools.exists_one(t, t.name == s.name))",
+            rule="!has(self.tools) || "
+            "self.tools.all(s, self.tools.exists_one(t, t.name == s.name))",
             message="tool names must be unique",
             field_path=".tools",
             check=lambda m: len({t.name for t in m.tools}) == len(m.tools),

@@ -1,0 +1,311 @@
+"""Valid manifest factories and the invalid-manifest corpus.
+
+Each invalid case is a valid manifest with one thing broken, and the field path both the
+pydantic models and the apiserver must report for it.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+API = "swarmkit.dev/v1alpha1"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def example_manifests() -> list[dict[str, Any]]:
+    docs = []
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return docs
+
+
+def skill(name: str = "my-skill", **spec: Any) -> dict[str, Any]:
+    body = {
+        "description": "Use when testing.",
+        "category": "capability",
+        "provenance": {"authoredBy": "human", "version": "1.0.0"},
+    }
+    body.update(spec)
+    return {"apiVersion": API, "kind": "Skill", "metadata": {"name": name}, "spec": body}
+
+
+def workspace(name: str = "default", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "Workspace", "metadata": {"name": name}, "spec": spec}
+
+
+def agent(name: str = "my-agent", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "Agent", "metadata": {"name": name}, "spec": spec}
+
+
+def topology(name: str = "my-topology", agents: Any = None, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "workspaceRef": {"name": "default"},
+        "agents": agents
+        if agents is not None
+        else [
+            {"name": "lead", "agentRef": {"name": "a"}, "role": "root"},
+            {"name": "helper", "agentRef": {"name": "b"}, "role": "worker", "parent": "lead"},
+        ],
+    }
+    body.update(spec)
+    return {"apiVersion": API, "kind": "Topology", "metadata": {"name": name}, "spec": body}
+
+
+def run(name: str = "my-run", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"topologyRef": {"name": "t"}}
+    body.update(spec)
+    return {"apiVersion": API, "kind": "Run", "metadata": {"name": name}, "spec": body}
+
+
+def without(doc: dict[str, Any], *path: str) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return out
+
+
+@dataclass(frozen=True)
+class Invalid:
+    name: str
+    path: str
+    manifest: dict[str, Any]
+
+
+STDIO = {"id": "files", "transport": "stdio", "command": ["mcp-files"]}
+HTTP_TOOL = {"name": "kb_search", "description": "Search.", "http": {"url": "https://kb/x"}}
+REASONING = {"type": "object", "properties": {"reasoning": {"type": "string"}}}
+
+INVALID: tuple[Invalid, ...] = (
+    Invalid("skill-name-not-kebab", "metadata.name", skill(name="Bad_Name")),
+    Invalid(
+        "skill-missing-description", "spec.description", without(skill(), "spec", "description")
+    ),
+    Invalid("skill-bad-category", "spec.category", skill(category="magic")),
+    Invalid("skill-missing-provenance", "spec.provenance", without(skill(), "spec", "provenance")),
+    Invalid(
+        "skill-bad-authored-by",
+        "spec.provenance.authoredBy",
+        skill(provenance={"authoredBy": "robot", "version": "1"}),
+    ),
+    Invalid("skill-decision-without-outputs", "spec.outputs", skill(category="decision")),
+    Invalid(
+        "skill-decision-without-reasoning",
+        "spec.outputs",
+        skill(category="decision", outputs={"type": "object", "properties": {"verdict": {}}}),
+    ),
+    Invalid("skill-impl-bad-type", "spec.implementation.type", skill(implementation={"type": "x"})),
+    Invalid(
+        "skill-mcp-tool-without-tool",
+        "spec.implementation.server",
+        skill(implementation={"type": "mcp_tool", "server": "gh"}),
+    ),
+    Invalid(
+        "skill-agent-topology-and-card",
+        "spec.implementation.topology",
+        skill(
+            implementation={
+                "type": "agent",
+                "topology": "research",
+                "cardUrl": "https://r.example/.well-known/agent-card.json",
+            }
+        ),
+    ),
+    Invalid(
+        "skill-agent-neither-topology-nor-card",
+        "spec.implementation.topology",
+        skill(implementation={"type": "agent"}),
+    ),
+    Invalid(
+        "skill-agent-bad-on-unanswerable",
+        "spec.implementation.onUnanswerable",
+        skill(implementation={"type": "agent", "topology": "t", "onUnanswerable": "ignore"}),
+    ),
+    Invalid(
+        "skill-agent-card-url-not-http",
+        "spec.implementation.cardUrl",
+        skill(implementation={"type": "agent", "cardUrl": "ftp://x/card.json"}),
+    ),
+    Invalid(
+        "skill-skill-id-without-card",
+        "spec.implementation.skillId",
+        skill(implementation={"type": "agent", "topology": "t", "skillId": "s"}),
+    ),
+    Invalid(
+        "skill-composed-empty",
+        "spec.implementation.composes",
+        skill(implementation={"type": "composed", "composes": []}),
+    ),
+    Invalid(
+        "skill-command-without-pack",
+        "spec.implementation.pack",
+        skill(implementation={"type": "command", "command": "ls"}),
+    ),
+    Invalid(
+        "skill-llm-prompt-without-prompt",
+        "spec.implementation.prompt",
+        skill(implementation={"type": "llm_prompt"}),
+    ),
+    Invalid(
+        "skill-file-absolute-path",
+        "spec.files[0].path",
+        skill(files=[{"path": "/etc/passwd", "content": "x"}]),
+    ),
+    Invalid(
+        "skill-file-dotdot-path",
+        "spec.files[0].path",
+        skill(files=[{"path": "../../escape.sh", "content": "x"}]),
+    ),
+    Invalid(
+        "skill-file-content-and-configmap",
+        "spec.files[0]",
+        skill(files=[{"path": "a.md", "content": "x", "configMapRef": {"name": "c", "key": "k"}}]),
+    ),
+    Invalid(
+        "skill-file-duplicate-paths",
+        "spec.files",
+        skill(files=[{"path": "a.md", "content": "x"}, {"path": "a.md", "content": "y"}]),
+    ),
+    Invalid(
+        "skill-retry-bad-backoff",
+        "spec.constraints.retry.backoff",
+        skill(constraints={"retry": {"attempts": 1, "backoff": "random"}}),
+    ),
+    Invalid(
+        "skill-retry-negative-attempts",
+        "spec.constraints.retry.attempts",
+        skill(constraints={"retry": {"attempts": -1}}),
+    ),
+    Invalid("skill-unknown-field", "spec.colour", skill(colour="blue")),
+    Invalid(
+        "tool-endpoint-rejected",
+        "spec.tools[0].endpoint",
+        workspace(tools=[{**HTTP_TOOL, "endpoint": "https://kb/x"}]),
+    ),
+    Invalid(
+        "tool-type-rejected",
+        "spec.tools[0].type",
+        workspace(tools=[{**HTTP_TOOL, "type": "http"}]),
+    ),
+    Invalid(
+        "tool-http-without-url",
+        "spec.tools[0].http",
+        workspace(tools=[{"name": "kb_search", "description": "Search."}]),
+    ),
+    Invalid(
+        "mcp-stdio-without-command",
+        "spec.mcpServers[0].command",
+        workspace(mcpServers=[{"id": "files", "transport": "stdio"}]),
+    ),
+    Invalid(
+        "mcp-http-without-url",
+        "spec.mcpServers[0].url",
+        workspace(mcpServers=[{"id": "pg", "transport": "http"}]),
+    ),
+    Invalid(
+        "mcp-bad-transport",
+        "spec.mcpServers[0].transport",
+        workspace(mcpServers=[{**STDIO, "transport": "sse"}]),
+    ),
+    Invalid(
+        "mcp-bad-permission-tier",
+        "spec.mcpServers[0].permission",
+        workspace(mcpServers=[{**STDIO, "permission": "lenient"}]),
+    ),
+    Invalid(
+        "mcp-env-value-and-secret",
+        "spec.mcpServers[0].env[0]",
+        workspace(
+            mcpServers=[
+                {
+                    **STDIO,
+                    "env": [
+                        {"name": "TOKEN", "value": "x", "secretKeyRef": {"name": "s", "key": "k"}}
+                    ],
+                }
+            ]
+        ),
+    ),
+    Invalid(
+        "mcp-duplicate-ids",
+        "spec.mcpServers",
+        workspace(mcpServers=[STDIO, STDIO]),
+    ),
+    Invalid(
+        "pack-id-workspace-reserved",
+        "spec.commandPacks[0].id",
+        workspace(
+            commandPacks=[
+                {
+                    "id": "workspace",
+                    "commands": [{"name": "ls", "description": "List.", "argv": ["ls"]}],
+                }
+            ]
+        ),
+    ),
+    Invalid(
+        "provider-bad-type",
+        "spec.modelProviders[0].type",
+        workspace(modelProviders=[{"name": "m", "type": "gemini"}]),
+    ),
+    Invalid("agent-bad-grant", "spec.skills[0]", agent(skills=["Not A Skill"])),
+    Invalid("agent-duplicate-grant", "spec.skills", agent(skills=["code-review", "code-review"])),
+    Invalid(
+        "agent-temperature-too-high", "spec.model.temperature", agent(model={"temperature": 3})
+    ),
+    Invalid("agent-empty-replay-turn", "spec.replay[0]", agent(replay=[{}])),
+    Invalid(
+        "topology-two-roots",
+        "spec.agents",
+        topology(
+            agents=[
+                {"name": "a", "agentRef": {"name": "a"}, "role": "root"},
+                {"name": "b", "agentRef": {"name": "b"}, "role": "root"},
+            ]
+        ),
+    ),
+    Invalid(
+        "topology-worker-without-parent",
+        "spec.agents[1].parent",
+        topology(
+            agents=[
+                {"name": "a", "agentRef": {"name": "a"}, "role": "root"},
+                {"name": "b", "agentRef": {"name": "b"}, "role": "worker"},
+            ]
+        ),
+    ),
+    Invalid(
+        "topology-unknown-parent",
+        "spec.agents",
+        topology(
+            agents=[
+                {"name": "a", "agentRef": {"name": "a"}, "role": "root"},
+                {"name": "b", "agentRef": {"name": "b"}, "role": "worker", "parent": "zz"},
+            ]
+        ),
+    ),
+    Invalid(
+        "topology-bad-role",
+        "spec.agents[0].role",
+        topology(agents=[{"name": "a", "agentRef": {"name": "a"}, "role": "boss"}]),
+    ),
+    Invalid(
+        "topology-missing-workspace",
+        "spec.workspaceRef",
+        without(topology(), "spec", "workspaceRef"),
+    ),
+    Invalid("topology-no-agents", "spec.agents", topology(agents=[])),
+    Invalid(
+        "run-topology-and-agent",
+        "spec.topologyRef",
+        run(agentRef={"name": "a"}),
+    ),
+    Invalid("run-no-target", "spec.topologyRef", without(run(), "spec", "topologyRef")),
+    Invalid("run-zero-timeout", "spec.timeoutSeconds", run(timeoutSeconds=0)),
+)
