@@ -75,6 +75,11 @@ class BundleSkill(ApiModel):
     synthesized_topology: str | None = Field(
         default=None, description="Set for topology-<name> skills synthesized by pack:workspace."
     )
+    config_map: str | None = Field(
+        default=None,
+        description="The rendered skill ConfigMap its files are mounted from (None for "
+        "synthesized skills); the operator re-mounts it when it recreates a lost Job.",
+    )
 
 
 class BundleAgent(ApiModel):
