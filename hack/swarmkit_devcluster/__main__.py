@@ -1,0 +1,86 @@
+"""``python -m swarmkit_devcluster build|up|down|status|operator-up|operator-down|demo``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from swarmkit_devcluster.build import BuildError, build
+from swarmkit_devcluster.cluster import ClusterError, LocalCluster
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m swarmkit_devcluster",
+        description="The local Kubernetes control plane for swarmkit-operator tests and demo.",
+    )
+    p.add_argument(
+        "--state-dir",
+        default=None,
+        help="cluster state directory (default: $SWARMKIT_CLUSTER_DIR or <repo>/.cluster)",
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="build the binaries once into ~/.cache/swarmkit-operator")
+    b.add_argument("--force", action="store_true", help="rebuild even when cached")
+    b.add_argument("names", nargs="*", help="only these binaries")
+    sub.add_parser("up", help="start the control plane and the process node (idempotent)")
+    sub.add_parser("down", help="stop everything started by `up` and remove the state")
+    sub.add_parser("status", help="say whether the cluster is running")
+    op = sub.add_parser("operator-up", help="apply crds/*.yaml and run the operator in background")
+    op.add_argument("args", nargs=argparse.REMAINDER, help="extra operator arguments")
+    sub.add_parser("operator-down", help="stop the background operator")
+    sub.add_parser("demo", help="the end-to-end demo")
+    a = p.parse_args(argv)
+
+    try:
+        if a.cmd == "build":
+            t0 = time.monotonic()
+            print("building cluster binaries (cached after the first build):", file=sys.stderr)
+            build(a.names or None, force=a.force)
+            print(f"build: done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+            return 0
+        cluster = LocalCluster(a.state_dir)
+        if a.cmd == "up":
+            cluster.start()
+            print(f"kubectl and helm: {cluster.bin_dir}/")
+            print(f"logs: {cluster.logs_dir}/")
+            print("use it with:")
+            print(f"  export KUBECONFIG={cluster.kubeconfig}")
+            print(f'  export PATH="{cluster.bin_dir}:$PATH"')
+            return 0
+        if a.cmd == "down":
+            was = cluster.state_file.exists()
+            t0 = time.monotonic()
+            cluster.stop()
+            msg = "cluster stopped" if was else "no cluster state found; nothing to stop"
+            print(f"{msg} ({time.monotonic() - t0:.1f}s)", file=sys.stderr)
+            return 0
+        if a.cmd == "status":
+            if cluster.is_running():
+                print(f"running: {cluster.server}  KUBECONFIG={cluster.kubeconfig}")
+                print(f"operator: {'running' if cluster.operator_running() else 'stopped'}")
+                return 0
+            print("not running")
+            return 1
+        if a.cmd == "operator-up":
+            extra = [x for x in a.args if x != "--"]
+            cluster.start_operator(extra)
+            return 0
+        if a.cmd == "operator-down":
+            stopped = cluster.stop_operator()
+            print("operator stopped" if stopped else "operator was not running", file=sys.stderr)
+            return 0
+        if a.cmd == "demo":
+            print("demo: not implemented yet", file=sys.stderr)
+            return 1
+    except (BuildError, ClusterError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,745 @@
+"""Start, find and stop the local control plane (etcd → kube-apiserver → controller-manager →
+scheduler → process node), plus the background operator.
+
+Everything lives in a *state directory* (``<repo>/.cluster`` for ``make cluster-up``, a temp dir
+for the test fixtures): ``state.json`` (pids, ports), ``kubeconfig`` (admin), ``pki/``,
+``logs/<component>.log``, ``pods/<ns>_<pod>/`` (process-node pods), ``bin/`` (kubectl, helm).
+Every process started here carries ``SWARMKIT_DEVCLUSTER_ID=<id>`` in its environment, so
+``stop()`` can also find and kill strays (e.g. grandchildren that left their process group).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from swarmkit_devcluster import pki as pkimod
+from swarmkit_devcluster.build import BuildError, ensure_built
+from swarmkit_devcluster.kubeapi import ApiError, KubeClient
+from swarmkit_devcluster.paths import binary, cache_root, default_state_dir, repo_root
+from swarmkit_devcluster.process_node import DEFAULT_NODE_NAME, MARKER_ENV
+
+T = TypeVar("T")
+
+CONTROLLERS = [
+    "job-controller",
+    "cronjob-controller",
+    "garbage-collector-controller",
+    "namespace-controller",
+    "ttl-after-finished-controller",
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "root-ca-certificate-publisher-controller",
+    "clusterrole-aggregation-controller",
+    "deployment-controller",
+    "replicaset-controller",
+    "statefulset-controller",
+    "endpoints-controller",
+    "endpointslice-controller",
+    "disruption-controller",
+    "resourcequota-controller",
+    "pod-garbage-collector-controller",
+]
+
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "process-node")
+STOP_ORDER = (
+    "operator",
+    "process-node",
+    "kube-scheduler",
+    "kube-controller-manager",
+    "kube-apiserver",
+    "etcd",
+)
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started/used; the message says why and what to do."""
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def proc_start_time(pid: int) -> int | None:
+    """Process start time (clock ticks since boot), to tell a live pid from a reused one."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":
+        return None
+    return int(fields[19])
+
+
+def processes_with_marker(marker: str) -> list[int]:
+    needle = f"{MARKER_ENV}={marker}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            env = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return "(no log)"
+    return "\n".join(data.decode(errors="replace").splitlines()[-lines:])
+
+
+@dataclass
+class Proc:
+    name: str
+    pid: int
+    start_time: int | None
+    log: str
+    cmd: list[str]
+
+    def alive(self) -> bool:
+        st = proc_start_time(self.pid)
+        return st is not None and (self.start_time is None or st == self.start_time)
+
+
+class LocalCluster:
+    """A local control plane in ``state_dir``.
+
+    >>> c = LocalCluster("/tmp/x").start()   # or reuse: LocalCluster(".cluster").attach()
+    >>> c.kubectl("get", "nodes").stdout
+    >>> c.stop()
+    """
+
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str] | None = None,
+        *,
+        node_name: str = DEFAULT_NODE_NAME,
+        image_map: str | None = None,
+        apiserver_port: int | None = None,
+        start_timeout: float = 90.0,
+        verbose: bool = True,
+    ) -> None:
+        self.state_dir = Path(state_dir).resolve() if state_dir else default_state_dir()
+        self.node_name = node_name
+        self.image_map = image_map or os.environ.get("SWARMKIT_NODE_IMAGE_MAP")
+        env_port = os.environ.get("SWARMKIT_APISERVER_PORT")
+        self.apiserver_port = apiserver_port or (int(env_port) if env_port else None)
+        self.start_timeout = start_timeout
+        self.verbose = verbose
+        self.state: dict[str, Any] = {}
+        self._popen: dict[str, subprocess.Popen[bytes]] = {}
+        self._client: KubeClient | None = None
+
+    # -- paths -----------------------------------------------------------------------------
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    @property
+    def state_file(self) -> Path:
+        return self.state_dir / "state.json"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.state_dir / "bin"
+
+    @property
+    def pods_dir(self) -> Path:
+        return self.state_dir / "pods"
+
+    @property
+    def server(self) -> str:
+        return str(self.state["server"])
+
+    @property
+    def cluster_id(self) -> str:
+        return str(self.state["id"])
+
+    def log_path(self, component: str) -> Path:
+        if component == "operator":
+            return self.state_dir / "operator.log"
+        return self.logs_dir / f"{component}.log"
+
+    def _say(self, msg: str) -> None:
+        if self.verbose:
+            _say(msg)
+
+    # -- state -----------------------------------------------------------------------------
+
+    def _load(self) -> bool:
+        try:
+            self.state = json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            self.state = {}
+            return False
+        return True
+
+    def _save(self) -> None:
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=2))
+        os.replace(tmp, self.state_file)
+
+    def _procs(self) -> dict[str, Proc]:
+        return {k: Proc(**v) for k, v in self.state.get("procs", {}).items()}
+
+    def _record(self, p: Proc) -> None:
+        self.state.setdefault("procs", {})[p.name] = p.__dict__
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        key = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:16]
+        lock = cache_root() / "locks" / f"{key}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def is_running(self) -> bool:
+        """True when the state file describes a live, healthy control plane."""
+        if not self._load():
+            return False
+        procs = self._procs()
+        if any(name not in procs or not procs[name].alive() for name in COMPONENTS):
+            return False
+        try:
+            status, _ = self.client().request_raw("GET", "/readyz", timeout=5)
+        except Exception:
+            return False
+        return status == 200
+
+    def client(self) -> KubeClient:
+        if self._client is None:
+            self._client = KubeClient.from_kubeconfig(self.kubeconfig)
+        return self._client
+
+    # -- start -----------------------------------------------------------------------------
+
+    def attach(self) -> LocalCluster:
+        """Use an already-running cluster in ``state_dir`` (raises ClusterError if none)."""
+        if not self.is_running():
+            raise ClusterError(
+                f"no running cluster in {self.state_dir}; start one with `make cluster-up`"
+            )
+        return self
+
+    def start(self) -> LocalCluster:
+        """Start the cluster, or reuse the one already running in ``state_dir`` (idempotent)."""
+        try:
+            ensure_built()
+        except BuildError as exc:
+            raise ClusterError(str(exc)) from exc
+        with self._locked():
+            if self.is_running():
+                self._say(f"cluster already running ({self.server}, state {self.state_dir})")
+                return self
+            if self.state_file.exists():
+                self._say("found a stale cluster state; cleaning it up first")
+                self._stop_locked()
+            t0 = time.monotonic()
+            try:
+                self._start_locked()
+            except BaseException:
+                self._say("start-up failed; stopping what was started")
+                logs = self.logs_dir
+                self._stop_locked(remove_state=False)
+                with contextlib.suppress(OSError):
+                    self.state_file.unlink()
+                self._say(f"(component logs kept in {logs})")
+                raise
+            self.state["startup_seconds"] = round(time.monotonic() - t0, 2)
+            self._save()
+            self._say(f"cluster up in {time.monotonic() - t0:.1f}s: {self.server}")
+        return self
+
+    def _start_locked(self) -> None:
+        if self.state_dir.exists():
+            for sub in ("pki", "etcd", "pods", "logs", "kubeconfigs"):
+                shutil.rmtree(self.state_dir / sub, ignore_errors=True)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.logs_dir.mkdir(exist_ok=True)
+        cid = secrets.token_hex(8)
+        api_port = self.apiserver_port or free_port()
+        if self.apiserver_port and port_in_use(api_port):
+            raise ClusterError(
+                f"port {api_port} on 127.0.0.1 is already in use, so kube-apiserver cannot "
+                "listen on it. Stop whatever uses it (another cluster? `make cluster-down`) or "
+                "choose another port with SWARMKIT_APISERVER_PORT (unset = a random free port)."
+            )
+        ports = {
+            "apiserver": api_port,
+            "etcd_client": free_port(),
+            "etcd_peer": free_port(),
+            "controller_manager": free_port(),
+            "scheduler": free_port(),
+        }
+        self.state = {
+            "version": 1,
+            "id": cid,
+            "server": f"https://127.0.0.1:{api_port}",
+            "ports": ports,
+            "procs": {},
+            "node": self.node_name,
+        }
+        self._save()
+        pki = pkimod.generate(self.state_dir / "pki")
+        ids = pkimod.make_identities(self.node_name)
+        pkimod.write_token_file(pki.tokens_csv, ids)
+        kcdir = self.state_dir / "kubeconfigs"
+        kcdir.mkdir(exist_ok=True)
+        ca = pki.ca_crt.read_text()
+        write_kubeconfig(self.kubeconfig, self.server, ca, ids["admin"].token, "swarmkit-admin")
+        for name in ("controller-manager", "scheduler", "node"):
+            write_kubeconfig(kcdir / f"{name}.kubeconfig", self.server, ca, ids[name].token, name)
+        self._link_tools()
+
+        etcd_url = f"http://127.0.0.1:{ports['etcd_client']}"
+        peer_url = f"http://127.0.0.1:{ports['etcd_peer']}"
+        self._spawn(
+            "etcd",
+            [
+                str(binary("etcd")),
+                "--name=default",
+                f"--data-dir={self.state_dir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=default={peer_url}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+                "--quota-backend-bytes=4294967296",
+            ],
+        )
+        self._wait_http("etcd", f"{etcd_url}/health", ["etcd"], timeout=30)
+
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(binary("kube-apiserver")),
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--tls-cert-file={pki.serving_crt}",
+                f"--tls-private-key-file={pki.serving_key}",
+                f"--client-ca-file={pki.ca_crt}",
+                f"--token-auth-file={pki.tokens_csv}",
+                "--authorization-mode=Node,RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={pki.sa_pub}",
+                f"--service-account-signing-key-file={pki.sa_key}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--allow-privileged=true",
+                "--kubelet-preferred-address-types=InternalIP",
+                f"--kubelet-certificate-authority={pki.ca_crt}",
+                "--profiling=false",
+                "--event-ttl=1h",
+                "--v=1",
+            ],
+        )
+        self._wait_http("kube-apiserver", f"{self.server}/readyz", ["etcd", "kube-apiserver"], 60)
+
+        common = ["--bind-address=127.0.0.1", "--leader-elect=false", "--v=1"]
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(binary("kube-controller-manager")),
+                f"--kubeconfig={kcdir / 'controller-manager.kubeconfig'}",
+                f"--secure-port={ports['controller_manager']}",
+                f"--controllers={','.join(CONTROLLERS)}",
+                f"--service-account-private-key-file={pki.sa_key}",
+                f"--root-ca-file={pki.ca_crt}",
+                "--use-service-account-credentials=true",
+                "--concurrent-job-syncs=10",
+                "--concurrent-gc-syncs=20",
+                *common,
+            ],
+        )
+        self._spawn(
+            "kube-scheduler",
+            [
+                str(binary("kube-scheduler")),
+                f"--kubeconfig={kcdir / 'scheduler.kubeconfig'}",
+                f"--secure-port={ports['scheduler']}",
+                *common,
+            ],
+        )
+        node_cmd = [
+            sys.executable,
+            "-m",
+            "swarmkit_devcluster.process_node",
+            f"--kubeconfig={kcdir / 'node.kubeconfig'}",
+            f"--state-dir={self.state_dir}",
+            f"--name={self.node_name}",
+            f"--tls-cert={pki.serving_crt}",
+            f"--tls-key={pki.serving_key}",
+        ]
+        if self.image_map:
+            node_cmd.append(f"--image-map={self.image_map}")
+        self._spawn("process-node", node_cmd)
+        everything = list(COMPONENTS)
+        self._wait_http(
+            "kube-controller-manager",
+            f"https://127.0.0.1:{ports['controller_manager']}/healthz",
+            everything,
+            60,
+        )
+        self._wait_http(
+            "kube-scheduler", f"https://127.0.0.1:{ports['scheduler']}/healthz", everything, 60
+        )
+        self._wait_for("the process node to be Ready", self._node_ready, everything, 60)
+        self._wait_for(
+            "the default ServiceAccount (controller-manager)", self._default_sa, everything, 60
+        )
+
+    def _link_tools(self) -> None:
+        self.bin_dir.mkdir(exist_ok=True)
+        for tool in ("kubectl", "helm"):
+            link = self.bin_dir / tool
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(binary(tool))
+
+    def _spawn(self, name: str, cmd: list[str], *, env: dict[str, str] | None = None) -> Proc:
+        log = self.log_path(name)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        full_env = dict(env if env is not None else os.environ)
+        full_env[MARKER_ENV] = self.cluster_id
+        with open(log, "ab") as fh:
+            p = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=full_env,
+                cwd=self.state_dir,
+            )
+        self._popen[name] = p
+        proc = Proc(name, p.pid, proc_start_time(p.pid), str(log), cmd)
+        self._record(proc)
+        self._save()
+        return proc
+
+    def _check_alive(self, names: Sequence[str]) -> None:
+        procs = self._procs()
+        for name in names:
+            popen = self._popen.get(name)
+            code = popen.poll() if popen is not None else None
+            dead = code is not None or (popen is None and not procs[name].alive())
+            if dead:
+                log = Path(procs[name].log)
+                text = tail(log, 30)
+                hint = ""
+                if "address already in use" in text:
+                    hint = (
+                        "\n  A port it needs is already in use (another cluster? run "
+                        "`make cluster-down`; a fixed SWARMKIT_APISERVER_PORT may clash)."
+                    )
+                raise ClusterError(
+                    f"{name} exited (code {code}) during start-up.{hint}\n"
+                    f"--- last lines of {log} ---\n{text}"
+                )
+
+    def _wait_for(
+        self, what: str, probe: Callable[[], bool], watch: Sequence[str], timeout: float
+    ) -> None:
+        deadline = time.monotonic() + min(timeout, self.start_timeout)
+        last_exc: BaseException | None = None
+        while True:
+            self._check_alive(watch)
+            try:
+                if probe():
+                    return
+            except Exception as exc:
+                last_exc = exc
+            if time.monotonic() > deadline:
+                name = watch[-1]
+                raise ClusterError(
+                    f"timed out after {timeout:.0f}s waiting for {what} (last error: {last_exc}).\n"
+                    f"--- last lines of {self.log_path(name)} ---\n{tail(self.log_path(name), 30)}"
+                )
+            time.sleep(0.1)
+
+    def _wait_http(self, name: str, url: str, watch: Sequence[str], timeout: float) -> None:
+        import ssl
+        import urllib.request
+
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        headers = {}
+        if url.startswith(self.state.get("server", "-")):
+            headers = self.client()._headers(None)
+
+        def probe() -> bool:
+            req = urllib.request.Request(url, headers=headers)
+            with urllib.request.urlopen(req, timeout=2, context=ctx) as resp:
+                return bool(resp.status == 200)
+
+        self._wait_for(f"{name} ({url})", probe, watch, timeout)
+
+    def _node_ready(self) -> bool:
+        node = self.client().get(f"/api/v1/nodes/{self.node_name}")
+        conds = node.get("status", {}).get("conditions") or []
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+        taints = node.get("spec", {}).get("taints") or []
+        return ready and not taints
+
+    def _default_sa(self) -> bool:
+        try:
+            self.client().get("/api/v1/namespaces/default/serviceaccounts/default")
+        except ApiError:
+            return False
+        return True
+
+    # -- stop ------------------------------------------------------------------------------
+
+    def stop(self, *, remove_state: bool = True) -> None:
+        """Stop every process this cluster started (and any stray carrying its marker)."""
+        with self._locked():
+            self._stop_locked(remove_state=remove_state)
+
+    def _stop_locked(self, *, remove_state: bool = True) -> None:
+        if not self.state:
+            self._load()
+        procs = self._procs()
+        groups: list[tuple[str, ...]] = [
+            ("operator",),
+            ("process-node",),
+            ("kube-scheduler", "kube-controller-manager"),
+            ("kube-apiserver",),
+            ("etcd",),
+        ]
+        for group in groups:
+            live = [procs[n] for n in group if n in procs and procs[n].alive()]
+            for p in live:
+                with contextlib.suppress(OSError):
+                    os.killpg(p.pid, signal.SIGTERM)
+            deadline = time.monotonic() + (8 if group == ("process-node",) else 5)
+            for p in live:
+                while p.alive() and time.monotonic() < deadline:
+                    self._reap(p.name)
+                    time.sleep(0.05)
+                if p.alive():
+                    with contextlib.suppress(OSError):
+                        os.killpg(p.pid, signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    os.killpg(p.pid, signal.SIGKILL)  # anything left in its group
+                self._reap(p.name)
+        marker = self.state.get("id")
+        if marker:
+            for _ in range(3):
+                strays = processes_with_marker(str(marker))
+                if not strays:
+                    break
+                for pid in strays:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                time.sleep(0.1)
+        for name in list(self._popen):
+            self._reap(name)
+        self._client = None
+        if remove_state:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        else:
+            self.state["procs"] = {}
+        self.state = {} if remove_state else self.state
+
+    def _reap(self, name: str) -> None:
+        p = self._popen.get(name)
+        if p is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=0.01)
+            if p.returncode is not None:
+                del self._popen[name]
+
+    # -- using it --------------------------------------------------------------------------
+
+    def kubectl(
+        self,
+        *args: str,
+        check: bool = True,
+        input: str | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess[str]:
+        cmd = [str(binary("kubectl")), f"--kubeconfig={self.kubeconfig}", *args]
+        res = subprocess.run(
+            cmd, input=input, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if check and res.returncode != 0:
+            raise ClusterError(
+                f"kubectl {' '.join(args)} failed ({res.returncode}):\n{res.stderr.strip()}"
+            )
+        return res
+
+    def logs(self, component: str, lines: int = 50) -> str:
+        """The last ``lines`` lines of a component's log (etcd, kube-apiserver, ..., operator)."""
+        return tail(self.log_path(component), lines)
+
+    def pod_logs(self, namespace: str, pod: str, container: str | None = None) -> str:
+        """A process-node pod's container log (stdout+stderr); the only container by default."""
+        pod_dir = self.pods_dir / f"{namespace}_{pod}"
+        if container is None:
+            logs = sorted(pod_dir.glob("*.log"))
+            if len(logs) != 1:
+                raise ClusterError(
+                    f"pod {namespace}/{pod} has logs {[p.stem for p in logs]}; pass container="
+                )
+            return logs[0].read_text(errors="replace")
+        return (pod_dir / f"{container}.log").read_text(errors="replace")
+
+    def pod_dir(self, namespace: str, pod: str) -> Path:
+        return self.pods_dir / f"{namespace}_{pod}"
+
+    def env(self) -> dict[str, str]:
+        """Environment for tools: KUBECONFIG and PATH with .cluster/bin first."""
+        return {
+            "KUBECONFIG": str(self.kubeconfig),
+            "PATH": f"{self.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
+
+    # -- the operator ----------------------------------------------------------------------
+
+    def operator_running(self) -> bool:
+        self._load()
+        p = self._procs().get("operator")
+        return p is not None and p.alive()
+
+    def start_operator(self, args: Sequence[str] = (), crds_dir: Path | None = None) -> None:
+        """Apply ``crds/*.yaml`` (server-side) and run ``python -m swarmkit_operator`` in the
+        background with KUBECONFIG set (log: ``<state>/operator.log``). Idempotent."""
+        with self._locked():
+            if not self.is_running():
+                raise ClusterError(f"no running cluster in {self.state_dir}; run `make cluster-up`")
+            p = self._procs().get("operator")
+            if p is not None and p.alive():
+                self._say(f"operator already running (pid {p.pid}, log {p.log})")
+                return
+            crds = crds_dir or repo_root() / "crds"
+            files = sorted(crds.glob("*.yaml")) if crds.is_dir() else []
+            if files:
+                args_f = [a for f in files for a in ("-f", str(f))]
+                self.kubectl("apply", "--server-side", "--force-conflicts", *args_f)
+                self.kubectl(
+                    "wait", "--for=condition=Established", "--timeout=60s",
+                    *[a for f in files for a in ("-f", str(f))],
+                )  # fmt: skip
+                self._say(f"applied {len(files)} CRD file(s) from {crds}")
+            else:
+                self._say(f"warning: no CRDs found in {crds}/*.yaml")
+            log = self.log_path("operator")
+            with contextlib.suppress(OSError):
+                log.unlink()
+            env = {**os.environ, **self.env(), "PYTHONUNBUFFERED": "1"}
+            proc = self._spawn(
+                "operator", [sys.executable, "-m", "swarmkit_operator", *args], env=env
+            )
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                popen = self._popen.get("operator")
+                code = popen.poll() if popen else None
+                if code is not None or not proc.alive():
+                    self.state["procs"].pop("operator", None)
+                    self._save()
+                    raise ClusterError(
+                        f"the operator exited (code {code}) right after start.\n"
+                        f"--- last lines of {log} ---\n{tail(log, 30)}"
+                    )
+                time.sleep(0.1)
+            self._say(f"operator running (pid {proc.pid}); log: {log}")
+
+    def stop_operator(self) -> bool:
+        with self._locked():
+            if not self._load():
+                return False
+            p = self._procs().get("operator")
+            if p is None:
+                return False
+            if p.alive():
+                with contextlib.suppress(OSError):
+                    os.killpg(p.pid, signal.SIGTERM)
+                deadline = time.monotonic() + 10
+                while p.alive() and time.monotonic() < deadline:
+                    self._reap("operator")
+                    time.sleep(0.05)
+                with contextlib.suppress(OSError):
+                    os.killpg(p.pid, signal.SIGKILL)
+                self._reap("operator")
+            self.state["procs"].pop("operator", None)
+            self._save()
+            return True
+
+
+def write_kubeconfig(path: Path, server: str, ca_pem: str, token: str, user: str) -> None:
+    import base64
+
+    cfg = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "swarmkit-dev",
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_pem.encode()).decode(),
+                },
+            }
+        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [
+            {"name": "swarmkit-dev", "context": {"cluster": "swarmkit-dev", "user": user}}
+        ],
+        "current-context": "swarmkit-dev",
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as fh:
+        yaml.safe_dump(cfg, fh, sort_keys=False)
+    os.replace(tmp, path)

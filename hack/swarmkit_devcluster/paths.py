@@ -1,0 +1,106 @@
+"""Versions, the binary cache and repository paths."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+KUBERNETES_VERSION = "v1.36.3"
+ETCD_VERSION = "v3.6.16"
+HELM_VERSION = "v4.3.2"
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def cache_root() -> Path:
+    """``$SWARMKIT_CACHE_DIR`` or ``$XDG_CACHE_HOME/swarmkit-operator`` (``~/.cache/...``)."""
+    env = os.environ.get("SWARMKIT_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "swarmkit-operator"
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One binary built from a Go wrapper module under ``hack/``."""
+
+    name: str
+    module_dir: str  # directory under hack/ holding the wrapper go.mod
+    package: str  # Go main package
+    component: str  # cache sub-directory (k8s, etcd, helm)
+    version: str
+    ldflags: str = ""
+
+    @property
+    def path(self) -> Path:
+        return cache_root() / self.component / self.version / self.name
+
+
+def _k8s_ldflags() -> str:
+    minor = KUBERNETES_VERSION.split(".")[1]
+    parts = []
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        parts += [
+            f"-X {pkg}.gitVersion={KUBERNETES_VERSION}",
+            f"-X {pkg}.gitMajor=1",
+            f"-X {pkg}.gitMinor={minor}",
+            f"-X {pkg}.gitTreeState=clean",
+        ]
+    return " ".join(parts)
+
+
+def _kube(name: str) -> Binary:
+    return Binary(
+        name=name,
+        module_dir="k8s",
+        package=f"k8s.io/kubernetes/cmd/{name}",
+        component="k8s",
+        version=KUBERNETES_VERSION,
+        ldflags=_k8s_ldflags(),
+    )
+
+
+BINARIES: dict[str, Binary] = {
+    "etcd": Binary("etcd", "etcd", "go.etcd.io/etcd/server/v3", "etcd", ETCD_VERSION),
+    "kube-apiserver": _kube("kube-apiserver"),
+    "kube-controller-manager": _kube("kube-controller-manager"),
+    "kube-scheduler": _kube("kube-scheduler"),
+    "kubectl": _kube("kubectl"),
+    "helm": Binary(
+        "helm",
+        "helm",
+        "helm.sh/helm/v4/cmd/helm",
+        "helm",
+        HELM_VERSION,
+        ldflags=f"-X helm.sh/helm/v4/internal/version.version={HELM_VERSION}",
+    ),
+}
+
+
+def binary(name: str) -> Path:
+    return BINARIES[name].path
+
+
+def hack_dir() -> Path:
+    """The ``hack/`` directory holding the Go wrapper modules."""
+    return PACKAGE_DIR.parent
+
+
+def repo_root() -> Path:
+    """The repository root: found from the package location, else from the working directory."""
+    for start in (PACKAGE_DIR, Path.cwd().resolve()):
+        for candidate in (start, *start.parents):
+            if (candidate / "pyproject.toml").is_file() and (candidate / "hack").is_dir():
+                return candidate
+    return Path.cwd().resolve()
+
+
+def default_state_dir() -> Path:
+    """``$SWARMKIT_CLUSTER_DIR`` or ``<repo>/.cluster``."""
+    env = os.environ.get("SWARMKIT_CLUSTER_DIR")
+    if env:
+        return Path(env).expanduser().resolve()
+    return repo_root() / ".cluster"
