@@ -1,0 +1,172 @@
+"""Test helpers behind the pytest fixtures in ``tests/integration/conftest.py``.
+
+* :func:`session_cluster` - a cluster for the whole test session: reuses the cluster whose
+  kubeconfig ``$SWARMKIT_KUBECONFIG`` points at (e.g. ``.cluster/kubeconfig`` after
+  ``make cluster-up``), else starts one in a temp dir and stops it at the end. ``KUBECONFIG``
+  is exported into ``os.environ`` meanwhile (and ``.cluster/bin``-style ``PATH``).
+* :func:`temp_namespace` - a fresh namespace (with its ``default`` ServiceAccount and
+  ``kube-root-ca.crt`` ready), deleted afterwards.
+* :class:`Kube` - ``kubernetes`` API objects for a kubeconfig.
+* :func:`wait_for` - poll a predicate with a timeout and a useful failure message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from swarmkit_devcluster.cluster import ClusterError, LocalCluster
+
+T = TypeVar("T")
+
+
+class WaitTimeout(AssertionError):
+    """wait_for gave up."""
+
+
+def wait_for(
+    predicate: Callable[[], T],
+    timeout: float = 60.0,
+    interval: float = 0.2,
+    message: str | Callable[[], str] = "",
+) -> T:
+    """Call ``predicate`` until it returns something truthy (returned) or ``timeout`` passes.
+
+    Exceptions raised by the predicate count as "not yet" and the last one is reported.
+    ``message`` (a string or a callable evaluated on timeout) is added to the failure.
+    """
+    deadline = time.monotonic() + timeout
+    last_exc: BaseException | None = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+            last_exc = None
+        except Exception as exc:
+            last_exc = exc
+        if time.monotonic() >= deadline:
+            detail = message() if callable(message) else message
+            extra = f" (last error: {last_exc!r})" if last_exc else ""
+            raise WaitTimeout(f"timed out after {timeout:.0f}s{extra}: {detail}")
+        time.sleep(interval)
+
+
+@dataclass
+class Kube:
+    """Clients of the ``kubernetes`` package bound to one kubeconfig."""
+
+    api_client: Any
+    core: Any  # kubernetes.client.CoreV1Api
+    batch: Any  # kubernetes.client.BatchV1Api
+    apps: Any  # kubernetes.client.AppsV1Api
+    custom: Any  # kubernetes.client.CustomObjectsApi
+    rbac: Any  # kubernetes.client.RbacAuthorizationV1Api
+    apiext: Any  # kubernetes.client.ApiextensionsV1Api
+
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: str | os.PathLike[str]) -> Kube:
+        from kubernetes import client, config
+
+        api = config.new_client_from_config(config_file=str(kubeconfig))
+        return cls(
+            api_client=api,
+            core=client.CoreV1Api(api),
+            batch=client.BatchV1Api(api),
+            apps=client.AppsV1Api(api),
+            custom=client.CustomObjectsApi(api),
+            rbac=client.RbacAuthorizationV1Api(api),
+            apiext=client.ApiextensionsV1Api(api),
+        )
+
+    def close(self) -> None:
+        close = getattr(self.api_client, "close", None)
+        if callable(close):
+            close()
+
+
+@contextmanager
+def session_cluster() -> Iterator[LocalCluster]:
+    """Reuse ``$SWARMKIT_KUBECONFIG``'s cluster, else start a private one (stopped at exit)."""
+    reuse = os.environ.get("SWARMKIT_KUBECONFIG")
+    owned = False
+    if reuse:
+        state_dir = Path(reuse).expanduser().resolve().parent
+        cluster = LocalCluster(state_dir, verbose=False)
+        if not cluster.is_running():
+            raise ClusterError(
+                f"SWARMKIT_KUBECONFIG={reuse} does not point at a running swarmkit devcluster "
+                f"(no live {state_dir}/state.json); run `make cluster-up` or unset it"
+            )
+    else:
+        state_dir = Path(tempfile.mkdtemp(prefix="swarmkit-cluster-"))
+        cluster = LocalCluster(state_dir, verbose=True)
+        cluster.start()
+        owned = True
+    saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "PATH")}
+    os.environ.update(cluster.env())
+    try:
+        yield cluster
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        if owned:
+            cluster.stop()
+
+
+def namespace_name(hint: str) -> str:
+    base = re.sub(r"[^a-z0-9-]+", "-", hint.lower()).strip("-")[:40].strip("-") or "test"
+    return f"{base}-{secrets.token_hex(3)}"
+
+
+@contextmanager
+def temp_namespace(kube: Kube, hint: str = "test", *, timeout: float = 30) -> Iterator[str]:
+    """A fresh namespace, ready for pods (default SA and kube-root-ca.crt exist)."""
+    name = namespace_name(hint)
+    kube.core.create_namespace({"metadata": {"name": name, "labels": {"swarmkit.dev/test": "1"}}})
+    try:
+        wait_for(
+            lambda: kube.core.read_namespaced_service_account("default", name),
+            timeout,
+            message=f"the default ServiceAccount in namespace {name}",
+        )
+        wait_for(
+            lambda: kube.core.read_namespaced_config_map("kube-root-ca.crt", name),
+            timeout,
+            message=f"kube-root-ca.crt in namespace {name}",
+        )
+        yield name
+    finally:
+        try:
+            kube.core.delete_namespace(name, propagation_policy="Background")
+        except Exception as exc:  # the cluster may be gone already
+            print(f"warning: could not delete namespace {name}: {exc}")
+
+
+def pod_pids(pod: Any) -> list[int]:
+    """Process ids of a process-node pod's containers (from ``containerID: process://PID``)."""
+    pids = []
+    for cs in (pod.status.container_statuses or []) + (pod.status.init_container_statuses or []):
+        cid = cs.container_id or ""
+        if cid.startswith("process://"):
+            pids.append(int(cid.removeprefix("process://")))
+    return pids
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

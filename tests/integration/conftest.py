@@ -1,0 +1,51 @@
+"""Fixtures for tests against the real local control plane (see hack/README.md).
+
+* ``cluster`` (session): a :class:`swarmkit_devcluster.LocalCluster`; reuses the cluster of
+  ``$SWARMKIT_KUBECONFIG`` (e.g. ``SWARMKIT_KUBECONFIG=.cluster/kubeconfig`` after
+  ``make cluster-up``) or starts a private one for the session. ``KUBECONFIG`` is exported.
+* ``kube`` (session): ``kubernetes`` clients (``.core``, ``.batch``, ``.apps``, ``.custom``,
+  ``.rbac``, ``.apiext``, ``.api_client``).
+* ``namespace`` (function): a fresh namespace, deleted after the test.
+
+Every test in this directory is marked ``integration``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from swarmkit_devcluster.cluster import ClusterError, LocalCluster
+from swarmkit_devcluster.testing import Kube, session_cluster, temp_namespace
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster]:
+    try:
+        with session_cluster() as c:
+            yield c
+    except ClusterError as exc:
+        pytest.fail(f"local control plane: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def kube(cluster: LocalCluster) -> Iterator[Kube]:
+    k = Kube.from_kubeconfig(cluster.kubeconfig)
+    yield k
+    k.close()
+
+
+@pytest.fixture
+def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
+    with temp_namespace(kube, request.node.name) as ns:
+        yield ns
