@@ -1,0 +1,530 @@
+"""The run bundle (pure: resolved, pinned objects → a :class:`RunBundle` and its ConfigMap).
+
+The handler resolves the Run's target (Topology or Agent), every agent it may execute, every
+skill those agents were granted (exactly the content hashes their versions folded in) and the
+Workspace; this module turns them into the bundle the runner validates with the same model,
+and into the run's immutable ConfigMap ``run-<name>-<uid5>-bundle``:
+
+* ``bundle.json`` (:meth:`RunBundle.to_json`) and ``flow.<n>`` keys for the flow data files
+  the run's agents may read (copied, so they are pinned like everything else);
+* label ``swarmkit.dev/run`` (and ``swarmkit.dev/run-uid``), owned by the Run;
+* annotation ``swarmkit.dev/pinned-configmaps``: the comma-separated skill, agent and
+  workspace ConfigMaps the run pins, which the reconcile loop's garbage collection keeps
+  while the Run is unfinished. When the Run finishes, the operator adds the label
+  ``swarmkit.dev/run-finished: "true"`` to the bundle ConfigMap (its data stays immutable).
+
+Skill file contents are never copied into the bundle: each bundled file of a skill spec is
+rewritten to a ``configMapRef`` naming the rendered skill ConfigMap and key it is mounted
+from; the runner reads files from ``BundleSkill.directory``. Secrets are never resolved:
+the Workspace spec carries only Secret references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from swarmkit_api.agent import AgentSpec
+from swarmkit_api.bundle import (
+    BUNDLE_FILE,
+    BundleAgent,
+    BundleSkill,
+    BundleTopology,
+    RunBundle,
+    RunInfo,
+    ScriptPin,
+)
+from swarmkit_api.common import ConfigMapKeyRef
+from swarmkit_api.run import PinnedVersions, RunSpec
+from swarmkit_api.skill import ScriptStatus, SkillFile, SkillSpec
+from swarmkit_api.topology import TopologySpec
+from swarmkit_api.workspace import (
+    RESERVED_PACK_ID,
+    Governance,
+    RuntimeDefaults,
+    WorkspaceSpec,
+)
+
+from ..config import OperatorConfig
+from . import PINNED_ANNOTATION, RUN_FINISHED_LABEL
+from .job import (
+    FLOW_DATA_MOUNT,
+    RUN_LABEL,
+    RUN_UID_LABEL,
+    RunRef,
+    SkillFileItem,
+    SkillMount,
+    bundle_config_map_name,
+    label_value,
+    owner_reference,
+    run_labels,
+    skill_directory,
+)
+from .skill import SKILL_MD, FileEntry, load_rendered_skill
+
+#: A ConfigMap holds at most 1 MiB; keep room for metadata.
+MAX_BUNDLE_BYTES = 1000 * 1024
+FLOW_KEY_PREFIX = "flow."
+
+
+class BundleTooLarge(ValueError):
+    """The rendered bundle would not fit into one ConfigMap."""
+
+
+@dataclass(frozen=True)
+class PinnedSkill:
+    """A skill exactly as an agent's version pinned it."""
+
+    name: str
+    content_hash: str
+    config_map: str
+    spec: SkillSpec
+    files: tuple[SkillFileItem, ...] = ()
+    scripts: tuple[ScriptStatus, ...] = ()
+    reviewed: bool = False
+    synthesized_topology: str | None = None
+
+
+@dataclass(frozen=True)
+class PinnedAgent:
+    """An agent at the version the run executes."""
+
+    name: str
+    version: str
+    spec: AgentSpec
+    skills: tuple[str, ...] = ()
+    config_map: str | None = None
+
+
+@dataclass(frozen=True)
+class PinnedTopology:
+    """A topology at the version the run executes."""
+
+    name: str
+    version: str
+    spec: TopologySpec
+
+
+@dataclass(frozen=True)
+class PinnedWorkspace:
+    """The Workspace whose policy applies."""
+
+    name: str
+    spec: WorkspaceSpec
+    config_map: str | None = None
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """The Run being rendered."""
+
+    name: str
+    namespace: str
+    uid: str
+    spec: RunSpec
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def ref(self) -> RunRef:
+        return RunRef(
+            name=self.name,
+            namespace=self.namespace,
+            uid=self.uid,
+            labels=self.spec.labels,
+            correlation_id=self.spec.correlation_id,
+        )
+
+
+@dataclass(frozen=True)
+class RenderedBundle:
+    """A bundle with everything needed to mount it."""
+
+    bundle: RunBundle
+    pinned: PinnedVersions
+    skill_mounts: tuple[SkillMount, ...]
+    #: bundle ConfigMap key → flow data path (relative to the flow data mount).
+    flow_data_keys: Mapping[str, str]
+    #: bundle ConfigMap key → content.
+    flow_data: Mapping[str, str]
+    pinned_config_maps: tuple[str, ...]
+
+
+def skill_file_items(
+    files: Iterable[FileEntry], with_skill_md: bool = True
+) -> tuple[SkillFileItem, ...]:
+    """Volume items of a rendered skill ConfigMap: every bundled file, then ``SKILL.md``."""
+    items = [SkillFileItem(f.key, f.path, f.is_script, f.sha256) for f in files]
+    if with_skill_md and all(i.path != SKILL_MD for i in items):
+        items.append(SkillFileItem(SKILL_MD, SKILL_MD))
+    return tuple(items)
+
+
+def pinned_skill_from_config_map(
+    *,
+    name: str,
+    content_hash: str,
+    config_map: str,
+    data: Mapping[str, str],
+    scripts: Sequence[ScriptStatus] = (),
+    reviewed: bool = False,
+) -> PinnedSkill:
+    """A skill exactly as its immutable rendered ConfigMap holds it.
+
+    ``scripts`` (the Skill's ``status.scripts``) should be passed only when the live Skill
+    still has ``content_hash``; the pins are recomputed from the operator config anyway.
+    """
+    rendered = load_rendered_skill(data)
+    spec = rendered.spec.model_copy(
+        update={
+            "files": [
+                SkillFile(
+                    path=f.path,
+                    config_map_ref=ConfigMapKeyRef(name=config_map, key=f.key),
+                    executable=f.is_script,
+                )
+                for f in rendered.files
+            ]
+        }
+    )
+    return PinnedSkill(
+        name=name,
+        content_hash=content_hash,
+        config_map=config_map,
+        spec=spec,
+        files=skill_file_items(rendered.files, with_skill_md=SKILL_MD in data),
+        scripts=tuple(scripts),
+        reviewed=reviewed,
+    )
+
+
+def effective_governance(workspace: WorkspaceSpec) -> Governance:
+    return workspace.governance or Governance()
+
+
+def effective_timeout(spec: RunSpec, workspace: WorkspaceSpec) -> int:
+    runtime = workspace.runtime or RuntimeDefaults()
+    return spec.timeout_seconds or runtime.default_timeout_seconds
+
+
+def agent_permissions(spec: AgentSpec, workspace: WorkspaceSpec) -> list[str]:
+    """The agent's permission bundle's permissions plus its inline ones, each once."""
+    out: list[str] = []
+    if spec.permissions_bundle:
+        for pb in workspace.permission_bundles:
+            if pb.name == spec.permissions_bundle:
+                out.extend(pb.permissions)
+    out.extend(spec.permissions)
+    return list(dict.fromkeys(out))
+
+
+def agent_commands(spec: AgentSpec, workspace: WorkspaceSpec) -> list[str]:
+    """``pack:<id>`` grants as ``<pack>/<command>`` (read commands only)."""
+    out: list[str] = []
+    packs = {p.id: p for p in workspace.command_packs}
+    for grant in spec.skills:
+        if not grant.startswith("pack:"):
+            continue
+        pack_id = grant.removeprefix("pack:")
+        pack = packs.get(pack_id)
+        if pack_id == RESERVED_PACK_ID or pack is None:
+            continue
+        out.extend(f"{pack.id}/{c.name}" for c in pack.commands if c.effects == "read")
+    return list(dict.fromkeys(out))
+
+
+def _denied_by_workspace(governance: Governance, skill: str, path: str) -> bool:
+    return any(
+        d.skill == skill and (d.path is None or d.path == path) for d in governance.denied_scripts
+    )
+
+
+def script_pins(
+    skill: PinnedSkill, namespace: str, workspace: WorkspaceSpec, config: OperatorConfig
+) -> list[ScriptPin]:
+    """Pins of every bundled script: approval can only narrow along the way.
+
+    Approved needs all of: the operator allows execution, the Workspace does not forbid it,
+    the operator's allow-list pins this exact content, the Workspace does not deny it, and
+    the Skill's own status (the reconcile loop's verdict) did not refuse it.
+    """
+    governance = effective_governance(workspace)
+    status = {s.path: s for s in skill.scripts}
+    sha_by_path = {s.path: s.sha256 for s in skill.scripts}
+    for item in skill.files:
+        if item.sha256:
+            sha_by_path[item.path] = item.sha256
+    paths = sorted(
+        {i.path for i in skill.files if i.is_script}
+        | {s.path for s in skill.scripts}
+        | {f.path for f in skill.spec.files if f.is_script}
+    )
+    pins: list[ScriptPin] = []
+    for path in paths:
+        sha = sha_by_path.get(path, "")
+        allowed = config.pin_for(namespace, skill.name, path)
+        entry = status.get(path)
+        approved = False
+        if not config.allow_script_execution or not governance.allow_script_execution:
+            reason = "ExecutionDisabled"
+        elif allowed is None:
+            reason = "NotAllowListed"
+        elif not sha or allowed.sha256 != sha.lower():
+            reason = "PinMismatch"
+        elif _denied_by_workspace(governance, skill.name, path):
+            reason = "DeniedByWorkspace"
+        elif entry is not None and not entry.approved:
+            reason = entry.reason or "NotApproved"
+        else:
+            approved, reason = True, "Approved"
+        pin = allowed.sha256 if approved and allowed is not None else sha
+        pins.append(ScriptPin(path=path, sha256=pin, approved=approved, reason=reason))
+    return pins
+
+
+_PROVENANCE_POLICY = ("imported_from_registry", "vendor_published", "derived_from_template")
+
+
+def skill_callable(skill: PinnedSkill, workspace: WorkspaceSpec) -> tuple[bool, str]:
+    """Whether provenance lets the run call the skill, and why not."""
+    authored_by = skill.spec.provenance.authored_by
+    if authored_by == "authored_by_swarm" and not skill.reviewed:
+        return False, (
+            "authored_by_swarm: locked until a human reviews it "
+            "(annotation swarmkit.dev/reviewed-by)"
+        )
+    policy = effective_governance(workspace).provenance
+    if policy is not None and authored_by in _PROVENANCE_POLICY:
+        verdict: Literal["allow", "deny"] = getattr(policy, authored_by)
+        if verdict == "deny":
+            return False, f"{authored_by}: denied by the Workspace provenance policy"
+    return True, ""
+
+
+def bundle_skill_spec(skill: PinnedSkill) -> SkillSpec:
+    """The skill spec without file contents: each file points at its rendered key."""
+    if not skill.spec.files:
+        return skill.spec
+    keys = {i.path: i.key for i in skill.files}
+    files = []
+    for f in skill.spec.files:
+        key = keys.get(f.path)
+        if key and skill.config_map:
+            files.append(
+                SkillFile(
+                    path=f.path,
+                    config_map_ref=ConfigMapKeyRef(name=skill.config_map, key=key),
+                    executable=f.executable,
+                )
+            )
+        else:
+            files.append(SkillFile(path=f.path, content="", executable=f.executable))
+    return skill.spec.model_copy(update={"files": files})
+
+
+def _bundle_skill(
+    skill: PinnedSkill, namespace: str, workspace: WorkspaceSpec, config: OperatorConfig
+) -> BundleSkill:
+    callable_, blocked = skill_callable(skill, workspace)
+    return BundleSkill(
+        name=skill.name,
+        content_hash=skill.content_hash,
+        spec=bundle_skill_spec(skill),
+        directory=skill_directory(skill.name),
+        scripts=script_pins(skill, namespace, workspace, config),
+        callable=callable_,
+        blocked_reason=blocked,
+        synthesized_topology=skill.synthesized_topology,
+        config_map=skill.config_map or None,
+    )
+
+
+def flow_data_paths(agents: Iterable[PinnedAgent]) -> list[str]:
+    """Flow data paths any of the run's agents may read."""
+    return sorted({p for a in agents for p in a.spec.flow_data_access})
+
+
+def flow_data_keys(paths: Sequence[str]) -> dict[str, str]:
+    """Bundle ConfigMap key of each flow data path (``flow.<n>``)."""
+    return {f"{FLOW_KEY_PREFIX}{i}": p for i, p in enumerate(sorted(paths))}
+
+
+def render_bundle(
+    *,
+    run: RunInput,
+    target_kind: Literal["Topology", "Agent"],
+    target: str,
+    topologies: Sequence[PinnedTopology],
+    agents: Sequence[PinnedAgent],
+    skills: Sequence[PinnedSkill],
+    workspace: PinnedWorkspace,
+    config: OperatorConfig,
+    flow_data: Mapping[str, str] | None = None,
+) -> RenderedBundle:
+    """The run's bundle. ``flow_data`` maps flow data path → content (resolved by the caller).
+
+    Raises :class:`BundleTooLarge` when it would not fit into a ConfigMap, and pydantic's
+    ``ValidationError`` when the result is not a valid bundle.
+    """
+    ws = workspace.spec
+    governance = effective_governance(ws)
+    info = RunInfo(
+        name=run.name,
+        namespace=run.namespace,
+        uid=run.uid,
+        correlation_id=run.spec.correlation_id or run.uid,
+        input=run.spec.input,
+        timeout_seconds=effective_timeout(run.spec, ws),
+    )
+    used_skills = {s for a in agents for s in a.skills}
+    bundle_skills = {
+        s.name: _bundle_skill(s, run.namespace, ws, config)
+        for s in sorted(skills, key=lambda s: s.name)
+        if s.name in used_skills
+    }
+    bundle_agents = {
+        a.name: BundleAgent(
+            name=a.name,
+            version=a.version,
+            spec=a.spec,
+            skills=[s for s in a.skills if s in bundle_skills],
+            commands=agent_commands(a.spec, ws),
+            permissions=agent_permissions(a.spec, ws),
+        )
+        for a in sorted(agents, key=lambda a: a.name)
+    }
+    bundle_topologies = {
+        t.name: BundleTopology(name=t.name, version=t.version, spec=t.spec)
+        for t in sorted(topologies, key=lambda t: t.name)
+    }
+    paths = flow_data_paths(agents)
+    known = {f.path for f in ws.flow_data}
+    paths = [p for p in paths if p in known and flow_data is not None and p in flow_data]
+    keys = flow_data_keys(paths)
+    bundle = RunBundle(
+        run=info,
+        target_kind=target_kind,
+        target=target,
+        topologies=bundle_topologies,
+        agents=bundle_agents,
+        skills=bundle_skills,
+        workspace=ws,
+        workspace_name=workspace.name,
+        allow_script_execution=config.allow_script_execution and governance.allow_script_execution,
+        governance=governance,
+        flow_data_dir=FLOW_DATA_MOUNT if keys else None,
+    )
+    content = {k: (flow_data or {})[p] for k, p in keys.items()}
+    size = len(bundle.to_json().encode()) + sum(len(v.encode()) for v in content.values())
+    if size > MAX_BUNDLE_BYTES:
+        raise BundleTooLarge(
+            f"the run bundle is {size} bytes, more than a ConfigMap holds ({MAX_BUNDLE_BYTES})"
+        )
+    mounts = tuple(
+        SkillMount(skill=s.name, config_map=s.config_map, items=s.files)
+        for s in sorted(skills, key=lambda s: s.name)
+        if s.name in bundle_skills and s.config_map
+    )
+    topo_version = bundle_topologies[target].version if target_kind == "Topology" else None
+    pinned = PinnedVersions(
+        topology=topo_version,
+        agents={a.name: a.version for a in bundle_agents.values()},
+        skills={s.name: s.content_hash for s in bundle_skills.values()},
+    )
+    cms = [m.config_map for m in mounts]
+    cms += [a.config_map for a in agents if a.config_map]
+    if workspace.config_map:
+        cms.append(workspace.config_map)
+    return RenderedBundle(
+        bundle=bundle,
+        pinned=pinned,
+        skill_mounts=mounts,
+        flow_data_keys=keys,
+        flow_data=content,
+        pinned_config_maps=tuple(dict.fromkeys(cms)),
+    )
+
+
+def build_bundle_config_map(run: RunRef, rendered: RenderedBundle) -> dict[str, Any]:
+    """The run's immutable bundle ConfigMap, owned by the Run."""
+    labels = run_labels(run, rendered.bundle)
+    labels[RUN_LABEL] = label_value(run.name)
+    labels[RUN_UID_LABEL] = label_value(run.uid)
+    data = {BUNDLE_FILE: rendered.bundle.to_json(), **rendered.flow_data}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": bundle_config_map_name(run.name, run.uid),
+            "namespace": run.namespace,
+            "labels": labels,
+            "annotations": {PINNED_ANNOTATION: ",".join(rendered.pinned_config_maps)},
+            "ownerReferences": [owner_reference(run)],
+        },
+        "immutable": True,
+        "data": data,
+    }
+
+
+def rendered_from_config_map(
+    config_map: Mapping[str, Any], skill_files: Mapping[str, Sequence[SkillFileItem]]
+) -> RenderedBundle:
+    """Rebuild a :class:`RenderedBundle` from an existing bundle ConfigMap.
+
+    Used when the ConfigMap already exists (operator restart, Job recreation): the run keeps
+    exactly what it pinned the first time. ``skill_files`` maps each pinned skill's rendered
+    ConfigMap name to its files (from that ConfigMap's index).
+    """
+    data: Mapping[str, str] = config_map.get("data") or {}
+    bundle = RunBundle.model_validate_json(data[BUNDLE_FILE])
+    mounts = tuple(
+        SkillMount(
+            skill=s.name, config_map=s.config_map, items=tuple(skill_files.get(s.config_map, ()))
+        )
+        for s in sorted(bundle.skills.values(), key=lambda s: s.name)
+        if s.config_map
+    )
+    flow = {k: v for k, v in data.items() if k.startswith(FLOW_KEY_PREFIX)}
+    paths = sorted(
+        {p for a in bundle.agents.values() for p in a.spec.flow_data_access}
+        & {f.path for f in bundle.workspace.flow_data}
+    )
+    keys = {k: p for k, p in flow_data_keys(paths).items() if k in flow} if flow else {}
+    topo = bundle.topologies.get(bundle.target) if bundle.target_kind == "Topology" else None
+    pinned = PinnedVersions(
+        topology=topo.version if topo else None,
+        agents={a.name: a.version for a in bundle.agents.values()},
+        skills={s.name: s.content_hash for s in bundle.skills.values()},
+    )
+    meta = config_map.get("metadata") or {}
+    annotation = str((meta.get("annotations") or {}).get(PINNED_ANNOTATION, ""))
+    return RenderedBundle(
+        bundle=bundle,
+        pinned=pinned,
+        skill_mounts=mounts,
+        flow_data_keys=keys,
+        flow_data=flow,
+        pinned_config_maps=tuple(c for c in annotation.split(",") if c),
+    )
+
+
+__all__ = [
+    "PINNED_ANNOTATION",
+    "RUN_FINISHED_LABEL",
+    "BundleTooLarge",
+    "PinnedAgent",
+    "PinnedSkill",
+    "PinnedTopology",
+    "PinnedWorkspace",
+    "RenderedBundle",
+    "RunInput",
+    "build_bundle_config_map",
+    "effective_governance",
+    "effective_timeout",
+    "pinned_skill_from_config_map",
+    "render_bundle",
+    "rendered_from_config_map",
+    "script_pins",
+    "skill_callable",
+    "skill_file_items",
+]

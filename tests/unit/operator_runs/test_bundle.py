@@ -1,0 +1,152 @@
+"""The run bundle: what is pinned, script approval only narrows, provenance, size."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
+from swarmkit_operator.builders import PINNED_ANNOTATION, RUN_LABEL
+from swarmkit_operator.builders.bundle import (
+    BundleTooLarge,
+    PinnedSkill,
+    build_bundle_config_map,
+    rendered_from_config_map,
+    script_pins,
+    skill_callable,
+)
+from swarmkit_operator.config import AllowedScript, OperatorConfig
+from swarmkit_operator.hashing import sha256_hex
+
+from .fixtures import NAMESPACE, RUN_UID, example_bundle, examples, pinned_skill
+
+SCRIPT = "scripts/classify_severity.py"
+
+
+def _triage(config: OperatorConfig) -> PinnedSkill:
+    return pinned_skill("incident-triage", examples()[("Skill", "incident-triage")]["spec"], config)
+
+
+def _script_sha() -> str:
+    spec = examples()[("Skill", "incident-triage")]["spec"]
+    content = next(f["content"] for f in spec["files"] if f["path"] == SCRIPT)
+    return sha256_hex(content)
+
+
+def test_bundle_pins_everything_and_carries_no_file_content() -> None:
+    _run, rendered = example_bundle()
+    bundle = rendered.bundle
+    assert bundle.target_kind == "Topology" and bundle.target == "review-pipeline"
+    assert set(bundle.agents) == {"coordinator", "reviewer"}
+    assert bundle.agents["coordinator"].permissions[:2] == ["message_flow", "mailbox_send"]
+    assert bundle.run.timeout_seconds == 120
+    assert bundle.run.correlation_id == "pr-42"
+    assert bundle.governance.max_steps_per_run == 30
+    assert rendered.pinned.topology == "topo-version-1"
+    assert rendered.pinned.agents == {"coordinator": "v-coordinator", "reviewer": "v-reviewer"}
+    triage = bundle.skills["incident-triage"]
+    assert triage.directory == "/etc/swarmkit/skills/incident-triage"
+    assert triage.config_map and triage.config_map.startswith("skill-incident-triage-")
+    assert all(f.content is None and f.config_map_ref for f in triage.spec.files)
+    assert "Sev1 | incident commander" not in bundle.to_json()
+    assert "Incident Triage" in triage.spec.instructions
+    assert rendered.pinned.skills["incident-triage"] == triage.content_hash
+    assert bundle.flow_data_dir == "/etc/swarmkit/flow-data"
+    assert rendered.flow_data == {
+        "flow.0": examples()[("Workspace", "default")]["spec"]["flowData"][0]["content"]
+    }
+
+
+def test_bundle_config_map_is_immutable_owned_and_pins() -> None:
+    run, rendered = example_bundle()
+    cm = build_bundle_config_map(run.ref, rendered)
+    assert cm["immutable"] is True
+    assert cm["metadata"]["name"] == "run-review-demo-0a1b2-bundle"
+    assert cm["metadata"]["labels"][RUN_LABEL] == "review-demo"
+    assert cm["metadata"]["ownerReferences"][0]["uid"] == RUN_UID
+    pinned = cm["metadata"]["annotations"][PINNED_ANNOTATION].split(",")
+    assert "ws-default-abcdef12" in pinned and "agent-reviewer-12345678" in pinned
+    assert any(p.startswith("skill-incident-triage-") for p in pinned)
+    RunBundle.model_validate(json.loads(cm["data"][BUNDLE_FILE]))
+    # the same bundle comes back from the ConfigMap (operator restart / Job recreation)
+    files = {m.config_map: m.items for m in rendered.skill_mounts}
+    again = rendered_from_config_map(cm, files)
+    assert again.bundle == rendered.bundle
+    assert again.skill_mounts == rendered.skill_mounts
+    assert again.flow_data_keys == rendered.flow_data_keys
+    assert again.pinned == rendered.pinned
+    assert again.pinned_config_maps == rendered.pinned_config_maps
+
+
+def test_script_approval_only_narrows() -> None:
+    ws = example_bundle()[1].bundle.workspace
+    sha = _script_sha()
+    off = OperatorConfig()
+    (pin,) = script_pins(_triage(off), NAMESPACE, ws, off)
+    assert (pin.approved, pin.reason, pin.sha256) == (False, "ExecutionDisabled", sha)
+
+    allowed = OperatorConfig(
+        allow_script_execution=True,
+        allowed_scripts=(AllowedScript("incident-triage", SCRIPT, sha),),
+    )
+    (pin,) = script_pins(_triage(allowed), NAMESPACE, ws, allowed)
+    assert (pin.approved, pin.reason, pin.sha256) == (True, "Approved", sha)
+
+    wrong = OperatorConfig(
+        allow_script_execution=True,
+        allowed_scripts=(AllowedScript("incident-triage", SCRIPT, "0" * 64),),
+    )
+    (pin,) = script_pins(_triage(wrong), NAMESPACE, ws, wrong)
+    assert (pin.approved, pin.reason) == (False, "PinMismatch")
+
+    other_ns = OperatorConfig(
+        allow_script_execution=True,
+        allowed_scripts=(AllowedScript("incident-triage", SCRIPT, sha, namespace="other"),),
+    )
+    (pin,) = script_pins(_triage(other_ns), NAMESPACE, ws, other_ns)
+    assert (pin.approved, pin.reason) == (False, "NotAllowListed")
+
+    wire = ws.wire()
+    wire["governance"] = {
+        **wire.get("governance", {}),
+        "deniedScripts": [{"skill": "incident-triage"}],
+    }
+    denied = type(ws).model_validate(wire)
+    (pin,) = script_pins(_triage(allowed), NAMESPACE, denied, allowed)
+    assert (pin.approved, pin.reason) == (False, "DeniedByWorkspace")
+
+    _, rendered = example_bundle(allowed)
+    assert rendered.bundle.allow_script_execution is True
+    assert rendered.bundle.skills["incident-triage"].scripts[0].approved is True
+    _, rendered = example_bundle(
+        allowed, workspace_patch={"governance": {"allowScriptExecution": False}}
+    )
+    assert rendered.bundle.allow_script_execution is False
+    assert rendered.bundle.skills["incident-triage"].scripts[0].approved is False
+
+
+def test_provenance_locks_swarm_authored_skills() -> None:
+    spec = dict(examples()[("Skill", "peer-handoff")]["spec"])
+    spec["provenance"] = {"authoredBy": "authored_by_swarm", "version": "0.1.0"}
+    ws = example_bundle()[1].bundle.workspace
+    skill = pinned_skill("peer-handoff", spec, OperatorConfig())
+    ok, why = skill_callable(skill, ws)
+    assert not ok and "review" in why
+    reviewed = PinnedSkill(**{**skill.__dict__, "reviewed": True})
+    assert skill_callable(reviewed, ws) == (True, "")
+    spec["provenance"] = {"authoredBy": "imported_from_registry", "version": "0.1.0"}
+    imported = pinned_skill("peer-handoff", spec, OperatorConfig())
+    deny = type(ws).model_validate(
+        {**ws.wire(), "governance": {"provenance": {"importedFromRegistry": "deny"}}}
+    )
+    assert skill_callable(imported, deny)[0] is False
+    assert skill_callable(imported, ws)[0] is True
+
+
+def test_too_large_bundle_is_refused() -> None:
+    with pytest.raises(BundleTooLarge):
+        example_bundle(
+            run_patch={"input": "x" * 200_000},
+            workspace_patch={"flowData": [{"path": "exclusions.yaml", "content": "y" * 900_000}]},
+        )

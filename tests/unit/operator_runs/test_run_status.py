@@ -1,0 +1,280 @@
+"""Run status from the Job and pod only: every reason, restarts recompute the same verdict."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from swarmkit_api.bundle import TRUNCATION_MARKER, RunResult
+from swarmkit_api.run import TokenUsage
+from swarmkit_operator.builders.run_status import (
+    cap_output,
+    derive,
+    is_final,
+    parse_result,
+    pending,
+    status_patch,
+)
+
+NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def ts(seconds_ago: float = 0) -> str:
+    return (NOW - timedelta(seconds=seconds_ago)).isoformat().replace("+00:00", "Z")
+
+
+def job(*conditions: tuple[str, str], backoff: int = 0) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "run-x-abcde", "creationTimestamp": ts(30)},
+        "spec": {"backoffLimit": backoff},
+        "status": {
+            "startTime": ts(30),
+            "conditions": [
+                {"type": t, "status": "True", "reason": r, "message": f"{t} {r}"}
+                for t, r in conditions
+            ],
+        },
+    }
+
+
+def pod(
+    phase: str,
+    *,
+    name: str = "run-x-abcde-p1",
+    terminated: dict[str, Any] | None = None,
+    waiting: dict[str, Any] | None = None,
+    age: float = 20,
+    conditions: list[dict[str, Any]] | None = None,
+    deleting: bool = False,
+) -> dict[str, Any]:
+    state: dict[str, Any] = {}
+    if terminated is not None:
+        state["terminated"] = terminated
+    elif waiting is not None:
+        state["waiting"] = waiting
+    else:
+        state["running"] = {"startedAt": ts(age - 1)}
+    meta: dict[str, Any] = {"name": name, "creationTimestamp": ts(age)}
+    if deleting:
+        meta["deletionTimestamp"] = ts(0)
+    return {
+        "metadata": meta,
+        "status": {
+            "phase": phase,
+            "startTime": ts(age),
+            "conditions": conditions or [],
+            "containerStatuses": [{"name": "runner", "state": state}],
+        },
+    }
+
+
+def result(outcome: str = "Succeeded", **kw: Any) -> str:
+    return RunResult.model_validate({"outcome": outcome, **kw}).to_termination_message()
+
+
+def term(exit_code: int, message: str = "", reason: str = "Completed") -> dict[str, Any]:
+    return {
+        "exitCode": exit_code,
+        "reason": reason,
+        "message": message,
+        "startedAt": ts(15),
+        "finishedAt": ts(1),
+    }
+
+
+def test_success_with_output_and_usage() -> None:
+    msg = result(
+        output="the verdict is pass",
+        usage={"inputTokens": 10, "outputTokens": 3},
+        steps=3,
+        toolCalls=2,
+    )
+    v = derive(
+        job=job(("Complete", "CompletionsReached")),
+        pods=[pod("Succeeded", terminated=term(0, msg))],
+        now=NOW,
+    )
+    assert (v.phase, v.status, v.reason) == ("Finished", "True", "Succeeded")
+    patch = status_patch({}, v, generation=1, now=NOW)
+    assert patch["output"] == "the verdict is pass"
+    assert patch["usage"] == TokenUsage(input_tokens=10, output_tokens=3).wire()
+    assert patch["steps"] == 3 and patch["toolCalls"] == 2
+    assert patch["jobName"] == "run-x-abcde" and patch["podName"] == "run-x-abcde-p1"
+    assert patch["startTime"] == ts(15) and patch["completionTime"] == ts(1)
+    assert is_final(patch["conditions"])
+
+
+def test_pod_success_decides_before_the_job_controller() -> None:
+    v = derive(job=job(), pods=[pod("Succeeded", terminated=term(0, result(output="ok")))], now=NOW)
+    assert (v.status, v.reason) == ("True", "Succeeded")
+
+
+def test_runner_failure_carries_its_message() -> None:
+    msg = result("Failed", message="model API returned 401 after 3 retries")
+    v = derive(
+        job=job(("Failed", "BackoffLimitExceeded")),
+        pods=[pod("Failed", terminated=term(1, msg, "Error"))],
+        now=NOW,
+    )
+    assert (v.status, v.reason, v.message) == (
+        "False",
+        "Failed",
+        "model API returned 401 after 3 retries",
+    )
+    # decided from the pod alone when backoffLimit is 0
+    v2 = derive(job=job(), pods=[pod("Failed", terminated=term(1, msg, "Error"))], now=NOW)
+    assert (v2.status, v2.reason) == ("False", "Failed")
+    # with retries left, the Job decides
+    v3 = derive(job=job(backoff=1), pods=[pod("Failed", terminated=term(1, msg, "Error"))], now=NOW)
+    assert v3.phase == "Running"
+
+
+def test_crash_without_result_uses_the_log_tail() -> None:
+    logs = '{"event":"start"}\nTraceback (most recent call last):\nRuntimeError: boom\n'
+    v = derive(
+        job=job(("Failed", "BackoffLimitExceeded")),
+        pods=[pod("Failed", terminated=term(1, logs, "Error"))],
+        now=NOW,
+    )
+    assert v.reason == "Failed" and "code 1" in v.message and "RuntimeError: boom" in v.message
+    v = derive(
+        job=job(("Failed", "PodFailurePolicy")),
+        pods=[pod("Failed", terminated=term(2, "invalid bundle: agents: missing"))],
+        now=NOW,
+    )
+    assert (v.reason, v.message) == ("ValidationFailed", "invalid bundle: agents: missing")
+    v = derive(
+        job=job(("Failed", "BackoffLimitExceeded")),
+        pods=[pod("Failed", terminated=term(137, "", "OOMKilled"))],
+        now=NOW,
+    )
+    assert v.reason == "Failed" and "memory" in v.message
+
+
+def test_outcomes_map_to_reasons() -> None:
+    for outcome, status, reason in [
+        ("TimedOut", "False", "TimedOut"),
+        ("LimitExceeded", "False", "LimitExceeded"),
+        ("Cancelled", "False", "Cancelled"),
+        ("ValidationFailed", "False", "ValidationFailed"),
+        ("AwaitingReview", "Unknown", "AwaitingReview"),
+    ]:
+        v = derive(
+            job=job(("Complete", "x")),
+            pods=[pod("Succeeded", terminated=term(0, result(outcome)))],
+            now=NOW,
+        )
+        assert (v.status, v.reason) == (status, reason), outcome
+    awaiting = status_patch(
+        {},
+        derive(
+            job=job(("Complete", "x")),
+            pods=[
+                pod(
+                    "Succeeded",
+                    terminated=term(0, result("AwaitingReview", message="approve deploy?")),
+                )
+            ],
+            now=NOW,
+        ),
+        1,
+    )
+    assert is_final(awaiting["conditions"])
+
+
+def test_deadline_is_timed_out() -> None:
+    v = derive(
+        job=job(("FailureTarget", "DeadlineExceeded")),
+        pods=[pod("Running", deleting=True)],
+        now=NOW,
+        timeout_seconds=5,
+    )
+    assert (v.status, v.reason) == ("False", "TimedOut") and "5s" in v.message
+    v = derive(job=job(("Failed", "DeadlineExceeded")), pods=[], now=NOW)
+    assert v.reason == "TimedOut"
+
+
+def test_running_and_pending() -> None:
+    v = derive(job=job(), pods=[pod("Running")], now=NOW)
+    assert (v.phase, v.status, v.reason) == ("Running", "Unknown", "Running")
+    assert v.start_time == ts(20)
+    v = derive(job=job(), pods=[], now=NOW)
+    assert (v.phase, v.reason) == ("Pending", "Pending")
+    unsched = [{"type": "PodScheduled", "status": "False", "message": "0/1 nodes available"}]
+    v = derive(
+        job=job(), pods=[pod("Pending", waiting={"reason": "x"}, conditions=unsched)], now=NOW
+    )
+    assert v.reason == "Pending" and "0/1 nodes" in v.message
+
+
+def test_image_pull_and_config_errors_fail_after_grace() -> None:
+    backoff = {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}
+    early = derive(job=job(), pods=[pod("Pending", waiting=backoff, age=5)], now=NOW)
+    assert early.reason == "Pending" and early.recheck_after and 50 <= early.recheck_after <= 60
+    late = derive(job=job(), pods=[pod("Pending", waiting=backoff, age=90)], now=NOW)
+    assert (late.status, late.reason, late.stop_job) == ("False", "ImagePullFailed", True)
+    bad = derive(
+        job=job(), pods=[pod("Pending", waiting={"reason": "InvalidImageName"}, age=1)], now=NOW
+    )
+    assert bad.reason == "ImagePullFailed"
+    cfg = {"reason": "CreateContainerConfigError", "message": 'secret "llm" not found'}
+    late = derive(job=job(), pods=[pod("Pending", waiting=cfg, age=90)], now=NOW)
+    assert (late.reason, late.stop_job) == ("PodCreationFailed", True)
+
+
+def test_failed_create_events() -> None:
+    forbidden = {
+        "reason": "FailedCreate",
+        "message": 'pods "x" is forbidden: violates PodSecurity',
+        "lastTimestamp": ts(1),
+    }
+    v = derive(job=job(), pods=[], events=[forbidden], now=NOW)
+    assert (v.status, v.reason) == ("False", "PodCreationFailed") and "PodSecurity" in v.message
+    quota = {"reason": "FailedCreate", "message": "exceeded quota: pods", "lastTimestamp": ts(1)}
+    v = derive(job=job(), pods=[], events=[quota], now=NOW)
+    assert (v.status, v.reason) == ("Unknown", "Pending")
+
+
+def test_lost_job_but_finished_pod_keeps_the_outcome() -> None:
+    v = derive(job=None, pods=[], now=NOW)
+    assert v.phase == "Lost"
+    v = derive(
+        job=None,
+        pods=[pod("Succeeded", terminated=term(0, result(output="done")), deleting=True)],
+        now=NOW,
+    )
+    assert (v.status, v.reason) == ("True", "Succeeded") and v.result and v.result.output == "done"
+    v = derive(job=None, pods=[pod("Running", deleting=True)], now=NOW)
+    assert v.phase == "Lost"
+
+
+def test_latest_pod_decides() -> None:
+    old = pod(
+        "Failed", name="p-old", terminated=term(1, result("Failed", message="first")), age=100
+    )
+    new = pod("Succeeded", name="p-new", terminated=term(0, result(output="second")), age=10)
+    v = derive(job=job(("Complete", "x"), backoff=1), pods=[old, new], now=NOW)
+    assert v.pod_name == "p-new" and v.reason == "Succeeded"
+
+
+def test_status_patch_keeps_transition_time_and_start_time() -> None:
+    first = status_patch({}, pending("waiting for Topology t"), 1, now=NOW)
+    later = status_patch(first, pending("waiting for Agent a"), 1, now=NOW + timedelta(seconds=5))
+    (cond,) = later["conditions"]
+    assert cond["lastTransitionTime"] == ts(0) and cond["message"] == "waiting for Agent a"
+    running = derive(job=job(), pods=[pod("Running")], now=NOW)
+    p1 = status_patch(later, running, 1, now=NOW)
+    p2 = status_patch({**later, **p1}, running, 1, now=NOW)
+    assert "startTime" in p1 and "startTime" not in p2
+
+
+def test_output_cap_and_result_parsing() -> None:
+    out, cut = cap_output("é" * 5000, 3072)
+    assert cut and out.endswith(TRUNCATION_MARKER) and len(out.encode()) <= 3072
+    assert cap_output("short") == ("short", False)
+    big = RunResult(outcome="Succeeded", output="z" * 10_000).to_termination_message()
+    parsed = parse_result(big)
+    assert (
+        parsed is not None and parsed.output_truncated and parsed.output.endswith(TRUNCATION_MARKER)
+    )
+    assert parse_result("not json") is None and parse_result('{"outcome": "Nope"}') is None
