@@ -1,0 +1,175 @@
+"""Pure builders: spec (plus what the operator observed) → manifests, versions and verdicts.
+
+Nothing here imports kopf or talks to the Kubernetes API; every function is a plain
+function of its arguments, so the whole rendering and resolution logic is unit-tested
+without a cluster (``tests/unit/operator``). The handlers gather the inputs from kopf
+indexes and the API, call these functions and write what they return.
+
+Shared here: the labels and names of the rendered ConfigMaps, owner references, and
+:class:`Verdict`, the kind-independent description of a condition the handlers turn into a
+Kubernetes condition with :func:`swarmkit_operator.conditions.set_condition`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from swarmkit_api import API_VERSION, FieldError, ManifestError
+
+from ..conditions import Status
+from ..hashing import canonical_json, sha256_hex
+
+#: Labels every object the operator creates carries.
+MANAGED_BY = {"app.kubernetes.io/managed-by": "swarmkit-operator"}
+#: Which kind of rendered ConfigMap this is: ``skill``, ``agent`` or ``workspace``.
+COMPONENT_LABEL = "swarmkit.dev/component"
+#: Per kind: the label naming the owning resource.
+OWNER_LABELS = {
+    "Skill": "swarmkit.dev/skill",
+    "Agent": "swarmkit.dev/agent",
+    "Workspace": "swarmkit.dev/workspace",
+}
+COMPONENTS = {"Skill": "skill", "Agent": "agent", "Workspace": "workspace"}
+#: Name prefixes of the rendered ConfigMaps.
+PREFIXES = {"Skill": "skill", "Agent": "agent", "Workspace": "ws"}
+#: Set on a Run's bundle ConfigMap by the Runs handlers (see builders/bundle.py).
+RUN_LABEL = "swarmkit.dev/run"
+PINNED_ANNOTATION = "swarmkit.dev/pinned-configmaps"
+RUN_FINISHED_LABEL = "swarmkit.dev/run-finished"
+#: Largest data a ConfigMap may hold (the apiserver rejects more).
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+#: Bumped when the rendered layout changes, so old and new renders never share a name.
+RENDER_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One condition as a builder decided it (type, status, reason, message)."""
+
+    type: str
+    status: Status
+    reason: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """The identity of the resource a ConfigMap is rendered for (its owner)."""
+
+    kind: str
+    name: str
+    namespace: str
+    uid: str
+
+
+def owner_reference(owner: ObjectRef) -> dict[str, Any]:
+    """The controller ownerReference of a rendered ConfigMap (deletion cascades)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": owner.kind,
+        "name": owner.name,
+        "uid": owner.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def rendered_labels(owner: ObjectRef) -> dict[str, str]:
+    labels = dict(MANAGED_BY)
+    labels[COMPONENT_LABEL] = COMPONENTS[owner.kind]
+    labels[OWNER_LABELS[owner.kind]] = owner.name
+    return labels
+
+
+def content_digest(data: Mapping[str, str], binary_data: Mapping[str, str] | None = None) -> str:
+    """sha256 over a ConfigMap's data (and binaryData), independent of key order."""
+    return sha256_hex(canonical_json({"data": dict(data), "binaryData": dict(binary_data or {})}))
+
+
+def config_map_name(owner: ObjectRef, digest: str) -> str:
+    """``<prefix>-<name>-<digest[:8]>``: content-addressed, so it never needs updating."""
+    return f"{PREFIXES[owner.kind]}-{owner.name}-{digest[:8]}"
+
+
+def rendered_config_map(
+    owner: ObjectRef,
+    digest: str,
+    data: Mapping[str, str],
+    binary_data: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """An immutable, content-addressed ConfigMap owned by ``owner``."""
+    meta: dict[str, Any] = {
+        "name": config_map_name(owner, digest),
+        "namespace": owner.namespace,
+        "labels": rendered_labels(owner),
+        "ownerReferences": [owner_reference(owner)],
+    }
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    manifest: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta,
+        "immutable": True,
+        "data": dict(data),
+    }
+    if binary_data:
+        manifest["binaryData"] = dict(binary_data)
+    return manifest
+
+
+def config_map_size(data: Mapping[str, str], binary_data: Mapping[str, str] | None = None) -> int:
+    """Bytes the apiserver counts against the ConfigMap size limit (keys + values)."""
+    size = sum(len(k) + len(v.encode()) for k, v in data.items())
+    # binaryData values are base64 on the wire; the limit counts the decoded bytes.
+    size += sum(len(k) + (len(v) * 3) // 4 for k, v in (binary_data or {}).items())
+    return size
+
+
+def errors_message(errors: list[FieldError], limit: int = 5) -> str:
+    """A human message for field errors: the first few, with a count of the rest."""
+    shown = "; ".join(str(e) for e in errors[:limit])
+    if len(errors) > limit:
+        shown += f"; and {len(errors) - limit} more"
+    return shown
+
+
+def invalid_verdict(exc: ManifestError) -> Verdict:
+    return Verdict("Accepted", "False", "Invalid", errors_message(exc.errors))
+
+
+def dump_json(value: Any) -> str:
+    """Stable, readable JSON for ConfigMap values."""
+    return json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def short_hash(value: Any, length: int = 12) -> str:
+    return sha256_hex(canonical_json(value))[:length]
+
+
+__all__ = [
+    "COMPONENT_LABEL",
+    "MANAGED_BY",
+    "MAX_CONFIGMAP_BYTES",
+    "OWNER_LABELS",
+    "PINNED_ANNOTATION",
+    "RENDER_FORMAT",
+    "RUN_FINISHED_LABEL",
+    "RUN_LABEL",
+    "ObjectRef",
+    "Verdict",
+    "config_map_name",
+    "config_map_size",
+    "content_digest",
+    "dump_json",
+    "errors_message",
+    "invalid_verdict",
+    "owner_reference",
+    "rendered_config_map",
+    "rendered_labels",
+    "short_hash",
+]

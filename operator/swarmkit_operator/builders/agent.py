@@ -1,0 +1,506 @@
+"""Agent → its version, resolved grants and the ConfigMap ``agent-<name>-<hash8>``.
+
+``status.version`` is sha256[:12] over the canonical JSON of ``{"spec": <normalized spec>,
+"skills": [[name, contentHash-or-null], ...]}``, the skills in grant order with ``pack:``
+grants expanded and ``composed`` skills' components appended. A granted skill that does not
+exist (or is not Ready) enters by name only, with a null hash, so its appearance changes the
+version; an agent granting no skills has ``"skills": []`` and no skill edit can touch it.
+Nothing else (Workspace edits, other skills, Topologies) enters the version, except the
+content of the synthesized skills the agent is granted:
+
+* ``pack:workspace`` grants ``topology-<name>`` for every Topology of the agent's Workspace
+  (now and later); a grant of ``topology-<name>`` grants just that one. Their content is the
+  Topology's name and description.
+* ``pack:<id>`` grants the read commands (``effects: read``) of the Workspace command pack
+  ``<id>``; its content is those commands' definitions.
+
+Key scheme of the rendered ConfigMap:
+
+``agent.yaml``
+    The normalized spec.
+``resolved.json``
+    ``{"version", "workspace", "skills": [{"name", "contentHash", "renderedConfigMap",
+    "via"?, "scripts": [{path, sha256, approved, reason}]}], "synthesizedSkills": [{"name",
+    "contentHash", "topology"? | "pack"?, "description"}], "missingSkills": [...],
+    "commands": ["<pack>/<command>"], "permissions": [...], "tools": [...]}``; script
+    verdicts there already include the Workspace's narrowing (``DeniedByWorkspace``).
+
+The ConfigMap name hashes the rendered data, which also folds in Workspace-derived facts
+(effective permissions, script narrowing); the version does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import yaml
+
+from swarmkit_api import ManifestError, validate_spec
+from swarmkit_api.agent import AgentSpec
+from swarmkit_api.workspace import PLATFORM_BUILTINS, RESERVED_PACK_ID, WorkspaceSpec
+
+from ..hashing import canonical_json, sha256_hex
+from . import (
+    MAX_CONFIGMAP_BYTES,
+    ObjectRef,
+    Verdict,
+    config_map_size,
+    content_digest,
+    dump_json,
+    invalid_verdict,
+    rendered_config_map,
+)
+from .skill import SYNTHESIZED_TOPOLOGY_PREFIX, ScriptVerdict, workspace_script_verdict
+
+AGENT_YAML = "agent.yaml"
+RESOLVED_JSON = "resolved.json"
+PACK_PREFIX = "pack:"
+WORKSPACE_PACK = PACK_PREFIX + RESERVED_PACK_ID
+
+
+@dataclass(frozen=True)
+class SkillView:
+    """What an agent needs to know of a Skill (from the Skill's status)."""
+
+    name: str
+    content_hash: str | None = None
+    config_map: str | None = None
+    ready: bool = False
+    reason: str = ""
+    scripts: tuple[ScriptVerdict, ...] = ()
+    composes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkspaceView:
+    """What an agent or topology needs to know of its Workspace."""
+
+    name: str
+    spec: WorkspaceSpec | None = None
+    ready: bool = False
+    reason: str = ""
+    message: str = ""
+    config_map: str | None = None
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedGrant:
+    name: str
+    content_hash: str
+    config_map: str
+    via: str | None = None
+    scripts: tuple[ScriptVerdict, ...] = ()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "contentHash": self.content_hash,
+            "renderedConfigMap": self.config_map,
+        }
+
+
+@dataclass(frozen=True)
+class SynthesizedSkill:
+    name: str
+    content_hash: str
+    description: str
+    topology: str | None = None
+    pack: str | None = None
+    commands: tuple[str, ...] = ()
+
+    def wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "contentHash": self.content_hash,
+            "description": self.description,
+        }
+        if self.topology is not None:
+            out["topology"] = self.topology
+        if self.pack is not None:
+            out["pack"] = self.pack
+            out["commands"] = list(self.commands)
+        return out
+
+
+@dataclass(frozen=True)
+class AgentRender:
+    verdicts: tuple[Verdict, ...]
+    spec: AgentSpec | None = None
+    version: str | None = None
+    config_map: dict[str, Any] | None = None
+    resolved: tuple[ResolvedGrant, ...] = ()
+    synthesized: tuple[SynthesizedSkill, ...] = ()
+    missing: tuple[str, ...] = ()
+    problems: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def config_map_name(self) -> str | None:
+        return str(self.config_map["metadata"]["name"]) if self.config_map else None
+
+    @property
+    def ready(self) -> bool:
+        return any(v.type == "Ready" and v.status == "True" for v in self.verdicts)
+
+    def status_fields(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "renderedConfigMap": self.config_map_name,
+            "resolvedSkills": [r.status() for r in self.resolved],
+            "missingSkills": list(self.missing),
+        }
+
+
+def topology_skill(topology: str, description: str) -> SynthesizedSkill:
+    digest = sha256_hex(
+        canonical_json(
+            {"synthesized": "topology", "topology": topology, "description": description}
+        )
+    )
+    text = description or f"Run the {topology} topology as a child run."
+    return SynthesizedSkill(
+        f"{SYNTHESIZED_TOPOLOGY_PREFIX}{topology}", digest, text, topology=topology
+    )
+
+
+def pack_skill(workspace: WorkspaceSpec, pack_id: str) -> SynthesizedSkill | None:
+    pack = next((p for p in workspace.command_packs if p.id == pack_id), None)
+    if pack is None:
+        return None
+    reads = [c for c in pack.commands if c.effects == "read"]
+    digest = sha256_hex(
+        canonical_json(
+            {
+                "synthesized": "pack",
+                "pack": pack.id,
+                "requires": list(pack.requires),
+                "commands": [c.wire() for c in reads],
+            }
+        )
+    )
+    return SynthesizedSkill(
+        f"{PACK_PREFIX}{pack.id}",
+        digest,
+        pack.description,
+        pack=pack.id,
+        commands=tuple(f"{pack.id}/{c.name}" for c in reads),
+    )
+
+
+def granted_skill_names(raw_spec: Mapping[str, Any]) -> list[str]:
+    """The grants of a (possibly invalid) spec, as written."""
+    grants = raw_spec.get("skills") or []
+    return [g for g in grants if isinstance(g, str)] if isinstance(grants, list) else []
+
+
+def workspace_name(raw_spec: Mapping[str, Any]) -> str:
+    ref = raw_spec.get("workspaceRef")
+    if isinstance(ref, Mapping) and isinstance(ref.get("name"), str) and ref["name"]:
+        return str(ref["name"])
+    return "default"
+
+
+@dataclass
+class _Expansion:
+    entries: list[tuple[str, str | None]] = field(default_factory=list)  # version input
+    resolved: list[ResolvedGrant] = field(default_factory=list)
+    synthesized: list[SynthesizedSkill] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    not_ready: list[str] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+
+
+def _expand(
+    spec: AgentSpec,
+    skills: Mapping[str, SkillView],
+    workspace: WorkspaceView | None,
+    topologies: Mapping[str, str],
+) -> _Expansion:
+    out = _Expansion()
+    ws_spec = workspace.spec if workspace is not None else None
+
+    def add_synth(skill: SynthesizedSkill) -> None:
+        if skill.name in out.seen:
+            return
+        out.seen.add(skill.name)
+        out.entries.append((skill.name, skill.content_hash))
+        out.synthesized.append(skill)
+
+    def add_skill(name: str, via: str | None) -> None:
+        if name in out.seen:
+            return
+        out.seen.add(name)
+        view = skills.get(name)
+        if view is None:
+            out.entries.append((name, None))
+            out.missing.append(name)
+            return
+        if not view.ready or view.content_hash is None or view.config_map is None:
+            out.entries.append((name, None))
+            out.not_ready.append(f"{name} ({view.reason or 'not Ready'})")
+            return
+        out.entries.append((name, view.content_hash))
+        governance = ws_spec.governance if ws_spec is not None else None
+        scripts = tuple(workspace_script_verdict(s, name, governance) for s in view.scripts)
+        out.resolved.append(ResolvedGrant(name, view.content_hash, view.config_map, via, scripts))
+        for component in view.composes:
+            add_skill(component, via or name)
+
+    for i, grant in enumerate(spec.skills):
+        if grant == WORKSPACE_PACK:
+            for topo in sorted(topologies):
+                add_synth(topology_skill(topo, topologies[topo]))
+        elif grant.startswith(PACK_PREFIX):
+            pack_id = grant[len(PACK_PREFIX) :]
+            synth = pack_skill(ws_spec, pack_id) if ws_spec is not None else None
+            if synth is not None:
+                add_synth(synth)
+            else:
+                out.entries.append((grant, None))
+                if ws_spec is not None:
+                    out.problems.append(
+                        (
+                            "UnknownCommandPack",
+                            f"spec.skills[{i}]: workspace {workspace.name if workspace else ''!r}"
+                            f" has no command pack {pack_id!r}",
+                        )
+                    )
+        elif grant.startswith(SYNTHESIZED_TOPOLOGY_PREFIX):
+            topo = grant[len(SYNTHESIZED_TOPOLOGY_PREFIX) :]
+            if topo in topologies:
+                add_synth(topology_skill(topo, topologies[topo]))
+            else:
+                out.seen.add(grant)
+                out.entries.append((grant, None))
+                out.missing.append(grant)
+        else:
+            add_skill(grant, None)
+    return out
+
+
+def workspace_problems(spec: AgentSpec, workspace: WorkspaceSpec) -> list[tuple[str, str]]:
+    """References to the Workspace that do not resolve (each is an Accepted=False reason)."""
+    problems: list[tuple[str, str]] = []
+    bundles = {b.name for b in workspace.permission_bundles}
+    if spec.permissions_bundle is not None and spec.permissions_bundle not in bundles:
+        problems.append(
+            (
+                "UnknownPermissionBundle",
+                f"spec.permissionsBundle: no permission bundle {spec.permissions_bundle!r} in "
+                f"the workspace (known: {', '.join(sorted(bundles)) or 'none'})",
+            )
+        )
+    tool_names = {t.name for t in workspace.tools} | set(PLATFORM_BUILTINS)
+    prefixes = {s.tool_prefix for s in workspace.mcp_servers}
+    for i, tool in enumerate(spec.tools):
+        prefix, dot, rest = tool.partition(".")
+        if tool in tool_names or (dot and rest and prefix in prefixes):
+            continue
+        hint = (
+            f"no MCP server with prefix {prefix!r}"
+            if dot
+            else "not a workspace tool, platform builtin or <prefix>.<tool>"
+        )
+        problems.append(("UnknownTool", f"spec.tools[{i}]: unknown tool {tool!r} ({hint})"))
+    native = spec.native_tools
+    if native is not None and native.web_search and workspace.search_provider is None:
+        problems.append(
+            (
+                "NativeToolUnavailable",
+                "spec.nativeTools.webSearch: the runtime cannot provide web_search: the "
+                "workspace declares no searchProvider",
+            )
+        )
+    providers = [p.name for p in workspace.model_providers]
+    if spec.model is not None and spec.model.provider is not None:
+        if spec.model.provider not in providers:
+            problems.append(
+                (
+                    "UnknownModelProvider",
+                    f"spec.model.provider: no model provider {spec.model.provider!r} in the "
+                    f"workspace (known: {', '.join(providers) or 'none'})",
+                )
+            )
+    elif not providers:
+        problems.append(
+            ("UnknownModelProvider", "the workspace declares no model providers to run with")
+        )
+    flow = {f.path for f in workspace.flow_data}
+    for i, path in enumerate(spec.flow_data_access):
+        if path not in flow:
+            problems.append(
+                (
+                    "UnknownFlowData",
+                    f"spec.flowDataAccess[{i}]: the workspace has no flow data file {path!r}",
+                )
+            )
+    return problems
+
+
+def effective_permissions(spec: AgentSpec, workspace: WorkspaceSpec) -> list[str]:
+    """The bundle's permissions plus the inline ones, deduplicated, in order."""
+    perms: list[str] = []
+    bundle = next(
+        (b for b in workspace.permission_bundles if b.name == spec.permissions_bundle), None
+    )
+    for perm in [*(bundle.permissions if bundle else []), *spec.permissions]:
+        if perm not in perms:
+            perms.append(perm)
+    return perms
+
+
+def agent_version(normalized: Mapping[str, Any], entries: Sequence[tuple[str, str | None]]) -> str:
+    return sha256_hex(
+        canonical_json({"spec": dict(normalized), "skills": [list(e) for e in entries]})
+    )[:12]
+
+
+def resolve_agent(
+    owner: ObjectRef,
+    raw_spec: Mapping[str, Any],
+    skills: Mapping[str, SkillView],
+    workspace: WorkspaceView | None,
+    topologies: Mapping[str, str],
+) -> AgentRender:
+    """Resolve grants, compute the version, validate against the Workspace and render.
+
+    ``skills`` holds the Skills that exist in the namespace (at least the granted ones),
+    ``workspace`` the agent's Workspace (``None``: not found), ``topologies`` the names and
+    descriptions of the Topologies of that Workspace (for ``pack:workspace``).
+    """
+    try:
+        model = validate_spec("Agent", dict(raw_spec))
+    except ManifestError as exc:
+        verdict = invalid_verdict(exc)
+        return AgentRender(
+            verdicts=(
+                verdict,
+                Verdict("SkillsResolved", "Unknown", "Invalid", "the spec is invalid"),
+                Verdict("Ready", "False", verdict.reason, verdict.message),
+            ),
+        )
+    assert isinstance(model, AgentSpec)
+    normalized = model.wire()
+    expansion = _expand(model, skills, workspace, topologies)
+    version = agent_version(normalized, expansion.entries)
+
+    missing = [*expansion.missing, *(n.split(" ", 1)[0] for n in expansion.not_ready)]
+    if expansion.missing or expansion.not_ready:
+        parts = []
+        if expansion.missing:
+            parts.append(
+                "granted skill(s) not found: "
+                + ", ".join(expansion.missing)
+                + " (inert until they appear)"
+            )
+        if expansion.not_ready:
+            parts.append("granted skill(s) not Ready: " + ", ".join(expansion.not_ready))
+        reason = "SkillNotFound" if expansion.missing else "SkillNotReady"
+        resolved_verdict = Verdict("SkillsResolved", "False", reason, "; ".join(parts))
+    else:
+        count = len(expansion.resolved) + len(expansion.synthesized)
+        resolved_verdict = Verdict(
+            "SkillsResolved", "True", "AllResolved", f"{count} skill(s) resolved"
+        )
+
+    ws_spec = workspace.spec if workspace is not None else None
+    problems = list(expansion.problems)
+    if ws_spec is not None:
+        problems = workspace_problems(model, ws_spec) + problems
+    base = AgentRender(
+        verdicts=(),
+        spec=model,
+        version=version,
+        resolved=tuple(expansion.resolved),
+        synthesized=tuple(expansion.synthesized),
+        missing=tuple(missing),
+    )
+    if problems:
+        message = "; ".join(m for _, m in problems)
+        return replace(
+            base,
+            verdicts=(
+                Verdict("Accepted", "False", problems[0][0], message),
+                resolved_verdict,
+                Verdict("Ready", "False", problems[0][0], message),
+            ),
+            problems=tuple(problems),
+        )
+    accepted = Verdict("Accepted", "True", "Valid", "the spec is valid")
+    if workspace is None:
+        ws = model.workspace_name
+        return replace(
+            base,
+            verdicts=(
+                accepted,
+                resolved_verdict,
+                Verdict("Ready", "False", "WorkspaceNotFound", f"Workspace {ws!r} not found"),
+            ),
+        )
+    if ws_spec is None:
+        return replace(
+            base,
+            verdicts=(
+                accepted,
+                resolved_verdict,
+                Verdict(
+                    "Ready",
+                    "False",
+                    "WorkspaceNotReady",
+                    f"Workspace {workspace.name!r} is not valid: {workspace.message}",
+                ),
+            ),
+        )
+
+    resolved_doc = {
+        "version": version,
+        "workspace": workspace.name,
+        "skills": [
+            {
+                **r.status(),
+                **({"via": r.via} if r.via else {}),
+                "scripts": [s.wire() for s in r.scripts],
+            }
+            for r in expansion.resolved
+        ],
+        "synthesizedSkills": [s.wire() for s in expansion.synthesized],
+        "missingSkills": missing,
+        "commands": [c for s in expansion.synthesized for c in s.commands],
+        "permissions": effective_permissions(model, ws_spec),
+        "tools": list(model.tools),
+    }
+    data = {
+        AGENT_YAML: yaml.safe_dump(normalized, sort_keys=True, allow_unicode=True, width=100),
+        RESOLVED_JSON: dump_json(resolved_doc),
+    }
+    size = config_map_size(data)
+    if size > MAX_CONFIGMAP_BYTES:
+        message = f"the rendered agent is {size} bytes, over the {MAX_CONFIGMAP_BYTES}-byte limit"
+        return replace(
+            base,
+            verdicts=(
+                Verdict("Accepted", "False", "TooLarge", message),
+                resolved_verdict,
+                Verdict("Ready", "False", "TooLarge", message),
+            ),
+        )
+    manifest = rendered_config_map(owner, content_digest(data), data)
+    if not workspace.ready:
+        ready = Verdict(
+            "Ready",
+            "False",
+            "WorkspaceNotReady",
+            f"Workspace {workspace.name!r} is not Ready ({workspace.reason}): {workspace.message}",
+        )
+    else:
+        ready = Verdict(
+            "Ready", "True", "Rendered", f"rendered into ConfigMap {manifest['metadata']['name']}"
+        )
+    return replace(
+        base,
+        verdicts=(accepted, resolved_verdict, ready),
+        config_map=manifest,
+    )

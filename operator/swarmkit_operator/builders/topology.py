@@ -1,0 +1,293 @@
+"""Topology → a validated agent graph, its version and its Accepted/Ready verdicts.
+
+Child topologies are the Topologies reachable through the skills the tree's agents are
+granted: an ``implementation: {type: agent, topology: <x>}`` skill (also as the component
+of a granted ``composed`` skill) or an explicit ``topology-<x>`` grant. ``pack:workspace``
+grants (every topology, now and later) are not followed here, since they would make every
+such agent a cycle; the runner's depth cap (3) bounds them at run time.
+
+A chain deeper than :data:`MAX_TOPOLOGY_DEPTH` topologies (counting this one) is rejected
+with reason ``DepthExceeded``, a topology reachable from itself with ``Cycle``; both name
+the path (``a → b → a``).
+
+``status.version`` is sha256[:12] over the canonical JSON of ``{"spec": <normalized spec
+without schedule and historyLimit>, "agents": {node: [agent, agentVersion]}, "children":
+{topology: version}}``: it changes when any agent of the tree (and so any skill granted
+there) or any child topology changes, and not when only the schedule does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from swarmkit_api import ManifestError, validate_spec
+from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH, TopologySpec
+
+from ..hashing import canonical_json, sha256_hex
+from . import Verdict, invalid_verdict
+from .agent import WorkspaceView
+from .skill import SYNTHESIZED_TOPOLOGY_PREFIX
+
+ARROW = " → "
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """What a topology needs to know of an Agent (from its spec and status)."""
+
+    name: str
+    version: str | None = None
+    ready: bool = False
+    reason: str = ""
+    workspace: str = "default"
+
+
+@dataclass(frozen=True)
+class TopologyView:
+    """Another topology: its agents (spec) and status."""
+
+    name: str
+    agents: tuple[str, ...] = ()
+    version: str | None = None
+    ready: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Graph:
+    """The static call graph: who grants what, which skills call which topology."""
+
+    topology_agents: Mapping[str, Sequence[str]]
+    agent_grants: Mapping[str, Sequence[str]]
+    skill_composes: Mapping[str, Sequence[str]]
+    skill_targets: Mapping[str, str]
+
+    def skills_of(self, agent: str) -> list[str]:
+        out: list[str] = []
+        stack = list(reversed(self.agent_grants.get(agent, ())))
+        while stack:
+            name = stack.pop()
+            if name in out:
+                continue
+            out.append(name)
+            stack.extend(reversed(self.skill_composes.get(name, ())))
+        return out
+
+    def children(self, topology: str, agents: Sequence[str] | None = None) -> list[str]:
+        found: set[str] = set()
+        for agent in agents if agents is not None else self.topology_agents.get(topology, ()):
+            for skill in self.skills_of(agent):
+                target = self.skill_targets.get(skill)
+                if target is not None:
+                    found.add(target)
+                elif skill.startswith(SYNTHESIZED_TOPOLOGY_PREFIX):
+                    found.add(skill[len(SYNTHESIZED_TOPOLOGY_PREFIX) :])
+        return sorted(found)
+
+
+@dataclass(frozen=True)
+class GraphProblem:
+    reason: str  # Cycle | DepthExceeded
+    path: tuple[str, ...]
+
+    @property
+    def message(self) -> str:
+        text = ARROW.join(self.path)
+        if self.reason == "Cycle":
+            return f"cycle: {text}"
+        return f"{text} nests {len(self.path)} topologies, over the limit of {MAX_TOPOLOGY_DEPTH}"
+
+
+def check_graph(root: str, root_agents: Sequence[str], graph: Graph) -> GraphProblem | None:
+    """The first cycle or over-deep chain reachable from ``root`` (deterministic order)."""
+
+    def visit(node: str, path: tuple[str, ...]) -> GraphProblem | None:
+        if len(path) > MAX_TOPOLOGY_DEPTH:
+            return GraphProblem("DepthExceeded", path)
+        kids = graph.children(node, root_agents if node == root else None)
+        for child in kids:
+            if child in path:
+                return GraphProblem("Cycle", (*path[path.index(child) :], child))
+        for child in kids:
+            if child == root or child not in graph.topology_agents:
+                continue
+            problem = visit(child, (*path, child))
+            if problem is not None:
+                return problem
+        return None
+
+    return visit(root, (root,))
+
+
+@dataclass(frozen=True)
+class TopologyRender:
+    verdicts: tuple[Verdict, ...]
+    spec: TopologySpec | None = None
+    version: str | None = None
+    agent_versions: Mapping[str, str] | None = None
+    children: tuple[str, ...] = ()
+
+    @property
+    def ready(self) -> bool:
+        return any(v.type == "Ready" and v.status == "True" for v in self.verdicts)
+
+    def status_fields(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "agentVersions": dict(self.agent_versions or {}),
+            "childTopologies": list(self.children),
+        }
+
+
+def version_spec(spec: TopologySpec) -> dict[str, Any]:
+    wire = spec.wire()
+    wire.pop("schedule", None)
+    wire.pop("historyLimit", None)
+    return wire
+
+
+def topology_agent_names(raw_spec: Mapping[str, Any]) -> list[str]:
+    """Agent names a (possibly invalid) spec references, in order, each once."""
+    names: list[str] = []
+    for node in raw_spec.get("agents") or ():
+        if isinstance(node, Mapping):
+            ref = node.get("agentRef")
+            name = ref.get("name") if isinstance(ref, Mapping) else None
+            if isinstance(name, str) and name not in names:
+                names.append(name)
+    return names
+
+
+def resolve_topology(
+    name: str,
+    raw_spec: Mapping[str, Any],
+    agents: Mapping[str, AgentView],
+    topologies: Mapping[str, TopologyView],
+    graph: Graph,
+    workspace: WorkspaceView | None,
+) -> TopologyRender:
+    """Check the tree and its call graph, and compute the version.
+
+    ``agents`` and ``topologies`` hold what exists in the namespace (at least what this
+    topology reaches); ``graph`` is the static call graph; ``workspace`` is this topology's
+    Workspace (``None``: not found).
+    """
+    try:
+        model = validate_spec("Topology", dict(raw_spec))
+    except ManifestError as exc:
+        verdict = invalid_verdict(exc)
+        return TopologyRender(
+            verdicts=(verdict, Verdict("Ready", "False", verdict.reason, verdict.message))
+        )
+    assert isinstance(model, TopologySpec)
+    agent_names = [n.agent_ref.name for n in model.agents]
+    unique_agents = list(dict.fromkeys(agent_names))
+    children = tuple(graph.children(name, unique_agents))
+
+    def rejected(reason: str, message: str) -> TopologyRender:
+        return TopologyRender(
+            verdicts=(
+                Verdict("Accepted", "False", reason, message),
+                Verdict("Ready", "False", reason, message),
+            ),
+            spec=model,
+            children=children,
+        )
+
+    problem = check_graph(name, unique_agents, graph)
+    if problem is not None:
+        return rejected(problem.reason, problem.message)
+    ws_name = model.workspace_ref.name
+    mismatched = [
+        f"{a} (uses {agents[a].workspace!r})"
+        for a in unique_agents
+        if a in agents and agents[a].workspace != ws_name
+    ]
+    if mismatched:
+        return rejected(
+            "WorkspaceMismatch",
+            f"agents of another workspace than {ws_name!r}: " + ", ".join(mismatched),
+        )
+
+    agent_versions = {a: agents[a].version for a in unique_agents if a in agents}
+    version = sha256_hex(
+        canonical_json(
+            {
+                "spec": version_spec(model),
+                "agents": {
+                    n.name: [n.agent_ref.name, agent_versions.get(n.agent_ref.name)]
+                    for n in model.agents
+                },
+                "children": {
+                    c: topologies[c].version if c in topologies else None for c in children
+                },
+            }
+        )
+    )[:12]
+    accepted = Verdict(
+        "Accepted",
+        "True",
+        "Valid",
+        f"{len(model.agents)} node(s), {len(children)} child topolog(ies)",
+    )
+
+    missing_agents = [a for a in unique_agents if a not in agents]
+    unready_agents = [
+        f"{a} ({agents[a].reason or 'not Ready'})"
+        for a in unique_agents
+        if a in agents and not agents[a].ready
+    ]
+    missing_children = [c for c in children if c not in topologies]
+    unready_children = [
+        f"{c} ({topologies[c].reason or 'not Ready'})"
+        for c in children
+        if c in topologies and not topologies[c].ready
+    ]
+    if workspace is None:
+        ready = Verdict("Ready", "False", "WorkspaceNotFound", f"Workspace {ws_name!r} not found")
+    elif missing_agents:
+        ready = Verdict(
+            "Ready", "False", "AgentNotFound", "agent(s) not found: " + ", ".join(missing_agents)
+        )
+    elif missing_children:
+        ready = Verdict(
+            "Ready",
+            "False",
+            "ChildTopologyNotFound",
+            "topolog(ies) called through agent skills not found: " + ", ".join(missing_children),
+        )
+    elif not workspace.ready:
+        ready = Verdict(
+            "Ready",
+            "False",
+            "WorkspaceNotReady",
+            f"Workspace {ws_name!r} is not Ready ({workspace.reason}): {workspace.message}",
+        )
+    elif unready_agents:
+        ready = Verdict(
+            "Ready", "False", "AgentNotReady", "agent(s) not Ready: " + ", ".join(unready_agents)
+        )
+    elif unready_children:
+        ready = Verdict(
+            "Ready",
+            "False",
+            "ChildTopologyNotReady",
+            "child topolog(ies) not Ready: " + ", ".join(unready_children),
+        )
+    else:
+        ready = Verdict(
+            "Ready",
+            "True",
+            "Resolved",
+            f"{len(unique_agents)} agent(s) Ready"
+            + (f", child topologies: {', '.join(children)}" if children else ""),
+        )
+    return TopologyRender(
+        verdicts=(accepted, ready),
+        spec=model,
+        version=version,
+        agent_versions={a: v for a, v in agent_versions.items() if v is not None},
+        children=children,
+    )
