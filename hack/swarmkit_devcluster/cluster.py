@@ -282,6 +282,13 @@ class LocalCluster:
             if self.state_file.exists():
                 self._say("found a stale cluster state; cleaning it up first")
                 self._stop_locked()
+            if self.apiserver_port and port_in_use(self.apiserver_port):
+                raise ClusterError(
+                    f"port {self.apiserver_port} on 127.0.0.1 is already in use, so "
+                    "kube-apiserver cannot listen on it. Stop whatever uses it (another cluster? "
+                    "`make cluster-down`) or choose another port with SWARMKIT_APISERVER_PORT "
+                    "(unset = a random free port)."
+                )
             t0 = time.monotonic()
             try:
                 self._start_locked()
@@ -306,12 +313,6 @@ class LocalCluster:
         self.logs_dir.mkdir(exist_ok=True)
         cid = secrets.token_hex(8)
         api_port = self.apiserver_port or free_port()
-        if self.apiserver_port and port_in_use(api_port):
-            raise ClusterError(
-                f"port {api_port} on 127.0.0.1 is already in use, so kube-apiserver cannot "
-                "listen on it. Stop whatever uses it (another cluster? `make cluster-down`) or "
-                "choose another port with SWARMKIT_APISERVER_PORT (unset = a random free port)."
-            )
         ports = {
             "apiserver": api_port,
             "etcd_client": free_port(),

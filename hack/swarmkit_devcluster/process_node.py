@@ -1498,13 +1498,18 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(threadName)s: %(message)s",
     )
+    try:
+        image_map = ImageMap.load(args.image_map)
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+        log.error("cannot load the image table %s: %s", args.image_map, exc)
+        return 2
     client = KubeClient.from_kubeconfig(args.kubeconfig)
     state_dir = Path(args.state_dir or Path(args.kubeconfig).resolve().parent)
     node = ProcessNode(
         client,
         name=args.name,
         state_dir=state_dir,
-        image_map=ImageMap.load(args.image_map),
+        image_map=image_map,
         api_host=client.host,
         api_port=client.port,
         tls_cert=args.tls_cert,

@@ -76,7 +76,7 @@ class Kube:
     def from_kubeconfig(cls, kubeconfig: str | os.PathLike[str]) -> Kube:
         from kubernetes import client, config
 
-        api = config.new_client_from_config(config_file=str(kubeconfig))
+        api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
         return cls(
             api_client=api,
             core=client.CoreV1Api(api),
@@ -93,6 +93,25 @@ class Kube:
             close()
 
 
+TEMP_PREFIX = "swarmkit-cluster-"
+OWNER_FILE = "owner.pid"
+
+
+def reap_abandoned_clusters() -> list[Path]:
+    """Stop private test clusters whose owning test process died without tearing them down."""
+    reaped = []
+    for d in Path(tempfile.gettempdir()).glob(TEMP_PREFIX + "*"):
+        try:
+            owner = int((d / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if owner == os.getpid() or pid_alive(owner):
+            continue
+        LocalCluster(d, verbose=False).stop()
+        reaped.append(d)
+    return reaped
+
+
 @contextmanager
 def session_cluster() -> Iterator[LocalCluster]:
     """Reuse ``$SWARMKIT_KUBECONFIG``'s cluster, else start a private one (stopped at exit)."""
@@ -107,7 +126,9 @@ def session_cluster() -> Iterator[LocalCluster]:
                 f"(no live {state_dir}/state.json); run `make cluster-up` or unset it"
             )
     else:
-        state_dir = Path(tempfile.mkdtemp(prefix="swarmkit-cluster-"))
+        reap_abandoned_clusters()
+        state_dir = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+        (state_dir / OWNER_FILE).write_text(str(os.getpid()))
         cluster = LocalCluster(state_dir, verbose=True)
         cluster.start()
         owned = True
