@@ -1,0 +1,103 @@
+"""Command line: ``python -m swarmkit_runner run --bundle DIR``.
+
+Exit codes: 0 the run Succeeded, 1 any other outcome, 2 the bundle is bad (outcome
+ValidationFailed with a one-line reason). The RunResult JSON goes to the termination log,
+audit events (JSON lines) to stdout, diagnostics to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .audit import AuditLog
+from .bundle import load_bundle
+from .errors import BundleError
+from .paths import RunnerPaths
+from .result import exit_code, make_result, write_termination_log
+from .runner import execute
+from .secrets import SecretStore
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="swarmkit-runner", description="Run one SwarmKit Run bundle (the process in a Job)."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in (
+        ("run", "run the bundle and write the result to the termination log"),
+        ("validate", "only load and check the bundle (exit 0 or 2)"),
+    ):
+        cmd = sub.add_parser(name, help=help_text)
+        cmd.add_argument(
+            "--bundle",
+            metavar="DIR",
+            help="directory holding bundle.json (default /etc/swarmkit/bundle)",
+        )
+        cmd.add_argument(
+            "--skills-dir",
+            metavar="DIR",
+            help="root of the skills (<DIR>/<skill>/...); default: each skill's mounted "
+            "directory from the bundle",
+        )
+        cmd.add_argument("--scratch", metavar="DIR", help="writable scratch dir (default /scratch)")
+        cmd.add_argument(
+            "--termination-log",
+            metavar="PATH",
+            help="where the result JSON goes (default /dev/termination-log)",
+        )
+    return parser
+
+
+def _run_id_hint(path: str) -> tuple[str, str]:
+    """Best-effort run uid / correlation id from a bundle that failed validation."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            run = json.load(fh).get("run", {})
+        uid = str(run.get("uid", ""))
+        return uid, str(run.get("correlationId") or uid)
+    except (OSError, ValueError, AttributeError):
+        return "", ""
+
+
+async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
+    secrets = SecretStore()
+    try:
+        bundle = load_bundle(paths.bundle_file)
+    except BundleError as exc:
+        uid, correlation = _run_id_hint(str(paths.bundle_file))
+        audit = AuditLog(uid, correlation, secrets)
+        result = make_result("ValidationFailed", str(exc), secrets=secrets)
+        audit.emit("run.end", outcome=result.outcome, message=result.message)
+        if args.command == "run":
+            write_termination_log(paths.termination_log, result)
+        else:
+            print(result.message, file=sys.stderr)
+        return exit_code(result.outcome)
+    if args.command == "validate":
+        print(f"bundle OK: {bundle.target_kind} {bundle.target}", file=sys.stderr)
+        return 0
+    audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
+    cancel = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, cancel.set)
+    result = await execute(bundle, paths, audit, secrets, cancel)
+    write_termination_log(paths.termination_log, result)
+    return exit_code(result.outcome)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    paths = RunnerPaths.resolve(args.bundle, args.skills_dir, args.scratch, args.termination_log)
+    return asyncio.run(_main_async(args, paths))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""The audit stream: one JSON object per line on stdout, one line per event.
+
+Every line carries ``ts``, ``event``, ``run_id`` (the Run's uid), ``correlation_id`` and,
+where they apply, ``agent``, ``skill``, ``tool``, ``duration_ms`` and ``outcome``. Inputs and
+outputs of a call are included per the skill's ``audit`` policy with its ``redact`` paths
+(``input.password``, ``output.items.*.token``) replaced by ``[REDACTED]``; every known secret
+value is scrubbed from the whole line.
+
+Event names: ``run.start``, ``run.end``, ``startup.warning``, ``mcp.ready``,
+``mcp.unavailable``, ``agent.start``, ``agent.end``, ``model.call``, ``model.retry``,
+``tool.call``, ``tool.refused``, ``skill.load``, ``skill.file_read``, ``script.run``,
+``script.refused``, ``limit.exceeded``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from swarmkit_api.skill import AuditPolicy
+
+from .secrets import REDACTED, SecretStore
+
+#: Longest string kept in an audit line (inputs, outputs, messages).
+MAX_AUDIT_STRING = 4096
+TRUNCATED = "…[truncated]"
+
+
+def cap(value: Any, limit: int = MAX_AUDIT_STRING) -> Any:
+    """``value`` with long strings cut; large structures are kept up to ``limit`` chars."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + TRUNCATED
+    if isinstance(value, dict | list):
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        if len(text) <= limit:
+            return value
+        return text[:limit] + TRUNCATED
+    return value
+
+
+def _redact_path(node: Any, parts: list[str]) -> Any:
+    if not parts:
+        return REDACTED
+    head, rest = parts[0], parts[1:]
+    if isinstance(node, dict):
+        keys = list(node) if head == "*" else [head] if head in node else []
+        return {k: (_redact_path(v, rest) if k in keys else v) for k, v in node.items()}
+    if isinstance(node, list):
+        if head == "*":
+            return [_redact_path(v, rest) for v in node]
+        if head.isdigit() and int(head) < len(node):
+            i = int(head)
+            return [(_redact_path(v, rest) if n == i else v) for n, v in enumerate(node)]
+    return node
+
+
+def redact(record: dict[str, Any], paths: Iterable[str]) -> dict[str, Any]:
+    """``record`` with every dotted ``path`` (``*`` matches any key or index) redacted."""
+    out: Any = record
+    for path in paths:
+        parts = [p for p in path.split(".") if p]
+        if parts:
+            out = _redact_path(out, parts)
+    result: dict[str, Any] = out
+    return result
+
+
+def _as_json(text: str) -> Any:
+    """Tool output as JSON when it is a JSON object or array (so ``output.x`` paths work)."""
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+class AuditLog:
+    """Writes audit events as JSON lines (thread-safe, flushed per line)."""
+
+    def __init__(
+        self,
+        run_id: str,
+        correlation_id: str,
+        secrets: SecretStore | None = None,
+        sink: TextIO | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.correlation_id = correlation_id
+        self._secrets = secrets or SecretStore({})
+        self._sink = sink
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.Lock()
+        #: Every event emitted (kept for tests and the result; small dicts).
+        self.events: list[dict[str, Any]] = []
+        self.keep_events = False
+
+    def emit(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Write one event; ``None`` fields are left out."""
+        record: dict[str, Any] = {
+            "ts": self._clock().isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "event": event,
+            "run_id": self.run_id,
+            "correlation_id": self.correlation_id,
+        }
+        record.update({k: cap(v) for k, v in fields.items() if v is not None})
+        line = self._secrets.scrub(json.dumps(record, ensure_ascii=False, default=str))
+        sink = self._sink if self._sink is not None else sys.stdout
+        with self._lock:
+            sink.write(line + "\n")
+            sink.flush()
+            if self.keep_events:
+                self.events.append(json.loads(line))
+        return record
+
+    def call_fields(
+        self,
+        policy: AuditPolicy | None,
+        arguments: dict[str, Any] | None,
+        output: str | None,
+    ) -> dict[str, Any]:
+        """The ``input``/``output`` fields of a call event under ``policy`` (with redaction)."""
+        policy = policy or AuditPolicy()
+        record: dict[str, Any] = {}
+        if policy.log_inputs and arguments is not None:
+            record["input"] = arguments
+        if policy.log_outputs and output is not None:
+            record["output"] = _as_json(output)
+        if policy.redact:
+            record = redact(record, policy.redact)
+        return record

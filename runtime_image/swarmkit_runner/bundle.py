@@ -1,0 +1,144 @@
+"""Loading the mounted run bundle and checking it is runnable.
+
+Problems are reported as one line (:class:`BundleError`): the runner exits with code 2 and
+outcome ValidationFailed, and that line is the message the Run shows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from swarmkit_api.bundle import BundleAgent, RunBundle
+from swarmkit_api.topology import TopologyNode
+from swarmkit_api.workspace import ModelProvider
+
+from .errors import BundleError
+
+
+def _format_validation_error(err: ValidationError) -> str:
+    errors = err.errors(include_url=False)
+    first = errors[0]
+    loc = ".".join(str(p) for p in first.get("loc", ())) or "(root)"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{loc}: {first.get('msg', 'invalid')}{more}"
+
+
+def load_bundle(path: Path) -> RunBundle:
+    """Read and validate ``path`` (bundle.json) with the shared model."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise BundleError(f"bundle not found: {path}") from None
+    except OSError as exc:
+        raise BundleError(f"bundle unreadable: {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise BundleError(f"bundle is not valid JSON: {exc}") from None
+    try:
+        bundle = RunBundle.model_validate(data)
+    except ValidationError as exc:
+        raise BundleError(f"invalid bundle: {_format_validation_error(exc)}") from None
+    check_consistency(bundle)
+    return bundle
+
+
+@dataclass(frozen=True)
+class AgentPosition:
+    """An agent at its place in the run: topology node (if any) and its children."""
+
+    agent: BundleAgent
+    node: TopologyNode | None
+    topology: str | None
+
+
+def root_position(bundle: RunBundle) -> AgentPosition:
+    """Where the run starts: the target topology's root or the single target agent."""
+    if bundle.target_kind == "Agent":
+        return AgentPosition(bundle.agents[bundle.target], None, None)
+    topo = bundle.topologies[bundle.target].spec
+    root = topo.root
+    return AgentPosition(bundle.agents[root.agent_ref.name], root, bundle.target)
+
+
+def children(bundle: RunBundle, position: AgentPosition) -> list[AgentPosition]:
+    """The topology children of ``position`` (its delegate_to_<child> tools)."""
+    if position.node is None or position.topology is None:
+        return []
+    topo = bundle.topologies[position.topology].spec
+    return [
+        AgentPosition(bundle.agents[n.agent_ref.name], n, position.topology)
+        for n in topo.children(position.node.name)
+    ]
+
+
+def reachable_agents(bundle: RunBundle) -> list[BundleAgent]:
+    """Every agent this run may execute (target tree), each once."""
+    seen: dict[str, BundleAgent] = {}
+    stack = [root_position(bundle)]
+    while stack:
+        pos = stack.pop()
+        seen.setdefault(pos.agent.name, pos.agent)
+        stack.extend(children(bundle, pos))
+    return list(seen.values())
+
+
+def provider_for(bundle: RunBundle, agent: BundleAgent) -> ModelProvider:
+    """The agent's model provider (named, or the Workspace's first)."""
+    providers = bundle.workspace.model_providers
+    wanted = agent.spec.model.provider if agent.spec.model else None
+    if wanted is None:
+        if not providers:
+            if agent.spec.replay:
+                return ModelProvider(name="replay", type="replay")
+            raise BundleError(
+                f"agent {agent.name}: the workspace declares no modelProviders "
+                "(and the agent has no replay turns)"
+            )
+        return providers[0]
+    for provider in providers:
+        if provider.name == wanted:
+            return provider
+    raise BundleError(f"agent {agent.name}: model provider {wanted!r} is not in the workspace")
+
+
+def check_consistency(bundle: RunBundle) -> None:
+    """Cross-references the pydantic model cannot check."""
+    if bundle.target_kind == "Agent":
+        if bundle.target not in bundle.agents:
+            raise BundleError(f"target agent {bundle.target!r} is not in the bundle")
+    else:
+        if bundle.target not in bundle.topologies:
+            raise BundleError(f"target topology {bundle.target!r} is not in the bundle")
+    for tname, topo in bundle.topologies.items():
+        for node in topo.spec.agents:
+            if node.agent_ref.name not in bundle.agents:
+                raise BundleError(
+                    f"topology {tname}: node {node.name} names agent "
+                    f"{node.agent_ref.name!r}, which is not in the bundle"
+                )
+    for key, agent in bundle.agents.items():
+        if agent.name != key:
+            raise BundleError(f"agents.{key}: name {agent.name!r} does not match its key")
+    for key, skill in bundle.skills.items():
+        if skill.name != key:
+            raise BundleError(f"skills.{key}: name {skill.name!r} does not match its key")
+    for agent in reachable_agents(bundle):
+        provider = provider_for(bundle, agent)
+        if provider.type != "replay":
+            model = agent.spec.model.name if agent.spec.model else None
+            if not (model or provider.default_model):
+                raise BundleError(
+                    f"agent {agent.name}: no model name and provider {provider.name} "
+                    "has no defaultModel"
+                )
+        native = agent.spec.native_tools
+        if native is not None and native.web_search and bundle.workspace.search_provider is None:
+            raise BundleError(
+                f"agent {agent.name}: nativeTools.webSearch is enabled but the workspace has "
+                "no searchProvider, so this runtime cannot provide web_search"
+            )

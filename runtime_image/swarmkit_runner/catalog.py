@@ -1,0 +1,164 @@
+"""The per-agent, default-deny tool catalog.
+
+An agent's catalog holds exactly what it was granted. The model sees each tool under a
+wire-safe name (``[A-Za-z0-9_-]{1,64}``, so ``pg.list_tables`` is offered as
+``pg_list_tables``); calls are resolved by that name or by the canonical one. A call to
+anything else is refused with a ``ToolNotGranted`` tool error and audited as
+``tool.refused``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from swarmkit_api.skill import AuditPolicy
+
+from .audit import AuditLog
+from .errors import RunEnded, ToolError
+from .providers import ToolCall, ToolDef, ToolResultItem
+
+ToolKind = Literal[
+    "skill", "mcp", "http", "builtin", "native", "flow_data", "delegate", "synthetic"
+]
+Handler = Callable[[dict[str, Any]], Awaitable[str]]
+
+#: Longest tool result handed back to the model.
+MAX_TOOL_RESULT_CHARS = 100_000
+_WIRE_INVALID = re.compile(r"[^A-Za-z0-9_-]")
+EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def wire_name(name: str) -> str:
+    """The provider-safe form of a tool name (``pg.list_tables`` → ``pg_list_tables``)."""
+    return _WIRE_INVALID.sub("_", name)[:64] or "tool"
+
+
+@dataclass
+class ToolEntry:
+    """One tool an agent may call."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    kind: ToolKind
+    handler: Handler
+    skill: str | None = None
+    audit: AuditPolicy | None = None
+    wire: str = field(default="", init=False)
+
+
+@dataclass
+class CallStats:
+    """Counts shared by every catalog of a run."""
+
+    tool_calls: int = 0
+    refused: int = 0
+
+
+class ToolCatalog:
+    """The tools of one agent, with the default-deny call path."""
+
+    def __init__(self, agent: str, audit: AuditLog, stats: CallStats | None = None) -> None:
+        self.agent = agent
+        self.audit = audit
+        self.stats = stats or CallStats()
+        self._by_name: dict[str, ToolEntry] = {}
+        self._by_wire: dict[str, ToolEntry] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return self.resolve(name) is not None
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._by_name)
+
+    def add(self, entry: ToolEntry) -> bool:
+        """Add ``entry``; a name already taken keeps the first and is a startup warning."""
+        if entry.name in self._by_name:
+            self.audit.emit(
+                "startup.warning",
+                agent=self.agent,
+                tool=entry.name,
+                message=f"tool name {entry.name!r} is offered twice; keeping the first",
+            )
+            return False
+        wire = wire_name(entry.name)
+        n = 2
+        while wire in self._by_wire:
+            suffix = f"_{n}"
+            wire = wire_name(entry.name)[: 64 - len(suffix)] + suffix
+            n += 1
+        entry.wire = wire
+        self._by_name[entry.name] = entry
+        self._by_wire[wire] = entry
+        return True
+
+    def resolve(self, name: str) -> ToolEntry | None:
+        """The entry called ``name`` (wire or canonical), or None."""
+        return self._by_wire.get(name) or self._by_name.get(name)
+
+    def defs(self) -> list[ToolDef]:
+        """The tools as offered to the model."""
+        return [ToolDef(e.wire, e.description, e.input_schema) for e in self._by_name.values()]
+
+    async def call(self, call: ToolCall) -> ToolResultItem:
+        """Run one tool call: refused unless granted; every call is audited."""
+        self.stats.tool_calls += 1
+        entry = self.resolve(call.name)
+        if entry is None:
+            self.stats.refused += 1
+            message = f"tool {call.name!r} is not available to agent {self.agent!r}"
+            self.audit.emit(
+                "tool.refused",
+                agent=self.agent,
+                tool=call.name,
+                outcome="refused",
+                reason="not granted",
+            )
+            return ToolResultItem(call.id, call.name, f"ToolNotGranted: {message}", True)
+        start = time.monotonic()
+        outcome = "ok"
+        output: str | None = None
+        error: str | None = None
+        try:
+            output = await entry.handler(call.arguments)
+        except (RunEnded, asyncio.CancelledError):
+            raise
+        except ToolError as exc:
+            outcome, error = "error", str(exc)
+        except Exception as exc:  # a tool bug must not end the run
+            outcome, error = "error", f"ToolFailed: {type(exc).__name__}: {exc}"
+        duration_ms = round((time.monotonic() - start) * 1000, 2)
+        text = output if error is None else error
+        assert text is not None
+        if len(text) > MAX_TOOL_RESULT_CHARS:
+            text = text[:MAX_TOOL_RESULT_CHARS] + "…[truncated]"
+        fields = self.audit.call_fields(entry.audit, call.arguments, output)
+        self.audit.emit(
+            "tool.call",
+            agent=self.agent,
+            skill=entry.skill,
+            tool=entry.name,
+            kind=entry.kind,
+            duration_ms=duration_ms,
+            outcome=outcome,
+            error=error,
+            **fields,
+        )
+        return ToolResultItem(call.id, call.name, text, error is not None)
+
+
+def as_text(value: Any) -> str:
+    """A tool result as text (JSON for structured values)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)

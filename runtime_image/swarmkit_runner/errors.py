@@ -1,0 +1,54 @@
+"""Exceptions that decide how a run, or one tool call, ends."""
+
+from __future__ import annotations
+
+from swarmkit_api.bundle import Outcome
+
+
+class BundleError(Exception):
+    """The bundle is missing, invalid or inconsistent (exit code 2, ValidationFailed)."""
+
+
+class StartupError(Exception):
+    """The run cannot start as configured (e.g. a native tool the runtime cannot provide).
+
+    Reported as ValidationFailed (exit code 2): the configuration, not the run, is wrong.
+    """
+
+
+class RunEnded(Exception):
+    """Ends the whole run with ``outcome``; never turned into a tool error."""
+
+    outcome: Outcome = "Failed"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class LimitExceeded(RunEnded):
+    """A governance limit was hit (steps per agent, steps per run, tokens per run)."""
+
+    outcome: Outcome = "LimitExceeded"
+
+
+class RunFailed(RunEnded):
+    """The run cannot go on (e.g. the model API keeps failing)."""
+
+    outcome: Outcome = "Failed"
+
+
+class ModelError(RunFailed):
+    """A model provider call failed after its retries."""
+
+
+class ToolError(Exception):
+    """A tool call failed; the model sees ``code: message`` as the tool result."""
+
+    def __init__(self, message: str, code: str = "ToolError") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"

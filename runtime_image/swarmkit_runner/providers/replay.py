@@ -1,0 +1,40 @@
+"""The replay provider: scripted turns from the Agent spec, no HTTP.
+
+Turns are played in order, one per model call (text and tool calls). When they run out the
+agent ends with the last text the script contained. Tool names are written as the agent
+sees them (``pg.list_tables``, ``load_skill``, ``delegate_to_worker``). Usage is zero.
+"""
+
+from __future__ import annotations
+
+from swarmkit_api.agent import ReplayTurn
+
+from .base import ModelRequest, ModelResponse, ToolCall, Usage
+
+
+class ReplayProvider:
+    type = "replay"
+
+    def __init__(self, name: str, turns: list[ReplayTurn]) -> None:
+        self.name = name
+        self.model = "replay"
+        self._turns = list(turns)
+        self._next = 0
+        self._last_text = ""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if self._next >= len(self._turns):
+            return ModelResponse(self._last_text, [], Usage(), "end_turn")
+        turn = self._turns[self._next]
+        step = self._next
+        self._next += 1
+        if turn.text is not None:
+            self._last_text = turn.text
+        calls = [
+            ToolCall(id=f"replay-{step}-{n}", name=c.name, arguments=dict(c.arguments))
+            for n, c in enumerate(turn.tool_calls)
+        ]
+        return ModelResponse(turn.text or "", calls, Usage(), "tool_use" if calls else "end_turn")
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,137 @@
+"""One run, end to end: context, MCP servers, the root agent, the outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from swarmkit_api.bundle import Outcome, RunBundle, RunResult
+
+from .audit import AuditLog
+from .bundle import root_position
+from .context import Budget, RunContext
+from .errors import BundleError, RunEnded, StartupError
+from .loop import AgentRunner, needed_servers
+from .mcp_client import McpManager
+from .paths import RunnerPaths
+from .result import make_result
+from .secrets import MissingSecret, SecretStore
+
+
+def run_deadline(timeout_seconds: int) -> float:
+    """Seconds the runner gives the run. The operator sets the Job's activeDeadlineSeconds
+    a grace period later, so the runner ends the run (TimedOut) and writes its result
+    before Kubernetes kills the pod."""
+    return float(timeout_seconds)
+
+
+async def execute(
+    bundle: RunBundle,
+    paths: RunnerPaths,
+    audit: AuditLog,
+    secrets: SecretStore,
+    cancel: asyncio.Event | None = None,
+) -> RunResult:
+    """Run ``bundle`` and return its result (never raises for run-level failures).
+
+    Setting ``cancel`` stops the run with outcome Cancelled (the CLI sets it on SIGTERM).
+    """
+    started = time.monotonic()
+    governance = bundle.governance
+    ctx = RunContext(
+        bundle=bundle,
+        paths=paths,
+        audit=audit,
+        secrets=secrets,
+        budget=Budget(governance.max_steps_per_run, governance.max_tokens_per_run),
+    )
+    root = root_position(bundle)
+    audit.emit(
+        "run.start",
+        run=bundle.run.name,
+        namespace=bundle.run.namespace,
+        target_kind=bundle.target_kind,
+        target=bundle.target,
+        agent=root.agent.name,
+        agents=len(bundle.agents),
+        skills=len(bundle.skills),
+    )
+    outcome: Outcome = "Succeeded"
+    message = ""
+    output = ""
+    runner = AgentRunner(ctx)
+    mcp = McpManager(needed_servers(bundle), secrets, audit)
+    ctx.mcp = mcp
+    timeout = run_deadline(bundle.run.timeout_seconds)
+
+    async def work() -> str:
+        await mcp.start()
+        return await runner.run_agent(root, bundle.run.input, 0)
+
+    work_task = asyncio.create_task(work(), name="run")
+    stop_task = asyncio.create_task((cancel or asyncio.Event()).wait(), name="cancel")
+    try:
+        done, _ = await asyncio.wait(
+            {work_task, stop_task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if work_task in done:
+            try:
+                output = work_task.result()
+            except RunEnded as exc:
+                outcome, message = exc.outcome, exc.message
+            except MissingSecret as exc:
+                outcome, message = "Failed", str(exc)
+            except (BundleError, StartupError) as exc:
+                outcome, message = "ValidationFailed", str(exc)
+            except Exception as exc:
+                outcome, message = "Failed", f"runner error: {type(exc).__name__}: {exc}"
+        else:
+            work_task.cancel()
+            with contextlib.suppress(BaseException):
+                await work_task
+            if stop_task in done:
+                outcome, message = "Cancelled", "the run was cancelled"
+            else:
+                outcome = "TimedOut"
+                message = f"run exceeded its timeout of {bundle.run.timeout_seconds}s"
+                audit.emit(
+                    "limit.exceeded",
+                    limit="timeoutSeconds",
+                    value=bundle.run.timeout_seconds,
+                    outcome="TimedOut",
+                    message=message,
+                )
+    finally:
+        stop_task.cancel()
+        await _close(runner, mcp, ctx)
+    if outcome == "Succeeded":
+        message = "the root agent answered"
+    result = make_result(
+        outcome,
+        message,
+        output if outcome == "Succeeded" else "",
+        governance.max_output_bytes,
+        ctx.budget.input_tokens,
+        ctx.budget.output_tokens,
+        ctx.budget.steps,
+        ctx.stats.tool_calls,
+        secrets,
+    )
+    audit.emit(
+        "run.end",
+        outcome=result.outcome,
+        message=result.message,
+        steps=result.steps,
+        tool_calls=result.tool_calls,
+        input_tokens=result.usage.input_tokens,
+        output_tokens=result.usage.output_tokens,
+        duration_ms=round((time.monotonic() - started) * 1000, 1),
+    )
+    return result
+
+
+async def _close(runner: AgentRunner, mcp: McpManager, ctx: RunContext) -> None:
+    await runner.aclose()
+    await mcp.aclose()
+    await ctx.aclose()

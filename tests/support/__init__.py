@@ -1,0 +1,12 @@
+"""Shared test helpers (importable as ``tests.support.*``).
+
+* :mod:`tests.support.model_server` — a scripted model API on 127.0.0.1 speaking both the
+  Anthropic Messages and the OpenAI Chat Completions wire formats (tool calls, usage,
+  injected 429/5xx, recorded requests).
+* :mod:`tests.support.mcp_servers` — MCP test servers built with the ``mcp`` SDK, over stdio
+  (``stdio_command()``) and streamable HTTP (``HttpMcpServer``), optionally bearer-protected.
+* :mod:`tests.support.bundles` — small factories that build valid ``RunBundle`` objects and
+  write them (with skill files) to disk the way the operator mounts them.
+* :mod:`tests.support.runner` — run ``python -m swarmkit_runner`` as a real subprocess (or
+  in-process) and read back its result and audit lines.
+"""

@@ -1,0 +1,181 @@
+"""MCP test servers built with the ``mcp`` SDK (``MCPServer``), over stdio and streamable HTTP.
+
+This file is self-contained (it imports only ``mcp`` and the standard library) so that it can
+be started as ``python tests/support/mcp_servers.py stdio`` with an empty environment, the
+way the runner starts stdio servers.
+
+Tools: ``echo(text)``, ``add(a, b)``, ``search_docs(query, limit=5, tags=None)`` (a richer
+schema with descriptions and defaults), ``read_env(name)``, ``env_names()``,
+``sleep(seconds)``, ``fail(message)`` (always a tool error) and ``whoami()`` (the server's
+``--name``).
+
+* :func:`stdio_command` — argv for a stdio server (what a Workspace ``command`` would hold).
+* :class:`HttpMcpServer` — a streamable-HTTP server in a subprocess on a free loopback port,
+  optionally requiring ``Authorization: Bearer <token>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field
+
+THIS_FILE = Path(__file__).resolve()
+
+
+def stdio_command(name: str = "test-stdio") -> list[str]:
+    """argv that starts the test server over stdio."""
+    return [sys.executable, str(THIS_FILE), "stdio", "--name", name]
+
+
+def build_server(name: str) -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer(name, log_level="WARNING")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool()
+    def search_docs(
+        query: Annotated[str, Field(description="What to look for.")],
+        limit: Annotated[int, Field(description="Most results to return.", ge=1, le=50)] = 5,
+        tags: Annotated[list[str] | None, Field(description="Only documents with these tags.")] = (
+            None
+        ),
+    ) -> str:
+        """Search the documentation."""
+        return f"{limit} results for {query!r} tags={tags or []}"
+
+    @server.tool()
+    def read_env(name: str) -> str:
+        """The value of an environment variable of the server process, or <unset>."""
+        return os.environ.get(name, "<unset>")
+
+    @server.tool()
+    def env_names() -> list[str]:
+        """Names of every environment variable the server process has."""
+        return sorted(os.environ)
+
+    @server.tool()
+    async def sleep(seconds: float) -> str:
+        """Sleep, then answer."""
+        await asyncio.sleep(seconds)
+        return f"slept {seconds}"
+
+    @server.tool()
+    def fail(message: str) -> str:
+        """Always fails with the message."""
+        raise ValueError(message)
+
+    @server.tool()
+    def whoami() -> str:
+        """The server's name."""
+        return name
+
+    return server
+
+
+def _serve_http(name: str, port: int, token: str | None) -> None:
+    import uvicorn
+
+    server = build_server(name)
+    app = server.streamable_http_app(host="127.0.0.1")
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and token is not None:
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization", b"").decode() != f"Bearer {token}":
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+        await app(scope, receive, send)
+
+    config = uvicorn.Config(guarded, host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.Server(config).run()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class HttpMcpServer:
+    """The test server over streamable HTTP, in a subprocess (context manager)."""
+
+    def __init__(self, name: str = "test-http", token: str | None = None) -> None:
+        self.name = name
+        self.token = token
+        self.port = free_port()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self, timeout: float = 20.0) -> HttpMcpServer:
+        argv = [sys.executable, str(THIS_FILE), "http", "--name", self.name]
+        argv += ["--port", str(self.port)]
+        if self.token:
+            argv += ["--token", self.token]
+        self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"MCP HTTP server exited with {self._proc.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        self.close()
+        raise RuntimeError("MCP HTTP server did not start in time")
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = None
+
+    def __enter__(self) -> HttpMcpServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("transport", choices=["stdio", "http"])
+    parser.add_argument("--name", default="test")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token")
+    args = parser.parse_args(argv)
+    if args.transport == "stdio":
+        build_server(args.name).run()
+    else:
+        _serve_http(args.name, args.port, args.token)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,368 @@
+"""A scripted model API over real HTTP on 127.0.0.1, speaking two wire formats.
+
+* Anthropic Messages: ``POST /v1/messages`` (base URL :attr:`ScriptedModelServer.url`)
+* OpenAI Chat Completions: ``POST /v1/chat/completions`` (base :attr:`openai_base_url`)
+
+Replies are scripted in order (:func:`text`, :func:`tool_call`, :func:`error`, or a callable
+that receives the :class:`RecordedRequest` and returns a :class:`Reply`); when the script is
+exhausted the server answers with ``default`` (a final text). Every request is recorded with
+its parsed body, headers and arrival time, so tests can assert what the runner sent.
+
+A scripted tool call names the tool as the agent sees it (``pg.list_tables``) or as it is on
+the wire (``pg_list_tables``); the server picks the offered tool that matches.
+
+Example::
+
+    with ScriptedModelServer([tool_call("echo", text="hi"), text("done")]) as server:
+        provider = {"name": "m", "type": "openai", "baseUrl": server.openai_base_url, ...}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+Wire = Literal["anthropic", "openai"]
+_INVALID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+@dataclass
+class Reply:
+    """One scripted answer."""
+
+    text: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: Non-200 answers an error (e.g. 429 or 503) with ``error_body``.
+    status: int = 200
+    retry_after: float | None = None
+    error_body: str = '{"error": {"type": "rate_limit_error", "message": "slow down"}}'
+    #: Seconds to wait before answering (to exercise timeouts).
+    delay: float = 0.0
+    input_tokens: int = 10
+    output_tokens: int = 5
+
+
+ReplyLike = Reply | Callable[["RecordedRequest"], Reply]
+
+
+def text(content: str, **kwargs: Any) -> Reply:
+    """A final answer."""
+    return Reply(text=content, **kwargs)
+
+
+def tool_call(tool: str, /, **arguments: Any) -> Reply:
+    """One tool call (``arguments`` as keyword arguments, any names allowed)."""
+    return Reply(tool_calls=[(tool, arguments)])
+
+
+def tool_calls(*calls: tuple[str, dict[str, Any]], say: str = "") -> Reply:
+    """Several tool calls in one turn (optionally with text ``say``)."""
+    return Reply(text=say, tool_calls=list(calls))
+
+
+def error(status: int = 429, retry_after: float | None = 0.0, body: str | None = None) -> Reply:
+    """An HTTP error answer (429/5xx are retried by the runner)."""
+    reply = Reply(status=status, retry_after=retry_after)
+    if body is not None:
+        reply.error_body = body
+    return reply
+
+
+@dataclass
+class RecordedRequest:
+    """A request the server received."""
+
+    wire: Wire
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    at: float
+
+    @property
+    def tools(self) -> dict[str, dict[str, Any]]:
+        """Offered tool name → input schema."""
+        out: dict[str, dict[str, Any]] = {}
+        for tool in self.body.get("tools") or []:
+            if self.wire == "anthropic":
+                out[tool["name"]] = tool.get("input_schema", {})
+            else:
+                fn = tool.get("function", {})
+                out[fn["name"]] = fn.get("parameters", {})
+        return out
+
+    @property
+    def tool_names(self) -> list[str]:
+        return list(self.tools)
+
+    def tool_description(self, name: str) -> str:
+        for tool in self.body.get("tools") or []:
+            fn = tool if self.wire == "anthropic" else tool.get("function", {})
+            if fn.get("name") == name:
+                return str(fn.get("description", ""))
+        raise KeyError(name)
+
+    @property
+    def system(self) -> str:
+        if self.wire == "anthropic":
+            system = self.body.get("system", "")
+            if isinstance(system, list):
+                return "".join(b.get("text", "") for b in system)
+            return str(system)
+        for msg in self.body.get("messages", []):
+            if msg.get("role") == "system":
+                return str(msg.get("content", ""))
+        return ""
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages", []))
+
+    @property
+    def first_user_text(self) -> str:
+        for msg in self.messages:
+            if msg.get("role") == "user":
+                content = msg.get("content")
+                if isinstance(content, str):
+                    return content
+        return ""
+
+    def tool_results(self) -> list[tuple[str, bool]]:
+        """(content, is_error) of the tool results in the latest turn."""
+        msgs = self.messages
+        if self.wire == "anthropic":
+            last = msgs[-1] if msgs else {}
+            content = last.get("content")
+            if not isinstance(content, list):
+                return []
+            return [
+                (str(b.get("content", "")), bool(b.get("is_error")))
+                for b in content
+                if b.get("type") == "tool_result"
+            ]
+        out: list[tuple[str, bool]] = []
+        for msg in reversed(msgs):
+            if msg.get("role") != "tool":
+                break
+            content = str(msg.get("content", ""))
+            out.append((content, content.startswith("ERROR: ")))
+        return list(reversed(out))
+
+
+def _match_tool(name: str, offered: list[str]) -> str:
+    if name in offered:
+        return name
+    wanted = _INVALID.sub("_", name)
+    for candidate in offered:
+        if candidate == wanted or _INVALID.sub("_", candidate) == wanted:
+            return candidate
+    return name  # not offered: the runner must refuse it
+
+
+class ScriptedModelServer:
+    """The server; use as a context manager (or :meth:`start`/:meth:`close`)."""
+
+    def __init__(
+        self,
+        replies: Iterable[ReplyLike] = (),
+        default: ReplyLike | None = None,
+        api_key: str | None = None,
+    ) -> None:
+        self._replies: deque[ReplyLike] = deque(replies)
+        self.default: ReplyLike = default or Reply(text="done")
+        #: When set, requests without this key (x-api-key or Bearer) get 401.
+        self.api_key = api_key
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._counter = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> ScriptedModelServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                server._handle(self)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- addresses ----------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """Base URL for the Anthropic provider (``/v1/messages`` is appended)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.url
+
+    @property
+    def openai_base_url(self) -> str:
+        """Base URL for an OpenAI-compatible provider (``/chat/completions`` is appended)."""
+        return f"{self.url}/v1"
+
+    # -- script -------------------------------------------------------------------------
+    def push(self, *replies: ReplyLike) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        return len(self._replies)
+
+    def _next(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            item = self._replies.popleft() if self._replies else self.default
+        return item(request) if callable(item) else item
+
+    # -- handling -----------------------------------------------------------------------
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        at = time.time()
+        length = int(handler.headers.get("content-length") or 0)
+        raw = handler.rfile.read(length) if length else b"{}"
+        path = handler.path.split("?", 1)[0]
+        if path.endswith("/messages"):
+            wire: Wire = "anthropic"
+        elif path.endswith("/chat/completions"):
+            wire = "openai"
+        else:
+            self._send(handler, 404, {"error": f"unknown path {path}"})
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._send(handler, 400, {"error": "invalid JSON"})
+            return
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        request = RecordedRequest(wire, path, headers, body, at)
+        with self._lock:
+            self.requests.append(request)
+            self._counter += 1
+            n = self._counter
+        if self.api_key is not None:
+            presented = headers.get("x-api-key") or headers.get("authorization", "").removeprefix(
+                "Bearer "
+            )
+            if presented != self.api_key:
+                self._send(handler, 401, {"error": {"type": "authentication_error"}})
+                return
+        reply = self._next(request)
+        if reply.delay:
+            time.sleep(reply.delay)
+        if reply.status != 200:
+            extra = {}
+            if reply.retry_after is not None:
+                extra["retry-after"] = f"{reply.retry_after:g}"
+            self._send_raw(handler, reply.status, reply.error_body.encode(), extra)
+            return
+        offered = request.tool_names
+        calls = [(_match_tool(name, offered), args) for name, args in reply.tool_calls]
+        if wire == "anthropic":
+            payload = self._anthropic(n, body, reply, calls)
+        else:
+            payload = self._openai(n, body, reply, calls)
+        self._send(handler, 200, payload)
+
+    @staticmethod
+    def _anthropic(
+        n: int, body: dict[str, Any], reply: Reply, calls: list[tuple[str, dict[str, Any]]]
+    ) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        if reply.text:
+            content.append({"type": "text", "text": reply.text})
+        for i, (name, args) in enumerate(calls):
+            content.append(
+                {"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": args}
+            )
+        return {
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", ""),
+            "content": content,
+            "stop_reason": "tool_use" if calls else "end_turn",
+            "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+        }
+
+    @staticmethod
+    def _openai(
+        n: int, body: dict[str, Any], reply: Reply, calls: list[tuple[str, dict[str, Any]]]
+    ) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{n}_{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+                for i, (name, args) in enumerate(calls)
+            ]
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "model": body.get("model", ""),
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": reply.input_tokens,
+                "completion_tokens": reply.output_tokens,
+                "total_tokens": reply.input_tokens + reply.output_tokens,
+            },
+        }
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:
+        ScriptedModelServer._send_raw(handler, status, json.dumps(payload).encode(), {})
+
+    @staticmethod
+    def _send_raw(
+        handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str]
+    ) -> None:
+        handler.send_response(status)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(data)))
+        for key, value in headers.items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        handler.wfile.write(data)
