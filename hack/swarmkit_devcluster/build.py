@@ -57,7 +57,13 @@ def find_go() -> str:
     """The Go toolchain: ``$GO``, ``go`` on PATH, ``$GOROOT/bin/go`` or ``/usr/local/go/bin/go``."""
     candidates: list[str] = []
     if os.environ.get("GO"):
-        candidates.append(os.environ["GO"])
+        go = os.environ["GO"]
+        if not (os.path.isfile(go) and os.access(go, os.X_OK)):
+            raise BuildError(
+                f"GO={go} is not an executable Go toolchain. Point GO at `go` (Go 1.26 or newer) "
+                "or unset it, then re-run `make cluster-binaries`."
+            )
+        return go
     which = shutil.which("go")
     if which:
         candidates.append(which)

@@ -6,6 +6,7 @@
   is exported into ``os.environ`` meanwhile (and ``.cluster/bin``-style ``PATH``).
 * :func:`temp_namespace` - a fresh namespace (with its ``default`` ServiceAccount and
   ``kube-root-ca.crt`` ready), deleted afterwards.
+* :func:`apply_crds` - apply ``crds/*.yaml`` server-side and wait until Established.
 * :class:`Kube` - ``kubernetes`` API objects for a kubeconfig.
 * :func:`wait_for` - poll a predicate with a timeout and a useful failure message.
 """
@@ -173,6 +174,20 @@ def temp_namespace(kube: Kube, hint: str = "test", *, timeout: float = 30) -> It
             kube.core.delete_namespace(name, propagation_policy="Background")
         except Exception as exc:  # the cluster may be gone already
             print(f"warning: could not delete namespace {name}: {exc}")
+
+
+def apply_crds(cluster: LocalCluster, crds_dir: Path | None = None) -> list[Path]:
+    """``kubectl apply --server-side`` every ``crds/*.yaml`` and wait until Established."""
+    from swarmkit_devcluster.paths import repo_root
+
+    d = crds_dir or repo_root() / "crds"
+    files = sorted(d.glob("*.yaml"))
+    if not files:
+        raise ClusterError(f"no CRDs in {d}/*.yaml (run `make generate`)")
+    args = [a for f in files for a in ("-f", str(f))]
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", *args)
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *args)
+    return files
 
 
 def pod_pids(pod: Any) -> list[int]:

@@ -6,6 +6,7 @@
 * ``kube`` (session): ``kubernetes`` clients (``.core``, ``.batch``, ``.apps``, ``.custom``,
   ``.rbac``, ``.apiext``, ``.api_client``).
 * ``namespace`` (function): a fresh namespace, deleted after the test.
+* ``crds`` (session): ``crds/*.yaml`` applied server-side and Established (list of files).
 
 Every test in this directory is marked ``integration``.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from swarmkit_devcluster.cluster import ClusterError, LocalCluster
-from swarmkit_devcluster.testing import Kube, session_cluster, temp_namespace
+from swarmkit_devcluster.testing import Kube, apply_crds, session_cluster, temp_namespace
 
 HERE = Path(__file__).parent
 
@@ -49,3 +50,8 @@ def kube(cluster: LocalCluster) -> Iterator[Kube]:
 def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
     with temp_namespace(kube, request.node.name) as ns:
         yield ns
+
+
+@pytest.fixture(scope="session")
+def crds(cluster: LocalCluster) -> list[Path]:
+    return apply_crds(cluster)

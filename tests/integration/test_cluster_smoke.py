@@ -136,8 +136,9 @@ def test_deleting_job_deletes_pods_and_kills_processes(kube: Kube, namespace: st
         message=lambda: describe(kube, namespace),
     )
     wait_for(lambda: not pid_alive(pid), 10, message=f"process {pid} still running")
-    for child in children:
-        wait_for(lambda c=child: not pid_alive(c), 10, message=f"child {child} still running")
+    wait_for(
+        lambda: not any(pid_alive(c) for c in children), 10, message=f"children {children} alive"
+    )
 
 
 def test_unknown_image_is_err_image_pull(kube: Kube, namespace: str) -> None:
