@@ -26,6 +26,7 @@ import yaml
 
 from swarmkit_api.common import KEBAB
 from swarmkit_api.resources import CATEGORY, GROUP, KINDS, VERSION, KindInfo
+from swarmkit_operator import chart_values
 
 CHART_CRD_DIR = Path("charts/swarmkit-operator/templates/crds")
 CRD_DIR = Path("crds")
@@ -208,6 +209,7 @@ def render_all() -> dict[Path, str]:
             raise SchemaError(f"{info.kind}: '{{{{' in a description would break Helm")
         files[CRD_DIR / f"{GROUP}_{info.plural}.yaml"] = HEADER + body
         files[CHART_CRD_DIR / f"{info.plural}.yaml"] = _chart_template(info, HEADER + body)
+    files.update(chart_values.render())  # the chart's values.schema.json
     return files
 
 

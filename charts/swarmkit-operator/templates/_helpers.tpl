@@ -1,0 +1,218 @@
+{{/* Names ------------------------------------------------------------------------------ */}}
+
+{{- define "swarmkit-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "swarmkit-operator.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "swarmkit-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "swarmkit-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "swarmkit-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* Labels ----------------------------------------------------------------------------- */}}
+
+{{- define "swarmkit-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "swarmkit-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "swarmkit-operator.labels" -}}
+helm.sh/chart: {{ include "swarmkit-operator.chart" . }}
+{{ include "swarmkit-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: swarmkit-operator
+{{- end }}
+
+{{/* Images: digest wins over tag; an empty tag means the chart's appVersion ------------ */}}
+
+{{- define "swarmkit-operator.imageRef" -}}
+{{- $img := index . 0 }}{{- $root := index . 1 }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository (default $root.Chart.AppVersion $img.tag) }}
+{{- end }}
+{{- end }}
+
+{{- define "swarmkit-operator.image" -}}
+{{- include "swarmkit-operator.imageRef" (list .Values.image .) }}
+{{- end }}
+
+{{- define "swarmkit-operator.runtimeImage" -}}
+{{- include "swarmkit-operator.imageRef" (list .Values.runtimeImage .) }}
+{{- end }}
+
+{{/* Mode ------------------------------------------------------------------------------- */}}
+
+{{/* "true" when the operator watches every namespace (ClusterRole), "" otherwise. */}}
+{{- define "swarmkit-operator.clusterWide" -}}
+{{- if not .Values.watchNamespaces }}true{{- end }}
+{{- end }}
+
+{{/* "true" when kopf peering is used (more than one replica). */}}
+{{- define "swarmkit-operator.peering" -}}
+{{- if gt (int .Values.replicaCount) 1 }}true{{- end }}
+{{- end }}
+
+{{/* Cross-field checks values.schema.json cannot express, with a message naming the keys. */}}
+{{- define "swarmkit-operator.validate" -}}
+{{- if and .Values.metrics.enabled (eq (int .Values.metrics.port) (int .Values.health.port)) }}
+{{- fail (printf "metrics.port and health.port must differ (both are %v)" .Values.metrics.port) }}
+{{- end }}
+{{- $pdb := .Values.podDisruptionBudget }}
+{{- if and $pdb.enabled (eq (toString $pdb.minAvailable) "") (eq (toString $pdb.maxUnavailable) "") }}
+{{- fail "podDisruptionBudget: set one of minAvailable or maxUnavailable" }}
+{{- end }}
+{{- if and $pdb.enabled (ne (toString $pdb.minAvailable) "") (ne (toString $pdb.maxUnavailable) "") }}
+{{- fail "podDisruptionBudget: set only one of minAvailable or maxUnavailable (set the other to \"\")" }}
+{{- end }}
+{{- if and (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) }}
+{{- fail "serviceAccount.name is required when serviceAccount.create is false (the operator must not run as the namespace's default ServiceAccount)" }}
+{{- end }}
+{{- end }}
+
+{{/* The operator configuration file (swarmkit_operator.config reads it at start-up). */}}
+{{- define "swarmkit-operator.config" -}}
+{{- $allowed := list }}
+{{- range .Values.config.security.skills.allowed }}
+{{- $entry := dict "skill" .skill "path" .path "sha256" (lower .sha256) }}
+{{- if .namespace }}{{- $_ := set $entry "namespace" .namespace }}{{- end }}
+{{- $allowed = append $allowed $entry }}
+{{- end }}
+{{- $skills := dict "allowScriptExecution" .Values.config.security.skills.allowScriptExecution "allowed" $allowed }}
+{{- $config := dict "security" (dict "skills" $skills) }}
+{{- $_ := set $config "runtime" (dict "image" (include "swarmkit-operator.runtimeImage" .)) }}
+{{- $_ = set $config "watchNamespaces" .Values.watchNamespaces }}
+{{- $_ = set $config "maxJobRecreations" (int .Values.config.maxJobRecreations) }}
+{{- toYaml $config }}
+{{- end }}
+
+{{/* The operator's command-line arguments (the image's entry point is
+     `python -m swarmkit_operator`; see the chart README for the contract). */}}
+{{- define "swarmkit-operator.args" -}}
+- --liveness=http://0.0.0.0:{{ .Values.health.port }}{{ .Values.health.path }}
+{{- if .Values.metrics.enabled }}
+- --metrics-port={{ .Values.metrics.port }}
+{{- end }}
+{{- if include "swarmkit-operator.peering" . }}
+- --peering={{ .Values.peering.name }}
+{{- else }}
+- --standalone
+{{- end }}
+{{- if include "swarmkit-operator.clusterWide" . }}
+- --all-namespaces
+{{- else }}
+{{- range .Values.watchNamespaces }}
+- --namespace={{ . }}
+{{- end }}
+{{- end }}
+- --log-level={{ .Values.logging.level }}
+- --log-format={{ .Values.logging.format }}
+{{- range .Values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/* RBAC ------------------------------------------------------------------------------- */}}
+
+{{/* What the operator does in each watched namespace (all of them in cluster-wide mode).
+     The chart README explains each rule; tests/integration/test_helm_rbac.py fails when
+     the ServiceAccount can do anything beyond this. */}}
+{{- define "swarmkit-operator.namespacedRules" -}}
+# Watch the five kinds. kopf keeps its handler progress and diff-base in status, so the
+# only write to the objects themselves is kopf's finalizer (metadata.finalizers).
+- apiGroups: [swarmkit.dev]
+  resources: [workspaces, skills, agents, topologies, runs]
+  verbs: [get, list, watch, patch]
+# Status is the operator's: conditions, versions, pins, Run outcomes.
+- apiGroups: [swarmkit.dev]
+  resources: [workspaces/status, skills/status, agents/status, topologies/status, runs/status]
+  verbs: [get, patch, update]
+# Scheduled Runs (Topology spec.schedule) and Run retention (TTL, historyLimit).
+- apiGroups: [swarmkit.dev]
+  resources: [runs]
+  verbs: [create, delete]
+# Children carry ownerReferences with blockOwnerDeletion, which clusters running the
+# OwnerReferencesPermissionEnforcement admission plugin (e.g. OpenShift) check this for.
+- apiGroups: [swarmkit.dev]
+  resources: [workspaces/finalizers, skills/finalizers, agents/finalizers, topologies/finalizers, runs/finalizers]
+  verbs: [update]
+# Rendered, immutable, content-addressed ConfigMaps (and Skill files referenced from a
+# ConfigMap): created once, never updated, deleted when nothing refers to them.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [create, get, list, watch, delete]
+# One Job per Run; deleted to cancel.
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [create, get, list, watch, delete]
+# A Run's pod: phase, exit code and termination message (the runner's result).
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch]
+# Workspace credential references: existence of the Secret and key only (values are
+# never copied; Run pods get them through secretKeyRef env).
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get, list, watch]
+# Events on every transition.
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
+{{- if include "swarmkit-operator.peering" . }}
+{{- if not (include "swarmkit-operator.clusterWide" .) }}
+# kopf peering (replicaCount > 1): keep-alives in the namespace's KopfPeering.
+- apiGroups: [kopf.dev]
+  resources: [kopfpeerings]
+  verbs: [list, watch]
+- apiGroups: [kopf.dev]
+  resources: [kopfpeerings]
+  resourceNames: [{{ .Values.peering.name | quote }}]
+  verbs: [get, patch]
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Cluster-scoped reads kopf needs: follow CRDs (the operator may start before its CRDs
+     are established) and, when watching a list of namespaces, the namespaces. */}}
+{{- define "swarmkit-operator.clusterRules" -}}
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  verbs: [get, list, watch]
+{{- if not (include "swarmkit-operator.clusterWide" .) }}
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [list, watch]
+{{- end }}
+{{- if and (include "swarmkit-operator.peering" .) (include "swarmkit-operator.clusterWide" .) }}
+# kopf peering (replicaCount > 1): keep-alives in the ClusterKopfPeering.
+- apiGroups: [kopf.dev]
+  resources: [clusterkopfpeerings]
+  verbs: [list, watch]
+- apiGroups: [kopf.dev]
+  resources: [clusterkopfpeerings]
+  resourceNames: [{{ .Values.peering.name | quote }}]
+  verbs: [get, patch]
+{{- end }}
+{{- end }}
