@@ -823,6 +823,7 @@ class PodWorker(threading.Thread):
             self._finalize_delete()
             return
         # Volumes and env (retried like the kubelet until they resolve).
+        attempts = 0
         while True:
             if self.deleting:
                 self._finalize_delete()
@@ -831,12 +832,14 @@ class PodWorker(threading.Thread):
                 self._prepare()
                 break
             except (ConfigError, ApiError) as exc:
+                attempts += 1
+                log.info("%s/%s: not ready to start (%s); retrying", self.ns, self.pod_name, exc)
                 for c in self.containers.values():
                     c.state = {
                         "waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}
                     }
                 self.push_status()
-                self.wake.wait(2)
+                self.wake.wait(min(2.0, 0.2 * attempts))
                 self.wake.clear()
         self._lifecycle()
 
