@@ -21,9 +21,12 @@ the Workspace spec carries only Secret references.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import yaml
 
 from swarmkit_api.agent import AgentSpec
 from swarmkit_api.bundle import (
@@ -37,7 +40,7 @@ from swarmkit_api.bundle import (
 )
 from swarmkit_api.common import ConfigMapKeyRef
 from swarmkit_api.run import PinnedVersions, RunSpec
-from swarmkit_api.skill import ScriptStatus, SkillFile, SkillSpec
+from swarmkit_api.skill import Implementation, Provenance, ScriptStatus, SkillFile, SkillSpec
 from swarmkit_api.topology import TopologySpec
 from swarmkit_api.workspace import (
     RESERVED_PACK_ID,
@@ -48,6 +51,7 @@ from swarmkit_api.workspace import (
 
 from ..config import OperatorConfig
 from . import PINNED_ANNOTATION, RUN_FINISHED_LABEL
+from .agent import AGENT_YAML, RESOLVED_JSON
 from .job import (
     FLOW_DATA_MOUNT,
     RUN_LABEL,
@@ -95,6 +99,34 @@ class PinnedAgent:
     spec: AgentSpec
     skills: tuple[str, ...] = ()
     config_map: str | None = None
+    #: From the rendered agent (``resolved.json``); None = computed from the Workspace.
+    commands: tuple[str, ...] | None = None
+    permissions: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class SkillRef:
+    """A granted skill as an agent's rendered ConfigMap pins it."""
+
+    name: str
+    content_hash: str
+    config_map: str
+    scripts: tuple[ScriptStatus, ...] = ()
+
+
+@dataclass(frozen=True)
+class RenderedAgent:
+    """An agent's immutable rendered ConfigMap read back."""
+
+    agent: PinnedAgent
+    skills: tuple[SkillRef, ...]
+    #: Synthesized ``topology-<name>`` skills (complete: they have no ConfigMap).
+    synthesized: tuple[PinnedSkill, ...]
+
+    @property
+    def topologies(self) -> tuple[str, ...]:
+        """Topologies the agent may run as child runs through synthesized skills."""
+        return tuple(s.synthesized_topology for s in self.synthesized if s.synthesized_topology)
 
 
 @dataclass(frozen=True)
@@ -196,6 +228,66 @@ def pinned_skill_from_config_map(
         scripts=tuple(scripts),
         reviewed=reviewed,
     )
+
+
+def synthesized_topology_skill(
+    name: str, content_hash: str, topology: str, description: str
+) -> PinnedSkill:
+    """The ``topology-<name>`` skill ``pack:workspace`` grants: run a Topology as a child."""
+    spec = SkillSpec(
+        description=description or f"Run the {topology} topology as a child run.",
+        category="coordination",
+        implementation=Implementation(type="agent", topology=topology),
+        provenance=Provenance(authored_by="human", version="synthesized"),
+    )
+    return PinnedSkill(
+        name=name,
+        content_hash=content_hash,
+        config_map="",
+        spec=spec,
+        reviewed=True,
+        synthesized_topology=topology,
+    )
+
+
+def pinned_agent_from_config_map(
+    *, name: str, version: str, config_map: str, data: Mapping[str, str]
+) -> RenderedAgent:
+    """An agent exactly as its immutable rendered ConfigMap (``agent-<name>-<h>``) holds it."""
+    spec = AgentSpec.model_validate(yaml.safe_load(data[AGENT_YAML]) or {})
+    resolved: dict[str, Any] = json.loads(data.get(RESOLVED_JSON) or "{}")
+    refs = tuple(
+        SkillRef(
+            name=str(entry["name"]),
+            content_hash=str(entry["contentHash"]),
+            config_map=str(entry["renderedConfigMap"]),
+            scripts=tuple(ScriptStatus.model_validate(x) for x in entry.get("scripts") or ()),
+        )
+        for entry in resolved.get("skills") or ()
+        if entry.get("renderedConfigMap")
+    )
+    synthesized = tuple(
+        synthesized_topology_skill(
+            str(entry["name"]),
+            str(entry.get("contentHash", "")),
+            str(entry["topology"]),
+            str(entry.get("description", "")),
+        )
+        for entry in resolved.get("synthesizedSkills") or ()
+        if entry.get("topology")
+    )
+    commands = resolved.get("commands")
+    permissions = resolved.get("permissions")
+    agent = PinnedAgent(
+        name=name,
+        version=version,
+        spec=spec,
+        skills=tuple(r.name for r in refs) + tuple(s.name for s in synthesized),
+        config_map=config_map,
+        commands=tuple(str(c) for c in commands) if isinstance(commands, list) else None,
+        permissions=tuple(str(p) for p in permissions) if isinstance(permissions, list) else None,
+    )
+    return RenderedAgent(agent=agent, skills=refs, synthesized=synthesized)
 
 
 def effective_governance(workspace: WorkspaceSpec) -> Governance:
@@ -388,8 +480,10 @@ def render_bundle(
             version=a.version,
             spec=a.spec,
             skills=[s for s in a.skills if s in bundle_skills],
-            commands=agent_commands(a.spec, ws),
-            permissions=agent_permissions(a.spec, ws),
+            commands=list(a.commands) if a.commands is not None else agent_commands(a.spec, ws),
+            permissions=(
+                list(a.permissions) if a.permissions is not None else agent_permissions(a.spec, ws)
+            ),
         )
         for a in sorted(agents, key=lambda a: a.name)
     }
@@ -516,15 +610,19 @@ __all__ = [
     "PinnedSkill",
     "PinnedTopology",
     "PinnedWorkspace",
+    "RenderedAgent",
     "RenderedBundle",
     "RunInput",
+    "SkillRef",
     "build_bundle_config_map",
     "effective_governance",
     "effective_timeout",
+    "pinned_agent_from_config_map",
     "pinned_skill_from_config_map",
     "render_bundle",
     "rendered_from_config_map",
     "script_pins",
     "skill_callable",
     "skill_file_items",
+    "synthesized_topology_skill",
 ]

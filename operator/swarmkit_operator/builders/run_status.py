@@ -96,6 +96,8 @@ class Verdict:
     stop_job: bool = False
     #: Seconds after which the verdict may change without any watch event (grace timers).
     recheck_after: float | None = None
+    #: The runner's exit code, when its container terminated.
+    exit_code: int | None = None
 
     @property
     def final(self) -> bool:
@@ -238,6 +240,7 @@ def outcome_from_pod(pod: Mapping[str, Any]) -> Verdict | None:
         phase="Finished",
         status="Unknown",
         reason="",
+        exit_code=exit_code if isinstance(exit_code, int) else None,
         pod_name=_name(pod),
         start_time=started or (pod.get("status") or {}).get("startTime"),
         completion_time=finished,
@@ -360,9 +363,16 @@ def derive(
         )
 
     if job is None:
+        # The pod outlives its Job (outcome finalizer). Its outcome counts unless the pod was
+        # killed because the Job went away (a signal, or the runner's own Cancelled result).
         if pod is not None:
             verdict = outcome_from_pod(pod)
-            if verdict is not None:
+            killed = verdict is not None and (
+                (verdict.exit_code is not None and verdict.exit_code >= 128)
+                or verdict.reason == "Cancelled"
+                or (verdict.exit_code is None and verdict.result is None)
+            )
+            if verdict is not None and not killed:
                 return done(verdict)
         return Verdict(phase="Lost", status="Unknown", reason="JobLost", pod_name=pname)
 

@@ -278,3 +278,15 @@ def test_output_cap_and_result_parsing() -> None:
         parsed is not None and parsed.output_truncated and parsed.output.endswith(TRUNCATION_MARKER)
     )
     assert parse_result("not json") is None and parse_result('{"outcome": "Nope"}') is None
+
+
+def test_pod_killed_because_its_job_was_deleted_is_lost() -> None:
+    killed = pod("Failed", terminated=term(143, "", "Error"), deleting=True)
+    assert derive(job=None, pods=[killed], now=NOW).phase == "Lost"
+    cancelled = pod(
+        "Failed", terminated=term(1, result("Cancelled", message="SIGTERM")), deleting=True
+    )
+    assert derive(job=None, pods=[cancelled], now=NOW).phase == "Lost"
+    failed = pod("Failed", terminated=term(1, result("Failed", message="bad")), deleting=True)
+    v = derive(job=None, pods=[failed], now=NOW)
+    assert (v.phase, v.reason, v.message) == ("Finished", "Failed", "bad")
