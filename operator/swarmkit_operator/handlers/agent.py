@@ -1,0 +1,218 @@
+"""Agent: version over spec + granted skills, render ``agent-<name>-<hash8>``, fan out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from swarmkit_api import ManifestError, validate_spec
+from swarmkit_api.workspace import WorkspaceSpec
+
+from ..builders import ObjectRef
+from ..builders.agent import (
+    PACK_PREFIX,
+    WORKSPACE_PACK,
+    SkillView,
+    WorkspaceView,
+    granted_skill_names,
+    resolve_agent,
+    workspace_name,
+)
+from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX, ScriptVerdict
+from .common import (
+    _MISSING,
+    GROUP,
+    VERSION,
+    Controller,
+    Deferred,
+    base_view,
+    controller_of,
+    reconciler,
+)
+
+
+@kopf.index(GROUP, VERSION, "agents", id="agent_views")
+def agent_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    """(namespace, name) → the agent's spec and what topologies need of its status."""
+    view = base_view(body)
+    spec = dict(body.get("spec") or {})
+    status = view["status"]
+    view.update(
+        spec=spec,
+        workspace=workspace_name(spec),
+        version=status.get("version"),
+        renderedConfigMap=status.get("renderedConfigMap"),
+        skillConfigMaps=tuple(
+            r.get("renderedConfigMap", "") for r in status.get("resolvedSkills") or ()
+        ),
+    )
+    return {(namespace, name): view}
+
+
+@kopf.index(GROUP, VERSION, "agents", id="agent_by_grant")
+def agent_by_grant(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    """(namespace, grant) → agents granting it (skill names, pack:<id>, topology-<x>)."""
+    return {(namespace, g): name for g in granted_skill_names(body.get("spec") or {})}
+
+
+@kopf.index(GROUP, VERSION, "agents", id="agent_by_workspace")
+def agent_by_workspace(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    return {(namespace, workspace_name(body.get("spec") or {})): name}
+
+
+def dependents_view(view: dict[str, Any] | None) -> Any:
+    if view is None:
+        return _MISSING
+    return (
+        view["version"],
+        view["ready"],
+        view["reason"],
+        view["workspace"],
+        tuple(granted_skill_names(view["spec"])),
+        view["renderedConfigMap"],
+        view["skillConfigMaps"],
+        view["observed"] == view["generation"],
+    )
+
+
+@kopf.on.event(GROUP, VERSION, "agents")
+async def agent_event(
+    type: str | None,
+    body: kopf.Body,
+    namespace: str | None,
+    name: str,
+    memo: kopf.Memo,
+    **_: Any,
+) -> None:
+    ctl = controller_of(memo)
+    if ctl is None or namespace is None:
+        return
+    key = ("Agent", namespace, name)
+    ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
+    if type == "DELETED":
+        ctl.reconciled_generation.pop(key, None)
+        view = _MISSING
+    else:
+        if ctl.should_reconcile_self(key, body, type):
+            ctl.enqueue("Agent", namespace, name)
+        view = dependents_view(ctl.lookup("agent_views", (namespace, name)))
+    if ctl.changed(key, view):
+        ctl.enqueue_many(
+            "Topology", namespace, ctl.lookup_all("topology_by_agent", (namespace, name))
+        )
+        ctl.enqueue_gc(namespace)
+
+
+def workspace_view(ctl: Controller, namespace: str, name: str) -> WorkspaceView | None:
+    """The Workspace as agents and topologies see it (spec parsed once per generation)."""
+    view = ctl.lookup("workspace_views", (namespace, name))
+    if view is None:
+        return None
+    cache_key = ("workspace-spec", namespace, name, view["uid"], view["generation"])
+    spec: WorkspaceSpec | None
+    if cache_key in ctl.caches:
+        spec = ctl.caches[cache_key]
+    else:
+        try:
+            parsed = validate_spec("Workspace", view["spec"])
+            spec = parsed if isinstance(parsed, WorkspaceSpec) else None
+        except ManifestError:
+            spec = None
+        for old in [k for k in ctl.caches if k[:3] == cache_key[:3]]:
+            del ctl.caches[old]
+        ctl.caches[cache_key] = spec
+    message = ""
+    for cond in view["status"].get("conditions") or ():
+        if cond.get("type") == "Ready":
+            message = str(cond.get("message", ""))
+    return WorkspaceView(
+        name=name,
+        spec=spec,
+        ready=view["ready"],
+        reason=view["reason"],
+        message=message,
+        config_map=view["status"].get("renderedConfigMap"),
+        version=view["status"].get("version"),
+    )
+
+
+def skill_view(name: str, view: dict[str, Any]) -> SkillView:
+    return SkillView(
+        name=name,
+        content_hash=view["contentHash"],
+        config_map=view["renderedConfigMap"],
+        ready=view["ready"],
+        reason=view["reason"],
+        scripts=tuple(ScriptVerdict(p, s, a, r) for p, s, a, r in view["scripts"]),
+        composes=view["composes"],
+    )
+
+
+def workspace_topologies(ctl: Controller, namespace: str, workspace: str) -> dict[str, str]:
+    """Name → description of every Topology of ``workspace`` (for pack:workspace)."""
+    out: dict[str, str] = {}
+    for topology in ctl.lookup_all("topology_by_workspace", (namespace, workspace)):
+        view = ctl.lookup("topology_views", (namespace, topology))
+        if view is not None:
+            description = view["spec"].get("description", "")
+            out[topology] = description if isinstance(description, str) else ""
+    return out
+
+
+@reconciler("Agent")
+async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: bool) -> str:
+    view = ctl.lookup("agent_views", (namespace, name))
+    if view is None:
+        return "gone"
+    spec = view["spec"]
+    ws_name = workspace_name(spec)
+    waiting: list[str] = []
+    ws_raw = ctl.lookup("workspace_views", (namespace, ws_name))
+    if ws_raw is not None and ctl.pending(("Workspace", namespace, ws_name), ws_raw):
+        waiting.append(f"workspace {ws_name}")
+
+    skills: dict[str, SkillView] = {}
+    grants = granted_skill_names(spec)
+    stack = [
+        g
+        for g in reversed(grants)
+        if not g.startswith(PACK_PREFIX) and not g.startswith(SYNTHESIZED_TOPOLOGY_PREFIX)
+    ]
+    visited: set[str] = set()
+    while stack:
+        skill = stack.pop()
+        if skill in visited:
+            continue
+        visited.add(skill)
+        raw = ctl.lookup("skill_views", (namespace, skill))
+        if raw is None:
+            continue
+        if ctl.pending(("Skill", namespace, skill), raw):
+            waiting.append(f"skill {skill}")
+        skills[skill] = skill_view(skill, raw)
+        stack.extend(reversed(raw["composes"]))
+    if waiting and not force:
+        raise Deferred("waiting for " + ", ".join(waiting))
+
+    topologies: dict[str, str] = {}
+    if any(g == WORKSPACE_PACK or g.startswith(SYNTHESIZED_TOPOLOGY_PREFIX) for g in grants):
+        topologies = workspace_topologies(ctl, namespace, ws_name)
+    owner = ObjectRef("Agent", name, namespace, view["uid"])
+    render = resolve_agent(owner, spec, skills, workspace_view(ctl, namespace, ws_name), topologies)
+    created = False
+    if render.config_map is not None:
+        created = await ctl.ensure_config_map(render.config_map)
+    written = await ctl.write_status(
+        "Agent",
+        namespace,
+        name,
+        view["uid"],
+        int(view["generation"]),
+        view["status"],
+        render.status_fields(),
+        render.verdicts,
+    )
+    return "changed" if written or created else "unchanged"

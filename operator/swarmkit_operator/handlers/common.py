@@ -1,0 +1,685 @@
+"""Shared handler glue: operator settings, the reconcile work queue, status and Events.
+
+How reconciling works
+---------------------
+kopf watches the resources and keeps **indexes** (``@kopf.index``) of what the reconcilers
+need: per object a small *view* (spec and status fields), and reverse indexes for fan-out
+(skill → agents granting it, agent → topologies using it, secret → workspaces referencing
+it, topology → skills calling it, ...). The only other kopf handlers are ``@kopf.on.event``
+handlers, which look at the event, then **enqueue keys** ``(kind, namespace, name)`` into
+the :class:`WorkQueue`: the object itself when its spec changed, and its dependents (found
+through the reverse indexes, never by scanning) when what they depend on changed.
+
+A few workers take keys off the queue (workspaces, then skills, then agents, then
+topologies, then garbage collection), one key at a time per key, and run the kind's
+reconciler: it reads the indexes, calls the pure builders, creates the content-addressed
+ConfigMap if it is missing and merge-patches ``status`` if it differs. Everything is level-
+triggered and idempotent, so an operator restart recomputes the same statuses (no writes),
+errors are retried with exponential backoff, and nothing is kept in a status field as a
+hidden state machine.
+
+A reconciler *defers* (and is retried shortly) while an input it would read is itself still
+queued or has an unobserved write, so an Agent is versioned once with its skills' final
+hashes rather than once per skill landing. kopf itself never writes to our objects: there
+are no change-detecting handlers (no diff-base, no progress, no finalizers). Its storages
+are nevertheless pointed at ``status.kopf`` so nothing ever lands in annotations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import logging
+import os
+import random
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+
+from .. import k8s, metrics
+from ..builders import (
+    COMPONENT_LABEL,
+    MANAGED_BY,
+    PINNED_ANNOTATION,
+    RUN_FINISHED_LABEL,
+    RUN_LABEL,
+    Verdict,
+)
+from ..conditions import set_condition, transitions
+from ..config import OperatorConfig, load_config
+from ..hashing import canonical_json
+
+log = logging.getLogger("swarmkit_operator")
+
+Key = tuple[str, str, str]  # (kind, namespace, name)
+PRIORITY = {"Workspace": 0, "Skill": 1, "Agent": 2, "Topology": 3, "GC": 4}
+GROUP = "swarmkit.dev"
+VERSION = "v1alpha1"
+PLURALS = {
+    "Workspace": "workspaces",
+    "Skill": "skills",
+    "Agent": "agents",
+    "Topology": "topologies",
+}
+#: kopf's own bookkeeping (only ever used if a change-detecting handler is added).
+KOPF_STATUS_FIELD = "kopf"
+
+
+class Deferred(Exception):
+    """An input is still being reconciled; try again shortly."""
+
+
+# --- the work queue -----------------------------------------------------------------------
+
+
+class WorkQueue:
+    """A deduplicating, delaying, priority work queue with per-key serialization.
+
+    A key is never processed by two workers at once; a key added while it is being
+    processed is processed again afterwards. Among due keys, lower :data:`PRIORITY` first.
+    """
+
+    def __init__(self) -> None:
+        self._ready: list[deque[Key]] = [deque() for _ in range(len(PRIORITY))]
+        self._delayed: list[tuple[float, int, Key]] = []
+        self._scheduled: dict[Key, float] = {}
+        self._processing: set[Key] = set()
+        self._again: dict[Key, float] = {}
+        self._wakeup = asyncio.Event()
+        self._seq = 0
+        self.closed = False
+
+    def __len__(self) -> int:
+        return len(self._scheduled)
+
+    def add(self, key: Key, delay: float = 0.0) -> None:
+        if self.closed:
+            return
+        when = time.monotonic() + max(delay, 0.0)
+        if key in self._processing:
+            prev = self._again.get(key)
+            self._again[key] = when if prev is None else min(prev, when)
+            return
+        prev = self._scheduled.get(key)
+        if prev is not None and prev <= when:
+            return
+        self._scheduled[key] = when
+        if delay <= 0:
+            self._ready[PRIORITY[key[0]]].append(key)
+        else:
+            self._seq += 1
+            heapq.heappush(self._delayed, (when, self._seq, key))
+        metrics.QUEUE_DEPTH.set(len(self._scheduled))
+        self._wakeup.set()
+
+    def pending(self, key: Key) -> bool:
+        return key in self._scheduled or key in self._processing
+
+    async def get(self) -> Key:
+        while True:
+            now = time.monotonic()
+            while self._delayed and self._delayed[0][0] <= now:
+                when, _, key = heapq.heappop(self._delayed)
+                if self._scheduled.get(key) == when:
+                    self._ready[PRIORITY[key[0]]].append(key)
+            for ready in self._ready:
+                while ready:
+                    key = ready.popleft()
+                    when_due = self._scheduled.get(key)
+                    if when_due is None or when_due > now:
+                        continue  # stale entry (re-scheduled later or already taken)
+                    del self._scheduled[key]
+                    self._processing.add(key)
+                    metrics.QUEUE_DEPTH.set(len(self._scheduled))
+                    return key
+            timeout = self._delayed[0][0] - now if self._delayed else None
+            self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout)
+
+    def done(self, key: Key) -> None:
+        self._processing.discard(key)
+        again = self._again.pop(key, None)
+        if again is not None:
+            self.add(key, again - time.monotonic())
+
+    @property
+    def busy(self) -> int:
+        return len(self._processing)
+
+
+# --- the controller -----------------------------------------------------------------------
+
+Reconciler = Callable[["Controller", str, str, bool], Awaitable[str]]
+RECONCILERS: dict[str, Reconciler] = {}
+
+
+def reconciler(kind: str) -> Callable[[Reconciler], Reconciler]:
+    def register(fn: Reconciler) -> Reconciler:
+        RECONCILERS[kind] = fn
+        return fn
+
+    return register
+
+
+@dataclass
+class Controller:
+    """The in-process reconcile machinery shared by the handlers (kept in kopf's memo)."""
+
+    config: OperatorConfig
+    indices: Mapping[str, Any]
+    workers: int = 8
+    defer_delay: float = 0.3
+    max_defer: float = 15.0
+    gc_grace: float = 10.0
+    resync_seconds: float = 600.0
+    queue: WorkQueue = field(default_factory=WorkQueue)
+    bodies: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    failures: dict[Key, int] = field(default_factory=dict)
+    deferred_since: dict[Key, float] = field(default_factory=dict)
+    awaiting: dict[Key, tuple[str, float]] = field(default_factory=dict)
+    written: dict[Key, tuple[str, float]] = field(default_factory=dict)
+    seen: dict[Key, Any] = field(default_factory=dict)
+    reconciled_generation: dict[Key, int] = field(default_factory=dict)
+    unreferenced_since: dict[tuple[str, str], float] = field(default_factory=dict)
+    created_config_maps: dict[tuple[str, str], float] = field(default_factory=dict)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    events: asyncio.Queue[tuple[dict[str, Any], str, str, str]] = field(
+        default_factory=lambda: asyncio.Queue(maxsize=10000)
+    )
+    caches: dict[Any, Any] = field(default_factory=dict)
+
+    # --- indexes ---
+
+    def lookup(self, index: str, key: Any) -> Any:
+        """The single value of ``key`` in ``index`` (None if absent)."""
+        store = self.indices[index].get(key)
+        if store is None:
+            return None
+        for value in store:
+            return value
+        return None
+
+    def lookup_all(self, index: str, key: Any) -> list[Any]:
+        store = self.indices[index].get(key)
+        return list(store) if store is not None else []
+
+    # --- queueing ---
+
+    def enqueue(self, kind: str, namespace: str, name: str, delay: float = 0.0) -> None:
+        self.queue.add((kind, namespace, name), delay)
+
+    def enqueue_many(self, kind: str, namespace: str, names: Iterable[str]) -> None:
+        for name in names:
+            self.queue.add((kind, namespace, name))
+
+    def enqueue_gc(self, namespace: str, delay: float | None = None) -> None:
+        self.queue.add(("GC", namespace, ""), self.gc_grace if delay is None else delay)
+
+    def pending(self, key: Key, view: Mapping[str, Any] | None) -> bool:
+        """Whether ``key``'s status is about to change (so dependents should wait)."""
+        if self.queue.pending(key):
+            return True
+        waiting = self.awaiting.get(key)
+        if waiting is not None:
+            if time.monotonic() < waiting[1]:
+                return True
+            self.awaiting.pop(key, None)
+        return view is not None and view.get("observed") != view.get("generation")
+
+    def observed(self, key: Key, resource_version: str | None) -> None:
+        """A watch event for ``key`` arrived: our own write is visible once its rv is seen."""
+        waiting = self.awaiting.get(key)
+        if waiting is not None and waiting[0] == resource_version:
+            self.awaiting.pop(key, None)
+
+    def should_reconcile_self(self, key: Key, body: Mapping[str, Any], event_type: Any) -> bool:
+        """Whether an event of ``key``'s own object needs its reconcile (not a status echo)."""
+        meta = body.get("metadata") or {}
+        generation = meta.get("generation")
+        status = body.get("status") or {}
+        if event_type is None:  # the initial listing (start-up, re-list)
+            return True
+        if status.get("observedGeneration") != generation:
+            return True
+        return self.reconciled_generation.get(key) != generation
+
+    def changed(self, key: Key, view: Any) -> bool:
+        """Whether ``view`` (what dependents care about) differs from the last one seen."""
+        if self.seen.get(key, _MISSING) == view:
+            return False
+        if view is _MISSING:
+            self.seen.pop(key, None)
+        else:
+            self.seen[key] = view
+        return True
+
+    # --- the loop ---
+
+    async def start(self) -> None:
+        for i in range(self.workers):
+            self.tasks.append(asyncio.create_task(self._worker(), name=f"swarmkit-worker-{i}"))
+        self.tasks.append(asyncio.create_task(self._event_poster(), name="swarmkit-events"))
+        if self.resync_seconds > 0:
+            self.tasks.append(asyncio.create_task(self._resync(), name="swarmkit-resync"))
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Stop taking work, let in-flight reconciles finish (up to ``timeout``), cancel."""
+        self.queue.closed = True
+        deadline = time.monotonic() + timeout
+        while self.queue.busy and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        flush_deadline = time.monotonic() + min(2.0, max(0.0, deadline - time.monotonic()))
+        while not self.events.empty() and time.monotonic() < flush_deadline:
+            await asyncio.sleep(0.05)
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.tasks.clear()
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            if self.queue.closed:
+                self.queue.done(key)
+                continue
+            try:
+                await self._process(key)
+            finally:
+                self.queue.done(key)
+
+    async def _process(self, key: Key) -> None:
+        kind, namespace, name = key
+        fn = RECONCILERS.get(kind)
+        if fn is None:
+            return
+        started = time.monotonic()
+        since = self.deferred_since.get(key)
+        force = since is not None and started - since > self.max_defer
+        try:
+            outcome = await fn(self, namespace, name, force)
+        except Deferred as exc:
+            self.deferred_since.setdefault(key, started)
+            metrics.RECONCILES.labels(kind, "deferred").inc()
+            log.debug("deferring %s %s/%s: %s", kind, namespace, name, exc)
+            self.queue.add(key, self.defer_delay)
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failures = self.failures.get(key, 0) + 1
+            self.failures[key] = failures
+            delay = min(0.5 * 2 ** (failures - 1), 60.0) * random.uniform(0.8, 1.2)
+            metrics.RECONCILES.labels(kind, "error").inc()
+            metrics.RETRIES.labels(kind).inc()
+            log.warning(
+                "reconciling %s %s/%s failed (attempt %d, retrying in %.1fs): %s",
+                kind,
+                namespace,
+                name,
+                failures,
+                delay,
+                exc,
+                exc_info=failures == 1 and not isinstance(exc, k8s.ApiError),
+            )
+            self.queue.add(key, delay)
+            return
+        finally:
+            metrics.RECONCILE_SECONDS.labels(kind).observe(time.monotonic() - started)
+        self.failures.pop(key, None)
+        self.deferred_since.pop(key, None)
+        metrics.RECONCILES.labels(kind, outcome).inc()
+
+    async def _event_poster(self) -> None:
+        while True:
+            involved, type_, reason, message = await self.events.get()
+            try:
+                await k8s.post_event(involved, type_, reason, message)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Events are best effort
+                log.warning("posting an Event failed: %s", exc)
+
+    async def _resync(self) -> None:
+        """A safety net: now and then, enqueue every object (no-ops cost no writes)."""
+        while True:
+            await asyncio.sleep(self.resync_seconds)
+            for kind, index in VIEW_INDEXES.items():
+                for ns, name in list(self.indices[index].keys()):
+                    self.enqueue(kind, ns, name)
+
+    # --- writing ---
+
+    def post_event(self, involved: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        with contextlib.suppress(asyncio.QueueFull):
+            self.events.put_nowait((involved, type_, reason, message))
+
+    async def ensure_config_map(self, manifest: Mapping[str, Any]) -> bool:
+        """Create a rendered ConfigMap unless it exists; True if created."""
+        meta = manifest["metadata"]
+        ident = (meta["namespace"], meta["name"])
+        if self.lookup("rendered_config_map_names", ident) is not None:
+            return False
+        recent = self.created_config_maps.get(ident)
+        if recent is not None and time.monotonic() - recent < 30:
+            return False
+        created = await k8s.create_config_map(manifest)
+        self.created_config_maps[ident] = time.monotonic()
+        if len(self.created_config_maps) > 10000:
+            cutoff = time.monotonic() - 30
+            for k in [k for k, t in self.created_config_maps.items() if t < cutoff]:
+                del self.created_config_maps[k]
+        return created
+
+    async def write_status(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        uid: str,
+        generation: int,
+        current: Mapping[str, Any] | None,
+        fields: Mapping[str, Any],
+        verdicts: Iterable[Verdict],
+    ) -> bool:
+        """Merge-patch status if it differs; post an Event per condition transition."""
+        key: Key = (kind, namespace, name)
+        current = dict(current or {})
+        before = list(current.get("conditions") or [])
+        conditions = before
+        for v in verdicts:
+            conditions = set_condition(
+                conditions, v.type, v.status, v.reason, v.message, generation
+            )
+        desired: dict[str, Any] = {**fields, "observedGeneration": generation}
+        desired["conditions"] = conditions
+        self.reconciled_generation[key] = generation
+        if _same(desired, current):
+            return False
+        digest = canonical_json(desired)
+        last = self.written.get(key)
+        if last is not None and last[0] == digest and time.monotonic() - last[1] < 10:
+            return False  # our identical write is still on its way back through the watch
+        rv = await k8s.patch_status(PLURALS[kind], namespace, name, desired)
+        if rv is None:
+            return False
+        self.written[key] = (digest, time.monotonic())
+        self.awaiting[key] = (rv, time.monotonic() + 5.0)
+        involved = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": kind,
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+        }
+        for cond in transitions(before, conditions):
+            type_ = "Warning" if cond["status"] == "False" else "Normal"
+            text = f"{cond['type']} is {cond['status']}"
+            if cond.get("message"):
+                text += f": {cond['message']}"
+            self.post_event(involved, type_, cond["reason"], text)
+        return True
+
+
+_MISSING: Any = object()
+
+
+def _same(desired: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    """Whether writing ``desired`` would change ``current`` (None/[]/{} equal absence)."""
+    for key, value in desired.items():
+        have = current.get(key)
+        if value in (None, [], {}) and have in (None, [], {}):
+            continue
+        if value != have:
+            return False
+    return True
+
+
+#: kind → the index of per-object views (populated by the kind's module).
+VIEW_INDEXES = {
+    "Workspace": "workspace_views",
+    "Skill": "skill_views",
+    "Agent": "agent_views",
+    "Topology": "topology_views",
+}
+
+
+def condition_status(status: Mapping[str, Any] | None, type_: str) -> tuple[str, str]:
+    for cond in (status or {}).get("conditions") or ():
+        if cond.get("type") == type_:
+            return str(cond.get("status", "Unknown")), str(cond.get("reason", ""))
+    return "Unknown", ""
+
+
+def base_view(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields every view carries: identity, generations and our status."""
+    meta = body.get("metadata") or {}
+    status = {k: v for k, v in (body.get("status") or {}).items() if k != KOPF_STATUS_FIELD}
+    ready, reason = condition_status(status, "Ready")
+    return {
+        "uid": meta.get("uid", ""),
+        "generation": meta.get("generation", 0),
+        "observed": status.get("observedGeneration"),
+        "ready": ready == "True",
+        "reason": reason,
+        "status": status,
+    }
+
+
+def controller_of(memo: Any) -> Controller | None:
+    ctl = getattr(memo, "swarmkit", None)
+    return ctl if isinstance(ctl, Controller) else None
+
+
+# --- operator settings and lifecycle --------------------------------------------------------
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+@kopf.on.startup()
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -> None:
+    """Settings, the API client, the work queue and its workers."""
+    # Never write annotations on user objects (Argo CD would see drift): kopf keeps any
+    # bookkeeping in status.kopf. No handler here uses it, but a future one might.
+    settings.persistence.progress_storage = kopf.StatusProgressStorage(
+        field=f"status.{KOPF_STATUS_FIELD}.progress"
+    )
+    settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(
+        field=f"status.{KOPF_STATUS_FIELD}.lastHandledConfiguration"
+    )
+    settings.persistence.finalizer = "swarmkit.dev/operator"
+    # Watches: the server ends each watch after ~4.5 minutes, the client gives up after 5
+    # without bytes; a dead connection is noticed and re-established quickly.
+    settings.watching.server_timeout = _env_float("SWARMKIT_WATCH_SERVER_TIMEOUT", 270)
+    settings.watching.client_timeout = _env_float("SWARMKIT_WATCH_CLIENT_TIMEOUT", 300)
+    settings.watching.connect_timeout = 10
+    settings.watching.reconnect_backoff = 1.0
+    settings.networking.request_timeout = 60
+    settings.networking.connect_timeout = 10
+    settings.networking.error_backoffs = [1, 2, 4, 8, 16, 30]
+    # We post our own Events (one per condition transition); kopf's per-log-line Events off.
+    settings.posting.enabled = False
+    settings.process.ultimate_exiting_timeout = 30
+
+    config = load_config()
+    workers = int(os.environ.get("SWARMKIT_WORKERS", "8"))
+    k8s.configure(workers=workers + 4)
+    ctl = Controller(
+        config=config,
+        indices=kwargs,
+        workers=workers,
+        gc_grace=_env_float("SWARMKIT_GC_GRACE_SECONDS", 10.0),
+        resync_seconds=_env_float("SWARMKIT_RESYNC_SECONDS", 600.0),
+    )
+    memo.swarmkit = ctl
+    metrics.set_object_counts(lambda: count_objects(ctl))
+    await ctl.start()
+    log.info(
+        "swarmkit-operator started: %d workers, script execution %s, %d pinned script(s)",
+        workers,
+        "allowed" if config.allow_script_execution else "disabled",
+        len(config.allowed_scripts),
+    )
+
+
+@kopf.on.cleanup()
+async def shutdown(memo: kopf.Memo, **_: Any) -> None:
+    """Graceful shutdown: finish in-flight reconciles, flush Events, close the client."""
+    ctl = controller_of(memo)
+    if ctl is not None:
+        await ctl.stop()
+    metrics.set_object_counts(None)
+    k8s.shutdown()
+
+
+@kopf.on.probe(id="workqueue")
+def probe_queue(memo: kopf.Memo, **_: Any) -> dict[str, int]:
+    """Liveness detail: queue depth and live workers (the probe fails if all died)."""
+    ctl = controller_of(memo)
+    if ctl is None:
+        return {"depth": 0, "workers": 0}
+    alive = sum(1 for t in ctl.tasks if not t.done())
+    if ctl.tasks and alive == 0:
+        raise RuntimeError("every reconcile worker has stopped")
+    return {"depth": len(ctl.queue), "busy": ctl.queue.busy, "workers": alive}
+
+
+def count_objects(ctl: Controller) -> Iterator[tuple[str, str, str, int]]:
+    for kind, index in VIEW_INDEXES.items():
+        counts: dict[tuple[str, str], int] = {}
+        for key in list(ctl.indices[index].keys()):
+            view = ctl.lookup(index, key)
+            if view is None:
+                continue
+            for cond in view["status"].get("conditions") or ():
+                ident = (str(cond.get("type")), str(cond.get("status")))
+                counts[ident] = counts.get(ident, 0) + 1
+        for (cond_type, status), count in sorted(counts.items()):
+            yield kind, cond_type, status, count
+
+
+# --- ConfigMaps: rendered ones, run bundles' pins, and users' (skill files, flow data) -----
+
+_RENDERED: dict[str, Any] = {COMPONENT_LABEL: kopf.PRESENT, **MANAGED_BY}
+
+
+@kopf.index("v1", "configmaps", id="rendered_config_maps", labels=_RENDERED)
+def rendered_config_maps(
+    namespace: str | None, name: str, uid: str, labels: Mapping[str, str], **_: Any
+) -> dict[Any, Any]:
+    """namespace → the rendered skill/agent/workspace ConfigMaps in it."""
+    return {namespace: {"name": name, "uid": uid, "component": labels.get(COMPONENT_LABEL)}}
+
+
+@kopf.index("v1", "configmaps", id="rendered_config_map_names", labels=_RENDERED)
+def rendered_config_map_names(
+    namespace: str | None, name: str, uid: str, **_: Any
+) -> dict[Any, Any]:
+    return {(namespace, name): uid}
+
+
+@kopf.index("v1", "configmaps", id="pinned_config_maps", labels={RUN_LABEL: kopf.PRESENT})
+def pinned_config_maps(
+    namespace: str | None,
+    name: str,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    **_: Any,
+) -> dict[Any, Any]:
+    """namespace → each Run bundle's pinned ConfigMaps and whether its Run finished."""
+    pins = tuple(p.strip() for p in annotations.get(PINNED_ANNOTATION, "").split(",") if p.strip())
+    finished = labels.get(RUN_FINISHED_LABEL) == "true"
+    return {namespace: {"bundle": name, "pins": pins, "finished": finished}}
+
+
+@kopf.on.event("v1", "configmaps")
+async def config_map_event(
+    type: str | None,
+    namespace: str | None,
+    name: str,
+    labels: Mapping[str, str],
+    memo: kopf.Memo,
+    **_: Any,
+) -> None:
+    ctl = controller_of(memo)
+    if ctl is None or namespace is None:
+        return
+    if (
+        COMPONENT_LABEL in labels
+        and labels.get("app.kubernetes.io/managed-by") == MANAGED_BY["app.kubernetes.io/managed-by"]
+    ):
+        if type == "DELETED":  # deleted under us: let its owner re-create it if still used
+            ctl.created_config_maps.pop((namespace, name), None)
+            owner_kind = {"skill": "Skill", "agent": "Agent", "workspace": "Workspace"}.get(
+                labels.get(COMPONENT_LABEL, "")
+            )
+            owner = labels.get(f"swarmkit.dev/{labels.get(COMPONENT_LABEL)}")
+            if owner_kind and owner:
+                ctl.enqueue(owner_kind, namespace, owner)
+        return
+    if RUN_LABEL in labels:
+        ctl.enqueue_gc(namespace, delay=1.0)
+        return
+    ctl.enqueue_many("Skill", namespace, ctl.lookup_all("skill_by_config_map", (namespace, name)))
+    ctl.enqueue_many(
+        "Workspace", namespace, ctl.lookup_all("workspace_by_config_map", (namespace, name))
+    )
+
+
+@reconciler("GC")
+async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bool) -> str:
+    """Delete rendered ConfigMaps nothing refers to any more, after a grace period.
+
+    Kept: every object's current render, every skill ConfigMap an Agent's render resolves,
+    everything a Run bundle pins while its Run is unfinished, and anything this process
+    created in the last minute (its status write may still be on the way).
+    """
+    keep: set[str] = set()
+    for index in VIEW_INDEXES.values():
+        for key in list(ctl.indices[index].keys()):
+            if key[0] != namespace:
+                continue
+            view = ctl.lookup(index, key)
+            if view is None:
+                continue
+            status = view["status"]
+            keep.add(str(status.get("renderedConfigMap") or ""))
+            for resolved in status.get("resolvedSkills") or ():
+                keep.add(str(resolved.get("renderedConfigMap") or ""))
+    for pin in ctl.lookup_all("pinned_config_maps", namespace):
+        if not pin["finished"]:
+            keep.update(pin["pins"])
+    now = time.monotonic()
+    next_check: float | None = None
+    deleted = 0
+    for cm in ctl.lookup_all("rendered_config_maps", namespace):
+        ident = (namespace, cm["name"])
+        created = ctl.created_config_maps.get(ident)
+        if cm["name"] in keep or (created is not None and now - created < 60):
+            ctl.unreferenced_since.pop(ident, None)
+            if created is not None and cm["name"] not in keep:
+                wait = 60 - (now - created)
+                next_check = wait if next_check is None else min(next_check, wait)
+            continue
+        since = ctl.unreferenced_since.setdefault(ident, now)
+        if now - since >= ctl.gc_grace:
+            if await k8s.delete_config_map(namespace, cm["name"], cm["uid"]):
+                deleted += 1
+                log.info("deleted unreferenced ConfigMap %s/%s", namespace, cm["name"])
+            ctl.unreferenced_since.pop(ident, None)
+        else:
+            wait = ctl.gc_grace - (now - since)
+            next_check = wait if next_check is None else min(next_check, wait)
+    if next_check is not None:
+        ctl.enqueue_gc(namespace, delay=next_check + 0.1)
+    return "changed" if deleted else "unchanged"

@@ -1,0 +1,183 @@
+"""Skill: render into ``skill-<name>-<hash8>``, pin scripts, fan out to granting Agents."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import kopf
+
+from .. import k8s
+from ..builders import ObjectRef
+from ..builders.skill import SourceConfigMap, referenced_config_maps, render_skill
+from .common import (
+    _MISSING,
+    GROUP,
+    VERSION,
+    Controller,
+    base_view,
+    controller_of,
+    reconciler,
+)
+
+
+def _implementation(body: Any) -> dict[str, Any]:
+    spec = body.get("spec") or {}
+    impl = spec.get("implementation")
+    return impl if isinstance(impl, dict) else {}
+
+
+@kopf.index(GROUP, VERSION, "skills", id="skill_views")
+def skill_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    """(namespace, name) → what agents and topologies need of the skill."""
+    view = base_view(body)
+    impl = _implementation(body)
+    status = view["status"]
+    composes = impl.get("composes") if impl.get("type") == "composed" else None
+    target = impl.get("topology") if impl.get("type") == "agent" else None
+    view.update(
+        contentHash=status.get("contentHash"),
+        renderedConfigMap=status.get("renderedConfigMap"),
+        scripts=tuple(
+            (s.get("path", ""), s.get("sha256", ""), bool(s.get("approved")), s.get("reason", ""))
+            for s in status.get("scripts") or ()
+        ),
+        composes=tuple(c for c in composes or () if isinstance(c, str)),
+        target=target if isinstance(target, str) else None,
+    )
+    return {(namespace, name): view}
+
+
+@kopf.index(GROUP, VERSION, "skills", id="skill_by_config_map")
+def skill_by_config_map(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, ConfigMap) → skills taking file content from it."""
+    return {(namespace, cm): name for cm in referenced_config_maps(body.get("spec") or {})}
+
+
+@kopf.index(GROUP, VERSION, "skills", id="skill_by_component")
+def skill_by_component(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, component skill) → composed skills running it."""
+    impl = _implementation(body)
+    if impl.get("type") != "composed":
+        return {}
+    return {(namespace, c): name for c in impl.get("composes") or () if isinstance(c, str)}
+
+
+@kopf.index(GROUP, VERSION, "skills", id="skill_by_target")
+def skill_by_target(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    """(namespace, topology) → agent-type skills that run it as a child."""
+    impl = _implementation(body)
+    target = impl.get("topology") if impl.get("type") == "agent" else None
+    return {(namespace, target): name} if isinstance(target, str) else {}
+
+
+def dependents_view(view: dict[str, Any] | None) -> Any:
+    if view is None:
+        return _MISSING
+    return (
+        view["contentHash"],
+        view["renderedConfigMap"],
+        view["ready"],
+        view["reason"],
+        view["scripts"],
+        view["composes"],
+        view["target"],
+        view["observed"] == view["generation"],
+    )
+
+
+def granting_agents(ctl: Controller, namespace: str, skill: str) -> set[str]:
+    """Agents granting ``skill`` directly or through composed skills that run it."""
+    agents: set[str] = set()
+    seen: set[str] = set()
+    stack = [skill]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        agents.update(ctl.lookup_all("agent_by_grant", (namespace, current)))
+        stack.extend(ctl.lookup_all("skill_by_component", (namespace, current)))
+    return agents
+
+
+@kopf.on.event(GROUP, VERSION, "skills")
+async def skill_event(
+    type: str | None,
+    body: kopf.Body,
+    namespace: str | None,
+    name: str,
+    memo: kopf.Memo,
+    **_: Any,
+) -> None:
+    ctl = controller_of(memo)
+    if ctl is None or namespace is None:
+        return
+    key = ("Skill", namespace, name)
+    ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
+    if type == "DELETED":
+        ctl.bodies.pop(key, None)
+        ctl.reconciled_generation.pop(key, None)
+        view = _MISSING
+    else:
+        if ctl.should_reconcile_self(key, body, type):
+            ctl.bodies[key] = dict(body)
+            ctl.enqueue("Skill", namespace, name)
+        view = dependents_view(ctl.lookup("skill_views", (namespace, name)))
+    if ctl.changed(key, view):
+        ctl.enqueue_many("Agent", namespace, granting_agents(ctl, namespace, name))
+        ctl.enqueue_gc(namespace)
+
+
+async def read_sources(namespace: str, names: set[str]) -> dict[str, SourceConfigMap | None]:
+    """The user ConfigMaps a spec takes content from (None where missing)."""
+    ordered = sorted(names)
+    found = await asyncio.gather(*(k8s.read_config_map(namespace, n) for n in ordered))
+    out: dict[str, SourceConfigMap | None] = {}
+    for cm_name, cm in zip(ordered, found, strict=True):
+        out[cm_name] = (
+            None
+            if cm is None
+            else SourceConfigMap(cm.get("data") or {}, cm.get("binaryData") or {})
+        )
+    return out
+
+
+@reconciler("Skill")
+async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: bool) -> str:
+    key = ("Skill", namespace, name)
+    body = ctl.bodies.pop(key, None)
+    view = ctl.lookup("skill_views", (namespace, name))
+    if view is None:
+        return "gone"
+    if body is None:
+        body = await k8s.get_custom("skills", namespace, name)
+        if body is None:
+            return "gone"
+    meta = body.get("metadata") or {}
+    spec = body.get("spec") or {}
+    owner = ObjectRef("Skill", name, namespace, str(meta.get("uid", "")))
+    sources = await read_sources(namespace, referenced_config_maps(spec))
+    render = render_skill(owner, spec, sources, ctl.config)
+    created = False
+    if render.config_map is not None:
+        created = await ctl.ensure_config_map(render.config_map)
+    # The index is at least as fresh as the body (it is updated on every event).
+    current = view["status"] if view["uid"] == owner.uid else body.get("status") or {}
+    written = await ctl.write_status(
+        "Skill",
+        namespace,
+        name,
+        owner.uid,
+        int(meta.get("generation", 0)),
+        current,
+        render.status_fields(),
+        render.verdicts,
+    )
+    if render.config_map_name != current.get("renderedConfigMap"):
+        ctl.enqueue_gc(namespace)
+    return "changed" if written or created else "unchanged"

@@ -1,0 +1,227 @@
+"""Topology: check the agent tree and its call graph, version it over its agents."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import kopf
+
+from ..builders.agent import WORKSPACE_PACK, granted_skill_names
+from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX
+from ..builders.topology import (
+    AgentView,
+    Graph,
+    TopologyView,
+    resolve_topology,
+    topology_agent_names,
+)
+from .agent import workspace_view
+from .common import (
+    _MISSING,
+    GROUP,
+    VERSION,
+    Controller,
+    Deferred,
+    base_view,
+    controller_of,
+    reconciler,
+)
+from .skill import granting_agents
+
+V = TypeVar("V")
+
+
+def _workspace_of(spec: Mapping[str, Any]) -> str | None:
+    ref = spec.get("workspaceRef")
+    name = ref.get("name") if isinstance(ref, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
+@kopf.index(GROUP, VERSION, "topologies", id="topology_views")
+def topology_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    view = base_view(body)
+    spec = dict(body.get("spec") or {})
+    view.update(
+        spec=spec,
+        agents=tuple(topology_agent_names(spec)),
+        workspace=_workspace_of(spec),
+        version=view["status"].get("version"),
+    )
+    return {(namespace, name): view}
+
+
+@kopf.index(GROUP, VERSION, "topologies", id="topology_by_agent")
+def topology_by_agent(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, agent) → topologies whose tree names it."""
+    return {(namespace, a): name for a in topology_agent_names(body.get("spec") or {})}
+
+
+@kopf.index(GROUP, VERSION, "topologies", id="topology_by_workspace")
+def topology_by_workspace(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    workspace = _workspace_of(body.get("spec") or {})
+    return {(namespace, workspace): name} if workspace else {}
+
+
+def dependents_view(view: dict[str, Any] | None) -> Any:
+    if view is None:
+        return _MISSING
+    description = view["spec"].get("description")
+    return (
+        view["version"],
+        view["ready"],
+        view["reason"],
+        description,
+        view["agents"],
+        view["workspace"],
+        view["observed"] == view["generation"],
+    )
+
+
+def calling_topologies(ctl: Controller, namespace: str, topology: str) -> set[str]:
+    """Topologies whose agents can call ``topology`` as a child (its parents)."""
+    agents: set[str] = set()
+    for skill in ctl.lookup_all("skill_by_target", (namespace, topology)):
+        agents |= granting_agents(ctl, namespace, skill)
+    agents.update(
+        ctl.lookup_all("agent_by_grant", (namespace, SYNTHESIZED_TOPOLOGY_PREFIX + topology))
+    )
+    parents: set[str] = set()
+    for agent in agents:
+        parents.update(ctl.lookup_all("topology_by_agent", (namespace, agent)))
+    return parents
+
+
+@kopf.on.event(GROUP, VERSION, "topologies")
+async def topology_event(
+    type: str | None,
+    body: kopf.Body,
+    namespace: str | None,
+    name: str,
+    memo: kopf.Memo,
+    **_: Any,
+) -> None:
+    ctl = controller_of(memo)
+    if ctl is None or namespace is None:
+        return
+    key = ("Topology", namespace, name)
+    ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
+    if type == "DELETED":
+        ctl.reconciled_generation.pop(key, None)
+        view = _MISSING
+    else:
+        if ctl.should_reconcile_self(key, body, type):
+            ctl.enqueue("Topology", namespace, name)
+        view = dependents_view(ctl.lookup("topology_views", (namespace, name)))
+    old = ctl.seen.get(key)
+    if ctl.changed(key, view):
+        ctl.enqueue_many("Topology", namespace, calling_topologies(ctl, namespace, name) - {name})
+        # Synthesized topology-<name> skills: their content is the name and description.
+        if old is None or view is _MISSING or old[3] != view[3]:
+            agents = set(
+                ctl.lookup_all("agent_by_grant", (namespace, SYNTHESIZED_TOPOLOGY_PREFIX + name))
+            )
+            agents.update(ctl.lookup_all("agent_by_grant", (namespace, WORKSPACE_PACK)))
+            ctl.enqueue_many("Agent", namespace, agents)
+
+
+class _Lazy(Mapping[str, V]):
+    """A read-only mapping filled on demand from the indexes."""
+
+    def __init__(self, fetch: Callable[[str], V | None]) -> None:
+        self._fetch = fetch
+        self._cache: dict[str, V | None] = {}
+
+    def __getitem__(self, key: str) -> V:
+        if key not in self._cache:
+            self._cache[key] = self._fetch(key)
+        value = self._cache[key]
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(k for k, v in self._cache.items() if v is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for v in self._cache.values() if v is not None)
+
+
+@reconciler("Topology")
+async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: bool) -> str:
+    view = ctl.lookup("topology_views", (namespace, name))
+    if view is None:
+        return "gone"
+
+    def topology(t: str) -> TopologyView | None:
+        v = ctl.lookup("topology_views", (namespace, t))
+        if v is None:
+            return None
+        return TopologyView(t, v["agents"], v["version"], v["ready"], v["reason"])
+
+    def agent(a: str) -> AgentView | None:
+        v = ctl.lookup("agent_views", (namespace, a))
+        if v is None:
+            return None
+        return AgentView(a, v["version"], v["ready"], v["reason"], v["workspace"])
+
+    def topology_agents(t: str) -> tuple[str, ...] | None:
+        v = ctl.lookup("topology_views", (namespace, t))
+        return None if v is None else tuple(v["agents"])
+
+    def agent_grants(a: str) -> tuple[str, ...] | None:
+        v = ctl.lookup("agent_views", (namespace, a))
+        return None if v is None else tuple(granted_skill_names(v["spec"]))
+
+    def composes(s: str) -> tuple[str, ...] | None:
+        v = ctl.lookup("skill_views", (namespace, s))
+        return None if v is None else tuple(v["composes"])
+
+    def target(s: str) -> str | None:
+        v = ctl.lookup("skill_views", (namespace, s))
+        return None if v is None else v["target"]
+
+    graph = Graph(_Lazy(topology_agents), _Lazy(agent_grants), _Lazy(composes), _Lazy(target))
+    agents: _Lazy[AgentView] = _Lazy(agent)
+    topologies: _Lazy[TopologyView] = _Lazy(topology)
+    spec = view["spec"]
+    ws_name = view["workspace"] or ""
+    workspace = workspace_view(ctl, namespace, ws_name) if ws_name else None
+    render = resolve_topology(name, spec, agents, topologies, graph, workspace)
+
+    accepted = any(v.type == "Accepted" and v.status == "True" for v in render.verdicts)
+    if accepted and not force:
+        waiting = [
+            f"agent {a}"
+            for a in view["agents"]
+            if ctl.pending(("Agent", namespace, a), ctl.lookup("agent_views", (namespace, a)))
+        ]
+        waiting += [
+            f"topology {c}"
+            for c in render.children
+            if c != name
+            and ctl.pending(
+                ("Topology", namespace, c), ctl.lookup("topology_views", (namespace, c))
+            )
+        ]
+        ws_raw = ctl.lookup("workspace_views", (namespace, ws_name))
+        if ws_raw is not None and ctl.pending(("Workspace", namespace, ws_name), ws_raw):
+            waiting.append(f"workspace {ws_name}")
+        if waiting:
+            raise Deferred("waiting for " + ", ".join(waiting))
+
+    written = await ctl.write_status(
+        "Topology",
+        namespace,
+        name,
+        view["uid"],
+        int(view["generation"]),
+        view["status"],
+        render.status_fields(),
+        render.verdicts,
+    )
+    return "changed" if written else "unchanged"

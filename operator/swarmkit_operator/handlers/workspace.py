@@ -1,0 +1,144 @@
+"""Workspace: check Secret references, render ``ws-<name>-<hash8>``; Secrets fan out here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from ..builders import ObjectRef
+from ..builders.workspace import referenced_config_maps, referenced_secrets, render_workspace
+from .common import (
+    _MISSING,
+    GROUP,
+    VERSION,
+    Controller,
+    base_view,
+    controller_of,
+    reconciler,
+)
+from .skill import read_sources
+
+
+@kopf.index(GROUP, VERSION, "workspaces", id="workspace_views")
+def workspace_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    view = base_view(body)
+    view.update(spec=dict(body.get("spec") or {}))
+    return {(namespace, name): view}
+
+
+@kopf.index(GROUP, VERSION, "workspaces", id="workspace_by_secret")
+def workspace_by_secret(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, Secret) → workspaces referencing one of its keys."""
+    return {(namespace, s): name for s in referenced_secrets(body.get("spec") or {})}
+
+
+@kopf.index(GROUP, VERSION, "workspaces", id="workspace_by_config_map")
+def workspace_by_config_map(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, ConfigMap) → workspaces taking flow data from it."""
+    return {(namespace, c): name for c in referenced_config_maps(body.get("spec") or {})}
+
+
+@kopf.index("v1", "secrets", id="secret_keys")
+def secret_keys(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    """(namespace, Secret) → the names of its keys. Values are never kept."""
+    keys = set((body.get("data") or {}).keys()) | set((body.get("stringData") or {}).keys())
+    return {(namespace, name): frozenset(keys)}
+
+
+def dependents_view(view: dict[str, Any] | None) -> Any:
+    if view is None:
+        return _MISSING
+    message = ""
+    for cond in view["status"].get("conditions") or ():
+        if cond.get("type") == "Ready":
+            message = cond.get("message", "")
+    return (
+        view["status"].get("version"),
+        view["status"].get("renderedConfigMap"),
+        view["ready"],
+        view["reason"],
+        message,
+        view["observed"] == view["generation"],
+    )
+
+
+@kopf.on.event(GROUP, VERSION, "workspaces")
+async def workspace_event(
+    type: str | None,
+    body: kopf.Body,
+    namespace: str | None,
+    name: str,
+    memo: kopf.Memo,
+    **_: Any,
+) -> None:
+    ctl = controller_of(memo)
+    if ctl is None or namespace is None:
+        return
+    key = ("Workspace", namespace, name)
+    ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
+    if type == "DELETED":
+        ctl.reconciled_generation.pop(key, None)
+        view = _MISSING
+    else:
+        if ctl.should_reconcile_self(key, body, type):
+            ctl.enqueue("Workspace", namespace, name)
+        view = dependents_view(ctl.lookup("workspace_views", (namespace, name)))
+    if ctl.changed(key, view):
+        ctl.enqueue_many(
+            "Agent", namespace, ctl.lookup_all("agent_by_workspace", (namespace, name))
+        )
+        ctl.enqueue_many(
+            "Topology", namespace, ctl.lookup_all("topology_by_workspace", (namespace, name))
+        )
+        ctl.enqueue_gc(namespace)
+
+
+@kopf.on.event("v1", "secrets")
+async def secret_event(
+    type: str | None, namespace: str | None, name: str, memo: kopf.Memo, **_: Any
+) -> None:
+    """A Secret appeared, changed keys or went: re-check exactly the workspaces using it."""
+    ctl = controller_of(memo)
+    if ctl is None or namespace is None:
+        return
+    key = ("Secret", namespace, name)
+    keys = _MISSING if type == "DELETED" else ctl.lookup("secret_keys", (namespace, name))
+    if ctl.changed(key, keys):
+        ctl.enqueue_many(
+            "Workspace", namespace, ctl.lookup_all("workspace_by_secret", (namespace, name))
+        )
+
+
+@reconciler("Workspace")
+async def reconcile_workspace(ctl: Controller, namespace: str, name: str, force: bool) -> str:
+    view = ctl.lookup("workspace_views", (namespace, name))
+    if view is None:
+        return "gone"
+    spec = view["spec"]
+    secrets = {
+        s: ctl.lookup("secret_keys", (namespace, s)) for s in sorted(referenced_secrets(spec))
+    }
+    sources = await read_sources(namespace, referenced_config_maps(spec))
+    owner = ObjectRef("Workspace", name, namespace, view["uid"])
+    render = render_workspace(owner, spec, secrets, sources)
+    created = False
+    if render.config_map is not None:
+        created = await ctl.ensure_config_map(render.config_map)
+    written = await ctl.write_status(
+        "Workspace",
+        namespace,
+        name,
+        view["uid"],
+        int(view["generation"]),
+        view["status"],
+        render.status_fields(),
+        render.verdicts,
+    )
+    if render.config_map_name != view["status"].get("renderedConfigMap"):
+        ctl.enqueue_gc(namespace)
+    return "changed" if written or created else "unchanged"

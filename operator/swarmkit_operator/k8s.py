@@ -1,0 +1,405 @@
+"""The one module that talks to the Kubernetes API (besides kopf's own watches).
+
+A thin JSON client over the ``kubernetes`` package's REST layer: requests and responses are
+plain dicts (no model classes, no deserialization cost), every call runs in a small thread
+pool so the event loop never blocks, and transient failures (429, 5xx, connection errors)
+are retried with exponential backoff and jitter, honouring ``Retry-After``. A 409 on create
+means "already exists" (rendered ConfigMaps are content-addressed, so that is success); a 404
+on patch or delete means the object is gone. Anything else raises :class:`ApiError` and the
+work queue retries the reconcile with its own backoff.
+
+Credentials: in-cluster service account when ``KUBERNETES_SERVICE_HOST`` is set and no
+``KUBECONFIG`` is, else the kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import random
+import socket
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import urllib3
+from kubernetes import client as kclient
+from kubernetes import config as kconfig
+
+from swarmkit_api import GROUP, VERSION
+
+from . import metrics
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+FIELD_MANAGER = "swarmkit-operator"
+COMPONENT = "swarmkit-operator"
+
+
+class ApiError(RuntimeError):
+    """A Kubernetes API call failed for good (after retries)."""
+
+    def __init__(self, verb: str, path: str, status: int, body: str) -> None:
+        reason = body
+        with contextlib.suppress(ValueError, AttributeError):
+            reason = json.loads(body).get("message", body)
+        super().__init__(f"{verb} {path}: HTTP {status}: {reason}")
+        self.status = status
+
+
+@dataclass
+class _State:
+    api: kclient.ApiClient | None = None
+    executor: ThreadPoolExecutor | None = None
+    request_timeout: float = 30.0
+    retries: int = 5
+
+
+_state = _State()
+
+
+def configure(
+    workers: int = 12,
+    request_timeout: float = 30.0,
+    retries: int = 5,
+    kubeconfig: str | None = None,
+) -> None:
+    """Load credentials and size the connection pool and thread pool (idempotent)."""
+    if _state.api is not None:
+        return
+    cfg = kclient.Configuration()
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    if not path and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    else:
+        kconfig.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=path, client_configuration=cfg, persist_config=False
+        )
+    cfg.connection_pool_maxsize = workers + 4
+    _state.api = kclient.ApiClient(cfg)
+    _state.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="k8s")
+    _state.request_timeout = request_timeout
+    _state.retries = retries
+
+
+def shutdown() -> None:
+    if _state.executor is not None:
+        _state.executor.shutdown(wait=False, cancel_futures=True)
+    if _state.api is not None:
+        _state.api.close()  # type: ignore[no-untyped-call]
+    _state.api = None
+    _state.executor = None
+
+
+def _resource_of(path: str) -> str:
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    # .../namespaces/<ns>/<resource>[/<name>[/<sub>]]
+    if "namespaces" in parts:
+        i = parts.index("namespaces")
+        rest = parts[i + 2 :]
+        if rest:
+            return rest[0] + ("/" + rest[2] if len(rest) > 2 else "")
+        return "namespaces"
+    return parts[-1] if parts else ""
+
+
+def _request_sync(
+    verb: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    query: list[tuple[str, str]] | None = None,
+) -> tuple[int, Any]:
+    api = _state.api
+    if api is None:
+        raise RuntimeError("k8s.configure() was not called")
+    headers = {"Accept": "application/json"}
+    if body is not None:
+        headers["Content-Type"] = content_type
+    method, url, header_params, ser_body, _ = api.param_serialize(
+        method=verb,
+        resource_path=path,
+        query_params=query or [],
+        header_params=headers,
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    resource = _resource_of(path)
+    attempt = 0
+    while True:
+        attempt += 1
+        retry_after: float | None = None
+        try:
+            response = api.call_api(
+                method,
+                url,
+                header_params=header_params,
+                body=ser_body,
+                _request_timeout=_state.request_timeout,
+            )
+            response.read()  # type: ignore[no-untyped-call]
+            status = int(response.status)
+            raw = response.data or b""
+            metrics.API_REQUESTS.labels(verb, resource, str(status)).inc()
+            if status not in RETRY_STATUSES or attempt > _state.retries:
+                text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+                if 200 <= status < 300:
+                    return status, json.loads(text) if text else None
+                return status, text
+            header = response.headers.get("Retry-After") if response.headers else None
+            if header and header.isdigit():
+                retry_after = float(header)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            metrics.API_REQUESTS.labels(verb, resource, "error").inc()
+            if attempt > _state.retries:
+                raise ApiError(verb, path, 0, str(exc)) from exc
+        delay = retry_after if retry_after is not None else min(0.1 * 2 ** (attempt - 1), 3.0)
+        time.sleep(delay * random.uniform(0.8, 1.2))
+
+
+async def request(
+    verb: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    query: list[tuple[str, str]] | None = None,
+) -> tuple[int, Any]:
+    """One API call off the event loop: (HTTP status, parsed JSON or error text)."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(
+        _state.executor, _request_sync, verb, path, body, content_type, query
+    )
+
+
+def _check(verb: str, path: str, status: int, payload: Any) -> Any:
+    if 200 <= status < 300:
+        return payload
+    raise ApiError(verb, path, status, str(payload))
+
+
+def custom_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def core_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/api/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+# --- custom resources -------------------------------------------------------------------
+
+
+async def get_custom(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+    path = custom_path(plural, namespace, name)
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    return dict(_check("GET", path, status, payload))
+
+
+async def create_custom(plural: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    path = custom_path(plural, namespace)
+    status, payload = await request(
+        "POST", path, dict(body), query=[("fieldManager", FIELD_MANAGER)]
+    )
+    return dict(_check("POST", path, status, payload))
+
+
+async def patch_status(
+    plural: str, namespace: str, name: str, status_patch: Mapping[str, Any]
+) -> str | None:
+    """JSON-merge-patch ``status`` (None values delete fields); the new resourceVersion.
+
+    Returns None when the object no longer exists.
+    """
+    path = custom_path(plural, namespace, name) + "/status"
+    status, payload = await request(
+        "PATCH",
+        path,
+        {"status": dict(status_patch)},
+        content_type="application/merge-patch+json",
+        query=[("fieldManager", FIELD_MANAGER)],
+    )
+    if status == 404:
+        return None
+    result = _check("PATCH", path, status, payload)
+    return str(result.get("metadata", {}).get("resourceVersion", ""))
+
+
+# --- ConfigMaps ---------------------------------------------------------------------------
+
+
+async def create_config_map(manifest: Mapping[str, Any]) -> bool:
+    """Create; False if it already exists (content-addressed: same name, same content)."""
+    namespace = manifest["metadata"]["namespace"]
+    path = core_path("configmaps", namespace)
+    status, payload = await request(
+        "POST", path, dict(manifest), query=[("fieldManager", FIELD_MANAGER)]
+    )
+    if status == 409:
+        return False
+    _check("POST", path, status, payload)
+    return True
+
+
+async def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:
+    path = core_path("configmaps", namespace, name)
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    return dict(_check("GET", path, status, payload))
+
+
+async def delete_config_map(namespace: str, name: str, uid: str | None = None) -> bool:
+    """Delete (only the object with ``uid`` if given); False if it was already gone."""
+    path = core_path("configmaps", namespace, name)
+    body: dict[str, Any] = {"propagationPolicy": "Background"}
+    if uid:
+        body["preconditions"] = {"uid": uid}
+    status, payload = await request("DELETE", path, body)
+    if status in (404, 409):
+        return False
+    _check("DELETE", path, status, payload)
+    return True
+
+
+# --- Events ---------------------------------------------------------------------------------
+
+_INSTANCE = os.environ.get("POD_NAME") or socket.gethostname()
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def post_event(involved: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+    """A core/v1 Event about ``involved`` (apiVersion, kind, name, namespace, uid)."""
+    namespace = str(involved["namespace"])
+    now = _now()
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
+        "involvedObject": dict(involved),
+        "type": type_,
+        "reason": reason[:128],
+        "message": message if len(message) <= 1024 else message[:1021] + "...",
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": _INSTANCE[:128],
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    path = core_path("events", namespace)
+    status, payload = await request("POST", path, body)
+    metrics.EVENTS.labels(type_).inc()
+    if status >= 300 and status != 404:
+        log.warning("posting an Event failed: %s", ApiError("POST", path, status, str(payload)))
+
+
+# --- Runs ---
+# (functions added by the Runs handlers go below this line)
+
+
+def batch_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/apis/batch/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+async def get_job(namespace: str, name: str) -> dict[str, Any] | None:
+    path = batch_path("jobs", namespace, name)
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    return dict(_check("GET", path, status, payload))
+
+
+async def create_job(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Create a Job; None if one of that name already exists."""
+    path = batch_path("jobs", manifest["metadata"]["namespace"])
+    status, payload = await request(
+        "POST", path, dict(manifest), query=[("fieldManager", FIELD_MANAGER)]
+    )
+    if status == 409:
+        return None
+    return dict(_check("POST", path, status, payload))
+
+
+async def delete_job(namespace: str, name: str) -> bool:
+    """Delete a Job and (in the background) its pods; False if it was already gone.
+
+    The propagation policy is explicit: the API's default for Jobs orphans their pods.
+    """
+    path = batch_path("jobs", namespace, name)
+    status, payload = await request("DELETE", path, {"propagationPolicy": "Background"})
+    if status == 404:
+        return False
+    _check("DELETE", path, status, payload)
+    return True
+
+
+async def object_events(namespace: str, uid: str) -> list[dict[str, Any]]:
+    """The core/v1 Events about the object with ``uid``."""
+    path = core_path("events", namespace)
+    query = [("fieldSelector", f"involvedObject.uid={uid}")]
+    status, payload = await request("GET", path, query=query)
+    return list(_check("GET", path, status, payload).get("items") or [])
+
+
+async def remove_pod_finalizer(namespace: str, name: str, finalizer: str) -> bool:
+    """Drop ``finalizer`` from a pod (strategic merge: no race with other finalizers)."""
+    path = core_path("pods", namespace, name)
+    body = {"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}}
+    status, payload = await request(
+        "PATCH", path, body, content_type="application/strategic-merge-patch+json"
+    )
+    if status in (404, 409):
+        return False
+    _check("PATCH", path, status, payload)
+    return True
+
+
+async def label_config_map(namespace: str, name: str, labels: Mapping[str, str]) -> bool:
+    """Merge ``labels`` into a ConfigMap's labels (metadata stays mutable when immutable)."""
+    path = core_path("configmaps", namespace, name)
+    status, payload = await request(
+        "PATCH",
+        path,
+        {"metadata": {"labels": dict(labels)}},
+        content_type="application/merge-patch+json",
+    )
+    if status == 404:
+        return False
+    _check("PATCH", path, status, payload)
+    return True
+
+
+async def create_custom_if_absent(
+    plural: str, namespace: str, body: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Create a custom object; None if one of that name already exists."""
+    path = custom_path(plural, namespace)
+    query = [("fieldManager", FIELD_MANAGER)]
+    status, payload = await request("POST", path, dict(body), query=query)
+    if status == 409:
+        return None
+    return dict(_check("POST", path, status, payload))
+
+
+async def delete_custom(plural: str, namespace: str, name: str) -> bool:
+    """Delete a custom object (children follow in the background); False if gone."""
+    path = custom_path(plural, namespace, name)
+    status, payload = await request("DELETE", path, {"propagationPolicy": "Background"})
+    if status == 404:
+        return False
+    _check("DELETE", path, status, payload)
+    return True

@@ -1,0 +1,109 @@
+"""Prometheus metrics of the operator (served on ``--metrics-port``, default 8080).
+
+* ``swarmkit_reconcile_total{kind, outcome}``: reconciles by kind and outcome (``changed``
+  wrote status or a ConfigMap, ``unchanged``, ``deferred`` waited for an input still being
+  reconciled, ``gone``, ``error``).
+* ``swarmkit_reconcile_duration_seconds{kind}``: reconcile latency.
+* ``swarmkit_objects{kind, condition, status}``: objects by condition, computed at scrape
+  time from the operator's in-memory indexes.
+* ``swarmkit_api_requests_total{verb, resource, code}``: Kubernetes API calls made by the
+  operator's own client (``k8s.py``; kopf's watches are not counted).
+* ``swarmkit_workqueue_depth`` / ``swarmkit_workqueue_retries_total{kind}``.
+* ``swarmkit_events_total{type}``: Kubernetes Events posted.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from prometheus_client import (
+    REGISTRY,
+    Counter,
+    Gauge,
+    Histogram,
+    start_http_server,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+RECONCILES = Counter(
+    "swarmkit_reconcile_total", "Reconciles by kind and outcome.", ["kind", "outcome"]
+)
+RECONCILE_SECONDS = Histogram(
+    "swarmkit_reconcile_duration_seconds",
+    "Reconcile latency by kind.",
+    ["kind"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+API_REQUESTS = Counter(
+    "swarmkit_api_requests_total",
+    "Kubernetes API requests made by the operator's client.",
+    ["verb", "resource", "code"],
+)
+QUEUE_DEPTH = Gauge("swarmkit_workqueue_depth", "Keys waiting in the reconcile work queue.")
+RETRIES = Counter("swarmkit_workqueue_retries_total", "Reconciles retried after errors.", ["kind"])
+EVENTS = Counter("swarmkit_events_total", "Kubernetes Events posted.", ["type"])
+
+#: (kind, condition, status) → count; set by the handlers.
+ObjectCounts = Callable[[], Iterable[tuple[str, str, str, int]]]
+
+
+class _ObjectsCollector(Collector):
+    def __init__(self) -> None:
+        self.provider: ObjectCounts | None = None
+        self._lock = threading.Lock()
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            "swarmkit_objects",
+            "Objects by kind and condition.",
+            labels=["kind", "condition", "status"],
+        )
+        with self._lock:
+            provider = self.provider
+        if provider is not None:
+            try:
+                for kind, condition, status, count in provider():
+                    family.add_metric([kind, condition, status], count)
+            except Exception:
+                pass
+        yield family
+
+    def describe(self) -> list[Any]:
+        return []
+
+
+_OBJECTS = _ObjectsCollector()
+REGISTRY.register(_OBJECTS)
+
+
+def set_object_counts(provider: ObjectCounts | None) -> None:
+    """Register the function that counts objects by condition at scrape time."""
+    _OBJECTS.provider = provider
+
+
+_server_started: set[int] = set()
+
+
+def serve(port: int, addr: str = "0.0.0.0") -> None:
+    """Start the metrics HTTP server once per port (0 disables it)."""
+    if port and port not in _server_started:
+        start_http_server(port, addr=addr)
+        _server_started.add(port)
+
+
+def write_count() -> int:
+    """Writes (POST/PATCH/PUT/DELETE) the operator's client has made so far."""
+    total = 0.0
+    for metric in API_REQUESTS.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total") and sample.labels.get("verb") in (
+                "POST",
+                "PATCH",
+                "PUT",
+                "DELETE",
+            ):
+                total += sample.value
+    return int(total)
