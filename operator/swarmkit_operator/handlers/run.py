@@ -25,10 +25,7 @@ re-listed before any handler runs, and every decision is recomputed from the API
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
-import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -38,11 +35,11 @@ from typing import Any, Literal
 import kopf
 from pydantic import ValidationError
 
-from swarmkit_api.common import Condition
 from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import TopologySpec
 from swarmkit_api.workspace import WorkspaceSpec
 
+from .. import k8s
 from ..builders import RUN_FINISHED_LABEL
 from ..builders import bundle as bundles
 from ..builders import job as jobs
@@ -50,6 +47,7 @@ from ..builders import run_status as rs
 from ..builders.skill import SKILL_MD, load_rendered_skill
 from ..conditions import get_condition
 from ..config import OperatorConfig, load_config
+from .common import controller_of
 
 log = logging.getLogger("swarmkit_operator.runs")
 
@@ -68,176 +66,6 @@ NO_POD_EVENTS_AFTER = 3.0
 PENDING_RECHECK = 30.0
 #: Concurrent reconciles (bounded by the API client's thread pool anyway).
 MAX_CONCURRENCY = 16
-
-
-# --------------------------------------------------------------------------------------------
-# Kubernetes API access (sync client, called from worker threads)
-# --------------------------------------------------------------------------------------------
-
-
-class ApiError(Exception):
-    """An error status from the apiserver."""
-
-    def __init__(self, status: int, body: str) -> None:
-        self.status = status
-        self.body = body
-        message = body
-        with contextlib.suppress(ValueError, AttributeError):
-            message = str(json.loads(body).get("message", body))
-        super().__init__(f"{status}: {message}")
-
-
-def _new_api_client() -> Any:
-    import kubernetes
-
-    try:
-        kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
-        configuration = kubernetes.client.Configuration.get_default_copy()
-    except kubernetes.config.ConfigException:
-        configuration = kubernetes.client.Configuration()
-        kubernetes.config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    configuration.connection_pool_maxsize = MAX_CONCURRENCY
-    return kubernetes.client.ApiClient(configuration)
-
-
-class RunsApi:
-    """The handful of API calls the Runs controller makes, JSON in and out."""
-
-    def __init__(self, api_client: Any | None = None) -> None:
-        self._client = api_client if api_client is not None else _new_api_client()
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        query: Mapping[str, str] | None = None,
-        content_type: str = "application/json",
-    ) -> dict[str, Any]:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        params = self._client.param_serialize(
-            method=method,
-            resource_path=path,
-            query_params=list(query.items()) if query else None,
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-        )
-        m, url, hdrs, payload, _ = params
-        response = self._client.call_api(
-            m, url, header_params=hdrs, body=payload, _request_timeout=30
-        )
-        data = response.read()
-        text = data.decode() if isinstance(data, bytes) else str(data or "")
-        if response.status >= 400:
-            raise ApiError(int(response.status), text)
-        return dict(json.loads(text)) if text else {}
-
-    # -- reads -----------------------------------------------------------------------------
-    def get(self, path: str) -> dict[str, Any] | None:
-        try:
-            return self.request("GET", path)
-        except ApiError as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def get_config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
-
-    def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
-
-    def job_events(self, namespace: str, job_uid: str) -> list[dict[str, Any]]:
-        out = self.request(
-            "GET",
-            f"/api/v1/namespaces/{namespace}/events",
-            query={"fieldSelector": f"involvedObject.uid={job_uid}"},
-        )
-        return list(out.get("items") or [])
-
-    # -- writes ----------------------------------------------------------------------------
-    def create(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self.request("POST", path, body=dict(body))
-
-    def create_config_map(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self.create(f"/api/v1/namespaces/{namespace}/configmaps", body)
-
-    def create_job(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        return self.create(f"/apis/batch/v1/namespaces/{namespace}/jobs", body)
-
-    def delete(self, path: str, propagation: str = "Background") -> None:
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation}
-        try:
-            self.request("DELETE", path, body=body)
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
-
-    def delete_job(self, namespace: str, name: str) -> None:
-        self.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
-
-    def patch_run_status(
-        self, namespace: str, name: str, patch: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        return self.request(
-            "PATCH",
-            f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/runs/{name}/status",
-            body={"status": dict(patch)},
-            content_type="application/merge-patch+json",
-        )
-
-    def release_pod(self, namespace: str, name: str) -> None:
-        """Remove the outcome finalizer from a pod (strategic merge: no race with others)."""
-        body = {"metadata": {"$deleteFromPrimitiveList/finalizers": [jobs.POD_FINALIZER]}}
-        try:
-            self.request(
-                "PATCH",
-                f"/api/v1/namespaces/{namespace}/pods/{name}",
-                body=body,
-                content_type="application/strategic-merge-patch+json",
-            )
-        except ApiError as exc:
-            if exc.status not in (404, 409):
-                raise
-
-    def label_config_map(self, namespace: str, name: str, labels: Mapping[str, str]) -> None:
-        try:
-            self.request(
-                "PATCH",
-                f"/api/v1/namespaces/{namespace}/configmaps/{name}",
-                body={"metadata": {"labels": dict(labels)}},
-                content_type="application/merge-patch+json",
-            )
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
-
-    def post_event(
-        self,
-        involved: Mapping[str, str],
-        type_: str,
-        reason: str,
-        message: str,
-    ) -> None:
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        namespace = involved["namespace"]
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
-            "involvedObject": dict(involved),
-            "type": type_,
-            "reason": reason,
-            "message": message[:1024],
-            "source": {"component": "swarmkit-operator"},
-            "reportingComponent": "swarmkit-operator",
-            "reportingInstance": socket.gethostname(),
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        self.create(f"/api/v1/namespaces/{namespace}/events", body)
 
 
 # --------------------------------------------------------------------------------------------
@@ -358,8 +186,7 @@ class _Worker:
 class RunController:
     """Reconciles Runs; see the module docstring."""
 
-    def __init__(self, api: RunsApi, config: OperatorConfig, indexes: Indexes) -> None:
-        self.api = api
+    def __init__(self, config: OperatorConfig, indexes: Indexes) -> None:
         self.config = config
         self.idx = indexes
         self.ready = asyncio.Event()
@@ -484,7 +311,7 @@ class RunController:
         cached = self._cm_cache.get(key)
         if cached is not None:
             return cached
-        cm = await asyncio.to_thread(self.api.get_config_map, namespace, name)
+        cm = await k8s.read_config_map(namespace, name)
         if cm is None:
             return None
         data = {str(k): str(v) for k, v in (cm.get("data") or {}).items()}
@@ -548,13 +375,11 @@ class RunController:
         if job is not None and not job_pods and job.get("uid"):
             age = _age(job)
             if age is not None and age >= NO_POD_EVENTS_AFTER:
-                events = await asyncio.to_thread(
-                    self.api.job_events, run.namespace, str(job["uid"])
-                )
+                events = await k8s.object_events(run.namespace, str(job["uid"]))
         timeout = _timeout_of(job)
         verdict = rs.derive(job=job, pods=job_pods, events=events, timeout_seconds=timeout)
         if verdict.phase == "Lost":
-            live = await asyncio.to_thread(self.api.get_job, run.namespace, current)
+            live = await k8s.get_job(run.namespace, current)
             if live is not None and not (live.get("metadata") or {}).get("deletionTimestamp"):
                 verdict = rs.derive(
                     job=_job_summary(live), pods=job_pods, events=(), timeout_seconds=timeout
@@ -562,7 +387,7 @@ class RunController:
             else:
                 return await self._recreate(run, spec, recreation, current)
         if verdict.stop_job and job is not None:
-            await asyncio.to_thread(self.api.delete_job, run.namespace, current)
+            await k8s.delete_job(run.namespace, current)
         await self._write(run, verdict)
         if verdict.final:
             await self._release_pods(pods)
@@ -591,7 +416,7 @@ class RunController:
         stopped = []
         for j in all_jobs:
             if not j.get("deletionTimestamp"):
-                await asyncio.to_thread(self.api.delete_job, run.namespace, str(j["name"]))
+                await k8s.delete_job(run.namespace, str(j["name"]))
                 stopped.append(str(j["name"]))
         message = "cancelled (spec.cancelled is true)"
         if stopped:
@@ -621,20 +446,13 @@ class RunController:
         rendered = resolution.rendered
         ref = _run_ref(run, spec)
         cm_name = jobs.bundle_config_map_name(run.name, run.uid)
-        try:
-            await asyncio.to_thread(
-                self.api.create_config_map,
-                run.namespace,
-                bundles.build_bundle_config_map(ref, rendered),
-            )
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
+        created = await k8s.create_config_map(bundles.build_bundle_config_map(ref, rendered))
+        if not created:  # an earlier attempt made it: the run keeps what it pinned then
             rendered = await self._existing_bundle(run.namespace, cm_name) or rendered
         return await self._create_job(run, ref, rendered, cm_name, recreation=0)
 
     async def _existing_bundle(self, namespace: str, cm_name: str) -> bundles.RenderedBundle | None:
-        cm = await asyncio.to_thread(self.api.get_config_map, namespace, cm_name)
+        cm = await k8s.read_config_map(namespace, cm_name)
         if cm is None:
             return None
         data = cm.get("data") or {}
@@ -674,12 +492,9 @@ class RunController:
             recreation=recreation,
         )
         name = manifest["metadata"]["name"]
-        try:
-            created = await asyncio.to_thread(self.api.create_job, run.namespace, manifest)
+        created = await k8s.create_job(manifest)
+        if created is not None:
             self._created_jobs[run.uid] = (time.monotonic(), name, _job_summary(created))
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
         self._mark(run.uid, "job_created")
         fields: dict[str, Any] = {
             "jobName": name,
@@ -732,34 +547,25 @@ class RunController:
         patch.update(extra or {})
         if all(before.get(k) == v for k, v in patch.items()):
             return
-        result = await asyncio.to_thread(self.api.patch_run_status, run.namespace, run.name, patch)
-        self._overlay[run.uid] = {
-            "resourceVersion": (result.get("metadata") or {}).get("resourceVersion"),
-            "status": result.get("status") or {},
-        }
-        run.status = dict(result.get("status") or {})
+        rv = await k8s.patch_status("runs", run.namespace, run.name, patch)
+        if rv is None:
+            return  # the Run is gone
+        merged = {**before, **patch}
+        self._overlay[run.uid] = {"resourceVersion": rv, "status": merged}
+        run.status = merged
         old = get_condition(before.get("conditions"), rs.SUCCEEDED)
         if old is None or (old.get("status"), old.get("reason")) != (
             verdict.status,
             verdict.reason,
         ):
             type_ = "Warning" if verdict.status == "False" else "Normal"
-            self._spawn(
-                asyncio.to_thread(
-                    self.api.post_event, run.involved, type_, verdict.reason, verdict.message
-                )
-            )
+            self._spawn(k8s.post_event(run.involved, type_, verdict.reason, verdict.message))
         if verdict.final:
             self._mark(run.uid, "condition_final")
             cm = run.status.get("bundleConfigMap")
             if cm:
                 self._spawn(
-                    asyncio.to_thread(
-                        self.api.label_config_map,
-                        run.namespace,
-                        str(cm),
-                        {RUN_FINISHED_LABEL: "true"},
-                    )
+                    k8s.label_config_map(run.namespace, str(cm), {RUN_FINISHED_LABEL: "true"})
                 )
             topology = (run.spec.get("topologyRef") or {}).get("name")
             for callback in self.on_finished:
@@ -773,8 +579,8 @@ class RunController:
             key = str(meta.get("uid"))
             if key in self._released:
                 continue
-            await asyncio.to_thread(
-                self.api.release_pod, str(meta.get("namespace")), str(meta.get("name"))
+            await k8s.remove_pod_finalizer(
+                str(meta.get("namespace")), str(meta.get("name")), jobs.POD_FINALIZER
             )
             self._released.add(key)
             if len(self._released) > 100_000:
@@ -933,7 +739,7 @@ class RunController:
                 out[item.path] = item.content
                 continue
             assert item.config_map_ref is not None
-            cm = await asyncio.to_thread(self.api.get_config_map, ns, item.config_map_ref.name)
+            cm = await k8s.read_config_map(ns, item.config_map_ref.name)
             data = (cm or {}).get("data") or {}
             if item.config_map_ref.key not in data:
                 return Waiting(
@@ -1140,10 +946,9 @@ async def runs_startup(
     # Watch only our Jobs and pods (server-side), not every pod of the cluster.
     settings.watching.label_selectors["batch", "v1", "jobs"] = jobs.RUN_UID_LABEL
     settings.watching.label_selectors["v1", "pods"] = jobs.RUN_UID_LABEL
-    config = getattr(memo, "config", None)
-    if not isinstance(config, OperatorConfig):
-        config = load_config()
-    api = RunsApi(getattr(memo, "api_client", None))
+    shared = controller_of(memo)
+    config = shared.config if shared is not None else load_config()
+    k8s.configure()  # a no-op when the shared start-up configured the client already
     indexes = Indexes(
         runs=kwargs["runs_by_uid"],
         jobs=kwargs["runs_jobs_by_run"],
@@ -1153,7 +958,7 @@ async def runs_startup(
         skills=kwargs["runs_skills"],
         workspaces=kwargs["runs_workspaces"],
     )
-    _controller = RunController(api, config, indexes)
+    _controller = RunController(config, indexes)
     logger.info("runs controller started (max %d Job recreations)", config.max_job_recreations)
 
 
@@ -1188,10 +993,4 @@ def runs_on_target_event(namespace: str | None, **_: Any) -> None:
         ctl.kick_waiting(namespace)
 
 
-__all__ = [
-    "ApiError",
-    "Condition",
-    "RunController",
-    "RunsApi",
-    "controller",
-]
+__all__ = ["RunController", "controller"]
