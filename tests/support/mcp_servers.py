@@ -7,7 +7,7 @@ way the runner starts stdio servers.
 Tools: ``echo(text)``, ``add(a, b)``, ``search_docs(query, limit=5, tags=None)`` (a richer
 schema with descriptions and defaults), ``read_env(name)``, ``env_names()``,
 ``sleep(seconds)``, ``fail(message)`` (always a tool error) and ``whoami()`` (the server's
-``--name``).
+``--name``), ``pid()``.
 
 * :func:`stdio_command` — argv for a stdio server (what a Workspace ``command`` would hold).
 * :class:`HttpMcpServer` — a streamable-HTTP server in a subprocess on a free loopback port,
@@ -81,12 +81,19 @@ def build_server(name: str) -> Any:
     @server.tool()
     def fail(message: str) -> str:
         """Always fails with the message."""
-        raise ValueError(message)
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        raise ToolError(message)
 
     @server.tool()
     def whoami() -> str:
         """The server's name."""
         return name
+
+    @server.tool()
+    def pid() -> int:
+        """The server's process id."""
+        return os.getpid()
 
     return server
 

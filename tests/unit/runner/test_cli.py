@@ -1,0 +1,150 @@
+"""The runner as the Job runs it: a real ``python -m swarmkit_runner run`` subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support.bundles import agent, bundle, openai_provider, replay_provider, write_bundle
+from tests.support.model_server import ScriptedModelServer, text
+from tests.support.runner import run_subprocess, runner_env
+
+
+def test_success_exit_0_result_in_termination_log_and_audit_on_stdout(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    model_server.push(text("All good."))
+    b = bundle(
+        agents=[agent("solo", provider="m")],
+        providers=[openai_provider("m", model_server.openai_base_url)],
+        correlation_id="corr-42",
+    )
+    out = run_subprocess(write_bundle(b, tmp_path))
+
+    assert out.exit_code == 0, out.stderr
+    assert out.result["outcome"] == "Succeeded"
+    assert out.result["output"] == "All good."
+    assert out.result["steps"] == 1
+    assert out.result["usage"] == {"inputTokens": 10, "outputTokens": 5}
+    # Every stdout line is a JSON audit event with the run id and correlation id.
+    lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
+    assert lines and all(json.loads(ln)["run_id"] == b.run.uid for ln in lines)
+    assert {e["correlation_id"] for e in out.audit} == {"corr-42"}
+    assert out.audit[0]["event"] == "run.start"
+    assert out.audit[-1]["event"] == "run.end"
+    assert out.audit[-1]["outcome"] == "Succeeded"
+
+
+def test_bad_bundle_exits_2_with_one_line_reason(tmp_path: Path) -> None:
+    layout = write_bundle(bundle(agents=[agent("solo", provider="m")]), tmp_path)
+    data = json.loads((layout.bundle_dir / "bundle.json").read_text())
+    data["governance"]["maxStepsPerRun"] = "many"
+    (layout.bundle_dir / "bundle.json").write_text(json.dumps(data))
+
+    out = run_subprocess(layout)
+
+    assert out.exit_code == 2
+    assert out.result["outcome"] == "ValidationFailed"
+    assert "governance.maxStepsPerRun" in out.result["message"]
+    assert "\n" not in out.result["message"]
+
+
+def test_missing_bundle_and_broken_json_exit_2(tmp_path: Path) -> None:
+    layout = write_bundle(bundle(agents=[agent("solo")]), tmp_path)
+    (layout.bundle_dir / "bundle.json").write_text("{not json")
+    out = run_subprocess(layout)
+    assert (out.exit_code, out.result["outcome"]) == (2, "ValidationFailed")
+    assert "not valid JSON" in out.result["message"]
+
+    (layout.bundle_dir / "bundle.json").unlink()
+    out = run_subprocess(layout)
+    assert out.exit_code == 2
+    assert out.result["message"].startswith("bundle not found")
+
+
+def test_inconsistent_bundle_exits_2_naming_the_problem(tmp_path: Path) -> None:
+    b = bundle(agents=[agent("solo", provider="nowhere")], providers=[replay_provider("r")])
+    out = run_subprocess(write_bundle(b, tmp_path))
+    assert out.exit_code == 2
+    assert out.result["message"] == ("agent solo: model provider 'nowhere' is not in the workspace")
+
+
+def test_web_search_without_search_provider_is_a_startup_error(tmp_path: Path) -> None:
+    b = bundle(
+        agents=[agent("solo", native={"webSearch": True}, replay=[{"text": "x"}])],
+        providers=[replay_provider()],
+    )
+    out = run_subprocess(write_bundle(b, tmp_path))
+    assert out.exit_code == 2
+    assert "web_search" in out.result["message"]
+    assert "searchProvider" in out.result["message"]
+
+
+def test_failed_run_exits_1(tmp_path: Path) -> None:
+    with ScriptedModelServer(api_key="the-right-key") as server:
+        b = bundle(
+            agents=[agent("solo", provider="m")],
+            providers=[openai_provider("m", server.openai_base_url)],
+        )
+        out = run_subprocess(write_bundle(b, tmp_path))
+    assert out.exit_code == 1
+    assert out.result["outcome"] == "Failed"
+    assert "HTTP 401" in out.result["message"]
+
+
+def test_path_prefix_is_prepended_to_default_paths(tmp_path: Path) -> None:
+    """The process node runs pods as processes and materializes mounts under a prefix."""
+    b = bundle(agents=[agent("solo", replay=[{"text": "from the prefix"}])])
+    layout = write_bundle(b, tmp_path / "stage")
+    prefix = tmp_path / "root"
+    (prefix / "etc/swarmkit").mkdir(parents=True)
+    (prefix / "dev").mkdir()
+    layout.bundle_dir.rename(prefix / "etc/swarmkit/bundle")
+    layout.scratch.rename(prefix / "scratch")
+
+    env = runner_env({"SWARMKIT_PATH_PREFIX": str(prefix)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "swarmkit_runner", "run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((prefix / "dev/termination-log").read_text())
+    assert result["output"] == "from the prefix"
+
+
+def test_sigterm_cancels_the_run_and_reports_cancelled(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    model_server.push(text("too late", delay=30))
+    b = bundle(
+        agents=[agent("solo", provider="m")],
+        providers=[openai_provider("m", model_server.openai_base_url)],
+    )
+    layout = write_bundle(b, tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swarmkit_runner", "run", *layout.cli_args()],
+        env=runner_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while not model_server.requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert model_server.requests, "the runner never called the model"
+    started = time.monotonic()
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.communicate(timeout=20)
+
+    assert time.monotonic() - started < 10
+    assert proc.returncode == 1
+    result = json.loads(layout.termination_log.read_text())
+    assert result["outcome"] == "Cancelled"
