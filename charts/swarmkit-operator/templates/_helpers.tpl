@@ -167,10 +167,12 @@ app.kubernetes.io/part-of: swarmkit-operator
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [create, get, list, watch, delete]
-# A Run's pod: phase, exit code and termination message (the runner's result).
+# A Run's pod: phase, exit code and termination message (the runner's result). The Job's
+# pod template carries the operator's finalizer (swarmkit.dev/run-outcome) so the pod
+# outlives a deleted Job until the outcome is recorded; patch removes exactly that.
 - apiGroups: [""]
   resources: [pods]
-  verbs: [get, list, watch]
+  verbs: [get, list, watch, patch]
 # Workspace credential references: existence of the Secret and key only (values are
 # never copied; Run pods get them through secretKeyRef env).
 - apiGroups: [""]
