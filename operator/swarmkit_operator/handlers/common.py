@@ -486,6 +486,13 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
+class _QuietSuccess(logging.Filter):
+    """Drop kopf's per-event "Handler 'x' succeeded." lines (one per watch event)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno <= logging.INFO and str(record.msg).endswith("succeeded."))
+
+
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -> None:
     """Settings, the API client, the work queue and its workers."""
@@ -500,7 +507,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
     settings.persistence.finalizer = "swarmkit.dev/operator"
     # Watches: the server ends each watch after ~4.5 minutes, the client gives up after 5
     # without bytes; a dead connection is noticed and re-established quickly.
-    settings.watching.server_timeout = _env_float("SWARMKIT_WATCH_SERVER_TIMEOUT", 270)
+    settings.watching.server_timeout = int(_env_float("SWARMKIT_WATCH_SERVER_TIMEOUT", 270))
     settings.watching.client_timeout = _env_float("SWARMKIT_WATCH_CLIENT_TIMEOUT", 300)
     settings.watching.connect_timeout = 10
     settings.watching.reconnect_backoff = 1.0
@@ -509,6 +516,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
     settings.networking.error_backoffs = [1, 2, 4, 8, 16, 30]
     # We post our own Events (one per condition transition); kopf's per-log-line Events off.
     settings.posting.enabled = False
+    if not os.environ.get("SWARMKIT_LOG_HANDLER_SUCCESS"):
+        logging.getLogger("kopf.objects").addFilter(_QuietSuccess())
     settings.process.ultimate_exiting_timeout = 30
 
     config = load_config()

@@ -1,0 +1,100 @@
+"""``python -m swarmkit_operator``: run the operator.
+
+Equivalent to ``kopf run -m swarmkit_operator.handlers`` with our defaults: JSON logs, a
+liveness endpoint, a Prometheus metrics port, standalone (no peering) unless ``--peering``,
+and every namespace unless the configuration (``watchNamespaces``) or ``--namespace`` names
+some. The configuration file (script approvals, defaults) is ``--config`` or
+``$SWARMKIT_OPERATOR_CONFIG``; it is read once at start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+import kopf
+
+from .config import CONFIG_ENV, ConfigError, load_config
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    env = os.environ.get
+    parser = argparse.ArgumentParser(
+        prog="swarmkit-operator", description="Reconcile swarmkit.dev resources."
+    )
+    parser.add_argument(
+        "--config", default=env(CONFIG_ENV), help=f"configuration file (${CONFIG_ENV})"
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        default=[],
+        help="watch only this namespace (repeatable; default: the config's watchNamespaces, "
+        "else all namespaces)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(env("SWARMKIT_METRICS_PORT", "8080")),
+        help="Prometheus metrics port, 0 to disable ($SWARMKIT_METRICS_PORT, default 8080)",
+    )
+    parser.add_argument(
+        "--liveness",
+        default=env("SWARMKIT_LIVENESS", "http://0.0.0.0:8081/healthz"),
+        help="liveness endpoint URL, '' to disable ($SWARMKIT_LIVENESS)",
+    )
+    parser.add_argument(
+        "--peering",
+        default=env("SWARMKIT_PEERING") or None,
+        help="kopf peering name: several replicas, one active (default: standalone)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=["json", "plain", "full"],
+        default=env("SWARMKIT_LOG_FORMAT", "json"),
+        help="log format (default json)",
+    )
+    parser.add_argument("--verbose", action="store_true", help="debug logging")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.config:
+        os.environ[CONFIG_ENV] = args.config  # the start-up handler reads it from there
+    try:
+        config = load_config()
+    except (ConfigError, OSError) as exc:
+        print(f"swarmkit-operator: {exc}", file=sys.stderr)
+        return 2
+    formats = {
+        "json": kopf.LogFormat.JSON,
+        "plain": kopf.LogFormat.PLAIN,
+        "full": kopf.LogFormat.FULL,
+    }
+    kopf.configure(verbose=args.verbose, log_format=formats[args.log_format])
+    logging.getLogger("swarmkit_operator").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    for noisy in ("urllib3", "kubernetes"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+    from . import handlers, metrics  # registers the handlers with kopf
+
+    del handlers
+    metrics.serve(args.metrics_port)
+    namespaces = list(args.namespace) or list(config.watch_namespaces)
+    kopf.run(
+        standalone=args.peering is None,
+        peering_name=args.peering,
+        liveness_endpoint=args.liveness or None,
+        clusterwide=not namespaces,
+        namespaces=namespaces,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
