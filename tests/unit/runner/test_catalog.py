@@ -205,3 +205,24 @@ async def test_platform_builtins_are_gated_by_permissions(
     assert out.events("mailbox.send")[0]["to"] == "ops"
     warnings = [w["message"] for w in out.events("startup.warning")]
     assert any("human_task_request" in w and "permission" in w for w in warnings)
+
+
+async def test_web_search_uses_the_workspace_search_provider(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    ref = secret_ref("search", "key")
+    with RecordingHttpServer(lambda r: (200, {"results": [{"title": "TLS guide"}]})) as search:
+        model_server.push(tool_call("web_search", query="rotate tls cert"), text("done"))
+        b = bundle(
+            agents=[agent("solo", provider="m", native={"webSearch": True})],
+            providers=[openai_provider("m", model_server.openai_base_url)],
+            workspace={"searchProvider": {"url": f"{search.url}/search", "apiKey": ref.wire()}},
+        )
+        out = await run_in_process(
+            b, write_bundle(b, tmp_path), environ={secret_env_name(ref): "search-key-9"}
+        )
+    assert out.outcome == "Succeeded"
+    assert model_server.requests[0].tool_names == ["web_search"]
+    assert search.requests[0].query == {"q": ["rotate tls cert"]}
+    assert search.requests[0].headers["authorization"] == "Bearer search-key-9"
+    assert "TLS guide" in model_server.requests[1].tool_results()[0][0]

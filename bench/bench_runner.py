@@ -1,0 +1,283 @@
+"""Runner benchmarks (``make bench-runner``); prints the numbers.
+
+1. Cold start: ``python -m swarmkit_runner run`` process start → first model request, with 20
+   granted skills and 2 MCP servers (the SDK test server over stdio, started by the runner,
+   and one over streamable HTTP, already running). Target: under 1.5 s.
+2. Level-1 catalog cost: the system prompt of 100 granted skills at level 1 (plus the two
+   synthetic tool schemas) versus inlining every SKILL.md body.
+3. MCP per-call overhead: a tool call through the runner's catalog + MCP client (audit
+   included) versus a direct ``mcp`` SDK ``call_tool`` on the same server, for stdio and HTTP.
+
+Usage: ``python bench/bench_runner.py [--runs N] [--calls N] [--json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from tests.support.bundles import (  # noqa: E402
+    agent,
+    bundle,
+    http_server,
+    mcp_tool_skill,
+    openai_provider,
+    skill,
+    stdio_server,
+    write_bundle,
+)
+from tests.support.mcp_servers import HttpMcpServer, stdio_command  # noqa: E402
+from tests.support.model_server import ScriptedModelServer, text  # noqa: E402
+from tests.support.runner import runner_env  # noqa: E402
+
+from swarmkit_runner.audit import AuditLog  # noqa: E402
+from swarmkit_runner.bundle import root_position  # noqa: E402
+from swarmkit_runner.context import Budget, RunContext  # noqa: E402
+from swarmkit_runner.loop import AgentRunner, needed_servers  # noqa: E402
+from swarmkit_runner.mcp_client import McpManager  # noqa: E402
+from swarmkit_runner.paths import RunnerPaths  # noqa: E402
+from swarmkit_runner.providers import ToolCall  # noqa: E402
+from swarmkit_runner.secrets import SecretStore  # noqa: E402
+from swarmkit_runner.skills import (  # noqa: E402
+    LOAD_SKILL_SCHEMA,
+    READ_SKILL_FILE_SCHEMA,
+    system_prompt,
+)
+
+BODY_PARAGRAPH = (
+    "When the situation matches, first gather the facts: which service, which region, since "
+    "when, and what the user sees. Then compare them with the reference material bundled "
+    "with this skill, pick the matching procedure and follow it step by step, recording "
+    "each decision and its reason so that a reviewer can retrace it later.\n"
+)
+
+
+def _description(n: int) -> str:
+    return (
+        f"Use when the task involves area {n}: diagnosing, explaining or changing it, or when "
+        f"a user asks how area {n} is handled here."
+    )
+
+
+def _body(n: int) -> str:
+    steps = "".join(f"{i}. Step {i} of procedure {n}: {BODY_PARAGRAPH}" for i in range(1, 9))
+    return f"# Skill {n}\n\n{BODY_PARAGRAPH}\n## Procedure\n\n{steps}"
+
+
+# --------------------------------------------------------------------------- cold start
+
+
+def cold_start(runs: int) -> dict[str, Any]:
+    with HttpMcpServer(name="bench-http") as http_mcp, tempfile.TemporaryDirectory() as tmp:
+        stdio = stdio_server("local", stdio_command("bench-stdio"))
+        remote = http_server("remote", http_mcp.url)
+        skills = [
+            mcp_tool_skill(f"local-{i}", "local", tool, description=_description(i))
+            for i, tool in enumerate(["echo", "add", "search_docs", "read_env", "whoami"])
+        ]
+        skills += [
+            mcp_tool_skill(f"remote-{i}", "remote", tool, description=_description(10 + i))
+            for i, tool in enumerate(["echo", "add", "search_docs", "sleep", "whoami"])
+        ]
+        skills += [
+            skill(
+                f"guide-{i}",
+                _description(20 + i),
+                instructions=_body(i),
+                files={"reference/notes.md": "notes"},
+            )
+            for i in range(10)
+        ]
+        samples: list[float] = []
+        ready: list[float] = []
+        for n in range(runs + 1):  # the first run warms the page cache and is not counted
+            with ScriptedModelServer([text("done")]) as server:
+                b = bundle(
+                    agents=[agent("bench", provider="m", skills=[s.name for s in skills])],
+                    skills=skills,
+                    providers=[openai_provider("m", server.openai_base_url)],
+                    mcp_servers=[stdio, remote],
+                )
+                layout = write_bundle(b, Path(tmp) / f"run-{n}")
+                argv = [sys.executable, "-m", "swarmkit_runner", "run", *layout.cli_args()]
+                import subprocess
+
+                start = time.time()
+                proc = subprocess.run(argv, env=runner_env(), capture_output=True, text=True)
+                if proc.returncode != 0 or not server.requests:
+                    raise SystemExit(f"runner failed: {proc.stderr[-2000:]}")
+                first = server.requests[0]
+                assert len(first.tool_names) == 12, first.tool_names  # 10 skills + 2 synthetic
+                if n:
+                    samples.append(first.at - start)
+                    events = [json.loads(line) for line in proc.stdout.splitlines()]
+                    ready.append(max(e["duration_ms"] for e in events if e["event"] == "mcp.ready"))
+    return {
+        "runs": runs,
+        "median_s": round(statistics.median(samples), 3),
+        "min_s": round(min(samples), 3),
+        "max_s": round(max(samples), 3),
+        "mcp_ready_median_ms": round(statistics.median(ready), 1),
+        "target_s": 1.5,
+    }
+
+
+# --------------------------------------------------------------------------- level 1
+
+
+def level_one_cost(count: int = 100) -> dict[str, Any]:
+    skills = [skill(f"skill-{i:03d}", _description(i), instructions=_body(i)) for i in range(count)]
+    base = "You are the platform's support agent. Be precise and cite what you used."
+    level1 = system_prompt(base, skills)
+    tool_schemas = json.dumps(
+        [
+            {"name": "load_skill", "input_schema": LOAD_SKILL_SCHEMA},
+            {"name": "read_skill_file", "input_schema": READ_SKILL_FILE_SCHEMA},
+        ]
+    )
+    inline = (
+        base
+        + "\n\n"
+        + "\n\n".join(
+            f"## Skill: {s.name}\n{s.spec.description}\n\n{s.spec.instructions}" for s in skills
+        )
+    )
+    level1_total = len(level1) + len(tool_schemas)
+    return {
+        "skills": count,
+        "avg_body_chars": round(statistics.mean(len(s.spec.instructions) for s in skills)),
+        "level1_chars": level1_total,
+        "inline_chars": len(inline),
+        "level1_tokens_est": level1_total // 4,
+        "inline_tokens_est": len(inline) // 4,
+        "ratio_inline_over_level1": round(len(inline) / level1_total, 1),
+    }
+
+
+# --------------------------------------------------------------------------- MCP overhead
+
+
+async def _direct(transport: Any, calls: int) -> list[float]:
+    async with Client(transport) as client:
+        for _ in range(20):
+            await client.call_tool("echo", {"text": "x"})
+        out = []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            await client.call_tool("echo", {"text": "x"})
+            out.append(time.perf_counter() - t0)
+    return out
+
+
+async def _through_runner(server: Any, calls: int, tmp: Path) -> list[float]:
+    b = bundle(agents=[agent("bench", tools=[f"{server.tool_prefix}.echo"])], mcp_servers=[server])
+    layout = write_bundle(b, tmp)
+    paths = RunnerPaths.resolve(
+        str(layout.bundle_dir), str(layout.skills_dir), str(layout.scratch), None
+    )
+    secrets = SecretStore({})
+    with open(os.devnull, "w") as null:
+        audit = AuditLog(b.run.uid, b.run.correlation_id, secrets, sink=null)
+        ctx = RunContext(b, paths, audit, secrets, Budget(100, 10**9))
+        ctx.mcp = McpManager(needed_servers(b), secrets, audit)
+        await ctx.mcp.start()
+        try:
+            catalog, _ = AgentRunner(ctx).build_catalog(root_position(b), 0)
+            call = ToolCall("c", f"{server.tool_prefix}.echo", {"text": "x"})
+            for _ in range(20):
+                await catalog.call(call)
+            out = []
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                result = await catalog.call(call)
+                out.append(time.perf_counter() - t0)
+                assert not result.is_error, result.content
+        finally:
+            await ctx.mcp.aclose()
+    return out
+
+
+def _stats(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "mean_ms": round(statistics.mean(samples) * 1000, 3),
+        "p50_ms": round(ordered[len(ordered) // 2] * 1000, 3),
+        "p95_ms": round(ordered[int(len(ordered) * 0.95)] * 1000, 3),
+    }
+
+
+async def mcp_overhead(calls: int) -> dict[str, Any]:
+    results: dict[str, Any] = {"calls": calls}
+    with tempfile.TemporaryDirectory() as tmp, HttpMcpServer(name="bench-http") as http_mcp:
+        command = stdio_command("bench-stdio")
+        params = StdioServerParameters(command=command[0], args=command[1:])
+        for name, direct_transport, server in (
+            ("stdio", stdio_client(params), stdio_server("t", command)),
+            ("http", streamable_http_client(http_mcp.url), http_server("h", http_mcp.url)),
+        ):
+            direct = _stats(await _direct(direct_transport, calls))
+            runner = _stats(await _through_runner(server, calls, Path(tmp) / name))
+            results[name] = {
+                "direct_sdk": direct,
+                "runner": runner,
+                "overhead_p50_ms": round(runner["p50_ms"] - direct["p50_ms"], 3),
+                "overhead_mean_ms": round(runner["mean_ms"] - direct["mean_ms"], 3),
+            }
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="cold-start runs (after 1 warm-up)")
+    parser.add_argument("--calls", type=int, default=200, help="MCP calls per measurement")
+    parser.add_argument("--json", action="store_true", help="print one JSON document only")
+    args = parser.parse_args()
+
+    report = {
+        "cold_start": cold_start(args.runs),
+        "level1_catalog": level_one_cost(),
+        "mcp_call_overhead": asyncio.run(mcp_overhead(args.calls)),
+        "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)},
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    cs, l1, mo = report["cold_start"], report["level1_catalog"], report["mcp_call_overhead"]
+    print("Runner benchmarks")
+    print(
+        f"  cold start → first model request (20 skills, 2 MCP servers): median "
+        f"{cs['median_s']} s (min {cs['min_s']}, max {cs['max_s']}, {cs['runs']} runs; "
+        f"MCP ready {cs['mcp_ready_median_ms']} ms; target < {cs['target_s']} s)"
+    )
+    print(
+        f"  system prompt, {l1['skills']} skills: level 1 {l1['level1_chars']} chars "
+        f"(~{l1['level1_tokens_est']} tokens) vs inline {l1['inline_chars']} chars "
+        f"(~{l1['inline_tokens_est']} tokens): inline is {l1['ratio_inline_over_level1']}x"
+    )
+    for transport in ("stdio", "http"):
+        m = mo[transport]
+        print(
+            f"  MCP call ({transport}, {mo['calls']} calls): direct SDK p50 "
+            f"{m['direct_sdk']['p50_ms']} ms, via runner p50 {m['runner']['p50_ms']} ms → "
+            f"overhead {m['overhead_p50_ms']} ms (mean {m['overhead_mean_ms']} ms)"
+        )
+    print(f"  machine: {report['machine']}")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
