@@ -97,9 +97,7 @@ class AuditLog:
         self._sink = sink
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()
-        #: Every event emitted (kept for tests and the result; small dicts).
-        self.events: list[dict[str, Any]] = []
-        self.keep_events = False
+        self._broken = False
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         """Write one event; ``None`` fields are left out."""
@@ -113,10 +111,13 @@ class AuditLog:
         line = self._secrets.scrub(json.dumps(record, ensure_ascii=False, default=str))
         sink = self._sink if self._sink is not None else sys.stdout
         with self._lock:
-            sink.write(line + "\n")
-            sink.flush()
-            if self.keep_events:
-                self.events.append(json.loads(line))
+            try:
+                sink.write(line + "\n")
+                sink.flush()
+            except (OSError, ValueError) as exc:  # a closed stdout must not end the run
+                if not self._broken:
+                    self._broken = True
+                    print(f"swarmkit-runner: audit stream broken: {exc}", file=sys.stderr)
         return record
 
     def call_fields(

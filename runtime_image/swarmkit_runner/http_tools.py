@@ -9,6 +9,7 @@ from a Secret. A non-2xx answer is a tool error with the status and a capped bod
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from typing import Any
@@ -42,8 +43,8 @@ def dotted(value: Any, path: str) -> Any:
 
 def validate_arguments(schema: dict[str, Any], args: dict[str, Any]) -> None:
     """Raise a ToolError naming the first field that does not match ``schema``."""
-    import jsonschema  # type: ignore[import-untyped]
-
+    # Imported lazily (start-up cost) and untyped (no stubs needed in the image).
+    jsonschema: Any = importlib.import_module("jsonschema")
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
     if errors:
