@@ -170,8 +170,10 @@ class PeeringValues(_Values):
 class LoggingValues(_Values):
     """Operator log output."""
 
-    level: Literal["debug", "info", "warning", "error"] = _desc("Log level.")
-    format: Literal["json", "text"] = _desc("json (structured, one object a line) or text.")
+    format: Literal["json", "plain", "full"] = _desc(
+        "json (structured, one object a line), plain or full (kopf's log formats)."
+    )
+    verbose: bool = _desc("Debug logging (`--verbose`).")
 
 
 class ServiceAccountValues(_Values):

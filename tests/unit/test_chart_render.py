@@ -181,11 +181,14 @@ def test_defaults_one_standalone_replica_all_namespaces() -> None:
     deploy = one(docs, "Deployment")
     assert deploy["spec"]["replicas"] == 1
     assert deploy["spec"]["strategy"] == {"type": "Recreate"}
-    args = container(docs)["args"]
-    assert "--standalone" in args and "--all-namespaces" in args
-    assert "--liveness=http://0.0.0.0:8080/healthz" in args
-    assert "--metrics-port=9090" in args
-    assert not [a for a in args if a.startswith(("--peering", "--namespace"))]
+    # Standalone and all namespaces are the entry point's defaults (no --peering, and no
+    # watchNamespaces in the configuration file).
+    assert container(docs)["args"] == [
+        "--liveness=http://0.0.0.0:8080/healthz",
+        "--metrics-port=9090",
+        "--log-format=json",
+    ]
+    assert operator_config(docs)["watchNamespaces"] == []
     assert not by_kind(docs, "ClusterKopfPeering") and not by_kind(docs, "KopfPeering")
 
 
@@ -234,8 +237,7 @@ def test_replicas_above_one_use_kopf_peering() -> None:
     deploy = one(docs, "Deployment")
     assert deploy["spec"]["replicas"] == 3
     assert deploy["spec"]["strategy"]["type"] == "RollingUpdate"
-    args = container(docs)["args"]
-    assert "--peering=swarmkit-operator" in args and "--standalone" not in args
+    assert "--peering=swarmkit-operator" in container(docs)["args"]
     peering = one(docs, "ClusterKopfPeering")
     assert peering["metadata"]["name"] == "swarmkit-operator"
     crds = {d["metadata"]["name"] for d in by_kind(docs, "CustomResourceDefinition")}
@@ -252,9 +254,8 @@ def test_peering_per_watched_namespace() -> None:
     peerings = by_kind(docs, "KopfPeering")
     assert sorted(p["metadata"]["namespace"] for p in peerings) == ["team-a", "team-b"]
     assert not by_kind(docs, "ClusterKopfPeering")
-    args = container(docs)["args"]
-    assert "--namespace=team-a" in args and "--namespace=team-b" in args
-    assert "--all-namespaces" not in args
+    assert "--peering=swarmkit-operator" in container(docs)["args"]
+    assert operator_config(docs)["watchNamespaces"] == ["team-a", "team-b"]
 
 
 # -- configuration and rollout ----------------------------------------------------------------
@@ -308,7 +309,7 @@ def test_changing_an_approval_changes_the_pod_template() -> None:
     other = {**entry, "sha256": hashlib.sha256(b"tampered").hexdigest()}
     assert _checksum(render(_approvals(other))) != base
     assert _checksum(render(_approvals(entry, allow=False))) != base
-    assert _checksum(render({**_approvals(entry), "logging": {"level": "debug"}})) == base
+    assert _checksum(render({**_approvals(entry), "logging": {"verbose": True}})) == base
 
 
 # -- CRDs -------------------------------------------------------------------------------------
@@ -351,7 +352,7 @@ def test_metrics_service_and_service_monitor() -> None:
     assert sm["spec"]["endpoints"][0]["port"] == "metrics"
     off = render({"metrics": {"enabled": False}})
     assert not by_kind(off, "Service")
-    assert not [a for a in container(off)["args"] if a.startswith("--metrics-port")]
+    assert "--metrics-port=0" in container(off)["args"]  # the entry point's default is 8080
 
 
 def test_network_policy_allows_only_the_apiserver_dns_and_metrics() -> None:

@@ -104,7 +104,7 @@ BAD: list[tuple[dict[str, Any], str, str]] = [
     ({"watchNamespaces": ["Team_A"]}, "/watchNamespaces/0", "does not match"),
     ({"watchNamespaces": ["a", "a"]}, "/watchNamespaces", "are equal"),
     ({"metrics": {"port": 80}}, "/metrics/port", "minimum"),
-    ({"logging": {"level": "verbose"}}, "/logging/level", "debug"),
+    ({"logging": {"format": "text"}}, "/logging/format", "json"),
     ({"config": {"maxJobRecreations": -1}}, "/config/maxJobRecreations", "minimum"),
     (
         {"config": {"security": {"skills": {"allowed": [{"skill": "x", "path": "a.py"}]}}}},

@@ -109,26 +109,19 @@ app.kubernetes.io/part-of: swarmkit-operator
 {{- end }}
 
 {{/* The operator's command-line arguments (the image's entry point is
-     `python -m swarmkit_operator`; see the chart README for the contract). */}}
+     `python -m swarmkit_operator`; see the chart README for the contract). The namespaces
+     to watch come from the configuration file (watchNamespaces); standalone is the
+     default unless --peering is given. */}}
 {{- define "swarmkit-operator.args" -}}
 - --liveness=http://0.0.0.0:{{ .Values.health.port }}{{ .Values.health.path }}
-{{- if .Values.metrics.enabled }}
-- --metrics-port={{ .Values.metrics.port }}
-{{- end }}
+- --metrics-port={{ if .Values.metrics.enabled }}{{ .Values.metrics.port }}{{ else }}0{{ end }}
 {{- if include "swarmkit-operator.peering" . }}
 - --peering={{ .Values.peering.name }}
-{{- else }}
-- --standalone
 {{- end }}
-{{- if include "swarmkit-operator.clusterWide" . }}
-- --all-namespaces
-{{- else }}
-{{- range .Values.watchNamespaces }}
-- --namespace={{ . }}
-{{- end }}
-{{- end }}
-- --log-level={{ .Values.logging.level }}
 - --log-format={{ .Values.logging.format }}
+{{- if .Values.logging.verbose }}
+- --verbose
+{{- end }}
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
 {{- end }}
@@ -140,29 +133,35 @@ app.kubernetes.io/part-of: swarmkit-operator
      The chart README explains each rule; tests/integration/test_helm_rbac.py fails when
      the ServiceAccount can do anything beyond this. */}}
 {{- define "swarmkit-operator.namespacedRules" -}}
-# Watch the five kinds. kopf keeps its handler progress and diff-base in status, so the
-# only write to the objects themselves is kopf's finalizer (metadata.finalizers).
+# Watch the five kinds (kopf indexes) and read them. The operator never writes spec,
+# labels or annotations: kopf keeps any bookkeeping in status.kopf.
 - apiGroups: [swarmkit.dev]
   resources: [workspaces, skills, agents, topologies, runs]
-  verbs: [get, list, watch, patch]
-# Status is the operator's: conditions, versions, pins, Run outcomes.
+  verbs: [get, list, watch]
+# kopf's finalizer (swarmkit.dev/operator) on a Topology while its schedule timer runs.
+- apiGroups: [swarmkit.dev]
+  resources: [topologies]
+  verbs: [patch]
+# Status is the operator's: conditions, versions, pins, Run outcomes (merge patches).
 - apiGroups: [swarmkit.dev]
   resources: [workspaces/status, skills/status, agents/status, topologies/status, runs/status]
-  verbs: [get, patch, update]
+  verbs: [patch]
 # Scheduled Runs (Topology spec.schedule) and Run retention (TTL, historyLimit).
 - apiGroups: [swarmkit.dev]
   resources: [runs]
   verbs: [create, delete]
-# Children carry ownerReferences with blockOwnerDeletion, which clusters running the
-# OwnerReferencesPermissionEnforcement admission plugin (e.g. OpenShift) check this for.
+# Rendered ConfigMaps and Jobs carry ownerReferences with blockOwnerDeletion to their
+# Workspace, Skill, Agent or Run; clusters with the OwnerReferencesPermissionEnforcement
+# admission plugin (e.g. OpenShift) require this for it.
 - apiGroups: [swarmkit.dev]
-  resources: [workspaces/finalizers, skills/finalizers, agents/finalizers, topologies/finalizers, runs/finalizers]
+  resources: [workspaces/finalizers, skills/finalizers, agents/finalizers, runs/finalizers]
   verbs: [update]
 # Rendered, immutable, content-addressed ConfigMaps (and Skill files referenced from a
-# ConfigMap): created once, never updated, deleted when nothing refers to them.
+# ConfigMap): created once, never updated; patch only merges labels (a Run's bundle is
+# labelled finished); deleted when nothing refers to them.
 - apiGroups: [""]
   resources: [configmaps]
-  verbs: [create, get, list, watch, delete]
+  verbs: [create, get, list, watch, patch, delete]
 # One Job per Run; deleted to cancel.
 - apiGroups: [batch]
   resources: [jobs]
@@ -173,15 +172,15 @@ app.kubernetes.io/part-of: swarmkit-operator
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, patch]
-# Workspace credential references: existence of the Secret and key only (values are
-# never copied; Run pods get them through secretKeyRef env).
+# Workspace credential references: which Secrets and keys exist (values are never copied;
+# Run pods get them through secretKeyRef env).
 - apiGroups: [""]
   resources: [secrets]
-  verbs: [get, list, watch]
-# Events on every transition.
+  verbs: [list, watch]
+# An Event for every condition transition; a Job's warning Events explain a failed pod.
 - apiGroups: [""]
   resources: [events]
-  verbs: [create, patch]
+  verbs: [create, list]
 {{- if include "swarmkit-operator.peering" . }}
 {{- if not (include "swarmkit-operator.clusterWide" .) }}
 # kopf peering (replicaCount > 1): keep-alives in the namespace's KopfPeering.
