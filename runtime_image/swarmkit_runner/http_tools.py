@@ -9,7 +9,6 @@ from a Secret. A non-2xx answer is a tool error with the status and a capped bod
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from typing import Any
@@ -22,6 +21,7 @@ from swarmkit_api.workspace import Tool
 from .catalog import EMPTY_OBJECT_SCHEMA, ToolEntry, as_text
 from .context import RunContext
 from .errors import ToolError
+from .output import schema_problems
 
 MAX_ERROR_BODY = 1000
 MAX_BODY = 256 * 1024
@@ -43,14 +43,9 @@ def dotted(value: Any, path: str) -> Any:
 
 def validate_arguments(schema: dict[str, Any], args: dict[str, Any]) -> None:
     """Raise a ToolError naming the first field that does not match ``schema``."""
-    # Imported lazily (start-up cost) and untyped (no stubs needed in the image).
-    jsonschema: Any = importlib.import_module("jsonschema")
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
-    if errors:
-        first = errors[0]
-        where = ".".join(str(p) for p in first.path) or "(arguments)"
-        raise ToolError(f"{where}: {first.message}", "InvalidArguments")
+    problems = schema_problems(schema, args)
+    if problems:
+        raise ToolError(problems[0], "InvalidArguments")
 
 
 def http_tool(ctx: RunContext, tool: Tool) -> ToolEntry:

@@ -5,7 +5,9 @@ One loop per agent invocation: system prompt (+ level-1 skill catalog) → model
 Workspace governance: ``maxStepsPerAgent`` (capped further by the agent's ``maxSteps``),
 ``maxStepsPerRun`` and ``maxTokensPerRun``; hitting one raises :class:`LimitExceeded`, which
 ends the whole run. Topology children are offered as ``delegate_to_<node>`` tools that run
-the child's own loop in-process with the task text and return its final answer.
+the child's own loop in-process with the task text and return its final answer. An agent
+with an ``outputSchema`` must answer with matching JSON: it is re-asked with field-specific
+problems (twice), then the run fails.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from .builtins import builtin_tool, is_builtin
 from .bundle import AgentPosition, children, provider_for, reachable_agents
 from .catalog import ToolCatalog, ToolEntry
 from .context import RunContext
-from .errors import LimitExceeded
+from .errors import LimitExceeded, RunFailed
 from .flowdata import flow_data_tool
 from .http_tools import http_tool
 from .mcp_client import McpManager
 from .native import native_tools
+from .output import OUTPUT_RETRIES, answer_problems, feedback
 from .providers import (
     AssistantMessage,
     Message,
@@ -236,6 +239,8 @@ class AgentRunner:
             tools=catalog.names,
         )
         messages: list[Message] = [UserMessage(task)]
+        output_schema = agent.spec.output_schema.as_dict() if agent.spec.output_schema else None
+        output_attempts = 0
         steps = 0
         started = time.monotonic()
         while True:
@@ -292,6 +297,26 @@ class AgentRunner:
             )
             ctx.budget.after_step(ctx.audit, agent.name, response.usage)
             if not response.tool_calls:
+                if output_schema is not None:
+                    problems = answer_problems(output_schema, response.text)
+                    if problems:
+                        retry = output_attempts < OUTPUT_RETRIES
+                        ctx.audit.emit(
+                            "output.validation_failed",
+                            agent=agent.name,
+                            problems=problems,
+                            outcome="retry" if retry else "failed",
+                        )
+                        if not retry:
+                            raise RunFailed(
+                                f"agent {agent.name}: final answer does not match its "
+                                f"outputSchema after {OUTPUT_RETRIES} retries: {problems[0]}"
+                            )
+                        output_attempts += 1
+                        messages.append(AssistantMessage(response.text))
+                        messages.append(UserMessage(feedback(output_schema, problems)))
+                        continue
+                    ctx.audit.emit("output.validated", agent=agent.name, outcome="ok")
                 ctx.audit.emit(
                     "agent.end",
                     agent=agent.name,

@@ -144,3 +144,46 @@ async def test_topology_root_delegates_to_children_in_process(
     starts = out.events("agent.start")
     assert [(s["agent"], s["depth"]) for s in starts] == [("lead", 0), ("researcher-agent", 1)]
     assert out.result["steps"] == 3
+
+
+async def test_output_schema_is_enforced_with_field_specific_retries(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"verdict": {"enum": ["pass", "fail"]}, "reasoning": {"type": "string"}},
+        "required": ["verdict", "reasoning"],
+    }
+    model_server.push(
+        text("Looks fine to me."),
+        text('{"verdict": "maybe", "reasoning": "unsure"}'),
+        text('```json\n{"verdict": "pass", "reasoning": "tests pass"}\n```'),
+    )
+    b = bundle(
+        agents=[agent("judge", provider="m", outputSchema=schema)],
+        providers=[openai_provider("m", model_server.openai_base_url)],
+    )
+    out = await run_in_process(b, write_bundle(b, tmp_path))
+
+    assert out.outcome == "Succeeded"
+    assert '"verdict": "pass"' in out.result["output"]
+    second, third = model_server.requests[1], model_server.requests[2]
+    assert "not valid JSON" in second.messages[-1]["content"]
+    assert "verdict: 'maybe' is not one of ['pass', 'fail']" in third.messages[-1]["content"]
+    assert [e["outcome"] for e in out.events("output.validation_failed")] == ["retry", "retry"]
+
+
+async def test_output_schema_failing_after_retries_fails_the_run(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    model_server.default = text('{"verdict": 3}')
+    b = bundle(
+        agents=[agent("judge", provider="m", outputSchema={"type": "object", "required": ["x"]})],
+        providers=[openai_provider("m", model_server.openai_base_url)],
+    )
+    out = await run_in_process(b, write_bundle(b, tmp_path))
+    assert out.outcome == "Failed"
+    assert out.result["message"] == (
+        "agent judge: final answer does not match its outputSchema after 2 retries: "
+        "(root): 'x' is a required property"
+    )
