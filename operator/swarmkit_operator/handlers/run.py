@@ -963,21 +963,21 @@ async def runs_startup(
 
 
 @kopf.on.event(*RUNS)
-def runs_on_run_event(uid: str | None, **_: Any) -> None:
+async def runs_on_run_event(uid: str | None, **_: Any) -> None:
     ctl = _ctl()
     if ctl is not None and uid:
         ctl.kick(uid)
 
 
 @kopf.on.event("batch", "v1", "jobs", labels={jobs.RUN_UID_LABEL: kopf.PRESENT})
-def runs_on_job_event(labels: Mapping[str, str], **_: Any) -> None:
+async def runs_on_job_event(labels: Mapping[str, str], **_: Any) -> None:
     ctl = _ctl()
     if ctl is not None:
         ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
 
 
 @kopf.on.event("v1", "pods", labels={jobs.RUN_UID_LABEL: kopf.PRESENT})
-def runs_on_pod_event(labels: Mapping[str, str], **_: Any) -> None:
+async def runs_on_pod_event(labels: Mapping[str, str], **_: Any) -> None:
     ctl = _ctl()
     if ctl is not None:
         ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
@@ -987,7 +987,7 @@ def runs_on_pod_event(labels: Mapping[str, str], **_: Any) -> None:
 @kopf.on.event(*AGENTS)
 @kopf.on.event(*SKILLS)
 @kopf.on.event(*WORKSPACES)
-def runs_on_target_event(namespace: str | None, **_: Any) -> None:
+async def runs_on_target_event(namespace: str | None, **_: Any) -> None:
     ctl = _ctl()
     if ctl is not None:
         ctl.kick_waiting(namespace)

@@ -1,0 +1,324 @@
+"""Helpers for the Runs end-to-end tests: the operator as a real process, manifests, waits.
+
+The operator runs as ``python -m swarmkit_operator`` (or ``kopf run -m
+swarmkit_operator.handlers`` while there is no entry point) against the test cluster, so a
+test can SIGKILL it mid-run and start it again. Runs execute the real runner in the process
+node (image ``*swarmkit-runtime`` → ``python -m swarmkit_runner``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from swarmkit_devcluster.testing import Kube, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+GROUP, VERSION = "swarmkit.dev", "v1alpha1"
+PLURALS = {
+    "Workspace": "workspaces",
+    "Skill": "skills",
+    "Agent": "agents",
+    "Topology": "topologies",
+    "Run": "runs",
+}
+
+
+class OperatorProcess:
+    """The operator as a child process (own process group), with its log in a file."""
+
+    def __init__(self, kubeconfig: Path, config: dict[str, Any] | None = None) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="swarmkit-operator-test-"))
+        self.log_path = self.dir / "operator.log"
+        self.config_path = self.dir / "config.yaml"
+        self.config_path.write_text(yaml.safe_dump(config or {}))
+        self.kubeconfig = kubeconfig
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def command(self) -> list[str]:
+        if importlib.util.find_spec("swarmkit_operator.__main__") is not None:
+            return [sys.executable, "-m", "swarmkit_operator"]
+        return [
+            sys.executable,
+            "-m",
+            "kopf",
+            "run",
+            "--standalone",
+            "--all-namespaces",
+            "-m",
+            "swarmkit_operator.handlers",
+        ]
+
+    def start(self) -> None:
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "SWARMKIT_OPERATOR_CONFIG": str(self.config_path),
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.starts += 1
+        log = self.log_path.open("ab")
+        log.write(f"\n===== start #{self.starts} =====\n".encode())
+        log.flush()
+        self.proc = subprocess.Popen(
+            self.command(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=REPO,
+            start_new_session=True,
+        )
+        log.close()
+        wait_for(
+            lambda: "runs controller started" in self.log(),
+            30,
+            message=lambda: f"the operator to start; log:\n{self.tail()}",
+        )
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (no graceful shutdown)."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.proc = None
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log().splitlines()[-lines:])
+
+
+def examples() -> list[dict[str, Any]]:
+    docs = []
+    for path in sorted((REPO / "examples").glob("*.yaml")):
+        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+    return docs
+
+
+def example(kind: str, name: str | None = None) -> dict[str, Any]:
+    for doc in examples():
+        if doc["kind"] == kind and (name is None or doc["metadata"]["name"] == name):
+            return copy.deepcopy(doc)
+    raise KeyError((kind, name))
+
+
+def create(kube: Kube, namespace: str, doc: dict[str, Any]) -> dict[str, Any]:
+    body = copy.deepcopy(doc)
+    body.setdefault("metadata", {})["namespace"] = namespace
+    body["metadata"].pop("resourceVersion", None)
+    out: dict[str, Any] = kube.custom.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURALS[body["kind"]], body
+    )
+    return out
+
+
+def apply(kube: Kube, namespace: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """Create, or replace the spec of an existing object."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return create(kube, namespace, doc)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    plural = PLURALS[doc["kind"]]
+    name = doc["metadata"]["name"]
+    out: dict[str, Any] = kube.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, plural, name, {"spec": doc["spec"]}
+    )
+    return out
+
+
+def apply_examples(
+    kube: Kube, namespace: str, edit: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
+) -> None:
+    for doc in examples():
+        if doc["kind"] == "Run":
+            continue
+        doc = edit(doc) if edit else doc
+        if doc is not None:
+            apply(kube, namespace, doc)
+
+
+def get(kube: Kube, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        out: dict[str, Any] = kube.custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURALS[kind], name
+        )
+        return out
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def succeeded(run: dict[str, Any] | None) -> dict[str, Any] | None:
+    for cond in ((run or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Succeeded":
+            return dict(cond)
+    return None
+
+
+def run_manifest(
+    name: str,
+    topology: str | None = "review-pipeline",
+    *,
+    agent: str | None = None,
+    input: str = "Review PR #42.",
+    timeout: int | None = 120,
+    **spec: Any,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"input": input, **spec}
+    if agent:
+        body["agentRef"] = {"name": agent}
+    else:
+        body["topologyRef"] = {"name": topology}
+    if timeout is not None:
+        body["timeoutSeconds"] = timeout
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Run",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
+def jobs(kube: Kube, namespace: str) -> list[Any]:
+    return list(kube.batch.list_namespaced_job(namespace).items)
+
+
+def pods(kube: Kube, namespace: str) -> list[Any]:
+    return list(kube.core.list_namespaced_pod(namespace).items)
+
+
+def debug(kube: Kube, namespace: str, operator: OperatorProcess | None = None) -> str:
+    parts = []
+    with contextlib.suppress(Exception):
+        runs = kube.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "runs")
+        for r in runs["items"]:
+            parts.append(f"run {r['metadata']['name']}: {json.dumps(r.get('status'), indent=1)}")
+    with contextlib.suppress(Exception):
+        for kind in ("Workspace", "Skill", "Agent", "Topology"):
+            items = kube.custom.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURALS[kind]
+            )["items"]
+            for o in items:
+                conds = [
+                    (c["type"], c["status"], c.get("reason"), c.get("message"))
+                    for c in (o.get("status") or {}).get("conditions") or ()
+                ]
+                parts.append(f"{kind} {o['metadata']['name']}: {conds}")
+    with contextlib.suppress(Exception):
+        for j in jobs(kube, namespace):
+            parts.append(f"job {j.metadata.name}: {j.status.conditions}")
+    with contextlib.suppress(Exception):
+        for p in pods(kube, namespace):
+            parts.append(f"pod {p.metadata.name}: {p.status.phase} {p.status.container_statuses}")
+    if operator is not None:
+        parts.append("--- operator log ---\n" + operator.tail(80))
+    return "\n".join(parts)
+
+
+def wait_run(
+    kube: Kube,
+    namespace: str,
+    name: str,
+    predicate: Callable[[dict[str, Any]], bool],
+    timeout: float = 90,
+    operator: OperatorProcess | None = None,
+) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        run = get(kube, namespace, "Run", name)
+        return run if run is not None and predicate(run) else None
+
+    result: dict[str, Any] = wait_for(
+        check, timeout, message=lambda: debug(kube, namespace, operator)
+    )
+    return result
+
+
+def reason_is(*reasons: str) -> Callable[[dict[str, Any]], bool]:
+    def check(run: dict[str, Any]) -> bool:
+        cond = succeeded(run)
+        return cond is not None and cond.get("reason") in reasons
+
+    return check
+
+
+def finished(run: dict[str, Any]) -> bool:
+    cond = succeeded(run)
+    return cond is not None and cond.get("status") in ("True", "False")
+
+
+def wait_ready(kube: Kube, namespace: str, kind: str, name: str, timeout: float = 60) -> None:
+    def check() -> bool:
+        obj = get(kube, namespace, kind, name)
+        for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+            if cond.get("type") == "Ready" and cond.get("status") == "True":
+                return True
+        return False
+
+    wait_for(check, timeout, message=lambda: debug(kube, namespace))
+
+
+@contextlib.contextmanager
+def timer() -> Iterator[Callable[[], float]]:
+    start = time.monotonic()
+    yield lambda: time.monotonic() - start
+
+
+def agent_with(
+    name: str, replay: list[dict[str, Any]], *, bash: bool = False, **spec: Any
+) -> dict[str, Any]:
+    """A single-agent manifest with scripted replay turns."""
+    body: dict[str, Any] = {
+        "workspaceRef": {"name": "default"},
+        "model": {"provider": "replay"},
+        "systemPrompt": "You are a test agent.",
+        "replay": replay,
+        **spec,
+    }
+    if bash:
+        body["nativeTools"] = {"bash": True}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Agent",
+        "metadata": {"name": name},
+        "spec": body,
+    }

@@ -1,0 +1,343 @@
+"""Runs end to end: real control plane, process node, operator process and runner process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from swarmkit_api.bundle import TRUNCATION_MARKER
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube, pid_alive, pod_pids, wait_for
+
+from .runs_support import (
+    OperatorProcess,
+    agent_with,
+    apply,
+    apply_examples,
+    create,
+    debug,
+    finished,
+    get,
+    jobs,
+    pods,
+    reason_is,
+    run_manifest,
+    succeeded,
+    wait_ready,
+    wait_run,
+)
+
+MAX_RECREATIONS = 1
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
+    op = OperatorProcess(cluster.kubeconfig, {"maxJobRecreations": MAX_RECREATIONS})
+    op.start()
+    yield op
+    op.stop()
+
+
+@pytest.fixture
+def examples_ns(kube: Kube, namespace: str, operator: OperatorProcess) -> str:
+    apply_examples(kube, namespace)
+    wait_ready(kube, namespace, "Topology", "review-pipeline")
+    return namespace
+
+
+def test_run_succeeds_with_output_in_status(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    ns = examples_ns
+    create(kube, ns, run_manifest("review-demo", correlationId="pr-42"))
+    run = wait_run(kube, ns, "review-demo", finished, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Succeeded"), debug(
+        kube, ns, operator
+    )
+    status = run["status"]
+    assert "verdict is pass" in status["output"]
+    assert status["jobName"].startswith("run-review-demo-")
+    assert status["podName"].startswith(status["jobName"])
+    assert status["startTime"] and status["completionTime"]
+    assert status["bundleConfigMap"] == status["jobName"] + "-bundle"
+    assert status["pinned"]["topology"]
+    assert set(status["pinned"]["agents"]) == {"coordinator", "reviewer"}
+    assert status["steps"] >= 3 and status["toolCalls"] >= 2
+    assert "usage" in status
+    (job,) = jobs(kube, ns)
+    assert job.metadata.owner_references[0].uid == run["metadata"]["uid"]
+    assert job.metadata.labels["swarmkit.dev/topology"] == "review-pipeline"
+    assert job.spec.template.spec.automount_service_account_token is False
+    # the pod's outcome finalizer was released once the outcome was recorded
+    wait_for(
+        lambda: all(
+            "swarmkit.dev/run-outcome" not in (p.metadata.finalizers or []) for p in pods(kube, ns)
+        ),
+        20,
+        message="the pods' outcome finalizers to be released",
+    )
+    bundle = kube.core.read_namespaced_config_map(status["bundleConfigMap"], ns)
+    wait_for(
+        lambda: kube.core.read_namespaced_config_map(status["bundleConfigMap"], ns).metadata.labels.get(
+            "swarmkit.dev/run-finished"
+        )
+        == "true",
+        10,
+    )
+    assert bundle.immutable is True
+    events = kube.core.list_namespaced_event(ns, field_selector=f"involvedObject.uid={run['metadata']['uid']}")
+    reasons = {e.reason for e in events.items}
+    assert "Succeeded" in reasons
+
+
+def test_target_not_ready_is_pending_then_runs(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+    create(kube, ns, run_manifest("early"))
+    run = wait_run(kube, ns, "early", reason_is("Pending"), operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and cond["status"] == "Unknown"
+    assert "Topology review-pipeline" in cond["message"]
+    assert jobs(kube, ns) == []
+    apply_examples(kube, ns)
+    run = wait_run(kube, ns, "early", finished, timeout=120, operator=operator)
+    assert succeeded(run)["reason"] == "Succeeded", debug(kube, ns, operator)  # type: ignore[index]
+
+
+def test_runner_failure_is_failed_with_its_message(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    ns = examples_ns
+    ws = get(kube, ns, "Workspace", "default")
+    assert ws is not None
+    providers = [
+        *ws["spec"]["modelProviders"],
+        {
+            "name": "dead",
+            "type": "openai",
+            "baseUrl": "http://127.0.0.1:9/v1",
+            "defaultModel": "m",
+            "maxRetries": 0,
+            "timeoutSeconds": 5,
+        },
+    ]
+    apply(kube, ns, {"apiVersion": ws["apiVersion"], "kind": "Workspace", "metadata": {"name": "default"}, "spec": {**ws["spec"], "modelProviders": providers}})
+    apply(kube, ns, agent_with("broken", [], model={"provider": "dead"}))
+    wait_ready(kube, ns, "Agent", "broken")
+    create(kube, ns, run_manifest("fails", agent="broken"))
+    run = wait_run(kube, ns, "fails", finished, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Failed"), debug(kube, ns, operator)
+    assert cond["message"], "the runner's message is shown"
+    assert "127.0.0.1:9" in cond["message"] or "connect" in cond["message"].lower(), cond["message"]
+
+
+def test_timeout_is_timed_out(kube: Kube, examples_ns: str, operator: OperatorProcess) -> None:
+    ns = examples_ns
+    apply(
+        kube,
+        ns,
+        agent_with(
+            "sleeper",
+            [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 120", "timeout_seconds": 300}}]}, {"text": "done"}],
+            bash=True,
+        ),
+    )
+    wait_ready(kube, ns, "Agent", "sleeper")
+    create(kube, ns, run_manifest("slow", agent="sleeper", timeout=3))
+    run = wait_run(kube, ns, "slow", finished, timeout=60, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "TimedOut"), debug(kube, ns, operator)
+
+
+def _running_pod(kube: Kube, ns: str) -> Any:
+    def check() -> Any:
+        for p in pods(kube, ns):
+            if p.status.phase == "Running" and pod_pids(p):
+                return p
+        return None
+
+    return wait_for(check, 60, message=lambda: debug(kube, ns))
+
+
+def test_cancel_stops_the_job_and_kills_the_process(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    ns = examples_ns
+    apply(
+        kube,
+        ns,
+        agent_with(
+            "sleeper",
+            [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 120", "timeout_seconds": 300}}]}, {"text": "done"}],
+            bash=True,
+        ),
+    )
+    wait_ready(kube, ns, "Agent", "sleeper")
+    create(kube, ns, run_manifest("to-cancel", agent="sleeper", timeout=300))
+    wait_run(kube, ns, "to-cancel", reason_is("Running"), operator=operator)
+    pod = _running_pod(kube, ns)
+    pids = pod_pids(pod)
+    kube.custom.patch_namespaced_custom_object(
+        "swarmkit.dev", "v1alpha1", ns, "runs", "to-cancel", {"spec": {"cancelled": True}}
+    )
+    run = wait_run(kube, ns, "to-cancel", finished, timeout=30, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Cancelled")
+    wait_for(lambda: not any(pid_alive(p) for p in pids), 20, message="the runner process to die")
+    wait_for(lambda: jobs(kube, ns) == [], 20, message="the Job to be deleted")
+
+
+def test_deleting_the_run_kills_the_process(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    ns = examples_ns
+    apply(
+        kube,
+        ns,
+        agent_with(
+            "sleeper",
+            [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 120", "timeout_seconds": 300}}]}, {"text": "done"}],
+            bash=True,
+        ),
+    )
+    wait_ready(kube, ns, "Agent", "sleeper")
+    create(kube, ns, run_manifest("to-delete", agent="sleeper", timeout=300))
+    pod = _running_pod(kube, ns)
+    pids = pod_pids(pod)
+    kube.custom.delete_namespaced_custom_object("swarmkit.dev", "v1alpha1", ns, "runs", "to-delete")
+    wait_for(lambda: not any(pid_alive(p) for p in pids), 30, message="the runner process to die")
+    wait_for(lambda: jobs(kube, ns) == [] and pods(kube, ns) == [], 30, message=lambda: debug(kube, ns, operator))
+
+
+def test_lost_job_is_recreated_then_fails(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    ns = examples_ns
+    apply(
+        kube,
+        ns,
+        agent_with(
+            "sleeper",
+            [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 120", "timeout_seconds": 300}}]}, {"text": "done"}],
+            bash=True,
+        ),
+    )
+    wait_ready(kube, ns, "Agent", "sleeper")
+    create(kube, ns, run_manifest("lossy", agent="sleeper", timeout=300))
+    run = wait_run(kube, ns, "lossy", lambda r: bool((r.get("status") or {}).get("jobName")), operator=operator)
+    first = run["status"]["jobName"]
+    kube.batch.delete_namespaced_job(first, ns, propagation_policy="Background")
+    run = wait_run(kube, ns, "lossy", reason_is("JobLost"), operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and cond["status"] == "Unknown"
+    assert run["status"]["jobRecreations"] == 1
+    second = run["status"]["jobName"]
+    assert second == first + "-r1" and first in cond["message"]
+    wait_for(lambda: [j.metadata.name for j in jobs(kube, ns) if not j.metadata.deletion_timestamp] == [second], 30)
+    kube.batch.delete_namespaced_job(second, ns, propagation_policy="Background")
+    run = wait_run(kube, ns, "lossy", finished, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "JobLost")
+    assert str(MAX_RECREATIONS) in cond["message"]
+
+
+def test_operator_killed_mid_run_same_job_outcome_recorded(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    ns = examples_ns
+    apply(
+        kube,
+        ns,
+        agent_with(
+            "napper",
+            [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 4"}}]}, {"text": "rested"}],
+            bash=True,
+        ),
+    )
+    wait_ready(kube, ns, "Agent", "napper")
+    create(kube, ns, run_manifest("survivor", agent="napper"))
+    run = wait_run(kube, ns, "survivor", reason_is("Running"), operator=operator)
+    job_name = run["status"]["jobName"]
+    operator.kill()
+    try:
+        # the run finishes while nobody watches
+        wait_for(
+            lambda: any(p.status.phase == "Succeeded" for p in pods(kube, ns)),
+            60,
+            message=lambda: debug(kube, ns),
+        )
+    finally:
+        operator.start()
+    run = wait_run(kube, ns, "survivor", finished, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and cond["reason"] == "Succeeded", debug(kube, ns, operator)
+    assert run["status"]["output"] == "rested"
+    assert [j.metadata.name for j in jobs(kube, ns)] == [job_name]
+    assert run["status"].get("jobRecreations", 0) == 0
+
+
+def test_skill_edited_during_a_run_is_not_seen(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    ns = examples_ns
+    skill = {
+        "apiVersion": "swarmkit.dev/v1alpha1",
+        "kind": "Skill",
+        "metadata": {"name": "notes"},
+        "spec": {
+            "description": "Use to read the notes.",
+            "category": "capability",
+            "instructions": "Read notes.md.",
+            "files": [{"path": "notes.md", "content": "version one"}],
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        },
+    }
+    apply(kube, ns, skill)
+    apply(
+        kube,
+        ns,
+        agent_with(
+            "reader",
+            [
+                {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 5"}}]},
+                {"toolCalls": [{"name": "read_skill_file", "arguments": {"skill_name": "notes", "path": "notes.md"}}]},
+                {"text": "read it"},
+            ],
+            bash=True,
+            skills=["notes"],
+        ),
+    )
+    wait_ready(kube, ns, "Agent", "reader")
+    before = get(kube, ns, "Skill", "notes")["status"]["contentHash"]  # type: ignore[index]
+    create(kube, ns, run_manifest("pinned", agent="reader"))
+    wait_run(kube, ns, "pinned", reason_is("Running"), operator=operator)
+    skill["spec"]["files"][0]["content"] = "version two"
+    apply(kube, ns, skill)
+    wait_for(lambda: get(kube, ns, "Skill", "notes")["status"]["contentHash"] != before, 30)  # type: ignore[index]
+    run = wait_run(kube, ns, "pinned", finished, operator=operator)
+    assert succeeded(run)["reason"] == "Succeeded", debug(kube, ns, operator)  # type: ignore[index]
+    assert run["status"]["pinned"]["skills"]["notes"] == before
+    pod_name = run["status"]["podName"]
+    logs = kube.core.read_namespaced_pod_log(pod_name, ns) if pod_name else ""
+    assert "version one" in logs or "version one" in str(run["status"]), logs[-2000:]
+    assert "version two" not in logs
+
+
+def test_output_over_4kib_is_truncated_with_marker(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    ns = examples_ns
+    apply(kube, ns, agent_with("talker", [{"text": "word " * 3000}]))
+    wait_ready(kube, ns, "Agent", "talker")
+    create(kube, ns, run_manifest("long", agent="talker"))
+    run = wait_run(kube, ns, "long", finished, operator=operator)
+    status = run["status"]
+    assert succeeded(run)["reason"] == "Succeeded", debug(kube, ns, operator)  # type: ignore[index]
+    assert status["outputTruncated"] is True
+    assert status["output"].endswith(TRUNCATION_MARKER)
+    assert len(status["output"].encode()) <= 4096
