@@ -580,6 +580,7 @@ def count_objects(ctl: Controller) -> Iterator[tuple[str, str, str, int]]:
 # --- ConfigMaps: rendered ones, run bundles' pins, and users' (skill files, flow data) -----
 
 _RENDERED: dict[str, Any] = {COMPONENT_LABEL: kopf.PRESENT, **MANAGED_BY}
+_COMPONENT_KINDS = {"skill": "Skill", "agent": "Agent", "workspace": "Workspace"}
 
 
 @kopf.index("v1", "configmaps", id="rendered_config_maps", labels=_RENDERED)
@@ -587,7 +588,15 @@ def rendered_config_maps(
     namespace: str | None, name: str, uid: str, labels: Mapping[str, str], **_: Any
 ) -> dict[Any, Any]:
     """namespace → the rendered skill/agent/workspace ConfigMaps in it."""
-    return {namespace: {"name": name, "uid": uid, "component": labels.get(COMPONENT_LABEL)}}
+    component = labels.get(COMPONENT_LABEL, "")
+    return {
+        namespace: {
+            "name": name,
+            "uid": uid,
+            "kind": _COMPONENT_KINDS.get(component, ""),
+            "owner": labels.get(f"swarmkit.dev/{component}", ""),
+        }
+    }
 
 
 @kopf.index("v1", "configmaps", id="rendered_config_map_names", labels=_RENDERED)
@@ -629,9 +638,7 @@ async def config_map_event(
     ):
         if type == "DELETED":  # deleted under us: let its owner re-create it if still used
             ctl.created_config_maps.pop((namespace, name), None)
-            owner_kind = {"skill": "Skill", "agent": "Agent", "workspace": "Workspace"}.get(
-                labels.get(COMPONENT_LABEL, "")
-            )
+            owner_kind = _COMPONENT_KINDS.get(labels.get(COMPONENT_LABEL, ""))
             owner = labels.get(f"swarmkit.dev/{labels.get(COMPONENT_LABEL)}")
             if owner_kind and owner:
                 ctl.enqueue(owner_kind, namespace, owner)
@@ -651,7 +658,7 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
 
     Kept: every object's current render, every skill ConfigMap an Agent's render resolves,
     everything a Run bundle pins while its Run is unfinished, and anything this process
-    created in the last minute (its status write may still be on the way).
+    just created for an owner whose status write is still on its way.
     """
     keep: set[str] = set()
     for index in VIEW_INDEXES.values():
@@ -674,11 +681,12 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
     for cm in ctl.lookup_all("rendered_config_maps", namespace):
         ident = (namespace, cm["name"])
         created = ctl.created_config_maps.get(ident)
-        if cm["name"] in keep or (created is not None and now - created < 60):
+        owner: Key = (cm["kind"], namespace, cm["owner"])
+        in_flight = created is not None and now - created < 60 and ctl.pending(owner, None)
+        if cm["name"] in keep or in_flight:
             ctl.unreferenced_since.pop(ident, None)
-            if created is not None and cm["name"] not in keep:
-                wait = 60 - (now - created)
-                next_check = wait if next_check is None else min(next_check, wait)
+            if in_flight:
+                next_check = ctl.gc_grace if next_check is None else min(next_check, ctl.gc_grace)
             continue
         since = ctl.unreferenced_since.setdefault(ident, now)
         if now - since >= ctl.gc_grace:
