@@ -21,6 +21,7 @@ import asyncio
 import json
 import math
 import os
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -82,6 +83,15 @@ def _result_text(result: Any) -> str:
     if not text and structured is not None:
         text = json.dumps(structured, ensure_ascii=False, default=str)
     return text
+
+
+def _stderr_target() -> Any:
+    """Servers' stderr goes to ours (pod logs), never to stdout (the audit stream)."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return subprocess.DEVNULL
+    return sys.stderr
 
 
 @asynccontextmanager
@@ -194,7 +204,7 @@ class _Connection:
             self.process = await anyio.open_process(
                 self.server.command,
                 env=env,
-                stderr=sys.stderr,
+                stderr=_stderr_target(),
                 start_new_session=True,
             )
         except MissingSecret as exc:

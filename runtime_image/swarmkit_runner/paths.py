@@ -1,9 +1,12 @@
 """Where the runner finds its inputs and writes its outputs.
 
 Defaults are the mount points the operator uses (``swarmkit_api.bundle``). When the env var
-``SWARMKIT_PATH_PREFIX`` is set (the local process node runs pods as processes and
-materializes volumes under a temp dir), it is prepended to every *absolute default* path
-and to the absolute paths the bundle carries (skill directories, flow data).
+``SWARMKIT_PATH_PREFIX`` is set (the local process node runs pods as processes: inside such
+a pod the absolute container path P is the host path ``$SWARMKIT_PATH_PREFIX + P``), it is
+prepended to every absolute path the runner uses: defaults, ``--bundle`` & co., and the
+paths the bundle carries (skill directories, flow data). Like the process node's own
+helper it is idempotent: a path already under the prefix is left alone. Unset (a real
+cluster) it changes nothing.
 """
 
 from __future__ import annotations
@@ -29,11 +32,11 @@ def path_prefix() -> str:
 
 
 def prefixed(path: str) -> Path:
-    """``path`` with the prefix prepended when it is absolute and a prefix is set."""
+    """``path`` as a host path: the prefix prepended to an absolute path (idempotent)."""
     prefix = path_prefix()
-    if prefix and path.startswith("/"):
-        return Path(prefix + path)
-    return Path(path)
+    if not prefix or not path.startswith("/") or path == prefix or path.startswith(prefix + "/"):
+        return Path(path)
+    return Path(prefix + path)
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,10 @@ class RunnerPaths:
         scratch: str | None = None,
         termination_log: str | None = None,
     ) -> RunnerPaths:
-        """Explicit arguments win (used as given); defaults get the prefix."""
+        """Explicit arguments win over the defaults; all of them get the prefix."""
         return cls(
-            bundle_dir=Path(bundle) if bundle else prefixed(BUNDLE_MOUNT),
-            skills_root=Path(skills_dir) if skills_dir else None,
-            scratch=Path(scratch) if scratch else prefixed(SCRATCH_MOUNT),
-            termination_log=Path(termination_log) if termination_log else prefixed(TERMINATION_LOG),
+            bundle_dir=prefixed(bundle or BUNDLE_MOUNT),
+            skills_root=prefixed(skills_dir) if skills_dir else None,
+            scratch=prefixed(scratch or SCRATCH_MOUNT),
+            termination_log=prefixed(termination_log or TERMINATION_LOG),
         )

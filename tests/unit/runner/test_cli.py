@@ -108,16 +108,22 @@ def test_path_prefix_is_prepended_to_default_paths(tmp_path: Path) -> None:
     layout.scratch.rename(prefix / "scratch")
 
     env = runner_env({"SWARMKIT_PATH_PREFIX": str(prefix)})
-    proc = subprocess.run(
-        [sys.executable, "-m", "swarmkit_runner", "run"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    result = json.loads((prefix / "dev/termination-log").read_text())
-    assert result["output"] == "from the prefix"
+    for args in (
+        [],  # every default
+        ["--bundle", "/etc/swarmkit/bundle"],  # what the Job passes
+        ["--bundle", str(prefix / "etc/swarmkit/bundle")],  # already rewritten by the node
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "swarmkit_runner", "run", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        result_file = prefix / "dev/termination-log"
+        assert json.loads(result_file.read_text())["output"] == "from the prefix"
+        result_file.unlink()
 
 
 def test_sigterm_cancels_the_run_and_reports_cancelled(
