@@ -413,8 +413,12 @@ def test_editing_a_skill_reversions_exactly_the_agents_granting_it(api: Api) -> 
     old_cm = api.status("Skill", "shared")["renderedConfigMap"]
 
     api.patch_spec("Skill", "shared", {"instructions": "New body."})
+
+    def moved(agent: str) -> Callable[[dict[str, Any]], bool]:
+        return lambda s: s.get("version") != before[agent]
+
     for agent in ("a1", "a2", "a3"):
-        api.wait("Agent", agent, lambda s, a=agent: s.get("version") != before[a], "re-versioned")
+        api.wait("Agent", agent, moved(agent), "re-versioned")
     time.sleep(2)  # give a wrong fan-out every chance to show up
     after = {a: api.status("Agent", a)["version"] for a in grants}
     changed = {a for a in grants if after[a] != before[a]}
@@ -453,7 +457,7 @@ def test_unknown_skill_is_inert_until_it_appears(api: Api) -> None:
 
 def test_agent_references_are_validated_against_the_workspace(api: Api) -> None:
     with_workspace(api)
-    cases = {
+    cases: dict[str, tuple[dict[str, Any], str, str]] = {
         "bad-bundle": ({"permissionsBundle": "admin"}, "UnknownPermissionBundle", "admin"),
         "bad-tool": ({"tools": ["jira_create"]}, "UnknownTool", "jira_create"),
         "bad-native": ({"nativeTools": {"webSearch": True}}, "NativeToolUnavailable", "web"),
@@ -604,7 +608,7 @@ def test_http_tool_endpoint_and_type_are_rejected_naming_the_right_field(api: Ap
         tool = {"name": "kb", "description": "d", "http": {"url": "https://kb"}, field: "x"}
         with pytest.raises(ApiException) as info:
             api.apply("Workspace", f"bad-{field}", {"tools": [tool]})
-        assert right in info.value.body
+        assert right in str(info.value.body)
 
 
 # --- garbage collection, operability ---------------------------------------------------------
