@@ -60,9 +60,7 @@ def set_condition(
     return result
 
 
-def get_condition(
-    conditions: Sequence[dict[str, Any]] | None, type_: str
-) -> dict[str, Any] | None:
+def get_condition(conditions: Sequence[dict[str, Any]] | None, type_: str) -> dict[str, Any] | None:
     for cond in conditions or ():
         if cond.get("type") == type_:
             return dict(cond)

@@ -82,8 +82,10 @@ def _resolve(node: Any, defs: dict[str, Any]) -> Any:
             out["type"] = "object"
         elif not any(k in out for k in ("enum", "allOf", "oneOf")):
             out["x-kubernetes-preserve-unknown-fields"] = True
-    if out.get("type") == "object" and "properties" not in out and (
-        "additionalProperties" not in out
+    if (
+        out.get("type") == "object"
+        and "properties" not in out
+        and ("additionalProperties" not in out)
     ):
         out["x-kubernetes-preserve-unknown-fields"] = True
     if out.get("format") == "date-time":
