@@ -1,0 +1,508 @@
+"""The chart installed for real: `helm install` into a fresh local control plane.
+
+The process node runs the operator pod from the chart's Deployment as a local process (an
+image whose repository ends in ``swarmkit-operator`` is ``python -m swarmkit_operator``) with
+the chart's ServiceAccount token, so the operator runs with exactly the chart's RBAC. Then:
+``examples/`` and a Run succeed; the Argo CD health checks say Healthy/Degraded/Progressing
+on the status the operator wrote; the operator causes no drift; `helm upgrade` with a new
+approval list rolls the operator and the new pin takes effect; `helm uninstall` leaves the
+CRDs and the users' objects in place.
+
+This module starts its own cluster (not the session one): a cluster-wide operator installed
+by Helm must not reconcile other tests' namespaces, and the CRDs must be Helm's own.
+Timings (install → all examples Ready, operator pod start → first reconcile) are printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+
+from swarmkit_devcluster.cluster import ClusterError, LocalCluster, free_port
+from swarmkit_devcluster.paths import binary
+from swarmkit_devcluster.testing import (
+    OWNER_FILE,
+    TEMP_PREFIX,
+    Kube,
+    pod_pids,
+    reap_abandoned_clusters,
+    wait_for,
+)
+from tests.integration.test_helm_rbac import beyond, can_i_list
+from tests.unit.test_argocd_health import health
+
+
+class InClusterLoginUnsupported(AssertionError):
+    """Known gap: the operator's in-cluster login ignores $SWARMKIT_PATH_PREFIX."""
+
+
+class SamePriorityPeers(AssertionError):
+    """Known gap: every replica runs with kopf's default peering priority."""
+
+
+# The operator (swarmkit_operator.k8s.configure and kopf's login) loads the in-cluster
+# config from the fixed path /var/run/secrets/kubernetes.io/serviceaccount/, which on the
+# process node lives under $SWARMKIT_PATH_PREFIX (hack/swarmkit_devcluster/process_node.py,
+# "the path rule"), so the chart's operator pod cannot authenticate there yet. Only that
+# failure is expected (raises=); anything else fails, and once the operator logs in the
+# tests pass and strict=True fails them until this marker is removed.
+LOGIN_GAP = pytest.mark.xfail(
+    raises=InClusterLoginUnsupported,
+    strict=True,
+    reason="operator in-cluster login ignores SWARMKIT_PATH_PREFIX (swarmkit_operator.k8s, "
+    "kopf login); remove this marker when it is fixed",
+)
+pytestmark = [pytest.mark.integration, LOGIN_GAP]
+KNOWN_LOGIN_FAILURE = "Service token file does not exist"
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "swarmkit-operator"
+EXAMPLES = REPO / "examples"
+RELEASE = "sk"
+SYSTEM_NS = "swarmkit-system"
+TEAM_NS = "team-a"
+DEPLOYMENT = f"{RELEASE}-swarmkit-operator"
+SA = f"system:serviceaccount:{SYSTEM_NS}:{DEPLOYMENT}"
+PLURALS = {
+    "Workspace": "workspaces",
+    "Skill": "skills",
+    "Agent": "agents",
+    "Topology": "topologies",
+}
+SCRIPT_SKILL = "incident-triage"
+SCRIPT_PATH = "scripts/classify_severity.py"
+FIELD_MANAGER = "gitops"  # the users' (Argo CD's) field manager
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+T = TypeVar("T")
+
+
+def until(
+    predicate: Callable[[], T | None], timeout: float, message: str | Callable[[], str] = ""
+) -> T:
+    """wait_for with a predicate that returns the value or None."""
+    value = wait_for(predicate, timeout, message=message)
+    assert value is not None
+    return value
+
+
+def boottime() -> float:
+    """Seconds since boot, on the clock /proc/<pid>/stat start times use."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def process_start(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[19]) / CLK_TCK
+
+
+@dataclass
+class Release:
+    cluster: LocalCluster
+    kube: Kube
+    ports: dict[str, int]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def helm(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)}
+        res = subprocess.run(
+            [str(binary("helm")), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+        if check and res.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)} failed:\n{res.stderr}")
+        return res
+
+    def kubectl(self, *args: str, input: str | None = None) -> str:
+        return self.cluster.kubectl(*args, input=input).stdout
+
+    def values(self, **extra: Any) -> list[str]:
+        """Values for this machine: the process node shares the host's network, so the
+        operator's health and metrics ports must be free ones."""
+        values = {
+            "health": {"port": self.ports["health"]},
+            "metrics": {"port": self.ports["metrics"]},
+            **extra,
+        }
+        path = Path(tempfile.mkdtemp(prefix="sk-values-")) / "values.json"
+        path.write_text(json.dumps(values))
+        return ["-f", str(path)]
+
+    def get(self, plural: str, name: str, ns: str = TEAM_NS) -> dict[str, Any]:
+        obj = self.kube.custom.get_namespaced_custom_object(
+            "swarmkit.dev", "v1alpha1", ns, plural, name
+        )
+        assert isinstance(obj, dict)
+        return obj
+
+    def operator_pods(self) -> list[Any]:
+        pods = self.kube.core.list_namespaced_pod(
+            SYSTEM_NS, label_selector=f"app.kubernetes.io/instance={RELEASE}"
+        ).items
+        return [p for p in pods if p.metadata.deletion_timestamp is None]
+
+    def running_operator(self) -> Any:
+        def one_running() -> Any:
+            pods = self.operator_pods()
+            running = [p for p in pods if p.status.phase == "Running" and pod_pids(p)]
+            return running[0] if len(pods) == 1 and running else None
+
+        return until(one_running, 60, message=self.operator_log)
+
+    def operator_log(self) -> str:
+        pods = self.operator_pods()
+        if not pods:
+            return "no operator pod"
+        try:
+            log = self.cluster.pod_logs(SYSTEM_NS, pods[0].metadata.name, "operator")
+        except (ClusterError, OSError) as exc:
+            return f"no operator log: {exc}"
+        return "--- operator log (tail) ---\n" + "\n".join(log.splitlines()[-25:])
+
+    def condition(self, obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+        for c in (obj.get("status") or {}).get("conditions") or []:
+            if c["type"] == type_:
+                return dict(c)
+        return None
+
+    def with_condition(self, plural: str, name: str, type_: str) -> dict[str, Any] | None:
+        """The object once it has a ``type_`` condition."""
+        obj = self.get(plural, name)
+        return obj if self.condition(obj, type_) else None
+
+    def ready(self, doc: dict[str, Any]) -> dict[str, Any] | None:
+        """The live object of ``doc`` if it is Ready for its current generation."""
+        obj = self.get(PLURALS[doc["kind"]], doc["metadata"]["name"])
+        c = self.condition(obj, "Ready")
+        generation = obj["metadata"].get("generation")
+        if c and c["status"] == "True" and c.get("observedGeneration") == generation:
+            return obj
+        return None
+
+    def wait_ready(self, kind: str, name: str, timeout: float = 60) -> dict[str, Any]:
+        doc = {"kind": kind, "metadata": {"name": name}}
+        return until(
+            lambda: self.ready(doc),
+            timeout,
+            message=lambda: f"{kind} {name} Ready\n{self.operator_log()}",
+        )
+
+
+def example_docs() -> list[dict[str, Any]]:
+    docs = []
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] != "Run"]
+    return docs
+
+
+def example_run() -> dict[str, Any]:
+    (run,) = [d for d in yaml.safe_load_all((EXAMPLES / "40-run.yaml").read_text()) if d]
+    return dict(run)
+
+
+@pytest.fixture(scope="module")
+def release() -> Iterator[Release]:
+    """A private cluster with the chart installed and examples/ applied and Ready."""
+    reap_abandoned_clusters()
+    state = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+    (state / OWNER_FILE).write_text(str(os.getpid()))
+    cluster = LocalCluster(state, verbose=True)
+    try:
+        cluster.start()
+    except ClusterError as exc:
+        pytest.fail(f"local control plane: {exc}", pytrace=False)
+    kube = Kube.from_kubeconfig(cluster.kubeconfig)
+    rel = Release(cluster, kube, {"health": free_port(), "metrics": free_port()})
+    try:
+        t0 = time.monotonic()
+        rel.helm(
+            "install", RELEASE, str(CHART), "-n", SYSTEM_NS, "--create-namespace",
+            "--wait", "--timeout", "2m", *rel.values(),
+        )  # fmt: skip
+        rel.timings["helm install --wait"] = time.monotonic() - t0
+        kube.core.create_namespace({"metadata": {"name": TEAM_NS}})
+        wait_for(lambda: kube.core.read_namespaced_service_account("default", TEAM_NS), 30)
+        manifests = "\n---\n".join(json.dumps(d) for d in example_docs())
+        rel.kubectl(
+            "apply", "--server-side", f"--field-manager={FIELD_MANAGER}", "-n", TEAM_NS,
+            "-f", "-", input=manifests,
+        )  # fmt: skip
+        first = example_docs()[0]
+        wait_for(
+            lambda: KNOWN_LOGIN_FAILURE in rel.operator_log() or rel.ready(first),
+            60,
+            message=rel.operator_log,
+        )
+        if KNOWN_LOGIN_FAILURE in rel.operator_log():
+            raise InClusterLoginUnsupported(rel.operator_log())
+        for doc in example_docs():
+            rel.wait_ready(doc["kind"], doc["metadata"]["name"])
+        rel.timings["chart install → all examples Ready"] = time.monotonic() - t0
+        yield rel
+    finally:
+        print("\n".join(f"[helm install] {k}: {v:.2f}s" for k, v in rel.timings.items()))
+        kube.close()
+        cluster.stop()
+
+
+def test_operator_pod_runs_from_the_chart_with_its_service_account(release: Release) -> None:
+    pod = release.running_operator()
+    assert pod.spec.service_account_name == DEPLOYMENT
+    assert pod.spec.containers[0].image == "ghcr.io/swarmkit-operator/swarmkit-operator:0.1.0"
+    (pid,) = pod_pids(pod)
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert b"swarmkit_operator" in cmdline  # the image's entry point, run by the process node
+    env = dict(
+        kv.split(b"=", 1) for kv in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if kv
+    )
+    assert b"KUBECONFIG" not in env  # in-cluster config: the projected service-account token
+    assert env[b"KUBERNETES_SERVICE_HOST"] == b"127.0.0.1"
+
+
+def test_examples_are_ready_and_argo_cd_says_healthy(release: Release) -> None:
+    for doc in example_docs():
+        obj = release.get(PLURALS[doc["kind"]], doc["metadata"]["name"])
+        assert health(obj)["status"] == "Healthy", (doc["kind"], obj.get("status"))
+
+
+def test_a_run_succeeds_and_its_pod_has_no_api_access(release: Release) -> None:
+    run = example_run()
+    release.kubectl("create", "-n", TEAM_NS, "-f", "-", input=json.dumps(run))
+    name = run["metadata"]["name"]
+
+    def finished() -> dict[str, Any] | None:
+        obj = release.get("runs", name)
+        c = release.condition(obj, "Succeeded")
+        return obj if c and c["status"] != "Unknown" else None
+
+    obj = until(finished, 120, message=release.operator_log)
+    assert release.condition(obj, "Succeeded") is not None
+    assert health(obj)["status"] == "Healthy", obj["status"]
+    assert obj["status"]["output"]
+    pod = release.kube.core.read_namespaced_pod(obj["status"]["podName"], TEAM_NS)
+    assert pod.spec.automount_service_account_token is False
+    mounts = [m.mount_path for c in pod.spec.containers for m in c.volume_mounts or []]
+    assert not [m for m in mounts if "serviceaccount" in m], mounts
+    # And the identity the pod runs as can do nothing beyond what anyone authenticated can.
+    baseline = can_i_list(release.cluster, f"system:serviceaccount:{TEAM_NS}:nobody", TEAM_NS)
+    runner = f"system:serviceaccount:{TEAM_NS}:{pod.spec.service_account_name or 'default'}"
+    assert beyond(can_i_list(release.cluster, runner, TEAM_NS), baseline) == {}
+
+
+def test_argo_cd_health_of_real_failures(release: Release) -> None:
+    bad_agent = {
+        "apiVersion": "swarmkit.dev/v1alpha1",
+        "kind": "Agent",
+        "metadata": {"name": "broken"},
+        "spec": {
+            "model": {"provider": "replay"},
+            "systemPrompt": "x",
+            "permissionsBundle": "no-such-bundle",
+        },
+    }
+    waiting_run = {
+        "apiVersion": "swarmkit.dev/v1alpha1",
+        "kind": "Run",
+        "metadata": {"name": "waits"},
+        "spec": {"topologyRef": {"name": "not-there-yet"}, "input": "x"},
+    }
+    release.kubectl(
+        "apply", "--server-side", "-n", TEAM_NS, "-f", "-",
+        input=json.dumps(bad_agent) + "\n---\n" + json.dumps(waiting_run),
+    )  # fmt: skip
+    agent = until(lambda: release.with_condition("agents", "broken", "Ready"), 30)
+    result = health(agent)
+    assert result["status"] == "Degraded", agent["status"]
+    assert "no-such-bundle" in result["message"]
+    run = until(lambda: release.with_condition("runs", "waits", "Succeeded"), 30)
+    assert health(run)["status"] == "Progressing", run["status"]
+    assert "Pending" in health(run)["message"]
+
+
+def test_no_drift_spec_labels_annotations_are_what_was_applied(release: Release) -> None:
+    for doc in example_docs():
+        live = release.get(PLURALS[doc["kind"]], doc["metadata"]["name"])
+        assert live["spec"] == doc["spec"], doc["metadata"]["name"]
+        meta = live["metadata"]
+        assert meta.get("labels", {}) == doc["metadata"].get("labels", {})
+        assert meta.get("annotations", {}) == doc["metadata"].get("annotations", {})
+        assert not meta.get("finalizers"), meta.get("finalizers")
+        # Only our field manager owns anything outside status.
+        for entry in meta["managedFields"]:
+            if entry["manager"] != FIELD_MANAGER:
+                assert entry.get("subresource") == "status", entry
+        assert "kopf" not in json.dumps(meta)  # no kopf annotations anywhere
+    # And a server-side apply dry run of the same manifests changes nothing (kubectl diff
+    # exits 0 when there is no difference).
+    manifests = "\n---\n".join(json.dumps(d) for d in example_docs())
+    res = release.cluster.kubectl(
+        "diff", "--server-side", f"--field-manager={FIELD_MANAGER}", "-n", TEAM_NS, "-f", "-",
+        input=manifests, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, f"drift:\n{res.stdout}{res.stderr}"
+
+
+def test_the_operator_never_hit_a_forbidden(release: Release) -> None:
+    pod = release.running_operator()
+    log = release.cluster.pod_logs(SYSTEM_NS, pod.metadata.name, "operator")
+    assert "403" not in log and "orbidden" not in log, release.operator_log()
+    metrics = _scrape(release.ports["metrics"])  # the pod shares the host's network
+    requests = [line for line in metrics.splitlines() if line.startswith("swarmkit_api_requests")]
+    assert requests, "no API request metrics"
+    assert not [line for line in requests if 'code="403"' in line], requests
+
+
+def _scrape(port: int) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        return str(resp.read().decode())
+
+
+def _scripts(release: Release) -> list[dict[str, Any]]:
+    return list(release.get("skills", SCRIPT_SKILL)["status"].get("scripts") or [])
+
+
+def _upgrade_and_wait(release: Release, allowed: list[dict[str, str]], expect: str) -> float:
+    """helm upgrade with ``allowed``; wait for a new operator pod and the script's reason.
+
+    Returns seconds from the new operator process's start to the Skill status change.
+    """
+    old = release.running_operator()
+    release.helm(
+        "upgrade", RELEASE, str(CHART), "-n", SYSTEM_NS, "--wait", "--timeout", "2m",
+        *release.values(
+            config={"security": {"skills": {"allowScriptExecution": True, "allowed": allowed}}}
+        ),
+    )  # fmt: skip
+
+    def replaced() -> Any:
+        pod = release.running_operator()
+        return pod if pod.metadata.uid != old.metadata.uid else None
+
+    new = until(replaced, 60, message="a new operator pod after the upgrade")
+    (pid,) = pod_pids(new)
+    started = process_start(pid)
+    script = until(
+        lambda: [s for s in _scripts(release) if s["reason"] == expect] or None,
+        60,
+        message=lambda: f"{SCRIPT_PATH} {expect}: {_scripts(release)}\n{release.operator_log()}",
+    )
+    assert script[0]["path"] == SCRIPT_PATH
+    return boottime() - started
+
+
+def test_upgrade_with_a_new_approval_restarts_the_operator_and_the_pin_takes_effect(
+    release: Release,
+) -> None:
+    (before,) = _scripts(release)
+    assert before["path"] == SCRIPT_PATH
+    assert before["approved"] is False and before["reason"] == "ExecutionDisabled"
+    pin = before["sha256"]
+    entry = {"skill": SCRIPT_SKILL, "path": SCRIPT_PATH, "sha256": pin}
+    release.timings["operator pod start → first reconcile (approval)"] = _upgrade_and_wait(
+        release, [entry], "Approved"
+    )
+    assert _scripts(release)[0]["approved"] is True
+    # A pin that no longer matches the content: the script is refused again.
+    wrong = {**entry, "sha256": "0" * 64}
+    release.timings["operator pod start → first reconcile (pin mismatch)"] = _upgrade_and_wait(
+        release, [wrong], "PinMismatch"
+    )
+    assert _scripts(release)[0]["approved"] is False
+    skill = release.get("skills", SCRIPT_SKILL)
+    approved = release.condition(skill, "ScriptsApproved")
+    assert approved and approved["status"] == "False" and SCRIPT_PATH in approved["message"]
+    config = yaml.safe_load(
+        release.kubectl(
+            "get", "configmap", f"{DEPLOYMENT}-config", "-n", SYSTEM_NS,
+            "-o", "jsonpath={.data.config\\.yaml}",
+        )
+    )  # fmt: skip
+    assert config["security"]["skills"]["allowed"] == [wrong]
+
+
+@pytest.mark.xfail(
+    raises=(SamePriorityPeers, InClusterLoginUnsupported),
+    strict=True,
+    reason="python -m swarmkit_operator runs every replica at kopf's default priority, so "
+    "kopf pauses them all; it must derive a distinct priority per pod (e.g. from $POD_UID, "
+    "which the chart sets); remove this marker when it does",
+)
+def test_two_replicas_peer_and_only_the_highest_priority_reconciles(release: Release) -> None:
+    # The process node shares the host's network: two replicas cannot both bind the health
+    # and metrics ports, so this test switches both endpoints off.
+    release.helm(
+        "upgrade", RELEASE, str(CHART), "-n", SYSTEM_NS, "--wait", "--timeout", "2m",
+        *release.values(
+            replicaCount=2,
+            extraArgs=["--liveness=", "--metrics-port=0"],
+            extraEnv=[{"name": "SWARMKIT_LOG_HANDLER_SUCCESS", "value": "1"}],
+        ),
+    )  # fmt: skip
+    release.kubectl("rollout", "status", f"deployment/{DEPLOYMENT}", "-n", SYSTEM_NS)
+
+    def peers() -> dict[str, int] | None:
+        pods = {p.metadata.name for p in release.operator_pods() if p.status.phase == "Running"}
+        status = (
+            release.kube.custom.get_cluster_custom_object(
+                "kopf.dev", "v1", "clusterkopfpeerings", "swarmkit-operator"
+            ).get("status")
+            or {}
+        )
+        live = {k: int(v["priority"]) for k, v in status.items() if k in pods}
+        return live if len(pods) == 2 and len(live) == 2 else None
+
+    priorities = until(peers, 60, message="both replicas in the ClusterKopfPeering")
+    if len(set(priorities.values())) == 1:
+        raise SamePriorityPeers(f"both replicas have kopf priority {priorities}")
+    active = max(priorities, key=lambda k: priorities[k])
+    standby = min(priorities, key=lambda k: priorities[k])
+    probe = {
+        "apiVersion": "swarmkit.dev/v1alpha1",
+        "kind": "Skill",
+        "metadata": {"name": "peering-probe"},
+        "spec": {
+            "description": "Use when checking that exactly one operator replica works.",
+            "category": "capability",
+            "instructions": "Nothing to do.",
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        },
+    }
+    release.kubectl("apply", "--server-side", "-n", TEAM_NS, "-f", "-", input=json.dumps(probe))
+    release.wait_ready("Skill", "peering-probe")
+    assert "peering-probe" in release.cluster.pod_logs(SYSTEM_NS, active, "operator")
+    assert "peering-probe" not in release.cluster.pod_logs(SYSTEM_NS, standby, "operator")
+
+
+def test_uninstall_keeps_crds_and_users_objects(release: Release) -> None:
+    release.helm("uninstall", RELEASE, "-n", SYSTEM_NS, "--wait", "--timeout", "2m")
+    wait_for(lambda: not release.operator_pods(), 60, message="operator pods gone")
+    crds = release.kubectl("get", "crd", "-o", "name").split()
+    for plural in ("workspaces", "skills", "agents", "topologies", "runs"):
+        assert f"customresourcedefinition.apiextensions.k8s.io/{plural}.swarmkit.dev" in crds
+    for doc in example_docs():
+        obj = release.get(PLURALS[doc["kind"]], doc["metadata"]["name"])
+        assert release.condition(obj, "Ready"), doc["metadata"]["name"]
+    assert release.get("runs", example_run()["metadata"]["name"])
+    rendered = release.kubectl("get", "configmaps", "-n", TEAM_NS, "-o", "name")
+    assert f"configmap/skill-{SCRIPT_SKILL}-" in rendered  # owned by the Skill, which stays
+    gone = release.kubectl(
+        "get", "deployments,serviceaccounts,configmaps", "-n", SYSTEM_NS, "-o", "name",
+        "-l", f"app.kubernetes.io/instance={RELEASE}",
+    )  # fmt: skip
+    assert gone.strip() == ""
+    assert DEPLOYMENT not in release.kubectl("get", "clusterroles", "-o", "name")
