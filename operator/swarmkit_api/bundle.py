@@ -72,6 +72,11 @@ class BundleSkill(ApiModel):
     scripts: list[ScriptPin] = Field(default_factory=list, description="Script pins.")
     callable: bool = Field(default=True, description="False while provenance forbids calls.")
     blocked_reason: str = Field(default="", description="Why it is not callable.")
+    reviewed: bool = Field(
+        default=False,
+        description="A reviewer recorded a human review (annotation swarmkit.dev/reviewed-by); "
+        "this is the explicit approval a strict-tier skill needs to be called.",
+    )
     synthesized_topology: str | None = Field(
         default=None, description="Set for topology-<name> skills synthesized by pack:workspace."
     )

@@ -1,8 +1,9 @@
 """Command line: ``python -m swarmkit_runner run --bundle DIR``.
 
-Exit codes: 0 the run Succeeded, 1 any other outcome, 2 the bundle is bad (outcome
-ValidationFailed with a one-line reason). The RunResult JSON goes to the termination log,
-audit events (JSON lines) to stdout, diagnostics to stderr.
+Exit codes: 0 the run Succeeded (or parked AwaitingReview: nothing to retry), 1 any other
+outcome, 2 the bundle is bad (outcome ValidationFailed with a one-line reason). The
+RunResult JSON goes to the termination log, audit events (JSON lines) to stdout,
+diagnostics to stderr.
 """
 
 from __future__ import annotations

@@ -9,7 +9,15 @@ value is scrubbed from the whole line.
 Event names: ``run.start``, ``run.end``, ``startup.warning``, ``mcp.ready``,
 ``mcp.unavailable``, ``agent.start``, ``agent.end``, ``model.call``, ``model.retry``,
 ``tool.call``, ``tool.refused``, ``skill.load``, ``skill.file_read``, ``script.run``,
-``script.refused``, ``limit.exceeded``.
+``script.refused``, ``limit.exceeded``; skill semantics add ``skill.call`` (a composed
+skill's component), ``skill.retry``, ``skill.failed``, ``constraint.violation``,
+``output.validated``, ``output.validation_failed``, ``consensus``, ``command.run``,
+``child_run``, ``a2a.card``, ``a2a.send``, ``a2a.task``, ``a2a.cancel``,
+``executor.input_request``, ``executor.input_response`` and ``review.requested``.
+
+A child run (an agent skill running a local topology) writes to the same stream with its
+own ``run_id`` and a ``parent_run_id`` (:meth:`AuditLog.child`); the correlation id is
+the parent's.
 """
 
 from __future__ import annotations
@@ -90,14 +98,29 @@ class AuditLog:
         secrets: SecretStore | None = None,
         sink: TextIO | None = None,
         clock: Callable[[], datetime] | None = None,
+        parent_run_id: str | None = None,
     ) -> None:
         self.run_id = run_id
         self.correlation_id = correlation_id
+        self.parent_run_id = parent_run_id
         self._secrets = secrets or SecretStore({})
         self._sink = sink
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()
         self._broken = False
+
+    def child(self, run_id: str) -> AuditLog:
+        """The audit stream of a child run: same sink and lock, its own run id."""
+        log = AuditLog(
+            run_id,
+            self.correlation_id,
+            self._secrets,
+            self._sink,
+            self._clock,
+            parent_run_id=self.run_id,
+        )
+        log._lock = self._lock
+        return log
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         """Write one event; ``None`` fields are left out."""
@@ -107,6 +130,8 @@ class AuditLog:
             "run_id": self.run_id,
             "correlation_id": self.correlation_id,
         }
+        if self.parent_run_id is not None:
+            record["parent_run_id"] = self.parent_run_id
         record.update({k: cap(v) for k, v in fields.items() if v is not None})
         line = self._secrets.scrub(json.dumps(record, ensure_ascii=False, default=str))
         sink = self._sink if self._sink is not None else sys.stdout

@@ -127,7 +127,8 @@ def check_consistency(bundle: RunBundle) -> None:
     for key, skill in bundle.skills.items():
         if skill.name != key:
             raise BundleError(f"skills.{key}: name {skill.name!r} does not match its key")
-    for agent in reachable_agents(bundle):
+    _check_skills(bundle)
+    for agent in bundle.agents.values():
         provider = provider_for(bundle, agent)
         if provider.type != "replay":
             model = agent.spec.model.name if agent.spec.model else None
@@ -142,3 +143,30 @@ def check_consistency(bundle: RunBundle) -> None:
                 f"agent {agent.name}: nativeTools.webSearch is enabled but the workspace has "
                 "no searchProvider, so this runtime cannot provide web_search"
             )
+
+
+def _check_skills(bundle: RunBundle) -> None:
+    """What skills reference must be in the bundle / workspace (fails the load, not a run)."""
+    from .commands import check_bundle_commands
+
+    check_bundle_commands(bundle)
+    credentials = {c.name for c in bundle.workspace.credentials}
+    for name, skill in bundle.skills.items():
+        impl = skill.spec.implementation
+        if impl is None:
+            continue
+        if impl.type == "composed":
+            for component in impl.composes or ():
+                if component not in bundle.skills:
+                    raise BundleError(
+                        f"skill {name}: composes {component!r}, which is not in the bundle"
+                    )
+        if impl.type == "agent":
+            topology = impl.topology or skill.synthesized_topology
+            if impl.card_url is None and topology is not None and topology not in bundle.topologies:
+                raise BundleError(f"skill {name}: topology {topology!r} is not in the bundle")
+            if impl.credentials_ref is not None and impl.credentials_ref not in credentials:
+                raise BundleError(
+                    f"skill {name}: credentialsRef {impl.credentials_ref!r} is not a "
+                    "workspace credential"
+                )

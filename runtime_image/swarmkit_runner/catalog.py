@@ -4,7 +4,9 @@ An agent's catalog holds exactly what it was granted. The model sees each tool u
 wire-safe name (``[A-Za-z0-9_-]{1,64}``, so ``pg.list_tables`` is offered as
 ``pg_list_tables``); calls are resolved by that name or by the canonical one. A call to
 anything else is refused with a ``ToolNotGranted`` tool error and audited as
-``tool.refused``.
+``tool.refused``; so is a granted call a policy refuses (a ``ToolRefused`` raised by its
+handler: tier, effects, scopes, provenance; see :mod:`.permissions`). Governed calls carry
+their tier and effects in the ``tool.call`` line.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from typing import Any, Literal
 from swarmkit_api.skill import AuditPolicy
 
 from .audit import AuditLog
-from .errors import RunEnded, ToolError
+from .errors import RunEnded, ToolError, ToolRefused
+from .permissions import Gate
 from .providers import ToolCall, ToolDef, ToolResultItem
 
 ToolKind = Literal[
-    "skill", "mcp", "http", "builtin", "native", "flow_data", "delegate", "synthetic"
+    "skill", "mcp", "http", "builtin", "native", "flow_data", "delegate", "synthetic", "command"
 ]
 Handler = Callable[[dict[str, Any]], Awaitable[str]]
 
@@ -50,6 +53,7 @@ class ToolEntry:
     handler: Handler
     skill: str | None = None
     audit: AuditPolicy | None = None
+    gate: Gate | None = None
     wire: str = field(default="", init=False)
 
 
@@ -133,6 +137,21 @@ class ToolCatalog:
             output = await entry.handler(call.arguments)
         except (RunEnded, asyncio.CancelledError):
             raise
+        except ToolRefused as exc:
+            self.stats.refused += 1
+            self.audit.emit(
+                "tool.refused",
+                agent=self.agent,
+                skill=entry.skill,
+                tool=entry.name,
+                kind=entry.kind,
+                tier=entry.gate.tier if entry.gate is not None else None,
+                effects=entry.gate.effects if entry.gate is not None else None,
+                outcome="refused",
+                reason=exc.code,
+                message=exc.message,
+            )
+            return ToolResultItem(call.id, call.name, str(exc), True)
         except ToolError as exc:
             outcome, error = "error", str(exc)
         except Exception as exc:  # a tool bug must not end the run
@@ -149,6 +168,8 @@ class ToolCatalog:
             skill=entry.skill,
             tool=entry.name,
             kind=entry.kind,
+            tier=entry.gate.tier if entry.gate is not None else None,
+            effects=entry.gate.effects if entry.gate is not None else None,
             duration_ms=duration_ms,
             outcome=outcome,
             error=error,

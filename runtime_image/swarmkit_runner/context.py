@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -14,7 +14,7 @@ from .audit import AuditLog
 from .catalog import CallStats
 from .errors import LimitExceeded
 from .paths import RunnerPaths
-from .providers import Usage
+from .providers import ProviderPool, Usage
 from .secrets import SecretStore
 
 if TYPE_CHECKING:
@@ -83,8 +83,21 @@ class Budget:
 
 
 @dataclass
+class Shared:
+    """What the run and all its child runs share (one process, one of each)."""
+
+    http: httpx.AsyncClient | None = None
+    warned: set[str] = field(default_factory=set)
+    #: A2A Agent Cards by URL (fetched once per run).
+    a2a_cards: dict[str, Any] = field(default_factory=dict)
+    #: Remote A2A tasks waiting for an answer, by task id.
+    a2a_tasks: dict[str, Any] = field(default_factory=dict)
+    providers: ProviderPool | None = None
+
+
+@dataclass
 class RunContext:
-    """Shared state of one run."""
+    """Shared state of one run (or of one child run: see :meth:`child`)."""
 
     bundle: RunBundle
     paths: RunnerPaths
@@ -93,8 +106,45 @@ class RunContext:
     budget: Budget
     stats: CallStats = field(default_factory=CallStats)
     mcp: McpManager | None = None
-    _http: httpx.AsyncClient | None = None
-    _warned: set[str] = field(default_factory=set)
+    #: This (child) run's id: the Run's uid for the run itself, a fresh id for a child run.
+    run_id: str = ""
+    parent_run_id: str | None = None
+    #: The topology this context runs (None for a single-agent run).
+    topology: str | None = None
+    #: Topologies nested so far (1 for a Topology run, 0 for an Agent run; +1 per child).
+    topology_depth: int = 0
+    shared: Shared = field(default_factory=Shared)
+    owner: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.run_id:
+            self.run_id = self.bundle.run.uid
+        if self.shared.providers is None:
+            self.shared.providers = ProviderPool(self.secrets)
+
+    @property
+    def providers(self) -> ProviderPool:
+        assert self.shared.providers is not None
+        return self.shared.providers
+
+    def child(self, run_id: str, topology: str) -> RunContext:
+        """The context of a child run of ``topology``: own run id and audit stream; the
+        budget, MCP servers, HTTP client, providers and caches are the parent's."""
+        return RunContext(
+            bundle=self.bundle,
+            paths=self.paths,
+            audit=self.audit.child(run_id),
+            secrets=self.secrets,
+            budget=self.budget,
+            stats=self.stats,
+            mcp=self.mcp,
+            run_id=run_id,
+            parent_run_id=self.run_id,
+            topology=topology,
+            topology_depth=self.topology_depth + 1,
+            shared=self.shared,
+            owner=False,
+        )
 
     @property
     def work_dir(self) -> Path:
@@ -105,19 +155,22 @@ class RunContext:
 
     @property
     def http(self) -> httpx.AsyncClient:
-        """One HTTP client for HTTP tools and web search."""
-        if self._http is None:
-            self._http = httpx.AsyncClient(follow_redirects=False)
-        return self._http
+        """One HTTP client for HTTP tools, web search and A2A."""
+        if self.shared.http is None:
+            self.shared.http = httpx.AsyncClient(follow_redirects=False)
+        return self.shared.http
 
     def warn_once(self, key: str, message: str, **fields: str | None) -> None:
         """A ``startup.warning`` audit line, once per ``key``."""
-        if key in self._warned:
+        if key in self.shared.warned:
             return
-        self._warned.add(key)
+        self.shared.warned.add(key)
         self.audit.emit("startup.warning", message=message, **fields)
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        if not self.owner:
+            return
+        if self.shared.http is not None:
+            await self.shared.http.aclose()
+            self.shared.http = None
+        await self.providers.aclose()

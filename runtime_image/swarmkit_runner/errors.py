@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from swarmkit_api.bundle import Outcome
+from swarmkit_api.bundle import Outcome, ReviewItem
 
 
 class BundleError(Exception):
@@ -42,6 +42,16 @@ class ModelError(RunFailed):
     """A model provider call failed after its retries."""
 
 
+class AwaitingReview(RunEnded):
+    """The run parks for a person (outcome AwaitingReview) with the items to decide."""
+
+    outcome: Outcome = "AwaitingReview"
+
+    def __init__(self, message: str, items: list[ReviewItem]) -> None:
+        super().__init__(message)
+        self.items = items
+
+
 class ToolError(Exception):
     """A tool call failed; the model sees ``code: message`` as the tool result."""
 
@@ -52,3 +62,18 @@ class ToolError(Exception):
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
+
+
+class ToolRefused(ToolError):
+    """A policy refused the call (permission tier, scopes, provenance, depth).
+
+    The model sees ``code: message`` like any tool error; the call is audited as
+    ``tool.refused`` (not ``tool.call``) and never retried.
+    """
+
+
+class InvalidArguments(ToolError):
+    """The model's arguments do not match the tool's input schema (never retried)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "InvalidArguments")

@@ -16,12 +16,14 @@ from urllib.parse import quote
 
 import httpx
 
+from swarmkit_api.bundle import BundleAgent
 from swarmkit_api.workspace import Tool
 
 from .catalog import EMPTY_OBJECT_SCHEMA, ToolEntry, as_text
 from .context import RunContext
 from .errors import ToolError
 from .output import schema_problems
+from .permissions import Gate, Layer, guard
 
 MAX_ERROR_BODY = 1000
 MAX_BODY = 256 * 1024
@@ -48,7 +50,17 @@ def validate_arguments(schema: dict[str, Any], args: dict[str, Any]) -> None:
         raise ToolError(problems[0], "InvalidArguments")
 
 
-def http_tool(ctx: RunContext, tool: Tool) -> ToolEntry:
+def http_gate(tool: Tool) -> Gate:
+    """Tier and effects of a Workspace tool (undeclared effects count as write)."""
+    layer = Layer(
+        f"tool {tool.name}",
+        tool.permission,
+        approve_hint="Workspace tools have no approval: use open or cautious",
+    )
+    return Gate(layers=(layer,), effects=tool.effects or "write")
+
+
+def http_tool(ctx: RunContext, tool: Tool, agent: BundleAgent) -> ToolEntry:
     assert tool.http is not None and tool.http.url is not None
     spec = tool.http
     url_template: str = tool.http.url
@@ -105,4 +117,7 @@ def http_tool(ctx: RunContext, tool: Tool) -> ToolEntry:
             return as_text({k: dotted(data, p) for k, p in tool.response_mapping.items()})
         return as_text(data) if data is not None else body
 
-    return ToolEntry(tool.name, tool.description, schema, "http", call)
+    gate = http_gate(tool)
+    return ToolEntry(
+        tool.name, tool.description, schema, "http", guard(agent, gate, call), gate=gate
+    )

@@ -7,7 +7,9 @@ Workspace governance: ``maxStepsPerAgent`` (capped further by the agent's ``maxS
 ends the whole run. Topology children are offered as ``delegate_to_<node>`` tools that run
 the child's own loop in-process with the task text and return its final answer. An agent
 with an ``outputSchema`` must answer with matching JSON: it is re-asked with field-specific
-problems (twice), then the run fails.
+problems (twice), then the run fails. A child run (an agent skill running a local topology,
+:mod:`.agents`) uses its own :class:`AgentRunner` on a child :class:`RunContext`; the model
+providers are pooled per run.
 """
 
 from __future__ import annotations
@@ -16,18 +18,23 @@ import time
 from typing import Any
 
 from swarmkit_api.bundle import BundleAgent, RunBundle
-from swarmkit_api.workspace import McpServer
+from swarmkit_api.workspace import McpServer, ModelProvider
 
+from . import executors
 from .builtins import builtin_tool, is_builtin
-from .bundle import AgentPosition, children, provider_for, reachable_agents
+from .bundle import AgentPosition, children, provider_for
 from .catalog import ToolCatalog, ToolEntry
+from .commands import command_tools
 from .context import RunContext
+from .decision import OutputInvalid
 from .errors import LimitExceeded, RunFailed
 from .flowdata import flow_data_tool
 from .http_tools import http_tool
 from .mcp_client import McpManager
 from .native import native_tools
 from .output import OUTPUT_RETRIES, answer_problems, feedback
+from .permissions import Gate, guard, mcp_layer
+from .pipeline import skill_tools
 from .providers import (
     AssistantMessage,
     Message,
@@ -35,10 +42,12 @@ from .providers import (
     Provider,
     ToolResults,
     UserMessage,
-    make_provider,
 )
+from .providers.base import RetryHook
 from .scripts import approved_scripts, script_tool
-from .skills import disclosure_tools, granted_skills, skill_tools, system_prompt
+from .skills import disclosure_tools, granted_skills, system_prompt
+
+executors.register_all()
 
 DELEGATE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -49,20 +58,32 @@ DELEGATE_SCHEMA: dict[str, Any] = {
 
 
 def needed_servers(bundle: RunBundle) -> list[McpServer]:
-    """The MCP servers the run's agents reference (listed tools or mcp_tool skills)."""
+    """The MCP servers the run's agents reference (listed tools or mcp_tool skills, child
+    topologies and composed skills' components included: the bundle carries exactly them)."""
     by_prefix = {s.tool_prefix: s.id for s in bundle.workspace.mcp_servers}
     wanted: set[str] = set()
-    for agent in reachable_agents(bundle):
+    for agent in bundle.agents.values():
         for name in agent.spec.tools:
             if "." in name and name.split(".", 1)[0] in by_prefix:
                 wanted.add(by_prefix[name.split(".", 1)[0]])
-        grants = agent.skills or agent.spec.skills
-        for grant in grants:
-            skill = bundle.skills.get(grant)
-            impl = skill.spec.implementation if skill is not None else None
-            if impl is not None and impl.type == "mcp_tool" and impl.server:
+        grants = set(agent.skills or agent.spec.skills)
+        for skill in bundle.skills.values():
+            impl = skill.spec.implementation
+            if (
+                impl is not None
+                and impl.type == "mcp_tool"
+                and impl.server
+                and (skill.name in grants or _is_component(bundle, skill.name))
+            ):
                 wanted.add(impl.server)
     return [s for s in bundle.workspace.mcp_servers if s.id in wanted]
+
+
+def _is_component(bundle: RunBundle, name: str) -> bool:
+    return any(
+        s.spec.implementation is not None and name in (s.spec.implementation.composes or ())
+        for s in bundle.skills.values()
+    )
 
 
 def listed_tools(ctx: RunContext, agent: BundleAgent) -> list[ToolEntry]:
@@ -104,19 +125,22 @@ def listed_tools(ctx: RunContext, agent: BundleAgent) -> list[ToolEntry]:
             ) -> str:
                 return await _mcp.call(_server, _tool, args)
 
+            layer, effects = mcp_layer(mcp.server(server), tool)
+            gate = Gate(layers=(layer,), effects=effects)
             entries.append(
                 ToolEntry(
                     name,
                     discovered.description or name,
                     discovered.input_schema,
                     "mcp",
-                    call_mcp,
+                    guard(agent, gate, call_mcp),
+                    gate=gate,
                 )
             )
         elif name in workspace_tools:
             spec = workspace_tools[name]
             if spec.handler_type == "http":
-                entries.append(http_tool(ctx, spec))
+                entries.append(http_tool(ctx, spec, agent))
             elif spec.handler_type == "platform_builtin" and is_builtin(name):
                 entry = builtin_tool(ctx, agent, name)
                 if entry is not None:
@@ -148,32 +172,29 @@ class AgentRunner:
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
-        self._http_providers: dict[str, Provider] = {}
 
     def provider(self, agent: BundleAgent) -> Provider:
         config = provider_for(self.ctx.bundle, agent)
-        if config.type == "replay":
-            return make_provider(config, agent, self.ctx.secrets)  # fresh script per invocation
         model = (agent.spec.model.name if agent.spec.model else None) or config.default_model
-        key = f"{config.name}/{model}"
-        if key not in self._http_providers:
+        return self.ctx.providers.get(config, model or "", agent.spec.replay, self.retry_hook)
 
-            def on_retry(attempt: int, reason: str, delay: float) -> None:
-                self.ctx.audit.emit(
-                    "model.retry",
-                    provider=config.name,
-                    model=model,
-                    attempt=attempt,
-                    reason=reason,
-                    delay_s=round(delay, 3),
-                )
+    def retry_hook(self, config: ModelProvider, model: str) -> RetryHook:
+        audit = self.ctx.audit
 
-            self._http_providers[key] = make_provider(config, agent, self.ctx.secrets, on_retry)
-        return self._http_providers[key]
+        def on_retry(attempt: int, reason: str, delay: float) -> None:
+            audit.emit(
+                "model.retry",
+                provider=config.name,
+                model=model,
+                attempt=attempt,
+                reason=reason,
+                delay_s=round(delay, 3),
+            )
+
+        return on_retry
 
     async def aclose(self) -> None:
-        for provider in self._http_providers.values():
-            await provider.aclose()
+        """Providers are pooled on the run context and closed with it."""
 
     def build_catalog(self, position: AgentPosition, depth: int) -> tuple[ToolCatalog, str]:
         """The agent's catalog (default-deny) and its full system prompt."""
@@ -193,6 +214,7 @@ class AgentRunner:
         flow = flow_data_tool(ctx, agent)
         if flow is not None:
             entries.append(flow)
+        entries += command_tools(ctx, agent)
         for child in children(ctx.bundle, position):
             entries.append(self._delegate_tool(child, depth))
         for entry in entries:
@@ -216,8 +238,22 @@ class AgentRunner:
 
         return ToolEntry(f"delegate_to_{node}", description, DELEGATE_SCHEMA, "delegate", delegate)
 
-    async def run_agent(self, position: AgentPosition, task: str, depth: int = 0) -> str:
-        """Run one agent until its final answer; returns it."""
+    async def run_agent(
+        self,
+        position: AgentPosition,
+        task: str,
+        depth: int = 0,
+        output_schema: dict[str, Any] | None = None,
+        output_retries: int = OUTPUT_RETRIES,
+        for_skill: str | None = None,
+    ) -> str:
+        """Run one agent until its final answer; returns it.
+
+        ``output_schema`` (default: the agent's ``outputSchema``) is enforced on the answer
+        with ``output_retries`` re-asks. Past them the run fails, or, when the agent answers
+        for a skill (``for_skill``, a decision agent skill), :class:`OutputInvalid` is raised
+        so the skill's onFailure decides.
+        """
         ctx = self.ctx
         agent = position.agent
         governance = ctx.bundle.governance
@@ -239,7 +275,8 @@ class AgentRunner:
             tools=catalog.names,
         )
         messages: list[Message] = [UserMessage(task)]
-        output_schema = agent.spec.output_schema.as_dict() if agent.spec.output_schema else None
+        if output_schema is None and agent.spec.output_schema is not None:
+            output_schema = agent.spec.output_schema.as_dict()
         output_attempts = 0
         steps = 0
         started = time.monotonic()
@@ -300,23 +337,33 @@ class AgentRunner:
                 if output_schema is not None:
                     problems = answer_problems(output_schema, response.text)
                     if problems:
-                        retry = output_attempts < OUTPUT_RETRIES
+                        retry = output_attempts < output_retries
                         ctx.audit.emit(
                             "output.validation_failed",
                             agent=agent.name,
+                            skill=for_skill,
+                            attempt=output_attempts + 1,
                             problems=problems,
                             outcome="retry" if retry else "failed",
                         )
                         if not retry:
+                            if for_skill is not None:
+                                raise OutputInvalid(
+                                    f"agent {agent.name}'s answer does not match skill "
+                                    f"{for_skill}'s outputs after {output_retries} retries: "
+                                    f"{'; '.join(problems)}",
+                                    problems,
+                                )
                             raise RunFailed(
                                 f"agent {agent.name}: final answer does not match its "
-                                f"outputSchema after {OUTPUT_RETRIES} retries: {problems[0]}"
+                                f"outputSchema after {output_retries} retries: {problems[0]}"
                             )
                         output_attempts += 1
                         messages.append(AssistantMessage(response.text))
                         messages.append(UserMessage(feedback(output_schema, problems)))
                         continue
-                    ctx.audit.emit("output.validated", agent=agent.name, outcome="ok")
+                    if for_skill is None:
+                        ctx.audit.emit("output.validated", agent=agent.name, outcome="ok")
                 ctx.audit.emit(
                     "agent.end",
                     agent=agent.name,

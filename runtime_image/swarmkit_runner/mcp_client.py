@@ -292,6 +292,10 @@ class McpManager:
     def server_ids(self) -> list[str]:
         return list(self._conns)
 
+    def server(self, server_id: str) -> McpServer:
+        """The declaration of a started server."""
+        return self._conns[server_id].server
+
     def server_for_prefix(self, prefix: str) -> str | None:
         return self._by_prefix.get(prefix)
 

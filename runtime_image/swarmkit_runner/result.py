@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from swarmkit_api.bundle import TRUNCATION_MARKER, Outcome, RunResult
+from swarmkit_api.bundle import TRUNCATION_MARKER, Outcome, ReviewItem, RunResult
 from swarmkit_api.run import TokenUsage
 
 from .secrets import SecretStore
 
-#: Exit codes: Succeeded, any other outcome, a bad bundle.
+#: Exit codes: Succeeded (or AwaitingReview: the runner's part is done and the pod must not
+#: be retried by the Job's backoffLimit), any other outcome, a bad bundle.
 EXIT_OK, EXIT_FAILED, EXIT_BAD_BUNDLE = 0, 1, 2
 MAX_MESSAGE_CHARS = 500
 
@@ -39,6 +41,7 @@ def make_result(
     steps: int = 0,
     tool_calls: int = 0,
     secrets: SecretStore | None = None,
+    review_items: Sequence[ReviewItem] = (),
 ) -> RunResult:
     """A RunResult with the output capped and secrets scrubbed from message and output."""
     scrub = secrets.scrub if secrets is not None else (lambda s: s)
@@ -51,11 +54,15 @@ def make_result(
         usage=TokenUsage(input_tokens=input_tokens, output_tokens=output_tokens),
         steps=steps,
         tool_calls=tool_calls,
+        review_items=[
+            item.model_copy(update={"question": one_line(scrub(item.question))})
+            for item in review_items
+        ],
     )
 
 
 def exit_code(outcome: Outcome) -> int:
-    if outcome == "Succeeded":
+    if outcome in ("Succeeded", "AwaitingReview"):
         return EXIT_OK
     if outcome == "ValidationFailed":
         return EXIT_BAD_BUNDLE

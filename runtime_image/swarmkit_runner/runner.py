@@ -6,12 +6,13 @@ import asyncio
 import contextlib
 import time
 
-from swarmkit_api.bundle import Outcome, RunBundle, RunResult
+from swarmkit_api.bundle import Outcome, ReviewItem, RunBundle, RunResult
 
 from .audit import AuditLog
 from .bundle import root_position
+from .commands import check_command_packs
 from .context import Budget, RunContext
-from .errors import BundleError, RunEnded, StartupError
+from .errors import AwaitingReview, BundleError, RunEnded, StartupError
 from .loop import AgentRunner, needed_servers
 from .mcp_client import McpManager
 from .paths import RunnerPaths
@@ -45,6 +46,8 @@ async def execute(
         audit=audit,
         secrets=secrets,
         budget=Budget(governance.max_steps_per_run, governance.max_tokens_per_run),
+        topology=bundle.target if bundle.target_kind == "Topology" else None,
+        topology_depth=1 if bundle.target_kind == "Topology" else 0,
     )
     root = root_position(bundle)
     audit.emit(
@@ -60,12 +63,14 @@ async def execute(
     outcome: Outcome = "Succeeded"
     message = ""
     output = ""
+    review_items: list[ReviewItem] = []
     runner = AgentRunner(ctx)
     mcp = McpManager(needed_servers(bundle), secrets, audit)
     ctx.mcp = mcp
     timeout = run_deadline(bundle.run.timeout_seconds)
 
     async def work() -> str:
+        check_command_packs(bundle)
         await mcp.start()
         return await runner.run_agent(root, bundle.run.input, 0)
 
@@ -78,6 +83,8 @@ async def execute(
         if work_task in done:
             try:
                 output = work_task.result()
+            except AwaitingReview as exc:
+                outcome, message, review_items = exc.outcome, exc.message, exc.items
             except RunEnded as exc:
                 outcome, message = exc.outcome, exc.message
             except MissingSecret as exc:
@@ -117,6 +124,7 @@ async def execute(
         ctx.budget.steps,
         ctx.stats.tool_calls,
         secrets,
+        review_items,
     )
     audit.emit(
         "run.end",
@@ -127,6 +135,7 @@ async def execute(
         input_tokens=result.usage.input_tokens,
         output_tokens=result.usage.output_tokens,
         duration_ms=round((time.monotonic() - started) * 1000, 1),
+        review_items=[i.wire() for i in result.review_items] or None,
     )
     return result
 

@@ -10,8 +10,13 @@ skill the bundle does not carry is a startup warning and stays inert.
 
 Skills with an ``implementation`` are also offered as tools named after the skill. What a
 call does is decided by the executor registered for the implementation type
-(:func:`register_executor`); this module registers ``mcp_tool``. Other types answer with a
-clear ``NotSupported`` tool error until their executors exist.
+(:func:`register_executor`); this module registers ``mcp_tool``, :mod:`.executors` the
+others. How a call is governed (tiers, scopes, constraints, decision outputs) is
+:mod:`.pipeline`.
+
+The components of a granted ``composed`` skill travel in the bundle (and in the agent's
+resolved grants) but are not granted on their own: they are offered, listed and loadable
+only when the agent grants them by name too.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
-from swarmkit_api.bundle import BundleAgent, BundleSkill
+from swarmkit_api.bundle import BundleAgent, BundleSkill, RunBundle
+from swarmkit_api.common import Effects
 
-from .catalog import EMPTY_OBJECT_SCHEMA, ToolEntry
+from .catalog import ToolEntry
 from .context import RunContext
 from .errors import ToolError
+from .permissions import Layer, mcp_layer
 
 #: Largest file read_skill_file returns.
 MAX_SKILL_FILE_BYTES = 1024 * 1024
@@ -51,11 +58,34 @@ READ_SKILL_FILE_SCHEMA: dict[str, Any] = {
 }
 
 
+def component_only(bundle: RunBundle, agent: BundleAgent) -> set[str]:
+    """Skills the agent holds only as components of a granted composed skill."""
+    names = agent.skills or list(agent.spec.skills)
+    components: set[str] = set()
+    stack = [n for n in names if n in agent.spec.skills]
+    seen: set[str] = set()
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        skill = bundle.skills.get(name)
+        impl = skill.spec.implementation if skill is not None else None
+        if impl is not None and impl.type == "composed":
+            for component in impl.composes or ():
+                components.add(component)
+                stack.append(component)
+    return {c for c in components if c not in agent.spec.skills}
+
+
 def granted_skills(ctx: RunContext, agent: BundleAgent) -> list[BundleSkill]:
     """The agent's granted skills that the bundle carries (unknown grants warn, inert)."""
     names = agent.skills or [s for s in agent.spec.skills if not s.startswith("pack:")]
+    hidden = component_only(ctx.bundle, agent) if agent.skills else set()
     found: list[BundleSkill] = []
     for name in names:
+        if name in hidden:
+            continue
         skill = ctx.bundle.skills.get(name)
         if skill is None:
             ctx.warn_once(
@@ -237,13 +267,33 @@ def disclosure_tools(
 # --------------------------------------------------------------------------- executors
 
 
+class Interim(str):
+    """A result that is not the skill's answer yet (e.g. a remote agent's question): it goes
+    back to the agent as is, without the decision outputs check."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
 class SkillTool:
-    """How a skill is offered as a tool: its schema and the call."""
+    """How a skill is offered as a tool: its schema and one attempt of the call."""
 
     description: str
     input_schema: dict[str, Any]
     call: Callable[[dict[str, Any]], Awaitable[str]]
+    #: Tiers the call passes through besides the skill's own (e.g. the MCP tool's).
+    layers: tuple[Layer, ...] = ()
+    #: Effects the Workspace declares for what the skill calls (an MCP tool override, a
+    #: pack command); combined with the skill's own declaration, the widest wins.
+    effects: Effects | None = None
+    #: The effects when neither declares any.
+    default_effects: Effects = "unknown"
+    #: The executor enforces the decision ``outputs`` itself (re-asking its model).
+    validates_output: bool = False
+    #: A time limit of the executor's own (e.g. an agent skill's timeoutS).
+    timeout_seconds: float | None = None
+    #: The executor validates its inputs itself.
+    validates_inputs: bool = False
 
 
 class SkillExecutor(Protocol):
@@ -313,66 +363,9 @@ def mcp_tool_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -
     async def call(args: dict[str, Any]) -> str:
         return await mcp.call(server, tool, {**args, **fixed})
 
-    return SkillTool(skill.spec.description, schema, call)
-
-
-def _not_supported(kind: str) -> SkillExecutor:
-    def executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> SkillTool:
-        async def call(args: dict[str, Any]) -> str:
-            raise ToolError(
-                f"skill {skill.name}: implementation type {kind!r} is not supported yet by "
-                "this runner",
-                "NotSupported",
-            )
-
-        schema = (
-            skill.spec.inputs.as_dict()
-            if skill.spec.inputs is not None
-            else {
-                "type": "object",
-                "properties": {"input": {"type": "string"}},
-            }
-        )
-        return SkillTool(skill.spec.description, schema, call)
-
-    return executor
+    layer, effects = mcp_layer(mcp.server(server), tool)
+    declared = effects if effects != "unknown" else None
+    return SkillTool(skill.spec.description, schema, call, layers=(layer,), effects=declared)
 
 
 register_executor("mcp_tool", mcp_tool_executor)
-for _kind in ("llm_prompt", "composed", "command", "agent"):
-    register_executor(_kind, _not_supported(_kind))
-
-
-def skill_tools(ctx: RunContext, agent: BundleAgent, skills: list[BundleSkill]) -> list[ToolEntry]:
-    """A tool per granted skill that has an implementation (named after the skill)."""
-    entries: list[ToolEntry] = []
-    for skill in skills:
-        impl = skill.spec.implementation
-        if impl is None:
-            continue  # instruction-only: reached through load_skill
-        executor = executor_for(impl.type)
-        if executor is None:
-            continue
-        offered = executor(ctx, agent, skill)
-        if offered is None:
-            continue
-        call = offered.call
-        if not skill.callable:
-            reason = skill.blocked_reason or "not callable"
-
-            async def blocked(args: dict[str, Any], _s: str = skill.name, _r: str = reason) -> str:
-                raise ToolError(f"skill {_s} is not callable: {_r}", "SkillBlocked")
-
-            call = blocked
-        entries.append(
-            ToolEntry(
-                skill.name,
-                offered.description,
-                offered.input_schema or EMPTY_OBJECT_SCHEMA,
-                "skill",
-                call,
-                skill=skill.name,
-                audit=skill.spec.audit,
-            )
-        )
-    return entries

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+from swarmkit_api.agent import ReplayTurn
 from swarmkit_api.bundle import BundleAgent
 from swarmkit_api.workspace import ModelProvider
 
@@ -32,6 +35,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "Provider",
+    "ProviderPool",
     "ToolCall",
     "ToolDef",
     "ToolResultItem",
@@ -39,6 +43,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "make_provider",
+    "make_provider_for",
 ]
 
 
@@ -49,10 +54,21 @@ def make_provider(
     on_retry: RetryHook | None = None,
 ) -> Provider:
     """The provider for ``agent`` (the key, if any, comes from the env the Job sets)."""
-    if config.type == "replay":
-        return ReplayProvider(config.name, agent.spec.replay)
-    api_key = secrets.get(config.api_key) if config.api_key is not None else None
     model = (agent.spec.model.name if agent.spec.model else None) or config.default_model or ""
+    return make_provider_for(config, model, agent.spec.replay, secrets, on_retry)
+
+
+def make_provider_for(
+    config: ModelProvider,
+    model: str,
+    replay: Sequence[ReplayTurn],
+    secrets: SecretStore,
+    on_retry: RetryHook | None = None,
+) -> Provider:
+    """The provider ``config`` talking to ``model`` (replay plays ``replay``)."""
+    if config.type == "replay":
+        return ReplayProvider(config.name, list(replay))
+    api_key = secrets.get(config.api_key) if config.api_key is not None else None
     if config.type == "anthropic":
         return AnthropicProvider(
             config.name,
@@ -74,3 +90,34 @@ def make_provider(
         secrets,
         on_retry,
     )
+
+
+class ProviderPool:
+    """One HTTP provider per (provider, model) for the whole run, child runs included.
+
+    Replay providers are never pooled: each invocation plays its script from the start.
+    """
+
+    def __init__(self, secrets: SecretStore) -> None:
+        self._secrets = secrets
+        self._http: dict[str, Provider] = {}
+
+    def get(
+        self,
+        config: ModelProvider,
+        model: str,
+        replay: Sequence[ReplayTurn] = (),
+        retry_hook: Callable[[ModelProvider, str], RetryHook] | None = None,
+    ) -> Provider:
+        if config.type == "replay":
+            return make_provider_for(config, model, replay, self._secrets)
+        key = f"{config.name}/{model}"
+        if key not in self._http:
+            hook = retry_hook(config, model) if retry_hook is not None else None
+            self._http[key] = make_provider_for(config, model, (), self._secrets, hook)
+        return self._http[key]
+
+    async def aclose(self) -> None:
+        for provider in self._http.values():
+            await provider.aclose()
+        self._http.clear()

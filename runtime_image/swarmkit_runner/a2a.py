@@ -1,0 +1,558 @@
+"""Remote agent skills (``implementation.cardUrl``): an A2A agent over JSON-RPC.
+
+* **Card**: fetched on first use and cached for the run (``a2a.card``). ``skillId`` must be
+  one of its skills' ids (omitted = the first). The JSON-RPC endpoint is the card's
+  ``supportedInterfaces`` entry with ``protocolBinding: JSONRPC`` (A2A 1.0, preferred) or
+  its ``url`` (A2A 0.3, ``preferredTransport`` JSONRPC or unset). A 1.0 endpoint is called
+  with ``SendMessage`` / ``GetTask`` / ``CancelTask`` and the ``A2A-Version: 1.0`` header; a
+  0.3 endpoint with ``message/send`` / ``tasks/get`` / ``tasks/cancel``. Task states are
+  normalized to the 0.3 words (``submitted``, ``working``, ``input-required``,
+  ``completed``, ``failed``, ``canceled``, ``rejected``, ``auth-required``).
+* **Credentials**: ``credentialsRef`` names a Workspace ``credentials`` entry whose Secret
+  value is sent as ``Authorization: Bearer …`` to the card URL and to the endpoint, but only
+  when the endpoint has the card's origin (scheme, host, port): a card cannot redirect the
+  token elsewhere.
+* **Call**: ``message/send`` with the task text, our run id as ``contextId`` (so the two
+  sides' records join on it), ``configuration.blocking: false`` (1.0:
+  ``returnImmediately: true``) and ``metadata {skillId, correlationId}``; then ``tasks/get``
+  (every 0.1 s, growing to 2 s) until the task is terminal or asks for input. Completed:
+  the artifacts' text (data parts as JSON; else the status message) is the answer. Failed,
+  canceled, rejected or auth-required: a tool error with the remote message (the skill's
+  onFailure decides). Past ``timeoutS`` (default 600 s, counted from the first send) the
+  remote task is cancelled and the call fails (``A2ATimedOut``); so it is when our side
+  stops waiting for any other reason (``constraints.timeoutSeconds``, run cancelled).
+* **input-required**, per ``onUnanswerable``:
+
+  * ``agent`` (default): the calling agent gets ``{"status": "input_required", "task_id",
+    "question"}`` and answers by calling the skill again with ``{task_id, answer}``
+    (audited as ``executor.input_response`` with ``responder: agent:<name>``). After
+    ``maxAgentAnswers`` answers on one task (default 2) the next question is relayed;
+  * ``relay``: the run parks with outcome AwaitingReview and an ``input_request`` review
+    item naming the task and the question (the remote task is left waiting);
+  * ``abort``: the remote task is cancelled and the call fails with the question as the
+    reason.
+
+  A question the remote side marks as a human gate (status message metadata
+  ``kind: human_gate``) is never the agent's to answer: the result says
+  ``kind: human_gate`` and names the ``gate``; a person resolves it there, and the agent
+  may call again with just ``{task_id}`` to see whether it has moved on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from swarmkit_api.bundle import BundleAgent, BundleSkill, ReviewItem
+
+from .context import RunContext
+from .errors import InvalidArguments, ToolError, ToolRefused
+from .output import schema_problems
+from .secrets import MissingSecret
+from .skills import Interim, SkillTool
+
+DEFAULT_TIMEOUT_S = 600
+DEFAULT_MAX_AGENT_ANSWERS = 2
+POLL_FIRST_SECONDS = 0.1
+POLL_MAX_SECONDS = 2.0
+HTTP_TIMEOUT_SECONDS = 30.0
+TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
+INTERRUPTED = frozenset({"input-required", "auth-required"})
+
+REMOTE_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "input": {"type": "string", "description": "The task for the remote agent."},
+        "context": {"type": "string", "description": "Optional background for it."},
+        "task_id": {
+            "type": "string",
+            "description": "To answer the remote agent's question: the task_id it came with.",
+        },
+        "answer": {"type": "string", "description": "Your answer to that question."},
+    },
+}
+
+_V1_METHODS = {"send": "SendMessage", "get": "GetTask", "cancel": "CancelTask"}
+_V03_METHODS = {"send": "message/send", "get": "tasks/get", "cancel": "tasks/cancel"}
+
+
+def normalize_state(state: Any) -> str:
+    """``TASK_STATE_INPUT_REQUIRED`` / ``input-required`` → ``input-required``."""
+    text = str(state or "unknown")
+    if text.startswith("TASK_STATE_"):
+        text = text.removeprefix("TASK_STATE_").lower().replace("_", "-")
+    return "canceled" if text == "cancelled" else text
+
+
+@dataclass(frozen=True)
+class Card:
+    """The parts of an Agent Card the runner uses."""
+
+    url: str
+    name: str
+    skills: tuple[str, ...]
+    endpoint: str
+    version: str  # "1.0" or "0.3"
+
+
+@dataclass
+class RemoteTask:
+    """A remote task the calling agent may still answer."""
+
+    task_id: str
+    skill: str
+    agent: str
+    card: Card
+    started: float
+    answers: int = 0
+    human_gate: str | None = None
+    question: str = ""
+
+
+def parse_card(url: str, data: Any) -> Card:
+    if not isinstance(data, dict):
+        raise ToolError(f"agent card {url} is not a JSON object", "A2ACardInvalid")
+    skills = tuple(
+        str(s.get("id")) for s in data.get("skills") or () if isinstance(s, dict) and s.get("id")
+    )
+    name = str(data.get("name") or "")
+    for iface in data.get("supportedInterfaces") or ():
+        if not isinstance(iface, dict):
+            continue
+        binding = str(iface.get("protocolBinding") or iface.get("transport") or "")
+        if binding.upper() == "JSONRPC" and iface.get("url"):
+            version = str(iface.get("protocolVersion") or "1.0")
+            return Card(
+                url, name, skills, str(iface["url"]), "0.3" if version.startswith("0.") else "1.0"
+            )
+    transport = str(data.get("preferredTransport") or "JSONRPC")
+    if data.get("url") and transport.upper() == "JSONRPC":
+        return Card(url, name, skills, str(data["url"]), "0.3")
+    for iface in data.get("additionalInterfaces") or ():
+        if isinstance(iface, dict) and str(iface.get("transport", "")).upper() == "JSONRPC":
+            return Card(url, name, skills, str(iface["url"]), "0.3")
+    raise ToolError(
+        f"agent card {url} offers no JSON-RPC interface (this runner speaks A2A JSON-RPC)",
+        "A2ACardInvalid",
+    )
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return parts.scheme, (parts.hostname or "").lower(), port
+
+
+@dataclass
+class Client:
+    """JSON-RPC calls to one remote agent."""
+
+    ctx: RunContext
+    card: Card
+    token: str | None
+    methods: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.methods = _V1_METHODS if self.card.version == "1.0" else _V03_METHODS
+
+    def headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json"}
+        if self.card.version == "1.0":
+            headers["A2A-Version"] = "1.0"
+        if self.token is not None:
+            if _origin(self.card.endpoint) != _origin(self.card.url):
+                raise ToolError(
+                    f"the card at {self.card.url} points its endpoint to another origin "
+                    f"({self.card.endpoint}); the credentials are not sent there",
+                    "A2ACredentialsOrigin",
+                )
+            headers["authorization"] = f"Bearer {self.token}"
+        return headers
+
+    async def rpc(self, op: str, params: dict[str, Any]) -> Any:
+        body = {
+            "jsonrpc": "2.0",
+            "id": str(uuid.uuid4()),
+            "method": self.methods[op],
+            "params": params,
+        }
+        try:
+            response = await self.ctx.http.post(
+                self.card.endpoint,
+                json=body,
+                headers=self.headers(),
+                timeout=HTTP_TIMEOUT_SECONDS,
+            )
+        except httpx.HTTPError as exc:
+            raise ToolError(
+                f"{self.methods[op]} to {self.card.endpoint} failed: {type(exc).__name__}",
+                "A2AUnreachable",
+            ) from None
+        if response.status_code >= 300:
+            raise ToolError(
+                f"{self.methods[op]}: HTTP {response.status_code}: {response.text[:300]}",
+                "A2AError",
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            raise ToolError(f"{self.methods[op]}: the answer is not JSON", "A2AError") from None
+        if isinstance(data, dict) and data.get("error"):
+            err = data["error"]
+            code = err.get("code") if isinstance(err, dict) else None
+            message = err.get("message") if isinstance(err, dict) else err
+            raise ToolError(f"{self.methods[op]}: {message} (code {code})", "A2AError")
+        return data.get("result") if isinstance(data, dict) else None
+
+    def message(self, text: str, task_id: str | None) -> dict[str, Any]:
+        msg: dict[str, Any] = {
+            "messageId": str(uuid.uuid4()),
+            "contextId": self.ctx.run_id,
+            "parts": [{"text": text}]
+            if self.card.version == "1.0"
+            else [{"kind": "text", "text": text}],
+            "role": "ROLE_USER" if self.card.version == "1.0" else "user",
+        }
+        if self.card.version != "1.0":
+            msg["kind"] = "message"
+        if task_id is not None:
+            msg["taskId"] = task_id
+        return msg
+
+    async def send(self, text: str, skill_id: str | None, task_id: str | None) -> dict[str, Any]:
+        """Send a message; returns a task (a direct message reply becomes a completed one)."""
+        config: dict[str, Any] = (
+            {"returnImmediately": True} if self.card.version == "1.0" else {"blocking": False}
+        )
+        config["acceptedOutputModes"] = ["text/plain", "application/json"]
+        metadata = {"correlationId": self.ctx.audit.correlation_id}
+        if skill_id:
+            metadata["skillId"] = skill_id
+        result = await self.rpc(
+            "send",
+            {"message": self.message(text, task_id), "configuration": config, "metadata": metadata},
+        )
+        if not isinstance(result, dict):
+            raise ToolError("message/send returned no task", "A2AError")
+        if "task" in result and isinstance(result["task"], dict):
+            return dict(result["task"])
+        if "message" in result and isinstance(result["message"], dict):
+            return {
+                "id": task_id or "",
+                "status": {"state": "completed", "message": result["message"]},
+            }
+        if result.get("kind") == "message" or ("parts" in result and "status" not in result):
+            return {"id": task_id or "", "status": {"state": "completed", "message": result}}
+        return dict(result)
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        result = await self.rpc("get", {"id": task_id})
+        if not isinstance(result, dict):
+            raise ToolError("tasks/get returned no task", "A2AError")
+        return result
+
+    async def cancel(self, task_id: str, why: str) -> None:
+        """Cancel ``task_id`` (best effort, audited)."""
+        outcome, error = "ok", None
+        try:
+            await self.rpc("cancel", {"id": task_id})
+        except ToolError as exc:
+            outcome, error = "error", str(exc)
+        self.ctx.audit.emit(
+            "a2a.cancel",
+            task_id=task_id,
+            url=self.card.endpoint,
+            reason=why,
+            outcome=outcome,
+            error=error,
+        )
+
+
+def _parts_text(parts: Any) -> list[str]:
+    out: list[str] = []
+    for part in parts or ():
+        if not isinstance(part, dict):
+            continue
+        if isinstance(part.get("text"), str):
+            out.append(part["text"])
+        elif "data" in part:
+            out.append(json.dumps(part["data"], ensure_ascii=False))
+    return out
+
+
+def answer_text(task: dict[str, Any]) -> str:
+    texts: list[str] = []
+    for artifact in task.get("artifacts") or ():
+        if isinstance(artifact, dict):
+            texts += _parts_text(artifact.get("parts"))
+    if not texts:
+        message = (task.get("status") or {}).get("message") or {}
+        texts = _parts_text(message.get("parts") if isinstance(message, dict) else None)
+    return "\n".join(texts)
+
+
+def status_text(task: dict[str, Any]) -> str:
+    message = (task.get("status") or {}).get("message") or {}
+    return "\n".join(_parts_text(message.get("parts") if isinstance(message, dict) else None))
+
+
+def status_metadata(task: dict[str, Any]) -> dict[str, Any]:
+    message = (task.get("status") or {}).get("message") or {}
+    meta = message.get("metadata") if isinstance(message, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+async def fetch_card(ctx: RunContext, url: str, token: str | None) -> Card:
+    cached = ctx.shared.a2a_cards.get(url)
+    if isinstance(cached, Card):
+        return cached
+    t0 = time.monotonic()
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    try:
+        response = await ctx.http.get(url, headers=headers, timeout=HTTP_TIMEOUT_SECONDS)
+    except httpx.HTTPError as exc:
+        raise ToolError(
+            f"agent card {url} is unreachable: {type(exc).__name__}", "A2AUnreachable"
+        ) from None
+    if response.status_code >= 300:
+        raise ToolError(f"agent card {url}: HTTP {response.status_code}", "A2ACardInvalid")
+    try:
+        data = response.json()
+    except ValueError:
+        raise ToolError(f"agent card {url} is not JSON", "A2ACardInvalid") from None
+    card = parse_card(url, data)
+    ctx.shared.a2a_cards[url] = card
+    ctx.audit.emit(
+        "a2a.card",
+        url=url,
+        name=card.name,
+        skills=list(card.skills),
+        endpoint=card.endpoint,
+        protocol=card.version,
+        duration_ms=round((time.monotonic() - t0) * 1000, 1),
+        outcome="ok",
+    )
+    return card
+
+
+def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> SkillTool:
+    impl = skill.spec.implementation
+    assert impl is not None and impl.card_url
+    card_url: str = impl.card_url
+    timeout_s = float(impl.timeout_s or DEFAULT_TIMEOUT_S)
+    policy = impl.on_unanswerable or "agent"
+    max_answers = (
+        impl.max_agent_answers if impl.max_agent_answers is not None else DEFAULT_MAX_AGENT_ANSWERS
+    )
+    credential = next(
+        (c for c in ctx.bundle.workspace.credentials if c.name == impl.credentials_ref), None
+    )
+
+    def token() -> str | None:
+        if impl.credentials_ref is None or credential is None:
+            return None
+        try:
+            return ctx.secrets.get(credential.secret_key_ref)
+        except MissingSecret as exc:
+            raise ToolError(str(exc), "MissingSecret") from None
+
+    async def client() -> tuple[Client, Card]:
+        bearer = token()
+        card = await fetch_card(ctx, card_url, bearer)
+        if impl.skill_id is not None and impl.skill_id not in card.skills:
+            raise ToolError(
+                f"the agent card at {card_url} has no skill {impl.skill_id!r} "
+                f"(it offers: {', '.join(card.skills) or 'none'})",
+                "A2ASkillNotFound",
+            )
+        return Client(ctx, card, bearer), card
+
+    async def call(args: dict[str, Any]) -> str:
+        rpc, card = await client()
+        task_id = args.get("task_id")
+        if task_id is not None:
+            tracked = ctx.shared.a2a_tasks.get(str(task_id))
+            if not isinstance(tracked, RemoteTask) or tracked.skill != skill.name:
+                raise InvalidArguments(
+                    f"task_id {task_id!r} is not a task of skill {skill.name} waiting for an answer"
+                )
+            answer = args.get("answer")
+            if answer is None:  # just look again (e.g. after a human gate)
+                task = await rpc.get(tracked.task_id)
+            else:
+                if tracked.human_gate is not None:
+                    raise ToolRefused(
+                        f"task {tracked.task_id} waits on the human gate {tracked.human_gate} "
+                        "on the remote side; a person resolves it there",
+                        "HumanGate",
+                    )
+                tracked.answers += 1
+                ctx.audit.emit(
+                    "executor.input_response",
+                    agent=agent.name,
+                    skill=skill.name,
+                    task_id=tracked.task_id,
+                    responder=f"agent:{agent.name}",
+                    answer=str(answer),
+                    answers=tracked.answers,
+                )
+                task = await rpc.send(str(answer), impl.skill_id, tracked.task_id)
+            return await follow(rpc, tracked, task)
+        from .agents import task_text
+
+        if skill.spec.inputs is not None:
+            problems = schema_problems(skill.spec.inputs.as_dict(), args)
+            if problems:
+                raise InvalidArguments("; ".join(problems))
+        text = task_text({k: v for k, v in args.items() if k not in ("task_id", "answer")})
+        skill_id = impl.skill_id or (card.skills[0] if card.skills else None)
+        task = await rpc.send(text, skill_id, None)
+        tracked = RemoteTask(
+            str(task.get("id") or ""), skill.name, agent.name, card, time.monotonic()
+        )
+        ctx.audit.emit(
+            "a2a.send",
+            agent=agent.name,
+            skill=skill.name,
+            url=card.endpoint,
+            protocol=card.version,
+            task_id=tracked.task_id,
+            context_id=ctx.run_id,
+            remote_skill=skill_id,
+            state=normalize_state((task.get("status") or {}).get("state")),
+        )
+        return await follow(rpc, tracked, task)
+
+    async def follow(rpc: Client, tracked: RemoteTask, task: dict[str, Any]) -> str:
+        """Poll until terminal or a question; apply the policy."""
+        delay = POLL_FIRST_SECONDS
+        polls = 0
+        done = False
+        try:
+            while True:
+                state = normalize_state((task.get("status") or {}).get("state"))
+                if state in TERMINAL or state in INTERRUPTED:
+                    break
+                if not tracked.task_id:
+                    break
+                if time.monotonic() - tracked.started > timeout_s:
+                    await rpc.cancel(tracked.task_id, f"timeoutS ({timeout_s:g}s) passed")
+                    done = True
+                    raise ToolError(
+                        f"remote task {tracked.task_id} did not finish within {timeout_s:g}s "
+                        "(timeoutS); it was cancelled",
+                        "A2ATimedOut",
+                    )
+                await asyncio.sleep(delay)
+                delay = min(POLL_MAX_SECONDS, delay * 1.5)
+                polls += 1
+                task = await rpc.get(tracked.task_id)
+            done = True
+        finally:
+            if not done and tracked.task_id:
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(rpc.cancel(tracked.task_id, "the call was stopped"))
+        ctx.audit.emit(
+            "a2a.task",
+            agent=agent.name,
+            skill=skill.name,
+            task_id=tracked.task_id,
+            state=state,
+            polls=polls,
+            duration_ms=round((time.monotonic() - tracked.started) * 1000, 1),
+            outcome="ok" if state in ("completed", "input-required") else state,
+        )
+        if state == "completed":
+            ctx.shared.a2a_tasks.pop(tracked.task_id, None)
+            return answer_text(task)
+        if state == "input-required":
+            return await question(rpc, tracked, task)
+        ctx.shared.a2a_tasks.pop(tracked.task_id, None)
+        detail = status_text(task) or state
+        code = {"failed": "RemoteTaskFailed", "auth-required": "RemoteAuthRequired"}.get(
+            state, "RemoteTaskEnded"
+        )
+        raise ToolError(f"remote task {tracked.task_id} {state}: {detail}", code)
+
+    async def question(rpc: Client, tracked: RemoteTask, task: dict[str, Any]) -> str:
+        text = status_text(task) or "(the remote agent asks for input)"
+        meta = status_metadata(task)
+        tracked.question = text
+        ctx.shared.a2a_tasks[tracked.task_id] = tracked
+        if meta.get("kind") == "human_gate":
+            tracked.human_gate = str(meta.get("gate") or "human gate")
+            ctx.audit.emit(
+                "executor.input_request",
+                agent=agent.name,
+                skill=skill.name,
+                task_id=tracked.task_id,
+                question=text,
+                kind="human_gate",
+                gate=tracked.human_gate,
+                policy="human_gate",
+            )
+            return Interim(
+                json.dumps(
+                    {
+                        "status": "input_required",
+                        "kind": "human_gate",
+                        "gate": tracked.human_gate,
+                        "task_id": tracked.task_id,
+                        "question": text,
+                    }
+                )
+            )
+        effective = policy
+        if policy == "agent" and tracked.answers >= max_answers:
+            effective = "relay"
+        ctx.audit.emit(
+            "executor.input_request",
+            agent=agent.name,
+            skill=skill.name,
+            task_id=tracked.task_id,
+            question=text,
+            policy=effective,
+            answers=tracked.answers,
+        )
+        if effective == "agent":
+            return Interim(
+                json.dumps(
+                    {"status": "input_required", "task_id": tracked.task_id, "question": text}
+                )
+            )
+        if effective == "abort":
+            ctx.shared.a2a_tasks.pop(tracked.task_id, None)
+            await rpc.cancel(tracked.task_id, "onUnanswerable: abort")
+            raise ToolError(
+                f"the remote agent asked {text!r} and onUnanswerable is abort; task "
+                f"{tracked.task_id} was cancelled",
+                "A2AInputRequired",
+            )
+        from .pipeline import escalate
+
+        raise escalate(
+            ctx,
+            ReviewItem(
+                kind="input_request",
+                skill=skill.name,
+                agent=agent.name,
+                question=text,
+                task_id=tracked.task_id,
+            ),
+        )
+
+    schema = skill.spec.inputs.as_dict() if skill.spec.inputs is not None else REMOTE_INPUT_SCHEMA
+    return SkillTool(
+        skill.spec.description,
+        schema,
+        call,
+        validates_inputs=True,
+    )

@@ -1,0 +1,168 @@
+"""``llm_prompt`` skills: one tool-less model conversation with the skill's own prompt.
+
+* The system prompt is the skill's ``prompt``; a decision skill's adds the instruction to
+  answer only with JSON matching its ``outputs`` (and the schema itself).
+* The user message is the call's ``input`` (plus ``context`` when given) when those are the
+  only arguments, otherwise the arguments as JSON.
+* The model: ``implementation.model`` as ``provider/model`` (a Workspace ``modelProviders``
+  name, then the model) or ``model`` (on the calling agent's provider); omitted = the
+  calling agent's provider and model. ``max_tokens`` and temperature are the caller's.
+* Turns count against the run's ``maxStepsPerRun`` / ``maxTokensPerRun`` and are audited as
+  ``model.call`` with the skill's name. A model API failure (after the provider's retries)
+  is a failure of the skill call (its ``onFailure`` decides), not of the run.
+* A decision skill's answer is checked against ``outputs``; the problems go back to the
+  same model in the same conversation (``constraints.outputRetries`` times, default 2).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from swarmkit_api.bundle import BundleAgent, BundleSkill
+from swarmkit_api.workspace import ModelProvider
+
+from . import decision
+from .bundle import provider_for
+from .context import RunContext
+from .errors import ModelError, ToolError
+from .providers import AssistantMessage, Message, ModelRequest, Provider, UserMessage
+from .skills import SkillTool
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "input": {"type": "string", "description": "What the skill should work on."},
+        "context": {"type": "string", "description": "Optional background."},
+    },
+    "required": ["input"],
+}
+
+
+def resolve_model(
+    ctx: RunContext, agent: BundleAgent, override: str | None
+) -> tuple[ModelProvider, str]:
+    """(provider, model) for an ``llm_prompt`` skill called by ``agent``."""
+    base = provider_for(ctx.bundle, agent)
+    agent_model = (agent.spec.model.name if agent.spec.model else None) or base.default_model
+    if not override:
+        return base, agent_model or ""
+    head, sep, rest = override.partition("/")
+    if sep:
+        for provider in ctx.bundle.workspace.model_providers:
+            if provider.name == head:
+                return provider, rest or provider.default_model or ""
+    return base, override
+
+
+def user_text(args: dict[str, Any]) -> str:
+    if set(args) <= {"input", "context"} and isinstance(args.get("input"), str):
+        text = str(args["input"])
+        if isinstance(args.get("context"), str) and args["context"]:
+            text += f"\n\nContext:\n{args['context']}"
+        return text
+    return json.dumps(args, ensure_ascii=False)
+
+
+def system_for(skill: BundleSkill, schema: dict[str, Any] | None) -> str:
+    impl = skill.spec.implementation
+    assert impl is not None
+    system = (impl.prompt or "").rstrip()
+    if schema is not None:
+        system += (
+            "\n\nAnswer only with JSON (no prose, no code fence) matching this JSON Schema:\n"
+            + json.dumps(schema)
+        )
+    return system
+
+
+async def complete(
+    ctx: RunContext,
+    agent: BundleAgent,
+    skill: BundleSkill,
+    provider: Provider,
+    request: ModelRequest,
+) -> str:
+    """One model turn for the skill: budget, audit, errors as tool errors."""
+    ctx.budget.before_step(ctx.audit, agent.name)
+    t0 = time.monotonic()
+    try:
+        response = await provider.complete(request)
+    except ModelError as exc:
+        ctx.audit.emit(
+            "model.call",
+            agent=agent.name,
+            skill=skill.name,
+            provider=provider.name,
+            model=provider.model,
+            duration_ms=round((time.monotonic() - t0) * 1000, 1),
+            outcome="error",
+            error=str(exc),
+        )
+        raise ToolError(str(exc), "ModelError") from None
+    ctx.audit.emit(
+        "model.call",
+        agent=agent.name,
+        skill=skill.name,
+        provider=provider.name,
+        model=provider.model,
+        duration_ms=round((time.monotonic() - t0) * 1000, 1),
+        attempts=response.attempts,
+        input_tokens=response.usage.input_tokens,
+        output_tokens=response.usage.output_tokens,
+        stop_reason=response.stop_reason,
+        outcome="ok",
+    )
+    ctx.budget.after_step(ctx.audit, agent.name, response.usage)
+    return response.text
+
+
+def llm_prompt_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> SkillTool:
+    impl = skill.spec.implementation
+    assert impl is not None
+    schema = decision.outputs_schema(skill)
+    retries = decision.output_retries(skill)
+    max_tokens = agent.spec.model.max_tokens if agent.spec.model else 4096
+    temperature = agent.spec.model.temperature if agent.spec.model else None
+
+    async def call(args: dict[str, Any]) -> str:
+        config, model = resolve_model(ctx, agent, impl.model)
+        if config.type == "replay":
+            raise ToolError(
+                f"skill {skill.name}: llm_prompt skills need a model API; provider "
+                f"{config.name} only replays scripted agent turns",
+                "NotSupported",
+            )
+        provider = ctx.providers.get(config, model)
+        messages: list[Message] = [UserMessage(user_text(args))]
+        problems: list[str] = []
+        for attempt in range(retries + 1):
+            request = ModelRequest(
+                system=system_for(skill, schema),
+                messages=list(messages),
+                tools=[],
+                max_tokens=max(1, min(max_tokens, ctx.budget.remaining_tokens)),
+                temperature=temperature,
+            )
+            text = await complete(ctx, agent, skill, provider, request)
+            if schema is None:
+                return text
+            value, problems = decision.check(schema, text)
+            if not problems:
+                return decision.audit_valid(ctx, agent.name, skill.name, value, attempt + 1)
+            decision.audit_invalid(
+                ctx, agent.name, skill.name, problems, attempt + 1, attempt < retries
+            )
+            messages.append(AssistantMessage(text))
+            messages.append(UserMessage(decision.feedback(schema, problems)))
+        raise decision.exhausted(skill.name, retries, problems)
+
+    schema_in = skill.spec.inputs.as_dict() if skill.spec.inputs is not None else INPUT_SCHEMA
+    return SkillTool(
+        skill.spec.description,
+        schema_in,
+        call,
+        default_effects="read",
+        validates_output=True,
+    )
