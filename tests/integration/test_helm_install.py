@@ -3,10 +3,11 @@
 The process node runs the operator pod from the chart's Deployment as a local process (an
 image whose repository ends in ``swarmkit-operator`` is ``python -m swarmkit_operator``) with
 the chart's ServiceAccount token, so the operator runs with exactly the chart's RBAC. Then:
-``examples/`` and a Run succeed; the Argo CD health checks say Healthy/Degraded/Progressing
-on the status the operator wrote; the operator causes no drift; `helm upgrade` with a new
-approval list rolls the operator and the new pin takes effect; `helm uninstall` leaves the
-CRDs and the users' objects in place.
+``examples/`` and a Run succeed; the operator never hits a 403; `helm upgrade` with a new
+approval list rolls the operator and the new pin takes effect; two replicas peer and only
+one reconciles; `helm uninstall` leaves the CRDs and the users' objects in place. (Argo CD
+health on real statuses, no drift and Run pods' lack of API access are in
+test_helm_gitops.py, against the operator run as a process.)
 
 This module starts its own cluster (not the session one): a cluster-wide operator installed
 by Helm must not reconcile other tests' namespaces, and the CRDs must be Helm's own.
@@ -38,8 +39,6 @@ from swarmkit_devcluster.testing import (
     reap_abandoned_clusters,
     wait_for,
 )
-from tests.integration.test_helm_rbac import beyond, can_i_list
-from tests.unit.test_argocd_health import health
 
 
 class InClusterLoginUnsupported(AssertionError):
@@ -272,87 +271,22 @@ def test_operator_pod_runs_from_the_chart_with_its_service_account(release: Rele
     assert env[b"KUBERNETES_SERVICE_HOST"] == b"127.0.0.1"
 
 
-def test_examples_are_ready_and_argo_cd_says_healthy(release: Release) -> None:
-    for doc in example_docs():
-        obj = release.get(PLURALS[doc["kind"]], doc["metadata"]["name"])
-        assert health(obj)["status"] == "Healthy", (doc["kind"], obj.get("status"))
-
-
-def test_a_run_succeeds_and_its_pod_has_no_api_access(release: Release) -> None:
+def test_examples_and_a_run_succeed(release: Release) -> None:
+    # (examples/ are Ready: the fixture waited for each, at its current generation.)
     run = example_run()
     release.kubectl("create", "-n", TEAM_NS, "-f", "-", input=json.dumps(run))
-    name = run["metadata"]["name"]
 
     def finished() -> dict[str, Any] | None:
-        obj = release.get("runs", name)
+        obj = release.get("runs", run["metadata"]["name"])
         c = release.condition(obj, "Succeeded")
         return obj if c and c["status"] != "Unknown" else None
 
     obj = until(finished, 120, message=release.operator_log)
-    assert release.condition(obj, "Succeeded") is not None
-    assert health(obj)["status"] == "Healthy", obj["status"]
+    cond = release.condition(obj, "Succeeded")
+    assert cond and (cond["status"], cond["reason"]) == ("True", "Succeeded"), obj["status"]
     assert obj["status"]["output"]
     pod = release.kube.core.read_namespaced_pod(obj["status"]["podName"], TEAM_NS)
     assert pod.spec.automount_service_account_token is False
-    mounts = [m.mount_path for c in pod.spec.containers for m in c.volume_mounts or []]
-    assert not [m for m in mounts if "serviceaccount" in m], mounts
-    # And the identity the pod runs as can do nothing beyond what anyone authenticated can.
-    baseline = can_i_list(release.cluster, f"system:serviceaccount:{TEAM_NS}:nobody", TEAM_NS)
-    runner = f"system:serviceaccount:{TEAM_NS}:{pod.spec.service_account_name or 'default'}"
-    assert beyond(can_i_list(release.cluster, runner, TEAM_NS), baseline) == {}
-
-
-def test_argo_cd_health_of_real_failures(release: Release) -> None:
-    bad_agent = {
-        "apiVersion": "swarmkit.dev/v1alpha1",
-        "kind": "Agent",
-        "metadata": {"name": "broken"},
-        "spec": {
-            "model": {"provider": "replay"},
-            "systemPrompt": "x",
-            "permissionsBundle": "no-such-bundle",
-        },
-    }
-    waiting_run = {
-        "apiVersion": "swarmkit.dev/v1alpha1",
-        "kind": "Run",
-        "metadata": {"name": "waits"},
-        "spec": {"topologyRef": {"name": "not-there-yet"}, "input": "x"},
-    }
-    release.kubectl(
-        "apply", "--server-side", "-n", TEAM_NS, "-f", "-",
-        input=json.dumps(bad_agent) + "\n---\n" + json.dumps(waiting_run),
-    )  # fmt: skip
-    agent = until(lambda: release.with_condition("agents", "broken", "Ready"), 30)
-    result = health(agent)
-    assert result["status"] == "Degraded", agent["status"]
-    assert "no-such-bundle" in result["message"]
-    run = until(lambda: release.with_condition("runs", "waits", "Succeeded"), 30)
-    assert health(run)["status"] == "Progressing", run["status"]
-    assert "Pending" in health(run)["message"]
-
-
-def test_no_drift_spec_labels_annotations_are_what_was_applied(release: Release) -> None:
-    for doc in example_docs():
-        live = release.get(PLURALS[doc["kind"]], doc["metadata"]["name"])
-        assert live["spec"] == doc["spec"], doc["metadata"]["name"]
-        meta = live["metadata"]
-        assert meta.get("labels", {}) == doc["metadata"].get("labels", {})
-        assert meta.get("annotations", {}) == doc["metadata"].get("annotations", {})
-        assert not meta.get("finalizers"), meta.get("finalizers")
-        # Only our field manager owns anything outside status.
-        for entry in meta["managedFields"]:
-            if entry["manager"] != FIELD_MANAGER:
-                assert entry.get("subresource") == "status", entry
-        assert "kopf" not in json.dumps(meta)  # no kopf annotations anywhere
-    # And a server-side apply dry run of the same manifests changes nothing (kubectl diff
-    # exits 0 when there is no difference).
-    manifests = "\n---\n".join(json.dumps(d) for d in example_docs())
-    res = release.cluster.kubectl(
-        "diff", "--server-side", f"--field-manager={FIELD_MANAGER}", "-n", TEAM_NS, "-f", "-",
-        input=manifests, check=False,
-    )  # fmt: skip
-    assert res.returncode == 0, f"drift:\n{res.stdout}{res.stderr}"
 
 
 def test_the_operator_never_hit_a_forbidden(release: Release) -> None:
