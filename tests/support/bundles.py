@@ -62,6 +62,10 @@ def skill(
     inputs: Mapping[str, Any] | None = None,
     callable: bool = True,
     blocked_reason: str = "",
+    authored_by: str = "human",
+    reviewed: bool = False,
+    synthesized_topology: str | None = None,
+    outputs: Mapping[str, Any] | None = None,
     **spec: Any,
 ) -> BundleSkill:
     """A pinned skill. ``files`` maps path → content (written to disk by write_bundle);
@@ -70,7 +74,7 @@ def skill(
     data: dict[str, Any] = {
         "description": description,
         "category": category,
-        "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        "provenance": {"authoredBy": authored_by, "version": "1.0.0"},
         "instructions": instructions,
         "files": [{"path": p, "content": c} for p, c in files.items()],
         **spec,
@@ -83,6 +87,8 @@ def skill(
         data["constraints"] = dict(constraints)
     if inputs is not None:
         data["inputs"] = dict(inputs)
+    if outputs is not None:
+        data["outputs"] = dict(outputs)
     script_pins = list(pins) + [
         ScriptPin(path=p, sha256=sha256_text(files[p]), approved=True, reason="Approved")
         for p in approved_scripts
@@ -96,6 +102,8 @@ def skill(
         scripts=script_pins,
         callable=callable,
         blocked_reason=blocked_reason,
+        reviewed=reviewed,
+        synthesized_topology=synthesized_topology,
     )
 
 
@@ -124,6 +132,9 @@ def agent(
     max_steps: int | None = None,
     max_tokens: int = 1024,
     description: str = "",
+    scopes: Iterable[str] = (),
+    commands: Iterable[str] = (),
+    resolved_skills: Iterable[str] | None = None,
     **spec: Any,
 ) -> BundleAgent:
     """A pinned agent. ``replay`` turns are dicts like ``{"text": ...}`` or
@@ -136,6 +147,7 @@ def agent(
         "model": {"provider": provider, "name": model, "maxTokens": max_tokens},
         "permissions": list(permissions),
         "flowDataAccess": list(flow_data_access),
+        "scopes": list(scopes),
         **spec,
     }
     if native is not None:
@@ -149,8 +161,9 @@ def agent(
         name=name,
         version=sha256_text(json.dumps(spec_model.wire(), sort_keys=True))[:12],
         spec=spec_model,
-        skills=list(skills),
+        skills=list(resolved_skills if resolved_skills is not None else skills),
         permissions=list(permissions),
+        commands=list(commands),
     )
 
 
@@ -210,6 +223,18 @@ def topology(
     return BundleTopology(name=name, version="v1", spec=spec)
 
 
+def topology_of(name: str, root_agent: str, description: str = "") -> BundleTopology:
+    """A one-node topology whose root node ``root`` runs agent ``root_agent``."""
+    spec = TopologySpec.model_validate(
+        {
+            "workspaceRef": {"name": "default"},
+            "description": description,
+            "agents": [{"name": "root", "agentRef": {"name": root_agent}, "role": "root"}],
+        }
+    )
+    return BundleTopology(name=name, version="v1", spec=spec)
+
+
 def bundle(
     *,
     agents: Iterable[BundleAgent],
@@ -218,6 +243,7 @@ def bundle(
     mcp_servers: Iterable[McpServer] = (),
     tools: Iterable[Tool] = (),
     topology: BundleTopology | None = None,
+    topologies: Iterable[BundleTopology] = (),
     target: str | None = None,
     governance: Governance | Mapping[str, Any] | None = None,
     input: str = "Do the task.",
@@ -252,7 +278,9 @@ def bundle(
         ),
         target_kind="Topology" if topology is not None else "Agent",
         target=target or (topology.name if topology is not None else agent_list[0].name),
-        topologies={topology.name: topology} if topology is not None else {},
+        topologies={
+            t.name: t for t in ([topology] if topology is not None else []) + list(topologies)
+        },
         agents={a.name: a for a in agent_list},
         skills={s.name: s for s in skills},
         workspace=WorkspaceSpec.model_validate(ws),
@@ -311,3 +339,43 @@ def write_bundle(b: RunBundle, root: Path) -> BundleLayout:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(f.content or "", encoding="utf-8")
     return layout
+
+
+#: The seeds' ``code-quality-review`` decision skill's outputs schema, verbatim.
+CODE_QUALITY_OUTPUTS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string", "enum": ["pass", "fail", "needs-changes"]},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "reasoning": {"type": "string"},
+        "issues": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "file": {"type": "string"},
+                    "line": {"type": "integer"},
+                    "severity": {"type": "string", "enum": ["error", "warning", "info"]},
+                    "message": {"type": "string"},
+                },
+            },
+        },
+    },
+    "required": ["verdict", "confidence", "reasoning"],
+}
+
+
+def decision_skill(
+    name: str,
+    implementation: Mapping[str, Any],
+    outputs: Mapping[str, Any] | None = None,
+    **kw: Any,
+) -> BundleSkill:
+    """A ``decision`` skill (default outputs: the seeds' code-quality-review schema)."""
+    return skill(
+        name,
+        category="decision",
+        implementation=implementation,
+        outputs=outputs or CODE_QUALITY_OUTPUTS,
+        **kw,
+    )

@@ -7,7 +7,10 @@ way the runner starts stdio servers.
 Tools: ``echo(text)``, ``add(a, b)``, ``search_docs(query, limit=5, tags=None)`` (a richer
 schema with descriptions and defaults), ``read_env(name)``, ``env_names()``,
 ``sleep(seconds)``, ``fail(message)`` (always a tool error) and ``whoami()`` (the server's
-``--name``), ``pid()``.
+``--name``), ``pid()``, ``check_quality(diff)`` (the seeds' code-quality-review verdict as
+JSON: ``needs-changes`` when the diff has a TODO, an out-of-schema answer when it contains
+BAD_OUTPUT, else ``pass``), ``flaky(key, failures)`` (a tool error for the first
+``failures`` calls with that key, then ``ok``) and ``count(key)`` (calls seen with that key).
 
 * :func:`stdio_command` — argv for a stdio server (what a Workspace ``command`` would hold).
 * :class:`HttpMcpServer` — a streamable-HTTP server in a subprocess on a free loopback port,
@@ -94,6 +97,43 @@ def build_server(name: str) -> Any:
     def pid() -> int:
         """The server's process id."""
         return os.getpid()
+
+    @server.tool()
+    def check_quality(diff: str) -> str:
+        """Review a diff against quality standards."""
+        import json
+
+        if "BAD_OUTPUT" in diff:
+            return json.dumps({"verdict": "great", "confidence": 7})
+        if "TODO" in diff:
+            return json.dumps(
+                {
+                    "verdict": "needs-changes",
+                    "confidence": 0.8,
+                    "reasoning": "a TODO is left in the change",
+                    "issues": [
+                        {"file": "app.py", "line": 3, "severity": "warning", "message": "TODO"}
+                    ],
+                }
+            )
+        return json.dumps({"verdict": "pass", "confidence": 0.95, "reasoning": "clean change"})
+
+    calls: dict[str, int] = {}
+
+    @server.tool()
+    def flaky(key: str, failures: int = 1) -> str:
+        """Fails (tool error) for the first ``failures`` calls with ``key``, then answers ok."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        calls[key] = calls.get(key, 0) + 1
+        if calls[key] <= failures:
+            raise ToolError(f"flaky failure {calls[key]} of {failures}")
+        return f"ok after {calls[key]} calls"
+
+    @server.tool()
+    def count(key: str) -> int:
+        """How often flaky was called with ``key``."""
+        return calls.get(key, 0)
 
     return server
 
