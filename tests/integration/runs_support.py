@@ -164,7 +164,9 @@ def apply(kube: Kube, namespace: str, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def apply_examples(
-    kube: Kube, namespace: str, edit: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
+    kube: Kube,
+    namespace: str,
+    edit: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
 ) -> None:
     for doc in examples():
         if doc["kind"] == "Run":
@@ -246,12 +248,29 @@ def debug(kube: Kube, namespace: str, operator: OperatorProcess | None = None) -
                 parts.append(f"{kind} {o['metadata']['name']}: {conds}")
     with contextlib.suppress(Exception):
         for j in jobs(kube, namespace):
-            parts.append(f"job {j.metadata.name}: {j.status.conditions}")
+            conds = [(c.type, c.status, c.reason) for c in j.status.conditions or ()]
+            parts.append(
+                f"job {j.metadata.name}: deleting={bool(j.metadata.deletion_timestamp)} "
+                f"finalizers={j.metadata.finalizers} {conds}"
+            )
     with contextlib.suppress(Exception):
         for p in pods(kube, namespace):
-            parts.append(f"pod {p.metadata.name}: {p.status.phase} {p.status.container_statuses}")
+            states = [
+                (c.name, c.state.to_dict() if c.state else None)
+                for c in p.status.container_statuses or ()
+            ]
+            parts.append(
+                f"pod {p.metadata.name}: {p.status.phase} "
+                f"deleting={bool(p.metadata.deletion_timestamp)} "
+                f"finalizers={p.metadata.finalizers} {states}"
+            )
     if operator is not None:
-        parts.append("--- operator log ---\n" + operator.tail(80))
+        lines = [
+            line
+            for line in operator.log().splitlines()
+            if "Request attempt" not in line and "being terminated" not in line
+        ]
+        parts.append("--- operator log ---\n" + "\n".join(lines[-60:]))
     return "\n".join(parts)
 
 

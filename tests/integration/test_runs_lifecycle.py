@@ -81,14 +81,18 @@ def test_run_succeeds_with_output_in_status(
     )
     bundle = kube.core.read_namespaced_config_map(status["bundleConfigMap"], ns)
     wait_for(
-        lambda: kube.core.read_namespaced_config_map(status["bundleConfigMap"], ns).metadata.labels.get(
-            "swarmkit.dev/run-finished"
-        )
-        == "true",
+        lambda: (
+            kube.core.read_namespaced_config_map(status["bundleConfigMap"], ns).metadata.labels.get(
+                "swarmkit.dev/run-finished"
+            )
+            == "true"
+        ),
         10,
     )
     assert bundle.immutable is True
-    events = kube.core.list_namespaced_event(ns, field_selector=f"involvedObject.uid={run['metadata']['uid']}")
+    events = kube.core.list_namespaced_event(
+        ns, field_selector=f"involvedObject.uid={run['metadata']['uid']}"
+    )
     reasons = {e.reason for e in events.items}
     assert "Succeeded" in reasons
 
@@ -125,13 +129,24 @@ def test_runner_failure_is_failed_with_its_message(
             "timeoutSeconds": 5,
         },
     ]
-    apply(kube, ns, {"apiVersion": ws["apiVersion"], "kind": "Workspace", "metadata": {"name": "default"}, "spec": {**ws["spec"], "modelProviders": providers}})
+    apply(
+        kube,
+        ns,
+        {
+            "apiVersion": ws["apiVersion"],
+            "kind": "Workspace",
+            "metadata": {"name": "default"},
+            "spec": {**ws["spec"], "modelProviders": providers},
+        },
+    )
     apply(kube, ns, agent_with("broken", [], model={"provider": "dead"}))
     wait_ready(kube, ns, "Agent", "broken")
     create(kube, ns, run_manifest("fails", agent="broken"))
     run = wait_run(kube, ns, "fails", finished, operator=operator)
     cond = succeeded(run)
-    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Failed"), debug(kube, ns, operator)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "Failed"), debug(
+        kube, ns, operator
+    )
     assert cond["message"], "the runner's message is shown"
     assert "127.0.0.1:9" in cond["message"] or "connect" in cond["message"].lower(), cond["message"]
 
@@ -143,7 +158,17 @@ def test_timeout_is_timed_out(kube: Kube, examples_ns: str, operator: OperatorPr
         ns,
         agent_with(
             "sleeper",
-            [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 120", "timeout_seconds": 300}}]}, {"text": "done"}],
+            [
+                {
+                    "toolCalls": [
+                        {
+                            "name": "bash",
+                            "arguments": {"command": "sleep 120", "timeout_seconds": 300},
+                        }
+                    ]
+                },
+                {"text": "done"},
+            ],
             bash=True,
         ),
     )
@@ -151,7 +176,9 @@ def test_timeout_is_timed_out(kube: Kube, examples_ns: str, operator: OperatorPr
     create(kube, ns, run_manifest("slow", agent="sleeper", timeout=3))
     run = wait_run(kube, ns, "slow", finished, timeout=60, operator=operator)
     cond = succeeded(run)
-    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "TimedOut"), debug(kube, ns, operator)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "TimedOut"), debug(
+        kube, ns, operator
+    )
 
 
 def _running_pod(kube: Kube, ns: str) -> Any:
@@ -173,7 +200,17 @@ def test_cancel_stops_the_job_and_kills_the_process(
         ns,
         agent_with(
             "sleeper",
-            [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 120", "timeout_seconds": 300}}]}, {"text": "done"}],
+            [
+                {
+                    "toolCalls": [
+                        {
+                            "name": "bash",
+                            "arguments": {"command": "sleep 120", "timeout_seconds": 300},
+                        }
+                    ]
+                },
+                {"text": "done"},
+            ],
             bash=True,
         ),
     )
@@ -201,7 +238,17 @@ def test_deleting_the_run_kills_the_process(
         ns,
         agent_with(
             "sleeper",
-            [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 120", "timeout_seconds": 300}}]}, {"text": "done"}],
+            [
+                {
+                    "toolCalls": [
+                        {
+                            "name": "bash",
+                            "arguments": {"command": "sleep 120", "timeout_seconds": 300},
+                        }
+                    ]
+                },
+                {"text": "done"},
+            ],
             bash=True,
         ),
     )
@@ -211,7 +258,11 @@ def test_deleting_the_run_kills_the_process(
     pids = pod_pids(pod)
     kube.custom.delete_namespaced_custom_object("swarmkit.dev", "v1alpha1", ns, "runs", "to-delete")
     wait_for(lambda: not any(pid_alive(p) for p in pids), 30, message="the runner process to die")
-    wait_for(lambda: jobs(kube, ns) == [] and pods(kube, ns) == [], 30, message=lambda: debug(kube, ns, operator))
+    wait_for(
+        lambda: jobs(kube, ns) == [] and pods(kube, ns) == [],
+        30,
+        message=lambda: debug(kube, ns, operator),
+    )
 
 
 def test_lost_job_is_recreated_then_fails(
@@ -223,27 +274,59 @@ def test_lost_job_is_recreated_then_fails(
         ns,
         agent_with(
             "sleeper",
-            [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 120", "timeout_seconds": 300}}]}, {"text": "done"}],
+            [
+                {
+                    "toolCalls": [
+                        {
+                            "name": "bash",
+                            "arguments": {"command": "sleep 120", "timeout_seconds": 300},
+                        }
+                    ]
+                },
+                {"text": "done"},
+            ],
             bash=True,
         ),
     )
     wait_ready(kube, ns, "Agent", "sleeper")
     create(kube, ns, run_manifest("lossy", agent="sleeper", timeout=300))
-    run = wait_run(kube, ns, "lossy", lambda r: bool((r.get("status") or {}).get("jobName")), operator=operator)
+    wait_run(kube, ns, "lossy", reason_is("Running"), operator=operator)
+    run = get(kube, ns, "Run", "lossy")
+    assert run is not None
     first = run["status"]["jobName"]
     kube.batch.delete_namespaced_job(first, ns, propagation_policy="Background")
-    run = wait_run(kube, ns, "lossy", reason_is("JobLost"), operator=operator)
-    cond = succeeded(run)
-    assert cond is not None and cond["status"] == "Unknown"
-    assert run["status"]["jobRecreations"] == 1
+    run = wait_run(
+        kube,
+        ns,
+        "lossy",
+        lambda r: (r.get("status") or {}).get("jobRecreations") == 1,
+        operator=operator,
+    )
     second = run["status"]["jobName"]
-    assert second == first + "-r1" and first in cond["message"]
-    wait_for(lambda: [j.metadata.name for j in jobs(kube, ns) if not j.metadata.deletion_timestamp] == [second], 30)
+    assert second == first + "-r1"
+    assert not finished(run)
+    lost = wait_for(
+        lambda: [
+            e
+            for e in kube.core.list_namespaced_event(
+                ns, field_selector=f"involvedObject.uid={run['metadata']['uid']}"
+            ).items
+            if e.reason == "JobLost"
+        ],
+        20,
+        message="a JobLost Event",
+    )
+    assert first in lost[0].message and "(1/1)" in lost[0].message
+    wait_run(kube, ns, "lossy", reason_is("Running"), operator=operator)
+    assert [j.metadata.name for j in jobs(kube, ns) if not j.metadata.deletion_timestamp] == [
+        second
+    ]
     kube.batch.delete_namespaced_job(second, ns, propagation_policy="Background")
     run = wait_run(kube, ns, "lossy", finished, operator=operator)
     cond = succeeded(run)
     assert cond is not None and (cond["status"], cond["reason"]) == ("False", "JobLost")
     assert str(MAX_RECREATIONS) in cond["message"]
+    wait_for(lambda: pods(kube, ns) == [], 30, message="the lost pods to be gone")
 
 
 def test_operator_killed_mid_run_same_job_outcome_recorded(
@@ -255,7 +338,10 @@ def test_operator_killed_mid_run_same_job_outcome_recorded(
         ns,
         agent_with(
             "napper",
-            [{"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 4"}}]}, {"text": "rested"}],
+            [
+                {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 4"}}]},
+                {"text": "rested"},
+            ],
             bash=True,
         ),
     )
@@ -305,7 +391,14 @@ def test_skill_edited_during_a_run_is_not_seen(
             "reader",
             [
                 {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 5"}}]},
-                {"toolCalls": [{"name": "read_skill_file", "arguments": {"skill_name": "notes", "path": "notes.md"}}]},
+                {
+                    "toolCalls": [
+                        {
+                            "name": "read_skill_file",
+                            "arguments": {"skill_name": "notes", "path": "notes.md"},
+                        }
+                    ]
+                },
                 {"text": "read it"},
             ],
             bash=True,

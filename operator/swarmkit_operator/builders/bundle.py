@@ -245,7 +245,6 @@ def synthesized_topology_skill(
         content_hash=content_hash,
         config_map="",
         spec=spec,
-        reviewed=True,
         synthesized_topology=topology,
     )
 
@@ -426,6 +425,7 @@ def _bundle_skill(
         scripts=script_pins(skill, namespace, workspace, config),
         callable=callable_,
         blocked_reason=blocked,
+        reviewed=skill.reviewed,
         synthesized_topology=skill.synthesized_topology,
         config_map=skill.config_map or None,
     )

@@ -64,6 +64,8 @@ JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 NO_POD_EVENTS_AFTER = 3.0
 #: How often a Pending Run whose target is not Ready is re-checked without any event.
 PENDING_RECHECK = 30.0
+#: How long a Job this process just created is trusted before the Jobs index shows it.
+HINT_SECONDS = 2.0
 #: Concurrent reconciles (bounded by the API client's thread pool anyway).
 MAX_CONCURRENCY = 16
 
@@ -358,7 +360,7 @@ class RunController:
             hint = None  # the index has seen it: it is being deleted
         if hint is not None and (hint[1] != current or job is not None):
             self._created_jobs.pop(uid, None)
-        elif job is None and hint is not None and time.monotonic() - hint[0] < 60:
+        elif job is None and hint is not None and time.monotonic() - hint[0] < HINT_SECONDS:
             job = hint[2]
         job_pods = [p for p in pods if _pod_job(p) == current]
         # Pods of Jobs this Run no longer uses (lost, replaced): nothing to record.
@@ -385,6 +387,21 @@ class RunController:
                     job=_job_summary(live), pods=job_pods, events=(), timeout_seconds=timeout
                 )
             else:
+                # Decide from the API, not from what the indexes showed so far: the Run's own
+                # latest status says which Job is current (a stale view must never recreate
+                # a Job that was already recreated).
+                fresh = await k8s.get_custom("runs", run.namespace, run.name)
+                if fresh is None:
+                    return None
+                fresh_status = dict(fresh.get("status") or {})
+                if int(fresh_status.get("jobRecreations") or 0) != recreation or rs.is_final(
+                    fresh_status.get("conditions")
+                ):
+                    self._overlay[uid] = {
+                        "resourceVersion": (fresh.get("metadata") or {}).get("resourceVersion"),
+                        "status": fresh_status,
+                    }
+                    return 0.05
                 return await self._recreate(run, spec, recreation, current)
         if verdict.stop_job and job is not None:
             await k8s.delete_job(run.namespace, current)
