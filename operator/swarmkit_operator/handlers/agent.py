@@ -93,7 +93,7 @@ async def agent_event(
     key = ("Agent", namespace, name)
     ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
     if type == "DELETED":
-        ctl.reconciled_generation.pop(key, None)
+        ctl.forget(key)
         view = _MISSING
     else:
         if ctl.should_reconcile_self(key, body, type):

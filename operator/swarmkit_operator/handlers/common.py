@@ -173,7 +173,7 @@ class Controller:
 
     config: OperatorConfig
     indices: Mapping[str, Any]
-    workers: int = 8
+    workers: int = 12
     defer_delay: float = 0.3
     max_defer: float = 15.0
     gc_grace: float = 10.0
@@ -248,6 +248,18 @@ class Controller:
         if status.get("observedGeneration") != generation:
             return True
         return self.reconciled_generation.get(key) != generation
+
+    def forget(self, key: Key) -> None:
+        """The object is gone: drop what this process remembered of it."""
+        for memory in (
+            self.bodies,
+            self.reconciled_generation,
+            self.written,
+            self.awaiting,
+            self.failures,
+            self.deferred_since,
+        ):
+            memory.pop(key, None)
 
     def changed(self, key: Key, view: Any) -> bool:
         """Whether ``view`` (what dependents care about) differs from the last one seen."""
@@ -417,13 +429,23 @@ class Controller:
             "namespace": namespace,
             "uid": uid,
         }
-        for cond in transitions(before, conditions):
-            type_ = "Warning" if cond["status"] == "False" else "Normal"
-            text = f"{cond['type']} is {cond['status']}"
-            if cond.get("message"):
-                text += f": {cond['message']}"
-            self.post_event(involved, type_, cond["reason"], text)
+        changed = transitions(before, conditions)
+        # Every transition to False is its own Warning; the other transitions of one
+        # reconcile share one Normal Event (reason of Ready if it is among them).
+        for cond in changed:
+            if cond["status"] == "False":
+                self.post_event(involved, "Warning", cond["reason"], _describe(cond))
+        normal = [c for c in changed if c["status"] != "False"]
+        if normal:
+            main = next((c for c in normal if c["type"] == "Ready"), normal[0])
+            text = "; ".join(_describe(c) for c in [main, *(c for c in normal if c is not main)])
+            self.post_event(involved, "Normal", main["reason"], text)
         return True
+
+
+def _describe(cond: Mapping[str, Any]) -> str:
+    text = f"{cond['type']} is {cond['status']} ({cond['reason']})"
+    return f"{text}: {cond['message']}" if cond.get("message") else text
 
 
 _MISSING: Any = object()
@@ -521,7 +543,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
     settings.process.ultimate_exiting_timeout = 30
 
     config = load_config()
-    workers = int(os.environ.get("SWARMKIT_WORKERS", "8"))
+    workers = int(os.environ.get("SWARMKIT_WORKERS", "12"))
     k8s.configure(workers=workers + 4)
     ctl = Controller(
         config=config,

@@ -120,8 +120,7 @@ async def skill_event(
     key = ("Skill", namespace, name)
     ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
     if type == "DELETED":
-        ctl.bodies.pop(key, None)
-        ctl.reconciled_generation.pop(key, None)
+        ctl.forget(key)
         view = _MISSING
     else:
         if ctl.should_reconcile_self(key, body, type):

@@ -129,7 +129,7 @@ def test_packs_expand() -> None:
 
 
 def test_unknown_pack_bundle_tool_native_tool_flow_provider() -> None:
-    cases = {
+    cases: dict[str, dict[str, Any]] = {
         "UnknownCommandPack": {"skills": ["pack:nope"]},
         "UnknownPermissionBundle": {"permissionsBundle": "admin"},
         "UnknownTool": {"tools": ["jira_create"]},

@@ -47,7 +47,7 @@ def verdicts(render: Any) -> dict[str, tuple[str, str]]:
 def test_renders_immutable_content_addressed_config_map() -> None:
     render = render_skill(OWNER, spec(), {}, OperatorConfig())
     cm = render.config_map
-    assert cm is not None
+    assert cm is not None and render.content_hash is not None
     assert cm["immutable"] is True
     assert cm["metadata"]["name"] == f"skill-incident-triage-{render.content_hash[:8]}"
     assert cm["metadata"]["labels"]["swarmkit.dev/skill"] == "incident-triage"

@@ -45,6 +45,7 @@ def test_ready_when_every_secret_key_exists() -> None:
     render = render_workspace(OWNER, SPEC, secrets, flow)
     assert v(render) == {"Accepted": ("True", "Valid"), "Ready": ("True", "Rendered")}
     cm = render.config_map
+    assert cm is not None and render.version is not None
     assert cm["metadata"]["name"] == f"ws-default-{render.version[:8]}"
     refs = json.loads(cm["data"]["secrets.json"])
     assert {(r["name"], r["key"]) for r in refs} == {("model-keys", "anthropic"), ("gh", "token")}
