@@ -18,7 +18,8 @@
 * **Output**: ``text`` (stdout), ``json`` (stdout parsed; invalid JSON is an error) or
   ``lines`` (non-empty stdout lines), returned as
   ``{"exit_code", "output", "stderr", "truncated"}``; a non-zero exit is a
-  ``CommandFailed`` tool error with the same payload.
+  ``CommandFailed`` tool error with the same payload (except when the output was cut: the
+  runner killed it, and the cut output is the answer).
 * **Effects**: ``read | write``, undeclared = write. A ``pack:<id>`` grant offers only the
   pack's read commands (``BundleAgent.commands``, checked again here) as tools named
   ``<pack>.<command>`` (tier cautious). A ``command`` skill may run any command of the pack;
@@ -232,7 +233,7 @@ async def run_command(
         "stderr": result.stderr[-MAX_STDERR_CHARS:],
         "truncated": result.truncated,
     }
-    if result.exit_code != 0:
+    if result.exit_code != 0 and not result.truncated:  # a cut-off run was killed by us
         raise ToolError(json.dumps(payload, ensure_ascii=False), "CommandFailed")
     payload["output"] = _parse(command, result.stdout, result.truncated)
     return json.dumps(payload, ensure_ascii=False)
