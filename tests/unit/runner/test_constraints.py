@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from tests.support.bundles import (
     bundle,
     mcp_tool_skill,
     openai_provider,
+    skill,
     stdio_server,
     write_bundle,
 )
@@ -122,23 +124,39 @@ async def test_on_failure_fail_ends_the_run_with_the_reason(
 
 
 def test_escalate_to_human_parks_the_run_awaiting_review(tmp_path: Path) -> None:
+    failing = {
+        "id": "ops",
+        "commands": [
+            {
+                "name": "deploy",
+                "description": "Deploy.",
+                "argv": [sys.executable, "-c", "import sys; sys.exit('deploy target locked')"],
+            }
+        ],
+    }
     with ScriptedModelServer([tool_call("deploy"), text("never reached")]) as server:
-        b = run_bundle(
-            server.openai_base_url,
-            flaky("deploy", "e", 9, onFailure="escalate_to_human"),
+        b = bundle(
+            agents=[agent("dev", provider="m", skills=["deploy"])],
+            skills=[
+                skill(
+                    "deploy",
+                    implementation={"type": "command", "pack": "ops", "command": "deploy"},
+                    constraints={"onFailure": "escalate_to_human"},
+                )
+            ],
+            providers=[openai_provider("m", server.openai_base_url)],
+            workspace={"commandPacks": [failing]},
         )
         out = run_subprocess(write_bundle(b, tmp_path))
 
     assert out.exit_code == 0, out.stderr  # parked, not failed: nothing for the Job to retry
     assert out.outcome == "AwaitingReview"
-    question = (
-        "skill deploy (agent dev) failed after 1 attempt: McpToolError: Error executing tool "
-        "flaky: flaky failure 1 of 9. "
-        "Decide how the run should go on."
-    )
-    assert out.result["reviewItems"] == [
-        {"kind": "escalation", "skill": "deploy", "agent": "dev", "question": question}
-    ]
+    [item] = out.result["reviewItems"]
+    assert (item["kind"], item["skill"], item["agent"]) == ("escalation", "deploy", "dev")
+    question = item["question"]
+    assert question.startswith("skill deploy (agent dev) failed after 1 attempt: CommandFailed:")
+    assert "deploy target locked" in question
+    assert question.endswith("Decide how the run should go on.")
     assert out.result["message"] == f"awaiting review: {question}"
     [requested] = out.events("review.requested")
     assert requested["kind"] == "escalation"
