@@ -72,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
             print("operator stopped" if stopped else "operator was not running", file=sys.stderr)
             return 0
         if a.cmd == "demo":
-            print("demo: not implemented yet", file=sys.stderr)
-            return 1
+            from swarmkit_devcluster.demo import run_demo
+
+            return run_demo(cluster)
     except (BuildError, ClusterError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -40,7 +40,13 @@ PLURALS = {
 class OperatorProcess:
     """The operator as a child process (own process group), with its log in a file."""
 
-    def __init__(self, kubeconfig: Path, config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path,
+        config: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.extra_env = dict(env or {})
         self.dir = Path(tempfile.mkdtemp(prefix="swarmkit-operator-test-"))
         self.log_path = self.dir / "operator.log"
         self.config_path = self.dir / "config.yaml"
@@ -69,6 +75,7 @@ class OperatorProcess:
             "KUBECONFIG": str(self.kubeconfig),
             "SWARMKIT_OPERATOR_CONFIG": str(self.config_path),
             "PYTHONUNBUFFERED": "1",
+            **self.extra_env,
         }
         self.starts += 1
         log = self.log_path.open("ab")

@@ -34,7 +34,11 @@ MAX_RECREATIONS = 1
 
 @pytest.fixture(scope="module")
 def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {"maxJobRecreations": MAX_RECREATIONS})
+    op = OperatorProcess(
+        cluster.kubeconfig,
+        {"maxJobRecreations": MAX_RECREATIONS},
+        env={"SWARMKIT_POD_START_GRACE_SECONDS": "4"},
+    )
     op.start()
     yield op
     op.stop()
@@ -434,3 +438,57 @@ def test_output_over_4kib_is_truncated_with_marker(
     assert status["outputTruncated"] is True
     assert status["output"].endswith(TRUNCATION_MARKER)
     assert len(status["output"].encode()) <= 4096
+
+
+def _with_runtime(kube: Kube, ns: str, **runtime: Any) -> None:
+    ws = get(kube, ns, "Workspace", "default")
+    assert ws is not None
+    spec = {**ws["spec"], "runtime": {**ws["spec"].get("runtime", {}), **runtime}}
+    apply(
+        kube,
+        ns,
+        {
+            "apiVersion": ws["apiVersion"],
+            "kind": "Workspace",
+            "metadata": {"name": "default"},
+            "spec": spec,
+        },
+    )
+
+
+def test_unpullable_image_is_image_pull_failed(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    ns = examples_ns
+    _with_runtime(kube, ns, image="registry.invalid/no-such-runtime:1")
+    wait_for(
+        lambda: get(kube, ns, "Workspace", "default")["status"]["observedGeneration"] >= 2,  # type: ignore[index]
+        30,
+    )
+    wait_ready(kube, ns, "Topology", "review-pipeline")
+    create(kube, ns, run_manifest("no-image"))
+    run = wait_run(kube, ns, "no-image", finished, timeout=60, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "ImagePullFailed")
+    assert "registry.invalid/no-such-runtime" in cond["message"] or "image" in cond["message"]
+    wait_for(lambda: jobs(kube, ns) == [], 30, message="the stuck Job to be deleted")
+
+
+def test_pod_that_cannot_be_created_is_pod_creation_failed(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    ns = examples_ns
+    _with_runtime(kube, ns, serviceAccountName="no-such-account")
+    wait_for(
+        lambda: get(kube, ns, "Workspace", "default")["status"]["observedGeneration"] >= 2,  # type: ignore[index]
+        30,
+    )
+    wait_ready(kube, ns, "Topology", "review-pipeline")
+    create(kube, ns, run_manifest("no-pod"))
+    run = wait_run(kube, ns, "no-pod", finished, timeout=60, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and (cond["status"], cond["reason"]) == (
+        "False",
+        "PodCreationFailed",
+    ), debug(kube, ns, operator)
+    assert "no-such-account" in cond["message"]

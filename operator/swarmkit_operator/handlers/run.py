@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -64,6 +65,10 @@ JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 NO_POD_EVENTS_AFTER = 3.0
 #: How often a Pending Run whose target is not Ready is re-checked without any event.
 PENDING_RECHECK = 30.0
+#: How long a pod may wait on its image or configuration before the run fails.
+POD_START_GRACE = float(
+    os.environ.get("SWARMKIT_POD_START_GRACE_SECONDS", rs.DEFAULT_POD_START_GRACE_SECONDS)
+)
 #: How long a Job this process just created is trusted before the Jobs index shows it.
 HINT_SECONDS = 2.0
 #: Concurrent reconciles (bounded by the API client's thread pool anyway).
@@ -379,7 +384,13 @@ class RunController:
             if age is not None and age >= NO_POD_EVENTS_AFTER:
                 events = await k8s.object_events(run.namespace, str(job["uid"]))
         timeout = _timeout_of(job)
-        verdict = rs.derive(job=job, pods=job_pods, events=events, timeout_seconds=timeout)
+        verdict = rs.derive(
+            job=job,
+            pods=job_pods,
+            events=events,
+            timeout_seconds=timeout,
+            pod_start_grace_seconds=POD_START_GRACE,
+        )
         if verdict.phase == "Lost":
             live = await k8s.get_job(run.namespace, current)
             if live is not None and not (live.get("metadata") or {}).get("deletionTimestamp"):
