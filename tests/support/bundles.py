@@ -254,7 +254,8 @@ def bundle(
     correlation_id: str | None = None,
     flow_data_dir: str | None = None,
 ) -> RunBundle:
-    """A valid RunBundle. Without ``topology`` the first agent is the (single) target."""
+    """A valid RunBundle. Without ``topology`` the first agent is the (single) target, unless
+    ``target`` names one of ``topologies``."""
     agent_list = list(agents)
     ws: dict[str, Any] = {
         "modelProviders": [p.wire() for p in providers],
@@ -267,6 +268,10 @@ def bundle(
         if isinstance(governance, Governance)
         else Governance.model_validate(dict(governance or {}))
     )
+    topology_map = {
+        t.name: t for t in ([topology] if topology is not None else []) + list(topologies)
+    }
+    is_topology = topology is not None or (target is not None and target in topology_map)
     return RunBundle(
         run=RunInfo(
             name="test-run",
@@ -276,11 +281,9 @@ def bundle(
             input=input,
             timeout_seconds=timeout_seconds,
         ),
-        target_kind="Topology" if topology is not None else "Agent",
+        target_kind="Topology" if is_topology else "Agent",
         target=target or (topology.name if topology is not None else agent_list[0].name),
-        topologies={
-            t.name: t for t in ([topology] if topology is not None else []) + list(topologies)
-        },
+        topologies=topology_map,
         agents={a.name: a for a in agent_list},
         skills={s.name: s for s in skills},
         workspace=WorkspaceSpec.model_validate(ws),
