@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.a2a_server import A2AServer
 from tests.support.mcp_servers import HttpMcpServer
 from tests.support.model_server import ScriptedModelServer
 
 NPM_PREFIX = Path.home() / ".cache" / "swarmkit-operator" / "npm"
 FILESYSTEM_PACKAGE = "@modelcontextprotocol/server-filesystem"
 HTTP_MCP_TOKEN = "mcp-test-token-5f1c"
+A2A_TOKEN = "a2a-test-token-93d2"
 
 
 @pytest.fixture
@@ -60,3 +62,10 @@ def filesystem_server_bin() -> Path:
     if proc.returncode != 0 or not binary.exists():
         pytest.skip(f"the npm registry is unreachable ({proc.stderr.strip()[-200:]})")
     return binary
+
+
+@pytest.fixture(scope="session")
+def a2a_server() -> Iterator[A2AServer]:
+    """The A2A test agent (a2a-sdk; A2A 1.0 and 0.3 cards), requiring a bearer token."""
+    with A2AServer(token=A2A_TOKEN) as server:
+        yield server
