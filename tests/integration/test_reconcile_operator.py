@@ -530,12 +530,16 @@ def test_topology_version_and_readiness_follow_its_agents(api: Api) -> None:
     api.wait_condition("Topology", "team", "Ready", "False", "AgentNotReady")
     api.patch_spec("Agent", "helper", {"permissionsBundle": "worker"})
     status = api.wait_ready("Topology", "team")
+    api.apply("Topology", "bystander", topology_spec("helper"))
+    bystander = api.wait_ready("Topology", "bystander")["version"]
     lead = api.status("Agent", "lead")["version"]
     assert status["agentVersions"]["lead"] == lead
     version = status["version"]
     api.patch_spec("Skill", "s", {"instructions": "edited"})  # skill → agent → topology
     status = api.wait("Topology", "team", lambda s: s.get("version") != version, "re-version")
     assert status["agentVersions"]["lead"] != lead
+    time.sleep(1)
+    assert api.status("Topology", "bystander")["version"] == bystander  # does not use lead
 
 
 def test_pack_workspace_synthesizes_topology_skills(api: Api) -> None:
@@ -655,16 +659,19 @@ def test_restart_recomputes_the_same_status_without_writes(api: Api, operator: O
     api.apply("Topology", "stable", topology_spec("stable"))
     api.wait_ready("Topology", "stable")
     time.sleep(1)
-    before = {
-        kind: api.get(kind, name)["metadata"]["resourceVersion"]
-        for kind, name in (("Skill", "stable"), ("Agent", "stable"), ("Topology", "stable"))
-    }
+    objects = (
+        ("Skill", "stable"),
+        ("Agent", "stable"),
+        ("Topology", "stable"),
+        ("Workspace", "default"),
+    )
+    before = {kind: api.get(kind, name)["metadata"]["resourceVersion"] for kind, name in objects}
     operator.stop()
     operator.start()
     api.apply("Skill", "after-restart", skill_spec())
     api.wait_ready("Skill", "after-restart")  # the new operator is reconciling
     time.sleep(2)
-    after = {kind: api.get(kind, "stable")["metadata"]["resourceVersion"] for kind in before}
+    after = {kind: api.get(kind, name)["metadata"]["resourceVersion"] for kind, name in objects}
     assert after == before
     with contextlib.suppress(Exception):
         api.delete("Skill", "after-restart")

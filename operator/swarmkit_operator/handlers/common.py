@@ -173,7 +173,7 @@ class Controller:
 
     config: OperatorConfig
     indices: Mapping[str, Any]
-    workers: int = 12
+    workers: int = 16
     defer_delay: float = 0.3
     max_defer: float = 15.0
     gc_grace: float = 10.0
@@ -543,7 +543,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
     settings.process.ultimate_exiting_timeout = 30
 
     config = load_config()
-    workers = int(os.environ.get("SWARMKIT_WORKERS", "12"))
+    workers = int(os.environ.get("SWARMKIT_WORKERS", "16"))
     k8s.configure(workers=workers + 4)
     ctl = Controller(
         config=config,
