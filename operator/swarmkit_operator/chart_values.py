@@ -34,7 +34,6 @@ DIGEST = r"^(sha256:[0-9a-f]{64})?$"
 SKILL_PATH = r"^[^/\\].*$"
 DOTDOT_SEGMENT = r"(^|/)\.\.(/|$)"
 DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
-QUANTITY = r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|E|Ei)?$"
 
 FreeForm = dict[str, Any]
 
@@ -408,9 +407,4 @@ def render() -> dict[Path, str]:
     return {SCHEMA_PATH: text}
 
 
-def validate_values(data: dict[str, Any]) -> ChartValues:
-    """Validate merged chart values (values.yaml + overrides) with the model."""
-    return ChartValues.model_validate(data)
-
-
-__all__ = ["SCHEMA_PATH", "ChartValues", "render", "validate_values", "values_schema"]
+__all__ = ["SCHEMA_PATH", "ChartValues", "render", "values_schema"]

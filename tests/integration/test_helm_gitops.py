@@ -18,21 +18,21 @@ test_helm_install.py does the same install through the chart.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster, free_port
-from swarmkit_devcluster.testing import Kube, wait_for
-from tests.integration.runs_support import PLURALS, OperatorProcess, examples
+from swarmkit_devcluster.testing import Kube
+from tests.integration.runs_support import PLURALS, OperatorProcess
+from tests.integration.test_helm_install import example_docs, example_run, until
 from tests.integration.test_helm_rbac import beyond, can_i_list
 from tests.unit.test_argocd_health import health
 
 pytestmark = pytest.mark.integration
 
 FIELD_MANAGER = "argocd-controller"
-T = TypeVar("T")
 
 
 class Operator(OperatorProcess):
@@ -49,12 +49,6 @@ def operator(cluster: LocalCluster, crds: Any) -> Iterator[Operator]:
     op.start()
     yield op
     op.stop()
-
-
-def until(predicate: Callable[[], T | None], timeout: float, message: Callable[[], str]) -> T:
-    value = wait_for(predicate, timeout, message=message)
-    assert value is not None
-    return value
 
 
 class Git:
@@ -97,13 +91,9 @@ def git(cluster: LocalCluster, kube: Kube, namespace: str, operator: Operator) -
     return Git(cluster, kube, namespace, operator)
 
 
-def users_manifests() -> list[dict[str, Any]]:
-    return [d for d in examples() if d["kind"] != "Run"]
-
-
 def test_argo_cd_reports_the_examples_healthy(git: Git) -> None:
-    git.apply(users_manifests())
-    for doc in users_manifests():
+    git.apply(example_docs())
+    for doc in example_docs():
         obj = git.reconciled(doc["kind"], doc["metadata"]["name"])
         result = health(obj)
         assert result["status"] == "Healthy", (doc["kind"], obj["status"])
@@ -184,9 +174,9 @@ def test_argo_cd_health_of_what_goes_wrong(git: Git) -> None:
 
 
 def test_a_run_is_healthy_when_it_succeeds_and_its_pod_has_no_api_access(git: Git) -> None:
-    git.apply(users_manifests())
+    git.apply(example_docs())
     git.reconciled("Topology", "review-pipeline")
-    (run,) = [d for d in examples() if d["kind"] == "Run"]
+    run = example_run()
     git.cluster.kubectl("create", "-n", git.ns, "-f", "-", input=json.dumps(run))
     name = run["metadata"]["name"]
 
@@ -210,7 +200,7 @@ def test_a_run_is_healthy_when_it_succeeds_and_its_pod_has_no_api_access(git: Gi
 
 
 def test_the_operator_causes_no_drift(git: Git) -> None:
-    manifests = users_manifests()
+    manifests = example_docs()
     git.apply(manifests)
     for doc in manifests:
         live = git.reconciled(doc["kind"], doc["metadata"]["name"])

@@ -39,6 +39,7 @@ from swarmkit_devcluster.testing import (
     reap_abandoned_clusters,
     wait_for,
 )
+from tests.integration.runs_support import PLURALS, examples
 
 
 class InClusterLoginUnsupported(AssertionError):
@@ -66,18 +67,10 @@ KNOWN_LOGIN_FAILURE = "Service token file does not exist"
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "swarmkit-operator"
-EXAMPLES = REPO / "examples"
 RELEASE = "sk"
 SYSTEM_NS = "swarmkit-system"
 TEAM_NS = "team-a"
 DEPLOYMENT = f"{RELEASE}-swarmkit-operator"
-SA = f"system:serviceaccount:{SYSTEM_NS}:{DEPLOYMENT}"
-PLURALS = {
-    "Workspace": "workspaces",
-    "Skill": "skills",
-    "Agent": "agents",
-    "Topology": "topologies",
-}
 SCRIPT_SKILL = "incident-triage"
 SCRIPT_PATH = "scripts/classify_severity.py"
 FIELD_MANAGER = "gitops"  # the users' (Argo CD's) field manager
@@ -203,15 +196,13 @@ class Release:
 
 
 def example_docs() -> list[dict[str, Any]]:
-    docs = []
-    for path in sorted(EXAMPLES.glob("*.yaml")):
-        docs += [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] != "Run"]
-    return docs
+    """examples/ without the Run: what a team keeps in Git."""
+    return [d for d in examples() if d["kind"] != "Run"]
 
 
 def example_run() -> dict[str, Any]:
-    (run,) = [d for d in yaml.safe_load_all((EXAMPLES / "40-run.yaml").read_text()) if d]
-    return dict(run)
+    (run,) = [d for d in examples() if d["kind"] == "Run"]
+    return run
 
 
 @pytest.fixture(scope="module")
