@@ -310,8 +310,8 @@ class ChartValues(_Values):
         default=1,
         ge=1,
         le=5,
-        description="Operator replicas. 1 runs kopf --standalone; more run kopf peering so only "
-        "one reconciles (the others stand by).",
+        description="Operator replicas. 1 runs kopf standalone; more run kopf peering so only "
+        "the highest-priority one reconciles (the others stand by).",
     )
     image: OperatorImageValues = _desc("Operator image.")
     image_pull_secrets: list[FreeForm] = _desc("imagePullSecrets of the operator pod.")
