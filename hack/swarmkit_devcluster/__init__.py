@@ -20,7 +20,8 @@ __all__ = ["ClusterError", "LocalCluster"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so `python -m swarmkit_devcluster.process_node` does not import itself twice.
+    # Lazy, so importing a submodule (e.g. the process node, run as
+    # `python -m swarmkit_devcluster.process_node`) does not also import cluster.py.
     if name in __all__:
         from swarmkit_devcluster import cluster
 

@@ -6,6 +6,9 @@ for the test fixtures): ``state.json`` (pids, ports), ``kubeconfig`` (admin), ``
 ``logs/<component>.log``, ``pods/<ns>_<pod>/`` (process-node pods), ``bin/`` (kubectl, helm).
 Every process started here carries ``SWARMKIT_DEVCLUSTER_ID=<id>`` in its environment, so
 ``stop()`` can also find and kill strays (e.g. grandchildren that left their process group).
+
+The components' command lines are in :mod:`swarmkit_devcluster.components`; pid, port and log
+helpers in :mod:`swarmkit_devcluster.procs`.
 """
 
 from __future__ import annotations
@@ -18,12 +21,10 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,33 +32,44 @@ import yaml
 
 from swarmkit_devcluster import pki as pkimod
 from swarmkit_devcluster.build import BuildError, ensure_built
+from swarmkit_devcluster.components import (
+    COMPONENTS,
+    CONTROLLERS,
+    apiserver_cmd,
+    controller_manager_cmd,
+    etcd_cmd,
+    process_node_cmd,
+    scheduler_cmd,
+)
 from swarmkit_devcluster.kubeapi import ApiError, KubeClient
 from swarmkit_devcluster.paths import binary, cache_root, default_state_dir, repo_root
 from swarmkit_devcluster.process_node import DEFAULT_NODE_NAME, MARKER_ENV
+from swarmkit_devcluster.procs import (
+    Proc,
+    free_port,
+    port_in_use,
+    proc_start_time,
+    processes_with_marker,
+    tail,
+)
+
+__all__ = [
+    "COMPONENTS",
+    "CONTROLLERS",
+    "STOP_ORDER",
+    "ClusterError",
+    "LocalCluster",
+    "Proc",
+    "free_port",
+    "port_in_use",
+    "proc_start_time",
+    "processes_with_marker",
+    "tail",
+    "write_kubeconfig",
+]
 
 T = TypeVar("T")
 
-CONTROLLERS = [
-    "job-controller",
-    "cronjob-controller",
-    "garbage-collector-controller",
-    "namespace-controller",
-    "ttl-after-finished-controller",
-    "serviceaccount-controller",
-    "serviceaccount-token-controller",
-    "root-ca-certificate-publisher-controller",
-    "clusterrole-aggregation-controller",
-    "deployment-controller",
-    "replicaset-controller",
-    "statefulset-controller",
-    "endpoints-controller",
-    "endpointslice-controller",
-    "disruption-controller",
-    "resourcequota-controller",
-    "pod-garbage-collector-controller",
-]
-
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "process-node")
 STOP_ORDER = (
     "operator",
     "process-node",
@@ -74,70 +86,6 @@ class ClusterError(RuntimeError):
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
-
-
-def proc_start_time(pid: int) -> int | None:
-    """Process start time (clock ticks since boot), to tell a live pid from a reused one."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] == "Z":
-        return None
-    return int(fields[19])
-
-
-def processes_with_marker(marker: str) -> list[int]:
-    needle = f"{MARKER_ENV}={marker}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            env = Path(f"/proc/{entry}/environ").read_bytes()
-        except OSError:
-            continue
-        if needle in env.split(b"\0"):
-            found.append(int(entry))
-    return found
-
-
-def tail(path: Path, lines: int = 40) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return "(no log)"
-    return "\n".join(data.decode(errors="replace").splitlines()[-lines:])
-
-
-@dataclass
-class Proc:
-    name: str
-    pid: int
-    start_time: int | None
-    log: str
-    cmd: list[str]
-
-    def alive(self) -> bool:
-        st = proc_start_time(self.pid)
-        return st is not None and (self.start_time is None or st == self.start_time)
 
 
 class LocalCluster:
@@ -342,89 +290,27 @@ class LocalCluster:
 
         etcd_url = f"http://127.0.0.1:{ports['etcd_client']}"
         peer_url = f"http://127.0.0.1:{ports['etcd_peer']}"
-        self._spawn(
-            "etcd",
-            [
-                str(binary("etcd")),
-                "--name=default",
-                f"--data-dir={self.state_dir / 'etcd'}",
-                f"--listen-client-urls={etcd_url}",
-                f"--advertise-client-urls={etcd_url}",
-                f"--listen-peer-urls={peer_url}",
-                f"--initial-advertise-peer-urls={peer_url}",
-                f"--initial-cluster=default={peer_url}",
-                "--unsafe-no-fsync",
-                "--log-level=warn",
-                "--quota-backend-bytes=4294967296",
-            ],
-        )
+        self._spawn("etcd", etcd_cmd(self.state_dir / "etcd", etcd_url, peer_url))
         self._wait_http("etcd", f"{etcd_url}/health", ["etcd"], timeout=30)
 
-        self._spawn(
-            "kube-apiserver",
-            [
-                str(binary("kube-apiserver")),
-                f"--etcd-servers={etcd_url}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                f"--secure-port={api_port}",
-                f"--tls-cert-file={pki.serving_crt}",
-                f"--tls-private-key-file={pki.serving_key}",
-                f"--client-ca-file={pki.ca_crt}",
-                f"--token-auth-file={pki.tokens_csv}",
-                "--authorization-mode=Node,RBAC",
-                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-                f"--service-account-key-file={pki.sa_pub}",
-                f"--service-account-signing-key-file={pki.sa_key}",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                "--allow-privileged=true",
-                "--kubelet-preferred-address-types=InternalIP",
-                f"--kubelet-certificate-authority={pki.ca_crt}",
-                "--profiling=false",
-                "--event-ttl=1h",
-                "--v=1",
-            ],
-        )
+        self._spawn("kube-apiserver", apiserver_cmd(pki, etcd_url, api_port))
         self._wait_http("kube-apiserver", f"{self.server}/readyz", ["etcd", "kube-apiserver"], 60)
 
-        common = ["--bind-address=127.0.0.1", "--leader-elect=false", "--v=1"]
         self._spawn(
             "kube-controller-manager",
-            [
-                str(binary("kube-controller-manager")),
-                f"--kubeconfig={kcdir / 'controller-manager.kubeconfig'}",
-                f"--secure-port={ports['controller_manager']}",
-                f"--controllers={','.join(CONTROLLERS)}",
-                f"--service-account-private-key-file={pki.sa_key}",
-                f"--root-ca-file={pki.ca_crt}",
-                "--use-service-account-credentials=true",
-                "--concurrent-job-syncs=10",
-                "--concurrent-gc-syncs=20",
-                *common,
-            ],
+            controller_manager_cmd(
+                pki, kcdir / "controller-manager.kubeconfig", ports["controller_manager"]
+            ),
         )
         self._spawn(
-            "kube-scheduler",
-            [
-                str(binary("kube-scheduler")),
-                f"--kubeconfig={kcdir / 'scheduler.kubeconfig'}",
-                f"--secure-port={ports['scheduler']}",
-                *common,
-            ],
+            "kube-scheduler", scheduler_cmd(kcdir / "scheduler.kubeconfig", ports["scheduler"])
         )
-        node_cmd = [
-            sys.executable,
-            "-m",
-            "swarmkit_devcluster.process_node",
-            f"--kubeconfig={kcdir / 'node.kubeconfig'}",
-            f"--state-dir={self.state_dir}",
-            f"--name={self.node_name}",
-            f"--tls-cert={pki.serving_crt}",
-            f"--tls-key={pki.serving_key}",
-        ]
-        if self.image_map:
-            node_cmd.append(f"--image-map={self.image_map}")
-        self._spawn("process-node", node_cmd)
+        self._spawn(
+            "process-node",
+            process_node_cmd(
+                pki, kcdir / "node.kubeconfig", self.state_dir, self.node_name, self.image_map
+            ),
+        )
         everything = list(COMPONENTS)
         self._wait_http(
             "kube-controller-manager",
