@@ -8,7 +8,9 @@
 * streamable-HTTP servers get the Workspace's ``headers`` (values from Secrets) on an
   ``httpx2`` client, which is what ``mcp`` 2.x expects.
 * Discovery (``tools/list``, paginated) happens at start-up, concurrently, bounded by each
-  server's ``timeoutSeconds``. An unreachable server is a ``mcp.unavailable`` warning and its
+  server's ``timeoutSeconds`` but never less than :data:`MIN_STARTUP_SECONDS` (booting an
+  ``npx``/Python server takes seconds on a busy node; the per-call timeout is another
+  matter). An unreachable server is a ``mcp.unavailable`` warning and its
   tools are simply not offered; the run goes on.
 * Calls have a per-call timeout and retries on transport failures (not on tool errors).
 * :meth:`McpManager.aclose` shuts every server down (stdin closed, then the process group
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
 #: Environment passed through to stdio servers (never secrets) unless the Workspace sets them.
 PASSTHROUGH_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LOGNAME")
 SHUTDOWN_GRACE_SECONDS = 2.0
+#: Least time a server gets to boot and list its tools.
+MIN_STARTUP_SECONDS = 10.0
 RETRY_DELAY_SECONDS = 0.2
 
 
@@ -216,7 +220,7 @@ class _Connection:
         """Connect, discover, then hold the session open until :attr:`stop` is set."""
         from mcp.client.client import Client
 
-        timeout = float(self.server.timeout_seconds)
+        timeout = max(float(self.server.timeout_seconds), MIN_STARTUP_SECONDS)
         try:
             if self.error is not None:
                 return
@@ -228,7 +232,7 @@ class _Connection:
                 else:
                     await self._run_http(scope)
             if scope.cancelled_caught and not self.ready.is_set():
-                self.error = f"no answer within {self.server.timeout_seconds}s"
+                self.error = f"no answer within {timeout:g}s"
         except Exception as exc:
             if not self.ready.is_set():
                 self.error = _describe(exc)

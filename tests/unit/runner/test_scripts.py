@@ -149,11 +149,21 @@ async def test_script_sleeping_forever_is_killed_with_its_children(
     assert elapsed < 8
     [run] = out.events("script.run")
     assert run["timed_out"] is True and run["outcome"] == "timeout"
-    # The grandchild (same process group) is gone too: no sleep(600) survives.
+    # The grandchild (same process group) is gone too: no sleep(600) of this run survives
+    # (other test runs on the machine may have their own: only ours, by working directory).
     survivors = [
-        p for p in Path("/proc").iterdir() if p.name.isdigit() and "time.sleep(600)" in _cmdline(p)
+        p
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and "time.sleep(600)" in _cmdline(p) and str(tmp_path) in _cwd(p)
     ]
     assert survivors == []
+
+
+def _cwd(proc: Path) -> str:
+    try:
+        return os.readlink(proc / "cwd")
+    except OSError:
+        return ""
 
 
 def _cmdline(proc: Path) -> str:
