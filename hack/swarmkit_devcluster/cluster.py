@@ -566,6 +566,11 @@ class LocalCluster:
             with contextlib.suppress(OSError):
                 log.unlink()
             env = {**os.environ, **self.env(), "PYTHONUNBUFFERED": "1"}
+            args = list(args)
+            if not any(a.startswith("--metrics-port") for a in args):
+                # Everything shares 127.0.0.1 here (test operators, the chart's operator pod
+                # on the process node): a fixed default port would clash.
+                args += ["--metrics-port", str(free_port())]
             proc = self._spawn(
                 "operator", [sys.executable, "-m", "swarmkit_operator", *args], env=env
             )
@@ -581,7 +586,8 @@ class LocalCluster:
                         f"--- last lines of {log} ---\n{tail(log, 30)}"
                     )
                 time.sleep(0.1)
-            self._say(f"operator running (pid {proc.pid}); log: {log}")
+            port = args[args.index("--metrics-port") + 1] if "--metrics-port" in args else "?"
+            self._say(f"operator running (pid {proc.pid}); log: {log}; metrics: :{port}")
 
     def stop_operator(self) -> bool:
         with self._locked():
