@@ -103,7 +103,15 @@ class Operator:
                        "swarmkit_operator.handlers"]  # fmt: skip
         except ImportError:
             pass
-        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(kubeconfig),
+            "PYTHONUNBUFFERED": "1",
+            "SWARMKIT_METRICS_PORT": "0",
+            "SWARMKIT_LIVENESS": "",
+        }
+        if os.environ.get("SWARMKIT_RUNS_TRACE"):
+            env["SWARMKIT_RUNS_TRACE"] = "1"
         self.proc = subprocess.Popen(
             cmd, stdout=self.log.open("wb"), stderr=subprocess.STDOUT, env=env, cwd=REPO,
             start_new_session=True,
@@ -420,6 +428,7 @@ def main() -> None:
         client_kubeconfig = cluster.kubeconfig
         client = KubeClient.from_kubeconfig(cluster.kubeconfig)
         operator = Operator(cluster.kubeconfig, workdir)
+        print("operator log:", operator.log, flush=True)
         print(
             f"operator up (log {operator.log}); {args.runs} runs at {args.rate}/s ...", flush=True
         )

@@ -403,3 +403,29 @@ async def delete_custom(plural: str, namespace: str, name: str) -> bool:
         return False
     _check("DELETE", path, status, payload)
     return True
+
+
+# A small pool of its own for the calls that start a Run (bundle ConfigMap, Job), so a burst
+# of status writes and Events in the shared pool never delays a Run's Job.
+_start_executor: ThreadPoolExecutor | None = None
+
+
+async def request_start(
+    verb: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None
+) -> tuple[int, Any]:
+    global _start_executor
+    if _start_executor is None:
+        _start_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="k8s-start")
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(
+        _start_executor, _request_sync, verb, path, body, "application/json", query
+    )
+
+
+async def create_start_object(path: str, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Create through the start pool; None if it already exists."""
+    query = [("fieldManager", FIELD_MANAGER)]
+    status, payload = await request_start("POST", path, dict(manifest), query=query)
+    if status == 409:
+        return None
+    return dict(_check("POST", path, status, payload))

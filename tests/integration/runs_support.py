@@ -75,6 +75,8 @@ class OperatorProcess:
             "KUBECONFIG": str(self.kubeconfig),
             "SWARMKIT_OPERATOR_CONFIG": str(self.config_path),
             "PYTHONUNBUFFERED": "1",
+            "SWARMKIT_METRICS_PORT": "0",
+            "SWARMKIT_LIVENESS": "",
             **self.extra_env,
         }
         self.starts += 1

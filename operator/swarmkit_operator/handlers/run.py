@@ -69,6 +69,7 @@ PENDING_RECHECK = 30.0
 POD_START_GRACE = float(
     os.environ.get("SWARMKIT_POD_START_GRACE_SECONDS", rs.DEFAULT_POD_START_GRACE_SECONDS)
 )
+TRACE = bool(os.environ.get("SWARMKIT_RUNS_TRACE"))
 #: How long a Job this process just created is trusted before the Jobs index shows it.
 HINT_SECONDS = 2.0
 #: Concurrent reconciles (bounded by the API client's thread pool anyway).
@@ -199,6 +200,8 @@ class RunController:
         self.ready = asyncio.Event()
         self._workers: dict[str, _Worker] = {}
         self._sem = asyncio.Semaphore(MAX_CONCURRENCY)
+        #: Runs not started yet have their own budget: starting never waits behind updates.
+        self._start_sem = asyncio.Semaphore(MAX_CONCURRENCY)
         self._overlay: dict[str, dict[str, Any]] = {}
         #: run uid → (when, Job name, Job summary) of a Job this process just created, used
         #: only until the Jobs index has seen it (never to decide that a Job is gone).
@@ -217,6 +220,8 @@ class RunController:
         """Reconcile Run ``uid`` soon (coalesced: one worker per Run)."""
         if not uid:
             return
+        if TRACE:
+            self._mark(uid, "kicked")
         worker = self._workers.setdefault(uid, _Worker())
         if delay > 0:
             loop = asyncio.get_running_loop()
@@ -243,7 +248,7 @@ class RunController:
         while worker.dirty:
             worker.dirty = False
             try:
-                async with self._sem:
+                async with self._budget(uid):
                     again = await self.reconcile(uid)
                 worker.failures = 0
             except Exception as exc:  # retried with backoff; never lost
@@ -256,6 +261,11 @@ class RunController:
             return
         if worker.timer is None and not worker.dirty and self.run_view(uid) is None:
             self._workers.pop(uid, None)
+
+    def _budget(self, uid: str) -> asyncio.Semaphore:
+        view = self.run_view(uid)
+        unstarted = view is not None and not view.status.get("jobName") and not self._jobs_of(uid)
+        return self._start_sem if unstarted else self._sem
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         async def runner() -> None:
@@ -474,8 +484,13 @@ class RunController:
         rendered = resolution.rendered
         ref = _run_ref(run, spec)
         cm_name = jobs.bundle_config_map_name(run.name, run.uid)
-        created = await k8s.create_config_map(bundles.build_bundle_config_map(ref, rendered))
-        if not created:  # an earlier attempt made it: the run keeps what it pinned then
+        self._mark(run.uid, "resolved")
+        manifest = bundles.build_bundle_config_map(ref, rendered)
+        created = await k8s.create_start_object(
+            k8s.core_path("configmaps", run.namespace), manifest
+        )
+        self._mark(run.uid, "bundle_created")
+        if created is None:  # an earlier attempt made it: the run keeps what it pinned then
             rendered = await self._existing_bundle(run.namespace, cm_name) or rendered
         return await self._create_job(run, ref, rendered, cm_name, recreation=0)
 
@@ -520,10 +535,14 @@ class RunController:
             recreation=recreation,
         )
         name = manifest["metadata"]["name"]
-        created = await k8s.create_job(manifest)
+        created = await k8s.create_start_object(k8s.batch_path("jobs", run.namespace), manifest)
         if created is not None:
             self._created_jobs[run.uid] = (time.monotonic(), name, _job_summary(created))
         self._mark(run.uid, "job_created")
+        if TRACE:
+            marks = self.milestones.get(run.uid, {})
+            t0 = marks.get("kicked", marks.get("reconcile_start", 0.0))
+            log.info("trace %s", {k: round((v - t0) * 1000, 1) for k, v in marks.items()})
         fields: dict[str, Any] = {
             "jobName": name,
             "bundleConfigMap": cm_name,
@@ -532,7 +551,10 @@ class RunController:
         }
         fields.update(extra or {})
         await self._write(
-            run, verdict or rs.pending(f"waiting for Job {name} to create its pod"), fields
+            run,
+            verdict or rs.pending(f"waiting for Job {name} to create its pod"),
+            fields,
+            event=verdict is not None,  # "Job created" is not worth an Event of its own
         )
         return NO_POD_EVENTS_AFTER + 0.5
 
@@ -568,7 +590,11 @@ class RunController:
         )
 
     async def _write(
-        self, run: RunView, verdict: rs.Verdict, extra: Mapping[str, Any] | None = None
+        self,
+        run: RunView,
+        verdict: rs.Verdict,
+        extra: Mapping[str, Any] | None = None,
+        event: bool = True,
     ) -> None:
         before = run.status
         patch = rs.status_patch(before, verdict, run.generation)
@@ -582,9 +608,9 @@ class RunController:
         self._overlay[run.uid] = {"resourceVersion": rv, "status": merged}
         run.status = merged
         old = get_condition(before.get("conditions"), rs.SUCCEEDED)
-        if old is None or (old.get("status"), old.get("reason")) != (
-            verdict.status,
-            verdict.reason,
+        if event and (
+            old is None
+            or (old.get("status"), old.get("reason")) != (verdict.status, verdict.reason)
         ):
             type_ = "Warning" if verdict.status == "False" else "Normal"
             self._spawn(k8s.post_event(run.involved, type_, verdict.reason, verdict.message))
