@@ -7,6 +7,9 @@
    synthetic tool schemas) versus inlining every SKILL.md body.
 3. MCP per-call overhead: a tool call through the runner's catalog + MCP client (audit
    included) versus a direct ``mcp`` SDK ``call_tool`` on the same server, for stdio and HTTP.
+4. Skill pipeline overhead: the seeds' ``code-quality-review`` decision skill (mcp_tool on
+   stdio, with constraints and its outputs schema enforced) versus the same MCP tool listed
+   directly; and one command-pack call (argv template, contained process) end to end.
 
 Usage: ``python bench/bench_runner.py [--runs N] [--calls N] [--json]``.
 """
@@ -33,6 +36,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from tests.support.bundles import (  # noqa: E402
     agent,
     bundle,
+    decision_skill,
     http_server,
     mcp_tool_skill,
     openai_provider,
@@ -240,6 +244,93 @@ async def mcp_overhead(calls: int) -> dict[str, Any]:
     return results
 
 
+async def _catalog_calls(
+    b: Any, tmp: Path, calls: int, tool: str, args: dict[str, Any]
+) -> list[float]:
+    layout = write_bundle(b, tmp)
+    paths = RunnerPaths.resolve(
+        str(layout.bundle_dir), str(layout.skills_dir), str(layout.scratch), None
+    )
+    secrets = SecretStore({})
+    with open(os.devnull, "w") as null:
+        audit = AuditLog(b.run.uid, b.run.correlation_id, secrets, sink=null)
+        ctx = RunContext(b, paths, audit, secrets, Budget(100, 10**9))
+        ctx.mcp = McpManager(needed_servers(b), secrets, audit)
+        await ctx.mcp.start()
+        try:
+            catalog, _ = AgentRunner(ctx).build_catalog(root_position(b), 0)
+            call = ToolCall("c", tool, args)
+            for _ in range(min(20, calls)):
+                await catalog.call(call)
+            out = []
+            for _ in range(calls):
+                t0 = time.perf_counter()
+                result = await catalog.call(call)
+                out.append(time.perf_counter() - t0)
+                assert not result.is_error, result.content
+        finally:
+            await ctx.mcp.aclose()
+            await ctx.aclose()
+    return out
+
+
+async def skill_overhead(calls: int) -> dict[str, Any]:
+    """A governed decision skill call vs the bare MCP tool; one command-pack call."""
+    diff = "diff --git a/app.py b/app.py\n+# TODO\n"
+    server = stdio_server("review", stdio_command("bench-review"))
+    review = decision_skill(
+        "code-quality-review",
+        {"type": "mcp_tool", "server": "review", "tool": "check_quality"},
+        constraints={"timeoutSeconds": 30, "retry": {"attempts": 1}, "maxLatencyMs": 1000},
+        iam={"requiredScopes": ["repo:read"]},
+    )
+    pack = {
+        "id": "tools",
+        "requires": [sys.executable],
+        "commands": [
+            {
+                "name": "echo",
+                "description": "Echo.",
+                "argv": [sys.executable, "-c", "import sys; print(sys.argv[1])", "{text}"],
+                "effects": "read",
+            }
+        ],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        skill_b = bundle(
+            agents=[agent("bench", skills=[review.name], scopes=["repo:read"])],
+            skills=[review],
+            mcp_servers=[server],
+        )
+        listed_b = bundle(
+            agents=[agent("bench", tools=["review.check_quality"])], mcp_servers=[server]
+        )
+        command_b = bundle(
+            agents=[agent("bench", skills=["pack:tools"], commands=["tools/echo"])],
+            workspace={"commandPacks": [pack]},
+        )
+        governed = _stats(
+            await _catalog_calls(skill_b, Path(tmp) / "s", calls, review.name, {"diff": diff})
+        )
+        bare = _stats(
+            await _catalog_calls(
+                listed_b, Path(tmp) / "l", calls, "review.check_quality", {"diff": diff}
+            )
+        )
+        command = _stats(
+            await _catalog_calls(
+                command_b, Path(tmp) / "c", max(10, calls // 10), "tools.echo", {"text": "x"}
+            )
+        )
+    return {
+        "calls": calls,
+        "decision_skill": governed,
+        "listed_tool": bare,
+        "pipeline_overhead_p50_ms": round(governed["p50_ms"] - bare["p50_ms"], 3),
+        "command_call": command,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="cold-start runs (after 1 warm-up)")
@@ -251,6 +342,7 @@ def main() -> None:
         "cold_start": cold_start(args.runs),
         "level1_catalog": level_one_cost(),
         "mcp_call_overhead": asyncio.run(mcp_overhead(args.calls)),
+        "skill_pipeline": asyncio.run(skill_overhead(args.calls)),
         "machine": {"cpus": os.cpu_count(), "loadavg_1m": round(os.getloadavg()[0], 2)},
     }
     if args.json:
@@ -275,6 +367,13 @@ def main() -> None:
             f"{m['direct_sdk']['p50_ms']} ms, via runner p50 {m['runner']['p50_ms']} ms → "
             f"overhead {m['overhead_p50_ms']} ms (mean {m['overhead_mean_ms']} ms)"
         )
+    sp = report["skill_pipeline"]
+    print(
+        f"  decision skill (code-quality-review, mcp_tool stdio, {sp['calls']} calls): p50 "
+        f"{sp['decision_skill']['p50_ms']} ms vs the listed tool {sp['listed_tool']['p50_ms']} "
+        f"ms → pipeline overhead {sp['pipeline_overhead_p50_ms']} ms (gate, constraints, "
+        f"outputs schema); command-pack call p50 {sp['command_call']['p50_ms']} ms"
+    )
     print(f"  machine: {report['machine']}")
     print(json.dumps(report))
 
