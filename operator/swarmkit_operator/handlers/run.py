@@ -169,6 +169,9 @@ class Indexes:
     agents: IndexLike
     skills: IndexLike
     workspaces: IndexLike
+    #: The reconcile loop's index of bundle ConfigMaps (namespace → {bundle, pins,
+    #: finished}); used to repair a missing run-finished label after a crash.
+    bundles: IndexLike | None = None
 
 
 def _one(index: IndexLike, key: Any) -> dict[str, Any] | None:
@@ -355,6 +358,7 @@ class RunController:
         conditions = status.get("conditions")
         if rs.is_final(conditions):
             await self._release_pods(pods)
+            await self._ensure_finished_label(run)
             return None
         try:
             spec = RunSpec.model_validate(run.spec)
@@ -624,6 +628,16 @@ class RunController:
             topology = (run.spec.get("topologyRef") or {}).get("name")
             for callback in self.on_finished:
                 callback(run.namespace, topology)
+
+    async def _ensure_finished_label(self, run: RunView) -> None:
+        """Label the bundle of a finished Run if a crash skipped it (its pins are released)."""
+        cm = run.status.get("bundleConfigMap")
+        if not cm or self.idx.bundles is None:
+            return
+        for entry in self.idx.bundles.get(run.namespace) or ():
+            if entry.get("bundle") == cm and not entry.get("finished"):
+                await k8s.label_config_map(run.namespace, str(cm), {RUN_FINISHED_LABEL: "true"})
+                return
 
     async def _release_pods(self, pods: Iterable[Mapping[str, Any]]) -> None:
         for pod in pods:
@@ -1011,6 +1025,7 @@ async def runs_startup(
         agents=kwargs["runs_agents"],
         skills=kwargs["runs_skills"],
         workspaces=kwargs["runs_workspaces"],
+        bundles=kwargs.get("pinned_config_maps"),
     )
     _controller = RunController(config, indexes)
     logger.info("runs controller started (max %d Job recreations)", config.max_job_recreations)
