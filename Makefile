@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner clean
+        bench-runner chart-lint test-helm kind-e2e clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -72,6 +72,17 @@ bench-runs: cluster-binaries ## benchmark: Run → Job latency, Job → conditio
 
 bench-runner: $(STAMP) ## benchmark: runner cold start, level-1 catalog cost, MCP overhead
 	$(PY) bench/bench_runner.py
+
+chart-lint: cluster-binaries ## helm lint/template, values schema, Argo CD health Lua, Dockerfile checks
+	$(PY) -m pytest tests/unit/test_chart_render.py tests/unit/test_chart_values.py \
+	    tests/unit/test_argocd_health.py tests/unit/test_chart_images.py -q
+
+test-helm: cluster-binaries ## the chart on the real control plane: dry-run, RBAC, GitOps, install
+	$(PY) -m pytest tests/integration/test_helm_dryrun.py tests/integration/test_helm_rbac.py \
+	    tests/integration/test_helm_gitops.py tests/integration/test_helm_install.py -q
+
+kind-e2e: ## with Docker + kind: build both images, install the chart, run the examples (not in CI)
+	hack/kind-e2e.sh
 
 clean: ## remove the venv and caches (the Kubernetes binary cache in ~/.cache stays)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
