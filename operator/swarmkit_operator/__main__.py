@@ -10,8 +10,10 @@ some. The configuration file (script approvals, defaults) is ``--config`` or
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -62,6 +64,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def peering_priority() -> int:
+    """A distinct priority per replica: kopf pauses every peer when two share the highest
+    priority, so replicas derive theirs from the pod uid (the chart sets ``POD_UID``)."""
+    identity = os.environ.get("POD_UID") or f"{socket.gethostname()}/{os.getpid()}"
+    return int(hashlib.sha256(identity.encode()).hexdigest()[:7], 16)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.config:
@@ -89,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     kopf.run(
         standalone=args.peering is None,
         peering_name=args.peering,
+        priority=peering_priority(),
         liveness_endpoint=args.liveness or None,
         clusterwide=not namespaces,
         namespaces=namespaces,

@@ -9,7 +9,10 @@ on patch or delete means the object is gone. Anything else raises :class:`ApiErr
 work queue retries the reconcile with its own backoff.
 
 Credentials: in-cluster service account when ``KUBERNETES_SERVICE_HOST`` is set and no
-``KUBECONFIG`` is, else the kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``).
+``KUBECONFIG`` is, else the kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``). In-cluster
+file paths honour ``$SWARMKIT_PATH_PREFIX`` (set only by the local process node, where a
+container path P lives at ``$SWARMKIT_PATH_PREFIX + P``), so the same code logs in there and
+on a real cluster.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 import urllib3
 from kubernetes import client as kclient
 from kubernetes import config as kconfig
+from kubernetes.config import incluster_config
 
 from swarmkit_api import GROUP, VERSION
 
@@ -64,6 +68,41 @@ class _State:
 
 _state = _State()
 
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def pod_path(path: str) -> str:
+    """A container path as this process sees it (idempotent; a no-op on real clusters)."""
+    prefix = os.environ.get("SWARMKIT_PATH_PREFIX", "").rstrip("/")
+    if not prefix or not path.startswith("/") or path == prefix or path.startswith(prefix + "/"):
+        return path
+    return prefix + path
+
+
+@dataclass(frozen=True)
+class InCluster:
+    """Where the in-cluster service-account credentials are."""
+
+    server: str
+    token_path: str
+    ca_path: str
+    namespace_path: str
+
+
+def in_cluster() -> InCluster | None:
+    """The in-cluster credentials, or None when a kubeconfig should be used instead."""
+    host = os.environ.get("KUBERNETES_SERVICE_HOST")
+    if not host or os.environ.get("KUBECONFIG"):
+        return None
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    server_host = f"[{host}]" if ":" in host else host
+    return InCluster(
+        server=f"https://{server_host}:{port}",
+        token_path=pod_path(f"{SA_DIR}/token"),
+        ca_path=pod_path(f"{SA_DIR}/ca.crt"),
+        namespace_path=pod_path(f"{SA_DIR}/namespace"),
+    )
+
 
 def configure(
     workers: int = 12,
@@ -76,8 +115,14 @@ def configure(
         return
     cfg = kclient.Configuration()
     path = kubeconfig or os.environ.get("KUBECONFIG")
-    if not path and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    incluster = None if path else in_cluster()
+    if incluster is not None:
+        loader = incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
+            token_filename=incluster.token_path,
+            cert_filename=incluster.ca_path,
+            try_refresh_token=True,  # projected tokens rotate
+        )
+        loader.load_and_set(client_configuration=cfg)  # type: ignore[no-untyped-call]
     else:
         kconfig.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=path, client_configuration=cfg, persist_config=False

@@ -50,19 +50,7 @@ class SamePriorityPeers(AssertionError):
     """Known gap: every replica runs with kopf's default peering priority."""
 
 
-# The operator (swarmkit_operator.k8s.configure and kopf's login) loads the in-cluster
-# config from the fixed path /var/run/secrets/kubernetes.io/serviceaccount/, which on the
-# process node lives under $SWARMKIT_PATH_PREFIX (hack/swarmkit_devcluster/process_node.py,
-# "the path rule"), so the chart's operator pod cannot authenticate there yet. Only that
-# failure is expected (raises=); anything else fails, and once the operator logs in the
-# tests pass and strict=True fails them until this marker is removed.
-LOGIN_GAP = pytest.mark.xfail(
-    raises=InClusterLoginUnsupported,
-    strict=True,
-    reason="operator in-cluster login ignores SWARMKIT_PATH_PREFIX (swarmkit_operator.k8s, "
-    "kopf login); remove this marker when it is fixed",
-)
-pytestmark = [pytest.mark.integration, LOGIN_GAP]
+pytestmark = [pytest.mark.integration]
 KNOWN_LOGIN_FAILURE = "Service token file does not exist"
 
 REPO = Path(__file__).resolve().parents[2]
@@ -368,13 +356,6 @@ def test_upgrade_with_a_new_approval_restarts_the_operator_and_the_pin_takes_eff
     assert config["security"]["skills"]["allowed"] == [wrong]
 
 
-@pytest.mark.xfail(
-    raises=(SamePriorityPeers, InClusterLoginUnsupported),
-    strict=True,
-    reason="python -m swarmkit_operator runs every replica at kopf's default priority, so "
-    "kopf pauses them all; it must derive a distinct priority per pod (e.g. from $POD_UID, "
-    "which the chart sets); remove this marker when it does",
-)
 def test_two_replicas_peer_and_only_the_highest_priority_reconciles(release: Release) -> None:
     # The process node shares the host's network: two replicas cannot both bind the health
     # and metrics ports, so this test switches both endpoints off.
