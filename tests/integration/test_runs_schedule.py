@@ -91,6 +91,7 @@ def test_schedule_catches_up_one_missed_run_and_forbids_overlap(
     assert run["spec"]["input"] == "nightly input"
     topology = get(kube, ns, "Topology", "nightly")
     assert topology is not None
+    assert not topology["metadata"].get("finalizers"), "the operator writes only status"
     last = topology["status"]["lastScheduleTime"]
     now = datetime.now(UTC)
     expected = now.replace(hour=9, minute=0, second=0, microsecond=0)

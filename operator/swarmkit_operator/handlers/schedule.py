@@ -1,7 +1,8 @@
 """Scheduled Runs (Topology ``spec.schedule``) and Run retention (TTL and ``historyLimit``).
 
-Schedules work like a CronJob's: a kopf timer per Topology with a schedule finds the most
-recent scheduled time at or before now (``croniter`` in the schedule's IANA time zone) and,
+Schedules work like a CronJob's: every few seconds, for each Topology with a schedule (from
+the Runs controller's Topology index; no kopf timer, so no finalizer on the Topology), find
+the most recent scheduled time at or before now (``croniter`` in the schedule's IANA time zone) and,
 when it is later than ``status.lastScheduleTime`` (or the Topology's creation), creates the
 Run ``<topology>-<minutes since the epoch of that time>``. The name makes creation
 idempotent across operator restarts, and taking only the most recent missed time means that
@@ -127,44 +128,35 @@ def history_victims(finished: Iterable[tuple[str, str, str]], limit: HistoryLimi
     return out
 
 
-# --- the schedule timer ------------------------------------------------------------------------
+# --- the schedule loop ----------------------------------------------------------------------
+# One loop over the Topologies index rather than a kopf timer per Topology: kopf timers put a
+# finalizer on their object, and the operator writes nothing but status to user objects.
 
 
-def _has_schedule(spec: Any, **_: Any) -> bool:
-    return bool((spec or {}).get("schedule"))
-
-
-@kopf.timer(*runs.TOPOLOGIES, interval=SCHEDULE_INTERVAL, when=_has_schedule)
-async def runs_schedule_tick(
-    spec: Any,
-    status: Any,
-    meta: Any,
-    name: str | None,
-    namespace: str | None,
-    uid: str | None,
-    logger: logging.Logger | logging.LoggerAdapter[Any],
-    **_: Any,
-) -> None:
-    ctl = runs.controller()
-    if ctl is None or not name or not namespace or not uid:
+async def schedule_topology(ctl: runs.RunController, topo: dict[str, Any], now: datetime) -> None:
+    """Create the due Run of one scheduled Topology (idempotent), then record the time."""
+    name, namespace, uid = topo.get("name"), topo.get("namespace"), topo.get("uid")
+    spec = topo.get("spec") or {}
+    if not name or not namespace or not uid or not spec.get("schedule"):
         return
     try:
-        schedule = Schedule.model_validate(spec.get("schedule") or {})
+        schedule = Schedule.model_validate(spec["schedule"])
     except ValidationError:
         return  # the reconcile loop reports the invalid spec
-    if schedule.suspend:
+    if schedule.suspend or topo.get("deletionTimestamp"):
         return
-    last = rs.parse_time((status or {}).get("lastScheduleTime")) or rs.parse_time(
-        meta.get("creationTimestamp")
+    status = topo.get("status") or {}
+    last = rs.parse_time(status.get("lastScheduleTime")) or rs.parse_time(
+        topo.get("creationTimestamp")
     )
-    now = datetime.now(UTC)
     try:
         when = due_time(schedule, last or now, now)
     except (ZoneInfoNotFoundError, ValueError, KeyError) as exc:
-        logger.warning("topology %s/%s: bad schedule: %s", namespace, name, exc)
+        log.warning("topology %s/%s: bad schedule: %s", namespace, name, exc)
         return
     if when is None:
         return
+    run_name = scheduled_run_name(name, when)
     active = [
         r
         for r in ctl.all_runs()
@@ -172,7 +164,7 @@ async def runs_schedule_tick(
         and r.labels.get(SCHEDULED_LABEL) == "true"
         and (r.spec.get("topologyRef") or {}).get("name") == name
         and not rs.is_final(r.status.get("conditions"))
-        and r.name != scheduled_run_name(name, when)
+        and r.name != run_name
     ]
     if active and schedule.concurrency_policy == "Forbid":
         return  # caught up once the running one finishes
@@ -182,9 +174,7 @@ async def runs_schedule_tick(
     manifest = scheduled_run(name, namespace, uid, schedule, when)
     created = await k8s.create_custom_if_absent("runs", namespace, manifest)
     if created is not None:
-        logger.info(
-            "topology %s/%s: created scheduled Run %s", namespace, name, created["metadata"]["name"]
-        )
+        log.info("topology %s/%s: created scheduled Run %s", namespace, name, run_name)
         involved = {
             "apiVersion": f"{runs.GROUP}/{runs.VERSION}",
             "kind": "Topology",
@@ -192,10 +182,31 @@ async def runs_schedule_tick(
             "namespace": namespace,
             "uid": uid,
         }
-        await k8s.post_event(
-            involved, "Normal", "Scheduled", f"created Run {manifest['metadata']['name']}"
-        )
+        await k8s.post_event(involved, "Normal", "Scheduled", f"created Run {run_name}")
     await k8s.patch_status("topologies", namespace, name, {"lastScheduleTime": rs.rfc3339(when)})
+
+
+class Scheduler:
+    """Every :data:`SCHEDULE_INTERVAL` seconds: create the due Runs of scheduled Topologies."""
+
+    def __init__(self, ctl: runs.RunController) -> None:
+        self.ctl = ctl
+
+    async def loop(self) -> None:
+        await self.ctl.ready.wait()
+        while True:
+            try:
+                await self.tick(datetime.now(UTC))
+            except Exception as exc:
+                log.warning("schedule tick failed: %s", exc)
+            await asyncio.sleep(SCHEDULE_INTERVAL)
+
+    async def tick(self, now: datetime) -> None:
+        for key in list(self.ctl.idx.topologies.keys()):
+            topo = runs._one(self.ctl.idx.topologies, key)
+            if topo is None or not (topo.get("spec") or {}).get("schedule"):
+                continue
+            await schedule_topology(self.ctl, topo, now)
 
 
 # --- retention --------------------------------------------------------------------------------
@@ -282,26 +293,37 @@ class Retention:
                 log.info("deleted finished Run %s/%s (retention)", namespace, name)
 
 
-_retention: Retention | None = None
+_loops: list[asyncio.Task[None]] = []
 
 
 @kopf.on.startup()
-async def runs_retention_start(**_: Any) -> None:
-    global _retention
+async def runs_schedule_start(**_: Any) -> None:
     ctl = runs.controller()
     if ctl is None:
         return
-    _retention = Retention(ctl)
-    ctl.on_finished.append(_retention.poke)
-    _retention.task = asyncio.get_running_loop().create_task(_retention.loop())
+    retention = Retention(ctl)
+    ctl.on_finished.append(retention.poke)
+    loop = asyncio.get_running_loop()
+    _loops.append(loop.create_task(retention.loop()))
+    _loops.append(loop.create_task(Scheduler(ctl).loop()))
 
 
 @kopf.on.cleanup()
-async def runs_retention_stop(**_: Any) -> None:
-    if _retention is not None and _retention.task is not None:
-        _retention.task.cancel()
+async def runs_schedule_stop(**_: Any) -> None:
+    for task in _loops:
+        task.cancel()
+    for task in _loops:
         with contextlib.suppress(asyncio.CancelledError, Exception):
-            await _retention.task
+            await task
+    _loops.clear()
 
 
-__all__ = ["Retention", "due_time", "history_victims", "scheduled_run", "scheduled_run_name"]
+__all__ = [
+    "Retention",
+    "Scheduler",
+    "due_time",
+    "history_victims",
+    "schedule_topology",
+    "scheduled_run",
+    "scheduled_run_name",
+]
