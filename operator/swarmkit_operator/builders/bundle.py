@@ -180,6 +180,8 @@ class RenderedBundle:
     #: bundle ConfigMap key → content.
     flow_data: Mapping[str, str]
     pinned_config_maps: tuple[str, ...]
+    #: ``bundle.to_json()``, computed once.
+    bundle_json: str = ""
 
 
 def skill_file_items(
@@ -509,7 +511,8 @@ def render_bundle(
         flow_data_dir=FLOW_DATA_MOUNT if keys else None,
     )
     content = {k: (flow_data or {})[p] for k, p in keys.items()}
-    size = len(bundle.to_json().encode()) + sum(len(v.encode()) for v in content.values())
+    bundle_json = bundle.to_json()
+    size = len(bundle_json.encode()) + sum(len(v.encode()) for v in content.values())
     if size > MAX_BUNDLE_BYTES:
         raise BundleTooLarge(
             f"the run bundle is {size} bytes, more than a ConfigMap holds ({MAX_BUNDLE_BYTES})"
@@ -536,6 +539,7 @@ def render_bundle(
         flow_data_keys=keys,
         flow_data=content,
         pinned_config_maps=tuple(dict.fromkeys(cms)),
+        bundle_json=bundle_json,
     )
 
 
@@ -544,7 +548,7 @@ def build_bundle_config_map(run: RunRef, rendered: RenderedBundle) -> dict[str, 
     labels = run_labels(run, rendered.bundle)
     labels[RUN_LABEL] = label_value(run.name)
     labels[RUN_UID_LABEL] = label_value(run.uid)
-    data = {BUNDLE_FILE: rendered.bundle.to_json(), **rendered.flow_data}
+    data = {BUNDLE_FILE: rendered.bundle_json or rendered.bundle.to_json(), **rendered.flow_data}
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -210,6 +210,7 @@ class RunController:
         #: only until the Jobs index has seen it (never to decide that a Job is gone).
         self._created_jobs: dict[str, tuple[float, str, dict[str, Any]]] = {}
         self._cm_cache: dict[tuple[str, str], dict[str, str]] = {}
+        self._parsed: dict[Any, Any] = {}
         self._waiting: dict[str, set[str]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._released: set[str] = set()
@@ -771,22 +772,32 @@ class RunController:
         version, cm = status.get("version"), status.get("renderedConfigMap")
         if not version or not cm:
             return Waiting(f"waiting for Agent {name}: not rendered yet", 2.0)
+        key = (ns, str(cm), name, str(version))
+        cached = self._parsed.get(key)
+        if isinstance(cached, bundles.RenderedAgent):
+            return cached
         data = await self._config_map_data(ns, str(cm))
         if data is None:
             return Waiting(f"waiting for Agent {name}: ConfigMap {cm} not found", 2.0)
-        return bundles.pinned_agent_from_config_map(
+        parsed = bundles.pinned_agent_from_config_map(
             name=name, version=str(version), config_map=str(cm), data=data
         )
+        self._remember(key, parsed)
+        return parsed
 
     async def _resolve_skill(self, ns: str, ref: bundles.SkillRef) -> bundles.PinnedSkill | Waiting:
+        live = _one(self.idx.skills, (ns, ref.name)) or {}
+        reviewed = bool((live.get("annotations") or {}).get(REVIEWED_ANNOTATION))
+        key = (ns, ref, reviewed)
+        cached = self._parsed.get(key)
+        if isinstance(cached, bundles.PinnedSkill):
+            return cached
         data = await self._config_map_data(ns, ref.config_map)
         if data is None:
             return Waiting(
                 f"waiting for Skill {ref.name}: ConfigMap {ref.config_map} not found", 2.0
             )
-        live = _one(self.idx.skills, (ns, ref.name)) or {}
-        reviewed = bool((live.get("annotations") or {}).get(REVIEWED_ANNOTATION))
-        return bundles.pinned_skill_from_config_map(
+        parsed = bundles.pinned_skill_from_config_map(
             name=ref.name,
             content_hash=ref.content_hash,
             config_map=ref.config_map,
@@ -794,6 +805,14 @@ class RunController:
             scripts=ref.scripts,
             reviewed=reviewed,
         )
+        self._remember(key, parsed)
+        return parsed
+
+    def _remember(self, key: Any, value: Any) -> None:
+        """Parsed immutable ConfigMaps (keyed by their content-addressed names)."""
+        if len(self._parsed) > 4096:
+            self._parsed.clear()
+        self._parsed[key] = value
 
     async def _flow_data(
         self, ns: str, ws: WorkspaceSpec, agents: Iterable[bundles.RenderedAgent]
