@@ -214,6 +214,8 @@ class RunController:
         self._waiting: dict[str, set[str]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._released: set[str] = set()
+        #: Runs whose start was attempted by this process (a second attempt is sequential).
+        self._start_attempts: set[str] = set()
         #: Called with (namespace, topology) when a Run of that topology finishes.
         self.on_finished: list[Callable[[str, str | None], None]] = []
         #: Test/bench hooks: monotonic times of milestones per run uid.
@@ -490,14 +492,43 @@ class RunController:
         ref = _run_ref(run, spec)
         cm_name = jobs.bundle_config_map_name(run.name, run.uid)
         self._mark(run.uid, "resolved")
-        manifest = bundles.build_bundle_config_map(ref, rendered)
-        created = await k8s.create_start_object(
-            k8s.core_path("configmaps", run.namespace), manifest
-        )
+        cm_manifest = bundles.build_bundle_config_map(ref, rendered)
+        cm_path = k8s.core_path("configmaps", run.namespace)
+        first = run.uid not in self._start_attempts and self._bundle_absent(run.namespace, cm_name)
+        self._start_attempts.add(run.uid)
+        if first:
+            # Nothing was created for this Run before (the bundle index, pre-populated at
+            # start-up, does not know its bundle): create the bundle and the Job together.
+            job_manifest = self._job_manifest(ref, rendered, cm_name, recreation=0)
+            cm_task = asyncio.ensure_future(k8s.create_start_object(cm_path, cm_manifest))
+            job_task = asyncio.ensure_future(
+                k8s.create_start_object(k8s.batch_path("jobs", run.namespace), job_manifest)
+            )
+            await asyncio.wait([cm_task, job_task])
+            self._mark(run.uid, "bundle_created")
+            cm_error, job_error = cm_task.exception(), job_task.exception()
+            job_res = None if job_error else job_task.result()
+            if cm_error is not None or cm_task.result() is None:
+                # No bundle of ours: the Job must not run without (or with another) one.
+                if job_res is not None:
+                    await k8s.delete_job(run.namespace, str(job_manifest["metadata"]["name"]))
+                if cm_error is not None:
+                    raise cm_error
+                raise RuntimeError(f"bundle {cm_name} appeared concurrently; starting again")
+            if job_error is not None:
+                raise job_error
+            return await self._record_job(run, rendered, job_manifest, job_res, cm_name, 0)
+        created = await k8s.create_start_object(cm_path, cm_manifest)
         self._mark(run.uid, "bundle_created")
         if created is None:  # an earlier attempt made it: the run keeps what it pinned then
             rendered = await self._existing_bundle(run.namespace, cm_name) or rendered
         return await self._create_job(run, ref, rendered, cm_name, recreation=0)
+
+    def _bundle_absent(self, namespace: str, cm_name: str) -> bool:
+        """Whether the bundle index knows for sure that ``cm_name`` does not exist."""
+        if self.idx.bundles is None:
+            return False
+        return all(e.get("bundle") != cm_name for e in self.idx.bundles.get(namespace) or ())
 
     async def _existing_bundle(self, namespace: str, cm_name: str) -> bundles.RenderedBundle | None:
         cm = await k8s.read_config_map(namespace, cm_name)
@@ -520,17 +551,10 @@ class RunController:
             )
         return bundles.rendered_from_config_map(cm, files)
 
-    async def _create_job(
-        self,
-        run: RunView,
-        ref: jobs.RunRef,
-        rendered: bundles.RenderedBundle,
-        cm_name: str,
-        recreation: int,
-        extra: Mapping[str, Any] | None = None,
-        verdict: rs.Verdict | None = None,
-    ) -> float | None:
-        manifest = jobs.build_job(
+    def _job_manifest(
+        self, ref: jobs.RunRef, rendered: bundles.RenderedBundle, cm_name: str, recreation: int
+    ) -> dict[str, Any]:
+        return jobs.build_job(
             run=ref,
             bundle=rendered.bundle,
             skill_mounts=rendered.skill_mounts,
@@ -539,8 +563,33 @@ class RunController:
             flow_data_keys=rendered.flow_data_keys,
             recreation=recreation,
         )
-        name = manifest["metadata"]["name"]
+
+    async def _create_job(
+        self,
+        run: RunView,
+        ref: jobs.RunRef,
+        rendered: bundles.RenderedBundle,
+        cm_name: str,
+        recreation: int,
+        verdict: rs.Verdict | None = None,
+    ) -> float | None:
+        manifest = self._job_manifest(ref, rendered, cm_name, recreation)
         created = await k8s.create_start_object(k8s.batch_path("jobs", run.namespace), manifest)
+        return await self._record_job(
+            run, rendered, manifest, created, cm_name, recreation, verdict
+        )
+
+    async def _record_job(
+        self,
+        run: RunView,
+        rendered: bundles.RenderedBundle,
+        manifest: Mapping[str, Any],
+        created: dict[str, Any] | None,
+        cm_name: str,
+        recreation: int,
+        verdict: rs.Verdict | None = None,
+    ) -> float | None:
+        name = str(manifest["metadata"]["name"])
         if created is not None:
             self._created_jobs[run.uid] = (time.monotonic(), name, _job_summary(created))
         self._mark(run.uid, "job_created")
@@ -554,7 +603,6 @@ class RunController:
             "pinned": rendered.pinned.wire(),
             "jobRecreations": recreation,
         }
-        fields.update(extra or {})
         await self._write(
             run,
             verdict or rs.pending(f"waiting for Job {name} to create its pod"),
