@@ -95,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     del handlers
     metrics.serve(args.metrics_port)
     namespaces = list(args.namespace) or list(config.watch_namespaces)
+    if namespaces:  # the start-up handler pre-populates its indexes from these
+        os.environ["SWARMKIT_WATCH_NAMESPACES"] = ",".join(namespaces)
     kopf.run(
         standalone=args.peering is None,
         peering_name=args.peering,

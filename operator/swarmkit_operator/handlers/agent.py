@@ -28,11 +28,12 @@ from .common import (
     Deferred,
     base_view,
     controller_of,
+    index,
     reconciler,
 )
 
 
-@kopf.index(GROUP, VERSION, "agents", id="agent_views")
+@index("agents", id="agent_views")
 def agent_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, name) → the agent's spec and what topologies need of its status."""
     view = base_view(body)
@@ -50,13 +51,13 @@ def agent_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
     return {(namespace, name): view}
 
 
-@kopf.index(GROUP, VERSION, "agents", id="agent_by_grant")
+@index("agents", id="agent_by_grant")
 def agent_by_grant(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, grant) → agents granting it (skill names, pack:<id>, topology-<x>)."""
     return {(namespace, g): name for g in granted_skill_names(body.get("spec") or {})}
 
 
-@kopf.index(GROUP, VERSION, "agents", id="agent_by_workspace")
+@index("agents", id="agent_by_workspace")
 def agent_by_workspace(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -93,9 +94,11 @@ async def agent_event(
     key = ("Agent", namespace, name)
     ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
     if type == "DELETED":
+        ctl.indexes.delete("agents", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
         view = _MISSING
     else:
+        ctl.indexes.update("agents", body)
         if ctl.should_reconcile_self(key, body, type):
             ctl.enqueue("Agent", namespace, name)
         view = dependents_view(ctl.lookup("agent_views", (namespace, name)))

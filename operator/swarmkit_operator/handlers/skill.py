@@ -17,6 +17,7 @@ from .common import (
     Controller,
     base_view,
     controller_of,
+    index,
     reconciler,
 )
 
@@ -27,7 +28,7 @@ def _implementation(body: Any) -> dict[str, Any]:
     return impl if isinstance(impl, dict) else {}
 
 
-@kopf.index(GROUP, VERSION, "skills", id="skill_views")
+@index("skills", id="skill_views")
 def skill_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, name) → what agents and topologies need of the skill."""
     view = base_view(body)
@@ -48,7 +49,7 @@ def skill_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
     return {(namespace, name): view}
 
 
-@kopf.index(GROUP, VERSION, "skills", id="skill_by_config_map")
+@index("skills", id="skill_by_config_map")
 def skill_by_config_map(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -56,7 +57,7 @@ def skill_by_config_map(
     return {(namespace, cm): name for cm in referenced_config_maps(body.get("spec") or {})}
 
 
-@kopf.index(GROUP, VERSION, "skills", id="skill_by_component")
+@index("skills", id="skill_by_component")
 def skill_by_component(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -67,7 +68,7 @@ def skill_by_component(
     return {(namespace, c): name for c in impl.get("composes") or () if isinstance(c, str)}
 
 
-@kopf.index(GROUP, VERSION, "skills", id="skill_by_target")
+@index("skills", id="skill_by_target")
 def skill_by_target(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, topology) → agent-type skills that run it as a child."""
     impl = _implementation(body)
@@ -120,9 +121,11 @@ async def skill_event(
     key = ("Skill", namespace, name)
     ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
     if type == "DELETED":
+        ctl.indexes.delete("skills", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
         view = _MISSING
     else:
+        ctl.indexes.update("skills", body)
         if ctl.should_reconcile_self(key, body, type):
             ctl.bodies[key] = dict(body)
             ctl.enqueue("Skill", namespace, name)

@@ -25,6 +25,7 @@ from .common import (
     Deferred,
     base_view,
     controller_of,
+    index,
     reconciler,
 )
 from .skill import granting_agents
@@ -38,7 +39,7 @@ def _workspace_of(spec: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) else None
 
 
-@kopf.index(GROUP, VERSION, "topologies", id="topology_views")
+@index("topologies", id="topology_views")
 def topology_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     view = base_view(body)
     spec = dict(body.get("spec") or {})
@@ -51,7 +52,7 @@ def topology_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) 
     return {(namespace, name): view}
 
 
-@kopf.index(GROUP, VERSION, "topologies", id="topology_by_agent")
+@index("topologies", id="topology_by_agent")
 def topology_by_agent(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -59,7 +60,7 @@ def topology_by_agent(
     return {(namespace, a): name for a in topology_agent_names(body.get("spec") or {})}
 
 
-@kopf.index(GROUP, VERSION, "topologies", id="topology_by_workspace")
+@index("topologies", id="topology_by_workspace")
 def topology_by_workspace(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -111,9 +112,11 @@ async def topology_event(
     key = ("Topology", namespace, name)
     ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
     if type == "DELETED":
+        ctl.indexes.delete("topologies", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
         view = _MISSING
     else:
+        ctl.indexes.update("topologies", body)
         if ctl.should_reconcile_self(key, body, type):
             ctl.enqueue("Topology", namespace, name)
         view = dependents_view(ctl.lookup("topology_views", (namespace, name)))

@@ -15,19 +15,20 @@ from .common import (
     Controller,
     base_view,
     controller_of,
+    index,
     reconciler,
 )
 from .skill import read_sources
 
 
-@kopf.index(GROUP, VERSION, "workspaces", id="workspace_views")
+@index("workspaces", id="workspace_views")
 def workspace_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     view = base_view(body)
     view.update(spec=dict(body.get("spec") or {}))
     return {(namespace, name): view}
 
 
-@kopf.index(GROUP, VERSION, "workspaces", id="workspace_by_secret")
+@index("workspaces", id="workspace_by_secret")
 def workspace_by_secret(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -35,7 +36,7 @@ def workspace_by_secret(
     return {(namespace, s): name for s in referenced_secrets(body.get("spec") or {})}
 
 
-@kopf.index(GROUP, VERSION, "workspaces", id="workspace_by_config_map")
+@index("workspaces", id="workspace_by_config_map")
 def workspace_by_config_map(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -43,7 +44,7 @@ def workspace_by_config_map(
     return {(namespace, c): name for c in referenced_config_maps(body.get("spec") or {})}
 
 
-@kopf.index("v1", "secrets", id="secret_keys")
+@index("secrets", id="secret_keys")
 def secret_keys(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, Secret) → the names of its keys. Values are never kept."""
     keys = set((body.get("data") or {}).keys()) | set((body.get("stringData") or {}).keys())
@@ -82,9 +83,11 @@ async def workspace_event(
     key = ("Workspace", namespace, name)
     ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
     if type == "DELETED":
+        ctl.indexes.delete("workspaces", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
         view = _MISSING
     else:
+        ctl.indexes.update("workspaces", body)
         if ctl.should_reconcile_self(key, body, type):
             ctl.enqueue("Workspace", namespace, name)
         view = dependents_view(ctl.lookup("workspace_views", (namespace, name)))
@@ -100,12 +103,22 @@ async def workspace_event(
 
 @kopf.on.event("v1", "secrets")
 async def secret_event(
-    type: str | None, namespace: str | None, name: str, memo: kopf.Memo, **_: Any
+    type: str | None,
+    body: kopf.Body,
+    namespace: str | None,
+    name: str,
+    uid: str,
+    memo: kopf.Memo,
+    **_: Any,
 ) -> None:
     """A Secret appeared, changed keys or went: re-check exactly the workspaces using it."""
     ctl = controller_of(memo)
     if ctl is None or namespace is None:
         return
+    if type == "DELETED":
+        ctl.indexes.delete("secrets", uid)
+    else:
+        ctl.indexes.update("secrets", body)
     key = ("Secret", namespace, name)
     keys = _MISSING if type == "DELETED" else ctl.lookup("secret_keys", (namespace, name))
     if ctl.changed(key, keys):

@@ -50,7 +50,7 @@ async def test_a_key_added_while_processing_runs_again_afterwards() -> None:
 
 
 async def test_pending_covers_unobserved_writes() -> None:
-    ctl = Controller(config=OperatorConfig(), indices={})
+    ctl = Controller(config=OperatorConfig())
     key = ("Skill", "ns", "s")
     assert not ctl.pending(key, {"observed": 1, "generation": 1})
     assert ctl.pending(key, {"observed": 1, "generation": 2})
@@ -64,3 +64,44 @@ def test_status_comparison_treats_empty_as_absent() -> None:
     assert _same({"a": None, "b": [], "c": 1}, {"c": 1})
     assert not _same({"c": 2}, {"c": 1})
     assert _same({"scripts": []}, {"scripts": None})
+
+
+def test_indexes_track_updates_and_deletes() -> None:
+    from swarmkit_operator.handlers.common import Indexes, IndexSpec
+
+    def by_grant(
+        body: dict[str, object], namespace: str, name: str, **_: object
+    ) -> dict[object, str]:
+        spec = body.get("spec") or {}
+        assert isinstance(spec, dict)
+        return {(namespace, g): name for g in spec.get("skills", [])}
+
+    idx = Indexes([IndexSpec("by_grant", "agents", by_grant)])
+
+    def agent(uid: str, name: str, skills: list[str]) -> dict[str, object]:
+        return {
+            "metadata": {"uid": uid, "name": name, "namespace": "ns"},
+            "spec": {"skills": skills},
+        }
+
+    idx.update("agents", agent("u1", "a1", ["s1", "s2"]))
+    idx.update("agents", agent("u2", "a2", ["s1"]))
+    assert sorted(idx.values("by_grant", ("ns", "s1"))) == ["a1", "a2"]
+    idx.update("agents", agent("u1", "a1", ["s2"]))  # a grant removed
+    assert idx.values("by_grant", ("ns", "s1")) == ["a2"]
+    idx.delete("agents", "u2")
+    assert idx.values("by_grant", ("ns", "s1")) == []
+    assert ("ns", "s1") not in idx.keys("by_grant")
+    assert idx.prune("agents", present=set(), listed_at=0.0) == 0  # touched after the LIST
+    assert idx.prune("agents", present=set(), listed_at=1e18) == 1
+    assert idx.values("by_grant", ("ns", "s2")) == []
+
+
+def test_label_filters() -> None:
+    from swarmkit_operator.handlers.common import PRESENT, IndexSpec
+
+    spec = IndexSpec("x", "configmaps", lambda **_: {}, {"a": PRESENT, "b": "1"})
+    assert spec.matches({"a": "anything", "b": "1"})
+    assert not spec.matches({"b": "1"})
+    assert not spec.matches({"a": "", "b": "2"})
+    assert spec.selector == "a,b=1"
