@@ -47,8 +47,8 @@ from ..builders import job as jobs
 from ..builders import run_status as rs
 from ..builders.skill import SKILL_MD, load_rendered_skill
 from ..conditions import get_condition
-from ..config import OperatorConfig, load_config
-from .common import controller_of
+from ..config import OperatorConfig
+from .common import PRESENT, controller_of, index
 
 log = logging.getLogger("swarmkit_operator.runs")
 
@@ -989,33 +989,41 @@ def controller() -> RunController | None:
 
 
 def _ctl() -> RunController | None:
-    ctl = _controller
-    if ctl is not None and not ctl.ready.is_set():
-        ctl.ready.set()  # handlers run only after kopf pre-populated every index
-    return ctl
+    return _controller
 
 
-@kopf.index(*RUNS)
-def runs_by_uid(body: kopf.Body, uid: str | None, **_: Any) -> dict[str, Any]:
+# The indexes use the shared index machinery of handlers/common.py (filled by a paged LIST at
+# start-up, then kept current by watch events, the same way as the reconcile loop's), not
+# kopf's own indexes (whose pre-population is quadratic in the number of objects).
+
+
+@index("runs", id="runs_by_uid", group=GROUP, version=VERSION)
+def runs_by_uid(body: Mapping[str, Any], uid: str | None, **_: Any) -> dict[str, Any]:
     summary = _meta_summary(body)
     summary["spec"] = dict(body.get("spec") or {})
     summary["status"] = dict(body.get("status") or {})
     return {str(uid): summary}
 
 
-@kopf.index("batch", "v1", "jobs", labels={jobs.RUN_UID_LABEL: kopf.PRESENT})
-def runs_jobs_by_run(body: kopf.Body, labels: Mapping[str, str], **_: Any) -> dict[str, Any]:
+@index(
+    "jobs", id="runs_jobs_by_run", labels={jobs.RUN_UID_LABEL: PRESENT}, group="batch", version="v1"
+)
+def runs_jobs_by_run(
+    body: Mapping[str, Any], labels: Mapping[str, str], **_: Any
+) -> dict[str, Any]:
     return {str(labels[jobs.RUN_UID_LABEL]): _job_summary(body)}
 
 
-@kopf.index("v1", "pods", labels={jobs.RUN_UID_LABEL: kopf.PRESENT})
-def runs_pods_by_run(body: kopf.Body, labels: Mapping[str, str], **_: Any) -> dict[str, Any]:
+@index("pods", id="runs_pods_by_run", labels={jobs.RUN_UID_LABEL: PRESENT}, version="v1")
+def runs_pods_by_run(
+    body: Mapping[str, Any], labels: Mapping[str, str], **_: Any
+) -> dict[str, Any]:
     return {str(labels[jobs.RUN_UID_LABEL]): _pod_summary(body)}
 
 
-@kopf.index(*TOPOLOGIES)
+@index("topologies", id="runs_topologies")
 def runs_topologies(
-    body: kopf.Body, namespace: str | None, name: str | None, **_: Any
+    body: Mapping[str, Any], namespace: str | None, name: str | None, **_: Any
 ) -> dict[Any, Any]:
     summary = _meta_summary(body)
     summary["spec"] = dict(body.get("spec") or {})
@@ -1023,9 +1031,9 @@ def runs_topologies(
     return {(namespace, name): summary}
 
 
-@kopf.index(*AGENTS)
+@index("agents", id="runs_agents")
 def runs_agents(
-    body: kopf.Body, namespace: str | None, name: str | None, **_: Any
+    body: Mapping[str, Any], namespace: str | None, name: str | None, **_: Any
 ) -> dict[Any, Any]:
     summary = _meta_summary(body)
     status = body.get("status") or {}
@@ -1040,9 +1048,9 @@ def runs_agents(
     return {(namespace, name): summary}
 
 
-@kopf.index(*SKILLS)
+@index("skills", id="runs_skills")
 def runs_skills(
-    body: kopf.Body, namespace: str | None, name: str | None, **_: Any
+    body: Mapping[str, Any], namespace: str | None, name: str | None, **_: Any
 ) -> dict[Any, Any]:
     meta = body.get("metadata") or {}
     annotations = meta.get("annotations") or {}
@@ -1055,9 +1063,9 @@ def runs_skills(
     }
 
 
-@kopf.index(*WORKSPACES)
+@index("workspaces", id="runs_workspaces")
 def runs_workspaces(
-    body: kopf.Body, namespace: str | None, name: str | None, **_: Any
+    body: Mapping[str, Any], namespace: str | None, name: str | None, **_: Any
 ) -> dict[Any, Any]:
     summary = _meta_summary(body)
     summary["spec"] = dict(body.get("spec") or {})
@@ -1082,19 +1090,23 @@ async def runs_startup(
     settings.watching.label_selectors["batch", "v1", "jobs"] = jobs.RUN_UID_LABEL
     settings.watching.label_selectors["v1", "pods"] = jobs.RUN_UID_LABEL
     shared = controller_of(memo)
-    config = shared.config if shared is not None else load_config()
-    k8s.configure()  # a no-op when the shared start-up configured the client already
+    if shared is None:
+        raise RuntimeError("the shared start-up (handlers/common.py) must run first")
+    config = shared.config
+    k8s.configure()  # a no-op: the shared start-up configured the client already
+    view = shared.indexes.view
     indexes = Indexes(
-        runs=kwargs["runs_by_uid"],
-        jobs=kwargs["runs_jobs_by_run"],
-        pods=kwargs["runs_pods_by_run"],
-        topologies=kwargs["runs_topologies"],
-        agents=kwargs["runs_agents"],
-        skills=kwargs["runs_skills"],
-        workspaces=kwargs["runs_workspaces"],
-        bundles=kwargs.get("pinned_config_maps"),
+        runs=view("runs_by_uid"),
+        jobs=view("runs_jobs_by_run"),
+        pods=view("runs_pods_by_run"),
+        topologies=view("runs_topologies"),
+        agents=view("runs_agents"),
+        skills=view("runs_skills"),
+        workspaces=view("runs_workspaces"),
+        bundles=view("pinned_config_maps") if "pinned_config_maps" in shared.indexes.data else None,
     )
     _controller = RunController(config, indexes)
+    _controller.ready.set()  # the shared start-up pre-populated every index (LIST) already
     logger.info("runs controller started (max %d Job recreations)", config.max_job_recreations)
 
 
