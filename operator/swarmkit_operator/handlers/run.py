@@ -40,7 +40,7 @@ from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import TopologySpec
 from swarmkit_api.workspace import WorkspaceSpec
 
-from .. import k8s
+from .. import k8s, metrics
 from ..builders import RUN_FINISHED_LABEL
 from ..builders import bundle as bundles
 from ..builders import job as jobs
@@ -214,6 +214,8 @@ class RunController:
         self._waiting: dict[str, set[str]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._released: set[str] = set()
+        #: Runs whose current reconcile wrote something (for the reconcile metrics).
+        self._changed: set[str] = set()
         #: Runs whose start was attempted by this process (a second attempt is sequential).
         self._start_attempts: set[str] = set()
         #: Called with (namespace, topology) when a Run of that topology finishes.
@@ -253,14 +255,21 @@ class RunController:
         await self.ready.wait()
         while worker.dirty:
             worker.dirty = False
+            started = time.monotonic()
+            self._changed.discard(uid)
             try:
                 async with self._budget(uid):
                     again = await self.reconcile(uid)
                 worker.failures = 0
+                outcome = "changed" if uid in self._changed else "unchanged"
             except Exception as exc:  # retried with backoff; never lost
                 worker.failures += 1
                 again = min(0.5 * 2**worker.failures, 60.0)
+                outcome = "error"
+                metrics.RETRIES.labels("Run").inc()
                 log.warning("run %s: reconcile failed (retry in %.1fs): %s", uid, again, exc)
+            metrics.RECONCILES.labels("Run", outcome).inc()
+            metrics.RECONCILE_SECONDS.labels("Run").observe(time.monotonic() - started)
             if again is not None and not worker.dirty:
                 self.kick(uid, again)
         if uid not in self._workers:
@@ -657,6 +666,7 @@ class RunController:
         rv = await k8s.patch_status("runs", run.namespace, run.name, patch)
         if rv is None:
             return  # the Run is gone
+        self._changed.add(run.uid)
         merged = {**before, **patch}
         self._overlay[run.uid] = {"resourceVersion": rv, "status": merged}
         run.status = merged
