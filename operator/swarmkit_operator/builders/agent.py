@@ -35,8 +35,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import yaml
-
 from swarmkit_api import ManifestError, validate_spec
 from swarmkit_api.agent import AgentSpec
 from swarmkit_api.workspace import PLATFORM_BUILTINS, RESERVED_PACK_ID, WorkspaceSpec
@@ -49,6 +47,7 @@ from . import (
     config_map_size,
     content_digest,
     dump_json,
+    dump_yaml,
     invalid_verdict,
     rendered_config_map,
 )
@@ -473,7 +472,7 @@ def resolve_agent(
         "tools": list(model.tools),
     }
     data = {
-        AGENT_YAML: yaml.safe_dump(normalized, sort_keys=True, allow_unicode=True, width=100),
+        AGENT_YAML: dump_yaml(normalized),
         RESOLVED_JSON: dump_json(resolved_doc),
     }
     size = config_map_size(data)

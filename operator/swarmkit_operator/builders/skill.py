@@ -49,6 +49,7 @@ from . import (
     Verdict,
     config_map_size,
     dump_json,
+    dump_yaml,
     invalid_verdict,
     rendered_config_map,
 )
@@ -156,12 +157,7 @@ def referenced_config_maps(spec: Mapping[str, Any]) -> set[str]:
 
 def skill_md(name: str, description: str, instructions: str) -> str:
     """SKILL.md: front-matter name/description, then the instructions."""
-    front = yaml.safe_dump(
-        {"name": name, "description": description},
-        sort_keys=False,
-        allow_unicode=True,
-        width=100,
-    )
+    front = dump_yaml({"name": name, "description": description}, sort_keys=False)
     return f"---\n{front}---\n\n{instructions}"
 
 
@@ -340,7 +336,7 @@ def render_skill(
     normalized = normalized_spec(model)
     digest = content_hash(normalized, files)
     on_disk = {k: v for k, v in normalized.items() if k != "instructions"}
-    data[SKILL_YAML] = yaml.safe_dump(on_disk, sort_keys=True, allow_unicode=True, width=100)
+    data[SKILL_YAML] = dump_yaml(on_disk)
     data[SKILL_MD] = skill_md(owner.name, model.description, model.instructions)
     data[FILES_JSON] = dump_json([f.wire() for f in files])
 

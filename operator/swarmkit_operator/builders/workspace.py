@@ -23,8 +23,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from swarmkit_api import ManifestError, SecretKeyRef, validate_spec
 from swarmkit_api.workspace import WorkspaceSpec
 
@@ -36,6 +34,7 @@ from . import (
     config_map_size,
     content_digest,
     dump_json,
+    dump_yaml,
     invalid_verdict,
     rendered_config_map,
 )
@@ -231,7 +230,7 @@ def render_workspace(
         )
 
     wire = model.wire()
-    data[WORKSPACE_YAML] = yaml.safe_dump(wire, sort_keys=True, allow_unicode=True, width=100)
+    data[WORKSPACE_YAML] = dump_yaml(wire)
     data[SECRETS_JSON] = dump_json(
         sorted(
             ({"path": u.path, "name": u.ref.name, "key": u.ref.key} for u in secret_uses(model)),

@@ -92,7 +92,7 @@ async def agent_event(
     if ctl is None or namespace is None:
         return
     key = ("Agent", namespace, name)
-    ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
+    ctl.observed(key, body)
     if type == "DELETED":
         ctl.indexes.delete("agents", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
@@ -102,7 +102,7 @@ async def agent_event(
         if ctl.should_reconcile_self(key, body, type):
             ctl.enqueue("Agent", namespace, name)
         view = dependents_view(ctl.lookup("agent_views", (namespace, name)))
-    if ctl.changed(key, view):
+    if ctl.changed(key, view, fresh=view is _MISSING or view[-1]):
         ctl.enqueue_many(
             "Topology", namespace, ctl.lookup_all("topology_by_agent", (namespace, name))
         )

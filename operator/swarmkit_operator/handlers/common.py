@@ -451,7 +451,7 @@ class Controller:
     bodies: dict[Key, dict[str, Any]] = field(default_factory=dict)
     failures: dict[Key, int] = field(default_factory=dict)
     deferred_since: dict[Key, float] = field(default_factory=dict)
-    awaiting: dict[Key, tuple[str, float]] = field(default_factory=dict)
+    awaiting: dict[Key, tuple[str, float, dict[str, Any]]] = field(default_factory=dict)
     written: dict[Key, tuple[str, float]] = field(default_factory=dict)
     seen: dict[Key, Any] = field(default_factory=dict)
     reconciled_generation: dict[Key, int] = field(default_factory=dict)
@@ -498,10 +498,14 @@ class Controller:
             self.awaiting.pop(key, None)
         return view is not None and view.get("observed") != view.get("generation")
 
-    def observed(self, key: Key, resource_version: str | None) -> None:
-        """A watch event for ``key`` arrived: our own write is visible once its rv is seen."""
+    def observed(self, key: Key, body: Mapping[str, Any]) -> None:
+        """A watch event for ``key`` arrived: our own write is visible once an event carries
+        its resourceVersion or its content (kopf may skip straight to a later event)."""
         waiting = self.awaiting.get(key)
-        if waiting is not None and waiting[0] == resource_version:
+        if waiting is None:
+            return
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        if waiting[0] == rv or _same(waiting[2], body.get("status") or {}):
             self.awaiting.pop(key, None)
 
     def should_reconcile_self(self, key: Key, body: Mapping[str, Any], event_type: Any) -> bool:
@@ -527,8 +531,14 @@ class Controller:
         ):
             memory.pop(key, None)
 
-    def changed(self, key: Key, view: Any) -> bool:
-        """Whether ``view`` (what dependents care about) differs from the last one seen."""
+    def changed(self, key: Key, view: Any, fresh: bool = True) -> bool:
+        """Whether ``view`` (what dependents care about) differs from the last one seen.
+
+        A view that is not ``fresh`` (its object's status lags its spec) is not news yet:
+        dependents would only wait for it; they hear of it once its status catches up.
+        """
+        if not fresh:
+            return False
         if self.seen.get(key, _MISSING) == view:
             return False
         if view is _MISSING:
@@ -688,7 +698,7 @@ class Controller:
         if rv is None:
             return False
         self.written[key] = (digest, time.monotonic())
-        self.awaiting[key] = (rv, time.monotonic() + 5.0)
+        self.awaiting[key] = (rv, time.monotonic() + 5.0, desired)
         involved = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": kind,

@@ -119,7 +119,7 @@ async def skill_event(
     if ctl is None or namespace is None:
         return
     key = ("Skill", namespace, name)
-    ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
+    ctl.observed(key, body)
     if type == "DELETED":
         ctl.indexes.delete("skills", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
@@ -130,7 +130,7 @@ async def skill_event(
             ctl.bodies[key] = dict(body)
             ctl.enqueue("Skill", namespace, name)
         view = dependents_view(ctl.lookup("skill_views", (namespace, name)))
-    if ctl.changed(key, view):
+    if ctl.changed(key, view, fresh=view is _MISSING or view[-1]):
         ctl.enqueue_many("Agent", namespace, granting_agents(ctl, namespace, name))
         ctl.enqueue_gc(namespace)
 

@@ -110,7 +110,7 @@ async def topology_event(
     if ctl is None or namespace is None:
         return
     key = ("Topology", namespace, name)
-    ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
+    ctl.observed(key, body)
     if type == "DELETED":
         ctl.indexes.delete("topologies", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
@@ -121,7 +121,7 @@ async def topology_event(
             ctl.enqueue("Topology", namespace, name)
         view = dependents_view(ctl.lookup("topology_views", (namespace, name)))
     old = ctl.seen.get(key)
-    if ctl.changed(key, view):
+    if ctl.changed(key, view, fresh=view is _MISSING or view[-1]):
         ctl.enqueue_many("Topology", namespace, calling_topologies(ctl, namespace, name) - {name})
         # Synthesized topology-<name> skills: their content is the name and description.
         if old is None or view is _MISSING or old[3] != view[3]:

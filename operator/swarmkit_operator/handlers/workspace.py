@@ -81,7 +81,7 @@ async def workspace_event(
     if ctl is None or namespace is None:
         return
     key = ("Workspace", namespace, name)
-    ctl.observed(key, (body.get("metadata") or {}).get("resourceVersion"))
+    ctl.observed(key, body)
     if type == "DELETED":
         ctl.indexes.delete("workspaces", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
@@ -91,7 +91,7 @@ async def workspace_event(
         if ctl.should_reconcile_self(key, body, type):
             ctl.enqueue("Workspace", namespace, name)
         view = dependents_view(ctl.lookup("workspace_views", (namespace, name)))
-    if ctl.changed(key, view):
+    if ctl.changed(key, view, fresh=view is _MISSING or view[-1]):
         ctl.enqueue_many(
             "Agent", namespace, ctl.lookup_all("agent_by_workspace", (namespace, name))
         )

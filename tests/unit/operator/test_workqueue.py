@@ -54,9 +54,9 @@ async def test_pending_covers_unobserved_writes() -> None:
     key = ("Skill", "ns", "s")
     assert not ctl.pending(key, {"observed": 1, "generation": 1})
     assert ctl.pending(key, {"observed": 1, "generation": 2})
-    ctl.awaiting[key] = ("42", 1e18)
+    ctl.awaiting[key] = ("42", 1e18, {"version": "x"})
     assert ctl.pending(key, None)
-    ctl.observed(key, "42")
+    ctl.observed(key, {"metadata": {"resourceVersion": "42"}})
     assert not ctl.pending(key, None)
 
 
