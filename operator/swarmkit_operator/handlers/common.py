@@ -694,11 +694,21 @@ class Controller:
         last = self.written.get(key)
         if last is not None and last[0] == digest and time.monotonic() - last[1] < 10:
             return False  # our identical write is still on its way back through the watch
-        rv = await k8s.patch_status(PLURALS[kind], namespace, name, desired)
+        # Dependents wait until the watch shows this write. Its event may be processed
+        # before the PATCH response is, so expect it (by content) before sending.
+        self.awaiting[key] = ("", time.monotonic() + 5.0, desired)
+        try:
+            rv = await k8s.patch_status(PLURALS[kind], namespace, name, desired)
+        except BaseException:
+            self.awaiting.pop(key, None)
+            raise
+        pending = self.awaiting.get(key)
         if rv is None:
+            self.awaiting.pop(key, None)
             return False
+        if pending is not None and pending[2] is desired:  # not seen yet: also match the rv
+            self.awaiting[key] = (rv, pending[1], desired)
         self.written[key] = (digest, time.monotonic())
-        self.awaiting[key] = (rv, time.monotonic() + 5.0, desired)
         involved = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": kind,
