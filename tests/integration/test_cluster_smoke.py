@@ -4,6 +4,7 @@ controller and garbage collector)."""
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from typing import Any
 
@@ -305,3 +306,27 @@ def test_init_container_and_active_deadline(kube: Kube, namespace: str) -> None:
     assert pod.status.container_statuses[0].state.terminated is not None
     for pid in pod_pids(pod):
         assert not pid_alive(pid)
+
+
+@pytest.mark.parametrize("image_entrypoint", [True, False], ids=["image-entrypoint", "command"])
+def test_checkout_under_a_mounted_directory_still_starts(
+    kube: Kube, namespace: str, image_entrypoint: bool
+) -> None:
+    # CI clones the repo anywhere (e.g. under /tmp) and Run pods mount an emptyDir at /tmp:
+    # the node's interpreter is a host path and must never be rewritten into the pod root.
+    top = "/" + sys.executable.strip("/").split("/")[0]
+    script = "import os; print('started', os.getcwd(), flush=True)"
+    spec = job("mounted", script)
+    container = spec["spec"]["template"]["spec"]["containers"][0]
+    if image_entrypoint:  # the runtime image's entrypoint (python -m swarmkit_runner) + args
+        container["image"] = "ghcr.io/swarmkit-operator/swarmkit-runtime:test"
+        container.pop("command")
+        container["args"] = ["--version"]
+    container["volumeMounts"] = [{"name": "scratch", "mountPath": top}]
+    spec["spec"]["template"]["spec"]["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    kube.batch.create_namespaced_job(namespace, spec)
+    wait_for(
+        lambda: job_condition(kube, namespace, "mounted", "Complete"),
+        60,
+        message=lambda: describe(kube, namespace),
+    )

@@ -25,7 +25,12 @@ from typing import NamedTuple
 
 from swarmkit_devcluster.kubeapi import JSON
 from swarmkit_devcluster.process_node.env import PodSources, apply_env, expand_vars
-from swarmkit_devcluster.process_node.images import ImageRule, build_argv, subst_python
+from swarmkit_devcluster.process_node.images import (
+    PYTHON_ALIASES,
+    ImageRule,
+    build_argv,
+    subst_python,
+)
 from swarmkit_devcluster.process_node.times import now_rfc3339
 from swarmkit_devcluster.process_node.volumes import link_mounts, path_rewriter
 
@@ -101,8 +106,18 @@ def prepare_container(
         env[MARKER_ENV] = marker
     env.update({k: subst_python(v) for k, v in rule.env})
     apply_env(env, c.spec, sources, rewrite)
+    # Only what the pod spec wrote is a container path. The image rule's entrypoint and the
+    # substituted interpreter are host paths, and the host checkout may itself live under a
+    # mounted directory (a clone in /tmp with an emptyDir at /tmp): never rewrite those.
+    command = list(c.spec.get("command") or [])
+    from_spec = (
+        len(command) + len(c.spec.get("args") or []) if command else len(c.spec.get("args") or [])
+    )
     argv = build_argv(rule, c.spec)
-    argv = [rewrite(expand_vars(a, env)) for a in argv]
+    host_part = len(argv) - from_spec
+    argv = argv[:host_part] + [rewrite(expand_vars(a, env)) for a in argv[host_part:]]
+    if command and PYTHON_ALIASES.match(command[0]):
+        argv[0] = sys.executable
     wd = c.spec.get("workingDir")
     if wd:
         rewritten = rewrite(wd)

@@ -210,9 +210,13 @@ def path_rewriter(root: Path, mount_paths: list[str]) -> Callable[[str], str]:
     """A function mapping a value that starts with a mount path (also after a ``--flag=`` /
     ``KEY=`` prefix) to the host path under ``root``; other values are returned unchanged."""
 
+    host_root = str(root)
+
     def rewrite(value: str) -> str:
         for candidate_start in _path_starts(value):
             tail = value[candidate_start:]
+            if tail == host_root or tail.startswith(host_root + "/"):
+                return value  # already a host path: rewriting is idempotent
             for mp in mount_paths:
                 if tail == mp or tail.startswith(mp + "/"):
                     return value[:candidate_start] + str(root) + tail
