@@ -26,6 +26,7 @@ from .common import (
     VERSION,
     Controller,
     Deferred,
+    Key,
     base_view,
     controller_of,
     index,
@@ -172,10 +173,11 @@ async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: boo
         return "gone"
     spec = view["spec"]
     ws_name = workspace_name(spec)
-    waiting: list[str] = []
+    waiting: list[Key] = []
+    ws_key: Key = ("Workspace", namespace, ws_name)
     ws_raw = ctl.lookup("workspace_views", (namespace, ws_name))
-    if ws_raw is not None and ctl.pending(("Workspace", namespace, ws_name), ws_raw):
-        waiting.append(f"workspace {ws_name}")
+    if ws_raw is not None and ctl.pending(ws_key, ws_raw):
+        waiting.append(ws_key)
 
     skills: dict[str, SkillView] = {}
     grants = granted_skill_names(spec)
@@ -193,12 +195,13 @@ async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: boo
         raw = ctl.lookup("skill_views", (namespace, skill))
         if raw is None:
             continue
-        if ctl.pending(("Skill", namespace, skill), raw):
-            waiting.append(f"skill {skill}")
+        skill_key: Key = ("Skill", namespace, skill)
+        if ctl.pending(skill_key, raw):
+            waiting.append(skill_key)
         skills[skill] = skill_view(skill, raw)
         stack.extend(reversed(raw["composes"]))
     if waiting and not force:
-        raise Deferred("waiting for " + ", ".join(waiting))
+        raise Deferred(waiting)
 
     topologies: dict[str, str] = {}
     if any(g == WORKSPACE_PACK or g.startswith(SYNTHESIZED_TOPOLOGY_PREFIX) for g in grants):

@@ -72,7 +72,11 @@ KOPF_STATUS_FIELD = "kopf"
 
 
 class Deferred(Exception):
-    """An input is still being reconciled; try again shortly."""
+    """Inputs (keys) are still being reconciled: try again once they settle."""
+
+    def __init__(self, keys: Iterable[Key]) -> None:
+        self.keys = list(keys)
+        super().__init__("waiting for " + ", ".join(f"{k[0].lower()} {k[2]}" for k in self.keys))
 
 
 # --- the work queue -----------------------------------------------------------------------
@@ -452,6 +456,7 @@ class Controller:
     failures: dict[Key, int] = field(default_factory=dict)
     deferred_since: dict[Key, float] = field(default_factory=dict)
     awaiting: dict[Key, tuple[str, float, dict[str, Any]]] = field(default_factory=dict)
+    waiters: dict[Key, set[Key]] = field(default_factory=dict)
     written: dict[Key, tuple[str, float]] = field(default_factory=dict)
     seen: dict[Key, Any] = field(default_factory=dict)
     reconciled_generation: dict[Key, int] = field(default_factory=dict)
@@ -507,6 +512,7 @@ class Controller:
         rv = (body.get("metadata") or {}).get("resourceVersion")
         if waiting[0] == rv or _same(waiting[2], body.get("status") or {}):
             self.awaiting.pop(key, None)
+            self._wake(key)
 
     def should_reconcile_self(self, key: Key, body: Mapping[str, Any], event_type: Any) -> bool:
         """Whether an event of ``key``'s own object needs its reconcile (not a status echo)."""
@@ -530,6 +536,7 @@ class Controller:
             self.deferred_since,
         ):
             memory.pop(key, None)
+        self._wake(key)
 
     def changed(self, key: Key, view: Any, fresh: bool = True) -> bool:
         """Whether ``view`` (what dependents care about) differs from the last one seen.
@@ -580,6 +587,14 @@ class Controller:
                 await self._process(key)
             finally:
                 self.queue.done(key)
+                self._wake(key)
+
+    def _wake(self, key: Key) -> None:
+        """``key`` may have settled: re-run what deferred on it (if it really did)."""
+        if key not in self.waiters or self.queue.pending(key) or key in self.awaiting:
+            return
+        for waiter in self.waiters.pop(key):
+            self.queue.add(waiter)
 
     async def _process(self, key: Key) -> None:
         kind, namespace, name = key
@@ -595,6 +610,8 @@ class Controller:
             self.deferred_since.setdefault(key, started)
             metrics.RECONCILES.labels(kind, "deferred").inc()
             log.debug("deferring %s %s/%s: %s", kind, namespace, name, exc)
+            for waited in exc.keys:  # woken as soon as each settles; the delay is a backstop
+                self.waiters.setdefault(waited, set()).add(key)
             self.queue.add(key, self.defer_delay)
             return
         except asyncio.CancelledError:

@@ -23,6 +23,7 @@ from .common import (
     VERSION,
     Controller,
     Deferred,
+    Key,
     base_view,
     controller_of,
     index,
@@ -198,24 +199,21 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
 
     accepted = any(v.type == "Accepted" and v.status == "True" for v in render.verdicts)
     if accepted and not force:
-        waiting = [
-            f"agent {a}"
+        inputs: list[tuple[Key, Any]] = [
+            (("Agent", namespace, a), ctl.lookup("agent_views", (namespace, a)))
             for a in view["agents"]
-            if ctl.pending(("Agent", namespace, a), ctl.lookup("agent_views", (namespace, a)))
         ]
-        waiting += [
-            f"topology {c}"
+        inputs += [
+            (("Topology", namespace, c), ctl.lookup("topology_views", (namespace, c)))
             for c in render.children
             if c != name
-            and ctl.pending(
-                ("Topology", namespace, c), ctl.lookup("topology_views", (namespace, c))
-            )
         ]
         ws_raw = ctl.lookup("workspace_views", (namespace, ws_name))
-        if ws_raw is not None and ctl.pending(("Workspace", namespace, ws_name), ws_raw):
-            waiting.append(f"workspace {ws_name}")
+        if ws_raw is not None:
+            inputs.append((("Workspace", namespace, ws_name), ws_raw))
+        waiting = [k for k, v in inputs if ctl.pending(k, v)]
         if waiting:
-            raise Deferred("waiting for " + ", ".join(waiting))
+            raise Deferred(waiting)
 
     written = await ctl.write_status(
         "Topology",

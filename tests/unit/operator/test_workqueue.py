@@ -105,3 +105,20 @@ def test_label_filters() -> None:
     assert not spec.matches({"b": "1"})
     assert not spec.matches({"a": "", "b": "2"})
     assert spec.selector == "a,b=1"
+
+
+async def test_deferred_keys_are_woken_when_their_input_settles() -> None:
+    ctl = Controller(config=OperatorConfig())
+    skill, agent = ("Skill", "ns", "s"), ("Agent", "ns", "a")
+    ctl.queue.add(skill)
+    ctl.waiters[skill] = {agent}
+    ctl._wake(skill)  # still queued: nothing yet
+    assert not ctl.queue.pending(agent)
+    assert await ctl.queue.get() == skill
+    ctl.awaiting[skill] = ("", 1e18, {"version": "v2"})
+    ctl.queue.done(skill)
+    ctl._wake(skill)  # its write is not visible yet
+    assert not ctl.queue.pending(agent)
+    ctl.observed(skill, {"metadata": {"resourceVersion": "9"}, "status": {"version": "v2"}})
+    assert ctl.queue.pending(agent)
+    assert skill not in ctl.waiters
