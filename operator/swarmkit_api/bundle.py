@@ -20,7 +20,7 @@ from pydantic import Field
 from .agent import AgentSpec
 from .base import ApiModel
 from .common import SecretKeyRef
-from .run import TokenUsage
+from .run import ReviewItem, TokenUsage
 from .skill import SkillSpec
 from .topology import TopologySpec
 from .workspace import Governance, WorkspaceSpec
@@ -145,16 +145,6 @@ class RunBundle(ApiModel):
 
     def to_json(self) -> str:
         return json.dumps(self.wire(), sort_keys=True, separators=(",", ":"))
-
-
-class ReviewItem(ApiModel):
-    """Something a person must decide before the run can go on."""
-
-    kind: Literal["escalation", "input_request", "human_gate"] = Field(description="Kind.")
-    skill: str | None = Field(default=None, description="The skill involved.")
-    agent: str | None = Field(default=None, description="The agent involved.")
-    question: str = Field(description="What must be decided.")
-    task_id: str | None = Field(default=None, description="Remote task, if any.")
 
 
 class RunResult(ApiModel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import Field
 
@@ -46,6 +47,16 @@ class TokenUsage(ApiModel):
     output_tokens: int = Field(default=0, ge=0, description="Completion tokens.")
 
 
+class ReviewItem(ApiModel):
+    """Something a person must decide before the run can go on."""
+
+    kind: Literal["escalation", "input_request", "human_gate"] = Field(description="Kind.")
+    skill: str | None = Field(default=None, description="The skill involved.")
+    agent: str | None = Field(default=None, description="The agent involved.")
+    question: str = Field(description="What must be decided.")
+    task_id: str | None = Field(default=None, description="Remote task, if any.")
+
+
 class PinnedVersions(ApiModel):
     """Exactly which versions a run saw."""
 
@@ -69,8 +80,12 @@ class RunStatus(ApiModel):
     usage: TokenUsage | None = Field(default=None, description="Token usage.")
     steps: int = Field(default=0, ge=0, description="Model turns taken.")
     tool_calls: int = Field(default=0, ge=0, description="Tool calls made.")
+    review_items: list[ReviewItem] = Field(
+        default_factory=list,
+        description="What a person must decide while the run is AwaitingReview.",
+    )
     job_recreations: int = Field(default=0, ge=0, description="How often a lost Job was recreated.")
     conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
 
 
-__all__ = ["PinnedVersions", "RunSpec", "RunStatus", "TokenUsage"]
+__all__ = ["PinnedVersions", "ReviewItem", "RunSpec", "RunStatus", "TokenUsage"]

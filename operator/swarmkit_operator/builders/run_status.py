@@ -543,6 +543,7 @@ def status_patch(
         patch["usage"] = result.usage.wire()
         patch["steps"] = result.steps
         patch["toolCalls"] = result.tool_calls
+        patch["reviewItems"] = [item.wire() for item in result.review_items]
     return patch
 
 
