@@ -369,6 +369,22 @@ def test_tampered_script_is_pin_mismatch(api: Api) -> None:
     )
 
 
+def test_a_workspace_can_narrow_script_approval_never_widen_it(api: Api) -> None:
+    spec = dict(WORKSPACE, governance={"deniedScripts": [{"skill": "pinned"}]})
+    with_workspace(api, spec)
+    files = [{"path": "scripts/run.py", "content": GOOD_SCRIPT}]
+    api.apply("Skill", "pinned", skill_spec(files=files))
+    api.wait_condition("Skill", "pinned", "ScriptsApproved", "True", "Approved")
+    api.apply("Agent", "runner", {"skills": ["pinned"]})
+    status = api.wait_ready("Agent", "runner")
+    resolved = json.loads(api.config_map(status["renderedConfigMap"]).data["resolved.json"])
+    script = resolved["skills"][0]["scripts"][0]
+    assert (script["approved"], script["reason"]) == (False, "DeniedByWorkspace")
+    # widening is impossible: nothing a Workspace says can approve an unpinned script
+    api.apply("Skill", "unpinned", skill_spec(files=files))
+    api.wait_condition("Skill", "unpinned", "ScriptsApproved", "False", "NotAllowListed")
+
+
 def test_skill_over_one_mebibyte_is_too_large(api: Api) -> None:
     chunk = "x" * (768 * 1024)  # 2 x 0.75 MiB = 1.5 MiB, each ConfigMap under the limit
     api.create_config_map("big-a", {"k": chunk})
