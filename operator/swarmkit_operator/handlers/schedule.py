@@ -40,6 +40,7 @@ from swarmkit_api.topology import HistoryLimit, Schedule
 from .. import k8s
 from ..builders import run_status as rs
 from ..conditions import get_condition
+from ..runs.model import one
 from . import run as runs
 
 log = logging.getLogger("swarmkit_operator.schedule")
@@ -203,7 +204,7 @@ class Scheduler:
 
     async def tick(self, now: datetime) -> None:
         for key in list(self.ctl.idx.topologies.keys()):
-            topo = runs._one(self.ctl.idx.topologies, key)
+            topo = one(self.ctl.idx.topologies, key)
             if topo is None or not (topo.get("spec") or {}).get("schedule"):
                 continue
             await schedule_topology(self.ctl, topo, now)
@@ -239,16 +240,14 @@ class Retention:
         ws_name: str | None = None
         topo_ref = (spec.get("topologyRef") or {}).get("name")
         if topo_ref:
-            topo = runs._one(self.ctl.idx.topologies, (namespace, topo_ref))
+            topo = one(self.ctl.idx.topologies, (namespace, topo_ref))
             ws_name = (((topo or {}).get("spec") or {}).get("workspaceRef") or {}).get("name")
         else:
-            agent = runs._one(
-                self.ctl.idx.agents, (namespace, (spec.get("agentRef") or {}).get("name"))
-            )
+            agent = one(self.ctl.idx.agents, (namespace, (spec.get("agentRef") or {}).get("name")))
             ws_name = (agent or {}).get("workspace")
         if not ws_name:
             return None
-        ws = runs._one(self.ctl.idx.workspaces, (namespace, ws_name))
+        ws = one(self.ctl.idx.workspaces, (namespace, ws_name))
         runtime = ((ws or {}).get("spec") or {}).get("runtime") or {}
         ttl = runtime.get("runTtlSecondsAfterFinished")
         return int(ttl) if isinstance(ttl, int) else None
@@ -279,7 +278,7 @@ class Retention:
                     (r.name, outcome, done, scheduled)
                 )
         for (namespace, topo), members in groups.items():
-            view = runs._one(self.ctl.idx.topologies, (namespace, topo))
+            view = one(self.ctl.idx.topologies, (namespace, topo))
             raw = ((view or {}).get("spec") or {}).get("historyLimit")
             if raw is not None:
                 limit = HistoryLimit.model_validate(raw)

@@ -1,0 +1,186 @@
+"""One reconcile of one Run: decide from the Run, its Job and its pods what to do next.
+
+1. the Run is gone or being deleted → only cleanup (:func:`.cleanup.run_gone`);
+2. the Run is finished (``Succeeded`` True/False, or AwaitingReview) → only cleanup: the
+   pods' outcome finalizers are released (and a missing finished label repaired);
+3. ``spec.cancelled`` → the Job is deleted (its process killed), ``Cancelled``;
+4. nothing created yet → :func:`.start.start`;
+5. otherwise → the verdict is derived from the Job and its pods only
+   (:func:`swarmkit_operator.builders.run_status.derive`) and written to ``status``; a Job
+   that vanished is recreated (:func:`.start.recreate`), after an authoritative GET so an
+   index lagging behind never causes a duplicate.
+
+:func:`reconcile` returns when to look again without an event (seconds), or None.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import ValidationError
+
+from swarmkit_api.run import RunSpec
+
+from .. import k8s
+from ..builders import job as jobs
+from ..builders import run_status as rs
+from . import cleanup, start, status
+from .model import (
+    HINT_SECONDS,
+    NO_POD_EVENTS_AFTER,
+    POD_START_GRACE,
+    RunView,
+    age,
+    pod_job,
+    timeout_of,
+)
+from .state import RunState
+from .summaries import job_summary
+
+
+async def reconcile(st: RunState, uid: str) -> float | None:
+    """Reconcile Run ``uid`` once; see the module docstring."""
+    run = st.run_view(uid)
+    pods = st.pods_of(uid)
+    if run is None or run.deleting:
+        await cleanup.run_gone(st, uid, pods, deleted=run is None)
+        return None
+    run_status = run.status
+    conditions = run_status.get("conditions")
+    if rs.is_final(conditions):
+        await cleanup.release_pods(st, pods)
+        await cleanup.ensure_finished_label(st, run)
+        return None
+    try:
+        spec = RunSpec.model_validate(run.spec)
+    except ValidationError as exc:
+        verdict = rs.final("ValidationFailed", f"invalid Run spec: {exc.errors()[0]['msg']}")
+        await status.write(st, run, verdict)
+        return None
+
+    recreation = int(run_status.get("jobRecreations") or 0)
+    current = jobs.job_name(run.name, uid, recreation)
+    all_jobs = st.jobs_of(uid)
+    job = next(
+        (j for j in all_jobs if j.get("name") == current and not j.get("deletionTimestamp")),
+        None,
+    )
+    # A Job this process just created stands in for the index entry that has not arrived
+    # yet, for a short while; it is never used to conclude that a Job is gone.
+    hint = st.created_jobs.get(uid)
+    if job is None and any(j.get("name") == current for j in all_jobs):
+        hint = None  # the index has seen it: it is being deleted
+    if hint is not None and (hint[1] != current or job is not None):
+        st.created_jobs.pop(uid, None)
+    elif job is None and hint is not None and time.monotonic() - hint[0] < HINT_SECONDS:
+        job = hint[2]
+    job_pods = [p for p in pods if pod_job(p) == current]
+    # Pods of Jobs this Run no longer uses (lost, replaced): nothing to record.
+    await cleanup.release_pods(st, [p for p in pods if pod_job(p) != current])
+
+    if spec.cancelled:
+        return await cancel(st, run, all_jobs, job, job_pods, pods)
+
+    started = bool(run_status.get("jobName")) or job is not None or bool(job_pods)
+    if not started and recreation == 0:
+        return await start.start(st, run, spec)
+
+    events: list[dict[str, Any]] = []
+    if job is not None and not job_pods and job.get("uid"):
+        # A Job without a pod for a while: its Events say why (quota, admission, ...).
+        job_age = age(job)
+        if job_age is not None and job_age >= NO_POD_EVENTS_AFTER:
+            events = await k8s.object_events(run.namespace, str(job["uid"]))
+    timeout = timeout_of(job)
+    verdict = rs.derive(
+        job=job,
+        pods=job_pods,
+        events=events,
+        timeout_seconds=timeout,
+        pod_start_grace_seconds=POD_START_GRACE,
+    )
+    if verdict.phase == "Lost":
+        lost = await _lost(st, run, spec, recreation, current, job_pods, timeout)
+        if not isinstance(lost, rs.Verdict):
+            return lost
+        verdict = lost
+    if verdict.stop_job and job is not None:
+        await k8s.delete_job(run.namespace, current)
+    await status.write(st, run, verdict)
+    if verdict.final:
+        await cleanup.release_pods(st, pods)
+        return None
+    if verdict.recheck_after is not None:
+        return verdict.recheck_after
+    if verdict.phase == "Pending" and not job_pods:
+        return NO_POD_EVENTS_AFTER + 0.5
+    return None
+
+
+async def _lost(
+    st: RunState,
+    run: RunView,
+    spec: RunSpec,
+    recreation: int,
+    current: str,
+    job_pods: list[dict[str, Any]],
+    timeout: int | None,
+) -> rs.Verdict | float | None:
+    """The indexes show no current Job: check with the API before recreating it.
+
+    Returns the verdict to write when the Job does exist after all, or else what
+    :func:`reconcile` returns (the Job was recreated, or the view was stale).
+    """
+    live = await k8s.get_job(run.namespace, current)
+    if live is not None and not (live.get("metadata") or {}).get("deletionTimestamp"):
+        return rs.derive(job=job_summary(live), pods=job_pods, events=(), timeout_seconds=timeout)
+    # Decide from the API, not from what the indexes showed so far: the Run's own latest
+    # status says which Job is current (a stale view must never recreate a Job that was
+    # already recreated).
+    fresh = await k8s.get_custom("runs", run.namespace, run.name)
+    if fresh is None:
+        return None
+    fresh_status = dict(fresh.get("status") or {})
+    if int(fresh_status.get("jobRecreations") or 0) != recreation or rs.is_final(
+        fresh_status.get("conditions")
+    ):
+        # The view was stale: remember the fresh status and look again right away.
+        st.overlay[run.uid] = {
+            "resourceVersion": (fresh.get("metadata") or {}).get("resourceVersion"),
+            "status": fresh_status,
+        }
+        return 0.05
+    return await start.recreate(st, run, spec, recreation, current)
+
+
+async def cancel(
+    st: RunState,
+    run: RunView,
+    all_jobs: list[dict[str, Any]],
+    job: dict[str, Any] | None,
+    job_pods: list[dict[str, Any]],
+    pods: list[dict[str, Any]],
+) -> float | None:
+    """``spec.cancelled``: stop every Job of the Run and record ``Cancelled``."""
+    if job is not None or job_pods:
+        verdict = rs.derive(job=job, pods=job_pods, timeout_seconds=timeout_of(job))
+        if verdict.final and verdict.reason != "Cancelled":
+            # It ended before the cancellation was seen: keep the real outcome.
+            await status.write(st, run, verdict)
+            await cleanup.release_pods(st, pods)
+            return None
+    stopped = []
+    for j in all_jobs:
+        if not j.get("deletionTimestamp"):
+            await k8s.delete_job(run.namespace, str(j["name"]))
+            stopped.append(str(j["name"]))
+    message = "cancelled (spec.cancelled is true)"
+    if stopped:
+        message += f"; Job {', '.join(stopped)} stopped"
+    elif not run.status.get("jobName"):
+        message += " before it started"
+    st.waiting.get(run.namespace, set()).discard(run.uid)
+    await status.write(st, run, rs.final("Cancelled", message))
+    await cleanup.release_pods(st, pods)
+    return None

@@ -1,0 +1,299 @@
+"""Resolving a Run's target: everything the run will pin, or what it is still waiting for.
+
+The live objects come from the in-memory indexes (their readiness and versions) and their
+content from the immutable rendered ConfigMaps their reconcilers wrote: an Agent's spec as
+it was when it was last Ready, a Skill's files at the content hash an Agent pinned. Nothing
+is read from a live spec that a reconciler has not validated yet, so a Run never pins a
+half-applied change. The result feeds :func:`swarmkit_operator.builders.bundle.render_bundle`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
+from swarmkit_api.run import RunSpec
+from swarmkit_api.topology import TopologySpec
+from swarmkit_api.workspace import WorkspaceSpec
+
+from .. import k8s
+from ..builders import bundle as bundles
+from ..builders import job as jobs
+from ..builders.skill import SKILL_MD, load_rendered_skill
+from ..conditions import get_condition
+from ..config import OperatorConfig
+from .model import PENDING_RECHECK, REVIEWED_ANNOTATION, Indexes, RunView, one
+
+#: Bound on each cache; cleared wholesale when exceeded (entries are cheap to re-read).
+CACHE_LIMIT = 4096
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The target is not ready: why, and when to look again without an event."""
+
+    message: str
+    recheck: float = PENDING_RECHECK
+
+
+@dataclass(frozen=True)
+class Resolved:
+    rendered: bundles.RenderedBundle
+
+
+def ready(summary: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether a summarized object is Ready for its current generation, and why not."""
+    status = summary.get("status") or {}
+    cond = get_condition(status.get("conditions"), "Ready")
+    generation = int(summary.get("generation") or 0)
+    if cond is None:
+        return False, "not reconciled yet"
+    observed = int(cond.get("observedGeneration") or status.get("observedGeneration") or 0)
+    if observed and generation and observed < generation:
+        return False, "being reconciled"
+    if cond.get("status") != "True":
+        reason = cond.get("reason") or "NotReady"
+        message = cond.get("message") or ""
+        return False, f"{reason}: {message}" if message else str(reason)
+    return True, ""
+
+
+class Resolver:
+    """Resolves targets; caches what it parsed of immutable ConfigMaps (never live state)."""
+
+    def __init__(self, config: OperatorConfig, indexes: Indexes) -> None:
+        self.config = config
+        self.idx = indexes
+        self._cm_cache: dict[tuple[str, str], dict[str, str]] = {}
+        self._parsed: dict[Any, Any] = {}
+
+    async def resolve(self, run: RunView, spec: RunSpec) -> Waiting | Resolved:
+        """Everything the run pins, from the indexes and the immutable rendered ConfigMaps.
+
+        A fixpoint over topologies (the target and every one reachable through
+        ``childTopologies``, synthesized ``topology-<name>`` skills and agent-type skills),
+        their agents (as their rendered ConfigMaps pin them) and those agents' skills.
+        """
+        ns = run.namespace
+        target_kind: Literal["Topology", "Agent"]
+        topologies: dict[str, bundles.PinnedTopology] = {}
+        agents: dict[str, bundles.RenderedAgent] = {}
+        skills: dict[str, bundles.PinnedSkill] = {}
+        expected: dict[str, str] = {}
+        topo_queue: list[str] = []
+        agent_queue: list[str] = []
+        ws_name: str | None = None
+        if spec.topology_ref is not None:
+            target_kind, target = "Topology", spec.topology_ref.name
+            topo_queue.append(target)
+        else:
+            assert spec.agent_ref is not None
+            target_kind, target = "Agent", spec.agent_ref.name
+            agent_queue.append(target)
+
+        while topo_queue or agent_queue:
+            while topo_queue:
+                tname = topo_queue.pop(0)
+                if tname in topologies:
+                    continue
+                topo = one(self.idx.topologies, (ns, tname))
+                if topo is None:
+                    return Waiting(f"waiting for Topology {tname}: not found")
+                ok, why = ready(topo)
+                if not ok:
+                    return Waiting(f"waiting for Topology {tname} to be Ready ({why})")
+                tstatus = topo.get("status") or {}
+                version = tstatus.get("version")
+                if not version:
+                    return Waiting(f"waiting for Topology {tname}: no version yet", 2.0)
+                tspec = TopologySpec.model_validate(topo.get("spec") or {})
+                topologies[tname] = bundles.PinnedTopology(tname, str(version), tspec)
+                if tname == target and target_kind == "Topology":
+                    ws_name = tspec.workspace_ref.name
+                agent_queue.extend(n.agent_ref.name for n in tspec.agents)
+                for aname, aversion in (tstatus.get("agentVersions") or {}).items():
+                    expected.setdefault(str(aname), str(aversion))
+                topo_queue.extend(str(c) for c in tstatus.get("childTopologies") or ())
+            # Agents (then their skills) of this round are read concurrently: each may cost a
+            # ConfigMap GET the first time.
+            pending = list(dict.fromkeys(a for a in agent_queue if a not in agents))
+            agent_queue.clear()
+            results = await asyncio.gather(*(self._resolve_agent(ns, a) for a in pending))
+            new_refs: dict[str, bundles.SkillRef] = {}
+            for aname, result in zip(pending, results, strict=True):
+                if isinstance(result, Waiting):
+                    return result
+                # A Topology pins the Agent versions it was made Ready with: a newer Agent
+                # must first be picked up by it, or the run would mix versions.
+                want = expected.get(aname)
+                if want is not None and want != result.agent.version:
+                    return Waiting(
+                        f"waiting for the Topology to pick up Agent {aname}'s new version", 1.0
+                    )
+                agents[aname] = result
+                topo_queue.extend(t for t in result.topologies if t not in topologies)
+                for synth in result.synthesized:
+                    skills.setdefault(synth.name, synth)
+                for ref in result.skills:
+                    if ref.name not in skills:
+                        new_refs.setdefault(ref.name, ref)
+            skill_results = await asyncio.gather(
+                *(self._resolve_skill(ns, ref) for ref in new_refs.values())
+            )
+            for res in skill_results:
+                if isinstance(res, Waiting):
+                    return res
+                skills[res.name] = res
+                impl = res.spec.implementation
+                if impl is not None and impl.type == "agent" and impl.topology:
+                    topo_queue.append(impl.topology)
+
+        if target_kind == "Agent":
+            ws_name = agents[target].agent.spec.workspace_name
+        assert ws_name is not None
+        ws = one(self.idx.workspaces, (ns, ws_name))
+        if ws is None:
+            return Waiting(f"waiting for Workspace {ws_name}: not found")
+        ok, why = ready(ws)
+        if not ok:
+            return Waiting(f"waiting for Workspace {ws_name} to be Ready ({why})")
+        ws_spec = WorkspaceSpec.model_validate(ws.get("spec") or {})
+        ws_cm = (ws.get("status") or {}).get("renderedConfigMap")
+
+        flow = await self._flow_data(ns, ws_spec, agents.values())
+        if isinstance(flow, Waiting):
+            return flow
+        rendered = bundles.render_bundle(
+            run=bundles.RunInput(run.name, ns, run.uid, spec, run.labels),
+            target_kind=target_kind,
+            target=target,
+            topologies=list(topologies.values()),
+            agents=[ra.agent for ra in agents.values()],
+            skills=list(skills.values()),
+            workspace=bundles.PinnedWorkspace(ws_name, ws_spec, str(ws_cm) if ws_cm else None),
+            config=self.config,
+            flow_data=flow,
+        )
+        return Resolved(rendered)
+
+    async def _resolve_agent(self, ns: str, name: str) -> bundles.RenderedAgent | Waiting:
+        agent = one(self.idx.agents, (ns, name))
+        if agent is None:
+            return Waiting(f"waiting for Agent {name}: not found")
+        ok, why = ready(agent)
+        if not ok:
+            return Waiting(f"waiting for Agent {name} to be Ready ({why})")
+        status = agent.get("status") or {}
+        version, cm = status.get("version"), status.get("renderedConfigMap")
+        if not version or not cm:
+            return Waiting(f"waiting for Agent {name}: not rendered yet", 2.0)
+        key = (ns, str(cm), name, str(version))
+        cached = self._parsed.get(key)
+        if isinstance(cached, bundles.RenderedAgent):
+            return cached
+        data = await self.config_map_data(ns, str(cm))
+        if data is None:
+            return Waiting(f"waiting for Agent {name}: ConfigMap {cm} not found", 2.0)
+        parsed = bundles.pinned_agent_from_config_map(
+            name=name, version=str(version), config_map=str(cm), data=data
+        )
+        self._remember(key, parsed)
+        return parsed
+
+    async def _resolve_skill(self, ns: str, ref: bundles.SkillRef) -> bundles.PinnedSkill | Waiting:
+        live = one(self.idx.skills, (ns, ref.name)) or {}
+        # Review is the one live fact a pinned skill carries, so it is part of the cache key.
+        reviewed = bool((live.get("annotations") or {}).get(REVIEWED_ANNOTATION))
+        key = (ns, ref, reviewed)
+        cached = self._parsed.get(key)
+        if isinstance(cached, bundles.PinnedSkill):
+            return cached
+        data = await self.config_map_data(ns, ref.config_map)
+        if data is None:
+            return Waiting(
+                f"waiting for Skill {ref.name}: ConfigMap {ref.config_map} not found", 2.0
+            )
+        parsed = bundles.pinned_skill_from_config_map(
+            name=ref.name,
+            content_hash=ref.content_hash,
+            config_map=ref.config_map,
+            data=data,
+            scripts=ref.scripts,
+            reviewed=reviewed,
+        )
+        self._remember(key, parsed)
+        return parsed
+
+    def _remember(self, key: Any, value: Any) -> None:
+        """Parsed immutable ConfigMaps (keyed by their content-addressed names)."""
+        if len(self._parsed) > CACHE_LIMIT:
+            self._parsed.clear()
+        self._parsed[key] = value
+
+    async def _flow_data(
+        self, ns: str, ws: WorkspaceSpec, agents: Iterable[bundles.RenderedAgent]
+    ) -> dict[str, str] | Waiting:
+        # Only the flow data some agent of the run reads goes into the bundle. These
+        # ConfigMaps are the user's (mutable), so they are read every time, never cached.
+        wanted = set(bundles.flow_data_paths(a.agent for a in agents))
+        out: dict[str, str] = {}
+        for item in ws.flow_data:
+            if item.path not in wanted:
+                continue
+            if item.content is not None:
+                out[item.path] = item.content
+                continue
+            assert item.config_map_ref is not None
+            cm = await k8s.read_config_map(ns, item.config_map_ref.name)
+            data = (cm or {}).get("data") or {}
+            if item.config_map_ref.key not in data:
+                return Waiting(
+                    f"waiting for flow data {item.path}: ConfigMap "
+                    f"{item.config_map_ref.name} key {item.config_map_ref.key} not found"
+                )
+            out[item.path] = str(data[item.config_map_ref.key])
+        return out
+
+    async def config_map_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        """Data of an immutable rendered ConfigMap (cached forever by name)."""
+        key = (namespace, name)
+        cached = self._cm_cache.get(key)
+        if cached is not None:
+            return cached
+        cm = await k8s.read_config_map(namespace, name)
+        if cm is None:
+            return None
+        data = {str(k): str(v) for k, v in (cm.get("data") or {}).items()}
+        # Only an immutable ConfigMap can be cached by name: a mutable one may change.
+        if cm.get("immutable"):
+            if len(self._cm_cache) > CACHE_LIMIT:
+                self._cm_cache.clear()
+            self._cm_cache[key] = data
+        return data
+
+    async def existing_bundle(self, namespace: str, cm_name: str) -> bundles.RenderedBundle | None:
+        """What an earlier start pinned, read back from its bundle ConfigMap (None if gone).
+
+        A recreated Job, or a start retried after a crash, must run with exactly what the
+        Run pinned the first time, not with what the target resolves to now.
+        """
+        cm = await k8s.read_config_map(namespace, cm_name)
+        if cm is None:
+            return None
+        data = cm.get("data") or {}
+        bundle = RunBundle.model_validate_json(data[BUNDLE_FILE])
+        files: dict[str, tuple[jobs.SkillFileItem, ...]] = {}
+        for skill in bundle.skills.values():
+            if not skill.config_map:
+                continue
+            skill_data = await self.config_map_data(namespace, skill.config_map)
+            if skill_data is None:
+                raise ValueError(f"pinned skill ConfigMap {skill.config_map} is gone")
+            rendered = load_rendered_skill(skill_data)
+            files[skill.config_map] = bundles.skill_file_items(
+                rendered.files, with_skill_md=SKILL_MD in skill_data
+            )
+        return bundles.rendered_from_config_map(cm, files)

@@ -1,0 +1,199 @@
+"""Starting a Run: its immutable bundle ConfigMap and its Job; and recreating a lost Job.
+
+Both objects are idempotent by name (derived from the Run's name and uid, and for the Job
+the recreation count): AlreadyExists means "already done", and an existing bundle is reused
+as it is, so a start retried after a crash runs with what the Run pinned the first time.
+The Job's name, the bundle's name and what was pinned go to ``status`` at once, so a later
+reconcile (or another operator process) knows which Job is current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from swarmkit_api.run import RunSpec
+
+from .. import k8s
+from ..builders import bundle as bundles
+from ..builders import job as jobs
+from ..builders import run_status as rs
+from . import status
+from .cleanup import release_pods
+from .model import NO_POD_EVENTS_AFTER, TRACE, RunView, error_line, run_ref
+from .resolve import Waiting
+from .state import RunState
+from .summaries import job_summary
+
+log = logging.getLogger("swarmkit_operator.runs")
+
+
+async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
+    """Resolve the target; Pending while it is not Ready, else create the bundle and Job."""
+    st.mark(run.uid, "reconcile_start")
+    try:
+        resolution = await st.resolver.resolve(run, spec)
+    except (ValidationError, bundles.BundleTooLarge, ValueError, KeyError) as exc:
+        message = error_line(exc)
+        await status.write(
+            st, run, rs.final("ValidationFailed", f"cannot build the bundle: {message}")
+        )
+        return None
+    if isinstance(resolution, Waiting):
+        # Re-kicked by any change to a Topology, Agent, Skill or Workspace of the namespace.
+        st.waiting.setdefault(run.namespace, set()).add(run.uid)
+        await status.write(st, run, rs.pending(resolution.message))
+        return resolution.recheck
+    st.waiting.get(run.namespace, set()).discard(run.uid)
+    rendered = resolution.rendered
+    ref = run_ref(run, spec)
+    cm_name = jobs.bundle_config_map_name(run.name, run.uid)
+    st.mark(run.uid, "resolved")
+    cm_manifest = bundles.build_bundle_config_map(ref, rendered)
+    cm_path = k8s.core_path("configmaps", run.namespace)
+    first = run.uid not in st.start_attempts and bundle_absent(st, run.namespace, cm_name)
+    st.start_attempts.add(run.uid)
+    if first:
+        # Nothing was created for this Run before (the bundle index, pre-populated at
+        # start-up, does not know its bundle): create the bundle and the Job together.
+        job_manifest = job_manifest_for(st, ref, rendered, cm_name, recreation=0)
+        cm_task = asyncio.ensure_future(k8s.create_start_object(cm_path, cm_manifest))
+        job_task = asyncio.ensure_future(
+            k8s.create_start_object(k8s.batch_path("jobs", run.namespace), job_manifest)
+        )
+        await asyncio.wait([cm_task, job_task])
+        st.mark(run.uid, "bundle_created")
+        cm_error, job_error = cm_task.exception(), job_task.exception()
+        job_res = None if job_error else job_task.result()
+        if cm_error is not None or cm_task.result() is None:
+            # No bundle of ours: the Job must not run without (or with another) one.
+            if job_res is not None:
+                await k8s.delete_job(run.namespace, str(job_manifest["metadata"]["name"]))
+            if cm_error is not None:
+                raise cm_error
+            raise RuntimeError(f"bundle {cm_name} appeared concurrently; starting again")
+        if job_error is not None:
+            raise job_error
+        return await record_job(st, run, rendered, job_manifest, job_res, cm_name, 0)
+    # A bundle may exist already (an earlier attempt): create it first, then the Job from
+    # whichever bundle is there.
+    created = await k8s.create_start_object(cm_path, cm_manifest)
+    st.mark(run.uid, "bundle_created")
+    if created is None:  # an earlier attempt made it: the run keeps what it pinned then
+        rendered = await st.resolver.existing_bundle(run.namespace, cm_name) or rendered
+    return await create_job(st, run, ref, rendered, cm_name, recreation=0)
+
+
+def bundle_absent(st: RunState, namespace: str, cm_name: str) -> bool:
+    """Whether the bundle index knows for sure that ``cm_name`` does not exist."""
+    if st.idx.bundles is None:
+        return False
+    return all(e.get("bundle") != cm_name for e in st.idx.bundles.get(namespace) or ())
+
+
+def job_manifest_for(
+    st: RunState,
+    ref: jobs.RunRef,
+    rendered: bundles.RenderedBundle,
+    cm_name: str,
+    recreation: int,
+) -> dict[str, Any]:
+    return jobs.build_job(
+        run=ref,
+        bundle=rendered.bundle,
+        skill_mounts=rendered.skill_mounts,
+        config=st.config,
+        bundle_config_map=cm_name,
+        flow_data_keys=rendered.flow_data_keys,
+        recreation=recreation,
+    )
+
+
+async def create_job(
+    st: RunState,
+    run: RunView,
+    ref: jobs.RunRef,
+    rendered: bundles.RenderedBundle,
+    cm_name: str,
+    recreation: int,
+    verdict: rs.Verdict | None = None,
+) -> float | None:
+    manifest = job_manifest_for(st, ref, rendered, cm_name, recreation)
+    created = await k8s.create_start_object(k8s.batch_path("jobs", run.namespace), manifest)
+    return await record_job(st, run, rendered, manifest, created, cm_name, recreation, verdict)
+
+
+async def record_job(
+    st: RunState,
+    run: RunView,
+    rendered: bundles.RenderedBundle,
+    manifest: Mapping[str, Any],
+    created: dict[str, Any] | None,
+    cm_name: str,
+    recreation: int,
+    verdict: rs.Verdict | None = None,
+) -> float | None:
+    """Write the started Job (``created`` is None when it existed already) to ``status``."""
+    name = str(manifest["metadata"]["name"])
+    if created is not None:
+        # Trusted briefly, until the Jobs index shows the Job (see observe.reconcile).
+        st.created_jobs[run.uid] = (time.monotonic(), name, job_summary(created))
+    st.mark(run.uid, "job_created")
+    if TRACE:
+        marks = st.milestones.get(run.uid, {})
+        t0 = marks.get("kicked", marks.get("reconcile_start", 0.0))
+        log.info("trace %s", {k: round((v - t0) * 1000, 1) for k, v in marks.items()})
+    fields: dict[str, Any] = {
+        "jobName": name,
+        "bundleConfigMap": cm_name,
+        "pinned": rendered.pinned.wire(),
+        "jobRecreations": recreation,
+    }
+    await status.write(
+        st,
+        run,
+        verdict or rs.pending(f"waiting for Job {name} to create its pod"),
+        fields,
+        event=verdict is not None,  # "Job created" is not worth an Event of its own
+    )
+    # Re-check once a pod should exist (if none does, the Job's Events say why).
+    return NO_POD_EVENTS_AFTER + 0.5
+
+
+async def recreate(
+    st: RunState, run: RunView, spec: RunSpec, recreation: int, lost: str
+) -> float | None:
+    """Job ``lost`` vanished before the run finished: recreate it from the pinned bundle
+    (up to ``maxJobRecreations`` times), or fail the run with ``JobLost``."""
+    limit = st.config.max_job_recreations
+    if recreation >= limit:
+        message = (
+            f"Job {lost} was deleted before the run finished; it was recreated "
+            f"{recreation} time(s), the limit (maxJobRecreations) is {limit}"
+        )
+        await status.write(st, run, rs.final("JobLost", message))
+        await release_pods(st, st.pods_of(run.uid))
+        return None
+    cm_name = str(
+        run.status.get("bundleConfigMap") or jobs.bundle_config_map_name(run.name, run.uid)
+    )
+    rendered = await st.resolver.existing_bundle(run.namespace, cm_name)
+    if rendered is None:
+        await status.write(
+            st, run, rs.final("JobLost", f"Job {lost} was deleted and its bundle {cm_name} is gone")
+        )
+        return None
+    nxt = recreation + 1
+    message = (
+        f"Job {lost} was deleted before the run finished; recreated as "
+        f"{jobs.job_name(run.name, run.uid, nxt)} ({nxt}/{limit})"
+    )
+    verdict = rs.Verdict(phase="Pending", status="Unknown", reason="JobLost", message=message)
+    return await create_job(
+        st, run, run_ref(run, spec), rendered, cm_name, recreation=nxt, verdict=verdict
+    )

@@ -1,0 +1,57 @@
+"""Writing a verdict to a Run's ``status``: the one place the controller patches a Run.
+
+A write is skipped when it would change nothing (so an unchanged Run costs no API call),
+remembered as the Run's overlay (so the next reconcile does not act on the stale index
+entry), announced by an Event when the ``Succeeded`` condition changes, and, when the run
+is final, followed by the finish hooks: the bundle ConfigMap is labelled finished (which
+releases its pins for garbage collection) and the ``on_finished`` callbacks (retention) run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .. import k8s
+from ..builders import RUN_FINISHED_LABEL
+from ..builders import run_status as rs
+from ..conditions import get_condition
+from .model import RunView
+from .state import RunState
+
+
+async def write(
+    st: RunState,
+    run: RunView,
+    verdict: rs.Verdict,
+    extra: Mapping[str, Any] | None = None,
+    event: bool = True,
+) -> None:
+    """Patch ``run``'s status to ``verdict`` (plus ``extra`` fields); ``run`` is updated."""
+    before = run.status
+    patch = rs.status_patch(before, verdict, run.generation)
+    patch.update(extra or {})
+    if all(before.get(k) == v for k, v in patch.items()):
+        return
+    rv = await k8s.patch_status("runs", run.namespace, run.name, patch)
+    if rv is None:
+        return  # the Run is gone
+    st.changed.add(run.uid)
+    merged = {**before, **patch}
+    st.overlay[run.uid] = {"resourceVersion": rv, "status": merged}
+    run.status = merged
+    old = get_condition(before.get("conditions"), rs.SUCCEEDED)
+    if event and (
+        old is None or (old.get("status"), old.get("reason")) != (verdict.status, verdict.reason)
+    ):
+        type_ = "Warning" if verdict.status == "False" else "Normal"
+        # In the background: an Event is informative, the reconcile does not wait for it.
+        st.spawn(k8s.post_event(run.involved, type_, verdict.reason, verdict.message))
+    if verdict.final:
+        st.mark(run.uid, "condition_final")
+        cm = run.status.get("bundleConfigMap")
+        if cm:
+            st.spawn(k8s.label_config_map(run.namespace, str(cm), {RUN_FINISHED_LABEL: "true"}))
+        topology = (run.spec.get("topologyRef") or {}).get("name")
+        for callback in st.on_finished:
+            callback(run.namespace, topology)

@@ -1,0 +1,133 @@
+"""What the Runs indexes keep of each object, and nothing more.
+
+The indexes hold one entry per watched object for the life of the process, so each entry is
+a small dict with only the fields the controller reads. The kopf-facing index functions in
+:mod:`swarmkit_operator.handlers.run` call these; :func:`job_summary` is also how the
+controller stores a Job it just created or fetched, so every Job it looks at has one shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .model import REVIEWED_ANNOTATION
+
+
+def meta_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata every summary starts from."""
+    meta = body.get("metadata") or {}
+    return {
+        "name": meta.get("name"),
+        "namespace": meta.get("namespace"),
+        "uid": meta.get("uid"),
+        "generation": meta.get("generation") or 0,
+        "resourceVersion": meta.get("resourceVersion"),
+        "creationTimestamp": meta.get("creationTimestamp"),
+        "deletionTimestamp": meta.get("deletionTimestamp"),
+        "labels": dict(meta.get("labels") or {}),
+    }
+
+
+def run_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A Run: metadata, its whole spec and status (the controller decides from them)."""
+    summary = meta_summary(body)
+    summary["spec"] = dict(body.get("spec") or {})
+    summary["status"] = dict(body.get("status") or {})
+    return summary
+
+
+def job_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What the controller keeps of a Job (also the shape of the Jobs index)."""
+    meta = body.get("metadata") or {}
+    spec = body.get("spec") or {}
+    return {
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "metadata": {
+            "name": meta.get("name"),
+            "uid": meta.get("uid"),
+            "creationTimestamp": meta.get("creationTimestamp"),
+            "deletionTimestamp": meta.get("deletionTimestamp"),
+        },
+        "deletionTimestamp": meta.get("deletionTimestamp"),
+        "spec": {
+            "backoffLimit": spec.get("backoffLimit"),
+            "activeDeadlineSeconds": spec.get("activeDeadlineSeconds"),
+        },
+        "status": dict(body.get("status") or {}),
+    }
+
+
+def pod_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod: what :func:`swarmkit_operator.builders.run_status.derive` and the finalizer
+    release read."""
+    meta = body.get("metadata") or {}
+    status = body.get("status") or {}
+    return {
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "labels": dict(meta.get("labels") or {}),
+            "finalizers": list(meta.get("finalizers") or ()),
+            "creationTimestamp": meta.get("creationTimestamp"),
+            "deletionTimestamp": meta.get("deletionTimestamp"),
+        },
+        "status": {
+            "phase": status.get("phase"),
+            "reason": status.get("reason"),
+            "message": status.get("message"),
+            "startTime": status.get("startTime"),
+            "conditions": list(status.get("conditions") or ()),
+            "containerStatuses": list(status.get("containerStatuses") or ()),
+        },
+    }
+
+
+def topology_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A Topology: its spec (resolution, schedules, history limits) and status."""
+    summary = meta_summary(body)
+    summary["spec"] = dict(body.get("spec") or {})
+    summary["status"] = dict(body.get("status") or {})
+    return summary
+
+
+def agent_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """An Agent: readiness and the rendered ConfigMap that pins it (the spec is in there)."""
+    summary = meta_summary(body)
+    status = body.get("status") or {}
+    summary["status"] = {
+        "observedGeneration": status.get("observedGeneration"),
+        "version": status.get("version"),
+        "renderedConfigMap": status.get("renderedConfigMap"),
+        "conditions": list(status.get("conditions") or ()),
+    }
+    # Retention finds a manual Run's Workspace (its TTL) through the Agent.
+    ws = (body.get("spec") or {}).get("workspaceRef") or {}
+    summary["workspace"] = ws.get("name") or "default"
+    return summary
+
+
+def skill_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A Skill: only whether it is reviewed; its content comes from the pinned ConfigMap."""
+    meta = body.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    status = body.get("status") or {}
+    return {
+        "annotations": {k: v for k, v in annotations.items() if k == REVIEWED_ANNOTATION},
+        "contentHash": status.get("contentHash"),
+    }
+
+
+def workspace_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A Workspace: its spec (runtime settings, flow data) and readiness."""
+    summary = meta_summary(body)
+    summary["spec"] = dict(body.get("spec") or {})
+    status = body.get("status") or {}
+    summary["status"] = {
+        "observedGeneration": status.get("observedGeneration"),
+        "renderedConfigMap": status.get("renderedConfigMap"),
+        "conditions": list(status.get("conditions") or ()),
+    }
+    return summary
