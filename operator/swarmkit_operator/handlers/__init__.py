@@ -1,9 +1,15 @@
 """kopf handlers, one module per kind (``kopf run -m swarmkit_operator.handlers``).
 
 Importing this package registers every handler with kopf's default registry: the shared
-settings, work queue and ConfigMap/GC handlers (``common``), the login (``login``), one
-module per reconciled kind (``workspace``, ``skill``, ``agent``, ``topology``) and the Runs
+settings, start-up and ConfigMap handlers (``common``), the login (``login``), one module
+per reconciled kind (``workspace``, ``skill``, ``agent``, ``topology``) and the Runs
 handlers (``run``, ``schedule``). Every handlers module that exists is imported here, explicitly.
+The reconcile machinery they drive is kopf-free: :mod:`swarmkit_operator.reconcile`.
 """
 
-from . import agent, common, login, run, schedule, skill, topology, workspace  # noqa: F401
+# ``common`` first: its start-up handler, its ConfigMap indexes and the watch installer for
+# other modules' indexes are registered before any kind module's, as they always were.
+from . import common  # noqa: F401
+
+# isort: split
+from . import agent, login, run, schedule, skill, topology, workspace  # noqa: F401

@@ -6,7 +6,7 @@ from typing import Any
 
 import kopf
 
-from swarmkit_api import ManifestError, validate_spec
+from swarmkit_api import GROUP, VERSION, ManifestError, validate_spec
 from swarmkit_api.workspace import WorkspaceSpec
 
 from ..builders import ObjectRef
@@ -20,18 +20,10 @@ from ..builders.agent import (
     workspace_name,
 )
 from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX, ScriptVerdict
-from .common import (
-    _MISSING,
-    GROUP,
-    VERSION,
-    Controller,
-    Deferred,
-    Key,
-    base_view,
-    controller_of,
-    index,
-    reconciler,
-)
+from ..indexes import index
+from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
+from ..reconcile.views import MISSING, base_view
+from ..reconcile.workqueue import Key
 
 
 @index("agents", id="agent_views")
@@ -67,7 +59,7 @@ def agent_by_workspace(
 
 def dependents_view(view: dict[str, Any] | None) -> Any:
     if view is None:
-        return _MISSING
+        return MISSING
     return (
         view["version"],
         view["ready"],
@@ -97,13 +89,13 @@ async def agent_event(
     if type == "DELETED":
         ctl.indexes.delete("agents", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
-        view = _MISSING
+        view = MISSING
     else:
         ctl.indexes.update("agents", body)
         if ctl.should_reconcile_self(key, body, type):
             ctl.enqueue("Agent", namespace, name)
         view = dependents_view(ctl.lookup("agent_views", (namespace, name)))
-    if ctl.changed(key, view, fresh=view is _MISSING or view[-1]):
+    if ctl.changed(key, view, fresh=view is MISSING or view[-1]):
         ctl.enqueue_many(
             "Topology", namespace, ctl.lookup_all("topology_by_agent", (namespace, name))
         )

@@ -7,19 +7,14 @@ from typing import Any
 
 import kopf
 
+from swarmkit_api import GROUP, VERSION
+
 from .. import k8s
 from ..builders import ObjectRef
 from ..builders.skill import SourceConfigMap, referenced_config_maps, render_skill
-from .common import (
-    _MISSING,
-    GROUP,
-    VERSION,
-    Controller,
-    base_view,
-    controller_of,
-    index,
-    reconciler,
-)
+from ..indexes import index
+from ..reconcile.controller import Controller, controller_of, reconciler
+from ..reconcile.views import MISSING, base_view
 
 
 def _implementation(body: Any) -> dict[str, Any]:
@@ -78,7 +73,7 @@ def skill_by_target(body: kopf.Body, namespace: str | None, name: str, **_: Any)
 
 def dependents_view(view: dict[str, Any] | None) -> Any:
     if view is None:
-        return _MISSING
+        return MISSING
     return (
         view["contentHash"],
         view["renderedConfigMap"],
@@ -123,14 +118,14 @@ async def skill_event(
     if type == "DELETED":
         ctl.indexes.delete("skills", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
-        view = _MISSING
+        view = MISSING
     else:
         ctl.indexes.update("skills", body)
         if ctl.should_reconcile_self(key, body, type):
             ctl.bodies[key] = dict(body)
             ctl.enqueue("Skill", namespace, name)
         view = dependents_view(ctl.lookup("skill_views", (namespace, name)))
-    if ctl.changed(key, view, fresh=view is _MISSING or view[-1]):
+    if ctl.changed(key, view, fresh=view is MISSING or view[-1]):
         ctl.enqueue_many("Agent", namespace, granting_agents(ctl, namespace, name))
         ctl.enqueue_gc(namespace)
 

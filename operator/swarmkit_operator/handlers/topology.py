@@ -7,6 +7,8 @@ from typing import Any, TypeVar
 
 import kopf
 
+from swarmkit_api import GROUP, VERSION
+
 from ..builders.agent import WORKSPACE_PACK, granted_skill_names
 from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX
 from ..builders.topology import (
@@ -16,19 +18,11 @@ from ..builders.topology import (
     resolve_topology,
     topology_agent_names,
 )
+from ..indexes import index
+from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
+from ..reconcile.views import MISSING, base_view
+from ..reconcile.workqueue import Key
 from .agent import workspace_view
-from .common import (
-    _MISSING,
-    GROUP,
-    VERSION,
-    Controller,
-    Deferred,
-    Key,
-    base_view,
-    controller_of,
-    index,
-    reconciler,
-)
 from .skill import granting_agents
 
 V = TypeVar("V")
@@ -71,7 +65,7 @@ def topology_by_workspace(
 
 def dependents_view(view: dict[str, Any] | None) -> Any:
     if view is None:
-        return _MISSING
+        return MISSING
     description = view["spec"].get("description")
     return (
         view["version"],
@@ -115,17 +109,17 @@ async def topology_event(
     if type == "DELETED":
         ctl.indexes.delete("topologies", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
-        view = _MISSING
+        view = MISSING
     else:
         ctl.indexes.update("topologies", body)
         if ctl.should_reconcile_self(key, body, type):
             ctl.enqueue("Topology", namespace, name)
         view = dependents_view(ctl.lookup("topology_views", (namespace, name)))
     old = ctl.seen.get(key)
-    if ctl.changed(key, view, fresh=view is _MISSING or view[-1]):
+    if ctl.changed(key, view, fresh=view is MISSING or view[-1]):
         ctl.enqueue_many("Topology", namespace, calling_topologies(ctl, namespace, name) - {name})
         # Synthesized topology-<name> skills: their content is the name and description.
-        if old is None or view is _MISSING or old[3] != view[3]:
+        if old is None or view is MISSING or old[3] != view[3]:
             agents = set(
                 ctl.lookup_all("agent_by_grant", (namespace, SYNTHESIZED_TOPOLOGY_PREFIX + name))
             )

@@ -6,18 +6,13 @@ from typing import Any
 
 import kopf
 
+from swarmkit_api import GROUP, VERSION
+
 from ..builders import ObjectRef
 from ..builders.workspace import referenced_config_maps, referenced_secrets, render_workspace
-from .common import (
-    _MISSING,
-    GROUP,
-    VERSION,
-    Controller,
-    base_view,
-    controller_of,
-    index,
-    reconciler,
-)
+from ..indexes import index
+from ..reconcile.controller import Controller, controller_of, reconciler
+from ..reconcile.views import MISSING, base_view
 from .skill import read_sources
 
 
@@ -53,7 +48,7 @@ def secret_keys(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
 
 def dependents_view(view: dict[str, Any] | None) -> Any:
     if view is None:
-        return _MISSING
+        return MISSING
     message = ""
     for cond in view["status"].get("conditions") or ():
         if cond.get("type") == "Ready":
@@ -85,13 +80,13 @@ async def workspace_event(
     if type == "DELETED":
         ctl.indexes.delete("workspaces", str((body.get("metadata") or {}).get("uid", "")))
         ctl.forget(key)
-        view = _MISSING
+        view = MISSING
     else:
         ctl.indexes.update("workspaces", body)
         if ctl.should_reconcile_self(key, body, type):
             ctl.enqueue("Workspace", namespace, name)
         view = dependents_view(ctl.lookup("workspace_views", (namespace, name)))
-    if ctl.changed(key, view, fresh=view is _MISSING or view[-1]):
+    if ctl.changed(key, view, fresh=view is MISSING or view[-1]):
         ctl.enqueue_many(
             "Agent", namespace, ctl.lookup_all("agent_by_workspace", (namespace, name))
         )
@@ -120,7 +115,7 @@ async def secret_event(
     else:
         ctl.indexes.update("secrets", body)
     key = ("Secret", namespace, name)
-    keys = _MISSING if type == "DELETED" else ctl.lookup("secret_keys", (namespace, name))
+    keys = MISSING if type == "DELETED" else ctl.lookup("secret_keys", (namespace, name))
     if ctl.changed(key, keys):
         ctl.enqueue_many(
             "Workspace", namespace, ctl.lookup_all("workspace_by_secret", (namespace, name))

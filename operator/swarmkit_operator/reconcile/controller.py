@@ -1,0 +1,325 @@
+"""The reconcile controller: workers running each kind's reconciler off the work queue.
+
+:class:`Controller` owns the shared in-process state (indexes, queue, what was written
+and is not yet observed, who defers on whom) and the loop: workers, the Event poster and
+the periodic resync. Kind modules register their reconcilers with :func:`reconciler`; the
+kopf glue creates one controller at start-up and keeps it in kopf's memo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import k8s, metrics
+from ..builders import Verdict
+from ..config import OperatorConfig
+from ..indexes import INDEX_SPECS, Indexes, populate
+from .status import same_status
+from .status import write_status as _write_status
+from .views import MISSING, VIEW_INDEXES
+from .workqueue import Key, WorkQueue
+
+log = logging.getLogger("swarmkit_operator")
+
+
+class Deferred(Exception):
+    """Inputs (keys) are still being reconciled: try again once they settle."""
+
+    def __init__(self, keys: Iterable[Key]) -> None:
+        self.keys = list(keys)
+        super().__init__("waiting for " + ", ".join(f"{k[0].lower()} {k[2]}" for k in self.keys))
+
+
+#: ``fn(ctl, namespace, name, force)`` → outcome label; ``force`` once deferring took too long.
+Reconciler = Callable[["Controller", str, str, bool], Awaitable[str]]
+RECONCILERS: dict[str, Reconciler] = {}
+
+
+def reconciler(kind: str) -> Callable[[Reconciler], Reconciler]:
+    def register(fn: Reconciler) -> Reconciler:
+        RECONCILERS[kind] = fn
+        return fn
+
+    return register
+
+
+@dataclass
+class Controller:
+    """The in-process reconcile machinery shared by the handlers (kept in kopf's memo)."""
+
+    config: OperatorConfig
+    indexes: Indexes = field(default_factory=lambda: Indexes(INDEX_SPECS))
+    namespaces: tuple[str, ...] = ()
+    workers: int = 16
+    defer_delay: float = 1.0
+    max_defer: float = 15.0
+    gc_grace: float = 10.0
+    resync_seconds: float = 600.0
+    queue: WorkQueue = field(default_factory=WorkQueue)
+    bodies: dict[Key, dict[str, Any]] = field(default_factory=dict)
+    failures: dict[Key, int] = field(default_factory=dict)
+    deferred_since: dict[Key, float] = field(default_factory=dict)
+    # key → (resourceVersion or "", until when, the status written): a write not yet seen.
+    awaiting: dict[Key, tuple[str, float, dict[str, Any]]] = field(default_factory=dict)
+    # key → the keys that deferred on it, re-queued once it settles.
+    waiters: dict[Key, set[Key]] = field(default_factory=dict)
+    written: dict[Key, tuple[str, float]] = field(default_factory=dict)
+    seen: dict[Key, Any] = field(default_factory=dict)
+    reconciled_generation: dict[Key, int] = field(default_factory=dict)
+    unreferenced_since: dict[tuple[str, str], float] = field(default_factory=dict)
+    created_config_maps: dict[tuple[str, str], float] = field(default_factory=dict)
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    events: asyncio.Queue[tuple[dict[str, Any], str, str, str]] = field(
+        default_factory=lambda: asyncio.Queue(maxsize=10000)
+    )
+    caches: dict[Any, Any] = field(default_factory=dict)
+
+    # --- indexes ---
+
+    def lookup(self, index: str, key: Any) -> Any:
+        """The single value of ``key`` in ``index`` (None if absent)."""
+        values = self.indexes.data[index].get(key)
+        if not values:
+            return None
+        return next(iter(values.values()))
+
+    def lookup_all(self, index: str, key: Any) -> list[Any]:
+        return self.indexes.values(index, key)
+
+    # --- queueing ---
+
+    def enqueue(self, kind: str, namespace: str, name: str, delay: float = 0.0) -> None:
+        self.queue.add((kind, namespace, name), delay)
+
+    def enqueue_many(self, kind: str, namespace: str, names: Iterable[str]) -> None:
+        for name in names:
+            self.queue.add((kind, namespace, name))
+
+    def enqueue_gc(self, namespace: str, delay: float | None = None) -> None:
+        self.queue.add(("GC", namespace, ""), self.gc_grace if delay is None else delay)
+
+    def pending(self, key: Key, view: Mapping[str, Any] | None) -> bool:
+        """Whether ``key``'s status is about to change (so dependents should wait)."""
+        if self.queue.pending(key):
+            return True
+        waiting = self.awaiting.get(key)
+        if waiting is not None:
+            if time.monotonic() < waiting[1]:
+                return True
+            self.awaiting.pop(key, None)
+        return view is not None and view.get("observed") != view.get("generation")
+
+    def observed(self, key: Key, body: Mapping[str, Any]) -> None:
+        """A watch event for ``key`` arrived: our own write is visible once an event carries
+        its resourceVersion or its content (kopf may skip straight to a later event)."""
+        waiting = self.awaiting.get(key)
+        if waiting is None:
+            return
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        if waiting[0] == rv or same_status(waiting[2], body.get("status") or {}):
+            self.awaiting.pop(key, None)
+            self._wake(key)
+
+    def should_reconcile_self(self, key: Key, body: Mapping[str, Any], event_type: Any) -> bool:
+        """Whether an event of ``key``'s own object needs its reconcile (not a status echo)."""
+        meta = body.get("metadata") or {}
+        generation = meta.get("generation")
+        status = body.get("status") or {}
+        if event_type is None:  # the initial listing (start-up, re-list)
+            return True
+        if status.get("observedGeneration") != generation:
+            return True
+        return self.reconciled_generation.get(key) != generation
+
+    def forget(self, key: Key) -> None:
+        """The object is gone: drop what this process remembered of it."""
+        for memory in (
+            self.bodies,
+            self.reconciled_generation,
+            self.written,
+            self.awaiting,
+            self.failures,
+            self.deferred_since,
+        ):
+            memory.pop(key, None)
+        self._wake(key)
+
+    def changed(self, key: Key, view: Any, fresh: bool = True) -> bool:
+        """Whether ``view`` (what dependents care about) differs from the last one seen.
+
+        A view that is not ``fresh`` (its object's status lags its spec) is not news yet:
+        dependents would only wait for it; they hear of it once its status catches up.
+        """
+        if not fresh:
+            return False
+        if self.seen.get(key, MISSING) == view:
+            return False
+        if view is MISSING:
+            self.seen.pop(key, None)
+        else:
+            self.seen[key] = view
+        return True
+
+    # --- the loop ---
+
+    async def start(self) -> None:
+        for i in range(self.workers):
+            self.tasks.append(asyncio.create_task(self._worker(), name=f"swarmkit-worker-{i}"))
+        self.tasks.append(asyncio.create_task(self._event_poster(), name="swarmkit-events"))
+        if self.resync_seconds > 0:
+            self.tasks.append(asyncio.create_task(self._resync(), name="swarmkit-resync"))
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Stop taking work, let in-flight reconciles finish (up to ``timeout``), cancel."""
+        self.queue.closed = True
+        deadline = time.monotonic() + timeout
+        while self.queue.busy and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        flush_deadline = time.monotonic() + min(2.0, max(0.0, deadline - time.monotonic()))
+        while not self.events.empty() and time.monotonic() < flush_deadline:
+            await asyncio.sleep(0.05)
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.tasks.clear()
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            if self.queue.closed:
+                self.queue.done(key)
+                continue
+            try:
+                await self._process(key)
+            finally:
+                self.queue.done(key)
+                self._wake(key)
+
+    def _wake(self, key: Key) -> None:
+        """``key`` may have settled: re-run what deferred on it (if it really did)."""
+        if key not in self.waiters or self.queue.pending(key) or key in self.awaiting:
+            return
+        for waiter in self.waiters.pop(key):
+            self.queue.add(waiter)
+
+    async def _process(self, key: Key) -> None:
+        kind, namespace, name = key
+        fn = RECONCILERS.get(kind)
+        if fn is None:
+            return
+        started = time.monotonic()
+        since = self.deferred_since.get(key)
+        force = since is not None and started - since > self.max_defer
+        try:
+            outcome = await fn(self, namespace, name, force)
+        except Deferred as exc:
+            self.deferred_since.setdefault(key, started)
+            metrics.RECONCILES.labels(kind, "deferred").inc()
+            log.debug("deferring %s %s/%s: %s", kind, namespace, name, exc)
+            for waited in exc.keys:  # woken as soon as each settles; the delay is a backstop
+                self.waiters.setdefault(waited, set()).add(key)
+            self.queue.add(key, self.defer_delay)
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failures = self.failures.get(key, 0) + 1
+            self.failures[key] = failures
+            delay = min(0.5 * 2 ** (failures - 1), 60.0) * random.uniform(0.8, 1.2)
+            metrics.RECONCILES.labels(kind, "error").inc()
+            metrics.RETRIES.labels(kind).inc()
+            log.warning(
+                "reconciling %s %s/%s failed (attempt %d, retrying in %.1fs): %s",
+                kind,
+                namespace,
+                name,
+                failures,
+                delay,
+                exc,
+                exc_info=failures == 1 and not isinstance(exc, k8s.ApiError),
+            )
+            self.queue.add(key, delay)
+            return
+        finally:
+            metrics.RECONCILE_SECONDS.labels(kind).observe(time.monotonic() - started)
+        self.failures.pop(key, None)
+        self.deferred_since.pop(key, None)
+        metrics.RECONCILES.labels(kind, outcome).inc()
+
+    async def _event_poster(self) -> None:
+        while True:
+            involved, type_, reason, message = await self.events.get()
+            try:
+                await k8s.post_event(involved, type_, reason, message)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Events are best effort
+                log.warning("posting an Event failed: %s", exc)
+
+    async def _resync(self) -> None:
+        """A safety net: now and then, enqueue every object (no-ops cost no writes)."""
+        while True:
+            await asyncio.sleep(self.resync_seconds)
+            await populate(self.indexes, self.namespaces, prune=True)
+            for kind, index in VIEW_INDEXES.items():
+                for ns, name in self.indexes.keys(index):
+                    self.enqueue(kind, ns, name)
+
+    async def prune_later(self, delay: float) -> None:
+        """Re-LIST after ``delay`` and drop what vanished from the indexes meanwhile."""
+        await asyncio.sleep(delay)
+        await populate(self.indexes, self.namespaces, prune=True)
+
+    # --- writing ---
+
+    def post_event(self, involved: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        # Queued, posted by one task: a reconcile never waits on an Event (dropped if full).
+        with contextlib.suppress(asyncio.QueueFull):
+            self.events.put_nowait((involved, type_, reason, message))
+
+    async def ensure_config_map(self, manifest: Mapping[str, Any]) -> bool:
+        """Create a rendered ConfigMap unless it exists; True if created."""
+        meta = manifest["metadata"]
+        ident = (meta["namespace"], meta["name"])
+        if self.lookup("rendered_config_map_names", ident) is not None:
+            return False
+        # Created moments ago, not in the index yet (its watch event is on its way).
+        recent = self.created_config_maps.get(ident)
+        if recent is not None and time.monotonic() - recent < 30:
+            return False
+        created = await k8s.create_config_map(manifest)
+        self.created_config_maps[ident] = time.monotonic()
+        if len(self.created_config_maps) > 10000:
+            cutoff = time.monotonic() - 30
+            for k in [k for k, t in self.created_config_maps.items() if t < cutoff]:
+                del self.created_config_maps[k]
+        return created
+
+    async def write_status(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        uid: str,
+        generation: int,
+        current: Mapping[str, Any] | None,
+        fields: Mapping[str, Any],
+        verdicts: Iterable[Verdict],
+    ) -> bool:
+        """Merge-patch status if it differs; post an Event per condition transition."""
+        return await _write_status(
+            self, kind, namespace, name, uid, generation, current, fields, verdicts
+        )
+
+
+def controller_of(memo: Any) -> Controller | None:
+    """The controller kept in kopf's memo (None before the start-up handler ran)."""
+    ctl = getattr(memo, "swarmkit", None)
+    return ctl if isinstance(ctl, Controller) else None

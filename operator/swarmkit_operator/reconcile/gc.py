@@ -1,0 +1,124 @@
+"""Garbage collection of rendered ConfigMaps, and the ConfigMap indexes it reads.
+
+Renders are content-addressed (``<prefix>-<name>-<hash8>``), so a changed object gets a
+new ConfigMap and its previous one is left behind. The ``GC`` reconciler (one key per
+namespace, queued whenever a render may have lost its last reference) deletes those
+nothing refers to any more, once they stayed unreferenced for ``gc_grace`` seconds
+(``SWARMKIT_GC_GRACE_SECONDS``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .. import k8s
+from ..builders import (
+    COMPONENT_LABEL,
+    MANAGED_BY,
+    PINNED_ANNOTATION,
+    RUN_FINISHED_LABEL,
+    RUN_LABEL,
+)
+from ..indexes import PRESENT, index
+from .controller import Controller, reconciler
+from .views import VIEW_INDEXES
+from .workqueue import Key
+
+log = logging.getLogger("swarmkit_operator")
+
+_RENDERED: dict[str, Any] = {COMPONENT_LABEL: PRESENT, **MANAGED_BY}
+#: The component label's value → the kind whose render the ConfigMap is.
+COMPONENT_KINDS = {"skill": "Skill", "agent": "Agent", "workspace": "Workspace"}
+
+
+@index("configmaps", id="rendered_config_maps", labels=_RENDERED)
+def rendered_config_maps(
+    namespace: str | None, name: str, uid: str, labels: Mapping[str, str], **_: Any
+) -> dict[Any, Any]:
+    """namespace → the rendered skill/agent/workspace ConfigMaps in it."""
+    component = labels.get(COMPONENT_LABEL, "")
+    return {
+        namespace: {
+            "name": name,
+            "uid": uid,
+            "kind": COMPONENT_KINDS.get(component, ""),
+            "owner": labels.get(f"swarmkit.dev/{component}", ""),
+        }
+    }
+
+
+@index("configmaps", id="rendered_config_map_names", labels=_RENDERED)
+def rendered_config_map_names(
+    namespace: str | None, name: str, uid: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, name) → uid: whether a render exists (see ``ensure_config_map``)."""
+    return {(namespace, name): uid}
+
+
+@index("configmaps", id="pinned_config_maps", labels={RUN_LABEL: PRESENT})
+def pinned_config_maps(
+    namespace: str | None,
+    name: str,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    **_: Any,
+) -> dict[Any, Any]:
+    """namespace → each Run bundle's pinned ConfigMaps and whether its Run finished."""
+    pins = tuple(p.strip() for p in annotations.get(PINNED_ANNOTATION, "").split(",") if p.strip())
+    finished = labels.get(RUN_FINISHED_LABEL) == "true"
+    return {namespace: {"bundle": name, "pins": pins, "finished": finished}}
+
+
+@reconciler("GC")
+async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bool) -> str:
+    """Delete rendered ConfigMaps nothing refers to any more, after a grace period.
+
+    Kept: every object's current render, every skill ConfigMap an Agent's render resolves,
+    everything a Run bundle pins while its Run is unfinished, and anything this process
+    just created for an owner whose status write is still on its way.
+    """
+    keep: set[str] = set()
+    for index_id in VIEW_INDEXES.values():
+        for key in ctl.indexes.keys(index_id):
+            if key[0] != namespace:
+                continue
+            view = ctl.lookup(index_id, key)
+            if view is None:
+                continue
+            status = view["status"]
+            keep.add(str(status.get("renderedConfigMap") or ""))
+            for resolved in status.get("resolvedSkills") or ():
+                keep.add(str(resolved.get("renderedConfigMap") or ""))
+    for pin in ctl.lookup_all("pinned_config_maps", namespace):
+        if not pin["finished"]:
+            keep.update(pin["pins"])
+    now = time.monotonic()
+    next_check: float | None = None
+    deleted = 0
+    for cm in ctl.lookup_all("rendered_config_maps", namespace):
+        ident = (namespace, cm["name"])
+        created = ctl.created_config_maps.get(ident)
+        owner: Key = (cm["kind"], namespace, cm["owner"])
+        in_flight = created is not None and now - created < 60 and ctl.pending(owner, None)
+        if cm["name"] in keep or in_flight:
+            ctl.unreferenced_since.pop(ident, None)
+            if in_flight:
+                next_check = ctl.gc_grace if next_check is None else min(next_check, ctl.gc_grace)
+            continue
+        # Unreferenced: start its grace period, delete once it ran out (uid-guarded, so a
+        # re-created ConfigMap of the same name is never deleted by mistake).
+        since = ctl.unreferenced_since.setdefault(ident, now)
+        if now - since >= ctl.gc_grace:
+            if await k8s.delete_config_map(namespace, cm["name"], cm["uid"]):
+                deleted += 1
+                log.info("deleted unreferenced ConfigMap %s/%s", namespace, cm["name"])
+            ctl.unreferenced_since.pop(ident, None)
+        else:
+            wait = ctl.gc_grace - (now - since)
+            next_check = wait if next_check is None else min(next_check, wait)
+    if next_check is not None:
+        ctl.enqueue_gc(namespace, delay=next_check + 0.1)
+    return "changed" if deleted else "unchanged"

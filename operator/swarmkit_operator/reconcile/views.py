@@ -1,0 +1,65 @@
+"""Per-object views: the small dict each kind's index keeps of one object.
+
+A view carries what reconcilers and dependents read (identity, generations, our status,
+the spec fields the kind needs), so nothing re-reads the API to decide. The kind modules
+build theirs on :func:`base_view`; :data:`VIEW_INDEXES` names where each kind's live.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+#: kopf's own bookkeeping (only ever used if a change-detecting handler is added).
+KOPF_STATUS_FIELD = "kopf"
+
+#: kind → the index of per-object views (populated by the kind's module).
+VIEW_INDEXES = {
+    "Workspace": "workspace_views",
+    "Skill": "skill_views",
+    "Agent": "agent_views",
+    "Topology": "topology_views",
+}
+
+#: "No view": the object is gone (distinct from any view, None included).
+MISSING: Any = object()
+
+
+def condition_status(status: Mapping[str, Any] | None, type_: str) -> tuple[str, str]:
+    for cond in (status or {}).get("conditions") or ():
+        if cond.get("type") == type_:
+            return str(cond.get("status", "Unknown")), str(cond.get("reason", ""))
+    return "Unknown", ""
+
+
+def base_view(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields every view carries: identity, generations and our status."""
+    meta = body.get("metadata") or {}
+    status = {k: v for k, v in (body.get("status") or {}).items() if k != KOPF_STATUS_FIELD}
+    ready, reason = condition_status(status, "Ready")
+    return {
+        "uid": meta.get("uid", ""),
+        "generation": meta.get("generation", 0),
+        "observed": status.get("observedGeneration"),
+        "ready": ready == "True",
+        "reason": reason,
+        "status": status,
+    }
+
+
+def count_objects(ctl: Controller) -> Iterator[tuple[str, str, str, int]]:
+    """(kind, condition type, status, how many): the objects-by-condition metric, at scrape."""
+    for kind, index in VIEW_INDEXES.items():
+        counts: dict[tuple[str, str], int] = {}
+        for key in ctl.indexes.keys(index):
+            view = ctl.lookup(index, key)
+            if view is None:
+                continue
+            for cond in view["status"].get("conditions") or ():
+                ident = (str(cond.get("type")), str(cond.get("status")))
+                counts[ident] = counts.get(ident, 0) + 1
+        for (cond_type, status), count in sorted(counts.items()):
+            yield kind, cond_type, status, count
