@@ -20,7 +20,8 @@ from pydantic import Field
 from .agent import AgentSpec
 from .base import ApiModel
 from .common import SecretKeyRef
-from .run import ReviewItem, TokenUsage
+from .run import ReviewItem as ReviewItem  # re-exported: part of the result contract
+from .run import TokenUsage
 from .skill import SkillSpec
 from .topology import TopologySpec
 from .workspace import Governance, WorkspaceSpec
