@@ -14,7 +14,8 @@ is here, one job per module, in the order a Run meets them:
 * :mod:`.resolve` — the target, from the indexes and the immutable rendered ConfigMaps;
 * :mod:`.start` — the bundle ConfigMap and the Job (and a lost Job's replacement);
 * :mod:`.status` — writing a verdict to ``status`` (Event, finish hooks);
-* :mod:`.cleanup` — pod outcome finalizers, the finished label, forgetting deleted Runs.
+* :mod:`.cleanup` — pod outcome finalizers, the finished label, forgetting deleted Runs;
+* :mod:`.schedule` and :mod:`.retention` — scheduled Runs, and deleting finished ones.
 
 Nothing about a Run lives only in memory: after an operator restart the indexes are
 re-listed before any reconcile runs, and every decision is recomputed from the API objects.

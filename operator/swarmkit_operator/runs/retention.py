@@ -1,0 +1,135 @@
+"""Run retention: deleting finished Runs (TTL and ``historyLimit``).
+
+Every :data:`SWEEP_SECONDS`, and right after a Run finishes (:meth:`Retention.poke` is one
+of the controller's ``on_finished`` callbacks):
+
+* ``runtime.runTtlSecondsAfterFinished`` of the run's Workspace: finished Runs older than
+  that (since ``completionTime``) are deleted;
+* a Topology's ``historyLimit {succeeded, failed}`` keeps that many finished Runs of each
+  outcome (newest first) and deletes the rest; without a ``historyLimit`` only the
+  Topology's *scheduled* Runs are trimmed (to the defaults, 10 and 10), manual Runs are kept.
+
+A deleted Run takes its Job, pods and bundle ConfigMap with it (owner references).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from swarmkit_api.topology import HistoryLimit
+
+from .. import k8s
+from ..builders import run_status as rs
+from ..conditions import get_condition
+from .controller import RunController
+from .model import one
+from .schedule import SCHEDULED_LABEL
+
+log = logging.getLogger("swarmkit_operator.schedule")
+
+SWEEP_SECONDS = float(os.environ.get("SWARMKIT_RETENTION_SWEEP_SECONDS", "10"))
+
+
+def outcome_of(status: dict[str, Any]) -> str | None:
+    """``succeeded`` / ``failed`` for a finished Run, None otherwise."""
+    cond = get_condition(status.get("conditions"), rs.SUCCEEDED)
+    if cond is None:
+        return None
+    return {"True": "succeeded", "False": "failed"}.get(str(cond.get("status")))
+
+
+def history_victims(finished: Iterable[tuple[str, str, str]], limit: HistoryLimit) -> list[str]:
+    """Names to delete among (name, outcome, completionTime) beyond the limits."""
+    keep = {"succeeded": limit.succeeded, "failed": limit.failed}
+    out: list[str] = []
+    for outcome in ("succeeded", "failed"):
+        group = sorted(
+            (f for f in finished if f[1] == outcome), key=lambda f: (f[2], f[0]), reverse=True
+        )
+        out.extend(name for name, _, _ in group[keep[outcome] :])
+    return out
+
+
+class Retention:
+    """Deletes finished Runs past their TTL or beyond their Topology's history limit."""
+
+    def __init__(self, ctl: RunController) -> None:
+        self.ctl = ctl
+        self.wake = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    def poke(self, namespace: str, topology: str | None) -> None:
+        self.wake.set()
+
+    async def loop(self) -> None:
+        await self.ctl.ready.wait()
+        while True:
+            try:
+                await self.sweep()
+            except Exception as exc:
+                log.warning("retention sweep failed: %s", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), SWEEP_SECONDS)
+            self.wake.clear()
+            await asyncio.sleep(0.5)  # let a burst of finishing runs settle
+
+    def _workspace_ttl(self, namespace: str, spec: dict[str, Any]) -> int | None:
+        ws_name: str | None = None
+        topo_ref = (spec.get("topologyRef") or {}).get("name")
+        if topo_ref:
+            topo = one(self.ctl.idx.topologies, (namespace, topo_ref))
+            ws_name = (((topo or {}).get("spec") or {}).get("workspaceRef") or {}).get("name")
+        else:
+            agent = one(self.ctl.idx.agents, (namespace, (spec.get("agentRef") or {}).get("name")))
+            ws_name = (agent or {}).get("workspace")
+        if not ws_name:
+            return None
+        ws = one(self.ctl.idx.workspaces, (namespace, ws_name))
+        runtime = ((ws or {}).get("spec") or {}).get("runtime") or {}
+        ttl = runtime.get("runTtlSecondsAfterFinished")
+        return int(ttl) if isinstance(ttl, int) else None
+
+    async def sweep(self) -> None:
+        now = datetime.now(UTC)
+        groups: dict[tuple[str, str], list[tuple[str, str, str, bool]]] = {}
+        doomed: list[tuple[str, str]] = []
+        for r in self.ctl.all_runs():
+            if r.deleting:
+                continue
+            outcome = outcome_of(r.status)
+            if outcome is None:
+                continue
+            done = str(r.status.get("completionTime") or "")
+            ttl = self._workspace_ttl(r.namespace, r.spec)
+            finished_at = rs.parse_time(done)
+            expired = ttl is not None and finished_at is not None
+            if expired and ttl is not None and finished_at is not None:
+                expired = (now - finished_at).total_seconds() >= ttl
+            if expired:
+                doomed.append((r.namespace, r.name))
+                continue
+            topo = (r.spec.get("topologyRef") or {}).get("name")
+            if topo:
+                scheduled = r.labels.get(SCHEDULED_LABEL) == "true"
+                groups.setdefault((r.namespace, str(topo)), []).append(
+                    (r.name, outcome, done, scheduled)
+                )
+        for (namespace, topo), members in groups.items():
+            view = one(self.ctl.idx.topologies, (namespace, topo))
+            raw = ((view or {}).get("spec") or {}).get("historyLimit")
+            if raw is not None:
+                limit = HistoryLimit.model_validate(raw)
+                candidates = [(n, o, d) for n, o, d, _ in members]
+            else:
+                limit = HistoryLimit()
+                candidates = [(n, o, d) for n, o, d, s in members if s]
+            doomed.extend((namespace, n) for n in history_victims(candidates, limit))
+        for namespace, name in doomed:
+            if await k8s.delete_custom("runs", namespace, name):
+                log.info("deleted finished Run %s/%s (retention)", namespace, name)
