@@ -84,18 +84,8 @@ async def agent_event(
     ctl = controller_of(memo)
     if ctl is None or namespace is None:
         return
-    key = ("Agent", namespace, name)
-    ctl.observed(key, body)
-    if type == "DELETED":
-        ctl.indexes.delete("agents", str((body.get("metadata") or {}).get("uid", "")))
-        ctl.forget(key)
-        view = MISSING
-    else:
-        ctl.indexes.update("agents", body)
-        if ctl.should_reconcile_self(key, body, type):
-            ctl.enqueue("Agent", namespace, name)
-        view = dependents_view(ctl.lookup("agent_views", (namespace, name)))
-    if ctl.changed(key, view, fresh=view is MISSING or view[-1]):
+    seen = ctl.observe_event("Agent", "agents", type, body, namespace, name, dependents_view)
+    if seen.changed:
         ctl.enqueue_many(
             "Topology", namespace, ctl.lookup_all("topology_by_agent", (namespace, name))
         )

@@ -113,19 +113,10 @@ async def skill_event(
     ctl = controller_of(memo)
     if ctl is None or namespace is None:
         return
-    key = ("Skill", namespace, name)
-    ctl.observed(key, body)
-    if type == "DELETED":
-        ctl.indexes.delete("skills", str((body.get("metadata") or {}).get("uid", "")))
-        ctl.forget(key)
-        view = MISSING
-    else:
-        ctl.indexes.update("skills", body)
-        if ctl.should_reconcile_self(key, body, type):
-            ctl.bodies[key] = dict(body)
-            ctl.enqueue("Skill", namespace, name)
-        view = dependents_view(ctl.lookup("skill_views", (namespace, name)))
-    if ctl.changed(key, view, fresh=view is MISSING or view[-1]):
+    seen = ctl.observe_event(
+        "Skill", "skills", type, body, namespace, name, dependents_view, keep_body=True
+    )
+    if seen.changed:
         ctl.enqueue_many("Agent", namespace, granting_agents(ctl, namespace, name))
         ctl.enqueue_gc(namespace)
 

@@ -104,19 +104,9 @@ async def topology_event(
     ctl = controller_of(memo)
     if ctl is None or namespace is None:
         return
-    key = ("Topology", namespace, name)
-    ctl.observed(key, body)
-    if type == "DELETED":
-        ctl.indexes.delete("topologies", str((body.get("metadata") or {}).get("uid", "")))
-        ctl.forget(key)
-        view = MISSING
-    else:
-        ctl.indexes.update("topologies", body)
-        if ctl.should_reconcile_self(key, body, type):
-            ctl.enqueue("Topology", namespace, name)
-        view = dependents_view(ctl.lookup("topology_views", (namespace, name)))
-    old = ctl.seen.get(key)
-    if ctl.changed(key, view, fresh=view is MISSING or view[-1]):
+    seen = ctl.observe_event("Topology", "topologies", type, body, namespace, name, dependents_view)
+    old, view = seen.previous, seen.view
+    if seen.changed:
         ctl.enqueue_many("Topology", namespace, calling_topologies(ctl, namespace, name) - {name})
         # Synthesized topology-<name> skills: their content is the name and description.
         if old is None or view is MISSING or old[3] != view[3]:

@@ -75,18 +75,10 @@ async def workspace_event(
     ctl = controller_of(memo)
     if ctl is None or namespace is None:
         return
-    key = ("Workspace", namespace, name)
-    ctl.observed(key, body)
-    if type == "DELETED":
-        ctl.indexes.delete("workspaces", str((body.get("metadata") or {}).get("uid", "")))
-        ctl.forget(key)
-        view = MISSING
-    else:
-        ctl.indexes.update("workspaces", body)
-        if ctl.should_reconcile_self(key, body, type):
-            ctl.enqueue("Workspace", namespace, name)
-        view = dependents_view(ctl.lookup("workspace_views", (namespace, name)))
-    if ctl.changed(key, view, fresh=view is MISSING or view[-1]):
+    seen = ctl.observe_event(
+        "Workspace", "workspaces", type, body, namespace, name, dependents_view
+    )
+    if seen.changed:
         ctl.enqueue_many(
             "Agent", namespace, ctl.lookup_all("agent_by_workspace", (namespace, name))
         )

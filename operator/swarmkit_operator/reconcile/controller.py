@@ -50,6 +50,15 @@ def reconciler(kind: str) -> Callable[[Reconciler], Reconciler]:
     return register
 
 
+@dataclass(frozen=True)
+class Observation:
+    """What a watch event changed for an object's dependents."""
+
+    changed: bool
+    previous: Any
+    view: Any
+
+
 @dataclass
 class Controller:
     """The in-process reconcile machinery shared by the handlers (kept in kopf's memo)."""
@@ -166,6 +175,40 @@ class Controller:
         else:
             self.seen[key] = view
         return True
+
+    def observe_event(
+        self,
+        kind: str,
+        plural: str,
+        event_type: Any,
+        body: Mapping[str, Any],
+        namespace: str,
+        name: str,
+        view_of: Callable[[Any], Any],
+        keep_body: bool = False,
+    ) -> Observation:
+        """The bookkeeping every reconciled kind does on a watch event of its own objects:
+        indexes, self-reconcile, and whether what its dependents care about changed.
+
+        ``view_of`` turns the object's entry in ``<singular>_views`` into the tuple its
+        dependents compare (its last element says whether the status is fresh).
+        """
+        key = (kind, namespace, name)
+        self.observed(key, body)
+        previous = self.seen.get(key)
+        if event_type == "DELETED":
+            self.indexes.delete(plural, str((body.get("metadata") or {}).get("uid", "")))
+            self.forget(key)
+            view = MISSING
+        else:
+            self.indexes.update(plural, body)
+            if self.should_reconcile_self(key, body, event_type):
+                if keep_body:
+                    self.bodies[key] = dict(body)
+                self.enqueue(kind, namespace, name)
+            view = view_of(self.lookup(f"{kind.lower()}_views", (namespace, name)))
+        fresh = view is MISSING or view[-1]
+        return Observation(self.changed(key, view, fresh=fresh), previous, view)
 
     # --- the loop ---
 
