@@ -89,15 +89,23 @@ def test_schedule_catches_up_one_missed_run_and_forbids_overlap(
     assert run["metadata"]["labels"]["swarmkit.dev/scheduled"] == "true"
     assert run["metadata"]["ownerReferences"][0]["kind"] == "Topology"
     assert run["spec"]["input"] == "nightly input"
-    topology = get(kube, ns, "Topology", "nightly")
-    assert topology is not None
-    assert not topology["metadata"].get("finalizers"), "the operator writes only status"
-    last = topology["status"]["lastScheduleTime"]
     now = datetime.now(UTC)
     expected = now.replace(hour=9, minute=0, second=0, microsecond=0)
     if expected > now:
         expected -= timedelta(days=1)
-    assert last == expected.strftime("%Y-%m-%dT%H:%M:%SZ")
+    want = expected.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def last_schedule() -> str | None:
+        found = get(kube, ns, "Topology", "nightly") or {}
+        return (found.get("status") or {}).get("lastScheduleTime")
+
+    # The Run is created before the Topology's status records it: wait for the record.
+    wait_for(
+        lambda: last_schedule() == want, 30, message=lambda: f"lastScheduleTime {last_schedule()}"
+    )
+    topology = get(kube, ns, "Topology", "nightly")
+    assert topology is not None
+    assert not topology["metadata"].get("finalizers"), "the operator writes only status"
     # Another missed time while that run is still going: Forbid creates nothing.
     wait_run(kube, ns, run["metadata"]["name"], lambda r: succeeded(r) is not None)
     _set_last_schedule(kube, ns, "nightly", datetime.now(UTC) - timedelta(days=3))
