@@ -155,28 +155,16 @@ def test_runner_failure_is_failed_with_its_message(
     assert "127.0.0.1:9" in cond["message"] or "connect" in cond["message"].lower(), cond["message"]
 
 
+def apply_sleeper(kube: Kube, ns: str) -> None:
+    """An agent whose first turn runs `sleep 120`: a run that stays Running until stopped."""
+    sleep = {"name": "bash", "arguments": {"command": "sleep 120", "timeout_seconds": 300}}
+    apply(kube, ns, agent_with("sleeper", [{"toolCalls": [sleep]}, {"text": "done"}], bash=True))
+    wait_ready(kube, ns, "Agent", "sleeper")
+
+
 def test_timeout_is_timed_out(kube: Kube, examples_ns: str, operator: OperatorProcess) -> None:
     ns = examples_ns
-    apply(
-        kube,
-        ns,
-        agent_with(
-            "sleeper",
-            [
-                {
-                    "toolCalls": [
-                        {
-                            "name": "bash",
-                            "arguments": {"command": "sleep 120", "timeout_seconds": 300},
-                        }
-                    ]
-                },
-                {"text": "done"},
-            ],
-            bash=True,
-        ),
-    )
-    wait_ready(kube, ns, "Agent", "sleeper")
+    apply_sleeper(kube, ns)
     create(kube, ns, run_manifest("slow", agent="sleeper", timeout=3))
     run = wait_run(kube, ns, "slow", finished, timeout=60, operator=operator)
     cond = succeeded(run)
@@ -199,26 +187,7 @@ def test_cancel_stops_the_job_and_kills_the_process(
     kube: Kube, examples_ns: str, operator: OperatorProcess
 ) -> None:
     ns = examples_ns
-    apply(
-        kube,
-        ns,
-        agent_with(
-            "sleeper",
-            [
-                {
-                    "toolCalls": [
-                        {
-                            "name": "bash",
-                            "arguments": {"command": "sleep 120", "timeout_seconds": 300},
-                        }
-                    ]
-                },
-                {"text": "done"},
-            ],
-            bash=True,
-        ),
-    )
-    wait_ready(kube, ns, "Agent", "sleeper")
+    apply_sleeper(kube, ns)
     create(kube, ns, run_manifest("to-cancel", agent="sleeper", timeout=300))
     wait_run(kube, ns, "to-cancel", reason_is("Running"), operator=operator)
     pod = _running_pod(kube, ns)
@@ -237,26 +206,7 @@ def test_deleting_the_run_kills_the_process(
     kube: Kube, examples_ns: str, operator: OperatorProcess
 ) -> None:
     ns = examples_ns
-    apply(
-        kube,
-        ns,
-        agent_with(
-            "sleeper",
-            [
-                {
-                    "toolCalls": [
-                        {
-                            "name": "bash",
-                            "arguments": {"command": "sleep 120", "timeout_seconds": 300},
-                        }
-                    ]
-                },
-                {"text": "done"},
-            ],
-            bash=True,
-        ),
-    )
-    wait_ready(kube, ns, "Agent", "sleeper")
+    apply_sleeper(kube, ns)
     create(kube, ns, run_manifest("to-delete", agent="sleeper", timeout=300))
     pod = _running_pod(kube, ns)
     pids = pod_pids(pod)
@@ -273,26 +223,7 @@ def test_lost_job_is_recreated_then_fails(
     kube: Kube, examples_ns: str, operator: OperatorProcess
 ) -> None:
     ns = examples_ns
-    apply(
-        kube,
-        ns,
-        agent_with(
-            "sleeper",
-            [
-                {
-                    "toolCalls": [
-                        {
-                            "name": "bash",
-                            "arguments": {"command": "sleep 120", "timeout_seconds": 300},
-                        }
-                    ]
-                },
-                {"text": "done"},
-            ],
-            bash=True,
-        ),
-    )
-    wait_ready(kube, ns, "Agent", "sleeper")
+    apply_sleeper(kube, ns)
     create(kube, ns, run_manifest("lossy", agent="sleeper", timeout=300))
     wait_run(kube, ns, "lossy", reason_is("Running"), operator=operator)
     run = get(kube, ns, "Run", "lossy")
