@@ -1,0 +1,95 @@
+"""A run that escalates to a human parks honestly: Succeeded=Unknown AwaitingReview, with
+what must be decided in status.reviewItems (end to end: operator, Job, real runner)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube
+
+from .runs_support import (
+    GROUP,
+    VERSION,
+    OperatorProcess,
+    agent_with,
+    apply,
+    apply_examples,
+    create,
+    run_manifest,
+    succeeded,
+    wait_ready,
+    wait_run,
+)
+
+LOCKED = "deploy target locked"
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
+    op = OperatorProcess(cluster.kubeconfig)
+    op.start()
+    yield op
+    op.stop()
+
+
+def _with_ops_pack(doc: dict[str, Any]) -> dict[str, Any]:
+    if doc["kind"] == "Workspace":
+        doc["spec"]["commandPacks"] = [
+            *doc["spec"].get("commandPacks", []),
+            {
+                "id": "ops",
+                "requires": ["python"],
+                "commands": [
+                    {
+                        "name": "deploy",
+                        "description": "Deploy the service.",
+                        "argv": ["python", "-c", f"import sys; sys.exit({LOCKED!r})"],
+                        "effects": "write",
+                    }
+                ],
+            },
+        ]
+    return doc
+
+
+def test_escalation_parks_the_run_awaiting_review_with_its_question(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+    apply_examples(kube, ns, edit=_with_ops_pack)
+    skill = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Skill",
+        "metadata": {"name": "deploy"},
+        "spec": {
+            "description": "Use when the change is approved and must be deployed.",
+            "category": "capability",
+            "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
+            "constraints": {"onFailure": "escalate_to_human"},
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        },
+    }
+    apply(kube, ns, skill)
+    replay = [{"toolCalls": [{"name": "deploy", "arguments": {}}]}, {"text": "deployed"}]
+    apply(kube, ns, agent_with("deployer", replay, skills=["deploy"]))
+    wait_ready(kube, ns, "Agent", "deployer")
+
+    create(kube, ns, run_manifest("ship-it", agent="deployer"))
+    run = wait_run(
+        kube,
+        ns,
+        "ship-it",
+        lambda r: (succeeded(r) or {}).get("reason") == "AwaitingReview",
+        operator=operator,
+    )
+    cond = succeeded(run)
+    assert cond is not None and cond["status"] == "Unknown"
+    status = run["status"]
+    [item] = status["reviewItems"]
+    assert (item["kind"], item["skill"], item["agent"]) == ("escalation", "deploy", "deployer")
+    assert LOCKED in item["question"]
+    assert status.get("output", "") != "deployed", "the agent never got past the escalation"
