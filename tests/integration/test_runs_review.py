@@ -19,6 +19,7 @@ from .runs_support import (
     apply,
     apply_examples,
     create,
+    finished,
     run_manifest,
     succeeded,
     wait_ready,
@@ -93,3 +94,28 @@ def test_escalation_parks_the_run_awaiting_review_with_its_question(
     assert (item["kind"], item["skill"], item["agent"]) == ("escalation", "deploy", "deployer")
     assert LOCKED in item["question"]
     assert status.get("output", "") != "deployed", "the agent never got past the escalation"
+
+
+def test_runner_start_up_error_is_validation_failed_naming_it(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    # A command pack whose required binary the runtime image lacks: the runner refuses to
+    # start (exit 2) and the Run says which binary, instead of failing mid-run.
+    def missing_binary(doc: dict[str, Any]) -> dict[str, Any]:
+        doc = _with_ops_pack(doc)
+        if doc["kind"] == "Workspace":
+            doc["spec"]["commandPacks"][-1]["requires"] = ["swarmkit-no-such-binary"]
+            doc["spec"]["commandPacks"][-1]["commands"][0]["effects"] = "read"
+        return doc
+
+    ns = namespace
+    apply_examples(kube, ns, edit=missing_binary)
+    replay = [{"text": "never reached"}]
+    apply(kube, ns, agent_with("packed", replay, skills=["pack:ops"]))
+    wait_ready(kube, ns, "Agent", "packed")
+    create(kube, ns, run_manifest("cannot-start", agent="packed"))
+    run = wait_run(kube, ns, "cannot-start", finished, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("False", "ValidationFailed"), cond
+    assert "swarmkit-no-such-binary" in cond["message"]
