@@ -567,10 +567,12 @@ class LocalCluster:
                 log.unlink()
             env = {**os.environ, **self.env(), "PYTHONUNBUFFERED": "1"}
             args = list(args)
+            # Everything shares 127.0.0.1 here (test operators, the chart's operator pod on
+            # the process node, another checkout's cluster): fixed default ports would clash.
             if not any(a.startswith("--metrics-port") for a in args):
-                # Everything shares 127.0.0.1 here (test operators, the chart's operator pod
-                # on the process node): a fixed default port would clash.
                 args += ["--metrics-port", str(free_port())]
+            if not any(a.startswith("--liveness") for a in args):
+                args += ["--liveness", f"http://127.0.0.1:{free_port()}/healthz"]
             proc = self._spawn(
                 "operator", [sys.executable, "-m", "swarmkit_operator", *args], env=env
             )
@@ -587,7 +589,10 @@ class LocalCluster:
                     )
                 time.sleep(0.1)
             port = args[args.index("--metrics-port") + 1] if "--metrics-port" in args else "?"
-            self._say(f"operator running (pid {proc.pid}); log: {log}; metrics: :{port}")
+            live = args[args.index("--liveness") + 1] if "--liveness" in args else "?"
+            self._say(
+                f"operator running (pid {proc.pid}); log: {log}; metrics: :{port}; liveness: {live}"
+            )
 
     def stop_operator(self) -> bool:
         with self._locked():

@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import sys
+import urllib.parse
 from collections.abc import Sequence
 
 import kopf
@@ -71,6 +72,23 @@ def peering_priority() -> int:
     return int(hashlib.sha256(identity.encode()).hexdigest()[:7], 16)
 
 
+def _unbindable(url: str | None) -> str | None:
+    """Why the liveness endpoint ``url`` cannot be served, or None when it can (or is off)."""
+    if not url:
+        return None
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme != "http" or parsed.port is None:
+        return "expected http://HOST:PORT/PATH"
+    host = parsed.hostname or "0.0.0.0"
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, parsed.port))
+        except OSError as exc:
+            return f"cannot listen on {host}:{parsed.port} ({exc.strerror})"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.config:
@@ -93,7 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from . import handlers, metrics  # registers the handlers with kopf
 
     del handlers
-    metrics.serve(args.metrics_port)
+    # A port clash must end start-up with one clear line: kopf would log the bind failure of
+    # its health reporter and then linger in shutdown, so check the port before it starts.
+    problem = _unbindable(args.liveness)
+    if problem:
+        print(f"swarmkit-operator: --liveness {args.liveness}: {problem}", file=sys.stderr)
+        return 2
+    try:
+        metrics.serve(args.metrics_port)
+    except OSError as exc:
+        print(f"swarmkit-operator: --metrics-port {args.metrics_port}: {exc}", file=sys.stderr)
+        return 2
     namespaces = list(args.namespace) or list(config.watch_namespaces)
     if namespaces:  # the start-up handler pre-populates its indexes from these
         os.environ["SWARMKIT_WATCH_NAMESPACES"] = ",".join(namespaces)

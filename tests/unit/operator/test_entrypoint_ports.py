@@ -1,0 +1,39 @@
+"""A port clash ends operator start-up with one clear line instead of a lingering kopf."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+from swarmkit_operator.__main__ import _unbindable
+
+
+def test_taken_liveness_port_is_named() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        problem = _unbindable(f"http://127.0.0.1:{port}/healthz")
+        assert problem is not None and f"127.0.0.1:{port}" in problem
+        # The entry point exits 2 at once with that message, before talking to any cluster.
+        out = subprocess.run(
+            [sys.executable, "-m", "swarmkit_operator", "--metrics-port", "0",
+             "--liveness", f"http://127.0.0.1:{port}/healthz"],
+            capture_output=True, text=True, timeout=60,
+            env={"KUBECONFIG": "/nonexistent", "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+        assert out.returncode == 2, out.stderr
+        assert f"--liveness http://127.0.0.1:{port}/healthz" in out.stderr
+
+
+def test_free_port_and_disabled_endpoint_are_fine() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert _unbindable(f"http://127.0.0.1:{port}/healthz") is None
+    assert _unbindable("") is None
+
+
+def test_malformed_liveness_url_says_what_is_expected() -> None:
+    assert _unbindable("localhost:8080") == "expected http://HOST:PORT/PATH"
