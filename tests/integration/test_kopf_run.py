@@ -1,0 +1,52 @@
+"""`kopf run -m swarmkit_operator.handlers` works as well as `python -m swarmkit_operator`:
+the handlers package carries everything (settings, login, indexes, controllers)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube
+
+from .runs_support import (
+    OperatorProcess,
+    apply_examples,
+    create,
+    finished,
+    run_manifest,
+    succeeded,
+    wait_ready,
+    wait_run,
+)
+
+
+class KopfRun(OperatorProcess):
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces",
+            "-m", "swarmkit_operator.handlers",
+        ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
+    op = KopfRun(cluster.kubeconfig)
+    op.start()
+    yield op
+    op.stop()
+
+
+def test_kopf_run_reconciles_the_examples_and_runs_them(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    apply_examples(kube, namespace)
+    wait_ready(kube, namespace, "Topology", "review-pipeline")
+    create(kube, namespace, run_manifest("via-kopf-run"))
+    run = wait_run(kube, namespace, "via-kopf-run", finished, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Succeeded")
+    assert "verdict is pass" in run["status"]["output"]
