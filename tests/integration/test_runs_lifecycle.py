@@ -385,6 +385,13 @@ def _with_runtime(kube: Kube, ns: str, **runtime: Any) -> None:
             "spec": spec,
         },
     )
+    # The edit is in effect once the Workspace's new generation is reconciled and the
+    # topology that runs in it is Ready again.
+    wait_for(
+        lambda: get(kube, ns, "Workspace", "default")["status"]["observedGeneration"] >= 2,  # type: ignore[index]
+        30,
+    )
+    wait_ready(kube, ns, "Topology", "review-pipeline")
 
 
 def test_unpullable_image_is_image_pull_failed(
@@ -392,11 +399,6 @@ def test_unpullable_image_is_image_pull_failed(
 ) -> None:
     ns = examples_ns
     _with_runtime(kube, ns, image="registry.invalid/no-such-runtime:1")
-    wait_for(
-        lambda: get(kube, ns, "Workspace", "default")["status"]["observedGeneration"] >= 2,  # type: ignore[index]
-        30,
-    )
-    wait_ready(kube, ns, "Topology", "review-pipeline")
     create(kube, ns, run_manifest("no-image"))
     run = wait_run(kube, ns, "no-image", finished, timeout=60, operator=operator)
     cond = succeeded(run)
@@ -410,11 +412,6 @@ def test_pod_that_cannot_be_created_is_pod_creation_failed(
 ) -> None:
     ns = examples_ns
     _with_runtime(kube, ns, serviceAccountName="no-such-account")
-    wait_for(
-        lambda: get(kube, ns, "Workspace", "default")["status"]["observedGeneration"] >= 2,  # type: ignore[index]
-        30,
-    )
-    wait_ready(kube, ns, "Topology", "review-pipeline")
     create(kube, ns, run_manifest("no-pod"))
     run = wait_run(kube, ns, "no-pod", finished, timeout=60, operator=operator)
     cond = succeeded(run)
