@@ -37,6 +37,7 @@ from kubernetes import config as kconfig
 from kubernetes.config import incluster_config
 
 from swarmkit_api import GROUP, VERSION
+from swarmkit_api.bundle import host_path
 
 from . import metrics
 
@@ -71,14 +72,6 @@ _state = _State()
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
-def pod_path(path: str) -> str:
-    """A container path as this process sees it (idempotent; a no-op on real clusters)."""
-    prefix = os.environ.get("SWARMKIT_PATH_PREFIX", "").rstrip("/")
-    if not prefix or not path.startswith("/") or path == prefix or path.startswith(prefix + "/"):
-        return path
-    return prefix + path
-
-
 @dataclass(frozen=True)
 class InCluster:
     """Where the in-cluster service-account credentials are."""
@@ -98,9 +91,9 @@ def in_cluster() -> InCluster | None:
     server_host = f"[{host}]" if ":" in host else host
     return InCluster(
         server=f"https://{server_host}:{port}",
-        token_path=pod_path(f"{SA_DIR}/token"),
-        ca_path=pod_path(f"{SA_DIR}/ca.crt"),
-        namespace_path=pod_path(f"{SA_DIR}/namespace"),
+        token_path=host_path(f"{SA_DIR}/token"),
+        ca_path=host_path(f"{SA_DIR}/ca.crt"),
+        namespace_path=host_path(f"{SA_DIR}/namespace"),
     )
 
 

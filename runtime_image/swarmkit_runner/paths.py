@@ -11,7 +11,6 @@ cluster) it changes nothing.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,22 +20,13 @@ from swarmkit_api.bundle import (
     SCRATCH_MOUNT,
     SKILLS_MOUNT,
     TERMINATION_LOG,
+    host_path,
 )
-
-PATH_PREFIX_ENV = "SWARMKIT_PATH_PREFIX"
-
-
-def path_prefix() -> str:
-    """The prefix from ``SWARMKIT_PATH_PREFIX`` ('' when unset)."""
-    return os.environ.get(PATH_PREFIX_ENV, "").rstrip("/")
 
 
 def prefixed(path: str) -> Path:
-    """``path`` as a host path: the prefix prepended to an absolute path (idempotent)."""
-    prefix = path_prefix()
-    if not prefix or not path.startswith("/") or path == prefix or path.startswith(prefix + "/"):
-        return Path(path)
-    return Path(prefix + path)
+    """``path`` as a host path (see :func:`swarmkit_api.bundle.host_path`)."""
+    return Path(host_path(path))
 
 
 @dataclass(frozen=True)
