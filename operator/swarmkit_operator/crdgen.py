@@ -215,9 +215,10 @@ def render_all() -> dict[Path, str]:
     return files
 
 
-def write(root: Path) -> list[Path]:
+def write(root: Path, files: dict[Path, str] | None = None) -> list[Path]:
+    """Write ``files`` (default: a fresh :func:`render_all`) under ``root``."""
     written = []
-    for rel, content in render_all().items():
+    for rel, content in (files if files is not None else render_all()).items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
@@ -228,9 +229,10 @@ def write(root: Path) -> list[Path]:
 def verify(root: Path) -> list[str]:
     """Differences between the tree at ``root`` and fresh output (empty = up to date)."""
     problems: list[str] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        write(Path(tmp))
-        expected = {rel: (Path(tmp) / rel).read_text() for rel in render_all()}
+    files = render_all()
+    with tempfile.TemporaryDirectory() as tmp:  # regenerate into a temp dir, render once
+        write(Path(tmp), files)
+        expected = {rel: (Path(tmp) / rel).read_text() for rel in files}
     for rel, content in expected.items():
         path = root / rel
         actual = path.read_text() if path.exists() else ""
