@@ -21,8 +21,8 @@ from pydantic import Field
 from .agent import AgentSpec
 from .base import ApiModel
 from .common import SecretKeyRef
+from .run import AgentSkillUsage, TokenUsage
 from .run import ReviewItem as ReviewItem  # re-exported: part of the result contract
-from .run import TokenUsage
 from .skill import SkillSpec
 from .topology import TopologySpec
 from .workspace import Governance, WorkspaceSpec
@@ -36,6 +36,10 @@ SCRATCH_MOUNT = "/scratch"
 TERMINATION_LOG = "/dev/termination-log"
 #: Kubernetes caps a termination message at 4096 bytes.
 MAX_RESULT_BYTES = 4096
+#: Entries each list of an agent's skill usage keeps when the result must be summarised.
+SUMMARY_ENTRIES = 3
+#: Agents whose skill usage is kept when even the summary does not fit.
+SUMMARY_AGENTS = 8
 TRUNCATION_MARKER = "…[truncated]"
 
 Outcome = Literal[
@@ -164,6 +168,34 @@ class RunBundle(ApiModel):
         return json.dumps(self.wire(), sort_keys=True, separators=(",", ":"))
 
 
+def summarise_skills(
+    usage: list[AgentSkillUsage], entries: int, agents: int | None = None
+) -> list[AgentSkillUsage]:
+    """``usage`` with each list cut to its first ``entries`` (counts stay exact) and, when
+    ``agents`` is set, only the first ``agents`` agents."""
+    out = []
+    for item in usage[:agents] if agents is not None else usage:
+        cut = (
+            len(item.loaded) > entries
+            or len(item.files_read) > entries
+            or len(item.scripts) > entries
+        )
+        if not cut:
+            out.append(item)
+            continue
+        out.append(
+            item.model_copy(
+                update={
+                    "loaded": item.loaded[:entries],
+                    "files_read": item.files_read[:entries],
+                    "scripts": item.scripts[:entries],
+                    "truncated": True,
+                }
+            )
+        )
+    return out
+
+
 class RunResult(ApiModel):
     """What the runner reports (its termination message)."""
 
@@ -175,13 +207,42 @@ class RunResult(ApiModel):
     steps: int = Field(default=0, description="Model turns.")
     tool_calls: int = Field(default=0, description="Tool calls.")
     review_items: list[ReviewItem] = Field(default_factory=list, description="Pending reviews.")
+    skills: list[AgentSkillUsage] = Field(
+        default_factory=list,
+        description="Per agent that used a skill: skills loaded, files read, scripts run.",
+    )
 
     def to_termination_message(self, max_bytes: int = MAX_RESULT_BYTES) -> str:
-        """Compact JSON of at most ``max_bytes`` bytes; the output is cut with a marker."""
+        """Compact JSON of at most ``max_bytes`` bytes.
+
+        When the whole result does not fit, the skill usage is summarised first (every count
+        kept, each list cut to its first :data:`SUMMARY_ENTRIES` names), then the output is
+        cut with a marker (review items dropped); if even an empty output leaves no room,
+        the lists are dropped, then all but the first :data:`SUMMARY_AGENTS` agents.
+        """
         text = self._dump(self)
         if len(text.encode()) <= max_bytes:
             return text
-        result = self.model_copy(update={"output_truncated": True, "review_items": []})
+        summary = summarise_skills(self.skills, SUMMARY_ENTRIES)
+        shorter = self.model_copy(update={"skills": summary})
+        text = self._dump(shorter)
+        if len(text.encode()) <= max_bytes:
+            return text
+        best = ""
+        for skills in (
+            summary,
+            summarise_skills(self.skills, 0),
+            summarise_skills(self.skills, 0, SUMMARY_AGENTS),
+            [],
+        ):
+            best = self._fit_output(self.model_copy(update={"skills": skills}), max_bytes)
+            if len(best.encode()) <= max_bytes:
+                return best
+        return best
+
+    def _fit_output(self, result: RunResult, max_bytes: int) -> str:
+        """``result`` with the longest output prefix that fits (possibly none)."""
+        result = result.model_copy(update={"output_truncated": True, "review_items": []})
         output = self.output
         lo, hi = 0, len(output)
         best = self._dump(result.model_copy(update={"output": TRUNCATION_MARKER, "message": ""}))

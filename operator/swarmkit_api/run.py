@@ -57,6 +57,55 @@ class ReviewItem(ApiModel):
     task_id: str | None = Field(default=None, description="Remote task, if any.")
 
 
+class SkillFileRead(ApiModel):
+    """A bundled file an agent read with ``read_skill_file`` (level 3)."""
+
+    skill: str = Field(description="Skill name.")
+    path: str = Field(description="Path of the file inside the skill.")
+
+
+class SkillScriptRuns(ApiModel):
+    """How often an agent ran one approved script with ``run_skill_script``."""
+
+    skill: str = Field(description="Skill name.")
+    path: str = Field(description="Path of the script inside the skill.")
+    runs: int = Field(default=0, ge=0, description="Times it was run.")
+    failures: int = Field(
+        default=0, ge=0, description="Runs that exited non-zero or were killed (timeout)."
+    )
+    last_exit_code: int | None = Field(
+        default=None, description="Exit status of the last run (None when it was killed)."
+    )
+
+
+class AgentSkillUsage(ApiModel):
+    """What one agent did with its granted skills during a run.
+
+    The counts are always exact. The lists name every skill, file and script unless the
+    termination message (4 KiB with the output) had no room: then ``truncated`` is true and
+    each list keeps its first few entries.
+    """
+
+    agent: str = Field(description="Agent name.")
+    loaded: list[str] = Field(
+        default_factory=list,
+        description="Skills loaded with load_skill (level 2), in order of first load.",
+    )
+    loads: int = Field(default=0, ge=0, description="Distinct skills loaded.")
+    files_read: list[SkillFileRead] = Field(
+        default_factory=list, description="Bundled files read with read_skill_file (level 3)."
+    )
+    file_reads: int = Field(default=0, ge=0, description="Distinct files read.")
+    scripts: list[SkillScriptRuns] = Field(
+        default_factory=list, description="Approved scripts run, with their exit status."
+    )
+    script_runs: int = Field(default=0, ge=0, description="Script runs in total.")
+    script_failures: int = Field(default=0, ge=0, description="Script runs that failed.")
+    truncated: bool = Field(
+        default=False, description="Lists were cut to fit the termination message."
+    )
+
+
 class PinnedVersions(ApiModel):
     """Exactly which versions a run saw."""
 
@@ -84,8 +133,21 @@ class RunStatus(ApiModel):
         default_factory=list,
         description="What a person must decide while the run is AwaitingReview.",
     )
+    skills: list[AgentSkillUsage] = Field(
+        default_factory=list,
+        description="Per agent: skills loaded, files read and scripts run (from the runner).",
+    )
     job_recreations: int = Field(default=0, ge=0, description="How often a lost Job was recreated.")
     conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
 
 
-__all__ = ["PinnedVersions", "ReviewItem", "RunSpec", "RunStatus", "TokenUsage"]
+__all__ = [
+    "AgentSkillUsage",
+    "PinnedVersions",
+    "ReviewItem",
+    "RunSpec",
+    "RunStatus",
+    "SkillFileRead",
+    "SkillScriptRuns",
+    "TokenUsage",
+]

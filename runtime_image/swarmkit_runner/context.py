@@ -16,6 +16,7 @@ from .errors import LimitExceeded
 from .paths import RunnerPaths
 from .providers import ProviderPool, Usage
 from .secrets import SecretStore
+from .usage import SkillUsage
 
 if TYPE_CHECKING:
     from .mcp_client import McpManager
@@ -93,6 +94,8 @@ class Shared:
     #: Remote A2A tasks waiting for an answer, by task id.
     a2a_tasks: dict[str, Any] = field(default_factory=dict)
     providers: ProviderPool | None = None
+    #: Skills loaded, files read and scripts run, per agent (the result's ``skills``).
+    usage: SkillUsage = field(default_factory=SkillUsage)
 
 
 @dataclass

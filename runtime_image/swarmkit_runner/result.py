@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from swarmkit_api.bundle import TRUNCATION_MARKER, Outcome, ReviewItem, RunResult
-from swarmkit_api.run import TokenUsage
+from swarmkit_api.run import AgentSkillUsage, TokenUsage
 
 from .secrets import SecretStore
 
@@ -42,6 +42,7 @@ def make_result(
     tool_calls: int = 0,
     secrets: SecretStore | None = None,
     review_items: Sequence[ReviewItem] = (),
+    skills: Sequence[AgentSkillUsage] = (),
 ) -> RunResult:
     """A RunResult with the output capped and secrets scrubbed from message and output."""
     scrub = secrets.scrub if secrets is not None else (lambda s: s)
@@ -58,6 +59,7 @@ def make_result(
             item.model_copy(update={"question": one_line(scrub(item.question))})
             for item in review_items
         ],
+        skills=list(skills),
     )
 
 

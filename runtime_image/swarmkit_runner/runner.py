@@ -125,6 +125,7 @@ async def execute(
         ctx.stats.tool_calls,
         secrets,
         review_items,
+        ctx.shared.usage.report(),
     )
     audit.emit(
         "run.end",

@@ -188,6 +188,9 @@ def script_tool(
             duration_ms=result.duration_ms,
             outcome="ok" if result.ok else ("timeout" if result.timed_out else "error"),
         )
+        ctx.shared.usage.script_run(
+            agent.name, skill_name, path, None if result.timed_out else result.exit_code
+        )
         if result.timed_out:
             raise ToolError(
                 f"{skill_name}/{path} was killed (with its process group) after {timeout:g}s",

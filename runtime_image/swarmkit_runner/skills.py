@@ -219,6 +219,7 @@ def disclosure_tools(
                     note = " (script; not approved to run)"
                 lines.append(f"- {f.path}{note}")
         ctx.audit.emit("skill.load", agent=agent.name, skill=skill.name, outcome="ok")
+        ctx.shared.usage.loaded(agent.name, skill.name)
         return "\n".join(lines)
 
     async def read_skill_file(args: dict[str, Any]) -> str:
@@ -244,6 +245,7 @@ def disclosure_tools(
             outcome="ok",
             bytes=len(data),
         )
+        ctx.shared.usage.file_read(agent.name, skill.name, path)
         return data.decode("utf-8", errors="replace")
 
     return [

@@ -544,6 +544,7 @@ def status_patch(
         patch["steps"] = result.steps
         patch["toolCalls"] = result.tool_calls
         patch["reviewItems"] = [item.wire() for item in result.review_items]
+        patch["skills"] = [item.wire() for item in result.skills]
     return patch
 
 

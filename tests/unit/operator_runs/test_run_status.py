@@ -104,6 +104,33 @@ def test_success_with_output_and_usage() -> None:
     assert is_final(patch["conditions"])
 
 
+def test_skill_usage_is_copied_to_status_skills() -> None:
+    skills = [
+        {
+            "agent": "lead",
+            "loaded": ["incident-triage"],
+            "loads": 1,
+            "filesRead": [{"skill": "incident-triage", "path": "reference/m.md"}],
+            "fileReads": 1,
+            "scripts": [
+                {"skill": "incident-triage", "path": "scripts/c.py", "runs": 2, "failures": 1}
+            ],
+            "scriptRuns": 2,
+            "scriptFailures": 1,
+        }
+    ]
+    v = derive(
+        job=job(("Complete", "CompletionsReached")),
+        pods=[pod("Succeeded", terminated=term(0, result(output="ok", skills=skills)))],
+        now=NOW,
+    )
+    patch = status_patch({}, v, generation=1, now=NOW)
+    [usage] = patch["skills"]
+    assert usage["agent"] == "lead" and usage["loaded"] == ["incident-triage"]
+    assert usage["filesRead"] == [{"skill": "incident-triage", "path": "reference/m.md"}]
+    assert usage["scripts"][0]["failures"] == 1 and usage["truncated"] is False
+
+
 def test_pod_success_decides_before_the_job_controller() -> None:
     v = derive(job=job(), pods=[pod("Succeeded", terminated=term(0, result(output="ok")))], now=NOW)
     assert (v.status, v.reason) == ("True", "Succeeded")

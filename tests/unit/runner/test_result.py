@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from swarmkit_api.bundle import MAX_RESULT_BYTES, TRUNCATION_MARKER
+from swarmkit_api.bundle import MAX_RESULT_BYTES, TRUNCATION_MARKER, RunResult
+from swarmkit_api.run import AgentSkillUsage, SkillFileRead, SkillScriptRuns
 from swarmkit_runner.audit import AuditLog, redact
 from swarmkit_runner.catalog import Handler, ToolCatalog, ToolEntry
 from swarmkit_runner.providers import ToolCall
@@ -82,3 +83,59 @@ def test_audit_lines_are_json_with_timing_and_outcome(
     assert call["ts"].endswith("Z")
     end = out.events("run.end")[0]
     assert json.loads(json.dumps(end))["steps"] == 1
+
+
+def _usage(agent: str, skills: int) -> AgentSkillUsage:
+    names = [f"skill-{agent}-{i:03d}" for i in range(skills)]
+    return AgentSkillUsage(
+        agent=agent,
+        loaded=names,
+        loads=len(names),
+        files_read=[SkillFileRead(skill=n, path="reference/guide.md") for n in names],
+        file_reads=len(names),
+        scripts=[SkillScriptRuns(skill=n, path="scripts/x.py", runs=2, failures=1) for n in names],
+        script_runs=2 * len(names),
+        script_failures=len(names),
+    )
+
+
+def test_skill_usage_fits_whole_when_there_is_room() -> None:
+    result = RunResult(outcome="Succeeded", output="short", skills=[_usage("a", 3)])
+    assert json.loads(result.to_termination_message())["skills"][0]["loaded"] == [
+        "skill-a-000",
+        "skill-a-001",
+        "skill-a-002",
+    ]
+
+
+def test_skill_usage_is_summarised_before_the_output_is_cut() -> None:
+    result = RunResult(outcome="Succeeded", output="x" * 1500, skills=[_usage("a", 40)])
+    text = result.to_termination_message()
+    assert len(text.encode()) <= MAX_RESULT_BYTES
+    doc = json.loads(text)
+    assert doc["output"] == "x" * 1500  # the output survives whole
+    [usage] = doc["skills"]
+    assert usage["truncated"] is True
+    assert usage["loaded"] == ["skill-a-000", "skill-a-001", "skill-a-002"]
+    assert len(usage["filesRead"]) == 3 and len(usage["scripts"]) == 3
+    # Counts stay exact.
+    assert (usage["loads"], usage["fileReads"], usage["scriptRuns"], usage["scriptFailures"]) == (
+        40,
+        40,
+        80,
+        40,
+    )
+
+
+def test_many_agents_and_a_long_output_still_fit_in_4_kib() -> None:
+    result = RunResult(
+        outcome="Succeeded",
+        output="é" * 5000,
+        skills=[_usage(f"agent-{i:02d}", 10) for i in range(30)],
+    )
+    text = result.to_termination_message()
+    assert len(text.encode()) <= MAX_RESULT_BYTES
+    doc = json.loads(text)
+    assert doc["outputTruncated"] is True
+    assert doc["skills"], "some skill usage is kept"
+    assert all(a["loads"] == 10 for a in doc["skills"])

@@ -95,6 +95,17 @@ async def test_approved_script_runs_with_literal_argv_in_a_fresh_dir(
     assert is_error and "ScriptNotApproved" in refused
     [run] = out.events("script.run")
     assert (run["skill"], run["path"], run["exit_code"]) == ("ops-tools", "scripts/argv.py", 0)
+    [usage] = out.result["skills"]
+    assert usage["scripts"] == [
+        {
+            "skill": "ops-tools",
+            "path": "scripts/argv.py",
+            "runs": 1,
+            "failures": 0,
+            "lastExitCode": 0,
+        }
+    ]
+    assert (usage["scriptRuns"], usage["scriptFailures"], usage["loaded"]) == (1, 0, [])
 
 
 async def test_script_tampered_after_pinning_is_refused(
@@ -149,6 +160,8 @@ async def test_script_sleeping_forever_is_killed_with_its_children(
     assert elapsed < 8
     [run] = out.events("script.run")
     assert run["timed_out"] is True and run["outcome"] == "timeout"
+    [script] = out.result["skills"][0]["scripts"]
+    assert (script["runs"], script["failures"], script.get("lastExitCode")) == (1, 1, None)
     # The grandchild (same process group) is gone too: no sleep(600) of this run survives
     # (other test runs on the machine may have their own: only ours, by working directory).
     survivors = [

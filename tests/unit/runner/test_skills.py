@@ -99,6 +99,20 @@ async def test_load_skill_and_read_skill_file(
         "reference/escalation-matrix.md",
         "ok",
     )
+    # The result reports the same facts, per agent (refused calls are not usage).
+    assert out.result["skills"] == [
+        {
+            "agent": "sre",
+            "loaded": ["incident-triage"],
+            "loads": 1,
+            "filesRead": [{"skill": "incident-triage", "path": "reference/escalation-matrix.md"}],
+            "fileReads": 1,
+            "scripts": [],
+            "scriptRuns": 0,
+            "scriptFailures": 0,
+            "truncated": False,
+        }
+    ]
 
 
 async def test_traversal_absolute_and_symlink_escapes_are_refused(
