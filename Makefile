@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[operator,runtime,test,dev]'
+	$(PY) -m pip install --quiet -e '.[operator,runtime,cli,test,dev]'
 	touch $(STAMP)
 
 venv: $(STAMP) ## create .venv and install every Python dependency
@@ -28,7 +28,7 @@ venv: $(STAMP) ## create .venv and install every Python dependency
 lint: $(STAMP) ## ruff, mypy --strict, import-linter
 	$(VENV)/bin/ruff check operator runtime_image hack tests
 	$(VENV)/bin/ruff format --check operator runtime_image hack tests
-	$(VENV)/bin/mypy operator/swarmkit_api operator/swarmkit_operator runtime_image/swarmkit_runner hack/swarmkit_devcluster
+	$(VENV)/bin/mypy operator/swarmkit_api operator/swarmkit_operator operator/swarmkit_cli runtime_image/swarmkit_runner hack/swarmkit_devcluster
 	$(VENV)/bin/lint-imports
 
 generate: $(STAMP) ## write every generated file (CRDs, chart CRD templates, values schema)

@@ -1,0 +1,118 @@
+"""YAML documents that remember where each field came from (file and line).
+
+PyYAML's composer keeps a start mark on every node; we construct the plain Python value
+with the safe constructor and, beside it, a map from field path to line, so a warning can
+say ``workspace.yaml:12: mcp_servers[0].env.BRAVE_API_KEY``. Duplicate keys (which YAML
+loaders silently collapse to the last) are reported instead of dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+Path_ = tuple[str | int, ...]
+
+
+def format_path(path: Path_) -> str:
+    """``("mcp_servers", 0, "env")`` → ``mcp_servers[0].env``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+@dataclass
+class Doc:
+    """One YAML document: its value, the line of every field, problems found while loading."""
+
+    file: str
+    value: Any
+    lines: dict[Path_, int] = field(default_factory=dict)
+    duplicates: list[tuple[Path_, int]] = field(default_factory=list)
+    start_line: int = 1
+
+    def line(self, *path: str | int) -> int:
+        """Line of ``path``, or of its nearest ancestor that has one."""
+        p: Path_ = tuple(path)
+        while p:
+            if p in self.lines:
+                return self.lines[p]
+            p = p[:-1]
+        return self.start_line
+
+
+class YamlError(Exception):
+    """A file is not valid YAML; ``line`` is 1-based."""
+
+    def __init__(self, file: str, line: int | None, message: str) -> None:
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.message = message
+
+
+def load_docs(text: str, file: str, line_offset: int = 0) -> list[Doc]:
+    """Every document of ``text`` (empty documents skipped). Raises :class:`YamlError`."""
+    loader = yaml.SafeLoader(text)
+    docs: list[Doc] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            doc = Doc(file, loader.construct_document(node), start_line=_line(node, line_offset))
+            _index(node, (), doc, line_offset)
+            if doc.value is not None:
+                docs.append(doc)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 + line_offset if mark is not None else None
+        raise YamlError(file, line, f"invalid YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise YamlError(file, None, f"invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def _line(node: yaml.Node, offset: int) -> int:
+    return int(node.start_mark.line) + 1 + offset
+
+
+def _index(node: yaml.Node, path: Path_, doc: Doc, offset: int) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
+            if key == "<<":  # merge keys: the merged fields point at the merge line
+                continue
+            child = (*path, key)
+            if key in seen:
+                doc.duplicates.append((child, _line(key_node, offset)))
+            seen.add(key)
+            doc.lines[child] = _line(key_node, offset)
+            _index(value_node, child, doc, offset)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            child = (*path, i)
+            doc.lines[child] = _line(item, offset)
+            _index(item, child, doc, offset)
+
+
+def walk_keys(value: Any, path: Path_ = ()) -> Iterator[Path_]:
+    """Every field path inside ``value`` (mapping keys and list positions), depth first."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield (*path, k)
+            yield from walk_keys(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield (*path, i)
+            yield from walk_keys(v, (*path, i))

@@ -1,0 +1,72 @@
+"""The plugin skeleton: subcommand discovery, exit codes, colour only where it belongs."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swarmkit_cli.console import Console, wants_color
+from swarmkit_cli.main import build_parser, command_modules
+
+from .support import FakeTTY, run_cli
+
+
+def test_every_command_module_registers_a_subcommand() -> None:
+    parser = build_parser()
+    actions = [a for a in parser._actions if a.dest == "command"]
+    assert actions, "no subcommands registered"
+    choices = set(actions[0].choices or {})  # type: ignore[arg-type]
+    assert "pin" in choices
+    assert len(choices) == len(command_modules())
+
+
+def test_unknown_subcommand_is_a_usage_error_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli("frobnicate")
+    assert result.code == 2
+    assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+
+
+def test_missing_argument_is_a_usage_error_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli("pin").code == 2
+    assert "the following arguments are required" in capsys.readouterr().err
+
+
+def test_no_color_on_a_pipe_even_without_no_color() -> None:
+    assert not wants_color(io.StringIO(), {})
+
+
+def test_color_on_a_tty_unless_no_color_or_dumb_terminal() -> None:
+    assert wants_color(FakeTTY(), {})
+    assert not wants_color(FakeTTY(), {"NO_COLOR": "1"})
+    assert not wants_color(FakeTTY(), {"TERM": "dumb"})
+    assert wants_color(FakeTTY(), {"NO_COLOR": ""})  # empty means unset (no-color.org)
+
+
+def test_errors_are_red_on_a_tty_and_plain_with_no_color(tmp_path: Path) -> None:
+    colored = run_cli("pin", str(tmp_path), tty=True)
+    plain = run_cli("pin", str(tmp_path), tty=True, environ={"NO_COLOR": "1"})
+    assert colored.code == plain.code == 1
+    assert "\033[31merror\033[0m:" in colored.err
+    assert "\033[" not in plain.err
+    assert plain.err.startswith("error: ")
+
+
+def test_table_aligns_columns_and_styles_rows_only_on_a_tty() -> None:
+    out = FakeTTY()
+    con = Console(out=out, err=io.StringIO(), environ={})
+    con.table(["name", "ready"], [["a", "True"], ["longer-name", "False"]], [None, "red"])
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "NAME          READY"
+    assert lines[1] == "a             True"
+    assert lines[2] == "\033[31mlonger-name   False\033[0m"
+
+
+def test_console_script_is_installed_and_runs() -> None:
+    exe = Path(sys.executable).parent / "kubectl-swarmkit"
+    proc = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    assert "usage: kubectl swarmkit" in proc.stdout
