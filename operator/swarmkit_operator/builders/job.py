@@ -5,19 +5,10 @@ One Run → exactly one ``batch/v1`` Job at a time, named from the Run's name an
 quick delete-and-recreate of a Run never collides and an operator restart re-finds the Job
 instead of creating a second one.
 
-What the pod gets:
+The pod is the shared runner pod (:func:`.pod.runner_pod_spec`: image, pinned ConfigMap
+mounts, secrets as ``secretKeyRef``, the locked-down security context, resources), started
+as ``run --bundle /etc/swarmkit/bundle``. The Job adds:
 
-* the runtime image (Workspace ``runtime.image``, else the operator's configured image),
-  started as ``run --bundle /etc/swarmkit/bundle``;
-* the run's immutable bundle ConfigMap at :data:`~swarmkit_api.bundle.BUNDLE_MOUNT`, its
-  flow data files at :data:`FLOW_DATA_MOUNT`, and every pinned skill ConfigMap read-only at
-  ``/etc/swarmkit/skills/<skill>/`` with each bundled file at its real path (volume
-  ``items``; scripts mode 0555, other files 0444);
-* every Secret reference of the Workspace as an env var ``valueFrom.secretKeyRef``
-  (:func:`~swarmkit_api.bundle.secret_env_name`); no value is ever copied;
-* a restricted security context (non-root, read-only root filesystem with emptyDir
-  ``/scratch`` and ``/tmp``, all capabilities dropped, no privilege escalation, seccomp
-  RuntimeDefault), no service-account token, no service links;
 * ``activeDeadlineSeconds`` = the run timeout plus :data:`DEADLINE_GRACE_SECONDS` (the runner
   enforces the timeout itself and reports ``TimedOut``; the Job deadline is the backstop),
   ``backoffLimit`` (0 by default), ``ttlSecondsAfterFinished``, ``podReplacementPolicy:
@@ -35,21 +26,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarmkit_api.bundle import (
-    BUNDLE_FILE,
-    BUNDLE_MOUNT,
-    SCRATCH_MOUNT,
-    SKILLS_MOUNT,
-    TERMINATION_LOG,
-    RunBundle,
-    secret_env_name,
-)
-from swarmkit_api.common import SecretKeyRef
-from swarmkit_api.workspace import RuntimeDefaults, WorkspaceSpec
+from swarmkit_api.bundle import BUNDLE_MOUNT, RunBundle
 
 from ..config import OperatorConfig
 from ..hashing import sha256_hex
 from . import RUN_LABEL
+from .pod import (
+    CONTAINER_NAME,
+    DEFAULT_RESOURCES,
+    FLOW_DATA_MOUNT,
+    RUNNER_UID,
+    TMP_MOUNT,
+    SkillFileItem,
+    SkillMount,
+    pod_template,
+    runner_pod_spec,
+    runtime_defaults,
+    secret_env,
+    skill_directory,
+    workspace_image,
+    workspace_secret_refs,
+)
 
 API_GROUP = "swarmkit.dev"
 RUN_API_VERSION = "swarmkit.dev/v1alpha1"
@@ -73,20 +70,10 @@ BUNDLE_ANNOTATION = "swarmkit.dev/bundle-config-map"
 
 #: Keeps the pod (and its termination message) until the operator recorded the outcome.
 POD_FINALIZER = "swarmkit.dev/run-outcome"
-CONTAINER_NAME = "runner"
 #: Exit code of the runner for an invalid bundle / configuration (ValidationFailed).
 EXIT_VALIDATION_FAILED = 2
 #: Seconds the Job deadline trails the run timeout the runner enforces itself.
 DEADLINE_GRACE_SECONDS = 10
-#: Where the run's flow data files (copied into the bundle ConfigMap) are mounted.
-FLOW_DATA_MOUNT = "/etc/swarmkit/flow-data"
-TMP_MOUNT = "/tmp"
-#: uid/gid of the runner (the runtime image's non-root user).
-RUNNER_UID = 65532
-DEFAULT_RESOURCES: dict[str, dict[str, str]] = {
-    "requests": {"cpu": "100m", "memory": "128Mi"},
-    "limits": {"memory": "1Gi"},
-}
 MAX_NAME = 63
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -155,34 +142,6 @@ def user_labels(labels: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
 
 
 @dataclass(frozen=True)
-class SkillFileItem:
-    """One file of a rendered skill ConfigMap: its (escaped) key and its real path."""
-
-    key: str
-    path: str
-    is_script: bool = False
-    sha256: str = ""
-
-
-@dataclass(frozen=True)
-class SkillMount:
-    """A pinned skill ConfigMap and the files it projects into the skill's directory."""
-
-    skill: str
-    config_map: str
-    items: tuple[SkillFileItem, ...] = ()
-
-    @property
-    def directory(self) -> str:
-        return skill_directory(self.skill)
-
-
-def skill_directory(skill: str) -> str:
-    """Where skill ``skill``'s files are mounted in the runner's pod."""
-    return f"{SKILLS_MOUNT}/{skill}"
-
-
-@dataclass(frozen=True)
 class RunRef:
     """The identity of the Run that owns the Job."""
 
@@ -226,70 +185,6 @@ def run_labels(run: RunRef, bundle: RunBundle | None = None) -> dict[str, str]:
     return labels
 
 
-def workspace_secret_refs(workspace: WorkspaceSpec) -> list[SecretKeyRef]:
-    """Every Secret reference of the Workspace, each once, in a stable order."""
-    refs: list[SecretKeyRef] = []
-    for provider in workspace.model_providers:
-        if provider.api_key is not None:
-            refs.append(provider.api_key)
-    for server in workspace.mcp_servers:
-        refs.extend(env.secret_key_ref for env in server.env if env.secret_key_ref is not None)
-        refs.extend(header.secret_key_ref for header in server.headers)
-    for tool in workspace.tools:
-        if tool.credentials is not None:
-            refs.append(tool.credentials.secret_key_ref)
-    refs.extend(cred.secret_key_ref for cred in workspace.credentials)
-    if workspace.search_provider is not None and workspace.search_provider.api_key is not None:
-        refs.append(workspace.search_provider.api_key)
-    seen: dict[str, SecretKeyRef] = {}
-    for ref in refs:
-        seen.setdefault(secret_env_name(ref), ref)
-    return [seen[k] for k in sorted(seen)]
-
-
-def secret_env(workspace: WorkspaceSpec) -> list[dict[str, Any]]:
-    """Env entries that inject every Secret reference (by reference, never by value)."""
-    return [
-        {
-            "name": secret_env_name(ref),
-            "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}},
-        }
-        for ref in workspace_secret_refs(workspace)
-    ]
-
-
-def _resources(runtime: RuntimeDefaults) -> dict[str, dict[str, str]]:
-    if runtime.resources is None:
-        return {k: dict(v) for k, v in DEFAULT_RESOURCES.items()}
-    out: dict[str, dict[str, str]] = {}
-    if runtime.resources.requests:
-        out["requests"] = dict(runtime.resources.requests)
-    if runtime.resources.limits:
-        out["limits"] = dict(runtime.resources.limits)
-    return out
-
-
-def _skill_volume(index: int, mount: SkillMount) -> dict[str, Any]:
-    items: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for item in mount.items:
-        if item.path in seen:
-            continue
-        seen.add(item.path)
-        items.append(
-            {"key": item.key, "path": item.path, "mode": 0o555 if item.is_script else 0o444}
-        )
-    volume: dict[str, Any] = {"name": f"skill-{index}", "configMap": {"name": mount.config_map}}
-    volume["configMap"]["defaultMode"] = 0o444
-    if items:
-        volume["configMap"]["items"] = items
-    return volume
-
-
-def runtime_defaults(workspace: WorkspaceSpec) -> RuntimeDefaults:
-    return workspace.runtime or RuntimeDefaults()
-
-
 def active_deadline_seconds(timeout_seconds: int) -> int:
     return timeout_seconds + DEADLINE_GRACE_SECONDS
 
@@ -318,87 +213,14 @@ def build_job(
         CORRELATION_ANNOTATION: bundle.run.correlation_id,
     }
 
-    volumes: list[dict[str, Any]] = [
-        {
-            "name": "bundle",
-            "configMap": {
-                "name": bundle_config_map,
-                "defaultMode": 0o444,
-                "items": [{"key": BUNDLE_FILE, "path": BUNDLE_FILE}],
-            },
-        },
-        {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}},
-        {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
-    ]
-    mounts: list[dict[str, Any]] = [
-        {"name": "bundle", "mountPath": BUNDLE_MOUNT, "readOnly": True},
-        {"name": "scratch", "mountPath": SCRATCH_MOUNT},
-        {"name": "tmp", "mountPath": TMP_MOUNT},
-    ]
-    if flow_data_keys:
-        volumes.append(
-            {
-                "name": "flow-data",
-                "configMap": {
-                    "name": bundle_config_map,
-                    "defaultMode": 0o444,
-                    "items": [
-                        {"key": key, "path": path} for key, path in sorted(flow_data_keys.items())
-                    ],
-                },
-            }
-        )
-        mounts.append({"name": "flow-data", "mountPath": FLOW_DATA_MOUNT, "readOnly": True})
-    for i, mount in enumerate(sorted(skill_mounts, key=lambda m: m.skill)):
-        volumes.append(_skill_volume(i, mount))
-        mounts.append({"name": f"skill-{i}", "mountPath": mount.directory, "readOnly": True})
-
-    env: list[dict[str, Any]] = [
-        {"name": "HOME", "value": SCRATCH_MOUNT},
-        {"name": "TMPDIR", "value": TMP_MOUNT},
-        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
-        {"name": "PYTHONUNBUFFERED", "value": "1"},
-        *secret_env(workspace),
-    ]
-    security = {
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "runAsNonRoot": True,
-        "runAsUser": RUNNER_UID,
-        "runAsGroup": RUNNER_UID,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
-    container: dict[str, Any] = {
-        "name": CONTAINER_NAME,
-        "image": workspace_image(workspace, config),
-        "imagePullPolicy": runtime.image_pull_policy,
-        "args": ["run", "--bundle", BUNDLE_MOUNT],
-        "workingDir": SCRATCH_MOUNT,
-        "env": env,
-        "volumeMounts": mounts,
-        "resources": _resources(runtime),
-        "securityContext": security,
-        "terminationMessagePath": TERMINATION_LOG,
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-    }
-    pod_spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "automountServiceAccountToken": False,
-        "enableServiceLinks": False,
-        "terminationGracePeriodSeconds": 15,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": RUNNER_UID,
-            "runAsGroup": RUNNER_UID,
-            "fsGroup": RUNNER_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "containers": [container],
-        "volumes": volumes,
-    }
-    if runtime.service_account_name:
-        pod_spec["serviceAccountName"] = runtime.service_account_name
+    pod_spec = runner_pod_spec(
+        workspace=workspace,
+        config=config,
+        args=["run", "--bundle", BUNDLE_MOUNT],
+        bundle_config_map=bundle_config_map,
+        skill_mounts=skill_mounts,
+        flow_data_keys=flow_data_keys,
+    )
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -429,31 +251,23 @@ def build_job(
                     },
                 ]
             },
-            "template": {
-                "metadata": {
-                    "labels": labels,
-                    "annotations": annotations,
-                    "finalizers": [POD_FINALIZER],
-                },
-                "spec": pod_spec,
-            },
+            "template": pod_template(
+                pod_spec, labels=labels, annotations=annotations, finalizers=[POD_FINALIZER]
+            ),
         },
     }
-
-
-def workspace_image(workspace: WorkspaceSpec, config: OperatorConfig) -> str:
-    """The runtime image: the Workspace's, else the operator's configured default."""
-    runtime = runtime_defaults(workspace)
-    return runtime.image or config.runtime_image
 
 
 __all__ = [
     "BUNDLE_ANNOTATION",
     "CONTAINER_NAME",
+    "DEFAULT_RESOURCES",
     "FLOW_DATA_MOUNT",
     "POD_FINALIZER",
+    "RUNNER_UID",
     "RUN_LABEL",
     "RUN_UID_LABEL",
+    "TMP_MOUNT",
     "RunRef",
     "SkillFileItem",
     "SkillMount",
@@ -466,5 +280,6 @@ __all__ = [
     "secret_env",
     "skill_directory",
     "user_labels",
+    "workspace_image",
     "workspace_secret_refs",
 ]
