@@ -55,7 +55,9 @@ from swarmkit_api.bundle import BundleAgent, BundleSkill, ReviewItem
 
 from .context import RunContext
 from .errors import InvalidArguments, ToolError, ToolRefused
+from .handoff import task_text
 from .output import schema_problems
+from .pipeline import escalate
 from .secrets import MissingSecret
 from .skills import Interim, SkillTool
 
@@ -406,8 +408,6 @@ def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> 
                 )
                 task = await rpc.send(str(answer), impl.skill_id, tracked.task_id)
             return await follow(rpc, tracked, task)
-        from .agents import task_text
-
         if skill.spec.inputs is not None:
             problems = schema_problems(skill.spec.inputs.as_dict(), args)
             if problems:
@@ -536,8 +536,6 @@ def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> 
                 f"{tracked.task_id} was cancelled",
                 "A2AInputRequired",
             )
-        from .pipeline import escalate
-
         raise escalate(
             ctx,
             ReviewItem(

@@ -32,32 +32,11 @@ from swarmkit_api.bundle import BundleAgent, BundleSkill
 from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH
 
 from . import decision
-from .bundle import AgentPosition
 from .context import RunContext
 from .errors import LimitExceeded, RunEnded, RunFailed, ToolError, ToolRefused
+from .handoff import AGENT_INPUT_SCHEMA, task_text
+from .position import AgentPosition
 from .skills import SkillTool
-
-AGENT_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "input": {"type": "string", "description": "The task for the other agent."},
-        "context": {"type": "string", "description": "Optional background for it."},
-    },
-    "required": ["input"],
-}
-
-
-def task_text(args: dict[str, Any]) -> str:
-    """The task the other agent gets from the call's arguments."""
-    if "input" in args and set(args) <= {"input", "context"}:
-        text = str(args.get("input") or "")
-        context = args.get("context")
-        if isinstance(context, str) and context.strip():
-            text += f"\n\nContext:\n{context}"
-        return text
-    import json
-
-    return json.dumps(args, ensure_ascii=False)
 
 
 async def run_child(
@@ -68,8 +47,6 @@ async def run_child(
     task: str,
 ) -> str:
     """Run ``topology`` as a child run of ``ctx``'s run; returns its root's answer."""
-    from .loop import AgentRunner  # the loop imports the executors
-
     depth = ctx.topology_depth + 1
     if depth > MAX_TOPOLOGY_DEPTH:
         raise ToolRefused(
@@ -98,7 +75,7 @@ async def run_child(
     )
     started = time.monotonic()
     outcome, message = "Succeeded", ""
-    runner = AgentRunner(child)
+    runner = child.agent_loop()
     try:
         answer = await runner.run_agent(
             position,

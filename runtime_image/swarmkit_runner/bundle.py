@@ -7,16 +7,15 @@ outcome ValidationFailed, and that line is the message the Run shows.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from swarmkit_api.bundle import BundleAgent, RunBundle
-from swarmkit_api.topology import TopologyNode
 from swarmkit_api.workspace import ModelProvider
 
 from .errors import BundleError
+from .position import AgentPosition
 
 
 def _format_validation_error(err: ValidationError) -> str:
@@ -45,15 +44,6 @@ def load_bundle(path: Path) -> RunBundle:
         raise BundleError(f"invalid bundle: {_format_validation_error(exc)}") from None
     check_consistency(bundle)
     return bundle
-
-
-@dataclass(frozen=True)
-class AgentPosition:
-    """An agent at its place in the run: topology node (if any) and its children."""
-
-    agent: BundleAgent
-    node: TopologyNode | None
-    topology: str | None
 
 
 def root_position(bundle: RunBundle) -> AgentPosition:

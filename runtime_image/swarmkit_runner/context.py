@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -14,6 +15,7 @@ from .audit import AuditLog
 from .catalog import CallStats
 from .errors import LimitExceeded
 from .paths import RunnerPaths
+from .position import AgentPosition
 from .providers import ProviderPool, Usage
 from .secrets import SecretStore
 from .usage import SkillUsage
@@ -83,6 +85,20 @@ class Budget:
         raise LimitExceeded(message)
 
 
+class AgentLoop(Protocol):
+    """Runs agents on one (child) run context: :class:`.loop.AgentRunner`."""
+
+    async def run_agent(
+        self,
+        position: AgentPosition,
+        task: str,
+        depth: int = 0,
+        output_schema: dict[str, Any] | None = None,
+        output_retries: int = ...,
+        for_skill: str | None = None,
+    ) -> str: ...
+
+
 @dataclass
 class Shared:
     """What the run and all its child runs share (one process, one of each)."""
@@ -96,6 +112,10 @@ class Shared:
     providers: ProviderPool | None = None
     #: Skills loaded, files read and scripts run, per agent (the result's ``skills``).
     usage: SkillUsage = field(default_factory=SkillUsage)
+    #: Makes the agent loop for a (child) context. The loop installs itself here, so the
+    #: executors it imports (an ``agent`` skill's child run) start child runs without
+    #: importing the loop back.
+    loop_factory: Callable[[RunContext], AgentLoop] | None = None
 
 
 @dataclass
@@ -148,6 +168,13 @@ class RunContext:
             shared=self.shared,
             owner=False,
         )
+
+    def agent_loop(self) -> AgentLoop:
+        """The agent loop for this context (a child run's own loop on its context)."""
+        factory = self.shared.loop_factory
+        if factory is None:
+            raise RuntimeError("no agent loop installed on this run context")
+        return factory(self)
 
     @property
     def work_dir(self) -> Path:

@@ -22,7 +22,7 @@ from swarmkit_api.workspace import McpServer, ModelProvider
 
 from . import executors
 from .builtins import builtin_tool, is_builtin
-from .bundle import AgentPosition, children, provider_for
+from .bundle import children, provider_for
 from .catalog import ToolCatalog, ToolEntry
 from .commands import command_tools
 from .context import RunContext
@@ -35,6 +35,7 @@ from .native import native_tools
 from .output import OUTPUT_RETRIES, answer_problems, feedback
 from .permissions import Gate, guard, mcp_layer
 from .pipeline import skill_tools
+from .position import AgentPosition
 from .providers import (
     AssistantMessage,
     Message,
@@ -172,6 +173,9 @@ class AgentRunner:
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
+        # Child runs (agent skills running a local topology) get a loop of their own from
+        # the context; the executors cannot import this module, which imports them.
+        ctx.shared.loop_factory = AgentRunner
 
     def provider(self, agent: BundleAgent) -> Provider:
         config = provider_for(self.ctx.bundle, agent)
