@@ -22,7 +22,7 @@ from .errors import BundleError
 from .paths import RunnerPaths
 from .result import exit_code, make_result, write_termination_log
 from .runner import execute
-from .secrets import SecretStore
+from .secrets import SecretStore, hide_secret_environ
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,6 +69,7 @@ def _run_id_hint(path: str) -> tuple[str, str]:
 
 async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
     secrets = SecretStore()
+    hide_secret_environ()  # scripts and MCP servers could read /proc/<runner>/environ
     try:
         bundle = load_bundle(paths.bundle_file)
     except BundleError as exc:

@@ -8,12 +8,16 @@ print them in the first place).
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from swarmkit_api.bundle import secret_env_name
 from swarmkit_api.common import SecretKeyRef
 
+SECRET_ENV_PREFIX = "SWARMKIT_SECRET_"
 REDACTED = "[REDACTED]"
 #: Shorter values are not scrubbed (they would mangle ordinary text); such a secret is weak.
 MIN_SCRUB_LENGTH = 4
@@ -58,3 +62,40 @@ class SecretStore:
             if value in text:
                 text = text.replace(value, REDACTED)
         return text
+
+
+def hide_secret_environ(prefix: str = SECRET_ENV_PREFIX) -> int:
+    """Overwrite the secret values in this process's original environment block with ``*``.
+
+    ``/proc/<pid>/environ`` shows that block (the strings ``execve`` put on the stack), not
+    ``os.environ``; any process of the same user (a skill script, an MCP server) could read
+    the runner's secrets there through its parent pid. Python copied the environment into
+    ``os.environ`` at start-up, so the runner keeps the values; the block only keeps their
+    lengths. Every subprocess gets an explicit environment, so none inherits the masked
+    block. Linux only; returns how many values were masked (0 when nothing matched or the
+    block could not be located safely).
+    """
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])  # env_start, env_end (stat fields 50, 51)
+        expected = Path("/proc/self/environ").read_bytes()
+    except (OSError, IndexError, ValueError):
+        return 0
+    if end <= start or end - start != len(expected):
+        return 0
+    if ctypes.string_at(start, end - start) != expected:
+        return 0  # not the block we think it is: touch nothing
+    masked = 0
+    offset = 0
+    needle = prefix.encode()
+    for entry in expected.split(b"\0"):
+        if entry.startswith(needle) and b"=" in entry:
+            value_at = offset + entry.index(b"=") + 1
+            length = len(entry) - entry.index(b"=") - 1
+            if length:
+                ctypes.memset(start + value_at, ord("*"), length)
+                masked += 1
+        offset += len(entry) + 1
+    return masked
