@@ -4,6 +4,9 @@
 * a fresh working directory, the environment given (empty for scripts);
 * CPU-time, address-space and file-size limits set by a tiny launcher right before
   ``execv`` (no ``preexec_fn``, which is unsafe with threads);
+* optionally (skill scripts) writes confined to the working directory with Landlock, so a
+  script cannot change anything outside its scratch directory even where the filesystem
+  is writable (the process node, a pod without a read-only root);
 * stdout/stderr are read up to a cap; past it the process group is killed;
 * on timeout, and always once the main process exits, the whole process group is killed,
   so background children never outlive the call.
@@ -22,7 +25,7 @@ from pathlib import Path
 
 _LAUNCHER = """\
 import os, resource, sys
-cpu, mem, fsize = (int(v) for v in sys.argv[1:4])
+cpu, mem, fsize, confine = (int(v) for v in sys.argv[1:5])
 if cpu > 0:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
 if mem > 0:
@@ -30,7 +33,36 @@ if mem > 0:
 if fsize > 0:
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-os.execv(sys.argv[4], sys.argv[4:])
+if confine:
+    # Landlock: from here on this process and its children may create, change or delete
+    # files only under the working directory (and write /dev/null); reading is unchanged.
+    import ctypes, struct
+    libc = ctypes.CDLL(None, use_errno=True)
+    abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, VERSION)
+    if abi < 1:
+        sys.stderr.write("sandbox: Landlock unavailable, writes are not confined\\n")
+    else:
+        write = 1 << 1
+        handled = write | sum(1 << b for b in range(4, 13))  # remove/make dir/reg/sym/...
+        if abi >= 2:
+            handled |= 1 << 13  # refer
+        if abi >= 3:
+            handled |= 1 << 14  # truncate
+        attr = ctypes.create_string_buffer(struct.pack("Q", handled))
+        rfd = libc.syscall(444, attr, 8, 0)
+        if rfd < 0:
+            raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+        def allow(path, rights):
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd))
+            if libc.syscall(445, rfd, 1, rule, 0) != 0:  # landlock_add_rule(PATH_BENEATH)
+                raise OSError(ctypes.get_errno(), "landlock_add_rule " + path)
+            os.close(fd)
+        allow(".", handled)
+        allow("/dev/null", write | (handled & (1 << 14)))
+        if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.syscall(446, rfd, 0) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+os.execv(sys.argv[5], sys.argv[5:])
 """
 
 
@@ -43,6 +75,8 @@ class Limits:
     memory_bytes: int = 512 * 1024 * 1024
     max_output_bytes: int = 1024 * 1024
     max_file_bytes: int = 64 * 1024 * 1024
+    #: Confine writes to the working directory (Linux Landlock; skill scripts).
+    confine_writes: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,6 +114,7 @@ async def run_contained(
         str(limits.cpu_seconds),
         str(limits.memory_bytes),
         str(limits.max_file_bytes),
+        "1" if limits.confine_writes else "0",
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,

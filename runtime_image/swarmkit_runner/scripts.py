@@ -169,6 +169,7 @@ def script_tool(
             memory_bytes=DEFAULT_LIMITS.memory_bytes,
             max_output_bytes=DEFAULT_LIMITS.max_output_bytes,
             max_file_bytes=DEFAULT_LIMITS.max_file_bytes,
+            confine_writes=True,
         )
         try:
             argv = [*interpreter_argv(copy, content), *argv_args]
