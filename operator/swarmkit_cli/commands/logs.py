@@ -1,0 +1,243 @@
+"""``kubectl swarmkit logs run/NAME``: a Run's audit lines, human-readable.
+
+The runner writes one JSON object per event on stdout; this reads them from the Run's pod
+(``status.podName``, the same API ``kubectl logs`` uses) and prints time, agent, event,
+tool (or skill), outcome and duration per line. ``-o json`` prints the audit lines as they
+are (one JSON object per line, for ``jq``); ``-f`` follows a running Run until its pod
+ends, waiting for the pod to start first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..console import Console
+from ..plugin import EXIT_OK, CommandError, UsageError, add_command, add_namespace_flag
+
+GOOD_OUTCOMES = {"ok", "succeeded", "approved", "true"}
+BAD_MARKS = ("fail", "error", "refused", "timedout", "cancel", "exceeded", "invalid")
+COLUMNS = (
+    ("TIME", 12),
+    ("AGENT", 18),
+    ("EVENT", 22),
+    ("TOOL", 26),
+    ("OUTCOME", 14),
+    ("DURATION", 9),
+)
+#: Fields shown in their own column; everything else short goes into DETAIL.
+SHOWN = {
+    "ts",
+    "event",
+    "agent",
+    "tool",
+    "skill",
+    "outcome",
+    "duration_ms",
+    "run_id",
+    "correlation_id",
+    "parent_run_id",
+}
+DETAIL_KEYS = (
+    "message",
+    "reason",
+    "model",
+    "stop_reason",
+    "path",
+    "target",
+    "server",
+    "error",
+    "steps",
+    "tool_calls",
+)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = add_command(
+        subparsers,
+        "logs",
+        run,
+        help="a Run's audit lines: time, agent, event, tool, outcome, duration",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument("run", metavar="run/NAME", help="the Run (run/NAME or NAME)")
+    add_namespace_flag(parser)
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text (default) or json: the raw audit lines",
+    )
+    parser.add_argument(
+        "-f", "--follow", action="store_true", help="follow the Run until its pod ends"
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="with -f: how long to wait for the Run's pod to start (120)",
+    )
+
+
+def run_name(ref: str) -> str:
+    kind, sep, name = ref.partition("/")
+    if not sep:
+        return ref
+    if kind.lower() not in ("run", "runs", "skr", "run.swarmkit.dev", "runs.swarmkit.dev"):
+        raise UsageError(f"{ref!r}: expected run/NAME")
+    if not name:
+        raise UsageError(f"{ref!r}: missing the Run's name")
+    return name
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    from ..kube import connect
+
+    name = run_name(args.run)
+    kube = connect(args.kubeconfig, args.namespace)
+    try:
+        pod = _pod_of(kube, name, args.follow, args.wait)
+        lines = _pod_lines(kube, pod, args.follow)
+        if args.output == "json":
+            for line in lines:
+                if parse(line) is not None:
+                    console.write(line + "\n")
+                elif line.strip():
+                    console.info(line)
+        else:
+            console.print(header())
+            for line in lines:
+                record = parse(line)
+                if record is None:
+                    if line.strip():
+                        console.print(console.style(line, "dim"))
+                    continue
+                console.write(render(record, console) + "\n")
+    finally:
+        kube.close()
+    return EXIT_OK
+
+
+def _pod_of(kube: Any, name: str, follow: bool, wait: float) -> str:
+    deadline = time.monotonic() + (wait if follow else 0)
+    while True:
+        status = kube.get("Run", name).get("status") or {}
+        pod = status.get("podName")
+        if pod:
+            if not follow or _pod_started(kube, pod) or time.monotonic() >= deadline:
+                return str(pod)
+        elif time.monotonic() >= deadline:
+            conds = {c.get("type"): c for c in status.get("conditions") or []}
+            why = conds.get("Succeeded", {}).get("message") or "it has not started"
+            raise CommandError(f"Run {name!r} has no pod yet: {why}")
+        time.sleep(0.5)
+
+
+def _pod_started(kube: Any, pod: str) -> bool:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        phase = kube.core.read_namespaced_pod(pod, kube.namespace).status.phase
+    except ApiException:
+        return False
+    return phase in ("Running", "Succeeded", "Failed")
+
+
+def _pod_lines(kube: Any, pod: str, follow: bool) -> Iterator[str]:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        if not follow:
+            text = kube.core.read_namespaced_pod_log(pod, kube.namespace)
+            yield from text.splitlines()
+            return
+        resp = kube.core.read_namespaced_pod_log(
+            pod, kube.namespace, follow=True, _preload_content=False
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            raise CommandError(
+                f"pod {pod!r} is gone (deleted with its Job after ttlSecondsAfterFinished); "
+                "its audit lines went with it"
+            ) from None
+        raise CommandError(f"reading the logs of pod {pod!r}: {exc.status} {exc.reason}") from None
+    try:
+        yield from _split(resp.stream(amt=4096, decode_content=True))
+    finally:
+        resp.release_conn()
+
+
+def _split(chunks: Iterable[bytes]) -> Iterator[str]:
+    buf = b""
+    for chunk in chunks:
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8", errors="replace")
+    if buf:
+        yield buf.decode("utf-8", errors="replace")
+
+
+def parse(line: str) -> dict[str, Any] | None:
+    """An audit record, or None for a line that is not one (stderr noise, tracebacks)."""
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) and "event" in record else None
+
+
+def header() -> str:
+    return "  ".join(h.ljust(w) for h, w in COLUMNS) + "  DETAIL"
+
+
+def duration(ms: Any) -> str:
+    if not isinstance(ms, int | float):
+        return ""
+    return f"{ms:.0f}ms" if ms < 1000 else f"{ms / 1000:.1f}s"
+
+
+def render(record: dict[str, Any], console: Console) -> str:
+    """One audit record as a fixed-width line (fixed so ``-f`` can print as lines arrive)."""
+    ts = str(record.get("ts", ""))
+    clock = ts[11:23] if len(ts) >= 23 and ts[10] == "T" else ts
+    tool = record.get("tool") or record.get("skill") or ""
+    outcome = str(record.get("outcome", "") or "")
+    cells = [
+        clock,
+        str(record.get("agent", "") or ""),
+        str(record["event"]),
+        str(tool),
+        outcome,
+        duration(record.get("duration_ms")),
+    ]
+    parts = []
+    for (_, width), cell in zip(COLUMNS, cells, strict=True):
+        text = cell if len(cell) <= width else cell[: width - 1] + "…"
+        padded = text.ljust(width)
+        if cell is outcome and outcome:
+            padded = console.style(padded, outcome_style(outcome))
+        parts.append(padded)
+    details = [f"{k}={_short(record[k])}" for k in DETAIL_KEYS if k in record]
+    return ("  ".join(parts) + "  " + " ".join(details)).rstrip()
+
+
+def outcome_style(outcome: str) -> str:
+    low = outcome.lower()
+    if low in GOOD_OUTCOMES:
+        return "green"
+    return "red" if any(m in low for m in BAD_MARKS) else "yellow"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = text.replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
