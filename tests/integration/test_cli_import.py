@@ -74,6 +74,16 @@ def _ready(kube: Kube, ns: str, doc: dict[str, Any]) -> bool:
     return False
 
 
+def _wait_ready(kube: Kube, ns: str, doc: dict[str, Any], operator: OperatorProcess) -> None:
+    wait_for(
+        lambda: _ready(kube, ns, doc),
+        120,
+        message=lambda: (
+            f"{doc['kind']} {doc['metadata']['name']} Ready\n" + debug(kube, ns, operator)
+        ),
+    )
+
+
 def test_imported_fixture_tree_becomes_ready(
     kube: Kube, imported: tuple[str, list[dict[str, Any]]], operator: OperatorProcess
 ) -> None:
@@ -93,12 +103,7 @@ def test_imported_fixture_tree_becomes_ready(
     ]:
         assert expected in names
     for doc in docs:
-        wait_for(
-            lambda doc=doc: _ready(kube, ns, doc),  # type: ignore[misc]
-            120,
-            message=lambda: f"{doc['kind']} {doc['metadata']['name']} Ready\n"
-            + debug(kube, ns, operator),
-        )
+        _wait_ready(kube, ns, doc, operator)
     ws = get(kube, ns, "Workspace", "default")
     assert ws is not None
     pg = next(s for s in ws["spec"]["mcpServers"] if s["id"] == "postgres")
@@ -119,8 +124,7 @@ def test_pin_of_the_skill_directory_approves_the_imported_script(
     operator: OperatorProcess,
 ) -> None:
     ns, _ = imported
-    doc = {"kind": "Skill", "metadata": {"name": "incident-triage"}}
-    wait_for(lambda: _ready(kube, ns, doc), 120, message=lambda: debug(kube, ns, operator))
+    _wait_ready(kube, ns, {"kind": "Skill", "metadata": {"name": "incident-triage"}}, operator)
     skill = get(kube, ns, "Skill", "incident-triage")
     assert skill is not None
     (script,) = skill["status"]["scripts"]
@@ -151,7 +155,7 @@ def test_status_reports_the_imported_workspace_then_a_failure(
 ) -> None:
     ns, docs = imported
     for doc in docs:
-        wait_for(lambda doc=doc: _ready(kube, ns, doc), 120)  # type: ignore[misc]
+        _wait_ready(kube, ns, doc, operator)
     res = cli(cluster, "status", "-n", ns)
     assert res.returncode == 0, res.stdout + res.stderr
     lines = res.stdout.splitlines()
