@@ -13,10 +13,19 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints
 
 from .base import ApiModel, CelRule
-from .common import Condition, JsonSchema, LocalObjectReference
+from .common import (
+    Condition,
+    JsonSchema,
+    LocalObjectReference,
+    ResourceRequirements,
+    SecretKeyRef,
+)
 
 GRANT_PATTERN = r"^(pack:[a-z0-9]([-a-z0-9]*[a-z0-9])?|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
 DEFAULT_WORKSPACE = "default"
+TOKEN_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+#: Port the gateway listens on when ``spec.gateway.port`` is omitted.
+DEFAULT_GATEWAY_PORT = 8080
 Grant = Annotated[str, StringConstraints(pattern=GRANT_PATTERN, max_length=80)]
 
 
@@ -66,6 +75,69 @@ class ReplayTurn(ApiModel):
     text: str | None = Field(default=None, description="Assistant text of the turn.")
     tool_calls: list[ReplayToolCall] = Field(
         default_factory=list, max_length=32, description="Tool calls of the turn."
+    )
+
+
+class GatewayToken(ApiModel):
+    """One bearer token of the gateway: its identity and where its value lives."""
+
+    name: str = Field(
+        pattern=TOKEN_NAME_PATTERN,
+        max_length=63,
+        description="The identity recorded in the audit for calls made with this token.",
+    )
+    secret_key_ref: SecretKeyRef = Field(
+        description="The Secret key holding the token (never copied; injected as env)."
+    )
+
+
+class GatewayAuth(ApiModel):
+    """Who may call the gateway: bearer tokens, each with its own identity."""
+
+    cel_rules = (
+        CelRule(
+            rule="self.tokens.all(t, self.tokens.exists_one(u, u.name == t.name))",
+            message="token names must be unique (each is an identity in the audit)",
+            field_path=".tokens",
+            check=lambda m: len({t.name for t in m.tokens}) == len(m.tokens),
+        ),
+    )
+
+    tokens: list[GatewayToken] = Field(
+        min_length=1,
+        max_length=32,
+        description="Accepted bearer tokens; a request with any other token gets 401.",
+    )
+
+
+class GatewaySpec(ApiModel):
+    """The agent's catalog served over MCP (streamable HTTP) to harnesses.
+
+    The operator runs ``python -m swarmkit_runner gateway`` in a Deployment (+ Service)
+    pinned to the agent's version; every call goes through the same pipeline and audit as
+    in a Run.
+    """
+
+    cel_rules = (
+        CelRule(
+            rule="!has(self.enabled) || !self.enabled || has(self.auth)",
+            message="an enabled gateway needs auth.tokens (it never serves without a token)",
+            field_path=".auth",
+            check=lambda m: not m.enabled or m.auth is not None,
+        ),
+    )
+
+    enabled: bool = Field(default=False, description="Serve the agent's catalog over MCP.")
+    replicas: int = Field(default=1, ge=0, le=20, description="Gateway pods.")
+    port: int = Field(
+        default=DEFAULT_GATEWAY_PORT,
+        ge=1024,
+        le=65535,
+        description="Container port of the MCP endpoint (path /mcp).",
+    )
+    auth: GatewayAuth | None = Field(default=None, description="Bearer tokens (required).")
+    resources: ResourceRequirements | None = Field(
+        default=None, description="Gateway container resources (default: the Workspace's)."
     )
 
 
@@ -120,6 +192,11 @@ class AgentSpec(ApiModel):
         max_length=200,
         description="Scripted turns used when the model provider is of type replay.",
     )
+    gateway: GatewaySpec | None = Field(
+        default=None,
+        description="Serve this agent's catalog over MCP to harnesses (not part of the "
+        "agent's version: editing it never re-versions the agent).",
+    )
 
     @property
     def workspace_name(self) -> str:
@@ -148,14 +225,24 @@ class AgentStatus(ApiModel):
     missing_skills: list[str] = Field(
         default_factory=list, description="Granted skills not found (inert until they appear)."
     )
+    gateway_url: str | None = Field(
+        default=None, description="In-cluster URL of the MCP gateway (spec.gateway)."
+    )
+    gateway_version: str | None = Field(
+        default=None, description="The agent version the gateway serves."
+    )
     conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
 
 
 __all__ = [
+    "DEFAULT_GATEWAY_PORT",
     "DEFAULT_WORKSPACE",
     "GRANT_PATTERN",
     "AgentSpec",
     "AgentStatus",
+    "GatewayAuth",
+    "GatewaySpec",
+    "GatewayToken",
     "ModelSelection",
     "NativeTools",
     "ReplayToolCall",

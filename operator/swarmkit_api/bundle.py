@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .agent import AgentSpec
+from .agent import AgentSpec, GatewayToken
 from .base import ApiModel
 from .common import SecretKeyRef
 from .run import AgentSkillUsage, TokenUsage
@@ -144,6 +144,15 @@ class RunInfo(ApiModel):
     timeout_seconds: int = Field(description="Deadline of the whole run.")
 
 
+class BundleGateway(ApiModel):
+    """Set when the bundle is served by ``swarmkit_runner gateway`` instead of run once."""
+
+    port: int = Field(description="Port of the MCP endpoint.")
+    tokens: list[GatewayToken] = Field(
+        description="Accepted bearer tokens (Secret refs; values come from the env)."
+    )
+
+
 class RunBundle(ApiModel):
     """Everything the runner needs, validated on both sides."""
 
@@ -163,6 +172,9 @@ class RunBundle(ApiModel):
     )
     governance: Governance = Field(description="Effective limits.")
     flow_data_dir: str | None = Field(default=None, description="Mounted flow data files.")
+    gateway: BundleGateway | None = Field(
+        default=None, description="The MCP gateway settings (gateway bundles only)."
+    )
 
     def to_json(self) -> str:
         return json.dumps(self.wire(), sort_keys=True, separators=(",", ":"))

@@ -80,6 +80,7 @@ class Invalid:
 
 STDIO = {"id": "files", "transport": "stdio", "command": ["mcp-files"]}
 HTTP_TOOL = {"name": "kb_search", "description": "Search.", "http": {"url": "https://kb/x"}}
+GW_TOKEN = {"name": "ci", "secretKeyRef": {"name": "gateway-tokens", "key": "ci"}}
 REASONING = {"type": "object", "properties": {"reasoning": {"type": "string"}}}
 
 INVALID: tuple[Invalid, ...] = (
@@ -260,6 +261,31 @@ INVALID: tuple[Invalid, ...] = (
         "agent-temperature-too-high", "spec.model.temperature", agent(model={"temperature": 3})
     ),
     Invalid("agent-empty-replay-turn", "spec.replay[0]", agent(replay=[{}])),
+    Invalid("agent-gateway-without-auth", "spec.gateway.auth", agent(gateway={"enabled": True})),
+    Invalid(
+        "agent-gateway-no-tokens",
+        "spec.gateway.auth.tokens",
+        agent(gateway={"enabled": True, "auth": {"tokens": []}}),
+    ),
+    Invalid(
+        "agent-gateway-duplicate-token-names",
+        "spec.gateway.auth.tokens",
+        agent(gateway={"enabled": True, "auth": {"tokens": [GW_TOKEN, GW_TOKEN]}}),
+    ),
+    Invalid(
+        "agent-gateway-token-name-not-kebab",
+        "spec.gateway.auth.tokens[0].name",
+        agent(gateway={"auth": {"tokens": [{**GW_TOKEN, "name": "CI Bot"}]}}),
+    ),
+    Invalid(
+        "agent-gateway-token-without-secret",
+        "spec.gateway.auth.tokens[0].secretKeyRef",
+        agent(gateway={"auth": {"tokens": [{"name": "ci"}]}}),
+    ),
+    Invalid("agent-gateway-privileged-port", "spec.gateway.port", agent(gateway={"port": 80})),
+    Invalid(
+        "agent-gateway-negative-replicas", "spec.gateway.replicas", agent(gateway={"replicas": -1})
+    ),
     Invalid(
         "topology-two-roots",
         "spec.agents",

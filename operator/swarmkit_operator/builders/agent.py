@@ -1,7 +1,7 @@
 """Agent → its version, resolved grants and the ConfigMap ``agent-<name>-<hash8>``.
 
-``status.version`` is sha256[:12] over the canonical JSON of ``{"spec": <normalized spec>,
-"skills": [[name, contentHash-or-null], ...]}``, the skills in grant order with ``pack:``
+``status.version`` is sha256[:12] over the canonical JSON of ``{"spec": <normalized spec
+without gateway>, "skills": [[name, contentHash-or-null], ...]}``, the skills in grant order with ``pack:``
 grants expanded and ``composed`` skills' components appended. A granted skill that does not
 exist (or is not Ready) enters by name only, with a null hash, so its appearance changes the
 version; an agent granting no skills has ``"skills": []`` and no skill edit can touch it.
@@ -384,7 +384,9 @@ def resolve_agent(
     assert isinstance(model, AgentSpec)
     normalized = model.wire()
     expansion = _expand(model, skills, workspace, topologies)
-    version = agent_version(normalized, expansion.entries)
+    # How the agent is served (spec.gateway) is not what it is: no new version for it.
+    versioned = {k: v for k, v in normalized.items() if k != "gateway"}
+    version = agent_version(versioned, expansion.entries)
 
     missing = [*expansion.missing, *(n.split(" ", 1)[0] for n in expansion.not_ready)]
     if expansion.missing or expansion.not_ready:
