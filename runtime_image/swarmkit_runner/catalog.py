@@ -106,6 +106,10 @@ class ToolCatalog:
         self._by_wire[wire] = entry
         return True
 
+    def entries(self) -> list[ToolEntry]:
+        """Every tool, in the order it was added."""
+        return list(self._by_name.values())
+
     def resolve(self, name: str) -> ToolEntry | None:
         """The entry called ``name`` (wire or canonical), or None."""
         return self._by_wire.get(name) or self._by_name.get(name)

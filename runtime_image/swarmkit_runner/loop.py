@@ -1,4 +1,4 @@
-"""The agent loop, the per-agent catalog assembly and in-process delegation.
+"""The agent loop and in-process delegation (the catalog itself is :mod:`.toolset`).
 
 One loop per agent invocation: system prompt (+ level-1 skill catalog) → model → tool calls
 → results → model … until the model answers without tool calls. Limits come from the
@@ -17,24 +17,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from swarmkit_api.bundle import BundleAgent, RunBundle
-from swarmkit_api.workspace import McpServer, ModelProvider
+from swarmkit_api.bundle import BundleAgent
+from swarmkit_api.workspace import ModelProvider
 
 from . import executors
-from .builtins import builtin_tool, is_builtin
 from .bundle import children, provider_for
 from .catalog import ToolCatalog, ToolEntry
-from .commands import command_tools
 from .context import RunContext
 from .decision import OutputInvalid
 from .errors import LimitExceeded, RunFailed
-from .flowdata import flow_data_tool
-from .http_tools import http_tool
-from .mcp_client import McpManager
-from .native import native_tools
 from .output import OUTPUT_RETRIES, answer_problems, feedback
-from .permissions import Gate, guard, mcp_layer
-from .pipeline import skill_tools
 from .position import AgentPosition
 from .providers import (
     AssistantMessage,
@@ -45,8 +37,9 @@ from .providers import (
     UserMessage,
 )
 from .providers.base import RetryHook
-from .scripts import approved_scripts, script_tool
-from .skills import disclosure_tools, granted_skills, system_prompt
+from .toolset import agent_catalog, listed_tools, needed_servers
+
+__all__ = ["DELEGATE_SCHEMA", "AgentRunner", "listed_tools", "needed_servers"]
 
 executors.register_all()
 
@@ -56,116 +49,6 @@ DELEGATE_SCHEMA: dict[str, Any] = {
     "required": ["task"],
     "additionalProperties": False,
 }
-
-
-def needed_servers(bundle: RunBundle) -> list[McpServer]:
-    """The MCP servers the run's agents reference (listed tools or mcp_tool skills, child
-    topologies and composed skills' components included: the bundle carries exactly them)."""
-    by_prefix = {s.tool_prefix: s.id for s in bundle.workspace.mcp_servers}
-    wanted: set[str] = set()
-    for agent in bundle.agents.values():
-        for name in agent.spec.tools:
-            if "." in name and name.split(".", 1)[0] in by_prefix:
-                wanted.add(by_prefix[name.split(".", 1)[0]])
-        grants = set(agent.skills or agent.spec.skills)
-        for skill in bundle.skills.values():
-            impl = skill.spec.implementation
-            if (
-                impl is not None
-                and impl.type == "mcp_tool"
-                and impl.server
-                and (skill.name in grants or _is_component(bundle, skill.name))
-            ):
-                wanted.add(impl.server)
-    return [s for s in bundle.workspace.mcp_servers if s.id in wanted]
-
-
-def _is_component(bundle: RunBundle, name: str) -> bool:
-    return any(
-        s.spec.implementation is not None and name in (s.spec.implementation.composes or ())
-        for s in bundle.skills.values()
-    )
-
-
-def listed_tools(ctx: RunContext, agent: BundleAgent) -> list[ToolEntry]:
-    """The agent's ``tools``: MCP ``prefix.tool``, Workspace tools, platform builtins."""
-    workspace_tools = {t.name: t for t in ctx.bundle.workspace.tools}
-    entries: list[ToolEntry] = []
-    for name in agent.spec.tools:
-        warn_key = f"tool:{agent.name}:{name}"
-        if "." in name:
-            prefix, tool = name.split(".", 1)
-            server = ctx.mcp.server_for_prefix(prefix) if ctx.mcp is not None else None
-            if server is None or ctx.mcp is None:
-                ctx.warn_once(
-                    warn_key,
-                    f"agent {agent.name} lists {name}, but no MCP server has prefix {prefix!r}",
-                    agent=agent.name,
-                    tool=name,
-                )
-                continue
-            if not ctx.mcp.available(server):
-                continue  # mcp.unavailable already audited
-            discovered = ctx.mcp.tools(server).get(tool)
-            if discovered is None:
-                ctx.warn_once(
-                    warn_key,
-                    f"agent {agent.name} lists {name}, but MCP server {server} has no tool "
-                    f"{tool!r}",
-                    agent=agent.name,
-                    tool=name,
-                )
-                continue
-            mcp = ctx.mcp
-
-            async def call_mcp(
-                args: dict[str, Any],
-                _mcp: McpManager = mcp,
-                _server: str = server,
-                _tool: str = tool,
-            ) -> str:
-                return await _mcp.call(_server, _tool, args)
-
-            layer, effects = mcp_layer(mcp.server(server), tool)
-            gate = Gate(layers=(layer,), effects=effects)
-            entries.append(
-                ToolEntry(
-                    name,
-                    discovered.description or name,
-                    discovered.input_schema,
-                    "mcp",
-                    guard(agent, gate, call_mcp),
-                    gate=gate,
-                )
-            )
-        elif name in workspace_tools:
-            spec = workspace_tools[name]
-            if spec.handler_type == "http":
-                entries.append(http_tool(ctx, spec, agent))
-            elif spec.handler_type == "platform_builtin" and is_builtin(name):
-                entry = builtin_tool(ctx, agent, name)
-                if entry is not None:
-                    entries.append(entry)
-            else:
-                ctx.warn_once(
-                    warn_key,
-                    f"tool {name} (handlerType {spec.handler_type}) cannot be served: reference "
-                    "MCP tools as <prefix>.<tool>",
-                    agent=agent.name,
-                    tool=name,
-                )
-        elif is_builtin(name):
-            entry = builtin_tool(ctx, agent, name)
-            if entry is not None:
-                entries.append(entry)
-        else:
-            ctx.warn_once(
-                warn_key,
-                f"agent {agent.name} lists unknown tool {name!r}; it is not offered",
-                agent=agent.name,
-                tool=name,
-            )
-    return entries
 
 
 class AgentRunner:
@@ -201,29 +84,10 @@ class AgentRunner:
         """Providers are pooled on the run context and closed with it."""
 
     def build_catalog(self, position: AgentPosition, depth: int) -> tuple[ToolCatalog, str]:
-        """The agent's catalog (default-deny) and its full system prompt."""
-        ctx = self.ctx
-        agent = position.agent
-        catalog = ToolCatalog(agent.name, ctx.audit, ctx.stats)
-        skills = granted_skills(ctx, agent)
-        approved = approved_scripts(ctx, skills)
-        entries: list[ToolEntry] = []
-        entries += skill_tools(ctx, agent, skills)
-        entries += disclosure_tools(ctx, agent, skills, set(approved))
-        script = script_tool(ctx, agent, skills, approved)
-        if script is not None:
-            entries.append(script)
-        entries += listed_tools(ctx, agent)
-        entries += native_tools(ctx, agent)
-        flow = flow_data_tool(ctx, agent)
-        if flow is not None:
-            entries.append(flow)
-        entries += command_tools(ctx, agent)
-        for child in children(ctx.bundle, position):
-            entries.append(self._delegate_tool(child, depth))
-        for entry in entries:
-            catalog.add(entry)
-        return catalog, system_prompt(agent.spec.system_prompt, skills)
+        """The agent's catalog (default-deny, plus its topology delegates) and system prompt."""
+        delegates = [self._delegate_tool(c, depth) for c in children(self.ctx.bundle, position)]
+        catalog, _skills, system = agent_catalog(self.ctx, position.agent, delegates)
+        return catalog, system
 
     def _delegate_tool(self, child: AgentPosition, depth: int) -> ToolEntry:
         assert child.node is not None

@@ -13,11 +13,12 @@ from .bundle import root_position
 from .commands import check_command_packs
 from .context import Budget, RunContext
 from .errors import AwaitingReview, BundleError, RunEnded, StartupError
-from .loop import AgentRunner, needed_servers
+from .loop import AgentRunner
 from .mcp_client import McpManager
 from .paths import RunnerPaths
 from .result import make_result
 from .secrets import MissingSecret, SecretStore
+from .toolset import needed_servers
 
 
 def run_deadline(timeout_seconds: int) -> float:
