@@ -1,4 +1,7 @@
-"""Command line: ``python -m swarmkit_runner run --bundle DIR``.
+"""Command line: ``python -m swarmkit_runner run|validate|gateway --bundle DIR``.
+
+``gateway`` serves the bundle's agent over MCP (:mod:`.gateway`) until SIGTERM; it exits 2
+when the bundle is bad or a token Secret is missing, 0 after a clean shutdown.
 
 Exit codes: 0 the run Succeeded (or parked AwaitingReview: nothing to retry), 1 any other
 outcome, 2 the bundle is bad (outcome ValidationFailed with a one-line reason). The
@@ -14,15 +17,19 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .audit import AuditLog
 from .bundle import load_bundle
-from .errors import BundleError
+from .errors import BundleError, StartupError
 from .paths import RunnerPaths
 from .result import exit_code, make_result, write_termination_log
 from .runner import execute
 from .secrets import SecretStore, hide_secret_environ
+
+if TYPE_CHECKING:
+    from swarmkit_api.bundle import RunBundle
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
             metavar="PATH",
             help="where the result JSON goes (default /dev/termination-log)",
         )
+    gw = sub.add_parser("gateway", help="serve the bundle's agent over MCP (streamable HTTP)")
+    gw.add_argument("--bundle", metavar="DIR", help="directory holding bundle.json")
+    gw.add_argument("--skills-dir", metavar="DIR", help="root of the skills")
+    gw.add_argument("--scratch", metavar="DIR", help="writable scratch dir (default /scratch)")
+    gw.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    gw.add_argument("--port", type=int, help="port (default: the bundle's gateway.port)")
+    gw.set_defaults(termination_log=None)
     return parser
 
 
@@ -85,6 +99,8 @@ async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
     if args.command == "validate":
         print(f"bundle OK: {bundle.target_kind} {bundle.target}", file=sys.stderr)
         return 0
+    if args.command == "gateway":
+        return await _gateway(args, bundle, paths, secrets)
     audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
     cancel = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -93,6 +109,26 @@ async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
     result = await execute(bundle, paths, audit, secrets, cancel)
     write_termination_log(paths.termination_log, result)
     return exit_code(result.outcome)
+
+
+async def _gateway(
+    args: argparse.Namespace, bundle: RunBundle, paths: RunnerPaths, secrets: SecretStore
+) -> int:
+    from .gateway import Gateway, serve
+
+    audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
+    try:
+        gateway = Gateway(bundle, paths, audit, secrets)
+        port = args.port or (bundle.gateway.port if bundle.gateway else 0)
+        await serve(gateway, args.host, port)
+    except (BundleError, StartupError) as exc:
+        audit.emit("gateway.stop", outcome="ValidationFailed", message=str(exc))
+        print(f"swarmkit-runner gateway: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"swarmkit-runner gateway: cannot listen: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,7 +17,10 @@ skill's component), ``skill.retry``, ``skill.failed``, ``constraint.violation``,
 
 A child run (an agent skill running a local topology) writes to the same stream with its
 own ``run_id`` and a ``parent_run_id`` (:meth:`AuditLog.child`); the correlation id is
-the parent's.
+the parent's. A gateway session (:mod:`.gateway`) writes with its own correlation id and
+its ``session`` and ``identity`` (the bearer token's name) on every line
+(:meth:`AuditLog.session`); the gateway adds ``gateway.start``, ``gateway.stop``,
+``session.start`` and ``auth.refused``.
 """
 
 from __future__ import annotations
@@ -99,8 +102,11 @@ class AuditLog:
         sink: TextIO | None = None,
         clock: Callable[[], datetime] | None = None,
         parent_run_id: str | None = None,
+        fields: dict[str, Any] | None = None,
     ) -> None:
         self.run_id = run_id
+        #: Written into every line (a gateway session's ``session`` and ``identity``).
+        self.fields = dict(fields or {})
         self.correlation_id = correlation_id
         self.parent_run_id = parent_run_id
         self._secrets = secrets or SecretStore({})
@@ -118,6 +124,22 @@ class AuditLog:
             self._sink,
             self._clock,
             parent_run_id=self.run_id,
+            fields=self.fields,
+        )
+        log._lock = self._lock
+        return log
+
+    def session(self, correlation_id: str, **fields: Any) -> AuditLog:
+        """The stream of one gateway session: same sink, lock and run id, its own
+        correlation id, and ``fields`` (e.g. the caller's identity) on every line."""
+        log = AuditLog(
+            self.run_id,
+            correlation_id,
+            self._secrets,
+            self._sink,
+            self._clock,
+            parent_run_id=self.parent_run_id,
+            fields={**self.fields, **fields},
         )
         log._lock = self._lock
         return log
@@ -132,6 +154,7 @@ class AuditLog:
         }
         if self.parent_run_id is not None:
             record["parent_run_id"] = self.parent_run_id
+        record.update(self.fields)
         record.update({k: cap(v) for k, v in fields.items() if v is not None})
         line = self._secrets.scrub(json.dumps(record, ensure_ascii=False, default=str))
         sink = self._sink if self._sink is not None else sys.stdout

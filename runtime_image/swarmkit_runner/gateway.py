@@ -1,0 +1,530 @@
+"""``python -m swarmkit_runner gateway``: an agent's catalog served over MCP (streamable HTTP).
+
+A harness (Claude Code, opencode, any MCP client) connects to ``http://<host>:<port>/mcp``
+with ``Authorization: Bearer <token>`` and sees exactly the agent's catalog, built by the
+same code a Run uses (:func:`.toolset.agent_catalog`): granted skills (a decision skill
+with its ``outputs`` as the tool's ``outputSchema`` and its validated answer as
+``structuredContent``), ``<prefix>.<tool>`` MCP tools, Workspace HTTP tools, permitted
+builtins, enabled native tools, ``read_flow_data``, ``load_skill`` / ``read_skill_file``
+(``run_skill_script`` only for approved, pin-verified scripts) and ``pack:`` commands.
+Agent skills are listed as ``agent__<skill>``. Nothing else: a call to any other name is
+refused (``ToolNotGranted``) and audited as ``tool.refused``.
+
+Every call runs the pipeline of a Run (:mod:`.pipeline`): provenance, scopes, tiers (there
+is no human-review workflow in this runtime, so a ``strict`` call is refused with the
+reason ``NotApproved`` unless it is explicitly approved), constraints, output validation
+with re-asks, and the audit stream. Each MCP session gets its own correlation id, budget
+(``maxStepsPerRun`` / ``maxTokensPerRun`` of the Workspace) and audit stream; every line
+of it carries ``session`` (the MCP session id) and ``identity`` (the name of the bearer
+token). A call that would end a Run (``onFailure: fail``, an escalation, a budget limit)
+ends only that call, as a tool error naming the outcome.
+
+Auth: the bundle's ``gateway.tokens`` name Secret keys whose values arrive as env vars
+(:func:`swarmkit_api.bundle.secret_env_name`). A missing or wrong token is a 401 (and an
+``auth.refused`` audit line); a session is bound to the token that opened it (another
+token gets 404 for it). ``GET /healthz`` (unauthenticated) answers once the MCP servers
+are started.
+
+Upstream MCP servers are started once per gateway process and shared by every session,
+with the per-call timeouts, retries and the ``mcp.unavailable`` warning of a Run
+(:mod:`.mcp_client`). The listening socket sets ``SO_REUSEPORT`` so that a rolling
+update on a node whose pods share a network namespace can start the new pod beside the
+old one. On SIGTERM the server stops accepting, lets in-flight calls finish (bounded),
+then closes the sessions and the MCP servers. A request for a session this process does
+not know (the pod was replaced by a new version) gets a 404 whose JSON-RPC error says so:
+the client starts a new session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import signal
+import socket
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from swarmkit_api.bundle import BundleAgent, RunBundle
+
+from . import executors
+from .audit import AuditLog
+from .catalog import CallStats, ToolCatalog, ToolEntry
+from .commands import check_command_packs
+from .context import Budget, RunContext
+from .decision import outputs_schema
+from .errors import BundleError, RunEnded, StartupError
+from .mcp_client import McpManager
+from .paths import RunnerPaths
+from .providers import ToolCall
+from .secrets import MissingSecret, SecretStore
+from .toolset import agent_catalog, needed_servers
+
+if TYPE_CHECKING:
+    import mcp_types
+    from starlette.applications import Starlette
+
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/healthz"
+#: Prefix of agent skills in the gateway's listing (the SwarmKit document's ``agent__<skill>``).
+AGENT_SKILL_PREFIX = "agent__"
+#: Sessions remembered at once (the oldest are forgotten first; the SDK caps sessions too).
+MAX_SESSIONS = 1000
+#: Seconds in-flight requests get to finish after SIGTERM.
+GRACEFUL_SHUTDOWN_SECONDS = 10
+SESSION_HEADER = "mcp-session-id"
+#: What a sessionless (2026-07-28 protocol) client may send to correlate its requests.
+CORRELATION_HEADER = "x-correlation-id"
+
+executors.register_all()
+
+
+def listed_name(entry: ToolEntry, bundle: RunBundle) -> str:
+    """The name a harness sees: ``agent__<skill>`` for agent skills, else the tool's own."""
+    if entry.kind == "skill" and entry.skill is not None:
+        skill = bundle.skills.get(entry.skill)
+        impl = skill.spec.implementation if skill is not None else None
+        if impl is not None and impl.type == "agent":
+            return AGENT_SKILL_PREFIX + entry.name
+    return entry.name
+
+
+def output_schema(entry: ToolEntry, bundle: RunBundle) -> dict[str, Any] | None:
+    """A decision skill's ``outputs`` (an object schema: MCP requires ``type: object``)."""
+    if entry.kind != "skill" or entry.skill is None or entry.skill not in bundle.skills:
+        return None
+    schema = outputs_schema(bundle.skills[entry.skill])
+    if schema is None or schema.get("type") != "object":
+        return None
+    return schema
+
+
+def input_schema(entry: ToolEntry) -> dict[str, Any]:
+    schema = dict(entry.input_schema)
+    schema.setdefault("type", "object")
+    return schema
+
+
+@dataclass
+class Session:
+    """One MCP session: its identity, correlation id, context and catalog."""
+
+    session_id: str
+    identity: str
+    correlation_id: str
+    ctx: RunContext
+    catalog: ToolCatalog
+    #: Listed name → catalog entry (the only names a call may use).
+    tools: dict[str, ToolEntry] = field(default_factory=dict)
+
+
+class Gateway:
+    """The served agent: its MCP servers (shared) and one :class:`Session` per session."""
+
+    def __init__(
+        self, bundle: RunBundle, paths: RunnerPaths, audit: AuditLog, secrets: SecretStore
+    ) -> None:
+        if bundle.target_kind != "Agent":
+            raise BundleError("a gateway bundle must target an Agent")
+        if bundle.gateway is None or not bundle.gateway.tokens:
+            raise BundleError("a gateway bundle needs gateway.tokens")
+        self.bundle = bundle
+        self.agent: BundleAgent = bundle.agents[bundle.target]
+        self.paths = paths
+        self.audit = audit
+        self.secrets = secrets
+        self.mcp = McpManager(needed_servers(bundle), secrets, audit)
+        self.root = self._context(audit)
+        self.root.mcp = self.mcp
+        self.sessions: OrderedDict[str, Session] = OrderedDict()
+        self.ready = False
+        #: Why start-up failed (reported by :func:`serve`).
+        self.failed: BaseException | None = None
+        self._tokens = self._load_tokens()
+
+    def _load_tokens(self) -> list[tuple[str, str]]:
+        assert self.bundle.gateway is not None
+        tokens: list[tuple[str, str]] = []
+        for token in self.bundle.gateway.tokens:
+            try:
+                tokens.append((token.name, self.secrets.get(token.secret_key_ref)))
+            except MissingSecret as exc:
+                raise BundleError(f"gateway token {token.name}: {exc}") from None
+        return tokens
+
+    def identity(self, presented: str) -> str | None:
+        """The name of the token ``presented`` is (constant-time), or None."""
+        found: str | None = None
+        for name, value in self._tokens:
+            if hmac.compare_digest(presented.encode(), value.encode()):
+                found = name
+        return found
+
+    def _context(self, audit: AuditLog) -> RunContext:
+        governance = self.bundle.governance
+        return RunContext(
+            bundle=self.bundle,
+            paths=self.paths,
+            audit=audit,
+            secrets=self.secrets,
+            budget=Budget(governance.max_steps_per_run, governance.max_tokens_per_run),
+            stats=CallStats(),
+            run_id=self.bundle.run.uid,
+        )
+
+    async def start(self) -> None:
+        """Start the MCP servers (once, for every session) and check the catalog builds."""
+        check_command_packs(self.bundle)
+        await self.mcp.start()
+        catalog, _skills, _prompt = agent_catalog(self.root, self.agent)
+        listed = sorted(listed_name(e, self.bundle) for e in catalog.entries())
+        self.audit.emit(
+            "gateway.start",
+            agent=self.agent.name,
+            version=self.agent.version,
+            tools=listed,
+            identities=[name for name, _ in self._tokens],
+            outcome="ok",
+        )
+        self.ready = True
+
+    def session(self, session_id: str, identity: str, client: str | None = None) -> Session:
+        """The session ``session_id`` (created on first use, bound to ``identity``)."""
+        found = self.sessions.get(session_id)
+        if found is not None:
+            self.sessions.move_to_end(session_id)
+            return found
+        correlation = str(uuid.uuid4())
+        audit = self.audit.session(correlation, session=session_id, identity=identity)
+        ctx = self._context(audit)
+        ctx.mcp = self.mcp
+        ctx.shared = self.root.shared  # one HTTP client, provider pool and warning set
+        ctx.owner = False
+        catalog, _skills, _prompt = agent_catalog(ctx, self.agent)
+        tools = {listed_name(e, self.bundle): e for e in catalog.entries()}
+        created = Session(session_id, identity, correlation, ctx, catalog, tools)
+        self.sessions[session_id] = created
+        while len(self.sessions) > MAX_SESSIONS:
+            self.sessions.popitem(last=False)
+        audit.emit(
+            "session.start",
+            agent=self.agent.name,
+            version=self.agent.version,
+            client=client,
+            tools=len(tools),
+            outcome="ok",
+        )
+        return created
+
+    def list_tools(self, session: Session) -> list[mcp_types.Tool]:
+        import mcp_types
+
+        tools: list[mcp_types.Tool] = []
+        for name, entry in session.tools.items():
+            read_only = entry.gate is not None and entry.gate.effects == "read"
+            tools.append(
+                mcp_types.Tool(
+                    name=name,
+                    description=entry.description,
+                    input_schema=input_schema(entry),
+                    output_schema=output_schema(entry, self.bundle),
+                    annotations=mcp_types.ToolAnnotations(read_only_hint=read_only or None),
+                )
+            )
+        return tools
+
+    async def call_tool(
+        self, session: Session, name: str, arguments: dict[str, Any] | None
+    ) -> mcp_types.CallToolResult:
+        """One governed call: refused unless listed, then the catalog's call path."""
+        import mcp_types
+
+        args = dict(arguments or {})
+        entry = session.tools.get(name)
+        if entry is None:
+            session.ctx.stats.tool_calls += 1
+            session.ctx.stats.refused += 1
+            session.ctx.audit.emit(
+                "tool.refused",
+                agent=self.agent.name,
+                tool=name,
+                outcome="refused",
+                reason="not granted",
+            )
+            return _error(
+                f"ToolNotGranted: tool {name!r} is not in agent {self.agent.name!r}'s catalog"
+            )
+        call_id = uuid.uuid4().hex[:12]
+        started = time.monotonic()
+        try:
+            result = await session.catalog.call(ToolCall(call_id, entry.name, args))
+        except RunEnded as exc:
+            # What would end a Run ends only this call here (the session goes on).
+            session.ctx.audit.emit(
+                "tool.call",
+                agent=self.agent.name,
+                skill=entry.skill,
+                tool=entry.name,
+                kind=entry.kind,
+                duration_ms=round((time.monotonic() - started) * 1000, 2),
+                outcome=exc.outcome,
+                error=exc.message,
+            )
+            return _error(f"{exc.outcome}: {exc.message}")
+        if result.is_error:
+            return _error(result.content)
+        schema = output_schema(entry, self.bundle)
+        if schema is None:
+            return mcp_types.CallToolResult(
+                content=[mcp_types.TextContent(type="text", text=result.content)]
+            )
+        try:
+            structured = json.loads(result.content)
+        except ValueError:
+            return _error(f"OutputInvalid: the answer of {name} is not JSON")
+        return mcp_types.CallToolResult(
+            content=[mcp_types.TextContent(type="text", text=result.content)],
+            structured_content=structured,
+        )
+
+    async def aclose(self) -> None:
+        await self.mcp.aclose()
+        await self.root.aclose()
+
+
+def _error(text: str) -> mcp_types.CallToolResult:
+    import mcp_types
+
+    return mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text=text)], is_error=True
+    )
+
+
+def _header(request: Any, name: str) -> str | None:
+    headers = getattr(request, "headers", None)
+    value = headers.get(name) if headers is not None else None
+    return str(value) if value else None
+
+
+def _identity_of(request: Any) -> str:
+    user = getattr(request, "scope", {}).get("user") if request is not None else None
+    return str(getattr(user, "username", "") or "unknown")
+
+
+def build_app(gateway: Gateway) -> Starlette:
+    """The ASGI app: bearer auth → ``/mcp`` (stateful streamable HTTP) and ``/healthz``."""
+    import mcp_types
+    from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+    from mcp.server.auth.middleware.bearer_auth import (
+        AuthenticatedUser,
+        BearerAuthBackend,
+        RequireAuthMiddleware,
+    )
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.lowlevel import Server
+    from mcp.server.streamable_http_manager import (
+        StreamableHTTPASGIApp,
+        StreamableHTTPSessionManager,
+    )
+    from mcp.server.transport_security import TransportSecuritySettings
+    from mcp.shared.exceptions import MCPError
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.authentication import AuthenticationMiddleware
+    from starlette.requests import HTTPConnection, Request
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.routing import Route
+    from starlette.types import Receive, Scope, Send
+
+    def session_of(ctx: ServerRequestContext[Any, Any]) -> Session:
+        session_id = _header(ctx.request, SESSION_HEADER) or _header(
+            ctx.request, CORRELATION_HEADER
+        )
+        if session_id is None:  # a sessionless (2026-07-28) request: its own correlation
+            session_id = f"request-{uuid.uuid4().hex[:16]}"
+        client_info = getattr(ctx.session.client_params, "client_info", None)
+        client = getattr(client_info, "name", None)
+        return gateway.session(session_id, _identity_of(ctx.request), client)
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListToolsResult:
+        return mcp_types.ListToolsResult(tools=gateway.list_tools(session_of(ctx)))
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any, Any], params: mcp_types.CallToolRequestParams
+    ) -> mcp_types.CallToolResult:
+        return await gateway.call_tool(session_of(ctx), params.name, params.arguments)
+
+    agent = gateway.agent
+    server: Server[Any] = Server(
+        f"swarmkit-{agent.name}",
+        version=agent.version,
+        instructions=agent.spec.description or None,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+    async def sessions_only(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        # Sessions are what the audit correlates: a client that probes for the sessionless
+        # protocol (server/discover) is told it is not spoken and falls back to initialize.
+        if ctx.method == "server/discover":
+            raise MCPError(
+                code=mcp_types.METHOD_NOT_FOUND,
+                message="this gateway speaks the session protocol (initialize)",
+            )
+        return await call_next(ctx)
+
+    server.middleware.append(sessions_only)
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    known: OrderedDict[str, None] = OrderedDict()
+    inner = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [])
+
+    class McpEndpoint:
+        """An ASGI app (a plain function would be taken for a GET-only request handler)."""
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            await mcp_endpoint(scope, receive, send)
+
+    async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
+        session_id = Request(scope).headers.get(SESSION_HEADER)
+        if (
+            session_id
+            and session_id not in known
+            and isinstance(scope.get("user"), AuthenticatedUser)
+        ):
+            message = (
+                f"MCP session {session_id} is not open on this gateway (agent {agent.name} "
+                f"version {agent.version}): the gateway was restarted or rolled to a new "
+                "version; start a new session"
+            )
+            body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}
+            await JSONResponse(body, status_code=404)(scope, receive, send)
+            return
+
+        async def remember(message: Any) -> None:
+            if message.get("type") == "http.response.start":
+                for key, value in message.get("headers") or ():
+                    if key.decode().lower() == SESSION_HEADER:
+                        known[value.decode()] = None
+                        while len(known) > MAX_SESSIONS:
+                            known.popitem(last=False)
+            await send(message)
+
+        await inner(scope, receive, remember)
+
+    class Tokens:
+        async def verify_token(self, token: str) -> AccessToken | None:
+            name = gateway.identity(token)
+            return None if name is None else AccessToken(token=token, client_id=name, scopes=[])
+
+    class AuditedBearer(BearerAuthBackend):
+        async def authenticate(self, conn: HTTPConnection) -> Any:
+            found = await super().authenticate(conn)
+            if found is None and conn.url.path == MCP_PATH:
+                presented = conn.headers.get("authorization", "")
+                gateway.audit.emit(
+                    "auth.refused",
+                    agent=agent.name,
+                    reason="wrong token" if presented else "no bearer token",
+                    client=conn.client.host if conn.client else None,
+                    outcome="refused",
+                )
+            return found
+
+    async def health(_request: Request) -> Response:
+        if gateway.ready:
+            return PlainTextResponse("ok")
+        return PlainTextResponse("starting", status_code=503)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            await gateway.start()
+        except Exception as exc:
+            gateway.failed = exc
+            await gateway.aclose()
+            raise
+        try:
+            async with manager.run():
+                yield
+        finally:
+            gateway.ready = False
+            gateway.audit.emit("gateway.stop", agent=agent.name, sessions=len(gateway.sessions))
+            await gateway.aclose()
+
+    return Starlette(
+        routes=[
+            Route(MCP_PATH, endpoint=McpEndpoint()),
+            Route(HEALTH_PATH, endpoint=health),
+        ],
+        middleware=[
+            Middleware(AuthenticationMiddleware, backend=AuditedBearer(Tokens())),
+            Middleware(AuthContextMiddleware),
+        ],
+        lifespan=lifespan,
+    )
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A listening socket with ``SO_REUSEPORT`` (see the module doc)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    with contextlib.suppress(AttributeError, OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def _stopped(_sig: int, _frame: Any) -> None:
+    """The signal uvicorn re-raises after its graceful shutdown (nothing left to do)."""
+
+
+async def serve(gateway: Gateway, host: str, port: int) -> None:
+    """Serve until SIGTERM/SIGINT (uvicorn's graceful shutdown)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        build_app(gateway),
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
+    server = uvicorn.Server(config)
+    sock = listen_socket(host, port)
+    # uvicorn re-raises the signal that stopped it once it has shut down gracefully; with
+    # these handlers in place that is a no-op and the process exits 0 (a clean stop).
+    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        sock.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if gateway.failed is not None:
+        if isinstance(gateway.failed, BundleError | StartupError):
+            raise gateway.failed
+        raise BundleError(f"the gateway did not start: {gateway.failed}")
+
+
+__all__ = [
+    "AGENT_SKILL_PREFIX",
+    "HEALTH_PATH",
+    "MCP_PATH",
+    "Gateway",
+    "build_app",
+    "listed_name",
+    "serve",
+]
