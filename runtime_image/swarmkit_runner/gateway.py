@@ -51,13 +51,13 @@ from typing import TYPE_CHECKING, Any
 
 from swarmkit_api.bundle import BundleAgent, RunBundle
 
-from . import executors
 from .audit import AuditLog
 from .catalog import CallStats, ToolCatalog, ToolEntry
 from .commands import check_command_packs
 from .context import Budget, RunContext
 from .decision import outputs_schema
 from .errors import BundleError, RunEnded, StartupError
+from .loop import AgentRunner
 from .mcp_client import McpManager
 from .paths import RunnerPaths
 from .providers import ToolCall
@@ -79,8 +79,6 @@ GRACEFUL_SHUTDOWN_SECONDS = 10
 SESSION_HEADER = "mcp-session-id"
 #: What a sessionless (2026-07-28 protocol) client may send to correlate its requests.
 CORRELATION_HEADER = "x-correlation-id"
-
-executors.register_all()
 
 
 def listed_name(entry: ToolEntry, bundle: RunBundle) -> str:
@@ -140,6 +138,9 @@ class Gateway:
         self.mcp = McpManager(needed_servers(bundle), secrets, audit)
         self.root = self._context(audit)
         self.root.mcp = self.mcp
+        # Agent skills running a local topology start child runs through this loop (the
+        # loop's import also registers every skill executor).
+        self.root.shared.loop_factory = AgentRunner
         self.sessions: OrderedDict[str, Session] = OrderedDict()
         self.ready = False
         #: Why start-up failed (reported by :func:`serve`).

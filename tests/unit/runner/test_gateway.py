@@ -161,6 +161,8 @@ async def test_calls_are_governed_and_audited_per_session(
         refused = await client.call_tool("not-granted", {})
         wire_alias = await client.call_tool("t_add", {"a": 1, "b": 1})
         strict = await client.call_tool("locked", {})
+        delegated = await client.call_tool(AGENT_SKILL_PREFIX + "ask-helper", {"input": "hi"})
+        bare_agent_skill = await client.call_tool("ask-helper", {"input": "hi"})
     async with mcp_client(gateway.url, TOKENS["ci"]) as other:
         again = await other.call_tool("t.add", {"a": 1, "b": 2})
 
@@ -173,13 +175,21 @@ async def test_calls_are_governed_and_audited_per_session(
     assert strict.is_error and "NotApproved" in text_of(strict)
     assert "strict" in text_of(strict)
     assert text_of(again) == "3"
+    assert not delegated.is_error, text_of(delegated)
+    assert bare_agent_skill.is_error and "ToolNotGranted" in text_of(bare_agent_skill)
+    [child] = gateway.audit("child_run")
+    assert (child["skill"], child["topology"], child["outcome"]) == (
+        "ask-helper",
+        "helper-team",
+        "Succeeded",
+    )
 
     calls = gateway.audit("tool.call")
     by_tool = {c["tool"]: c for c in calls}
     assert {"echo-skill", "t.add", "kb_search"} <= set(by_tool)
     alice_calls = [c for c in calls if c["identity"] == "alice"]
     ci_calls = [c for c in calls if c["identity"] == "ci"]
-    assert len(alice_calls) == 3 and len(ci_calls) == 1
+    assert len(alice_calls) == 4 and len(ci_calls) == 1
     assert len({c["correlation_id"] for c in alice_calls}) == 1
     assert alice_calls[0]["correlation_id"] != ci_calls[0]["correlation_id"]
     assert alice_calls[0]["session"] != ci_calls[0]["session"]
@@ -189,6 +199,7 @@ async def test_calls_are_governed_and_audited_per_session(
         ("not-granted", "not granted"),
         ("t_add", "not granted"),
         ("locked", "NotApproved"),
+        ("ask-helper", "not granted"),
     }
     assert all(r["identity"] == "alice" for r in refusals)
     sessions = gateway.audit("session.start")
