@@ -1,10 +1,11 @@
 """Agent → its version, resolved grants and the ConfigMap ``agent-<name>-<hash8>``.
 
 ``status.version`` is sha256[:12] over the canonical JSON of ``{"spec": <normalized spec
-without gateway>, "skills": [[name, contentHash-or-null], ...]}``, the skills in grant order with ``pack:``
-grants expanded and ``composed`` skills' components appended. A granted skill that does not
-exist (or is not Ready) enters by name only, with a null hash, so its appearance changes the
-version; an agent granting no skills has ``"skills": []`` and no skill edit can touch it.
+without gateway>, "skills": [[name, contentHash-or-null], ...]}``, the skills in grant order
+with ``pack:`` grants expanded and ``composed`` skills' components appended. A granted skill
+that does not exist (or is not Ready) enters by name only, with a null hash, so its
+appearance changes the version; an agent granting no skills has ``"skills": []`` and no
+skill edit can touch it.
 Nothing else (Workspace edits, other skills, Topologies) enters the version, except the
 content of the synthesized skills the agent is granted:
 
