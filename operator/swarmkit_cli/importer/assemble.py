@@ -49,7 +49,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
         report.warn(
             first.file,
             first.line,
-            "model",
+            first.field("model"),
             "no model provider in the sources: added provider 'anthropic' (API key "
             f"{PROVIDER_KEYS['anthropic']} in Secret {col.secret}); edit it if you use another",
         )

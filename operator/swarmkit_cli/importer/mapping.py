@@ -150,12 +150,13 @@ def check(
                 else:
                     mapped = (rename or {}).get(part) if not source else None
                     source.append(mapped or to_snake(part))
-            api_path = ".".join(str(p) for p in loc)
+            api_path = ".".join(str(p) for p in loc) or "(root)"
+            msg = err["msg"].removeprefix("Value error, ")
             report.error(
                 src.file,
                 src.doc.line(*src.path, *source),
                 src.field(*source),
-                f"{what}: {err['msg']} (API field {api_path or '(root)'})",
+                f"{what}: {msg} (API field {api_path})",
             )
         return False
     return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from swarmkit_api.common import KEBAB_RE
 from swarmkit_api.skill import SkillSpec
 from swarmkit_api.workspace import McpServer
 
@@ -39,6 +40,12 @@ def _metadata(col: Collected, fields: Fields) -> tuple[str | None, dict[str, str
         annotations[DISPLAY_NAME_ANNOTATION] = display
     if obj_id is None:
         fields.error("metadata", "metadata.id is required (it becomes metadata.name)")
+    elif not isinstance(obj_id, str) or not KEBAB_RE.match(obj_id) or len(obj_id) > 63:
+        meta.error(
+            "id",
+            f"{obj_id!r} must be lowercase-kebab, at most 63 characters (it becomes metadata.name)",
+        )
+        obj_id = None
     return (str(obj_id) if obj_id is not None else None), annotations, description
 
 

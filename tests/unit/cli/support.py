@@ -34,3 +34,62 @@ def run_cli(*argv: str, tty: bool = False, environ: dict[str, str] | None = None
     except SystemExit as exc:  # argparse usage errors
         code = int(exc.code or 0)
     return Result(code, out.getvalue(), err.getvalue())
+
+
+@dataclass(frozen=True)
+class Imported:
+    """The outcome of importing a tree: manifests by (kind, name) and the findings."""
+
+    objects: dict[tuple[str, str], dict[str, object]]
+    findings: list[object]
+    secret: dict[str, object] | None
+
+    def spec(self, kind: str, name: str) -> dict[str, object]:
+        spec = self.objects[(kind, name)]["spec"]
+        assert isinstance(spec, dict)
+        return spec
+
+    @property
+    def warnings(self) -> list[str]:
+        return [str(f) for f in self.findings if getattr(f, "severity", "") == "warning"]
+
+    @property
+    def errors(self) -> list[str]:
+        return [str(f) for f in self.findings if getattr(f, "severity", "") == "error"]
+
+    def workspace(self) -> dict[str, object]:
+        return self.spec("Workspace", "default")
+
+
+def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    return root
+
+
+def import_tree(root: Path, files: dict[str, str | bytes] | None = None) -> Imported:
+    """Import ``files`` written under ``root`` (paths in findings are relative to root)."""
+    import os
+
+    from swarmkit_cli.importer.assemble import assemble
+    from swarmkit_cli.importer.collected import Collected
+    from swarmkit_cli.importer.findings import Report
+    from swarmkit_cli.importer.scan import scan
+
+    if files:
+        write_tree(root, files)
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        col = Collected(Report())
+        scan(col, [Path(".")])
+        out = assemble(col, None)
+    finally:
+        os.chdir(cwd)
+    objects = {(m["kind"], m["metadata"]["name"]): m for m in out.manifests}
+    return Imported(objects, list(col.report.findings), out.secret_template)

@@ -1,0 +1,360 @@
+"""Every warning and error ``import`` reports: file, line, field and what to do.
+
+Nothing is dropped silently: each field the mappers do not take is a warning, each invalid
+document an error naming file and field. One test per warning.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from .support import FIXTURES, import_tree, run_cli, write_tree
+
+SKILL = """apiVersion: swarmkit/v1
+kind: Skill
+metadata: {id: s1, description: Use when testing.}
+category: capability
+provenance: {authored_by: human, version: 1.0.0}
+"""
+
+
+# --- warnings ------------------------------------------------------------------------
+
+
+def test_unknown_field_names_file_line_and_field(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "skills/s1.yaml": SKILL + "implementation:\n  type: llm_prompt\n"
+            "  prompt: p\n  temprature: 0.2\n"
+        },
+    )
+    assert r.warnings == [
+        "skills/s1.yaml:9: implementation.temprature: unknown field, not imported (known: "
+        "type, server, tool, arguments, prompt, model, composes, strategy, pack, command, "
+        "topology, card_url, skill_id, credentials_ref, timeout_s, on_unanswerable, "
+        "max_agent_answers, permission, effects)"
+    ]
+    assert "temprature" not in str(r.spec("Skill", "s1"))
+
+
+def test_unknown_top_level_field_of_each_format_warns(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "workspace.yaml": "mcp_servers: []\ngovernance: {max_steps: 3}\n",
+            "tools.yaml": "t:\n  description: d\n  http: {url: 'https://x'}\n  cache: true\n",
+            "agents.yaml": "a1:\n  colour: blue\n",
+            "skills/x/SKILL.md": "---\nname: x\ndescription: d\nlicense: MIT\n---\nbody\n",
+        },
+    )
+    fields = sorted(
+        w.split(": ")[0] + ": " + w.split(": ")[1] for w in r.warnings if "unknown field" in w
+    )
+    assert fields == [
+        "agents.yaml:2: a1.colour",
+        "skills/x/SKILL.md:4: license",
+        "tools.yaml:4: t.cache",
+        "workspace.yaml:2: governance",
+    ]
+
+
+def test_duplicate_key_warns_that_the_last_wins(tmp_path: Path) -> None:
+    r = import_tree(tmp_path, {"skills/s1.yaml": SKILL + "category: decision\n"})
+    assert "skills/s1.yaml:6: category: duplicate key: the last one wins" in r.warnings
+
+
+def test_a_file_of_no_source_format_is_reported_as_skipped(tmp_path: Path) -> None:
+    r = import_tree(tmp_path, {"notes.txt": "hello", "other.yaml": "a: 1\n", ".git/config": "x"})
+    assert r.warnings == [
+        "notes.txt: not a source format import reads; skipped",
+        "other.yaml:1: not a recognized source document (no apiVersion swarmkit/v1, and not "
+        "workspace.yaml, tools.yaml, policy.yaml or agents.yaml); skipped",
+    ]
+
+
+def test_an_unknown_swarmkit_kind_is_reported(tmp_path: Path) -> None:
+    r = import_tree(tmp_path, {"x.yaml": "apiVersion: swarmkit/v1\nkind: Funnel\n"})
+    assert r.warnings == [
+        "x.yaml:2: kind: kind 'Funnel' of swarmkit/v1 is not imported (known: Skill, "
+        "Archetype, Topology, Workspace); skipped"
+    ]
+
+
+def test_an_existing_swarmkit_dev_manifest_is_left_alone(tmp_path: Path) -> None:
+    r = import_tree(tmp_path, {"x.yaml": "apiVersion: swarmkit.dev/v1alpha1\nkind: Skill\n"})
+    assert r.warnings == [
+        "x.yaml:1: apiVersion: already a swarmkit.dev manifest; apply it as it is; skipped"
+    ]
+
+
+def test_a_literal_secret_looking_env_value_warns(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "workspace.yaml": "mcp_servers:\n  - id: gh\n    command: [gh]\n"
+            "    env:\n      GITHUB_TOKEN: ghp_abc\n"
+        },
+    )
+    assert r.warnings == [
+        "workspace.yaml:5: mcp_servers[0].env.GITHUB_TOKEN: literal value of a secret-looking "
+        "variable is copied into the Workspace in clear text; use ${VAR} to reference a Secret "
+        "instead"
+    ]
+
+
+def test_text_around_a_variable_is_reported_as_dropped(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "workspace.yaml": "mcp_servers:\n  - id: db\n    command: [db]\n"
+            "    env:\n      DSN: 'postgres://u:${PGPASS}@db/x'\n"
+        },
+    )
+    (server,) = r.workspace()["mcpServers"]  # type: ignore[misc]
+    assert server["env"][0]["secretKeyRef"]["key"] == "PGPASS"
+    (w,) = r.warnings
+    assert w.startswith("workspace.yaml:5: mcp_servers[0].env.DSN: only a whole ${VAR}")
+    assert "surrounding text is dropped" in w
+
+
+def test_a_literal_header_is_not_imported(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "workspace.yaml": "mcp_servers:\n  - id: kb\n    url: https://kb\n"
+            "    headers: {X-Team: support}\n"
+        },
+    )
+    assert r.warnings == [
+        "workspace.yaml:4: mcp_servers[0].headers.X-Team: only headers whose value is "
+        "[prefix]${VAR} can be imported (a Secret reference); literal header not imported"
+    ]
+
+
+def test_args_without_command_warn(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {"workspace.yaml": "mcp_servers:\n  - id: kb\n    url: https://kb\n    args: [-v]\n"},
+    )
+    assert r.warnings == [
+        "workspace.yaml:4: mcp_servers[0].args: args without command; not imported"
+    ]
+
+
+def test_unsupported_fields_say_why(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "skills/s1.yaml": SKILL + "requires: [jq]\n",
+            "policy.yaml": "web_search_provider: brave\n",
+            "archetypes/a.yaml": "apiVersion: swarmkit/v1\nkind: Archetype\nmetadata: {id: a}\n"
+            "role: worker\n",
+            "workspace.yaml": "metadata: {id: ws, name: Support}\nmcp_servers: []\n",
+        },
+    )
+    unsupported = sorted(w for w in r.warnings if "not supported" in w)
+    assert unsupported == [
+        "archetypes/a.yaml:4: role: not supported: roles are positions in a Topology (set per "
+        "node there); not imported",
+        "policy.yaml:1: web_search_provider: not supported: native web_search needs the "
+        "Workspace searchProvider (a URL); set it by hand; not imported",
+        "skills/s1.yaml:6: requires: not supported: skill prerequisites are checked by the "
+        "runtime image, not the API; not imported",
+        "workspace.yaml:1: metadata.name: not supported: the Workspace keeps the name given by "
+        "--workspace; not imported",
+    ]
+
+
+def test_a_symlink_in_a_skill_is_not_followed(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"skills/x/SKILL.md": "---\nname: x\ndescription: d\n---\nb\n"})
+    os.symlink("/etc/passwd", tmp_path / "skills/x/passwd")
+    r = import_tree(tmp_path)
+    assert r.warnings == ["skills/x/passwd: symlink inside a skill is not followed; not imported"]
+    assert "files" not in r.spec("Skill", "x")
+
+
+def test_a_shorthand_type_it_does_not_know_warns(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "tools.yaml": "t:\n  description: d\n  http: {url: 'https://x'}\n"
+            "  input_schema: {when: datetime}\n"
+        },
+    )
+    assert r.warnings == [
+        "tools.yaml:4: t.input_schema.when: unknown type 'datetime'; imported as a property of "
+        "any type"
+    ]
+
+
+def test_an_unknown_skill_grant_warns_and_stays(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path, {"agents.yaml": "a1:\n  model: anthropic/claude\n  skills: [ghost]\n"}
+    )
+    assert r.warnings == [
+        "agents.yaml:1: a1.skills: skill 'ghost' is not in this import; the grant stays inert "
+        "until a Skill of that name exists"
+    ]
+    assert r.spec("Agent", "a1")["skills"] == ["ghost"]
+
+
+def test_an_unknown_tool_warns(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {"agents.yaml": "a1:\n  model: anthropic/claude\n  tools: [mailbox_send, pg.query]\n"},
+    )
+    assert r.warnings == [
+        "agents.yaml:1: a1.tools: tool 'pg.query' is neither an imported tool, an MCP tool "
+        "<prefix>.<tool> of an imported server, nor a platform builtin"
+    ]
+
+
+def test_skill_references_outside_the_import_warn(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "skills/s1.yaml": SKILL + "implementation: {type: mcp_tool, server: gh, tool: get}\n",
+            "skills/s2.yaml": SKILL.replace("id: s1", "id: s2")
+            + "implementation: {type: agent, topology: research}\n",
+            "skills/s3.yaml": SKILL.replace("id: s1", "id: s3")
+            + "implementation: {type: agent, card_url: 'https://x/card', credentials_ref: tok}\n",
+        },
+    )
+    assert r.warnings == [
+        "skills/s1.yaml:6: implementation: MCP server 'gh' is not declared in the imported "
+        "workspace; calls fail until it is",
+        "skills/s2.yaml:6: implementation: topology 'research' is not in this import",
+        "skills/s3.yaml:6: implementation: credentials 'tok' is not a credentials entry of the "
+        "imported workspace",
+    ]
+
+
+def test_no_model_provider_anywhere_adds_anthropic_and_says_so(tmp_path: Path) -> None:
+    r = import_tree(tmp_path, {"agents.yaml": "a1:\n  description: d\n"})
+    (w,) = r.warnings
+    assert w.startswith("agents.yaml:1: a1.model: no model provider in the sources: added")
+    assert r.workspace()["modelProviders"][0]["name"] == "anthropic"  # type: ignore[index]
+
+
+# --- errors --------------------------------------------------------------------------
+
+
+def test_invalid_yaml_is_an_error_with_its_line(tmp_path: Path) -> None:
+    r = import_tree(tmp_path, {"tools.yaml": "t:\n  description: [unclosed\n  http: {}\n"})
+    (e,) = r.errors
+    assert e.startswith("tools.yaml:3: invalid YAML")
+
+
+def test_missing_metadata_id_is_an_error(tmp_path: Path) -> None:
+    r = import_tree(tmp_path, {"skills/s1.yaml": SKILL.replace("id: s1, ", "")})
+    assert r.errors == [
+        "skills/s1.yaml:3: metadata: metadata.id is required (it becomes metadata.name)"
+    ]
+
+
+def test_an_invalid_document_names_file_and_source_field(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "skills/s1.yaml": SKILL.replace("capability", "decision")
+            + "outputs: {type: object, properties: {verdict: {type: string}}}\n",
+            "skills/s2.yaml": SKILL.replace("id: s1", "id: s2")
+            + "implementation: {type: agent, card_url: 'ftp://x'}\n",
+            "skills/s3.yaml": SKILL.replace("id: s1", "id: S_3"),
+        },
+    )
+    assert r.errors == [
+        "skills/s1.yaml:6: outputs: Skill 's1': decision skills must declare "
+        "outputs (JSON Schema) with a reasoning property (API field outputs)",
+        "skills/s2.yaml:6: implementation.card_url: Skill 's2': String should match pattern "
+        "'^https?://' (API field implementation.cardUrl)",
+        "skills/s3.yaml:3: metadata.id: 'S_3' must be lowercase-kebab, at most 63 characters "
+        "(it becomes metadata.name)",
+    ]
+
+
+def test_the_same_name_twice_is_an_error(tmp_path: Path) -> None:
+    r = import_tree(tmp_path, {"skills/a.yaml": SKILL, "skills/b.yaml": SKILL})
+    assert r.errors == ["skills/b.yaml:1: Skill 's1' is defined twice (first at skills/a.yaml:1)"]
+
+
+def test_a_node_naming_an_unknown_archetype_is_an_error(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "t.yaml": "apiVersion: swarmkit/v1\nkind: Topology\n"
+            "metadata: {id: t}\nagents:\n  root: {archetype: ghost}\n"
+        },
+    )
+    assert r.errors == [
+        "t.yaml:5: agents.root: node 'root': archetype 'ghost' is not among the imported archetypes"
+    ]
+
+
+# --- the command ---------------------------------------------------------------------
+
+
+def test_errors_write_nothing_and_exit_1(tmp_path: Path) -> None:
+    src = write_tree(tmp_path / "src", {"skills/s1.yaml": SKILL.replace("id: s1, ", "")})
+    out = tmp_path / "out"
+    res = run_cli("import", str(src), "-o", str(out))
+    assert res.code == 1
+    assert "metadata.id is required" in res.err
+    assert "nothing written" in res.err
+    assert not out.exists()
+
+
+def test_warnings_write_and_exit_0_but_strict_turns_them_into_errors(tmp_path: Path) -> None:
+    src = write_tree(tmp_path / "src", {"skills/s1.yaml": SKILL + "colour: red\n"})
+    res = run_cli("import", str(src), "-o", str(tmp_path / "out"))
+    assert res.code == 0 and "warning: " in res.err and "colour" in res.err
+    assert (tmp_path / "out" / "skill-s1.yaml").exists()
+    res = run_cli("import", str(src), "-o", str(tmp_path / "strict"), "--strict")
+    assert res.code == 1
+    assert "error: " in res.err and "colour: unknown field, not imported" in res.err
+    assert res.err.splitlines()[0].endswith("(--strict)")
+    assert not (tmp_path / "strict").exists()
+
+
+def test_dir_output_has_a_kustomization_in_apply_order_and_a_separate_secret_template(
+    tmp_path: Path,
+) -> None:
+    res = run_cli("import", str(FIXTURES), "-n", "team-a", "-o", str(tmp_path))
+    assert res.code == 0, res.err
+    kust = yaml.safe_load((tmp_path / "kustomization.yaml").read_text())
+    assert kust["namespace"] == "team-a"
+    kinds = [r.split("-", 1)[0] for r in kust["resources"]]
+    order = ["workspace", "configmap", "skill", "agent", "topology"]
+    assert kinds == sorted(kinds, key=order.index)
+    assert not any("secret" in r for r in kust["resources"])
+    secret = yaml.safe_load((tmp_path / "secret-default-credentials.template.yaml").read_text())
+    assert secret["metadata"] == {"name": "default-credentials", "namespace": "team-a"}
+    assert set(secret["stringData"]) == {
+        "ANTHROPIC_API_KEY",
+        "BRAVE_API_KEY",
+        "RESEARCH_AGENT_TOKEN",
+        "pg_token",
+    }
+    assert set(secret["stringData"].values()) == {""}
+    assert "secret-default-credentials.template.yaml" in res.err
+
+
+def test_stdout_output_is_one_yaml_stream(tmp_path: Path) -> None:
+    res = run_cli("import", str(FIXTURES / "swarm"))
+    assert res.code == 0, res.err
+    docs = list(yaml.safe_load_all(res.out))
+    assert [d["kind"] for d in docs] == ["Workspace", "Agent", "Agent"]
+    assert "Secret" not in res.out
+
+
+def test_a_bad_workspace_name_is_a_usage_error(tmp_path: Path) -> None:
+    assert run_cli("import", str(tmp_path), "--workspace", "Bad_Name").code == 2
+
+
+def test_a_missing_path_is_an_error(tmp_path: Path) -> None:
+    res = run_cli("import", str(tmp_path / "nope"))
+    assert res.code == 1 and "no such file or directory" in res.err
