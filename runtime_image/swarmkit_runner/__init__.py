@@ -7,7 +7,10 @@ line per event to stdout and the :class:`swarmkit_api.bundle.RunResult` to the t
 log.
 
 Layer rule: this package imports only :mod:`swarmkit_api` of the project's packages (never
-kopf or kubernetes). The ``mcp`` SDK is imported lazily, only when a run needs a server.
+kopf or kubernetes). Start-up cost: heavy libraries are imported only by the runs that need
+them: ``mcp`` and ``anyio`` when a run has an MCP server, ``httpx`` for HTTP model providers,
+HTTP tools, web search and A2A, ``jsonschema`` when something is validated against a schema
+(``tests/unit/runner/test_startup_imports.py``).
 """
 
 __version__ = "0.1.0"

@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
-
 from swarmkit_api.bundle import RunBundle
 
 from .audit import AuditLog
@@ -21,6 +19,8 @@ from .secrets import SecretStore
 from .usage import SkillUsage
 
 if TYPE_CHECKING:
+    import httpx
+
     from .mcp_client import McpManager
 
 
@@ -185,8 +185,10 @@ class RunContext:
 
     @property
     def http(self) -> httpx.AsyncClient:
-        """One HTTP client for HTTP tools, web search and A2A."""
+        """One HTTP client for HTTP tools, web search and A2A (created on first use)."""
         if self.shared.http is None:
+            import httpx  # a run without HTTP never imports it (runner start-up cost)
+
             self.shared.http = httpx.AsyncClient(follow_redirects=False)
         return self.shared.http
 

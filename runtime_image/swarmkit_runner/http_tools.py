@@ -14,8 +14,6 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-import httpx
-
 from swarmkit_api.bundle import BundleAgent
 from swarmkit_api.workspace import Tool
 
@@ -93,6 +91,8 @@ def http_tool(ctx: RunContext, tool: Tool, agent: BundleAgent) -> ToolEntry:
             }
         else:
             kwargs["json"] = rest
+        import httpx  # imported by ctx.http already; a run without HTTP tools never does
+
         try:
             response = await ctx.http.request(spec.method, url, **kwargs)
         except httpx.TimeoutException:

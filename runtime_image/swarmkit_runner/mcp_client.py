@@ -15,6 +15,9 @@
 * Calls have a per-call timeout and retries on transport failures (not on tool errors).
 * :meth:`McpManager.aclose` shuts every server down (stdin closed, then the process group
   is terminated) and closes HTTP sessions.
+
+``anyio`` and ``mcp`` are imported only when a run has a server: a run without MCP never
+pays for them at start-up (``tests/unit/runner/test_startup_imports.py``).
 """
 
 from __future__ import annotations
@@ -31,9 +34,6 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
-import anyio.abc
-
 from swarmkit_api.workspace import McpServer
 
 from .audit import AuditLog
@@ -41,6 +41,8 @@ from .errors import ToolError
 from .secrets import MissingSecret, SecretStore
 
 if TYPE_CHECKING:
+    import anyio
+    import anyio.abc
     from mcp.client.client import Client
 
 #: Environment passed through to stdio servers (never secrets) unless the Workspace sets them.
@@ -101,6 +103,7 @@ def _stderr_target() -> Any:
 @asynccontextmanager
 async def process_transport(process: anyio.abc.Process) -> AsyncIterator[Any]:
     """MCP stdio framing (one JSON-RPC message per line) over an already spawned process."""
+    import anyio
     import mcp_types
     from anyio.streams.text import TextReceiveStream
     from mcp.os.posix.utilities import terminate_posix_process_tree
@@ -202,6 +205,8 @@ class _Connection:
         """Start a stdio server's process (before the SDK is even imported)."""
         if self.server.transport != "stdio":
             return
+        import anyio
+
         assert self.server.command
         try:
             env = self.stdio_env()
@@ -218,6 +223,7 @@ class _Connection:
 
     async def run(self) -> None:
         """Connect, discover, then hold the session open until :attr:`stop` is set."""
+        import anyio
         from mcp.client.client import Client
 
         timeout = max(float(self.server.timeout_seconds), MIN_STARTUP_SECONDS)
@@ -352,6 +358,8 @@ class McpManager:
 
     async def call(self, server_id: str, tool: str, arguments: dict[str, Any]) -> str:
         """Call ``tool`` on ``server_id``; a tool error or transport failure is a ToolError."""
+        import anyio
+
         conn = self._conns.get(server_id)
         if conn is None:
             raise ToolError(f"MCP server {server_id} is not started", "McpUnavailable")

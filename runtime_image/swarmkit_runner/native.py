@@ -14,8 +14,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from swarmkit_api.bundle import BundleAgent
 
 from .catalog import ToolEntry, as_text
@@ -175,6 +173,8 @@ def _web_search(ctx: RunContext) -> ToolEntry:
         headers = {}
         if provider.api_key is not None:
             headers["Authorization"] = f"Bearer {ctx.secrets.get(provider.api_key)}"
+        import httpx  # imported by ctx.http already; a run without web_search never does
+
         try:
             response = await ctx.http.get(
                 provider.url, params={"q": query}, headers=headers, timeout=30.0

@@ -8,12 +8,13 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ModelError
 from ..secrets import SecretStore
+
+if TYPE_CHECKING:
+    import httpx
 
 #: Statuses retried with backoff (529 = Anthropic "overloaded").
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -158,13 +159,19 @@ class HttpProvider:
         self._secrets = secrets
         self._on_retry = on_retry
         self._sleep = sleep
-        self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(timeout_seconds))
+        import httpx  # only HTTP providers need it (runner start-up cost)
+
+        self._client: httpx.AsyncClient = httpx.AsyncClient(
+            headers=headers, timeout=httpx.Timeout(timeout_seconds)
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()
 
     async def post_json(self, url: str, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         """POST ``body``; returns the decoded JSON and the number of attempts."""
+        import httpx
+
         attempt = 0
         while True:
             attempt += 1
