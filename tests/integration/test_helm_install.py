@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -354,6 +355,48 @@ def test_upgrade_with_a_new_approval_restarts_the_operator_and_the_pin_takes_eff
         )
     )  # fmt: skip
     assert config["security"]["skills"]["allowed"] == [wrong]
+
+
+def test_kubectl_swarmkit_pin_output_is_accepted_by_helm_upgrade_and_approves(
+    release: Release, tmp_path: Path
+) -> None:
+    """`kubectl swarmkit pin skill/NAME` prints values `helm upgrade -f` takes as they are."""
+    (script,) = _scripts(release)
+    env = {**os.environ, "KUBECONFIG": str(release.cluster.kubeconfig), "NO_COLOR": "1"}
+    cli = Path(sys.executable).parent / "kubectl-swarmkit"
+    res = subprocess.run(
+        [str(cli), "pin", f"skill/{SCRIPT_SKILL}", "-n", TEAM_NS],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    pin = tmp_path / "pin.yaml"
+    pin.write_text(res.stdout)
+    allowed = yaml.safe_load(res.stdout)["config"]["security"]["skills"]["allowed"]
+    assert allowed == [
+        {
+            "namespace": TEAM_NS,
+            "skill": SCRIPT_SKILL,
+            "path": SCRIPT_PATH,
+            "sha256": script["sha256"],
+        }
+    ]
+    old = release.running_operator()
+    release.helm(
+        "upgrade", RELEASE, str(CHART), "-n", SYSTEM_NS, "--wait", "--timeout", "2m",
+        *release.values(), "-f", str(pin),
+    )  # fmt: skip
+
+    def replaced() -> Any:
+        pod = release.running_operator()
+        return pod if pod.metadata.uid != old.metadata.uid else None
+
+    until(replaced, 60, message="a new operator pod after the upgrade")
+    until(
+        lambda: [s for s in _scripts(release) if s["reason"] == "Approved"] or None,
+        60,
+        message=lambda: f"{SCRIPT_PATH} Approved: {_scripts(release)}\n{release.operator_log()}",
+    )
+    assert _scripts(release)[0]["approved"] is True
 
 
 def test_two_replicas_peer_and_only_the_highest_priority_reconciles(release: Release) -> None:
