@@ -17,8 +17,8 @@ import yaml
 KUSTOMIZATION = "kustomization.yaml"
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """libyaml's emitter when available: the same output, much faster."""
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
