@@ -117,7 +117,16 @@ TOPOLOGY = KindInfo(
     "cron schedule. Agent skills may call other topologies up to depth 3, never in a cycle.",
     spec=TopologySpec,
     status=TopologyStatus,
-    columns=_ready_columns(),
+    columns=(
+        *_ready_columns(),
+        PrinterColumn(
+            "Serving",
+            '.status.conditions[?(@.type=="Serving")].status',
+            description="Serving over A2A (spec.serve)",
+            priority=1,
+        ),
+        PrinterColumn("URL", ".status.url", description="Served Agent Card URL", priority=1),
+    ),
     kebab_name=True,
 )
 RUN = KindInfo(

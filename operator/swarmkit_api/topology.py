@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import ApiModel, CelRule
-from .common import KEBAB, Condition, LocalObjectReference
+from .common import KEBAB, Condition, LocalObjectReference, ResourceRequirements, SecretKeyRef
 
 #: Deepest nesting of topologies calling topologies through agent skills.
 MAX_TOPOLOGY_DEPTH = 3
@@ -57,6 +57,87 @@ class HistoryLimit(ApiModel):
     failed: int = Field(default=10, ge=0, le=1000, description="Failed Runs kept.")
 
 
+def _distinct_refs(refs: list[SecretKeyRef]) -> bool:
+    return len({(r.name, r.key) for r in refs}) == len(refs)
+
+
+class ServeAuth(ApiModel):
+    """Who may call a served topology: bearer tokens kept in Secrets (never copied)."""
+
+    cel_rules = (
+        CelRule(
+            rule="self.bearerTokens.all(a, self.bearerTokens.exists_one(b, "
+            "b.name == a.name && b.key == a.key))",
+            message="each bearerTokens entry must name a different Secret key",
+            field_path=".bearerTokens",
+            check=lambda m: _distinct_refs(m.bearer_tokens),
+        ),
+    )
+
+    bearer_tokens: list[SecretKeyRef] = Field(
+        min_length=1,
+        max_length=16,
+        description="Secret keys each holding one accepted token (Authorization: Bearer "
+        "<token>). Several allow rotation: add the new one, move callers, remove the old.",
+    )
+
+
+class ServeSpec(ApiModel):
+    """Serve the topology over A2A as a Deployment + Service (``python -m swarmkit_runner
+    serve``), pinned to the Topology's version like a Run; a new version rolls it."""
+
+    cel_rules = (
+        CelRule(
+            rule="!has(self.taskTimeoutSeconds) || !has(self.drainSeconds) || "
+            "self.drainSeconds <= self.taskTimeoutSeconds + 60",
+            message="drainSeconds longer than taskTimeoutSeconds + 60 only delays a rollout: "
+            "no task runs that long",
+            field_path=".drainSeconds",
+            check=lambda m: (
+                m.task_timeout_seconds is None or m.drain_seconds <= m.task_timeout_seconds + 60
+            ),
+        ),
+    )
+
+    replicas: int = Field(default=1, ge=0, le=50, description="Pods serving the topology.")
+    auth: ServeAuth = Field(
+        description="Bearer tokens callers must present; a call without a valid one is "
+        "refused (401) and nothing runs."
+    )
+    resources: ResourceRequirements | None = Field(
+        default=None,
+        description="Runner container resources; defaults to the Workspace's runtime resources.",
+    )
+    max_concurrent_tasks: int = Field(
+        default=4,
+        ge=1,
+        le=256,
+        description="Tasks one replica runs at once; past it a new task gets 429 with Retry-After.",
+    )
+    task_timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=86400,
+        description="Timeout of each task (like a Run's timeoutSeconds); default: the "
+        "Workspace's runtime.defaultTimeoutSeconds.",
+    )
+    input_timeout_seconds: int = Field(
+        default=3600,
+        ge=1,
+        le=604800,
+        description="How long a task in input-required waits for its answer before it is "
+        "cancelled.",
+    )
+    drain_seconds: int = Field(
+        default=60,
+        ge=1,
+        le=3600,
+        description="On rollout or scale-down, how long a pod lets its running tasks finish "
+        "(no new tasks accepted) before it cancels the rest.",
+    )
+    port: int = Field(default=8080, ge=1024, le=65535, description="Container port served.")
+
+
 def _tree_is_well_formed(spec: TopologySpec) -> bool:
     names = {n.name: n for n in spec.agents}
     if len(names) != len(spec.agents):
@@ -76,6 +157,13 @@ class TopologySpec(ApiModel):
     """A tree of agents run together."""
 
     cel_rules = (
+        CelRule(
+            rule="!has(self.serve) || (has(self.description) && size(self.description) > 0)",
+            message="a served topology needs a description: it is the skill description on "
+            "its Agent Card",
+            field_path=".description",
+            check=lambda m: m.serve is None or bool(m.description),
+        ),
         CelRule(
             rule="self.agents.exists_one(a, a.role == 'root')",
             message="exactly one agent must have role root",
@@ -102,6 +190,11 @@ class TopologySpec(ApiModel):
     )
     schedule: Schedule | None = Field(default=None, description="Optional cron schedule.")
     history_limit: HistoryLimit | None = Field(default=None, description="Finished Runs kept.")
+    serve: ServeSpec | None = Field(
+        default=None,
+        description="Serve the topology over A2A (Agent Card, message/send, message/stream, "
+        "tasks/get, tasks/cancel) to other workspaces.",
+    )
 
     @property
     def root(self) -> TopologyNode:
@@ -109,6 +202,20 @@ class TopologySpec(ApiModel):
 
     def children(self, node: str) -> list[TopologyNode]:
         return [a for a in self.agents if a.parent == node]
+
+
+class ServingStatus(ApiModel):
+    """What the operator runs for ``spec.serve``."""
+
+    deployment: str = Field(description="The Deployment serving the topology.")
+    service: str = Field(description="Its Service.")
+    bundle_config_map: str = Field(description="The pinned, immutable bundle it serves.")
+    version: str = Field(description="The topology version the Deployment runs.")
+    replicas: int = Field(default=0, description="Desired replicas.")
+    ready_replicas: int = Field(default=0, description="Ready replicas.")
+    updated: bool = Field(
+        default=False, description="Every replica runs this version (the rollout finished)."
+    )
 
 
 class TopologyStatus(ApiModel):
@@ -125,6 +232,12 @@ class TopologyStatus(ApiModel):
     last_schedule_time: datetime | None = Field(
         default=None, description="When the schedule last created a Run."
     )
+    url: str | None = Field(
+        default=None, description="In-cluster URL of the served Agent Card (spec.serve)."
+    )
+    serving: ServingStatus | None = Field(
+        default=None, description="The served Deployment (spec.serve)."
+    )
     conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
 
 
@@ -132,6 +245,9 @@ __all__ = [
     "MAX_TOPOLOGY_DEPTH",
     "HistoryLimit",
     "Schedule",
+    "ServeAuth",
+    "ServeSpec",
+    "ServingStatus",
     "TopologyNode",
     "TopologySpec",
     "TopologyStatus",

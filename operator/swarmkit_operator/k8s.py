@@ -467,3 +467,36 @@ async def create_start_object(path: str, manifest: Mapping[str, Any]) -> dict[st
     if status == 409:
         return None
     return dict(_check("POST", path, status, payload))
+
+
+# --- served workloads (Deployments, Services) ---------------------------------------------
+
+
+def apps_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/apis/apps/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+async def apply(path: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Server-side apply ``manifest`` at ``path`` (the object's own path) as the operator.
+
+    The operator owns every field it sets (``force``): a hand edit of them is undone on
+    the next reconcile, fields it does not set (e.g. an HPA's) are left alone.
+    """
+    status, payload = await request(
+        "PATCH",
+        path,
+        dict(manifest),
+        content_type="application/apply-patch+yaml",
+        query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+    )
+    return dict(_check("PATCH", path, status, payload))
+
+
+async def delete_object(path: str) -> bool:
+    """Delete the object at ``path`` (children in the background); False if already gone."""
+    status, payload = await request("DELETE", path, {"propagationPolicy": "Background"})
+    if status == 404:
+        return False
+    _check("DELETE", path, status, payload)
+    return True

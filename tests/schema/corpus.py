@@ -328,6 +328,51 @@ INVALID: tuple[Invalid, ...] = (
     ),
     Invalid("topology-no-agents", "spec.agents", topology(agents=[])),
     Invalid(
+        "topology-served-without-description",
+        "spec.description",
+        topology(serve={"auth": {"bearerTokens": [{"name": "t", "key": "k"}]}}),
+    ),
+    Invalid(
+        "topology-serve-without-auth",
+        "spec.serve.auth",
+        topology(description="d", serve={"replicas": 1}),
+    ),
+    Invalid(
+        "topology-serve-no-tokens",
+        "spec.serve.auth.bearerTokens",
+        topology(description="d", serve={"auth": {"bearerTokens": []}}),
+    ),
+    Invalid(
+        "topology-serve-duplicate-token",
+        "spec.serve.auth.bearerTokens",
+        topology(
+            description="d",
+            serve={
+                "auth": {"bearerTokens": [{"name": "t", "key": "k"}, {"name": "t", "key": "k"}]}
+            },
+        ),
+    ),
+    Invalid(
+        "topology-serve-drain-longer-than-tasks",
+        "spec.serve.drainSeconds",
+        topology(
+            description="d",
+            serve={
+                "auth": {"bearerTokens": [{"name": "t", "key": "k"}]},
+                "taskTimeoutSeconds": 30,
+                "drainSeconds": 600,
+            },
+        ),
+    ),
+    Invalid(
+        "topology-serve-zero-concurrency",
+        "spec.serve.maxConcurrentTasks",
+        topology(
+            description="d",
+            serve={"auth": {"bearerTokens": [{"name": "t", "key": "k"}]}, "maxConcurrentTasks": 0},
+        ),
+    ),
+    Invalid(
         "run-topology-and-agent",
         "spec.topologyRef",
         run(agentRef={"name": "a"}),

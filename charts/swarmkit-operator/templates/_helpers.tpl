@@ -172,6 +172,18 @@ app.kubernetes.io/part-of: swarmkit-operator
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, patch]
+# A served Topology (spec.serve): its Deployment and Service, server-side applied, owned
+# by the Topology; deleted when spec.serve goes. (topologies/finalizers: their
+# ownerReferences block the owner's deletion, as for Runs.)
+- apiGroups: [apps]
+  resources: [deployments]
+  verbs: [create, get, list, watch, patch, delete]
+- apiGroups: [""]
+  resources: [services]
+  verbs: [create, get, patch, delete]
+- apiGroups: [swarmkit.dev]
+  resources: [topologies/finalizers]
+  verbs: [update]
 # Workspace credential references: which Secrets and keys exist (values are never copied;
 # Run pods get them through secretKeyRef env).
 - apiGroups: [""]

@@ -145,6 +145,7 @@ def version_spec(spec: TopologySpec) -> dict[str, Any]:
     wire = spec.wire()
     wire.pop("schedule", None)
     wire.pop("historyLimit", None)
+    wire.pop("serve", None)  # how it is served is not what it is (replicas never re-version)
     return wire
 
 

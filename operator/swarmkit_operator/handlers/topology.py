@@ -1,4 +1,9 @@
-"""Topology: check the agent tree and its call graph, version it over its agents."""
+"""Topology: check the agent tree and its call graph, version it over its agents; serve it.
+
+A Topology with ``spec.serve`` is also served over A2A (:mod:`swarmkit_operator.serving`):
+the same reconcile writes its ``Serving`` condition, ``status.serving`` and ``status.url``,
+and every event of its Deployment re-queues it.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,9 @@ import kopf
 
 from swarmkit_api import GROUP, VERSION
 
+from .. import serving
 from ..builders.agent import WORKSPACE_PACK, granted_skill_names
+from ..builders.serve import SERVE_LABEL
 from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX
 from ..builders.topology import (
     AgentView,
@@ -23,6 +30,7 @@ from ..reconcile.controller import Controller, Deferred, controller_of, reconcil
 from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
 from .agent import workspace_view
+from .run import controller as runs_controller
 from .skill import granting_agents
 
 V = TypeVar("V")
@@ -108,6 +116,9 @@ async def topology_event(
     old, view = seen.previous, seen.view
     if seen.changed:
         ctl.enqueue_many("Topology", namespace, calling_topologies(ctl, namespace, name) - {name})
+        if view is not MISSING and (body.get("spec") or {}).get("serve") is not None:
+            # Its new version/readiness is visible now: roll the served Deployment to it.
+            ctl.enqueue("Topology", namespace, name)
         # Synthesized topology-<name> skills: their content is the name and description.
         if old is None or view is MISSING or old[3] != view[3]:
             agents = set(
@@ -115,6 +126,16 @@ async def topology_event(
             )
             agents.update(ctl.lookup_all("agent_by_grant", (namespace, WORKSPACE_PACK)))
             ctl.enqueue_many("Agent", namespace, agents)
+
+
+@kopf.on.event("apps", "v1", "deployments", labels={SERVE_LABEL: kopf.PRESENT})
+async def served_deployment_event(
+    namespace: str | None, labels: Mapping[str, str], memo: kopf.Memo, **_: Any
+) -> None:
+    """A served Deployment changed (readiness, rollout, deletion): update its Topology."""
+    ctl = controller_of(memo)
+    if ctl is not None and namespace is not None:
+        ctl.enqueue("Topology", namespace, str(labels[SERVE_LABEL]))
 
 
 class _Lazy(Mapping[str, V]):
@@ -199,6 +220,24 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         if waiting:
             raise Deferred(waiting)
 
+    fields = render.status_fields()
+    verdicts = list(render.verdicts)
+    ready = any(v.type == "Ready" and v.status == "True" for v in verdicts)
+    if accepted and (view["spec"].get("serve") is not None or "serving" in view["status"]):
+        runs = runs_controller()
+        served = await serving.reconcile_serving(
+            ctl,
+            runs.state.resolver if runs is not None else None,
+            ctl.config,
+            namespace,
+            name,
+            view,
+            ready,
+        )
+        fields.update(served.fields)
+        verdicts += served.verdicts
+        if served.recheck is not None:
+            ctl.enqueue("Topology", namespace, name, delay=served.recheck)
     written = await ctl.write_status(
         "Topology",
         namespace,
@@ -206,7 +245,7 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         view["uid"],
         int(view["generation"]),
         view["status"],
-        render.status_fields(),
-        render.verdicts,
+        fields,
+        verdicts,
     )
     return "changed" if written else "unchanged"
