@@ -68,6 +68,11 @@ def host_path(path: str) -> str:
     return prefix + path
 
 
+#: Env vars ``<prefix><n>`` of a served topology's pod hold its accepted bearer tokens (set
+#: by the operator from ``spec.serve.auth.bearerTokens`` with ``secretKeyRef``).
+SERVE_TOKEN_ENV_PREFIX = "SWARMKIT_SECRET_SERVE_TOKEN_"
+
+
 def secret_env_name(ref: SecretKeyRef) -> str:
     """The env var the Job sets from ``ref`` (stable, valid, collision-resistant)."""
     digest = hashlib.sha256(f"{ref.name}/{ref.key}".encode()).hexdigest()[:10].upper()

@@ -1,7 +1,10 @@
-"""Command line: ``python -m swarmkit_runner run|validate|gateway --bundle DIR``.
+"""Command line: ``python -m swarmkit_runner run|validate|gateway|serve --bundle DIR``.
 
 ``gateway`` serves the bundle's agent over MCP (:mod:`.gateway`) until SIGTERM; it exits 2
 when the bundle is bad or a token Secret is missing, 0 after a clean shutdown.
+
+``serve --bundle DIR [--port 8080] [--max-concurrent-tasks N] [--drain-seconds S]
+[--input-timeout S]`` serves the bundle's topology over A2A (:mod:`.serve`) until SIGTERM.
 
 Exit codes: 0 the run Succeeded (or parked AwaitingReview: nothing to retry), 1 any other
 outcome, 2 the bundle is bad (outcome ValidationFailed with a one-line reason). The
@@ -67,6 +70,33 @@ def _parser() -> argparse.ArgumentParser:
     gw.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     gw.add_argument("--port", type=int, help="port (default: the bundle's gateway.port)")
     gw.set_defaults(termination_log=None)
+    serve = sub.add_parser("serve", help="serve the bundle's topology over A2A (a Deployment)")
+    serve.add_argument("--bundle", metavar="DIR", help="directory holding bundle.json")
+    serve.add_argument("--skills-dir", metavar="DIR", help="root of the skills")
+    serve.add_argument("--scratch", metavar="DIR", help="writable scratch dir (default /scratch)")
+    serve.add_argument("--host", default="0.0.0.0", help="address to listen on (default all)")
+    serve.add_argument("--port", type=int, default=8080, help="port to listen on (default 8080)")
+    serve.add_argument(
+        "--max-concurrent-tasks",
+        type=int,
+        default=4,
+        metavar="N",
+        help="unfinished tasks this replica holds at once; past it: 429 (default 4)",
+    )
+    serve.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="on SIGTERM, how long running tasks may finish before they are cancelled",
+    )
+    serve.add_argument(
+        "--input-timeout",
+        type=float,
+        default=3600.0,
+        metavar="S",
+        help="how long a task waits for the answer to its question (default 3600)",
+    )
     return parser
 
 
@@ -133,6 +163,22 @@ async def _gateway(
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "serve":
+        # Imported only here: a Run's cold start never loads the HTTP server.
+        from .serve.server import serve
+
+        hide_secret_environ()
+        paths = RunnerPaths.resolve(args.bundle, args.skills_dir, args.scratch)
+        return asyncio.run(
+            serve(
+                paths,
+                args.host,
+                args.port,
+                args.max_concurrent_tasks,
+                args.drain_seconds,
+                args.input_timeout,
+            )
+        )
     paths = RunnerPaths.resolve(args.bundle, args.skills_dir, args.scratch, args.termination_log)
     return asyncio.run(_main_async(args, paths))
 

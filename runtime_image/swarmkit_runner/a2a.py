@@ -28,7 +28,8 @@
     (audited as ``executor.input_response`` with ``responder: agent:<name>``). After
     ``maxAgentAnswers`` answers on one task (default 2) the next question is relayed;
   * ``relay``: the run parks with outcome AwaitingReview and an ``input_request`` review
-    item naming the task and the question (the remote task is left waiting);
+    item naming the task and the question (the remote task is left waiting); in serve
+    mode the question is relayed to our own caller and its answer sent on;
   * ``abort``: the remote task is cancelled and the call fails with the question as the
     reason.
 
@@ -57,7 +58,7 @@ from .context import RunContext
 from .errors import InvalidArguments, ToolError, ToolRefused
 from .handoff import task_text
 from .output import schema_problems
-from .pipeline import escalate
+from .pipeline import ask_caller, escalate
 from .secrets import MissingSecret
 from .skills import Interim, SkillTool
 
@@ -536,16 +537,19 @@ def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> 
                 f"{tracked.task_id} was cancelled",
                 "A2AInputRequired",
             )
-        raise escalate(
-            ctx,
-            ReviewItem(
-                kind="input_request",
-                skill=skill.name,
-                agent=agent.name,
-                question=text,
-                task_id=tracked.task_id,
-            ),
+        item = ReviewItem(
+            kind="input_request",
+            skill=skill.name,
+            agent=agent.name,
+            question=text,
+            task_id=tracked.task_id,
         )
+        if ctx.shared.ask is not None:  # serve mode: relay the question to our caller
+            answer = await ask_caller(ctx, item)
+            tracked.answers += 1
+            task = await rpc.send(answer, impl.skill_id, tracked.task_id)
+            return await follow(rpc, tracked, task)
+        raise escalate(ctx, item)
 
     schema = skill.spec.inputs.as_dict() if skill.spec.inputs is not None else REMOTE_INPUT_SCHEMA
     return SkillTool(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from swarmkit_api.bundle import RunBundle
+from swarmkit_api.bundle import ReviewItem, RunBundle
 
 from .audit import AuditLog
 from .catalog import CallStats
@@ -116,6 +116,13 @@ class Shared:
     #: executors it imports (an ``agent`` skill's child run) start child runs without
     #: importing the loop back.
     loop_factory: Callable[[RunContext], AgentLoop] | None = None
+    #: Asks the caller a question and waits for the answer (serve mode: the A2A task goes
+    #: input-required). None (a Run): a question parks the run for a person instead.
+    ask: AskHook | None = None
+
+
+#: Takes the question (a review item) and returns the caller's answer.
+AskHook = Callable[[ReviewItem], Awaitable[str]]
 
 
 @dataclass

@@ -24,12 +24,16 @@ Every call of a skill (offered to the agent, or a component of a composed skill)
      no retry policy);
    * ``fail``: the run ends with outcome Failed and the reason;
    * ``escalate_to_human``: the run parks with outcome AwaitingReview and an
-     ``escalation`` review item naming the skill, the agent and the failure.
+     ``escalation`` review item naming the skill, the agent and the failure. In serve mode
+     (``ctx.shared.ask`` set) the question goes to the caller instead (the A2A task is
+     ``input-required``) and the answer is the call's result:
+     ``{"status": "answered", "question", "answer"}``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -201,11 +205,38 @@ async def invoke(
             f"skill {skill.name} (agent {agent.name}) failed {tries}: {reason}. "
             "Decide how the run should go on."
         )
-        raise escalate(
-            ctx,
-            ReviewItem(kind="escalation", skill=skill.name, agent=agent.name, question=question),
-        )
+        item = ReviewItem(kind="escalation", skill=skill.name, agent=agent.name, question=question)
+        if ctx.shared.ask is not None:
+            answer = await ask_caller(ctx, item)
+            return json.dumps({"status": "answered", "question": question, "answer": answer})
+        raise escalate(ctx, item)
     raise ToolError(f"skill {skill.name} failed {tries}: {reason}", "SkillFailed")
+
+
+async def ask_caller(ctx: RunContext, item: ReviewItem) -> str:
+    """Put ``item``'s question to whoever called (serve mode) and return the answer.
+
+    Audited as ``executor.input_request`` and ``executor.input_response`` (``responder:
+    caller``). Only called when ``ctx.shared.ask`` is set.
+    """
+    assert ctx.shared.ask is not None
+    ctx.audit.emit(
+        "executor.input_request",
+        kind=item.kind,
+        agent=item.agent,
+        skill=item.skill,
+        question=item.question,
+        policy="caller",
+    )
+    answer = await ctx.shared.ask(item)
+    ctx.audit.emit(
+        "executor.input_response",
+        agent=item.agent,
+        skill=item.skill,
+        responder="caller",
+        answer=answer,
+    )
+    return answer
 
 
 def escalate(ctx: RunContext, item: ReviewItem) -> AwaitingReview:

@@ -11,7 +11,7 @@ from swarmkit_api.bundle import Outcome, ReviewItem, RunBundle, RunResult
 from .audit import AuditLog
 from .bundle import root_position
 from .commands import check_command_packs
-from .context import Budget, RunContext
+from .context import AskHook, Budget, RunContext
 from .errors import AwaitingReview, BundleError, RunEnded, StartupError
 from .loop import AgentRunner
 from .mcp_client import McpManager
@@ -34,10 +34,12 @@ async def execute(
     audit: AuditLog,
     secrets: SecretStore,
     cancel: asyncio.Event | None = None,
+    ask: AskHook | None = None,
 ) -> RunResult:
     """Run ``bundle`` and return its result (never raises for run-level failures).
 
     Setting ``cancel`` stops the run with outcome Cancelled (the CLI sets it on SIGTERM).
+    ``ask`` (serve mode) answers the run's questions instead of parking it for review.
     """
     started = time.monotonic()
     governance = bundle.governance
@@ -50,6 +52,7 @@ async def execute(
         topology=bundle.target if bundle.target_kind == "Topology" else None,
         topology_depth=1 if bundle.target_kind == "Topology" else 0,
     )
+    ctx.shared.ask = ask
     root = root_position(bundle)
     audit.emit(
         "run.start",

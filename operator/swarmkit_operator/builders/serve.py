@@ -11,7 +11,7 @@ Topology's version exactly like a Run:
   label and the pinned-ConfigMaps annotation, so the renders it pins survive garbage
   collection while it exists; the operator deletes it once a newer version rolled out;
 * the pod is the shared runner pod (:mod:`.pod`) with ``serve`` arguments, the bearer
-  tokens as env ``SWARMKIT_SERVE_TOKEN_<n>`` (``secretKeyRef``), the container port, an
+  tokens as env ``SWARMKIT_SECRET_SERVE_TOKEN_<n>`` (``secretKeyRef``), the container port, an
   HTTP readiness probe (``/readyz``: fails while draining) and liveness probe
   (``/healthz``), and ``terminationGracePeriodSeconds`` = ``drainSeconds`` + 15;
 * the Deployment (:mod:`.workload`) carries the checksum annotation over the template and
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from swarmkit_api.bundle import BUNDLE_FILE, BUNDLE_MOUNT
+from swarmkit_api.bundle import BUNDLE_FILE, BUNDLE_MOUNT, SERVE_TOKEN_ENV_PREFIX
 from swarmkit_api.topology import ServeSpec
 
 from ..config import OperatorConfig
@@ -45,7 +45,7 @@ from .workload import (
 SERVE_LABEL = "swarmkit.dev/serve"
 BUNDLE_ANNOTATION = "swarmkit.dev/bundle-config-map"
 VERSION_ANNOTATION = "swarmkit.dev/topology-version"
-TOKEN_ENV_PREFIX = "SWARMKIT_SERVE_TOKEN_"
+TOKEN_ENV_PREFIX = SERVE_TOKEN_ENV_PREFIX
 CARD_PATH = "/.well-known/agent-card.json"
 SERVICE_PORT = 80
 #: The pod gets this much longer than drainSeconds before it is killed.

@@ -1,0 +1,311 @@
+"""The served topology's HTTP surface (a Starlette ASGI app).
+
+* ``GET /.well-known/agent-card.json`` (public): the Agent Card. One skill, the topology
+  (id = its name, description = its ``spec.description``); the JSON-RPC endpoint
+  ``<origin>/a2a`` as an A2A 1.0 ``supportedInterfaces`` entry and, for 0.3 clients, as
+  ``url`` with ``preferredTransport: JSONRPC``; the origin is the one the card was fetched
+  from (Service DNS name, pod address); ``securitySchemes`` says: HTTP bearer.
+* ``POST /a2a``: JSON-RPC (:mod:`.wire`). Without ``Authorization: Bearer <token>`` naming
+  one of the accepted tokens: 401 (``WWW-Authenticate: Bearer``) and nothing runs. A new
+  task past the replica's limit: 429 with ``Retry-After``; while draining: 503 with
+  ``Retry-After`` (another replica takes it).
+* ``GET /healthz`` (liveness), ``GET /readyz`` (readiness: 503 while draining, so the
+  Service stops sending new calls), ``GET /metrics`` (:mod:`.metrics`).
+
+Sends block until the task is settled (terminal or input-required) unless the caller
+asks for an immediate answer (1.0 ``returnImmediately``, 0.3 ``blocking: false``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from swarmkit_api.bundle import RunBundle
+
+from .metrics import ServeMetrics
+from .tasks import Busy, Draining, ServedTask, TaskManager
+from .wire import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    METHODS,
+    PARSE_ERROR,
+    TASK_NOT_CANCELABLE,
+    TASK_NOT_FOUND,
+    Dialect,
+    RpcError,
+    artifact_wire,
+    message_wire,
+    parse_send,
+    rpc_error,
+    rpc_result,
+    sse,
+    status_wire,
+    task_id_param,
+)
+
+CARD_PATH = "/.well-known/agent-card.json"
+RPC_PATH = "/a2a"
+#: Seconds a refused caller should wait before trying again.
+RETRY_AFTER_BUSY = 1
+RETRY_AFTER_DRAINING = 1
+#: How long a cancel waits for the run to stop before it answers.
+CANCEL_WAIT_SECONDS = 10.0
+
+
+@dataclass
+class ServeState:
+    """What the app serves."""
+
+    bundle: RunBundle
+    manager: TaskManager
+    metrics: ServeMetrics
+    tokens: Sequence[str]
+    version: str
+
+    @property
+    def skill_id(self) -> str:
+        return self.bundle.target
+
+
+def _origin(request: Request) -> str:
+    host = request.headers.get("host") or f"{request.url.hostname}:{request.url.port}"
+    return f"{request.url.scheme}://{host}"
+
+
+def agent_card(state: ServeState, origin: str) -> dict[str, Any]:
+    bundle = state.bundle
+    topology = bundle.topologies[bundle.target]
+    description = topology.spec.description or f"The {bundle.target} topology."
+    endpoint = origin + RPC_PATH
+    return {
+        "name": bundle.target,
+        "description": description,
+        "version": state.version,
+        "supportedInterfaces": [
+            {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        # A2A 0.3 clients read these (1.0 clients prefer supportedInterfaces).
+        "url": endpoint,
+        "preferredTransport": "JSONRPC",
+        "protocolVersion": "0.3.0",
+        "capabilities": {"streaming": True, "pushNotifications": False},
+        "securitySchemes": {
+            "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}},
+        },
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [
+            {
+                "id": bundle.target,
+                "name": bundle.target,
+                "description": description,
+                "tags": ["topology", f"namespace:{bundle.run.namespace}"],
+            }
+        ],
+    }
+
+
+def task_wire(task: ServedTask, dialect: Dialect) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": task.id,
+        "contextId": task.context_id,
+        "status": status_wire(
+            task.state, task.status_message, task.timestamp, task.context_id, task.id, dialect
+        ),
+        "history": [message_wire(m, task.context_id, task.id, dialect) for m in task.history],
+        "metadata": {"correlationId": task.correlation_id},
+    }
+    if task.answer is not None:
+        out["artifacts"] = [artifact_wire(task.artifact_id, task.answer, dialect)]
+    if dialect == "0.3":
+        out["kind"] = "task"
+    return out
+
+
+def _send_result(task: ServedTask, dialect: Dialect) -> dict[str, Any]:
+    wire = task_wire(task, dialect)
+    return {"task": wire} if dialect == "1.0" else wire
+
+
+def _status_event(task: ServedTask, dialect: Dialect) -> dict[str, Any]:
+    status = status_wire(
+        task.state, task.status_message, task.timestamp, task.context_id, task.id, dialect
+    )
+    if dialect == "1.0":
+        return {"statusUpdate": {"taskId": task.id, "contextId": task.context_id, "status": status}}
+    return {
+        "kind": "status-update",
+        "taskId": task.id,
+        "contextId": task.context_id,
+        "status": status,
+        "final": task.settled,
+    }
+
+
+def _artifact_event(task: ServedTask, dialect: Dialect) -> dict[str, Any]:
+    assert task.answer is not None
+    event = {
+        "taskId": task.id,
+        "contextId": task.context_id,
+        "artifact": artifact_wire(task.artifact_id, task.answer, dialect),
+        "lastChunk": True,
+    }
+    if dialect == "1.0":
+        return {"artifactUpdate": event}
+    return {"kind": "artifact-update", **event}
+
+
+def _authorized(state: ServeState, request: Request) -> bool:
+    header = request.headers.get("authorization") or ""
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return False
+    # Compare against every token (constant time each) so timing says nothing of which.
+    matched = False
+    for accepted in state.tokens:
+        matched |= hmac.compare_digest(token.strip().encode(), accepted.encode())
+    return matched
+
+
+def build_app(state: ServeState) -> Starlette:
+    manager = state.manager
+
+    async def card(request: Request) -> Response:
+        return JSONResponse(agent_card(state, _origin(request)))
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    async def readyz(request: Request) -> Response:
+        if manager.draining:
+            return PlainTextResponse("draining", status_code=503)
+        return PlainTextResponse("ok")
+
+    async def metrics(request: Request) -> Response:
+        state.metrics.active = manager.active
+        return PlainTextResponse(state.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    async def rpc(request: Request) -> Response:
+        if not _authorized(state, request):
+            state.metrics.reject("unauthorized")
+            return JSONResponse(
+                rpc_error(None, INVALID_REQUEST, "unauthorized: a valid bearer token is required"),
+                status_code=401,
+                headers={"WWW-Authenticate": 'Bearer realm="swarmkit"'},
+            )
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            return JSONResponse(rpc_error(None, PARSE_ERROR, "the body is not JSON"))
+        if not isinstance(body, dict) or body.get("jsonrpc") != "2.0" or "method" not in body:
+            return JSONResponse(rpc_error(None, INVALID_REQUEST, "not a JSON-RPC 2.0 request"))
+        request_id = body.get("id")
+        method = str(body.get("method"))
+        if method not in METHODS:
+            return JSONResponse(
+                rpc_error(request_id, METHOD_NOT_FOUND, f"method {method!r} is not supported")
+            )
+        op, dialect = METHODS[method]
+        params = body.get("params")
+        try:
+            if op in ("send", "stream"):
+                return await send(request_id, params, dialect, stream=op == "stream")
+            task_id = task_id_param(params)
+            task = manager.get(task_id)
+            if task is None:
+                raise RpcError(TASK_NOT_FOUND, f"task {task_id} not found")
+            if op == "cancel":
+                if task.done:
+                    raise RpcError(TASK_NOT_CANCELABLE, f"task {task.id} is {task.state} already")
+                await manager.cancel(task)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        manager.wait(task, lambda t: t.done, -1), CANCEL_WAIT_SECONDS
+                    )
+            return JSONResponse(rpc_result(request_id, task_wire(task, dialect)))
+        except RpcError as exc:
+            return JSONResponse(rpc_error(request_id, exc.code, exc.message))
+        except Busy:
+            state.metrics.reject("busy")
+            return JSONResponse(
+                rpc_error(
+                    request_id,
+                    INVALID_REQUEST,
+                    f"busy: this replica runs {manager.max_concurrent} tasks already",
+                ),
+                status_code=429,
+                headers={"Retry-After": str(RETRY_AFTER_BUSY)},
+            )
+        except Draining:
+            state.metrics.reject("draining")
+            return JSONResponse(
+                rpc_error(request_id, INVALID_REQUEST, "this replica is shutting down; retry"),
+                status_code=503,
+                headers={"Retry-After": str(RETRY_AFTER_DRAINING)},
+            )
+
+    async def send(request_id: Any, params: Any, dialect: Dialect, stream: bool) -> Response:
+        incoming = parse_send(params, dialect)
+        skill = incoming.metadata.get("skillId")
+        if skill and skill != state.skill_id:
+            raise RpcError(
+                INVALID_PARAMS, f"no skill {skill!r} here (this agent offers {state.skill_id!r})"
+            )
+        if incoming.task_id is not None:
+            task = manager.get(incoming.task_id)
+            if task is None:
+                raise RpcError(TASK_NOT_FOUND, f"task {incoming.task_id} not found")
+            since = task.version
+            await manager.answer(task, incoming)
+        else:
+            task = manager.start(incoming)
+            since = 0
+        if stream:
+            return StreamingResponse(
+                events(request_id, task, dialect, since),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        if incoming.blocking:
+            await manager.wait(task, lambda t: t.settled, since)
+        return JSONResponse(rpc_result(request_id, _send_result(task, dialect)))
+
+    async def events(
+        request_id: Any, task: ServedTask, dialect: Dialect, since: int
+    ) -> AsyncIterator[bytes]:
+        first = task_wire(task, dialect)
+        yield sse(rpc_result(request_id, {"task": first} if dialect == "1.0" else first))
+        seen = task.version
+        while True:
+            if task.settled and seen >= task.version:
+                return
+            seen = await manager.wait_changed(task, seen)
+            if task.answer is not None and task.done:
+                yield sse(rpc_result(request_id, _artifact_event(task, dialect)))
+            yield sse(rpc_result(request_id, _status_event(task, dialect)))
+            if task.settled:
+                return
+
+    routes = [
+        Route(CARD_PATH, card, methods=["GET"]),
+        Route(RPC_PATH, rpc, methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    return Starlette(routes=routes)
+
+
+__all__ = ["CARD_PATH", "RPC_PATH", "ServeState", "agent_card", "build_app", "task_wire"]
