@@ -79,7 +79,8 @@ class ServedRunner:
         )
         self.proc: subprocess.Popen[str] | None = None
         self._out: list[str] = []
-        self._err = tempfile.TemporaryFile(mode="w+")
+        # Closed in __exit__ (it outlives start(): stderr is read after the process ends).
+        self._err = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
         self._reader: threading.Thread | None = None
 
     @property
