@@ -1,0 +1,437 @@
+"""A Topology served over A2A (spec.serve) on the real control plane: the operator's
+Deployment + Service, the runner's ``serve`` in a process-node pod, a Run of another
+namespace calling it, the public a2a-sdk client, and a rollout on a skill edit."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import A2AClientError, ClientConfig, create_client
+from a2a.types.a2a_pb2 import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    TaskState,
+)
+
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
+from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text, tool_call
+from tests.support.runner import parse_audit
+from tests.support.served import free_port
+
+from .runs_support import (
+    GROUP,
+    VERSION,
+    OperatorProcess,
+    apply,
+    create,
+    debug,
+    finished,
+    get,
+    run_manifest,
+    succeeded,
+    wait_ready,
+    wait_run,
+)
+
+TOKEN = "team-a-may-call-0042"
+ANSWER = "the answer from team-b is 42"
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
+    op = OperatorProcess(cluster.kubeconfig)
+    op.start()
+    yield op
+    op.stop()
+
+
+class Model:
+    """The scripted model both namespaces' agents talk to, routed by what it is asked."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.slow_started = threading.Event()
+        self.server = ScriptedModelServer(default=self.reply)
+
+    def reply(self, request: RecordedRequest) -> Reply:
+        task = request.first_user_text
+        results = request.tool_results()
+        if "ask-oracle" in request.tool_names:  # team-a's caller
+            if not results:
+                return tool_call("ask-oracle", input="What is the answer?")
+            return text(results[0][0])
+        if task.startswith("escalate"):  # team-b: a skill escalating to a person
+            if not results:
+                return tool_call("deploy-check", input="may I deploy?")
+            return text("decided: " + json.loads(results[0][0])["answer"])
+        if task.startswith("hold"):  # team-b: runs until the test releases it
+            self.slow_started.set()
+            self.release.wait(120)
+            return text("held task finished")
+        if task.startswith("slow"):
+            return Reply(text="too late", delay=60)
+        return text(ANSWER)
+
+
+def secret(kube: Kube, ns: str, name: str, values: dict[str, str]) -> None:
+    data = {k: base64.b64encode(v.encode()).decode() for k, v in values.items()}
+    kube.core.create_namespaced_secret(ns, {"metadata": {"name": name}, "data": data})
+
+
+def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def workspace(model_url: str, **extra: Any) -> dict[str, Any]:
+    provider = {"name": "m", "type": "openai", "baseUrl": model_url, "defaultModel": "m"}
+    return doc("Workspace", "default", {"modelProviders": [provider], **extra})
+
+
+def fact_skill(instructions: str) -> dict[str, Any]:
+    return doc(
+        "Skill",
+        "house-facts",
+        {
+            "description": "Use when you need the house facts.",
+            "category": "capability",
+            "instructions": instructions,
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        },
+    )
+
+
+def served_topology(port: int) -> dict[str, Any]:
+    return doc(
+        "Topology",
+        "oracle",
+        {
+            "workspaceRef": {"name": "default"},
+            "description": "Answers questions about the house facts.",
+            "agents": [{"name": "root", "agentRef": {"name": "oracle-agent"}, "role": "root"}],
+            "serve": {
+                "replicas": 1,
+                "auth": {"bearerTokens": [{"name": "serve-tokens", "key": "team-a"}]},
+                "port": port,
+                "drainSeconds": 30,
+                "maxConcurrentTasks": 4,
+            },
+        },
+    )
+
+
+def serving(topology: dict[str, Any] | None) -> dict[str, Any] | None:
+    for cond in ((topology or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Serving":
+            return dict(cond)
+    return None
+
+
+def served_pods(kube: Kube, ns: str) -> list[Any]:
+    pods = kube.core.list_namespaced_pod(ns, label_selector="swarmkit.dev/serve=oracle").items
+    return [p for p in pods if p.metadata.deletion_timestamp is None]
+
+
+def pod_audit(cluster: LocalCluster, ns: str, pod: str) -> list[dict[str, Any]]:
+    return parse_audit(cluster.pod_logs(ns, pod, "runner"))
+
+
+def card_ready(url: str) -> bool:
+    with contextlib.suppress(httpx.HTTPError):
+        return httpx.get(url, timeout=2).status_code == 200
+    return False
+
+
+def user_message(text_: str, task_id: str = "") -> SendMessageRequest:
+    msg = Message(message_id=f"m-{text_[:8]}-{id(text_)}", role=Role.ROLE_USER)
+    msg.parts.append(Part(text=text_))
+    if task_id:
+        msg.task_id = task_id
+    return SendMessageRequest(message=msg)
+
+
+async def sdk(base: str, token: str = TOKEN, streaming: bool = False) -> Any:
+    http = httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    return await create_client(base, ClientConfig(streaming=streaming, httpx_client=http))
+
+
+async def collect(events: Any) -> list[Any]:
+    return [e async for e in events]
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[Model]:
+    m = Model()
+    with m.server:
+        yield m
+    m.release.set()
+
+
+@pytest.fixture(scope="module")
+def team_b(kube: Kube, operator: OperatorProcess, model: Model) -> Iterator[dict[str, Any]]:
+    """Namespace team-b-*: the oracle topology served on a free port."""
+    port = free_port()
+    with temp_namespace(kube, "team-b") as ns:
+        secret(kube, ns, "serve-tokens", {"team-a": TOKEN})
+        apply(kube, ns, workspace(model.server.openai_base_url))
+        apply(kube, ns, fact_skill("The answer is 42."))
+        gate = doc(
+            "Skill",
+            "deploy-check",
+            {
+                "description": "Use before deploying.",
+                "category": "capability",
+                "implementation": {"type": "agent", "cardUrl": "http://127.0.0.1:9/card.json"},
+                "constraints": {"onFailure": "escalate_to_human"},
+                "provenance": {"authoredBy": "human", "version": "1.0.0"},
+            },
+        )
+        apply(kube, ns, gate)
+        apply(
+            kube,
+            ns,
+            doc(
+                "Agent",
+                "oracle-agent",
+                {
+                    "workspaceRef": {"name": "default"},
+                    "model": {"provider": "m", "name": "m"},
+                    "systemPrompt": "You answer questions.",
+                    "skills": ["house-facts", "deploy-check"],
+                },
+            ),
+        )
+        apply(kube, ns, served_topology(port))
+        wait_ready(kube, ns, "Topology", "oracle", timeout=120)
+
+        def live() -> dict[str, Any] | None:
+            topo = get(kube, ns, "Topology", "oracle")
+            cond = serving(topo)
+            if cond is None or cond["status"] != "True":
+                return None
+            pods = served_pods(kube, ns)
+            if len(pods) != 1 or not card_ready(f"http://{pods[0].status.pod_ip}:{port}/readyz"):
+                return None
+            return topo
+
+        topo = wait_for(live, 180, message=lambda: debug(kube, ns, operator))
+        yield {"ns": ns, "port": port, "topology": topo}
+
+
+def test_served_topology_answers_a_run_of_another_namespace(
+    kube: Kube,
+    cluster: LocalCluster,
+    operator: OperatorProcess,
+    model: Model,
+    team_b: dict[str, Any],
+) -> None:
+    ns_b, port, topo = team_b["ns"], team_b["port"], team_b["topology"]
+    status = topo["status"]
+    assert status["url"] == f"http://serve-oracle.{ns_b}.svc/.well-known/agent-card.json"
+    assert status["serving"]["readyReplicas"] == 1 and status["serving"]["updated"] is True
+    assert status["serving"]["version"] == status["version"]
+    assert "1/1 replicas ready" in serving(topo)["message"]  # type: ignore[index]
+    dep = kube.apps.read_namespaced_deployment("serve-oracle", ns_b)
+    container = dep.spec.template.spec.containers[0]
+    assert container.args[0] == "serve" and container.security_context.read_only_root_filesystem
+    assert dep.spec.template.spec.automount_service_account_token is False
+    tokens = [e for e in container.env if e.name.startswith("SWARMKIT_SECRET_SERVE_TOKEN_")]
+    assert tokens[0].value is None and tokens[0].value_from.secret_key_ref.name == "serve-tokens"
+    svc = kube.core.read_namespaced_service("serve-oracle", ns_b)
+    assert svc.spec.selector == dep.spec.selector.match_labels
+
+    [pod] = served_pods(kube, ns_b)
+    card_url = f"http://{pod.status.pod_ip}:{port}/.well-known/agent-card.json"
+    with temp_namespace(kube, "team-a") as ns_a:
+        secret(kube, ns_a, "peer", {"token": TOKEN})
+        apply(
+            kube,
+            ns_a,
+            workspace(
+                model.server.openai_base_url,
+                credentials=[{"name": "oracle", "secretKeyRef": {"name": "peer", "key": "token"}}],
+            ),
+        )
+        apply(
+            kube,
+            ns_a,
+            doc(
+                "Skill",
+                "ask-oracle",
+                {
+                    "description": "Use to ask team-b's oracle.",
+                    "category": "coordination",
+                    "implementation": {
+                        "type": "agent",
+                        "cardUrl": card_url,
+                        "credentialsRef": "oracle",
+                    },
+                    "provenance": {"authoredBy": "human", "version": "1.0.0"},
+                },
+            ),
+        )
+        apply(
+            kube,
+            ns_a,
+            doc(
+                "Agent",
+                "asker",
+                {
+                    "workspaceRef": {"name": "default"},
+                    "model": {"provider": "m", "name": "m"},
+                    "systemPrompt": "You ask the oracle.",
+                    "skills": ["ask-oracle"],
+                },
+            ),
+        )
+        wait_ready(kube, ns_a, "Agent", "asker")
+        create(kube, ns_a, run_manifest("ask", topology=None, agent="asker", input="Ask it."))
+        run = wait_run(kube, ns_a, "ask", finished, operator=operator)
+        assert succeeded(run)["reason"] == "Succeeded", debug(kube, ns_a, operator)  # type: ignore[index]
+        assert run["status"]["output"] == ANSWER
+        caller_pod = run["status"]["podName"]
+        caller = pod_audit(cluster, ns_a, caller_pod)
+        [sent] = [e for e in caller if e["event"] == "a2a.send"]
+        served = pod_audit(cluster, ns_b, pod.metadata.name)
+        [start] = [
+            e for e in served if e["event"] == "run.start" and e["run_id"] == sent["task_id"]
+        ]
+        # Both workspaces' audit streams carry the caller Run's correlation id.
+        assert start["correlation_id"] == sent["correlation_id"] == run["metadata"]["uid"]
+
+
+def test_sdk_client_against_the_served_card(
+    kube: Kube, model: Model, team_b: dict[str, Any]
+) -> None:
+    [pod] = served_pods(kube, team_b["ns"])
+    base = f"http://{pod.status.pod_ip}:{team_b['port']}"
+
+    async def scenario() -> None:
+        client = await sdk(base)
+        [event] = await collect(client.send_message(user_message("What is the answer?")))
+        assert event.task.status.state == TaskState.TASK_STATE_COMPLETED
+        assert event.task.artifacts[0].parts[0].text == ANSWER
+        got = await client.get_task(GetTaskRequest(id=event.task.id))
+        assert got.artifacts[0].parts[0].text == ANSWER
+
+        streaming = await sdk(base, streaming=True)
+        events = await collect(streaming.send_message(user_message("Stream it.")))
+        assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+        asked = await collect(client.send_message(user_message("escalate the deploy")))
+        task = asked[0].task
+        assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert "deploy-check" in task.status.message.parts[0].text
+        [answered] = await collect(client.send_message(user_message("approved", task.id)))
+        assert answered.task.status.state == TaskState.TASK_STATE_COMPLETED
+        assert answered.task.artifacts[0].parts[0].text == "decided: approved"
+
+        slow = user_message("slow task")
+        slow.configuration.return_immediately = True
+        [started] = await collect(client.send_message(slow))
+        cancelled = await client.cancel_task(CancelTaskRequest(id=started.task.id))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+
+        intruder = await sdk(base, token="not-the-token")
+        with pytest.raises(A2AClientError, match="401"):
+            await collect(intruder.send_message(user_message("let me in")))
+
+    asyncio.run(scenario())
+
+
+def test_skill_edit_rolls_the_deployment_and_a_running_task_completes(
+    kube: Kube,
+    cluster: LocalCluster,
+    operator: OperatorProcess,
+    model: Model,
+    team_b: dict[str, Any],
+) -> None:
+    ns, port = team_b["ns"], team_b["port"]
+    before = get(kube, ns, "Topology", "oracle")
+    assert before is not None
+    old_version = before["status"]["serving"]["version"]
+    [old_pod] = served_pods(kube, ns)
+    base = f"http://{old_pod.status.pod_ip}:{port}"
+    outcome: dict[str, Any] = {}
+
+    async def hold() -> None:
+        client = await sdk(base)
+        [event] = await collect(client.send_message(user_message("hold this task")))
+        outcome["state"] = event.task.status.state
+        outcome["text"] = event.task.artifacts[0].parts[0].text if event.task.artifacts else ""
+
+    thread = threading.Thread(target=lambda: asyncio.run(hold()), daemon=True)
+    thread.start()
+    assert model.slow_started.wait(60), "the held task never reached the model"
+
+    apply(kube, ns, fact_skill("The answer is 42. (Revised.)"))
+
+    def old_pod_terminating() -> bool:
+        pod = kube.core.read_namespaced_pod(old_pod.metadata.name, ns)
+        return pod.metadata.deletion_timestamp is not None
+
+    wait_for(old_pod_terminating, 120, message=lambda: debug(kube, ns, operator))
+    model.release.set()  # the old pod is draining: its running task may now finish
+    thread.join(60)
+    assert outcome.get("state") == TaskState.TASK_STATE_COMPLETED, outcome
+    assert outcome["text"] == "held task finished"
+    wait_for(
+        lambda: (
+            "drained: 1 finished, 0 cancelled"
+            in cluster.pod_logs(ns, old_pod.metadata.name, "runner")
+        ),
+        30,
+        message=lambda: cluster.pod_logs(ns, old_pod.metadata.name, "runner")[-2000:],
+    )
+
+    def rolled() -> dict[str, Any] | None:
+        topo = get(kube, ns, "Topology", "oracle")
+        st = (topo or {}).get("status") or {}
+        serve = st.get("serving") or {}
+        if serve.get("version") == st.get("version") != old_version and serve.get("updated"):
+            return topo
+        return None
+
+    topo = wait_for(rolled, 120, message=lambda: debug(kube, ns, operator))
+    dep = kube.apps.read_namespaced_deployment("serve-oracle", ns)
+    annotations = dep.spec.template.metadata.annotations
+    assert annotations["swarmkit.dev/topology-version"] == topo["status"]["version"]
+    [new_pod] = wait_for(
+        lambda: (
+            [p for p in served_pods(kube, ns) if p.metadata.name != old_pod.metadata.name] or None
+        ),
+        60,
+    )
+    assert (
+        new_pod.metadata.annotations["swarmkit.dev/bundle-config-map"]
+        != (old_pod.metadata.annotations["swarmkit.dev/bundle-config-map"])
+    )
+    # The old version's bundle is deleted once the new one rolled out.
+    wait_for(
+        lambda: (
+            len(
+                kube.core.list_namespaced_config_map(
+                    ns, label_selector="swarmkit.dev/serve=oracle"
+                ).items
+            )
+            == 1
+        ),
+        60,
+    )
