@@ -187,7 +187,7 @@ def render(summary: Summary, console: Console) -> None:
     )
     console.print()
     if summary.problems:
-        console.print(console.style("Not ready", "bold"))
+        console.print(console.style("Needs attention", "bold"))
         console.table(
             ["object", "condition", "reason", "message"],
             [

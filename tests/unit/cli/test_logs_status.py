@@ -175,3 +175,14 @@ def test_status_text_and_json() -> None:
     assert "Runs (last 24 h): 1: 1 Succeeded" in out
     data = json.loads(json.dumps(s.as_json()))
     assert data["runsLast24h"] == {"Succeeded": 1} and data["problems"] == []
+
+
+def test_status_text_lists_what_needs_attention_with_reasons() -> None:
+    bad = obj("Agent", "bad", ("Ready", "False", "UnknownPermissionBundle", "no bundle 'boss'"))
+    s = status.summarize("ns", {"Agent": [bad]}, NOW)
+    con = plain()
+    status.render(s, con)
+    out = con.out.getvalue()  # type: ignore[attr-defined]
+    assert "Needs attention" in out and "Everything is Ready." not in out
+    assert "agent/bad   Ready=False   UnknownPermissionBundle   no bundle 'boss'" in out
+    assert "Runs (last 24 h): none" in out
