@@ -358,3 +358,59 @@ def test_a_bad_workspace_name_is_a_usage_error(tmp_path: Path) -> None:
 def test_a_missing_path_is_an_error(tmp_path: Path) -> None:
     res = run_cli("import", str(tmp_path / "nope"))
     assert res.code == 1 and "no such file or directory" in res.err
+
+
+def test_a_document_that_is_not_a_mapping_is_skipped(tmp_path: Path) -> None:
+    r = import_tree(tmp_path, {"tools.yaml": "- a\n- b\n"})
+    assert r.warnings == ["tools.yaml:1: expected a mapping at the top; skipped"]
+
+
+def test_swarmkit_labels_and_workspace_file_lists_are_unsupported(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "skills/s1.yaml": SKILL.replace(
+                "metadata: {id: s1,", "metadata: {labels: {a: b}, id: s1,"
+            ),
+            "workspace.yaml": "mcp_servers: []\nskills: [skills/]\n",
+        },
+    )
+    assert sorted(r.warnings) == [
+        "skills/s1.yaml:3: metadata.labels: not supported: SwarmKit labels have no meaning "
+        "here; add Kubernetes labels; not imported",
+        "workspace.yaml:2: skills: not supported: skills are read from their own files (pass "
+        "their directory); not imported",
+    ]
+
+
+def test_a_duplicate_key_in_front_matter_warns(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path, {"skills/x/SKILL.md": "---\nname: x\ndescription: a\ndescription: b\n---\nbody\n"}
+    )
+    assert r.warnings == ["skills/x/SKILL.md:4: description: duplicate key: the last one wins"]
+    assert r.spec("Skill", "x")["description"] == "b"
+
+
+def test_shape_errors_name_file_line_and_field(tmp_path: Path) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "workspace.yaml": "mcp_servers:\n  - transport: stdio\n  - id: a\n    command: [a]\n"
+            "    env: [A, B]\ncredentials: 3\n",
+            "tools.yaml": "t1: {}\nt2:\n  description: d\n  http: {url: 'https://x'}\n"
+            "  input_schema: [q]\n",
+            "agents.yaml": "a1:\n  model: 42\n",
+            "t.yaml": "apiVersion: swarmkit/v1\nkind: Topology\nmetadata: {id: t}\nagents: []\n",
+            "skills/bin/SKILL.md": b"---\nname: bin\n---\n\xff\xfe",
+        },
+    )
+    assert sorted(r.errors) == [
+        "agents.yaml:2: a1.model: expected 'provider/model' or a mapping, got int",
+        "skills/bin/SKILL.md: SKILL.md is not UTF-8 text",
+        "t.yaml:4: agents: expected a mapping of node name → {archetype, ...} with a root",
+        "tools.yaml:1: t1: expected a mapping with at least description",
+        "tools.yaml:5: t2.input_schema: expected a mapping (JSON Schema), got list",
+        "workspace.yaml:2: mcp_servers[0]: an MCP server needs an id",
+        "workspace.yaml:5: mcp_servers[1].env: expected a mapping NAME: value",
+        "workspace.yaml:6: credentials: expected a list of {id, value} (or a mapping id: value)",
+    ]
