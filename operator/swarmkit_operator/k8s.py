@@ -500,3 +500,18 @@ async def delete_object(path: str) -> bool:
         return False
     _check("DELETE", path, status, payload)
     return True
+
+
+async def create_object(path: str, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """POST ``manifest`` to the collection ``path``; None if it already exists."""
+    query = [("fieldManager", FIELD_MANAGER)]
+    status, payload = await request("POST", path, dict(manifest), query=query)
+    if status == 409:
+        return None
+    return dict(_check("POST", path, status, payload))
+
+
+async def list_objects(path: str, label_selector: str) -> list[dict[str, Any]]:
+    """The objects of the collection ``path`` matching ``label_selector``."""
+    status, payload = await request("GET", path, query=[("labelSelector", label_selector)])
+    return list(_check("GET", path, status, payload).get("items") or [])

@@ -172,9 +172,10 @@ app.kubernetes.io/part-of: swarmkit-operator
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, patch]
-# A served Topology (spec.serve): its Deployment and Service, server-side applied, owned
-# by the Topology; deleted when spec.serve goes. (topologies/finalizers: their
-# ownerReferences block the owner's deletion, as for Runs.)
+# A served Topology (spec.serve) and an Agent's MCP gateway (spec.gateway): a Deployment
+# and a Service, server-side applied, owned by the Topology or Agent; deleted when the
+# field goes. (topologies/finalizers: their ownerReferences block the owner's deletion,
+# as for Runs.)
 - apiGroups: [apps]
   resources: [deployments]
   verbs: [create, get, list, watch, patch, delete]

@@ -2,8 +2,9 @@
 
 Importing this package registers every handler with kopf's default registry: the shared
 settings, start-up and ConfigMap handlers (``common``), the login (``login``), one module
-per reconciled kind (``workspace``, ``skill``, ``agent``, ``topology``) and the Runs
-handlers (``run``, ``schedule``). Every handlers module that exists is imported here, explicitly.
+per reconciled kind (``workspace``, ``skill``, ``agent``, ``topology``), the Runs
+handlers (``run``, ``schedule``) and the Agent MCP gateways (``gateway``). Every handlers
+module that exists is imported here, explicitly.
 The reconcile machinery they drive is kopf-free: :mod:`swarmkit_operator.reconcile`.
 """
 
@@ -12,4 +13,13 @@ The reconcile machinery they drive is kopf-free: :mod:`swarmkit_operator.reconci
 from . import common  # noqa: F401
 
 # isort: split
-from . import agent, login, run, schedule, skill, topology, workspace  # noqa: F401
+from . import (  # noqa: F401
+    agent,
+    gateway,
+    login,
+    run,
+    schedule,
+    skill,
+    topology,
+    workspace,
+)

@@ -1,0 +1,230 @@
+"""The gateways controller: each Agent's ``spec.gateway`` as a Deployment + Service (kopf-free).
+
+Kicked per Agent (its own events, its gateway Deployment's events) and per namespace (any
+Skill, Agent, Topology or Workspace change there may give a served agent a new version).
+One coalescing worker per Agent; a failed reconcile is retried with backoff. A reconcile:
+
+1. disabled (or no ``spec.gateway``): deletes the Deployment, Service and bundle
+   ConfigMaps, and reports ``Serving=False`` ``Disabled`` if it ever reported anything;
+2. resolves the agent exactly as a Run of it would (:class:`~.runs.resolve.Resolver`);
+   while that waits (the agent or a skill not Ready yet), ``Serving`` keeps its previous
+   status with the waiting message, so a gateway that serves keeps serving;
+3. creates the content-addressed bundle ConfigMap, then server-side applies the Service
+   and the Deployment (a new pod template checksum rolls it; :mod:`.builders.gateway`);
+4. writes ``Serving``, ``gatewayUrl`` and ``gatewayVersion`` to the Agent's status (a
+   merge patch of those fields and the conditions list with ``Serving`` set, skipped when
+   unchanged), and once rolled out deletes the superseded bundle ConfigMaps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from swarmkit_api.agent import AgentSpec
+from swarmkit_api.run import RunSpec
+
+from . import k8s
+from .builders import gateway as gw
+from .conditions import get_condition, set_condition
+from .config import OperatorConfig
+from .runs.model import Indexes, RunView
+from .runs.resolve import Resolver, Waiting
+
+log = logging.getLogger("swarmkit_operator.gateways")
+
+#: Seconds between looks at a Deployment that is still rolling out (events kick sooner).
+ROLLOUT_RECHECK = 5.0
+MAX_BACKOFF = 60.0
+
+
+@dataclass
+class _Worker:
+    dirty: bool = False
+    task: asyncio.Task[None] | None = None
+    timer: asyncio.TimerHandle | None = None
+    failures: int = 0
+
+
+class GatewayController:
+    """Reconciles Agent gateways (module docstring)."""
+
+    def __init__(
+        self, config: OperatorConfig, indexes: Indexes, agents: Mapping[Any, list[Any]]
+    ) -> None:
+        self.config = config
+        self.resolver = Resolver(config, indexes)
+        #: (namespace, name) → the reconcile loop's agent view (spec, uid, status).
+        self.agents = agents
+        self.ready = asyncio.Event()
+        self._workers: dict[tuple[str, str], _Worker] = {}
+
+    # -- scheduling ------------------------------------------------------------------------
+    def kick(self, namespace: str, name: str, delay: float = 0.0) -> None:
+        key = (namespace, name)
+        worker = self._workers.setdefault(key, _Worker())
+        if delay > 0:
+            loop = asyncio.get_running_loop()
+            if worker.timer is not None:
+                if worker.timer.when() <= loop.time() + delay:
+                    return
+                worker.timer.cancel()
+            worker.timer = loop.call_later(delay, self.kick, namespace, name)
+            return
+        if worker.timer is not None:
+            worker.timer.cancel()
+            worker.timer = None
+        worker.dirty = True
+        if worker.task is None or worker.task.done():
+            worker.task = asyncio.get_running_loop().create_task(self._work(key, worker))
+
+    def kick_namespace(self, namespace: str | None) -> None:
+        """Every agent of ``namespace`` that has (or had) a gateway."""
+        for key in list(self.agents):
+            if key[0] != namespace:
+                continue
+            view = self._view(key)
+            if view is not None and (view["spec"].get("gateway") or key in self._workers):
+                self.kick(*key)
+
+    async def _work(self, key: tuple[str, str], worker: _Worker) -> None:
+        await self.ready.wait()
+        while worker.dirty:
+            worker.dirty = False
+            try:
+                again = await self.reconcile(*key)
+                worker.failures = 0
+            except Exception as exc:  # retried with backoff, never lost
+                worker.failures += 1
+                again = min(0.5 * 2**worker.failures, MAX_BACKOFF)
+                log.warning("gateway of agent %s/%s: %s (retry in %.1fs)", *key, exc, again)
+            if again is not None and not worker.dirty:
+                self.kick(*key, delay=again)
+
+    def _view(self, key: tuple[str, str]) -> dict[str, Any] | None:
+        values = self.agents.get(key)
+        return dict(next(iter(values))) if values else None
+
+    # -- one reconcile ---------------------------------------------------------------------
+    async def reconcile(self, namespace: str, name: str) -> float | None:
+        view = self._view((namespace, name))
+        if view is None:
+            return None  # the Agent is gone; ownerReferences collect its gateway
+        agent = gw.AgentRef(name, namespace, str(view["uid"]), int(view["generation"] or 0))
+        try:
+            spec = AgentSpec.model_validate(view["spec"]).gateway
+        except ValidationError:
+            return None  # the Agent reconciler reports the invalid spec
+        status = dict(view["status"])
+        if spec is None or not spec.enabled:
+            await self._disable(agent, status)
+            return None
+        resolution = await self.resolver.resolve(self._run_view(agent), self._run_spec(agent))
+        if isinstance(resolution, Waiting):
+            previous = get_condition(status.get("conditions"), gw.SERVING)
+            state = previous["status"] if previous else "False"
+            await self._write(agent, status, state, "Waiting", resolution.message, {})
+            return resolution.recheck
+        rendered = resolution.rendered
+        bundle = gw.gateway_bundle(rendered, spec)
+        config_map = gw.bundle_config_map(agent, rendered, bundle)
+        cm_name = str(config_map["metadata"]["name"])
+        await k8s.create_object(k8s.core_path("configmaps", namespace), config_map)
+        deployment, service = gw.workload(agent, spec, rendered, bundle, cm_name, self.config)
+        observed = await self._apply(deployment, service)
+        version = bundle.agents[name].version
+        verdict = gw.serving(observed, version)
+        fields: dict[str, Any] = {"gatewayUrl": gw.gateway_url(agent, spec)}
+        if verdict.version is not None:
+            fields["gatewayVersion"] = verdict.version
+        await self._write(agent, status, verdict.status, verdict.reason, verdict.message, fields)
+        if verdict.rolled:
+            await self._delete_bundles(agent, keep=cm_name)
+            return None
+        return ROLLOUT_RECHECK
+
+    @staticmethod
+    def _run_view(agent: gw.AgentRef) -> RunView:
+        """The gateway as the resolver's "run" of the agent (its id is the Agent's uid)."""
+        return RunView(
+            name=gw.gateway_name(agent.name),
+            namespace=agent.namespace,
+            uid=agent.uid,
+            generation=1,
+            spec={},
+            status={},
+            labels={},
+            deleting=False,
+            resource_version=0,
+        )
+
+    @staticmethod
+    def _run_spec(agent: gw.AgentRef) -> RunSpec:
+        return RunSpec.model_validate({"agentRef": {"name": agent.name}})
+
+    async def _apply(
+        self, deployment: dict[str, Any], service: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Server-side apply the Service and the Deployment; the observed Deployment.
+
+        Applying the same manifest again changes nothing; a new pod template (its checksum)
+        rolls the Deployment.
+        """
+        namespace = deployment["metadata"]["namespace"]
+        name = deployment["metadata"]["name"]
+        await k8s.apply(k8s.core_path("services", namespace, name), service)
+        return await k8s.apply(k8s.apps_path("deployments", namespace, name), deployment)
+
+    async def _write(
+        self,
+        agent: gw.AgentRef,
+        status: Mapping[str, Any],
+        state: str,
+        reason: str,
+        message: str,
+        fields: Mapping[str, Any],
+    ) -> None:
+        conditions = set_condition(
+            status.get("conditions"),
+            gw.SERVING,
+            state,  # type: ignore[arg-type]
+            reason,
+            message,
+            agent.generation,
+        )
+        patch: dict[str, Any] = {"conditions": conditions, **fields}
+        if all(status.get(k) == v for k, v in patch.items()):
+            return
+        await k8s.patch_status("agents", agent.namespace, agent.name, patch)
+
+    async def _disable(self, agent: gw.AgentRef, status: Mapping[str, Any]) -> None:
+        name = gw.gateway_name(agent.name)
+        await k8s.delete_object(k8s.apps_path("deployments", agent.namespace, name))
+        await k8s.delete_object(k8s.core_path("services", agent.namespace, name))
+        await self._delete_bundles(agent, keep=None)
+        if get_condition(status.get("conditions"), gw.SERVING) is None:
+            return
+        await self._write(
+            agent,
+            status,
+            "False",
+            "Disabled",
+            "spec.gateway is not enabled",
+            {"gatewayUrl": None, "gatewayVersion": None},
+        )
+
+    async def _delete_bundles(self, agent: gw.AgentRef, keep: str | None) -> None:
+        selector = ",".join(f"{k}={v}" for k, v in gw.selector(agent.name).items())
+        path = k8s.core_path("configmaps", agent.namespace)
+        for cm in await k8s.list_objects(path, selector):
+            cm_name = cm["metadata"]["name"]
+            if cm_name != keep:
+                await k8s.delete_object(k8s.core_path("configmaps", agent.namespace, cm_name))
+
+
+__all__ = ["GatewayController"]

@@ -1,0 +1,86 @@
+"""kopf wiring of the gateways controller (:mod:`swarmkit_operator.gateways`).
+
+Thin on purpose: the start-up handler builds the controller over the shared indexes; every
+watch event only kicks: an Agent's event its own gateway, any change of a Skill, Agent,
+Topology or Workspace the gateways of its namespace (one may have a new version), and a
+gateway Deployment's event (its rollout) the Agent it belongs to.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import kopf
+
+from ..builders.gateway import GATEWAY_LABEL
+from ..gateways import GatewayController
+from ..runs import Indexes
+from ..runs.model import AGENTS, SKILLS, TOPOLOGIES, WORKSPACES
+from .common import controller_of
+
+_controller: GatewayController | None = None
+
+
+def controller() -> GatewayController | None:
+    """The running gateways controller (None before start-up)."""
+    return _controller
+
+
+@kopf.on.startup()
+async def gateways_startup(
+    settings: kopf.OperatorSettings,
+    memo: Any,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+    **_: Any,
+) -> None:
+    global _controller
+    settings.watching.label_selectors["apps", "v1", "deployments"] = GATEWAY_LABEL
+    shared = controller_of(memo)
+    if shared is None:
+        raise RuntimeError("the shared start-up (handlers/common.py) must run first")
+    view = shared.indexes.view
+    indexes = Indexes(
+        runs=view("runs_by_uid"),
+        jobs=view("runs_jobs_by_run"),
+        pods=view("runs_pods_by_run"),
+        topologies=view("runs_topologies"),
+        agents=view("runs_agents"),
+        skills=view("runs_skills"),
+        workspaces=view("runs_workspaces"),
+    )
+    _controller = GatewayController(shared.config, indexes, view("agent_views"))
+    _controller.ready.set()
+    for namespace in {key[0] for key in shared.indexes.keys("agent_views")}:
+        _controller.kick_namespace(namespace)
+    logger.info("gateways controller started")
+
+
+@kopf.on.event(*AGENTS)
+async def gateways_on_agent_event(namespace: str | None, name: str | None, **_: Any) -> None:
+    ctl = _controller
+    if ctl is not None and namespace and name:
+        ctl.kick_namespace(namespace)
+
+
+@kopf.on.event(*TOPOLOGIES)
+@kopf.on.event(*SKILLS)
+@kopf.on.event(*WORKSPACES)
+async def gateways_on_dependency_event(namespace: str | None, **_: Any) -> None:
+    ctl = _controller
+    if ctl is not None and namespace:
+        ctl.kick_namespace(namespace)
+
+
+@kopf.on.event("apps", "v1", "deployments", labels={GATEWAY_LABEL: kopf.PRESENT})
+async def gateways_on_deployment_event(
+    namespace: str | None, labels: Mapping[str, str], **_: Any
+) -> None:
+    ctl = _controller
+    agent = labels.get(GATEWAY_LABEL)
+    if ctl is not None and namespace and agent:
+        ctl.kick(namespace, agent)
+
+
+__all__ = ["controller"]
