@@ -1,0 +1,293 @@
+"""An Agent's MCP gateway on the real control plane: Deployment, rollout, the public SDK client.
+
+The operator runs as a process; the gateway is the real runner in a process-node pod of a
+real Deployment (deployment and replicaset controllers); upstream are a real stdio MCP
+server, a real HTTP tool server and the scripted model API; the harness is the public
+``mcp`` client over streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube, wait_for
+from tests.support.bundles import CODE_QUALITY_OUTPUTS
+from tests.support.gateway import mcp_client, status_of
+from tests.support.http_server import RecordingHttpServer
+from tests.support.mcp_servers import free_port, stdio_command
+from tests.support.model_server import ScriptedModelServer, text
+
+from .runs_support import GROUP, VERSION, OperatorProcess, apply, debug, get, wait_ready
+
+TOKENS = {"alice": "alice-gw-token-2f9c71", "ci": "ci-gw-token-8d04e3"}
+ECHO = {"type": "mcp_tool", "server": "t", "tool": "echo"}
+GOOD = {"verdict": "pass", "confidence": 0.9, "reasoning": "clean change"}
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
+    op = OperatorProcess(cluster.kubeconfig)
+    op.start()
+    yield op
+    op.stop()
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def kb() -> Iterator[RecordingHttpServer]:
+    with RecordingHttpServer(lambda r: (200, {"hits": ["runbook-7"]})) as server:
+        yield server
+
+
+def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def skill(name: str, description: str, implementation: dict[str, Any], **spec: Any) -> Any:
+    return doc(
+        "Skill",
+        name,
+        {
+            "description": description,
+            "category": spec.pop("category", "capability"),
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+            "implementation": implementation,
+            **spec,
+        },
+    )
+
+
+def manifests(model_url: str, kb_url: str, port: int) -> list[dict[str, Any]]:
+    tokens = [
+        {"name": name, "secretKeyRef": {"name": "gateway-tokens", "key": name}} for name in TOKENS
+    ]
+    return [
+        doc(
+            "Workspace",
+            "default",
+            {
+                "modelProviders": [
+                    {"name": "m", "type": "openai", "baseUrl": model_url, "defaultModel": "t"}
+                ],
+                "mcpServers": [{"id": "t", "transport": "stdio", "command": stdio_command()}],
+                "tools": [
+                    {
+                        "name": "kb_search",
+                        "description": "Search the runbooks.",
+                        "http": {"method": "POST", "url": kb_url},
+                    }
+                ],
+            },
+        ),
+        skill(
+            "echo-skill", "Use to echo text.", {"type": "mcp_tool", "server": "t", "tool": "echo"}
+        ),
+        skill(
+            "code-quality-review",
+            "Use to review a change.",
+            {"type": "llm_prompt", "prompt": "You review code changes."},
+            category="decision",
+            outputs=CODE_QUALITY_OUTPUTS,
+        ),
+        skill("not-granted", "Use never.", {"type": "mcp_tool", "server": "t", "tool": "pid"}),
+        doc(
+            "Agent",
+            "coder",
+            {
+                "workspaceRef": {"name": "default"},
+                "model": {"provider": "m", "name": "t"},
+                "skills": ["echo-skill", "code-quality-review"],
+                "tools": ["t.add", "kb_search"],
+                "gateway": {"enabled": True, "port": port, "auth": {"tokens": tokens}},
+            },
+        ),
+    ]
+
+
+def serving(kube: Kube, ns: str, version: str | None = None) -> dict[str, Any] | None:
+    agent = get(kube, ns, "Agent", "coder") or {}
+    status = agent.get("status") or {}
+    for cond in status.get("conditions") or ():
+        is_serving = cond.get("type") == "Serving" and cond.get("reason") == "Serving"
+        if is_serving and (version is None or status.get("gatewayVersion") == version):
+            return status
+    return None
+
+
+def gateway_pods(kube: Kube, ns: str) -> list[Any]:
+    return list(
+        kube.core.list_namespaced_pod(ns, label_selector="swarmkit.dev/gateway=coder").items
+    )
+
+
+def gateway_audit(kube: Kube, ns: str) -> list[dict[str, Any]]:
+    """Audit lines of every gateway pod still there."""
+    lines: list[dict[str, Any]] = []
+    for pod in gateway_pods(kube, ns):
+        log = kube.core.read_namespaced_pod_log(pod.metadata.name, ns, container="runner")
+        lines += [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    return lines
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(b.text for b in result.content if b.type == "text")
+
+
+@pytest.fixture
+def served(
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    kb: RecordingHttpServer,
+) -> Iterator[tuple[str, int]]:
+    kube.core.create_namespaced_secret(
+        namespace,
+        {
+            "metadata": {"name": "gateway-tokens"},
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in TOKENS.items()},
+        },
+    )
+    port = free_port()
+    for manifest in manifests(model.openai_base_url, kb.url + "/search", port):
+        apply(kube, namespace, manifest)
+    wait_ready(kube, namespace, "Agent", "coder", timeout=90)
+    wait_for(
+        lambda: serving(kube, namespace),
+        timeout=120,
+        message=lambda: debug(kube, namespace, operator) + operator.tail(),
+    )
+    # The process node ignores readiness probes (a running container is ready), so wait
+    # for what the probe would: the gateway's health endpoint.
+    wait_for(
+        lambda: status_of(f"http://127.0.0.1:{port}/healthz") == 200,
+        timeout=60,
+        message=lambda: json.dumps(gateway_audit(kube, namespace))[-3000:],
+    )
+    yield namespace, port
+
+
+async def test_gateway_serves_exactly_the_catalog_governed_and_audited(
+    kube: Kube, served: tuple[str, int], model: ScriptedModelServer, kb: RecordingHttpServer
+) -> None:
+    ns, port = served
+    status = serving(kube, ns)
+    assert status is not None
+    assert status["gatewayUrl"] == f"http://gw-coder.{ns}.svc:{port}/mcp"
+    assert status["gatewayVersion"] == status["version"]
+    deployment = kube.apps.read_namespaced_deployment("gw-coder", ns)
+    assert deployment.spec.template.spec.containers[0].args[:2] == ["gateway", "--bundle"]
+    assert kube.core.read_namespaced_service("gw-coder", ns).spec.ports[0].port == port
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    assert status_of(url, "wrong-token", method="POST") == 401
+    model.push(text('{"verdict": "ok", "confidence": 1.4}'), text(json.dumps(GOOD)))
+    async with mcp_client(url, TOKENS["alice"]) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        echoed = await client.call_tool("echo-skill", {"text": "through the gateway"})
+        added = await client.call_tool("t.add", {"a": 20, "b": 22})
+        searched = await client.call_tool("kb_search", {"query": "rollback"})
+        refused = await client.call_tool("not-granted", {})
+        review = await client.call_tool("code-quality-review", {"input": "diff --git a b"})
+
+    assert sorted(listed) == sorted(
+        ["echo-skill", "code-quality-review", "load_skill", "read_skill_file", "t.add", "kb_search"]
+    )
+    assert listed["code-quality-review"].output_schema == CODE_QUALITY_OUTPUTS
+    assert text_of(echoed) == "through the gateway" and not echoed.is_error
+    assert text_of(added) == "42"
+    assert "runbook-7" in text_of(searched)
+    assert refused.is_error and "ToolNotGranted" in text_of(refused)
+    assert not review.is_error and review.structured_content == GOOD
+
+    def audited() -> list[dict[str, Any]] | None:
+        lines = gateway_audit(kube, ns)
+        return lines if any(e["event"] == "output.validated" for e in lines) else None
+
+    lines = wait_for(audited, timeout=30)
+    calls = [e for e in lines if e["event"] == "tool.call" and e.get("identity") == "alice"]
+    assert {c["tool"] for c in calls} >= {"echo-skill", "t.add", "kb_search", "code-quality-review"}
+    assert len({c["correlation_id"] for c in calls}) == 1
+    assert any(
+        e["event"] == "tool.refused" and e["tool"] == "not-granted" and e["identity"] == "alice"
+        for e in lines
+    )
+    [failed] = [e for e in lines if e["event"] == "output.validation_failed"]
+    assert failed["outcome"] == "retry" and failed["skill"] == "code-quality-review"
+    assert any(e["event"] == "auth.refused" and e["reason"] == "wrong token" for e in lines)
+    assert not any(token in json.dumps(lines) for token in TOKENS.values())
+
+
+async def test_editing_a_granted_skill_rolls_the_gateway(
+    kube: Kube, served: tuple[str, int], operator: OperatorProcess
+) -> None:
+    ns, port = served
+    before = serving(kube, ns)
+    assert before is not None
+    url = f"http://127.0.0.1:{port}/mcp"
+    old_pod_names = {
+        p.metadata.name
+        for p in kube.core.list_namespaced_pod(
+            ns, label_selector="swarmkit.dev/gateway=coder"
+        ).items
+    }
+    async with mcp_client(url, TOKENS["ci"]) as client:
+        assert text_of(await client.call_tool("t.add", {"a": 1, "b": 1})) == "2"
+
+        edited = copy.deepcopy(get(kube, ns, "Skill", "echo-skill"))
+        assert edited is not None
+        edited["spec"]["description"] = "Use to echo text back, verbatim."
+        for key in ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"):
+            edited["metadata"].pop(key, None)
+        edited.pop("status", None)
+        apply(kube, ns, edited)
+
+        def rolled() -> dict[str, Any] | None:
+            agent = get(kube, ns, "Agent", "coder") or {}
+            version = (agent.get("status") or {}).get("version")
+            if not version or version == before["version"]:
+                return None
+            return serving(kube, ns, version)
+
+        after = wait_for(
+            rolled, timeout=180, message=lambda: debug(kube, ns, operator) + operator.tail()
+        )
+        assert after["gatewayVersion"] != before["gatewayVersion"]
+
+        def old_pods_gone() -> bool:
+            return not ({p.metadata.name for p in gateway_pods(kube, ns)} & old_pod_names)
+
+        wait_for(old_pods_gone, timeout=120)
+        # As in the fixture: the readiness probe the process node does not run.
+        wait_for(lambda: status_of(f"http://127.0.0.1:{port}/healthz") == 200, timeout=60)
+        # The open session was on the replaced pod: it ends with a clear error (or, had it
+        # landed on a pod that knows it, it would still work).
+        try:
+            result = await client.call_tool("t.add", {"a": 2, "b": 2})
+        except MCPError as exc:
+            assert "start a new session" in str(exc), exc
+        else:
+            assert text_of(result) == "4"
+
+    async with mcp_client(url, TOKENS["ci"]) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert listed["echo-skill"].description == "Use to echo text back, verbatim."
+        assert text_of(await client.call_tool("echo-skill", {"text": "v2"})) == "v2"
