@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-import chart-lint test-helm kind-e2e clean
+        bench-runner bench-import bench-gateway chart-lint test-helm kind-e2e clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -75,6 +75,9 @@ bench-runner: $(STAMP) ## benchmark: runner cold start, level-1 catalog cost, MC
 
 bench-import: $(STAMP) ## benchmark: kubectl swarmkit import (fixture tree, 1,843-file workspace)
 	$(PY) bench/bench_import.py
+
+bench-gateway: $(STAMP) ## benchmark: MCP gateway call overhead over a direct upstream call
+	$(PY) bench/bench_gateway.py
 
 chart-lint: cluster-binaries ## helm lint/template, values schema, Argo CD health Lua, Dockerfile checks
 	$(PY) -m pytest tests/unit/test_chart_render.py tests/unit/test_chart_values.py \

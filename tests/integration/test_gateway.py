@@ -291,3 +291,23 @@ async def test_editing_a_granted_skill_rolls_the_gateway(
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert listed["echo-skill"].description == "Use to echo text back, verbatim."
         assert text_of(await client.call_tool("echo-skill", {"text": "v2"})) == "v2"
+
+    agent = get(kube, ns, "Agent", "coder")
+    assert agent is not None
+    agent["spec"]["gateway"]["enabled"] = False
+    for key in ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"):
+        agent["metadata"].pop(key, None)
+    agent.pop("status", None)
+    apply(kube, ns, agent)
+
+    def disabled() -> bool:
+        status = (get(kube, ns, "Agent", "coder") or {}).get("status") or {}
+        reasons = {c["type"]: c["reason"] for c in status.get("conditions") or ()}
+        deployments = kube.apps.list_namespaced_deployment(ns).items
+        return (
+            reasons.get("Serving") == "Disabled"
+            and "gatewayUrl" not in status
+            and not [d for d in deployments if d.metadata.name == "gw-coder"]
+        )
+
+    wait_for(disabled, timeout=60, message=lambda: debug(kube, ns, operator))

@@ -105,33 +105,43 @@ class GatewayProcess:
         self.stop()
 
 
-def status_of(url: str, token: str | None = None, method: str = "GET") -> int:
-    """The HTTP status of one request (0 when nothing answers)."""
+def status_of(
+    url: str, token: str | None = None, method: str = "GET", session: str | None = None
+) -> int:
+    """The HTTP status of one request (0 when nothing answers); a POST is an
+    ``initialize`` (with ``session``: a ``tools/list`` in that MCP session)."""
+    return exchange(url, token, method, session)[0]
+
+
+def exchange(
+    url: str, token: str | None = None, method: str = "GET", session: str | None = None
+) -> tuple[int, dict[str, str]]:
+    """(HTTP status, response headers) of one request (see :func:`status_of`)."""
     request = urllib.request.Request(url, method=method)
     if token is not None:
         request.add_header("Authorization", f"Bearer {token}")
+    if session is not None:
+        request.add_header("Mcp-Session-Id", session)
+        request.add_header("Mcp-Protocol-Version", "2025-11-25")
     if method == "POST":
         request.add_header("Content-Type", "application/json")
         request.add_header("Accept", "application/json, text/event-stream")
-        request.data = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "probe", "version": "0"},
-                },
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        if session is None:
+            message["method"] = "initialize"
+            message["params"] = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "probe", "version": "0"},
             }
-        ).encode()
+        request.data = json.dumps(message).encode()
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
-            return int(response.status)
+            return int(response.status), dict(response.headers)
     except urllib.error.HTTPError as exc:
-        return int(exc.code)
+        return int(exc.code), dict(exc.headers)
     except OSError:
-        return 0
+        return 0, {}
 
 
 @asynccontextmanager
@@ -150,4 +160,4 @@ async def mcp_client(url: str, token: str, name: str = "test-harness") -> AsyncI
             yield client
 
 
-__all__ = ["GatewayProcess", "mcp_client", "status_of"]
+__all__ = ["GatewayProcess", "exchange", "mcp_client", "status_of"]

@@ -31,7 +31,7 @@ from tests.support.bundles import (
     topology_of,
     write_bundle,
 )
-from tests.support.gateway import GatewayProcess, mcp_client, status_of
+from tests.support.gateway import GatewayProcess, exchange, mcp_client, status_of
 from tests.support.http_server import RecordingHttpServer
 from tests.support.mcp_servers import stdio_command
 from tests.support.model_server import ScriptedModelServer, text
@@ -230,7 +230,12 @@ async def test_decision_skill_invalid_answer_is_reasked(
 async def test_wrong_or_missing_token_is_401(gateway: GatewayProcess) -> None:
     assert status_of(gateway.url, "not-a-token", method="POST") == 401
     assert status_of(gateway.url, None, method="POST") == 401
-    assert status_of(gateway.url, TOKENS["ci"], method="POST") == 200
+    status, headers = exchange(gateway.url, TOKENS["ci"], method="POST")
+    assert status == 200
+    session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+    assert status_of(gateway.url, TOKENS["ci"], "POST", session=session) == 200
+    # A session belongs to the token that opened it.
+    assert status_of(gateway.url, TOKENS["alice"], "POST", session=session) == 404
     refused = gateway.audit("auth.refused")
     assert [r["reason"] for r in refused] == ["wrong token", "no bearer token"]
     assert all("not-a-token" not in line for line in gateway.lines)
