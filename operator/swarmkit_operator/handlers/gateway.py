@@ -30,13 +30,11 @@ def controller() -> GatewayController | None:
 
 @kopf.on.startup()
 async def gateways_startup(
-    settings: kopf.OperatorSettings,
     memo: Any,
     logger: logging.Logger | logging.LoggerAdapter[Any],
     **_: Any,
 ) -> None:
     global _controller
-    settings.watching.label_selectors["apps", "v1", "deployments"] = GATEWAY_LABEL
     shared = controller_of(memo)
     if shared is None:
         raise RuntimeError("the shared start-up (handlers/common.py) must run first")
