@@ -38,6 +38,9 @@ from swarmkit_devcluster.process_node.volumes import ProjectedTokens, materializ
 if TYPE_CHECKING:
     from swarmkit_devcluster.process_node.node import ProcessNode
 
+#: How long a status update is retried while the apiserver cannot be reached.
+STATUS_RETRY_SECONDS = 300.0
+
 log = logging.getLogger("process-node")
 
 GRACE_CAP_SECONDS = 5.0
@@ -109,19 +112,30 @@ class PodWorker(threading.Thread):
             conditions=self.conditions,
             existing=(self.pod.get("status") or {}).get("conditions") or [],
         )
-        try:
-            self._set_pod(
-                self.client.merge_patch(
-                    pod_path(self.ns, self.pod_name, "status"), {"status": status}
+        # Like the kubelet's status manager, keep trying while the apiserver is away
+        # (restarted, or etcd down): a lost final status leaves the pod Running forever.
+        delay, deadline = 0.5, time.monotonic() + STATUS_RETRY_SECONDS
+        while True:
+            try:
+                self._set_pod(
+                    self.client.merge_patch(
+                        pod_path(self.ns, self.pod_name, "status"), {"status": status}
+                    )
                 )
-            )
-        except ApiError as exc:
-            if exc.status == 404:
-                self.removed = True
-            else:
+                return
+            except ApiError as exc:
+                if exc.status == 404:
+                    self.removed = True
+                    return
+                transient = exc.status >= 500 or exc.status == 429
                 log.warning("%s/%s: status update failed: %s", self.ns, self.pod_name, exc)
-        except Exception as exc:
-            log.warning("%s/%s: status update failed: %s", self.ns, self.pod_name, exc)
+            except Exception as exc:
+                transient = True
+                log.warning("%s/%s: status update failed: %s", self.ns, self.pod_name, exc)
+            if not transient or self.removed or time.monotonic() > deadline:
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
     # -- main loop -------------------------------------------------------------------------
 
