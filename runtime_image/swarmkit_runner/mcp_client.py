@@ -26,6 +26,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -91,6 +92,25 @@ def _result_text(result: Any) -> str:
     return text
 
 
+#: Largest JSON-RPC message read from a stdio server (characters); larger ones are dropped.
+MAX_MESSAGE_CHARS = 8 * 1024 * 1024
+_ID = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+def _oversized_answer(head: str) -> str | None:
+    """A JSON-RPC error line answering the message that starts with ``head`` (found by its
+    ``id`` near the start), or None when no id shows there (the request then times out)."""
+    found = _ID.search(head[:512])
+    if found is None:
+        return None
+    error = {
+        "code": -32000,
+        "message": f"the server's answer exceeded {MAX_MESSAGE_CHARS // (1024 * 1024)} MiB "
+        "and was dropped",
+    }
+    return f'{{"jsonrpc": "2.0", "id": {found.group(1)}, "error": {json.dumps(error)}}}'
+
+
 def _stderr_target() -> Any:
     """Servers' stderr goes to ours (pod logs), never to stdout (the audit stream)."""
     try:
@@ -116,11 +136,25 @@ async def process_transport(process: anyio.abc.Process) -> AsyncIterator[Any]:
 
     async def reader() -> None:
         buffer = ""
+        dropping = False  # inside an oversized message: skip to its newline
         try:
             async with read_send:
                 async for chunk in TextReceiveStream(stdout, errors="replace"):
+                    if dropping:
+                        if "\n" not in chunk:
+                            continue
+                        chunk = chunk.split("\n", 1)[1]
+                        dropping = False
                     lines = (buffer + chunk).split("\n")
                     buffer = lines.pop()
+                    if len(buffer) > MAX_MESSAGE_CHARS:
+                        # Never parse it (a 50 MB answer costs the runner ~30 s of CPU):
+                        # answer the request it belongs to with an error instead.
+                        dropping = True
+                        oversized = _oversized_answer(buffer)
+                        buffer = ""
+                        if oversized is not None:
+                            lines.append(oversized)
                     for line in lines:
                         if not line.strip():
                             continue
