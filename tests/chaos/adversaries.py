@@ -3,8 +3,8 @@
 * ``python adversaries.py mcp MODE`` - a stdio MCP server speaking raw JSON-RPC (no SDK, so
   it can break the protocol on purpose). It answers ``initialize`` and ``tools/list``
   (one tool, ``poke``) correctly; ``tools/call`` then: ``hang`` never answers, ``crash``
-  exits mid-call, ``big`` answers 50 MB of text, ``malformed`` writes lines that are not
-  JSON-RPC (and never a real answer), ``ok`` answers ``poked``.
+  exits mid-call, ``big`` answers 50 MB of text, ``large`` 2 MB, ``malformed`` writes lines
+  that are not JSON-RPC (and never a real answer), ``ok`` answers ``poked``.
 * :class:`RawModelServer` - an HTTP server on loopback answering every POST with a fixed
   raw body (garbage, truncated JSON) so the runner's model client meets broken wire data.
 
@@ -67,8 +67,8 @@ def serve_mcp(mode: str) -> None:
                 sys.stdout.write('{"jsonrpc": "2.0", "id": ')  # half an answer, then gone
                 sys.stdout.flush()
                 sys.exit(3)
-            elif mode == "big":
-                text = "x" * (50 * 1024 * 1024)
+            elif mode in ("big", "large"):
+                text = "x" * ((50 if mode == "big" else 2) * 1024 * 1024)
                 _send(
                     {
                         "jsonrpc": "2.0",
@@ -131,4 +131,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "mcp":
         serve_mcp(sys.argv[2])
     else:
-        sys.exit("usage: adversaries.py mcp hang|crash|big|malformed|ok")
+        sys.exit("usage: adversaries.py mcp hang|crash|big|large|malformed|ok")

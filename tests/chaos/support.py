@@ -40,6 +40,7 @@ class Ledger:
     """What the secrets scan (the suite's last module) must look at."""
 
     secrets: set[str] = field(default_factory=set)
+    cluster_secrets: set[str] = field(default_factory=set)  # those stored as Secrets
     namespaces: list[str] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)  # runner stdout of runner-level tests
@@ -55,6 +56,7 @@ def make_secret(kube: Kube, namespace: str, name: str = "chaos-keys") -> str:
         namespace, {"metadata": {"name": name}, "stringData": {"token": value}}
     )
     LEDGER.secrets.add(value)
+    LEDGER.cluster_secrets.add(value)
     return value
 
 
@@ -111,13 +113,22 @@ class ChaosOperator(OperatorProcess):
         with urllib.request.urlopen(url, timeout=5) as resp:
             return str(resp.read().decode())
 
-    def api_requests(self) -> float:
-        """``swarmkit_api_requests_total`` summed over every label (this process only)."""
-        total = 0.0
+    def api_requests(self) -> dict[str, float]:
+        """``swarmkit_api_requests_total`` by label set (this process only)."""
+        out = {}
         for line in self.metrics().splitlines():
             if line.startswith("swarmkit_api_requests_total{"):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
+                labels, value = line.rsplit(" ", 1)
+                out[labels.removeprefix("swarmkit_api_requests_total")] = float(value)
+        return out
+
+    def request_rate(self, seconds: float) -> tuple[float, dict[str, float]]:
+        """API requests per second over the next ``seconds``, and the requests by label."""
+        before = self.api_requests()
+        time.sleep(seconds)
+        after = self.api_requests()
+        delta = {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0)}
+        return sum(delta.values()) / seconds, delta
 
     def crashes(self) -> list[str]:
         """Log lines of unhandled errors: a traceback the operator did not turn into status."""
@@ -253,45 +264,23 @@ def world(objects: int, runs: int, seed_salt: str) -> World:
     agents = [f"a-{a:04d}" for a in range(n_agents)]
     for t in range(n_topos):
         name = f"t-{t:03d}"
-        if t % 7 == 3:  # two topologies that contain each other
-            w.add(
-                obj(
-                    "Topology",
-                    name,
-                    {
-                        "workspaceRef": {"name": "default"},
-                        "agents": [
-                            {"name": "root", "agentRef": {"name": agents[0]}, "role": "root"},
-                            {
-                                "name": "c",
-                                "topologyRef": {"name": f"{name}-twin"},
-                                "role": "worker",
-                                "parent": "root",
-                            },
-                        ],
-                    },
-                ),
-                Expect("Accepted", "False", "Cycle"),
-            )
-            w.add(
-                obj(
-                    "Topology",
-                    f"{name}-twin",
-                    {
-                        "workspaceRef": {"name": "default"},
-                        "agents": [
-                            {"name": "root", "agentRef": {"name": agents[1]}, "role": "root"},
-                            {
-                                "name": "c",
-                                "topologyRef": {"name": name},
-                                "role": "worker",
-                                "parent": "root",
-                            },
-                        ],
-                    },
-                ),
-                Expect("Accepted", "False", "Cycle"),
-            )
+        if t % 7 == 3:  # two topologies calling each other through agent skills: a cycle
+            twin = f"{name}-twin"
+            for me, other in ((name, twin), (twin, name)):
+                w.add(
+                    obj(
+                        "Skill",
+                        f"call-{other}",
+                        {
+                            "description": f"Use to hand work to {other}.",
+                            "category": "capability",
+                            "implementation": {"type": "agent", "topology": other},
+                            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+                        },
+                    )
+                )
+                w.add(agent(f"caller-{me}", [f"call-{other}"]))
+                w.add(topology(me, [f"caller-{me}"]), Expect("Accepted", "False", "Cycle"))
         else:
             w.add(topology(name, r.sample(agents, k=min(len(agents), r.randint(1, 4)))))
     for i in range(runs):

@@ -261,14 +261,25 @@ def test_misbehaving_mcp_server_fails_the_call_with_a_reason(
     assert our_processes("adversaries.py mcp " + mode) == []
 
 
-def test_fifty_megabyte_mcp_answer_is_truncated(tmp_path: Path) -> None:
-    with ScriptedModelServer([tool_call("adv.poke"), text("read it")]) as server:
+def test_fifty_megabyte_mcp_answer_fails_the_call_without_parsing_it(tmp_path: Path) -> None:
+    with ScriptedModelServer([tool_call("adv.poke"), text("went on")]) as server:
+        started = time.monotonic()
         out = run(mcp_bundle(server, "big", timeout=60), tmp_path)
+        elapsed = time.monotonic() - started
+        result, is_error = server.requests[1].tool_results()[0]
+    assert is_error and "exceeded 8 MiB" in result, result[:300]
+    assert out.outcome == "Succeeded" and out.result["output"] == "went on"
+    assert elapsed < 30  # dropped as it streams, never parsed
+
+
+def test_two_megabyte_mcp_answer_reaches_the_model_truncated(tmp_path: Path) -> None:
+    with ScriptedModelServer([tool_call("adv.poke"), text("read it")]) as server:
+        out = run(mcp_bundle(server, "large", timeout=60), tmp_path)
         result, is_error = server.requests[1].tool_results()[0]
         request_size = len(json.dumps(server.requests[1].body))
     assert not is_error
     assert result.endswith("[truncated]") and len(result) < 200_000
-    assert request_size < 1_000_000  # the model never receives the 50 MB
+    assert request_size < 1_000_000  # the model never receives the 2 MB
     assert out.outcome == "Succeeded"
 
 
