@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-import bench-gateway chart-lint test-helm kind-e2e clean
+        bench-runner bench-import bench-gateway bench chaos chart-lint test-helm kind-e2e clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -69,6 +69,13 @@ bench-reconcile: cluster-binaries ## benchmark: reconcile 1,000 skills / 200 age
 
 bench-runs: cluster-binaries ## benchmark: Run → Job latency, Job → condition latency
 	$(PY) bench/bench_runs.py
+
+bench: cluster-binaries ## scale benchmarks: reconcile 100/1k/5k skills, fan-out, restart, 500 Runs; one table, bench/results.json
+	$(PY) bench/bench.py
+
+chaos: cluster-binaries ## the reliability suite at full size (SWARMKIT_CHAOS=full; figures in chaos-report.json)
+	SWARMKIT_CHAOS=full SWARMKIT_CHAOS_REPORT=$(CURDIR)/chaos-report.json \
+	    $(PY) -m pytest tests/chaos -q -p no:cacheprovider -s
 
 bench-runner: $(STAMP) ## benchmark: runner cold start, level-1 catalog cost, MCP overhead
 	$(PY) bench/bench_runner.py

@@ -438,84 +438,8 @@ async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
         }
         # --- the floor: the same writes by a bare client (with the operator stopped) ---
         stop(proc)
-        objects = {
-            plural: {o["metadata"]["name"]: o for o in await list_custom(plural, ns)}
-            for plural in PLURALS.values()
-        }
-        rendered = [
-            c
-            for c in await list_config_maps(ns)
-            if (c["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by")
-        ]
-        await create_namespace(floor_ns)
-        n_status = sum(v for k, v in op_writes.items() if k.startswith("PATCH"))
-        n_cms = sum(v for k, v in op_writes.items() if k == "POST configmaps")
-        n_events = sum(v for k, v in op_writes.items() if k == "POST events")
-        floor_docs = [WORKSPACE, *docs]
-        status_targets = [(PLURALS[d["kind"]], d["metadata"]["name"]) for d in floor_docs]
-        cm_bodies = [
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {
-                    "name": c["metadata"]["name"],
-                    "namespace": floor_ns,
-                    "labels": c["metadata"].get("labels") or {},
-                },
-                "immutable": True,
-                "data": c.get("data") or {},
-            }
-            for c in rendered
-        ]
-        while len(cm_bodies) < n_cms and cm_bodies:
-            extra = json.loads(json.dumps(cm_bodies[len(cm_bodies) % len(rendered)]))
-            extra["metadata"]["name"] += f"-{len(cm_bodies)}"
-            cm_bodies.append(extra)
-
-        def status_of(plural: str, name: str) -> dict[str, Any]:
-            return dict((objects[plural].get(name) or {}).get("status") or {})
-
-        # One chain per object (create it, its rendered ConfigMap, its status patches),
-        # all chains and the Events through one 16-way pool: the tightest same-writes floor.
-        per_object_patches = [0] * len(status_targets)
-        for i in range(n_status):
-            per_object_patches[i % len(status_targets)] += 1
-        cm_for = dict(enumerate(cm_bodies[:n_cms]))
-
-        def chain(i: int) -> Callable[[], Awaitable[None]]:
-            doc = floor_docs[i]
-            plural, name = status_targets[i]
-
-            async def run() -> None:
-                await k8s.create_custom(plural, floor_ns, doc)
-                if i in cm_for:
-                    await k8s.create_config_map(cm_for[i])
-                for _ in range(per_object_patches[i]):
-                    await k8s.patch_status(plural, floor_ns, name, status_of(plural, name))
-
-            return run
-
-        def event(i: int) -> Callable[[], Awaitable[None]]:
-            involved = {
-                "apiVersion": GROUP_VERSION,
-                "kind": "Skill",
-                "namespace": floor_ns,
-                "name": f"skill-{i % args.skills:04d}",
-                "uid": "",
-            }
-            return lambda: k8s.post_event(involved, "Normal", "Rendered", "Ready is True")
-
-        extra_cms = [cm_creator(b) for b in cm_bodies[len(floor_docs) : n_cms]]
-        started = time.monotonic()
-        floor_jobs: list[Callable[[], Awaitable[Any]]] = [chain(i) for i in range(len(floor_docs))]
-        floor_jobs += [event(i) for i in range(n_events)]
-        floor_jobs += extra_cms
-        await bounded(floor_jobs)
-        floor = time.monotonic() - started
-        result["floor"] = {
-            "seconds": round(floor, 2),
-            "writes": total + n_cms + n_status + n_events,
-        }
+        result["floor"] = await floor_writes(ns, floor_ns, docs, op_writes)
+        floor = result["floor"]["seconds"]
         result["xFloor"] = round(ready_time / floor, 2) if floor else None
     finally:
         stop(proc)
@@ -523,6 +447,95 @@ async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
             await delete_namespace(name)
         k8s.shutdown()
     return result
+
+
+async def floor_writes(
+    source_ns: str, floor_ns: str, docs: list[dict[str, Any]], op_writes: dict[str, int]
+) -> dict[str, Any]:
+    """The floor: a bare 16-way client doing the operator's writes into ``floor_ns``.
+
+    The same creates as ``docs`` (plus the Workspace), the rendered ConfigMaps the operator
+    made in ``source_ns`` (padded to its count of ConfigMap creates), its number of status
+    patches (with the statuses it wrote) and of Events. Returns seconds and writes.
+    """
+    objects = {
+        plural: {o["metadata"]["name"]: o for o in await list_custom(plural, source_ns)}
+        for plural in PLURALS.values()
+    }
+    rendered = [
+        c
+        for c in await list_config_maps(source_ns)
+        if (c["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by")
+    ]
+    await create_namespace(floor_ns)
+    n_status = sum(v for k, v in op_writes.items() if k.startswith("PATCH"))
+    n_cms = sum(v for k, v in op_writes.items() if k == "POST configmaps")
+    n_events = sum(v for k, v in op_writes.items() if k == "POST events")
+    floor_docs = [WORKSPACE, *docs]
+    skill_names = [d["metadata"]["name"] for d in docs if d["kind"] == "Skill"] or ["x"]
+    status_targets = [(PLURALS[d["kind"]], d["metadata"]["name"]) for d in floor_docs]
+    cm_bodies = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": c["metadata"]["name"],
+                "namespace": floor_ns,
+                "labels": c["metadata"].get("labels") or {},
+            },
+            "immutable": True,
+            "data": c.get("data") or {},
+        }
+        for c in rendered
+    ]
+    while len(cm_bodies) < n_cms and cm_bodies:
+        extra = json.loads(json.dumps(cm_bodies[len(cm_bodies) % len(rendered)]))
+        extra["metadata"]["name"] += f"-{len(cm_bodies)}"
+        cm_bodies.append(extra)
+
+    def status_of(plural: str, name: str) -> dict[str, Any]:
+        return dict((objects[plural].get(name) or {}).get("status") or {})
+
+    # One chain per object (create it, its rendered ConfigMap, its status patches),
+    # all chains and the Events through one 16-way pool: the tightest same-writes floor.
+    per_object_patches = [0] * len(status_targets)
+    for i in range(n_status):
+        per_object_patches[i % len(status_targets)] += 1
+    cm_for = dict(enumerate(cm_bodies[:n_cms]))
+
+    def chain(i: int) -> Callable[[], Awaitable[None]]:
+        doc = floor_docs[i]
+        plural, name = status_targets[i]
+
+        async def run() -> None:
+            await k8s.create_custom(plural, floor_ns, doc)
+            if i in cm_for:
+                await k8s.create_config_map(cm_for[i])
+            for _ in range(per_object_patches[i]):
+                await k8s.patch_status(plural, floor_ns, name, status_of(plural, name))
+
+        return run
+
+    def event(i: int) -> Callable[[], Awaitable[None]]:
+        involved = {
+            "apiVersion": GROUP_VERSION,
+            "kind": "Skill",
+            "namespace": floor_ns,
+            "name": skill_names[i % len(skill_names)],
+            "uid": "",
+        }
+        return lambda: k8s.post_event(involved, "Normal", "Rendered", "Ready is True")
+
+    extra_cms = [cm_creator(b) for b in cm_bodies[len(floor_docs) : n_cms]]
+    started = time.monotonic()
+    floor_jobs: list[Callable[[], Awaitable[Any]]] = [chain(i) for i in range(len(floor_docs))]
+    floor_jobs += [event(i) for i in range(n_events)]
+    floor_jobs += extra_cms
+    await bounded(floor_jobs)
+    return {
+        "seconds": round(time.monotonic() - started, 2),
+        "writes": len(floor_docs) + n_cms + n_status + n_events,
+    }
 
 
 def report(r: dict[str, Any]) -> str:

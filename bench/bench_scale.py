@@ -1,0 +1,392 @@
+"""Reconcile at scale against the real local control plane (part of ``make bench``).
+
+For each N in ``--sizes`` (default 100, 1,000, 5,000 Skills) and ``--repeat`` times:
+
+1. Start the operator (``python -m swarmkit_operator``) and apply, from a 16-way client, a
+   Workspace, N Skills, N/5 Agents (5 grants each: the hot skill ``skill-00000``, granted
+   by every agent, up to 1,000 at N = 5,000, plus 4 spread over the rest) and N/50
+   Topologies (10 agents each). Time until every object is Ready; the operator's API
+   requests (all verbs) and writes; its peak RSS and CPU.
+2. Fan-out: edit the hot skill; time until every agent granting it shows a new version,
+   and count the operator's writes meanwhile (only those agents' status and renders, the
+   skill's own, and the Topologies holding them should move).
+3. Restart the operator: time until its /healthz answers (Python start-up), until a Skill
+   created right after the restart is Ready (the first reconcile), and the status writes it
+   made to the N objects that did not change (goal 0).
+4. The floor: ``bench_reconcile.floor_writes`` - a bare client doing the operator's writes
+   (same creates, rendered ConfigMaps, status patches and Events) into a fresh namespace.
+
+Prints one table (min / median / max over the repeats, the load average before and after
+each run) and the growth exponent of the time to Ready (least squares of log t over log N).
+Uses the cluster of ``$SWARMKIT_KUBECONFIG`` if set (no other operator may watch it), else
+a private one. ``--json PATH`` writes the raw results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import bench_reconcile as br  # the floor client and the API helpers, shared
+
+from swarmkit_devcluster.testing import apply_crds, session_cluster
+from swarmkit_operator import k8s
+
+GRANTS = 5
+HOT_MAX = 1000
+
+
+def manifests(skills: int) -> list[dict[str, Any]]:
+    agents = max(2, skills // GRANTS)
+    topologies = max(1, agents // 10)
+
+    def obj(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": br.GROUP_VERSION,
+            "kind": kind,
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+
+    docs = [
+        obj(
+            "Skill",
+            f"skill-{i:05d}",
+            {
+                "description": f"Use when benchmark task {i} comes up.",
+                "category": "capability",
+                "instructions": f"# Skill {i}\n\nDo step one, then step two.\n",
+                "files": [{"path": "reference/notes.md", "content": f"notes {i}\n"}],
+                "provenance": {"authoredBy": "human", "version": "1.0.0"},
+            },
+        )
+        for i in range(skills)
+    ]
+    for a in range(agents):
+        granted = ["skill-00000"] if a < HOT_MAX else []
+        granted += [
+            f"skill-{1 + (a * (GRANTS - 1) + j) % (skills - 1):05d}" for j in range(GRANTS - 1)
+        ]
+        docs.append(
+            obj(
+                "Agent",
+                f"agent-{a:04d}",
+                {"systemPrompt": f"You are agent {a}.", "skills": granted},
+            )
+        )
+    per = max(1, agents // topologies)
+    for t in range(topologies):
+        members = [f"agent-{a:04d}" for a in range(t * per, min(agents, (t + 1) * per))]
+        nodes: list[dict[str, Any]] = [
+            {"name": "root", "agentRef": {"name": members[0]}, "role": "root"}
+        ]
+        nodes += [
+            {"name": f"w{i}", "agentRef": {"name": m}, "role": "worker", "parent": "root"}
+            for i, m in enumerate(members[1:])
+        ]
+        docs.append(
+            obj("Topology", f"team-{t:03d}", {"workspaceRef": {"name": "default"}, "agents": nodes})
+        )
+    return docs
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def requests_total(text: str) -> int:
+    return int(br.metric_sum(text, "swarmkit_api_requests_total"))
+
+
+def start_operator(kubeconfig: Path, log: Path) -> tuple[subprocess.Popen[bytes], int, int]:
+    port, live = br.free_port(), br.free_port()
+    env = dict(os.environ, KUBECONFIG=str(kubeconfig), SWARMKIT_LOG_FORMAT="plain")
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "swarmkit_operator",
+                "--metrics-port",
+                str(port),
+                "--liveness",
+                f"http://127.0.0.1:{live}/healthz",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    return proc, port, live
+
+
+async def wait_up(proc: subprocess.Popen[bytes], port: int, live: int, log: Path) -> None:
+    async def up() -> bool:
+        try:
+            br.scrape(port)
+            with urllib.request.urlopen(f"http://127.0.0.1:{live}/healthz", timeout=2):
+                return True
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"operator exited; see {log}") from None
+            return False
+
+    await br.wait_until(up, 60, 0.2, "the operator to start")
+
+
+async def all_ready(ns: str) -> bool:
+    for plural in br.PLURALS.values():
+        for item in await br.list_custom(plural, ns):
+            conds = (item.get("status") or {}).get("conditions") or []
+            if not any(c["type"] == "Ready" and c["status"] == "True" for c in conds):
+                return False
+    return True
+
+
+async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
+    suffix = secrets.token_hex(3)
+    ns, floor_ns = f"bench-scale-{suffix}", f"bench-floor-{suffix}"
+    docs = manifests(n)
+    counts = {k: sum(1 for d in docs if d["kind"] == k) for k in ("Skill", "Agent", "Topology")}
+    total = sum(counts.values()) + 1
+    hot_agents = [
+        d["metadata"]["name"] for d in docs if "skill-00000" in d["spec"].get("skills", [])
+    ]
+    log = Path(tempfile.mkdtemp(prefix="bench-scale-")) / "operator.log"
+    r: dict[str, Any] = {"n": n, "objects": total, **counts, "loadBefore": load(), "log": str(log)}
+    proc, port, live = start_operator(kubeconfig, log)
+    try:
+        await wait_up(proc, port, live, log)
+        await br.create_namespace(ns)
+        text = br.scrape(port)
+        writes0, requests0 = br.writes_by_resource(text), requests_total(text)
+        started = time.monotonic()
+        await k8s.create_custom("workspaces", ns, br.WORKSPACE)
+        await br.bounded(br.creator(ns, d) for d in docs)
+        r["applySeconds"] = round(time.monotonic() - started, 2)
+        try:
+            await br.wait_until(lambda: all_ready(ns), timeout, 0.5, f"{total} objects Ready")
+        except TimeoutError:
+            print(await br.not_ready_summary(ns), file=sys.stderr)
+            raise
+        r["readySeconds"] = round(time.monotonic() - started, 2)
+        text = br.scrape(port)
+        writes1 = br.writes_by_resource(text)
+        op_writes = {k: v - writes0.get(k, 0) for k, v in writes1.items() if v - writes0.get(k, 0)}
+        r["operatorWrites"] = sum(op_writes.values())
+        r["operatorWritesBy"] = op_writes
+        r["operatorRequests"] = requests_total(text) - requests0
+        _, peak = br.rss_mb(proc.pid)
+        r["peakRssMB"] = round(peak, 1)
+        r["cpuSeconds"] = round(br.cpu_seconds(proc.pid), 2)
+
+        # --- fan-out: edit the hot skill ---
+        before = {
+            a["metadata"]["name"]: a["status"]["version"]
+            for a in await br.list_custom("agents", ns)
+        }
+        writes0 = br.writes_by_resource(br.scrape(port))
+        started = time.monotonic()
+        status, payload = await k8s.request(
+            "PATCH",
+            k8s.custom_path("skills", ns, "skill-00000"),
+            {"spec": {"instructions": "# Skill 0\n\nEdited.\n"}},
+            content_type="application/merge-patch+json",
+        )
+        if status >= 300:
+            raise RuntimeError(f"editing skill-00000: {status} {payload}")
+
+        async def reversioned() -> bool:
+            items = await br.list_custom("agents", ns)
+            moved = {
+                a["metadata"]["name"]
+                for a in items
+                if (a.get("status") or {}).get("version") != before.get(a["metadata"]["name"])
+            }
+            return set(hot_agents) <= moved
+
+        await br.wait_until(reversioned, 120, 0.05, "every granting agent re-versioned")
+        r["fanoutSeconds"] = round(time.monotonic() - started, 2)
+        r["fanoutAgents"] = len(hot_agents)
+        await asyncio.sleep(3)  # the trailing writes (topologies, Events, GC)
+        writes1 = br.writes_by_resource(br.scrape(port))
+        fan = {k: v - writes0.get(k, 0) for k, v in writes1.items() if v - writes0.get(k, 0)}
+        r["fanoutWritesBy"] = fan
+        r["fanoutAgentStatusWrites"] = fan.get("PATCH agents/status", 0)
+        moved = {
+            a["metadata"]["name"]
+            for a in await br.list_custom("agents", ns)
+            if (a.get("status") or {}).get("version") != before.get(a["metadata"]["name"])
+        }
+        r["fanoutAgentsTouchedBeyondGrantees"] = len(moved - set(hot_agents))
+
+        # --- restart with everything in place ---
+        br.stop(proc)
+        restarted = time.monotonic()
+        proc, port, live = start_operator(kubeconfig, log)
+        probe = dict(docs[0], metadata={"name": "after-restart"})
+        await k8s.create_custom("skills", ns, probe)
+        await wait_up(proc, port, live, log)
+        r["restartProcessUpSeconds"] = round(time.monotonic() - restarted, 2)
+
+        async def probe_ready() -> bool:
+            skill = await k8s.get_custom("skills", ns, "after-restart")
+            conds = ((skill or {}).get("status") or {}).get("conditions") or []
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+        await br.wait_until(probe_ready, 120, 0.05, "a skill created after the restart Ready")
+        r["restartFirstReconcileSeconds"] = round(time.monotonic() - restarted, 2)
+        await asyncio.sleep(3)
+        after = br.writes_by_resource(br.scrape(port))
+        # the probe's own status patch is the one expected write
+        r["restartStatusWrites"] = sum(v for k, v in after.items() if k.startswith("PATCH")) - 1
+        br.stop(proc)
+
+        # --- the floor ---
+        r["floor"] = await br.floor_writes(ns, floor_ns, docs, op_writes)
+        r["xFloor"] = round(r["readySeconds"] / r["floor"]["seconds"], 2)
+    finally:
+        br.stop(proc)
+        for name in (ns, floor_ns):
+            await br.delete_namespace(name)
+    r["loadAfter"] = load()
+    return r
+
+
+async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
+    k8s.configure(workers=br.CONCURRENCY, kubeconfig=str(kubeconfig))
+    runs: list[dict[str, Any]] = []
+    try:
+        for rep in range(args.repeat):
+            for n in args.sizes:
+
+                async def gone() -> bool:
+                    _, payload = await k8s.request("GET", "/api/v1/namespaces")
+                    names = [x["metadata"]["name"] for x in (payload or {}).get("items", [])]
+                    return not [x for x in names if x.startswith(("bench-scale-", "bench-floor-"))]
+
+                await br.wait_until(gone, 600, 1.0, "earlier benchmark namespaces to be gone")
+                result = await one(n, kubeconfig, args.timeout)
+                result["repeat"] = rep
+                runs.append(result)
+                print(
+                    f"  [{rep + 1}/{args.repeat}] N={n}: Ready {result['readySeconds']} s, "
+                    f"{result['xFloor']}x floor, fan-out {result['fanoutSeconds']} s, "
+                    f"restart {result['restartFirstReconcileSeconds']} s "
+                    f"(load {result['loadBefore']} -> {result['loadAfter']})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    finally:
+        k8s.shutdown()
+    return {"runs": runs, "summary": summarize(runs, args.sizes)}
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {
+        "min": round(min(values), 2),
+        "median": round(statistics.median(values), 2),
+        "max": round(max(values), 2),
+    }
+
+
+METRICS = (
+    ("readySeconds", "time to all Ready (s)"),
+    ("floorSeconds", "floor: same writes, bare client (s)"),
+    ("xFloor", "ratio to the floor"),
+    ("operatorRequests", "operator API requests"),
+    ("operatorWrites", "operator writes"),
+    ("peakRssMB", "operator peak RSS (MB)"),
+    ("fanoutSeconds", "fan-out: hot skill edit -> agents re-versioned (s)"),
+    ("fanoutAgentStatusWrites", "fan-out: agent status writes"),
+    ("fanoutAgentsTouchedBeyondGrantees", "fan-out: other agents touched"),
+    ("restartProcessUpSeconds", "restart: process up, /healthz answers (s)"),
+    ("restartFirstReconcileSeconds", "restart: first reconcile (s)"),
+    ("restartStatusWrites", "restart: status writes"),
+)
+
+
+def summarize(runs: list[dict[str, Any]], sizes: list[int]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for n in sizes:
+        at = [r for r in runs if r["n"] == n]
+        if not at:
+            continue
+        for r in at:
+            r["floorSeconds"] = r["floor"]["seconds"]
+        out[str(n)] = {
+            "objects": at[0]["objects"],
+            "fanoutAgents": at[0]["fanoutAgents"],
+            **{key: spread([float(r[key]) for r in at]) for key, _ in METRICS},
+            "load": [r["loadBefore"] for r in at],
+        }
+    points = [
+        (math.log(out[str(n)]["objects"]), math.log(out[str(n)]["readySeconds"]["median"]))
+        for n in sizes
+        if str(n) in out
+    ]
+    if len(points) >= 2:
+        mx = statistics.mean(p[0] for p in points)
+        my = statistics.mean(p[1] for p in points)
+        slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+        out["growthExponent"] = round(slope, 2)
+    return out
+
+
+def table(summary: dict[str, Any], sizes: list[int]) -> str:
+    cols = [str(n) for n in sizes if str(n) in summary]
+    head = f"{'reconcile at scale (min / median / max)':<52}" + "".join(
+        f"{'N=' + c + ' (' + str(summary[c]['objects']) + ' objects)':>30}" for c in cols
+    )
+    lines = [head]
+    for key, label in METRICS:
+        cells = []
+        for c in cols:
+            s = summary[c][key]
+            cells.append(f"{s['min']:g} / {s['median']:g} / {s['max']:g}")
+        lines.append(f"{label:<52}" + "".join(f"{x:>30}" for x in cells))
+    lines.append(
+        f"{'fan-out agents (grantees of the hot skill)':<52}"
+        + "".join(f"{summary[c]['fanoutAgents']:>30}" for c in cols)
+    )
+    lines.append(
+        f"{'load average (1/5/15 min) before each run':<52}"
+        + "".join(f"{'; '.join(summary[c]['load'])[:29]:>30}" for c in cols)
+    )
+    if "growthExponent" in summary:
+        lines.append(
+            f"growth exponent of the time to Ready over objects: {summary['growthExponent']}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1000, 5000]
+    )
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--json", help="write the raw results here")
+    args = parser.parse_args()
+    with session_cluster() as cluster:
+        apply_crds(cluster)
+        result = asyncio.run(bench(args, cluster.kubeconfig))
+    print(table(result["summary"], args.sizes))
+    if args.json:
+        Path(args.json).write_text(__import__("json").dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
