@@ -157,8 +157,9 @@ def test_user_edits_during_status_writes_are_never_lost_and_status_never_regress
     assert final_skill["spec"]["instructions"] == f"# hot\n\nedit {EDITS - 1} of hot\n"
     assert final_agent["metadata"]["generation"] == EDITS + 1
     assert final_skill["metadata"]["generation"] == EDITS + 1
-    # the agent's version follows the skill's last content
-    assert final_agent["status"]["version"]
+    # the agent's render follows the skill's last content, not an intermediate one
+    [resolved] = final_agent["status"]["resolvedSkills"]
+    assert resolved["contentHash"] == final_skill["status"]["contentHash"]
     problems = {p: _regressions(h) for p, h in seen.items()}
     assert problems == {"agents": [], "skills": []}
     status_versions = {
