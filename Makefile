@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-import bench-gateway bench chaos chart-lint test-helm kind-e2e clean
+        bench-runner bench-import bench-gateway bench-serve bench chaos chart-lint test-helm kind-e2e clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -79,6 +79,9 @@ chaos: cluster-binaries ## the reliability suite at full size (SWARMKIT_CHAOS=fu
 
 bench-runner: $(STAMP) ## benchmark: runner cold start, level-1 catalog cost, MCP overhead
 	$(PY) bench/bench_runner.py
+
+bench-serve: $(STAMP) ## benchmark: served A2A task overhead over in-process, tasks/s per replica
+	$(PY) bench/bench_serve.py
 
 bench-import: $(STAMP) ## benchmark: kubectl swarmkit import (fixture tree, 1,843-file workspace)
 	$(PY) bench/bench_import.py
