@@ -45,7 +45,7 @@ def workload(rendered: object = None, **kw: object) -> tuple[dict, dict, dict]: 
 
 
 def test_bundle_config_map_is_content_addressed_pinned_and_owned() -> None:
-    cm, dep, _ = workload()
+    cm, _, _ = workload()
     meta = cm["metadata"]
     assert meta["name"].startswith("serve-review-pipeline-") and cm["immutable"] is True
     assert meta["labels"][SERVE_LABEL] == "review-pipeline"
