@@ -435,3 +435,40 @@ def test_skill_edit_rolls_the_deployment_and_a_running_task_completes(
         ),
         60,
     )
+
+
+def test_missing_token_secret_and_removing_serve(
+    kube: Kube, operator: OperatorProcess, team_b: dict[str, Any]
+) -> None:
+    ns = team_b["ns"]
+    other = served_topology(free_port())
+    other["metadata"]["name"] = "oracle-two"
+    other["spec"]["serve"]["auth"]["bearerTokens"] = [{"name": "nobody", "key": "token"}]
+    apply(kube, ns, other)
+
+    def refused() -> dict[str, Any] | None:
+        cond = serving(get(kube, ns, "Topology", "oracle-two"))
+        return cond if cond is not None and cond["reason"] == "SecretNotFound" else None
+
+    cond = wait_for(refused, 120, message=lambda: debug(kube, ns, operator))
+    assert cond["status"] == "False" and "nobody/token" in cond["message"]
+    deployments = kube.apps.list_namespaced_deployment(ns).items
+    assert [d.metadata.name for d in deployments] == ["serve-oracle"]
+
+    kube.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, ns, "topologies", "oracle", {"spec": {"serve": None}}
+    )
+
+    def unserved() -> dict[str, Any] | None:
+        topo = get(kube, ns, "Topology", "oracle")
+        cond = serving(topo)
+        if cond is None or cond["reason"] != "NotServed":
+            return None
+        if kube.apps.list_namespaced_deployment(ns).items:
+            return None
+        return topo
+
+    topo = wait_for(unserved, 120, message=lambda: debug(kube, ns, operator))
+    assert "url" not in topo["status"] and "serving" not in topo["status"]
+    services = [s.metadata.name for s in kube.core.list_namespaced_service(ns).items]
+    assert "serve-oracle" not in services
