@@ -11,7 +11,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-import bench-gateway bench-serve bench chaos chart-lint test-helm kind-e2e clean
+        bench-runner bench-import bench-gateway bench-serve bench-webview bench chaos chart-lint \
+        test-helm kind-e2e clean chromium
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -21,7 +22,17 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[operator,runtime,cli,test,dev]'
+	$(MAKE) --no-print-directory chromium
 	touch $(STAMP)
+
+# The web view's browser tests drive Debian's chromium with Playwright (Playwright's own
+# browser download is not used). Installed with apt-get when missing (as root).
+chromium:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else echo "warning: chromium missing; the browser tests need it (apt-get install chromium chromium-driver)"; fi
 
 venv: $(STAMP) ## create .venv and install every Python dependency
 
@@ -88,6 +99,9 @@ bench-import: $(STAMP) ## benchmark: kubectl swarmkit import (fixture tree, 1,84
 
 bench-gateway: $(STAMP) ## benchmark: MCP gateway call overhead over a direct upstream call
 	$(PY) bench/bench_gateway.py
+
+bench-webview: $(STAMP) ## benchmark: web view render time for 1,000 skills
+	$(PY) bench/bench_webview.py
 
 chart-lint: cluster-binaries ## helm lint/template, values schema, Argo CD health Lua, Dockerfile checks
 	$(PY) -m pytest tests/unit/test_chart_render.py tests/unit/test_chart_values.py \

@@ -573,6 +573,14 @@ class LocalCluster:
                 args += ["--metrics-port", str(free_port())]
             if not any(a.startswith("--liveness") for a in args):
                 args += ["--liveness", f"http://127.0.0.1:{free_port()}/healthz"]
+            # The read-only web view, on loopback only (it has no login of its own).
+            if not any(a.startswith("--web-view") for a in args):
+                args += ["--web-view", f"127.0.0.1:{free_port()}"]
+            view = next(
+                (a.split("=", 1)[1] if "=" in a else args[i + 1])
+                for i, a in enumerate(args)
+                if a.startswith("--web-view")
+            )
             proc = self._spawn(
                 "operator", [sys.executable, "-m", "swarmkit_operator", *args], env=env
             )
@@ -590,9 +598,18 @@ class LocalCluster:
                 time.sleep(0.1)
             port = args[args.index("--metrics-port") + 1] if "--metrics-port" in args else "?"
             live = args[args.index("--liveness") + 1] if "--liveness" in args else "?"
+            self.state["web_view"] = f"http://{view}" if view else ""
+            self._save()
             self._say(
                 f"operator running (pid {proc.pid}); log: {log}; metrics: :{port}; liveness: {live}"
             )
+            if view:
+                self._say(f"web view (read-only): http://{view}/skills")
+
+    def web_view_url(self) -> str:
+        """The running operator's web view (``make operator-up`` serves it), or ""."""
+        self._load()
+        return str(self.state.get("web_view") or "") if self.operator_running() else ""
 
     def stop_operator(self) -> bool:
         with self._locked():

@@ -14,6 +14,8 @@ installed, operator running). Steps, each shown as it happens:
 3. ``kubectl create`` the example Run under a fresh name (``review-demo-<time>``), follow its
    ``Succeeded`` condition (Pending → Running → Succeeded/Failed), then print ``kubectl get
    runs`` and the Run's conditions and output as a user would see them.
+4. Wait until the skill library rolled the Run up into the Skills' status (usage, load
+   rate), print it, and end with the URL of the operator's read-only web view.
 
 The cluster stays up; the last lines say how to use kubectl against it and how to stop it.
 """
@@ -178,6 +180,15 @@ class Demo:
         line = f"Succeeded={cond['status']} {cond.get('reason', '')}: {cond.get('message', '')}"
         return cond["status"] in ("True", "False"), line
 
+    def skill_usage(self, name: str) -> tuple[bool, str]:
+        skill = self.client.get(_custom(self.ns, "skills", name))
+        usage = (skill.get("status") or {}).get("usage") or {}
+        loaded = int(usage.get("runsLoaded") or 0)
+        line = f"runs {usage.get('runsGranted', 0)}, loaded in {loaded}"
+        if usage.get("loadRate") is not None:
+            line += f", load rate {float(usage['loadRate']):.0%}"
+        return loaded > 0, line
+
     def run(self, timeout: float) -> int:
         examples_dir = repo_root() / "examples"
         docs = load_examples(examples_dir)
@@ -260,12 +271,35 @@ class Demo:
             f"   steps {status.get('steps', 0)}, tool calls {status.get('toolCalls', 0)}, tokens "
             f"{usage.get('inputTokens', 0)} in / {usage.get('outputTokens', 0)} out"
         )
+        for agent in status.get("skills") or ():
+            files = ", ".join(f"{f['skill']}/{f['path']}" for f in agent.get("filesRead") or ())
+            self.say(
+                f"   skills used by {agent['agent']}: loaded {', '.join(agent['loaded']) or '-'}"
+                f"; files read {files or '-'}"
+            )
+
         self.step("output")
         output = status.get("output") or "(none)"
         for line in output.splitlines() or [output]:
             self.say(f"   {line}")
         if status.get("outputTruncated"):
             self.say("   (truncated)")
+
+        loaded = sorted({s for a in status.get("skills") or () for s in a.get("loaded") or ()})
+        if loaded:
+            self.step("skill library: usage rolled up into each Skill's status")
+            self.wait(
+                f"skill/{loaded[0]} usage",
+                lambda: self.skill_usage(loaded[0]),
+                timeout,
+            )
+            for line in self.kubectl(
+                "get", "skills", "-n", self.ns, "-o",
+                "custom-columns=SKILL:.metadata.name,GRANTED-BY:.status.grantedBy.count,"
+                "RUNS:.status.usage.runsGranted,LOADED:.status.usage.runsLoaded,"
+                "LOAD-RATE:.status.usage.loadRate",
+            ).splitlines():  # fmt: skip
+                self.say(f"   {line}")
 
         self.step(f"done in {time.monotonic() - self.t0:.1f}s; the cluster stays up")
         self.say(f"   export KUBECONFIG={self.cluster.kubeconfig}")
@@ -274,6 +308,10 @@ class Demo:
         self.say(f"   kubectl describe run {name} -n {self.ns}")
         self.say(f"   kubectl create -f examples/40-run.yaml -n {self.ns}   # another run")
         self.say("   make cluster-down   # stop the operator, the control plane and the node")
+        url = self.cluster.web_view_url()
+        if url:
+            self.step("the skill library, agents and runs in your browser (read-only)")
+            self.say(f"   {url}/skills")
         return 0 if final.startswith("Succeeded=True") else 1
 
 

@@ -9,6 +9,7 @@ in the operator's own configuration.
 from __future__ import annotations
 
 import posixpath
+from datetime import datetime
 from typing import Literal
 
 from pydantic import Field
@@ -324,6 +325,38 @@ class ScriptStatus(ApiModel):
     )
 
 
+class SkillGrants(ApiModel):
+    """Which Agents grant the skill (directly, or through a composed skill running it)."""
+
+    count: int = Field(default=0, ge=0, description="Agents granting it.")
+    agents: list[str] = Field(default_factory=list, description="The first few of them, by name.")
+
+
+class SkillUsage(ApiModel):
+    """The skill's use, rolled up from finished Runs (kept across operator restarts in the
+    operator's ConfigMap ``swarmkit-skill-library``, so Runs deleted since still count)."""
+
+    runs_granted: int = Field(
+        default=0, ge=0, description="Finished Runs whose agents were granted the skill."
+    )
+    runs_loaded: int = Field(
+        default=0, ge=0, description="Finished Runs in which an agent loaded it (load_skill)."
+    )
+    load_rate: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="runsLoaded / runsGranted (none before the first Run granting it).",
+    )
+    script_runs: int = Field(default=0, ge=0, description="Runs of its bundled scripts.")
+    script_failures: int = Field(
+        default=0, ge=0, description="Script runs that exited non-zero or timed out."
+    )
+    last_loaded: datetime | None = Field(
+        default=None, description="Completion time of the last Run that loaded it."
+    )
+
+
 class SkillStatus(ApiModel):
     """Observed state of a Skill."""
 
@@ -336,6 +369,8 @@ class SkillStatus(ApiModel):
         default=None, description="Name of the immutable ConfigMap holding the rendered skill."
     )
     scripts: list[ScriptStatus] = Field(default_factory=list, description="Bundled scripts.")
+    granted_by: SkillGrants | None = Field(default=None, description="Agents granting it.")
+    usage: SkillUsage | None = Field(default=None, description="Use in finished Runs.")
     conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
 
 
@@ -349,6 +384,8 @@ __all__ = [
     "ScriptStatus",
     "SkillCategory",
     "SkillFile",
+    "SkillGrants",
     "SkillSpec",
     "SkillStatus",
+    "SkillUsage",
 ]

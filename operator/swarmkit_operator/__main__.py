@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import kopf
 
 from .config import CONFIG_ENV, ConfigError, load_config
+from .webview.server import parse_address
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -60,6 +61,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         choices=["json", "plain", "full"],
         default=env("SWARMKIT_LOG_FORMAT", "json"),
         help="log format (default json)",
+    )
+    parser.add_argument(
+        "--web-view",
+        default=env("SWARMKIT_WEB_VIEW", ""),
+        metavar="HOST:PORT",
+        help="serve the read-only web view (skill library, agents, runs) there; no login "
+        "of its own, so keep it on loopback or behind a proxy ($SWARMKIT_WEB_VIEW; "
+        "default off)",
     )
     parser.add_argument("--verbose", action="store_true", help="debug logging")
     return parser.parse_args(argv)
@@ -117,6 +126,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem:
         print(f"swarmkit-operator: --liveness {args.liveness}: {problem}", file=sys.stderr)
         return 2
+    if args.web_view:
+        try:
+            host, port = parse_address(args.web_view)
+        except ValueError as exc:
+            print(f"swarmkit-operator: --web-view: {exc}", file=sys.stderr)
+            return 2
+        problem = _unbindable(f"http://{host}:{port}/")
+        if problem:
+            print(f"swarmkit-operator: --web-view {args.web_view}: {problem}", file=sys.stderr)
+            return 2
+        os.environ["SWARMKIT_WEB_VIEW"] = f"{host}:{port}"  # the start-up handler serves it
     try:
         metrics.serve(args.metrics_port)
     except OSError as exc:

@@ -144,10 +144,22 @@ class SecurityValues(_Values):
     skills: SkillSecurityValues = _desc("Skill script approval.")
 
 
+class SkillLibraryValues(_Values):
+    """The skill library: usage roll-ups and version history of every Skill."""
+
+    history_limit: int = Field(
+        ge=1,
+        le=100,
+        description="Content hashes kept per Skill in its version history (also after the "
+        "Skill is deleted).",
+    )
+
+
 class OperatorConfigValues(_Values):
     """The operator configuration file (ConfigMap, mounted, read at start-up)."""
 
     security: SecurityValues = _desc("Script approvals.")
+    skill_library: SkillLibraryValues = _desc("Skill library settings.")
     max_job_recreations: int = Field(
         ge=0,
         le=100,
@@ -287,6 +299,21 @@ class PdbValues(_Values):
         return self
 
 
+class WebViewServiceValues(_Values):
+    """The web view's Service."""
+
+    type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = _desc("Service type.")
+    port: int = Field(ge=1, le=65535, description="Service port.")
+
+
+class WebViewValues(_Values):
+    """The read-only web view (skill library, agents, runs) served by the operator."""
+
+    enabled: bool = _desc("Serve the web view (`--web-view=0.0.0.0:<port>`) and its Service.")
+    port: int = Field(ge=1024, le=65535, description="Container port of the web view.")
+    service: WebViewServiceValues = _desc("The web view Service (ClusterIP by default).")
+
+
 class ResourceValues(_Values):
     """Container resources."""
 
@@ -339,6 +366,7 @@ class ChartValues(_Values):
     liveness_probe: ProbeValues = _desc("livenessProbe timing.")
     readiness_probe: ProbeValues = _desc("readinessProbe timing.")
     metrics: MetricsValues = _desc("Prometheus metrics.")
+    web_view: WebViewValues = _desc("Read-only web view.")
     network_policy: NetworkPolicyValues = _desc("NetworkPolicy.")
     pod_disruption_budget: PdbValues = _desc("PodDisruptionBudget.")
     termination_grace_period_seconds: int = Field(
@@ -365,6 +393,11 @@ class ChartValues(_Values):
     def _cross_field(self) -> Self:
         if self.metrics.enabled and self.metrics.port == self.health.port:
             raise ValueError("metrics.port and health.port must differ")
+        if self.web_view.enabled and self.web_view.port in (
+            self.health.port,
+            self.metrics.port if self.metrics.enabled else None,
+        ):
+            raise ValueError("webView.port must differ from health.port and metrics.port")
         return self
 
 

@@ -44,6 +44,8 @@ class OperatorConfig:
     runtime_image: str = DEFAULT_RUNTIME_IMAGE
     watch_namespaces: tuple[str, ...] = ()
     max_job_recreations: int = 2
+    #: Content hashes kept per Skill in the skill library's version history.
+    skill_history_limit: int = 10
     extra: dict[str, Any] = field(default_factory=dict)
 
     def pin_for(self, namespace: str, skill: str, path: str) -> AllowedScript | None:
@@ -86,7 +88,16 @@ def parse_config(data: dict[str, Any] | None) -> OperatorConfig:
     _require(isinstance(namespaces, list), "watchNamespaces", "a list of namespaces")
     recreations = data.get("maxJobRecreations", 2)
     _require(isinstance(recreations, int) and recreations >= 0, "maxJobRecreations", "an int")
+    library = data.get("skillLibrary") or {}
+    _require(isinstance(library, dict), "skillLibrary", "a mapping")
+    history = library.get("historyLimit", 10)
+    _require(
+        isinstance(history, int) and not isinstance(history, bool) and 1 <= history <= 100,
+        "skillLibrary.historyLimit",
+        "an int from 1 to 100",
+    )
     return OperatorConfig(
+        skill_history_limit=history,
         allow_script_execution=allow,
         allowed_scripts=tuple(entries),
         runtime_image=image,

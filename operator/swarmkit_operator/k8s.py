@@ -309,6 +309,26 @@ async def delete_config_map(namespace: str, name: str, uid: str | None = None) -
     return True
 
 
+async def put_config_map(manifest: Mapping[str, Any]) -> None:
+    """Replace the mutable ConfigMap ``manifest`` names, or create it (last writer wins: the
+    only writer is the operator itself)."""
+    namespace = manifest["metadata"]["namespace"]
+    path = core_path("configmaps", namespace, manifest["metadata"]["name"])
+    query = [("fieldManager", FIELD_MANAGER)]
+    status, payload = await request("PUT", path, dict(manifest), query=query)
+    if status == 404:
+        path = core_path("configmaps", namespace)
+        status, payload = await request("POST", path, dict(manifest), query=query)
+    _check("PUT", path, status, payload)
+
+
+async def list_config_maps(namespace: str | None, selector: str) -> list[dict[str, Any]]:
+    """ConfigMaps matching ``selector``, in ``namespace`` or (None) in every namespace."""
+    path = core_path("configmaps", namespace) if namespace else "/api/v1/configmaps"
+    status, payload = await request("GET", path, query=[("labelSelector", selector)])
+    return [dict(i) for i in _check("GET", path, status, payload).get("items") or ()]
+
+
 # --- Events ---------------------------------------------------------------------------------
 
 _INSTANCE = os.environ.get("POD_NAME") or socket.gethostname()

@@ -10,6 +10,10 @@
   operator's own client (``k8s.py``; kopf's watches are not counted).
 * ``swarmkit_workqueue_depth`` / ``swarmkit_workqueue_retries_total{kind}``.
 * ``swarmkit_events_total{type}``: Kubernetes Events posted.
+* ``swarmkit_skill_loads_total{namespace, skill}``: agents that loaded the skill
+  (``load_skill``) in finished Runs.
+* ``swarmkit_skill_script_runs_total{namespace, skill, outcome}``: runs of the skill's
+  scripts in finished Runs, ``outcome`` ``ok`` or ``failed`` (non-zero exit or timeout).
 """
 
 from __future__ import annotations
@@ -45,6 +49,16 @@ API_REQUESTS = Counter(
 QUEUE_DEPTH = Gauge("swarmkit_workqueue_depth", "Keys waiting in the reconcile work queue.")
 RETRIES = Counter("swarmkit_workqueue_retries_total", "Reconciles retried after errors.", ["kind"])
 EVENTS = Counter("swarmkit_events_total", "Kubernetes Events posted.", ["type"])
+SKILL_LOADS = Counter(
+    "swarmkit_skill_loads_total",
+    "Agents that loaded the skill (load_skill) in finished Runs.",
+    ["namespace", "skill"],
+)
+SKILL_SCRIPT_RUNS = Counter(
+    "swarmkit_skill_script_runs_total",
+    "Runs of the skill's bundled scripts in finished Runs.",
+    ["namespace", "skill", "outcome"],
+)
 
 #: (kind, condition, status) → count; set by the handlers.
 ObjectCounts = Callable[[], Iterable[tuple[str, str, str, int]]]

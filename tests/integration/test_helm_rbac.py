@@ -45,6 +45,8 @@ OPERATOR_RULES: Grants = {
     "deployments.apps": frozenset({"create", "get", "list", "watch", "patch", "delete"}),
     "services": frozenset({"create", "get", "patch", "delete"}),
     "configmaps": frozenset({"create", "get", "list", "watch", "patch", "delete"}),
+    # the skill library's own ConfigMap, rewritten in place (and only that one)
+    "configmaps[swarmkit-skill-library]": frozenset({"update"}),
     "jobs.batch": frozenset({"create", "get", "list", "watch", "delete"}),
     "pods": frozenset({"get", "list", "watch", "patch"}),
     "secrets": frozenset({"list", "watch"}),

@@ -355,6 +355,24 @@ def test_metrics_service_and_service_monitor() -> None:
     assert "--metrics-port=0" in container(off)["args"]  # the entry point's default is 8080
 
 
+def test_web_view_is_off_by_default_and_on_behind_a_cluster_ip_service() -> None:
+    docs = render()
+    assert not any(a.startswith("--web-view") for a in container(docs)["args"])
+    assert not [d for d in by_kind(docs, "Service") if d["metadata"]["name"].endswith("-web")]
+    assert parse_config(operator_config(docs)).skill_history_limit == 10
+
+    on = render({"webView": {"enabled": True}, "config": {"skillLibrary": {"historyLimit": 3}}})
+    assert "--web-view=0.0.0.0:8082" in container(on)["args"]
+    assert {"name": "web", "containerPort": 8082, "protocol": "TCP"} in container(on)["ports"]
+    svc = one(on, "Service", f"{RELEASE}-swarmkit-operator-web")
+    assert svc["spec"]["type"] == "ClusterIP"
+    assert svc["spec"]["ports"] == [
+        {"name": "web", "port": 8082, "targetPort": "web", "protocol": "TCP"}
+    ]
+    assert parse_config(operator_config(on)).skill_history_limit == 3
+    assert "webView.port must differ" in render_error({"webView": {"enabled": True, "port": 8080}})
+
+
 def test_network_policy_allows_only_the_apiserver_dns_and_metrics() -> None:
     docs = render(VALUE_SETS["everything-on"])
     np = one(docs, "NetworkPolicy")

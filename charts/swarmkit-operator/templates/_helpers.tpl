@@ -80,6 +80,9 @@ app.kubernetes.io/part-of: swarmkit-operator
 {{- if and .Values.metrics.enabled (eq (int .Values.metrics.port) (int .Values.health.port)) }}
 {{- fail (printf "metrics.port and health.port must differ (both are %v)" .Values.metrics.port) }}
 {{- end }}
+{{- if and .Values.webView.enabled (or (eq (int .Values.webView.port) (int .Values.health.port)) (and .Values.metrics.enabled (eq (int .Values.webView.port) (int .Values.metrics.port)))) }}
+{{- fail (printf "webView.port must differ from health.port and metrics.port (%v)" .Values.webView.port) }}
+{{- end }}
 {{- $pdb := .Values.podDisruptionBudget }}
 {{- if and $pdb.enabled (eq (toString $pdb.minAvailable) "") (eq (toString $pdb.maxUnavailable) "") }}
 {{- fail "podDisruptionBudget: set one of minAvailable or maxUnavailable" }}
@@ -105,6 +108,7 @@ app.kubernetes.io/part-of: swarmkit-operator
 {{- $_ := set $config "runtime" (dict "image" (include "swarmkit-operator.runtimeImage" .)) }}
 {{- $_ = set $config "watchNamespaces" .Values.watchNamespaces }}
 {{- $_ = set $config "maxJobRecreations" (int .Values.config.maxJobRecreations) }}
+{{- $_ = set $config "skillLibrary" (dict "historyLimit" (int .Values.config.skillLibrary.historyLimit)) }}
 {{- toYaml $config }}
 {{- end }}
 
@@ -119,6 +123,9 @@ app.kubernetes.io/part-of: swarmkit-operator
 - --peering={{ .Values.peering.name }}
 {{- end }}
 - --log-format={{ .Values.logging.format }}
+{{- if .Values.webView.enabled }}
+- --web-view=0.0.0.0:{{ .Values.webView.port }}
+{{- end }}
 {{- if .Values.logging.verbose }}
 - --verbose
 {{- end }}
@@ -162,6 +169,12 @@ app.kubernetes.io/part-of: swarmkit-operator
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [create, get, list, watch, patch, delete]
+# The skill library (usage roll-ups, version history): one ConfigMap per namespace,
+# rewritten in place.
+- apiGroups: [""]
+  resources: [configmaps]
+  resourceNames: [swarmkit-skill-library]
+  verbs: [update]
 # One Job per Run; deleted to cancel.
 - apiGroups: [batch]
   resources: [jobs]

@@ -3,8 +3,9 @@
 Importing this package registers every handler with kopf's default registry: the shared
 settings, start-up and ConfigMap handlers (``common``), the login (``login``), one module
 per reconciled kind (``workspace``, ``skill``, ``agent``, ``topology``), the Runs
-handlers (``run``, ``schedule``) and the Agent MCP gateways (``gateway``). Every handlers
-module that exists is imported here, explicitly.
+handlers (``run``, ``schedule``), the Agent MCP gateways (``gateway``), then the skill
+library and web view (``library``). Every handlers module that exists is imported here,
+explicitly.
 The reconcile machinery they drive is kopf-free: :mod:`swarmkit_operator.reconcile`.
 """
 
@@ -23,3 +24,7 @@ from . import (  # noqa: F401
     topology,
     workspace,
 )
+
+# isort: split
+# After ``run``: the library's start-up reads the Runs index and counts finished Runs.
+from . import library  # noqa: F401

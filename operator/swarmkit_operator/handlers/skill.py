@@ -13,8 +13,10 @@ from .. import k8s
 from ..builders import ObjectRef
 from ..builders.skill import SourceConfigMap, referenced_config_maps, render_skill
 from ..indexes import index
-from ..reconcile.controller import Controller, controller_of, reconciler
+from ..library.records import granted_by_field
+from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
 from ..reconcile.views import MISSING, base_view
+from .library import library as skill_library
 
 
 def _implementation(body: Any) -> dict[str, Any]:
@@ -156,6 +158,13 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
         created = await ctl.ensure_config_map(render.config_map)
     # The index is at least as fresh as the body (it is updated on every event).
     current = view["status"] if view["uid"] == owner.uid else body.get("status") or {}
+    fields = {
+        **render.status_fields(),
+        "grantedBy": granted_by_field(granting_agents(ctl, namespace, name)),
+    }
+    lib = skill_library()
+    if lib is not None:  # usage rides along (the library's flush skips a pending Skill)
+        fields["usage"] = lib.usage_field(namespace, name)
     written = await ctl.write_status(
         "Skill",
         namespace,
@@ -163,9 +172,25 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
         owner.uid,
         int(meta.get("generation", 0)),
         current,
-        render.status_fields(),
+        fields,
         render.verdicts,
     )
     if render.config_map_name != current.get("renderedConfigMap"):
         ctl.enqueue_gc(namespace)
     return "changed" if written or created else "unchanged"
+
+
+@reconciler("SkillGrants")
+async def reconcile_skill_grants(ctl: Controller, namespace: str, name: str, force: bool) -> str:
+    """Only ``status.grantedBy``, after an Agent's grants changed (no render, no GET)."""
+    view = ctl.lookup("skill_views", (namespace, name))
+    if view is None or view["observed"] is None:
+        return "gone"  # not reconciled yet: its reconcile writes grantedBy
+    key = ("Skill", namespace, name)
+    if ctl.pending(key, view) and not force:
+        raise Deferred([key])  # its write may carry an older grantedBy: look again after
+    fields = {"grantedBy": granted_by_field(granting_agents(ctl, namespace, name))}
+    written = await ctl.write_status(
+        "Skill", namespace, name, view["uid"], int(view["observed"]), view["status"], fields, ()
+    )
+    return "changed" if written else "unchanged"

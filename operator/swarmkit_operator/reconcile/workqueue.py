@@ -18,7 +18,8 @@ from .. import metrics
 Key = tuple[str, str, str]  # (kind, namespace, name)
 # Inputs before their dependents (a workspace before the agents using it, ...), so a burst
 # settles bottom-up; garbage collection last, once the renders it must keep are known.
-PRIORITY = {"Workspace": 0, "Skill": 1, "Agent": 2, "Topology": 3, "GC": 4}
+# A Skill's grantedBy (SkillGrants) ranks with the Skills.
+PRIORITY = {"Workspace": 0, "Skill": 1, "SkillGrants": 1, "Agent": 2, "Topology": 3, "GC": 4}
 
 
 class WorkQueue:

@@ -1,0 +1,283 @@
+"""The skill library's records, and the pure functions that roll Runs up into them.
+
+Per namespace a :class:`Library`: per skill name a :class:`SkillRecord` (usage counters and
+the version history, newest first), plus the uids of the finished Runs already counted (so
+a Run seen again after a restart is not counted twice). It is serialised into one
+operator-owned ConfigMap per namespace (:func:`to_config_map` / :func:`from_config_map`):
+the Run that produced a count may be deleted long before the count is, and a Skill's
+history must outlive the Skill.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..builders import MANAGED_BY
+
+CONFIG_MAP = "swarmkit-skill-library"
+DATA_KEY = "library.json"
+LIBRARY_LABEL = "swarmkit.dev/skill-library"
+#: Names kept in a Skill's status.grantedBy.agents (the count is exact).
+GRANTED_BY_NAMES = 5
+#: A ConfigMap holds at most 1 MiB; past this the history is trimmed (oldest versions first).
+MAX_CONFIG_MAP_BYTES = 900 * 1024
+
+
+@dataclass
+class Usage:
+    runs_granted: int = 0
+    runs_loaded: int = 0
+    loads: int = 0
+    script_runs: int = 0
+    script_failures: int = 0
+    last_loaded: str | None = None
+
+    @property
+    def load_rate(self) -> float | None:
+        if not self.runs_granted:
+            return None
+        return round(self.runs_loaded / self.runs_granted, 4)
+
+
+@dataclass
+class Version:
+    """One content hash a skill had: when it was first seen and which agents pinned it."""
+
+    content_hash: str
+    first_seen: str
+    agents: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SkillRecord:
+    usage: Usage = field(default_factory=Usage)
+    #: Newest first.
+    history: list[Version] = field(default_factory=list)
+    #: When the Skill was deleted (its record and history stay).
+    deleted_at: str | None = None
+
+
+@dataclass
+class Library:
+    skills: dict[str, SkillRecord] = field(default_factory=dict)
+    counted: set[str] = field(default_factory=set)
+
+    def record(self, skill: str) -> SkillRecord:
+        return self.skills.setdefault(skill, SkillRecord())
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What one finished Run contributes to the library."""
+
+    uid: str
+    granted: frozenset[str]
+    #: skill → agents that loaded it (load_skill) in this Run.
+    loaded: Mapping[str, int]
+    #: skill → (script runs, failures).
+    scripts: Mapping[str, tuple[int, int]]
+    completed: str | None
+
+
+def _finished(status: Mapping[str, Any]) -> bool:
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == "Succeeded":
+            return cond.get("status") in ("True", "False")
+    return False
+
+
+def run_facts(uid: str, status: Mapping[str, Any]) -> RunFacts | None:
+    """The facts of a Run that has finished (Succeeded True or False) and pinned its skills;
+    None otherwise (a Run awaiting review is not finished: it may resume)."""
+    if not _finished(status):
+        return None
+    pinned = status.get("pinned") or {}
+    granted = frozenset(str(s) for s in (pinned.get("skills") or {}))
+    loaded: dict[str, int] = {}
+    scripts: dict[str, tuple[int, int]] = {}
+    for agent in status.get("skills") or ():
+        for skill in agent.get("loaded") or ():
+            loaded[str(skill)] = loaded.get(str(skill), 0) + 1
+        for script in agent.get("scripts") or ():
+            runs, failures = scripts.get(str(script.get("skill")), (0, 0))
+            scripts[str(script.get("skill"))] = (
+                runs + int(script.get("runs") or 0),
+                failures + int(script.get("failures") or 0),
+            )
+    if not granted and not loaded and not scripts:
+        return None
+    return RunFacts(uid, granted, loaded, scripts, status.get("completionTime"))
+
+
+def count_run(library: Library, facts: RunFacts) -> set[str]:
+    """Add ``facts`` to ``library`` once (by uid); the skills whose usage changed."""
+    if facts.uid in library.counted:
+        return set()
+    library.counted.add(facts.uid)
+    touched = set(facts.granted) | set(facts.loaded) | set(facts.scripts)
+    for skill in touched:
+        usage = library.record(skill).usage
+        if skill in facts.granted:
+            usage.runs_granted += 1
+        if skill in facts.loaded:
+            usage.runs_loaded += 1
+            usage.loads += facts.loaded[skill]
+            if facts.completed and (usage.last_loaded or "") < facts.completed:
+                usage.last_loaded = facts.completed
+        runs, failures = facts.scripts.get(skill, (0, 0))
+        usage.script_runs += runs
+        usage.script_failures += failures
+    return touched
+
+
+def see_version(record: SkillRecord, content_hash: str, now: str, limit: int) -> bool:
+    """Record that the skill has ``content_hash`` now; True if the history changed."""
+    changed = record.deleted_at is not None
+    record.deleted_at = None
+    if record.history and record.history[0].content_hash == content_hash:
+        return changed
+    for i, version in enumerate(record.history):
+        if version.content_hash == content_hash:  # back to an earlier content: move it up
+            record.history.insert(0, record.history.pop(i))
+            return True
+    record.history.insert(0, Version(content_hash, now))
+    del record.history[limit:]
+    return True
+
+
+def pin_agent(record: SkillRecord, content_hash: str, agent: str, now: str, limit: int) -> bool:
+    """Record that ``agent``'s version pins the skill at ``content_hash``."""
+    version = next((v for v in record.history if v.content_hash == content_hash), None)
+    if version is None:  # the agent's status arrived before the skill's
+        record.history.append(Version(content_hash, now))
+        record.history.sort(key=lambda v: v.first_seen, reverse=True)
+        del record.history[limit:]
+        version = next((v for v in record.history if v.content_hash == content_hash), None)
+        if version is None:
+            return False
+    if agent in version.agents:
+        return False
+    version.agents.append(agent)
+    version.agents.sort()
+    return True
+
+
+def granted_by_field(granting: Iterable[str]) -> dict[str, Any]:
+    """The Skill's ``status.grantedBy``: how many agents grant it, and the first few."""
+    agents = sorted(set(granting))
+    return {"count": len(agents), "agents": agents[:GRANTED_BY_NAMES]}
+
+
+def usage_field(record: SkillRecord | None) -> dict[str, Any]:
+    """The Skill's ``status.usage`` (absent values left out: the API drops nulls, and the
+    status must compare equal to what was written)."""
+    usage = record.usage if record is not None else Usage()
+    rolled: dict[str, Any] = {
+        "runsGranted": usage.runs_granted,
+        "runsLoaded": usage.runs_loaded,
+        "loadRate": usage.load_rate,
+        "scriptRuns": usage.script_runs,
+        "scriptFailures": usage.script_failures,
+        "lastLoaded": usage.last_loaded,
+    }
+    return {k: v for k, v in rolled.items() if v is not None}
+
+
+# --- the ConfigMap ------------------------------------------------------------------------
+
+
+def dump(library: Library) -> dict[str, Any]:
+    return {
+        "skills": {
+            name: {
+                "usage": {
+                    "runsGranted": r.usage.runs_granted,
+                    "runsLoaded": r.usage.runs_loaded,
+                    "loads": r.usage.loads,
+                    "scriptRuns": r.usage.script_runs,
+                    "scriptFailures": r.usage.script_failures,
+                    "lastLoaded": r.usage.last_loaded,
+                },
+                "history": [
+                    {"contentHash": v.content_hash, "firstSeen": v.first_seen, "agents": v.agents}
+                    for v in r.history
+                ],
+                "deletedAt": r.deleted_at,
+            }
+            for name, r in sorted(library.skills.items())
+        },
+        "counted": sorted(library.counted),
+    }
+
+
+def load(doc: Mapping[str, Any]) -> Library:
+    library = Library(counted={str(u) for u in doc.get("counted") or ()})
+    for name, raw in (doc.get("skills") or {}).items():
+        u = raw.get("usage") or {}
+        library.skills[str(name)] = SkillRecord(
+            usage=Usage(
+                runs_granted=int(u.get("runsGranted") or 0),
+                runs_loaded=int(u.get("runsLoaded") or 0),
+                loads=int(u.get("loads") or 0),
+                script_runs=int(u.get("scriptRuns") or 0),
+                script_failures=int(u.get("scriptFailures") or 0),
+                last_loaded=u.get("lastLoaded"),
+            ),
+            history=[
+                Version(
+                    str(v["contentHash"]), str(v.get("firstSeen", "")), list(v.get("agents") or [])
+                )
+                for v in raw.get("history") or ()
+                if v.get("contentHash")
+            ],
+            deleted_at=raw.get("deletedAt"),
+        )
+    return library
+
+
+def serialise(library: Library) -> str:
+    """The ConfigMap's data, trimmed (oldest versions, then deleted skills) to fit."""
+    text = json.dumps(dump(library), separators=(",", ":"), sort_keys=True)
+    if len(text.encode()) <= MAX_CONFIG_MAP_BYTES:
+        return text
+    longest = max((len(r.history) for r in library.skills.values()), default=0)
+    for keep in range(longest - 1, 0, -1):
+        for record in library.skills.values():
+            del record.history[keep:]
+        text = json.dumps(dump(library), separators=(",", ":"), sort_keys=True)
+        if len(text.encode()) <= MAX_CONFIG_MAP_BYTES:
+            return text
+    deleted = sorted(
+        (r.deleted_at or "", n) for n, r in library.skills.items() if r.deleted_at is not None
+    )
+    for _, name in deleted:
+        del library.skills[name]
+        text = json.dumps(dump(library), separators=(",", ":"), sort_keys=True)
+        if len(text.encode()) <= MAX_CONFIG_MAP_BYTES:
+            break
+    return text
+
+
+def to_config_map(namespace: str, text: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": CONFIG_MAP,
+            "namespace": namespace,
+            "labels": {LIBRARY_LABEL: "true", **MANAGED_BY},
+        },
+        "data": {DATA_KEY: text},
+    }
+
+
+def from_config_map(body: Mapping[str, Any]) -> Library:
+    text = (body.get("data") or {}).get(DATA_KEY) or "{}"
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return Library()
+    return load(doc if isinstance(doc, dict) else {})

@@ -1,0 +1,312 @@
+"""The skill library at run time: fed by watch events, flushed in batches.
+
+:class:`SkillLibrary` keeps one :class:`~.records.Library` per namespace in memory. The
+kopf glue (:mod:`swarmkit_operator.handlers.library`) feeds it every Skill, Agent and Run
+event; it never writes on an event. A flush every ``flush_seconds`` (2 s by default,
+``$SWARMKIT_LIBRARY_FLUSH_SECONDS``) writes what changed since the last one: at most one
+ConfigMap per namespace (``swarmkit-skill-library``: usage counters, version history, the
+Runs already counted) and one status merge-patch per Skill whose ``usage`` differs from
+what its status shows. So 100 Runs finishing within a flush interval, each loading the same
+10 skills, cost 1 ConfigMap write and 10 status writes, not 1,000. (``grantedBy`` is not
+written here: the Skill's reconcile writes it, and an Agent's change of grants enqueues a
+``SkillGrants`` reconcile, so dependents see it settle like any other Skill status write.)
+
+A restart loads the ConfigMaps first (one LIST), then sees every object again: a Run
+already counted is skipped, an unchanged status is not rewritten. A Run that finished and
+was deleted while no operator ran is not counted (its status is gone with it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from .. import k8s, metrics
+from ..config import OperatorConfig
+from ..indexes import Indexes
+from . import records
+from .records import LIBRARY_LABEL, Library, SkillRecord
+
+log = logging.getLogger("swarmkit_operator.library")
+
+#: ``pending(namespace, skill)``: whether the Skill's own reconcile is about to write status
+#: (it writes usage itself then, so the flush leaves it alone).
+Pending = Callable[[str, str], bool]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _same(desired: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    return all(current.get(k) == v for k, v in desired.items())
+
+
+class SkillLibrary:
+    """Usage roll-ups and version history of every Skill (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: OperatorConfig,
+        indexes: Indexes,
+        namespaces: Sequence[str] = (),
+        flush_seconds: float = 2.0,
+        pending: Pending | None = None,
+        clock: Callable[[], str] = _now,
+    ) -> None:
+        self.history_limit = config.skill_history_limit
+        self.indexes = indexes
+        self.namespaces = tuple(namespaces)
+        self.flush_seconds = flush_seconds
+        self.pending = pending or (lambda _ns, _name: False)
+        self.clock = clock
+        self.libraries: dict[str, Library] = {}
+        self.dirty_maps: set[str] = set()
+        self.dirty_skills: set[tuple[str, str]] = set()
+        self.agent_grants: dict[tuple[str, str], frozenset[str]] = {}
+        self._written_maps: dict[str, str] = {}
+        self._written_status: dict[tuple[str, str], tuple[dict[str, Any], float]] = {}
+        #: Writes made so far (what the roll-ups cost the API).
+        self.map_writes = 0
+        self.status_writes = 0
+        self._task: asyncio.Task[None] | None = None
+
+    # -- reading -----------------------------------------------------------------------------
+    def library(self, namespace: str) -> Library:
+        return self.libraries.setdefault(namespace, Library())
+
+    def record(self, namespace: str, skill: str) -> SkillRecord | None:
+        lib = self.libraries.get(namespace)
+        return lib.skills.get(skill) if lib is not None else None
+
+    def granting_agents(self, namespace: str, skill: str) -> set[str]:
+        """Agents granting ``skill`` directly or through composed skills that run it."""
+        agents: set[str] = set()
+        seen: set[str] = set()
+        stack = [skill]
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            agents.update(self.indexes.values("agent_by_grant", (namespace, current)))
+            stack.extend(self.indexes.values("skill_by_component", (namespace, current)))
+        return agents
+
+    def usage_field(self, namespace: str, skill: str) -> dict[str, Any]:
+        """The Skill's ``status.usage`` as of now."""
+        return records.usage_field(self.record(namespace, skill))
+
+    # -- start-up ----------------------------------------------------------------------------
+    async def load(self) -> None:
+        """Read every namespace's library ConfigMap (one LIST per watched namespace)."""
+        selector = f"{LIBRARY_LABEL}=true"
+        found: list[dict[str, Any]] = []
+        if self.namespaces and not any(c in n for n in self.namespaces for c in "*?["):
+            for ns in self.namespaces:
+                found.extend(await k8s.list_config_maps(ns, selector))
+        else:
+            found = await k8s.list_config_maps(None, selector)
+        for cm in found:
+            meta = cm.get("metadata") or {}
+            if meta.get("name") != records.CONFIG_MAP:
+                continue
+            ns = str(meta.get("namespace"))
+            self.libraries[ns] = records.from_config_map(cm)
+            self._written_maps[ns] = str((cm.get("data") or {}).get(records.DATA_KEY) or "")
+        log.info("skill library loaded from %d ConfigMap(s)", len(self.libraries))
+
+    def seed(self) -> None:
+        """See every indexed Skill, Agent and Run once (after :meth:`load`)."""
+        for ns, name in self.indexes.keys("skill_views"):
+            view = self.indexes.values("skill_views", (ns, name))
+            if view:
+                self.skill_seen(ns, name, view[0]["status"].get("contentHash"))
+        for ns, name in self.indexes.keys("agent_views"):
+            view = self.indexes.values("agent_views", (ns, name))
+            if view:
+                self.agent_seen(ns, name, view[0]["spec"], view[0]["status"])
+        if "runs_by_uid" in self.indexes.data:
+            for uid in self.indexes.keys("runs_by_uid"):
+                for run in self.indexes.values("runs_by_uid", uid):
+                    self.run_seen(str(run.get("namespace")), str(uid), run.get("status") or {})
+
+    # -- events ------------------------------------------------------------------------------
+    def skill_seen(self, namespace: str, name: str, content_hash: str | None) -> None:
+        self.dirty_skills.add((namespace, name))
+        if not content_hash:
+            return
+        record = self.library(namespace).record(name)
+        if records.see_version(record, content_hash, self.clock(), self.history_limit):
+            self.dirty_maps.add(namespace)
+
+    def skill_deleted(self, namespace: str, name: str) -> None:
+        self.dirty_skills.discard((namespace, name))
+        record = self.record(namespace, name)
+        if record is not None and record.deleted_at is None:
+            record.deleted_at = self.clock()
+            self.dirty_maps.add(namespace)
+
+    def agent_seen(
+        self, namespace: str, name: str, spec: Mapping[str, Any], status: Mapping[str, Any]
+    ) -> set[str]:
+        """Record the skill versions the agent pins; the skills whose ``grantedBy`` this
+        agent's grants change (their reconcile writes it)."""
+        grants = frozenset(
+            g for g in spec.get("skills") or () if isinstance(g, str) and ":" not in g
+        )
+        before = self.agent_grants.get((namespace, name), frozenset())
+        self.agent_grants[(namespace, name)] = grants
+        lib = self.library(namespace)
+        now = self.clock()
+        for resolved in status.get("resolvedSkills") or ():
+            skill, content_hash = resolved.get("name"), resolved.get("contentHash")
+            if not skill or not content_hash:
+                continue
+            record = lib.record(str(skill))
+            if records.pin_agent(record, str(content_hash), name, now, self.history_limit):
+                self.dirty_maps.add(namespace)
+        return self._with_components(namespace, grants ^ before)
+
+    def agent_deleted(self, namespace: str, name: str) -> set[str]:
+        """Forget the agent; the skills whose ``grantedBy`` changes."""
+        before = self.agent_grants.pop((namespace, name), frozenset())
+        return self._with_components(namespace, before)
+
+    def _with_components(self, namespace: str, skills: Iterable[str]) -> set[str]:
+        out: set[str] = set()
+        for skill in skills:
+            out |= self._composed_by(namespace, skill)
+        return out
+
+    def _composed_by(self, namespace: str, skill: str) -> set[str]:
+        """``skill`` and the components it runs (their grantedBy follows its grants)."""
+        out: set[str] = set()
+        stack = [skill]
+        while stack:
+            current = stack.pop()
+            if current in out:
+                continue
+            out.add(current)
+            for view in self.indexes.values("skill_views", (namespace, current)):
+                stack.extend(view.get("composes") or ())
+        return out
+
+    def run_seen(self, namespace: str, uid: str, status: Mapping[str, Any]) -> None:
+        """Count a finished Run once (a no-op for unfinished and already counted Runs)."""
+        lib = self.library(namespace)
+        if uid in lib.counted:
+            return
+        facts = records.run_facts(uid, status)
+        if facts is None:
+            return
+        touched = records.count_run(lib, facts)
+        for skill, agents in facts.loaded.items():
+            metrics.SKILL_LOADS.labels(namespace, skill).inc(agents)
+        for skill, (runs, failures) in facts.scripts.items():
+            if runs - failures:
+                metrics.SKILL_SCRIPT_RUNS.labels(namespace, skill, "ok").inc(runs - failures)
+            if failures:
+                metrics.SKILL_SCRIPT_RUNS.labels(namespace, skill, "failed").inc(failures)
+        self.dirty_maps.add(namespace)
+        self.dirty_skills.update((namespace, s) for s in touched)
+
+    # -- writing -----------------------------------------------------------------------------
+    def _live_runs(self) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        if "runs_by_uid" not in self.indexes.data:
+            return out
+        for uid in self.indexes.keys("runs_by_uid"):
+            for run in self.indexes.values("runs_by_uid", uid):
+                out.setdefault(str(run.get("namespace")), set()).add(str(uid))
+        return out
+
+    async def flush(self) -> None:
+        """Write what changed since the last flush (see the module docstring)."""
+        maps, self.dirty_maps = self.dirty_maps, set()
+        live = self._live_runs() if maps else {}
+        for ns in sorted(maps):
+            lib = self.library(ns)
+            if "runs_by_uid" in self.indexes.data:
+                lib.counted &= live.get(ns, set())  # a deleted Run never comes back
+            text = records.serialise(lib)
+            if text == self._written_maps.get(ns):
+                continue
+            try:
+                await k8s.put_config_map(records.to_config_map(ns, text))
+            except k8s.ApiError as exc:
+                if exc.status == 404 or (exc.status == 403 and "terminat" in str(exc)):
+                    # The namespace is gone (or going), and everything in it with it.
+                    self.libraries.pop(ns, None)
+                    self._written_maps.pop(ns, None)
+                    continue
+                log.warning("writing the skill library of %s failed (retrying): %s", ns, exc)
+                self.dirty_maps.add(ns)
+                continue
+            self._written_maps[ns] = text
+            self.map_writes += 1
+        skills, self.dirty_skills = self.dirty_skills, set()
+        for ns, name in sorted(skills):
+            await self._write_skill(ns, name)
+
+    async def _write_skill(self, namespace: str, name: str) -> None:
+        views = self.indexes.values("skill_views", (namespace, name))
+        if not views:
+            return
+        view = views[0]
+        if self.pending(namespace, name) or view.get("observed") != view.get("generation"):
+            self.dirty_skills.add((namespace, name))  # its reconcile writes these fields
+            return
+        desired = {"usage": self.usage_field(namespace, name)}
+        if _same(desired, view["status"]):
+            return
+        last = self._written_status.get((namespace, name))
+        if last is not None and last[0] == desired and time.monotonic() - last[1] < 10:
+            return  # our identical write is on its way back through the watch
+        log.debug(
+            "skill %s/%s: writing %s (was %s)",
+            namespace,
+            name,
+            desired,
+            {k: view["status"].get(k) for k in desired},
+        )
+        try:
+            rv = await k8s.patch_status("skills", namespace, name, desired)
+        except k8s.ApiError as exc:
+            log.warning("writing skill %s/%s usage failed (retrying): %s", namespace, name, exc)
+            self.dirty_skills.add((namespace, name))
+            return
+        if rv is not None:
+            self.status_writes += 1
+            self._written_status[(namespace, name)] = (desired, time.monotonic())
+            if len(self._written_status) > 10000:
+                self._written_status.clear()
+
+    # -- the loop ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop(), name="skill-library")
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_seconds)
+            try:
+                await self.flush()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # never let the loop die; what failed is still dirty
+                log.warning("skill library flush failed: %s", exc)
+
+    async def stop(self) -> None:
+        """Stop the loop and flush once more (graceful shutdown loses nothing)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        with contextlib.suppress(Exception):
+            await self.flush()

@@ -1,0 +1,235 @@
+"""What each page shows, assembled from the operator's in-memory indexes and skill library.
+
+Nothing here calls the API: the indexes (filled by one LIST at start-up, then kept current
+by watch events) already hold each object's spec and status, and the skill library holds
+usage and version history. Each function returns plain dicts for the templates; the
+templates escape every string (Jinja2 autoescape), so user text is shown, never run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..indexes import Indexes
+from ..library import SkillLibrary
+from ..library.records import SkillRecord
+
+#: The index of the Skill fields the pages show (registered by ``handlers.library``).
+SKILL_SPECS = "library_skill_specs"
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where the pages read from."""
+
+    indexes: Indexes
+    library: SkillLibrary | None = None
+
+    def one(self, index: str, key: Any) -> Any:
+        if index not in self.indexes.data:
+            return None
+        values = self.indexes.values(index, key)
+        return values[0] if values else None
+
+    def keys(self, index: str) -> list[Any]:
+        return self.indexes.keys(index) if index in self.indexes.data else []
+
+    def record(self, namespace: str, skill: str) -> SkillRecord | None:
+        return self.library.record(namespace, skill) if self.library is not None else None
+
+
+def condition(status: Mapping[str, Any], type_: str) -> dict[str, Any]:
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == type_:
+            return dict(cond)
+    return {"type": type_, "status": "Unknown", "reason": "", "message": ""}
+
+
+def _rate(usage: Mapping[str, Any]) -> str:
+    rate = usage.get("loadRate")
+    return "-" if rate is None else f"{float(rate) * 100:.0f}%"
+
+
+def skills_list(src: Sources) -> dict[str, Any]:
+    """Every Skill: category, description, load rate, grants; and deleted ones with history."""
+    rows = []
+    present: set[tuple[str, str]] = set()
+    for ns, name in sorted(src.keys("skill_views")):
+        view = src.one("skill_views", (ns, name))
+        if view is None:
+            continue
+        present.add((ns, name))
+        spec = src.one(SKILL_SPECS, (ns, name)) or {}
+        status = view["status"]
+        usage = status.get("usage") or {}
+        rows.append(
+            {
+                "namespace": ns,
+                "name": name,
+                "display_name": spec.get("displayName") or "",
+                "category": spec.get("category") or "",
+                "description": spec.get("description") or "",
+                "ready": condition(status, "Ready"),
+                "version": status.get("version") or "",
+                "grants": (status.get("grantedBy") or {}).get("count", 0),
+                "runs_granted": usage.get("runsGranted", 0),
+                "runs_loaded": usage.get("runsLoaded", 0),
+                "load_rate": _rate(usage),
+            }
+        )
+    deleted = []
+    if src.library is not None:
+        for ns, lib in sorted(src.library.libraries.items()):
+            for name, record in sorted(lib.skills.items()):
+                if record.deleted_at and (ns, name) not in present:
+                    deleted.append({"namespace": ns, "name": name, "deleted_at": record.deleted_at})
+    return {"skills": rows, "deleted": deleted}
+
+
+def _history(record: SkillRecord | None, current: str | None) -> list[dict[str, Any]]:
+    if record is None:
+        return []
+    return [
+        {
+            "content_hash": v.content_hash,
+            "version": v.content_hash[:12],
+            "first_seen": v.first_seen,
+            "agents": v.agents,
+            "current": v.content_hash == current,
+        }
+        for v in record.history
+    ]
+
+
+def skill_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
+    """One Skill (or what the library remembers of a deleted one)."""
+    view = src.one("skill_views", (ns, name))
+    record = src.record(ns, name)
+    if view is None and record is None:
+        return None
+    spec = src.one(SKILL_SPECS, (ns, name)) or {}
+    status = view["status"] if view is not None else {}
+    granting = (
+        sorted(src.library.granting_agents(ns, name))
+        if src.library is not None
+        else sorted(set(src.indexes.values("agent_by_grant", (ns, name))))
+    )
+    usage = status.get("usage") or {}
+    return {
+        "namespace": ns,
+        "name": name,
+        "exists": view is not None,
+        "deleted_at": record.deleted_at if record is not None else None,
+        "spec": spec,
+        "ready": condition(status, "Ready"),
+        "conditions": status.get("conditions") or [],
+        "content_hash": status.get("contentHash") or "",
+        "version": status.get("version") or "",
+        "config_map": status.get("renderedConfigMap") or "",
+        "scripts": status.get("scripts") or [],
+        "usage": usage,
+        "load_rate": _rate(usage),
+        "granted_by": granting,
+        "history": _history(record, status.get("contentHash")),
+    }
+
+
+def agent_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
+    view = src.one("agent_views", (ns, name))
+    if view is None:
+        return None
+    spec = view["spec"]
+    status = view["status"]
+    resolved = [
+        {
+            "name": r.get("name", ""),
+            "version": str(r.get("contentHash", ""))[:12],
+            "exists": src.one("skill_views", (ns, r.get("name", ""))) is not None,
+        }
+        for r in status.get("resolvedSkills") or ()
+    ]
+    return {
+        "namespace": ns,
+        "name": name,
+        "description": spec.get("description") or "",
+        "model": spec.get("model") or {},
+        "workspace": view.get("workspace") or "",
+        "grants": [g for g in spec.get("skills") or () if isinstance(g, str)],
+        "version": status.get("version") or "",
+        "ready": condition(status, "Ready"),
+        "conditions": status.get("conditions") or [],
+        "resolved": resolved,
+        "missing": list(status.get("missingSkills") or ()),
+    }
+
+
+def _target(spec: Mapping[str, Any]) -> tuple[str, str]:
+    if spec.get("topologyRef"):
+        return "Topology", str(spec["topologyRef"].get("name", ""))
+    if spec.get("agentRef"):
+        return "Agent", str(spec["agentRef"].get("name", ""))
+    return "", ""
+
+
+def _runs(src: Sources) -> list[dict[str, Any]]:
+    out = []
+    for uid in src.keys("runs_by_uid"):
+        run = src.one("runs_by_uid", uid)
+        if run is not None:
+            out.append(run)
+    return out
+
+
+def runs_list(src: Sources) -> dict[str, Any]:
+    rows = []
+    for run in _runs(src):
+        status = run.get("status") or {}
+        kind, target = _target(run.get("spec") or {})
+        loaded = sorted({s for a in status.get("skills") or () for s in a.get("loaded") or ()})
+        rows.append(
+            {
+                "namespace": run.get("namespace"),
+                "name": run.get("name"),
+                "created": run.get("creationTimestamp") or "",
+                "target_kind": kind,
+                "target": target,
+                "succeeded": condition(status, "Succeeded"),
+                "completion": status.get("completionTime") or "",
+                "skills_loaded": loaded,
+            }
+        )
+    rows.sort(key=lambda r: (str(r["created"]), str(r["name"])), reverse=True)
+    return {"runs": rows}
+
+
+def run_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
+    run = next((r for r in _runs(src) if r.get("namespace") == ns and r.get("name") == name), None)
+    if run is None:
+        return None
+    spec = run.get("spec") or {}
+    status = run.get("status") or {}
+    kind, target = _target(spec)
+    pinned = status.get("pinned") or {}
+    return {
+        "namespace": ns,
+        "name": name,
+        "target_kind": kind,
+        "target": target,
+        "input": spec.get("input") or "",
+        "succeeded": condition(status, "Succeeded"),
+        "conditions": status.get("conditions") or [],
+        "start": status.get("startTime") or "",
+        "completion": status.get("completionTime") or "",
+        "job": status.get("jobName") or "",
+        "pinned_topology": pinned.get("topology") or "",
+        "pinned_agents": sorted((pinned.get("agents") or {}).items()),
+        "pinned_skills": sorted((pinned.get("skills") or {}).items()),
+        "steps": status.get("steps", 0),
+        "tool_calls": status.get("toolCalls", 0),
+        "tokens": status.get("usage") or {},
+        "skills": status.get("skills") or [],
+        "output": status.get("output") or "",
+        "output_truncated": bool(status.get("outputTruncated")),
+    }

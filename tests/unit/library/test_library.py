@@ -1,0 +1,206 @@
+"""The skill library: runs rolled up once each, version history, batched writes, restarts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from swarmkit_operator import k8s, metrics
+from swarmkit_operator.config import OperatorConfig
+from swarmkit_operator.indexes import Indexes
+from swarmkit_operator.library import SkillLibrary
+from swarmkit_operator.library import records as rec
+
+from .fixtures import agent, indexes, run, skill, usage
+
+
+class FakeApi:
+    """Records the library's writes (the one module that talks to the API is k8s.py)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, idx: Indexes) -> None:
+        self.maps: list[dict[str, Any]] = []
+        self.patches: list[tuple[str, str, dict[str, Any]]] = []
+        self.idx = idx
+
+        async def put_config_map(manifest: dict[str, Any]) -> None:
+            self.maps.append(manifest)
+
+        async def patch_status(plural: str, ns: str, name: str, patch: dict[str, Any]) -> str:
+            self.patches.append((ns, name, patch))
+            return "2"
+
+        async def list_config_maps(ns: str | None, selector: str) -> list[dict[str, Any]]:
+            return self.maps[-1:]
+
+        monkeypatch.setattr(k8s, "put_config_map", put_config_map)
+        monkeypatch.setattr(k8s, "patch_status", patch_status)
+        monkeypatch.setattr(k8s, "list_config_maps", list_config_maps)
+
+
+def library(idx: Indexes, limit: int = 10) -> SkillLibrary:
+    return SkillLibrary(
+        OperatorConfig(skill_history_limit=limit), idx, clock=lambda: "2026-12-03T08:00:00Z"
+    )
+
+
+def test_a_run_counts_once_granted_loaded_and_scripts() -> None:
+    lib = rec.Library()
+    status = run(
+        "r1",
+        granted=["triage", "style"],
+        usage=[
+            usage("lead", ["triage"], [("triage", "scripts/c.py", 3, 1)]),
+            usage("worker", ["triage"]),
+        ],
+    )["status"]
+    facts = rec.run_facts("uid-1", status)
+    assert facts is not None
+    assert rec.count_run(lib, facts) == {"triage", "style"}
+    assert rec.count_run(lib, facts) == set()  # seen again (a restart): not counted twice
+    triage, style = lib.skills["triage"].usage, lib.skills["style"].usage
+    assert (triage.runs_granted, triage.runs_loaded, triage.loads) == (1, 1, 2)
+    assert (triage.script_runs, triage.script_failures) == (3, 1)
+    assert triage.last_loaded == "2026-12-03T08:10:00Z"
+    assert (style.runs_granted, style.runs_loaded, style.load_rate) == (1, 0, 0.0)
+
+
+def test_unfinished_and_awaiting_review_runs_are_not_counted() -> None:
+    status = run("r", granted=["triage"], usage=[usage("a", ["triage"])])["status"]
+    status["conditions"][0].update(status="Unknown", reason="AwaitingReview")
+    assert rec.run_facts("u", status) is None
+    status["conditions"] = []
+    assert rec.run_facts("u", status) is None
+
+
+def test_history_keeps_n_versions_and_the_agents_pinned_to_each() -> None:
+    record = rec.SkillRecord()
+    for i in range(5):
+        rec.see_version(record, f"{i}" * 64, f"t{i}", limit=3)
+    assert [v.content_hash[0] for v in record.history] == ["4", "3", "2"]
+    assert rec.pin_agent(record, "3" * 64, "lead", "t9", limit=3)
+    assert not rec.pin_agent(record, "3" * 64, "lead", "t9", limit=3)
+    assert record.history[1].agents == ["lead"]
+    # Back to an earlier content: it moves to the top, keeping its agents and first time.
+    assert rec.see_version(record, "3" * 64, "t10", limit=3)
+    assert (record.history[0].content_hash[0], record.history[0].first_seen) == ("3", "t3")
+
+
+def test_the_config_map_round_trips_and_is_trimmed_to_fit() -> None:
+    lib = rec.Library(counted={"u1"})
+    record = lib.record("big")
+    for i in range(40):
+        rec.see_version(record, f"{i:064d}", f"t{i}", limit=40)
+        record.history[0].agents = [f"agent-{j:05d}" for j in range(2000)]
+    text = rec.serialise(lib)
+    assert len(text.encode()) <= rec.MAX_CONFIG_MAP_BYTES
+    back = rec.from_config_map(rec.to_config_map("ns", text))
+    assert back.counted == {"u1"}
+    assert 1 <= len(back.skills["big"].history) < 40
+    assert back.skills["big"].history[0].content_hash == f"{39:064d}"  # the newest is kept
+
+
+async def test_a_burst_of_runs_costs_one_config_map_write_and_one_patch_per_skill(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    idx = indexes()
+    api = FakeApi(monkeypatch, idx)
+    skills = [f"skill-{i}" for i in range(10)]
+    for name in skills:
+        idx.update("skills", skill(name))
+    idx.update("agents", agent("lead", skills))
+    lib = library(idx)
+    lib.seed()
+    await lib.flush()
+    api.maps.clear()
+    api.patches.clear()
+    before = metrics.SKILL_LOADS.labels("ns", "skill-0")._value.get()
+    for i in range(100):
+        body = run(f"r{i}", granted=skills, usage=[usage("lead", skills[:5])])
+        idx.update("runs", body)
+        lib.run_seen("ns", body["metadata"]["uid"], body["status"])
+    await lib.flush()
+
+    assert len(api.maps) == 1
+    assert len(api.patches) == 10  # one per skill, not one per run per skill (1,000)
+    by_skill = {name: patch for _, name, patch in api.patches}
+    assert by_skill["skill-0"]["usage"] == {
+        "runsGranted": 100,
+        "runsLoaded": 100,
+        "loadRate": 1.0,
+        "scriptRuns": 0,
+        "scriptFailures": 0,
+        "lastLoaded": "2026-12-03T08:10:00Z",
+    }
+    assert by_skill["skill-9"]["usage"]["loadRate"] == 0.0
+    assert metrics.SKILL_LOADS.labels("ns", "skill-0")._value.get() - before == 100
+    doc = json.loads(api.maps[0]["data"][rec.DATA_KEY])
+    assert len(doc["counted"]) == 100
+
+
+async def test_restart_reloads_and_does_not_count_a_run_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    idx = indexes()
+    api = FakeApi(monkeypatch, idx)
+    triage = skill("triage")
+    idx.update("skills", triage)
+    body = run("r1", granted=["triage"], usage=[usage("lead", ["triage"])])
+    idx.update("runs", body)
+    first = library(idx)
+    first.seed()
+    await first.flush()
+    assert first.record("ns", "triage").usage.runs_loaded == 1  # type: ignore[union-attr]
+
+    second = library(idx)  # a new process: the ConfigMap, then every object again
+    await second.load()
+    second.seed()
+    second.run_seen("ns", body["metadata"]["uid"], body["status"])
+    assert second.record("ns", "triage").usage.runs_loaded == 1  # type: ignore[union-attr]
+    writes = len(api.maps) + len(api.patches)
+    triage["status"]["usage"] = second.usage_field("ns", "triage")  # the first's write, seen
+    idx.update("skills", triage)
+    await second.flush()
+    assert len(api.maps) + len(api.patches) == writes  # nothing changed: nothing written
+
+
+async def test_a_deleted_skill_keeps_its_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    idx = indexes()
+    api = FakeApi(monkeypatch, idx)
+    lib = library(idx)
+    lib.skill_seen("ns", "old", "1" * 64)
+    lib.agent_seen(
+        "ns",
+        "lead",
+        {"skills": ["old"]},
+        {"resolvedSkills": [{"name": "old", "contentHash": "1" * 64}]},
+    )
+    lib.skill_seen("ns", "old", "2" * 64)
+    lib.skill_deleted("ns", "old")
+    await lib.flush()
+    doc = json.loads(api.maps[-1]["data"][rec.DATA_KEY])
+    old = doc["skills"]["old"]
+    assert old["deletedAt"] == "2026-12-03T08:00:00Z"
+    assert [v["contentHash"][0] for v in old["history"]] == ["2", "1"]
+    assert old["history"][1]["agents"] == ["lead"]
+
+
+def test_granted_by_follows_direct_and_composed_grants() -> None:
+    idx = indexes()
+    idx.update("skills", skill("part"))
+    idx.update("skills", skill("whole", composes=["part"]))
+    idx.update("agents", agent("a1", ["part"]))
+    idx.update("agents", agent("a2", ["whole"]))
+    lib = library(idx)
+    assert lib.granting_agents("ns", "part") == {"a1", "a2"}
+    assert rec.granted_by_field(lib.granting_agents("ns", "whole")) == {
+        "count": 1,
+        "agents": ["a2"],
+    }
+    # A new grant of the composed skill changes the grantedBy of its component too.
+    assert lib.agent_seen("ns", "a3", {"skills": ["whole"]}, {}) == {"whole", "part"}
+    assert lib.agent_seen("ns", "a3", {"skills": ["whole"]}, {}) == set()
+    assert lib.agent_deleted("ns", "a3") == {"whole", "part"}
+    many = rec.granted_by_field(f"agent-{i}" for i in range(9))
+    assert many == {"count": 9, "agents": [f"agent-{i}" for i in range(5)]}
