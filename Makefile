@@ -78,7 +78,7 @@ demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its 
 bench-reconcile: cluster-binaries ## benchmark: reconcile 1,000 skills / 200 agents / 20 topologies
 	$(PY) bench/bench_reconcile.py
 
-bench-runs: cluster-binaries ## benchmark: Run → Job latency, Job → condition latency
+bench-runs: cluster-binaries ## benchmark: operator overhead (runner stand-in) vs the real runner, cold start; 3 runs each
 	$(PY) bench/bench_runs.py
 
 bench: cluster-binaries ## scale benchmarks: reconcile 100/1k/5k skills, fan-out, restart, 500 Runs; one table, bench/results.json

@@ -1,0 +1,143 @@
+"""What the benchmark scripts share: percentiles, best/median/worst of repeats, the machine's
+load, a process's CPU time and an optional py-spy profile of a process.
+
+A benchmark prints its numbers with the load they were measured under: every series is
+run several times and reported as min / median / max over the repeats, so the worst of
+three is in the table, not only the best.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values``, linearly interpolated; NaN when empty."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def summary(seconds: Sequence[float]) -> dict[str, float]:
+    """n, p50, p95, max and mean of intervals given in seconds, in milliseconds."""
+    ms = [v * 1000 for v in seconds]
+    nan = float("nan")
+    return {
+        "n": len(ms),
+        "p50_ms": round(pct(ms, 0.5), 1),
+        "p95_ms": round(pct(ms, 0.95), 1),
+        "max_ms": round(max(ms), 1) if ms else nan,
+        "mean_ms": round(statistics.fmean(ms), 1) if ms else nan,
+    }
+
+
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """min / median / max of one figure over the repeats of a series."""
+    clean = [v for v in values if v == v]  # NaN (no samples) never wins min or max
+    if not clean:
+        return {"min": float("nan"), "median": float("nan"), "max": float("nan")}
+    return {
+        "min": round(min(clean), 1),
+        "median": round(statistics.median(clean), 1),
+        "max": round(max(clean), 1),
+    }
+
+
+def fmt_spread(s: dict[str, float], unit: str = "ms") -> str:
+    return f"{s['min']:g} / {s['median']:g} / {s['max']:g} {unit}"
+
+
+def loadavg() -> tuple[float, float, float]:
+    one, five, fifteen = os.getloadavg()
+    return round(one, 2), round(five, 2), round(fifteen, 2)
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    return {"cpus": os.cpu_count(), "python": sys.version.split()[0], "loadavg": loadavg()}
+
+
+def cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """User + system CPU time of ``pid`` (plus its reaped children's with ``children``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    # Fields after the command: state is index 0, utime 11, stime 12, cutime 13, cstime 14.
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / CLK_TCK
+
+
+class Profile:
+    """``py-spy record`` of one process in collapsed-stack text (``--format raw``).
+
+    Started only when asked (``--profile DIR``); py-spy comes with the dev extra. Samples
+    are taken without pausing the target (``--nonblocking``), so the profile does not slow
+    down what it measures.
+    """
+
+    def __init__(self, pid: int, out: Path, rate: int = 100) -> None:
+        exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        if not Path(exe).exists():
+            raise SystemExit("--profile needs py-spy: pip install py-spy (the dev extra has it)")
+        self.out = out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        argv = [exe, "record", "--pid", str(pid), "--rate", str(rate), "--nonblocking"]
+        self.proc = subprocess.Popen(
+            [*argv, "--format", "raw", "--output", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def stop(self) -> Path:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        return self.out
+
+
+def top_frames(collapsed: Path, limit: int = 8, within: str = "") -> list[tuple[str, float]]:
+    """Where a collapsed profile's samples are: share of samples per function.
+
+    Without ``within``: by the innermost frame (self time). With ``within`` (a path part
+    such as ``swarmkit_operator/``): by every frame from that code on the stack (inclusive),
+    leaving out the frames every sample has (the entry point and the event loop).
+    """
+    totals: dict[str, int] = {}
+    samples = 0
+    for line in collapsed.read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        n = int(count)
+        samples += n
+        frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]  # one row per function
+        if not within:
+            picked = {frames[-1]}
+        else:
+            picked = {f for f in frames if within in f and "__main__" not in f}
+        for frame in picked:
+            totals[frame] = totals.get(frame, 0) + n
+    if not samples:
+        return []
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1])[:limit]
+    return [(frame, round(100 * n / samples, 1)) for frame, n in ranked]
