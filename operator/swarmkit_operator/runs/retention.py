@@ -34,6 +34,9 @@ from .schedule import SCHEDULED_LABEL
 log = logging.getLogger("swarmkit_operator.schedule")
 
 SWEEP_SECONDS = float(os.environ.get("SWARMKIT_RETENTION_SWEEP_SECONDS", "10"))
+#: A sweep gives the event loop back after this many Runs: with thousands of finished Runs
+#: one pass takes tens of milliseconds (more on a busy node), and Run starts must not wait.
+SWEEP_BATCH = 100
 
 
 def outcome_of(status: dict[str, Any]) -> str | None:
@@ -54,6 +57,10 @@ def history_victims(finished: Iterable[tuple[str, str, str]], limit: HistoryLimi
         )
         out.extend(name for name, _, _ in group[keep[outcome] :])
     return out
+
+
+def _agent_of(spec: dict[str, Any]) -> str:
+    return str((spec.get("agentRef") or {}).get("name") or "")
 
 
 class Retention:
@@ -79,7 +86,16 @@ class Retention:
             self.wake.clear()
             await asyncio.sleep(0.5)  # let a burst of finishing runs settle
 
-    def _workspace_ttl(self, namespace: str, spec: dict[str, Any]) -> int | None:
+    def _workspace_ttl(
+        self, namespace: str, spec: dict[str, Any], memo: dict[tuple[str, str, str], int | None]
+    ) -> int | None:
+        topo_ref = (spec.get("topologyRef") or {}).get("name")
+        key = (namespace, "topology" if topo_ref else "agent", str(topo_ref or _agent_of(spec)))
+        if key not in memo:
+            memo[key] = self._lookup_ttl(namespace, spec)
+        return memo[key]
+
+    def _lookup_ttl(self, namespace: str, spec: dict[str, Any]) -> int | None:
         ws_name: str | None = None
         topo_ref = (spec.get("topologyRef") or {}).get("name")
         if topo_ref:
@@ -99,14 +115,18 @@ class Retention:
         now = datetime.now(UTC)
         groups: dict[tuple[str, str], list[tuple[str, str, str, bool]]] = {}
         doomed: list[tuple[str, str]] = []
-        for r in self.ctl.all_runs():
-            if r.deleting:
+        ttls: dict[tuple[str, str, str], int | None] = {}
+        for i, uid in enumerate(list(self.ctl.idx.runs.keys())):
+            if i % SWEEP_BATCH == SWEEP_BATCH - 1:
+                await asyncio.sleep(0)
+            r = self.ctl.run_view(str(uid))
+            if r is None or r.deleting:
                 continue
             outcome = outcome_of(r.status)
             if outcome is None:
                 continue
             done = str(r.status.get("completionTime") or "")
-            ttl = self._workspace_ttl(r.namespace, r.spec)
+            ttl = self._workspace_ttl(r.namespace, r.spec, ttls)
             finished_at = rs.parse_time(done)
             expired = ttl is not None and finished_at is not None
             if expired and ttl is not None and finished_at is not None:
