@@ -51,6 +51,9 @@ class ApiModel(BaseModel):
         extra="forbid",
         frozen=True,
         use_attribute_docstrings=False,
+        # Validators are built on first use, not at import: a runner process validates only
+        # the run bundle's models, and its start-up is mostly this package's import.
+        defer_build=True,
     )
 
     #: Cross-field rules of this model (see :class:`CelRule`).
