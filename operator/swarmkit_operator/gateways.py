@@ -63,6 +63,10 @@ class GatewayController:
         self.agents = agents
         self.ready = asyncio.Event()
         self._workers: dict[tuple[str, str], _Worker] = {}
+        #: namespace → agents there with a ``spec.gateway`` (or one still being torn down):
+        #: the only ones a namespace-wide kick reconciles (events cost O(gateways), not
+        #: O(agents)).
+        self.served: dict[str, set[str]] = {}
 
     # -- scheduling ------------------------------------------------------------------------
     def kick(self, namespace: str, name: str, delay: float = 0.0) -> None:
@@ -83,14 +87,17 @@ class GatewayController:
         if worker.task is None or worker.task.done():
             worker.task = asyncio.get_running_loop().create_task(self._work(key, worker))
 
+    def agent_changed(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
+        """An Agent event: track whether it has a gateway, then kick the namespace's."""
+        if spec.get("gateway"):
+            self.served.setdefault(namespace, set()).add(name)
+        self.kick_namespace(namespace)
+
     def kick_namespace(self, namespace: str | None) -> None:
-        """Every agent of ``namespace`` that has (or had) a gateway."""
-        for key in list(self.agents):
-            if key[0] != namespace:
-                continue
-            view = self._view(key)
-            if view is not None and (view["spec"].get("gateway") or key in self._workers):
-                self.kick(*key)
+        """Every agent of ``namespace`` that has (or had) a gateway: a change there (a
+        skill, a topology an agent skill runs, the Workspace) may give it a new version."""
+        for name in list(self.served.get(namespace or "", ())):
+            self.kick(namespace or "", name)
 
     async def _work(self, key: tuple[str, str], worker: _Worker) -> None:
         await self.ready.wait()
@@ -114,6 +121,7 @@ class GatewayController:
     async def reconcile(self, namespace: str, name: str) -> float | None:
         view = self._view((namespace, name))
         if view is None:
+            self.served.get(namespace, set()).discard(name)
             return None  # the Agent is gone; ownerReferences collect its gateway
         agent = gw.AgentRef(name, namespace, str(view["uid"]), int(view["generation"] or 0))
         try:
@@ -123,6 +131,8 @@ class GatewayController:
         status = dict(view["status"])
         if spec is None or not spec.enabled:
             await self._disable(agent, status)
+            # Torn down: only its own next event (a re-enable) brings it back.
+            self.served.get(namespace, set()).discard(name)
             return None
         resolution = await self.resolver.resolve(self._run_view(agent), self._run_spec(agent))
         if isinstance(resolution, Waiting):

@@ -50,16 +50,20 @@ async def gateways_startup(
     )
     _controller = GatewayController(shared.config, indexes, view("agent_views"))
     _controller.ready.set()
-    for namespace in {key[0] for key in shared.indexes.keys("agent_views")}:
-        _controller.kick_namespace(namespace)
+    for namespace, name in shared.indexes.keys("agent_views"):
+        view = shared.lookup("agent_views", (namespace, name))
+        if view is not None:
+            _controller.agent_changed(namespace, name, view["spec"])
     logger.info("gateways controller started")
 
 
 @kopf.on.event(*AGENTS)
-async def gateways_on_agent_event(namespace: str | None, name: str | None, **_: Any) -> None:
+async def gateways_on_agent_event(
+    namespace: str | None, name: str | None, spec: Mapping[str, Any], **_: Any
+) -> None:
     ctl = _controller
     if ctl is not None and namespace and name:
-        ctl.kick_namespace(namespace)
+        ctl.agent_changed(namespace, name, spec or {})
 
 
 @kopf.on.event(*TOPOLOGIES)
