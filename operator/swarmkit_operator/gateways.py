@@ -1,14 +1,17 @@
 """The gateways controller: each Agent's ``spec.gateway`` as a Deployment + Service (kopf-free).
 
-Kicked per Agent (its own events, its gateway Deployment's events) and per namespace (any
-Skill, Agent, Topology or Workspace change there may give a served agent a new version).
+Kicked per Agent (its gateway Deployment's events) and per namespace (any Skill, Agent,
+Topology, Workspace or Secret change there may give a served agent a new version or its
+token).
 One coalescing worker per Agent; a failed reconcile is retried with backoff. A reconcile:
 
 1. disabled (or no ``spec.gateway``): deletes the Deployment, Service and bundle
    ConfigMaps, and reports ``Serving=False`` ``Disabled`` if it ever reported anything;
-2. resolves the agent exactly as a Run of it would (:class:`~.runs.resolve.Resolver`);
-   while that waits (the agent or a skill not Ready yet), ``Serving`` keeps its previous
-   status with the waiting message, so a gateway that serves keeps serving;
+2. with a token's Secret key missing, reports ``Serving=False`` ``SecretNotFound`` (and
+   leaves a running gateway alone); then resolves the agent exactly as a Run of it would
+   (:class:`~.runs.resolve.Resolver`); while that waits (the agent or a skill not Ready
+   yet), ``Serving`` keeps its previous status with the waiting message, so a gateway
+   that serves keeps serving;
 3. creates the content-addressed bundle ConfigMap, then server-side applies the Service
    and the Deployment (a new pod template checksum rolls it; :mod:`.builders.gateway`);
 4. writes ``Serving``, ``gatewayUrl`` and ``gatewayVersion`` to the Agent's status (a
@@ -26,7 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from swarmkit_api.agent import AgentSpec
+from swarmkit_api.agent import AgentSpec, GatewaySpec
 from swarmkit_api.run import RunSpec
 
 from . import k8s
@@ -40,6 +43,8 @@ log = logging.getLogger("swarmkit_operator.gateways")
 
 #: Seconds between looks at a Deployment that is still rolling out (events kick sooner).
 ROLLOUT_RECHECK = 5.0
+#: Seconds between looks for a missing token Secret.
+SECRET_RECHECK = 5.0
 MAX_BACKOFF = 60.0
 
 
@@ -55,12 +60,18 @@ class GatewayController:
     """Reconciles Agent gateways (module docstring)."""
 
     def __init__(
-        self, config: OperatorConfig, indexes: Indexes, agents: Mapping[Any, list[Any]]
+        self,
+        config: OperatorConfig,
+        indexes: Indexes,
+        agents: Mapping[Any, list[Any]],
+        secret_keys: Mapping[Any, list[Any]],
     ) -> None:
         self.config = config
         self.resolver = Resolver(config, indexes)
         #: (namespace, name) → the reconcile loop's agent view (spec, uid, status).
         self.agents = agents
+        #: (namespace, Secret) → the names of its keys (never values).
+        self.secret_keys = secret_keys
         self.ready = asyncio.Event()
         self._workers: dict[tuple[str, str], _Worker] = {}
         #: namespace → agents there with a ``spec.gateway`` (or one still being torn down):
@@ -134,6 +145,12 @@ class GatewayController:
             # Torn down: only its own next event (a re-enable) brings it back.
             self.served.get(namespace, set()).discard(name)
             return None
+        missing = self._missing_tokens(namespace, spec)
+        if missing:
+            # No pod could start (its env names the key); a running gateway keeps running.
+            message = f"gateway token Secret key(s) not found: {', '.join(missing)}"
+            await self._write(agent, status, "False", "SecretNotFound", message, {})
+            return SECRET_RECHECK
         resolution = await self.resolver.resolve(self._run_view(agent), self._run_spec(agent))
         if isinstance(resolution, Waiting):
             previous = get_condition(status.get("conditions"), gw.SERVING)
@@ -157,6 +174,16 @@ class GatewayController:
             await self._delete_bundles(agent, keep=cm_name)
             return None
         return ROLLOUT_RECHECK
+
+    def _missing_tokens(self, namespace: str, spec: GatewaySpec) -> list[str]:
+        missing: list[str] = []
+        for token in spec.auth.tokens if spec.auth is not None else ():
+            ref = token.secret_key_ref
+            values = self.secret_keys.get((namespace, ref.name))
+            keys = next(iter(values)) if values else frozenset()
+            if ref.key not in keys:
+                missing.append(f"{ref.name}/{ref.key}")
+        return missing
 
     @staticmethod
     def _run_view(agent: gw.AgentRef) -> RunView:

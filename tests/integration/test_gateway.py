@@ -151,6 +151,24 @@ def text_of(result: Any) -> str:
     return "\n".join(b.text for b in result.content if b.type == "text")
 
 
+def token_secret(kube: Kube, namespace: str) -> None:
+    kube.core.create_namespaced_secret(
+        namespace,
+        {
+            "metadata": {"name": "gateway-tokens"},
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in TOKENS.items()},
+        },
+    )
+
+
+def condition(kube: Kube, ns: str) -> tuple[str, str] | None:
+    status = (get(kube, ns, "Agent", "coder") or {}).get("status") or {}
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == "Serving":
+            return str(cond.get("status")), str(cond.get("reason"))
+    return None
+
+
 @pytest.fixture
 def served(
     kube: Kube,
@@ -159,13 +177,7 @@ def served(
     model: ScriptedModelServer,
     kb: RecordingHttpServer,
 ) -> Iterator[tuple[str, int]]:
-    kube.core.create_namespaced_secret(
-        namespace,
-        {
-            "metadata": {"name": "gateway-tokens"},
-            "data": {k: base64.b64encode(v.encode()).decode() for k, v in TOKENS.items()},
-        },
-    )
+    token_secret(kube, namespace)
     port = free_port()
     for manifest in manifests(model.openai_base_url, kb.url + "/search", port):
         apply(kube, namespace, manifest)
@@ -311,3 +323,30 @@ async def test_editing_a_granted_skill_rolls_the_gateway(
         )
 
     wait_for(disabled, timeout=60, message=lambda: debug(kube, ns, operator))
+
+
+def test_a_missing_token_secret_is_reported_and_serving_starts_once_it_exists(
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    kb: RecordingHttpServer,
+) -> None:
+    port = free_port()
+    for manifest in manifests(model.openai_base_url, kb.url, port):
+        apply(kube, namespace, manifest)
+    wait_for(
+        lambda: condition(kube, namespace) == ("False", "SecretNotFound"),
+        timeout=90,
+        message=lambda: debug(kube, namespace, operator),
+    )
+    agent = get(kube, namespace, "Agent", "coder") or {}
+    [serving_cond] = [c for c in agent["status"]["conditions"] if c["type"] == "Serving"]
+    assert "gateway-tokens/alice" in serving_cond["message"]
+    assert not kube.apps.list_namespaced_deployment(namespace).items
+    token_secret(kube, namespace)
+    wait_for(
+        lambda: serving(kube, namespace),
+        timeout=120,
+        message=lambda: debug(kube, namespace, operator) + operator.tail(),
+    )

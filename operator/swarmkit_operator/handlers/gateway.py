@@ -1,8 +1,8 @@
 """kopf wiring of the gateways controller (:mod:`swarmkit_operator.gateways`).
 
 Thin on purpose: the start-up handler builds the controller over the shared indexes; every
-watch event only kicks: an Agent's event its own gateway, any change of a Skill, Agent,
-Topology or Workspace the gateways of its namespace (one may have a new version), and a
+watch event only kicks: any change of a Skill, Agent, Topology, Workspace or Secret the
+gateways of its namespace (one may have a new version or its token), and a
 gateway Deployment's event (its rollout) the Agent it belongs to.
 """
 
@@ -48,7 +48,9 @@ async def gateways_startup(
         skills=view("runs_skills"),
         workspaces=view("runs_workspaces"),
     )
-    _controller = GatewayController(shared.config, indexes, view("agent_views"))
+    _controller = GatewayController(
+        shared.config, indexes, view("agent_views"), view("secret_keys")
+    )
     _controller.ready.set()
     for namespace, name in shared.indexes.keys("agent_views"):
         view = shared.lookup("agent_views", (namespace, name))
@@ -64,6 +66,13 @@ async def gateways_on_agent_event(
     ctl = _controller
     if ctl is not None and namespace and name:
         ctl.agent_changed(namespace, name, spec or {})
+
+
+@kopf.on.event("v1", "secrets")
+async def gateways_on_secret_event(namespace: str | None, **_: Any) -> None:
+    ctl = _controller
+    if ctl is not None and namespace:
+        ctl.kick_namespace(namespace)
 
 
 @kopf.on.event(*TOPOLOGIES)
