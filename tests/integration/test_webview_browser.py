@@ -9,7 +9,9 @@ user text inert, and refuse writes. Each page's screenshot is written under
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
 import socket
 from collections.abc import Iterator
@@ -25,6 +27,7 @@ from swarmkit_devcluster.testing import Kube, wait_for
 from .runs_support import (
     REPO,
     OperatorProcess,
+    agent_with,
     apply,
     apply_examples,
     create,
@@ -50,6 +53,32 @@ XSS_INSTRUCTIONS = (
 )
 
 
+OK_SCRIPT = "print('ok')\n"
+FAIL_SCRIPT = "import sys\nprint('no')\nsys.exit(3)\n"
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _approvals() -> dict[str, Any]:
+    triage = next(
+        f["content"]
+        for f in example("Skill", "incident-triage")["spec"]["files"]
+        if f["path"] == "scripts/classify_severity.py"
+    )
+    allowed = [
+        {
+            "skill": "incident-triage",
+            "path": "scripts/classify_severity.py",
+            "sha256": _sha(triage),
+        },
+        {"skill": "flaky-tool", "path": "scripts/ok.py", "sha256": _sha(OK_SCRIPT)},
+        {"skill": "flaky-tool", "path": "scripts/fail.py", "sha256": _sha(FAIL_SCRIPT)},
+    ]
+    return {"security": {"skills": {"allowScriptExecution": True, "allowed": allowed}}}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -61,10 +90,11 @@ def web_operator(cluster: LocalCluster, crds: Any) -> Iterator[tuple[OperatorPro
     port = free_port()
     op = OperatorProcess(
         cluster.kubeconfig,
-        {"skillLibrary": {"historyLimit": 5}},
+        {"skillLibrary": {"historyLimit": 5}, **_approvals()},
         env={
             "SWARMKIT_WEB_VIEW": f"127.0.0.1:{port}",
             "SWARMKIT_LIBRARY_FLUSH_SECONDS": "0.5",
+            "SWARMKIT_METRICS_PORT": str(free_port()),
         },
     )
     op.start()
@@ -206,7 +236,7 @@ def test_pages_show_the_objects_numbers_and_render_user_text_inert(
         script = triage["scripts"][0]
         scripts_table = p.locator("#scripts").inner_text()
         assert script["path"] in scripts_table and script["sha256"] in scripts_table
-        assert "not approved" in scripts_table  # no allow-list in this operator's config
+        assert script["approved"] is True and "not approved" not in scripts_table
         assert "reference/escalation-matrix.md" in p.locator("#files").inner_text()
         history = p.locator("#history tr.current").inner_text()
         assert triage["contentHash"] in history and "coordinator" in history
@@ -312,5 +342,93 @@ def test_usage_and_history_survive_restart_and_deletion(
         history = p.locator("#history").inner_text()
         assert second_hash in history and first_hash in history
         assert "coordinator" in history  # the agent pinned to each version
+    finally:
+        page.close()
+
+
+def _metric(text: str, name: str, **labels: str) -> float:
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
+        if all(found.get(k) == v for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_script_runs_reach_run_status_skill_status_metrics_and_the_page(
+    kube: Kube, namespace: str, web_operator: tuple[OperatorProcess, str], browser: Any
+) -> None:
+    op, url = web_operator
+    ns = namespace
+    metrics_url = f"http://127.0.0.1:{op.extra_env['SWARMKIT_METRICS_PORT']}/metrics"
+    apply_examples(kube, ns)
+    tool = {
+        "apiVersion": "swarmkit.dev/v1alpha1",
+        "kind": "Skill",
+        "metadata": {"name": "flaky-tool"},
+        "spec": {
+            "description": "Use when a script must run.",
+            "category": "capability",
+            "instructions": "Run scripts/ok.py; scripts/fail.py fails.",
+            "files": [
+                {"path": "scripts/ok.py", "content": OK_SCRIPT},
+                {"path": "scripts/fail.py", "content": FAIL_SCRIPT},
+            ],
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        },
+    }
+    apply(kube, ns, tool)
+
+    def script(path: str) -> dict[str, Any]:
+        args = {"skill_name": "flaky-tool", "path": path, "args": []}
+        return {"toolCalls": [{"name": "run_skill_script", "arguments": args}]}
+
+    replay = [
+        {"toolCalls": [{"name": "load_skill", "arguments": {"name": "flaky-tool"}}]},
+        script("scripts/ok.py"),
+        script("scripts/fail.py"),
+        script("scripts/ok.py"),
+        {"text": "ran them"},
+    ]
+    apply(kube, ns, agent_with("scripter", replay, skills=["flaky-tool"]))
+    wait_ready(kube, ns, "Agent", "scripter")
+    before = httpx.get(metrics_url, timeout=5).text
+    create(kube, ns, run_manifest("scripted", None, agent="scripter"))
+    run = wait_run(kube, ns, "scripted", finished, operator=op)
+    assert (succeeded(run) or {}).get("status") == "True", debug(kube, ns, op)
+
+    [usage] = run["status"]["skills"]
+    assert usage["agent"] == "scripter" and usage["loaded"] == ["flaky-tool"]
+    scripts = {s["path"]: s for s in usage["scripts"]}
+    assert (scripts["scripts/ok.py"]["runs"], scripts["scripts/ok.py"]["failures"]) == (2, 0)
+    assert scripts["scripts/fail.py"]["failures"] == 1
+    assert scripts["scripts/fail.py"]["lastExitCode"] == 3
+    assert (usage["scriptRuns"], usage["scriptFailures"]) == (3, 1)
+
+    def rolled_up() -> dict[str, Any] | None:
+        status = _status(kube, ns, "Skill", "flaky-tool")
+        return status if (status.get("usage") or {}).get("scriptRuns") == 3 else None
+
+    status = wait_for(rolled_up, 30, message=lambda: debug(kube, ns, op))
+    assert status["usage"]["scriptFailures"] == 1 and status["usage"]["runsLoaded"] == 1
+
+    after = httpx.get(metrics_url, timeout=5).text
+    labels = {"namespace": ns, "skill": "flaky-tool"}
+    ok = _metric(after, "swarmkit_skill_script_runs_total", outcome="ok", **labels)
+    failed = _metric(after, "swarmkit_skill_script_runs_total", outcome="failed", **labels)
+    assert (ok, failed) == (2.0, 1.0)
+    loads = _metric(after, "swarmkit_skill_loads_total", **labels)
+    assert loads - _metric(before, "swarmkit_skill_loads_total", **labels) == 1.0
+
+    page = Page(browser)
+    try:
+        p = page.open(f"{url}/skills/{ns}/flaky-tool", "skill-scripts")
+        assert p.locator("#usage .script-runs").inner_text() == "3"
+        assert p.locator("#usage .script-failures").inner_text() == "1"
+        p = page.open(f"{url}/runs/{ns}/scripted", "run-scripts")
+        used = p.locator("#skills-used").inner_text()
+        assert "flaky-tool/scripts/ok.py: 2 runs" in used
+        assert "flaky-tool/scripts/fail.py: 1 run, 1 failed (last exit 3)" in used
     finally:
         page.close()
