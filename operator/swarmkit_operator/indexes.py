@@ -129,6 +129,14 @@ def index(
     return register
 
 
+def _revision(meta: Mapping[str, Any]) -> int | None:
+    """``resourceVersion`` as an integer, or None when it is not one (then never compared)."""
+    try:
+        return int(str(meta.get("resourceVersion", "")))
+    except ValueError:
+        return None
+
+
 class Indexes:
     """In-memory indexes over watched objects: index id → key → {object uid: value}.
 
@@ -149,11 +157,22 @@ class Indexes:
         self._keys: dict[tuple[str, str], dict[str, list[Any]]] = {}
         # (resource, uid) → when it was last indexed, so a prune spares what an event refreshed.
         self._touched: dict[tuple[str, str], float] = {}
+        # (resource, uid) → resourceVersion last indexed (etcd revisions: integers).
+        self._revisions: dict[tuple[str, str], int] = {}
 
     def update(self, resource: str, body: Mapping[str, Any]) -> None:
         meta = body.get("metadata") or {}
         uid = str(meta.get("uid", ""))
         ident = (resource, uid)
+        # A re-LIST (the prune after start-up, the resync) may carry an older version than
+        # a watch event already indexed: keep the newer one, or a reconcile would compute
+        # status from a stale spec and write an older observedGeneration (a regression).
+        rv = _revision(meta)
+        known = self._revisions.get(ident)
+        if rv is not None and known is not None and rv < known:
+            return
+        if rv is not None:
+            self._revisions[ident] = rv
         self._drop(ident)
         labels = meta.get("labels") or {}
         kwargs = {
@@ -188,6 +207,7 @@ class Indexes:
     def delete(self, resource: str, uid: str) -> None:
         self._drop((resource, uid))
         self._touched.pop((resource, uid), None)
+        self._revisions.pop((resource, uid), None)
 
     def _drop(self, ident: tuple[str, str]) -> None:
         for index_id, keys in self._keys.pop(ident, {}).items():
