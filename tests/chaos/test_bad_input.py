@@ -169,7 +169,11 @@ def test_generated_manifests_are_rejected_with_a_path_or_conditioned_with_a_reas
         cases[0] += 1
         body = copy.deepcopy(doc)
         body["metadata"] = {"name": name, "namespace": ns}
-        if body.pop("cycle", False):
+        nodes = body["spec"].get("agents")
+        cyclic = body.pop("cycle", False)
+        if cyclic and not (isinstance(nodes, list) and nodes and isinstance(nodes[0], dict)):
+            cyclic = False  # a later mutation replaced the agents: just a bad topology
+        if cyclic:
             body["spec"]["agents"][0]["agentRef"]["name"] = f"{name}-a"
             caller = {
                 **skill(f"{name}-s"),

@@ -87,7 +87,11 @@ def test_user_edits_during_status_writes_are_never_lost_and_status_never_regress
     cluster: LocalCluster, kube: Kube, crds: Any, namespace: str
 ) -> None:
     ns = namespace
-    op = ChaosOperator(cluster.kubeconfig, {"watchNamespaces": [ns]})
+    # A re-LIST every 2 s (the resync; normally 10 min, and once 30 s after start-up) races
+    # the watch: a LIST older than an event must not roll an object back in the indexes.
+    op = ChaosOperator(
+        cluster.kubeconfig, {"watchNamespaces": [ns]}, env={"SWARMKIT_RESYNC_SECONDS": "2"}
+    )
     op.start()
     stop = threading.Event()
     seen: dict[str, list[dict[str, Any]]] = {"agents": [], "skills": []}
