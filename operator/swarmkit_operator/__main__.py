@@ -132,11 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             print(f"swarmkit-operator: --web-view: {exc}", file=sys.stderr)
             return 2
-        problem = _unbindable(f"http://{host}:{port}/")
+        shown = f"[{host}]" if ":" in host else host
+        problem = _unbindable(f"http://{shown}:{port}/")
         if problem:
             print(f"swarmkit-operator: --web-view {args.web_view}: {problem}", file=sys.stderr)
             return 2
-        os.environ["SWARMKIT_WEB_VIEW"] = f"{host}:{port}"  # the start-up handler serves it
+        os.environ["SWARMKIT_WEB_VIEW"] = f"{shown}:{port}"  # the start-up handler serves it
     try:
         metrics.serve(args.metrics_port)
     except OSError as exc:
