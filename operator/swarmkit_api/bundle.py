@@ -228,6 +228,11 @@ class RunResult(ApiModel):
         default_factory=list,
         description="Per agent that used a skill: skills loaded, files read, scripts run.",
     )
+    checkpoint_sha256: str | None = Field(
+        default=None,
+        description="AwaitingReview: sha256 of the checkpoint line printed on stdout (the "
+        "operator stores only a checkpoint that matches it).",
+    )
 
     def to_termination_message(self, max_bytes: int = MAX_RESULT_BYTES) -> str:
         """Compact JSON of at most ``max_bytes`` bytes.

@@ -1,4 +1,4 @@
-"""The five kinds as Kubernetes resources: manifest models and CRD metadata.
+"""The six kinds as Kubernetes resources: manifest models and CRD metadata.
 
 ``KINDS`` is the single list the CRD generator, the operator and the tests iterate over.
 ``validate_manifest`` validates a whole manifest dict and reports errors with the same
@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from .agent import AgentSpec, AgentStatus
 from .base import ApiModel
 from .common import KEBAB, ObjectMeta
+from .review import ReviewSpec, ReviewStatus
 from .run import RunSpec, RunStatus
 from .skill import SkillSpec, SkillStatus
 from .topology import TopologySpec, TopologyStatus
@@ -154,7 +155,30 @@ RUN = KindInfo(
     ),
 )
 
-KINDS: tuple[KindInfo, ...] = (WORKSPACE, SKILL, AGENT, TOPOLOGY, RUN)
+REVIEW = KindInfo(
+    kind="Review",
+    plural="reviews",
+    short_names=("skrv",),
+    description="A question a person must answer before a parked Run goes on (an "
+    "escalation, a strict-tier approval, a relayed remote question, a human task) or before "
+    "a swarm-authored Skill may be used. Created by the operator; answered by writing "
+    "spec.decision (kubectl patch, or kubectl swarmkit review), which the admission policy "
+    "ties to the authenticated user.",
+    spec=ReviewSpec,
+    status=ReviewStatus,
+    columns=(
+        PrinterColumn("Run", ".spec.request.runRef.name", description="The parked Run"),
+        PrinterColumn("Kind", ".spec.request.kind", description="Kind of question"),
+        PrinterColumn("State", ".status.state", description="Pending, Decided, Expired, Resumed"),
+        PrinterColumn("Verdict", ".spec.decision.verdict", description="The decision"),
+        PrinterColumn("DecidedBy", ".status.decidedBy", description="Authenticated decider"),
+        PrinterColumn("Skill", ".spec.request.skillRef.name", priority=1),
+        PrinterColumn("Deadline", ".spec.request.deadline", type="date", priority=1),
+        PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ),
+)
+
+KINDS: tuple[KindInfo, ...] = (WORKSPACE, SKILL, AGENT, TOPOLOGY, RUN, REVIEW)
 KINDS_BY_NAME = {k.kind: k for k in KINDS}
 
 
@@ -200,7 +224,14 @@ class Run(_Resource):
     status: RunStatus | None = Field(default=None, description="Observed state.")
 
 
+class Review(_Resource):
+    kind: Literal["Review"] = Field(description="Review")
+    spec: ReviewSpec = Field(description="The question and the decision.")
+    status: ReviewStatus | None = Field(default=None, description="Observed state.")
+
+
 RESOURCE_MODELS: dict[str, type[_Resource]] = {
+    "Review": Review,
     "Workspace": Workspace,
     "Skill": Skill,
     "Agent": Agent,

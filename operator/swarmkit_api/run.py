@@ -50,11 +50,36 @@ class TokenUsage(ApiModel):
 class ReviewItem(ApiModel):
     """Something a person must decide before the run can go on."""
 
-    kind: Literal["escalation", "input_request", "human_gate"] = Field(description="Kind.")
+    kind: Literal["escalation", "approval", "input_request", "human_task", "human_gate"] = Field(
+        description="Kind."
+    )
     skill: str | None = Field(default=None, description="The skill involved.")
     agent: str | None = Field(default=None, description="The agent involved.")
     question: str = Field(description="What must be decided.")
     task_id: str | None = Field(default=None, description="Remote task, if any.")
+    tool: str | None = Field(default=None, description="The tool or skill called.")
+    arguments: str | None = Field(
+        default=None, description="The call's arguments as JSON (secrets scrubbed, capped)."
+    )
+    context: str | None = Field(default=None, description="Why it is asked.")
+    key: str | None = Field(default=None, description="Where the run parked (journal key).")
+    timeout_seconds: int | None = Field(
+        default=None, description="How long the review may wait (the skill's or the Workspace's)."
+    )
+    review: str | None = Field(
+        default=None, description="The Review object that asks it (set by the operator)."
+    )
+
+
+class RecordedDecision(ApiModel):
+    """A decision a run went on with: who (authenticated), when, what."""
+
+    review: str = Field(description="The Review's name.")
+    kind: str = Field(default="", description="Kind of the review.")
+    verdict: str = Field(description="approve, reject, answer, or timeout.")
+    decided_by: str = Field(description="The authenticated user (admission-checked).")
+    decided_at: datetime | None = Field(default=None, description="When it was written.")
+    resumed_job: str | None = Field(default=None, description="The Job that resumed the run.")
 
 
 class SkillFileRead(ApiModel):
@@ -138,12 +163,20 @@ class RunStatus(ApiModel):
         description="Per agent: skills loaded, files read and scripts run (from the runner).",
     )
     job_recreations: int = Field(default=0, ge=0, description="How often a lost Job was recreated.")
+    resumes: int = Field(default=0, ge=0, description="How often the run resumed after a review.")
+    checkpoint_config_map: str | None = Field(
+        default=None, description="The immutable checkpoint of the latest park."
+    )
+    decisions: list[RecordedDecision] = Field(
+        default_factory=list, description="Every review decision the run went on with."
+    )
     conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
 
 
 __all__ = [
     "AgentSkillUsage",
     "PinnedVersions",
+    "RecordedDecision",
     "ReviewItem",
     "RunSpec",
     "RunStatus",

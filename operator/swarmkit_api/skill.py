@@ -180,6 +180,17 @@ class Constraints(ApiModel):
         le=10,
         description="Decision skills: re-asks after a schema violation (default 2).",
     )
+    review_timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=2592000,
+        description="How long a review this skill opens (escalation, approval, relayed "
+        "question) waits; defaults to the Workspace's governance.reviewTimeoutSeconds.",
+    )
+    on_review_timeout: Literal["fail", "fallback"] | None = Field(
+        default=None,
+        description="No answer in time: fail the run (default) or hand the agent a tool error.",
+    )
 
 
 class Iam(ApiModel):

@@ -343,6 +343,14 @@ class Governance(ApiModel):
     max_output_bytes: int = Field(
         default=2048, ge=64, le=3072, description="Run output kept in the result and status."
     )
+    review_timeout_seconds: int = Field(
+        default=86400,
+        ge=1,
+        le=2592000,
+        description="How long a parked run's review may wait for a person before it expires "
+        "and the run takes the skill's failure path (a skill's "
+        "constraints.reviewTimeoutSeconds overrides it).",
+    )
 
 
 class WorkspaceSpec(ApiModel):

@@ -211,6 +211,20 @@ class RbacValues(_Values):
         "reads all five kinds, edit writes Skills, Agents, Topologies and Runs, only admin "
         "writes Workspaces."
     )
+    reviewer_role: bool = _desc(
+        "Create the aggregated ClusterRole swarmkit-reviewer (answer Reviews: patch "
+        "spec.decision). Bind it to the people who may decide; edit and admin cannot decide."
+    )
+
+
+class ReviewValues(_Values):
+    """Human review of parked Runs and swarm-authored Skills."""
+
+    admission_policy: bool = _desc(
+        "Install the ValidatingAdmissionPolicy swarmkit-review-decisions (+ binding): a "
+        "decision's decidedBy must be the authenticated user, a decision is final, an expired "
+        "review cannot be decided. Needs Kubernetes 1.30+."
+    )
 
 
 class ProbeValues(_Values):
@@ -357,6 +371,7 @@ class ChartValues(_Values):
     extra_env: list[FreeForm] = _desc("Extra environment variables of the operator container.")
     service_account: ServiceAccountValues = _desc("ServiceAccount.")
     rbac: RbacValues = _desc("RBAC.")
+    reviews: ReviewValues = _desc("Human review.")
     pod_annotations: dict[str, str] = _desc("Annotations of the operator pod.")
     pod_labels: dict[str, str] = _desc("Extra labels of the operator pod.")
     pod_security_context: FreeForm = _desc("Pod securityContext (restricted by default).")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -154,11 +155,12 @@ def _request_sync(
     body: Any = None,
     content_type: str = "application/json",
     query: list[tuple[str, str]] | None = None,
+    raw: bool = False,
 ) -> tuple[int, Any]:
     api = _state.api
     if api is None:
         raise RuntimeError("k8s.configure() was not called")
-    headers = {"Accept": "application/json"}
+    headers = {"Accept": "*/*" if raw else "application/json"}
     if body is not None:
         headers["Content-Type"] = content_type
     method, url, header_params, ser_body, _ = api.param_serialize(
@@ -184,11 +186,13 @@ def _request_sync(
             )
             response.read()  # type: ignore[no-untyped-call]
             status = int(response.status)
-            raw = response.data or b""
+            data = response.data or b""
             metrics.API_REQUESTS.labels(verb, resource, str(status)).inc()
             if status not in RETRY_STATUSES or attempt > _state.retries:
-                text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+                text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
                 if 200 <= status < 300:
+                    if raw:
+                        return status, text
                     return status, json.loads(text) if text else None
                 return status, text
             header = response.headers.get("Retry-After") if response.headers else None
@@ -270,6 +274,36 @@ async def patch_status(
         return None
     result = _check("PATCH", path, status, payload)
     return str(result.get("metadata", {}).get("resourceVersion", ""))
+
+
+async def patch_status_object(
+    plural: str, namespace: str, name: str, status_patch: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Like :func:`patch_status`, returning the whole object as written (None: gone)."""
+    path = custom_path(plural, namespace, name) + "/status"
+    status, payload = await request(
+        "PATCH",
+        path,
+        {"status": dict(status_patch)},
+        content_type="application/merge-patch+json",
+        query=[("fieldManager", FIELD_MANAGER)],
+    )
+    if status == 404:
+        return None
+    return dict(_check("PATCH", path, status, payload))
+
+
+async def read_pod_log(namespace: str, pod: str, container: str) -> str | None:
+    """A container's whole log as text (None when the pod or its log is gone)."""
+    path = core_path("pods", namespace, pod) + "/log"
+    loop = asyncio.get_running_loop()
+    status, payload = await loop.run_in_executor(
+        _state.executor,
+        functools.partial(_request_sync, "GET", path, query=[("container", container)], raw=True),
+    )
+    if status in (400, 404):
+        return None
+    return str(_check("GET", path, status, payload))
 
 
 # --- ConfigMaps ---------------------------------------------------------------------------

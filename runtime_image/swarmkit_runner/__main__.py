@@ -6,6 +6,8 @@ when the bundle is bad or a token Secret is missing, 0 after a clean shutdown.
 ``serve --bundle DIR [--port 8080] [--max-concurrent-tasks N] [--drain-seconds S]
 [--input-timeout S]`` serves the bundle's topology over A2A (:mod:`.serve`) until SIGTERM.
 
+``--checkpoint FILE --decision FILE`` resume a parked run (:mod:`.journal`).
+
 Exit codes: 0 the run Succeeded (or parked AwaitingReview: nothing to retry), 1 any other
 outcome, 2 the bundle is bad (outcome ValidationFailed with a one-line reason). The
 RunResult JSON goes to the termination log, audit events (JSON lines) to stdout,
@@ -22,11 +24,14 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from swarmkit_api.review import Checkpoint, ResumeDecision
+
 from . import __version__
 from .audit import AuditLog
 from .bundle import load_bundle
 from .errors import BundleError, StartupError
-from .paths import RunnerPaths
+from .journal import Journal
+from .paths import RunnerPaths, prefixed
 from .result import exit_code, make_result, write_termination_log
 from .runner import execute
 from .secrets import SecretStore, hide_secret_environ
@@ -62,6 +67,16 @@ def _parser() -> argparse.ArgumentParser:
             "--termination-log",
             metavar="PATH",
             help="where the result JSON goes (default /dev/termination-log)",
+        )
+        cmd.add_argument(
+            "--checkpoint",
+            metavar="FILE",
+            help="resume a parked run from this checkpoint (the operator mounts it)",
+        )
+        cmd.add_argument(
+            "--decision",
+            metavar="FILE",
+            help="with --checkpoint: the review decision to resume with (decision.json)",
         )
     gw = sub.add_parser("gateway", help="serve the bundle's agent over MCP (streamable HTTP)")
     gw.add_argument("--bundle", metavar="DIR", help="directory holding bundle.json")
@@ -136,7 +151,14 @@ async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, cancel.set)
-    result = await execute(bundle, paths, audit, secrets, cancel)
+    try:
+        journal = load_journal(args.checkpoint, args.decision, bundle.run.uid)
+    except ValueError as exc:
+        result = make_result("ValidationFailed", str(exc), secrets=secrets)
+        audit.emit("run.end", outcome=result.outcome, message=result.message)
+        write_termination_log(paths.termination_log, result)
+        return exit_code(result.outcome)
+    result = await execute(bundle, paths, audit, secrets, cancel, journal=journal)
     write_termination_log(paths.termination_log, result)
     return exit_code(result.outcome)
 
@@ -159,6 +181,26 @@ async def _gateway(
         print(f"swarmkit-runner gateway: cannot listen: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def load_journal(checkpoint: str | None, decision: str | None, run_uid: str) -> Journal | None:
+    """The journal of a resumed run (None for a fresh one); ValueError names what is wrong."""
+    if checkpoint is None:
+        if decision is not None:
+            raise ValueError("--decision needs --checkpoint")
+        return None
+    try:
+        saved = Checkpoint.decode(prefixed(checkpoint).read_text(encoding="utf-8").strip())
+        found = (
+            ResumeDecision.model_validate_json(prefixed(decision).read_bytes())
+            if decision is not None
+            else None
+        )
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot resume: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+    if saved.run_uid != run_uid:
+        raise ValueError(f"cannot resume: the checkpoint belongs to run {saved.run_uid}")
+    return Journal(saved, found)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,7 +28,9 @@
     (audited as ``executor.input_response`` with ``responder: agent:<name>``). After
     ``maxAgentAnswers`` answers on one task (default 2) the next question is relayed;
   * ``relay``: the run parks with outcome AwaitingReview and an ``input_request`` review
-    item naming the task and the question (the remote task is left waiting); in serve
+    item (the remote task stays open, waiting); the resumed run sends the person's answer
+    to that task and follows it, or cancels it when the answer is a rejection or the
+    review expired (then ``onReviewTimeout`` decides: the call fails); in serve
     mode the question is relayed to our own caller and its answer sent on;
   * ``abort``: the remote task is cancelled and the call fails with the question as the
     reason.
@@ -53,12 +55,14 @@ from urllib.parse import urlsplit
 import httpx
 
 from swarmkit_api.bundle import BundleAgent, BundleSkill, ReviewItem
+from swarmkit_api.review import ResumeDecision
 
+from . import reviews
 from .context import RunContext
 from .errors import InvalidArguments, ToolError, ToolRefused
 from .handoff import task_text
 from .output import schema_problems
-from .pipeline import ask_caller, escalate
+from .pipeline import ask_caller
 from .secrets import MissingSecret
 from .skills import Interim, SkillTool
 
@@ -380,6 +384,9 @@ def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> 
 
     async def call(args: dict[str, Any]) -> str:
         rpc, card = await client()
+        relayed = reviews.decision(ctx, "input_request")
+        if relayed is not None and relayed.task_id:
+            return await answered(rpc, card, relayed)
         task_id = args.get("task_id")
         if task_id is not None:
             tracked = ctx.shared.a2a_tasks.get(str(task_id))
@@ -549,7 +556,48 @@ def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> 
             tracked.answers += 1
             task = await rpc.send(answer, impl.skill_id, tracked.task_id)
             return await follow(rpc, tracked, task)
-        raise escalate(ctx, item)
+        raise reviews.park(
+            ctx,
+            "input_request",
+            text,
+            agent=agent.name,
+            skill=skill,
+            tool=skill.name,
+            context=f"remote agent {tracked.card.name or card_url} (task {tracked.task_id}) asks",
+            task_id=tracked.task_id,
+        )
+
+    async def answered(rpc: Client, card: Card, found: ResumeDecision) -> str:
+        """A resumed run at a relayed question: send the person's answer to the waiting
+        remote task and follow it, or cancel the task (rejected, or no answer in time)."""
+        task_id = str(found.task_id)
+        tracked = RemoteTask(task_id, skill.name, agent.name, card, time.monotonic())
+        if found.verdict in ("reject", "timeout"):
+            why = (
+                "the relayed question was rejected"
+                if found.verdict == "reject"
+                else ("no answer to the relayed question in time")
+            )
+            await rpc.cancel(task_id, why)
+            if found.verdict == "timeout":
+                raise reviews.timed_out(ctx, found, skill, f"remote task {task_id} cancelled")
+            raise ToolError(
+                f"remote task {task_id} was cancelled: {reviews.by(found)}", "A2AInputRejected"
+            )
+        answer = found.text or "approved"
+        tracked.answers += 1
+        ctx.audit.emit(
+            "executor.input_response",
+            agent=agent.name,
+            skill=skill.name,
+            task_id=task_id,
+            responder=f"user:{found.decided_by}",
+            review=found.review,
+            answer=answer,
+            answers=tracked.answers,
+        )
+        task = await rpc.send(answer, impl.skill_id, task_id)
+        return await follow(rpc, tracked, task)
 
     schema = skill.spec.inputs.as_dict() if skill.spec.inputs is not None else REMOTE_INPUT_SCHEMA
     return SkillTool(

@@ -168,6 +168,16 @@ class AuditLog:
                     print(f"swarmkit-runner: audit stream broken: {exc}", file=sys.stderr)
         return record
 
+    def write_raw(self, line: str) -> None:
+        """One non-JSON line on the same stream (the checkpoint line: already scrubbed)."""
+        sink = self._sink if self._sink is not None else sys.stdout
+        with self._lock:
+            try:
+                sink.write(line + "\n")
+                sink.flush()
+            except (OSError, ValueError) as exc:
+                print(f"swarmkit-runner: cannot write to the audit stream: {exc}", file=sys.stderr)
+
     def call_fields(
         self,
         policy: AuditPolicy | None,

@@ -12,6 +12,7 @@ from swarmkit_api.bundle import ReviewItem, RunBundle
 from .audit import AuditLog
 from .catalog import CallStats
 from .errors import LimitExceeded
+from .journal import Journal
 from .paths import RunnerPaths
 from .position import AgentPosition
 from .providers import ProviderPool, Usage
@@ -145,6 +146,8 @@ class RunContext:
     topology_depth: int = 0
     shared: Shared = field(default_factory=Shared)
     owner: bool = True
+    #: What every effect returned so far (resume after a review; shared with child runs).
+    journal: Journal = field(default_factory=Journal)
 
     def __post_init__(self) -> None:
         if not self.run_id:
@@ -174,6 +177,7 @@ class RunContext:
             topology_depth=self.topology_depth + 1,
             shared=self.shared,
             owner=False,
+            journal=self.journal,
         )
 
     def agent_loop(self) -> AgentLoop:

@@ -14,6 +14,7 @@ providers are pooled per run.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -33,10 +34,13 @@ from .providers import (
     Message,
     ModelRequest,
     Provider,
+    ToolCall,
+    ToolResultItem,
     ToolResults,
     UserMessage,
 )
-from .providers.base import RetryHook
+from .providers.base import RetryHook, decode_response, encode_response
+from .providers.replay import skip_turn
 from .toolset import agent_catalog, listed_tools, needed_servers
 
 __all__ = ["DELEGATE_SCHEMA", "AgentRunner", "listed_tools", "needed_servers"]
@@ -88,6 +92,20 @@ class AgentRunner:
         delegates = [self._delegate_tool(c, depth) for c in children(self.ctx.bundle, position)]
         catalog, _skills, system = agent_catalog(self.ctx, position.agent, delegates)
         return catalog, system
+
+    async def _tool_call(self, catalog: ToolCatalog, call: ToolCall) -> ToolResultItem:
+        """One tool call as a journal effect (a resumed run does not call it again)."""
+
+        def decode(value: Any) -> ToolResultItem:
+            self.ctx.stats.tool_calls += 1
+            return ToolResultItem(call.id, call.name, str(value["content"]), bool(value["error"]))
+
+        return await self.ctx.journal.effect(
+            "tool",
+            lambda: catalog.call(call),
+            lambda r: {"content": r.content, "error": r.is_error},
+            decode,
+        )
 
     def _delegate_tool(self, child: AgentPosition, depth: int) -> ToolEntry:
         assert child.node is not None
@@ -173,7 +191,13 @@ class AgentRunner:
             )
             t0 = time.monotonic()
             try:
-                response = await provider.complete(request)
+                response = await ctx.journal.effect(
+                    "model",
+                    functools.partial(provider.complete, request),
+                    encode_response,
+                    decode_response,
+                    lambda _: skip_turn(provider),
+                )
             except Exception as exc:
                 ctx.audit.emit(
                     "model.call",
@@ -243,5 +267,5 @@ class AgentRunner:
                 )
                 return response.text
             messages.append(AssistantMessage(response.text, list(response.tool_calls)))
-            results = [await catalog.call(call) for call in response.tool_calls]
+            results = [await self._tool_call(catalog, call) for call in response.tool_calls]
             messages.append(ToolResults(results))

@@ -12,11 +12,11 @@ whether provenance blocks it. :func:`refusal` applies them, in this order:
 * ``iam.requiredScopes`` must all be among the agent's ``scopes`` (``MissingScopes``);
 * tiers, per layer: ``open`` and ``cautious`` allow the call (``cautious``, the default, is
   what every call gets: audited with its tier and effects); ``readonly`` allows only calls
-  whose effects are ``read`` (``ReadOnlyTier``); ``strict`` refuses unless the layer is
-  explicitly approved (``NotApproved``): an MCP tool by ``toolOverrides[].approved``, a
-  skill by a recorded human review (annotation ``swarmkit.dev/reviewed-by``, carried as
-  ``BundleSkill.reviewed``); Workspace HTTP tools have no approval, so ``strict`` refuses
-  them.
+  whose effects are ``read`` (``ReadOnlyTier``); ``strict`` needs an explicit approval:
+  a standing one (an MCP tool's ``toolOverrides[].approved``, a skill's recorded human
+  review, ``BundleSkill.reviewed``) or, per call, a person's approval through a Review
+  (``NotApproved`` is then a question, not a refusal: see :mod:`.pipeline` and
+  :func:`guard`'s ``approve``); where no one can be asked, it refuses.
 
 Effects: ``read | write | unknown``. Undeclared: MCP tools ``unknown``, Workspace tools and
 pack commands ``write``, ``llm_prompt`` skills ``read``, agent skills ``unknown``, a
@@ -105,15 +105,28 @@ def refusal(gate: Gate, agent: BundleAgent) -> ToolRefused | None:
     return None
 
 
+#: Asked when a strict tier has no standing approval: None = approved, a text = the
+#: reviewer's answer stands in for the result; it raises to refuse (or to park the run).
+Approver = Callable[[ToolRefused, dict[str, Any]], Awaitable[str | None]]
+
+
 def guard(
-    agent: BundleAgent, gate: Gate, handler: Callable[[dict[str, Any]], Awaitable[str]]
+    agent: BundleAgent,
+    gate: Gate,
+    handler: Callable[[dict[str, Any]], Awaitable[str]],
+    approve: Approver | None = None,
 ) -> Callable[[dict[str, Any]], Awaitable[str]]:
-    """``handler`` behind ``gate``: a refusal is raised before anything is called."""
+    """``handler`` behind ``gate``: a refusal is raised before anything is called; a
+    strict tier without approval asks ``approve`` (per-call human approval) when given."""
 
     async def guarded(args: dict[str, Any]) -> str:
         refused = refusal(gate, agent)
         if refused is not None:
-            raise refused
+            if refused.code != "NotApproved" or approve is None:
+                raise refused
+            answer = await approve(refused, args)
+            if answer is not None:
+                return answer
         return await handler(args)
 
     return guarded
@@ -147,8 +160,8 @@ def provenance_block(bundle: RunBundle, skill: BundleSkill) -> str:
     authored_by = skill.spec.provenance.authored_by
     if authored_by == "authored_by_swarm" and not skill.reviewed:
         return (
-            f"skill {skill.name} is authored_by_swarm and locked until a human reviews it "
-            "(annotation swarmkit.dev/reviewed-by)"
+            f"skill {skill.name} is authored_by_swarm and locked until a reviewer approves "
+            "its Review (kubectl swarmkit review)"
         )
     policy = bundle.governance.provenance
     if policy is not None and authored_by in (
@@ -172,7 +185,7 @@ def skill_layer(skill: BundleSkill) -> Layer:
         f"skill {skill.name}",
         tier,
         approved=skill.reviewed,
-        approve_hint="a reviewer records the review with annotation swarmkit.dev/reviewed-by",
+        approve_hint="or a reviewer approves the skill's Review",
     )
 
 

@@ -24,10 +24,19 @@ Every call of a skill (offered to the agent, or a component of a composed skill)
      no retry policy);
    * ``fail``: the run ends with outcome Failed and the reason;
    * ``escalate_to_human``: the run parks with outcome AwaitingReview and an
-     ``escalation`` review item naming the skill, the agent and the failure. In serve mode
-     (``ctx.shared.ask`` set) the question goes to the caller instead (the A2A task is
-     ``input-required``) and the answer is the call's result:
+     ``escalation`` review item naming the skill, the agent and the failure. On resume the
+     decision applies at this call (no attempt is made again): ``answer`` is the skill's
+     result, ``approve`` hands the agent the failure (with the reviewer's note) as a tool
+     error, ``reject`` fails the run, an expired review takes ``onReviewTimeout``.
+     In serve mode (``ctx.shared.ask`` set) the question goes to the caller instead (the A2A
+     task is ``input-required``) and the answer is the call's result:
      ``{"status": "answered", "question", "answer"}``.
+
+A ``strict`` tier without a standing approval is not a refusal but a question: the run
+parks with an ``approval`` review item (the call, its scrubbed arguments); on resume
+``approve`` runs the call, ``answer`` makes the reviewer's text its result, ``reject``
+refuses it (``ApprovalRejected``). Every skill call is one journal effect
+(:mod:`.journal`), so a resumed run does not call it again.
 """
 
 from __future__ import annotations
@@ -39,12 +48,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarmkit_api.bundle import BundleAgent, BundleSkill, ReviewItem
+from swarmkit_api.review import ResumeDecision
 from swarmkit_api.skill import Constraints
 
-from . import decision
+from . import decision, reviews
 from .catalog import EMPTY_OBJECT_SCHEMA, ToolEntry
 from .context import RunContext
-from .errors import AwaitingReview, InvalidArguments, RunEnded, RunFailed, ToolError, ToolRefused
+from .errors import InvalidArguments, RunEnded, RunFailed, ToolError, ToolRefused
 from .output import schema_problems
 from .permissions import Gate, provenance_block, refusal, skill_layer, skill_scopes, widest
 from .skills import Interim, SkillTool, executor_for
@@ -137,11 +147,63 @@ async def invoke(
     args: dict[str, Any],
     via: str | None = None,
 ) -> str:
-    """Call a prepared skill under its gate, constraints and onFailure (module doc)."""
+    """Call a prepared skill under its gate, constraints and onFailure (module doc); one
+    journal effect."""
+    return await ctx.journal.effect(
+        "skill", lambda: _invoke(ctx, agent, prepared, args, via), str, str
+    )
+
+
+async def approval(
+    ctx: RunContext,
+    agent: BundleAgent,
+    refused: ToolRefused,
+    tool: str,
+    args: dict[str, Any],
+    skill: BundleSkill | None = None,
+) -> str | None:
+    """A strict tier's per-call approval: None = approved (go on), a text = the reviewer's
+    answer stands in for the call's result; raises on reject / expiry; parks when asked
+    for the first time."""
+    found = reviews.decision(ctx, "approval")
+    if found is None:
+        raise reviews.park(
+            ctx,
+            "approval",
+            f"{refused.message}. Approve this call of {tool} by agent {agent.name}?",
+            agent=agent.name,
+            skill=skill,
+            tool=tool,
+            args=args,
+            context=refused.message,
+        )
+    if found.verdict == "approve":
+        return None
+    if found.verdict == "answer":
+        return found.text
+    if found.verdict == "timeout":
+        raise reviews.timed_out(ctx, found, skill, f"call of {tool} not approved")
+    raise ToolRefused(f"the call of {tool} was rejected ({reviews.by(found)})", "ApprovalRejected")
+
+
+async def _invoke(
+    ctx: RunContext,
+    agent: BundleAgent,
+    prepared: Prepared,
+    args: dict[str, Any],
+    via: str | None = None,
+) -> str:
     skill, tool = prepared.skill, prepared.tool
+    escalated = reviews.decision(ctx, "escalation")
+    if escalated is not None:
+        return _escalation_decided(ctx, skill, escalated)
     refused = refusal(prepared.gate, agent)
     if refused is not None:
-        raise refused
+        if refused.code != "NotApproved":
+            raise refused
+        answer = await approval(ctx, agent, refused, skill.name, args, skill)
+        if answer is not None:
+            return answer
     if skill.spec.inputs is not None and not tool.validates_inputs:
         problems = schema_problems(skill.spec.inputs.as_dict(), args)
         if problems:
@@ -203,13 +265,23 @@ async def invoke(
     if on_failure == "escalate_to_human":
         question = (
             f"skill {skill.name} (agent {agent.name}) failed {tries}: {reason}. "
-            "Decide how the run should go on."
+            "Answer with the result the agent should get, approve to hand it the failure, "
+            "or reject to fail the run."
         )
         item = ReviewItem(kind="escalation", skill=skill.name, agent=agent.name, question=question)
         if ctx.shared.ask is not None:
             answer = await ask_caller(ctx, item)
             return json.dumps({"status": "answered", "question": question, "answer": answer})
-        raise escalate(ctx, item)
+        raise reviews.park(
+            ctx,
+            "escalation",
+            question,
+            agent=agent.name,
+            skill=skill,
+            tool=skill.name,
+            args=args,
+            context=reason,
+        )
     raise ToolError(f"skill {skill.name} failed {tries}: {reason}", "SkillFailed")
 
 
@@ -239,18 +311,20 @@ async def ask_caller(ctx: RunContext, item: ReviewItem) -> str:
     return answer
 
 
-def escalate(ctx: RunContext, item: ReviewItem) -> AwaitingReview:
-    """Audit ``review.requested`` and the exception that parks the run for ``item``."""
-    ctx.audit.emit(
-        "review.requested",
-        kind=item.kind,
-        agent=item.agent,
-        skill=item.skill,
-        task_id=item.task_id,
-        question=item.question,
-        outcome="AwaitingReview",
+def _escalation_decided(ctx: RunContext, skill: BundleSkill, found: ResumeDecision) -> str:
+    """Apply the decision on an escalated skill call (no attempt is made again)."""
+    if found.verdict == "answer":
+        return found.text
+    if found.verdict == "timeout":
+        raise reviews.timed_out(ctx, found, skill, f"skill {skill.name} escalated")
+    if found.verdict == "reject":
+        raise RunFailed(
+            f"skill {skill.name} failed; the escalation was rejected ({reviews.by(found)})"
+        )
+    raise ToolError(
+        f"skill {skill.name} failed; a reviewer let the run go on without it ({reviews.by(found)})",
+        "SkillFailed",
     )
-    return AwaitingReview(f"awaiting review: {item.question}", [item])
 
 
 def _check_latency(

@@ -1,9 +1,16 @@
-"""One run, end to end: context, MCP servers, the root agent, the outcome."""
+"""One run, end to end: context, MCP servers, the root agent, the outcome.
+
+A run that parks for a person (AwaitingReview) prints its checkpoint (the journal of every
+effect so far, :mod:`.journal`) on one stdout line and puts the line's sha256 in the result;
+a resumed run (``journal`` from that checkpoint plus the decision) replays to where it
+parked and goes on.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 
 from swarmkit_api.bundle import Outcome, ReviewItem, RunBundle, RunResult
@@ -13,6 +20,7 @@ from .bundle import root_position
 from .commands import check_command_packs
 from .context import AskHook, Budget, RunContext
 from .errors import AwaitingReview, BundleError, RunEnded, StartupError
+from .journal import Journal, checkpoint_line
 from .loop import AgentRunner
 from .mcp_client import McpManager
 from .paths import RunnerPaths
@@ -35,14 +43,17 @@ async def execute(
     secrets: SecretStore,
     cancel: asyncio.Event | None = None,
     ask: AskHook | None = None,
+    journal: Journal | None = None,
 ) -> RunResult:
     """Run ``bundle`` and return its result (never raises for run-level failures).
 
     Setting ``cancel`` stops the run with outcome Cancelled (the CLI sets it on SIGTERM).
     ``ask`` (serve mode) answers the run's questions instead of parking it for review.
+    ``journal`` resumes a parked run (its checkpoint and the decision).
     """
     started = time.monotonic()
     governance = bundle.governance
+    journal = journal or Journal()
     ctx = RunContext(
         bundle=bundle,
         paths=paths,
@@ -51,6 +62,7 @@ async def execute(
         budget=Budget(governance.max_steps_per_run, governance.max_tokens_per_run),
         topology=bundle.target if bundle.target_kind == "Topology" else None,
         topology_depth=1 if bundle.target_kind == "Topology" else 0,
+        journal=journal,
     )
     ctx.shared.ask = ask
     root = root_position(bundle)
@@ -63,7 +75,20 @@ async def execute(
         agent=root.agent.name,
         agents=len(bundle.agents),
         skills=len(bundle.skills),
+        resume=journal.resume or None,
     )
+    if journal.new_decision is not None:
+        d = journal.new_decision
+        audit.emit(
+            "run.resume",
+            resume=journal.resume,
+            recorded_effects=len(journal.entries),
+            review=d.review,
+            kind=d.kind,
+            verdict=d.verdict,
+            decided_by=d.decided_by,
+            decided_at=d.decided_at or None,
+        )
     outcome: Outcome = "Succeeded"
     message = ""
     output = ""
@@ -74,6 +99,7 @@ async def execute(
     timeout = run_deadline(bundle.run.timeout_seconds)
 
     async def work() -> str:
+        journal.bind()
         check_command_packs(bundle)
         await mcp.start()
         return await runner.run_agent(root, bundle.run.input, 0)
@@ -118,6 +144,12 @@ async def execute(
         await _close(runner, mcp, ctx)
     if outcome == "Succeeded":
         message = "the root agent answered"
+    checkpoint_sha = None
+    if outcome == "AwaitingReview" and review_items:
+        checkpoint_sha = _print_checkpoint(audit, secrets, journal, bundle, review_items[0])
+    if journal.resume and journal.new_decision is not None and not journal.applied:
+        # The decision found no call waiting for it (the run went elsewhere on replay).
+        audit.emit("review.unused", review=journal.new_decision.review, outcome="warning")
     result = make_result(
         outcome,
         message,
@@ -131,6 +163,8 @@ async def execute(
         review_items,
         ctx.shared.usage.report(),
     )
+    if checkpoint_sha is not None:
+        result = result.model_copy(update={"checkpoint_sha256": checkpoint_sha})
     audit.emit(
         "run.end",
         outcome=result.outcome,
@@ -141,8 +175,31 @@ async def execute(
         output_tokens=result.usage.output_tokens,
         duration_ms=round((time.monotonic() - started) * 1000, 1),
         review_items=[i.wire() for i in result.review_items] or None,
+        replayed_effects=journal.replayed or None,
     )
     return result
+
+
+def _print_checkpoint(
+    audit: AuditLog,
+    secrets: SecretStore,
+    journal: Journal,
+    bundle: RunBundle,
+    item: ReviewItem,
+) -> str:
+    """Print the checkpoint line (secrets scrubbed before it is encoded) and audit it."""
+    checkpoint = journal.checkpoint(bundle.run.uid, item)
+    scrubbed = json.loads(secrets.scrub(json.dumps(checkpoint.wire())))
+    line, sha = checkpoint_line(type(checkpoint).model_validate(scrubbed))
+    audit.write_raw(line)
+    audit.emit(
+        "run.checkpoint",
+        sha256=sha,
+        bytes=len(line),
+        effects=len(journal.entries),
+        parked_key=item.key,
+    )
+    return sha
 
 
 async def _close(runner: AgentRunner, mcp: McpManager, ctx: RunContext) -> None:

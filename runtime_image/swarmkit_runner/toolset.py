@@ -21,12 +21,13 @@ from .builtins import builtin_tool, is_builtin
 from .catalog import ToolCatalog, ToolEntry
 from .commands import command_tools
 from .context import RunContext
+from .errors import ToolRefused
 from .flowdata import flow_data_tool
 from .http_tools import http_tool
 from .mcp_client import McpManager
 from .native import native_tools
 from .permissions import Gate, guard, mcp_layer
-from .pipeline import skill_tools
+from .pipeline import approval, skill_tools
 from .scripts import approved_scripts, script_tool
 from .skills import disclosure_tools, granted_skills, system_prompt
 
@@ -126,13 +127,19 @@ def listed_tools(ctx: RunContext, agent: BundleAgent) -> list[ToolEntry]:
 
             layer, effects = mcp_layer(mcp.server(server), tool)
             gate = Gate(layers=(layer,), effects=effects)
+
+            async def approve(
+                refused: ToolRefused, args: dict[str, Any], _name: str = name
+            ) -> str | None:
+                return await approval(ctx, agent, refused, _name, args)
+
             entries.append(
                 ToolEntry(
                     name,
                     discovered.description or name,
                     discovered.input_schema,
                     "mcp",
-                    guard(agent, gate, call_mcp),
+                    guard(agent, gate, call_mcp, approve),
                     gate=gate,
                 )
             )

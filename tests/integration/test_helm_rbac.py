@@ -37,6 +37,8 @@ OPERATOR_RULES: Grants = {
     "agents.swarmkit.dev/status": frozenset({"patch"}),
     "topologies.swarmkit.dev/status": frozenset({"patch"}),
     "runs.swarmkit.dev/status": frozenset({"patch"}),
+    "reviews.swarmkit.dev": frozenset({"create", "get", "list", "watch"}),
+    "reviews.swarmkit.dev/status": frozenset({"patch"}),
     "workspaces.swarmkit.dev/finalizers": frozenset({"update"}),
     "skills.swarmkit.dev/finalizers": frozenset({"update"}),
     "agents.swarmkit.dev/finalizers": frozenset({"update"}),
@@ -49,6 +51,7 @@ OPERATOR_RULES: Grants = {
     "configmaps[swarmkit-skill-library]": frozenset({"update"}),
     "jobs.batch": frozenset({"create", "get", "list", "watch", "delete"}),
     "pods": frozenset({"get", "list", "watch", "patch"}),
+    "pods/log": frozenset({"get"}),
     "secrets": frozenset({"list", "watch"}),
     "events": frozenset({"create", "list"}),
 }
@@ -56,7 +59,7 @@ CLUSTER_RULES: Grants = {
     "customresourcedefinitions.apiextensions.k8s.io": frozenset({"get", "list", "watch"}),
 }
 NAMESPACE_DISCOVERY: Grants = {"namespaces": frozenset({"list", "watch"})}
-SWARMKIT_PLURALS = {"workspaces", "skills", "agents", "topologies", "runs"}
+SWARMKIT_PLURALS = {"workspaces", "skills", "agents", "topologies", "runs", "reviews"}
 
 
 def can_i_list(cluster: LocalCluster, user: str, namespace: str) -> Grants:

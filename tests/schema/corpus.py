@@ -62,6 +62,15 @@ def run(name: str = "my-run", **spec: Any) -> dict[str, Any]:
     return {"apiVersion": API, "kind": "Run", "metadata": {"name": name}, "spec": body}
 
 
+def review(name: str = "my-run-1", **decision: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "request": {"kind": "escalation", "question": "Go on?", "runRef": {"name": "my-run"}},
+    }
+    if decision:
+        body["decision"] = decision
+    return {"apiVersion": API, "kind": "Review", "metadata": {"name": name}, "spec": body}
+
+
 def without(doc: dict[str, Any], *path: str) -> dict[str, Any]:
     out = copy.deepcopy(doc)
     node = out
@@ -379,4 +388,24 @@ INVALID: tuple[Invalid, ...] = (
     ),
     Invalid("run-no-target", "spec.topologyRef", without(run(), "spec", "topologyRef")),
     Invalid("run-zero-timeout", "spec.timeoutSeconds", run(timeoutSeconds=0)),
+    Invalid(
+        "review-answer-without-text",
+        "spec.decision.text",
+        review(verdict="answer", decidedBy="alice"),
+    ),
+    Invalid(
+        "review-unknown-verdict",
+        "spec.decision.verdict",
+        review(verdict="maybe", decidedBy="alice"),
+    ),
+    Invalid(
+        "review-decision-without-decider",
+        "spec.decision.decidedBy",
+        review(verdict="approve"),
+    ),
+    Invalid(
+        "review-unknown-kind",
+        "spec.request.kind",
+        {**review(), "spec": {"request": {"kind": "gossip", "question": "?"}}},
+    ),
 )

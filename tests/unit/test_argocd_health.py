@@ -24,8 +24,11 @@ ARGOCD = REPO / "deploy" / "argocd"
 HEALTH = ARGOCD / "health"
 CM_SNIPPET = ARGOCD / "argocd-cm.yaml"
 CHART_README = REPO / "charts" / "swarmkit-operator" / "README.md"
-SCRIPT_OF_KIND = {k.kind: ("run.lua" if k.kind == "Run" else "ready.lua") for k in KINDS}
-READY_KINDS = [k.kind for k in KINDS if k.kind != "Run"]
+# Reviews are created by the operator (owned by a Run or Skill), never synced from Git.
+SCRIPT_OF_KIND = {
+    k.kind: ("run.lua" if k.kind == "Run" else "ready.lua") for k in KINDS if k.kind != "Review"
+}
+READY_KINDS = [k for k in SCRIPT_OF_KIND if k != "Run"]
 ARGO_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
 # What Argo CD's Lua VM offers health scripts (it opens no io/os/package/debug libraries).
 SANDBOX_GLOBALS = ("io", "os", "package", "debug", "require", "dofile", "loadfile", "load")

@@ -153,6 +153,15 @@ app.kubernetes.io/part-of: swarmkit-operator
 - apiGroups: [swarmkit.dev]
   resources: [workspaces/status, skills/status, agents/status, topologies/status, runs/status]
   verbs: [patch]
+# Human review: the operator opens a Review for each question a parked Run (or a
+# swarm-authored Skill) reports, and records what it made of the decision in its status.
+# It never writes spec.decision (the admission policy would refuse it anyway).
+- apiGroups: [swarmkit.dev]
+  resources: [reviews]
+  verbs: [create, get, list, watch]
+- apiGroups: [swarmkit.dev]
+  resources: [reviews/status]
+  verbs: [patch]
 # Scheduled Runs (Topology spec.schedule) and Run retention (TTL, historyLimit).
 - apiGroups: [swarmkit.dev]
   resources: [runs]
@@ -198,6 +207,11 @@ app.kubernetes.io/part-of: swarmkit-operator
 - apiGroups: [swarmkit.dev]
   resources: [topologies/finalizers]
   verbs: [update]
+# A parked run prints its checkpoint on stdout (the termination message holds only 4 KiB
+# and its sha256); the operator reads it from the pod log into an immutable ConfigMap.
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
 # Workspace credential references: which Secrets and keys exist (values are never copied;
 # Run pods get them through secretKeyRef env).
 - apiGroups: [""]

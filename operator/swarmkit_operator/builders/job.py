@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from swarmkit_api.bundle import BUNDLE_MOUNT, RunBundle
+from swarmkit_api.review import CHECKPOINT_FILE, DECISION_FILE, RESUME_MOUNT
 
 from ..config import OperatorConfig
 from ..hashing import sha256_hex
@@ -59,6 +60,7 @@ AGENT_LABEL = "swarmkit.dev/agent"
 #: ``agents.swarmkit.dev/<agent>: <version>`` for every agent the run pins.
 AGENT_VERSION_LABEL_PREFIX = "agents.swarmkit.dev/"
 RECREATION_LABEL = "swarmkit.dev/job-recreation"
+RESUME_LABEL = "swarmkit.dev/resume"
 MANAGED_BY_LABELS = {
     "app.kubernetes.io/name": "swarmkit-runner",
     "app.kubernetes.io/component": "run",
@@ -89,14 +91,16 @@ def _dns_label(text: str) -> str:
     return re.sub(r"-{2,}", "-", out).strip("-")
 
 
-def job_name(run_name: str, run_uid: str, recreation: int = 0) -> str:
-    """``run-<name>-<uid[:5]>`` (``-r<n>`` when recreated), at most 63 characters.
+def job_name(run_name: str, run_uid: str, recreation: int = 0, resume: int = 0) -> str:
+    """``run-<name>-<uid[:5]>`` (``-resume-<n>`` for the n-th resume after a review, ``-r<n>``
+    when recreated), at most 63 characters.
 
     The name is shortened (never the uid part) so that the result is a valid DNS label:
     the Job controller puts it in the ``job-name`` label of the pod.
     """
     uid5 = _dns_label(run_uid)[:5] or "00000"
-    suffix = f"-{uid5}" + (f"-r{recreation}" if recreation else "")
+    suffix = f"-{uid5}" + (f"-resume-{resume}" if resume else "")
+    suffix += f"-r{recreation}" if recreation else ""
     room = MAX_NAME - len("run-") - len(suffix)
     body = _dns_label(run_name)[:room].rstrip("-") or "x"
     return f"run-{body}{suffix}"
@@ -139,6 +143,15 @@ def user_labels(labels: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
         else:
             kept[key] = value
     return kept, refused
+
+
+@dataclass(frozen=True)
+class ResumeFiles:
+    """What a resumed stage mounts: the previous stage's checkpoint and the decision
+    (immutable ConfigMaps, see :mod:`.review`)."""
+
+    checkpoint_config_map: str
+    decision_config_map: str
 
 
 @dataclass(frozen=True)
@@ -198,29 +211,57 @@ def build_job(
     bundle_config_map: str,
     flow_data_keys: Mapping[str, str] | None = None,
     recreation: int = 0,
+    resume: int = 0,
+    resume_files: ResumeFiles | None = None,
 ) -> dict[str, Any]:
-    """The Run's Job. ``flow_data_keys`` maps bundle ConfigMap keys → flow data paths."""
+    """The Run's Job. ``flow_data_keys`` maps bundle ConfigMap keys → flow data paths;
+    ``resume``/``resume_files``: the n-th resume after a review, from those files."""
     workspace = bundle.workspace
     runtime = runtime_defaults(workspace)
-    name = job_name(run.name, run.uid, recreation)
+    name = job_name(run.name, run.uid, recreation, resume)
     extra_labels, _refused = user_labels(run.labels)
     labels = {**extra_labels, **run_labels(run, bundle)}
     if recreation:
         labels[RECREATION_LABEL] = str(recreation)
+    if resume:
+        labels[RESUME_LABEL] = str(resume)
     annotations = {
         RUN_NAME_ANNOTATION: run.name,
         BUNDLE_ANNOTATION: bundle_config_map,
         CORRELATION_ANNOTATION: bundle.run.correlation_id,
     }
 
+    args = ["run", "--bundle", BUNDLE_MOUNT]
+    resume_volumes, resume_mounts = [], []
+    if resume_files is not None:
+        for volume, config_map, key in (
+            ("resume-checkpoint", resume_files.checkpoint_config_map, CHECKPOINT_FILE),
+            ("resume-decision", resume_files.decision_config_map, DECISION_FILE),
+        ):
+            resume_volumes.append(
+                {
+                    "name": volume,
+                    "configMap": {
+                        "name": config_map,
+                        "defaultMode": 0o444,
+                        "items": [{"key": key, "path": key}],
+                    },
+                }
+            )
+            where = f"{RESUME_MOUNT}/{volume.removeprefix('resume-')}"
+            resume_mounts.append({"name": volume, "mountPath": where, "readOnly": True})
+            args += [f"--{volume.removeprefix('resume-')}", f"{where}/{key}"]
     pod_spec = runner_pod_spec(
         workspace=workspace,
         config=config,
-        args=["run", "--bundle", BUNDLE_MOUNT],
+        args=args,
         bundle_config_map=bundle_config_map,
         skill_mounts=skill_mounts,
         flow_data_keys=flow_data_keys,
     )
+    # A resumed stage also mounts its checkpoint and the decision (read-only).
+    pod_spec["volumes"] += resume_volumes
+    pod_spec["containers"][0]["volumeMounts"] += resume_mounts
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -268,6 +309,7 @@ __all__ = [
     "RUN_LABEL",
     "RUN_UID_LABEL",
     "TMP_MOUNT",
+    "ResumeFiles",
     "RunRef",
     "SkillFileItem",
     "SkillMount",

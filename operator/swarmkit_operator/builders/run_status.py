@@ -11,7 +11,8 @@ status             reason       when
 Unknown            Pending      target not Ready, or the pod is not running yet
 Unknown            Running      the runner's pod is running
 Unknown            JobLost      the Job vanished and was recreated (n of max)
-Unknown            AwaitingReview  the runner stopped for a human decision
+Unknown            AwaitingReview  parked for a human decision (a Review); resumes
+                                after it in a new Job (not final)
 True               Succeeded    the runner reported success
 False              Failed       the runner failed (its one-line message)
 False              TimedOut     the run's timeout / the Job's deadline passed
@@ -51,7 +52,7 @@ _PULL_FATAL = {"InvalidImageName", "ErrImageNeverPull"}
 _PULL_RETRY = {"ErrImagePull", "ImagePullBackOff", "RegistryUnavailable"}
 _CONFIG_ERRORS = {"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
 
-Phase = Literal["Pending", "Running", "Finished", "Lost"]
+Phase = Literal["Pending", "Running", "Parked", "Finished", "Lost"]
 
 _OUTCOMES: dict[str, tuple[Status, str]] = {
     "Succeeded": ("True", "Succeeded"),
@@ -74,7 +75,6 @@ FINAL_REASONS = frozenset(
         "PodCreationFailed",
         "ImagePullFailed",
         "JobLost",
-        "AwaitingReview",
     }
 )
 
@@ -253,7 +253,8 @@ def outcome_from_pod(pod: Mapping[str, Any]) -> Verdict | None:
             message = "the run succeeded" if reason == "Succeeded" else f"the run ended: {reason}"
         if result.outcome == "AwaitingReview" and result.review_items and not result.message:
             message = "awaiting review: " + "; ".join(i.question for i in result.review_items)
-        return replace(base, status=status, reason=reason, message=_one_line(message))
+        stage: Phase = "Parked" if result.outcome == "AwaitingReview" else "Finished"
+        return replace(base, phase=stage, status=status, reason=reason, message=_one_line(message))
     text = str(terminated.get("message") or "")
     detail = _one_line(_last_line(text)) if text else ""
     why = str(terminated.get("reason") or "")
@@ -497,13 +498,19 @@ def derive(
 
 
 def is_final(conditions: Sequence[Mapping[str, Any]] | None) -> bool:
-    """Whether the Run's Succeeded condition says the run is over (nothing will change)."""
+    """Whether the Run's Succeeded condition says the run is over (nothing will change).
+
+    A run AwaitingReview is not over: it resumes after the decision."""
     cond = get_condition([dict(c) for c in conditions or ()], SUCCEEDED)
     if cond is None:
         return False
-    if cond.get("status") in ("True", "False"):
-        return True
-    return cond.get("reason") == "AwaitingReview"
+    return cond.get("status") in ("True", "False")
+
+
+def is_parked(conditions: Sequence[Mapping[str, Any]] | None) -> bool:
+    """Whether the Run waits for a review decision."""
+    cond = get_condition([dict(c) for c in conditions or ()], SUCCEEDED)
+    return cond is not None and cond.get("reason") == "AwaitingReview"
 
 
 def status_patch(
@@ -566,6 +573,7 @@ __all__ = [
     "derive",
     "final",
     "is_final",
+    "is_parked",
     "outcome_from_pod",
     "parse_result",
     "pending",

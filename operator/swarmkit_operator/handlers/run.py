@@ -56,6 +56,19 @@ def runs_pods_by_run(
     return {str(labels[jobs.RUN_UID_LABEL]): summaries.pod_summary(body)}
 
 
+@index(
+    "reviews",
+    id="runs_reviews_by_run",
+    labels={jobs.RUN_UID_LABEL: PRESENT},
+    group=GROUP,
+    version=VERSION,
+)
+def runs_reviews_by_run(
+    body: Mapping[str, Any], labels: Mapping[str, str], **_: Any
+) -> dict[str, Any]:
+    return {str(labels[jobs.RUN_UID_LABEL]): summaries.review_summary(body)}
+
+
 @index("topologies", id="runs_topologies")
 def runs_topologies(
     body: Mapping[str, Any], namespace: str | None, name: str | None, **_: Any
@@ -110,6 +123,7 @@ async def runs_startup(
         skills=view("runs_skills"),
         workspaces=view("runs_workspaces"),
         bundles=view("pinned_config_maps") if "pinned_config_maps" in shared.indexes.data else None,
+        reviews=view("runs_reviews_by_run"),
     )
     _controller = RunController(config, indexes)
     _controller.ready.set()  # the shared start-up pre-populated every index (LIST) already
@@ -132,6 +146,14 @@ async def runs_on_job_event(labels: Mapping[str, str], **_: Any) -> None:
 
 @kopf.on.event("v1", "pods", labels={jobs.RUN_UID_LABEL: kopf.PRESENT})
 async def runs_on_pod_event(labels: Mapping[str, str], **_: Any) -> None:
+    ctl = _controller
+    if ctl is not None:
+        ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
+
+
+@kopf.on.event(GROUP, VERSION, "reviews", labels={jobs.RUN_UID_LABEL: kopf.PRESENT})
+async def runs_on_review_event(labels: Mapping[str, str], **_: Any) -> None:
+    # A decision (or the operator's own status write) on a parked Run's Review.
     ctl = _controller
     if ctl is not None:
         ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))

@@ -91,6 +91,8 @@ class Indexes:
     #: The reconcile loop's index of bundle ConfigMaps (namespace → {bundle, pins,
     #: finished}); used to repair a missing run-finished label after a crash.
     bundles: IndexLike | None = None
+    #: Reviews by the uid of the Run they belong to (run uid → Review summaries).
+    reviews: IndexLike | None = None
 
 
 def one(index: IndexLike, key: Any) -> dict[str, Any] | None:

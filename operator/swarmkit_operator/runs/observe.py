@@ -1,14 +1,17 @@
 """One reconcile of one Run: decide from the Run, its Job and its pods what to do next.
 
 1. the Run is gone or being deleted → only cleanup (:func:`.cleanup.run_gone`);
-2. the Run is finished (``Succeeded`` True/False, or AwaitingReview) → only cleanup: the
-   pods' outcome finalizers are released (and a missing finished label repaired);
+2. the Run is finished (``Succeeded`` True/False) → only cleanup: the pods' outcome
+   finalizers are released (and a missing finished label repaired);
 3. ``spec.cancelled`` → the Job is deleted (its process killed), ``Cancelled``;
+   parked for a review (AwaitingReview, checkpoint stored) →
+   :func:`.review.waiting`;
 4. nothing created yet → :func:`.start.start`;
 5. otherwise → the verdict is derived from the Job and its pods only
-   (:func:`swarmkit_operator.builders.run_status.derive`) and written to ``status``; a Job
-   that vanished is recreated (:func:`.start.recreate`), after an authoritative GET so an
-   index lagging behind never causes a duplicate.
+   (:func:`swarmkit_operator.builders.run_status.derive`) and written to ``status``; a
+   runner that parked → :func:`.review.parked`; a Job that vanished is recreated
+   (:func:`.start.recreate`), after an authoritative GET so an index lagging behind never
+   causes a duplicate.
 
 :func:`reconcile` returns when to look again without an event (seconds), or None.
 """
@@ -25,7 +28,7 @@ from swarmkit_api.run import RunSpec
 from .. import k8s
 from ..builders import job as jobs
 from ..builders import run_status as rs
-from . import cleanup, start, status
+from . import cleanup, review, start, status
 from .model import (
     HINT_SECONDS,
     NO_POD_EVENTS_AFTER,
@@ -60,7 +63,8 @@ async def reconcile(st: RunState, uid: str) -> float | None:
         return None
 
     recreation = int(run_status.get("jobRecreations") or 0)
-    current = jobs.job_name(run.name, uid, recreation)
+    resumes = int(run_status.get("resumes") or 0)
+    current = jobs.job_name(run.name, uid, recreation, resumes)
     all_jobs = st.jobs_of(uid)
     job = next(
         (j for j in all_jobs if j.get("name") == current and not j.get("deletionTimestamp")),
@@ -81,6 +85,9 @@ async def reconcile(st: RunState, uid: str) -> float | None:
 
     if spec.cancelled:
         return await cancel(st, run, all_jobs, job, job_pods, pods)
+    if rs.is_parked(conditions) and run_status.get("checkpointConfigMap"):
+        # Parked and recorded: its Job and pod may be gone; only the Review matters now.
+        return await review.waiting(st, run, spec)
 
     started = bool(run_status.get("jobName")) or job is not None or bool(job_pods)
     if not started and recreation == 0:
@@ -100,6 +107,8 @@ async def reconcile(st: RunState, uid: str) -> float | None:
         timeout_seconds=timeout,
         pod_start_grace_seconds=POD_START_GRACE,
     )
+    if verdict.phase == "Parked":
+        return await review.parked(st, run, spec, verdict, job_pods)
     if verdict.phase == "Lost":
         lost = await _lost(st, run, spec, recreation, current, job_pods, timeout)
         if not isinstance(lost, rs.Verdict):
@@ -142,9 +151,10 @@ async def _lost(
     if fresh is None:
         return None
     fresh_status = dict(fresh.get("status") or {})
-    if int(fresh_status.get("jobRecreations") or 0) != recreation or rs.is_final(
-        fresh_status.get("conditions")
-    ):
+    stale = int(fresh_status.get("jobRecreations") or 0) != recreation or int(
+        fresh_status.get("resumes") or 0
+    ) != int(run.status.get("resumes") or 0)
+    if stale or rs.is_final(fresh_status.get("conditions")):
         # The view was stale: remember the fresh status and look again right away.
         st.overlay[run.uid] = {
             "resourceVersion": (fresh.get("metadata") or {}).get("resourceVersion"),

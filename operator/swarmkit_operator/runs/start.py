@@ -23,6 +23,7 @@ from .. import k8s
 from ..builders import bundle as bundles
 from ..builders import job as jobs
 from ..builders import run_status as rs
+from ..builders.review import resume_files
 from . import status
 from .cleanup import release_pods
 from .model import NO_POD_EVENTS_AFTER, TRACE, RunView, error_line, run_ref
@@ -102,6 +103,7 @@ def job_manifest_for(
     rendered: bundles.RenderedBundle,
     cm_name: str,
     recreation: int,
+    resume: int = 0,
 ) -> dict[str, Any]:
     return jobs.build_job(
         run=ref,
@@ -111,6 +113,8 @@ def job_manifest_for(
         bundle_config_map=cm_name,
         flow_data_keys=rendered.flow_data_keys,
         recreation=recreation,
+        resume=resume,
+        resume_files=resume_files(ref.name, ref.uid, resume),
     )
 
 
@@ -122,10 +126,15 @@ async def create_job(
     cm_name: str,
     recreation: int,
     verdict: rs.Verdict | None = None,
+    resume: int = 0,
+    extra: Mapping[str, Any] | None = None,
 ) -> float | None:
-    manifest = job_manifest_for(st, ref, rendered, cm_name, recreation)
+    """Create the Job of stage ``resume`` (recreation ``recreation``) and record it."""
+    manifest = job_manifest_for(st, ref, rendered, cm_name, recreation, resume)
     created = await k8s.create_start_object(k8s.batch_path("jobs", run.namespace), manifest)
-    return await record_job(st, run, rendered, manifest, created, cm_name, recreation, verdict)
+    return await record_job(
+        st, run, rendered, manifest, created, cm_name, recreation, verdict, extra
+    )
 
 
 async def record_job(
@@ -137,6 +146,7 @@ async def record_job(
     cm_name: str,
     recreation: int,
     verdict: rs.Verdict | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> float | None:
     """Write the started Job (``created`` is None when it existed already) to ``status``."""
     name = str(manifest["metadata"]["name"])
@@ -153,6 +163,7 @@ async def record_job(
         "bundleConfigMap": cm_name,
         "pinned": rendered.pinned.wire(),
         "jobRecreations": recreation,
+        **(extra or {}),
     }
     await status.write(
         st,
@@ -189,11 +200,12 @@ async def recreate(
         )
         return None
     nxt = recreation + 1
+    resume = int(run.status.get("resumes") or 0)
     message = (
         f"Job {lost} was deleted before the run finished; recreated as "
-        f"{jobs.job_name(run.name, run.uid, nxt)} ({nxt}/{limit})"
+        f"{jobs.job_name(run.name, run.uid, nxt, resume)} ({nxt}/{limit})"
     )
     verdict = rs.Verdict(phase="Pending", status="Unknown", reason="JobLost", message=message)
     return await create_job(
-        st, run, run_ref(run, spec), rendered, cm_name, recreation=nxt, verdict=verdict
+        st, run, run_ref(run, spec), rendered, cm_name, nxt, verdict, resume=resume
     )

@@ -91,6 +91,11 @@ class RunState:
     def pods_of(self, uid: str) -> list[dict[str, Any]]:
         return [dict(p) for p in self.idx.pods.get(uid) or ()]
 
+    def reviews_of(self, uid: str) -> list[dict[str, Any]]:
+        if self.idx.reviews is None:
+            return []
+        return [dict(r) for r in self.idx.reviews.get(uid) or ()]
+
     # -- small services --------------------------------------------------------------------
     def spawn(self, coro: Awaitable[Any]) -> None:
         """Run ``coro`` in the background (Events, labels: nothing a reconcile waits for)."""

@@ -131,3 +131,25 @@ def workspace_summary(body: Mapping[str, Any]) -> dict[str, Any]:
         "conditions": list(status.get("conditions") or ()),
     }
     return summary
+
+
+def review_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A Review of a Run: its name, spec, status and who wrote its decision when."""
+    meta = body.get("metadata") or {}
+    return {
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+            "deletionTimestamp": meta.get("deletionTimestamp"),
+            # Only the entries that own spec.decision (when it was written).
+            "managedFields": [
+                e
+                for e in meta.get("managedFields") or ()
+                if "f:decision" in (((e or {}).get("fieldsV1") or {}).get("f:spec") or {})
+            ],
+        },
+        "spec": dict(body.get("spec") or {}),
+        "status": dict(body.get("status") or {}),
+    }

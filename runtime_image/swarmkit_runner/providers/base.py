@@ -97,6 +97,32 @@ class ModelResponse:
     attempts: int = 1
 
 
+def encode_response(response: ModelResponse) -> dict[str, Any]:
+    """A response as JSON (the run's journal records every model call)."""
+    return {
+        "text": response.text,
+        "toolCalls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
+        ],
+        "usage": [response.usage.input_tokens, response.usage.output_tokens],
+        "stop": response.stop_reason,
+    }
+
+
+def decode_response(data: Any) -> ModelResponse:
+    """The response :func:`encode_response` recorded."""
+    usage = data.get("usage") or [0, 0]
+    return ModelResponse(
+        str(data.get("text") or ""),
+        [
+            ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
+            for c in data.get("toolCalls") or ()
+        ],
+        Usage(int(usage[0]), int(usage[1])),
+        str(data.get("stop") or ""),
+    )
+
+
 RetryHook = Callable[[int, str, float], None]
 """Called before sleeping for a retry: (attempt number, reason, delay seconds)."""
 

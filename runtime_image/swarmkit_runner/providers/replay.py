@@ -36,5 +36,19 @@ class ReplayProvider:
         ]
         return ModelResponse(turn.text or "", calls, Usage(), "tool_use" if calls else "end_turn")
 
+    def skip(self) -> None:
+        """A recorded turn was replayed from the run's journal: move past it."""
+        if self._next < len(self._turns):
+            turn = self._turns[self._next]
+            if turn.text is not None:
+                self._last_text = turn.text
+            self._next += 1
+
     async def aclose(self) -> None:
         return None
+
+
+def skip_turn(provider: object) -> None:
+    """Keep a replay provider's script in step with a turn served from the journal."""
+    if isinstance(provider, ReplayProvider):
+        provider.skip()

@@ -11,6 +11,7 @@ from swarmkit_operator.builders.run_status import (
     cap_output,
     derive,
     is_final,
+    is_parked,
     parse_result,
     pending,
     status_patch,
@@ -206,7 +207,9 @@ def test_outcomes_map_to_reasons() -> None:
         ),
         1,
     )
-    assert is_final(awaiting["conditions"])
+    # parked is not over: it resumes after the decision
+    assert not is_final(awaiting["conditions"]) and is_parked(awaiting["conditions"])
+    assert "completionTime" not in awaiting
 
 
 def test_deadline_is_timed_out() -> None:

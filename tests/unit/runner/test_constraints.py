@@ -156,7 +156,7 @@ def test_escalate_to_human_parks_the_run_awaiting_review(tmp_path: Path) -> None
     question = item["question"]
     assert question.startswith("skill deploy (agent dev) failed after 1 attempt: CommandFailed:")
     assert "deploy target locked" in question
-    assert question.endswith("Decide how the run should go on.")
+    assert question.endswith("or reject to fail the run.")
     assert out.result["message"] == f"awaiting review: {question}"
     [requested] = out.events("review.requested")
     assert requested["kind"] == "escalation"
@@ -183,7 +183,8 @@ def test_escalate_to_human_parks_the_run_awaiting_review(tmp_path: Path) -> None
         "status": {"conditions": [{"type": "Complete", "status": "True"}]},
     }
     verdict = derive(job=job, pods=[pod])
-    assert (verdict.status, verdict.reason, verdict.final) == ("Unknown", "AwaitingReview", True)
+    assert (verdict.status, verdict.reason) == ("Unknown", "AwaitingReview")
+    assert verdict.phase == "Parked"
     assert question in verdict.message
     assert verdict.result is not None and verdict.result.review_items[0].kind == "escalation"
     assert json.loads(message)["outcome"] == "AwaitingReview"

@@ -1,0 +1,212 @@
+"""The Review resource: one question a person must answer, and the runner's resume contract.
+
+A Review is created by the operator (never by the runner, which has no API access) from
+what a parked run reported, owned by its Run (or, for a swarm-authored skill, by the
+Skill). ``spec.request`` is what is asked; it never changes. A person answers by writing
+``spec.decision {verdict, text, decidedBy}``; the ValidatingAdmissionPolicy shipped with
+the chart (``swarmkit-review-decisions``) requires ``decidedBy`` to be the authenticated
+user of that very request, refuses a second decision and a decision on an expired review.
+The CRD itself (CEL transition rules, below) also refuses any change to a decided review.
+
+:class:`Checkpoint` and :class:`ResumeDecision` are the files a resumed runner reads: the
+run's journal so far (what every model call and tool call returned) and the decision.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .base import ApiModel, CelRule
+from .common import Condition, LocalObjectReference
+
+ReviewKind = Literal["escalation", "approval", "input_request", "human_task", "skill_review"]
+Verdict = Literal["approve", "reject", "answer"]
+ReviewState = Literal["Pending", "Decided", "Expired", "Resumed"]
+
+#: Who "decides" an expired review (the operator, delivering the timeout to the runner).
+TIMEOUT_DECIDER = "system:swarmkit-operator:review-timeout"
+#: Longest scrubbed argument text kept in a review request.
+MAX_ARGUMENTS_CHARS = 4000
+
+
+class ReviewRequest(ApiModel):
+    """What is asked (written once by the operator; immutable)."""
+
+    kind: ReviewKind = Field(
+        description="escalation (a skill failed and onFailure is escalate_to_human), approval "
+        "(a strict-tier call waits for approval), input_request (a remote agent asked a "
+        "question, onUnanswerable relay), human_task (the human_task_request builtin), "
+        "skill_review (a swarm-authored skill waits for its first human review)."
+    )
+    question: str = Field(max_length=4096, description="What must be decided.")
+    run_ref: LocalObjectReference | None = Field(
+        default=None, description="The parked Run (absent for skill reviews)."
+    )
+    skill_ref: LocalObjectReference | None = Field(default=None, description="Skill involved.")
+    content_hash: str | None = Field(
+        default=None, description="skill_review: the content hash the review approves."
+    )
+    agent: str | None = Field(default=None, description="The agent that asked.")
+    tool: str | None = Field(default=None, description="The tool or skill called.")
+    arguments: str | None = Field(
+        default=None,
+        max_length=MAX_ARGUMENTS_CHARS,
+        description="The call's arguments as JSON, secrets scrubbed.",
+    )
+    context: str | None = Field(
+        default=None, max_length=4096, description="Why it is asked (the failure, the task)."
+    )
+    task_id: str | None = Field(default=None, description="The remote A2A task (input_request).")
+    key: str = Field(default="", description="Where the run parked (runner journal key).")
+    deadline: datetime | None = Field(
+        default=None,
+        description="After this the review expires and the run takes its "
+        "failure path (Workspace governance.reviewTimeoutSeconds or the skill's).",
+    )
+
+
+class ReviewDecision(ApiModel):
+    """A person's answer. ``decidedBy`` must be the authenticated user who writes it."""
+
+    cel_rules = (
+        CelRule(
+            rule="self.verdict != 'answer' || (has(self.text) && size(self.text) > 0)",
+            message="verdict answer needs the answer in text",
+            field_path=".text",
+            check=lambda m: m.verdict != "answer" or bool(m.text),
+        ),
+    )
+
+    verdict: Verdict = Field(
+        description="approve (go on; a strict call runs), reject (the call is refused / the "
+        "run takes its failure path), or answer (text is the answer)."
+    )
+    text: str | None = Field(default=None, max_length=16384, description="Answer or comment.")
+    decided_by: str = Field(
+        min_length=1,
+        max_length=253,
+        description="Your user name exactly as the apiserver authenticates you (kubectl auth "
+        "whoami); the admission policy refuses anything else.",
+    )
+
+
+def _unchanged_request(_: Any) -> bool:
+    return True  # a transition rule: only the apiserver sees the old object
+
+
+class ReviewSpec(ApiModel):
+    """The question (``request``) and, once answered, the ``decision``."""
+
+    cel_rules = (
+        CelRule(
+            rule="self.request == oldSelf.request",
+            message="spec.request is immutable (it is written by the operator)",
+            field_path=".request",
+            check=_unchanged_request,
+        ),
+        CelRule(
+            rule="!has(oldSelf.decision) || (has(self.decision) && self.decision == "
+            "oldSelf.decision)",
+            message="this review is already decided; a decision cannot be changed or removed",
+            field_path=".decision",
+            check=_unchanged_request,
+        ),
+    )
+
+    request: ReviewRequest = Field(description="What is asked (immutable).")
+    decision: ReviewDecision | None = Field(default=None, description="The answer, once given.")
+
+
+class ReviewStatus(ApiModel):
+    """What the operator made of the review."""
+
+    state: ReviewState | None = Field(
+        default=None,
+        description="Pending, Decided (the decision was taken up), Expired (no answer before "
+        "the deadline), Resumed (the run goes on with it).",
+    )
+    verdict: str | None = Field(default=None, description="The verdict taken up.")
+    decided_by: str | None = Field(default=None, description="Authenticated decider.")
+    decided_at: datetime | None = Field(
+        default=None,
+        description="When the decision was written (from the apiserver's record "
+        "of the write, managedFields).",
+    )
+    resumed_job: str | None = Field(default=None, description="The Job that resumed the run.")
+    conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+
+
+# --- the resume contract (runner side) -------------------------------------------------------
+
+
+class ResumeDecision(ApiModel):
+    """The decision the operator mounts into a resumed runner (``decision.json``)."""
+
+    review: str = Field(description="The Review's name.")
+    key: str = Field(description="The journal key where the run parked.")
+    kind: ReviewKind = Field(description="Kind of the review.")
+    verdict: Literal["approve", "reject", "answer", "timeout"] = Field(
+        description="The verdict; timeout when the review expired."
+    )
+    text: str = Field(default="", description="Answer or comment.")
+    decided_by: str = Field(description="Authenticated decider (or the operator on timeout).")
+    decided_at: str = Field(default="", description="RFC 3339 time of the decision.")
+    task_id: str | None = Field(default=None, description="The remote task (input_request).")
+
+
+class Checkpoint(ApiModel):
+    """Where a parked run stands: every recorded effect (model call, tool call) by key."""
+
+    version: Literal[1] = Field(default=1, description="Checkpoint format version.")
+    run_uid: str = Field(description="The run this belongs to.")
+    resume: int = Field(default=0, ge=0, description="How many resumes preceded it.")
+    entries: dict[str, Any] = Field(
+        default_factory=dict, description="Journal key → recorded result."
+    )
+    parked_key: str = Field(description="Journal key of the call that waits.")
+    item: dict[str, Any] = Field(
+        default_factory=dict, description="The review item asked there (a ReviewItem)."
+    )
+    decisions: list[dict[str, Any]] = Field(
+        default_factory=list, description="Decisions applied so far (audit)."
+    )
+
+    def encode(self) -> str:
+        """Compact, compressed, base64 text (what the runner prints, the ConfigMap holds)."""
+        raw = json.dumps(self.wire(), separators=(",", ":"), sort_keys=True).encode()
+        return base64.b64encode(zlib.compress(raw, 9)).decode()
+
+    @classmethod
+    def decode(cls, text: str) -> Checkpoint:
+        return cls.model_validate(json.loads(zlib.decompress(base64.b64decode(text))))
+
+
+#: The stdout line prefix the runner prints its checkpoint on (one line, read by the operator
+#: from the pod log; the termination message carries its sha256 to check it).
+CHECKPOINT_LINE_PREFIX = "swarmkit.checkpoint "
+CHECKPOINT_FILE = "checkpoint"
+DECISION_FILE = "decision.json"
+RESUME_MOUNT = "/etc/swarmkit/resume"
+
+
+__all__ = [
+    "CHECKPOINT_FILE",
+    "CHECKPOINT_LINE_PREFIX",
+    "DECISION_FILE",
+    "RESUME_MOUNT",
+    "TIMEOUT_DECIDER",
+    "Checkpoint",
+    "ResumeDecision",
+    "ReviewDecision",
+    "ReviewKind",
+    "ReviewRequest",
+    "ReviewSpec",
+    "ReviewState",
+    "ReviewStatus",
+]

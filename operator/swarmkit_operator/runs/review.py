@@ -1,0 +1,239 @@
+"""A parked Run: its checkpoint, its Review, and resuming it with the decision.
+
+When the runner of stage n ends with outcome AwaitingReview (:func:`parked`):
+
+1. the checkpoint line is read from the pod's log, checked against the sha256 the runner
+   put in its result and stored as the immutable ConfigMap ``...-ckpt-<n>``;
+2. the Review is created (owned by the Run; its deadline = when the run parked + the
+   item's timeout) and the Run's status says AwaitingReview, naming it;
+3. the pod's outcome finalizer is released (nothing in it is needed any more).
+
+While it waits (:func:`waiting`, also after an operator restart or with the parked pod
+and Job gone), each reconcile looks at the Review (kicked by its watch events): a decision
+→ :func:`resume`; the deadline passed → the Review is marked ``Expired`` (from then on the
+admission policy refuses decisions) and the run resumes with verdict ``timeout``;
+otherwise the reconcile asks to be run again at the deadline.
+
+:func:`resume` writes the decision ConfigMap, creates stage n+1's Job (the bundle, the
+checkpoint and the decision mounted), records the decision (who, when) in the Run's
+``status.decisions`` and the Review's status. Every step is idempotent by name, so a crash
+anywhere is repaired by the next reconcile.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from swarmkit_api.bundle import ReviewItem
+from swarmkit_api.review import CHECKPOINT_FILE, Checkpoint, ResumeDecision
+from swarmkit_api.run import RunSpec
+
+from .. import k8s
+from ..builders import job as jobs
+from ..builders import review as rv
+from ..builders import run_status as rs
+from . import cleanup, status
+from .model import RunView, run_ref
+from .start import create_job
+from .state import RunState
+
+log = logging.getLogger("swarmkit_operator.runs")
+REVIEWS = "reviews"
+
+
+def stage_of(run: RunView) -> int:
+    return int(run.status.get("resumes") or 0)
+
+
+def _review_entry(st: RunState, run: RunView, stage: int) -> dict[str, Any] | None:
+    name = rv.review_name(run.name, run.uid, stage)
+    return next(
+        (r for r in st.reviews_of(run.uid) if r.get("metadata", {}).get("name") == name), None
+    )
+
+
+async def parked(
+    st: RunState,
+    run: RunView,
+    spec: RunSpec,
+    verdict: rs.Verdict,
+    pods: list[dict[str, Any]],
+) -> float | None:
+    """Stage n's runner parked: checkpoint, Review, status (see the module docstring)."""
+    stage = stage_of(run)
+    ref = run_ref(run, spec)
+    cm_name = rv.checkpoint_config_map_name(run.name, run.uid, stage)
+    review = _review_entry(st, run, stage) or await k8s.get_custom(
+        REVIEWS, run.namespace, rv.review_name(run.name, run.uid, stage)
+    )
+    if review is None:
+        encoded = await _store_checkpoint(st, run, ref, stage, verdict)
+        if encoded is None:
+            return None  # failed, status written
+        try:
+            item = ReviewItem.model_validate(Checkpoint.decode(encoded).item)
+        except (ValueError, ValidationError) as exc:
+            await status.write(st, run, rs.final("Failed", f"invalid checkpoint {cm_name}: {exc}"))
+            return None
+        parked_at = rs.parse_time(verdict.completion_time) or datetime.now(UTC)
+        manifest = rv.build_review(ref, item, stage, parked_at)
+        review = await k8s.create_custom_if_absent(REVIEWS, run.namespace, manifest)
+        if review is None:
+            review = await k8s.get_custom(REVIEWS, run.namespace, manifest["metadata"]["name"])
+        if review is None:
+            raise RuntimeError(f"Review {manifest['metadata']['name']} vanished")
+        st.mark(run.uid, "review_created")
+    items = [_item_of(review)]
+    await status.write(
+        st,
+        run,
+        verdict,
+        {"checkpointConfigMap": cm_name, "reviewItems": items},
+    )
+    await cleanup.release_pods(st, pods)
+    return await waiting(st, run, spec, review)
+
+
+async def _store_checkpoint(
+    st: RunState, run: RunView, ref: jobs.RunRef, stage: int, verdict: rs.Verdict
+) -> str | None:
+    """The checkpoint of stage ``stage``: from its ConfigMap, else from the pod's log."""
+    cm_name = rv.checkpoint_config_map_name(run.name, run.uid, stage)
+    existing = await k8s.read_config_map(run.namespace, cm_name)
+    if existing is not None:
+        return str((existing.get("data") or {}).get(CHECKPOINT_FILE) or "")
+    sha = verdict.result.checkpoint_sha256 if verdict.result is not None else None
+    text = None
+    if sha and verdict.pod_name:
+        text = await k8s.read_pod_log(run.namespace, verdict.pod_name, jobs.CONTAINER_NAME)
+    encoded = rv.checkpoint_from_log(text or "", sha or "")
+    if encoded is None:
+        why = (
+            "its result carries no checkpoint"
+            if not sha
+            else f"its checkpoint line (sha256 {sha[:12]}) is not in pod {verdict.pod_name}'s log"
+        )
+        await status.write(
+            st, run, rs.final("Failed", f"the run parked for review but cannot resume: {why}")
+        )
+        return None
+    await k8s.create_config_map(rv.build_checkpoint_config_map(ref, stage, encoded))
+    st.mark(run.uid, "checkpoint_stored")
+    return encoded
+
+
+def _item_of(review: dict[str, Any]) -> dict[str, Any]:
+    """The Run's ``status.reviewItems`` entry for ``review``."""
+    request = (review.get("spec") or {}).get("request") or {}
+    item = {
+        "kind": request.get("kind"),
+        "question": request.get("question") or "",
+        "skill": (request.get("skillRef") or {}).get("name"),
+        "agent": request.get("agent"),
+        "tool": request.get("tool"),
+        "taskId": request.get("taskId"),
+        "review": (review.get("metadata") or {}).get("name"),
+    }
+    return {k: v for k, v in item.items() if v is not None}
+
+
+async def waiting(
+    st: RunState, run: RunView, spec: RunSpec, review: dict[str, Any] | None = None
+) -> float | None:
+    """The run waits on its Review: resume on a decision or at the deadline."""
+    stage = stage_of(run)
+    review = review or _review_entry(st, run, stage)
+    if review is None:
+        review = await k8s.get_custom(
+            REVIEWS, run.namespace, rv.review_name(run.name, run.uid, stage)
+        )
+        if review is None:
+            message = f"its Review {rv.review_name(run.name, run.uid, stage)} was deleted"
+            await status.write(st, run, rs.final("Failed", f"the run cannot resume: {message}"))
+            return None
+    found = rv.decision_of(review)
+    now = datetime.now(UTC)
+    if found is None:
+        deadline = rv.deadline_of(review)
+        if deadline is not None and now >= deadline:
+            expired = await k8s.patch_status_object(
+                REVIEWS, run.namespace, review["metadata"]["name"], {"state": "Expired"}
+            )
+            # A decision admitted before the Review was marked Expired still counts.
+            found = rv.decision_of(expired or {}) or rv.timeout_decision(review, now)
+        else:
+            if ((review.get("status") or {}).get("state")) != "Pending":
+                await k8s.patch_status(
+                    REVIEWS, run.namespace, review["metadata"]["name"], {"state": "Pending"}
+                )
+            return max((deadline - now).total_seconds(), 0.5) if deadline else None
+    return await resume(st, run, spec, stage, found, review)
+
+
+async def resume(
+    st: RunState,
+    run: RunView,
+    spec: RunSpec,
+    stage: int,
+    found: ResumeDecision,
+    review: dict[str, Any],
+) -> float | None:
+    """Start stage ``stage``+1 with ``found`` and record who decided."""
+    st.mark(run.uid, "decision_seen")
+    nxt = stage + 1
+    ref = run_ref(run, spec)
+    await k8s.create_config_map(rv.build_decision_config_map(ref, nxt, found))
+    cm_name = str(
+        run.status.get("bundleConfigMap") or jobs.bundle_config_map_name(run.name, run.uid)
+    )
+    rendered = await st.resolver.existing_bundle(run.namespace, cm_name)
+    if rendered is None:
+        await status.write(
+            st, run, rs.final("Failed", f"cannot resume: the run's bundle {cm_name} is gone")
+        )
+        return None
+    recreation = int(run.status.get("jobRecreations") or 0)
+    job = jobs.job_name(run.name, run.uid, recreation, nxt)
+    name = review["metadata"]["name"]
+    who = f"{found.verdict} by {found.decided_by}"
+    verdict = rs.Verdict(
+        phase="Pending",
+        status="Unknown",
+        reason="Resumed",
+        message=f"resumed after review {name} ({who}); waiting for Job {job}",
+    )
+    recorded = {
+        "review": name,
+        "kind": found.kind,
+        "verdict": found.verdict,
+        "decidedBy": found.decided_by,
+        "decidedAt": found.decided_at or None,
+        "resumedJob": job,
+    }
+    decisions = [d for d in run.status.get("decisions") or () if d.get("review") != name]
+    decisions.append({k: v for k, v in recorded.items() if v is not None})
+    state = "Expired" if found.verdict == "timeout" else "Resumed"
+    review_status = {
+        "state": state,
+        "verdict": found.verdict,
+        "decidedBy": found.decided_by,
+        "decidedAt": found.decided_at or None,
+        "resumedJob": job,
+    }
+    await k8s.patch_status(REVIEWS, run.namespace, name, review_status)
+    fields = {"resumes": nxt, "decisions": decisions, "reviewItems": []}
+    again = await create_job(
+        st, run, ref, rendered, cm_name, recreation, verdict, resume=nxt, extra=fields
+    )
+    st.mark(run.uid, "resumed_job_created")
+    log.info(
+        "run %s/%s: resumed as %s after review %s (%s)", run.namespace, run.name, job, name, who
+    )
+    return again
+
+
+__all__ = ["parked", "resume", "waiting"]

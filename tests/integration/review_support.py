@@ -1,0 +1,165 @@
+"""Helpers for the human-review end-to-end tests: the admission policy, user roles, people.
+
+People are impersonated through the admin kubeconfig (``kubectl --as=<user>``), so the
+real authenticator, RBAC authorizer and ValidatingAdmissionPolicy decide what they may do:
+
+* ``alice`` and ``bob`` hold the chart's ``swarmkit-reviewer`` ClusterRole (RoleBinding);
+* ``eve`` holds the built-in ``edit`` role (which the chart's aggregated roles extend).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
+
+from .runs_support import GROUP, REPO, VERSION, get
+
+ADMISSION = REPO / "deploy" / "admission" / "review-decisions.yaml"
+REVIEWERS = ("alice", "bob")
+EDITOR = "eve"
+
+
+def kubectl_as(
+    cluster: LocalCluster, user: str | None, *args: str, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """kubectl as ``user`` (impersonated), never raising: the caller looks at the result."""
+    who = [f"--as={user}"] if user else []
+    return cluster.kubectl(*who, *args, check=False, input=input)
+
+
+def decide(
+    cluster: LocalCluster,
+    namespace: str,
+    review: str,
+    user: str,
+    verdict: str,
+    text: str | None = None,
+    decided_by: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """The documented ``kubectl patch`` a person runs to answer a Review."""
+    decision: dict[str, Any] = {"verdict": verdict, "decidedBy": decided_by or user}
+    if text is not None:
+        decision["text"] = text
+    patch = json.dumps({"spec": {"decision": decision}})
+    return kubectl_as(
+        cluster, user, "-n", namespace, "patch", "review", review, "--type=merge", "-p", patch
+    )
+
+
+def user_roles() -> list[dict[str, Any]]:
+    """The chart's user-facing ClusterRoles (view/edit/admin aggregates, swarmkit-reviewer)."""
+    from tests.unit.test_chart_render import render
+
+    docs = render({}, release="swarmkit", namespace="swarmkit-system")
+    return [
+        d
+        for d in docs
+        if d["kind"] == "ClusterRole"
+        and (
+            d["metadata"]["name"].startswith("swarmkit-reviewer")
+            or any(
+                k.startswith("rbac.authorization.k8s.io/aggregate-to-")
+                for k in d["metadata"].get("labels", {})
+            )
+        )
+    ]
+
+
+@pytest.fixture(scope="session")
+def review_admission(cluster: LocalCluster, kube: Kube, crds: Any) -> Iterator[None]:
+    """The chart's roles and the admission policy, applied and proven effective."""
+    roles = user_roles()
+    cluster.kubectl(
+        "apply", "--server-side", "-f", "-", input="\n---\n".join(json.dumps(d) for d in roles)
+    )
+    cluster.kubectl("apply", "--server-side", "-f", str(ADMISSION))
+    with temp_namespace(kube, "vap-ready") as ns:
+        bind_people(cluster, ns)
+        attempts = iter(range(1000))
+
+        def forged_is_denied() -> bool:
+            # A fresh Review each time: a forged decision admitted before the policy took
+            # effect would make every later identical patch a no-op.
+            name = f"probe-{next(attempts)}"
+            review = {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "Review",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"request": {"kind": "human_task", "question": "probe"}},
+            }
+            kube.custom.create_namespaced_custom_object(GROUP, VERSION, ns, "reviews", review)
+            res = decide(cluster, ns, name, "alice", "approve", decided_by="mallory")
+            return res.returncode != 0 and "decidedBy" in res.stderr
+
+        # Policies (and aggregated roles) take effect asynchronously.
+        wait_for(forged_is_denied, 60, interval=1.0, message="the admission policy to take effect")
+    yield
+
+
+def bind_people(cluster: LocalCluster, namespace: str) -> None:
+    docs = []
+    for user, role in [(u, "swarmkit-reviewer") for u in REVIEWERS] + [(EDITOR, "edit")]:
+        docs.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": f"{user}-{role}", "namespace": namespace},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": role,
+                },
+                "subjects": [
+                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}
+                ],
+            }
+        )
+    cluster.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in docs))
+
+    def can_decide() -> bool:
+        res = kubectl_as(
+            cluster, "alice", "auth", "can-i", "patch", "reviews.swarmkit.dev", "-n", namespace
+        )
+        return res.stdout.strip() == "yes"
+
+    wait_for(can_decide, 30, message="the reviewer role to be aggregated")
+
+
+def review_of(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        out: dict[str, Any] = kube.custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, "reviews", name
+        )
+        return out
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def parked_review(kube: Kube, namespace: str, run: str, timeout: float = 90) -> dict[str, Any]:
+    """The Review the parked Run names in its status, once it exists."""
+
+    def check() -> dict[str, Any] | None:
+        body = get(kube, namespace, "Run", run) or {}
+        items = (body.get("status") or {}).get("reviewItems") or []
+        if not items or not items[0].get("review"):
+            return None
+        return review_of(kube, namespace, items[0]["review"])
+
+    found: dict[str, Any] = wait_for(check, timeout, message=f"run {run} to open a Review")
+    return found
+
+
+def now() -> float:
+    return time.monotonic()
