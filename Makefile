@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-import bench-gateway bench-serve bench-webview bench chaos chart-lint \
+        bench-runner bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
         test-helm kind-e2e clean chromium
 
 help: ## list targets
@@ -87,6 +87,9 @@ bench: cluster-binaries ## scale benchmarks: reconcile 100/1k/5k skills, fan-out
 chaos: cluster-binaries ## the reliability suite at full size (SWARMKIT_CHAOS=full; figures in chaos-report.json)
 	SWARMKIT_CHAOS=full SWARMKIT_CHAOS_REPORT=$(CURDIR)/chaos-report.json \
 	    $(PY) -m pytest tests/chaos -q -p no:cacheprovider -s
+
+bench-review: cluster-binaries ## benchmark: review decision → resumed run latency
+	$(PY) bench/bench_review.py
 
 bench-runner: $(STAMP) ## benchmark: runner cold start, level-1 catalog cost, MCP overhead
 	$(PY) bench/bench_runner.py

@@ -163,6 +163,7 @@ def test_every_value_set_renders_labelled_namespaced_objects(name: str) -> None:
     docs = render(VALUE_SETS[name])
     cluster_scoped = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
     cluster_scoped.add("ClusterKopfPeering")
+    cluster_scoped |= {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
     for doc in docs:
         meta = doc["metadata"]
         if doc["kind"] in cluster_scoped:
@@ -403,3 +404,25 @@ def test_notes_tell_the_user_what_to_apply_next() -> None:
     assert "examples/00-workspace.yaml" in notes and "examples/40-run.yaml" in notes
     assert "argocd.argoproj.io/sync-wave" in notes
     assert "config.security.skills.allowed[0].sha256" in notes
+
+
+def test_reviewer_role_and_admission_policy() -> None:
+    docs = render()
+    reviewer = next(d for d in docs if d["metadata"]["name"] == "swarmkit-reviewer")
+    selector = reviewer["aggregationRule"]["clusterRoleSelectors"][0]["matchLabels"]
+    assert selector == {"swarmkit.dev/aggregate-to-reviewer": "true"}
+    rules = next(d for d in docs if d["metadata"]["name"] == "swarmkit-reviewer-reviews")
+    assert rules["metadata"]["labels"]["swarmkit.dev/aggregate-to-reviewer"] == "true"
+    # the built-in edit and admin get no write verb on Reviews
+    for doc in docs:
+        labels = doc["metadata"].get("labels", {})
+        if doc["kind"] == "ClusterRole" and any(
+            "aggregate-to-edit" in k or "aggregate-to-admin" in k for k in labels
+        ):
+            for rule in doc["rules"]:
+                assert "reviews" not in rule["resources"], doc["metadata"]["name"]
+    kinds = {d["kind"] for d in docs}
+    assert {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} <= kinds
+    off = render({"reviews": {"admissionPolicy": False}, "rbac": {"reviewerRole": False}})
+    assert not {d["kind"] for d in off} & {"ValidatingAdmissionPolicy"}
+    assert not [d for d in off if d["metadata"]["name"].startswith("swarmkit-reviewer")]
