@@ -148,6 +148,9 @@ class RunContext:
     owner: bool = True
     #: What every effect returned so far (resume after a review; shared with child runs).
     journal: Journal = field(default_factory=Journal)
+    #: Whether this context can park for a person (a Run can; a gateway session cannot,
+    #: so there a question becomes a refusal).
+    can_park: bool = True
 
     def __post_init__(self) -> None:
         if not self.run_id:
@@ -178,6 +181,7 @@ class RunContext:
             shared=self.shared,
             owner=False,
             journal=self.journal,
+            can_park=self.can_park,
         )
 
     def agent_loop(self) -> AgentLoop:

@@ -175,6 +175,7 @@ class Gateway:
             budget=Budget(governance.max_steps_per_run, governance.max_tokens_per_run),
             stats=CallStats(),
             run_id=self.bundle.run.uid,
+            can_park=False,  # no Run to park: strict calls and escalations are refused
         )
 
     async def start(self) -> None:

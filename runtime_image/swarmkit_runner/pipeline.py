@@ -167,6 +167,8 @@ async def approval(
     for the first time."""
     found = reviews.decision(ctx, "approval")
     if found is None:
+        if not ctx.can_park:
+            raise refused
         raise reviews.park(
             ctx,
             "approval",
@@ -262,7 +264,7 @@ async def _invoke(
     tries = f"after {attempt} attempt{'s' if attempt != 1 else ''}"
     if on_failure == "fail":
         raise RunFailed(f"skill {skill.name} failed {tries} (onFailure: fail): {reason}")
-    if on_failure == "escalate_to_human":
+    if on_failure == "escalate_to_human" and ctx.can_park:
         question = (
             f"skill {skill.name} (agent {agent.name}) failed {tries}: {reason}. "
             "Answer with the result the agent should get, approve to hand it the failure, "

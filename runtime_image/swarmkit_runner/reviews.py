@@ -76,8 +76,11 @@ def park(
     args: dict[str, Any] | None = None,
     context: str | None = None,
     task_id: str | None = None,
-) -> AwaitingReview:
-    """Audit ``review.requested`` and return the exception that parks the run here."""
+) -> AwaitingReview | ToolError:
+    """Audit ``review.requested`` and return the exception that parks the run here (where
+    nothing can park, e.g. a gateway session: a ``NoReviewer`` tool error)."""
+    if not ctx.can_park:
+        return ToolError(f"{question} (no person can be asked here: not a Run)", "NoReviewer")
     item = ReviewItem(
         kind=kind,
         skill=skill.name if skill is not None else None,
