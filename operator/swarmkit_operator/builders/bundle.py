@@ -383,8 +383,8 @@ def skill_callable(skill: PinnedSkill, workspace: WorkspaceSpec) -> tuple[bool, 
     authored_by = skill.spec.provenance.authored_by
     if authored_by == "authored_by_swarm" and not skill.reviewed:
         return False, (
-            "authored_by_swarm: locked until a human reviews it "
-            "(annotation swarmkit.dev/reviewed-by)"
+            "authored_by_swarm: locked until a reviewer approves its Review "
+            f"skill-{skill.name}-{skill.content_hash[:8]}"
         )
     policy = effective_governance(workspace).provenance
     if policy is not None and authored_by in _PROVENANCE_POLICY:

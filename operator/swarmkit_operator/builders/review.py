@@ -210,10 +210,14 @@ def timeout_decision(review: Mapping[str, Any], now: datetime) -> ResumeDecision
 
 __all__ = [
     "REVIEW_KIND_LABEL",
+    "SKILL_LABEL",
+    "SKILL_REVIEW_KIND",
     "ResumeFiles",
+    "approves",
     "build_checkpoint_config_map",
     "build_decision_config_map",
     "build_review",
+    "build_skill_review",
     "checkpoint_config_map_name",
     "checkpoint_from_log",
     "deadline_of",
@@ -222,5 +226,74 @@ __all__ = [
     "decision_of",
     "resume_files",
     "review_name",
+    "skill_review_name",
     "timeout_decision",
 ]
+
+
+# --- swarm-authored skills --------------------------------------------------------------------
+
+SKILL_LABEL = "swarmkit.dev/skill"
+SKILL_REVIEW_KIND = "skill_review"
+
+
+def skill_review_name(skill: str, content_hash: str) -> str:
+    """``skill-<name>-<hash8>``: one Review per content version of a swarm-authored skill."""
+    suffix = f"-{content_hash[:8]}"
+    return f"skill-{skill}"[: MAX_NAME - len(suffix)] + suffix
+
+
+def build_skill_review(
+    namespace: str, skill: str, skill_uid: str, content_hash: str, description: str
+) -> dict[str, Any]:
+    """The Review that unlocks a swarm-authored skill's content version ``content_hash``
+    (owned by the Skill; a new version needs a new review)."""
+    question = (
+        f"Skill {skill} was authored by the swarm (provenance authored_by_swarm) and stays "
+        f"locked until a person reviews it. Approve content version {content_hash[:12]}?"
+    )
+    return {
+        "apiVersion": RUN_API_VERSION,
+        "kind": "Review",
+        "metadata": {
+            "name": skill_review_name(skill, content_hash),
+            "namespace": namespace,
+            "labels": {
+                **MANAGED_BY_LABELS,
+                SKILL_LABEL: skill,
+                REVIEW_KIND_LABEL: SKILL_REVIEW_KIND,
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": RUN_API_VERSION,
+                    "kind": "Skill",
+                    "name": skill,
+                    "uid": skill_uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "request": {
+                "kind": SKILL_REVIEW_KIND,
+                "question": question,
+                "skillRef": {"name": skill},
+                "contentHash": content_hash,
+                **({"context": description[:4096]} if description else {}),
+            }
+        },
+    }
+
+
+def approves(review: Mapping[str, Any], content_hash: str | None) -> bool:
+    """Whether ``review`` is an approval of exactly ``content_hash``."""
+    spec = review.get("spec") or {}
+    request = spec.get("request") or {}
+    decision = spec.get("decision") or {}
+    return (
+        bool(content_hash)
+        and request.get("kind") == SKILL_REVIEW_KIND
+        and request.get("contentHash") == content_hash
+        and decision.get("verdict") == "approve"
+    )

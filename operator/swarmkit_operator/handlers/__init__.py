@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     agent,
     gateway,
     login,
+    review,
     run,
     schedule,
     skill,

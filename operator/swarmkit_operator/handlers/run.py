@@ -124,6 +124,7 @@ async def runs_startup(
         workspaces=view("runs_workspaces"),
         bundles=view("pinned_config_maps") if "pinned_config_maps" in shared.indexes.data else None,
         reviews=view("runs_reviews_by_run"),
+        skill_reviews=view("skill_reviews") if "skill_reviews" in shared.indexes.data else None,
     )
     _controller = RunController(config, indexes)
     _controller.ready.set()  # the shared start-up pre-populated every index (LIST) already

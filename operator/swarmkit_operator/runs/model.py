@@ -29,7 +29,6 @@ TOPOLOGIES = (GROUP, VERSION, "topologies")
 AGENTS = (GROUP, VERSION, "agents")
 SKILLS = (GROUP, VERSION, "skills")
 WORKSPACES = (GROUP, VERSION, "workspaces")
-REVIEWED_ANNOTATION = "swarmkit.dev/reviewed-by"
 #: The labels the Job controller puts on its pods (new name first, then the legacy one).
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 #: Seconds a Job may exist without a pod before its Events are consulted.
@@ -93,6 +92,8 @@ class Indexes:
     bundles: IndexLike | None = None
     #: Reviews by the uid of the Run they belong to (run uid → Review summaries).
     reviews: IndexLike | None = None
+    #: Reviews of swarm-authored skills by (namespace, skill).
+    skill_reviews: IndexLike | None = None
 
 
 def one(index: IndexLike, key: Any) -> dict[str, Any] | None:

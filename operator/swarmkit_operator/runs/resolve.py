@@ -22,10 +22,11 @@ from swarmkit_api.workspace import WorkspaceSpec
 from .. import k8s
 from ..builders import bundle as bundles
 from ..builders import job as jobs
+from ..builders.review import approves
 from ..builders.skill import SKILL_MD, load_rendered_skill
 from ..conditions import get_condition
 from ..config import OperatorConfig
-from .model import PENDING_RECHECK, REVIEWED_ANNOTATION, Indexes, RunView, one
+from .model import PENDING_RECHECK, Indexes, RunView, one
 
 #: Bound on each cache; cleared wholesale when exceeded (entries are cheap to re-read).
 CACHE_LIMIT = 4096
@@ -204,9 +205,12 @@ class Resolver:
         return parsed
 
     async def _resolve_skill(self, ns: str, ref: bundles.SkillRef) -> bundles.PinnedSkill | Waiting:
-        live = one(self.idx.skills, (ns, ref.name)) or {}
-        # Review is the one live fact a pinned skill carries, so it is part of the cache key.
-        reviewed = bool((live.get("annotations") or {}).get(REVIEWED_ANNOTATION))
+        # Review is the one live fact a pinned skill carries, so it is part of the cache key:
+        # an approved Review of exactly this content version (swarm-authored skills).
+        reviewed = any(
+            approves(r, ref.content_hash)
+            for r in (self.idx.skill_reviews or {}).get((ns, ref.name)) or ()
+        )
         key = (ns, ref, reviewed)
         cached = self._parsed.get(key)
         if isinstance(cached, bundles.PinnedSkill):

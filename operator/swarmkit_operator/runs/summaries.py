@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .model import REVIEWED_ANNOTATION
-
 
 def meta_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     """The metadata every summary starts from."""
@@ -110,14 +108,10 @@ def agent_summary(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def skill_summary(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A Skill: only whether it is reviewed; its content comes from the pinned ConfigMap."""
-    meta = body.get("metadata") or {}
-    annotations = meta.get("annotations") or {}
+    """A Skill: its content hash; its content comes from the pinned ConfigMap (and whether
+    a swarm-authored version is reviewed, from its Review: handlers/review.py)."""
     status = body.get("status") or {}
-    return {
-        "annotations": {k: v for k, v in annotations.items() if k == REVIEWED_ANNOTATION},
-        "contentHash": status.get("contentHash"),
-    }
+    return {"contentHash": status.get("contentHash")}
 
 
 def workspace_summary(body: Mapping[str, Any]) -> dict[str, Any]:
