@@ -167,8 +167,8 @@ async def approval(
     for the first time."""
     found = reviews.decision(ctx, "approval")
     if found is None:
-        if not ctx.can_park:
-            raise refused
+        if not ctx.can_park or ctx.shared.ask is not None:
+            raise refused  # no Run to park (a gateway session, serve mode): a refusal
         raise reviews.park(
             ctx,
             "approval",

@@ -78,8 +78,8 @@ def park(
     task_id: str | None = None,
 ) -> AwaitingReview | ToolError:
     """Audit ``review.requested`` and return the exception that parks the run here (where
-    nothing can park, e.g. a gateway session: a ``NoReviewer`` tool error)."""
-    if not ctx.can_park:
+    nothing can park, a gateway session or serve mode: a ``NoReviewer`` tool error)."""
+    if not ctx.can_park or ctx.shared.ask is not None:
         return ToolError(f"{question} (no person can be asked here: not a Run)", "NoReviewer")
     item = ReviewItem(
         kind=kind,
