@@ -265,19 +265,19 @@ async def _invoke(
     if on_failure == "fail":
         raise RunFailed(f"skill {skill.name} failed {tries} (onFailure: fail): {reason}")
     if on_failure == "escalate_to_human" and ctx.can_park:
-        question = (
-            f"skill {skill.name} (agent {agent.name}) failed {tries}: {reason}. "
-            "Answer with the result the agent should get, approve to hand it the failure, "
-            "or reject to fail the run."
-        )
-        item = ReviewItem(kind="escalation", skill=skill.name, agent=agent.name, question=question)
+        failed = f"skill {skill.name} (agent {agent.name}) failed {tries}: {reason}."
         if ctx.shared.ask is not None:
+            question = f"{failed} Decide how the run should go on."
+            item = ReviewItem(
+                kind="escalation", skill=skill.name, agent=agent.name, question=question
+            )
             answer = await ask_caller(ctx, item)
             return json.dumps({"status": "answered", "question": question, "answer": answer})
         raise reviews.park(
             ctx,
             "escalation",
-            question,
+            f"{failed} Answer with the result the agent should get, approve to hand it the "
+            "failure, or reject to fail the run.",
             agent=agent.name,
             skill=skill,
             tool=skill.name,
