@@ -69,8 +69,8 @@ def read_workspace(col: Collected, src: Src) -> None:
     servers = f.take("mcp_servers")
     if isinstance(servers, dict):
         sub = f.sub("mcp_servers")
-        for i, (sid, _) in enumerate(sub.take_all().items()):
-            _server(col, Fields(col.report, sub.src.at(sid)), str(sid), i)
+        for sid in sub.take_all():
+            _server(col, Fields(col.report, sub.src.at(sid)), str(sid))
     elif isinstance(servers, list):
         for i, _ in enumerate(servers):
             sf = Fields(col.report, src.at("mcp_servers", i))
@@ -78,7 +78,7 @@ def read_workspace(col: Collected, src: Src) -> None:
             if sid is None:
                 sf.error(None, "an MCP server needs an id")
                 continue
-            _server(col, sf, str(sid), i)
+            _server(col, sf, str(sid))
     elif servers is not None:
         f.error("mcp_servers", "expected a list of servers (or a mapping by id)")
     creds = f.take("credentials")
@@ -107,7 +107,7 @@ def read_workspace(col: Collected, src: Src) -> None:
     f.finish("mcp_servers, credentials, description")
 
 
-def _server(col: Collected, f: Fields, sid: str, index: int) -> None:
+def _server(col: Collected, f: Fields, sid: str) -> None:
     f.take("id")
     f.take("name")
     body = mcp_server(col, f, sid)
