@@ -176,7 +176,7 @@ class HttpMcpServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
-    def start(self, timeout: float = 20.0) -> HttpMcpServer:
+    def start(self, timeout: float = 60.0) -> HttpMcpServer:
         argv = [sys.executable, str(THIS_FILE), "http", "--name", self.name]
         argv += ["--port", str(self.port)]
         if self.token:
