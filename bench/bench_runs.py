@@ -281,9 +281,9 @@ class Bench:
         if profile is not None:
             result["profile"] = str(profile.stop())
             result["profile_self"] = top_frames(Path(result["profile"]))
-            result["profile_operator"] = top_frames(
-                Path(result["profile"]), 10, "swarmkit_operator/"
-            )
+            path = Path(result["profile"])
+            result["profile_operator"] = top_frames(path, 10, "swarmkit_operator/")
+            result["profile_kopf"] = top_frames(path, 6, "kopf/")
         print("    " + run_line(result), flush=True)
         return result
 
