@@ -27,7 +27,7 @@ from .common import Condition, LocalObjectReference
 
 ReviewKind = Literal["escalation", "approval", "input_request", "human_task", "skill_review"]
 Verdict = Literal["approve", "reject", "answer"]
-ReviewState = Literal["Pending", "Decided", "Expired", "Resumed"]
+ReviewState = Literal["Pending", "Decided", "Expired", "Resumed", "Closed"]
 
 #: Who "decides" an expired review (the operator, delivering the timeout to the runner).
 TIMEOUT_DECIDER = "system:swarmkit-operator:review-timeout"
@@ -129,7 +129,8 @@ class ReviewStatus(ApiModel):
     state: ReviewState | None = Field(
         default=None,
         description="Pending, Decided (the decision was taken up), Expired (no answer before "
-        "the deadline), Resumed (the run goes on with it).",
+        "the deadline), Resumed (the run goes on with it), Closed (the run ended without it, "
+        "e.g. cancelled).",
     )
     verdict: str | None = Field(default=None, description="The verdict taken up.")
     decided_by: str | None = Field(default=None, description="Authenticated decider.")

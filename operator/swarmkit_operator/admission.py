@@ -9,7 +9,7 @@ apiserver evaluates this ValidatingAdmissionPolicy on every create and update of
 * a second decision, or a change to the first (the CRD's CEL transition rules refuse that
   too, for everyone);
 * a decision on a Review the operator marked ``Expired`` (its deadline passed; the run has
-  taken its failure path);
+  taken its failure path) or ``Closed`` (its run was cancelled while it waited);
 * a Review created with a decision already in it.
 
 ``make generate`` writes it to ``deploy/admission/review-decisions.yaml`` (what the tests
@@ -50,9 +50,10 @@ def validations() -> list[dict[str, Any]]:
         _validation(
             "request.operation != 'UPDATE' || !(" + _DECIDING + ") || "
             "!has(oldObject.status) || !has(oldObject.status.state) || "
-            "oldObject.status.state != 'Expired'",
-            "'review ' + object.metadata.name + ' expired: its deadline passed and the run "
-            "already took its failure path'",
+            "!(oldObject.status.state in ['Expired', 'Closed'])",
+            "'review ' + object.metadata.name + (oldObject.status.state == 'Expired' ? "
+            "' expired: its deadline passed and the run already took its failure path' : "
+            "' is closed: its run ended without it (cancelled)')",
             "Forbidden",
         ),
         _validation(

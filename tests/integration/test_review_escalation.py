@@ -255,3 +255,26 @@ def test_operator_killed_and_parked_pod_deleted_while_waiting(
     assert (cond.get("status"), cond.get("reason")) == ("True", "Succeeded"), cond
     assert run["status"]["decisions"][0]["decidedBy"] == "alice"
     assert run["status"]["jobRecreations"] == 0, "the parked run was not started over"
+
+
+@pytest.mark.usefixtures("review_admission")
+def test_cancelled_while_waiting_closes_the_review(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+    _escalating_agent(kube, ns, cluster)
+    review = _parked(kube, ns, "ship-never", operator)
+    name = review["metadata"]["name"]
+    kube.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, ns, "runs", "ship-never", {"spec": {"cancelled": True}}
+    )
+    run = wait_run(kube, ns, "ship-never", finished, operator=operator)
+    cond = succeeded(run) or {}
+    assert (cond.get("status"), cond.get("reason")) == ("False", "Cancelled"), cond
+    wait_for(
+        lambda: ((review_of(kube, ns, name) or {}).get("status") or {}).get("state") == "Closed",
+        30,
+        message="the Review to be closed",
+    )
+    late = decide(cluster, ns, name, "alice", "approve")
+    assert late.returncode != 0 and f"review {name} is closed" in late.stderr, late.stderr

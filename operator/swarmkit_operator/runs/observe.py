@@ -191,6 +191,9 @@ async def cancel(
     elif not run.status.get("jobName"):
         message += " before it started"
     st.waiting.get(run.namespace, set()).discard(run.uid)
+    parked = rs.is_parked(run.status.get("conditions"))
     await status.write(st, run, rs.final("Cancelled", message))
     await cleanup.release_pods(st, pods)
+    if parked:
+        await review.close(st, run)
     return None

@@ -17,7 +17,8 @@ otherwise the reconcile asks to be run again at the deadline.
 :func:`resume` writes the decision ConfigMap, creates stage n+1's Job (the bundle, the
 checkpoint and the decision mounted), records the decision (who, when) in the Run's
 ``status.decisions`` and the Review's status. Every step is idempotent by name, so a crash
-anywhere is repaired by the next reconcile.
+anywhere is repaired by the next reconcile. A run cancelled while it waits closes its
+Review (:func:`close`).
 """
 
 from __future__ import annotations
@@ -236,4 +237,11 @@ async def resume(
     return again
 
 
-__all__ = ["parked", "resume", "waiting"]
+async def close(st: RunState, run: RunView) -> None:
+    """The run ended while its Review waited (cancelled): the Review is ``Closed``, and the
+    admission policy refuses decisions on it from then on."""
+    name = rv.review_name(run.name, run.uid, stage_of(run))
+    await k8s.patch_status(REVIEWS, run.namespace, name, {"state": "Closed"})
+
+
+__all__ = ["close", "parked", "resume", "waiting"]
