@@ -181,8 +181,8 @@ def read_skill(col: Collected, src: Src) -> None:
         if spec["provenance"].get("authoredBy") == "authored_by_swarm":
             prov.warn(
                 "authored_by",
-                "authored_by_swarm: the skill is locked until a reviewer sets the "
-                "swarmkit.dev/reviewed-by annotation on the Skill",
+                "authored_by_swarm: the skill is locked until a reviewer approves its Review "
+                "skill-<name>-<hash8> (kubectl swarmkit review approve)",
             )
     if "audit" in f:
         audit = f.sub("audit")

@@ -264,8 +264,10 @@ def test_provenance_is_camel_cased_and_swarm_authored_warns(tmp_path: Path) -> N
         "version": "1.0.0",
     }
     (warning,) = r.warnings
-    assert warning.startswith(
-        "skills/s1.yaml:8: provenance.authored_by: authored_by_swarm: the skill is locked"
+    assert warning == (
+        "skills/s1.yaml:8: provenance.authored_by: authored_by_swarm: the skill is locked "
+        "until a reviewer approves its Review skill-<name>-<hash8> (kubectl swarmkit review "
+        "approve)"
     )
 
 
