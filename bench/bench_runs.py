@@ -72,8 +72,7 @@ from swarmkit_devcluster.testing import apply_crds, wait_for  # noqa: E402
 
 INSTANT_IMAGE = "bench.local/instant-runtime:1"
 RESULT = '{"outcome":"Succeeded","output":"ok","steps":1}'
-# ${SWARMKIT_PATH_PREFIX:-}: the process node either sets it (a container's files live under
-# a per-container root) or gives each container its own /dev; the one-liner works in both.
+# The process node gives each container its own /dev with the termination-log file in it.
 IMAGE_MAP = {
     "images": [
         {
@@ -81,7 +80,7 @@ IMAGE_MAP = {
             "entrypoint": [
                 "/bin/sh",
                 "-c",
-                f"printf '%s' '{RESULT}' > \"${{SWARMKIT_PATH_PREFIX:-}}/dev/termination-log\"",
+                f"printf '%s' '{RESULT}' > /dev/termination-log",
             ],
         }
     ],

@@ -13,9 +13,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from swarmkit_devcluster.cluster import ClusterError, LocalCluster
+from swarmkit_devcluster.process_node.containers import SANDBOX
 
 T = TypeVar("T")
 
@@ -206,3 +210,37 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def run_with_mounts(
+    argv: list[str],
+    mounts: dict[str, str],
+    *,
+    work_dir: Path,
+    env: dict[str, str] | None = None,
+    cwd: str = "/",
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` as the process node runs a host-command container: in a private mount
+    namespace where each host path of ``mounts`` is bind-mounted at its container path
+    (a host *file* mounted as a file), the host's filesystem everywhere else."""
+    spec = {
+        "root": str(work_dir / "root"),
+        "upper": str(work_dir / "rw"),
+        "mounts": [
+            {"source": src, "target": dst, "file": Path(src).is_file()}
+            for src, dst in sorted(mounts.items(), key=lambda kv: len(kv[1]))
+        ],
+        "cwd": cwd,
+        "argv": argv,
+        "errorFile": str(work_dir / "start-error"),
+    }
+    spec_file = work_dir / "launch.json"
+    spec_file.write_text(json.dumps(spec))
+    return subprocess.run(
+        [sys.executable, "-I", "-S", SANDBOX, str(spec_file)],
+        env=env if env is not None else dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

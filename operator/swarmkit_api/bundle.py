@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import Literal
 
 from pydantic import Field
@@ -51,21 +50,6 @@ Outcome = Literal[
     "AwaitingReview",
     "Cancelled",
 ]
-
-
-#: Set only by the local process node, which runs pods as host processes: inside such a pod
-#: the absolute container path P is the host path ``$SWARMKIT_PATH_PREFIX + P``.
-PATH_PREFIX_ENV = "SWARMKIT_PATH_PREFIX"
-
-
-def host_path(path: str) -> str:
-    """A container path as this process sees it: the path prefix prepended to an absolute
-    path. Idempotent (a path already under the prefix is left alone) and a no-op on a real
-    cluster, where the prefix is unset. The operator and the runner both use it."""
-    prefix = os.environ.get(PATH_PREFIX_ENV, "").rstrip("/")
-    if not prefix or not path.startswith("/") or path == prefix or path.startswith(prefix + "/"):
-        return path
-    return prefix + path
 
 
 #: Env vars ``<prefix><n>`` of a served topology's pod hold its accepted bearer tokens (set

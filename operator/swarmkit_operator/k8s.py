@@ -9,10 +9,7 @@ on patch or delete means the object is gone. Anything else raises :class:`ApiErr
 work queue retries the reconcile with its own backoff.
 
 Credentials: in-cluster service account when ``KUBERNETES_SERVICE_HOST`` is set and no
-``KUBECONFIG`` is, else the kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``). In-cluster
-file paths honour ``$SWARMKIT_PATH_PREFIX`` (set only by the local process node, where a
-container path P lives at ``$SWARMKIT_PATH_PREFIX + P``), so the same code logs in there and
-on a real cluster.
+``KUBECONFIG`` is, else the kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``).
 """
 
 from __future__ import annotations
@@ -38,7 +35,6 @@ from kubernetes import config as kconfig
 from kubernetes.config import incluster_config
 
 from swarmkit_api import GROUP, VERSION
-from swarmkit_api.bundle import host_path
 
 from . import metrics
 
@@ -92,9 +88,9 @@ def in_cluster() -> InCluster | None:
     server_host = f"[{host}]" if ":" in host else host
     return InCluster(
         server=f"https://{server_host}:{port}",
-        token_path=host_path(f"{SA_DIR}/token"),
-        ca_path=host_path(f"{SA_DIR}/ca.crt"),
-        namespace_path=host_path(f"{SA_DIR}/namespace"),
+        token_path=f"{SA_DIR}/token",
+        ca_path=f"{SA_DIR}/ca.crt",
+        namespace_path=f"{SA_DIR}/namespace",
     )
 
 

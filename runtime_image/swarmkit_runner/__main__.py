@@ -22,6 +22,7 @@ import json
 import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swarmkit_api.review import Checkpoint, ResumeDecision
@@ -31,7 +32,7 @@ from .audit import AuditLog
 from .bundle import load_bundle
 from .errors import BundleError, StartupError
 from .journal import Journal
-from .paths import RunnerPaths, prefixed
+from .paths import RunnerPaths
 from .result import exit_code, make_result, write_termination_log
 from .runner import execute
 from .secrets import SecretStore, hide_secret_environ
@@ -190,9 +191,9 @@ def load_journal(checkpoint: str | None, decision: str | None, run_uid: str) -> 
             raise ValueError("--decision needs --checkpoint")
         return None
     try:
-        saved = Checkpoint.decode(prefixed(checkpoint).read_text(encoding="utf-8").strip())
+        saved = Checkpoint.decode(Path(checkpoint).read_text(encoding="utf-8").strip())
         found = (
-            ResumeDecision.model_validate_json(prefixed(decision).read_bytes())
+            ResumeDecision.model_validate_json(Path(decision).read_bytes())
             if decision is not None
             else None
         )

@@ -6,6 +6,7 @@ from the bundle, or the file mounted under the bundle's ``flowDataDir``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from swarmkit_api.bundle import BundleAgent
@@ -14,7 +15,6 @@ from .catalog import ToolEntry
 from .context import RunContext
 from .errors import ToolError
 from .native import confined
-from .paths import prefixed
 
 MAX_FLOW_DATA_BYTES = 1024 * 1024
 
@@ -45,7 +45,7 @@ def flow_data_tool(ctx: RunContext, agent: BundleAgent) -> ToolEntry | None:
             return entry.content
         if ctx.bundle.flow_data_dir is None:
             raise ToolError(f"{path!r} is not mounted", "FileNotFound")
-        target = confined(prefixed(ctx.bundle.flow_data_dir), path)
+        target = confined(Path(ctx.bundle.flow_data_dir), path)
         if not target.is_file():
             raise ToolError(f"{path!r} is not mounted", "FileNotFound")
         data = target.read_bytes()[:MAX_FLOW_DATA_BYTES]

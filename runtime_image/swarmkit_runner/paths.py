@@ -1,12 +1,8 @@
 """Where the runner finds its inputs and writes its outputs.
 
-Defaults are the mount points the operator uses (``swarmkit_api.bundle``). When the env var
-``SWARMKIT_PATH_PREFIX`` is set (the local process node runs pods as processes: inside such
-a pod the absolute container path P is the host path ``$SWARMKIT_PATH_PREFIX + P``), it is
-prepended to every absolute path the runner uses: defaults, ``--bundle`` & co., and the
-paths the bundle carries (skill directories, flow data). Like the process node's own
-helper it is idempotent: a path already under the prefix is left alone. Unset (a real
-cluster) it changes nothing.
+Defaults are the mount points the operator uses (``swarmkit_api.bundle``); explicit
+arguments (``--bundle`` & co.) override them. Paths are used as they are: the runner sees its
+pod's filesystem, on a real node and on the local process node alike.
 """
 
 from __future__ import annotations
@@ -20,13 +16,7 @@ from swarmkit_api.bundle import (
     SCRATCH_MOUNT,
     SKILLS_MOUNT,
     TERMINATION_LOG,
-    host_path,
 )
-
-
-def prefixed(path: str) -> Path:
-    """``path`` as a host path (see :func:`swarmkit_api.bundle.host_path`)."""
-    return Path(host_path(path))
 
 
 @dataclass(frozen=True)
@@ -35,7 +25,7 @@ class RunnerPaths:
 
     bundle_dir: Path
     #: Explicit ``--skills-dir``: skills live in ``<root>/<skill name>``. None = use
-    #: each BundleSkill.directory (prefixed).
+    #: each BundleSkill.directory.
     skills_root: Path | None
     scratch: Path
     termination_log: Path
@@ -49,8 +39,8 @@ class RunnerPaths:
         if self.skills_root is not None:
             return self.skills_root / name
         if directory:
-            return prefixed(directory)
-        return prefixed(SKILLS_MOUNT) / name
+            return Path(directory)
+        return Path(SKILLS_MOUNT) / name
 
     @classmethod
     def resolve(
@@ -60,10 +50,10 @@ class RunnerPaths:
         scratch: str | None = None,
         termination_log: str | None = None,
     ) -> RunnerPaths:
-        """Explicit arguments win over the defaults; all of them get the prefix."""
+        """Explicit arguments win over the defaults."""
         return cls(
-            bundle_dir=prefixed(bundle or BUNDLE_MOUNT),
-            skills_root=prefixed(skills_dir) if skills_dir else None,
-            scratch=prefixed(scratch or SCRATCH_MOUNT),
-            termination_log=prefixed(termination_log or TERMINATION_LOG),
+            bundle_dir=Path(bundle or BUNDLE_MOUNT),
+            skills_root=Path(skills_dir) if skills_dir else None,
+            scratch=Path(scratch or SCRATCH_MOUNT),
+            termination_log=Path(termination_log or TERMINATION_LOG),
         )

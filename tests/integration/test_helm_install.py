@@ -43,16 +43,11 @@ from swarmkit_devcluster.testing import (
 from tests.integration.runs_support import PLURALS, examples
 
 
-class InClusterLoginUnsupported(AssertionError):
-    """Known gap: the operator's in-cluster login ignores $SWARMKIT_PATH_PREFIX."""
-
-
 class SamePriorityPeers(AssertionError):
     """Known gap: every replica runs with kopf's default peering priority."""
 
 
 pytestmark = [pytest.mark.integration]
-KNOWN_LOGIN_FAILURE = "Service token file does not exist"
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "swarmkit-operator"
@@ -222,14 +217,7 @@ def release() -> Iterator[Release]:
             "-f", "-", input=manifests,
         )  # fmt: skip
         first = example_docs()[0]
-        wait_for(
-            lambda: KNOWN_LOGIN_FAILURE in rel.operator_log() or rel.ready(first),
-            60,
-            interval=0.05,
-            message=rel.operator_log,
-        )
-        if KNOWN_LOGIN_FAILURE in rel.operator_log():
-            raise InClusterLoginUnsupported(rel.operator_log())
+        wait_for(lambda: rel.ready(first), 60, interval=0.05, message=rel.operator_log)
         (pid,) = pod_pids(rel.running_operator())
         started = process_start(pid)
         rel.timings["helm install → operator process started"] = started - t0

@@ -3,15 +3,23 @@
 Run it with ``python -m swarmkit_devcluster.process_node --kubeconfig K --state-dir D``
 (``swarmkit_devcluster up`` and the pytest fixtures start it for you). It registers a Ready
 ``Node`` (default name ``process-node``), keeps its ``Lease`` in ``kube-node-lease`` fresh,
-watches the pods bound to it and runs each container as a local process group.
+watches the pods bound to it and runs each container as a local process group in its own
+mount namespace. It needs root, or unprivileged user namespaces (then the launcher does what
+``unshare -Urm`` does; ``runAsUser`` other than 0 cannot be honoured there, since only the
+caller's uid is mapped).
 
 Images
 ------
-There are no images: each container's ``image`` is mapped to a local command by a table.
-The built-in table (override with ``--image-map FILE`` or ``$SWARMKIT_NODE_IMAGE_MAP``, a
-YAML/JSON file ``{"images": [{"match": GLOB, "entrypoint": [...], "cmd": [...],
-"env": {...}}]}``; rules are matched in order against the image repository, i.e. the reference
-without ``:tag``/``@digest``, and then against the full reference):
+An image whose reference (exactly as the pod spells it) is in the *image store*
+(``--image-store DIR``, default ``$SWARMKIT_NODE_IMAGE_STORE`` or
+``~/.cache/swarmkit-operator/images``, filled by ``make images``; ``index.json`` maps each
+reference to a root filesystem and its OCI config: Entrypoint, Cmd, Env, WorkingDir, User)
+runs *in that root filesystem*. Any other image is mapped to a local command by a table (the
+host-command fallback). The built-in table (override with ``--image-map FILE`` or
+``$SWARMKIT_NODE_IMAGE_MAP``, a YAML/JSON file ``{"images": [{"match": GLOB, "entrypoint":
+[...], "cmd": [...], "env": {...}}]}``; rules are matched in order against the image
+repository, i.e. the reference without ``:tag``/``@digest``, and then against the full
+reference):
 
 * ``*swarmkit-runtime`` → entrypoint ``[<python>, -m, swarmkit_runner]``
 * ``*swarmkit-operator`` → entrypoint ``[<python>, -m, swarmkit_operator]``
@@ -20,77 +28,78 @@ without ``:tag``/``@digest``, and then against the full reference):
 ``<python>`` (written ``{python}`` in a table) is the interpreter running the node, i.e. this
 venv's python. The container's ``command``, if set, replaces the entrypoint (and the image's cmd)
 exactly as in Kubernetes, with ``args`` appended; ``args`` alone replace the image's cmd.
-A leading ``python``/``python3``/``python3.N`` (bare or as an absolute path) is always the node's
-python. An unknown image leaves the pod ``Pending`` with waiting reason ``ErrImagePull``.
+A leading ``python``/``python3``/``python3.N`` of a host command is always the node's
+python. An image in neither place leaves the pod ``Pending`` with waiting reason
+``ErrImagePull``.
 
-Filesystem: the path rule
--------------------------
-Processes see the host filesystem, so every container gets its own *root directory*
-``<state>/pods/<namespace>_<pod>/root/<container>/``. A volume mounted at ``mountPath`` is a
-symlink ``<root><mountPath>`` pointing at the materialized volume
-(``<state>/pods/<namespace>_<pod>/volumes/<volume>``). **The rule: inside a process-node pod,
-the absolute container path P is the host path ``$SWARMKIT_PATH_PREFIX + P``**
-(``SWARMKIT_PATH_PREFIX`` is the container root; it is unset on a real cluster, so the
-helper below is a no-op there)::
+The container's view
+--------------------
+Every container runs through the launcher (:mod:`.sandbox`) in its own mount namespace, so
+paths are real: volumes are bind-mounted at their ``mountPath`` (read-only when
+``readOnly``), ``terminationMessagePath`` (default ``/dev/termination-log``) is a per-container
+file bind-mounted there, ``/dev`` is a private minimal tmpfs (null, zero, full, random,
+urandom, tty, shm, pts), ``/proc`` and ``/sys`` (read-only) are the host's. Nothing a pod does
+at those paths reaches the host.
 
-    def pod_path(p: str) -> str:
-        prefix = os.environ.get("SWARMKIT_PATH_PREFIX", "").rstrip("/")
-        if not prefix or not p.startswith("/") or p == prefix or p.startswith(prefix + "/"):
-            return p
-        return prefix + p
+* **Image pods**: the root is an overlay of the image's root filesystem and a per-container
+  writable layer (discarded on restart), read-only with ``readOnlyRootFilesystem``;
+  ``runAsUser``/``runAsGroup`` (else the image's ``USER``), ``fsGroup`` and
+  ``supplementalGroups`` are honoured, ``allowPrivilegeEscalation: false`` sets
+  no_new_privs; the pod's hostname is the pod name (UTS namespace), ``/etc/hosts`` and
+  ``/etc/hostname`` are the pod's, ``/etc/resolv.conf`` the node's. The environment is
+  exactly the pod's: ``PATH`` and the image's ``Env``, then ``envFrom``/``env``, plus
+  ``HOSTNAME`` and ``KUBERNETES_SERVICE_HOST``/``_PORT`` (like a kubelet).
+* **Host-command pods**: the root mirrors the host (its top-level directories bind-mounted;
+  one in which a mount point must be created is an overlay, so the host never changes) and
+  the process runs as the node's user (``runAsUser`` and ``readOnlyRootFilesystem`` are not
+  applied: the host's files are not the image's). If a volume is mounted over the node's
+  interpreter or checkout (e.g. an emptyDir at ``/tmp`` with the repository in ``/tmp``),
+  those directories are bind-mounted back. Env: ``HOSTNAME`` (pod name), ``HOME`` and
+  ``TMPDIR`` (per-container directories of the pod dir), ``PATH`` (node's, venv first),
+  the cluster marker, the image rule's env, then ``envFrom``/``env``.
 
-To make most programs work unchanged, the node also rewrites ``command``/``args`` elements,
-``env`` values and ``workingDir`` that start with a volume ``mountPath`` (also after a
-``--flag=``/``KEY=`` prefix) to the host path; the helper is idempotent, so applying it to an
-already-rewritten path is harmless. Hard-coded paths need the helper:
+Volumes get the kubelet's permissions: an emptyDir is 0777; with ``fsGroup`` every file
+belongs to that group (group-readable, group-writable for an emptyDir); projected tokens
+belong to the containers' common ``runAsUser``. In-cluster config:
+``KUBERNETES_SERVICE_HOST=127.0.0.1`` and ``KUBERNETES_SERVICE_PORT`` (the apiserver's
+port); the CA is the cluster CA, valid for 127.0.0.1; the token, CA and namespace are at
+``/var/run/secrets/kubernetes.io/serviceaccount`` (projected token refreshed at 80 % of its
+lifetime), so ``kubernetes.config.load_incluster_config()`` and kopf's own login work.
 
-* the termination message: write to ``pod_path(<terminationMessagePath>)``; the default
-  ``/dev/termination-log`` is ``$SWARMKIT_PATH_PREFIX/dev/termination-log`` (the directory
-  exists); it is read after exit (max 4096 bytes; ``FallbackToLogsOnError`` supported);
-* the service-account token, CA and namespace:
-  ``pod_path("/var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt,namespace}")``
-  (projected token refreshed at 80 % of its lifetime, like the kubelet);
-* in-cluster config: ``KUBERNETES_SERVICE_HOST=127.0.0.1`` and ``KUBERNETES_SERVICE_PORT`` (the
-  apiserver's port) are set; the CA is the cluster CA, valid for 127.0.0.1. With the Python
-  ``kubernetes`` client::
-
-      from kubernetes.config.incluster_config import (
-          SERVICE_CERT_FILENAME, SERVICE_TOKEN_FILENAME, InClusterConfigLoader)
-      InClusterConfigLoader(token_filename=pod_path(SERVICE_TOKEN_FILENAME),
-                            cert_filename=pod_path(SERVICE_CERT_FILENAME)).load_and_set()
-
-  (kopf: an ``@kopf.on.login`` handler returning ``kopf.ConnectionInfo(server=..., ca_path=...,
-  token=...)`` from those paths).
-
-Other env: ``HOSTNAME`` (pod name), ``HOME`` (``<root>/root``), ``TMPDIR`` (``<root>/tmp``),
-``PATH`` (node's, venv first), ``SWARMKIT_POD_DIR``; ``workingDir`` defaults to the
-container root (a relative ``workingDir`` or a non-mount absolute one lives under the root).
-Image-map env (e.g. ``PYTHONUNBUFFERED=1`` for the built-in python rules) comes first, then
-``envFrom`` then ``env`` (with ``$(VAR)`` expansion); ``valueFrom`` supports ``secretKeyRef``,
+``env`` (with ``$(VAR)`` expansion) and ``valueFrom``: ``secretKeyRef``,
 ``configMapKeyRef``, ``fieldRef`` (``metadata.name|namespace|uid|labels['k']|annotations['k']``,
 ``spec.nodeName``, ``spec.serviceAccountName``, ``status.podIP``, ``status.hostIP``) and
 ``resourceFieldRef``.
 
 Volumes: ``configMap``, ``secret``, ``emptyDir``, ``downwardAPI``, ``projected``
 (``serviceAccountToken`` via the TokenRequest API, ``configMap``, ``secret``, ``downwardAPI``) and
-``hostPath`` (symlinked); they are materialized once at pod start (no live updates). Other volume
+``hostPath``; they are materialized once at pod start (no live updates). Other volume
 types become empty directories (with a warning in the node log).
+
+Resource limits (:mod:`.limits`): a cgroup v2 per container (``memory.max``, ``cpu.max``) when
+the node has a writable cgroup v2 delegating memory and cpu; otherwise the memory limit is
+``RLIMIT_DATA`` (an allocation beyond it fails: ``MemoryError``, not an OOM kill) and CPU
+limits are not enforced. Events (:mod:`.events`): Pulled, Created, Started, Failed (image,
+config or start errors), BackOff, Killing, DeadlineExceeded, as a kubelet writes them.
 
 Lifecycle: init containers run first, one at a time (sidecars with ``restartPolicy: Always``
 are started and kept running); ``restartPolicy`` Never/OnFailure/Always honoured with a short
 backoff; pod ``activeDeadlineSeconds`` → kill, phase ``Failed`` reason ``DeadlineExceeded``;
 deletion → SIGTERM to every process group, SIGKILL after ``min(grace, 5 s)``, then the pod
-object is deleted with grace 0. Logs: ``<state>/pods/<namespace>_<pod>/<container>.log``
-(stdout+stderr), served on the node's kubelet port so ``kubectl logs [-f]`` works. Resource
-limits are not enforced; probes are ignored (a running container is ready).
+object is deleted with grace 0. A container that cannot be created (missing command, bad
+user) terminates with exit code 128, reason ``StartError``. Logs:
+``<state>/pods/<namespace>_<pod>/<container>.log`` (stdout+stderr), served on the node's
+kubelet port so ``kubectl logs [-f]`` works. Probes are ignored (a running container is ready).
 
 Modules
 -------
 :mod:`.node` (registration, lease, pod watch), :mod:`.pod` (one pod's lifecycle),
-:mod:`.containers` (a container as a process group), :mod:`.images` (the image table),
-:mod:`.env` (env and what it refers to), :mod:`.volumes` (volumes and the path rule),
-:mod:`.status` (status builders), :mod:`.kubelet_server` (the logs port), :mod:`.times`,
-:mod:`.cli` (the command line).
+:mod:`.containers` (a container as a process group), :mod:`.sandbox` (the launcher: mount
+namespace, root filesystem, user, exec), :mod:`.images` (image store and table),
+:mod:`.env` (env and what it refers to), :mod:`.volumes` (volumes), :mod:`.limits`,
+:mod:`.events`, :mod:`.status` (status builders), :mod:`.kubelet_server` (the logs port),
+:mod:`.times`, :mod:`.cli` (the command line). Layers (import-linter): cli → node → pod →
+status → containers → volumes → limits/events → env/images → times/sandbox.
 """
 
 from __future__ import annotations
@@ -103,6 +112,8 @@ from swarmkit_devcluster.process_node.images import (
     PYTHON_ALIASES,
     ImageMap,
     ImageRule,
+    ImageStore,
+    LocalImage,
     build_argv,
     image_repository,
 )
@@ -125,6 +136,8 @@ __all__ = [
     "ContainerRun",
     "ImageMap",
     "ImageRule",
+    "ImageStore",
+    "LocalImage",
     "PodWorker",
     "ProcessNode",
     "build_argv",

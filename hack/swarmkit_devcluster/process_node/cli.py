@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from swarmkit_devcluster.kubeapi import KubeClient
-from swarmkit_devcluster.process_node.images import ImageMap
+from swarmkit_devcluster.process_node.images import ImageMap, ImageStore, default_store_dir
 from swarmkit_devcluster.process_node.node import DEFAULT_NODE_NAME, ProcessNode
 
 log = logging.getLogger("process-node")
@@ -24,6 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", default=os.environ.get("SWARMKIT_NODE_NAME", DEFAULT_NODE_NAME))
     p.add_argument("--state-dir", default=None, help="pod directories go to <state-dir>/pods")
     p.add_argument("--image-map", default=os.environ.get("SWARMKIT_NODE_IMAGE_MAP"))
+    p.add_argument(
+        "--image-store",
+        default=str(default_store_dir()),
+        help="local root filesystems of images (index.json; `make images` fills the default)",
+    )
     p.add_argument("--tls-cert", default=None, help="serving cert for the kubelet (logs) port")
     p.add_argument("--tls-key", default=None)
     p.add_argument("--max-pods", type=int, default=110)
@@ -45,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         name=args.name,
         state_dir=state_dir,
         image_map=image_map,
+        image_store=ImageStore(Path(args.image_store)),
         api_host=client.host,
         api_port=client.port,
         tls_cert=args.tls_cert,

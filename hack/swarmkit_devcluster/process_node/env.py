@@ -156,12 +156,9 @@ class PodSources:
         return data[ref["key"]].decode(errors="replace")
 
 
-def apply_env(
-    env: dict[str, str], spec: JSON, sources: PodSources, rewrite: Callable[[str], str]
-) -> None:
+def apply_env(env: dict[str, str], spec: JSON, sources: PodSources) -> None:
     """Add a container's ``envFrom`` and then its ``env`` to ``env``, in Kubernetes order (a
-    later entry wins; ``$(VAR)`` sees what is defined so far). ``env`` values go through
-    ``rewrite`` (mount paths → host paths)."""
+    later entry wins; ``$(VAR)`` sees what is defined so far)."""
     for ef in spec.get("envFrom") or []:
         prefix = ef.get("prefix", "")
         if "configMapRef" in ef:
@@ -179,4 +176,4 @@ def apply_env(
                 continue
         else:
             value = expand_vars(e.get("value", ""), env)
-        env[e["name"]] = rewrite(value)
+        env[e["name"]] = value

@@ -12,9 +12,11 @@ import time
 from pathlib import Path
 
 from swarmkit_devcluster.kubeapi import JSON, ApiError, KubeClient
-from swarmkit_devcluster.process_node.containers import MARKER_ENV
-from swarmkit_devcluster.process_node.images import ImageMap
+from swarmkit_devcluster.process_node.containers import MARKER_ENV, NodeInfo
+from swarmkit_devcluster.process_node.events import EventRecorder
+from swarmkit_devcluster.process_node.images import ImageMap, ImageStore
 from swarmkit_devcluster.process_node.kubelet_server import KubeletServer, start_kubelet_server
+from swarmkit_devcluster.process_node.limits import cgroup_parent
 from swarmkit_devcluster.process_node.pod import PodWorker
 from swarmkit_devcluster.process_node.status import host_arch, node_resources, node_status
 from swarmkit_devcluster.process_node.times import now_micro, now_rfc3339
@@ -33,6 +35,7 @@ class ProcessNode:
         name: str,
         state_dir: Path,
         image_map: ImageMap,
+        image_store: ImageStore | None = None,
         api_host: str,
         api_port: int,
         tls_cert: str | None = None,
@@ -45,12 +48,22 @@ class ProcessNode:
         self.pods_dir = state_dir / "pods"
         self.pods_dir.mkdir(parents=True, exist_ok=True)
         self.image_map = image_map
+        self.image_store = image_store or ImageStore(None)
         self.api_host = api_host
         self.api_port = api_port
         self.tls_cert = tls_cert
         self.tls_key = tls_key
         self.max_pods = pods
         self.marker = os.environ.get(MARKER_ENV, "")
+        cgroup = cgroup_parent()
+        log.info(
+            "resource limits: %s",
+            f"cgroup v2 under {cgroup}"
+            if cgroup
+            else "rlimits (no writable cgroup v2 with memory and cpu controllers)",
+        )
+        self.info = NodeInfo(api_host, api_port, self.marker, cgroup)
+        self.events = EventRecorder(client, name)
         self.workers: dict[str, PodWorker] = {}
         self.lock = threading.Lock()
         self.stop_event = threading.Event()
@@ -249,6 +262,6 @@ class ProcessNode:
         with self.lock:
             workers = list(self.workers.values())
         for w in workers:
-            w.kill_all(grace=2.0)
+            w.kill_all(grace=2.0, record=False)
         if self._httpd is not None:
             self._httpd.shutdown()

@@ -17,26 +17,28 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from swarmkit_devcluster.kubeapi import JSON, ApiError, pod_path
+from swarmkit_devcluster.kubeapi import JSON, ApiError, KubeClient, pod_path
 from swarmkit_devcluster.process_node.containers import (
     ContainerRun,
     Launch,
-    has_marker,
+    NodeInfo,
+    is_ours,
     kill_containers,
     prepare_container,
     start_container,
+    start_error,
     stop_container,
     termination_message,
 )
 from swarmkit_devcluster.process_node.env import ConfigError, PodSources
+from swarmkit_devcluster.process_node.events import EventRecorder
+from swarmkit_devcluster.process_node.images import ImageMap, ImageRule, ImageStore, LocalImage
+from swarmkit_devcluster.process_node.limits import describe, remove_cgroup
 from swarmkit_devcluster.process_node.status import pod_status, terminated_state
 from swarmkit_devcluster.process_node.times import now_rfc3339, parse_time
-from swarmkit_devcluster.process_node.volumes import ProjectedTokens, materialize
-
-if TYPE_CHECKING:
-    from swarmkit_devcluster.process_node.node import ProcessNode
+from swarmkit_devcluster.process_node.volumes import ProjectedTokens, materialize, set_ownership
 
 #: How long a status update is retried while the apiserver cannot be reached.
 STATUS_RETRY_SECONDS = 300.0
@@ -46,8 +48,22 @@ log = logging.getLogger("process-node")
 GRACE_CAP_SECONDS = 5.0
 
 
+class NodeContext(Protocol):
+    """What a pod worker needs from its node (the node passes itself; this module never
+    imports :mod:`.node`)."""
+
+    client: KubeClient
+    pods_dir: Path
+    image_map: ImageMap
+    image_store: ImageStore
+    info: NodeInfo
+    events: EventRecorder
+
+    def resources(self) -> dict[str, str]: ...
+
+
 class PodWorker(threading.Thread):
-    def __init__(self, node: ProcessNode, pod: JSON) -> None:
+    def __init__(self, node: NodeContext, pod: JSON) -> None:
         md = pod["metadata"]
         super().__init__(name=f"pod-{md['namespace']}/{md['name']}", daemon=True)
         self.node = node
@@ -176,23 +192,18 @@ class PodWorker(threading.Thread):
         self._setup_dir()
         self.push_status()
         # Images.
-        unknown = []
-        for c in self.containers.values():
-            rule = self.node.image_map.resolve(c.spec.get("image", ""))
-            if rule is None:
-                unknown.append(c)
+        unknown = [c for c in self.containers.values() if self._image(c) is None]
         if unknown:
             for c in unknown:
-                c.state = {
-                    "waiting": {
-                        "reason": "ErrImagePull",
-                        "message": (
-                            f'image "{c.spec.get("image")}" is not known to the process node '
-                            f"({self.node.image_map.source}); add a rule with "
-                            "--image-map/$SWARMKIT_NODE_IMAGE_MAP"
-                        ),
-                    }
-                }
+                message = (
+                    f'image "{c.spec.get("image")}" is not known to the process node (no '
+                    f"local root filesystem in {self.node.image_store.directory}, no rule in "
+                    f"{self.node.image_map.source}); build it with `make images` or add a rule "
+                    "with --image-map/$SWARMKIT_NODE_IMAGE_MAP"
+                )
+                c.state = {"waiting": {"reason": "ErrImagePull", "message": message}}
+                self._event(c, "Warning", "Failed", f'Failed to pull image "{c.spec.get("image")}"')
+                self._event(c, "Warning", "Failed", "Error: ErrImagePull")
             self.push_status()
             while not self.deleting:
                 self.wake.wait(5)
@@ -211,6 +222,9 @@ class PodWorker(threading.Thread):
             except (ConfigError, ApiError) as exc:
                 attempts += 1
                 log.info("%s/%s: not ready to start (%s); retrying", self.ns, self.pod_name, exc)
+                if attempts == 1:
+                    for c in self.containers.values():
+                        self._event(c, "Warning", "Failed", f"Error: {exc}")
                 for c in self.containers.values():
                     c.state = {
                         "waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}
@@ -229,34 +243,44 @@ class PodWorker(threading.Thread):
 
     def _kill_orphans(self) -> None:
         for pidfile in self.dir.glob("*.pid") if self.dir.exists() else []:
-            try:
-                pid = int(pidfile.read_text())
-                if has_marker(pid, self.node.marker):
+            with contextlib.suppress(OSError):
+                pid = is_ours(pidfile.read_text(), self.node.info.marker)
+                if pid is not None:
                     os.killpg(pid, signal.SIGKILL)
-            except (ValueError, OSError):
-                pass
+
+    def _image(self, c: ContainerRun) -> LocalImage | ImageRule | None:
+        """The container's image: a local root filesystem, else a host-command rule."""
+        image = c.spec.get("image", "")
+        return self.node.image_store.resolve(image) or self.node.image_map.resolve(image)
+
+    def _event(self, c: ContainerRun | None, typ: str, reason: str, message: str) -> None:
+        if c is None:
+            self.node.events.emit(self.pod, typ, reason, message)
+        else:
+            self.node.events.emit(self.pod, typ, reason, message, c.name, c.init)
 
     def _prepare(self) -> None:
         vol_dir = self.dir / "volumes"
         vol_dir.mkdir(exist_ok=True)
         self.tokens.clear()
         sources = PodSources(self.client, self.pod, self.node.resources)
+        fs_group = (self.pod["spec"].get("securityContext") or {}).get("fsGroup")
         volumes: dict[str, Path] = {}
         for v in self.pod["spec"].get("volumes") or []:
             volumes[v["name"]] = materialize(v, vol_dir / v["name"], sources, self.tokens)
+            set_ownership(volumes[v["name"]], v, fs_group)
         self.prepared = {}
         for c in self.containers.values():
-            rule = self.node.image_map.resolve(c.spec.get("image", ""))
-            assert rule is not None
+            image = self._image(c)
+            assert image is not None
             self.prepared[c.name] = prepare_container(
                 c,
-                rule,
+                image if isinstance(image, ImageRule) else None,
+                image if isinstance(image, LocalImage) else None,
                 volumes,
                 sources,
                 pod_dir=self.dir,
-                api_host=self.node.api_host,
-                api_port=self.node.api_port,
-                marker=self.node.marker,
+                node=self.node.info,
             )
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -288,6 +312,7 @@ class PodWorker(threading.Thread):
                 self.phase = "Failed"
                 self.reason = "DeadlineExceeded"
                 self.message = "Pod was active on the node longer than the specified deadline"
+                self._event(None, "Normal", "DeadlineExceeded", self.message)
                 self.push_status()
                 self._wait_for_deletion()
                 return
@@ -358,7 +383,28 @@ class PodWorker(threading.Thread):
             self.wake.wait(wait)
 
     def _start(self, c: ContainerRun) -> None:
-        start_container(c, self.prepared[c.name], self.dir, self.wake, f"{self.ns}/{self.pod_name}")
+        launch = self.prepared[c.name]
+        image = c.spec.get("image", "")
+        if c.restart_count == 0:
+            local = isinstance(self._image(c), LocalImage)
+            how = "root filesystem" if local else "host command"
+            self._event(
+                c,
+                "Normal",
+                "Pulled",
+                f'Container image "{image}" already present on machine ({how})',
+            )
+        start_container(c, launch, self.dir, self.wake, f"{self.ns}/{self.pod_name}")
+        self._event(c, "Normal", "Created", f"Created container {c.name}")
+        if launch.limits.memory is not None or launch.limits.cpu_millis is not None:
+            log.info(
+                "%s/%s: %s limits: %s",
+                self.ns,
+                self.pod_name,
+                c.name,
+                describe(launch.limits, launch.cgroup),
+            )
+        self._event(c, "Normal", "Started", f"Started container {c.name}")
 
     def _reap(self) -> bool:
         """Record exits; schedule restarts per restartPolicy. True when something changed."""
@@ -374,10 +420,17 @@ class PodWorker(threading.Thread):
                 code = 128 - code
             with contextlib.suppress(OSError):
                 os.killpg(c.proc.pid, signal.SIGKILL)  # leftovers of the container's group
-            message = termination_message(
-                c, self.prepared[c.name].tfile, self.dir / f"{c.name}.log", code
-            )
-            c.state = terminated_state(code, message, c.started_at, c.proc.pid)
+            launch = self.prepared[c.name]
+            if launch.cgroup is not None:
+                remove_cgroup(launch.cgroup)
+            failure = start_error(launch)
+            if failure is not None:
+                c.state = terminated_state(code, failure, c.started_at, c.proc.pid)
+                c.state["terminated"]["reason"] = "StartError"
+                self._event(c, "Warning", "Failed", f"Error: {failure}")
+            else:
+                message = termination_message(c, launch.tfile, self.dir / f"{c.name}.log", code)
+                c.state = terminated_state(code, message, c.started_at, c.proc.pid)
             changed = True
             restart = (
                 c.sidecar
@@ -393,6 +446,10 @@ class PodWorker(threading.Thread):
                 c.proc = None
                 c.next_start = time.monotonic() + min(10.0, 0.5 * 2 ** (c.restart_count - 1))
                 c.state = {"waiting": {"reason": "CrashLoopBackOff" if code else "Completed"}}
+                if code:
+                    self._event(
+                        c, "Warning", "BackOff", f"Back-off restarting failed container {c.name}"
+                    )
             elif (c.init and code == 0) or not c.init:
                 c.done = True
         return changed
@@ -448,6 +505,9 @@ class PodWorker(threading.Thread):
             g = self.pod["spec"].get("terminationGracePeriodSeconds", 30)
         return min(float(g), GRACE_CAP_SECONDS)
 
-    def kill_all(self, grace: float) -> None:
+    def kill_all(self, grace: float, record: bool = True) -> None:
         self.stopping = True
+        for c in self.containers.values():
+            if c.running and record:
+                self._event(c, "Normal", "Killing", f"Stopping container {c.name}")
         kill_containers(self.containers.values(), grace)

@@ -1,10 +1,7 @@
-"""Volumes and the path rule (see the package docstring).
-
-A pod's volumes are materialized once, at start, under ``<pod dir>/volumes/<name>``
+"""Volumes: materialized once, at start, under ``<pod dir>/volumes/<name>``
 (:func:`materialize`; projected service-account tokens are kept fresh by
-:class:`ProjectedTokens`). Each container's ``volumeMounts`` become symlinks
-``<root><mountPath>`` (:func:`link_mounts`), and :func:`path_rewriter` turns container paths
-under a mount into host paths.
+:class:`ProjectedTokens`), owned as the kubelet would own them (:func:`set_ownership`). The
+launcher bind-mounts them at each container's ``mountPath`` (see :mod:`.sandbox`).
 """
 
 from __future__ import annotations
@@ -12,8 +9,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import stat
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from swarmkit_devcluster.kubeapi import JSON, KubeClient
@@ -37,6 +34,7 @@ class ProjectedTokens:
         self.uid: str = md["uid"]
         self.service_account: str = pod["spec"].get("serviceAccountName") or "default"
         self.tokens: list[tuple[float, JSON, Path]] = []  # (refresh_at, source, file)
+        self.owner = token_owner(pod)
 
     def issue(self, src: JSON, path: Path, mode: int) -> None:
         exp = int(src.get("expirationSeconds") or 3600)
@@ -57,7 +55,7 @@ class ProjectedTokens:
         res = self.client.create(
             f"/api/v1/namespaces/{self.ns}/serviceaccounts/{self.service_account}/token", body
         )
-        write_file(path, res["status"]["token"].encode(), mode)
+        write_file(path, res["status"]["token"].encode(), mode, self.owner)
         expires = parse_time(res["status"].get("expirationTimestamp")) or time.time() + exp
         refresh_at = time.time() + 0.8 * max(60.0, expires - time.time())
         self.tokens = [t for t in self.tokens if t[2] != path] + [
@@ -170,65 +168,54 @@ def _project_token(src: JSON, target: Path, mode: int | None, tokens: ProjectedT
     tokens.issue(src, path, 0o600 if mode is None else int(mode))
 
 
-def write_file(path: Path, data: bytes, mode: int) -> None:
+def write_file(path: Path, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
         fh.write(data)
+    if owner is not None and os.geteuid() == 0:
+        os.chown(tmp, *owner)
+        if owner[1] != -1:
+            mode |= 0o040
     os.chmod(tmp, mode & 0o777 | 0o600)
     os.replace(tmp, path)
 
 
-# -- mounts and the path rule ---------------------------------------------------------------
+def token_owner(pod: JSON) -> tuple[int, int] | None:
+    """Who owns projected token files, as the kubelet decides: the containers' runAsUser when
+    they all share one, and the pod's fsGroup (group-readable); None: root."""
+    spec = pod["spec"]
+    pod_sc = spec.get("securityContext") or {}
+    uids = {
+        (c.get("securityContext") or {}).get("runAsUser", pod_sc.get("runAsUser"))
+        for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])
+    }
+    uid = uids.pop() if len(uids) == 1 else None
+    gid = pod_sc.get("fsGroup")
+    if uid is None and gid is None:
+        return None
+    return (-1 if uid is None else int(uid), -1 if gid is None else int(gid))
 
 
-def link_mounts(root: Path, volume_mounts: list[JSON], volumes: dict[str, Path]) -> list[str]:
-    """Symlink each mount at ``<root><mountPath>`` to its volume (or ``subPath`` in it); returns
-    the mount paths, longest first."""
-    mounts: list[tuple[str, Path]] = []
-    for m in sorted(volume_mounts, key=lambda m: len(m["mountPath"])):
-        src = volumes.get(m["name"])
-        if src is None:
-            raise ConfigError(f'volume "{m["name"]}" not found')
-        if m.get("subPath"):
-            src = src / m["subPath"]
-            if not src.exists():
-                src.mkdir(parents=True, exist_ok=True)
-        mount_path = "/" + m["mountPath"].strip("/")
-        link = Path(str(root) + mount_path)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if link.is_symlink() or link.is_file():
-            link.unlink()
-        elif link.is_dir():
-            shutil.rmtree(link)
-        link.symlink_to(src.resolve())
-        mounts.append((mount_path, link))
-    return sorted((mp for mp, _ in mounts), key=len, reverse=True)
-
-
-def path_rewriter(root: Path, mount_paths: list[str]) -> Callable[[str], str]:
-    """A function mapping a value that starts with a mount path (also after a ``--flag=`` /
-    ``KEY=`` prefix) to the host path under ``root``; other values are returned unchanged."""
-
-    host_root = str(root)
-
-    def rewrite(value: str) -> str:
-        for candidate_start in _path_starts(value):
-            tail = value[candidate_start:]
-            if tail == host_root or tail.startswith(host_root + "/"):
-                return value  # already a host path: rewriting is idempotent
-            for mp in mount_paths:
-                if tail == mp or tail.startswith(mp + "/"):
-                    return value[:candidate_start] + str(root) + tail
-        return value
-
-    return rewrite
-
-
-def _path_starts(value: str) -> list[int]:
-    """Offsets where an absolute path may begin: the start, or right after the first '='."""
-    starts = [0]
-    eq = value.find("=")
-    if eq >= 0:
-        starts.append(eq + 1)
-    return [s for s in starts if value[s : s + 1] == "/"]
+def set_ownership(target: Path, vol: JSON, fs_group: int | None) -> None:
+    """Volume permissions as the kubelet sets them: an emptyDir is world-writable (0777); with
+    an ``fsGroup`` every file and directory belongs to that group, group-readable (and
+    group-writable for an emptyDir), directories setgid."""
+    if "hostPath" in vol or os.geteuid() != 0:
+        return
+    writable = "emptyDir" in vol
+    if writable:
+        os.chmod(target, 0o777)
+    if fs_group is None:
+        return
+    for dirpath, _dirs, files in os.walk(target):
+        st = os.lstat(dirpath)
+        os.chown(dirpath, -1, fs_group)
+        os.chmod(dirpath, st.st_mode & 0o7777 | 0o2000 | (0o070 if writable else 0o050))
+        for name in files:
+            f = os.path.join(dirpath, name)
+            st = os.lstat(f)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            os.lchown(f, -1, fs_group)
+            os.chmod(f, st.st_mode & 0o7777 | (0o060 if writable else 0o040))

@@ -1,12 +1,12 @@
 """kopf handlers, one module per kind (``kopf run -m swarmkit_operator.handlers``).
 
 Importing this package registers every handler with kopf's default registry: the shared
-settings, start-up and ConfigMap handlers (``common``), the login (``login``), one module
-per reconciled kind (``workspace``, ``skill``, ``agent``, ``topology``), the Runs
-handlers (``run``, ``schedule``), the Agent MCP gateways (``gateway``), then the skill
-library and web view (``library``). Every handlers module that exists is imported here,
-explicitly.
-The reconcile machinery they drive is kopf-free: :mod:`swarmkit_operator.reconcile`.
+settings, start-up and ConfigMap handlers (``common``), one module per reconciled kind
+(``workspace``, ``skill``, ``agent``, ``topology``), the Runs handlers (``run``,
+``schedule``), the Agent MCP gateways (``gateway``), then the skill library and web view
+(``library``). Login is kopf's own (the service account in a pod, else the kubeconfig).
+Every handlers module that exists is imported here, explicitly. The reconcile machinery
+they drive is kopf-free: :mod:`swarmkit_operator.reconcile`.
 """
 
 # ``common`` first: its start-up handler, its ConfigMap indexes and the watch installer for
@@ -17,7 +17,6 @@ from . import common  # noqa: F401
 from . import (  # noqa: F401
     agent,
     gateway,
-    login,
     review,
     run,
     schedule,

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from swarmkit_devcluster.testing import run_with_mounts
 from tests.support.bundles import agent, bundle, openai_provider, replay_provider, write_bundle
 from tests.support.model_server import ScriptedModelServer, text
 from tests.support.runner import run_subprocess, runner_env
@@ -97,33 +98,32 @@ def test_failed_run_exits_1(tmp_path: Path) -> None:
     assert "HTTP 401" in out.result["message"]
 
 
-def test_path_prefix_is_prepended_to_default_paths(tmp_path: Path) -> None:
-    """The process node runs pods as processes and materializes mounts under a prefix."""
-    b = bundle(agents=[agent("solo", replay=[{"text": "from the prefix"}])])
+def test_default_paths_are_the_job_mount_points(tmp_path: Path) -> None:
+    """In its pod the runner finds everything at the operator's mount points, with no path
+    prefix: here the bundle, scratch and termination log are bind-mounted there in a private
+    mount namespace, as the process node (and a kubelet) does."""
+    b = bundle(agents=[agent("solo", replay=[{"text": "from the mount points"}])])
     layout = write_bundle(b, tmp_path / "stage")
-    prefix = tmp_path / "root"
-    (prefix / "etc/swarmkit").mkdir(parents=True)
-    (prefix / "dev").mkdir()
-    layout.bundle_dir.rename(prefix / "etc/swarmkit/bundle")
-    layout.scratch.rename(prefix / "scratch")
-
-    env = runner_env({"SWARMKIT_PATH_PREFIX": str(prefix)})
-    for args in (
-        [],  # every default
-        ["--bundle", "/etc/swarmkit/bundle"],  # what the Job passes
-        ["--bundle", str(prefix / "etc/swarmkit/bundle")],  # already rewritten by the node
-    ):
-        proc = subprocess.run(
+    result_file = tmp_path / "termination-log"
+    result_file.touch()
+    mounts = {
+        str(layout.bundle_dir): "/etc/swarmkit/bundle",
+        str(layout.scratch): "/scratch",
+        str(result_file): "/dev/termination-log",
+    }
+    for args in ([], ["--bundle", "/etc/swarmkit/bundle"]):  # every default; the Job's args
+        work = tmp_path / f"ns{len(args)}"
+        work.mkdir()
+        proc = run_with_mounts(
             [sys.executable, "-m", "swarmkit_runner", "run", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
+            mounts,
+            work_dir=work,
+            env=runner_env({}),
         )
         assert proc.returncode == 0, proc.stderr
-        result_file = prefix / "dev/termination-log"
-        assert json.loads(result_file.read_text())["output"] == "from the prefix"
-        result_file.unlink()
+        assert "SWARMKIT_PATH_PREFIX" not in runner_env({})
+        assert json.loads(result_file.read_text())["output"] == "from the mount points"
+        result_file.write_text("")
 
 
 def test_sigterm_cancels_the_run_and_reports_cancelled(

@@ -4,11 +4,11 @@ examples, mounted the way the Job mounts it, runs with the Job's own arguments."
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 from swarmkit_api.bundle import BUNDLE_FILE, BUNDLE_MOUNT
+from swarmkit_devcluster.testing import run_with_mounts
 from swarmkit_operator.builders import ObjectRef
 from swarmkit_operator.builders.job import FLOW_DATA_MOUNT
 from swarmkit_operator.builders.skill import render_skill
@@ -46,16 +46,23 @@ def mount_like_the_job(root: Path) -> None:
 
 
 def test_the_operators_example_bundle_runs_with_the_jobs_arguments(tmp_path: Path) -> None:
-    mount_like_the_job(tmp_path)
-    proc = subprocess.run(
+    files = tmp_path / "files"
+    mount_like_the_job(files)
+    (files / "dev/termination-log").touch()
+    work = tmp_path / "ns"
+    work.mkdir()
+    proc = run_with_mounts(  # each tree at its real path, as the Job's pod mounts them
         [sys.executable, "-m", "swarmkit_runner", "run", "--bundle", BUNDLE_MOUNT],
-        env=runner_env({"SWARMKIT_PATH_PREFIX": str(tmp_path)}),
-        capture_output=True,
-        text=True,
-        timeout=60,
+        {
+            str(files / "etc/swarmkit"): "/etc/swarmkit",
+            str(files / "scratch"): "/scratch",
+            str(files / "dev/termination-log"): "/dev/termination-log",
+        },
+        work_dir=work,
+        env=runner_env({}),
     )
     assert proc.returncode == 0, proc.stderr
-    result = json.loads((tmp_path / "dev/termination-log").read_text())
+    result = json.loads((files / "dev/termination-log").read_text())
     assert result["outcome"] == "Succeeded"
     assert "verdict is pass" in result["output"]
     audit = parse_audit(proc.stdout)
