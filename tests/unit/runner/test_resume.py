@@ -191,3 +191,49 @@ def test_human_task_request_returns_the_decision(tmp_path: Path) -> None:
     [(content, _)] = server.requests[-1].tool_results()
     got = json.loads(content)
     assert (got["verdict"], got["text"], got["decidedBy"]) == ("answer", "v3", "dana")
+
+
+def test_secrets_never_reach_the_review_item_or_the_checkpoint(tmp_path: Path) -> None:
+    import io
+
+    from swarmkit_api.bundle import secret_env_name
+    from swarmkit_runner import reviews
+    from swarmkit_runner.audit import AuditLog
+    from swarmkit_runner.context import Budget, RunContext
+    from swarmkit_runner.journal import Journal
+    from swarmkit_runner.paths import RunnerPaths
+    from swarmkit_runner.runner import _print_checkpoint
+    from swarmkit_runner.secrets import SecretStore
+    from tests.support.bundles import secret_ref
+
+    value = "s3cr3t-deploy-token-value"
+    ref = secret_ref("deploy", "token")
+    secrets = SecretStore({secret_env_name(ref): value})
+    secrets.get(ref)  # handed out to a tool: from now on it is scrubbed everywhere
+    out = io.StringIO()
+    b = bundle(agents=[agent("dev", provider="m")], providers=[openai_provider("m", "http://x")])
+    journal = Journal()
+    journal.entries["e.0"] = {
+        "kind": "tool",
+        "value": {"content": f"token={value}", "error": False},
+    }
+    ctx = RunContext(
+        bundle=b,
+        paths=RunnerPaths.resolve(scratch=str(tmp_path)),
+        audit=AuditLog(b.run.uid, b.run.uid, secrets, sink=out),
+        secrets=secrets,
+        budget=Budget(10, 1000),
+        journal=journal,
+    )
+    parked = reviews.park(
+        ctx, "approval", f"use {value}?", agent="dev", tool="deploy", args={"token": value}
+    )
+    [item] = parked.items  # type: ignore[union-attr]
+    assert value not in (item.arguments or "") and value not in item.question
+    assert "[REDACTED]" in (item.arguments or "")
+    _print_checkpoint(ctx.audit, secrets, journal, b, item)
+    printed = out.getvalue()
+    assert value not in printed
+    line = next(x for x in printed.splitlines() if x.startswith(CHECKPOINT_LINE_PREFIX))
+    saved = Checkpoint.decode(line[len(CHECKPOINT_LINE_PREFIX) :])
+    assert saved.entries["e.0"]["value"]["content"] == "token=[REDACTED]"
