@@ -101,7 +101,6 @@ class TaskManager:
     metrics: ServeMetrics
     max_concurrent: int = 4
     input_timeout: float = 3600.0
-    audit_factory: Callable[[str, str], AuditLog] | None = None
     tasks: dict[str, ServedTask] = field(default_factory=dict)
     draining: bool = False
 
@@ -167,8 +166,7 @@ class TaskManager:
             task.changed.notify_all()
 
     def _audit(self, task: ServedTask) -> AuditLog:
-        if self.audit_factory is not None:
-            return self.audit_factory(task.id, task.correlation_id)
+        """The task's audit stream: its own run id, the caller's correlation id."""
         return AuditLog(task.id, task.correlation_id, self.secrets)
 
     async def _run(self, task: ServedTask) -> None:
