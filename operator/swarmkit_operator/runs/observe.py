@@ -87,6 +87,8 @@ async def reconcile(st: RunState, uid: str) -> float | None:
         return await cancel(st, run, all_jobs, job, job_pods, pods)
     if rs.is_parked(conditions) and run_status.get("checkpointConfigMap"):
         # Parked and recorded: its Job and pod may be gone; only the Review matters now.
+        # (The pod's finalizer may still be on after a crash right after the status write.)
+        await cleanup.release_pods(st, job_pods)
         return await review.waiting(st, run, spec)
 
     started = bool(run_status.get("jobName")) or job is not None or bool(job_pods)
