@@ -10,7 +10,9 @@ a public ``mcp`` SDK client session over streamable HTTP calling ``echo``:
 * **gateway, skill**: the same through an ``mcp_tool`` skill (the full skill pipeline:
   provenance, scopes, tiers, constraints, audit).
 
-Each run makes ``--calls`` sequential calls per path after a warm-up and reports p50/p95;
+Each run makes ``--calls`` sequential calls per path after a warm-up and reports p50/p95,
+and the gateway process's CPU time per call (user + system, from ``/proc``: what the
+gateway costs, barely moved by other load, unlike latency on a shared machine);
 ``--runs`` runs (default 3) give min/median/max of each. The machine's load average is
 printed before and after.
 
@@ -78,9 +80,21 @@ async def direct(url: str, token: str, calls: int) -> dict[str, float]:
         return await timed(lambda: client.call_tool("echo", {"text": "hello"}), calls)
 
 
-async def through(url: str, tool: str, calls: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def through(url: str, tool: str, calls: int, pid: int) -> dict[str, float]:
     async with mcp_client(url, TOKEN) as client:
-        return await timed(lambda: client.call_tool(tool, {"text": "hello"}), calls)
+        await timed(lambda: client.call_tool(tool, {"text": "hello"}), WARMUP)
+        before = cpu_seconds(pid)
+        result = await timed(lambda: client.call_tool(tool, {"text": "hello"}), calls)
+        # CPU the gateway process spent per call: unlike latency, barely moved by load.
+        result["cpu_ms"] = (cpu_seconds(pid) - before) * 1000 / (calls + WARMUP)
+        return result
 
 
 def one_run(upstream: HttpMcpServer, calls: int, root: Path) -> dict[str, dict[str, float]]:
@@ -108,17 +122,19 @@ def one_run(upstream: HttpMcpServer, calls: int, root: Path) -> dict[str, dict[s
     env = {secret_env_name(TOKEN_REF): TOKEN}
     assert upstream.token == TOKEN
     with GatewayProcess(layout, env) as gateway:
+        assert gateway.proc is not None
+        pid = gateway.proc.pid
 
         async def measure() -> dict[str, dict[str, float]]:
             return {
                 "direct": await direct(upstream.url, TOKEN, calls),
-                "gateway_tool": await through(gateway.url, "t.echo", calls),
-                "gateway_skill": await through(gateway.url, "echo-skill", calls),
+                "gateway_tool": await through(gateway.url, "t.echo", calls, pid),
+                "gateway_skill": await through(gateway.url, "echo-skill", calls, pid),
             }
 
         result = asyncio.run(measure())
         audited = len(gateway.audit("tool.call"))
-    expected = 2 * (calls + WARMUP)
+    expected = 2 * (calls + 2 * WARMUP)
     if audited < expected:
         raise RuntimeError(f"only {audited} of {expected} gateway calls were audited")
     return result
@@ -158,6 +174,8 @@ def main() -> None:
     for path in ("direct", "gateway_tool", "gateway_skill"):
         summary[path] = {q: spread([r[path][q] for r in runs]) for q in ("p50_ms", "p95_ms")}
     for path in ("gateway_tool", "gateway_skill"):
+        summary[f"{path}_cpu_ms"] = spread([r[path]["cpu_ms"] for r in runs])
+    for path in ("gateway_tool", "gateway_skill"):
         summary[f"{path}_overhead"] = {
             q: spread([r[path][q] - r["direct"][q] for r in runs]) for q in ("p50_ms", "p95_ms")
         }
@@ -181,6 +199,12 @@ def main() -> None:
         print(
             f"  {label}: p50 {p50['median']} ms (min {p50['min']}, max {p50['max']}); "
             f"p95 {p95['median']} ms (min {p95['min']}, max {p95['max']})"
+        )
+    for path, label in (("gateway_tool", "listed tool"), ("gateway_skill", "skill")):
+        cpu = summary[f"{path}_cpu_ms"]
+        print(
+            f"  gateway process CPU per call, {label}: {cpu['median']} ms "
+            f"(min {cpu['min']}, max {cpu['max']})"
         )
 
 
