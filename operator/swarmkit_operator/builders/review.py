@@ -42,6 +42,8 @@ from .job import (
 from .run_status import parse_time, rfc3339
 
 REVIEW_KIND_LABEL = "swarmkit.dev/review-kind"
+#: A ConfigMap holds at most 1 MiB; leave room for its metadata.
+MAX_CHECKPOINT_BYTES = 1_000_000
 RUN_NAME_LABEL_KEY = "swarmkit.dev/run"
 MAX_NAME = 63
 

@@ -122,6 +122,13 @@ async def _store_checkpoint(
             st, run, rs.final("Failed", f"the run parked for review but cannot resume: {why}")
         )
         return None
+    if len(encoded) > rv.MAX_CHECKPOINT_BYTES:
+        message = (
+            f"the run parked for review but cannot resume: its checkpoint is {len(encoded)} "
+            f"bytes, over the {rv.MAX_CHECKPOINT_BYTES} a ConfigMap holds"
+        )
+        await status.write(st, run, rs.final("Failed", message))
+        return None
     await k8s.create_config_map(rv.build_checkpoint_config_map(ref, stage, encoded))
     st.mark(run.uid, "checkpoint_stored")
     return encoded
