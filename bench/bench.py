@@ -52,6 +52,8 @@ def main() -> int:
                 cluster.kubeconfig,
             )
         )
+        # Keep the reconcile numbers even if the burst fails (rewritten with both below).
+        Path(args.out).write_text(json.dumps({"reconcile": scale}, indent=1))
         burst = asyncio.run(
             bb.bench(
                 argparse.Namespace(runs=args.runs, repeat=args.runs_repeat, timeout=args.timeout),

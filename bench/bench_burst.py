@@ -174,7 +174,7 @@ async def one(runs: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
             conds = ((a or {}).get("status") or {}).get("conditions") or []
             return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
 
-        await br.wait_until(agent_ready, 60, 0.1, "the burst agent Ready")
+        await br.wait_until(agent_ready, 300, 0.1, "the burst agent Ready")
         watcher = Watcher(kubeconfig, ns)
         await asyncio.sleep(1)  # the watches are established
         created: dict[str, float] = {}
