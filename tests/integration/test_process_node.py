@@ -60,16 +60,18 @@ def test_volumes_are_at_their_mount_paths_and_the_host_is_untouched(
         namespace, {"metadata": {"name": "bundle"}, "data": {"bundle.json": '{"ok": 1}'}}
     )
     marker = f"swarmkit-node-test-{namespace}"
+    # A mount point no host has (a CI host may well have a /scratch of its own).
+    scratch = f"/scratch-{marker}"
     script = f"""
         import json, os
         out = {{
             "bundle": json.load(open("/etc/swarmkit/bundle/bundle.json")),
             "token": len(open("/var/run/secrets/kubernetes.io/serviceaccount/token").read()) > 20,
-            "scratch": os.listdir("/scratch"),
+            "scratch": os.listdir("{scratch}"),
             "prefix": [k for k in os.environ if "PREFIX" in k],
         }}
         open("/dev/{marker}", "w").write("written inside")
-        open("/scratch/{marker}", "w").write("kept in the volume")
+        open("{scratch}/{marker}", "w").write("kept in the volume")
         try:
             open("/etc/swarmkit/bundle/new", "w")
         except OSError as exc:
@@ -81,7 +83,7 @@ def test_volumes_are_at_their_mount_paths_and_the_host_is_untouched(
         script,
         volumeMounts=[
             {"name": "bundle", "mountPath": "/etc/swarmkit/bundle", "readOnly": True},
-            {"name": "scratch", "mountPath": "/scratch"},
+            {"name": "scratch", "mountPath": scratch},
         ],
     )
     spec["spec"]["volumes"] = [
@@ -103,7 +105,7 @@ def test_volumes_are_at_their_mount_paths_and_the_host_is_untouched(
     # Nothing of it reached the host: not the mount points, not the pod's /dev.
     assert not Path(f"/dev/{marker}").exists()
     assert not Path("/etc/swarmkit/bundle").exists()
-    assert not Path("/scratch").exists()
+    assert not Path(scratch).exists()
     assert not Path("/var/run/secrets/kubernetes.io").exists()
 
 
