@@ -89,6 +89,7 @@ class PodWorker(threading.Thread):
         self.conditions: dict[str, JSON] = {}
         self.tokens = ProjectedTokens(self.client, pod)
         self.prepared: dict[str, Launch] = {}
+        self.sources: PodSources | None = None
         self.finished = False
         self.initialized = not any(c.init for c in self.containers.values())
         self.stopping = False  # no more restarts
@@ -210,25 +211,38 @@ class PodWorker(threading.Thread):
                 self.wake.clear()
             self._finalize_delete()
             return
-        # Volumes and env (retried like the kubelet until they resolve).
+        # Volumes, then env (retried like the kubelet until they resolve). As on a real node a
+        # volume that cannot be set up yet (a ConfigMap not created yet, or a transient 403
+        # while the Node authorizer has not linked the pod to it) leaves the pod
+        # ContainerCreating with FailedMount Events; only a container's own configuration (env
+        # from a missing key) is CreateContainerConfigError.
         attempts = 0
         while True:
             if self.deleting:
                 self._finalize_delete()
                 return
+            stage = "volumes"
             try:
-                self._prepare()
+                volumes = self._prepare_volumes()
+                stage = "config"
+                self._prepare_containers(volumes)
                 break
             except (ConfigError, ApiError) as exc:
                 attempts += 1
                 log.info("%s/%s: not ready to start (%s); retrying", self.ns, self.pod_name, exc)
-                if attempts == 1:
-                    for c in self.containers.values():
-                        self._event(c, "Warning", "Failed", f"Error: {exc}")
+                if stage == "volumes":
+                    reason = "ContainerCreating"
+                    if attempts == 1 or attempts % 30 == 0:
+                        self._event(
+                            None, "Warning", "FailedMount", f"MountVolume.SetUp failed: {exc}"
+                        )
+                else:
+                    reason = "CreateContainerConfigError"
+                    if attempts == 1:
+                        for c in self.containers.values():
+                            self._event(c, "Warning", "Failed", f"Error: {exc}")
                 for c in self.containers.values():
-                    c.state = {
-                        "waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}
-                    }
+                    c.state = {"waiting": {"reason": reason, "message": str(exc)}}
                 self.push_status()
                 self.wake.wait(min(2.0, 0.2 * attempts))
                 self.wake.clear()
@@ -259,16 +273,22 @@ class PodWorker(threading.Thread):
         else:
             self.node.events.emit(self.pod, typ, reason, message, c.name, c.init)
 
-    def _prepare(self) -> None:
+    def _prepare_volumes(self) -> dict[str, Path]:
         vol_dir = self.dir / "volumes"
         vol_dir.mkdir(exist_ok=True)
         self.tokens.clear()
-        sources = PodSources(self.client, self.pod, self.node.resources)
+        self.sources = PodSources(self.client, self.pod, self.node.resources)
         fs_group = (self.pod["spec"].get("securityContext") or {}).get("fsGroup")
         volumes: dict[str, Path] = {}
         for v in self.pod["spec"].get("volumes") or []:
-            volumes[v["name"]] = materialize(v, vol_dir / v["name"], sources, self.tokens)
+            try:
+                volumes[v["name"]] = materialize(v, vol_dir / v["name"], self.sources, self.tokens)
+            except (ConfigError, ApiError) as exc:
+                raise ConfigError(f'volume "{v["name"]}": {exc}') from exc
             set_ownership(volumes[v["name"]], v, fs_group)
+        return volumes
+
+    def _prepare_containers(self, volumes: dict[str, Path]) -> None:
         self.prepared = {}
         for c in self.containers.values():
             image = self._image(c)
@@ -278,7 +298,7 @@ class PodWorker(threading.Thread):
                 image if isinstance(image, ImageRule) else None,
                 image if isinstance(image, LocalImage) else None,
                 volumes,
-                sources,
+                self.sources or PodSources(self.client, self.pod, self.node.resources),
                 pod_dir=self.dir,
                 node=self.node.info,
             )
