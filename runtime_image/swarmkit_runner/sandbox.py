@@ -24,45 +24,142 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _LAUNCHER = """\
-import os, resource, sys
+import _signal as signal  # not signal: its enum import alone costs milliseconds
+import ctypes, os, resource, struct, sys, time
 cpu, mem, fsize, confine = (int(v) for v in sys.argv[1:5])
-if cpu > 0:
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-if mem > 0:
-    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-if fsize > 0:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-if confine:
-    # Landlock: from here on this process and its children may create, change or delete
-    # files only under the working directory (and write /dev/null); reading is unchanged.
-    import ctypes, struct
-    libc = ctypes.CDLL(None, use_errno=True)
-    abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, VERSION)
-    if abi < 1:
-        sys.stderr.write("sandbox: Landlock unavailable, writes are not confined\\n")
-    else:
-        write = 1 << 1
-        handled = write | sum(1 << b for b in range(4, 13))  # remove/make dir/reg/sym/...
-        if abi >= 2:
-            handled |= 1 << 13  # refer
-        if abi >= 3:
-            handled |= 1 << 14  # truncate
-        attr = ctypes.create_string_buffer(struct.pack("Q", handled))
-        rfd = libc.syscall(444, attr, 8, 0)
-        if rfd < 0:
-            raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
-        def allow(path, rights):
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd))
-            if libc.syscall(445, rfd, 1, rule, 0) != 0:  # landlock_add_rule(PATH_BENEATH)
-                raise OSError(ctypes.get_errno(), "landlock_add_rule " + path)
-            os.close(fd)
-        allow(".", handled)
-        allow("/dev/null", write | (handled & (1 << 14)))
-        if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.syscall(446, rfd, 0) != 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
-os.execv(sys.argv[5], sys.argv[5:])
+libc = ctypes.CDLL(None, use_errno=True)
+me = os.getpid()
+# A child subreaper: an orphan anywhere below (a daemon's double fork, setsid() or not)
+# re-parents to this process instead of init, so the sweep below still finds it. Not
+# dumpable: re-raising the script's fatal signal must not dump this process's core.
+if libc.prctl(36, 1, 0, 0, 0) != 0:
+    raise OSError(ctypes.get_errno(), "PR_SET_CHILD_SUBREAPER")
+libc.prctl(4, 0, 0, 0, 0)
+
+
+def descendants():
+    children = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/" + name + "/stat", "rb") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue  # exited meanwhile
+            ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+            children.setdefault(ppid, []).append(int(name))
+    found, todo = [], [me]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
+
+
+def reap():
+    reaped = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return reaped
+        if pid == 0:
+            return reaped
+        reaped[pid] = status
+
+
+def sweep():
+    # SIGKILL every descendant until none is left: one forked while its parent was being
+    # killed re-parents here and is found by the next round. No child left means no
+    # descendant (an orphan would have re-parented here): the common case skips /proc.
+    while True:
+        try:
+            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return
+        pids = descendants()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if not reap():
+            time.sleep(0.001)
+
+
+def stop(signum, frame):
+    if os.getpid() == me:  # not the child between fork and exec
+        sweep()
+        os.kill(me, signal.SIGKILL)
+
+
+signal.signal(signal.SIGTERM, stop)
+child = os.fork()
+if child == 0:
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if cpu > 0:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        if mem > 0:
+            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        if fsize > 0:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        if confine:
+            # Landlock: from here on the script and its children may create, change or
+            # delete files only under the working directory (and write /dev/null); reading
+            # is unchanged. From ABI 6 they may not signal processes outside their domain
+            # either, so the script cannot stop or kill this launcher to dodge the sweep.
+            abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, VERSION)
+            if abi < 1:
+                sys.stderr.write("sandbox: Landlock unavailable, writes are not confined\\n")
+            else:
+                write = 1 << 1
+                handled = write | sum(1 << b for b in range(4, 13))  # remove/make dir/...
+                if abi >= 2:
+                    handled |= 1 << 13  # refer
+                if abi >= 3:
+                    handled |= 1 << 14  # truncate
+                if abi >= 6:
+                    attr = struct.pack("QQQ", handled, 0, 1 << 1)  # scoped: SIGNAL
+                else:
+                    attr = struct.pack("Q", handled)
+                rfd = libc.syscall(444, ctypes.create_string_buffer(attr), len(attr), 0)
+                if rfd < 0:
+                    raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+                def allow(path, rights):
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                    rule = ctypes.create_string_buffer(struct.pack("=Qi", rights, fd))
+                    if libc.syscall(445, rfd, 1, rule, 0) != 0:  # add_rule(PATH_BENEATH)
+                        raise OSError(ctypes.get_errno(), "landlock_add_rule " + path)
+                    os.close(fd)
+                allow(".", handled)
+                allow("/dev/null", write | (handled & (1 << 14)))
+                if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.syscall(446, rfd, 0) != 0:
+                    raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+        os.execv(sys.argv[5], sys.argv[5:])
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+    os._exit(1)
+status = None
+while status is None:
+    pid, st = os.waitpid(-1, 0)  # reaps orphans re-parented here as they exit
+    if pid == child:
+        status = st
+sweep()  # nothing the script started outlives it
+if os.WIFSIGNALED(status):
+    # Die of the same signal, so the runner sees what it saw before this launcher forked.
+    sig = os.WTERMSIG(status)
+    try:
+        signal.signal(sig, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+    os.kill(me, sig)
+    os._exit(128 + sig)
+os._exit(os.waitstatus_to_exitcode(status))
 """
 
 
@@ -93,9 +190,37 @@ class SandboxResult:
         return self.exit_code == 0 and not self.timed_out
 
 
+#: How long the launcher gets to sweep its descendants after SIGTERM before the runner
+#: falls back to killing the process group and the launcher itself.
+SWEEP_GRACE_SECONDS = 1.0
+
+
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """End the launcher and everything below it, whatever state it is in.
+
+    SIGTERM makes the launcher SIGKILL every descendant (sessions and process groups
+    notwithstanding) and then itself. The group kill and the final SIGKILL cover a launcher
+    that cannot do that in time (stopped, killed, stuck).
+    """
+    if proc.returncode is None:
+        _signal(proc.pid, signal.SIGTERM)
+        # returncode, not wait(): on 3.11 wait() also waits for the pipes to close.
+        grace = time.monotonic() + SWEEP_GRACE_SECONDS
+        while proc.returncode is None and time.monotonic() < grace:
+            await asyncio.sleep(0.005)
+    _kill_group(proc.pid)  # the launcher leads its own process group
+    if proc.returncode is None:
+        _signal(proc.pid, signal.SIGKILL)
 
 
 async def run_contained(
@@ -123,7 +248,6 @@ async def run_contained(
         env=env,
         start_new_session=True,
     )
-    pgid = proc.pid
     budget = limits.max_output_bytes
     buffers: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
     state = {"truncated": False}
@@ -143,7 +267,7 @@ async def run_contained(
             budget -= len(take)
             if len(take) < len(chunk):
                 state["truncated"] = True
-                _kill_group(pgid)
+                _signal(proc.pid, signal.SIGTERM)  # the launcher sweeps; _stop makes sure
 
     pumps = [
         asyncio.create_task(pump("stdout", proc.stdout)),
@@ -151,14 +275,21 @@ async def run_contained(
     ]
     timed_out = False
     deadline = start + limits.timeout_seconds
+    # wait() wakes as soon as the launcher has exited and its pipes are closed (3.11 waits
+    # for both); polling returncode still notices an exit while something else holds the
+    # pipes open, and the output cap.
+    exited = asyncio.ensure_future(proc.wait())
     try:
-        while proc.returncode is None:
-            if time.monotonic() >= deadline:
+        while proc.returncode is None and not state["truncated"]:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 timed_out = True
                 break
-            await asyncio.sleep(0.01)
+            await asyncio.wait({exited}, timeout=min(remaining, 0.01))
     finally:
-        _kill_group(pgid)  # timeout, cancellation, or stragglers after a normal exit
+        exited.cancel()
+        # Timeout, output cap, cancellation; after a normal exit only the group kill.
+        await _stop(proc)
         _, pending = await asyncio.wait(pumps, timeout=2.0)
         for task in pending:
             task.cancel()
