@@ -62,11 +62,16 @@ SLEEP_FOREVER = "import time\nwhile True:\n    time.sleep(60)\n"
 ENVIRON = (
     "import os\n"
     "own = open('/proc/self/environ', 'rb').read()\n"
-    "parent = b''\n"
-    "try:\n"
-    "    parent = open(f'/proc/{os.getppid()}/environ', 'rb').read()\n"
-    "except OSError as exc:\n"
-    "    parent = str(exc).encode()\n"
+    "# every ancestor up to the runner (the sandbox launcher sits in between)\n"
+    "parent, pid, cmdline = b'', os.getpid(), b''\n"
+    "while b'swarmkit_runner' not in cmdline and pid > 1:\n"
+    "    stat = open(f'/proc/{pid}/stat').read()\n"
+    "    pid = int(stat[stat.rindex(')') + 2 :].split()[1])\n"
+    "    cmdline = open(f'/proc/{pid}/cmdline', 'rb').read()\n"
+    "    try:\n"
+    "        parent += open(f'/proc/{pid}/environ', 'rb').read() + b'\\0'\n"
+    "    except OSError as exc:\n"
+    "        parent += str(exc).encode() + b'\\0'\n"
     "# hex, so that output scrubbing cannot hide what the script could read\n"
     "print(own.hex())\nprint(parent.hex())\n"
 )
@@ -189,6 +194,8 @@ def test_script_cannot_read_secrets_from_its_or_the_runners_environment(tmp_path
     own, parent = bytes.fromhex(own_hex), bytes.fromhex(parent_hex)
     # scripts get an empty environment (Python may add LC_CTYPE when coercing the C locale)
     assert {e.split(b"=")[0] for e in own.split(b"\0") if e} <= {b"LC_CTYPE"}
+    # the control: the script did read the runner's environment block, secret name and all
+    assert secret_env_name(SECRET_REF).encode() + b"=" in parent
     assert SECRET.encode() not in parent, "a script read the runner's secret env"
     assert SECRET not in out.stdout + out.stderr
 

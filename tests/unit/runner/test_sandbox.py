@@ -116,9 +116,7 @@ async def test_a_setsid_daemon_does_not_outlive_the_call(
     limits = Limits(timeout_seconds=3.0, max_output_bytes=100_000, confine_writes=confine)
 
     started = time.monotonic()
-    result = await run_contained(
-        [sys.executable, str(script), marker, then], work, {}, limits
-    )
+    result = await run_contained([sys.executable, str(script), marker, then], work, {}, limits)
     elapsed = time.monotonic() - started
 
     pid = _daemon_pid(work)
@@ -189,9 +187,7 @@ async def test_a_confined_script_cannot_kill_its_launcher_to_dodge_the_sweep(
     ("command", "exit_code"),
     [("exit 3", 3), ("kill -SEGV $$", -signal.SIGSEGV), ("kill -TERM $$", -signal.SIGTERM)],
 )
-async def test_exit_codes_are_the_scripts_own(
-    tmp_path: Path, command: str, exit_code: int
-) -> None:
+async def test_exit_codes_are_the_scripts_own(tmp_path: Path, command: str, exit_code: int) -> None:
     result = await run_contained(["/bin/sh", "-c", command], tmp_path, {}, Limits())
     assert result.exit_code == exit_code and not result.timed_out
 
@@ -204,9 +200,7 @@ async def test_cpu_limit_binds_the_script(tmp_path: Path) -> None:
 
 async def test_the_runners_other_children_are_left_alone(tmp_path: Path) -> None:
     # MCP stdio servers are the runner's children in their own sessions, as is this one.
-    neighbour = await asyncio.create_subprocess_exec(
-        "/bin/sleep", "30", start_new_session=True
-    )
+    neighbour = await asyncio.create_subprocess_exec("/bin/sleep", "30", start_new_session=True)
     try:
         script = _write(tmp_path, "daemon.py", DAEMON)
         marker = f"swarmkit-daemon-{os.getpid()}-neighbour"
