@@ -2,14 +2,23 @@
 
 * argv is passed literally (``execv``, never a shell unless argv itself names one);
 * a fresh working directory, the environment given (empty for scripts);
-* CPU-time, address-space and file-size limits set by a tiny launcher right before
-  ``execv`` (no ``preexec_fn``, which is unsafe with threads);
+* a tiny launcher (no ``preexec_fn``, which is unsafe with threads) makes itself a child
+  subreaper, forks, and sets CPU-time, address-space and file-size limits in the child
+  right before ``execv``: the limits bind the script, not the launcher that waits for it;
 * optionally (skill scripts) writes confined to the working directory with Landlock, so a
   script cannot change anything outside its scratch directory even where the filesystem
-  is writable (the process node, a pod without a read-only root);
-* stdout/stderr are read up to a cap; past it the process group is killed;
-* on timeout, and always once the main process exits, the whole process group is killed,
-  so background children never outlive the call.
+  is writable (the process node, a pod without a read-only root); from Landlock ABI 6 the
+  script cannot signal the launcher either;
+* stdout/stderr are read up to a cap;
+* once the script exits, and on timeout, output cap or cancellation (SIGTERM to the
+  launcher), the launcher SIGKILLs every descendant until none is left. An orphan
+  re-parents to the launcher, not to init, so a child that left the process group or
+  session (``setsid()``, a daemon's double fork) is found all the same, without root or
+  namespaces. The runner also kills the launcher's process group, and the launcher itself
+  if it has not gone within :data:`SWEEP_GRACE_SECONDS`.
+
+Exit codes are the script's own: a script killed by signal ``n`` reads ``-n``, as if the
+runner had started it directly (the launcher dies of the same signal).
 """
 
 from __future__ import annotations
@@ -86,8 +95,10 @@ def sweep():
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        if not reap():
-            time.sleep(0.001)
+        # Let the killed die before looking again: each /proc scan costs milliseconds.
+        settle = time.monotonic() + 0.01
+        while not reap() and time.monotonic() < settle:
+            time.sleep(0.0005)
 
 
 def stop(signum, frame):
