@@ -110,6 +110,10 @@ class GatewayAuth(ApiModel):
     )
 
 
+#: Default wait of a gateway call for a person (below the MCP Python SDK's 300 s read timeout).
+DEFAULT_GATEWAY_REVIEW_SECONDS = 240
+
+
 class GatewaySpec(ApiModel):
     """The agent's catalog served over MCP (streamable HTTP) to harnesses.
 
@@ -138,6 +142,15 @@ class GatewaySpec(ApiModel):
     auth: GatewayAuth | None = Field(default=None, description="Bearer tokens (required).")
     resources: ResourceRequirements | None = Field(
         default=None, description="Gateway container resources (default: the Workspace's)."
+    )
+    review_timeout_seconds: int = Field(
+        default=DEFAULT_GATEWAY_REVIEW_SECONDS,
+        ge=5,
+        le=3600,
+        description="How long a call that needs a person (a strict tier, an escalation) "
+        "waits for a decision on its Review before it fails and the Review expires (the "
+        "skill's or Workspace's review timeout caps it). Keep it below your MCP client's "
+        "request timeout (the Python SDK reads for 300 s).",
     )
 
 

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .agent import AgentSpec, GatewayToken
+from .agent import DEFAULT_GATEWAY_REVIEW_SECONDS, AgentSpec, GatewayToken
 from .base import ApiModel
 from .common import SecretKeyRef
 from .run import AgentSkillUsage, TokenUsage
@@ -139,6 +139,10 @@ class BundleGateway(ApiModel):
     port: int = Field(description="Port of the MCP endpoint.")
     tokens: list[GatewayToken] = Field(
         description="Accepted bearer tokens (Secret refs; values come from the env)."
+    )
+    review_timeout_seconds: int = Field(
+        default=DEFAULT_GATEWAY_REVIEW_SECONDS,
+        description="How long a call waits for a person's decision on its Review.",
     )
 
 

@@ -1,12 +1,15 @@
 """The Review resource: one question a person must answer, and the runner's resume contract.
 
-A Review is created by the operator (never by the runner, which has no API access) from
-what a parked run reported, owned by its Run (or, for a swarm-authored skill, by the
-Skill). ``spec.request`` is what is asked; it never changes. A person answers by writing
-``spec.decision {verdict, text, decidedBy}``; the ValidatingAdmissionPolicy shipped with
-the chart (``swarmkit-review-decisions``) requires ``decidedBy`` to be the authenticated
-user of that very request, refuses a second decision and a decision on an expired review.
-The CRD itself (CEL transition rules, below) also refuses any change to a decided review.
+A Review is created by the operator from what a parked run reported (the runner of a Run
+has no API access), owned by its Run (or, for a swarm-authored skill, by the Skill); or by
+an Agent's MCP gateway itself, for a call of one of its sessions that waits for a person
+(``request.gatewaySession``; the gateway's own service account may create, get and watch
+Reviews in its namespace, nothing else). ``spec.request`` is what is asked; it never
+changes. A person answers by writing ``spec.decision {verdict, text, decidedBy}``; the
+ValidatingAdmissionPolicy shipped with the chart (``swarmkit-review-decisions``) requires
+``decidedBy`` to be the authenticated user of that very request, refuses a second
+decision and a decision on an expired review. The CRD itself (CEL transition rules,
+below) also refuses any change to a decided review.
 
 :class:`Checkpoint` and :class:`ResumeDecision` are the files a resumed runner reads: the
 run's journal so far (what every model call and tool call returned) and the decision.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import zlib
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
@@ -24,6 +28,12 @@ from pydantic import Field
 
 from .base import ApiModel, CelRule
 from .common import Condition, LocalObjectReference
+
+#: Labels on every Review: its kind; a gateway session's Review also names its Agent (the
+#: label the gateway's pods carry) and the session's correlation id.
+REVIEW_KIND_LABEL = "swarmkit.dev/review-kind"
+GATEWAY_LABEL = "swarmkit.dev/gateway"
+CORRELATION_LABEL = "swarmkit.dev/correlation-id"
 
 ReviewKind = Literal["escalation", "approval", "input_request", "human_task", "skill_review"]
 Verdict = Literal["approve", "reject", "answer"]
@@ -33,6 +43,18 @@ ReviewState = Literal["Pending", "Decided", "Expired", "Resumed", "Closed"]
 TIMEOUT_DECIDER = "system:swarmkit-operator:review-timeout"
 #: Longest scrubbed argument text kept in a review request.
 MAX_ARGUMENTS_CHARS = 4000
+
+
+class GatewaySessionRef(ApiModel):
+    """The MCP gateway session whose call waits (the Review is owned by its Agent)."""
+
+    agent: str = Field(description="The Agent whose gateway asked.")
+    correlation_id: str = Field(
+        description="The session's correlation id (every audit line of the session has it)."
+    )
+    session: str = Field(default="", description="The MCP session id.")
+    identity: str = Field(default="", description="The bearer token's name (who called).")
+    pod: str = Field(default="", description="The gateway replica that waits.")
 
 
 class ReviewRequest(ApiModel):
@@ -47,6 +69,10 @@ class ReviewRequest(ApiModel):
     question: str = Field(max_length=4096, description="What must be decided.")
     run_ref: LocalObjectReference | None = Field(
         default=None, description="The parked Run (absent for skill reviews)."
+    )
+    gateway_session: GatewaySessionRef | None = Field(
+        default=None,
+        description="The MCP gateway session whose call waits (absent for Runs and skills).",
     )
     skill_ref: LocalObjectReference | None = Field(default=None, description="Skill involved.")
     content_hash: str | None = Field(
@@ -161,6 +187,36 @@ class ResumeDecision(ApiModel):
     task_id: str | None = Field(default=None, description="The remote task (input_request).")
 
 
+def decided_at(review: Mapping[str, Any]) -> str:
+    """When ``spec.decision`` was written: the time of the managedFields entry that owns
+    it (set by the apiserver on that write), or '' when unknown."""
+    for entry in (review.get("metadata") or {}).get("managedFields") or ():
+        fields = ((entry.get("fieldsV1") or {}).get("f:spec") or {}) if entry else {}
+        if "f:decision" in fields and entry.get("time"):
+            return str(entry["time"])
+    return ""
+
+
+def decision_of(review: Mapping[str, Any]) -> ResumeDecision | None:
+    """The decision written on a Review object (None while it has none). The operator (a
+    parked Run) and the MCP gateway (a waiting call) read decisions with this."""
+    spec = review.get("spec") or {}
+    decision = spec.get("decision")
+    if not decision:
+        return None
+    request = spec.get("request") or {}
+    return ResumeDecision(
+        review=str((review.get("metadata") or {}).get("name") or ""),
+        key=str(request.get("key") or ""),
+        kind=request.get("kind") or "escalation",
+        verdict=decision.get("verdict") or "reject",
+        text=str(decision.get("text") or ""),
+        decided_by=str(decision.get("decidedBy") or ""),
+        decided_at=decided_at(review),
+        task_id=request.get("taskId"),
+    )
+
+
 class Checkpoint(ApiModel):
     """Where a parked run stands: every recorded effect (model call, tool call) by key."""
 
@@ -199,10 +255,14 @@ RESUME_MOUNT = "/etc/swarmkit/resume"
 __all__ = [
     "CHECKPOINT_FILE",
     "CHECKPOINT_LINE_PREFIX",
+    "CORRELATION_LABEL",
     "DECISION_FILE",
+    "GATEWAY_LABEL",
     "RESUME_MOUNT",
+    "REVIEW_KIND_LABEL",
     "TIMEOUT_DECIDER",
     "Checkpoint",
+    "GatewaySessionRef",
     "ResumeDecision",
     "ReviewDecision",
     "ReviewKind",
@@ -210,4 +270,6 @@ __all__ = [
     "ReviewSpec",
     "ReviewState",
     "ReviewStatus",
+    "decided_at",
+    "decision_of",
 ]

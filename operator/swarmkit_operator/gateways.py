@@ -5,15 +5,17 @@ Topology, Workspace or Secret change there may give a served agent a new version
 token).
 One coalescing worker per Agent; a failed reconcile is retried with backoff. A reconcile:
 
-1. disabled (or no ``spec.gateway``): deletes the Deployment, Service and bundle
-   ConfigMaps, and reports ``Serving=False`` ``Disabled`` if it ever reported anything;
+1. disabled (or no ``spec.gateway``): deletes the Deployment, Service, RBAC objects and
+   bundle ConfigMaps, and reports ``Serving=False`` ``Disabled`` if it ever reported anything;
 2. with a token's Secret key missing, reports ``Serving=False`` ``SecretNotFound`` (and
    leaves a running gateway alone); then resolves the agent exactly as a Run of it would
    (:class:`~.runs.resolve.Resolver`); while that waits (the agent or a skill not Ready
    yet), ``Serving`` keeps its previous status with the waiting message, so a gateway
    that serves keeps serving;
-3. creates the content-addressed bundle ConfigMap, then server-side applies the Service
-   and the Deployment (a new pod template checksum rolls it; :mod:`.builders.gateway`);
+3. creates the content-addressed bundle ConfigMap, then server-side applies the gateway's
+   ServiceAccount, Role and RoleBinding (create/get/watch Reviews: a call that waits for a
+   person opens one), the Service and the Deployment (a new pod template checksum rolls
+   it; :mod:`.builders.gateway`);
 4. writes ``Serving``, ``gatewayUrl`` and ``gatewayVersion`` to the Agent's status (a
    merge patch of those fields and the conditions list with ``Serving`` set, skipped when
    unchanged), and once rolled out deletes the superseded bundle ConfigMaps.
@@ -163,6 +165,8 @@ class GatewayController:
         cm_name = str(config_map["metadata"]["name"])
         await k8s.create_object(k8s.core_path("configmaps", namespace), config_map)
         deployment, service = gw.workload(agent, spec, rendered, bundle, cm_name, self.config)
+        for doc in gw.review_rbac(agent, gw.service_account(name, rendered)):
+            await k8s.apply(k8s.object_path(doc), doc)
         observed = await self._apply(deployment, service)
         version = bundle.agents[name].version
         verdict = gw.serving(observed, version)
@@ -243,6 +247,9 @@ class GatewayController:
         name = gw.gateway_name(agent.name)
         await k8s.delete_object(k8s.apps_path("deployments", agent.namespace, name))
         await k8s.delete_object(k8s.core_path("services", agent.namespace, name))
+        for plural in ("rolebindings", "roles"):
+            await k8s.delete_object(k8s.rbac_path(plural, agent.namespace, name))
+        await k8s.delete_object(k8s.core_path("serviceaccounts", agent.namespace, name))
         await self._delete_bundles(agent, keep=None)
         if get_condition(status.get("conditions"), gw.SERVING) is None:
             return

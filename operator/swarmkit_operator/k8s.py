@@ -527,6 +527,21 @@ def apps_path(plural: str, namespace: str, name: str | None = None) -> str:
     return f"{base}/{name}" if name else base
 
 
+def rbac_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def object_path(manifest: Mapping[str, Any]) -> str:
+    """The path of a namespaced ServiceAccount, Role or RoleBinding manifest."""
+    meta = manifest["metadata"]
+    plural = {"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings"}
+    kind = str(manifest["kind"])
+    if kind == "ServiceAccount":
+        return core_path(plural[kind], meta["namespace"], meta["name"])
+    return rbac_path(plural[kind], meta["namespace"], meta["name"])
+
+
 async def apply(path: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
     """Server-side apply ``manifest`` at ``path`` (the object's own path) as the operator.
 

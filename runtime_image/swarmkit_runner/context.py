@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from swarmkit_api.bundle import ReviewItem, RunBundle
+from swarmkit_api.review import ResumeDecision
 
 from .audit import AuditLog
 from .catalog import CallStats
@@ -124,6 +125,9 @@ class Shared:
 
 #: Takes the question (a review item) and returns the caller's answer.
 AskHook = Callable[[ReviewItem], Awaitable[str]]
+#: Opens a Review for the question and waits for a person's decision (an MCP gateway
+#: session: :mod:`.gateway_review`); raises ``ReviewUnavailable`` when none can be opened.
+Reviewer = Callable[[ReviewItem], Awaitable[ResumeDecision]]
 
 
 @dataclass
@@ -151,6 +155,9 @@ class RunContext:
     #: Whether this context can park for a person (a Run can; a gateway session cannot,
     #: so there a question becomes a refusal).
     can_park: bool = True
+    #: Where nothing can park (a gateway session), a question waits here for a person
+    #: instead (None: it is refused).
+    reviewer: Reviewer | None = None
 
     def __post_init__(self) -> None:
         if not self.run_id:
@@ -182,6 +189,7 @@ class RunContext:
             owner=False,
             journal=self.journal,
             can_park=self.can_park,
+            reviewer=self.reviewer,
         )
 
     def agent_loop(self) -> AgentLoop:

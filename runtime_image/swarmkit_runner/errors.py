@@ -77,3 +77,9 @@ class InvalidArguments(ToolError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, "InvalidArguments")
+
+
+class ReviewUnavailable(Exception):
+    """No person can be asked: the Review could not be created (the reason says why), or it
+    went away while the call waited. Where this is raised the call falls back to what it
+    does with nobody to ask (a strict call is refused with this reason)."""

@@ -10,10 +10,12 @@ builtins, enabled native tools, ``read_flow_data``, ``load_skill`` / ``read_skil
 Agent skills are listed as ``agent__<skill>``. Nothing else: a call to any other name is
 refused (``ToolNotGranted``) and audited as ``tool.refused``.
 
-Every call runs the pipeline of a Run (:mod:`.pipeline`): provenance, scopes, tiers (there
-is no human-review workflow in this runtime, so a ``strict`` call is refused with the
-reason ``NotApproved`` unless it is explicitly approved), constraints, output validation
-with re-asks, and the audit stream. Each MCP session gets its own correlation id, budget
+Every call runs the pipeline of a Run (:mod:`.pipeline`): provenance, scopes, tiers (a
+``strict`` call without a standing approval, like an ``escalate_to_human`` failure, waits
+for a person: the gateway opens a Review with its pod's service account and blocks that
+call until it is decided, see :mod:`.gateway_review`; where no Review can be opened it is
+refused with ``NotApproved`` and the reason), constraints, output validation with
+re-asks, and the audit stream. Each MCP session gets its own correlation id, budget
 (``maxStepsPerRun`` / ``maxTokensPerRun`` of the Workspace) and audit stream; every line
 of it carries ``session`` (the MCP session id) and ``identity`` (the name of the bearer
 token). A call that would end a Run (``onFailure: fail``, an escalation, a budget limit)
@@ -40,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import json
+import os
 import signal
 import socket
 import time
@@ -50,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from swarmkit_api.bundle import BundleAgent, RunBundle
+from swarmkit_api.review import GatewaySessionRef
 
 from .audit import AuditLog
 from .catalog import CallStats, ToolCatalog, ToolEntry
@@ -57,6 +61,7 @@ from .commands import check_command_packs
 from .context import Budget, RunContext
 from .decision import outputs_schema
 from .errors import BundleError, RunEnded, StartupError
+from .gateway_review import ReviewClient, SessionReviewer
 from .loop import AgentRunner
 from .mcp_client import McpManager
 from .paths import RunnerPaths
@@ -142,6 +147,8 @@ class Gateway:
         # loop's import also registers every skill executor).
         self.root.shared.loop_factory = AgentRunner
         self.sessions: OrderedDict[str, Session] = OrderedDict()
+        #: Opens the Reviews a waiting call asks (the pod's service account; lazily).
+        self.reviews = ReviewClient(bundle.run.namespace)
         self.ready = False
         #: Why start-up failed (reported by :func:`serve`).
         self.failed: BaseException | None = None
@@ -175,7 +182,7 @@ class Gateway:
             budget=Budget(governance.max_steps_per_run, governance.max_tokens_per_run),
             stats=CallStats(),
             run_id=self.bundle.run.uid,
-            can_park=False,  # no Run to park: strict calls and escalations are refused
+            can_park=False,  # no Run to park: a session's reviewer waits on a Review instead
         )
 
     async def start(self) -> None:
@@ -206,6 +213,14 @@ class Gateway:
         ctx.mcp = self.mcp
         ctx.shared = self.root.shared  # one HTTP client, provider pool and warning set
         ctx.owner = False
+        ref = GatewaySessionRef(
+            agent=self.agent.name,
+            correlation_id=correlation,
+            session=session_id,
+            identity=identity,
+            pod=os.environ.get("HOSTNAME", ""),
+        )
+        ctx.reviewer = SessionReviewer(self.reviews, ref, self.bundle.run.uid, audit)
         catalog, _skills, _prompt = agent_catalog(ctx, self.agent)
         tools = {listed_name(e, self.bundle): e for e in catalog.entries()}
         created = Session(session_id, identity, correlation, ctx, catalog, tools)
@@ -295,6 +310,7 @@ class Gateway:
 
     async def aclose(self) -> None:
         await self.mcp.aclose()
+        await self.reviews.aclose()
         await self.root.aclose()
 
 

@@ -36,7 +36,9 @@ A ``strict`` tier without a standing approval is not a refusal but a question: t
 parks with an ``approval`` review item (the call, its scrubbed arguments); on resume
 ``approve`` runs the call, ``answer`` makes the reviewer's text its result, ``reject``
 refuses it (``ApprovalRejected``). Every skill call is one journal effect
-(:mod:`.journal`), so a resumed run does not call it again.
+(:mod:`.journal`), so a resumed run does not call it again. In an MCP gateway session
+(``ctx.reviewer`` set) an approval or an escalation does not park: the call waits for the
+decision on a Review the gateway opens (:mod:`.gateway_review`), then goes on the same way.
 """
 
 from __future__ import annotations
@@ -54,7 +56,14 @@ from swarmkit_api.skill import Constraints
 from . import decision, reviews
 from .catalog import EMPTY_OBJECT_SCHEMA, ToolEntry
 from .context import RunContext
-from .errors import InvalidArguments, RunEnded, RunFailed, ToolError, ToolRefused
+from .errors import (
+    InvalidArguments,
+    ReviewUnavailable,
+    RunEnded,
+    RunFailed,
+    ToolError,
+    ToolRefused,
+)
 from .output import schema_problems
 from .permissions import Gate, provenance_block, refusal, skill_layer, skill_scopes, widest
 from .skills import Interim, SkillTool, executor_for
@@ -166,13 +175,30 @@ async def approval(
     answer stands in for the call's result; raises on reject / expiry; parks when asked
     for the first time."""
     found = reviews.decision(ctx, "approval")
+    question = f"{refused.message}. Approve this call of {tool} by agent {agent.name}?"
+    if found is None and reviews.can_ask_reviewer(ctx):
+        # A gateway session: the call waits for a person on a Review it opens itself.
+        try:
+            found = await reviews.ask_reviewer(
+                ctx,
+                "approval",
+                question,
+                agent=agent.name,
+                skill=skill,
+                tool=tool,
+                args=args,
+                context=refused.message,
+            )
+        except ReviewUnavailable as exc:
+            message = f"{refused.message}; no person can be asked: {exc}"
+            raise ToolRefused(message, refused.code) from None
     if found is None:
         if not ctx.can_park or ctx.shared.ask is not None:
-            raise refused  # no Run to park (a gateway session, serve mode): a refusal
+            raise refused  # no Run to park (serve mode): a refusal
         raise reviews.park(
             ctx,
             "approval",
-            f"{refused.message}. Approve this call of {tool} by agent {agent.name}?",
+            question,
             agent=agent.name,
             skill=skill,
             tool=tool,
@@ -264,6 +290,25 @@ async def _invoke(
     tries = f"after {attempt} attempt{'s' if attempt != 1 else ''}"
     if on_failure == "fail":
         raise RunFailed(f"skill {skill.name} failed {tries} (onFailure: fail): {reason}")
+    if on_failure == "escalate_to_human" and reviews.can_ask_reviewer(ctx):
+        # A gateway session: the call waits for a person on a Review it opens itself.
+        try:
+            found = await reviews.ask_reviewer(
+                ctx,
+                "escalation",
+                f"skill {skill.name} (agent {agent.name}) failed {tries}: {reason}. Answer "
+                "with the result the caller should get, approve to hand it the failure, or "
+                "reject.",
+                agent=agent.name,
+                skill=skill,
+                tool=skill.name,
+                args=args,
+                context=reason,
+            )
+        except ReviewUnavailable as exc:
+            reason += f" (escalate_to_human: no person can be asked: {exc})"
+        else:
+            return _escalation_decided(ctx, skill, found)
     if on_failure == "escalate_to_human" and ctx.can_park:
         failed = f"skill {skill.name} (agent {agent.name}) failed {tries}: {reason}."
         if ctx.shared.ask is not None:

@@ -12,6 +12,11 @@ decided and when (the authenticated user the admission policy checked).
 
 A review that expired arrives as verdict ``timeout``: the skill's ``onReviewTimeout``
 (``fail`` by default, or ``fallback``) decides (:func:`timed_out`).
+
+An MCP gateway session has no Run to park: there :func:`ask_reviewer` hands the same item
+to the session's reviewer (``ctx.reviewer``, :mod:`.gateway_review`), which opens the
+Review itself and waits for the decision; the call then goes on with it like a resumed
+run at the call that parked.
 """
 
 from __future__ import annotations
@@ -31,11 +36,15 @@ ITEM_ARGUMENT_CHARS = 1000
 
 def timeout_seconds(ctx: RunContext, skill: BundleSkill | None) -> int:
     """How long a review may wait: the skill's ``constraints.reviewTimeoutSeconds``, else
-    the Workspace's ``governance.reviewTimeoutSeconds``."""
+    the Workspace's ``governance.reviewTimeoutSeconds``; in a gateway, at most its
+    ``reviewTimeoutSeconds`` (an MCP call cannot wait for days)."""
     constraints = skill.spec.constraints if skill is not None else None
     if constraints is not None and constraints.review_timeout_seconds:
-        return constraints.review_timeout_seconds
-    return ctx.bundle.governance.review_timeout_seconds
+        seconds = constraints.review_timeout_seconds
+    else:
+        seconds = ctx.bundle.governance.review_timeout_seconds
+    gateway = ctx.bundle.gateway
+    return min(seconds, gateway.review_timeout_seconds) if gateway is not None else seconds
 
 
 def arguments_text(ctx: RunContext, args: dict[str, Any] | None) -> str | None:
@@ -65,6 +74,59 @@ def decision(ctx: RunContext, kind: ReviewKind) -> ResumeDecision | None:
     return found
 
 
+def review_item(
+    ctx: RunContext,
+    kind: ReviewKind,
+    question: str,
+    *,
+    agent: str,
+    skill: BundleSkill | None = None,
+    tool: str | None = None,
+    args: dict[str, Any] | None = None,
+    context: str | None = None,
+    task_id: str | None = None,
+) -> ReviewItem:
+    """The question as a review item: every text secret-scrubbed, arguments capped."""
+    return ReviewItem(
+        kind=kind,
+        skill=skill.name if skill is not None else None,
+        agent=agent,
+        question=ctx.secrets.scrub(question),
+        task_id=task_id,
+        tool=tool,
+        arguments=arguments_text(ctx, args),
+        context=ctx.secrets.scrub(context) if context else None,
+        key=ctx.journal.current_key(),
+        timeout_seconds=timeout_seconds(ctx, skill),
+    )
+
+
+def can_ask_reviewer(ctx: RunContext) -> bool:
+    """Whether a question here waits for a person on a Review (an MCP gateway session)."""
+    return ctx.reviewer is not None and ctx.shared.ask is None
+
+
+async def ask_reviewer(
+    ctx: RunContext,
+    kind: ReviewKind,
+    question: str,
+    *,
+    agent: str,
+    skill: BundleSkill | None = None,
+    tool: str | None = None,
+    args: dict[str, Any] | None = None,
+    context: str | None = None,
+) -> ResumeDecision:
+    """Open a Review and wait for the decision (only where :func:`can_ask_reviewer`);
+    raises ``ReviewUnavailable`` with the reason when no Review can be opened. The
+    reviewer audits ``review.requested`` and ``review.decided``."""
+    assert ctx.reviewer is not None
+    item = review_item(
+        ctx, kind, question, agent=agent, skill=skill, tool=tool, args=args, context=context
+    )
+    return await ctx.reviewer(item)
+
+
 def park(
     ctx: RunContext,
     kind: ReviewKind,
@@ -81,17 +143,16 @@ def park(
     nothing can park, a gateway session or serve mode: a ``NoReviewer`` tool error)."""
     if not ctx.can_park or ctx.shared.ask is not None:
         return ToolError(f"{question} (no person can be asked here: not a Run)", "NoReviewer")
-    item = ReviewItem(
-        kind=kind,
-        skill=skill.name if skill is not None else None,
+    item = review_item(
+        ctx,
+        kind,
+        question,
         agent=agent,
-        question=ctx.secrets.scrub(question),
-        task_id=task_id,
+        skill=skill,
         tool=tool,
-        arguments=arguments_text(ctx, args),
-        context=ctx.secrets.scrub(context) if context else None,
-        key=ctx.journal.current_key(),
-        timeout_seconds=timeout_seconds(ctx, skill),
+        args=args,
+        context=context,
+        task_id=task_id,
     )
     ctx.audit.emit(
         "review.requested",
@@ -130,4 +191,14 @@ def by(found: ResumeDecision) -> str:
     return text + (f": {found.text}" if found.text else "")
 
 
-__all__ = ["arguments_text", "by", "decision", "park", "timed_out", "timeout_seconds"]
+__all__ = [
+    "arguments_text",
+    "ask_reviewer",
+    "by",
+    "can_ask_reviewer",
+    "decision",
+    "park",
+    "review_item",
+    "timed_out",
+    "timeout_seconds",
+]

@@ -46,6 +46,10 @@ OPERATOR_RULES: Grants = {
     "topologies.swarmkit.dev/finalizers": frozenset({"update"}),
     "deployments.apps": frozenset({"create", "get", "list", "watch", "patch", "delete"}),
     "services": frozenset({"create", "get", "patch", "delete"}),
+    # an Agent gateway's own ServiceAccount, Role and RoleBinding (create/get/watch Reviews)
+    "serviceaccounts": frozenset({"create", "get", "patch", "delete"}),
+    "roles.rbac.authorization.k8s.io": frozenset({"create", "get", "patch", "delete"}),
+    "rolebindings.rbac.authorization.k8s.io": frozenset({"create", "get", "patch", "delete"}),
     "configmaps": frozenset({"create", "get", "list", "watch", "patch", "delete"}),
     # the skill library's own ConfigMap, rewritten in place (and only that one)
     "configmaps[swarmkit-skill-library]": frozenset({"update"}),

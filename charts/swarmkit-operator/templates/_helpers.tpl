@@ -207,6 +207,16 @@ app.kubernetes.io/part-of: swarmkit-operator
 - apiGroups: [swarmkit.dev]
   resources: [topologies/finalizers]
   verbs: [update]
+# An Agent's MCP gateway opens a Review for a call that waits for a person, as its own
+# ServiceAccount gw-<agent>: the operator renders it and a Role + RoleBinding allowing
+# only create/get/watch on Reviews in that namespace (verbs the operator holds itself, so
+# RBAC lets it grant them without escalate or bind).
+- apiGroups: [""]
+  resources: [serviceaccounts]
+  verbs: [create, get, patch, delete]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [roles, rolebindings]
+  verbs: [create, get, patch, delete]
 # A parked run prints its checkpoint on stdout (the termination message holds only 4 KiB
 # and its sha256); the operator reads it from the pod log into an immutable ConfigMap.
 - apiGroups: [""]

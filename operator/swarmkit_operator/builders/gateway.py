@@ -12,6 +12,11 @@ the agent would get (the Runs resolver renders it), plus ``gateway {port, tokens
   :mod:`.workload`): the pod template pins the bundle ConfigMap and the agent version in
   its checksum annotation, so a new version (an edited granted skill, a Workspace change)
   rolls the Deployment; the tokens' Secret keys are injected by reference;
+* a call through the gateway that waits for a person opens a Review itself, as the pod's
+  service account: the ServiceAccount ``gw-<agent>`` (the Workspace's
+  ``runtime.serviceAccountName`` when it names one) with the token mounted, and the Role
+  + RoleBinding ``gw-<agent>`` allowing create, get and watch on Reviews in the agent's
+  namespace and nothing else (:func:`review_rbac`);
 * ``status.gatewayUrl`` is the Service's in-cluster URL (``http://gw-<agent>.<ns>.svc:
   <port>/mcp``), ``status.gatewayVersion`` the agent version every replica serves, and the
   condition ``Serving`` says whether it does (:func:`serving`).
@@ -70,6 +75,58 @@ def owner_reference(agent: AgentRef) -> dict[str, Any]:
     }
 
 
+def service_account(agent: str, rendered: RenderedBundle) -> str:
+    """The gateway pod's service account: the Workspace's, else ``gw-<agent>``."""
+    runtime = rendered.bundle.workspace.runtime
+    named = runtime.service_account_name if runtime is not None else None
+    return named or gateway_name(agent)
+
+
+#: What a gateway may do with the API: open Reviews and follow their decisions.
+REVIEW_RULES = [
+    {"apiGroups": ["swarmkit.dev"], "resources": ["reviews"], "verbs": ["create", "get", "watch"]}
+]
+
+
+def review_rbac(agent: AgentRef, account: str) -> list[dict[str, Any]]:
+    """The ServiceAccount (unless the Workspace names its own), Role and RoleBinding that
+    let the gateway open Reviews in its namespace (owned by the Agent)."""
+    name = gateway_name(agent.name)
+    meta = {
+        "namespace": agent.namespace,
+        "labels": {**MANAGED_BY, **COMPONENT, **selector(agent.name)},
+        "ownerReferences": [owner_reference(agent)],
+    }
+    docs: list[dict[str, Any]] = []
+    if account == name:
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": name, **meta},
+                "automountServiceAccountToken": False,  # only the gateway pod mounts it
+            }
+        )
+    docs.append(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": name, **meta},
+            "rules": REVIEW_RULES,
+        }
+    )
+    docs.append(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": name, **meta},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": agent.namespace}],
+        }
+    )
+    return docs
+
+
 def selector(agent: str) -> dict[str, str]:
     return {GATEWAY_LABEL: label_value(agent), "app.kubernetes.io/component": "gateway"}
 
@@ -77,7 +134,11 @@ def selector(agent: str) -> dict[str, str]:
 def gateway_bundle(rendered: RenderedBundle, spec: GatewaySpec) -> RunBundle:
     """The rendered Agent bundle with the gateway's port and tokens."""
     assert spec.auth is not None
-    gateway = BundleGateway(port=spec.port, tokens=list(spec.auth.tokens))
+    gateway = BundleGateway(
+        port=spec.port,
+        tokens=list(spec.auth.tokens),
+        review_timeout_seconds=spec.review_timeout_seconds,
+    )
     return rendered.bundle.model_copy(update={"gateway": gateway})
 
 
@@ -142,6 +203,8 @@ def workload(
             },
         },
         termination_grace_seconds=30,
+        service_account_name=service_account(agent.name, rendered),
+        api_access=True,
     )
     labels = {**MANAGED_BY, **COMPONENT, **selector(agent.name)}
     pod_labels = {**labels, AGENT_VERSION_LABEL: label_value(version)}
@@ -219,7 +282,9 @@ __all__ = [
     "gateway_bundle",
     "gateway_name",
     "gateway_url",
+    "review_rbac",
     "selector",
+    "service_account",
     "serving",
     "workload",
 ]

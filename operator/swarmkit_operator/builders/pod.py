@@ -16,7 +16,8 @@ built here:
   ever copied;
 * the locked-down security context (non-root uid :data:`RUNNER_UID`, read-only root
   filesystem with emptyDir ``/scratch`` and ``/tmp``, all capabilities dropped, no
-  privilege escalation, seccomp RuntimeDefault), no service-account token, no service links;
+  privilege escalation, seccomp RuntimeDefault), no service-account token (except the MCP
+  gateway's, which opens Reviews), no service links;
 * resources from the Workspace (or the caller's override), else :data:`DEFAULT_RESOURCES`.
 
 Long-running users add ``ports`` and probes; the Job adds its restart policy and finalizer.
@@ -202,9 +203,13 @@ def runner_pod_spec(
     ports: Sequence[Mapping[str, Any]] = (),
     probes: Mapping[str, Any] | None = None,
     termination_grace_seconds: int = 15,
+    service_account_name: str | None = None,
+    api_access: bool = False,
 ) -> dict[str, Any]:
     """The runner's pod spec. ``flow_data_keys`` maps bundle ConfigMap keys → flow data paths;
-    ``probes`` holds ``readinessProbe``/``livenessProbe``/``startupProbe`` entries."""
+    ``probes`` holds ``readinessProbe``/``livenessProbe``/``startupProbe`` entries.
+    ``api_access`` mounts the service account's token (only the MCP gateway, which opens
+    Reviews; its ``service_account_name`` replaces the Workspace's)."""
     runtime = runtime_defaults(workspace)
     volumes: list[dict[str, Any]] = [
         {
@@ -271,15 +276,16 @@ def runner_pod_spec(
         container[key] = probe
     pod_spec: dict[str, Any] = {
         "restartPolicy": restart_policy,
-        "automountServiceAccountToken": False,
+        "automountServiceAccountToken": api_access,
         "enableServiceLinks": False,
         "terminationGracePeriodSeconds": termination_grace_seconds,
         "securityContext": pod_security_context(),
         "containers": [container],
         "volumes": volumes,
     }
-    if runtime.service_account_name:
-        pod_spec["serviceAccountName"] = runtime.service_account_name
+    account = service_account_name or runtime.service_account_name
+    if account:
+        pod_spec["serviceAccountName"] = account
     return pod_spec
 
 

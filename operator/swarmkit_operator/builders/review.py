@@ -26,8 +26,11 @@ from swarmkit_api.review import (
     CHECKPOINT_FILE,
     CHECKPOINT_LINE_PREFIX,
     DECISION_FILE,
+    REVIEW_KIND_LABEL,
     TIMEOUT_DECIDER,
     ResumeDecision,
+    decided_at,
+    decision_of,
 )
 
 from .job import (
@@ -41,7 +44,6 @@ from .job import (
 )
 from .run_status import parse_time, rfc3339
 
-REVIEW_KIND_LABEL = "swarmkit.dev/review-kind"
 #: A ConfigMap holds at most 1 MiB; leave room for its metadata.
 MAX_CHECKPOINT_BYTES = 1_000_000
 RUN_NAME_LABEL_KEY = "swarmkit.dev/run"
@@ -165,35 +167,6 @@ def build_review(run: RunRef, item: ReviewItem, stage: int, parked_at: datetime)
 def deadline_of(review: Mapping[str, Any]) -> datetime | None:
     request = (review.get("spec") or {}).get("request") or {}
     return parse_time(request.get("deadline"))
-
-
-def decided_at(review: Mapping[str, Any]) -> str:
-    """When ``spec.decision`` was written: the time of the managedFields entry that owns
-    it (set by the apiserver on that write), or '' when unknown."""
-    for entry in (review.get("metadata") or {}).get("managedFields") or ():
-        fields = ((entry.get("fieldsV1") or {}).get("f:spec") or {}) if entry else {}
-        if "f:decision" in fields and entry.get("time"):
-            return str(entry["time"])
-    return ""
-
-
-def decision_of(review: Mapping[str, Any]) -> ResumeDecision | None:
-    """The decision written on ``review`` (None while it has none)."""
-    spec = review.get("spec") or {}
-    decision = spec.get("decision")
-    if not decision:
-        return None
-    request = spec.get("request") or {}
-    return ResumeDecision(
-        review=str((review.get("metadata") or {}).get("name") or ""),
-        key=str(request.get("key") or ""),
-        kind=request.get("kind") or "escalation",
-        verdict=decision.get("verdict") or "reject",
-        text=str(decision.get("text") or ""),
-        decided_by=str(decision.get("decidedBy") or ""),
-        decided_at=decided_at(review),
-        task_id=request.get("taskId"),
-    )
 
 
 def timeout_decision(review: Mapping[str, Any], now: datetime) -> ResumeDecision:

@@ -11,16 +11,28 @@ nothing any more.
 
 The operator records what it made of a decided skill review in the Review's status
 (``Decided``, decidedBy, decidedAt), as it does for Run reviews.
+
+**Gateway reviews** (label ``swarmkit.dev/gateway``) are opened by an Agent's MCP gateway
+for a call that waits for a person; the gateway follows the decision itself. The operator
+records a decision in the Review's status like any other and, once the deadline passes
+without one (the gateway has stopped waiting and failed the call), marks it ``Expired``,
+so the admission policy refuses a late decision instead of one nobody acts on. The
+expiry is a timer per pending Review, set again from every watch event (an operator
+restart lists them all).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import kopf
 
 from swarmkit_api import GROUP, VERSION
+from swarmkit_api.review import GATEWAY_LABEL
 
 from .. import k8s
 from ..builders import review as rv
@@ -79,3 +91,65 @@ async def skill_review_decided(body: kopf.Body, namespace: str | None, name: str
             "decidedAt": found.decided_at or None,
         },
     )
+
+
+# --- reviews opened by an Agent's MCP gateway -------------------------------------------------
+
+log = logging.getLogger("swarmkit_operator.reviews")
+#: (namespace, name) → the pending gateway Review's expiry timer.
+_expiries: dict[tuple[str, str], asyncio.Task[None]] = {}
+
+
+async def _expire_at(namespace: str, name: str, delay: float) -> None:
+    try:
+        await asyncio.sleep(delay)
+        review = await k8s.get_custom("reviews", namespace, name)
+        if review is None or rv.decision_of(review) is not None:
+            return
+        if (review.get("status") or {}).get("state") in ("Expired", "Closed", "Decided"):
+            return
+        await k8s.patch_status("reviews", namespace, name, {"state": "Expired"})
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the next watch event sets the timer again
+        log.warning("gateway review %s/%s: could not mark it Expired: %s", namespace, name, exc)
+    finally:
+        _expiries.pop((namespace, name), None)
+
+
+@kopf.on.event(GROUP, VERSION, "reviews", labels={GATEWAY_LABEL: kopf.PRESENT})
+async def gateway_review(
+    body: kopf.Body, namespace: str | None, name: str, type: str | None, **_: Any
+) -> None:
+    if not namespace:
+        return
+    key = (namespace, name)
+    status = body.get("status") or {}
+    found = rv.decision_of(body)
+    if type == "DELETED" or found is not None or status.get("state") in ("Expired", "Closed"):
+        timer = _expiries.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+    if type == "DELETED":
+        return
+    if found is not None:
+        if status.get("state") != "Decided" or status.get("decidedBy") != found.decided_by:
+            await k8s.patch_status(
+                "reviews",
+                namespace,
+                name,
+                {
+                    "state": "Decided",
+                    "verdict": found.verdict,
+                    "decidedBy": found.decided_by,
+                    "decidedAt": found.decided_at or None,
+                },
+            )
+        return
+    deadline = rv.deadline_of(body)
+    if deadline is None or status.get("state") in ("Expired", "Closed") or key in _expiries:
+        return
+    if not status.get("state"):
+        await k8s.patch_status("reviews", namespace, name, {"state": "Pending"})
+    delay = max(0.0, (deadline - datetime.now(UTC)).total_seconds())
+    _expiries[key] = asyncio.get_running_loop().create_task(_expire_at(namespace, name, delay))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from swarmkit_api.agent import AgentSpec, GatewaySpec
 from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
 from swarmkit_api.run import RunSpec
-from swarmkit_api.workspace import WorkspaceSpec
+from swarmkit_api.workspace import RuntimeDefaults, WorkspaceSpec
 from swarmkit_operator.builders import PINNED_ANNOTATION, RUN_LABEL
 from swarmkit_operator.builders import gateway as gw
 from swarmkit_operator.builders.bundle import (
@@ -109,7 +110,9 @@ def test_deployment_runs_the_gateway_pinned_and_rolls_on_a_new_version() -> None
     assert {"name": "gw", "key": "ci"} in [e["valueFrom"]["secretKeyRef"] for e in token_env]
     assert not any(e.get("value") == "ci" for e in container["env"])
     assert pod["restartPolicy"] == "Always"
-    assert pod["automountServiceAccountToken"] is False
+    # The gateway opens Reviews: its own service account's token, and only its pod has it.
+    assert pod["automountServiceAccountToken"] is True
+    assert pod["serviceAccountName"] == "gw-reviewer"
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["bundle"]["configMap"]["name"] == cm["metadata"]["name"]
     assert deployment["spec"]["replicas"] == 2
@@ -125,6 +128,55 @@ def test_deployment_runs_the_gateway_pinned_and_rolls_on_a_new_version() -> None
     assert rolled["spec"]["template"]["metadata"]["annotations"][CHECKSUM_ANNOTATION] != checksum
     _, scaled, _ = manifests(gateway_spec(replicas=3, port=9090), rendered())
     assert scaled["spec"]["template"]["metadata"]["annotations"][CHECKSUM_ANNOTATION] == checksum
+
+
+def test_the_gateway_may_only_create_get_and_watch_reviews_in_its_namespace() -> None:
+    render = rendered()
+    account = gw.service_account("reviewer", render)
+    assert account == "gw-reviewer"
+    docs = {d["kind"]: d for d in gw.review_rbac(AGENT, account)}
+    assert set(docs) == {"ServiceAccount", "Role", "RoleBinding"}
+    for doc in docs.values():
+        meta = doc["metadata"]
+        assert (meta["name"], meta["namespace"]) == ("gw-reviewer", NAMESPACE)
+        assert meta["ownerReferences"][0]["kind"] == "Agent"
+    # Nothing but Reviews, and no update/patch: a decision is never the gateway's to write.
+    assert docs["Role"]["rules"] == [
+        {
+            "apiGroups": ["swarmkit.dev"],
+            "resources": ["reviews"],
+            "verbs": ["create", "get", "watch"],
+        }
+    ]
+    assert docs["RoleBinding"]["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "gw-reviewer",
+    }
+    assert docs["RoleBinding"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "gw-reviewer", "namespace": NAMESPACE}
+    ]
+    # A Workspace that names its own service account: the gateway runs as that one and
+    # the Role is bound to it (no ServiceAccount of ours).
+    ws = render.bundle.workspace
+    runtime = (ws.runtime or RuntimeDefaults()).model_copy(
+        update={"service_account_name": "team-runner"}
+    )
+    named = render.bundle.model_copy(
+        update={"workspace": ws.model_copy(update={"runtime": runtime})}
+    )
+    own = dataclasses.replace(render, bundle=named)
+    assert gw.service_account("reviewer", own) == "team-runner"
+    docs = {d["kind"]: d for d in gw.review_rbac(AGENT, "team-runner")}
+    assert set(docs) == {"Role", "RoleBinding"}
+    assert docs["RoleBinding"]["subjects"][0]["name"] == "team-runner"
+
+
+def test_review_wait_reaches_the_bundle() -> None:
+    bundle = gw.gateway_bundle(rendered(), gateway_spec(reviewTimeoutSeconds=90))
+    assert bundle.gateway is not None and bundle.gateway.review_timeout_seconds == 90
+    default = gw.gateway_bundle(rendered(), gateway_spec())
+    assert default.gateway is not None and default.gateway.review_timeout_seconds == 240
 
 
 def test_gateway_url_is_the_services_mcp_endpoint() -> None:
