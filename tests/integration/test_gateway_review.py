@@ -1,0 +1,262 @@
+"""A strict call through an Agent's MCP gateway waits for a person, on the real control plane.
+
+The operator runs as a process; the gateway is the real runner in a process-node pod of a
+real Deployment, as its own ServiceAccount (the operator's Role: create/get/watch Reviews);
+the harness is the public ``mcp`` client over streamable HTTP. A reviewer is a user bound
+to the chart's ``swarmkit-reviewer`` role, deciding with the documented ``kubectl patch``
+through the real admission policy (``review_support``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube, wait_for
+from tests.support.gateway import mcp_client, status_of
+from tests.support.mcp_servers import free_port, stdio_command
+
+from .review_support import (
+    bind_people,
+    decide,
+    review_admission,  # noqa: F401  (fixture)
+    review_of,
+)
+from .runs_support import GROUP, VERSION, OperatorProcess, apply, debug, wait_ready
+from .test_gateway import doc, gateway_audit, serving, skill, text_of, token_secret
+
+TOKENS = {"alice": "alice-gw-token-2f9c71", "ci": "ci-gw-token-8d04e3"}
+STRICT = {"type": "mcp_tool", "server": "t", "tool": "echo", "permission": "strict"}
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
+    op = OperatorProcess(cluster.kubeconfig)
+    op.start()
+    yield op
+    op.stop()
+
+
+def manifests(port: int) -> list[dict[str, Any]]:
+    tokens = [
+        {"name": name, "secretKeyRef": {"name": "gateway-tokens", "key": name}} for name in TOKENS
+    ]
+    return [
+        doc(
+            "Workspace",
+            "default",
+            {
+                "modelProviders": [
+                    {
+                        "name": "m",
+                        "type": "openai",
+                        "baseUrl": "http://127.0.0.1:9",
+                        "defaultModel": "t",
+                    }
+                ],
+                "mcpServers": [{"id": "t", "transport": "stdio", "command": stdio_command()}],
+            },
+        ),
+        skill("ship", "Use to ship a release (a person approves each call).", STRICT),
+        skill(
+            "ship-fast",
+            "Use to ship now (a person has 6 seconds).",
+            STRICT,
+            constraints={"reviewTimeoutSeconds": 6, "onReviewTimeout": "fallback"},
+        ),
+        doc(
+            "Agent",
+            "coder",
+            {
+                "workspaceRef": {"name": "default"},
+                "model": {"provider": "m", "name": "t"},
+                "skills": ["ship", "ship-fast"],
+                "tools": ["t.add"],
+                "gateway": {
+                    "enabled": True,
+                    "port": port,
+                    "auth": {"tokens": tokens},
+                    "reviewTimeoutSeconds": 120,
+                },
+            },
+        ),
+    ]
+
+
+@pytest.fixture
+def served(
+    kube: Kube,
+    cluster: LocalCluster,
+    namespace: str,
+    operator: OperatorProcess,
+    review_admission: None,  # noqa: F811  (the chart's roles and the admission policy)
+) -> Iterator[tuple[str, str]]:
+    token_secret(kube, namespace)
+    bind_people(cluster, namespace)
+    port = free_port()
+    for manifest in manifests(port):
+        apply(kube, namespace, manifest)
+    wait_ready(kube, namespace, "Agent", "coder", timeout=90)
+    wait_for(
+        lambda: serving(kube, namespace),
+        timeout=120,
+        message=lambda: debug(kube, namespace, operator) + operator.tail(),
+    )
+    wait_for(
+        lambda: status_of(f"http://127.0.0.1:{port}/healthz") == 200,
+        timeout=60,
+        message=lambda: json.dumps(gateway_audit(kube, namespace))[-3000:],
+    )
+    yield namespace, f"http://127.0.0.1:{port}/mcp"
+
+
+def gateway_reviews(kube: Kube, ns: str) -> list[dict[str, Any]]:
+    found = kube.custom.list_namespaced_custom_object(
+        GROUP, VERSION, ns, "reviews", label_selector="swarmkit.dev/gateway=coder"
+    )
+    return list(found.get("items") or [])
+
+
+async def opened_review(kube: Kube, ns: str, tool: str) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        return next(
+            (r for r in gateway_reviews(kube, ns) if r["spec"]["request"].get("tool") == tool),
+            None,
+        )
+
+    found: dict[str, Any] = await asyncio.to_thread(
+        wait_for, check, 60, message=lambda: json.dumps(gateway_audit(kube, ns))[-3000:]
+    )
+    return found
+
+
+def audited(kube: Kube, ns: str, event: str, review: str) -> list[dict[str, Any]]:
+    return [e for e in gateway_audit(kube, ns) if e["event"] == event and e.get("review") == review]
+
+
+async def test_a_strict_call_waits_for_a_reviewer_and_runs_once_approved(
+    kube: Kube, cluster: LocalCluster, served: tuple[str, str], operator: OperatorProcess
+) -> None:
+    ns, url = served
+    async with mcp_client(url, TOKENS["alice"]) as client:
+        call = asyncio.create_task(client.call_tool("ship", {"text": "release 1.4.2"}))
+        review = await opened_review(kube, ns, "ship")
+        name = review["metadata"]["name"]
+        request = review["spec"]["request"]
+        assert request["kind"] == "approval" and "strict" in request["question"]
+        assert "runRef" not in request and json.loads(request["arguments"]) == {
+            "text": "release 1.4.2"
+        }
+        session = request["gatewaySession"]
+        assert (session["agent"], session["identity"]) == ("coder", "alice")
+        assert review["metadata"]["ownerReferences"][0]["kind"] == "Agent"
+        assert not call.done()
+
+        # The waiting call blocks nothing else: another session is served meanwhile.
+        async with mcp_client(url, TOKENS["ci"]) as other:
+            assert text_of(await other.call_tool("t.add", {"a": 40, "b": 2})) == "42"
+        assert not call.done()
+
+        started = time.monotonic()
+        res = await asyncio.to_thread(decide, cluster, ns, name, "bob", "approve")
+        patched = time.monotonic()
+        assert res.returncode == 0, res.stderr
+        result = await asyncio.wait_for(call, 30)
+        returned = time.monotonic()
+    print(
+        f"\napprove: patch started → call returned {returned - started:.3f}s; "
+        f"kubectl patch returned → call returned {returned - patched:+.3f}s"
+    )
+    assert not result.is_error, text_of(result)
+    assert text_of(result) == "release 1.4.2"
+
+    def decided_lines() -> list[dict[str, Any]] | None:
+        return audited(kube, ns, "review.decided", name) or None
+
+    [line] = wait_for(decided_lines, timeout=30)
+    [asked] = audited(kube, ns, "review.requested", name)
+    assert (line["verdict"], line["decided_by"], line["identity"]) == ("approve", "bob", "alice")
+    assert line["correlation_id"] == asked["correlation_id"] == session["correlationId"]
+    assert review["metadata"]["labels"]["swarmkit.dev/correlation-id"] == session["correlationId"]
+    calls = [
+        e
+        for e in gateway_audit(kube, ns)
+        if e["event"] == "tool.call" and e.get("tool") == "ship" and e.get("outcome") == "ok"
+    ]
+    assert calls and calls[0]["correlation_id"] == session["correlationId"]
+
+    def recorded() -> dict[str, Any] | None:
+        status = (review_of(kube, ns, name) or {}).get("status") or {}
+        return status if status.get("state") == "Decided" else None
+
+    status = wait_for(recorded, timeout=30, message=lambda: operator.tail())
+    assert (status["verdict"], status["decidedBy"]) == ("approve", "bob")
+
+
+async def test_a_rejected_call_is_a_tool_error_with_the_reviewers_reason(
+    kube: Kube, cluster: LocalCluster, served: tuple[str, str]
+) -> None:
+    ns, url = served
+    secret_arg = f"release with {TOKENS['ci']}"
+    async with mcp_client(url, TOKENS["alice"]) as client:
+        call = asyncio.create_task(client.call_tool("ship", {"text": secret_arg}))
+        review = await opened_review(kube, ns, "ship")
+        name = review["metadata"]["name"]
+        # A secret the gateway knows never lands in the Review.
+        assert not any(token in json.dumps(review) for token in TOKENS.values())
+        forged = await asyncio.to_thread(
+            decide, cluster, ns, name, "eve", "approve"
+        )  # an editor is no reviewer
+        assert forged.returncode != 0
+        res = await asyncio.to_thread(
+            decide, cluster, ns, name, "alice", "reject", "not during the release freeze"
+        )
+        assert res.returncode == 0, res.stderr
+        result = await asyncio.wait_for(call, 30)
+        # The session goes on after the rejection.
+        assert text_of(await client.call_tool("t.add", {"a": 1, "b": 2})) == "3"
+
+    assert result.is_error
+    assert "ApprovalRejected" in text_of(result)
+    assert "reject by alice: not during the release freeze" in text_of(result)
+
+    def refused() -> list[dict[str, Any]] | None:
+        lines = gateway_audit(kube, ns)
+        found = [e for e in lines if e["event"] == "tool.refused" and e["tool"] == "ship"]
+        return lines if found else None
+
+    lines = wait_for(refused, timeout=30)
+    [line] = [e for e in lines if e["event"] == "review.decided" and e.get("review") == name]
+    assert (line["verdict"], line["decided_by"]) == ("reject", "alice")
+    [refusal] = [e for e in lines if e["event"] == "tool.refused" and e["tool"] == "ship"]
+    assert refusal["reason"] == "ApprovalRejected"
+    assert refusal["correlation_id"] == line["correlation_id"]
+    assert not any(token in json.dumps(lines) for token in TOKENS.values())
+
+
+async def test_no_decision_in_time_fails_the_call_and_expires_the_review(
+    kube: Kube, cluster: LocalCluster, served: tuple[str, str], operator: OperatorProcess
+) -> None:
+    ns, url = served
+    async with mcp_client(url, TOKENS["alice"]) as client:
+        started = time.monotonic()
+        result = await client.call_tool("ship-fast", {"text": "now"})
+        waited = time.monotonic() - started
+    # The skill's reviewTimeoutSeconds (6) caps the gateway's 120 s wait.
+    assert 5.0 <= waited < 30, waited
+    assert result.is_error and "ReviewTimedOut" in text_of(result)
+    [review] = [r for r in gateway_reviews(kube, ns) if r["spec"]["request"]["tool"] == "ship-fast"]
+    name = review["metadata"]["name"]
+
+    def expired() -> bool:
+        return ((review_of(kube, ns, name) or {}).get("status") or {}).get("state") == "Expired"
+
+    wait_for(expired, timeout=30, message=lambda: operator.tail())
+    late = decide(cluster, ns, name, "bob", "approve")
+    assert late.returncode != 0 and "expired" in late.stderr
