@@ -47,6 +47,10 @@ MAX_MESSAGE = 1024
 MAX_STATUS_OUTPUT_BYTES = 3072
 #: How long a pod may wait on an image pull / its configuration before the run fails.
 DEFAULT_POD_START_GRACE_SECONDS = 60
+#: How long the Job controller's pod creation may keep failing before the run fails. It
+#: retries with backoff, and some refusals pass: right after a kube-apiserver restart the
+#: RBAC authorizer answers "forbidden ... clusterrole not found" until its caches fill.
+FAILED_CREATE_GRACE_SECONDS = 15
 
 _PULL_FATAL = {"InvalidImageName", "ErrImageNeverPull"}
 _PULL_RETRY = {"ErrImagePull", "ImagePullBackOff", "RegistryUnavailable"}
@@ -318,8 +322,16 @@ def _pod_start_problem(
     return None, None
 
 
-def _failed_create(events: Sequence[Mapping[str, Any]]) -> tuple[str, bool] | None:
-    """The newest FailedCreate event message of the Job and whether it is transient."""
+def _failed_create(
+    events: Sequence[Mapping[str, Any]], now: datetime
+) -> tuple[str, float | None] | None:
+    """The newest FailedCreate event message of the Job and, while it may still pass, the
+    seconds until it counts as final (None: final now).
+
+    A refusal is final once the Job controller has kept getting it for
+    :data:`FAILED_CREATE_GRACE_SECONDS` (a missing service account, a quota that stays
+    exceeded, an admission policy); a quota or "try again" refusal never is by itself.
+    """
     failed = [e for e in events if e.get("reason") == "FailedCreate"]
     if not failed:
         return None
@@ -328,9 +340,18 @@ def _failed_create(events: Sequence[Mapping[str, Any]]) -> tuple[str, bool] | No
         return str(e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp") or "")
 
     newest = max(failed, key=when)
-    message = str(newest.get("message") or newest.get("note") or "")
-    transient = "exceeded quota" in message or "try again" in message.lower()
-    return _one_line(message), transient
+    message = _one_line(str(newest.get("message") or newest.get("note") or ""))
+    if "exceeded quota" in message or "try again" in message.lower():
+        return message, float(FAILED_CREATE_GRACE_SECONDS)
+    seen = [
+        parse_time(e.get("firstTimestamp") or e.get("eventTime") or e.get("lastTimestamp"))
+        for e in failed
+    ]
+    first = min((t for t in seen if t is not None), default=now)
+    age = (now - first).total_seconds()
+    if age >= FAILED_CREATE_GRACE_SECONDS:
+        return message, None
+    return message, max(FAILED_CREATE_GRACE_SECONDS - age, 1.0)
 
 
 def derive(
@@ -469,10 +490,10 @@ def derive(
             pod_name=pname,
             start_time=job_start,
         )
-    created = _failed_create(events)
+    created = _failed_create(events, now)
     if created is not None:
-        message, transient = created
-        if not transient:
+        message, recheck = created
+        if recheck is None:
             verdict = Verdict(
                 phase="Finished",
                 status="False",
@@ -487,6 +508,7 @@ def derive(
             reason="Pending",
             message=_one_line(f"the Job cannot create its pod yet: {message}"),
             job_name=jname,
+            recheck_after=recheck,
         )
     return Verdict(
         phase="Pending",

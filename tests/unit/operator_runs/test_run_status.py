@@ -8,6 +8,7 @@ from typing import Any
 from swarmkit_api.bundle import TRUNCATION_MARKER, RunResult
 from swarmkit_api.run import TokenUsage
 from swarmkit_operator.builders.run_status import (
+    FAILED_CREATE_GRACE_SECONDS,
     cap_output,
     derive,
     is_final,
@@ -256,6 +257,7 @@ def test_failed_create_events() -> None:
     forbidden = {
         "reason": "FailedCreate",
         "message": 'pods "x" is forbidden: violates PodSecurity',
+        "firstTimestamp": ts(20),
         "lastTimestamp": ts(1),
     }
     v = derive(job=job(), pods=[], events=[forbidden], now=NOW)
@@ -263,6 +265,29 @@ def test_failed_create_events() -> None:
     quota = {"reason": "FailedCreate", "message": "exceeded quota: pods", "lastTimestamp": ts(1)}
     v = derive(job=job(), pods=[], events=[quota], now=NOW)
     assert (v.status, v.reason) == ("Unknown", "Pending")
+
+
+def test_failed_create_refusal_that_may_pass_waits_for_the_job_controllers_retries() -> None:
+    # Right after a kube-apiserver restart the RBAC authorizer refuses the Job controller
+    # until its caches fill: the run waits (rechecking) instead of failing at once.
+    rbac = {
+        "reason": "FailedCreate",
+        "message": 'pods is forbidden: RBAC: clusterrole "system:controller:job-controller" '
+        "not found",
+        "firstTimestamp": ts(2),
+        "lastTimestamp": ts(1),
+    }
+    v = derive(job=job(), pods=[], events=[rbac], now=NOW)
+    assert (v.status, v.reason) == (
+        "Unknown",
+        "Pending",
+    ) and "cannot create its pod yet" in v.message
+    assert v.recheck_after is not None and 12 <= v.recheck_after <= 13
+    # Still refused after the grace: the run fails, naming the refusal.
+    rbac["firstTimestamp"] = ts(FAILED_CREATE_GRACE_SECONDS + 1)
+    v = derive(job=job(), pods=[], events=[rbac], now=NOW)
+    assert (v.status, v.reason, v.stop_job) == ("False", "PodCreationFailed", True)
+    assert "forbidden" in v.message
 
 
 def test_lost_job_but_finished_pod_keeps_the_outcome() -> None:
