@@ -674,6 +674,15 @@ def test_restart_recomputes_the_same_status_without_writes(api: Api, operator: O
     api.apply("Agent", "stable", {"skills": ["stable", "missing-one"]})
     api.apply("Topology", "stable", topology_spec("stable"))
     api.wait_ready("Topology", "stable")
+    # The Skill's grantedBy follows its granting Agent's reconcile (a write of its own): the
+    # first operator is done once it names the Agent.
+    wait_for(
+        lambda: (
+            (api.get("Skill", "stable").get("status") or {}).get("grantedBy", {}).get("count") == 1
+        ),
+        30,
+        message="the Skill's grantedBy to name the Agent",
+    )
     time.sleep(1)
     objects = (
         ("Skill", "stable"),

@@ -388,6 +388,15 @@ def test_skill_edit_rolls_the_deployment_and_a_running_task_completes(
         return pod.metadata.deletion_timestamp is not None
 
     wait_for(old_pod_terminating, 120, message=lambda: debug(kube, ns, operator))
+    # Release the held task only once the old server has its SIGTERM and drains with the
+    # task still running (the deletion timestamp comes before the node's SIGTERM).
+    wait_for(
+        lambda: (
+            "draining (1 task(s) running" in cluster.pod_logs(ns, old_pod.metadata.name, "runner")
+        ),
+        60,
+        message=lambda: cluster.pod_logs(ns, old_pod.metadata.name, "runner")[-2000:],
+    )
     model.release.set()  # the old pod is draining: its running task may now finish
     thread.join(60)
     assert outcome.get("state") == TaskState.TASK_STATE_COMPLETED, outcome
