@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
         bench-runner bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
-        test-helm kind-e2e clean chromium
+        test-helm kind-e2e clean chromium images images-if-built
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -69,7 +69,18 @@ test-unit: $(STAMP)
 test-integration: cluster-binaries
 	$(PY) -m pytest tests/integration -q
 
-test: lint verify cluster-binaries ## lint + verify + the whole test suite
+# The runtime and operator images, built for real without a Docker daemon (buildah + debootstrap
+# from Debian's packages, installed when missing; needs root). Cached under
+# ~/.cache/swarmkit-operator/images: a second run with unchanged inputs is a few seconds.
+images: $(STAMP) ## build both images (buildah, no daemon) into the process node's image store
+	$(PY) -m swarmkit_devcluster images
+
+# make test's fast path: rebuild only images that were built before and whose inputs changed
+# (never a cold build); the image tests skip, saying why, when the images were never built.
+images-if-built: $(STAMP)
+	$(PY) -m swarmkit_devcluster images --if-built
+
+test: lint verify cluster-binaries images-if-built ## lint + verify + the whole test suite
 	$(PY) -m pytest tests -q -p no:cacheprovider
 
 demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output

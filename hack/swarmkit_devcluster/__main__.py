@@ -1,4 +1,4 @@
-"""``python -m swarmkit_devcluster build|up|down|status|operator-up|operator-down|demo``."""
+"""``python -m swarmkit_devcluster build|images|up|down|status|operator-up|operator-down|demo``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import time
 
 from swarmkit_devcluster.build import BuildError, build
 from swarmkit_devcluster.cluster import ClusterError, LocalCluster
+from swarmkit_devcluster.imagebuild import ImageBuildError, build_images, image_status
+from swarmkit_devcluster.paths import repo_root
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +26,16 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="build the binaries once into ~/.cache/swarmkit-operator")
     b.add_argument("--force", action="store_true", help="rebuild even when cached")
     b.add_argument("names", nargs="*", help="only these binaries")
+    im = sub.add_parser("images", help="build the runtime and operator images (make images)")
+    im.add_argument("--force", action="store_true", help="rebuild even when cached")
+    im.add_argument("--pin", action="store_true", help="rewrite the wheel constraints files")
+    im.add_argument("--status", action="store_true", help="say whether the images are current")
+    im.add_argument(
+        "--if-built",
+        action="store_true",
+        help="rebuild stale images only when they were built before (make test's fast path)",
+    )
+    im.add_argument("names", nargs="*", help="only these images (runtime, operator)")
     sub.add_parser("up", help="start the control plane and the process node (idempotent)")
     sub.add_parser("down", help="stop everything started by `up` and remove the state")
     sub.add_parser("status", help="say whether the cluster is running")
@@ -40,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
             build(a.names or None, force=a.force)
             print(f"build: done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
             return 0
+        if a.cmd == "images":
+            return images_command(a)
         cluster = LocalCluster(a.state_dir)
         if a.cmd == "up":
             cluster.start()
@@ -75,12 +89,41 @@ def main(argv: list[str] | None = None) -> int:
             from swarmkit_devcluster.demo import run_demo
 
             return run_demo(cluster)
-    except (BuildError, ClusterError) as exc:
+    except (BuildError, ClusterError, ImageBuildError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     return 2
+
+
+def images_command(a: argparse.Namespace) -> int:
+    repo = repo_root()
+    if a.pin:
+        from swarmkit_devcluster.imagebuild.lock import pin
+
+        pin(repo)
+        return 0
+    status = image_status(repo)
+    if a.status:
+        for ref, state in status.items():
+            print(f"{state:8} {ref}")
+        return 0 if all(s == "ok" for s in status.values()) else 1
+    if a.if_built:
+        stale = [r for r, s in status.items() if s == "stale"]
+        if not stale:
+            states = ", ".join(sorted(set(status.values())))
+            print(f"images: nothing to rebuild ({states}); `make images` builds them",
+                  file=sys.stderr)  # fmt: skip
+            return 0
+        print(f"images: rebuilding stale {', '.join(stale)}", file=sys.stderr)
+    t0 = time.monotonic()
+    records = build_images(repo, a.names or None, force=a.force)
+    for _name, rec in sorted(records.items()):
+        print(f"{rec['reference']}: {rec['rootfsBytes'] / 2**20:.0f} MiB, "
+              f"built in {rec['buildSeconds']:.0f}s at {rec['builtAt']}")  # fmt: skip
+    print(f"images: done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":

@@ -8,17 +8,25 @@
 * ``namespace`` (function): a fresh namespace, deleted after the test.
 * ``crds`` (session): ``crds/*.yaml`` applied server-side and Established (list of files).
 
+The private cluster's process node runs the images ``make images`` built (runtime, operator)
+in their own root filesystems when their build is current; a stale one (sources changed since
+the build; ``make test`` rebuilds those first) falls back to the host command, so a test
+never runs old code. ``SWARMKIT_NODE_IMAGE_STORE`` set by the caller is used as is.
+
 Every test in this directory is marked ``integration``.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from swarmkit_devcluster.cluster import ClusterError, LocalCluster
+from swarmkit_devcluster.imagebuild import current_images_store
 from swarmkit_devcluster.testing import Kube, apply_crds, session_cluster, temp_namespace
 
 HERE = Path(__file__).parent
@@ -32,6 +40,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[LocalCluster]:
+    if "SWARMKIT_NODE_IMAGE_STORE" not in os.environ:
+        store = Path(tempfile.mkdtemp(prefix="swarmkit-images-"))
+        current_images_store(HERE.parents[1], store)
+        os.environ["SWARMKIT_NODE_IMAGE_STORE"] = str(store)
     try:
         with session_cluster() as c:
             yield c
