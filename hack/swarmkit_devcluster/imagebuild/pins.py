@@ -36,6 +36,7 @@ DISTROLESS_ROOTS = (
     "media-types",
     "libc6",
     "libssl3",
+    "python3-minimal",  # /usr/bin/python3, the operator image's entrypoint
     "python3.11-minimal",
     "libpython3.11-minimal",
     "libpython3.11-stdlib",
