@@ -1,8 +1,10 @@
 """The chart installed for real: `helm install` into a fresh local control plane.
 
-The process node runs the operator pod from the chart's Deployment as a local process (an
-image whose repository ends in ``swarmkit-operator`` is ``python -m swarmkit_operator``) with
-the chart's ServiceAccount token, so the operator runs with exactly the chart's RBAC. Then:
+The process node runs the operator pod from the chart's Deployment in the real operator image
+when ``make images`` built it and the build is current (distroless root filesystem, uid
+65532, read-only root), else as a local process (an image whose repository ends in
+``swarmkit-operator`` is ``python -m swarmkit_operator``), with the chart's ServiceAccount
+token, so the operator runs with exactly the chart's RBAC. Then:
 ``examples/`` and a Run succeed; the operator never hits a 403; `helm upgrade` with a new
 approval list rolls the operator and the new pin takes effect; two replicas peer and only
 one reconciles; `helm uninstall` leaves the CRDs and the users' objects in place. (Argo CD
@@ -31,6 +33,7 @@ import pytest
 import yaml
 
 from swarmkit_devcluster.cluster import ClusterError, LocalCluster, free_port
+from swarmkit_devcluster.imagebuild import current_images_store, image_status
 from swarmkit_devcluster.paths import binary
 from swarmkit_devcluster.testing import (
     OWNER_FILE,
@@ -195,6 +198,10 @@ def release() -> Iterator[Release]:
     reap_abandoned_clusters()
     state = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
     (state / OWNER_FILE).write_text(str(os.getpid()))
+    if "SWARMKIT_NODE_IMAGE_STORE" not in os.environ:  # only current images (see conftest)
+        store = Path(tempfile.mkdtemp(prefix="swarmkit-images-"))
+        current_images_store(Path(__file__).resolve().parents[2], store)
+        os.environ["SWARMKIT_NODE_IMAGE_STORE"] = str(store)
     cluster = LocalCluster(state, verbose=True)
     try:
         cluster.start()
@@ -232,6 +239,14 @@ def release() -> Iterator[Release]:
         cluster.stop()
 
 
+OPERATOR_IMAGE_CURRENT = (
+    image_status(Path(__file__).resolve().parents[2]).get(
+        "ghcr.io/swarmkit-operator/swarmkit-operator:0.1.0"
+    )
+    == "ok"
+)
+
+
 def test_operator_pod_runs_from_the_chart_with_its_service_account(release: Release) -> None:
     pod = release.running_operator()
     assert pod.spec.service_account_name == DEPLOYMENT
@@ -244,6 +259,15 @@ def test_operator_pod_runs_from_the_chart_with_its_service_account(release: Rele
     )
     assert b"KUBECONFIG" not in env  # in-cluster config: the projected service-account token
     assert env[b"KUBERNETES_SERVICE_HOST"] == b"127.0.0.1"
+    if OPERATOR_IMAGE_CURRENT:  # the real image: its distroless root, its user
+        assert os.readlink(f"/proc/{pid}/exe").startswith("/usr/bin/python3")
+        assert not Path(f"/proc/{pid}/root/bin/sh").exists()  # distroless: no shell
+        ids = {
+            line.split(":")[0]: line.split()[1]
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+            if line.startswith(("Uid:", "Gid:"))
+        }
+        assert ids == {"Uid": "65532", "Gid": "65532"}
 
 
 def test_examples_and_a_run_succeed(release: Release) -> None:
