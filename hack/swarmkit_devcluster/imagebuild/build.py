@@ -183,6 +183,10 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
         mib = records[spec.name]["rootfsBytes"] / 2**20
         log(f"{spec.reference}: built in {seconds:.0f}s, root filesystem {mib:.0f} MiB")
     write_json(store / INDEX_FILE, index)
+    try:  # the images a rebuild untagged: their layers are full copies with vfs
+        buildah("rmi", "--prune")
+    except ImageBuildError as exc:
+        log(f"could not prune untagged images: {exc}")
     return records
 
 
