@@ -227,7 +227,8 @@ class PodWorker(threading.Thread):
                 stage = "config"
                 self._prepare_containers(volumes)
                 break
-            except (ConfigError, ApiError) as exc:
+            # OSError: the apiserver is unreachable (restarting); like the kubelet, try again.
+            except (ConfigError, ApiError, OSError) as exc:
                 attempts += 1
                 log.info("%s/%s: not ready to start (%s); retrying", self.ns, self.pod_name, exc)
                 if stage == "volumes":
@@ -283,7 +284,7 @@ class PodWorker(threading.Thread):
         for v in self.pod["spec"].get("volumes") or []:
             try:
                 volumes[v["name"]] = materialize(v, vol_dir / v["name"], self.sources, self.tokens)
-            except (ConfigError, ApiError) as exc:
+            except (ConfigError, ApiError, OSError) as exc:  # OSError: apiserver unreachable
                 raise ConfigError(f'volume "{v["name"]}": {exc}') from exc
             set_ownership(volumes[v["name"]], v, fs_group)
         return volumes
@@ -504,19 +505,33 @@ class PodWorker(threading.Thread):
             return
         if any(c.proc is not None for c in self.containers.values()):
             self.push_status()
-        try:
-            self.client.delete(
-                pod_path(self.ns, self.pod_name),
-                {
-                    "apiVersion": "v1",
-                    "kind": "DeleteOptions",
-                    "gracePeriodSeconds": 0,
-                    "preconditions": {"uid": self.uid},
-                },
-            )
-        except ApiError as exc:
-            if exc.status not in (404, 409):
+        # Like push_status: keep trying while the apiserver is away, or the pod stays
+        # Terminating forever (nothing else on the node would delete it).
+        delay, deadline = 0.5, time.monotonic() + STATUS_RETRY_SECONDS
+        while not self.removed:
+            try:
+                self.client.delete(
+                    pod_path(self.ns, self.pod_name),
+                    {
+                        "apiVersion": "v1",
+                        "kind": "DeleteOptions",
+                        "gracePeriodSeconds": 0,
+                        "preconditions": {"uid": self.uid},
+                    },
+                )
+                return
+            except ApiError as exc:
+                if exc.status in (404, 409):
+                    return
                 log.warning("%s/%s: delete failed: %s", self.ns, self.pod_name, exc)
+                if exc.status < 500 and exc.status != 429:
+                    return
+            except OSError as exc:  # the apiserver is unreachable (restarting)
+                log.warning("%s/%s: delete failed: %s", self.ns, self.pod_name, exc)
+            if time.monotonic() > deadline:
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
     def _grace(self) -> float:
         md = self.pod["metadata"]
