@@ -22,7 +22,7 @@ from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.bundles import CODE_QUALITY_OUTPUTS
 from tests.support.gateway import mcp_client, status_of
 from tests.support.http_server import RecordingHttpServer
-from tests.support.mcp_servers import free_port, stdio_command
+from tests.support.mcp_servers import HOST_RUNTIME_IMAGE, free_port, stdio_command
 from tests.support.model_server import ScriptedModelServer, text
 
 from .runs_support import GROUP, VERSION, OperatorProcess, apply, debug, get, wait_ready
@@ -88,6 +88,7 @@ def manifests(model_url: str, kb_url: str, port: int) -> list[dict[str, Any]]:
                     {"name": "m", "type": "openai", "baseUrl": model_url, "defaultModel": "t"}
                 ],
                 "mcpServers": [{"id": "t", "transport": "stdio", "command": stdio_command()}],
+                "runtime": {"image": HOST_RUNTIME_IMAGE},  # the stdio server is on the host
                 "tools": [
                     {
                         "name": "kb_search",

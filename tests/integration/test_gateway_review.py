@@ -20,7 +20,7 @@ import pytest
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.gateway import mcp_client, status_of
-from tests.support.mcp_servers import free_port, stdio_command
+from tests.support.mcp_servers import HOST_RUNTIME_IMAGE, free_port, stdio_command
 
 from .review_support import (
     bind_people,
@@ -61,6 +61,7 @@ def manifests(port: int) -> list[dict[str, Any]]:
                     }
                 ],
                 "mcpServers": [{"id": "t", "transport": "stdio", "command": stdio_command()}],
+                "runtime": {"image": HOST_RUNTIME_IMAGE},  # the stdio server is on the host
             },
         ),
         skill("ship", "Use to ship a release (a person approves each call).", STRICT),

@@ -34,6 +34,12 @@ from pydantic import Field
 THIS_FILE = Path(__file__).resolve()
 
 
+#: A runtime image with no local root filesystem, so the process node runs the runner as a
+#: host command (its ``*swarmkit-runtime`` rule): for pods that start :func:`stdio_command`, a
+#: test script on the host that the real runtime image does not contain.
+HOST_RUNTIME_IMAGE = "host.local/swarmkit-runtime:host-command"
+
+
 def stdio_command(name: str = "test-stdio") -> list[str]:
     """argv that starts the test server over stdio."""
     return [sys.executable, str(THIS_FILE), "stdio", "--name", name]
