@@ -17,7 +17,8 @@
 # Environment:
 #   KIND_CLUSTER   cluster name (swarmkit-e2e)        KEEP_CLUSTER=0  delete it at the end
 #   TAG            image tag (e2e)                    NAMESPACE       operator namespace
-#   BUILD_BASE / RUN_BASE / RUNTIME_BASE  pinned bases (resolved with imagetools if unset)
+#   BUILD_BASE / RUN_BASE (operator), PYTHON_IMAGE / NODE_IMAGE (runtime): pinned bases,
+#   resolved with imagetools if unset
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -68,14 +69,13 @@ docker build -f operator/Dockerfile \
 
 say "building $RUNTIME_IMAGE:$TAG"
 [[ -f runtime_image/Dockerfile ]] || die "runtime_image/Dockerfile is missing"
-runtime_args=()
-if grep -q '^ARG BUILD_BASE' runtime_image/Dockerfile 2>/dev/null; then
-  runtime_args+=(--build-arg "BUILD_BASE=${RUNTIME_BUILD_BASE:-$BUILD_BASE}")
-fi
-if grep -q '^ARG RUN_BASE' runtime_image/Dockerfile 2>/dev/null; then
-  runtime_args+=(--build-arg "RUN_BASE=${RUNTIME_BASE:-$(digest_of docker.io/library/python:3.11-slim-bookworm)}")
-fi
-docker build -f runtime_image/Dockerfile ${runtime_args[@]+"${runtime_args[@]}"} -t "$RUNTIME_IMAGE:$TAG" .
+# runtime_image/Dockerfile takes PYTHON_IMAGE (build and run stage) and NODE_IMAGE (node/npx
+# for MCP servers); both are placeholders in the repo, so resolve them like the operator's.
+runtime_args=(
+  --build-arg "PYTHON_IMAGE=${PYTHON_IMAGE:-$(digest_of docker.io/library/python:3.11-slim-bookworm)}"
+  --build-arg "NODE_IMAGE=${NODE_IMAGE:-$(digest_of docker.io/library/node:22-bookworm-slim)}"
+)
+docker build -f runtime_image/Dockerfile "${runtime_args[@]}" -t "$RUNTIME_IMAGE:$TAG" .
 
 if "$KIND" get clusters | grep -qx "$KIND_CLUSTER"; then
   say "reusing kind cluster $KIND_CLUSTER"

@@ -154,3 +154,18 @@ def test_kind_e2e_script_is_valid_bash(script: str) -> None:
     path = REPO / script
     assert os.access(path, os.X_OK), f"{script} is not executable"
     subprocess.run(["bash", "-n", str(path)], check=True, timeout=30)
+
+
+@pytest.mark.parametrize("dockerfile", ["operator/Dockerfile", "runtime_image/Dockerfile"])
+def test_kind_e2e_passes_every_placeholder_base_of_the_dockerfiles(dockerfile: str) -> None:
+    # A base left at its placeholder digest fails `docker build`: the script must resolve
+    # and pass each such build-arg (it once looked for the operator's names in the runtime's).
+    script = (REPO / "hack/kind-e2e.sh").read_text()
+    placeholders = [
+        line.split()[1].split("=", 1)[0]
+        for line in (REPO / dockerfile).read_text().splitlines()
+        if line.startswith("ARG ") and ("sha256:0000" in line or "REPLACE_WITH_DIGEST" in line)
+    ]
+    assert placeholders, f"{dockerfile}: no placeholder base found (test out of date?)"
+    for name in placeholders:
+        assert f'--build-arg "{name}=' in script, f"kind-e2e.sh does not pass {name}"
