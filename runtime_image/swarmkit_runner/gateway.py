@@ -44,7 +44,6 @@ import hmac
 import json
 import os
 import signal
-import socket
 import time
 import uuid
 from collections import OrderedDict
@@ -62,6 +61,7 @@ from .context import Budget, RunContext
 from .decision import outputs_schema
 from .errors import BundleError, RunEnded, StartupError
 from .gateway_review import ReviewClient, SessionReviewer
+from .listen import listen_socket
 from .loop import AgentRunner
 from .mcp_client import McpManager
 from .paths import RunnerPaths
@@ -493,19 +493,6 @@ def build_app(gateway: Gateway) -> Starlette:
         ],
         lifespan=lifespan,
     )
-
-
-def listen_socket(host: str, port: int) -> socket.socket:
-    """A listening socket with ``SO_REUSEPORT`` (see the module doc)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    with contextlib.suppress(AttributeError, OSError):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
 
 
 def _stopped(_sig: int, _frame: Any) -> None:

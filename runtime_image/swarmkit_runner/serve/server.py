@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sys
 import time
 from types import FrameType
@@ -27,6 +26,7 @@ from swarmkit_api.bundle import SERVE_TOKEN_ENV_PREFIX
 from ..audit import AuditLog
 from ..bundle import load_bundle
 from ..errors import BundleError
+from ..listen import listen_socket
 from ..paths import RunnerPaths
 from ..result import EXIT_BAD_BUNDLE
 from ..secrets import SecretStore
@@ -44,20 +44,6 @@ def accepted_tokens(environ: dict[str, str] | os._Environ[str]) -> list[str]:
         for k, v in sorted(environ.items())
         if k.startswith(SERVE_TOKEN_ENV_PREFIX) and v.strip()
     ]
-
-
-def listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # proto IPPROTO_TCP: asyncio sets TCP_NODELAY only on such sockets (else Nagle + delayed
-    # ACK add ~40 ms to every keep-alive response written in two parts).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if hasattr(socket, "SO_REUSEPORT"):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    sock.listen(512)
-    sock.setblocking(False)
-    return sock
 
 
 class DrainingServer(uvicorn.Server):
@@ -145,7 +131,7 @@ async def serve(
     )
     server = DrainingServer(config, manager, drain_seconds)
     server.loop = asyncio.get_running_loop()
-    sock = listen(host, port)
+    sock = listen_socket(host, port)
     AuditLog(f"serve-{bundle.target}", bundle.run.correlation_id or bundle.run.uid, secrets).emit(
         "serve.start",
         topology=bundle.target,
@@ -158,4 +144,4 @@ async def serve(
     return 0
 
 
-__all__ = ["DrainingServer", "accepted_tokens", "listen", "serve"]
+__all__ = ["DrainingServer", "accepted_tokens", "serve"]
