@@ -14,3 +14,12 @@ HTTP tools, web search and A2A, ``jsonschema`` when something is validated again
 """
 
 __version__ = "0.1.0"
+
+import sys as _sys
+
+# httpx's package __init__ imports its command-line client (httpx._main: click, rich,
+# pygments; ~90 ms of every runner start-up) whenever click is installed, which uvicorn needs.
+# The runner never uses that client; a None entry in sys.modules makes the import fail and
+# httpx falls back to its stub `main` (its own documented behaviour without the CLI extras).
+if "httpx" not in _sys.modules:
+    _sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]

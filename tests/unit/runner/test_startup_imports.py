@@ -87,6 +87,9 @@ def test_http_model_provider_imports_httpx_but_not_mcp_or_jsonschema(tmp_path: P
     assert result["outcome"] == "Succeeded"
     assert "httpx" in modules
     assert sorted(m for m in ("mcp", "httpx2", "jsonschema") if m in modules) == []
+    # Nor httpx's command-line client (click, rich, pygments: ~50-90 ms), which httpx's own
+    # __init__ imports whenever click is installed (swarmkit_runner/__init__.py).
+    assert sorted(m for m in ("click", "rich", "pygments") if m in modules) == []
 
 
 def test_output_schema_imports_jsonschema_only_then(tmp_path: Path) -> None:
