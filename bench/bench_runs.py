@@ -10,8 +10,10 @@ swarmkit_operator``), then measures two things that must not be confused:
   operator (and the apiserver), not a saturated node.
 * **Series B, the real runner**: ``--runner-runs`` (30) Runs of the real runner
   (``*swarmkit-runtime`` → ``python -m swarmkit_runner``, a replay-provider agent) at
-  ``--runner-rate`` (2/s), a rate this 2-core node sustains (one runner costs about 0.4 s
-  of CPU).
+  ``--runner-rate`` (1/s), a rate this 2-core node sustains: a runner pod costs about
+  0.75 s of CPU (runner + the process node's container launcher; measured 2026-12-03 as
+  node+pods CPU / Runs), and the control plane about 0.5 s per Run, so 2/s needs more than
+  the 2 cores and measures a saturated node, as series A at 20/s does.
 
 Per Run, from the same client process through watches (so both ends of an interval carry
 the same watch-delivery delay):
@@ -365,7 +367,7 @@ def main() -> None:
     parser.add_argument("--standin-runs", type=int, default=200)
     parser.add_argument("--standin-rate", type=float, default=20.0, help="Runs per second")
     parser.add_argument("--runner-runs", type=int, default=30)
-    parser.add_argument("--runner-rate", type=float, default=2.0, help="Runs per second")
+    parser.add_argument("--runner-rate", type=float, default=1.0, help="Runs per second")
     parser.add_argument("--cold-starts", type=int, default=3, help="per repeat")
     parser.add_argument("--skills", type=int, default=20)
     parser.add_argument("--series", default="ABC", help="which series to run (default ABC)")
