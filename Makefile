@@ -37,8 +37,8 @@ chromium:
 venv: $(STAMP) ## create .venv and install every Python dependency
 
 lint: $(STAMP) ## ruff, mypy --strict, import-linter
-	$(VENV)/bin/ruff check operator runtime_image hack tests
-	$(VENV)/bin/ruff format --check operator runtime_image hack tests
+	$(VENV)/bin/ruff check operator runtime_image hack tests bench
+	$(VENV)/bin/ruff format --check operator runtime_image hack tests bench
 	$(VENV)/bin/mypy operator/swarmkit_api operator/swarmkit_operator operator/swarmkit_cli runtime_image/swarmkit_runner hack/swarmkit_devcluster
 	$(VENV)/bin/lint-imports
 

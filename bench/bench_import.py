@@ -77,7 +77,8 @@ def synthetic(root: Path) -> int:
         (d / "reference").mkdir()
         (d / "SKILL.md").write_text(
             f"---\nname: vs-{i}\ndescription: Use when step {i} is needed.\n---\n\n"
-            + "# Steps\n\n" + "".join(f"{n}. Do thing {n}.\n" for n in range(30))
+            + "# Steps\n\n"
+            + "".join(f"{n}. Do thing {n}.\n" for n in range(30))
         )
         (d / "scripts" / "run.py").write_text(f"print({i})\n" * 20)
         (d / "reference" / "notes.md").write_text("note\n" * 200)

@@ -30,12 +30,12 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import swarmkit_operator.handlers  # noqa: E402,F401  (registers the index functions)
-from swarmkit_operator import k8s  # noqa: E402
-from swarmkit_operator.config import OperatorConfig  # noqa: E402
-from swarmkit_operator.indexes import INDEX_SPECS, Indexes  # noqa: E402
-from swarmkit_operator.library import SkillLibrary  # noqa: E402
-from swarmkit_operator.webview import Sources, WebView  # noqa: E402
+import swarmkit_operator.handlers  # noqa: F401  (registers the index functions)
+from swarmkit_operator import k8s
+from swarmkit_operator.config import OperatorConfig
+from swarmkit_operator.indexes import INDEX_SPECS, Indexes
+from swarmkit_operator.library import SkillLibrary
+from swarmkit_operator.webview import Sources, WebView
 
 NS = "bench"
 
