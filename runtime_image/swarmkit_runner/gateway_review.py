@@ -58,6 +58,7 @@ from swarmkit_api.review import (
 from .audit import AuditLog
 from .errors import ReviewUnavailable
 from .kube import KubeApi, KubeError, KubeUnavailable
+from .reviews import audit_decided
 
 API_VERSION = "swarmkit.dev/v1alpha1"
 #: Who "decides" a gateway Review nobody answered in time.
@@ -280,14 +281,9 @@ class SessionReviewer:
                 decided_by=GATEWAY_TIMEOUT_DECIDER,
                 decided_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
             )
-        self.audit.emit(
-            "review.decided",
-            review=name,
-            kind=found.kind,
-            verdict=found.verdict,
-            decided_by=found.decided_by,
-            decided_at=found.decided_at or None,
-            text=found.text or None,
+        audit_decided(
+            self.audit,
+            found,
             waited_ms=round((time.monotonic() - started) * 1000, 1),
             outcome=found.verdict,
         )

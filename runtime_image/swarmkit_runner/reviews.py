@@ -27,6 +27,7 @@ from typing import Any
 from swarmkit_api.bundle import BundleSkill, ReviewItem
 from swarmkit_api.review import MAX_ARGUMENTS_CHARS, ResumeDecision, ReviewKind
 
+from .audit import AuditLog
 from .context import RunContext
 from .errors import AwaitingReview, RunFailed, ToolError
 
@@ -61,17 +62,22 @@ def decision(ctx: RunContext, kind: ReviewKind) -> ResumeDecision | None:
     found = ctx.journal.decision_here(kind)
     if found is not None and found is ctx.journal.new_decision and not ctx.journal.applied:
         ctx.journal.applied = True
-        ctx.audit.emit(
-            "review.decided",
-            review=found.review,
-            kind=found.kind,
-            verdict=found.verdict,
-            decided_by=found.decided_by,
-            decided_at=found.decided_at or None,
-            text=found.text or None,
-            task_id=found.task_id,
-        )
+        audit_decided(ctx.audit, found, task_id=found.task_id)
     return found
+
+
+def audit_decided(audit: AuditLog, found: ResumeDecision, **extra: Any) -> None:
+    """The ``review.decided`` audit line, one shape for a resumed Run and a gateway call."""
+    audit.emit(
+        "review.decided",
+        review=found.review,
+        kind=found.kind,
+        verdict=found.verdict,
+        decided_by=found.decided_by,
+        decided_at=found.decided_at or None,
+        text=found.text or None,
+        **extra,
+    )
 
 
 def review_item(

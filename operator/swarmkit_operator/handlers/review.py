@@ -32,7 +32,7 @@ from typing import Any
 import kopf
 
 from swarmkit_api import GROUP, VERSION
-from swarmkit_api.review import GATEWAY_LABEL
+from swarmkit_api.review import GATEWAY_LABEL, ResumeDecision
 
 from .. import k8s
 from ..builders import review as rv
@@ -77,6 +77,13 @@ async def skill_review_decided(body: kopf.Body, namespace: str | None, name: str
     found = rv.decision_of(body)
     if found is None or not namespace:
         return
+    await _record_decision(namespace, name, body, found)
+
+
+async def _record_decision(
+    namespace: str, name: str, body: Mapping[str, Any], found: ResumeDecision
+) -> None:
+    """Write the admitted decision into the Review's status (once per decider)."""
     status = body.get("status") or {}
     if status.get("state") == "Decided" and status.get("decidedBy") == found.decided_by:
         return
@@ -133,18 +140,7 @@ async def gateway_review(
     if type == "DELETED":
         return
     if found is not None:
-        if status.get("state") != "Decided" or status.get("decidedBy") != found.decided_by:
-            await k8s.patch_status(
-                "reviews",
-                namespace,
-                name,
-                {
-                    "state": "Decided",
-                    "verdict": found.verdict,
-                    "decidedBy": found.decided_by,
-                    "decidedAt": found.decided_at or None,
-                },
-            )
+        await _record_decision(namespace, name, body, found)
         return
     deadline = rv.deadline_of(body)
     if deadline is None or status.get("state") in ("Expired", "Closed") or key in _expiries:
