@@ -133,6 +133,23 @@ def serving(kube: Kube, ns: str, version: str | None = None) -> dict[str, Any] |
     return None
 
 
+def wait_gateway_up(kube: Kube, namespace: str, operator: OperatorProcess, port: int) -> None:
+    """Agent ``coder`` Ready, its gateway Serving, and answering on ``port``."""
+    wait_ready(kube, namespace, "Agent", "coder", timeout=90)
+    wait_for(
+        lambda: serving(kube, namespace),
+        timeout=120,
+        message=lambda: debug(kube, namespace, operator) + operator.tail(),
+    )
+    # The process node ignores readiness probes (a running container is ready), so wait
+    # for what the probe would: the gateway's health endpoint.
+    wait_for(
+        lambda: status_of(f"http://127.0.0.1:{port}/healthz") == 200,
+        timeout=60,
+        message=lambda: json.dumps(gateway_audit(kube, namespace))[-3000:],
+    )
+
+
 def gateway_pods(kube: Kube, ns: str) -> list[Any]:
     return list(
         kube.core.list_namespaced_pod(ns, label_selector="swarmkit.dev/gateway=coder").items
@@ -182,19 +199,7 @@ def served(
     port = free_port()
     for manifest in manifests(model.openai_base_url, kb.url + "/search", port):
         apply(kube, namespace, manifest)
-    wait_ready(kube, namespace, "Agent", "coder", timeout=90)
-    wait_for(
-        lambda: serving(kube, namespace),
-        timeout=120,
-        message=lambda: debug(kube, namespace, operator) + operator.tail(),
-    )
-    # The process node ignores readiness probes (a running container is ready), so wait
-    # for what the probe would: the gateway's health endpoint.
-    wait_for(
-        lambda: status_of(f"http://127.0.0.1:{port}/healthz") == 200,
-        timeout=60,
-        message=lambda: json.dumps(gateway_audit(kube, namespace))[-3000:],
-    )
+    wait_gateway_up(kube, namespace, operator, port)
     yield namespace, port
 
 

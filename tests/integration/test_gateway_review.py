@@ -19,7 +19,7 @@ import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
-from tests.support.gateway import mcp_client, status_of
+from tests.support.gateway import mcp_client
 from tests.support.mcp_servers import HOST_RUNTIME_IMAGE, free_port, stdio_command
 
 from .review_support import (
@@ -28,8 +28,15 @@ from .review_support import (
     review_admission,  # noqa: F401  (fixture)
     review_of,
 )
-from .runs_support import GROUP, VERSION, OperatorProcess, apply, debug, wait_ready
-from .test_gateway import doc, gateway_audit, serving, skill, text_of, token_secret
+from .runs_support import GROUP, VERSION, OperatorProcess, apply
+from .test_gateway import (
+    doc,
+    gateway_audit,
+    skill,
+    text_of,
+    token_secret,
+    wait_gateway_up,
+)
 
 TOKENS = {"alice": "alice-gw-token-2f9c71", "ci": "ci-gw-token-8d04e3"}
 STRICT = {"type": "mcp_tool", "server": "t", "tool": "echo", "permission": "strict"}
@@ -103,17 +110,7 @@ def served(
     port = free_port()
     for manifest in manifests(port):
         apply(kube, namespace, manifest)
-    wait_ready(kube, namespace, "Agent", "coder", timeout=90)
-    wait_for(
-        lambda: serving(kube, namespace),
-        timeout=120,
-        message=lambda: debug(kube, namespace, operator) + operator.tail(),
-    )
-    wait_for(
-        lambda: status_of(f"http://127.0.0.1:{port}/healthz") == 200,
-        timeout=60,
-        message=lambda: json.dumps(gateway_audit(kube, namespace))[-3000:],
-    )
+    wait_gateway_up(kube, namespace, operator, port)
     yield namespace, f"http://127.0.0.1:{port}/mcp"
 
 
