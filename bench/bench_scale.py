@@ -130,6 +130,23 @@ def start_operator(kubeconfig: Path, log: Path) -> tuple[subprocess.Popen[bytes]
     return proc, port, live
 
 
+async def _quiet_writes(port: int, quiet: float = 2.0, limit: float = 60.0) -> dict[str, int]:
+    """The operator's writes by resource once it has written nothing for ``quiet`` seconds
+    (at least 3 s after the call, at most ``limit``)."""
+    await asyncio.sleep(max(0.0, 3.0 - quiet))
+    deadline = time.monotonic() + limit
+    last = br.writes_by_resource(br.scrape(port))
+    still = time.monotonic()
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        now = br.writes_by_resource(br.scrape(port))
+        if now != last:
+            last, still = now, time.monotonic()
+        elif time.monotonic() - still >= quiet:
+            break
+    return last
+
+
 async def wait_up(proc: subprocess.Popen[bytes], port: int, live: int, log: Path) -> None:
     async def up() -> bool:
         try:
@@ -218,8 +235,9 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
         await br.wait_until(reversioned, 120, 0.05, "every granting agent re-versioned")
         r["fanoutSeconds"] = round(time.monotonic() - started, 2)
         r["fanoutAgents"] = len(hot_agents)
-        await asyncio.sleep(3)  # the trailing writes (topologies, Events, GC)
-        writes1 = br.writes_by_resource(br.scrape(port))
+        # The trailing writes (topologies, Events, grantedBy, GC): the restart below counts
+        # the writes of the new operator as rewrites, so the old one must be done first.
+        writes1 = await _quiet_writes(port)
         fan = {k: v - writes0.get(k, 0) for k, v in writes1.items() if v - writes0.get(k, 0)}
         r["fanoutWritesBy"] = fan
         r["fanoutAgentStatusWrites"] = fan.get("PATCH agents/status", 0)
@@ -250,6 +268,7 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
         after = br.writes_by_resource(br.scrape(port))
         # the probe's own status patch is the one expected write
         r["restartStatusWrites"] = sum(v for k, v in after.items() if k.startswith("PATCH")) - 1
+        r["restartWritesBy"] = after
         br.stop(proc)
 
         # --- the floor ---
