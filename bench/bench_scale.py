@@ -10,6 +10,8 @@ For each N in ``--sizes`` (default 100, 1,000, 5,000 Skills) and ``--repeat`` ti
 2. Fan-out: edit the hot skill; time until every agent granting it shows a new version,
    and count the operator's writes meanwhile (only those agents' status and renders, the
    skill's own, and the Topologies holding them should move).
+   Then check every Skill's ``status.grantedBy.count`` against the Agents granting it in
+   the manifests (``grantedByWrong``, goal 0: a stale count is what a restart would fix).
 3. Restart the operator: time until its /healthz answers (Python start-up), until a Skill
    created right after the restart is Ready (the first reconcile), and the status writes it
    made to the N objects that did not change (goal 0).
@@ -19,7 +21,8 @@ For each N in ``--sizes`` (default 100, 1,000, 5,000 Skills) and ``--repeat`` ti
 Prints one table (min / median / max over the repeats, the load average before and after
 each run) and the growth exponent of the time to Ready (least squares of log t over log N).
 Uses the cluster of ``$SWARMKIT_KUBECONFIG`` if set (no other operator may watch it), else
-a private one. ``--json PATH`` writes the raw results.
+a private one. ``--json PATH`` writes the raw results. ``$BENCH_VERBOSE=1`` runs the
+operator with ``--verbose`` (each status write logs the fields it changes, old and new).
 """
 
 from __future__ import annotations
@@ -122,6 +125,7 @@ def start_operator(kubeconfig: Path, log: Path) -> tuple[subprocess.Popen[bytes]
                 str(port),
                 "--liveness",
                 f"http://127.0.0.1:{live}/healthz",
+                *(["--verbose"] if os.environ.get("BENCH_VERBOSE") else []),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -247,6 +251,16 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
             if (a.get("status") or {}).get("version") != before.get(a["metadata"]["name"])
         }
         r["fanoutAgentsTouchedBeyondGrantees"] = len(moved - set(hot_agents))
+        granting: dict[str, int] = {}
+        for d in docs:
+            for g in d["spec"].get("skills", []) if d["kind"] == "Agent" else ():
+                granting[g] = granting.get(g, 0) + 1
+        r["grantedByWrong"] = sorted(
+            s["metadata"]["name"]
+            for s in await br.list_custom("skills", ns)
+            if ((s.get("status") or {}).get("grantedBy") or {}).get("count")
+            != granting.get(s["metadata"]["name"], 0)
+        )
 
         # --- restart with everything in place ---
         br.stop(proc)
@@ -329,6 +343,7 @@ METRICS = (
     ("fanoutSeconds", "fan-out: hot skill edit -> agents re-versioned (s)"),
     ("fanoutAgentStatusWrites", "fan-out: agent status writes"),
     ("fanoutAgentsTouchedBeyondGrantees", "fan-out: other agents touched"),
+    ("grantedByWrongCount", "skills with a wrong grantedBy count"),
     ("restartProcessUpSeconds", "restart: process up, /healthz answers (s)"),
     ("restartFirstReconcileSeconds", "restart: first reconcile (s)"),
     ("restartStatusWrites", "restart: status writes"),
@@ -343,6 +358,7 @@ def summarize(runs: list[dict[str, Any]], sizes: list[int]) -> dict[str, Any]:
             continue
         for r in at:
             r["floorSeconds"] = r["floor"]["seconds"]
+            r["grantedByWrongCount"] = len(r.get("grantedByWrong", ()))
         out[str(n)] = {
             "objects": at[0]["objects"],
             "fanoutAgents": at[0]["fanoutAgents"],

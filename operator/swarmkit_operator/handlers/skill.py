@@ -184,11 +184,17 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
 async def reconcile_skill_grants(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     """Only ``status.grantedBy``, after an Agent's grants changed (no render, no GET)."""
     view = ctl.lookup("skill_views", (namespace, name))
-    if view is None or view["observed"] is None:
-        return "gone"  # not reconciled yet: its reconcile writes grantedBy
+    if view is None:
+        return "gone"
     key = ("Skill", namespace, name)
+    # A Skill reconcile that is queued, running or not yet echoed by the watch may write a
+    # grantedBy computed before this Agent's grants were indexed (a Skill created just
+    # before the Agents granting it): look again once its write is visible. Checked before
+    # "never reconciled", because that write is exactly what a first reconcile makes.
     if ctl.pending(key, view) and not force:
-        raise Deferred([key])  # its write may carry an older grantedBy: look again after
+        raise Deferred([key])
+    if view["observed"] is None:
+        return "gone"  # never reconciled, nothing on its way: its reconcile writes grantedBy
     fields = {"grantedBy": granted_by_field(granting_agents(ctl, namespace, name))}
     written = await ctl.write_status(
         "Skill", namespace, name, view["uid"], int(view["observed"]), view["status"], fields, ()

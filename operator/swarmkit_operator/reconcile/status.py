@@ -9,6 +9,7 @@ instead of reading a status that is about to change.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,8 @@ from .workqueue import Key
 
 if TYPE_CHECKING:
     from .controller import Controller
+
+log = logging.getLogger("swarmkit_operator.status")
 
 PLURALS = {
     "Workspace": "workspaces",
@@ -61,6 +64,18 @@ async def write_status(
         return False  # our identical write is still on its way back through the watch
     # Dependents wait until the watch shows this write. Its event may be processed
     # before the PATCH response is, so expect it (by content) before sending.
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug(
+            "%s %s/%s: status %s",
+            kind,
+            namespace,
+            name,
+            {
+                k: (current.get(k), v)
+                for k, v in desired.items()
+                if not same_status({k: v}, current)
+            },
+        )
     ctl.awaiting[key] = ("", time.monotonic() + 5.0, desired)
     try:
         rv = await k8s.patch_status(PLURALS[kind], namespace, name, desired)
