@@ -33,9 +33,13 @@ machine's load average is printed; beside each run the CPU the operator, the con
 (apiserver + etcd) and the process node with its pods used during it. The summary table
 gives, per measure, min / median / max over the repeats of p50, p95 and max: the last
 column of each is the worst of three. ``--profile DIR`` also records the operator with
-py-spy during each run (collapsed stacks, and the top frames printed).
+py-spy during each run (collapsed stacks, and the top frames printed). ``--trace`` runs the
+operator with ``$SWARMKIT_RUNS_TRACE`` and cuts each interval where the operator's own
+milestones fall (event received, reconcile started, Job POSTed, condition written: the
+operator and the bench's watches read the same CLOCK_MONOTONIC), so a tail shows whether
+it is watch delivery, queueing or API calls.
 
-Usage: ``python bench/bench_runs.py [--repeats 3] [--json] [--profile DIR]``.
+Usage: ``python bench/bench_runs.py [--repeats 3] [--json] [--profile DIR] [--trace]``.
 """
 
 from __future__ import annotations
@@ -94,7 +98,7 @@ TARGET_MS = 100.0
 class Operator:
     """The operator as deployed, in its own session; its log in the bench's workdir."""
 
-    def __init__(self, kubeconfig: Path, workdir: Path) -> None:
+    def __init__(self, kubeconfig: Path, workdir: Path, trace: bool = False) -> None:
         self.log = workdir / "operator.log"
         env = {
             **os.environ,
@@ -102,7 +106,9 @@ class Operator:
             "PYTHONUNBUFFERED": "1",
             "SWARMKIT_METRICS_PORT": "0",
             "SWARMKIT_LIVENESS": "",
+            **({"SWARMKIT_RUNS_TRACE": "1"} if trace else {}),
         }
+        self.env = env
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "swarmkit_operator"],
             stdout=self.log.open("wb"),
@@ -279,6 +285,17 @@ class Bench:
             "pod_finished_to_run_condition": summary(from_pod),
             "job_complete_to_run_condition": summary(from_job),
         }
+        if "SWARMKIT_RUNS_TRACE" in self.operator.env:
+            marks = operator_traces(self.operator.log)
+            with lock:
+                seen = {
+                    "run_added": run_added,
+                    "job_added": job_added,
+                    "pod_done": pod_done,
+                    "run_final": run_final,
+                }
+                result["segments"] = segments(seen, marks)
+            print("    " + segments_line(result["segments"]), flush=True)
         if profile is not None:
             result["profile"] = str(profile.stop())
             result["profile_self"] = top_frames(Path(result["profile"]))
@@ -287,6 +304,56 @@ class Bench:
             result["profile_kopf"] = top_frames(path, 6, "kopf/")
         print("    " + run_line(result), flush=True)
         return result
+
+
+#: ``--trace``: each interval cut where the operator's milestones fall (the bench's watches
+#: and the operator share CLOCK_MONOTONIC): (name, from, to), from/to a bench watch
+#: (``run_added``, ``job_added``, ``pod_done``, ``run_final``) or an operator milestone.
+SEGMENTS = (
+    ("Run ADDED: bench watch → operator event", "run_added", "kicked"),
+    ("operator: event → reconcile starts", "kicked", "reconcile_start"),
+    ("operator: target resolved", "reconcile_start", "resolved"),
+    ("operator: bundle + Job POSTed", "resolved", "job_created"),
+    ("Job ADDED: POST returned → bench watch", "job_created", "job_added"),
+    ("pod done: bench watch → operator event", "pod_done", "pod_done_seen"),
+    ("operator: pod event → condition written", "pod_done_seen", "condition_final"),
+    ("Run final: written → bench watch", "condition_final", "run_final"),
+)
+
+
+def operator_traces(log: Path) -> dict[str, dict[str, float]]:
+    """uid → the operator's milestones (the last ``trace <uid> <json>`` line of each)."""
+    out: dict[str, dict[str, float]] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        _, sep, rest = line.partition("trace ")
+        uid, _, doc = rest.partition(" ")
+        if sep and doc.startswith("{"):
+            try:
+                out[uid] = json.loads(doc)
+            except ValueError:
+                continue
+    return out
+
+
+def segments(
+    seen: dict[str, dict[str, float]], marks: dict[str, dict[str, float]]
+) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for name, start, end in SEGMENTS:
+        values = []
+        for uid, m in marks.items():
+            a = seen[start].get(uid) if start in seen else m.get(start)
+            b = seen[end].get(uid) if end in seen else m.get(end)
+            if a is not None and b is not None:
+                values.append(b - a)
+        out[name] = summary(values)
+    return out
+
+
+def segments_line(segs: dict[str, dict[str, float]]) -> str:
+    return "segments p50/p95/max ms: " + "; ".join(
+        f"{name} {v['p50_ms']}/{v['p95_ms']}/{v['max_ms']}" for name, v in segs.items()
+    )
 
 
 def run_line(r: dict[str, Any]) -> str:
@@ -373,6 +440,11 @@ def main() -> None:
     parser.add_argument("--series", default="ABC", help="which series to run (default ABC)")
     parser.add_argument("--profile", type=Path, help="py-spy the operator into this directory")
     parser.add_argument("--json", action="store_true", help="also print the raw results")
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="cut each interval at the operator's milestones ($SWARMKIT_RUNS_TRACE)",
+    )
     args = parser.parse_args()
 
     workdir = Path(tempfile.mkdtemp(prefix="swarmkit-bench-runs-"))
@@ -387,7 +459,7 @@ def main() -> None:
     cold: list[dict[str, Any]] = []
     try:
         apply_crds(cluster)
-        operator = Operator(cluster.kubeconfig, workdir)
+        operator = Operator(cluster.kubeconfig, workdir, trace=args.trace)
         print(f"operator up (pid {operator.proc.pid}, log {operator.log})", flush=True)
         bench = Bench(cluster, operator, args.profile)
         plan = {

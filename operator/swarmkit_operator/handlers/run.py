@@ -19,7 +19,7 @@ import kopf
 from .. import k8s
 from ..builders import job as jobs
 from ..runs import Indexes, RunController, RunView, summaries
-from ..runs.model import AGENTS, GROUP, RUNS, SKILLS, TOPOLOGIES, VERSION, WORKSPACES
+from ..runs.model import AGENTS, GROUP, RUNS, SKILLS, TOPOLOGIES, TRACE, VERSION, WORKSPACES
 from .common import PRESENT, controller_of, index
 
 _controller: RunController | None = None
@@ -146,10 +146,13 @@ async def runs_on_job_event(labels: Mapping[str, str], **_: Any) -> None:
 
 
 @kopf.on.event("v1", "pods", labels={jobs.RUN_UID_LABEL: kopf.PRESENT})
-async def runs_on_pod_event(labels: Mapping[str, str], **_: Any) -> None:
+async def runs_on_pod_event(labels: Mapping[str, str], status: kopf.Status, **_: Any) -> None:
     ctl = _controller
     if ctl is not None:
-        ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
+        uid = str(labels.get(jobs.RUN_UID_LABEL, ""))
+        if TRACE and uid and status.get("phase") in ("Succeeded", "Failed"):
+            ctl.state.mark(uid, "pod_done_seen")
+        ctl.kick(uid)
 
 
 @kopf.on.event(GROUP, VERSION, "reviews", labels={jobs.RUN_UID_LABEL: kopf.PRESENT})

@@ -104,8 +104,10 @@ class Controller:
 
     # --- queueing ---
 
-    def enqueue(self, kind: str, namespace: str, name: str, delay: float = 0.0) -> None:
-        self.queue.add((kind, namespace, name), delay)
+    def enqueue(
+        self, kind: str, namespace: str, name: str, delay: float = 0.0, background: bool = False
+    ) -> None:
+        self.queue.add((kind, namespace, name), delay, background)
 
     def enqueue_many(self, kind: str, namespace: str, names: Iterable[str]) -> None:
         for name in names:
@@ -205,7 +207,11 @@ class Controller:
             if self.should_reconcile_self(key, body, event_type):
                 if keep_body:
                     self.bodies[key] = dict(body)
-                self.enqueue(kind, namespace, name)
+                # A listed object whose status is current only needs checking: in the
+                # background, behind every new or edited object (see WorkQueue).
+                generation = (body.get("metadata") or {}).get("generation")
+                settled = (body.get("status") or {}).get("observedGeneration") == generation
+                self.enqueue(kind, namespace, name, background=event_type is None and settled)
             view = view_of(self.lookup(f"{kind.lower()}_views", (namespace, name)))
         fresh = view is MISSING or view[-1]
         return Observation(self.changed(key, view, fresh=fresh), previous, view)
@@ -268,6 +274,7 @@ class Controller:
             log.debug("deferring %s %s/%s: %s", kind, namespace, name, exc)
             for waited in exc.keys:  # woken as soon as each settles; the delay is a backstop
                 self.waiters.setdefault(waited, set()).add(key)
+                self.queue.promote(waited)  # a background check someone waits for
             self.queue.add(key, self.defer_delay)
             return
         except asyncio.CancelledError:
@@ -313,7 +320,7 @@ class Controller:
             await populate(self.indexes, self.namespaces, prune=True)
             for kind, index in VIEW_INDEXES.items():
                 for ns, name in self.indexes.keys(index):
-                    self.enqueue(kind, ns, name)
+                    self.enqueue(kind, ns, name, background=True)
 
     async def prune_later(self, delay: float) -> None:
         """Re-LIST after ``delay`` and drop what vanished from the indexes meanwhile."""

@@ -26,7 +26,7 @@ from ..builders import run_status as rs
 from ..builders.review import resume_files
 from . import status
 from .cleanup import release_pods
-from .model import NO_POD_EVENTS_AFTER, TRACE, RunView, error_line, run_ref
+from .model import NO_POD_EVENTS_AFTER, RunView, error_line, run_ref
 from .resolve import Waiting
 from .state import RunState
 from .summaries import job_summary
@@ -154,10 +154,7 @@ async def record_job(
         # Trusted briefly, until the Jobs index shows the Job (see observe.reconcile).
         st.created_jobs[run.uid] = (time.monotonic(), name, job_summary(created))
     st.mark(run.uid, "job_created")
-    if TRACE:
-        marks = st.milestones.get(run.uid, {})
-        t0 = marks.get("kicked", marks.get("reconcile_start", 0.0))
-        log.info("trace %s", {k: round((v - t0) * 1000, 1) for k, v in marks.items()})
+    st.trace(run.uid)
     fields: dict[str, Any] = {
         "jobName": name,
         "bundleConfigMap": cm_name,

@@ -10,13 +10,14 @@ and every decision is then recomputed from the API objects.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..config import OperatorConfig
-from .model import Indexes, RunView, one, rv
+from .model import TRACE, Indexes, RunView, one, rv
 from .resolve import Resolver
 
 log = logging.getLogger("swarmkit_operator.runs")
@@ -114,3 +115,11 @@ class RunState:
     def mark(self, uid: str, what: str) -> None:
         """Record the first time ``uid`` reached milestone ``what``."""
         self.milestones.setdefault(uid, {}).setdefault(what, time.monotonic())
+
+    def trace(self, uid: str) -> None:
+        """With ``$SWARMKIT_RUNS_TRACE``, log ``uid``'s milestones so far: one line
+        ``trace <uid> <json>`` of CLOCK_MONOTONIC seconds, the clock every process on the
+        machine shares (``bench/bench_runs.py --trace`` lines them up with its own watches)."""
+        if TRACE:
+            marks = {k: round(v, 6) for k, v in self.milestones.get(uid, {}).items()}
+            log.info("trace %s %s", uid, json.dumps(marks, sort_keys=True))

@@ -49,6 +49,7 @@ async def write(
         st.spawn(k8s.post_event(run.involved, type_, verdict.reason, verdict.message))
     if verdict.final:
         st.mark(run.uid, "condition_final")
+        st.trace(run.uid)
         cm = run.status.get("bundleConfigMap")
         if cm:
             st.spawn(k8s.label_config_map(run.namespace, str(cm), {RUN_FINISHED_LABEL: "true"}))

@@ -122,3 +122,59 @@ async def test_deferred_keys_are_woken_when_their_input_settles() -> None:
     ctl.observed(skill, {"metadata": {"resourceVersion": "9"}, "status": {"version": "v2"}})
     assert ctl.queue.pending(agent)
     assert skill not in ctl.waiters
+
+
+async def test_background_keys_wait_until_nothing_else_is_due() -> None:
+    q = WorkQueue()
+    checks = [("Skill", "ns", f"old-{i}") for i in range(3)]
+    for key in checks:
+        q.add(key, background=True)
+    q.add(("Topology", "ns", "t"), background=True)
+    q.add(("Agent", "ns", "new"))  # an edit after the restart's listing
+    assert len(q) == 5 and all(q.pending(k) for k in checks)
+    first = await q.get()
+    assert first == ("Agent", "ns", "new")  # ahead of the Skills' checks despite priority
+    q.done(first)
+    q.add(("Skill", "ns", "old-2"))  # now it matters: to the front
+    got = [await q.get() for _ in range(4)]
+    assert got == [
+        ("Skill", "ns", "old-2"),
+        ("Skill", "ns", "old-0"),
+        ("Skill", "ns", "old-1"),
+        ("Topology", "ns", "t"),  # background keys keep the kinds' order too
+    ]
+    for key in got:
+        q.done(key)
+    assert len(q) == 0
+
+
+async def test_promote_and_delays_of_background_keys() -> None:
+    q = WorkQueue()
+    a, b = ("Skill", "ns", "a"), ("Skill", "ns", "b")
+    q.add(a, background=True)
+    q.add(b, background=True)
+    q.add(b, delay=5)  # a later retry does not pull it forward...
+    q.promote(b)  # ...but a reconcile waiting for it does
+    assert await q.get() == b
+    q.promote(b)  # taken: nothing to promote, no duplicate
+    assert await q.get() == a
+    q.done(a)
+    q.done(b)
+    assert len(q) == 0
+
+
+async def test_listed_objects_with_current_status_are_checked_in_the_background() -> None:
+    ctl = Controller(config=OperatorConfig())
+
+    def body(name: str, observed: int | None) -> dict[str, object]:
+        meta = {"uid": name, "name": name, "namespace": "ns", "generation": 2}
+        return {"metadata": meta, "status": {"observedGeneration": observed}}
+
+    def view_of(view: object) -> tuple[object, bool]:
+        return (view, True)
+
+    for name, observed in (("settled", 2), ("edited", 1)):
+        ctl.observe_event("Skill", "skills", None, body(name, observed), "ns", name, view_of)
+    ctl.observe_event("Skill", "skills", "ADDED", body("new", None), "ns", "new", view_of)
+    order = [await ctl.queue.get() for _ in range(3)]
+    assert [k[2] for k in order] == ["edited", "new", "settled"]
