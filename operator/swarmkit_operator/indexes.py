@@ -65,6 +65,9 @@ class IndexSpec:
     resource: str
     fn: IndexFn
     labels: Mapping[str, Any] = field(default_factory=dict)
+    #: The function reads only ``metadata`` (names, labels, annotations): the start-up
+    #: LIST can ask for metadata only when every index of the resource does.
+    metadata_only: bool = False
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         for key, want in self.labels.items():
@@ -106,6 +109,7 @@ def index(
     labels: Mapping[str, Any] | None = None,
     group: str | None = None,
     version: str | None = None,
+    metadata_only: bool = False,
 ) -> Callable[[IndexFn], IndexFn]:
     """Register an index function, like ``@kopf.index`` but without kopf's start-up cost.
 
@@ -121,7 +125,7 @@ def index(
     def register(fn: IndexFn) -> IndexFn:
         if resource not in RESOURCES:
             RESOURCES[resource] = Resource(group or "", version or "v1", resource)
-        spec = IndexSpec(id, resource, fn, dict(labels or {}))
+        spec = IndexSpec(id, resource, fn, dict(labels or {}), metadata_only)
         INDEX_SPECS.append(spec)
         if resource not in SELF_MAINTAINED and _watch_installer is not None:
             _watch_installer(RESOURCES[resource], spec)
@@ -261,7 +265,7 @@ class _IndexView(Mapping[Any, list[Any]]):
 
 
 async def list_all(
-    resource: Resource, namespaces: Sequence[str], selector: str = ""
+    resource: Resource, namespaces: Sequence[str], selector: str = "", metadata_only: bool = False
 ) -> list[dict[str, Any]]:
     """A paged LIST, cluster-wide or per namespace."""
     items: list[dict[str, Any]] = []
@@ -277,7 +281,8 @@ async def list_all(
             if token:
                 query.append(("continue", token))
             path = resource.path(namespace)
-            status, payload = await k8s.request("GET", path, query=query)
+            accept = k8s.METADATA_ONLY if metadata_only else "application/json"
+            status, payload = await k8s.request("GET", path, query=query, accept=accept)
             if status >= 300:
                 raise k8s.ApiError("GET", path, status, str(payload))
             for item in payload.get("items") or []:
@@ -290,32 +295,41 @@ async def list_all(
     return items
 
 
-async def populate(indexes: Indexes, namespaces: Sequence[str], prune: bool = False) -> None:
+async def populate(
+    indexes: Indexes, namespaces: Sequence[str], prune: bool = False
+) -> dict[str, float]:
     """LIST every indexed resource into ``indexes`` (server-side label selectors when every
-    index of a resource filters on labels); with ``prune``, drop what is gone.
+    index of a resource filters on labels, metadata only when none reads more); with
+    ``prune``, drop what is gone. Returns the seconds each resource took.
 
     The resources are listed concurrently (each one's pages in order): the apiserver
     encodes one list while this process decodes another, which is most of a restart's
     time with thousands of objects."""
+    took: dict[str, float] = {}
 
     async def one(resource: str, specs: Sequence[IndexSpec]) -> None:
         selectors = [s.selector for s in specs]
         if not all(selectors):
             selectors = [""]
+        metadata_only = all(s.metadata_only for s in specs)
         listed_at = time.monotonic()
         present: set[str] = set()
         try:
             for selector in dict.fromkeys(selectors):
-                for item in await list_all(RESOURCES[resource], namespaces, selector):
+                listed = await list_all(RESOURCES[resource], namespaces, selector, metadata_only)
+                for item in listed:
                     indexes.update(resource, item)
                     present.add(str((item.get("metadata") or {}).get("uid", "")))
         except (k8s.ApiError, OSError) as exc:
             # Start (or resync) with what could be listed; the watch fills the rest in.
             log.warning("could not list %s to pre-populate the indexes: %s", resource, exc)
             return
+        finally:
+            took[resource] = round(time.monotonic() - listed_at, 2)
         if prune:
             dropped = indexes.prune(resource, present, listed_at)
             if dropped:
                 log.info("dropped %d vanished %s from the indexes", dropped, resource)
 
     await asyncio.gather(*(one(r, specs) for r, specs in indexes.specs.items()))
+    return took

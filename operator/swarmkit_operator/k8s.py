@@ -152,11 +152,12 @@ def _request_sync(
     content_type: str = "application/json",
     query: list[tuple[str, str]] | None = None,
     raw: bool = False,
+    accept: str = "application/json",
 ) -> tuple[int, Any]:
     api = _state.api
     if api is None:
         raise RuntimeError("k8s.configure() was not called")
-    headers = {"Accept": "*/*" if raw else "application/json"}
+    headers = {"Accept": "*/*" if raw else accept}
     if body is not None:
         headers["Content-Type"] = content_type
     method, url, header_params, ser_body, _ = api.param_serialize(
@@ -208,12 +209,19 @@ async def request(
     body: Any = None,
     content_type: str = "application/json",
     query: list[tuple[str, str]] | None = None,
+    accept: str = "application/json",
 ) -> tuple[int, Any]:
     """One API call off the event loop: (HTTP status, parsed JSON or error text)."""
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(
-        _state.executor, _request_sync, verb, path, body, content_type, query
+        _state.executor, _request_sync, verb, path, body, content_type, query, False, accept
     )
+
+
+#: A LIST answering with each object's metadata only (``PartialObjectMetadataList``), for
+#: callers that read names, labels and annotations: the apiserver encodes and this process
+#: decodes a fraction of the bytes (a rendered ConfigMap carries a whole skill).
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 
 
 def _check(verb: str, path: str, status: int, payload: Any) -> Any:

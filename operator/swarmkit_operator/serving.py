@@ -77,7 +77,7 @@ def serve_deployments(
     return {(namespace, labels[sb.SERVE_LABEL]): summary}
 
 
-@index("configmaps", id=SERVE_BUNDLES, labels={sb.SERVE_LABEL: PRESENT})
+@index("configmaps", id=SERVE_BUNDLES, labels={sb.SERVE_LABEL: PRESENT}, metadata_only=True)
 def serve_bundles(
     namespace: str | None, name: str, uid: str, labels: Mapping[str, str], **_: Any
 ) -> dict[Any, Any]:

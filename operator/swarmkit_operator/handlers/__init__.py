@@ -4,7 +4,8 @@ Importing this package registers every handler with kopf's default registry: the
 settings, start-up and ConfigMap handlers (``common``), one module per reconciled kind
 (``workspace``, ``skill``, ``agent``, ``topology``), the Runs handlers (``run``,
 ``schedule``), the Agent MCP gateways (``gateway``), then the skill library and web view
-(``library``). Login is kopf's own (the service account in a pod, else the kubeconfig).
+(``library``), and last the start-up step reconciling what changed while no operator ran
+(``unsettled``). Login is kopf's own (the service account in a pod, else the kubeconfig).
 Every handlers module that exists is imported here, explicitly. The reconcile machinery
 they drive is kopf-free: :mod:`swarmkit_operator.reconcile`.
 """
@@ -28,3 +29,7 @@ from . import (  # noqa: F401
 # isort: split
 # After ``run``: the library's start-up reads the Runs index and counts finished Runs.
 from . import library  # noqa: F401
+
+# isort: split
+# Last: its start-up handler runs once every index and the library are ready.
+from . import unsettled  # noqa: F401

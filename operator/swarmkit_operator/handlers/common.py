@@ -221,10 +221,11 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
         resync_seconds=_env_float("SWARMKIT_RESYNC_SECONDS", 600.0),
     )
     started = time.monotonic()
-    await populate(ctl.indexes, namespaces)
+    took = await populate(ctl.indexes, namespaces)
     log.info(
-        "indexes pre-populated in %.2fs: %s",
+        "indexes pre-populated in %.2fs (%s): %s",
         time.monotonic() - started,
+        ", ".join(f"{r} {s:.2f}s" for r, s in sorted(took.items(), key=lambda x: -x[1])),
         ", ".join(f"{k}={len(v)}" for k, v in sorted(ctl.indexes.data.items())),
     )
     memo.swarmkit = ctl

@@ -322,6 +322,19 @@ class Controller:
                 for ns, name in self.indexes.keys(index):
                     self.enqueue(kind, ns, name, background=True)
 
+    def enqueue_unsettled(self) -> int:
+        """Enqueue every indexed object whose status lags its spec (created or edited while
+        no operator ran), without waiting for the watches' own listing: the indexes are
+        complete already. How many were enqueued."""
+        count = 0
+        for kind, index in VIEW_INDEXES.items():
+            for ns, name in self.indexes.keys(index):
+                view = self.lookup(index, (ns, name))
+                if view is not None and view.get("observed") != view.get("generation"):
+                    self.enqueue(kind, ns, name)
+                    count += 1
+        return count
+
     async def prune_later(self, delay: float) -> None:
         """Re-LIST after ``delay`` and drop what vanished from the indexes meanwhile."""
         await asyncio.sleep(delay)

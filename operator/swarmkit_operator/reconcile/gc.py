@@ -34,7 +34,7 @@ _RENDERED: dict[str, Any] = {COMPONENT_LABEL: PRESENT, **MANAGED_BY}
 COMPONENT_KINDS = {"skill": "Skill", "agent": "Agent", "workspace": "Workspace"}
 
 
-@index("configmaps", id="rendered_config_maps", labels=_RENDERED)
+@index("configmaps", id="rendered_config_maps", labels=_RENDERED, metadata_only=True)
 def rendered_config_maps(
     namespace: str | None, name: str, uid: str, labels: Mapping[str, str], **_: Any
 ) -> dict[Any, Any]:
@@ -50,7 +50,7 @@ def rendered_config_maps(
     }
 
 
-@index("configmaps", id="rendered_config_map_names", labels=_RENDERED)
+@index("configmaps", id="rendered_config_map_names", labels=_RENDERED, metadata_only=True)
 def rendered_config_map_names(
     namespace: str | None, name: str, uid: str, **_: Any
 ) -> dict[Any, Any]:
@@ -58,7 +58,7 @@ def rendered_config_map_names(
     return {(namespace, name): uid}
 
 
-@index("configmaps", id="pinned_config_maps", labels={RUN_LABEL: PRESENT})
+@index("configmaps", id="pinned_config_maps", labels={RUN_LABEL: PRESENT}, metadata_only=True)
 def pinned_config_maps(
     namespace: str | None,
     name: str,

@@ -178,3 +178,18 @@ async def test_listed_objects_with_current_status_are_checked_in_the_background(
     ctl.observe_event("Skill", "skills", "ADDED", body("new", None), "ns", "new", view_of)
     order = [await ctl.queue.get() for _ in range(3)]
     assert [k[2] for k in order] == ["edited", "new", "settled"]
+
+
+async def test_objects_changed_while_no_operator_ran_are_enqueued_at_start_up() -> None:
+    ctl = Controller(config=OperatorConfig())
+
+    def skill(name: str, generation: int, observed: int | None) -> dict[str, object]:
+        meta = {"uid": name, "name": name, "namespace": "ns", "generation": generation}
+        return {"metadata": meta, "status": {"observedGeneration": observed}}
+
+    ctl.indexes.update("skills", skill("settled", 3, 3))
+    ctl.indexes.update("skills", skill("edited", 4, 3))
+    ctl.indexes.update("skills", skill("created", 1, None))
+    assert ctl.enqueue_unsettled() == 2
+    got = {(await ctl.queue.get())[2] for _ in range(2)}
+    assert got == {"edited", "created"} and len(ctl.queue) == 0
