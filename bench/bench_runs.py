@@ -32,7 +32,7 @@ Every series runs ``--repeats`` (3) times, each in a fresh namespace. Each run s
 the operator, the control plane and the node together use under a quarter of a core over
 3 s (at most 180 s; the wait is printed): otherwise a series B run right after a series A
 run measures A's aftermath (200 pods being deleted, Job and pod status updates) on the same
-2 cores, which gave p95s of 0.5–2 s against 20 ms alone. Before each run the machine's
+2 cores, which gave p95s of 0.5-2 s against 20 ms alone. Before each run the machine's
 load average is printed; beside each run the CPU the operator, the control plane
 (apiserver + etcd) and the process node with its pods used during it. The summary table
 gives, per measure, min / median / max over the repeats of p50, p95 and max: the last
@@ -366,10 +366,12 @@ def operator_traces(log: Path) -> dict[str, dict[str, float]]:
 def segments(
     seen: dict[str, dict[str, float]], marks: dict[str, dict[str, float]]
 ) -> dict[str, dict[str, float]]:
+    """Each of :data:`SEGMENTS` over the Runs of this series (those the bench saw added)."""
     out: dict[str, dict[str, float]] = {}
     for name, start, end in SEGMENTS:
         values = []
-        for uid, m in marks.items():
+        for uid in seen["run_added"]:
+            m = marks.get(uid, {})
             a = seen[start].get(uid) if start in seen else m.get(start)
             b = seen[end].get(uid) if end in seen else m.get(end)
             if a is not None and b is not None:
@@ -502,10 +504,15 @@ def main() -> None:
                 results[key].append(bench.latency_run(f"{key}-{rep}", ns, image, runs, rate))
             if "C" in args.series:
                 ns = new_namespace(bench.client, f"bench-c-{rep}")
+                quiet = bench.wait_quiet()
                 load = loadavg()
-                print(f"series C (cold start, {args.skills} skills), repeat {rep}: load {load}")
+                print(
+                    f"series C (cold start, {args.skills} skills), repeat {rep}: {quiet}; "
+                    f"load {load}"
+                )
                 one = bench_cold_start(bench.client, ns, args.cold_starts, args.skills)
                 one["loadavg_before"] = load
+                one["quiet_before"] = quiet
                 print(f"    {one['cold_start']}", flush=True)
                 cold.append(one)
     finally:
