@@ -10,7 +10,6 @@ reconcile (or another operator process) knows which Job is current.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -30,8 +29,6 @@ from .model import NO_POD_EVENTS_AFTER, RunView, error_line, run_ref
 from .resolve import Waiting
 from .state import RunState
 from .summaries import job_summary
-
-log = logging.getLogger("swarmkit_operator.runs")
 
 
 async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
