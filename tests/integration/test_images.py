@@ -1,7 +1,8 @@
 """The images ``make images`` builds, run by the process node in their own root filesystems:
 a runner pod of the real runtime image sees its bundle at ``/etc/swarmkit/bundle`` (no path
 prefix), runs as 65532, cannot write its read-only root (EROFS) and leaves the host's ``/dev``
-alone; the example Run succeeds in that image.
+alone, and every module the runner imports has bytecode Python uses (no recompiling on each
+start); the example Run succeeds in that image.
 
 Skipped, saying why, when the images are not built or are stale (``make images`` builds them;
 ``make test`` rebuilds stale ones that were built before). The Helm install test uses the real
@@ -61,6 +62,29 @@ PROBE = textwrap.dedent(
     out["tini"] = os.path.exists("/usr/bin/tini")
     import swarmkit_runner
     out["runner"] = swarmkit_runner.__file__
+    # Every module the runner's start imports from the image has bytecode Python will use
+    # (a stale .pyc is recompiled on every start: the read-only image cannot cache it).
+    import importlib.util, swarmkit_runner.runner
+    checked, stale = 0, []
+    for mod in list(sys.modules.values()):
+        src = getattr(mod, "__file__", None) or ""
+        if not src.startswith("/opt/swarmkit/") or not src.endswith(".py"):
+            continue
+        checked += 1
+        try:
+            head = open(importlib.util.cache_from_source(src), "rb").read(16)
+        except OSError:
+            stale.append(mod.__name__)
+            continue
+        flags = int.from_bytes(head[4:8], "little")
+        st = os.stat(src)
+        if flags & 1:  # hash-based: valid unless it asks for a source check
+            ok = not flags & 2
+        else:
+            ok = int.from_bytes(head[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+        if not ok:
+            stale.append(mod.__name__)
+    out["bytecode"] = {"checked": checked, "stale": stale[:5]}
     open("/dev/termination-log", "w").write(json.dumps(out))
     """
 )
@@ -118,6 +142,7 @@ def test_runner_pod_sees_its_real_paths_in_the_runtime_image(kube: Kube, namespa
     assert seen["python"] == "/opt/swarmkit/bin/python" and seen["tini"]
     assert seen["runner"].startswith("/opt/swarmkit/lib/python3.11/site-packages/")
     assert seen["hostCheckout"] is False  # the image's filesystem, not the host's
+    assert seen["bytecode"]["checked"] > 50 and seen["bytecode"]["stale"] == [], seen["bytecode"]
     assert sorted(os.listdir("/dev")) == host_dev
     assert not os.path.exists("/dev/termination-log")
     events = kube.core.list_namespaced_event(namespace, field_selector="involvedObject.name=probe")
