@@ -64,10 +64,13 @@ REPO = Path(__file__).resolve().parents[1]
 for sub in ("operator", "hack", "runtime_image", "bench"):
     sys.path.insert(0, str(REPO / sub))
 
+from bench_reconcile import free_port, scrape, writes_by_resource  # noqa: E402
 from bench_runs_cold import bench_cold_start, custom, obj, wait_ready  # noqa: E402
 from bench_support import (  # noqa: E402
     Profile,
+    apiserver_writes,
     cpu_seconds,
+    diff_counts,
     fmt_spread,
     loadavg,
     machine,
@@ -104,11 +107,12 @@ class Operator:
 
     def __init__(self, kubeconfig: Path, workdir: Path, trace: bool = False) -> None:
         self.log = workdir / "operator.log"
+        self.metrics_port = free_port()
         env = {
             **os.environ,
             "KUBECONFIG": str(kubeconfig),
             "PYTHONUNBUFFERED": "1",
-            "SWARMKIT_METRICS_PORT": "0",
+            "SWARMKIT_METRICS_PORT": str(self.metrics_port),
             "SWARMKIT_LIVENESS": "",
             **({"SWARMKIT_RUNS_TRACE": "1"} if trace else {}),
         }
@@ -178,6 +182,10 @@ class Bench:
             "control_plane": sum(cpu_seconds(p) for p in self.control_plane),
             "node_and_pods": cpu_seconds(self.node, children=True),
         }
+
+    def api_writes(self) -> dict[str, int]:
+        status, body = self.client.request_raw("GET", "/metrics")
+        return apiserver_writes(body.decode()) if status == 200 else {}
 
     def wait_quiet(self, cores: float = 0.25, window: float = 3.0, limit: float = 180.0) -> str:
         """Wait until the operator, the control plane and the node (with its pods) together
@@ -276,6 +284,7 @@ class Bench:
         profile = None
         if self.profile_dir is not None:
             profile = Profile(self.operator.proc.pid, self.profile_dir / f"{label}.txt")
+        writes0, ours0 = self.api_writes(), writes_by_resource(scrape(self.operator.metrics_port))
         cpu0, start = self.cpu(), time.monotonic()
         for i in range(runs):
             delay = start + i / rate - time.monotonic()
@@ -292,6 +301,11 @@ class Bench:
         cpu1 = self.cpu()
         for w in watchers:
             w.stopped.set()
+        # The writes each Run costs the apiserver, from every client (the Runs' own trailing
+        # writes, such as the pods' outcome finalizers, included: counted once it is quiet).
+        self.wait_quiet()
+        writes = diff_counts(self.api_writes(), writes0)
+        ours = diff_counts(writes_by_resource(scrape(self.operator.metrics_port)), ours0)
         with lock:
             created = [job_added[u] - run_added[u] for u in run_added if u in job_added]
             from_pod = [run_final[u] - pod_done[u] for u in run_final if u in pod_done]
@@ -307,6 +321,10 @@ class Bench:
             "run_created_to_job_created": summary(created),
             "pod_finished_to_run_condition": summary(from_pod),
             "job_complete_to_run_condition": summary(from_job),
+            "api_writes_per_run": round(sum(writes.values()) / runs, 1),
+            "api_writes": writes,
+            "operator_writes_per_run": round(sum(ours.values()) / runs, 2),
+            "operator_writes": ours,
         }
         if "SWARMKIT_RUNS_TRACE" in self.operator.env:
             marks = operator_traces(self.operator.log)
@@ -393,7 +411,12 @@ def run_line(r: dict[str, Any]) -> str:
         f"wall {r['wall_s']} s; CPU: operator {cpu['operator']} s, apiserver+etcd "
         f"{cpu['control_plane']} s, node+pods {cpu['node_and_pods']} s; Run→Job p50/p95/max "
         f"{c['p50_ms']}/{c['p95_ms']}/{c['max_ms']} ms; pod finished→condition "
-        f"{p['p50_ms']}/{p['p95_ms']}/{p['max_ms']} ms"
+        f"{p['p50_ms']}/{p['p95_ms']}/{p['max_ms']} ms; apiserver writes per Run "
+        f"{r['api_writes_per_run']} ("
+        + ", ".join(f"{k} {v / r['runs']:.2g}" for k, v in list(r["api_writes"].items())[:12])
+        + f"); the operator's {r['operator_writes_per_run']} ("
+        + ", ".join(f"{k} {v / r['runs']:.2g}" for k, v in r["operator_writes"].items())
+        + ")"
     )
 
 

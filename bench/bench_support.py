@@ -20,6 +20,35 @@ from pathlib import Path
 from typing import Any
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+#: The verbs of ``apiserver_request_total`` that change something.
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"})
+_METRIC_LINE = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def apiserver_writes(metrics_text: str) -> dict[str, int]:
+    """``"VERB resource[/subresource]"`` → writes the apiserver has served (all clients),
+    from its ``/metrics`` text; subtract two readings to count what happened between."""
+    out: dict[str, int] = {}
+    for line in metrics_text.splitlines():
+        m = _METRIC_LINE.match(line)
+        if m is None:
+            continue
+        labels = dict(_LABEL.findall(m["labels"]))
+        if labels.get("verb") not in WRITE_VERBS:
+            continue
+        what = labels.get("resource", "")
+        if labels.get("subresource"):
+            what += "/" + labels["subresource"]
+        key = f"{labels['verb']} {what}"
+        out[key] = out.get(key, 0) + int(float(m["value"]))
+    return out
+
+
+def diff_counts(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    """``after - before`` per key, keeping only what grew, largest first."""
+    grown = {k: v - before.get(k, 0) for k, v in after.items() if v > before.get(k, 0)}
+    return dict(sorted(grown.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def pct(values: Sequence[float], q: float) -> float:

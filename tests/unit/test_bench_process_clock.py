@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from bench_runs_cold import process_start_time  # noqa: E402
+from bench_runs_cold import process_start_time
 
 
 def test_a_process_start_time_is_the_wall_clock_time_it_was_spawned() -> None:

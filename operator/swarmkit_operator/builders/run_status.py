@@ -45,6 +45,9 @@ SUCCEEDED = "Succeeded"
 MAX_MESSAGE = 1024
 #: Longest output kept in status (the runner caps it already; this is a backstop).
 MAX_STATUS_OUTPUT_BYTES = 3072
+#: How long after its creation a pod that is starting as expected is not worth a status
+#: write of its own (see ``Verdict.quiet``).
+POD_STARTING_QUIET_SECONDS = 2.0
 #: How long a pod may wait on an image pull / its configuration before the run fails.
 DEFAULT_POD_START_GRACE_SECONDS = 60
 #: How long the Job controller's pod creation may keep failing before the run fails. It
@@ -102,6 +105,11 @@ class Verdict:
     recheck_after: float | None = None
     #: The runner's exit code, when its container terminated.
     exit_code: int | None = None
+    #: A moment the status need not show: the pod was just created and is starting as
+    #: expected. The caller skips the write and looks again after ``recheck_after``; a pod
+    #: that starts in time goes from "waiting for the Job" straight to Running (one status
+    #: write and one watch event fewer per Run), one that does not is reported then.
+    quiet: bool = False
 
     @property
     def final(self) -> bool:
@@ -468,9 +476,17 @@ def derive(
                 return replace(problem, job_name=jname, recheck_after=recheck)
             scheduled = get_condition(_conditions(pod), "PodScheduled")
             message = f"waiting for pod {pname} to start"
+            settle = None
             if scheduled is not None and scheduled.get("status") == "False":
                 message = _one_line(
                     f"pod {pname} is not scheduled: {scheduled.get('message') or ''}".rstrip(": ")
+                )
+            else:
+                # creationTimestamp is whole seconds, rounded down: the age read is at
+                # least the real one, so the quiet time is between 1 s and this.
+                age = (now - (_created(pod) or now)).total_seconds()
+                settle = (
+                    POD_STARTING_QUIET_SECONDS - age if age < POD_STARTING_QUIET_SECONDS else None
                 )
             return Verdict(
                 phase="Pending",
@@ -479,6 +495,8 @@ def derive(
                 message=message,
                 job_name=jname,
                 pod_name=pname,
+                recheck_after=settle,
+                quiet=settle is not None,
             )
         # A failed/deleting pod the Job controller will replace: still running.
         return Verdict(

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .. import k8s
-from ..builders import RUN_FINISHED_LABEL
 from ..builders import job as jobs
+from . import status
 from .model import RunView
 from .state import RunState
 
@@ -49,7 +49,7 @@ async def ensure_finished_label(st: RunState, run: RunView) -> None:
         return
     for entry in st.idx.bundles.get(run.namespace) or ():
         if entry.get("bundle") == cm and not entry.get("finished"):
-            await k8s.label_config_map(run.namespace, str(cm), {RUN_FINISHED_LABEL: "true"})
+            await status.label_finished(st, run.namespace, str(cm))
             return
 
 

@@ -116,6 +116,8 @@ async def reconcile(st: RunState, uid: str) -> float | None:
         if not isinstance(lost, rs.Verdict):
             return lost
         verdict = lost
+    if verdict.quiet:
+        return verdict.recheck_after
     if verdict.stop_job and job is not None:
         await k8s.delete_job(run.namespace, current)
     await status.write(st, run, verdict)

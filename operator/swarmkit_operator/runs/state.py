@@ -40,6 +40,8 @@ class RunState:
         self.waiting: dict[str, set[str]] = {}
         #: uids of the pods whose outcome finalizer was removed already.
         self.released: set[str] = set()
+        #: (namespace, name) of the bundle ConfigMaps labelled finished already.
+        self.labelled: set[tuple[str, str]] = set()
         #: Runs whose current reconcile wrote something (for the reconcile metrics).
         self.changed: set[str] = set()
         #: Runs whose start was attempted by this process (a second attempt is sequential).

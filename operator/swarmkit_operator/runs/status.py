@@ -19,6 +19,9 @@ from ..conditions import get_condition
 from .model import RunView
 from .state import RunState
 
+#: Bound on the set of labelled bundles; cleared when exceeded (a repeat label is harmless).
+LABELLED_LIMIT = 100_000
+
 
 async def write(
     st: RunState,
@@ -52,7 +55,25 @@ async def write(
         st.trace(run.uid)
         cm = run.status.get("bundleConfigMap")
         if cm:
-            st.spawn(k8s.label_config_map(run.namespace, str(cm), {RUN_FINISHED_LABEL: "true"}))
+            st.spawn(label_finished(st, run.namespace, str(cm)))
         topology = (run.spec.get("topologyRef") or {}).get("name")
         for callback in st.on_finished:
             callback(run.namespace, topology)
+
+
+async def label_finished(st: RunState, namespace: str, config_map: str) -> None:
+    """Label a finished Run's bundle ConfigMap finished (its pins are released), once: the
+    bundles index may show it unlabelled for a moment after this write, and the reconciles
+    of the finished Run in that moment must not PATCH it again."""
+    key = (namespace, config_map)
+    if key in st.labelled:
+        return
+    st.labelled.add(key)
+    if len(st.labelled) > LABELLED_LIMIT:
+        st.labelled.clear()
+        st.labelled.add(key)
+    try:
+        await k8s.label_config_map(namespace, config_map, {RUN_FINISHED_LABEL: "true"})
+    except BaseException:
+        st.labelled.discard(key)  # not done: a later reconcile (ensure_finished_label) retries
+        raise
