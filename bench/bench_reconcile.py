@@ -538,6 +538,49 @@ async def floor_writes(
     }
 
 
+async def floor_fanout(source_ns: str, floor_ns: str, agents: list[str]) -> dict[str, Any]:
+    """The fan-out's floor: a bare 16-way client doing its minimum writes in ``floor_ns``
+    (whose objects :func:`floor_writes` created): for each of ``agents`` its new rendered
+    ConfigMap (a copy of the one it has in ``source_ns``) and a status patch that changes
+    its ``version``, then one status patch per Topology. Returns seconds and writes."""
+    by_name = {c["metadata"]["name"]: c for c in await list_config_maps(source_ns)}
+    rendered = {
+        a["metadata"]["name"]: by_name.get((a.get("status") or {}).get("renderedConfigMap", ""))
+        for a in await list_custom("agents", source_ns)
+    }
+    topologies = [t["metadata"]["name"] for t in await list_custom("topologies", floor_ns)]
+
+    def agent_writes(name: str) -> Callable[[], Awaitable[None]]:
+        cm = rendered.get(name) or {"data": {}}
+
+        async def run() -> None:
+            body = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"{name}-fanout", "namespace": floor_ns},
+                "immutable": True,
+                "data": cm.get("data") or {},
+            }
+            await k8s.create_config_map(body)
+            await k8s.patch_status("agents", floor_ns, name, {"version": f"{name}-fanout"})
+
+        return run
+
+    def topology_write(name: str) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            await k8s.patch_status("topologies", floor_ns, name, {"version": f"{name}-fanout"})
+
+        return run
+
+    started = time.monotonic()
+    await bounded([agent_writes(a) for a in agents])
+    await bounded([topology_write(t) for t in topologies])
+    return {
+        "seconds": round(time.monotonic() - started, 2),
+        "writes": 2 * len(agents) + len(topologies),
+    }
+
+
 def report(r: dict[str, Any]) -> str:
     o = r["objects"]
     ready = r["ready"]

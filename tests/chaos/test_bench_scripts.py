@@ -47,6 +47,7 @@ def test_make_bench_tiny_prints_one_table_and_writes_results(
         assert r["xFloor"] > 0 and r["floor"]["writes"] > r["objects"]
         assert r["fanoutAgentStatusWrites"] >= r["fanoutAgents"] > 0
         assert r["fanoutAgentsTouchedBeyondGrantees"] == 0
+        assert r["fanoutFloorSeconds"] > 0 and r["fanoutFloorWrites"] >= 2 * r["fanoutAgents"]
         assert r["restartStatusWrites"] == 0
     [burst] = data["runs"]["runs"]
     assert burst["outcomes"] == {"Succeeded": 10}

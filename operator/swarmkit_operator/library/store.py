@@ -5,8 +5,8 @@ kopf glue (:mod:`swarmkit_operator.handlers.library`) feeds it every Skill, Agen
 event; it never writes on an event. A flush every ``flush_seconds`` (2 s by default,
 ``$SWARMKIT_LIBRARY_FLUSH_SECONDS``) writes what changed since the last one: at most one
 ConfigMap per namespace (``swarmkit-skill-library``: usage counters, version history, the
-Runs already counted) and one status merge-patch per Skill whose ``usage`` differs from
-what its status shows. So 100 Runs finishing within a flush interval, each loading the same
+Runs already counted; a large one paced by its size, see ``SkillLibrary._map_due``) and one
+status merge-patch per Skill whose ``usage`` differs from what its status shows. So 100 Runs finishing within a flush interval, each loading the same
 10 skills, cost 1 ConfigMap write and 10 status writes, not 1,000. (``grantedBy`` is not
 written here: the Skill's reconcile writes it, and an Agent's change of grants enqueues a
 ``SkillGrants`` reconcile, so dependents see it settle like any other Skill status write.)
@@ -34,6 +34,10 @@ from .records import LIBRARY_LABEL, Library, SkillRecord
 
 log = logging.getLogger("swarmkit_operator.library")
 
+#: The pace of library ConfigMap writes, in bytes of ConfigMap per second (see
+#: ``SkillLibrary._map_due``).
+MAP_WRITE_BYTES_PER_SECOND = 32 * 1024
+
 #: ``pending(namespace, skill)``: whether the Skill's own reconcile is about to write status
 #: (it writes usage itself then, so the flush leaves it alone).
 Pending = Callable[[str, str], bool]
@@ -58,6 +62,7 @@ class SkillLibrary:
         flush_seconds: float = 2.0,
         pending: Pending | None = None,
         clock: Callable[[], str] = _now,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.history_limit = config.skill_history_limit
         self.indexes = indexes
@@ -65,11 +70,14 @@ class SkillLibrary:
         self.flush_seconds = flush_seconds
         self.pending = pending or (lambda _ns, _name: False)
         self.clock = clock
+        self.monotonic = monotonic
         self.libraries: dict[str, Library] = {}
         self.dirty_maps: set[str] = set()
         self.dirty_skills: set[tuple[str, str]] = set()
         self.agent_grants: dict[tuple[str, str], frozenset[str]] = {}
         self._written_maps: dict[str, str] = {}
+        #: namespace → monotonic time of its last ConfigMap write (the pace, see flush).
+        self._map_written_at: dict[str, float] = {}
         self._written_status: dict[tuple[str, str], tuple[dict[str, Any], float]] = {}
         #: Writes made so far (what the roll-ups cost the API).
         self.map_writes = 0
@@ -226,9 +234,30 @@ class SkillLibrary:
                 out.setdefault(str(run.get("namespace")), set()).add(str(uid))
         return out
 
-    async def flush(self) -> None:
-        """Write what changed since the last flush (see the module docstring)."""
+    def _map_due(self, namespace: str) -> bool:
+        """Whether the library ConfigMap of ``namespace`` may be written now.
+
+        Every write sends the whole ConfigMap (up to ~900 KiB at thousands of Skills) to
+        the apiserver and etcd, and back to every ConfigMap watcher, this operator
+        included. So a large library is written at most once per its size at
+        :data:`MAP_WRITE_BYTES_PER_SECOND` (a 900 KiB library every ~28 s, one under
+        64 KiB every flush): a bulk apply or a fan-out is not slowed by rewriting it
+        every 2 s. What waits is only the kept history; status, usage and the web view
+        read memory, and a graceful stop writes everything (``final``)."""
+        last = self._map_written_at.get(namespace)
+        pace = len(self._written_maps.get(namespace, "")) / MAP_WRITE_BYTES_PER_SECOND
+        if last is None or pace <= self.flush_seconds:
+            return True  # the flush interval paces it already
+        return self.monotonic() - last >= pace
+
+    async def flush(self, final: bool = False) -> None:
+        """Write what changed since the last flush (see the module docstring); ``final``
+        writes every changed ConfigMap regardless of its pace (at shutdown)."""
         maps, self.dirty_maps = self.dirty_maps, set()
+        if not final:
+            due = {ns for ns in maps if self._map_due(ns)}
+            self.dirty_maps |= maps - due  # written on a later flush, nothing is dropped
+            maps = due
         live = self._live_runs() if maps else {}
         for ns in sorted(maps):
             lib = self.library(ns)
@@ -249,6 +278,7 @@ class SkillLibrary:
                 self.dirty_maps.add(ns)
                 continue
             self._written_maps[ns] = text
+            self._map_written_at[ns] = self.monotonic()
             self.map_writes += 1
         skills, self.dirty_skills = self.dirty_skills, set()
         for ns, name in sorted(skills):
@@ -309,4 +339,4 @@ class SkillLibrary:
                 await self._task
             self._task = None
         with contextlib.suppress(Exception):
-            await self.flush()
+            await self.flush(final=True)

@@ -204,3 +204,56 @@ def test_granted_by_follows_direct_and_composed_grants() -> None:
     assert lib.agent_deleted("ns", "a3") == {"whole", "part"}
     many = rec.granted_by_field(f"agent-{i}" for i in range(9))
     assert many == {"count": 9, "agents": [f"agent-{i}" for i in range(5)]}
+
+
+async def test_a_large_library_is_written_at_the_pace_of_its_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Thousands of Skills make a library ConfigMap of hundreds of KiB: rewritten on every
+    2 s flush it would load the apiserver during a bulk apply or a fan-out. It is written
+    once per its size at the pace, the changes in between all land in the next write, and
+    a graceful stop writes it at once."""
+    from swarmkit_operator.library.store import MAP_WRITE_BYTES_PER_SECOND
+
+    idx = indexes()
+    api = FakeApi(monkeypatch, idx)
+    now = [1000.0]
+    lib = SkillLibrary(
+        OperatorConfig(), idx, clock=lambda: "2026-12-03T08:00:00Z", monotonic=lambda: now[0]
+    )
+    for i in range(2000):
+        lib.skill_seen("ns", f"skill-{i:04d}", f"{i:064x}")
+    await lib.flush()
+    assert len(api.maps) == 1
+    size = len(api.maps[0]["data"][rec.DATA_KEY])
+    pace = size / MAP_WRITE_BYTES_PER_SECOND
+    assert pace > 2 * lib.flush_seconds  # large enough to be paced
+
+    lib.skill_seen("ns", "late-1", "a" * 64)
+    now[0] += pace / 2
+    await lib.flush()
+    assert len(api.maps) == 1  # not due yet: kept dirty, not dropped
+    lib.skill_seen("ns", "late-2", "b" * 64)
+    now[0] += pace / 2
+    await lib.flush()
+    assert len(api.maps) == 2
+    written = json.loads(api.maps[1]["data"][rec.DATA_KEY])["skills"]
+    assert {"late-1", "late-2"} <= set(written)
+
+    lib.skill_seen("ns", "late-3", "c" * 64)
+    await lib.stop()  # shutdown: written regardless of the pace
+    assert len(api.maps) == 3
+    assert "late-3" in json.loads(api.maps[2]["data"][rec.DATA_KEY])["skills"]
+
+
+async def test_a_small_library_is_written_on_every_flush_that_changes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    idx = indexes()
+    api = FakeApi(monkeypatch, idx)
+    lib = SkillLibrary(OperatorConfig(), idx, monotonic=lambda: 1000.0)  # no time passes
+    lib.skill_seen("ns", "one", "1" * 64)
+    await lib.flush()
+    lib.skill_seen("ns", "two", "2" * 64)
+    await lib.flush()
+    assert len(api.maps) == 2
