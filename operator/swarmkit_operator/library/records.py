@@ -2,14 +2,19 @@
 
 Per namespace a :class:`Library`: per skill name a :class:`SkillRecord` (usage counters and
 the version history, newest first), plus the uids of the finished Runs already counted (so
-a Run seen again after a restart is not counted twice). It is serialised into one
-operator-owned ConfigMap per namespace (:func:`to_config_map` / :func:`from_config_map`):
-the Run that produced a count may be deleted long before the count is, and a Skill's
-history must outlive the Skill.
+a Run seen again after a restart is not counted twice). It is serialised into
+operator-owned ConfigMaps per namespace (:func:`serialise` / :func:`from_config_maps`): the
+Run that produced a count may be deleted long before the count is, and a Skill's history
+must outlive the Skill. One ConfigMap (``swarmkit-skill-library``) while the library fits
+in one; past that the records are split by a hash of the skill name into 2, 4, ... 64
+shards (``swarmkit-skill-library-<i>``), the main one keeping the counted Runs and the
+shard count, so a change rewrites only its shard.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,8 +27,10 @@ DATA_KEY = "library.json"
 LIBRARY_LABEL = "swarmkit.dev/skill-library"
 #: Names kept in a Skill's status.grantedBy.agents (the count is exact).
 GRANTED_BY_NAMES = 5
-#: A ConfigMap holds at most 1 MiB; past this the history is trimmed (oldest versions first).
+#: A ConfigMap holds at most 1 MiB: past this a library is split into more ConfigMaps
+#: (shards, by a hash of the skill name), and at MAX_SHARDS a shard's history is trimmed.
 MAX_CONFIG_MAP_BYTES = 900 * 1024
+MAX_SHARDS = 64
 
 
 @dataclass
@@ -64,6 +71,8 @@ class SkillRecord:
 class Library:
     skills: dict[str, SkillRecord] = field(default_factory=dict)
     counted: set[str] = field(default_factory=set)
+    #: How many ConfigMaps hold the records (1: all in the main one; see :func:`serialise`).
+    shards: int = 1
 
     def record(self, skill: str) -> SkillRecord:
         return self.skills.setdefault(skill, SkillRecord())
@@ -238,35 +247,89 @@ def load(doc: Mapping[str, Any]) -> Library:
     return library
 
 
-def serialise(library: Library) -> str:
-    """The ConfigMap's data, trimmed (oldest versions, then deleted skills) to fit."""
-    text = json.dumps(dump(library), separators=(",", ":"), sort_keys=True)
+def part_of(skill: str, shards: int) -> str:
+    """The ConfigMap holding ``skill``'s record when the library has ``shards`` shards."""
+    if shards <= 1:
+        return CONFIG_MAP
+    return f"{CONFIG_MAP}-{_shard_index(skill) % shards}"
+
+
+@functools.lru_cache(maxsize=65536)
+def _shard_index(skill: str) -> int:
+    return int.from_bytes(hashlib.sha256(skill.encode()).digest()[:4], "big")
+
+
+def part_names(shards: int) -> list[str]:
+    """Every ConfigMap of a library with ``shards`` shards (the main one first)."""
+    if shards <= 1:
+        return [CONFIG_MAP]
+    return [CONFIG_MAP, *(f"{CONFIG_MAP}-{i}" for i in range(shards))]
+
+
+def _text(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True)
+
+
+def _part_doc(library: Library, part: str) -> dict[str, Any]:
+    doc: dict[str, Any] = {"skills": {}}
+    if part == CONFIG_MAP:  # the main ConfigMap: the counted Runs (and the shard count)
+        doc["counted"] = sorted(library.counted)
+        if library.shards > 1:
+            doc["shards"] = library.shards
+    skills = {n: r for n, r in library.skills.items() if part_of(n, library.shards) == part}
+    doc["skills"] = dump(Library(skills=skills))["skills"]
+    return doc
+
+
+def serialise_part(library: Library, part: str) -> str | None:
+    """The data of ConfigMap ``part``, at most :data:`MAX_CONFIG_MAP_BYTES`.
+
+    None when it does not fit and more shards would split it (the caller doubles
+    ``library.shards`` and writes every part again). A part that does not fit otherwise
+    (at :data:`MAX_SHARDS`, or one skill's history alone too long) is trimmed: oldest
+    versions first, then deleted skills."""
+    doc = _part_doc(library, part)
+    text = _text(doc)
     if len(text.encode()) <= MAX_CONFIG_MAP_BYTES:
         return text
-    longest = max((len(r.history) for r in library.skills.values()), default=0)
+    names = [n for n in library.skills if part_of(n, library.shards) == part]
+    if library.shards < MAX_SHARDS and len(names) > 1:
+        return None
+    longest = max((len(library.skills[n].history) for n in names), default=0)
     for keep in range(longest - 1, 0, -1):
-        for record in library.skills.values():
-            del record.history[keep:]
-        text = json.dumps(dump(library), separators=(",", ":"), sort_keys=True)
+        for n in names:
+            del library.skills[n].history[keep:]
+        text = _text(_part_doc(library, part))
         if len(text.encode()) <= MAX_CONFIG_MAP_BYTES:
             return text
     deleted = sorted(
-        (r.deleted_at or "", n) for n, r in library.skills.items() if r.deleted_at is not None
+        (library.skills[n].deleted_at or "", n)
+        for n in names
+        if library.skills[n].deleted_at is not None
     )
     for _, name in deleted:
         del library.skills[name]
-        text = json.dumps(dump(library), separators=(",", ":"), sort_keys=True)
+        text = _text(_part_doc(library, part))
         if len(text.encode()) <= MAX_CONFIG_MAP_BYTES:
             break
     return text
 
 
-def to_config_map(namespace: str, text: str) -> dict[str, Any]:
+def serialise(library: Library) -> dict[str, str]:
+    """Every ConfigMap's data (name → text), sharding the library as far as it needs."""
+    while True:
+        texts = {part: serialise_part(library, part) for part in part_names(library.shards)}
+        if all(t is not None for t in texts.values()):
+            return {k: str(v) for k, v in texts.items()}
+        library.shards *= 2
+
+
+def to_config_map(namespace: str, name: str, text: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": CONFIG_MAP,
+            "name": name,
             "namespace": namespace,
             "labels": {LIBRARY_LABEL: "true", **MANAGED_BY},
         },
@@ -274,10 +337,25 @@ def to_config_map(namespace: str, text: str) -> dict[str, Any]:
     }
 
 
-def from_config_map(body: Mapping[str, Any]) -> Library:
-    text = (body.get("data") or {}).get(DATA_KEY) or "{}"
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return Library()
-    return load(doc if isinstance(doc, dict) else {})
+def is_library_config_map(name: str) -> bool:
+    return name == CONFIG_MAP or name.startswith(CONFIG_MAP + "-")
+
+
+def from_config_maps(bodies: Iterable[Mapping[str, Any]]) -> Library:
+    """The library of one namespace from its ConfigMaps (the main one and any shards; a
+    shard left from an interrupted re-sharding only adds records)."""
+    library = Library()
+    for body in bodies:
+        text = (body.get("data") or {}).get(DATA_KEY) or "{}"
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            continue
+        if not isinstance(doc, dict):
+            continue
+        part = load(doc)
+        library.skills.update(part.skills)
+        if ((body.get("metadata") or {}).get("name")) == CONFIG_MAP:
+            library.counted = part.counted
+            library.shards = max(1, int(doc.get("shards") or 1))
+    return library

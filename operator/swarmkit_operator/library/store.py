@@ -73,12 +73,13 @@ class SkillLibrary:
         self.clock = clock
         self.monotonic = monotonic
         self.libraries: dict[str, Library] = {}
-        self.dirty_maps: set[str] = set()
+        #: (namespace, ConfigMap) of the library parts changed since they were written.
+        self.dirty_maps: set[tuple[str, str]] = set()
         self.dirty_skills: set[tuple[str, str]] = set()
         self.agent_grants: dict[tuple[str, str], frozenset[str]] = {}
-        self._written_maps: dict[str, str] = {}
-        #: namespace → monotonic time of its last ConfigMap write (the pace, see flush).
-        self._map_written_at: dict[str, float] = {}
+        self._written_maps: dict[tuple[str, str], str] = {}
+        #: (namespace, ConfigMap) → monotonic time of its last write (the pace, see flush).
+        self._map_written_at: dict[tuple[str, str], float] = {}
         self._written_status: dict[tuple[str, str], tuple[dict[str, Any], float]] = {}
         #: Writes made so far (what the roll-ups cost the API).
         self.map_writes = 0
@@ -121,14 +122,22 @@ class SkillLibrary:
                 found.extend(await k8s.list_config_maps(ns, selector))
         else:
             found = await k8s.list_config_maps(None, selector)
+        by_namespace: dict[str, list[dict[str, Any]]] = {}
         for cm in found:
             meta = cm.get("metadata") or {}
-            if meta.get("name") != records.CONFIG_MAP:
+            if not records.is_library_config_map(str(meta.get("name"))):
                 continue
             ns = str(meta.get("namespace"))
-            self.libraries[ns] = records.from_config_map(cm)
-            self._written_maps[ns] = str((cm.get("data") or {}).get(records.DATA_KEY) or "")
-        log.info("skill library loaded from %d ConfigMap(s)", len(self.libraries))
+            by_namespace.setdefault(ns, []).append(cm)
+            text = str((cm.get("data") or {}).get(records.DATA_KEY) or "")
+            self._written_maps[(ns, str(meta.get("name")))] = text
+        for ns, cms in by_namespace.items():
+            self.libraries[ns] = records.from_config_maps(cms)
+        log.info(
+            "skill library loaded: %d namespace(s) from %d ConfigMap(s)",
+            len(by_namespace),
+            sum(len(c) for c in by_namespace.values()),
+        )
 
     def seed(self) -> None:
         """See every indexed Skill, Agent and Run once (after :meth:`load`)."""
@@ -152,14 +161,14 @@ class SkillLibrary:
             return
         record = self.library(namespace).record(name)
         if records.see_version(record, content_hash, self.clock(), self.history_limit):
-            self.dirty_maps.add(namespace)
+            self._dirty(namespace, name)
 
     def skill_deleted(self, namespace: str, name: str) -> None:
         self.dirty_skills.discard((namespace, name))
         record = self.record(namespace, name)
         if record is not None and record.deleted_at is None:
             record.deleted_at = self.clock()
-            self.dirty_maps.add(namespace)
+            self._dirty(namespace, name)
 
     def agent_seen(
         self, namespace: str, name: str, spec: Mapping[str, Any], status: Mapping[str, Any]
@@ -179,7 +188,7 @@ class SkillLibrary:
                 continue
             record = lib.record(str(skill))
             if records.pin_agent(record, str(content_hash), name, now, self.history_limit):
-                self.dirty_maps.add(namespace)
+                self._dirty(namespace, str(skill))
         return self._with_components(namespace, grants ^ before)
 
     def agent_deleted(self, namespace: str, name: str) -> set[str]:
@@ -222,7 +231,9 @@ class SkillLibrary:
                 metrics.SKILL_SCRIPT_RUNS.labels(namespace, skill, "ok").inc(runs - failures)
             if failures:
                 metrics.SKILL_SCRIPT_RUNS.labels(namespace, skill, "failed").inc(failures)
-        self.dirty_maps.add(namespace)
+        self._dirty(namespace, None)
+        for skill in touched:
+            self._dirty(namespace, skill)
         self.dirty_skills.update((namespace, s) for s in touched)
 
     # -- writing -----------------------------------------------------------------------------
@@ -235,55 +246,79 @@ class SkillLibrary:
                 out.setdefault(str(run.get("namespace")), set()).add(str(uid))
         return out
 
-    def _map_due(self, namespace: str) -> bool:
-        """Whether the library ConfigMap of ``namespace`` may be written now.
+    def _dirty(self, namespace: str, skill: str | None) -> None:
+        """Mark the ConfigMap holding ``skill``'s record (None: the counted Runs) changed."""
+        shards = self.library(namespace).shards
+        part = records.CONFIG_MAP if skill is None else records.part_of(skill, shards)
+        self.dirty_maps.add((namespace, part))
 
-        Every write sends the whole ConfigMap (up to ~900 KiB at thousands of Skills) to
-        the apiserver and etcd, and back to every ConfigMap watcher, this operator
-        included. So a large library is written at most once per its size at
-        :data:`MAP_WRITE_BYTES_PER_SECOND` (a 900 KiB library every ~28 s, one under
-        64 KiB every flush): a bulk apply or a fan-out is not slowed by rewriting it
-        every 2 s. What waits is only the kept history; status, usage and the web view
-        read memory, and a graceful stop writes everything (``final``)."""
-        last = self._map_written_at.get(namespace)
-        pace = len(self._written_maps.get(namespace, "")) / MAP_WRITE_BYTES_PER_SECOND
+    def _map_due(self, key: tuple[str, str]) -> bool:
+        """Whether library ConfigMap ``key`` (namespace, name) may be written now.
+
+        Every write sends the whole ConfigMap (up to ~900 KiB) to the apiserver and etcd,
+        and back to every ConfigMap watcher, this operator included. So a large one is
+        written at most once per its size at :data:`MAP_WRITE_BYTES_PER_SECOND` (900 KiB
+        every ~28 s, under 64 KiB every flush): a bulk apply or a fan-out is not slowed by
+        rewriting it every 2 s. What waits is only the kept history; status, usage and the
+        web view read memory, and a graceful stop writes everything (``final``)."""
+        last = self._map_written_at.get(key)
+        pace = len(self._written_maps.get(key, "")) / MAP_WRITE_BYTES_PER_SECOND
         if last is None or pace <= self.flush_seconds:
             return True  # the flush interval paces it already
         return self.monotonic() - last >= pace
 
+    def _forget(self, namespace: str) -> None:
+        """The namespace is gone (or going), and everything in it with it."""
+        self.libraries.pop(namespace, None)
+        for key in [k for k in self._written_maps if k[0] == namespace]:
+            self._written_maps.pop(key, None)
+            self._map_written_at.pop(key, None)
+        self.dirty_maps = {k for k in self.dirty_maps if k[0] != namespace}
+
     async def flush(self, final: bool = False) -> None:
         """Write what changed since the last flush (see the module docstring); ``final``
         writes every changed ConfigMap regardless of its pace (at shutdown)."""
-        maps, self.dirty_maps = self.dirty_maps, set()
+        parts, self.dirty_maps = self.dirty_maps, set()
         if not final:
-            due = {ns for ns in maps if self._map_due(ns)}
-            self.dirty_maps |= maps - due  # written on a later flush, nothing is dropped
-            maps = due
-        live = self._live_runs() if maps else {}
-        for ns in sorted(maps):
-            lib = self.library(ns)
-            if "runs_by_uid" in self.indexes.data:
-                lib.counted &= live.get(ns, set())  # a deleted Run never comes back
-            text = records.serialise(lib)
-            if text == self._written_maps.get(ns):
-                continue
-            try:
-                await k8s.put_config_map(records.to_config_map(ns, text))
-            except k8s.ApiError as exc:
-                if exc.status == 404 or (exc.status == 403 and "terminat" in str(exc)):
-                    # The namespace is gone (or going), and everything in it with it.
-                    self.libraries.pop(ns, None)
-                    self._written_maps.pop(ns, None)
-                    continue
-                log.warning("writing the skill library of %s failed (retrying): %s", ns, exc)
-                self.dirty_maps.add(ns)
-                continue
-            self._written_maps[ns] = text
-            self._map_written_at[ns] = self.monotonic()
-            self.map_writes += 1
+            due = {key for key in parts if self._map_due(key)}
+            self.dirty_maps |= parts - due  # written on a later flush, nothing is dropped
+            parts = due
+        live = self._live_runs() if parts else {}
+        for ns in sorted({ns for ns, _ in parts}):
+            await self._write_library(ns, {p for n, p in parts if n == ns}, live)
         skills, self.dirty_skills = self.dirty_skills, set()
         for ns, name in sorted(skills):
             await self._write_skill(ns, name)
+
+    async def _write_library(self, ns: str, parts: set[str], live: dict[str, set[str]]) -> None:
+        lib = self.library(ns)
+        if records.CONFIG_MAP in parts and "runs_by_uid" in self.indexes.data:
+            lib.counted &= live.get(ns, set())  # a deleted Run never comes back
+        texts: dict[str, str] = {}
+        for part in parts & set(records.part_names(lib.shards)):
+            text = records.serialise_part(lib, part)
+            if text is None:  # past one ConfigMap: more shards, every part written again
+                texts = records.serialise(lib)
+                log.info("skill library of %s: %d shards", ns, lib.shards)
+                break
+            texts[part] = text
+        # The shards before the main ConfigMap, which says how many shards there are.
+        for part in sorted(texts, key=lambda p: (p == records.CONFIG_MAP, p)):
+            key = (ns, part)
+            if texts[part] == self._written_maps.get(key):
+                continue
+            try:
+                await k8s.put_config_map(records.to_config_map(ns, part, texts[part]))
+            except k8s.ApiError as exc:
+                if exc.status == 404 or (exc.status == 403 and "terminat" in str(exc)):
+                    self._forget(ns)
+                    return
+                log.warning("writing the skill library %s/%s failed (retrying): %s", ns, part, exc)
+                self.dirty_maps.add(key)
+                continue
+            self._written_maps[key] = texts[part]
+            self._map_written_at[key] = self.monotonic()
+            self.map_writes += 1
 
     async def _write_skill(self, namespace: str, name: str) -> None:
         views = self.indexes.values("skill_views", (namespace, name))

@@ -93,9 +93,10 @@ def test_the_config_map_round_trips_and_is_trimmed_to_fit() -> None:
     for i in range(40):
         rec.see_version(record, f"{i:064d}", f"t{i}", limit=40)
         record.history[0].agents = [f"agent-{j:05d}" for j in range(2000)]
-    text = rec.serialise(lib)
-    assert len(text.encode()) <= rec.MAX_CONFIG_MAP_BYTES
-    back = rec.from_config_map(rec.to_config_map("ns", text))
+    texts = rec.serialise(lib)
+    assert list(texts) == [rec.CONFIG_MAP]  # one skill's history: trimmed, not sharded
+    assert len(texts[rec.CONFIG_MAP].encode()) <= rec.MAX_CONFIG_MAP_BYTES
+    back = rec.from_config_maps([rec.to_config_map("ns", n, t) for n, t in texts.items()])
     assert back.counted == {"u1"}
     assert 1 <= len(back.skills["big"].history) < 40
     assert back.skills["big"].history[0].content_hash == f"{39:064d}"  # the newest is kept
@@ -257,3 +258,65 @@ async def test_a_small_library_is_written_on_every_flush_that_changes_it(
     lib.skill_seen("ns", "two", "2" * 64)
     await lib.flush()
     assert len(api.maps) == 2
+
+
+def thousands_of_skills(count: int = 5000, hot_agents: int = 1000) -> rec.Library:
+    """A namespace like the scale benchmark's: every skill pinned by a few agents, one
+    hot skill pinned by ``hot_agents``, some usage."""
+    lib = rec.Library(counted={f"run-{i}" for i in range(300)})
+    for i in range(count):
+        record = lib.record(f"skill-{i:05d}")
+        rec.see_version(record, f"{i:064x}", "2026-12-03T08:00:00Z", limit=10)
+        record.history[0].agents = [f"agent-{(i * 7 + j) % 1000:04d}" for j in range(5)]
+        record.usage.runs_granted = i % 13
+    lib.skills["skill-00000"].history[0].agents = [f"agent-{j:04d}" for j in range(hot_agents)]
+    return lib
+
+
+def test_a_library_past_one_config_map_is_sharded_not_trimmed() -> None:
+    """5,000 skills do not fit in one ConfigMap (1 MiB): the records are split over
+    shards by a hash of the name, every shard fits, and nothing is trimmed."""
+    lib = thousands_of_skills()
+    texts = rec.serialise(lib)
+    assert lib.shards > 1 and len(texts) == lib.shards + 1
+    assert all(len(t.encode()) <= rec.MAX_CONFIG_MAP_BYTES for t in texts.values())
+    back = rec.from_config_maps([rec.to_config_map("ns", n, t) for n, t in texts.items()])
+    assert back.shards == lib.shards
+    assert back.counted == lib.counted
+    assert len(back.skills) == 5000
+    assert len(back.skills["skill-00000"].history[0].agents) == 1000
+    assert back.skills["skill-04321"].usage.runs_granted == 4321 % 13
+
+
+async def test_a_sharded_library_rewrites_only_the_shard_that_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    idx = indexes()
+    api = FakeApi(monkeypatch, idx)
+    now = [1000.0]
+    lib = SkillLibrary(OperatorConfig(), idx, monotonic=lambda: now[0])
+    lib.libraries["ns"] = thousands_of_skills()
+    lib.dirty_maps.add(("ns", rec.CONFIG_MAP))
+    await lib.flush()
+    shards = lib.library("ns").shards
+    assert shards > 1 and len(api.maps) == shards + 1  # sharded once, every part written
+    assert api.maps[-1]["metadata"]["name"] == rec.CONFIG_MAP  # says how many shards: last
+    api.maps.clear()
+
+    lib.skill_seen("ns", "skill-01234", "f" * 64)  # a new version of one skill
+    now[0] += 60
+    await lib.flush()
+    assert [m["metadata"]["name"] for m in api.maps] == [rec.part_of("skill-01234", shards)]
+    doc = json.loads(api.maps[0]["data"][rec.DATA_KEY])
+    assert doc["skills"]["skill-01234"]["history"][0]["contentHash"] == "f" * 64
+
+    again = SkillLibrary(OperatorConfig(), idx)  # a restart reads every part back
+    monkeypatch.setattr(k8s, "list_config_maps", lambda ns, selector: _listed(api, lib))
+    await again.load()
+    loaded = again.library("ns")
+    assert loaded.shards == shards and len(loaded.skills) == 5000
+    assert loaded.skills["skill-01234"].history[0].content_hash == "f" * 64
+
+
+async def _listed(api: FakeApi, lib: SkillLibrary) -> list[dict[str, Any]]:
+    return [rec.to_config_map(ns, name, text) for (ns, name), text in lib._written_maps.items()]
