@@ -311,6 +311,10 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
         _, peak = br.rss_mb(proc.pid)
         r["peakRssMB"] = round(peak, 1)
         r["cpuSeconds"] = round(br.cpu_seconds(proc.pid), 2)
+        # The library ConfigMaps the apiserver refused (it once refused a 5,000-skill one).
+        r["libraryWriteFailures"] = log.read_text(errors="replace").count(
+            "writing the skill library"
+        )
 
         # --- fan-out: edit the hot skill, once the reconcile's trailing writes are done ---
         # (Events are posted by one background task and trail Ready by up to a minute at
@@ -455,6 +459,7 @@ METRICS = (
     ("fanoutAgentStatusWrites", "fan-out: agent status writes"),
     ("fanoutAgentsTouchedBeyondGrantees", "fan-out: other agents touched"),
     ("grantedByWrongCount", "skills with a wrong grantedBy count"),
+    ("libraryWriteFailures", "skill library writes refused"),
     ("restartProcessUpSeconds", "restart: process up, /healthz answers (s)"),
     ("restartFirstReconcileSeconds", "restart: first reconcile (s)"),
     ("restartStatusWrites", "restart: status writes"),

@@ -49,6 +49,7 @@ def test_make_bench_tiny_prints_one_table_and_writes_results(
         assert r["fanoutAgentsTouchedBeyondGrantees"] == 0
         assert r["fanoutFloorSeconds"] > 0 and r["fanoutFloorWrites"] >= 2 * r["fanoutAgents"]
         assert r["restartStatusWrites"] == 0
+        assert r["libraryWriteFailures"] == 0
     [burst] = data["runs"]["runs"]
     assert burst["outcomes"] == {"Succeeded": 10}
     assert burst["floorPodsDoneSeconds"] > 0

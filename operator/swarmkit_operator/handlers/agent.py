@@ -24,6 +24,7 @@ from ..indexes import index
 from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
 from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
+from .events import on_event
 
 
 @index("agents", id="agent_views")
@@ -72,7 +73,7 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
     )
 
 
-@kopf.on.event(GROUP, VERSION, "agents")
+@on_event(GROUP, VERSION, "agents")
 async def agent_event(
     type: str | None,
     body: kopf.Body,

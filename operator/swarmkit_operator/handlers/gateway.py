@@ -19,6 +19,7 @@ from ..gateways import GatewayController
 from ..runs import Indexes
 from ..runs.model import AGENTS, SKILLS, TOPOLOGIES, WORKSPACES
 from .common import controller_of
+from .events import on_event
 
 _controller: GatewayController | None = None
 
@@ -59,7 +60,7 @@ async def gateways_startup(
     logger.info("gateways controller started")
 
 
-@kopf.on.event(*AGENTS)
+@on_event(*AGENTS)
 async def gateways_on_agent_event(
     namespace: str | None, name: str | None, spec: Mapping[str, Any], **_: Any
 ) -> None:
@@ -68,16 +69,16 @@ async def gateways_on_agent_event(
         ctl.agent_changed(namespace, name, spec or {})
 
 
-@kopf.on.event("v1", "secrets")
+@on_event("v1", "secrets")
 async def gateways_on_secret_event(namespace: str | None, **_: Any) -> None:
     ctl = _controller
     if ctl is not None and namespace:
         ctl.kick_namespace(namespace)
 
 
-@kopf.on.event(*TOPOLOGIES)
-@kopf.on.event(*SKILLS)
-@kopf.on.event(*WORKSPACES)
+@on_event(*TOPOLOGIES)
+@on_event(*SKILLS)
+@on_event(*WORKSPACES)
 async def gateways_on_dependency_event(namespace: str | None, **_: Any) -> None:
     ctl = _controller
     if ctl is not None and namespace:

@@ -23,6 +23,7 @@ from ..library import SkillLibrary
 from ..reconcile.controller import controller_of
 from ..webview import Sources, WebView, parse_address
 from ..webview.pages import SKILL_SPECS
+from .events import on_event
 
 log = logging.getLogger("swarmkit_operator.library")
 
@@ -120,7 +121,7 @@ async def library_cleanup(**_: Any) -> None:
         _library = None
 
 
-@kopf.on.event(GROUP, VERSION, "skills")
+@on_event(GROUP, VERSION, "skills")
 async def library_skill_event(
     type: str | None, body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> None:
@@ -133,7 +134,7 @@ async def library_skill_event(
         lib.skill_seen(namespace, name, (body.get("status") or {}).get("contentHash"))
 
 
-@kopf.on.event(GROUP, VERSION, "agents")
+@on_event(GROUP, VERSION, "agents")
 async def library_agent_event(
     type: str | None,
     body: kopf.Body,
@@ -157,7 +158,7 @@ async def library_agent_event(
     ctl.enqueue_many("SkillGrants", namespace, regranted)
 
 
-@kopf.on.event(GROUP, VERSION, "runs")
+@on_event(GROUP, VERSION, "runs")
 async def library_run_event(
     type: str | None, body: kopf.Body, namespace: str | None, uid: str | None, **_: Any
 ) -> None:

@@ -38,6 +38,7 @@ from .. import k8s
 from ..builders import review as rv
 from ..indexes import index
 from .common import PRESENT
+from .events import on_event
 
 
 @index(
@@ -55,7 +56,7 @@ def skill_reviews(
     return {(namespace, labels[rv.SKILL_LABEL]): {"spec": dict(spec)}}
 
 
-@kopf.on.event(GROUP, VERSION, "skills")
+@on_event(GROUP, VERSION, "skills")
 async def skill_review_needed(
     body: kopf.Body, namespace: str | None, name: str, uid: str | None, **_: Any
 ) -> None:

@@ -21,6 +21,7 @@ from ..builders import job as jobs
 from ..runs import Indexes, RunController, RunView, summaries
 from ..runs.model import AGENTS, GROUP, RUNS, SKILLS, TOPOLOGIES, TRACE, VERSION, WORKSPACES
 from .common import PRESENT, controller_of, index
+from .events import on_event
 
 _controller: RunController | None = None
 
@@ -131,7 +132,7 @@ async def runs_startup(
     logger.info("runs controller started (max %d Job recreations)", config.max_job_recreations)
 
 
-@kopf.on.event(*RUNS)
+@on_event(*RUNS)
 async def runs_on_run_event(uid: str | None, **_: Any) -> None:
     ctl = _controller
     if ctl is not None and uid:
@@ -163,10 +164,10 @@ async def runs_on_review_event(labels: Mapping[str, str], **_: Any) -> None:
         ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
 
 
-@kopf.on.event(*TOPOLOGIES)
-@kopf.on.event(*AGENTS)
-@kopf.on.event(*SKILLS)
-@kopf.on.event(*WORKSPACES)
+@on_event(*TOPOLOGIES)
+@on_event(*AGENTS)
+@on_event(*SKILLS)
+@on_event(*WORKSPACES)
 async def runs_on_target_event(namespace: str | None, **_: Any) -> None:
     ctl = _controller
     if ctl is not None:

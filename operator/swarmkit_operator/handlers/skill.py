@@ -16,6 +16,7 @@ from ..indexes import index
 from ..library.records import granted_by_field
 from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
 from ..reconcile.views import MISSING, base_view
+from .events import on_event
 from .library import library as skill_library
 
 
@@ -103,7 +104,7 @@ def granting_agents(ctl: Controller, namespace: str, skill: str) -> set[str]:
     return agents
 
 
-@kopf.on.event(GROUP, VERSION, "skills")
+@on_event(GROUP, VERSION, "skills")
 async def skill_event(
     type: str | None,
     body: kopf.Body,

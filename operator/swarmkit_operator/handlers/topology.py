@@ -30,6 +30,7 @@ from ..reconcile.controller import Controller, Deferred, controller_of, reconcil
 from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
 from .agent import workspace_view
+from .events import on_event
 from .run import controller as runs_controller
 from .skill import granting_agents
 
@@ -100,7 +101,7 @@ def calling_topologies(ctl: Controller, namespace: str, topology: str) -> set[st
     return parents
 
 
-@kopf.on.event(GROUP, VERSION, "topologies")
+@on_event(GROUP, VERSION, "topologies")
 async def topology_event(
     type: str | None,
     body: kopf.Body,

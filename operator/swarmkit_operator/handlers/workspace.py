@@ -13,6 +13,7 @@ from ..builders.workspace import referenced_config_maps, referenced_secrets, ren
 from ..indexes import index
 from ..reconcile.controller import Controller, controller_of, reconciler
 from ..reconcile.views import MISSING, base_view
+from .events import on_event
 from .skill import read_sources
 
 
@@ -63,7 +64,7 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
     )
 
 
-@kopf.on.event(GROUP, VERSION, "workspaces")
+@on_event(GROUP, VERSION, "workspaces")
 async def workspace_event(
     type: str | None,
     body: kopf.Body,
@@ -88,7 +89,7 @@ async def workspace_event(
         ctl.enqueue_gc(namespace)
 
 
-@kopf.on.event("v1", "secrets")
+@on_event("v1", "secrets")
 async def secret_event(
     type: str | None,
     body: kopf.Body,
