@@ -23,7 +23,10 @@ For each N in ``--sizes`` (default 100, 1,000, 5,000 Skills) and ``--repeat`` ti
    can make (a new render and a status patch per granting agent, a patch per Topology).
 
 Readiness and agent versions are followed through watches, not by LISTing (see
-:class:`Watched`): the measurement must not load the apiserver it measures.
+:class:`Watched`): the measurement must not load the apiserver it measures. Each run, and
+the floor within it, starts on a quiet apiserver (under 2 writes/s: the previous run's
+namespace of thousands of objects is deleted by the time the next starts, but its garbage
+collection goes on).
 
 Prints one table (min / median / max over the repeats, the load average before and after
 each run) and the growth exponent of the time to Ready (least squares of log t over log N).
@@ -52,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_reconcile as br  # the floor client and the API helpers, shared
-from bench_support import Profile
+from bench_support import Profile, wait_quiet_apiserver
 
 from swarmkit_devcluster.kubeapi import ApiError, KubeClient
 from swarmkit_devcluster.testing import apply_crds, session_cluster
@@ -175,6 +178,17 @@ async def wait_up(proc: subprocess.Popen[bytes], port: int, live: int, log: Path
             return False
 
     await br.wait_until(up, 60, 0.2, "the operator to start")
+
+
+def apiserver_metrics(kubeconfig: Path) -> Callable[[], str]:
+    """A reader of the apiserver's ``/metrics`` text (for :func:`wait_quiet_apiserver`)."""
+    client = KubeClient.from_kubeconfig(kubeconfig)
+
+    def read() -> str:
+        status, body = client.request_raw("GET", "/metrics")
+        return body.decode() if status == 200 else ""
+
+    return read
 
 
 class Watched:
@@ -395,7 +409,10 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
         r["restartWritesBy"] = after
         br.stop(proc)
 
-        # --- the floor ---
+        # --- the floor (on an apiserver as quiet as the operator's run started on) ---
+        r["quietBeforeFloor"] = await asyncio.to_thread(
+            wait_quiet_apiserver, apiserver_metrics(kubeconfig)
+        )
         r["floor"] = await br.floor_writes(ns, floor_ns, docs, op_writes)
         r["xFloor"] = round(r["readySeconds"] / r["floor"]["seconds"], 2)
         fan_floor = await br.floor_fanout(ns, floor_ns, hot_agents)
@@ -423,7 +440,9 @@ async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
                     return not [x for x in names if x.startswith(("bench-scale-", "bench-floor-"))]
 
                 await br.wait_until(gone, 600, 1.0, "earlier benchmark namespaces to be gone")
+                quiet = await asyncio.to_thread(wait_quiet_apiserver, apiserver_metrics(kubeconfig))
                 result = await one(n, kubeconfig, args.timeout)
+                result["quietBefore"] = quiet
                 result["repeat"] = rep
                 runs.append(result)
                 print(

@@ -15,7 +15,8 @@ import signal
 import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,28 @@ def apiserver_writes(metrics_text: str) -> dict[str, int]:
         key = f"{labels['verb']} {what}"
         out[key] = out.get(key, 0) + int(float(m["value"]))
     return out
+
+
+def wait_quiet_apiserver(
+    metrics: Callable[[], str], writes: float = 2.0, window: float = 3.0, limit: float = 180.0
+) -> str:
+    """Wait until the apiserver serves fewer than ``writes`` writes a second (leases aside)
+    over ``window`` seconds, at most ``limit``: the previous run's aftermath (a namespace of
+    thousands of objects being deleted, the garbage collector, the Job controller's trailing
+    writes) is not measured as the next run's time. ``metrics()`` returns the apiserver's
+    ``/metrics`` text. Returns what was waited, for the log."""
+    began = time.monotonic()
+
+    def busy() -> int:
+        return sum(v for k, v in apiserver_writes(metrics()).items() if not k.endswith(" leases"))
+
+    while True:
+        before = busy()
+        time.sleep(window)
+        rate = (busy() - before) / window
+        waited = time.monotonic() - began
+        if rate < writes or waited >= limit:
+            return f"waited {waited:.0f} s for a quiet apiserver ({rate:.1f} writes/s)"
 
 
 def diff_counts(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
