@@ -266,19 +266,15 @@ def part_names(shards: int) -> list[str]:
     return [CONFIG_MAP, *(f"{CONFIG_MAP}-{i}" for i in range(shards))]
 
 
-def _text(doc: Mapping[str, Any]) -> str:
-    return json.dumps(doc, separators=(",", ":"), sort_keys=True)
-
-
-def _part_doc(library: Library, part: str) -> dict[str, Any]:
-    doc: dict[str, Any] = {"skills": {}}
+def _part_text(library: Library, part: str, names: list[str]) -> str:
+    """ConfigMap ``part``'s data: the records of ``names`` (those still in the library)."""
+    skills = {n: library.skills[n] for n in names if n in library.skills}
+    doc: dict[str, Any] = {"skills": dump(Library(skills=skills))["skills"]}
     if part == CONFIG_MAP:  # the main ConfigMap: the counted Runs (and the shard count)
         doc["counted"] = sorted(library.counted)
         if library.shards > 1:
             doc["shards"] = library.shards
-    skills = {n: r for n, r in library.skills.items() if part_of(n, library.shards) == part}
-    doc["skills"] = dump(Library(skills=skills))["skills"]
-    return doc
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
 
 def serialise_part(library: Library, part: str) -> str | None:
@@ -288,18 +284,17 @@ def serialise_part(library: Library, part: str) -> str | None:
     ``library.shards`` and writes every part again). A part that does not fit otherwise
     (at :data:`MAX_SHARDS`, or one skill's history alone too long) is trimmed: oldest
     versions first, then deleted skills."""
-    doc = _part_doc(library, part)
-    text = _text(doc)
+    names = [n for n in library.skills if part_of(n, library.shards) == part]
+    text = _part_text(library, part, names)
     if len(text.encode()) <= MAX_CONFIG_MAP_BYTES:
         return text
-    names = [n for n in library.skills if part_of(n, library.shards) == part]
     if library.shards < MAX_SHARDS and len(names) > 1:
         return None
     longest = max((len(library.skills[n].history) for n in names), default=0)
     for keep in range(longest - 1, 0, -1):
         for n in names:
             del library.skills[n].history[keep:]
-        text = _text(_part_doc(library, part))
+        text = _part_text(library, part, names)
         if len(text.encode()) <= MAX_CONFIG_MAP_BYTES:
             return text
     deleted = sorted(
@@ -309,7 +304,7 @@ def serialise_part(library: Library, part: str) -> str | None:
     )
     for _, name in deleted:
         del library.skills[name]
-        text = _text(_part_doc(library, part))
+        text = _part_text(library, part, names)
         if len(text.encode()) <= MAX_CONFIG_MAP_BYTES:
             break
     return text

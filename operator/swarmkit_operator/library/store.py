@@ -3,12 +3,13 @@
 :class:`SkillLibrary` keeps one :class:`~.records.Library` per namespace in memory. The
 kopf glue (:mod:`swarmkit_operator.handlers.library`) feeds it every Skill, Agent and Run
 event; it never writes on an event. A flush every ``flush_seconds`` (2 s by default,
-``$SWARMKIT_LIBRARY_FLUSH_SECONDS``) writes what changed since the last one: at most one
-ConfigMap per namespace (``swarmkit-skill-library``: usage counters, version history, the
-Runs already counted; a large one paced by its size, see ``SkillLibrary._map_due``) and one
-status merge-patch per Skill whose ``usage`` differs from what its status shows. So 100
-Runs finishing within a flush interval, each loading the same 10 skills, cost 1 ConfigMap
-write and 10 status writes, not 1,000. (``grantedBy`` is not
+``$SWARMKIT_LIBRARY_FLUSH_SECONDS``) writes what changed since the last one: the changed
+library ConfigMaps of a namespace (``swarmkit-skill-library``, and its shards past one
+ConfigMap: usage counters, version history, the Runs already counted; a large one paced by
+its size, see ``SkillLibrary._map_due``) and one status merge-patch per Skill whose
+``usage`` differs from what its status shows. So 100 Runs finishing within a flush
+interval, each loading the same 10 skills, cost 1 ConfigMap write (unsharded) and 10
+status writes, not 1,000. (``grantedBy`` is not
 written here: the Skill's reconcile writes it, and an Agent's change of grants enqueues a
 ``SkillGrants`` reconcile, so dependents see it settle like any other Skill status write.)
 
