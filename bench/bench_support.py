@@ -46,6 +46,12 @@ def apiserver_writes(metrics_text: str) -> dict[str, int]:
     return out
 
 
+def busy_writes(metrics_text: str) -> int:
+    """The apiserver's writes so far, leases aside (components renew them every few seconds
+    whatever else happens)."""
+    return sum(v for k, v in apiserver_writes(metrics_text).items() if not k.endswith(" leases"))
+
+
 def wait_quiet_apiserver(
     metrics: Callable[[], str], writes: float = 2.0, window: float = 3.0, limit: float = 180.0
 ) -> str:
@@ -55,14 +61,10 @@ def wait_quiet_apiserver(
     writes) is not measured as the next run's time. ``metrics()`` returns the apiserver's
     ``/metrics`` text. Returns what was waited, for the log."""
     began = time.monotonic()
-
-    def busy() -> int:
-        return sum(v for k, v in apiserver_writes(metrics()).items() if not k.endswith(" leases"))
-
     while True:
-        before = busy()
+        before = busy_writes(metrics())
         time.sleep(window)
-        rate = (busy() - before) / window
+        rate = (busy_writes(metrics()) - before) / window
         waited = time.monotonic() - began
         if rate < writes or waited >= limit:
             return f"waited {waited:.0f} s for a quiet apiserver ({rate:.1f} writes/s)"
