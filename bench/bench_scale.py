@@ -417,6 +417,7 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
         r["xFloor"] = round(r["readySeconds"] / r["floor"]["seconds"], 2)
         fan_floor = await br.floor_fanout(ns, floor_ns, hot_agents)
         r["fanoutFloorSeconds"], r["fanoutFloorWrites"] = fan_floor["seconds"], fan_floor["writes"]
+        r["fanoutMinimumSeconds"] = fan_floor["minimumSeconds"]
     finally:
         br.stop(proc)
         if watched is not None:
@@ -475,6 +476,7 @@ METRICS = (
     ("peakRssMB", "operator peak RSS (MB)"),
     ("fanoutSeconds", "fan-out: hot skill edit -> agents re-versioned (s)"),
     ("fanoutFloorSeconds", "fan-out floor: its minimum writes, bare client (s)"),
+    ("fanoutMinimumSeconds", "fan-out minimum: 1 status patch per agent, bare (s)"),
     ("fanoutAgentStatusWrites", "fan-out: agent status writes"),
     ("fanoutAgentsTouchedBeyondGrantees", "fan-out: other agents touched"),
     ("grantedByWrongCount", "skills with a wrong grantedBy count"),

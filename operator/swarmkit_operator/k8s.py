@@ -3,7 +3,9 @@
 A thin JSON client over the ``kubernetes`` package's REST layer: requests and responses are
 plain dicts (no model classes, no deserialization cost), every call runs in a small thread
 pool so the event loop never blocks, and transient failures (429, 5xx, connection errors)
-are retried with exponential backoff and jitter, honouring ``Retry-After``. A 409 on create
+are retried with exponential backoff and jitter, honouring ``Retry-After``. Watch streams
+(:func:`stream`) are read on the event loop instead (aiohttp, with the same credentials): a
+stream is open for minutes, and cancelling it must close it at once. A 409 on create
 means "already exists" (rendered ConfigMaps are content-addressed, so that is success); a 404
 on patch or delete means the object is gone. Anything else raises :class:`ApiError` and the
 work queue retries the reconcile with its own backoff.
@@ -22,13 +24,15 @@ import logging
 import os
 import random
 import socket
+import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 import urllib3
 from kubernetes import client as kclient
 from kubernetes import config as kconfig
@@ -62,6 +66,7 @@ class _State:
     executor: ThreadPoolExecutor | None = None
     request_timeout: float = 30.0
     retries: int = 5
+    session: aiohttp.ClientSession | None = None
 
 
 _state = _State()
@@ -125,6 +130,11 @@ def configure(
 
 
 def shutdown() -> None:
+    if _state.session is not None and not _state.session.closed:
+        # Closed by close_streams() on a graceful stop; here only its connector is dropped.
+        with contextlib.suppress(Exception):
+            _state.session.connector.close()  # type: ignore[union-attr]
+    _state.session = None
     if _state.executor is not None:
         _state.executor.shutdown(wait=False, cancel_futures=True)
     if _state.api is not None:
@@ -216,6 +226,80 @@ async def request(
     return await loop.run_in_executor(
         _state.executor, _request_sync, verb, path, body, content_type, query, False, accept
     )
+
+
+# --- watch streams ------------------------------------------------------------------------
+
+
+def _ssl_context(cfg: kclient.Configuration) -> ssl.SSLContext | bool:
+    if not cfg.verify_ssl:
+        return False
+    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
+    if cfg.cert_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file or None)
+    return ctx
+
+
+def _auth_headers(cfg: kclient.Configuration) -> dict[str, str]:
+    """The headers the REST layer would send (a service-account token is re-read here)."""
+    headers: dict[str, str] = {}
+    settings: Mapping[str, Any] = cfg.auth_settings()
+    for setting in settings.values():
+        if setting.get("in") == "header" and setting.get("value"):
+            headers[str(setting["key"])] = str(setting["value"])
+    return headers
+
+
+def _session() -> aiohttp.ClientSession:
+    api = _state.api
+    if api is None:
+        raise RuntimeError("k8s.configure() was not called")
+    if _state.session is None or _state.session.closed:
+        connector = aiohttp.TCPConnector(ssl=_ssl_context(api.configuration), limit=0)
+        _state.session = aiohttp.ClientSession(connector=connector)
+    return _state.session
+
+
+async def stream(
+    path: str,
+    query: list[tuple[str, str]],
+    accept: str = "application/json",
+    read_timeout: float = 300.0,
+) -> AsyncIterator[dict[str, Any]]:
+    """GET ``path`` and yield each JSON line of the answer (a watch) as it arrives.
+
+    Raises :class:`ApiError` for an answer other than 2xx, ``aiohttp.ClientError`` or
+    ``TimeoutError`` when the connection fails or stays silent for ``read_timeout``.
+    """
+    api = _state.api
+    if api is None:
+        raise RuntimeError("k8s.configure() was not called")
+    cfg = api.configuration
+    headers = {"Accept": accept, **_auth_headers(cfg)}
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
+    resource = _resource_of(path)
+    async with _session().get(
+        cfg.host + path, params=query, headers=headers, timeout=timeout
+    ) as response:
+        metrics.API_REQUESTS.labels("WATCH", resource, str(response.status)).inc()
+        if response.status >= 300:
+            raise ApiError("WATCH", path, response.status, await response.text())
+        tail = b""
+        async for chunk in response.content.iter_any():
+            if b"\n" not in chunk:
+                tail += chunk  # a long line (a big object) arrives in many chunks
+                continue
+            *lines, tail = (tail + chunk).split(b"\n")
+            for line in lines:
+                if line.strip():
+                    yield json.loads(line)
+
+
+async def close_streams() -> None:
+    """Close every open watch stream's connection (graceful stop)."""
+    session, _state.session = _state.session, None
+    if session is not None and not session.closed:
+        await session.close()
 
 
 #: A LIST answering with each object's metadata only (``PartialObjectMetadataList``), for

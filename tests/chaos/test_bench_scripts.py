@@ -48,6 +48,7 @@ def test_make_bench_tiny_prints_one_table_and_writes_results(
         assert r["fanoutAgentStatusWrites"] >= r["fanoutAgents"] > 0
         assert r["fanoutAgentsTouchedBeyondGrantees"] == 0
         assert r["fanoutFloorSeconds"] > 0 and r["fanoutFloorWrites"] >= 2 * r["fanoutAgents"]
+        assert 0 < r["fanoutMinimumSeconds"] <= r["fanoutFloorSeconds"] * 2
         assert r["restartStatusWrites"] == 0
         assert r["libraryWriteFailures"] == 0
     [burst] = data["runs"]["runs"]

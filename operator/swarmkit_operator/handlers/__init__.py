@@ -5,7 +5,8 @@ settings, start-up and ConfigMap handlers (``common``), one module per reconcile
 (``workspace``, ``skill``, ``agent``, ``topology``), the Runs handlers (``run``,
 ``schedule``), the Agent MCP gateways (``gateway``), then the skill library and web view
 (``library``), and last the start-up step reconciling what changed while no operator ran
-(``unsettled``). Login is kopf's own (the service account in a pod, else the kubeconfig).
+(``unsettled``) and the opening of the watch streams (``streams``). Login is kopf's own
+(the service account in a pod, else the kubeconfig).
 Every handlers module that exists is imported here, explicitly. The reconcile machinery
 they drive is kopf-free: :mod:`swarmkit_operator.reconcile`.
 """
@@ -31,5 +32,9 @@ from . import (  # noqa: F401
 from . import library  # noqa: F401
 
 # isort: split
-# Last: its start-up handler runs once every index and the library are ready.
+# Its start-up handler runs once every index and the library are ready.
 from . import unsettled  # noqa: F401
+
+# isort: split
+# Last: the watch streams open once every start-up handler has run.
+from . import streams  # noqa: F401

@@ -257,6 +257,7 @@ async def shutdown(memo: kopf.Memo, **_: Any) -> None:
     ctl = controller_of(memo)
     if ctl is not None:
         await ctl.stop()
+    await k8s.close_streams()
     metrics.set_object_counts(None)
     k8s.shutdown()
 
@@ -276,7 +277,8 @@ def probe_queue(memo: kopf.Memo, **_: Any) -> dict[str, int]:
 # --- ConfigMaps: rendered ones, run bundles' pins, and users' (skill files, flow data) -----
 
 
-@on_event("v1", "configmaps")
+# Names and labels only: watched as metadata (a rendered ConfigMap carries a whole skill).
+@on_event("v1", "configmaps", metadata_only=True)
 async def config_map_event(
     type: str | None,
     body: kopf.Body,

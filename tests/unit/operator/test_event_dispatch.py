@@ -1,5 +1,6 @@
-"""Each watched resource has one kopf handler that calls every handler module's function
-for it, in the order the modules are imported; one that raises does not stop the others."""
+"""Each watched resource has one dispatcher that calls every handler module's function for
+it, in the order the modules are imported; one that raises does not stop the others. Those
+resources are not kopf's to watch (``swarmkit_operator.watching`` is)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def names(plural: str) -> list[str]:
     ]
 
 
-def test_skill_and_agent_events_reach_every_module_through_one_kopf_handler() -> None:
+def test_skill_and_agent_events_reach_every_module_through_one_dispatcher() -> None:
     assert names("skills") == [
         "gateway.gateways_on_dependency_event",
         "review.skill_review_needed",
@@ -37,13 +38,37 @@ def test_skill_and_agent_events_reach_every_module_through_one_kopf_handler() ->
     ]
     registry = kopf.get_default_registry()
     for plural in ("skills", "agents", "topologies", "workspaces", "runs"):
+        assert events.dispatcher(GROUP, VERSION, plural) is not None
         resource = kopf.Resource(GROUP, VERSION, plural)
         handlers = [
             h
             for h in registry._watching.get_all_handlers()
             if h.selector is not None and h.selector.check(resource) and not h.labels
         ]
-        assert [h.id for h in handlers] == [f"{plural}-events"], plural
+        assert handlers == [], f"kopf would watch {plural} too: {[h.id for h in handlers]}"
+
+
+def test_config_maps_are_watched_as_metadata_and_the_rest_whole() -> None:
+    assert (GROUP, VERSION, "skills") in events.resources()
+    assert ("v1", "configmaps") in events.resources()
+    assert events.metadata_only("v1", "configmaps")
+    # The workspace handler reads which keys a Secret has; skills need their spec.
+    assert not events.metadata_only("v1", "secrets")
+    assert not events.metadata_only(GROUP, VERSION, "skills")
+
+
+def test_one_function_reading_the_body_makes_the_whole_stream_full() -> None:
+    @events.on_event("example.dev", "v1", "gadgets", metadata_only=True)
+    async def names_only(name: str, **_: Any) -> None:
+        return None
+
+    assert events.metadata_only("example.dev", "v1", "gadgets")
+
+    @events.on_event("example.dev", "v1", "gadgets")
+    async def reads_spec(spec: Any, **_: Any) -> None:
+        return None
+
+    assert not events.metadata_only("example.dev", "v1", "gadgets")
 
 
 async def test_a_function_that_raises_is_logged_and_the_others_still_run(
