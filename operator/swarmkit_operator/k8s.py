@@ -67,6 +67,7 @@ class _State:
     request_timeout: float = 30.0
     retries: int = 5
     session: aiohttp.ClientSession | None = None
+    session_loop: asyncio.AbstractEventLoop | None = None
 
 
 _state = _State()
@@ -254,9 +255,11 @@ def _session() -> aiohttp.ClientSession:
     api = _state.api
     if api is None:
         raise RuntimeError("k8s.configure() was not called")
-    if _state.session is None or _state.session.closed:
+    loop = asyncio.get_running_loop()
+    if _state.session is None or _state.session.closed or _state.session_loop is not loop:
         connector = aiohttp.TCPConnector(ssl=_ssl_context(api.configuration), limit=0)
         _state.session = aiohttp.ClientSession(connector=connector)
+        _state.session_loop = loop  # a session is bound to its loop (tests run several)
     return _state.session
 
 

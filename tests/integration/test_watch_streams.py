@@ -1,0 +1,144 @@
+"""The reconcile pipeline's own watch streams (``swarmkit_operator.watching``) against the
+real apiserver: what a listing delivers, a watch's events in order, a stream the server ends
+resumed without listing again, an object deleted while no stream was open, and ConfigMaps
+watched as metadata only. (An expired resourceVersion, 410 Gone, cannot be had here on
+demand: the apiserver's watch cache serves every version since it started; the reflector
+lists again on it, like on the ERROR event carrying it.)"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from swarmkit_api import GROUP, VERSION
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube
+from swarmkit_operator import k8s
+from swarmkit_operator.indexes import Resource
+from swarmkit_operator.watching import Reflector, reflectors
+
+CONFIGMAPS = Resource("", "v1", "configmaps")
+SKILLS = Resource(GROUP, VERSION, "skills")
+
+
+class Seen:
+    """What a reflector delivered: (type, name, has data)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str | None, str, bool]] = []
+        self.arrived = asyncio.Event()
+
+    async def __call__(self, type_: str | None, body: dict[str, Any]) -> None:
+        name = (body.get("metadata") or {}).get("name", "")
+        self.events.append((type_, name, "data" in body))
+        self.arrived.set()
+
+    async def until(self, want: tuple[str | None, str], timeout: float = 10.0) -> None:
+        async def wait() -> None:
+            while (want[0], want[1]) not in [(t, n) for t, n, _ in self.events]:
+                self.arrived.clear()
+                await self.arrived.wait()
+
+        await asyncio.wait_for(wait(), timeout)
+
+
+@pytest.fixture
+async def api(cluster: LocalCluster) -> AsyncIterator[None]:
+    k8s.configure(kubeconfig=str(cluster.kubeconfig))
+    yield
+    await k8s.close_streams()
+
+
+def config_map(name: str, value: str = "v") -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"test": "watch"}}, "data": {"k": value}}
+
+
+async def test_listing_then_watch_events_in_order_and_resumed_without_listing_again(
+    kube: Kube, namespace: str, api: None
+) -> None:
+    kube.core.create_namespaced_config_map(namespace, config_map("before"))
+    seen = Seen()
+    # The server ends each stream after 1 s: the reflector must resume, not list again.
+    reflector = Reflector(CONFIGMAPS, namespace, seen, server_timeout=1)
+    task = asyncio.create_task(reflector.run())
+    try:
+        await seen.until((None, "before"))
+        kube.core.create_namespaced_config_map(namespace, config_map("during"))
+        await seen.until(("ADDED", "during"))
+        await asyncio.sleep(2.5)  # at least one stream ended by the server meanwhile
+        kube.core.patch_namespaced_config_map("during", namespace, {"data": {"k": "2"}})
+        kube.core.delete_namespaced_config_map("during", namespace)
+        await seen.until(("DELETED", "during"))
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    mine = [(t, n) for t, n, _ in seen.events if n in ("before", "during")]
+    assert mine == [
+        (None, "before"),
+        ("ADDED", "during"),
+        ("MODIFIED", "during"),
+        ("DELETED", "during"),
+    ]
+    assert reflector.listings == 1 and reflector.resumes >= 3
+    assert all(has_data for *_, has_data in seen.events)  # full objects unless asked
+
+
+async def test_config_maps_as_metadata_only(kube: Kube, namespace: str, api: None) -> None:
+    kube.core.create_namespaced_config_map(namespace, config_map("listed", "x" * 100_000))
+    seen = Seen()
+    reflector = Reflector(CONFIGMAPS, namespace, seen, metadata_only=True)
+    task = asyncio.create_task(reflector.run())
+    try:
+        await seen.until((None, "listed"))
+        kube.core.create_namespaced_config_map(namespace, config_map("watched", "y" * 100_000))
+        await seen.until(("ADDED", "watched"))
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert seen.events and not any(has_data for *_, has_data in seen.events)
+
+
+async def test_an_object_deleted_while_no_stream_was_open_is_delivered_as_deleted(
+    kube: Kube, namespace: str, crds: Any, api: None
+) -> None:
+    skill = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Skill",
+        "metadata": {"name": "gone-meanwhile"},
+        "spec": {
+            "description": "Use when testing.",
+            "category": "capability",
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        },
+    }
+    kube.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "skills", skill)
+    seen = Seen()
+    reflector = Reflector(SKILLS, namespace, seen)
+    await reflector.list()
+    assert (None, "gone-meanwhile") in [(t, n) for t, n, _ in seen.events]
+    kube.custom.delete_namespaced_custom_object(
+        GROUP, VERSION, namespace, "skills", "gone-meanwhile"
+    )
+    for _ in range(50):  # deletion is immediate (no finalizers), give the apiserver a moment
+        await reflector.list()
+        if ("DELETED", "gone-meanwhile") in [(t, n) for t, n, _ in seen.events]:
+            break
+        await asyncio.sleep(0.1)
+    assert [(t, n) for t, n, _ in seen.events].count(("DELETED", "gone-meanwhile")) == 1
+    assert reflector.known == {}
+
+
+def test_namespace_patterns_need_one_cluster_wide_stream() -> None:
+    async def deliver(type_: str | None, body: dict[str, Any]) -> None:
+        return None
+
+    assert [r.namespace for r in reflectors(SKILLS, ["a", "b", "a"], deliver)] == ["a", "b"]
+    [wide] = reflectors(SKILLS, ["team-*", "ops"], deliver)
+    assert wide.namespace is None and wide.patterns == ("team-*", "ops")
+    assert wide._wanted({"metadata": {"namespace": "team-x"}})
+    assert not wide._wanted({"metadata": {"namespace": "other"}})
+    [everything] = reflectors(SKILLS, [], deliver)
+    assert everything.namespace is None and everything._wanted({"metadata": {"namespace": "x"}})
