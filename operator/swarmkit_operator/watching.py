@@ -39,6 +39,7 @@ Deliver = Callable[[str | None, dict[str, Any]], Awaitable[None]]
 
 METADATA_WATCH = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io,application/json"
 PAGE = "500"
+YIELD_EVERY = 25
 
 
 class Gone(Exception):
@@ -135,7 +136,11 @@ class Reflector:
                 raise k8s.ApiError("GET", path, status, str(payload))
             meta = payload.get("metadata") or {}
             version = version or str(meta.get("resourceVersion") or "")
-            for item in payload.get("items") or ():
+            for i, item in enumerate(payload.get("items") or ()):
+                if i % YIELD_EVERY == YIELD_EVERY - 1:
+                    # A page is delivered without a real await in between: let the
+                    # reconciles, the probes and the other streams in now and then.
+                    await asyncio.sleep(0)
                 if not self._wanted(item):
                     continue
                 present.add(str((item.get("metadata") or {}).get("uid", "")))

@@ -44,12 +44,12 @@ def test_make_bench_tiny_prints_one_table_and_writes_results(
     runs = data["reconcile"]["runs"]
     assert [r["n"] for r in runs] == [20, 40]
     for r in runs:
-        assert r["xFloor"] > 0 and r["floor"]["writes"] > r["objects"]
+        assert r["xFloor"] > 0 and r["floor"]["writes"] > r["objects"], r
         assert r["fanoutAgentStatusWrites"] >= r["fanoutAgents"] > 0
         assert r["fanoutAgentsTouchedBeyondGrantees"] == 0
         assert r["fanoutFloorSeconds"] > 0 and r["fanoutFloorWrites"] >= 2 * r["fanoutAgents"]
         assert 0 < r["fanoutMinimumSeconds"] <= r["fanoutFloorSeconds"] * 2
-        assert r["restartStatusWrites"] == 0
+        assert r["restartStatusWrites"] == 0, (r["restartWritesBy"], r["log"])
         assert r["libraryWriteFailures"] == 0
     [burst] = data["runs"]["runs"]
     assert burst["outcomes"] == {"Succeeded": 10}
