@@ -250,6 +250,11 @@ class Controller:
             finally:
                 self.queue.done(key)
                 self._wake(key)
+            # Neither a ready queue nor a reconcile that finds nothing to write awaits
+            # anything real: without this, one worker would run a backlog of background
+            # checks (every object after a restart) to its end, starving the watch streams,
+            # the probes and the new work meanwhile.
+            await asyncio.sleep(0)
 
     def _wake(self, key: Key) -> None:
         """``key`` may have settled: re-run what deferred on it (if it really did)."""

@@ -193,3 +193,39 @@ async def test_objects_changed_while_no_operator_ran_are_enqueued_at_start_up() 
     assert ctl.enqueue_unsettled() == 2
     got = {(await ctl.queue.get())[2] for _ in range(2)}
     assert got == {"edited", "created"} and len(ctl.queue) == 0
+
+
+async def test_a_backlog_of_checks_that_write_nothing_does_not_starve_the_event_loop() -> None:
+    """After a restart every object is queued for a background check, and a check that
+    finds nothing to write awaits nothing real: the watch streams and the probes must
+    still run while the workers go through thousands of them."""
+    from swarmkit_operator.reconcile.controller import RECONCILERS
+
+    done: list[str] = []
+
+    async def check(ctl: Controller, namespace: str, name: str, force: bool) -> str:
+        done.append(name)
+        return "unchanged"
+
+    real = RECONCILERS.get("Skill")
+    RECONCILERS["Skill"] = check
+    ctl = Controller(config=OperatorConfig(), workers=4, resync_seconds=0)
+    try:
+        for i in range(3000):
+            ctl.enqueue("Skill", "ns", f"o-{i}", background=True)
+        ticks_at: list[int] = []
+
+        async def other_work() -> None:  # a watch stream, a probe: anything on the loop
+            while len(done) < 3000:
+                ticks_at.append(len(done))
+                await asyncio.sleep(0)
+
+        await ctl.start()
+        await asyncio.wait_for(other_work(), 10)
+        assert len(done) == 3000
+        # It ran all along, not once the backlog was through.
+        assert len([t for t in ticks_at if t < 1500]) > 100, ticks_at[:5]
+    finally:
+        await ctl.stop()
+        if real is not None:
+            RECONCILERS["Skill"] = real
