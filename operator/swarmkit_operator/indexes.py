@@ -264,16 +264,35 @@ class _IndexView(Mapping[Any, list[Any]]):
         return len(self._store)
 
 
+@dataclass(frozen=True)
+class Listing:
+    """One paged LIST of a resource in one scope (``None``: every namespace), unfiltered by
+    namespace patterns: what a watch stream can start from instead of listing again."""
+
+    resource: str
+    namespace: str | None
+    metadata_only: bool
+    resource_version: str
+    items: list[dict[str, Any]]
+
+
 async def list_all(
-    resource: Resource, namespaces: Sequence[str], selector: str = "", metadata_only: bool = False
+    resource: Resource,
+    namespaces: Sequence[str],
+    selector: str = "",
+    metadata_only: bool = False,
+    listings: list[Listing] | None = None,
 ) -> list[dict[str, Any]]:
-    """A paged LIST, cluster-wide or per namespace."""
+    """A paged LIST, cluster-wide or per namespace; with ``listings``, each scope's
+    :class:`Listing` is appended to it (only for a LIST without a label selector)."""
     items: list[dict[str, Any]] = []
     # Namespace patterns cannot be listed server-side: list cluster-wide and filter here.
     patterns = [n for n in namespaces if any(c in n for c in "*?[")]
     scopes: list[str | None] = [None] if patterns or not namespaces else list(namespaces)
     for namespace in scopes:
         token = ""
+        version = ""
+        scope_items: list[dict[str, Any]] = []
         while True:
             query = [("limit", "500")]
             if selector:
@@ -285,22 +304,34 @@ async def list_all(
             status, payload = await k8s.request("GET", path, query=query, accept=accept)
             if status >= 300:
                 raise k8s.ApiError("GET", path, status, str(payload))
-            for item in payload.get("items") or []:
-                ns = (item.get("metadata") or {}).get("namespace") or ""
-                if not patterns or any(fnmatch.fnmatchcase(ns, p) for p in namespaces):
-                    items.append(item)
-            token = (payload.get("metadata") or {}).get("continue") or ""
+            meta = payload.get("metadata") or {}
+            version = version or str(meta.get("resourceVersion") or "")
+            scope_items.extend(payload.get("items") or [])
+            token = meta.get("continue") or ""
             if not token:
                 break
+        if listings is not None and not selector:
+            listings.append(
+                Listing(resource.plural, namespace, metadata_only, version, scope_items)
+            )
+        for item in scope_items:
+            ns = (item.get("metadata") or {}).get("namespace") or ""
+            if not patterns or any(fnmatch.fnmatchcase(ns, p) for p in namespaces):
+                items.append(item)
     return items
 
 
 async def populate(
-    indexes: Indexes, namespaces: Sequence[str], prune: bool = False
+    indexes: Indexes,
+    namespaces: Sequence[str],
+    prune: bool = False,
+    listings: list[Listing] | None = None,
 ) -> dict[str, float]:
     """LIST every indexed resource into ``indexes`` (server-side label selectors when every
     index of a resource filters on labels, metadata only when none reads more); with
-    ``prune``, drop what is gone. Returns the seconds each resource took.
+    ``prune``, drop what is gone; with ``listings``, keep each unfiltered LIST there (the
+    start-up hands them to the watch streams, which then need not list again). Returns the
+    seconds each resource took.
 
     The resources are listed concurrently (each one's pages in order): the apiserver
     encodes one list while this process decodes another, which is most of a restart's
@@ -316,7 +347,9 @@ async def populate(
         present: set[str] = set()
         try:
             for selector in dict.fromkeys(selectors):
-                listed = await list_all(RESOURCES[resource], namespaces, selector, metadata_only)
+                listed = await list_all(
+                    RESOURCES[resource], namespaces, selector, metadata_only, listings
+                )
                 for item in listed:
                     indexes.update(resource, item)
                     present.add(str((item.get("metadata") or {}).get("uid", "")))

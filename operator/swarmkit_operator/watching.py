@@ -8,6 +8,8 @@ resources are watched here instead, the way client-go's reflector does it:
 
 * LIST (paged) and deliver every object as an event of type ``None``, as kopf's initial
   listing did; an object known from an earlier listing that is gone now gets ``DELETED``.
+  The first listing can be the start-up's own (``seed``: the LIST that filled the
+  indexes moments ago), so a restart lists each resource once, not twice.
 * WATCH from the list's resourceVersion, with bookmarks, delivering ADDED / MODIFIED /
   DELETED in order; a stream the server ends (``timeoutSeconds``) resumes where it was.
 * ``410 Gone`` (that version was compacted away) lists again; a failed connection (the
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import k8s
-from .indexes import Resource
+from .indexes import Listing, Resource
 
 log = logging.getLogger("swarmkit_operator.watching")
 
@@ -69,6 +71,9 @@ class Reflector:
     #: uid → the minimal body of every object delivered and not deleted (to tell, after a
     #: new listing, which ones vanished while no stream was open).
     known: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: A LIST made moments ago (the start-up's, for the indexes): delivered instead of
+    #: listing again, and watched from.
+    seed: Listing | None = None
     listings: int = 0
     resumes: int = 0
 
@@ -83,6 +88,7 @@ class Reflector:
             try:
                 if version is None:
                     version = await self.list()
+                    self.seed = None
                 version = await self.watch(version)
                 failures = 0
             except Gone:
@@ -122,9 +128,14 @@ class Reflector:
     async def list(self) -> str:
         """Deliver every object (type ``None``) and a DELETED for each one gone; the
         listing's resourceVersion."""
+        present: set[str] = set()
+        seed = self.seed
+        if seed is not None and seed.metadata_only == self.metadata_only:
+            await self._deliver_listed(seed.items, present)
+            self.listings += 1
+            return seed.resource_version
         path = self.resource.path(self.namespace)
         accept = k8s.METADATA_ONLY if self.metadata_only else "application/json"
-        present: set[str] = set()
         version = ""
         token = ""
         while True:
@@ -136,15 +147,7 @@ class Reflector:
                 raise k8s.ApiError("GET", path, status, str(payload))
             meta = payload.get("metadata") or {}
             version = version or str(meta.get("resourceVersion") or "")
-            for i, item in enumerate(payload.get("items") or ()):
-                if i % YIELD_EVERY == YIELD_EVERY - 1:
-                    # A page is delivered without a real await in between: let the
-                    # reconciles, the probes and the other streams in now and then.
-                    await asyncio.sleep(0)
-                if not self._wanted(item):
-                    continue
-                present.add(str((item.get("metadata") or {}).get("uid", "")))
-                await self._send(None, item)
+            await self._deliver_listed(payload.get("items") or (), present)
             token = str(meta.get("continue") or "")
             if not token:
                 break
@@ -152,6 +155,17 @@ class Reflector:
             await self._send("DELETED", self.known[uid])
         self.listings += 1
         return version
+
+    async def _deliver_listed(self, items: Sequence[dict[str, Any]], present: set[str]) -> None:
+        for i, item in enumerate(items):
+            if i % YIELD_EVERY == YIELD_EVERY - 1:
+                # A page is delivered without a real await in between: let the
+                # reconciles, the probes and the other streams in now and then.
+                await asyncio.sleep(0)
+            if not self._wanted(item):
+                continue
+            present.add(str((item.get("metadata") or {}).get("uid", "")))
+            await self._send(None, item)
 
     async def watch(self, version: str) -> str:
         """Deliver events after ``version`` until the server ends the stream; the last

@@ -17,7 +17,7 @@ from swarmkit_api import GROUP, VERSION
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube
 from swarmkit_operator import k8s
-from swarmkit_operator.indexes import Resource
+from swarmkit_operator.indexes import Listing, Resource, list_all
 from swarmkit_operator.watching import Reflector, reflectors
 
 CONFIGMAPS = Resource("", "v1", "configmaps")
@@ -142,3 +142,48 @@ def test_namespace_patterns_need_one_cluster_wide_stream() -> None:
     assert not wide._wanted({"metadata": {"namespace": "other"}})
     [everything] = reflectors(SKILLS, [], deliver)
     assert everything.namespace is None and everything._wanted({"metadata": {"namespace": "x"}})
+
+
+async def test_a_stream_starts_from_the_start_up_listing_without_listing_again(
+    kube: Kube, namespace: str, crds: Any, api: None
+) -> None:
+    """At start-up the indexes' own LIST is handed to the stream: a restart lists each
+    resource once; what changed between that LIST and the stream still arrives."""
+    skill = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Skill",
+        "metadata": {"name": "listed-at-start-up"},
+        "spec": {
+            "description": "Use when testing.",
+            "category": "capability",
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        },
+    }
+    kube.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "skills", skill)
+    listings: list[Listing] = []
+    await list_all(SKILLS, [namespace], listings=listings)
+    [listing] = listings
+    assert listing.namespace == namespace and listing.resource_version
+    later = dict(skill, metadata={"name": "created-after-the-listing"})
+    kube.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "skills", later)
+
+    gets: list[str] = []
+    real = k8s.request
+
+    async def request(verb: str, path: str, *args: Any, **kwargs: Any) -> tuple[int, Any]:
+        gets.append(f"{verb} {path}")
+        return await real(verb, path, *args, **kwargs)
+
+    seen = Seen()
+    reflector = Reflector(SKILLS, namespace, seen, seed=listing)
+    k8s.request = request  # type: ignore[assignment]
+    task = asyncio.create_task(reflector.run())
+    try:
+        await seen.until((None, "listed-at-start-up"))
+        await seen.until(("ADDED", "created-after-the-listing"))
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        k8s.request = real  # type: ignore[assignment]
+    assert gets == []  # no second LIST
+    assert reflector.seed is None  # the listing is not held on to

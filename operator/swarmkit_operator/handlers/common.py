@@ -230,7 +230,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
         resync_seconds=_env_float("SWARMKIT_RESYNC_SECONDS", 600.0),
     )
     started = time.monotonic()
-    took = await populate(ctl.indexes, namespaces)
+    took = await populate(ctl.indexes, namespaces, listings=ctl.listings)
     log.info(
         "indexes pre-populated in %.2fs (%s): %s",
         time.monotonic() - started,

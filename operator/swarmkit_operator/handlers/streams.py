@@ -5,7 +5,9 @@ complete, the Runs and gateway controllers exist and the unsettled objects are q
 no event arrives before the function it is meant for can take it (kopf starts its own
 watches at this same point). One :class:`~swarmkit_operator.watching.Reflector` per
 resource registered with :func:`~swarmkit_operator.handlers.events.on_event` (and per
-watched namespace); the controller's tasks, so its stop cancels them.
+watched namespace); the controller's tasks, so its stop cancels them. A stream starts
+from the start-up's own LIST of its resource where there is one (the indexes were filled
+from it moments ago), so a restart lists each resource once.
 """
 
 from __future__ import annotations
@@ -69,8 +71,20 @@ async def start_streams(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: A
             read_timeout=float(settings.watching.client_timeout or 300),
             backoff=float(settings.watching.reconnect_backoff or 1.0),
         ):
+            # The shared start-up LISTed it moments ago (for the indexes): start from that.
+            reflector.seed = next(
+                (
+                    listing
+                    for listing in ctl.listings
+                    if listing.resource == reflector.resource.plural
+                    and listing.namespace == reflector.namespace
+                ),
+                None,
+            )
             ctl.tasks.append(
                 asyncio.create_task(reflector.run(), name=f"swarmkit-watch-{reflector.where}")
             )
-            opened.append(reflector.where + (" (metadata)" if metadata_only else ""))
+            seeded = " from the start-up listing" if reflector.seed is not None else ""
+            opened.append(reflector.where + (" (metadata)" if metadata_only else "") + seeded)
+    ctl.listings.clear()
     log.info("watching %s", ", ".join(opened))

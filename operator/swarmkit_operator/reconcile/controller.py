@@ -20,7 +20,7 @@ from typing import Any
 from .. import k8s, metrics
 from ..builders import Verdict
 from ..config import OperatorConfig
-from ..indexes import INDEX_SPECS, Indexes, populate
+from ..indexes import INDEX_SPECS, Indexes, Listing, populate
 from .status import same_status
 from .status import write_status as _write_status
 from .views import MISSING, VIEW_INDEXES
@@ -89,6 +89,8 @@ class Controller:
         default_factory=lambda: asyncio.Queue(maxsize=10000)
     )
     caches: dict[Any, Any] = field(default_factory=dict)
+    #: The start-up's LISTs, until the watch streams start from them (then emptied).
+    listings: list[Listing] = field(default_factory=list)
 
     # --- indexes ---
 
