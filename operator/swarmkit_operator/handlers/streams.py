@@ -8,6 +8,9 @@ resource registered with :func:`~swarmkit_operator.handlers.events.on_event` (an
 watched namespace); the controller's tasks, so its stop cancels them. A stream starts
 from the start-up's own LIST of its resource where there is one (the indexes were filled
 from it moments ago), so a restart lists each resource once.
+
+With kopf peering (several replicas, one active) kopf watches these resources instead:
+it pauses its watches in a standby replica, which these streams could not see.
 """
 
 from __future__ import annotations
@@ -37,6 +40,20 @@ async def start_streams(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: A
     ctl = controller_of(memo)
     if ctl is None:
         raise RuntimeError("the shared start-up (handlers/common.py) must run first")
+    if not settings.peering.standalone:
+        # Several replicas, one active: kopf pauses its watches in a standby replica, and
+        # these streams cannot see that pause. So with peering the same functions are
+        # kopf's handlers (registered now: kopf picks its watched resources once the
+        # start-up is over), at kopf's per-event cost.
+        ctl.listings.clear()
+        for key in events.resources():
+            dispatch = events.dispatcher(*key)
+            assert dispatch is not None
+            kopf.on.event(*key, id=f"{key[-1]}-events")(dispatch)
+        log.info(
+            "peering %r: watching through kopf (the active replica only)", settings.peering.name
+        )
+        return
     opened = []
     for key in events.resources():
         dispatch = events.dispatcher(*key)
