@@ -40,13 +40,20 @@ def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
     op.stop()
 
 
-def test_kopf_run_reconciles_the_examples_and_runs_them(
-    kube: Kube, namespace: str, operator: OperatorProcess
+def reconciles_the_examples_and_runs_one(
+    kube: Kube, namespace: str, operator: OperatorProcess, run_name: str
 ) -> None:
+    """The examples become Ready and a Run of them succeeds with the expected output."""
     apply_examples(kube, namespace)
     wait_ready(kube, namespace, "Topology", "review-pipeline")
-    create(kube, namespace, run_manifest("via-kopf-run"))
-    run = wait_run(kube, namespace, "via-kopf-run", finished, operator=operator)
+    create(kube, namespace, run_manifest(run_name))
+    run = wait_run(kube, namespace, run_name, finished, operator=operator)
     cond = succeeded(run)
     assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Succeeded")
     assert "verdict is pass" in run["status"]["output"]
+
+
+def test_kopf_run_reconciles_the_examples_and_runs_them(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    reconciles_the_examples_and_runs_one(kube, namespace, operator, "via-kopf-run")

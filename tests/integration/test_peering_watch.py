@@ -15,16 +15,8 @@ import yaml
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 
-from .runs_support import (
-    OperatorProcess,
-    apply_examples,
-    create,
-    finished,
-    run_manifest,
-    succeeded,
-    wait_ready,
-    wait_run,
-)
+from .runs_support import OperatorProcess
+from .test_kopf_run import reconciles_the_examples_and_runs_one
 
 REPO = Path(__file__).resolve().parents[2]
 PEERING = "swarmkit-test-peering"
@@ -73,10 +65,5 @@ def operator(cluster: LocalCluster, kube: Kube, crds: Any) -> Iterator[OperatorP
 def test_a_peered_operator_watches_through_kopf_and_reconciles(
     kube: Kube, namespace: str, operator: OperatorProcess
 ) -> None:
-    apply_examples(kube, namespace)
-    wait_ready(kube, namespace, "Topology", "review-pipeline")
-    create(kube, namespace, run_manifest("via-peering"))
-    run = wait_run(kube, namespace, "via-peering", finished, operator=operator)
-    cond = succeeded(run)
-    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "Succeeded")
+    reconciles_the_examples_and_runs_one(kube, namespace, operator, "via-peering")
     assert "watching through kopf" in operator.log_path.read_text()

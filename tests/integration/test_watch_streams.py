@@ -52,6 +52,20 @@ async def api(cluster: LocalCluster) -> AsyncIterator[None]:
     await k8s.close_streams()
 
 
+def create_skill(kube: Kube, namespace: str, name: str) -> None:
+    skill = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Skill",
+        "metadata": {"name": name},
+        "spec": {
+            "description": "Use when testing.",
+            "category": "capability",
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        },
+    }
+    kube.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "skills", skill)
+
+
 def config_map(name: str, value: str = "v") -> dict[str, Any]:
     return {"metadata": {"name": name, "labels": {"test": "watch"}}, "data": {"k": value}}
 
@@ -104,17 +118,7 @@ async def test_config_maps_as_metadata_only(kube: Kube, namespace: str, api: Non
 async def test_an_object_deleted_while_no_stream_was_open_is_delivered_as_deleted(
     kube: Kube, namespace: str, crds: Any, api: None
 ) -> None:
-    skill = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": "gone-meanwhile"},
-        "spec": {
-            "description": "Use when testing.",
-            "category": "capability",
-            "provenance": {"authoredBy": "human", "version": "1.0.0"},
-        },
-    }
-    kube.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "skills", skill)
+    create_skill(kube, namespace, "gone-meanwhile")
     seen = Seen()
     reflector = Reflector(SKILLS, namespace, seen)
     await reflector.list()
@@ -149,23 +153,12 @@ async def test_a_stream_starts_from_the_start_up_listing_without_listing_again(
 ) -> None:
     """At start-up the indexes' own LIST is handed to the stream: a restart lists each
     resource once; what changed between that LIST and the stream still arrives."""
-    skill = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": "listed-at-start-up"},
-        "spec": {
-            "description": "Use when testing.",
-            "category": "capability",
-            "provenance": {"authoredBy": "human", "version": "1.0.0"},
-        },
-    }
-    kube.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "skills", skill)
+    create_skill(kube, namespace, "listed-at-start-up")
     listings: list[Listing] = []
     await list_all(SKILLS, [namespace], listings=listings)
     [listing] = listings
     assert listing.namespace == namespace and listing.resource_version
-    later = dict(skill, metadata={"name": "created-after-the-listing"})
-    kube.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "skills", later)
+    create_skill(kube, namespace, "created-after-the-listing")
 
     gets: list[str] = []
     real = k8s.request
@@ -176,7 +169,7 @@ async def test_a_stream_starts_from_the_start_up_listing_without_listing_again(
 
     seen = Seen()
     reflector = Reflector(SKILLS, namespace, seen, seed=listing)
-    k8s.request = request  # type: ignore[assignment]
+    k8s.request = request
     task = asyncio.create_task(reflector.run())
     try:
         await seen.until((None, "listed-at-start-up"))
@@ -184,6 +177,6 @@ async def test_a_stream_starts_from_the_start_up_listing_without_listing_again(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        k8s.request = real  # type: ignore[assignment]
+        k8s.request = real
     assert gets == []  # no second LIST
     assert reflector.seed is None  # the listing is not held on to
