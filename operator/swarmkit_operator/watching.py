@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import k8s
-from .indexes import Listing, Resource
+from .indexes import Listing, Resource, list_all
 
 log = logging.getLogger("swarmkit_operator.watching")
 
@@ -40,7 +40,6 @@ log = logging.getLogger("swarmkit_operator.watching")
 Deliver = Callable[[str | None, dict[str, Any]], Awaitable[None]]
 
 METADATA_WATCH = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io,application/json"
-PAGE = "500"
 YIELD_EVERY = 25
 
 
@@ -134,23 +133,13 @@ class Reflector:
             await self._deliver_listed(seed.items, present)
             self.listings += 1
             return seed.resource_version
-        path = self.resource.path(self.namespace)
-        accept = k8s.METADATA_ONLY if self.metadata_only else "application/json"
-        version = ""
-        token = ""
-        while True:
-            query = [("limit", PAGE)] + ([("continue", token)] if token else [])
-            status, payload = await k8s.request("GET", path, query=query, accept=accept)
-            if status == 410:
-                raise Gone()
-            if status >= 300:
-                raise k8s.ApiError("GET", path, status, str(payload))
-            meta = payload.get("metadata") or {}
-            version = version or str(meta.get("resourceVersion") or "")
-            await self._deliver_listed(payload.get("items") or (), present)
-            token = str(meta.get("continue") or "")
-            if not token:
-                break
+        # The same paged LIST the start-up makes (indexes.list_all), kept as one Listing.
+        listed: list[Listing] = []
+        scope = [self.namespace] if self.namespace else []
+        await list_all(self.resource, scope, metadata_only=self.metadata_only, listings=listed)
+        [listing] = listed
+        await self._deliver_listed(listing.items, present)
+        version = listing.resource_version
         for uid in [u for u in self.known if u not in present]:
             await self._send("DELETED", self.known[uid])
         self.listings += 1
