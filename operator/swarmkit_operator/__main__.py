@@ -1,7 +1,8 @@
 """``python -m swarmkit_operator``: run the operator.
 
 Equivalent to ``kopf run -m swarmkit_operator.handlers`` with our defaults: JSON logs, a
-liveness endpoint, a Prometheus metrics port, standalone (no peering) unless ``--peering``,
+liveness endpoint, a Prometheus metrics port, leader election on a Lease with
+``--leader-elect`` (several replicas, one writes),
 and every namespace unless the configuration (``watchNamespaces``) or ``--namespace`` names
 some. The configuration file (script approvals, defaults) is ``--config`` or
 ``$SWARMKIT_OPERATOR_CONFIG``; it is read once at start-up.
@@ -10,7 +11,6 @@ some. The configuration file (script approvals, defaults) is ``--config`` or
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import os
 import socket
@@ -21,6 +21,13 @@ from collections.abc import Sequence
 import kopf
 
 from .config import CONFIG_ENV, ConfigError, load_config
+from .runtime.manager import (
+    DEFAULT_LEASE_DURATION,
+    DEFAULT_RENEW_DEADLINE,
+    DEFAULT_RETRY_PERIOD,
+    LEADER_ELECT_ENV,
+    lease_settings_from_env,
+)
 from .webview.server import parse_address
 
 
@@ -52,10 +59,50 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="liveness endpoint URL, '' to disable ($SWARMKIT_LIVENESS)",
     )
     parser.add_argument(
-        "--peering",
-        default=env("SWARMKIT_PEERING") or None,
-        help="kopf peering name: several replicas, one active (default: standalone)",
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=env(LEADER_ELECT_ENV, "").lower() in ("1", "true", "yes", "on"),
+        help="elect a leader on a Lease: only the leader writes, other replicas stand by "
+        f"(${LEADER_ELECT_ENV}; the chart always sets it; default off: one replica)",
     )
+    parser.add_argument(
+        "--leader-election-id",
+        default=env("SWARMKIT_LEASE_NAME", "swarmkit-operator"),
+        help="the Lease's name ($SWARMKIT_LEASE_NAME, default swarmkit-operator)",
+    )
+    parser.add_argument(
+        "--leader-election-namespace",
+        default=env("SWARMKIT_LEASE_NAMESPACE", ""),
+        help="the Lease's namespace ($SWARMKIT_LEASE_NAMESPACE; default $POD_NAMESPACE, "
+        "else the service account's namespace)",
+    )
+    for flag, var, default, text in (
+        (
+            "--lease-duration",
+            "SWARMKIT_LEASE_DURATION",
+            DEFAULT_LEASE_DURATION,
+            "how long a standby waits for a silent leader before taking the Lease",
+        ),
+        (
+            "--renew-deadline",
+            "SWARMKIT_RENEW_DEADLINE",
+            DEFAULT_RENEW_DEADLINE,
+            "how long the leader keeps writing without renewing the Lease",
+        ),
+        (
+            "--retry-period",
+            "SWARMKIT_RETRY_PERIOD",
+            DEFAULT_RETRY_PERIOD,
+            "how often the leader renews and a standby retries",
+        ),
+    ):
+        parser.add_argument(
+            flag,
+            type=float,
+            default=float(env(var, str(default))),
+            metavar="SECONDS",
+            help=f"{text} (${var}, default {default:g})",
+        )
     parser.add_argument(
         "--log-format",
         choices=["json", "plain", "full"],
@@ -72,13 +119,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--verbose", action="store_true", help="debug logging")
     return parser.parse_args(argv)
-
-
-def peering_priority() -> int:
-    """A distinct priority per replica: kopf pauses every peer when two share the highest
-    priority, so replicas derive theirs from the pod uid (the chart sets ``POD_UID``)."""
-    identity = os.environ.get("POD_UID") or f"{socket.gethostname()}/{os.getpid()}"
-    return int(hashlib.sha256(identity.encode()).hexdigest()[:7], 16)
 
 
 def _unbindable(url: str | None) -> str | None:
@@ -143,13 +183,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"swarmkit-operator: --metrics-port {args.metrics_port}: {exc}", file=sys.stderr)
         return 2
+    # The start-up handler reads the leader election's settings from the environment.
+    os.environ[LEADER_ELECT_ENV] = "true" if args.leader_elect else ""
+    os.environ["SWARMKIT_LEASE_NAME"] = args.leader_election_id
+    if args.leader_election_namespace:
+        os.environ["SWARMKIT_LEASE_NAMESPACE"] = args.leader_election_namespace
+    os.environ["SWARMKIT_LEASE_DURATION"] = str(args.lease_duration)
+    os.environ["SWARMKIT_RENEW_DEADLINE"] = str(args.renew_deadline)
+    os.environ["SWARMKIT_RETRY_PERIOD"] = str(args.retry_period)
+    try:
+        lease_settings_from_env(os.environ)
+    except ValueError as exc:
+        print(f"swarmkit-operator: {exc}", file=sys.stderr)
+        return 2
     namespaces = list(args.namespace) or list(config.watch_namespaces)
     if namespaces:  # the start-up handler pre-populates its indexes from these
         os.environ["SWARMKIT_WATCH_NAMESPACES"] = ",".join(namespaces)
+    # kopf runs standalone in every replica: its peering would pause only its own watches,
+    # while the writers are ours; the Lease gates them (docs/design/operator-runtime.md).
     kopf.run(
-        standalone=args.peering is None,
-        peering_name=args.peering,
-        priority=peering_priority(),
+        standalone=True,
         liveness_endpoint=args.liveness or None,
         clusterwide=not namespaces,
         namespaces=namespaces,

@@ -26,7 +26,7 @@ import random
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -60,6 +60,20 @@ class ApiError(RuntimeError):
         self.status = status
 
 
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class NotLeader(ApiError):
+    """A write refused before it was sent: this replica may not write now."""
+
+    def __init__(self, verb: str, path: str, reason: str) -> None:
+        super().__init__(verb, path, 0, reason)
+
+
+def _always_write() -> str | None:
+    return None
+
+
 @dataclass
 class _State:
     api: kclient.ApiClient | None = None
@@ -68,9 +82,17 @@ class _State:
     retries: int = 5
     session: aiohttp.ClientSession | None = None
     session_loop: asyncio.AbstractEventLoop | None = None
+    #: () → why writes are refused now, or None (the leader election's fence).
+    write_gate: Callable[[], str | None] = _always_write
 
 
 _state = _State()
+
+
+def set_write_gate(gate: Callable[[], str | None] | None) -> None:
+    """Install the check every write request passes (None: writes always allowed)."""
+    _state.write_gate = gate or _always_write
+
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -164,10 +186,14 @@ def _request_sync(
     query: list[tuple[str, str]] | None = None,
     raw: bool = False,
     accept: str = "application/json",
+    fenced: bool = True,
+    timeout: float | None = None,
+    retries: int | None = None,
 ) -> tuple[int, Any]:
     api = _state.api
     if api is None:
         raise RuntimeError("k8s.configure() was not called")
+    write = verb in WRITE_VERBS
     headers = {"Accept": "*/*" if raw else accept}
     if body is not None:
         headers["Content-Type"] = content_type
@@ -181,22 +207,29 @@ def _request_sync(
     )
     resource = _resource_of(path)
     attempt = 0
+    max_retries = _state.retries if retries is None else retries
     while True:
         attempt += 1
         retry_after: float | None = None
+        if write and fenced:
+            # Checked before every attempt, retries included: see runtime/leader.py.
+            refusal = _state.write_gate()
+            if refusal is not None:
+                metrics.WRITES_REFUSED.labels(verb, resource).inc()
+                raise NotLeader(verb, path, refusal)
         try:
             response = api.call_api(
                 method,
                 url,
                 header_params=header_params,
                 body=ser_body,
-                _request_timeout=_state.request_timeout,
+                _request_timeout=_state.request_timeout if timeout is None else timeout,
             )
             response.read()  # type: ignore[no-untyped-call]
             status = int(response.status)
             data = response.data or b""
             metrics.API_REQUESTS.labels(verb, resource, str(status)).inc()
-            if status not in RETRY_STATUSES or attempt > _state.retries:
+            if status not in RETRY_STATUSES or attempt > max_retries:
                 text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
                 if 200 <= status < 300:
                     if raw:
@@ -208,7 +241,7 @@ def _request_sync(
                 retry_after = float(header)
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             metrics.API_REQUESTS.labels(verb, resource, "error").inc()
-            if attempt > _state.retries:
+            if attempt > max_retries:
                 raise ApiError(verb, path, 0, str(exc)) from exc
         delay = retry_after if retry_after is not None else min(0.1 * 2 ** (attempt - 1), 3.0)
         time.sleep(delay * random.uniform(0.8, 1.2))
@@ -221,12 +254,31 @@ async def request(
     content_type: str = "application/json",
     query: list[tuple[str, str]] | None = None,
     accept: str = "application/json",
+    *,
+    fenced: bool = True,
+    timeout: float | None = None,
+    retries: int | None = None,
 ) -> tuple[int, Any]:
-    """One API call off the event loop: (HTTP status, parsed JSON or error text)."""
+    """One API call off the event loop: (HTTP status, parsed JSON or error text).
+
+    A write (POST, PUT, PATCH, DELETE) passes the write gate first (:func:`set_write_gate`)
+    unless ``fenced=False`` (the leader election's own Lease requests).
+    """
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(
-        _state.executor, _request_sync, verb, path, body, content_type, query, False, accept
+    call = functools.partial(
+        _request_sync,
+        verb,
+        path,
+        body,
+        content_type,
+        query,
+        False,
+        accept,
+        fenced,
+        timeout,
+        retries,
     )
+    return await loop.run_in_executor(_state.executor, call)
 
 
 # --- watch streams ------------------------------------------------------------------------

@@ -46,6 +46,12 @@ API_REQUESTS = Counter(
     "Kubernetes API requests made by the operator's client.",
     ["verb", "resource", "code"],
 )
+WRITES_REFUSED = Counter(
+    "swarmkit_api_writes_refused_total",
+    "Write requests not sent because this replica is not the leader (or its lease lapsed).",
+    ["verb", "resource"],
+)
+LEADER = Gauge("swarmkit_leader", "1 while this replica holds the leader lease, else 0.")
 QUEUE_DEPTH = Gauge("swarmkit_workqueue_depth", "Keys waiting in the reconcile work queue.")
 RETRIES = Counter("swarmkit_workqueue_retries_total", "Reconciles retried after errors.", ["kind"])
 EVENTS = Counter("swarmkit_events_total", "Kubernetes Events posted.", ["type"])

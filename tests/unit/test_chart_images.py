@@ -145,7 +145,7 @@ def test_the_dockerfile_install_gives_a_working_entry_point(tmp_path: Path) -> N
     )
     assert res.returncode == 0, res.stdout + res.stderr
     # What the chart passes (templates/_helpers.tpl, swarmkit-operator.args).
-    for flag in ("--liveness", "--metrics-port", "--peering", "--log-format", "--verbose"):
+    for flag in ("--liveness", "--metrics-port", "--leader-elect", "--log-format", "--verbose"):
         assert flag in res.stdout, f"`python -m swarmkit_operator --help` lacks {flag}"
 
 

@@ -4,8 +4,9 @@ Importing this package registers every handler with kopf's default registry: the
 settings, start-up and ConfigMap handlers (``common``), one module per reconciled kind
 (``workspace``, ``skill``, ``agent``, ``topology``), the Runs handlers (``run``,
 ``schedule``), the Agent MCP gateways (``gateway``), then the skill library and web view
-(``library``), and last the start-up step reconciling what changed while no operator ran
-(``unsettled``) and the opening of the watch streams (``streams``). Login is kopf's own
+(``library``), and last the opening of the watch streams (``streams``), which hands over
+to the manager (:mod:`swarmkit_operator.runtime`): it starts the writers once this replica
+leads. Login is kopf's own
 (the service account in a pod, else the kubeconfig).
 Every handlers module that exists is imported here, explicitly. The reconcile machinery
 they drive is kopf-free: :mod:`swarmkit_operator.reconcile`.
@@ -30,10 +31,6 @@ from . import (  # noqa: F401
 # isort: split
 # After ``run``: the library's start-up reads the Runs index and counts finished Runs.
 from . import library  # noqa: F401
-
-# isort: split
-# Its start-up handler runs once every index and the library are ready.
-from . import unsettled  # noqa: F401
 
 # isort: split
 # Last: the watch streams open once every start-up handler has run.

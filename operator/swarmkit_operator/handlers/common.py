@@ -66,6 +66,7 @@ from ..reconcile.views import (
     count_objects,
 )
 from ..reconcile.workqueue import PRIORITY, Key, WorkQueue
+from ..runtime import Manager, lease_settings_from_env, manager_of
 from .events import on_event
 
 log = logging.getLogger("swarmkit_operator")
@@ -238,8 +239,16 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
         ", ".join(f"{k}={len(v)}" for k, v in sorted(ctl.indexes.data.items())),
     )
     memo.swarmkit = ctl
+    # The manager starts the writers (ctl.start() among them) once this replica leads.
+    try:
+        lease = lease_settings_from_env(os.environ)
+    except ValueError as exc:
+        raise kopf.PermanentError(str(exc)) from exc
+    manager = Manager.build(lease)
+    manager.controller = ctl
+    ctl.leadership = manager.leadership
+    memo.manager = manager
     metrics.set_object_counts(lambda: count_objects(ctl))
-    await ctl.start()
     # Objects deleted between this LIST and kopf's first LIST never send DELETED: drop them
     # once kopf has surely listed everything (and again at every resync).
     ctl.tasks.append(asyncio.create_task(ctl.prune_later(30.0), name="swarmkit-prune"))
@@ -253,7 +262,11 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
 
 @kopf.on.cleanup()
 async def shutdown(memo: kopf.Memo, **_: Any) -> None:
-    """Graceful shutdown: finish in-flight reconciles, flush Events, close the client."""
+    """Graceful shutdown: hand the lease over, finish in-flight reconciles, flush Events,
+    close the client."""
+    manager = manager_of(memo)
+    if manager is not None:
+        await manager.stop()
     ctl = controller_of(memo)
     if ctl is not None:
         await ctl.stop()

@@ -18,6 +18,7 @@ from ..builders.gateway import GATEWAY_LABEL
 from ..gateways import GatewayController
 from ..runs import Indexes
 from ..runs.model import AGENTS, SKILLS, TOPOLOGIES, WORKSPACES
+from ..runtime import manager_of
 from .common import controller_of
 from .events import on_event
 
@@ -52,7 +53,9 @@ async def gateways_startup(
     _controller = GatewayController(
         shared.config, indexes, view("agent_views"), view("secret_keys")
     )
-    _controller.ready.set()
+    manager = manager_of(memo)
+    if manager is not None:
+        manager.gateways = _controller  # ``ready`` is set once this replica leads
     for namespace, name in shared.indexes.keys("agent_views"):
         view = shared.lookup("agent_views", (namespace, name))
         if view is not None:

@@ -21,6 +21,7 @@ from swarmkit_api import GROUP, VERSION
 from ..indexes import index
 from ..library import SkillLibrary
 from ..reconcile.controller import controller_of
+from ..runtime import manager_of
 from ..webview import Sources, WebView, parse_address
 from ..webview.pages import SKILL_SPECS
 from .events import on_event
@@ -100,8 +101,10 @@ async def library_startup(memo: kopf.Memo, **_: Any) -> None:
     )
     await lib.load()
     lib.seed()
-    lib.start()
     _library = lib
+    manager = manager_of(memo)
+    if manager is not None:
+        manager.library = lib  # its flush starts once this replica leads
     address = os.environ.get(WEB_VIEW_ENV, "")
     if address:
         host, port = parse_address(address)

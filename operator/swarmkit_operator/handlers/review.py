@@ -37,6 +37,7 @@ from swarmkit_api.review import GATEWAY_LABEL, ResumeDecision
 from .. import k8s
 from ..builders import review as rv
 from ..indexes import index
+from ..runtime import Leadership, manager_of
 from .common import PRESENT
 from .events import on_event
 
@@ -56,9 +57,14 @@ def skill_reviews(
     return {(namespace, labels[rv.SKILL_LABEL]): {"spec": dict(spec)}}
 
 
+def _leadership(memo: Any) -> Leadership:
+    manager = manager_of(memo)
+    return manager.leadership if manager is not None else Leadership.always()
+
+
 @on_event(GROUP, VERSION, "skills")
 async def skill_review_needed(
-    body: kopf.Body, namespace: str | None, name: str, uid: str | None, **_: Any
+    body: kopf.Body, namespace: str | None, name: str, uid: str | None, memo: Any, **_: Any
 ) -> None:
     spec = body.get("spec") or {}
     provenance = spec.get("provenance") or {}
@@ -70,15 +76,28 @@ async def skill_review_needed(
     manifest = rv.build_skill_review(
         namespace, name, str(uid), str(content_hash), str(spec.get("description") or "")
     )
-    await k8s.create_custom_if_absent("reviews", namespace, manifest)
+    ns = namespace
+
+    async def open_review() -> None:
+        await k8s.create_custom_if_absent("reviews", ns, manifest)
+
+    # A standby remembers it (the latest per Skill) and opens it once it leads.
+    _leadership(memo).defer(("skill-review", namespace, name), open_review)
 
 
 @kopf.on.event(GROUP, VERSION, "reviews", labels={rv.SKILL_LABEL: kopf.PRESENT})
-async def skill_review_decided(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> None:
+async def skill_review_decided(
+    body: kopf.Body, namespace: str | None, name: str, memo: Any, **_: Any
+) -> None:
     found = rv.decision_of(body)
     if found is None or not namespace:
         return
-    await _record_decision(namespace, name, body, found)
+    ns, decided = namespace, dict(body)
+
+    async def record() -> None:
+        await _record_decision(ns, name, decided, found)
+
+    _leadership(memo).defer(("review-decision", namespace, name), record)
 
 
 async def _record_decision(
@@ -108,9 +127,10 @@ log = logging.getLogger("swarmkit_operator.reviews")
 _expiries: dict[tuple[str, str], asyncio.Task[None]] = {}
 
 
-async def _expire_at(namespace: str, name: str, delay: float) -> None:
+async def _expire_at(namespace: str, name: str, delay: float, lead: Leadership) -> None:
     try:
         await asyncio.sleep(delay)
+        await lead.acquired.wait()  # a standby's timer fires once it leads
         review = await k8s.get_custom("reviews", namespace, name)
         if review is None or rv.decision_of(review) is not None:
             return
@@ -127,10 +147,11 @@ async def _expire_at(namespace: str, name: str, delay: float) -> None:
 
 @kopf.on.event(GROUP, VERSION, "reviews", labels={GATEWAY_LABEL: kopf.PRESENT})
 async def gateway_review(
-    body: kopf.Body, namespace: str | None, name: str, type: str | None, **_: Any
+    body: kopf.Body, namespace: str | None, name: str, type: str | None, memo: Any, **_: Any
 ) -> None:
     if not namespace:
         return
+    lead = _leadership(memo)
     key = (namespace, name)
     status = body.get("status") or {}
     found = rv.decision_of(body)
@@ -141,12 +162,24 @@ async def gateway_review(
     if type == "DELETED":
         return
     if found is not None:
-        await _record_decision(namespace, name, body, found)
+        ns, decided = namespace, dict(body)
+
+        async def record() -> None:
+            await _record_decision(ns, name, decided, found)
+
+        lead.defer(("review-decision", namespace, name), record)
         return
     deadline = rv.deadline_of(body)
     if deadline is None or status.get("state") in ("Expired", "Closed") or key in _expiries:
         return
     if not status.get("state"):
-        await k8s.patch_status("reviews", namespace, name, {"state": "Pending"})
+        ns = namespace
+
+        async def pending() -> None:
+            await k8s.patch_status("reviews", ns, name, {"state": "Pending"})
+
+        lead.defer(("review-pending", namespace, name), pending)
     delay = max(0.0, (deadline - datetime.now(UTC)).total_seconds())
-    _expiries[key] = asyncio.get_running_loop().create_task(_expire_at(namespace, name, delay))
+    _expiries[key] = asyncio.get_running_loop().create_task(
+        _expire_at(namespace, name, delay, lead)
+    )

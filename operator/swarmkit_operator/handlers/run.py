@@ -20,6 +20,7 @@ from .. import k8s
 from ..builders import job as jobs
 from ..runs import Indexes, RunController, RunView, summaries
 from ..runs.model import AGENTS, GROUP, RUNS, SKILLS, TOPOLOGIES, TRACE, VERSION, WORKSPACES
+from ..runtime import manager_of
 from .common import PRESENT, controller_of, index
 from .events import on_event
 
@@ -128,7 +129,11 @@ async def runs_startup(
         skill_reviews=view("skill_reviews") if "skill_reviews" in shared.indexes.data else None,
     )
     _controller = RunController(config, indexes)
-    _controller.ready.set()  # the shared start-up pre-populated every index (LIST) already
+    # Its reconciles (and the scheduler and retention loops) wait for ``ready``, which the
+    # manager sets once this replica leads.
+    manager = manager_of(memo)
+    if manager is not None:
+        manager.runs = _controller
     logger.info("runs controller started (max %d Job recreations)", config.max_job_recreations)
 
 

@@ -9,8 +9,9 @@ watched namespace); the controller's tasks, so its stop cancels them. A stream s
 from the start-up's own LIST of its resource where there is one (the indexes were filled
 from it moments ago), so a restart lists each resource once.
 
-With kopf peering (several replicas, one active) kopf watches these resources instead:
-it pauses its watches in a standby replica, which these streams could not see.
+The same in every mode: with several replicas every replica watches (a standby keeps its
+indexes current) and only the leader writes; then the manager starts (elects, or leads
+at once), which starts the writers (:mod:`swarmkit_operator.runtime.manager`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import kopf
 
 from ..indexes import Resource
 from ..reconcile.controller import controller_of
+from ..runtime import manager_of
 from ..watching import reflectors
 from . import events
 
@@ -40,20 +42,6 @@ async def start_streams(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: A
     ctl = controller_of(memo)
     if ctl is None:
         raise RuntimeError("the shared start-up (handlers/common.py) must run first")
-    if not settings.peering.standalone:
-        # Several replicas, one active: kopf pauses its watches in a standby replica, and
-        # these streams cannot see that pause. So with peering the same functions are
-        # kopf's handlers (registered now: kopf picks its watched resources once the
-        # start-up is over), at kopf's per-event cost.
-        ctl.listings.clear()
-        for key in events.resources():
-            dispatch = events.dispatcher(*key)
-            assert dispatch is not None
-            kopf.on.event(*key, id=f"{key[-1]}-events")(dispatch)
-        log.info(
-            "peering %r: watching through kopf (the active replica only)", settings.peering.name
-        )
-        return
     opened = []
     for key in events.resources():
         dispatch = events.dispatcher(*key)
@@ -105,3 +93,7 @@ async def start_streams(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: A
             opened.append(reflector.where + (" (metadata)" if metadata_only else "") + seeded)
     ctl.listings.clear()
     log.info("watching %s", ", ".join(opened))
+    manager = manager_of(memo)
+    if manager is None:
+        raise RuntimeError("the shared start-up (handlers/common.py) must run first")
+    await manager.start()

@@ -369,7 +369,8 @@ class SkillLibrary:
                 log.warning("skill library flush failed: %s", exc)
 
     async def stop(self) -> None:
-        """Stop the loop and flush once more (graceful shutdown loses nothing)."""
+        """Stop the loop and flush once more (graceful shutdown loses nothing; a standby's
+        flush is refused by the write gate before anything is sent)."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -21,6 +21,7 @@ from .. import k8s, metrics
 from ..builders import Verdict
 from ..config import OperatorConfig
 from ..indexes import INDEX_SPECS, Indexes, Listing, populate
+from ..runtime.leader import Leadership
 from .status import same_status
 from .status import write_status as _write_status
 from .views import MISSING, VIEW_INDEXES
@@ -91,6 +92,8 @@ class Controller:
     caches: dict[Any, Any] = field(default_factory=dict)
     #: The start-up's LISTs, until the watch streams start from them (then emptied).
     listings: list[Listing] = field(default_factory=list)
+    #: Whether this replica leads (a standby posts no Events: its workers do not run).
+    leadership: Leadership = field(default_factory=Leadership.always)
 
     # --- indexes ---
 
@@ -351,6 +354,8 @@ class Controller:
 
     def post_event(self, involved: dict[str, Any], type_: str, reason: str, message: str) -> None:
         # Queued, posted by one task: a reconcile never waits on an Event (dropped if full).
+        if not self.leadership.leading and self.leadership.elected:
+            return
         with contextlib.suppress(asyncio.QueueFull):
             self.events.put_nowait((involved, type_, reason, message))
 
