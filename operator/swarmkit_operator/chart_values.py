@@ -168,14 +168,42 @@ class OperatorConfigValues(_Values):
     )
 
 
-class PeeringValues(_Values):
-    """kopf peering: with more than one replica only the highest-priority operator works."""
+class LeaderElectionValues(_Values):
+    """Leader election on a Lease (client-go's semantics): only the holder writes."""
 
-    name: str = Field(
-        pattern=DNS_LABEL,
+    lease_name: str = Field(
+        default="",
         max_length=63,
-        description="Name of the ClusterKopfPeering (or KopfPeering per watched namespace).",
+        description="The Lease's name; empty means the release's full name.",
+        json_schema_extra={"pattern": "^$|" + DNS_LABEL},
     )
+    lease_duration_seconds: int = Field(
+        ge=2,
+        le=600,
+        description="Seconds a standby waits, after it last saw the Lease renewed, before "
+        "taking it.",
+    )
+    renew_deadline_seconds: int = Field(
+        ge=1,
+        le=599,
+        description="Seconds the leader keeps writing without a successful renewal.",
+    )
+    retry_period_seconds: int = Field(
+        ge=1, le=60, description="Seconds between renewals and standby attempts."
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LeaderElectionValues:
+        if not (
+            self.lease_duration_seconds
+            > self.renew_deadline_seconds
+            > self.retry_period_seconds * 1.2
+        ):
+            raise ValueError(
+                "leaderElection: leaseDurationSeconds > renewDeadlineSeconds > "
+                "1.2 x retryPeriodSeconds must hold"
+            )
+        return self
 
 
 class LoggingValues(_Values):
@@ -351,8 +379,8 @@ class ChartValues(_Values):
         default=1,
         ge=1,
         le=5,
-        description="Operator replicas. 1 runs kopf standalone; more run kopf peering so only "
-        "the highest-priority one reconciles (the others stand by).",
+        description="Operator replicas. Every replica watches and keeps its caches warm; only "
+        "the holder of the leader Lease writes (leaderElection).",
     )
     image: OperatorImageValues = _desc("Operator image.")
     image_pull_secrets: list[FreeForm] = _desc("imagePullSecrets of the operator pod.")
@@ -365,7 +393,7 @@ class ChartValues(_Values):
         json_schema_extra={"uniqueItems": True},
     )
     config: OperatorConfigValues = _desc("The operator configuration file.")
-    peering: PeeringValues = _desc("kopf peering (replicaCount > 1).")
+    leader_election: LeaderElectionValues = _desc("Leader election (always on).")
     logging: LoggingValues = _desc("Log output.")
     extra_args: list[str] = _desc("Extra arguments to `python -m swarmkit_operator`.")
     extra_env: list[FreeForm] = _desc("Extra environment variables of the operator container.")

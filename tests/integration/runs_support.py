@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from swarmkit_devcluster.identity import NAMESPACE as IDENTITY_NAMESPACE
+from swarmkit_devcluster.identity import chart_operator_kubeconfig, rbac_denials
 from swarmkit_devcluster.testing import Kube, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,8 +39,24 @@ PLURALS = {
 }
 
 
+#: Lease timings of the tests' operators: the chart's shape, shorter, so a test that
+#: SIGKILLs the operator and starts it again waits ~4 s for the Lease, not 12. The HA chaos
+#: test uses the chart's defaults.
+TEST_LEASE = {
+    "SWARMKIT_LEASE_DURATION": "4",
+    "SWARMKIT_RENEW_DEADLINE": "3",
+    "SWARMKIT_RETRY_PERIOD": "1",
+}
+
+
 class OperatorProcess:
-    """The operator as a child process (own process group), with its log in a file."""
+    """The operator as a child process (own process group), with its log in a file.
+
+    It runs as the Helm chart deploys it: with the chart's ServiceAccount and RBAC
+    (:func:`swarmkit_devcluster.identity.chart_operator_kubeconfig`), leader election on,
+    its Lease in the chart's namespace. :meth:`stop` fails the test when the apiserver
+    refused any of its requests (HTTP 403): the chart must grant what the code does.
+    """
 
     def __init__(
         self,
@@ -47,11 +65,12 @@ class OperatorProcess:
         env: dict[str, str] | None = None,
     ) -> None:
         self.extra_env = dict(env or {})
+        self.admin_kubeconfig = kubeconfig
         self.dir = Path(tempfile.mkdtemp(prefix="swarmkit-operator-test-"))
         self.log_path = self.dir / "operator.log"
         self.config_path = self.dir / "config.yaml"
         self.config_path.write_text(yaml.safe_dump(config or {}))
-        self.kubeconfig = kubeconfig
+        self.kubeconfig = chart_operator_kubeconfig(kubeconfig)
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
@@ -77,6 +96,9 @@ class OperatorProcess:
             "PYTHONUNBUFFERED": "1",
             "SWARMKIT_METRICS_PORT": "0",
             "SWARMKIT_LIVENESS": "",
+            "SWARMKIT_LEADER_ELECT": "true",
+            "POD_NAMESPACE": IDENTITY_NAMESPACE,
+            **TEST_LEASE,
             **self.extra_env,
         }
         self.starts += 1
@@ -120,6 +142,12 @@ class OperatorProcess:
         except subprocess.TimeoutExpired:
             self.kill()
         self.proc = None
+        denied = self.denials()
+        assert not denied, "the chart's RBAC refused the operator:\n" + "\n".join(denied[:10])
+
+    def denials(self) -> list[str]:
+        """Log lines of requests the chart's RBAC refused."""
+        return rbac_denials(self.log())
 
     def log(self) -> str:
         try:

@@ -33,19 +33,6 @@ def _apply(cluster: LocalCluster, docs: list[dict[str, Any]], *, dry_run: bool) 
     return res.stdout
 
 
-@pytest.fixture(scope="module")
-def kopf_peering_crds(cluster: LocalCluster) -> None:
-    """The chart's crds/ (kopf's peering CRDs), applied for real: peering objects need them."""
-    crds = [
-        d
-        for d in by_kind(render({"replicaCount": 2}), "CustomResourceDefinition")
-        if d["spec"]["group"] == "kopf.dev"
-    ]
-    _apply(cluster, crds, dry_run=False)
-    names = [f"crd/{c['metadata']['name']}" for c in crds]
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
-
-
 def _with_namespaces(values: dict[str, Any], namespaces: list[str]) -> dict[str, Any]:
     if "watchNamespaces" not in values:
         return values
@@ -54,7 +41,7 @@ def _with_namespaces(values: dict[str, Any], namespaces: list[str]) -> dict[str,
 
 @pytest.mark.parametrize("name", sorted(VALUE_SETS))
 def test_rendered_chart_passes_server_side_dry_run(
-    name: str, cluster: LocalCluster, kube: Kube, kopf_peering_crds: None
+    name: str, cluster: LocalCluster, kube: Kube
 ) -> None:
     with (
         temp_namespace(kube, f"rel-{name}") as release_ns,

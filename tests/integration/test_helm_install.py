@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import kubernetes
 import pytest
 import yaml
 
@@ -44,10 +45,6 @@ from swarmkit_devcluster.testing import (
     wait_for,
 )
 from tests.integration.runs_support import PLURALS, examples
-
-
-class SamePriorityPeers(AssertionError):
-    """Known gap: every replica runs with kopf's default peering priority."""
 
 
 pytestmark = [pytest.mark.integration]
@@ -411,7 +408,7 @@ def test_kubectl_swarmkit_pin_output_is_accepted_by_helm_upgrade_and_approves(
     assert _scripts(release)[0]["approved"] is True
 
 
-def test_two_replicas_peer_and_only_the_highest_priority_reconciles(release: Release) -> None:
+def test_two_replicas_elect_one_leader_and_only_it_writes(release: Release) -> None:
     # The process node shares the host's network: two replicas cannot both bind the health
     # and metrics ports, so this test switches both endpoints off.
     release.helm(
@@ -424,37 +421,39 @@ def test_two_replicas_peer_and_only_the_highest_priority_reconciles(release: Rel
     )  # fmt: skip
     release.kubectl("rollout", "status", f"deployment/{DEPLOYMENT}", "-n", SYSTEM_NS)
 
-    def peers() -> dict[str, int] | None:
+    def leader_and_standby() -> tuple[str, str] | None:
         pods = {p.metadata.name for p in release.operator_pods() if p.status.phase == "Running"}
-        status = (
-            release.kube.custom.get_cluster_custom_object(
-                "kopf.dev", "v1", "clusterkopfpeerings", "swarmkit-operator"
-            ).get("status")
-            or {}
-        )
-        live = {k: int(v["priority"]) for k, v in status.items() if k in pods}
-        return live if len(pods) == 2 and len(live) == 2 else None
+        if len(pods) != 2:
+            return None
+        leases = kubernetes.client.CoordinationV1Api(release.kube.api_client)
+        lease = leases.read_namespaced_lease(DEPLOYMENT, SYSTEM_NS)
+        holder = str(lease.spec.holder_identity or "")
+        leader = holder.rsplit("_", 1)[0]
+        if leader not in pods:
+            return None
+        standby = next(iter(pods - {leader}))
+        if "standing by" not in release.cluster.pod_logs(SYSTEM_NS, standby, "operator"):
+            return None
+        return leader, standby
 
-    priorities = until(peers, 60, message="both replicas in the ClusterKopfPeering")
-    if len(set(priorities.values())) == 1:
-        raise SamePriorityPeers(f"both replicas have kopf priority {priorities}")
-    active = max(priorities, key=lambda k: priorities[k])
-    standby = min(priorities, key=lambda k: priorities[k])
+    leader, standby = until(leader_and_standby, 90, message="one leader and one standby")
     probe = {
         "apiVersion": "swarmkit.dev/v1alpha1",
         "kind": "Skill",
-        "metadata": {"name": "peering-probe"},
+        "metadata": {"name": "leader-probe"},
         "spec": {
-            "description": "Use when checking that exactly one operator replica works.",
+            "description": "Use when checking that exactly one operator replica writes.",
             "category": "capability",
             "instructions": "Nothing to do.",
             "provenance": {"authoredBy": "human", "version": "1.0.0"},
         },
     }
     release.kubectl("apply", "--server-side", "-n", TEAM_NS, "-f", "-", input=json.dumps(probe))
-    release.wait_ready("Skill", "peering-probe")
-    assert "peering-probe" in release.cluster.pod_logs(SYSTEM_NS, active, "operator")
-    assert "peering-probe" not in release.cluster.pod_logs(SYSTEM_NS, standby, "operator")
+    release.wait_ready("Skill", "leader-probe")
+    standby_log = release.cluster.pod_logs(SYSTEM_NS, standby, "operator")
+    assert "writers started" in release.cluster.pod_logs(SYSTEM_NS, leader, "operator")
+    assert "writers started" not in standby_log
+    assert "not the leader" not in standby_log  # it never even tried to write
 
 
 def test_uninstall_keeps_crds_and_users_objects(release: Release) -> None:

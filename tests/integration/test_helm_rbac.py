@@ -191,18 +191,21 @@ def test_namespaced_operator_is_confined_to_its_namespaces(
             assert beyond(can_i_list(cluster, sa(release_ns, name), ns), baseline) == cluster_only
 
 
-def test_peering_adds_only_its_own_peering_object(
+def test_leader_election_adds_only_its_own_lease_in_the_release_namespace(
     cluster: LocalCluster, kube: Kube, installed_rbac: Any
 ) -> None:
     with temp_namespace(kube, "sk-system") as release_ns, temp_namespace(kube, "team") as team:
         name = installed_rbac({"replicaCount": 2}, release_ns)
         baseline = can_i_list(cluster, sa(team, "default"), team)
-        extra = beyond(can_i_list(cluster, sa(release_ns, name), team), baseline)
-        peering = {
-            "clusterkopfpeerings.kopf.dev": frozenset({"list", "watch"}),
-            "clusterkopfpeerings.kopf.dev[swarmkit-operator]": frozenset({"get", "patch"}),
+        in_team = beyond(can_i_list(cluster, sa(release_ns, name), team), baseline)
+        assert in_team == {**OPERATOR_RULES, **CLUSTER_RULES}  # no Lease rights there
+        baseline = can_i_list(cluster, sa(release_ns, "default"), release_ns)
+        at_home = beyond(can_i_list(cluster, sa(release_ns, name), release_ns), baseline)
+        lease = {
+            "leases.coordination.k8s.io": frozenset({"create"}),
+            f"leases.coordination.k8s.io[{name}]": frozenset({"get", "update"}),
         }
-        assert extra == {**OPERATOR_RULES, **CLUSTER_RULES, **peering}
+        assert at_home == {**OPERATOR_RULES, **CLUSTER_RULES, **lease}
 
 
 @pytest.mark.parametrize(

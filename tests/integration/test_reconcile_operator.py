@@ -25,7 +25,11 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.identity import NAMESPACE as IDENTITY_NAMESPACE
+from swarmkit_devcluster.identity import chart_operator_kubeconfig, rbac_denials
 from swarmkit_devcluster.testing import Kube, wait_for
+
+from .runs_support import TEST_LEASE
 
 GROUP, VERSION = "swarmkit.dev", "v1alpha1"
 PLURALS = {
@@ -73,10 +77,14 @@ class Operator:
 
     def start(self) -> None:
         env = dict(os.environ)
+        # As the chart deploys it: its ServiceAccount's RBAC, leader election on.
         env.update(
-            KUBECONFIG=str(self.cluster.kubeconfig),
+            KUBECONFIG=str(chart_operator_kubeconfig(self.cluster.kubeconfig)),
             SWARMKIT_GC_GRACE_SECONDS="1",
             SWARMKIT_LOG_FORMAT="plain",
+            SWARMKIT_LEADER_ELECT="true",
+            POD_NAMESPACE=IDENTITY_NAMESPACE,
+            **TEST_LEASE,
         )
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
@@ -116,6 +124,9 @@ class Operator:
             self.proc.kill()
             self.proc.wait(5)
         self.proc = None
+        log = self.log.read_text(errors="replace") if self.log.exists() else ""
+        denied = rbac_denials(log)
+        assert not denied, "the chart's RBAC refused the operator:\n" + "\n".join(denied[:10])
 
     def tail(self, lines: int = 40) -> str:
         if not self.log.exists():

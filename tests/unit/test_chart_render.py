@@ -177,20 +177,30 @@ def test_every_value_set_renders_labelled_namespaced_objects(name: str) -> None:
 # -- the Deployment ---------------------------------------------------------------------------
 
 
-def test_defaults_one_standalone_replica_all_namespaces() -> None:
+def test_defaults_one_replica_leader_elected_all_namespaces() -> None:
     docs = render()
     deploy = one(docs, "Deployment")
     assert deploy["spec"]["replicas"] == 1
-    assert deploy["spec"]["strategy"] == {"type": "Recreate"}
-    # Standalone and all namespaces are the entry point's defaults (no --peering, and no
-    # watchNamespaces in the configuration file).
+    # Leader election is always on: a rollout's new pod stands by until the old one hands
+    # the Lease over, so the rollout can surge without two writers.
+    assert deploy["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+    }
+    # All namespaces is the entry point's default (no watchNamespaces in the configuration).
     assert container(docs)["args"] == [
         "--liveness=http://0.0.0.0:8080/healthz",
         "--metrics-port=9090",
+        "--leader-elect",
+        f"--leader-election-id={RELEASE}-swarmkit-operator",
+        "--lease-duration=12",
+        "--renew-deadline=8",
+        "--retry-period=2",
         "--log-format=json",
     ]
     assert operator_config(docs)["watchNamespaces"] == []
-    assert not by_kind(docs, "ClusterKopfPeering") and not by_kind(docs, "KopfPeering")
+    crds = {d["metadata"]["name"] for d in by_kind(docs, "CustomResourceDefinition")}
+    assert not {c for c in crds if c.endswith("kopf.dev")}  # no kopf peering any more
 
 
 def test_image_is_the_operator_entry_point_without_a_command_override() -> None:
@@ -226,37 +236,40 @@ def test_restricted_security_context_probes_and_resources() -> None:
     assert "/tmp" in mounts  # writable scratch on a read-only root
     env = {e["name"]: e for e in c["env"]}
     assert env["SWARMKIT_OPERATOR_CONFIG"]["value"] == "/etc/swarmkit-operator/config.yaml"
-    assert env["POD_ID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
     assert pod["automountServiceAccountToken"] is True
     sa = one(docs, "ServiceAccount")
     assert sa["automountServiceAccountToken"] is False
     assert pod["serviceAccountName"] == sa["metadata"]["name"]
 
 
-def test_replicas_above_one_use_kopf_peering() -> None:
-    docs = render({"replicaCount": 3})
+def test_replicas_above_one_share_one_lease_in_the_release_namespace() -> None:
+    docs = render({"replicaCount": 3, "leaderElection": {"leaseName": "ops-lease"}})
     deploy = one(docs, "Deployment")
     assert deploy["spec"]["replicas"] == 3
-    assert deploy["spec"]["strategy"]["type"] == "RollingUpdate"
-    assert "--peering=swarmkit-operator" in container(docs)["args"]
-    peering = one(docs, "ClusterKopfPeering")
-    assert peering["metadata"]["name"] == "swarmkit-operator"
-    crds = {d["metadata"]["name"] for d in by_kind(docs, "CustomResourceDefinition")}
-    assert {"clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"} <= crds
-    rules = one(docs, "ClusterRole", f"{RELEASE}-swarmkit-operator")["rules"]
-    named = [
-        r for r in rules if r["resources"] == ["clusterkopfpeerings"] and "patch" in r["verbs"]
+    args = container(docs)["args"]
+    assert "--leader-elect" in args and "--leader-election-id=ops-lease" in args
+    role = one(docs, "Role", f"{RELEASE}-swarmkit-operator-leader-election")
+    assert role["metadata"]["namespace"] == NAMESPACE
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["ops-lease"],
+            "verbs": ["get", "update"],
+        },
     ]
-    assert named and named[0]["resourceNames"] == ["swarmkit-operator"]
+    binding = one(docs, "RoleBinding", f"{RELEASE}-swarmkit-operator-leader-election")
+    assert binding["subjects"][0]["name"] == one(docs, "ServiceAccount")["metadata"]["name"]
+    env = {e["name"]: e for e in container(docs)["env"]}
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
 
 
-def test_peering_per_watched_namespace() -> None:
-    docs = render({"replicaCount": 2, "watchNamespaces": ["team-a", "team-b"]})
-    peerings = by_kind(docs, "KopfPeering")
-    assert sorted(p["metadata"]["namespace"] for p in peerings) == ["team-a", "team-b"]
-    assert not by_kind(docs, "ClusterKopfPeering")
-    assert "--peering=swarmkit-operator" in container(docs)["args"]
-    assert operator_config(docs)["watchNamespaces"] == ["team-a", "team-b"]
+def test_lease_timings_must_be_ordered() -> None:
+    error = render_error({"leaderElection": {"leaseDurationSeconds": 8, "renewDeadlineSeconds": 8}})
+    assert "leaseDurationSeconds > renewDeadlineSeconds" in error
 
 
 # -- configuration and rollout ----------------------------------------------------------------

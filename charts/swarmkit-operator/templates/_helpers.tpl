@@ -70,11 +70,6 @@ app.kubernetes.io/part-of: swarmkit-operator
 {{- if not .Values.watchNamespaces }}true{{- end }}
 {{- end }}
 
-{{/* "true" when kopf peering is used (more than one replica). */}}
-{{- define "swarmkit-operator.peering" -}}
-{{- if gt (int .Values.replicaCount) 1 }}true{{- end }}
-{{- end }}
-
 {{/* Cross-field checks values.schema.json cannot express, with a message naming the keys. */}}
 {{- define "swarmkit-operator.validate" -}}
 {{- if and .Values.metrics.enabled (eq (int .Values.metrics.port) (int .Values.health.port)) }}
@@ -89,6 +84,10 @@ app.kubernetes.io/part-of: swarmkit-operator
 {{- end }}
 {{- if and $pdb.enabled (ne (toString $pdb.minAvailable) "") (ne (toString $pdb.maxUnavailable) "") }}
 {{- fail "podDisruptionBudget: set only one of minAvailable or maxUnavailable (set the other to \"\")" }}
+{{- end }}
+{{- $le := .Values.leaderElection }}
+{{- if not (and (gt (int $le.leaseDurationSeconds) (int $le.renewDeadlineSeconds)) (gt (mul (int $le.renewDeadlineSeconds) 10) (mul (int $le.retryPeriodSeconds) 12))) }}
+{{- fail (printf "leaderElection: leaseDurationSeconds > renewDeadlineSeconds > 1.2 x retryPeriodSeconds must hold (got %v, %v, %v)" $le.leaseDurationSeconds $le.renewDeadlineSeconds $le.retryPeriodSeconds) }}
 {{- end }}
 {{- if and (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) }}
 {{- fail "serviceAccount.name is required when serviceAccount.create is false (the operator must not run as the namespace's default ServiceAccount)" }}
@@ -114,14 +113,17 @@ app.kubernetes.io/part-of: swarmkit-operator
 
 {{/* The operator's command-line arguments (the image's entry point is
      `python -m swarmkit_operator`; see the chart README for the contract). The namespaces
-     to watch come from the configuration file (watchNamespaces); standalone is the
-     default unless --peering is given. */}}
+     to watch come from the configuration file (watchNamespaces). Leader election is
+     always on: with one replica it costs one Lease renewal every retryPeriod, and a
+     rolling update never has two writers. */}}
 {{- define "swarmkit-operator.args" -}}
 - --liveness=http://0.0.0.0:{{ .Values.health.port }}{{ .Values.health.path }}
 - --metrics-port={{ if .Values.metrics.enabled }}{{ .Values.metrics.port }}{{ else }}0{{ end }}
-{{- if include "swarmkit-operator.peering" . }}
-- --peering={{ .Values.peering.name }}
-{{- end }}
+- --leader-elect
+- --leader-election-id={{ .Values.leaderElection.leaseName | default (include "swarmkit-operator.fullname" .) }}
+- --lease-duration={{ .Values.leaderElection.leaseDurationSeconds }}
+- --renew-deadline={{ .Values.leaderElection.renewDeadlineSeconds }}
+- --retry-period={{ .Values.leaderElection.retryPeriodSeconds }}
 - --log-format={{ .Values.logging.format }}
 {{- if .Values.webView.enabled }}
 - --web-view=0.0.0.0:{{ .Values.webView.port }}
@@ -178,11 +180,11 @@ app.kubernetes.io/part-of: swarmkit-operator
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [create, get, list, watch, patch, delete]
-# The skill library (usage roll-ups, version history): one ConfigMap per namespace,
-# rewritten in place.
+# The skill library (usage roll-ups, version history): swarmkit-skill-library and, past
+# ~900 KiB, its shards swarmkit-skill-library-<i>, rewritten in place. RBAC cannot name a
+# prefix, and create/patch/delete on ConfigMaps are granted above anyway.
 - apiGroups: [""]
   resources: [configmaps]
-  resourceNames: [swarmkit-skill-library]
   verbs: [update]
 # One Job per Run; deleted to cancel.
 - apiGroups: [batch]
@@ -231,18 +233,18 @@ app.kubernetes.io/part-of: swarmkit-operator
 - apiGroups: [""]
   resources: [events]
   verbs: [create, list]
-{{- if include "swarmkit-operator.peering" . }}
-{{- if not (include "swarmkit-operator.clusterWide" .) }}
-# kopf peering (replicaCount > 1): keep-alives in the namespace's KopfPeering.
-- apiGroups: [kopf.dev]
-  resources: [kopfpeerings]
-  verbs: [list, watch]
-- apiGroups: [kopf.dev]
-  resources: [kopfpeerings]
-  resourceNames: [{{ .Values.peering.name | quote }}]
-  verbs: [get, patch]
 {{- end }}
-{{- end }}
+
+{{/* Leader election: the Lease in the release's namespace (see templates/rbac.yaml). A
+     create cannot be limited to a name; get and update are. */}}
+{{- define "swarmkit-operator.leaseRules" -}}
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [create]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  resourceNames: [{{ .Values.leaderElection.leaseName | default (include "swarmkit-operator.fullname" .) | quote }}]
+  verbs: [get, update]
 {{- end }}
 
 {{/* Cluster-scoped reads kopf needs: follow CRDs (the operator may start before its CRDs
@@ -255,15 +257,5 @@ app.kubernetes.io/part-of: swarmkit-operator
 - apiGroups: [""]
   resources: [namespaces]
   verbs: [list, watch]
-{{- end }}
-{{- if and (include "swarmkit-operator.peering" .) (include "swarmkit-operator.clusterWide" .) }}
-# kopf peering (replicaCount > 1): keep-alives in the ClusterKopfPeering.
-- apiGroups: [kopf.dev]
-  resources: [clusterkopfpeerings]
-  verbs: [list, watch]
-- apiGroups: [kopf.dev]
-  resources: [clusterkopfpeerings]
-  resourceNames: [{{ .Values.peering.name | quote }}]
-  verbs: [get, patch]
 {{- end }}
 {{- end }}
