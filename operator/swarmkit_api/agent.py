@@ -14,7 +14,7 @@ from pydantic import Field, StringConstraints
 
 from .base import ApiModel, CelRule
 from .common import (
-    Condition,
+    Conditions,
     JsonSchema,
     LocalObjectReference,
     ResourceRequirements,
@@ -244,7 +244,7 @@ class AgentStatus(ApiModel):
     gateway_version: str | None = Field(
         default=None, description="The agent version the gateway serves."
     )
-    conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+    conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -112,6 +112,19 @@ class Condition(ApiModel):
     observed_generation: int = Field(
         default=0, description="The .metadata.generation the condition was computed from."
     )
+
+
+#: A status's conditions: a list keyed by ``type`` (``x-kubernetes-list-type: map``), so
+#: each controller server-side applies its own condition types of one object.
+Conditions = Annotated[
+    list[Condition],
+    Field(
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["type"],
+        }
+    ),
+]
 
 
 class ObjectMeta(ApiModel):

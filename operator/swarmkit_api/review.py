@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .base import ApiModel, CelRule
-from .common import Condition, LocalObjectReference
+from .common import Conditions, LocalObjectReference
 
 #: Labels on every Review: its kind; a gateway session's Review also names its Agent (the
 #: label the gateway's pods carry) and the session's correlation id.
@@ -166,7 +166,7 @@ class ReviewStatus(ApiModel):
         "of the write, managedFields).",
     )
     resumed_job: str | None = Field(default=None, description="The Job that resumed the run.")
-    conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+    conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 
 # --- the resume contract (runner side) -------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import ApiModel, CelRule
-from .common import Condition, LocalObjectReference
+from .common import Conditions, LocalObjectReference
 
 
 class RunSpec(ApiModel):
@@ -170,7 +170,7 @@ class RunStatus(ApiModel):
     decisions: list[RecordedDecision] = Field(
         default_factory=list, description="Every review decision the run went on with."
     )
-    conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+    conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 
 __all__ = [

@@ -17,7 +17,7 @@ from pydantic import Field
 from .base import ApiModel, CelRule
 from .common import (
     KEBAB,
-    Condition,
+    Conditions,
     ConfigMapKeyRef,
     Effects,
     JsonSchema,
@@ -382,7 +382,7 @@ class SkillStatus(ApiModel):
     scripts: list[ScriptStatus] = Field(default_factory=list, description="Bundled scripts.")
     granted_by: SkillGrants | None = Field(default=None, description="Agents granting it.")
     usage: SkillUsage | None = Field(default=None, description="Use in finished Runs.")
-    conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+    conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 
 __all__ = [

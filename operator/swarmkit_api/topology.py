@@ -8,7 +8,13 @@ from typing import Literal
 from pydantic import Field
 
 from .base import ApiModel, CelRule
-from .common import KEBAB, Condition, LocalObjectReference, ResourceRequirements, SecretKeyRef
+from .common import (
+    KEBAB,
+    Conditions,
+    LocalObjectReference,
+    ResourceRequirements,
+    SecretKeyRef,
+)
 
 #: Deepest nesting of topologies calling topologies through agent skills.
 MAX_TOPOLOGY_DEPTH = 3
@@ -238,7 +244,7 @@ class TopologyStatus(ApiModel):
     serving: ServingStatus | None = Field(
         default=None, description="The served Deployment (spec.serve)."
     )
-    conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+    conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 
 __all__ = [

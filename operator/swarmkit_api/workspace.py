@@ -15,7 +15,7 @@ from .base import ApiModel, CelRule
 from .common import (
     ENV_NAME,
     KEBAB,
-    Condition,
+    Conditions,
     ConfigMapKeyRef,
     Effects,
     EnvVar,
@@ -405,7 +405,7 @@ class WorkspaceStatus(ApiModel):
     version: str | None = Field(default=None, description="Short hash of the rendered spec.")
     rendered_config_map: str | None = Field(default=None, description="Rendered ConfigMap.")
     problems: list[str] = Field(default_factory=list, description="Problems found.")
-    conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
+    conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 
 __all__ = [

@@ -16,9 +16,11 @@ One coalescing worker per Agent; a failed reconcile is retried with backoff. A r
    ServiceAccount, Role and RoleBinding (create/get/watch Reviews: a call that waits for a
    person opens one), the Service and the Deployment (a new pod template checksum rolls
    it; :mod:`.builders.gateway`);
-4. writes ``Serving``, ``gatewayUrl`` and ``gatewayVersion`` to the Agent's status (a
-   merge patch of those fields and the conditions list with ``Serving`` set, skipped when
-   unchanged), and once rolled out deletes the superseded bundle ConfigMaps.
+4. writes ``Serving``, ``gatewayUrl`` and ``gatewayVersion`` to the Agent's status: a
+   server-side apply of exactly those as the field manager ``swarmkit-gateways`` (the
+   ``Serving`` entry of the conditions list is this controller's, the Agent reconciler's
+   conditions are the reconcile manager's), skipped when unchanged; once rolled out it
+   deletes the superseded bundle ConfigMaps.
 """
 
 from __future__ import annotations
@@ -238,10 +240,27 @@ class GatewayController:
             message,
             agent.generation,
         )
-        patch: dict[str, Any] = {"conditions": conditions, **fields}
-        if all(status.get(k) == v for k, v in patch.items()):
+        serving = [c for c in conditions if c.get("type") == gw.SERVING]
+        # Everything this manager owns, every time (an apply drops what it leaves out): a
+        # field this write does not compute keeps its value.
+        owned: dict[str, Any] = {
+            "gatewayUrl": status.get("gatewayUrl"),
+            "gatewayVersion": status.get("gatewayVersion"),
+            **fields,
+        }
+        current = get_condition(status.get("conditions"), gw.SERVING)
+        if current == serving[0] and all(status.get(k) == v for k, v in owned.items()):
             return
-        await k8s.patch_status("agents", agent.namespace, agent.name, patch)
+        applied = {"conditions": serving, **{k: v for k, v in owned.items() if v}}
+        written = await k8s.apply_status(
+            "Agent", "agents", agent.namespace, agent.name, applied, k8s.GATEWAYS_MANAGER
+        )
+        left = (written or {}).get("status") or {}
+        stale = {k: None for k, v in owned.items() if not v and left.get(k)}
+        if stale:  # written by an operator older than server-side apply
+            await k8s.patch_status(
+                "agents", agent.namespace, agent.name, stale, k8s.GATEWAYS_MANAGER
+            )
 
     async def _disable(self, agent: gw.AgentRef, status: Mapping[str, Any]) -> None:
         name = gw.gateway_name(agent.name)

@@ -46,6 +46,16 @@ log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 FIELD_MANAGER = "swarmkit-operator"
+#: One field manager per controller that writes status: ``managedFields`` then says which
+#: controller owns which field (and which condition, ``conditions`` being a list keyed by
+#: ``type``), and two controllers never take each other's fields by accident.
+RECONCILE_MANAGER = "swarmkit-reconcile"
+SKILL_GRANTS_MANAGER = "swarmkit-skill-grants"
+GATEWAYS_MANAGER = "swarmkit-gateways"
+RUNS_MANAGER = "swarmkit-runs"
+SCHEDULER_MANAGER = "swarmkit-scheduler"
+LIBRARY_MANAGER = "swarmkit-library"
+REVIEWS_MANAGER = "swarmkit-reviews"
 COMPONENT = "swarmkit-operator"
 
 
@@ -399,11 +409,16 @@ async def create_custom(plural: str, namespace: str, body: Mapping[str, Any]) ->
 
 
 async def patch_status(
-    plural: str, namespace: str, name: str, status_patch: Mapping[str, Any]
+    plural: str,
+    namespace: str,
+    name: str,
+    status_patch: Mapping[str, Any],
+    manager: str = FIELD_MANAGER,
 ) -> str | None:
     """JSON-merge-patch ``status`` (None values delete fields); the new resourceVersion.
 
-    Returns None when the object no longer exists.
+    For a controller that is the only writer of the fields it patches (``manager`` names
+    it in ``managedFields``). Returns None when the object no longer exists.
     """
     path = custom_path(plural, namespace, name) + "/status"
     status, payload = await request(
@@ -411,7 +426,7 @@ async def patch_status(
         path,
         {"status": dict(status_patch)},
         content_type="application/merge-patch+json",
-        query=[("fieldManager", FIELD_MANAGER)],
+        query=[("fieldManager", manager)],
     )
     if status == 404:
         return None
@@ -420,7 +435,11 @@ async def patch_status(
 
 
 async def patch_status_object(
-    plural: str, namespace: str, name: str, status_patch: Mapping[str, Any]
+    plural: str,
+    namespace: str,
+    name: str,
+    status_patch: Mapping[str, Any],
+    manager: str = FIELD_MANAGER,
 ) -> dict[str, Any] | None:
     """Like :func:`patch_status`, returning the whole object as written (None: gone)."""
     path = custom_path(plural, namespace, name) + "/status"
@@ -429,11 +448,46 @@ async def patch_status_object(
         path,
         {"status": dict(status_patch)},
         content_type="application/merge-patch+json",
-        query=[("fieldManager", FIELD_MANAGER)],
+        query=[("fieldManager", manager)],
     )
     if status == 404:
         return None
     return dict(_check("PATCH", path, status, payload))
+
+
+async def apply_status(
+    kind: str,
+    plural: str,
+    namespace: str,
+    name: str,
+    status: Mapping[str, Any],
+    manager: str,
+) -> dict[str, Any] | None:
+    """Server-side apply ``status`` as ``manager``: the whole of what that controller owns.
+
+    A field this manager applied before and leaves out now is removed; a condition is
+    owned per ``type`` (the CRDs declare ``conditions`` a list keyed by ``type``), so
+    two controllers each apply their own conditions of one object without touching the
+    other's. ``force``: the manager takes over a field last written by someone else (an
+    older operator's merge patch). Returns the object as written (None: gone).
+    """
+    path = custom_path(plural, namespace, name) + "/status"
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "status": dict(status),
+    }
+    code, payload = await request(
+        "PATCH",
+        path,
+        body,
+        content_type="application/apply-patch+yaml",
+        query=[("fieldManager", manager), ("force", "true")],
+    )
+    if code == 404:
+        return None
+    return dict(_check("PATCH", path, code, payload))
 
 
 async def read_pod_log(namespace: str, pod: str, container: str) -> str | None:

@@ -46,7 +46,6 @@ from swarmkit_devcluster.testing import (
 )
 from tests.integration.runs_support import PLURALS, examples
 
-
 pytestmark = [pytest.mark.integration]
 
 REPO = Path(__file__).resolve().parents[2]

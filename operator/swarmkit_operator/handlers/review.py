@@ -117,6 +117,7 @@ async def _record_decision(
             "decidedBy": found.decided_by,
             "decidedAt": found.decided_at or None,
         },
+        k8s.REVIEWS_MANAGER,
     )
 
 
@@ -136,7 +137,9 @@ async def _expire_at(namespace: str, name: str, delay: float, lead: Leadership) 
             return
         if (review.get("status") or {}).get("state") in ("Expired", "Closed", "Decided"):
             return
-        await k8s.patch_status("reviews", namespace, name, {"state": "Expired"})
+        await k8s.patch_status(
+            "reviews", namespace, name, {"state": "Expired"}, k8s.REVIEWS_MANAGER
+        )
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # the next watch event sets the timer again
@@ -176,7 +179,7 @@ async def gateway_review(
         ns = namespace
 
         async def pending() -> None:
-            await k8s.patch_status("reviews", ns, name, {"state": "Pending"})
+            await k8s.patch_status("reviews", ns, name, {"state": "Pending"}, k8s.REVIEWS_MANAGER)
 
         lead.defer(("review-pending", namespace, name), pending)
     delay = max(0.0, (deadline - datetime.now(UTC)).total_seconds())

@@ -197,7 +197,17 @@ async def reconcile_skill_grants(ctl: Controller, namespace: str, name: str, for
     if view["observed"] is None:
         return "gone"  # never reconciled, nothing on its way: its reconcile writes grantedBy
     fields = {"grantedBy": granted_by_field(granting_agents(ctl, namespace, name))}
+    # Its own field manager: a SkillGrants write owns grantedBy only (the Skill reconcile
+    # applies grantedBy too, with everything else; force hands it back and forth).
     written = await ctl.write_status(
-        "Skill", namespace, name, view["uid"], int(view["observed"]), view["status"], fields, ()
+        "Skill",
+        namespace,
+        name,
+        view["uid"],
+        int(view["observed"]),
+        view["status"],
+        fields,
+        (),
+        manager=k8s.SKILL_GRANTS_MANAGER,
     )
     return "changed" if written else "unchanged"

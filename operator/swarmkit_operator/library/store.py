@@ -343,7 +343,7 @@ class SkillLibrary:
             {k: view["status"].get(k) for k in desired},
         )
         try:
-            rv = await k8s.patch_status("skills", namespace, name, desired)
+            rv = await k8s.patch_status("skills", namespace, name, desired, k8s.LIBRARY_MANAGER)
         except k8s.ApiError as exc:
             log.warning("writing skill %s/%s usage failed (retrying): %s", namespace, name, exc)
             self.dirty_skills.add((namespace, name))

@@ -387,10 +387,12 @@ class Controller:
         current: Mapping[str, Any] | None,
         fields: Mapping[str, Any],
         verdicts: Iterable[Verdict],
+        manager: str = k8s.RECONCILE_MANAGER,
     ) -> bool:
-        """Merge-patch status if it differs; post an Event per condition transition."""
+        """Apply status if it differs; post an Event per condition transition
+        (:func:`.status.write_status`)."""
         return await _write_status(
-            self, kind, namespace, name, uid, generation, current, fields, verdicts
+            self, kind, namespace, name, uid, generation, current, fields, verdicts, manager
         )
 
 

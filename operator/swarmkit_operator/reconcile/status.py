@@ -1,8 +1,12 @@
-"""Writing a reconcile's outcome: a status merge-patch, and an Event per transition.
+"""Writing a reconcile's outcome: a server-side apply of status, and an Event per transition.
 
 A reconciler computes the status it wants (fields plus condition verdicts);
-:func:`write_status` patches only if that differs from what the object shows, so a
-restart or a resync that changes nothing writes nothing. It also records the write in the
+:func:`write_status` applies it only if that differs from what the object shows, so a
+restart or a resync that changes nothing writes nothing. It applies as the reconcile
+controller's own field manager (``swarmkit-reconcile``) exactly the fields and the
+condition types it computes: the gateways controller's ``Serving`` on an Agent, say, is
+another manager's entry of the same ``conditions`` list (a list keyed by ``type``), which
+this write neither sends nor can put back stale. It also records the write in the
 controller (``awaiting``) until the watch shows it, which is what makes dependents defer
 instead of reading a status that is about to change.
 """
@@ -27,6 +31,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("swarmkit_operator.status")
 
+
+def _by_type(cond: Mapping[str, Any]) -> str:
+    return str(cond.get("type", ""))
+
+
 PLURALS = {
     "Workspace": "workspaces",
     "Skill": "skills",
@@ -45,16 +54,24 @@ async def write_status(
     current: Mapping[str, Any] | None,
     fields: Mapping[str, Any],
     verdicts: Iterable[Verdict],
+    manager: str = k8s.RECONCILE_MANAGER,
 ) -> bool:
-    """Merge-patch status if it differs; post an Event per condition transition."""
+    """Apply status if it differs (as ``manager``); post an Event per condition transition.
+
+    ``fields`` and the verdicts' condition types are everything ``manager`` owns of this
+    object's status: what it applied before and leaves out now is removed (None: removed).
+    """
     key: Key = (kind, namespace, name)
     current = dict(current or {})
     before = list(current.get("conditions") or [])
+    verdicts = list(verdicts)
     conditions = before
     for v in verdicts:
         conditions = set_condition(conditions, v.type, v.status, v.reason, v.message, generation)
+    mine = own_conditions(conditions, [v.type for v in verdicts])
     desired: dict[str, Any] = {**fields, "observedGeneration": generation}
-    desired["conditions"] = conditions
+    if verdicts:
+        desired["conditions"] = mine
     ctl.reconciled_generation[key] = generation
     if same_status(desired, current):
         return False
@@ -78,7 +95,7 @@ async def write_status(
         )
     ctl.awaiting[key] = ("", time.monotonic() + 5.0, desired)
     try:
-        rv = await k8s.patch_status(PLURALS[kind], namespace, name, desired)
+        rv = await apply_status(kind, namespace, name, desired, manager)
     except BaseException:
         ctl.awaiting.pop(key, None)
         raise
@@ -96,7 +113,7 @@ async def write_status(
         "namespace": namespace,
         "uid": uid,
     }
-    changed = transitions(before, conditions)
+    changed = transitions(before, mine)
     # Every transition to False is its own Warning; the other transitions of one
     # reconcile share one Normal Event (reason of Ready if it is among them).
     for cond in changed:
@@ -110,6 +127,37 @@ async def write_status(
     return True
 
 
+async def apply_status(
+    kind: str, namespace: str, name: str, desired: Mapping[str, Any], manager: str
+) -> str | None:
+    """Apply ``desired``; the new resourceVersion (None: the object is gone).
+
+    None and ``{}`` are left out (absent, as :func:`same_status` reads them: an applied
+    empty map is stored as null, which a field typed ``object`` refuses); an empty list
+    is applied as such (``missingSkills: []`` says "none", as before). A field to clear
+    that the object still shows (written by another manager, e.g. the merge patches of an
+    operator older than server-side apply) is then cleared with a merge patch.
+    """
+    plural = PLURALS[kind]
+    applied = {k: v for k, v in desired.items() if v is not None and v != {}}
+    written = await k8s.apply_status(kind, plural, namespace, name, applied, manager)
+    if written is None:
+        return None
+    status = written.get("status") or {}
+    leftover = {k: None for k, v in desired.items() if v is None and status.get(k) is not None}
+    if leftover:
+        return await k8s.patch_status(plural, namespace, name, leftover, manager)
+    return str((written.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def own_conditions(
+    conditions: Iterable[Mapping[str, Any]], types: Iterable[str]
+) -> list[dict[str, Any]]:
+    """The entries of ``conditions`` whose type is one of ``types`` (a manager's own)."""
+    wanted = set(types)
+    return [dict(c) for c in conditions if c.get("type") in wanted]
+
+
 def describe(cond: Mapping[str, Any]) -> str:
     """A condition in one line, as an Event message."""
     text = f"{cond['type']} is {cond['status']} ({cond['reason']})"
@@ -119,10 +167,18 @@ def describe(cond: Mapping[str, Any]) -> str:
 def same_status(desired: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
     """Whether writing ``desired`` would leave ``current`` as it is (None/[]/{} equal absence).
 
-    Only the keys of ``desired`` count: a merge-patch leaves the others alone.
+    Only the keys of ``desired`` count: a write leaves the others alone. ``conditions`` is
+    a list keyed by ``type``: only the desired types are compared (another controller's
+    condition on the same object is not this write's business).
     """
     for key, value in desired.items():
         have = current.get(key)
+        if key == "conditions" and isinstance(value, list):
+            wanted = {c.get("type") for c in value}
+            have = [c for c in have or () if c.get("type") in wanted]
+            if sorted(value, key=_by_type) != sorted(have, key=_by_type):
+                return False
+            continue
         if value in (None, [], {}) and have in (None, [], {}):
             continue
         if value != have:

@@ -169,14 +169,22 @@ async def waiting(
         deadline = rv.deadline_of(review)
         if deadline is not None and now >= deadline:
             expired = await k8s.patch_status_object(
-                REVIEWS, run.namespace, review["metadata"]["name"], {"state": "Expired"}
+                REVIEWS,
+                run.namespace,
+                review["metadata"]["name"],
+                {"state": "Expired"},
+                k8s.REVIEWS_MANAGER,
             )
             # A decision admitted before the Review was marked Expired still counts.
             found = rv.decision_of(expired or {}) or rv.timeout_decision(review, now)
         else:
             if ((review.get("status") or {}).get("state")) != "Pending":
                 await k8s.patch_status(
-                    REVIEWS, run.namespace, review["metadata"]["name"], {"state": "Pending"}
+                    REVIEWS,
+                    run.namespace,
+                    review["metadata"]["name"],
+                    {"state": "Pending"},
+                    k8s.REVIEWS_MANAGER,
                 )
             return max((deadline - now).total_seconds(), 0.5) if deadline else None
     return await resume(st, run, spec, stage, found, review)
@@ -232,7 +240,7 @@ async def resume(
         "decidedAt": found.decided_at or None,
         "resumedJob": job,
     }
-    await k8s.patch_status(REVIEWS, run.namespace, name, review_status)
+    await k8s.patch_status(REVIEWS, run.namespace, name, review_status, k8s.REVIEWS_MANAGER)
     fields = {"resumes": nxt, "decisions": decisions, "reviewItems": []}
     again = await create_job(
         st, run, ref, rendered, cm_name, recreation, verdict, resume=nxt, extra=fields
@@ -248,7 +256,7 @@ async def close(st: RunState, run: RunView) -> None:
     """The run ended while its Review waited (cancelled): the Review is ``Closed``, and the
     admission policy refuses decisions on it from then on."""
     name = rv.review_name(run.name, run.uid, stage_of(run))
-    await k8s.patch_status(REVIEWS, run.namespace, name, {"state": "Closed"})
+    await k8s.patch_status(REVIEWS, run.namespace, name, {"state": "Closed"}, k8s.REVIEWS_MANAGER)
 
 
 __all__ = ["close", "parked", "resume", "waiting"]

@@ -153,7 +153,13 @@ async def schedule_topology(ctl: RunController, topo: dict[str, Any], now: datet
             "uid": uid,
         }
         await k8s.post_event(involved, "Normal", "Scheduled", f"created Run {run_name}")
-    await k8s.patch_status("topologies", namespace, name, {"lastScheduleTime": rs.rfc3339(when)})
+    await k8s.patch_status(
+        "topologies",
+        namespace,
+        name,
+        {"lastScheduleTime": rs.rfc3339(when)},
+        k8s.SCHEDULER_MANAGER,
+    )
 
 
 class Scheduler:

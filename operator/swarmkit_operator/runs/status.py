@@ -36,7 +36,7 @@ async def write(
     patch.update(extra or {})
     if all(before.get(k) == v for k, v in patch.items()):
         return
-    rv = await k8s.patch_status("runs", run.namespace, run.name, patch)
+    rv = await k8s.patch_status("runs", run.namespace, run.name, patch, k8s.RUNS_MANAGER)
     if rv is None:
         return  # the Run is gone
     st.changed.add(run.uid)
