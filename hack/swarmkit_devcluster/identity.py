@@ -33,7 +33,44 @@ OPERATOR_ROLE_SUFFIXES = ("", "-leader-election")
 
 
 def chart_rbac(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The operator's ServiceAccount and RBAC objects as ``helm template`` renders them."""
+    """The operator's ServiceAccount and RBAC objects as ``helm template`` renders them.
+
+    Default values (every namespace), plus what the chart adds for ``watchNamespaces``
+    at cluster scope (reading the namespaces), as the ClusterRole ``<release>-namespaces``:
+    the tests' operators watch all namespaces or a list of their test namespaces, and
+    rendering the chart per test namespace would only repeat the same rules.
+    """
+    docs = _render(values)
+    for doc in _render({**(values or {}), "watchNamespaces": ["swarmkit-rbac-probe"]}):
+        if doc.get("kind") == "ClusterRole" and doc["metadata"]["name"] == RELEASE:
+            rules = [r for r in doc["rules"] if "namespaces" in r.get("resources", ())]
+            docs.append(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRole",
+                    "metadata": {"name": f"{RELEASE}-namespaces"},
+                    "rules": rules,
+                }
+            )
+            docs.append(
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRoleBinding",
+                    "metadata": {"name": f"{RELEASE}-namespaces"},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": f"{RELEASE}-namespaces",
+                    },
+                    "subjects": [
+                        {"kind": "ServiceAccount", "name": RELEASE, "namespace": NAMESPACE}
+                    ],
+                }
+            )
+    return docs
+
+
+def _render(values: dict[str, Any] | None) -> list[dict[str, Any]]:
     args = [str(binary("helm")), "template", RELEASE, str(repo_root() / "charts" / RELEASE)]
     args += ["--namespace", NAMESPACE]
     for key, value in (values or {}).items():

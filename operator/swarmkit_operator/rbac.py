@@ -1,0 +1,262 @@
+"""What the operator may do in the Kubernetes API: the one table the chart's RBAC is made of.
+
+Each :class:`Grant` says which verbs on which resources, where (every watched namespace,
+the cluster, or the release namespace for the leader election's Lease) and why.
+``crdgen`` renders the chart's rule templates from it (``templates/_rbac_rules.tpl``,
+drift-checked by ``make verify``), and ``tests/unit/operator/test_rbac_table.py`` derives
+the API calls the code makes (its ``k8s`` calls, the resources it watches and lists) and
+fails when one is not granted here or a grant here is used by nothing. The integration
+suite runs every operator with the rendered chart's ServiceAccount, so the apiserver
+itself refuses a call the table missed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Scope = Literal["namespaced", "cluster", "cluster-when-namespaced", "lease"]
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One RBAC rule, with the reason the operator needs it."""
+
+    group: str
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    why: str
+    scope: Scope = "namespaced"
+    #: Only these objects (``resourceNames``); a Helm expression may stand in a name.
+    names: tuple[str, ...] = ()
+
+
+#: The chart's Lease name, as a Helm expression (rendered into the template as is).
+LEASE_NAME = (
+    '{{ .Values.leaderElection.leaseName | default (include "swarmkit-operator.fullname" .) }}'
+)
+
+GRANTS: tuple[Grant, ...] = (
+    Grant(
+        "swarmkit.dev",
+        ("workspaces", "skills", "agents", "topologies", "runs"),
+        ("list", "watch"),
+        "Watch the kinds it reconciles. It never writes their spec, labels or annotations.",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("skills", "runs"),
+        ("get",),
+        "Read one Skill (a reconcile whose watch event carried no body) or Run (its latest "
+        "status before a Job is recreated).",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("workspaces/status", "skills/status", "agents/status", "topologies/status", "runs/status"),
+        ("patch",),
+        "Status is the operator's (server-side apply or merge patch, one field manager per "
+        "controller): conditions, versions, pins, Run outcomes.",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("reviews",),
+        ("create", "get", "list", "watch"),
+        "Human review: it opens a Review for each question a parked Run (or a swarm-authored "
+        "Skill) reports; it never writes spec.decision (the admission policy refuses it).",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("reviews/status",),
+        ("patch",),
+        "What it made of a decision (Resumed, Expired, Decided; who, when).",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("runs",),
+        ("create", "delete"),
+        "Scheduled Runs (Topology spec.schedule) and Run retention (TTL, historyLimit).",
+    ),
+    Grant(
+        "swarmkit.dev",
+        (
+            "workspaces/finalizers",
+            "skills/finalizers",
+            "agents/finalizers",
+            "topologies/finalizers",
+            "runs/finalizers",
+        ),
+        ("update",),
+        "Its ConfigMaps, Jobs, Deployments carry ownerReferences with blockOwnerDeletion; "
+        "the OwnerReferencesPermissionEnforcement admission plugin (e.g. OpenShift) "
+        "requires this.",
+    ),
+    Grant(
+        "",
+        ("configmaps",),
+        ("create", "get", "list", "watch", "patch", "update", "delete"),
+        "Rendered, immutable, content-addressed ConfigMaps (created once, deleted when "
+        "unused; patch only labels a finished Run's bundle), Skill files read from users' "
+        "ConfigMaps, and the skill library swarmkit-skill-library and its shards "
+        "swarmkit-skill-library-<i> (updated in place; RBAC cannot name a prefix).",
+    ),
+    Grant(
+        "batch",
+        ("jobs",),
+        ("create", "get", "list", "watch", "delete"),
+        "One Job per Run; deleted to cancel.",
+    ),
+    Grant(
+        "",
+        ("pods",),
+        ("list", "watch", "patch"),
+        "A Run pod's phase, exit code and termination message; patch removes the "
+        "operator's own swarmkit.dev/run-outcome finalizer.",
+    ),
+    Grant(
+        "",
+        ("pods/log",),
+        ("get",),
+        "A parked run's checkpoint line (stored in an immutable ConfigMap).",
+    ),
+    Grant(
+        "apps",
+        ("deployments",),
+        ("create", "list", "watch", "patch", "delete"),
+        "A served Topology (spec.serve) and an Agent's MCP gateway (spec.gateway): "
+        "server-side applied (patch, and create when missing), owned by the Topology or "
+        "Agent, deleted when the field goes.",
+    ),
+    Grant(
+        "",
+        ("services",),
+        ("create", "patch", "delete"),
+        "Their Services (server-side applied).",
+    ),
+    Grant(
+        "",
+        ("serviceaccounts",),
+        ("create", "patch", "delete"),
+        "A gateway's own ServiceAccount gw-<agent>: it opens Reviews as itself.",
+    ),
+    Grant(
+        "rbac.authorization.k8s.io",
+        ("roles", "rolebindings"),
+        ("create", "patch", "delete"),
+        "The gateway's Role + RoleBinding (create/get/watch Reviews only: verbs the operator "
+        "holds, so RBAC lets it grant them without escalate or bind).",
+    ),
+    Grant(
+        "",
+        ("secrets",),
+        ("list", "watch"),
+        "Workspace credential references: which Secrets and keys exist. Values are never "
+        "copied (Run pods get them through secretKeyRef).",
+    ),
+    Grant(
+        "",
+        ("events",),
+        ("create", "list"),
+        "An Event for every condition transition; a Job's warning Events explain a failed pod.",
+    ),
+    Grant(
+        "apiextensions.k8s.io",
+        ("customresourcedefinitions",),
+        ("get", "list", "watch"),
+        "kopf follows the CRDs (the operator may start before they are established).",
+        scope="cluster",
+    ),
+    Grant(
+        "",
+        ("namespaces",),
+        ("list", "watch"),
+        "With watchNamespaces, kopf follows the namespaces.",
+        scope="cluster-when-namespaced",
+    ),
+    Grant(
+        "coordination.k8s.io",
+        ("leases",),
+        ("create",),
+        "Leader election: the Lease is created by the first replica (create cannot be "
+        "limited to a name).",
+        scope="lease",
+    ),
+    Grant(
+        "coordination.k8s.io",
+        ("leases",),
+        ("get", "update"),
+        "Leader election: read, acquire and renew only the chart's Lease.",
+        scope="lease",
+        names=(LEASE_NAME,),
+    ),
+)
+
+
+def grants(scope: Scope) -> tuple[Grant, ...]:
+    return tuple(g for g in GRANTS if g.scope == scope)
+
+
+def allows(group: str, resource: str, verb: str, name: str | None = None) -> bool:
+    """Whether some grant allows ``verb`` on ``group``/``resource`` (``name`` if named)."""
+    for g in GRANTS:
+        if g.group != group or resource not in g.resources or verb not in g.verbs:
+            continue
+        if g.names and name is not None and name not in g.names and LEASE_NAME not in g.names:
+            continue
+        return True
+    return False
+
+
+def _wrap(text: str, width: int = 90) -> list[str]:
+    words, lines, line = text.split(), [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    if line:
+        lines.append(line)
+    return lines
+
+
+def _rule(g: Grant) -> str:
+    out = [f"# {line}" for line in _wrap(g.why)]
+    out.append(f"- apiGroups: [{g.group or chr(34) * 2}]")
+    out.append(f"  resources: [{', '.join(g.resources)}]")
+    if g.names:
+        out.append(f"  resourceNames: [{', '.join(_quoted(n) for n in g.names)}]")
+    out.append(f"  verbs: [{', '.join(g.verbs)}]")
+    return "\n".join(out)
+
+
+def _quoted(name: str) -> str:
+    return f"{name[:-2].rstrip()} | quote }}}}" if name.startswith("{{") else f'"{name}"'
+
+
+def chart_template() -> str:
+    """``templates/_rbac_rules.tpl``: the chart's rule lists, rendered from :data:`GRANTS`."""
+    namespaced = "\n".join(_rule(g) for g in grants("namespaced"))
+    cluster = "\n".join(_rule(g) for g in grants("cluster"))
+    when_namespaced = "\n".join(_rule(g) for g in grants("cluster-when-namespaced"))
+    lease = "\n".join(_rule(g) for g in grants("lease"))
+    return f"""{{{{/* GENERATED by `make generate` from operator/swarmkit_operator/rbac.py (the one
+     table of what the operator may do); `make verify` fails when it drifts. */}}}}
+
+{{{{/* What the operator does in each watched namespace (all of them in cluster-wide mode). */}}}}
+{{{{- define "swarmkit-operator.namespacedRules" -}}}}
+{namespaced}
+{{{{- end }}}}
+
+{{{{/* Cluster-scoped reads; the namespaces only when watching a list of them. */}}}}
+{{{{- define "swarmkit-operator.clusterRules" -}}}}
+{cluster}
+{{{{- if not (include "swarmkit-operator.clusterWide" .) }}}}
+{when_namespaced}
+{{{{- end }}}}
+{{{{- end }}}}
+
+{{{{/* Leader election: the Lease in the release namespace. */}}}}
+{{{{- define "swarmkit-operator.leaseRules" -}}}}
+{lease}
+{{{{- end }}}}
+"""

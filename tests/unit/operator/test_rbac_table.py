@@ -1,0 +1,372 @@
+"""The operator's RBAC: the chart's rules and the code's API calls, both from one table.
+
+``swarmkit_operator.rbac.GRANTS`` is the one table. This test
+
+1. renders the chart (every namespace, and a list of namespaces) and checks its rules are
+   exactly the table's (the template is generated from it; ``make verify`` keeps it so);
+2. derives the API calls the operator's code makes, without running it: every call of a
+   ``swarmkit_operator.k8s`` helper (what each helper sends is read from ``k8s.py`` itself:
+   its verbs and the path it builds), the resources the watch streams and indexes list and
+   watch, kopf's own watches, and the leader election's Lease calls; then checks each is
+   granted, and that every grant is used by some call (no permission nobody needs).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from swarmkit_devcluster.paths import binary
+from swarmkit_operator import rbac
+
+REPO = Path(__file__).resolve().parents[3]
+OPERATOR = REPO / "operator" / "swarmkit_operator"
+CHART = REPO / "charts" / "swarmkit-operator"
+
+PATH_GROUPS = {
+    "custom_path": "swarmkit.dev",
+    "core_path": "",
+    "batch_path": "batch",
+    "apps_path": "apps",
+    "rbac_path": "rbac.authorization.k8s.io",
+}
+VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+#: Call sites whose resource is computed, not written at the call: what it can be, and why.
+DYNAMIC: dict[tuple[str, str], set[str]] = {
+    # write_status's PLURALS[kind]: the four kinds the reconcile controller writes
+    ("reconcile/status.py", "plural"): {"workspaces", "skills", "agents", "topologies"},
+    # a gateway's ServiceAccount, Role and RoleBinding (builders/gateway.py review_rbac)
+    ("gateways.py", "object_path"): {"serviceaccounts", "roles", "rolebindings"},
+}
+OBJECT_PATH_GROUPS = {"serviceaccounts": "", "roles": PATH_GROUPS["rbac_path"]}
+OBJECT_PATH_GROUPS["rolebindings"] = PATH_GROUPS["rbac_path"]
+
+
+@dataclass(frozen=True)
+class Call:
+    group: str
+    resource: str
+    verb: str
+    where: str
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.group or 'core'}/{self.resource} ({self.where})"
+
+
+# --- 1. the chart's rules are the table ----------------------------------------------------
+
+
+def _render(*args: str) -> list[dict]:
+    out = subprocess.run(
+        [str(binary("helm")), "template", "sk", str(CHART), "-n", "sk-system", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def _rules(grants: tuple[rbac.Grant, ...], lease: str = "sk-swarmkit-operator") -> list[dict]:
+    out = []
+    for g in grants:
+        rule: dict = {"apiGroups": [g.group], "resources": list(g.resources)}
+        if g.names:
+            rule["resourceNames"] = [lease if n == rbac.LEASE_NAME else n for n in g.names]
+        rule["verbs"] = list(g.verbs)
+        out.append(rule)
+    return out
+
+
+def _named(docs: list[dict], kind: str, name: str) -> dict:
+    return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name)
+
+
+def test_the_chart_renders_exactly_the_table_in_both_modes() -> None:
+    if not binary("helm").exists():
+        pytest.fail("helm is not built; run `make cluster-binaries`", pytrace=False)
+    docs = _render()
+    cluster_role = _named(docs, "ClusterRole", "sk-swarmkit-operator")
+    assert cluster_role["rules"] == _rules(rbac.grants("cluster") + rbac.grants("namespaced"))
+    lease = _named(docs, "Role", "sk-swarmkit-operator-leader-election")
+    assert lease["metadata"]["namespace"] == "sk-system"
+    assert lease["rules"] == _rules(rbac.grants("lease"))
+
+    docs = _render("--set", "watchNamespaces={team-a,team-b}")
+    cluster_role = _named(docs, "ClusterRole", "sk-swarmkit-operator")
+    assert cluster_role["rules"] == _rules(
+        rbac.grants("cluster") + rbac.grants("cluster-when-namespaced")
+    )
+    roles = [
+        d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "sk-swarmkit-operator"
+    ]
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
+    for role in roles:
+        assert role["rules"] == _rules(rbac.grants("namespaced"))
+
+    docs = _render("--set", "leaderElection.leaseName=ops")
+    lease = _named(docs, "Role", "sk-swarmkit-operator-leader-election")
+    assert lease["rules"] == _rules(rbac.grants("lease"), lease="ops")
+
+
+# --- 2. the code's calls are granted, and every grant is used --------------------------------
+
+
+@dataclass(frozen=True)
+class Helper:
+    """What one ``k8s`` helper sends, read from its body."""
+
+    verbs: tuple[str, ...]  # HTTP verbs, and "APPLY" for a server-side apply
+    group: str | None  # None: from a ``path`` argument
+    resource: str | None  # literal, or None
+    resource_param: int | None  # index of the parameter naming the resource
+    suffix: str  # "/status", "/log" or ""
+    collection: bool  # path built without a name
+
+
+def _helpers() -> dict[str, Helper]:
+    tree = ast.parse((OPERATOR / "k8s.py").read_text())
+    found: dict[str, Helper] = {}
+    for fn in tree.body:
+        if not isinstance(fn, ast.AsyncFunctionDef):
+            continue
+        params = [a.arg for a in fn.args.args]
+        verbs = tuple(
+            sorted(
+                {
+                    n.value
+                    for n in ast.walk(fn)
+                    if isinstance(n, ast.Constant) and n.value in ("GET", *VERBS)
+                }
+            )
+        )
+        if not verbs:
+            continue
+        if any(isinstance(n, ast.Constant) and n.value == "application/apply-patch+yaml"
+               for n in ast.walk(fn)):  # fmt: skip
+            verbs = (*verbs, "APPLY")
+        group = resource = None
+        resource_param = None
+        suffix, collection = "", False
+        for n in ast.walk(fn):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id in PATH_GROUPS
+            ):
+                group = PATH_GROUPS[n.func.id]
+                first = n.args[0]
+                if isinstance(first, ast.Constant):
+                    resource = str(first.value)
+                elif isinstance(first, ast.Name) and first.id in params:
+                    resource_param = params.index(first.id)
+                collection = collection or len(n.args) < 3
+            if isinstance(n, ast.Constant) and n.value in ("/status", "/log"):
+                suffix = str(n.value)
+        found[fn.name] = Helper(verbs, group, resource, resource_param, suffix, collection)
+    return found
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and isinstance(node.value.value, str):
+                    out[t.id] = node.value.value
+    return out
+
+
+def _loop_values(tree: ast.Module) -> dict[str, set[str]]:
+    """Names bound by ``for name in ("a", "b"):`` loops (their possible values)."""
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.iter, ast.Tuple)
+        ):
+            values = {e.value for e in node.iter.elts if isinstance(e, ast.Constant)}
+            out.setdefault(node.target.id, set()).update(str(v) for v in values)
+    return out
+
+
+def _resources(
+    arg: ast.expr, rel: str, consts: dict[str, str], loops: dict[str, set[str]]
+) -> set[str]:
+    if isinstance(arg, ast.Constant):
+        return {str(arg.value)}
+    if isinstance(arg, ast.Name):
+        if arg.id in consts:
+            return {consts[arg.id]}
+        if arg.id in loops:
+            return loops[arg.id]
+        if (rel, arg.id) in DYNAMIC:
+            return DYNAMIC[(rel, arg.id)]
+    if isinstance(arg, ast.Attribute) and arg.attr in consts:
+        return {consts[arg.attr]}
+    raise AssertionError(
+        f"{rel}: cannot tell which resource {ast.unparse(arg)} is; add it to DYNAMIC"
+    )
+
+
+def _path_resources(
+    arg: ast.expr, rel: str, consts: dict[str, str], loops: dict[str, set[str]]
+) -> tuple[set[tuple[str, str]], bool]:
+    """(group, resource) pairs a path expression can name, and whether it is a collection."""
+    if isinstance(arg, ast.Name):  # a local: find its assignment in the file
+        tree = ast.parse((OPERATOR / rel).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == arg.id for t in node.targets
+            ):
+                return _path_resources(node.value, rel, consts, loops)
+    if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute):
+        name = arg.func.attr
+        if name in PATH_GROUPS:
+            res = _resources(arg.args[0], rel, consts, loops)
+            return {(PATH_GROUPS[name], r) for r in res}, len(arg.args) < 3
+        if name == "object_path":
+            res = DYNAMIC[(rel, "object_path")]
+            return {(OBJECT_PATH_GROUPS[r], r) for r in res}, False
+    raise AssertionError(f"{rel}: cannot tell which path {ast.unparse(arg)} is")
+
+
+def _verb(http: str, collection: bool) -> str:
+    if http == "GET":
+        return "list" if collection else "get"
+    if http == "APPLY":  # a server-side apply creates the object when it is missing
+        return "create"
+    return VERBS[http]
+
+
+def code_calls() -> Iterator[Call]:
+    helpers = _helpers()
+    k8s_consts = _constants(ast.parse((OPERATOR / "k8s.py").read_text()))
+    for path in sorted(OPERATOR.rglob("*.py")):
+        rel = str(path.relative_to(OPERATOR))
+        if rel in ("k8s.py", "rbac.py"):
+            continue
+        tree = ast.parse(path.read_text())
+        consts = {**k8s_consts, **_constants(tree)}
+        for imported in ast.walk(tree):  # constants imported from sibling modules
+            if isinstance(imported, ast.ImportFrom) and imported.module and imported.level:
+                base = (path.parent / ("../" * (imported.level - 1))).resolve()
+                source = base / (imported.module.replace(".", "/") + ".py")
+                if source.exists():
+                    consts.update(_constants(ast.parse(source.read_text())))
+        loops = _loop_values(tree)
+        for node in ast.walk(tree):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "k8s"
+                and node.func.attr in helpers
+            ):
+                continue
+            helper = helpers[node.func.attr]
+            where = f"{rel}:{node.lineno} k8s.{node.func.attr}"
+            if node.func.attr in ("request", "stream", "request_start"):
+                continue  # generic: the leader election, indexes and watches (below)
+            if helper.group is None:  # the path is an argument
+                pairs, collection = _path_resources(node.args[0], rel, consts, loops)
+            else:
+                if helper.resource is not None:
+                    res = {helper.resource}
+                else:
+                    assert helper.resource_param is not None, where
+                    res = _resources(node.args[helper.resource_param], rel, consts, loops)
+                pairs, collection = {(helper.group, r) for r in res}, helper.collection
+            for group, resource in pairs:
+                for http in helper.verbs:
+                    if http == "APPLY" and helper.suffix:
+                        continue  # an apply to a subresource never creates the object
+                    # a POST is made on the collection; a helper that falls back from PUT
+                    # to POST (put_config_map) creates
+                    verb = _verb(http, collection and http == "GET")
+                    yield Call(group, resource + helper.suffix, verb, where)
+
+
+def watched_calls() -> Iterator[Call]:
+    """What the watch streams, the indexes and kopf list and watch."""
+    from swarmkit_operator import handlers  # registers every index, event function, handler
+    from swarmkit_operator.handlers import events
+    from swarmkit_operator.indexes import INDEX_SPECS, RESOURCES
+
+    del handlers
+    for key in events.resources():
+        group = "" if len(key) == 2 else key[0]
+        for verb in ("list", "watch"):
+            yield Call(group, key[-1], verb, "handlers/streams.py")
+    for spec in INDEX_SPECS:
+        for verb in ("list", "watch"):
+            yield Call(RESOURCES[spec.resource].group, spec.resource, verb, f"index {spec.id}")
+    import kopf
+
+    registry = kopf.get_default_registry()
+    for handler in registry._watching.get_all_handlers():
+        selector = handler.selector
+        assert selector is not None
+        for verb in ("list", "watch"):
+            plural = str(selector.plural or selector.any_name)
+            yield Call(selector.group or "", plural, verb, f"kopf {handler.id}")
+    # kopf follows the CRDs, and the namespaces when given a list of them
+    for verb in ("get", "list", "watch"):
+        yield Call("apiextensions.k8s.io", "customresourcedefinitions", verb, "kopf")
+    for verb in ("list", "watch"):
+        yield Call("", "namespaces", verb, "kopf (watchNamespaces)")
+
+
+def leader_calls() -> Iterator[Call]:
+    tree = ast.parse((OPERATOR / "runtime" / "leader.py").read_text())
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "_call"
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            http = str(node.args[0].value)
+            yield Call(
+                "coordination.k8s.io", "leases", _verb(http, False), f"leader.py:{node.lineno}"
+            )
+
+
+def all_calls() -> list[Call]:
+    return [*code_calls(), *watched_calls(), *leader_calls()]
+
+
+def test_every_api_call_of_the_code_is_granted() -> None:
+    calls = all_calls()
+    assert len(calls) > 50  # the derivation found the code's calls
+    denied = sorted({str(c) for c in calls if not rbac.allows(c.group, c.resource, c.verb)})
+    assert not denied, "the code calls what the chart does not grant:\n" + "\n".join(denied)
+
+
+def test_every_grant_is_used_by_some_call() -> None:
+    used = {(c.group, c.resource, c.verb) for c in all_calls()}
+    # Not API calls of the operator's own: ownerReferences with blockOwnerDeletion need
+    # "update" on the owner's finalizers (OwnerReferencesPermissionEnforcement).
+    finalizers = {
+        ("swarmkit.dev", r, "update")
+        for g in rbac.GRANTS
+        for r in g.resources
+        if r.endswith("/finalizers")
+    }
+    unused = sorted(
+        f"{verb} {g.group or 'core'}/{resource}"
+        for g in rbac.GRANTS
+        for resource in g.resources
+        for verb in g.verbs
+        if (g.group, resource, verb) not in used | finalizers
+    )
+    assert not unused, "granted but used by no call (drop it, or say which call):\n" + "\n".join(
+        unused
+    )
