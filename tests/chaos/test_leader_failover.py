@@ -13,6 +13,7 @@ Lease aside) while it was a standby, counted from its own request metric.
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import time
@@ -196,6 +197,8 @@ def test_three_replicas_fail_over_without_standby_writes_or_lost_ticks(
     except BaseException:
         for op in replicas:
             print(op.tail(40))
+        for r in kube.custom.list_namespaced_custom_object(GROUP, VERSION, ns, "runs")["items"]:
+            print(r["metadata"]["name"], json.dumps(r.get("status"))[:1500])
         raise
     finally:
         for op in replicas:

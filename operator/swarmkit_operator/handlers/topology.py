@@ -25,6 +25,7 @@ from ..builders.topology import (
     resolve_topology,
     topology_agent_names,
 )
+from ..conditions import get_condition
 from ..indexes import index
 from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
 from ..reconcile.views import MISSING, base_view
@@ -127,6 +128,23 @@ async def topology_event(
             )
             agents.update(ctl.lookup_all("agent_by_grant", (namespace, WORKSPACE_PACK)))
             ctl.enqueue_many("Agent", namespace, agents)
+    if view is not MISSING and _serving_waits_for_itself(body):
+        # spec.serve was added to a Ready Topology: that reconcile found the Topology "being
+        # reconciled" (its own generation) and set Serving Pending with a 30 s recheck.
+        # Its status now shows the generation observed: serve it now. A re-run that
+        # changes nothing writes nothing, so this cannot loop.
+        ctl.enqueue("Topology", namespace, name)
+
+
+def _serving_waits_for_itself(body: Mapping[str, Any]) -> bool:
+    spec = body.get("spec") or {}
+    status = body.get("status") or {}
+    if spec.get("serve") is None:
+        return False
+    if status.get("observedGeneration") != (body.get("metadata") or {}).get("generation"):
+        return False
+    serving = get_condition(status.get("conditions"), "Serving")
+    return serving is not None and serving.get("reason") == "Pending"
 
 
 @kopf.on.event("apps", "v1", "deployments", labels={SERVE_LABEL: kopf.PRESENT})

@@ -271,12 +271,12 @@ class LeaderElector:
             if not renewed:
                 lead.fenced_at = min(lead.fenced_at, lead.clock())
                 lead.leading = False
-                log.error(
-                    "lost the lease %s/%s (holder now %s): stopped writing",
-                    s.namespace,
-                    s.name,
-                    self._holder or "unknown",
+                why = (
+                    f"held by {self._holder} now"
+                    if self._holder not in (None, s.identity)
+                    else f"not renewed within the renew deadline ({s.renew_deadline:g}s)"
                 )
+                log.error("lost the lease %s/%s (%s): stopped writing", s.namespace, s.name, why)
                 self.on_stopped_leading()
                 return
 
