@@ -1,4 +1,5 @@
-"""``python -m swarmkit_devcluster build|clients|images|up|down|status|operator-up|operator-down|demo``."""
+"""``python -m swarmkit_devcluster <command>``: build, clients, images, up, down, status,
+operator-up, operator-down, demo."""
 
 from __future__ import annotations
 

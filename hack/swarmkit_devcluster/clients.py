@@ -72,7 +72,9 @@ def go_sdk_version(module_dir: Path | None = None) -> str:
     gomod = ((module_dir or hack_dir() / GO_CLIENT_DIR) / "go.mod").read_text()
     found = re.search(r"github\.com/a2aproject/a2a-go\s+(v\S+)", gomod)
     if found is None:
-        raise BuildError(f"hack/{GO_CLIENT_DIR}/go.mod does not require github.com/a2aproject/a2a-go")
+        raise BuildError(
+            f"hack/{GO_CLIENT_DIR}/go.mod does not require github.com/a2aproject/a2a-go"
+        )
     return found.group(1)
 
 

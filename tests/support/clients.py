@@ -42,6 +42,12 @@ def clients() -> ThirdPartyClients:
     return ensure_clients()
 
 
+def npm_version(package: str) -> str:
+    """The installed version of an npm package (``package`` as named in package.json)."""
+    manifest = clients().node_dir.parent / "node_modules" / package / "package.json"
+    return str(json.loads(manifest.read_text())["version"])
+
+
 def node_binary() -> str:
     node = shutil.which("node")
     if node is None:
@@ -153,4 +159,5 @@ __all__ = [
     "a2a_go",
     "clients",
     "node",
+    "npm_version",
 ]
