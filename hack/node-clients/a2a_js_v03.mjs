@@ -5,7 +5,7 @@
 //
 // Prints one JSON object: the card the SDK resolved, a blocking message/send, a
 // message/stream, a non-blocking send polled with tasks/get (scenario "all"), or the
-// error of a send ("auth").
+// errors of a send and of a stream ("auth": the token is a wrong one).
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from 'a2a-js-sdk-v03/client';
 
 const [base, token, question, scenario = 'all'] = process.argv.slice(2);

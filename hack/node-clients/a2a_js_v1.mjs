@@ -3,7 +3,8 @@
 //   node a2a_js_v1.mjs <base-url> <token> <text> [all|auth]
 //
 // Prints one JSON object: the card the SDK resolved, a blocking send, a stream, a
-// non-blocking send polled with GetTask (scenario "all"), or the error of a send ("auth").
+// non-blocking send polled with GetTask (scenario "all"), or the errors of a send and of a
+// stream ("auth": the token is a wrong one).
 import { Role, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 

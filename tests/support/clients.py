@@ -87,10 +87,12 @@ def node(script: str, *args: str, timeout: float = 180.0) -> dict[str, Any]:
 
 
 class JsA2AServer:
-    """``hack/node-clients/a2a_js_server.mjs``: an A2A 1.0 agent built with @a2a-js/sdk 1.x."""
+    """An A2A agent built with the A2A JavaScript SDK: ``hack/node-clients/a2a_js_server.mjs``
+    (@a2a-js/sdk 1.x, A2A 1.0) or ``a2a_js_v03_server.mjs`` (@a2a-js/sdk 0.3.x, A2A 0.3)."""
 
-    def __init__(self, token: str, port: int | None = None) -> None:
+    def __init__(self, token: str, script: str = "a2a_js_server.mjs", port: int | None = None):
         self.token = token
+        self.script = script
         self.port = port or free_port()
         self.proc: subprocess.Popen[str] | None = None
         self.lines: list[str] = []
@@ -104,12 +106,17 @@ class JsA2AServer:
     def card_url(self) -> str:
         return f"{self.base_url}/.well-known/agent-card.json"
 
+    @property
+    def protocol(self) -> str:
+        """The A2A version the agent's card offers."""
+        return "0.3" if self.script == "a2a_js_v03_server.mjs" else "1.0"
+
     def received(self) -> list[dict[str, Any]]:
         """What the agent logged: ``{"received": text, …}`` and ``{"refused": why}`` lines."""
         return [json.loads(line) for line in list(self.lines) if line.startswith("{")]
 
     def __enter__(self) -> JsA2AServer:
-        script = clients().node_script("a2a_js_server.mjs")
+        script = clients().node_script(self.script)
         self.proc = subprocess.Popen(
             [node_binary(), str(script), str(self.port), self.token],
             stdout=subprocess.PIPE,

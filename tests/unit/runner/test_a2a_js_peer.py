@@ -1,10 +1,11 @@
 """The runner's remote agent skill (``implementation.cardUrl``) against an A2A agent built
-with a second SDK: the A2A JavaScript SDK's server (@a2a-js/sdk 1.x, A2A 1.0 JSON-RPC on
-Express), beside our own test server (tests/support/a2a_server.py) and our served topology.
+with a second SDK: the A2A JavaScript SDK's server in both protocol lines (@a2a-js/sdk 1.x:
+A2A 1.0; 0.3.x: A2A 0.3; JSON-RPC on Express), beside our own test server
+(tests/support/a2a_server.py) and our served topology.
 
-The agent is a real Node process (``hack/node-clients/a2a_js_server.mjs``) whose card is the
-SDK's, whose JSON-RPC handler, task store and state machine are the SDK's, and which refuses
-a call without its bearer token (HTTP 401)."""
+The agent is a real Node process (``hack/node-clients/a2a_js_server.mjs`` /
+``a2a_js_v03_server.mjs``) whose card it serves, whose JSON-RPC handler, task store and
+state machine are the SDK's, and which refuses a call without its bearer token (HTTP 401)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,13 @@ REF = secret_ref("js-peer", "token")
 UID = "00000000-0000-4000-8000-00000000a2a7"
 
 
-@pytest.fixture
-def js_agent() -> Iterator[JsA2AServer]:
-    with JsA2AServer(TOKEN) as server:
+SERVERS = {"1.0": "a2a_js_server.mjs", "0.3": "a2a_js_v03_server.mjs"}
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def js_agent(request: pytest.FixtureRequest) -> Iterator[JsA2AServer]:
+    with JsA2AServer(TOKEN, SERVERS[request.param]) as server:
+        assert server.protocol == request.param
         yield server
 
 
@@ -72,9 +77,10 @@ async def test_a_task_completes_with_the_js_agents_answer(
     assert out.outcome == "Succeeded", out.result
     assert out.result["output"] == "js agent heard: what is the answer?"
     [card] = out.events("a2a.card")
-    # The SDK's card offers A2A 1.0 JSON-RPC only: the runner spoke 1.0 (SendMessage,
-    # then GetTask until the SDK's task store said completed).
-    assert (card["protocol"], card["endpoint"]) == ("1.0", f"{js_agent.base_url}/a2a")
+    # Each SDK's card offers one protocol version; the runner spoke it (SendMessage /
+    # message/send, then GetTask / tasks/get until the SDK's task store said completed).
+    endpoint = f"{js_agent.base_url}/a2a"
+    assert (card["protocol"], card["endpoint"]) == (js_agent.protocol, endpoint)
     [sent] = out.events("a2a.send")
     [followed] = out.events("a2a.task")
     assert followed["state"] == "completed" and followed["polls"] >= 1
