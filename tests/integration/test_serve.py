@@ -358,7 +358,7 @@ def test_sdk_client_against_the_served_card(
         assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
 
         intruder = await sdk(base, token="not-the-token")
-        with pytest.raises(A2AClientError, match="401"):
+        with pytest.raises(A2AClientError, match="HTTP Error 401"):
             await collect(intruder.send_message(user_message("let me in")))
 
     asyncio.run(scenario())
