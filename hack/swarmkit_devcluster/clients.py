@@ -13,8 +13,9 @@
   ``run-<scripts hash>/``.
 
 Both are keyed by the hash of their inputs, so an edit rebuilds and two checkouts at
-different commits do not disturb each other; a cached build is a no-op (one ``stat``).
-Builds take the cache's build lock (another process may be building right now: it waits).
+different commits do not disturb each other; a cached build is a no-op (a few ``stat``s).
+Builds take their own lock in the cache (another process may be building them right now:
+it waits), not the cluster binaries' one, so a test never waits behind a Kubernetes build.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ GO_CLIENT_INPUTS = ("go.mod", "go.sum", "main.go")
 NODE_CLIENTS_DIR = "node-clients"
 NODE_LOCK_INPUTS = ("package.json", "package-lock.json")
 _INSTALLED = ".installed"
+_LOCK = ".clients.lock"
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ def build_go_client(log: TextIO) -> Path:
     if target.is_file():
         return target
     module_dir = hack_dir() / GO_CLIENT_DIR
-    with _lock(cache_root() / ".build.lock"):
+    with _lock(cache_root() / _LOCK):
         if target.is_file():
             return target
         go = find_go()
@@ -154,7 +156,9 @@ def install_node_clients(log: TextIO) -> Path:
     """``npm ci`` the node clients unless cached; returns the scripts' directory."""
     source = hack_dir() / NODE_CLIENTS_DIR
     install = node_install_dir()
-    with _lock(cache_root() / ".build.lock"):
+    if (install / _INSTALLED).is_file() and node_scripts_dir().is_dir():
+        return node_scripts_dir()
+    with _lock(cache_root() / _LOCK):
         if not (install / _INSTALLED).is_file():
             npm = find_npm()
             install.mkdir(parents=True, exist_ok=True)
