@@ -153,10 +153,10 @@ def unauthorized(token_given: bool) -> Response:
     HTTP 401 with the RFC 6750 challenge (``error="invalid_token"`` when a token was sent
     but is not accepted; just the scheme and realm when none was), and as body an RFC 9457
     problem document, not a JSON-RPC error: the A2A SDKs map a JSON-RPC error body by its
-    code (there is no authentication code; -32600 reads as a malformed request), while a
-    non-JSON-RPC body makes them report the HTTP status itself (a2a-js: ``HTTP error …
-    Status: 401 Unauthorized``; a2a-go: ``unexpected HTTP status: 401 Unauthorized``;
-    a2a-sdk for Python: ``HTTP Error 401``). The body has no ``error`` member, which the
+    code and A2A has no authentication code (a2a-js 1.x turns -32600 into a
+    ``RequestMalformedError``), while a non-JSON-RPC body makes them report the HTTP
+    status (a2a-js: ``HTTP error … Status: 401 Unauthorized``; a2a-go: ``unexpected HTTP
+    status: 401 Unauthorized``; a2a-sdk for Python: ``HTTP Error 401``). The body has no ``error`` member, which the
     a2a-js streaming path would take for a JSON-RPC error.
     """
     challenge = 'Bearer realm="swarmkit"'
