@@ -156,8 +156,8 @@ def unauthorized(token_given: bool) -> Response:
     code and A2A has no authentication code (a2a-js 1.x turns -32600 into a
     ``RequestMalformedError``), while a non-JSON-RPC body makes them report the HTTP
     status (a2a-js: ``HTTP error … Status: 401 Unauthorized``; a2a-go: ``unexpected HTTP
-    status: 401 Unauthorized``; a2a-sdk for Python: ``HTTP Error 401``). The body has no ``error`` member, which the
-    a2a-js streaming path would take for a JSON-RPC error.
+    status: 401 Unauthorized``; a2a-sdk for Python: ``HTTP Error 401``). The body has no
+    ``error`` member, which the a2a-js streaming path would take for a JSON-RPC error.
     """
     challenge = 'Bearer realm="swarmkit"'
     if token_given:
