@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries \
+.PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries clients node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
         bench-runner bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
         test-helm kind-e2e clean chromium images images-if-built
@@ -51,6 +51,21 @@ verify: $(STAMP) ## regenerate into a temp dir and fail on any difference
 cluster-binaries: $(STAMP) ## build (once, cached) etcd, kube-apiserver, controller-manager, scheduler, kubectl, helm
 	$(PY) -m swarmkit_devcluster build
 
+# The third-party SDK clients the suite drives against serve, the gateway and the remote agent
+# skill: the A2A Go SDK's client (hack/a2a-go-client, built from the Go module proxy) and the
+# npm packages of hack/node-clients (A2A JavaScript SDK 1.x and 0.3, TypeScript MCP SDK).
+# Cached under ~/.cache/swarmkit-operator keyed by their inputs: a no-op once there.
+clients: $(STAMP) node ## build/install (once, cached) the third-party A2A/MCP SDK clients the tests drive
+	$(PY) -m swarmkit_devcluster clients
+
+# Node.js + npm for those clients; installed with apt-get when missing (as root).
+node:
+	@if command -v node >/dev/null && command -v npm >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing nodejs and npm (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	else echo "warning: node/npm missing; the third-party SDK tests need them (apt-get install nodejs npm)"; fi
+
 cluster-up: cluster-binaries ## start the local control plane + process node (idempotent)
 	$(PY) -m swarmkit_devcluster up
 
@@ -63,10 +78,10 @@ operator-up: cluster-up ## install CRDs and run the operator in the background (
 operator-down: $(STAMP) ## stop the background operator
 	$(PY) -m swarmkit_devcluster operator-down
 
-test-unit: $(STAMP)
+test-unit: clients
 	$(PY) -m pytest tests/unit -q
 
-test-integration: cluster-binaries
+test-integration: cluster-binaries clients
 	$(PY) -m pytest tests/integration -q
 
 # The runtime and operator images, built for real without a Docker daemon (buildah + debootstrap
@@ -81,7 +96,7 @@ images-if-built: $(STAMP)
 
 # make test builds both images when they are missing or stale (a cold build is ~3 min as
 # root; cached after), so the image tests run everywhere and the suite skips nothing.
-test: lint verify cluster-binaries images ## lint + verify + the whole test suite
+test: lint verify cluster-binaries clients images ## lint + verify + the whole test suite
 	$(PY) -m pytest tests -q -p no:cacheprovider
 
 demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output

@@ -1,4 +1,5 @@
-"""``python -m swarmkit_devcluster build|images|up|down|status|operator-up|operator-down|demo``."""
+"""``python -m swarmkit_devcluster <command>``: build, clients, images, up, down, status,
+operator-up, operator-down, demo."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="build the binaries once into ~/.cache/swarmkit-operator")
     b.add_argument("--force", action="store_true", help="rebuild even when cached")
     b.add_argument("names", nargs="*", help="only these binaries")
+    sub.add_parser(
+        "clients",
+        help="build/install the third-party A2A and MCP SDK clients the tests drive (cached)",
+    )
     im = sub.add_parser("images", help="build the runtime and operator images (make images)")
     im.add_argument("--force", action="store_true", help="rebuild even when cached")
     im.add_argument("--pin", action="store_true", help="rewrite the wheel constraints files")
@@ -51,6 +56,14 @@ def main(argv: list[str] | None = None) -> int:
             print("building cluster binaries (cached after the first build):", file=sys.stderr)
             build(a.names or None, force=a.force)
             print(f"build: done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+            return 0
+        if a.cmd == "clients":
+            from swarmkit_devcluster.clients import ensure_clients
+
+            t0 = time.monotonic()
+            built = ensure_clients()
+            print(f"clients: ready in {time.monotonic() - t0:.1f}s: {built.go_client}, "
+                  f"{built.node_dir}", file=sys.stderr)  # fmt: skip
             return 0
         if a.cmd == "images":
             return images_command(a)

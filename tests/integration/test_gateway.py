@@ -3,7 +3,8 @@
 The operator runs as a process; the gateway is the real runner in a process-node pod of a
 real Deployment (deployment and replicaset controllers); upstream are a real stdio MCP
 server, a real HTTP tool server and the scripted model API; the harness is the public
-``mcp`` client over streamable HTTP.
+``mcp`` client (Python) over streamable HTTP, and the TypeScript MCP SDK
+(@modelcontextprotocol/sdk, a Node process).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.bundles import CODE_QUALITY_OUTPUTS
+from tests.support.clients import MCP_TS_VERSION, node, npm_version
 from tests.support.gateway import mcp_client, status_of
 from tests.support.http_server import RecordingHttpServer
 from tests.support.mcp_servers import HOST_RUNTIME_IMAGE, free_port, stdio_command
@@ -252,6 +254,57 @@ async def test_gateway_serves_exactly_the_catalog_governed_and_audited(
     assert failed["outcome"] == "retry" and failed["skill"] == "code-quality-review"
     assert any(e["event"] == "auth.refused" and e["reason"] == "wrong token" for e in lines)
     assert not any(token in json.dumps(lines) for token in TOKENS.values())
+
+
+def test_the_typescript_sdk_lists_calls_and_is_refused(
+    kube: Kube, served: tuple[str, int], model: ScriptedModelServer
+) -> None:
+    """The TypeScript MCP SDK lists exactly the catalog, calls skills and tools, checks the
+    decision skill's structuredContent against its outputSchema itself, and gets 401 with a
+    wrong token."""
+    ns, port = served
+    url = f"http://127.0.0.1:{port}/mcp"
+    assert npm_version("@modelcontextprotocol/sdk") == MCP_TS_VERSION
+    model.push(text(json.dumps(GOOD)))
+    calls = [
+        ["echo-skill", {"text": "from typescript"}],
+        ["t.add", {"a": 40, "b": 2}],
+        ["code-quality-review", {"input": "diff --git a b"}],
+        ["not-granted", {}],
+    ]
+    report = node("mcp_ts.mjs", url, TOKENS["ci"], json.dumps(calls))
+    assert "error" not in report, report
+    assert report["server"]["name"] == "swarmkit-coder"
+    assert sorted(t["name"] for t in report["tools"]) == sorted(
+        ["echo-skill", "code-quality-review", "load_skill", "read_skill_file", "t.add", "kb_search"]
+    )
+    assert [t["name"] for t in report["tools"] if t["outputSchema"]] == ["code-quality-review"]
+    got = {c["name"]: c for c in report["calls"]}
+    assert got["echo-skill"] == {
+        "name": "echo-skill",
+        "text": "from typescript",
+        "structuredContent": None,
+        "isError": False,
+    }
+    assert got["t.add"]["text"] == "42" and not got["t.add"]["isError"]
+    # An error here would be the SDK's own outputSchema check failing (it throws).
+    review = got["code-quality-review"]
+    assert "error" not in review and not review["isError"], review
+    assert review["structuredContent"] == GOOD
+    assert got["not-granted"]["isError"] and "ToolNotGranted" in got["not-granted"]["text"]
+
+    refused = node("mcp_ts.mjs", url, "wrong-token", "[]")
+    assert (refused["errorStep"], refused["status"]) == ("connect", 401), refused
+
+    def audited() -> list[dict[str, Any]] | None:
+        lines = gateway_audit(kube, ns)
+        starts = [e for e in lines if e["event"] == "session.start" and e["identity"] == "ci"]
+        return lines if starts else None
+
+    lines = wait_for(audited, timeout=30)
+    [start] = [e for e in lines if e["event"] == "session.start" and e["identity"] == "ci"]
+    assert start["client"] == "swarmkit-ts-sdk-test"
+    assert any(e["event"] == "auth.refused" and e["reason"] == "wrong token" for e in lines)
 
 
 async def test_editing_a_granted_skill_rolls_the_gateway(

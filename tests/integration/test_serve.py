@@ -1,6 +1,7 @@
 """A Topology served over A2A (spec.serve) on the real control plane: the operator's
 Deployment + Service, the runner's ``serve`` in a process-node pod, a Run of another
-namespace calling it, the public a2a-sdk client, and a rollout on a skill edit."""
+namespace calling it, the public a2a-sdk client, third-party SDK clients (the A2A Go SDK,
+the A2A JavaScript SDK in its 1.x and 0.3 lines), and a rollout on a skill edit."""
 
 from __future__ import annotations
 
@@ -27,6 +28,13 @@ from a2a.types.a2a_pb2 import (
 
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
+from tests.support.clients import (
+    A2A_JS_V03_VERSION,
+    A2A_JS_VERSION,
+    a2a_go,
+    node,
+    npm_version,
+)
 from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text, tool_call
 from tests.support.runner import parse_audit
 from tests.support.served import free_port
@@ -350,10 +358,68 @@ def test_sdk_client_against_the_served_card(
         assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
 
         intruder = await sdk(base, token="not-the-token")
-        with pytest.raises(A2AClientError, match="401"):
+        with pytest.raises(A2AClientError, match="HTTP Error 401"):
             await collect(intruder.send_message(user_message("let me in")))
 
     asyncio.run(scenario())
+
+
+def test_third_party_sdks_against_the_served_card(
+    kube: Kube, model: Model, team_b: dict[str, Any]
+) -> None:
+    """The A2A Go SDK (0.3) and the A2A JavaScript SDK (1.x: A2A 1.0; 0.3.x: A2A 0.3) each
+    read the card, complete a task, stream one, poll one, and get an authentication error
+    (HTTP 401, for a send and for a stream) with a wrong token."""
+    [pod] = served_pods(kube, team_b["ns"])
+    base = f"http://{pod.status.pod_ip}:{team_b['port']}"
+    endpoint = f"{base}/a2a"
+    assert (npm_version("@a2a-js/sdk"), npm_version("a2a-js-sdk-v03")) == (
+        A2A_JS_VERSION,
+        A2A_JS_V03_VERSION,
+    )
+
+    go = a2a_go(base, TOKEN)
+    assert "error" not in go, go
+    # The card as the Go SDK parsed it: an http bearer scheme that the card requires (its
+    # auth interceptor attached the token only because of that requirement).
+    assert go["card"]["url"] == endpoint and go["card"]["security"] == [{"bearer": []}]
+    assert go["card"]["securitySchemes"]["bearer"]["type"] == "http"
+    js1 = node("a2a_js_v1.mjs", base, TOKEN, "What is the answer?")
+    assert "error" not in js1, js1
+    assert js1["card"]["protocolVersion"] == "1.0"  # the interface the SDK chose
+    assert js1["card"]["securityRequirements"] == [{"schemes": {"bearer": {"list": []}}}]
+    js03 = node("a2a_js_v03.mjs", base, TOKEN, "What is the answer?")
+    assert "error" not in js03, js03
+    assert (js03["card"]["url"], js03["card"]["protocolVersion"]) == (endpoint, "0.3.0")
+    assert js03["card"]["security"] == [{"bearer": []}]
+
+    done = {"go": "completed", "js1": "TASK_STATE_COMPLETED", "js03": "completed"}
+    for name, report in (("go", go), ("js1", js1), ("js03", js03)):
+        assert report["send"]["state"] == done[name] and report["send"]["text"] == ANSWER, name
+        assert report["stream"]["final"] == done[name], (name, report["stream"])
+        assert report["stream"]["text"] == ANSWER, (name, report["stream"])
+        assert report["poll"]["state"] == done[name] and report["poll"]["text"] == ANSWER, name
+        assert report["polls"] >= 1, name  # the non-blocking send came back unsettled
+    assert go["stream"]["events"][0] == js03["stream"]["events"][0] == "task"
+    assert js1["stream"]["events"][0] == "task"
+
+    wrong = "not-the-token"
+    go_refused = a2a_go(base, wrong, scenario="auth")
+    assert go_refused["errorStep"] == "send" and "send" not in go_refused
+    assert go_refused["error"] == "unexpected HTTP status: 401 Unauthorized"
+    assert go_refused["streamError"] == "unexpected HTTP status: 401 Unauthorized"
+    for script, send, stream in (
+        ("a2a_js_v1.mjs", "SendMessage", "SendStreamingMessage"),
+        ("a2a_js_v03.mjs", "message/send", "message/stream"),
+    ):
+        refused = node(script, base, wrong, "let me in", "auth")
+        assert refused["errorStep"] == "send", refused
+        assert refused["error"].startswith(f"HTTP error for {send}! Status: 401 Unauthorized."), (
+            refused
+        )
+        assert refused["streamError"].startswith(
+            f"HTTP error establishing stream for {stream}: 401 Unauthorized"
+        ), refused
 
 
 def test_skill_edit_rolls_the_deployment_and_a_running_task_completes(

@@ -1,12 +1,13 @@
 """The served topology's HTTP surface (a Starlette ASGI app).
 
-* ``GET /.well-known/agent-card.json`` (public): the Agent Card. One skill, the topology
+* ``GET /.well-known/agent-card.json`` (public): the Agent Card, one document valid for both
+  protocol versions the endpoint speaks (:func:`agent_card`). One skill, the topology
   (id = its name, description = its ``spec.description``); the JSON-RPC endpoint
-  ``<origin>/a2a`` as an A2A 1.0 ``supportedInterfaces`` entry and, for 0.3 clients, as
-  ``url`` with ``preferredTransport: JSONRPC``; the origin is the one the card was fetched
-  from (Service DNS name, pod address); ``securitySchemes`` says: HTTP bearer.
+  ``<origin>/a2a``; the origin is the one the card was fetched from (Service DNS name, pod
+  address). It says that every call needs an HTTP bearer token.
 * ``POST /a2a``: JSON-RPC (:mod:`.wire`). Without ``Authorization: Bearer <token>`` naming
-  one of the accepted tokens: 401 (``WWW-Authenticate: Bearer``) and nothing runs. A new
+  one of the accepted tokens: 401 with ``WWW-Authenticate: Bearer`` and an RFC 9457 problem
+  document (:func:`unauthorized`), and nothing runs. A new
   task past the replica's limit: 429 with ``Retry-After``; while draining: 503 with
   ``Retry-After`` (another replica takes it).
 * ``GET /healthz`` (liveness), ``GET /readyz`` (readiness: 503 while draining, so the
@@ -84,7 +85,28 @@ def _origin(request: Request) -> str:
     return f"{request.url.scheme}://{host}"
 
 
+#: The card's name for the one security scheme (what the requirements refer to).
+BEARER_SCHEME = "bearer"
+
+
 def agent_card(state: ServeState, origin: str) -> dict[str, Any]:
+    """The Agent Card, for A2A 1.0 and 0.3 clients at once.
+
+    The two versions name different fields, so each reads its own and skips the other's
+    (both schemas allow extra members; 1.0 is protobuf JSON, whose parsers ignore unknown
+    fields). Where they share a field name the value must satisfy both:
+
+    * the endpoint: 1.0 ``supportedInterfaces`` (the 1.0 entry first, which 1.0 clients
+      prefer, then the same URL for 0.3); 0.3 ``url`` + ``preferredTransport`` +
+      ``additionalInterfaces`` and the card-level ``protocolVersion``;
+    * ``securitySchemes.bearer`` holds both shapes of one HTTP bearer scheme: 0.3's
+      discriminated ``{"type": "http", "scheme": "bearer"}`` (``type`` is required there;
+      the A2A Go SDK refuses a card without it) and 1.0's oneof member
+      ``httpAuthSecurityScheme``;
+    * the requirement that every call uses it: 0.3 ``security`` (scheme → scopes) and 1.0
+      ``securityRequirements`` (``schemes`` → ``StringList``), so a client attaches the
+      token before it is refused (the Go SDK's auth interceptor acts only on these).
+    """
     bundle = state.bundle
     topology = bundle.topologies[bundle.target]
     description = topology.spec.description or f"The {bundle.target} topology."
@@ -94,16 +116,24 @@ def agent_card(state: ServeState, origin: str) -> dict[str, Any]:
         "description": description,
         "version": state.version,
         "supportedInterfaces": [
-            {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         ],
-        # A2A 0.3 clients read these (1.0 clients prefer supportedInterfaces).
+        # A2A 0.3 clients read these (1.0 clients use supportedInterfaces).
         "url": endpoint,
         "preferredTransport": "JSONRPC",
+        "additionalInterfaces": [{"url": endpoint, "transport": "JSONRPC"}],
         "protocolVersion": "0.3.0",
         "capabilities": {"streaming": True, "pushNotifications": False},
         "securitySchemes": {
-            "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}},
+            BEARER_SCHEME: {
+                "type": "http",
+                "scheme": "bearer",
+                "httpAuthSecurityScheme": {"scheme": "Bearer"},
+            },
         },
+        "security": [{BEARER_SCHEME: []}],
+        "securityRequirements": [{"schemes": {BEARER_SCHEME: {"list": []}}}],
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain"],
         "skills": [
@@ -115,6 +145,34 @@ def agent_card(state: ServeState, origin: str) -> dict[str, Any]:
             }
         ],
     }
+
+
+def unauthorized(token_given: bool) -> Response:
+    """The answer to a call without an accepted bearer token.
+
+    HTTP 401 with the RFC 6750 challenge (``error="invalid_token"`` when a token was sent
+    but is not accepted; just the scheme and realm when none was), and as body an RFC 9457
+    problem document, not a JSON-RPC error: the A2A SDKs map a JSON-RPC error body by its
+    code and A2A has no authentication code (a2a-js 1.x turns -32600 into a
+    ``RequestMalformedError``), while a non-JSON-RPC body makes them report the HTTP
+    status (a2a-js: ``HTTP error … Status: 401 Unauthorized``; a2a-go: ``unexpected HTTP
+    status: 401 Unauthorized``; a2a-sdk for Python: ``HTTP Error 401``). The body has no
+    ``error`` member, which the a2a-js streaming path would take for a JSON-RPC error.
+    """
+    challenge = 'Bearer realm="swarmkit"'
+    if token_given:
+        challenge += ', error="invalid_token"'
+    return JSONResponse(
+        {
+            "type": "about:blank",
+            "title": "Unauthorized",
+            "status": 401,
+            "detail": "a valid bearer token is required (Authorization: Bearer <token>)",
+        },
+        status_code=401,
+        media_type="application/problem+json",
+        headers={"WWW-Authenticate": challenge},
+    )
 
 
 def task_wire(task: ServedTask, dialect: Dialect) -> dict[str, Any]:
@@ -200,11 +258,7 @@ def build_app(state: ServeState) -> Starlette:
     async def rpc(request: Request) -> Response:
         if not _authorized(state, request):
             state.metrics.reject("unauthorized")
-            return JSONResponse(
-                rpc_error(None, INVALID_REQUEST, "unauthorized: a valid bearer token is required"),
-                status_code=401,
-                headers={"WWW-Authenticate": 'Bearer realm="swarmkit"'},
-            )
+            return unauthorized(bool(request.headers.get("authorization")))
         try:
             body = json.loads(await request.body())
         except ValueError:
@@ -308,4 +362,13 @@ def build_app(state: ServeState) -> Starlette:
     return Starlette(routes=routes)
 
 
-__all__ = ["CARD_PATH", "RPC_PATH", "ServeState", "agent_card", "build_app", "task_wire"]
+__all__ = [
+    "BEARER_SCHEME",
+    "CARD_PATH",
+    "RPC_PATH",
+    "ServeState",
+    "agent_card",
+    "build_app",
+    "task_wire",
+    "unauthorized",
+]

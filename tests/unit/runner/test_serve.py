@@ -95,7 +95,7 @@ async def test_card_lists_the_topology_and_a_wrong_token_runs_nothing(
 
     for token in ("wrong-token", ""):
         client = await sdk_client(replay_served, token=token)
-        with pytest.raises(A2AClientError, match="401"):
+        with pytest.raises(A2AClientError, match="HTTP Error 401"):
             await collect(client.send_message(user_message("what?")))
     raw = httpx.post(
         f"{replay_served.base_url}/a2a",
