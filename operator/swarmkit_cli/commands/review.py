@@ -49,7 +49,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError("review answer needs --text with the answer")
     from ..kube import connect
 
-    kube = connect(args.kubeconfig, args.namespace)
+    kube = connect(
+        args.kubeconfig, args.namespace, context=args.context, as_user=args.as_user,
+        as_group=args.as_group,
+    )
     try:
         if args.as_user:
             kube.api_client.set_default_header("Impersonate-User", args.as_user)

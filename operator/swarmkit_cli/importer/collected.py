@@ -25,6 +25,8 @@ class Piece:
     body: dict[str, Any]
     src: Src
     annotations: dict[str, str] = field(default_factory=dict)
+    #: reader data assembly still needs (an archetype's or a node's unmerged parts)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -34,6 +36,14 @@ class Collected:
     report: Report
     workspace: str = "default"
     secret: str = "default-credentials"
+    #: True when --workspace named the Workspace (workspace.yaml's metadata.id does not)
+    workspace_fixed: bool = False
+    workspace_annotations: dict[str, str] = field(default_factory=dict)
+    governance: dict[str, Any] = field(default_factory=dict)
+    #: files a reader took in (a Swarm intent, an output schema): not "passed over"
+    used_files: set[str] = field(default_factory=set)
+    #: Swarm model alias → "provider/model" (--model-alias), over upstream's built-ins
+    model_aliases: dict[str, str] = field(default_factory=dict)
     descriptions: list[str] = field(default_factory=list)
     mcp_servers: list[Piece] = field(default_factory=list)
     tools: list[Piece] = field(default_factory=list)
@@ -57,7 +67,9 @@ class Collected:
         """An env entry ``{name, value | secretKeyRef}`` from a source value.
 
         ``${VAR}`` (or ``$VAR``) becomes a reference to key VAR of the generated Secret; a
-        literal stays a literal, with a warning when the name looks like a secret.
+        literal stays a literal, with a warning when the name looks like a secret. A variable
+        inside other text (``${DIR}/data``) cannot keep its meaning (an env entry is a
+        literal or one Secret key) and is an error naming the field.
         """
         text = "" if value is None else str(value)
         found = list(_VAR.finditer(text))
@@ -71,11 +83,13 @@ class Collected:
             return {"name": name, "value": text}
         var = found[0].group(1) or found[0].group(2)
         if len(found) > 1 or found[0].group(0) != text:
-            fields.warn(
+            fields.error(
                 name,
-                f"only a whole ${{VAR}} can become a Secret reference: {text!r} is imported "
-                f"as the Secret key {var} alone (the surrounding text is dropped)",
+                f"{text!r} puts a variable inside other text; an env entry here is a literal "
+                f"or one whole Secret key, so it cannot keep its meaning. Put the composed "
+                f"value in the Secret under {name} and write ${{{name}}}",
             )
+            return {"name": name, "value": text}
         return {"name": name, "secretKeyRef": self.secret_ref(var, fields.src.at(name))}
 
     def secret_var(self, value: Any) -> str | None:

@@ -20,6 +20,11 @@ KUSTOMIZATION = "kustomization.yaml"
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """libyaml's emitter when available: the same output, much faster."""
 
+    def ignore_aliases(self, data: Any) -> bool:
+        # A value shared by two objects (a Secret reference) is written out twice, never as
+        # a YAML anchor: every manifest must read on its own.
+        return True
+
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     # Multi-line text (instructions, scripts) as literal blocks, readable in review; PyYAML
