@@ -3,8 +3,9 @@
 Configuration comes from ``--kubeconfig``, then ``$KUBECONFIG`` (several files merged as
 kubectl merges them), then ``~/.kube/config``, then the in-cluster service account; the
 context from ``--context``, else the current one; ``--as``/``--as-group`` impersonate; the
-namespace from ``-n``, else the context's namespace, else ``default``. ``kubernetes`` is imported only here and only when a
-subcommand needs the cluster, so ``import`` and ``pin SKILL_DIR`` work without it.
+namespace from ``-n``, else the context's namespace, else ``default``. ``kubernetes`` is
+imported only here and only when a subcommand needs the cluster, so ``import`` and ``pin
+SKILL_DIR`` work without it.
 """
 
 from __future__ import annotations

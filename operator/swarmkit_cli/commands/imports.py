@@ -24,7 +24,8 @@ from swarmkit_api.common import KEBAB
 from ..console import Console
 from ..importer.emit import write_dir, write_stream
 from ..importer.findings import Finding
-from ..importer.pipeline import Options, run as run_import
+from ..importer.pipeline import Options
+from ..importer.pipeline import run as run_import
 from ..plugin import EXIT_FINDINGS, EXIT_OK, UsageError, add_command
 
 SKIPPED_REPORT = "import-skipped.yaml"
@@ -96,9 +97,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     workspace = args.workspace or "default"
     if not re.match(KEBAB, workspace):
         raise UsageError(f"--workspace {workspace!r}: must be lowercase-kebab")
-    prefixes = tuple(
-        (Path(p), prefix) for p, prefix in _pairs(args.prefix, "--prefix", KEBAB)
-    )
+    prefixes = tuple((Path(p), prefix) for p, prefix in _pairs(args.prefix, "--prefix", KEBAB))
     aliases = dict(_pairs(args.model_alias, "--model-alias", r"^[a-z0-9-]+/\S+$"))
     started = time.perf_counter()
     options = Options(

@@ -100,7 +100,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     name = run_name(args.run)
     kube = connect(
-        args.kubeconfig, args.namespace, context=args.context, as_user=args.as_user,
+        args.kubeconfig,
+        args.namespace,
+        context=args.context,
+        as_user=args.as_user,
         as_group=args.as_group,
     )
     try:

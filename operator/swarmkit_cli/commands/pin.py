@@ -57,9 +57,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
                 from ..kube import connect
 
                 kube = connect(
-        args.kubeconfig, args.namespace, context=args.context, as_user=args.as_user,
-        as_group=args.as_group,
-    )
+                    args.kubeconfig,
+                    args.namespace,
+                    context=args.context,
+                    as_user=args.as_user,
+                    as_group=args.as_group,
+                )
             name = target.split("/", 1)[1] if target.lower().startswith("skill/") else target
             entries.extend(_from_cluster(kube.get("Skill", name), console))
     finally:

@@ -151,7 +151,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from ..kube import connect
 
     kube = connect(
-        args.kubeconfig, args.namespace, context=args.context, as_user=args.as_user,
+        args.kubeconfig,
+        args.namespace,
+        context=args.context,
+        as_user=args.as_user,
         as_group=args.as_group,
     )
     try:

@@ -71,7 +71,7 @@ def _collect(paths: list[Path], options: Options, excluded: set[tuple[str, int, 
     )
     scan(col, paths)
     if excluded:
-        for label, pieces in _lists(col):
+        for _, pieces in _lists(col):
             pieces[:] = [p for p in pieces if _key(p) not in excluded]
     if options.prefixes:
         from .prefix import apply_prefixes
@@ -101,9 +101,7 @@ def _key(p: Piece) -> tuple[str, int, str]:
 def _span(p: Piece) -> tuple[int, int]:
     doc, path = p.src.doc, p.src.path
     start = doc.line(*path) if path else doc.start_line
-    end = max(
-        (line for sub, line in doc.lines.items() if sub[: len(path)] == path), default=start
-    )
+    end = max((line for sub, line in doc.lines.items() if sub[: len(path)] == path), default=start)
     return start, max(start, end)
 
 

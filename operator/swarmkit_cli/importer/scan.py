@@ -60,10 +60,26 @@ SWARM_FLOW_FILES = {
 }
 #: Tooling state, never sources.
 NOISE_DIRS = frozenset(
-    {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", ".idea", ".vscode", ".swarmkit",
-     ".github"}
-)  # fmt: skip
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "node_modules",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".cache",
+        ".idea",
+        ".vscode",
+        ".swarmkit",
+        ".github",
+    }
+)
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
@@ -212,8 +228,7 @@ class _Scan:
             names = ", ".join(self.passed_over[:3])
             more = "" if len(self.passed_over) <= 3 else ", …"
             report.note(
-                f"passed over {len(self.passed_over)} file(s) of no source format "
-                f"({names}{more})"
+                f"passed over {len(self.passed_over)} file(s) of no source format ({names}{more})"
             )
 
 

@@ -32,7 +32,15 @@ BUILTIN_ALIASES = {
     "regular": "anthropic/claude-3-5-sonnet",
     "frontier": "anthropic/claude-3-opus",
 }
-EVENT_FIELDS = ("subscriptions", "emit_events", "manager_fallback", "criteria", "instance")
+EVENT_FIELDS = (
+    "subscriptions",
+    "emit_events",
+    "manager_fallback",
+    "criteria",
+    "entity_writes",
+    "node_type",
+    "implementation",
+)
 AGENT_FIELDS = (
     "id, type, role, intent, model, memory, tools, permissions, permissions_bundle, "
     "native_tools, flow_data_access, max_turns_per_task, description, skills"
@@ -90,8 +98,11 @@ def read_policy(col: Collected, src: Src) -> None:
                 sf.unsupported(k, "calls are not rate-limited by the runner")
             url = body.get("url")
             if isinstance(url, str) and "{{" in url:
-                sf.error("url", f"{url!r}: policy variable substitution is not imported; "
-                         "write the server's URL")  # fmt: skip
+                sf.error(
+                    "url",
+                    f"{url!r}: policy variable substitution is not imported; "
+                    "write the server's URL",
+                )
                 continue
             sf.finish("description, transport, url, command, args, prefix, credentials_key, env")
             if check(col.report, McpServer, body, sf.src, f"MCP server {sid!r}"):
@@ -150,8 +161,9 @@ def _agent(col: Collected, af: Fields, key: str) -> None:
     if isinstance(role, str):
         annotations["swarm.dev/role"] = role
     if af.take("memory") is True:
-        af.warn("memory", "every Run starts the agent fresh; memory between invocations is "
-                "not kept")  # fmt: skip
+        af.warn(
+            "memory", "every Run starts the agent fresh; memory between invocations is not kept"
+        )
     if "skills" in af:
         # not a Swarm field: VectorStep-style skill grants, accepted on Swarm agents too
         spec["skills"] = list(af.take("skills") or [])
@@ -174,8 +186,11 @@ def _agent(col: Collected, af: Fields, key: str) -> None:
     if events:
         for k in events:
             af.take(k)
-        af.warn(events[0], f"{', '.join(events)}: event routing is not imported (an Agent is "
-                "run by a Topology or a Run, not by events)")  # fmt: skip
+        af.warn(
+            events[0],
+            f"{', '.join(events)}: event routing is not imported (an Agent is "
+            "run by a Topology or a Run, not by events)",
+        )
     af.unsupported("workspace_class", "every Run has its own scratch workspace")
     af.unsupported("mock", "test doubles are not imported; use the Agent's replay turns")
     af.finish(AGENT_FIELDS)
@@ -203,8 +218,11 @@ def _intent(col: Collected, af: Fields) -> str | None:
     elif isinstance(value, dict) and set(value) == {"inline"}:
         text = value["inline"]
     elif isinstance(value, dict) and "import" in value:
-        af.error("intent", "intent {import: ...} is rejected by Swarm itself until agent packs "
-                 "land; write the intent inline or in a file")  # fmt: skip
+        af.error(
+            "intent",
+            "intent {import: ...} is rejected by Swarm itself until agent packs "
+            "land; write the intent inline or in a file",
+        )
         return None
     else:
         af.error("intent", "expected a file path or {inline: text}")
@@ -228,11 +246,17 @@ def _model(col: Collected, af: Fields) -> dict[str, Any] | None:
         target = alias
     if target is None and alias in BUILTIN_ALIASES:
         target = BUILTIN_ALIASES[alias]
-        af.warn("model", f"alias {alias!r} resolved to upstream's built-in Anthropic default "
-                f"{target}; choose with --model-alias {alias}=PROVIDER/MODEL")  # fmt: skip
+        af.warn(
+            "model",
+            f"alias {alias!r} resolved to upstream's built-in Anthropic default "
+            f"{target}; choose with --model-alias {alias}=PROVIDER/MODEL",
+        )
     if target is None:
-        af.warn("model", f"{alias!r} is not a built-in alias; imported as the model name of "
-                f"the Workspace's first provider (or --model-alias {alias}=PROVIDER/MODEL)")  # fmt: skip
+        af.warn(
+            "model",
+            f"{alias!r} is not a built-in alias; imported as the model name of "
+            f"the Workspace's first provider (or --model-alias {alias}=PROVIDER/MODEL)",
+        )
         return {"name": alias}
     provider, _, name = target.partition("/")
     ensure_provider(col, provider, af.src.at("model"))
@@ -249,8 +273,11 @@ def finalize(col: Collected) -> None:
     _overrides(col, col.tools, "tools", "_", "tool")
     _overrides(col, col.permission_bundles, "permissionsBundle", "-", "permission bundle")
     _mcp_duplicates(col)
-    required = {t.name: t.extra["requires_permission"] for t in col.tools
-                if "requires_permission" in t.extra}  # fmt: skip
+    required = {
+        t.name: t.extra["requires_permission"]
+        for t in col.tools
+        if "requires_permission" in t.extra
+    }
     bundles = {b.name: set(b.body.get("permissions", [])) for b in col.permission_bundles}
     for a in col.agents:
         tools = a.body.get("tools")
@@ -263,10 +290,14 @@ def finalize(col: Collected) -> None:
         for tool in tools:
             need = required.get(tool)
             if need is not None and need not in held:
-                col.report.warn(a.src.file, a.src.line, a.src.field("tools"),
-                                f"tool {tool!r} requires permission {need!r}, which agent "
-                                f"{a.name!r} does not hold: not granted (Swarm refuses "
-                                "the call)")  # fmt: skip
+                col.report.warn(
+                    a.src.file,
+                    a.src.line,
+                    a.src.field("tools"),
+                    f"tool {tool!r} requires permission {need!r}, which agent "
+                    f"{a.name!r} does not hold: not granted (Swarm refuses "
+                    "the call)",
+                )
             else:
                 keep.append(tool)
         a.body["tools"] = keep

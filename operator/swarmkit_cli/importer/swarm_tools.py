@@ -18,7 +18,7 @@ from swarmkit_api.workspace import Tool
 
 from .collected import Collected, Piece
 from .common_map import json_schema
-from .mapping import Fields, check
+from .mapping import Fields, check, to_camel
 
 TIERS = ("open", "cautious", "strict", "readonly")
 EFFECTS = {"read_only": "read", "non_idempotent_write": "write", "idempotent_write": "write"}
@@ -35,18 +35,23 @@ class Refused(Exception):
 
 def _url(template: str) -> str:
     if _TOKEN.fullmatch(template.strip()):
-        raise Refused("a URL chosen entirely at call time is not supported; write the fixed "
-                      "https:// URL with {{input.x}} only in its path or query")  # fmt: skip
+        raise Refused(
+            "a URL chosen entirely at call time is not supported; write the fixed "
+            "https:// URL with {{input.x}} only in its path or query"
+        )
 
     def sub(m: re.Match[str]) -> str:
         var = m.group(1)
         if var.startswith("input.") and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var[6:]):
             return "{" + var[6:] + "}"
         if var.startswith("credentials."):
-            raise Refused(f"{{{{{var}}}}} in the URL would put a secret in it; send it in a "
-                          "header instead")  # fmt: skip
-        raise Refused(f"{{{{{var}}}}}: only {{{{input.<field>}}}} can be filled into the URL "
-                      "(policy variables are not imported); write the value")  # fmt: skip
+            raise Refused(
+                f"{{{{{var}}}}} in the URL would put a secret in it; send it in a header instead"
+            )
+        raise Refused(
+            f"{{{{{var}}}}}: only {{{{input.<field>}}}} can be filled into the URL "
+            "(policy variables are not imported); write the value"
+        )
 
     out = _TOKEN.sub(sub, template)
     if not re.match(r"^https?://", out):
@@ -68,8 +73,10 @@ def _headers(
         m = tokens[0]
         var = m.group(1)
         if len(tokens) > 1 or m.end() != len(text) or not var.startswith("credentials."):
-            raise Refused(f"header {name}: only a literal or [prefix]{{{{credentials.<key>}}}} "
-                          f"can be sent (got {text!r})")  # fmt: skip
+            raise Refused(
+                f"header {name}: only a literal or [prefix]{{{{credentials.<key>}}}} "
+                f"can be sent (got {text!r})"
+            )
         if cred is not None:
             raise Refused("the runner sends one credential header per tool; this one has two")
         key = var.split(".", 1)[1]
@@ -87,11 +94,15 @@ def _body(body: Any, inputs: set[str] | None, in_url: set[str]) -> None:
         raise Refused("the body must be a mapping of fields to {{input.<field>}}")
     for key, value in body.items():
         if value != f"{{{{input.{key}}}}}" and value != f"{{{{ input.{key} }}}}":
-            raise Refused(f"body field {key!r}: the runner sends the inputs under their own "
-                          f"names; {value!r} cannot be reproduced")  # fmt: skip
+            raise Refused(
+                f"body field {key!r}: the runner sends the inputs under their own "
+                f"names; {value!r} cannot be reproduced"
+            )
     if inputs is not None and set(body) != inputs - in_url:
-        raise Refused(f"the body sends {sorted(body)} but the runner sends every input not in "
-                      f"the URL ({sorted(inputs - in_url)})")  # fmt: skip
+        raise Refused(
+            f"the body sends {sorted(body)} but the runner sends every input not in "
+            f"the URL ({sorted(inputs - in_url)})"
+        )
 
 
 def _mapping(mapping: dict[str, Any]) -> dict[str, str]:
@@ -100,8 +111,10 @@ def _mapping(mapping: dict[str, Any]) -> dict[str, str]:
         m = _TOKEN.fullmatch(str(value).strip())
         var = m.group(1) if m else ""
         if not (var == "response.body" or var.startswith("response.body.")):
-            raise Refused(f"response_mapping {key}: only {{{{response.body...}}}} paths can be "
-                          f"mapped (got {value!r})")  # fmt: skip
+            raise Refused(
+                f"response_mapping {key}: only {{{{response.body...}}}} paths can be "
+                f"mapped (got {value!r})"
+            )
         path = re.sub(r"\[(\d+)\]", r".\1", var[len("response.body") :]).lstrip(".")
         out[str(key)] = path
     return out
@@ -122,19 +135,27 @@ def _tool(col: Collected, f: Fields, name: str) -> None:
         body["description"] = f.take("description")
     handler = f.take("handler_type")
     if handler in ("api_call", "workflow_registered"):
-        f.error("handler_type", f"{handler} is retired upstream (rejected at admission): use "
-                "handler_type http with an http block, or an MCP server")  # fmt: skip
+        f.error(
+            "handler_type",
+            f"{handler} is retired upstream (rejected at admission): use "
+            "handler_type http with an http block, or an MCP server",
+        )
         f.take_all()
         return
     if handler is not None:
         body["handlerType"] = handler
-    for key, retired in (("input_schema", "parameters"), ("output_schema", "returns")):
+    retired = [k for k in ("parameters", "returns", "required_permission") if k in f]
+    if retired:
+        # Swarm rejects these at load ("RETIRED: tool field ... is not accepted")
+        use = {"parameters": "input_schema", "returns": "output_schema"}
+        for key in retired:
+            f.error(key, f"retired upstream (Swarm refuses it): use {use.get(key, 'permission')}")
+        f.take_all()
+        return
+    for key in ("input_schema", "output_schema"):
         schema = json_schema(f, key)
-        if schema is None and retired in f:
-            f.warn(retired, f"retired upstream (use {key}); imported as {key}")
-            schema = json_schema(f, retired)
         if schema is not None:
-            body[key.replace("_s", "S")] = schema
+            body[to_camel(key)] = schema
     extra: dict[str, Any] = {}
     try:
         _http(col, f, body)
@@ -153,8 +174,10 @@ def _tool(col: Collected, f: Fields, name: str) -> None:
     elif effect is not None:
         f.warn("effect_class", f"{effect!r}: imported without declared effects (counted as write)")
     f.unsupported("category", "provider connectors are ordinary http tools here")
-    f.unsupported("managed_credential", "OAuth token lifecycles are not managed; use a static "
-                  "credential in a header")  # fmt: skip
+    f.unsupported(
+        "managed_credential",
+        "OAuth token lifecycles are not managed; use a static credential in a header",
+    )
     for key in ("rate_limit", "rate_limit_max_wait"):
         f.unsupported(key, "calls are not rate-limited by the runner")
     # Not accepted by Swarm either; kept so the model's own rule rejects them with its hint.
@@ -162,8 +185,14 @@ def _tool(col: Collected, f: Fields, name: str) -> None:
         if key in f:
             body[key] = f.take(key)
     f.finish(TOOL_FIELDS)
-    if check(col.report, Tool, body, f.src, f"tool {name!r}",
-             rename={"inputSchema": "input_schema", "outputSchema": "output_schema"}):  # fmt: skip
+    if check(
+        col.report,
+        Tool,
+        body,
+        f.src,
+        f"tool {name!r}",
+        rename={"inputSchema": "input_schema", "outputSchema": "output_schema"},
+    ):
         extra["scope"] = str(_scope(f))
         col.tools.append(Piece(name, body, f.src, extra=extra))
 
@@ -207,13 +236,16 @@ def _http(col: Collected, f: Fields, body: dict[str, Any]) -> None:
     if "response_success" in f:
         rs = f.take("response_success")
         if not (isinstance(rs, dict) and rs.get("kind") == "http_status_2xx"):
-            raise Refused("response_success other than http_status_2xx cannot be checked by the "
-                          "runner (it fails every non-2xx answer, nothing more)")  # fmt: skip
+            raise Refused(
+                "response_success other than http_status_2xx cannot be checked by the "
+                "runner (it fails every non-2xx answer, nothing more)"
+            )
     creds = f.take("credentials")
     if creds is not None and not isinstance(creds, list):
         raise Refused("credentials must be a list of credential store keys")
     used = body.get("credentials", {}).get("secretKeyRef", {}).get("key")
     for key in creds or []:
         if key != used:
-            f.warn("credentials", f"credential {key!r} is not used in a header template; "
-                   "not imported")  # fmt: skip
+            f.warn(
+                "credentials", f"credential {key!r} is not used in a header template; not imported"
+            )

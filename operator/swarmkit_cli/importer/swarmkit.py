@@ -58,8 +58,11 @@ def _audit(audit: Fields) -> dict[str, Any]:
             continue
         level = audit.take(key)
         if level == "summary":
-            audit.warn(key, "summary: the audit log records calls in full or not at all; "
-                       "imported as logged in full (list fields to hide under redact)")  # fmt: skip
+            audit.warn(
+                key,
+                "summary: the audit log records calls in full or not at all; "
+                "imported as logged in full (list fields to hide under redact)",
+            )
         out[to_camel(key)] = level if isinstance(level, bool) else level != "none"
     if "redact" in audit:
         out["redact"] = audit.take("redact")

@@ -69,9 +69,7 @@ def _parts(col: Collected, f: Fields, *, abstract_ok: bool) -> dict[str, Any]:
         iam = f.sub("iam")
         if "base_scope" in iam:
             parts["scopes"] = list(iam.take("base_scope") or [])
-        iam.unsupported(
-            "elevated_scopes", "an Agent holds its scopes; there is no elevation step"
-        )
+        iam.unsupported("elevated_scopes", "an Agent holds its scopes; there is no elevation step")
         iam.finish("base_scope, elevated_scopes")
     if "output_schema" in f:
         parts["output_schema"] = _output_schema(f)
@@ -127,8 +125,11 @@ def read_archetype(col: Collected, src: Src) -> None:
         ex = f.sub("executor")
         kind = ex.take("kind")
         if kind not in (None, "model"):
-            f.warn("executor", f"executor kind {kind!r}: agents run in the runner's model "
-                   "loop; harness executors are not supported")  # fmt: skip
+            f.warn(
+                "executor",
+                f"executor kind {kind!r}: agents run in the runner's model "
+                "loop; harness executors are not supported",
+            )
         ex.take_all()
     if "provenance" in f:
         prov = f.sub("provenance")
@@ -159,8 +160,10 @@ def read_topology(col: Collected, src: Src) -> None:
     spec: dict[str, Any] = {"workspaceRef": {"name": col.workspace}, "agents": []}
     if isinstance(description, str) and description.strip():
         spec["description"] = description.strip()
-    f.unsupported("runtime", "a Run's timeout and a served topology's concurrency are set on "
-                  "the Run and in serve")  # fmt: skip
+    f.unsupported(
+        "runtime",
+        "a Run's timeout and a served topology's concurrency are set on the Run and in serve",
+    )
     f.unsupported("artifacts", "knowledge bases and review queues are not resources here")
     f.unsupported("intent_monitoring", "there is no drift monitor")
     f.unsupported("governance", "decision skills are granted to agents, not bound to triggers")
@@ -224,9 +227,7 @@ def finalize(col: Collected) -> None:
         for p in col.agents
         if p.extra.get("archetype") is True and "parts" in p.extra
     }
-    used = {
-        n["agentRef"]["name"] for t in col.topologies for n in t.body.get("agents", [])
-    }
+    used = {n["agentRef"]["name"] for t in col.topologies for n in t.body.get("agents", [])}
     for p in col.agents:
         if "parts" not in p.extra:
             continue
@@ -238,10 +239,12 @@ def finalize(col: Collected) -> None:
                 base = archetypes.get(base_name)
                 if base is None:
                     col.report.error(
-                        p.src.file, p.src.line, p.src.field("archetype"),
+                        p.src.file,
+                        p.src.line,
+                        p.src.field("archetype"),
                         f"node {p.extra['node']!r}: archetype {base_name!r} is not among the "
                         "imported archetypes",
-                    )  # fmt: skip
+                    )
                     continue
                 parts = _merge(base[0], parts)
                 p.body = {**base[1], **p.body}
@@ -294,8 +297,10 @@ def _bind(col: Collected, p: Piece, entries: list[Any], *, strict: bool) -> list
             if matches[0] not in out:
                 out.append(matches[0])
             continue
-        found = "no imported skill matches" if not matches else (
-            f"it matches {len(matches)} skills ({', '.join(sorted(matches))})"
+        found = (
+            "no imported skill matches"
+            if not matches
+            else (f"it matches {len(matches)} skills ({', '.join(sorted(matches))})")
         )
         message = (
             f"abstract skill {{category: {category}, capability: {capability}}}: {found}; "
@@ -306,7 +311,9 @@ def _bind(col: Collected, p: Piece, entries: list[Any], *, strict: bool) -> list
             col.report.error(p.src.file, p.src.line, p.src.field("skills"), message)
         else:
             col.report.warn(
-                p.src.file, p.src.line, p.src.field("defaults", "skills"),
+                p.src.file,
+                p.src.line,
+                p.src.field("defaults", "skills"),
                 message + "; not granted (no topology uses this archetype)",
-            )  # fmt: skip
+            )
     return out

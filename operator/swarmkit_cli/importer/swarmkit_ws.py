@@ -90,9 +90,7 @@ def read_workspace(col: Collected, src: Src) -> None:
         ("skills", "skills are read from their own files (pass their directory)"),
     ):
         f.unsupported(key, why)
-    f.finish(
-        "metadata, organisation, team, governance, credentials, model_providers, mcp_servers"
-    )
+    f.finish("metadata, organisation, team, governance, credentials, model_providers, mcp_servers")
 
 
 def _metadata(col: Collected, meta: Fields) -> None:
@@ -128,8 +126,11 @@ def _metadata(col: Collected, meta: Fields) -> None:
 def _governance(col: Collected, g: Fields) -> None:
     provider = g.take("provider")
     if provider == "custom":
-        g.warn("provider", "a custom GovernanceProvider cannot run here; the operator's "
-               "built-in limits and Reviews apply")  # fmt: skip
+        g.warn(
+            "provider",
+            "a custom GovernanceProvider cannot run here; the operator's "
+            "built-in limits and Reviews apply",
+        )
     if "limits" in g:
         lim = g.sub("limits")
         for key, api in (
@@ -266,16 +267,17 @@ def _server(col: Collected, f: Fields, sid: str) -> None:
     f.unsupported("cwd", "stdio servers start in the Run's scratch directory")
     ref = f.take("credentials_ref")
     if ref is not None:
-        cred = next(
-            (c for c in col.credentials if c.name == credential_name(str(ref))), None
-        )
+        cred = next((c for c in col.credentials if c.name == credential_name(str(ref))), None)
         if cred is None:
             f.error("credentials_ref", f"{ref!r} is not a credentials entry of this workspace")
         elif transport == "http":
             out["headers"] = [
-                {"name": "Authorization", "secretKeyRef": cred.body["secretKeyRef"],
-                 "prefix": "Bearer "}
-            ]  # fmt: skip
+                {
+                    "name": "Authorization",
+                    "secretKeyRef": cred.body["secretKeyRef"],
+                    "prefix": "Bearer ",
+                }
+            ]
         elif not any(e["name"] == cred.extra["env"] for e in env):
             env.append({"name": cred.extra["env"], "secretKeyRef": cred.body["secretKeyRef"]})
     if env:

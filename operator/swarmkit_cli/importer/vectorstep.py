@@ -106,8 +106,11 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
         f.error(None, "name is required")
         return
     if not isinstance(name, str) or len(name) > 64 or not NAME_RE.match(name):
-        f.error("name", f"{name!r}: 1-64 lowercase letters, digits and single hyphens, not "
-                "starting or ending with a hyphen (agentskills.io)")  # fmt: skip
+        f.error(
+            "name",
+            f"{name!r}: 1-64 lowercase letters, digits and single hyphens, not "
+            "starting or ending with a hyphen (agentskills.io)",
+        )
         return
     if name != dir_name:
         f.error("name", f"must match the directory name {dir_name!r}, got {name!r}")
@@ -159,7 +162,12 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
         return
     external = sum(len(v) for v in binary.values())
     col.skills.append(
-        Piece(str(name), spec, src, {**source_annotation(src), **annotations},
-              extra={"external_bytes": external, "config_maps": [m.name for m in maps]})
-    )  # fmt: skip
+        Piece(
+            str(name),
+            spec,
+            src,
+            {**source_annotation(src), **annotations},
+            extra={"external_bytes": external, "config_maps": [m.name for m in maps]},
+        )
+    )
     col.config_maps.extend(maps)

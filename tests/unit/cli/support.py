@@ -92,5 +92,9 @@ def import_tree(
         os.chdir(cwd)
     out = result.output
     objects = {(m["kind"], m["metadata"]["name"]): m for m in out.manifests}
-    return Imported(objects, list(result.report.findings) + list(result.skipped),
-                    out.secret_template, list(result.report.notes))
+    return Imported(
+        objects,
+        list(result.report.findings) + list(result.skipped),
+        out.secret_template,
+        list(result.report.notes),
+    )

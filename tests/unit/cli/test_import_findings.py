@@ -131,14 +131,19 @@ def test_text_around_a_variable_is_an_error_not_a_secret_key(tmp_path: Path) -> 
         },
     )
     (e,) = r.errors
-    assert e.startswith("policy.yaml:5: mcp_servers.db.env.DSN: 'postgres://u:${PGPASS}@db/x' puts a")
+    assert e.startswith(
+        "policy.yaml:5: mcp_servers.db.env.DSN: 'postgres://u:${PGPASS}@db/x' puts a"
+    )
     assert "cannot keep its meaning" in e
 
 
 def test_a_literal_header_is_not_imported(tmp_path: Path) -> None:
     r = import_tree(
         tmp_path,
-        {"policy.yaml": "mcp_servers:\n  kb:\n    url: https://kb\n    headers: {X-Team: support}\n"},
+        {
+            "policy.yaml": "mcp_servers:\n  kb:\n    url: https://kb\n"
+            "    headers: {X-Team: support}\n"
+        },
     )
     assert r.warnings == [
         "policy.yaml:4: mcp_servers.kb.headers.X-Team: only headers whose value is "
@@ -200,7 +205,10 @@ def test_a_shorthand_type_it_does_not_know_warns(tmp_path: Path) -> None:
 def test_an_unknown_skill_grant_warns_and_stays(tmp_path: Path) -> None:
     r = import_tree(
         tmp_path,
-        {"agents.yaml": "a1:\n  intent: {inline: x}\n  model: anthropic/claude\n  skills: [ghost]\n"},
+        {
+            "agents.yaml": "a1:\n  intent: {inline: x}\n  model: anthropic/claude\n"
+            "  skills: [ghost]\n"
+        },
     )
     assert r.warnings == [
         "agents.yaml:1: a1.skills: skill 'ghost' is not in this import; the grant stays inert "
@@ -244,9 +252,7 @@ def test_skill_references_outside_the_import_warn(tmp_path: Path) -> None:
 
 
 def test_no_model_provider_anywhere_adds_anthropic_and_says_so(tmp_path: Path) -> None:
-    r = import_tree(
-        tmp_path, {"agents.yaml": "a1:\n  intent: {inline: x}\n  model: house-model\n"}
-    )
+    r = import_tree(tmp_path, {"agents.yaml": "a1:\n  intent: {inline: x}\n  model: house-model\n"})
     w = r.warnings[-1]
     assert w.startswith("agents.yaml:1: a1.model: no model provider in the sources: added")
     assert r.workspace()["modelProviders"][0]["name"] == "anthropic"  # type: ignore[index]
@@ -409,7 +415,8 @@ def test_shape_errors_name_file_line_and_field(tmp_path: Path) -> None:
     r = import_tree(
         tmp_path,
         {
-            "workspace.yaml": "mcp_servers:\n  - transport: stdio\n  - id: a\n    transport: stdio\n    command: [a]\n"
+            "workspace.yaml": "mcp_servers:\n  - transport: stdio\n  - id: a\n"
+            "    transport: stdio\n    command: [a]\n"
             "    env: [A, B]\ncredentials: 3\n",
             "tools.yaml": "t1: {}\nt2:\n  description: d\n  http: {url: 'https://x'}\n"
             "  input_schema: [q]\n",

@@ -52,14 +52,21 @@ def test_shorthand_input_schema_becomes_json_schema(tmp_path: Path) -> None:
     }
 
 
-def test_parameters_and_returns_are_aliases_and_json_schema_is_kept(tmp_path: Path) -> None:
+def test_json_schemas_are_kept_and_retired_fields_are_refused_as_swarm_does(
+    tmp_path: Path,
+) -> None:
     r = import_tree(
         tmp_path,
         {
             "tools.yaml": """t:
   description: d
-  parameters: {type: object, properties: {q: {type: string}}, required: [q]}
-  returns: {ok: boolean}
+  input_schema: {type: object, properties: {q: {type: string}}, required: [q]}
+  output_schema: {ok: boolean}
+  http: {url: "https://x"}
+old:
+  description: d
+  parameters: {type: object}
+  returns: {type: object}
   http: {url: "https://x"}
 """
         },
@@ -71,6 +78,10 @@ def test_parameters_and_returns_are_aliases_and_json_schema_is_kept(tmp_path: Pa
         "required": ["q"],
     }
     assert tool["outputSchema"] == {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    assert r.errors == [
+        "tools.yaml:8: old.parameters: retired upstream (Swarm refuses it): use input_schema",
+        "tools.yaml:9: old.returns: retired upstream (Swarm refuses it): use output_schema",
+    ]
 
 
 def test_http_block_maps_with_the_method_upper_cased(tmp_path: Path) -> None:
@@ -170,8 +181,9 @@ def test_a_tool_permission_that_is_not_a_tier_is_required_of_the_agents(
             "  http: {url: 'https://x'}\nlookup:\n  description: d\n  permission: readonly\n"
             "  http: {url: 'https://y'}\n",
             "policy.yaml": "permission_bundles:\n  boss: {permissions: [approve_spend]}\n",
-            "agents.yaml": AGENT.format(name="lead", extra="  permissions_bundle: boss\n"
-                                        "  tools: [refund, lookup]\n")
+            "agents.yaml": AGENT.format(
+                name="lead", extra="  permissions_bundle: boss\n  tools: [refund, lookup]\n"
+            )
             + AGENT.format(name="clerk", extra="  tools: [refund, lookup]\n"),
         },
     )
@@ -377,8 +389,9 @@ def test_event_routing_fields_are_named_once_per_agent(tmp_path: Path) -> None:
         tmp_path,
         {
             "agents.yaml": AGENT.format(
-                name="a", extra="  subscriptions: [x.y]\n  emit_events: [x.z]\n"
-                "  manager_fallback: boss\n  memory: true\n"
+                name="a",
+                extra="  subscriptions: [x.y]\n  emit_events: [x.z]\n"
+                "  manager_fallback: boss\n  memory: true\n",
             )
         },
     )
@@ -436,7 +449,10 @@ def test_flow_state_machine_files_are_reported_once_per_kind(tmp_path: Path) -> 
 def test_an_unknown_permission_bundle_is_an_error(tmp_path: Path) -> None:
     r = import_tree(
         tmp_path,
-        {"policy.yaml": POLICY, "agents.yaml": AGENT.format(name="a1", extra="  permissions_bundle: boss\n")},
+        {
+            "policy.yaml": POLICY,
+            "agents.yaml": AGENT.format(name="a1", extra="  permissions_bundle: boss\n"),
+        },
     )
     assert r.errors == [
         "agents.yaml:4: a1.permissions_bundle: permission bundle 'boss' is not defined in any "

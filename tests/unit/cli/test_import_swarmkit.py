@@ -35,9 +35,7 @@ provenance: {authored_by: human, version: 1.0.0}
 
 
 def skill(name: str, category: str = "capability", extra: str = "") -> str:
-    return (
-        SKILL_HEAD.replace("id: s1", f"id: {name}").replace("capability", category) + extra
-    )
+    return SKILL_HEAD.replace("id: s1", f"id: {name}").replace("capability", category) + extra
 
 
 def topology(agents: str, name: str = "t") -> str:
@@ -62,9 +60,7 @@ def test_workspace_metadata_names_the_workspace_and_its_secret(tmp_path: Path) -
 
 
 def test_workspace_flag_keeps_the_name_it_gives(tmp_path: Path) -> None:
-    r = import_tree(
-        tmp_path, {"workspace.yaml": WS}, workspace="team-a", workspace_fixed=True
-    )
+    r = import_tree(tmp_path, {"workspace.yaml": WS}, workspace="team-a", workspace_fixed=True)
     assert ("Workspace", "team-a") in r.objects and ("Workspace", "desk") not in r.objects
 
 
@@ -75,7 +71,9 @@ def test_every_object_refers_to_the_workspace_named_by_metadata_id(tmp_path: Pat
             "archetypes/r.yaml": ARCHETYPE,
             "skills/s1.yaml": SKILL_HEAD,
             "workspace.yaml": WS,
-            "topologies/t.yaml": topology("  root: {id: root, role: root, archetype: researcher}\n"),
+            "topologies/t.yaml": topology(
+                "  root: {id: root, role: root, archetype: researcher}\n"
+            ),
         },
     )
     assert r.spec("Agent", "researcher")["workspaceRef"] == {"name": "desk"}
@@ -114,7 +112,10 @@ mcp_servers:
         "id": "github",
         "transport": "stdio",
         "command": ["mcp-github", "--read-only"],
-        "env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "GITHUB_TOKEN", "secretKeyRef": ref}],
+        "env": [
+            {"name": "LOG_LEVEL", "value": "info"},
+            {"name": "GITHUB_TOKEN", "secretKeyRef": ref},
+        ],
         "permission": "readonly",
         "toolOverrides": [{"tool": "create_issue", "permission": "strict"}],
     }
@@ -614,7 +615,10 @@ def test_the_swarmkit_fixture_workspace_imports_and_validates() -> None:
     for manifest in r.objects.values():
         validate_manifest(manifest)
     # what the issue found broken, on a real-format workspace
-    assert r.spec("Agent", "coordinator")["skills"] == ["research-and-review", "code-quality-review"]
+    assert r.spec("Agent", "coordinator")["skills"] == [
+        "research-and-review",
+        "code-quality-review",
+    ]
     assert r.spec("Agent", "triage-researcher")["skills"] == ["search-web", "summarize-findings"]
     assert [n["name"] for n in r.spec("Topology", "deep-research")["agents"]] == [  # type: ignore[attr-defined]
         "planner",
