@@ -243,6 +243,8 @@ def scan(col: Collected, paths: list[Path]) -> None:
             s.skill_dir(path.parent, shown_path(path))
         else:
             s.file(path)
+    # a SwarmKit workspace names the Workspace before a Swarm package does
+    s.first.sort(key=lambda item: item[0] is not swarmkit_ws.read_workspace)
     for reader, src in s.first:
         reader(col, src)
     for read in s.rest:
