@@ -73,6 +73,15 @@ class Collected:
         """
         text = "" if value is None else str(value)
         found = list(_VAR.finditer(text))
+        if (found or "${" in text) and not _VAR.fullmatch(text):
+            # ${A}/suffix, ${VAR:-default}: expansion the runner does not do
+            fields.error(
+                name,
+                f"{text!r} puts a variable inside other text; an env entry here is a literal "
+                f"or one whole Secret key, so it cannot keep its meaning. Put the final "
+                f"value in the Secret under {name} and write ${{{name}}}",
+            )
+            return {"name": name, "value": text}
         if not found:
             if _SECRET_LOOKING.search(name) and text:
                 fields.warn(
@@ -82,14 +91,6 @@ class Collected:
                 )
             return {"name": name, "value": text}
         var = found[0].group(1) or found[0].group(2)
-        if len(found) > 1 or found[0].group(0) != text:
-            fields.error(
-                name,
-                f"{text!r} puts a variable inside other text; an env entry here is a literal "
-                f"or one whole Secret key, so it cannot keep its meaning. Put the composed "
-                f"value in the Secret under {name} and write ${{{name}}}",
-            )
-            return {"name": name, "value": text}
         return {"name": name, "secretKeyRef": self.secret_ref(var, fields.src.at(name))}
 
     def secret_var(self, value: Any) -> str | None:

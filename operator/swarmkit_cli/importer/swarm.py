@@ -69,7 +69,14 @@ def read_package(col: Collected, src: Src) -> None:
             col.workspace = kebab
             col.secret = f"{kebab}-credentials"
             col.workspace_annotations["swarmkit.dev/workspace-id"] = kebab
-    f.take_all()  # flows, connect, handoffs...: the walk reads flows/; routing is reported
+    for key in ("connect", "handoffs", "provider_trigger_events"):
+        f.unsupported(
+            key,
+            "routing events between flows has no equivalent; a Topology or a Run drives the agents",
+        )
+    for key in ("packages", "connector_packs", "requires"):
+        f.unsupported(key, "imported packages are not resolved; import their directories too")
+    f.take_all()  # identity and layout (flows/ is found by the directory walk)
 
 
 def read_policy(col: Collected, src: Src) -> None:

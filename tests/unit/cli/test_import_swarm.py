@@ -404,7 +404,8 @@ def test_child_flows_override_root_tools_for_their_own_agents(tmp_path: Path) ->
     r = import_tree(
         tmp_path,
         {
-            "package.yaml": "name: support_desk\nversion: '1.0.0'\nflows: [{id: esc, flow: esc}]\n",
+            "package.yaml": "name: support_desk\nversion: '1.0.0'\nflows: [{id: esc, flow: esc}]\n"
+            "connect: [{from: a.x, to: esc.x}]\n",
             "tools.yaml": kb.format(d="Root KB.", host="kb"),
             "agents.yaml": AGENT.format(name="root-agent", extra="  tools: [kb]\n"),
             "flows/esc/tools.yaml": kb.format(d="Escalation KB.", host="esc"),
@@ -422,6 +423,7 @@ def test_child_flows_override_root_tools_for_their_own_agents(tmp_path: Path) ->
     assert r.spec("Agent", "root-agent")["tools"] == ["kb"]
     assert r.spec("Agent", "esc-agent")["tools"] == ["esc_kb"]
     assert any("runtime/: Swarm's generated merged copy" in n for n in r.notes)
+    assert [w.split(": not supported")[0] for w in r.warnings] == ["package.yaml:4: connect"]
 
 
 def test_flow_state_machine_files_are_reported_once_per_kind(tmp_path: Path) -> None:

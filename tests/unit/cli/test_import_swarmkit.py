@@ -198,7 +198,16 @@ def test_a_variable_inside_env_text_is_an_error_not_a_secret_key(tmp_path: Path)
     )
     (e,) = r.errors
     assert e.startswith("workspace.yaml:8: mcp_servers[0].env.BASE_DIR: '${DATA}/docs' puts")
-    assert "Put the composed value in the Secret under BASE_DIR" in e
+    assert "Put the final value in the Secret under BASE_DIR" in e
+    r = import_tree(
+        tmp_path / "default",
+        {
+            "workspace.yaml": WS + "mcp_servers:\n  - id: rag\n    transport: stdio\n"
+            "    command: [rag]\n    env: {MODE: '${MODE:-fast}'}\n"
+        },
+    )
+    (e,) = r.errors
+    assert "'${MODE:-fast}' puts a variable inside other text" in e
     assert r.secret is None or "DATA/docs" not in str(r.secret)
 
 
