@@ -8,7 +8,8 @@ read separately). A YAML document with ``apiVersion: swarmkit/v1`` is dispatched
 Workspace's name.
 
 Hidden directories are searched (Agent Skills collections live in ``.claude/skills`` and
-the like) except tooling state (``.git``, ``.venv``, caches). Files of no source format
+the like, ``.github/skills`` too) except tooling state (``.git``, ``.venv``, caches) and CI
+workflows. Files of no source format
 (READMEs, scripts beside a workspace) are counted in one note, not warned about one by one;
 SwarmKit kinds and Swarm files with no equivalent are reported once per kind.
 """
@@ -77,7 +78,6 @@ NOISE_DIRS = frozenset(
         ".idea",
         ".vscode",
         ".swarmkit",
-        ".github",
     }
 )
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -111,7 +111,8 @@ class _Scan:
             here = Path(dirpath)
             keep = []
             for d in sorted(dirs):
-                if d in NOISE_DIRS:
+                if d in NOISE_DIRS or (here.name == ".github" and d == "workflows"):
+                    # .github/skills holds skills; its workflows are CI configuration
                     continue
                 if d == "runtime" and (here / "package.yaml").is_file():
                     # Swarm's generated flat copy of the whole bundle: reading it would

@@ -12,13 +12,14 @@ enforced at assembly by granting the tool only to agents that hold it.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from swarmkit_api.workspace import Tool
 
 from .collected import Collected, Piece
 from .common_map import json_schema
-from .mapping import Fields, check, to_camel
+from .mapping import Fields, Src, check, to_camel
 
 TIERS = ("open", "cautious", "strict", "readonly")
 EFFECTS = {"read_only": "read", "non_idempotent_write": "write", "idempotent_write": "write"}
@@ -120,7 +121,7 @@ def _mapping(mapping: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def read_tools(col: Collected, src: Any) -> None:
+def read_tools(col: Collected, src: Src) -> None:
     top = Fields(col.report, src)
     for name, _ in top.take_all().items():
         _tool(col, Fields(col.report, src.at(name)), str(name))
@@ -198,8 +199,6 @@ def _tool(col: Collected, f: Fields, name: str) -> None:
 
 
 def _scope(f: Fields) -> str:
-    from pathlib import Path
-
     return Path(f.src.file).parent.as_posix()
 
 

@@ -79,7 +79,9 @@ def test_files_of_no_source_format_are_one_note_and_unknown_yaml_one_warning(
             "other.yaml": "a: 1\n",
             "more.yaml": "b: 2\n",
             ".git/config": "x",
+            ".github/workflows/ci.yaml": "on: push\n",
             ".claude/skills/x/SKILL.md": "---\nname: x\ndescription: d\n---\nbody\n",
+            ".github/skills/y/SKILL.md": "---\nname: y\ndescription: d\n---\nbody\n",
         },
     )
     assert r.warnings == [
@@ -87,8 +89,9 @@ def test_files_of_no_source_format_are_one_note_and_unknown_yaml_one_warning(
         "workspace.yaml or a Swarm file); skipped: more.yaml, other.yaml"
     ]
     assert r.notes == ["passed over 2 file(s) of no source format (README.md, notes.txt)"]
-    # hidden directories are searched (Agent Skills live in .claude/skills), .git is not
-    assert ("Skill", "x") in r.objects
+    # hidden directories are searched (Agent Skills live in .claude/skills, .github/skills);
+    # .git and CI workflows are not
+    assert ("Skill", "x") in r.objects and ("Skill", "y") in r.objects
 
 
 def test_an_unknown_swarmkit_kind_is_reported(tmp_path: Path) -> None:
