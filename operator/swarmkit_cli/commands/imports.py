@@ -139,7 +139,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
         write_stream(console.out, output.manifests)
     else:
         out_dir = Path(args.output)
-        write_dir(out_dir, output.manifests, output.secret_template, args.namespace)
+        write_dir(
+            out_dir,
+            output.manifests,
+            output.secret_template,
+            args.namespace,
+            output.secret_hints,
+        )
         if result.skipped:
             rows = [
                 {"file": f.file, "line": f.line, "field": f.field, "reason": f.message}

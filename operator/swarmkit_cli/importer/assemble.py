@@ -30,6 +30,8 @@ class Output:
 
     manifests: list[dict[str, Any]] = field(default_factory=list)
     secret_template: dict[str, Any] | None = None
+    #: Secret key → what to put there (written as comments in the template)
+    secret_hints: dict[str, str] = field(default_factory=dict)
 
 
 def assemble(col: Collected, namespace: str | None) -> Output:
@@ -122,6 +124,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
             "type": "Opaque",
             "stringData": {k: "" for k in sorted(col.secret_keys)},
         }
+        out.secret_hints = {k: v for k, v in col.secret_hints.items() if k in col.secret_keys}
     return out
 
 

@@ -42,6 +42,10 @@ class Collected:
     governance: dict[str, Any] = field(default_factory=dict)
     #: files a reader took in (a Swarm intent, an output schema): not "passed over"
     used_files: set[str] = field(default_factory=set)
+    #: ${VAR:-default} expressions already reported (once each)
+    expanded: set[str] = field(default_factory=set)
+    #: Secret key → what to put there, when it is not simply the value of a variable
+    secret_hints: dict[str, str] = field(default_factory=dict)
     #: Swarm model alias → "provider/model" (--model-alias), over upstream's built-ins
     model_aliases: dict[str, str] = field(default_factory=dict)
     descriptions: list[str] = field(default_factory=list)
@@ -67,21 +71,24 @@ class Collected:
         """An env entry ``{name, value | secretKeyRef}`` from a source value.
 
         ``${VAR}`` (or ``$VAR``) becomes a reference to key VAR of the generated Secret; a
-        literal stays a literal, with a warning when the name looks like a secret. A variable
-        inside other text (``${DIR}/data``) cannot keep its meaning (an env entry is a
-        literal or one Secret key) and is an error naming the field.
+        literal stays a literal, with a warning when the name looks like a secret. A value
+        composed from variables (``${DIR}/data``, ``${MODE:-fast}``) keeps its meaning as the
+        Secret key named after the entry, which the Secret template says how to fill (the
+        runner does no expansion): a warning naming it, never the variable alone.
         """
         text = "" if value is None else str(value)
         found = list(_VAR.finditer(text))
         if (found or "${" in text) and not _VAR.fullmatch(text):
-            # ${A}/suffix, ${VAR:-default}: expansion the runner does not do
-            fields.error(
+            # ${A}/suffix, ${VAR:-default}: expansion the runner does not do, so the deployer
+            # puts the expanded value in the Secret, under the entry's own name
+            fields.warn(
                 name,
-                f"{text!r} puts a variable inside other text; an env entry here is a literal "
-                f"or one whole Secret key, so it cannot keep its meaning. Put the final "
-                f"value in the Secret under {name} and write ${{{name}}}",
+                f"{text!r} is composed from the environment; the runner does not expand "
+                f"variables, so it is read from Secret {self.secret} key {name}: put the "
+                "expanded value there (the Secret template says so)",
             )
-            return {"name": name, "value": text}
+            self.secret_hints[name] = f"the expansion of {text}"
+            return {"name": name, "secretKeyRef": self.secret_ref(name, fields.src.at(name))}
         if not found:
             if _SECRET_LOOKING.search(name) and text:
                 fields.warn(

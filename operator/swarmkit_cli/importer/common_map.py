@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .collected import Collected, Piece
@@ -84,6 +85,12 @@ def model_selection(col: Collected, fields: Fields, key: str = "model") -> dict[
         for k in ("provider", "name", "max_tokens", "temperature"):
             if k in sub:
                 out[to_camel(k)] = sub.take(k)
+        for k in ("provider", "name"):
+            if isinstance(out.get(k), str) and "${" in out[k]:
+                resolved = _expand_default(col, sub, k, out[k])
+                if resolved is None:
+                    return None
+                out[k] = resolved
         for k in ("tool_provider", "tool_model"):
             sub.unsupported(k, "one model serves every turn of an agent")
         sub.unsupported("options", "provider-native options are not passed through")
@@ -95,6 +102,30 @@ def model_selection(col: Collected, fields: Fields, key: str = "model") -> dict[
     if isinstance(chosen, str):
         ensure_provider(col, chosen, fields.src.at(key))
     return out
+
+
+_DEFAULTED = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^}]*)\}$")
+
+
+def _expand_default(col: Collected, f: Fields, key: str, text: str) -> str | None:
+    """SwarmKit expands ``${VAR:-default}`` in model fields from its process environment;
+    the import takes the default (said once per expression), or refuses a bare ``${VAR}``."""
+    m = _DEFAULTED.match(text)
+    if m is None:
+        f.error(
+            key,
+            f"{text!r} is chosen from the environment at run time; name the model's "
+            f"{key} here (a ${{VAR:-default}} takes its default)",
+        )
+        return None
+    if text not in col.expanded:
+        col.expanded.add(text)
+        f.warn(
+            key,
+            f"{text!r} imported as its default {m.group(2)!r} (what SwarmKit uses when "
+            f"{m.group(1)} is unset; said once for every place it appears)",
+        )
+    return m.group(2)
 
 
 def ensure_provider(col: Collected, provider: str, src: Any) -> None:

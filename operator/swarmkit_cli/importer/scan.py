@@ -195,12 +195,11 @@ class _Scan:
         report = self.col.report
         for kind, docs in sorted(self.other_kinds.items()):
             hint = OTHER_KINDS.get(kind, "there is no swarmkit.dev equivalent")
-            more = f" (and {len(docs) - 1} more)" if len(docs) > 1 else ""
             report.warn(
                 docs[0].file,
                 docs[0].line("kind"),
                 "kind",
-                f"kind {kind!r}: {len(docs)} document(s){more} not imported: {hint} "
+                f"kind {kind!r}: {len(docs)} document(s) not imported: {hint} "
                 f"(imported kinds: {', '.join(BY_KIND)})",
             )
         for stem, files in sorted(self.flow_files.items()):

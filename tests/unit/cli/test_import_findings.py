@@ -125,7 +125,9 @@ def test_a_literal_secret_looking_env_value_warns(tmp_path: Path) -> None:
     ]
 
 
-def test_text_around_a_variable_is_an_error_not_a_secret_key(tmp_path: Path) -> None:
+def test_text_around_a_variable_becomes_its_own_secret_key_with_a_warning(
+    tmp_path: Path,
+) -> None:
     r = import_tree(
         tmp_path,
         {
@@ -133,11 +135,12 @@ def test_text_around_a_variable_is_an_error_not_a_secret_key(tmp_path: Path) -> 
             "    env:\n      DSN: 'postgres://u:${PGPASS}@db/x'\n"
         },
     )
-    (e,) = r.errors
-    assert e.startswith(
-        "policy.yaml:5: mcp_servers.db.env.DSN: 'postgres://u:${PGPASS}@db/x' puts a"
-    )
-    assert "cannot keep its meaning" in e
+    (w,) = r.warnings
+    assert w.startswith("policy.yaml:5: mcp_servers.db.env.DSN: 'postgres://u:${PGPASS}@db/x'")
+    (server,) = r.workspace()["mcpServers"]  # type: ignore[misc]
+    assert server["env"] == [
+        {"name": "DSN", "secretKeyRef": {"name": "default-credentials", "key": "DSN"}}
+    ]
 
 
 def test_a_literal_header_is_not_imported(tmp_path: Path) -> None:

@@ -188,27 +188,72 @@ def test_an_unknown_credentials_ref_is_an_error(tmp_path: Path) -> None:
     ]
 
 
-def test_a_variable_inside_env_text_is_an_error_not_a_secret_key(tmp_path: Path) -> None:
+def test_a_value_composed_from_variables_keeps_its_meaning_in_its_own_secret_key(
+    tmp_path: Path,
+) -> None:
     r = import_tree(
         tmp_path,
         {
             "workspace.yaml": WS + "mcp_servers:\n  - id: rag\n    transport: stdio\n"
-            "    command: [rag]\n    env: {BASE_DIR: '${DATA}/docs', WHOLE: '${DATA}'}\n"
+            "    command: [rag]\n    env: {BASE_DIR: '${DATA}/docs', MODE: '${MODE:-fast}', "
+            "WHOLE: '${DATA}'}\n"
         },
     )
-    (e,) = r.errors
-    assert e.startswith("workspace.yaml:8: mcp_servers[0].env.BASE_DIR: '${DATA}/docs' puts")
-    assert "Put the final value in the Secret under BASE_DIR" in e
-    r = import_tree(
-        tmp_path / "default",
+    assert not r.errors
+    (server,) = r.workspace("desk")["mcpServers"]  # type: ignore[misc]
+    keys = {e["name"]: e["secretKeyRef"]["key"] for e in server["env"]}
+    # never the variable alone: the entry's own key, to hold the expanded value
+    assert keys == {"BASE_DIR": "BASE_DIR", "MODE": "MODE", "WHOLE": "DATA"}
+    base, mode = r.warnings
+    assert base.startswith("workspace.yaml:8: mcp_servers[0].env.BASE_DIR: '${DATA}/docs' is ")
+    assert "key BASE_DIR: put the expanded value there" in base
+    assert r.secret is not None
+    assert set(r.secret["stringData"]) == {"BASE_DIR", "MODE", "DATA"}  # type: ignore[arg-type]
+
+
+def test_the_secret_template_says_how_to_fill_a_composed_key(tmp_path: Path) -> None:
+    from .support import run_cli, write_tree
+
+    src = write_tree(
+        tmp_path / "src",
         {
             "workspace.yaml": WS + "mcp_servers:\n  - id: rag\n    transport: stdio\n"
-            "    command: [rag]\n    env: {MODE: '${MODE:-fast}'}\n"
+            "    command: [rag]\n    env: {BASE_DIR: '${DATA}/docs'}\n"
         },
     )
+    res = run_cli("import", str(src), "-o", str(tmp_path / "out"))
+    assert res.code == 0, res.err
+    template = (tmp_path / "out" / "secret-desk-credentials.template.yaml").read_text()
+    assert "#   BASE_DIR: the expansion of ${DATA}/docs\n" in template
+
+
+def test_model_fields_from_the_environment_take_their_default_said_once(
+    tmp_path: Path,
+) -> None:
+    arch = ARCHETYPE.replace(
+        "model: {provider: anthropic, name: claude-sonnet-4-6, temperature: 0.3}",
+        "model: {provider: '${WRITING_PROVIDER:-openrouter}', name: qwen/qwen3}",
+    )
+    node = (
+        "  root:\n    id: root\n    role: root\n    archetype: researcher\n"
+        "    model: {provider: '${WRITING_PROVIDER:-openrouter}', name: '${MODEL}'}\n"
+    )
+    r = import_tree(
+        tmp_path,
+        {
+            "skills/s1.yaml": SKILL_HEAD,
+            "archetypes/r.yaml": arch,
+            "topologies/t.yaml": topology(node),
+        },
+    )
+    assert r.spec("Agent", "researcher")["model"] == {
+        "provider": "openrouter",
+        "name": "qwen/qwen3",
+    }
+    (w,) = r.warnings
+    assert "'${WRITING_PROVIDER:-openrouter}' imported as its default 'openrouter'" in w
     (e,) = r.errors
-    assert "'${MODE:-fast}' puts a variable inside other text" in e
-    assert r.secret is None or "DATA/docs" not in str(r.secret)
+    assert e.startswith("topologies/t.yaml:9: agents.root.model.name: '${MODEL}' is chosen from")
 
 
 def test_model_providers_known_ids_and_openai_compatible_endpoints(tmp_path: Path) -> None:
@@ -608,7 +653,7 @@ def test_other_swarmkit_kinds_are_reported_once_each_with_what_to_do(tmp_path: P
         "f.yaml:2: kind: kind 'Funnel': 1 document(s) not imported: gate an agent's output "
         "with a decision skill or a human Review (imported kinds: Skill, Archetype, Topology, "
         "Workspace)",
-        "triggers/a.yaml:2: kind: kind 'Trigger': 2 document(s) (and 1 more) not imported: "
+        "triggers/a.yaml:2: kind: kind 'Trigger': 2 document(s) not imported: "
         "start Runs from the event source, or give the Topology a cron schedule (imported "
         "kinds: Skill, Archetype, Topology, Workspace)",
     ]
