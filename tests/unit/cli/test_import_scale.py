@@ -161,3 +161,33 @@ def test_strict_is_about_the_users_data_not_readmes(tmp_path: Path) -> None:
     res = run_cli("import", str(src), "--strict")
     assert res.code == 0, res.err
     assert "passed over 3 file(s) of no source format" in res.err
+
+
+def test_the_size_estimate_is_an_upper_bound_close_to_the_operators_render(
+    tmp_path: Path,
+) -> None:
+    """The importer cannot import the operator (layers); it estimates. The estimate must
+    never be under what the operator renders (or a TooLarge would slip through), and close
+    enough not to refuse what fits."""
+    from swarmkit_cli.importer.sizes import rendered_skill_bytes
+    from swarmkit_operator.builders import ObjectRef
+    from swarmkit_operator.builders.skill import SourceConfigMap, render_skill
+    from swarmkit_operator.config import OperatorConfig
+
+    files: dict[str, str | bytes] = {
+        "skills/s/SKILL.md": md("s") + "Long instructions.\n" * 3000,
+        "skills/s/reference/a.md": "reference text, " * 20000,
+        "skills/s/scripts/run.py": "print('x')\n" * 500,
+        "skills/s/assets/logo.png": os.urandom(50_000),
+    }
+    r = import_tree(tmp_path, files)
+    spec = r.spec("Skill", "s")
+    maps = {
+        n: SourceConfigMap(binary_data=m["binaryData"])  # type: ignore[arg-type,index]
+        for (k, n), m in r.objects.items()
+        if k == "ConfigMap"
+    }
+    render = render_skill(ObjectRef("Skill", "s", "ns", "uid"), spec, maps, OperatorConfig())
+    assert render.size is not None and render.size > 400_000
+    estimate = rendered_skill_bytes(spec, 50_000)
+    assert render.size <= estimate <= render.size * 1.02
