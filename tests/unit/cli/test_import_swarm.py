@@ -460,3 +460,27 @@ def test_an_unknown_permission_bundle_is_an_error(tmp_path: Path) -> None:
         "agents.yaml:4: a1.permissions_bundle: permission bundle 'boss' is not defined in any "
         "policy.yaml (known: coordinator, worker)"
     ]
+
+
+def test_model_alias_is_a_cli_option() -> None:
+    import yaml
+
+    from .support import FIXTURES, run_cli
+
+    res = run_cli(
+        "import",
+        str(FIXTURES / "swarm"),
+        "--model-alias",
+        "regular=openrouter/qwen/qwen3-235b",
+        "--model-alias=cheap=openai/gpt-4.1-mini",
+    )
+    assert res.code == 0, res.err
+    agents = {
+        d["metadata"]["name"]: d["spec"]["model"]
+        for d in yaml.safe_load_all(res.out)
+        if d["kind"] == "Agent"
+    }
+    assert agents["triage-agent"] == {"provider": "openrouter", "name": "qwen/qwen3-235b"}
+    assert agents["analysis-agent"] == {"provider": "openai", "name": "gpt-4.1-mini"}
+    assert "alias 'regular'" not in res.err and "alias 'frontier'" in res.err
+    assert run_cli("import", str(FIXTURES / "swarm"), "--model-alias", "regular").code == 2

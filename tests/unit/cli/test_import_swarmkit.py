@@ -207,6 +207,7 @@ def test_a_value_composed_from_variables_keeps_its_meaning_in_its_own_secret_key
     base, mode = r.warnings
     assert base.startswith("workspace.yaml:8: mcp_servers[0].env.BASE_DIR: '${DATA}/docs' is ")
     assert "key BASE_DIR: put the expanded value there" in base
+    assert "'${MODE:-fast}' is composed from the environment" in mode
     assert r.secret is not None
     assert set(r.secret["stringData"]) == {"BASE_DIR", "MODE", "DATA"}  # type: ignore[arg-type]
 
