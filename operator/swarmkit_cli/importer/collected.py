@@ -106,5 +106,14 @@ class Collected:
         return (m.group(1) or m.group(2)) if m else None
 
 
+_ANNOTATION_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def annotation_key(prefix: str, name: str) -> str | None:
+    """``prefix/name`` when ``name`` is a valid annotation name (the apiserver refuses an
+    object with an invalid one), else None (the caller warns)."""
+    return f"{prefix}/{name}" if _ANNOTATION_NAME.match(name) else None
+
+
 def source_annotation(src: Src) -> dict[str, str]:
     return {SOURCE_ANNOTATION: f"{src.file}:{src.line}"}

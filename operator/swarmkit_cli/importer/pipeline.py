@@ -32,7 +32,7 @@ class Options:
     skip_invalid: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
     output: Output
     report: Report

@@ -23,7 +23,13 @@ import yaml
 
 from swarmkit_api.common import KEBAB_RE
 
-from .collected import DISPLAY_NAME_ANNOTATION, Collected, Piece, source_annotation
+from .collected import (
+    DISPLAY_NAME_ANNOTATION,
+    Collected,
+    Piece,
+    annotation_key,
+    source_annotation,
+)
 from .common_map import model_selection
 from .mapping import Fields, Src
 
@@ -134,7 +140,11 @@ def read_archetype(col: Collected, src: Src) -> None:
     if "provenance" in f:
         prov = f.sub("provenance")
         for key, value in prov.take_all().items():
-            annotations[f"swarmkit.dev/provenance-{key.replace('_', '-')}"] = str(value)
+            ann = annotation_key("swarmkit.dev", f"provenance-{str(key).replace('_', '-')}")
+            if ann is None:
+                prov.warn(key, "not a valid annotation name; not imported")
+            else:
+                annotations[ann] = str(value)
     f.finish("metadata, role, defaults, executor, provenance")
     if name is None:
         return

@@ -17,7 +17,7 @@ from typing import Any
 from swarmkit_api.common import ENV_NAME, KEBAB_RE
 from swarmkit_api.workspace import McpServer, ModelProvider
 
-from .collected import DISPLAY_NAME_ANNOTATION, Collected, Piece
+from .collected import DISPLAY_NAME_ANNOTATION, Collected, Piece, annotation_key
 from .common_map import KNOWN_PROVIDERS
 from .mapping import Fields, Src, check
 
@@ -105,7 +105,11 @@ def _metadata(col: Collected, meta: Fields) -> None:
         col.workspace_annotations[DISPLAY_NAME_ANNOTATION] = display
     if isinstance(notes, dict):
         for key, value in notes.items():
-            col.workspace_annotations[f"swarmkit.dev/annotation.{key}"[:253]] = str(value)
+            name = annotation_key("swarmkit.dev", f"annotation.{key}")
+            if name is None:
+                meta.sub("annotations").warn(key, "not a valid annotation name; not imported")
+            else:
+                col.workspace_annotations[name] = str(value)
     if not isinstance(ws_id, str) or not KEBAB_RE.match(ws_id) or len(ws_id) > 63:
         meta.error("id", f"{ws_id!r} must be lowercase-kebab (it names the Workspace)")
         return

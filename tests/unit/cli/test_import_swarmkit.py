@@ -51,12 +51,22 @@ def topology(agents: str, name: str = "t") -> str:
 def test_workspace_metadata_names_the_workspace_and_its_secret(tmp_path: Path) -> None:
     r = import_tree(
         tmp_path,
-        {"workspace.yaml": WS.replace("Desk}", "Desk, description: Support agents.}")},
+        {
+            "workspace.yaml": WS.replace(
+                "Desk}",
+                "Desk, description: Support agents., annotations: {cost_center: '42', "
+                "'bad key!': x}}",
+            )
+        },
     )
-    assert not r.findings
+    assert r.warnings == [
+        "workspace.yaml:3: metadata.annotations.bad key!: not a valid annotation name; not imported"
+    ]
     meta = r.objects[("Workspace", "desk")]["metadata"]
     assert meta["annotations"]["swarmkit.dev/display-name"] == "Desk"  # type: ignore[index]
+    assert meta["annotations"]["swarmkit.dev/annotation.cost_center"] == "42"  # type: ignore[index]
     assert r.workspace("desk")["description"] == "Support agents."
+    validate_manifest(r.objects[("Workspace", "desk")])
 
 
 def test_workspace_flag_keeps_the_name_it_gives(tmp_path: Path) -> None:
