@@ -2,9 +2,9 @@
 
 1. The fixture tree (tests/fixtures/import_tree: the source documents' examples) imported
    by the installed console script, end to end (process start-up included).
-2. A synthetic workspace a large team might have: 1,000 SwarmKit skills, 200 VectorStep
-   skill directories (SKILL.md, a script, a reference doc), 100 Swarm tools, 100 agents,
-   20 archetypes and 20 topologies, imported in-process to a directory.
+2. A synthetic workspace a large team might have, in upstream's formats: 1,000 SwarmKit
+   skills, 200 Agent Skills directories (SKILL.md, a script, a reference doc), 100 Swarm
+   tools, 100 agents, 20 archetypes and 20 topologies, imported in-process to a directory.
 
 Each is run three times; min/median/max and the machine's load average are printed.
 """
@@ -33,22 +33,25 @@ RUNS = 3
 
 
 def synthetic(root: Path) -> int:
-    """Write the synthetic workspace; returns the number of source files."""
+    """Write the synthetic workspace (upstream formats); returns the number of source files."""
     files = 0
     sk = root / "swarmkit"
     (sk / "skills").mkdir(parents=True)
     (sk / "workspace.yaml").write_text(
-        "mcp_servers:\n"
+        "apiVersion: swarmkit/v1\nkind: Workspace\nmetadata: {id: bench, name: Bench}\n"
+        "credentials:\n"
+        + "".join(f"  token-{i}: {{source: env, config: {{env: TOKEN_{i}}}}}\n" for i in range(20))
+        + "mcp_servers:\n"
         + "".join(
             f"  - id: server-{i}\n    transport: stdio\n    command: [srv, '{i}']\n"
-            f"    env: {{TOKEN_{i}: '${{TOKEN_{i}}}'}}\n"
+            f"    credentials_ref: token-{i}\n"
             for i in range(20)
         )
     )
     for i in range(1000):
         (sk / "skills" / f"skill-{i}.yaml").write_text(
             "apiVersion: swarmkit/v1\nkind: Skill\n"
-            f"metadata: {{id: skill-{i}, name: Skill {i}, description: Use when case {i}.}}\n"
+            f"metadata: {{id: skill-{i}, name: Skill {i}, description: Use when case {i} comes.}}\n"
             "category: capability\n"
             f"implementation: {{type: mcp_tool, server: server-{i % 20}, tool: t{i}}}\n"
             "constraints: {timeout_seconds: 30, retry: {attempts: 2, backoff: linear}}\n"
@@ -61,13 +64,18 @@ def synthetic(root: Path) -> int:
         grants = ", ".join(f"skill-{i * 50 + j}" for j in range(10))
         (sk / "archetypes" / f"a{i}.yaml").write_text(
             "apiVersion: swarmkit/v1\nkind: Archetype\n"
-            f"metadata: {{id: arch-{i}}}\nmodel: anthropic/claude-sonnet-4-6\n"
-            f"defaults: {{skills: [{grants}]}}\n"
+            f"metadata: {{id: arch-{i}, name: Arch {i}, description: Archetype number {i}.}}\n"
+            "role: worker\ndefaults:\n"
+            "  model: {provider: anthropic, name: claude-sonnet-4-6}\n"
+            f"  prompt: {{system: You are archetype {i}.}}\n  skills: [{grants}]\n"
+            "provenance: {authored_by: human, version: 1.0.0}\n"
         )
         (sk / "topologies" / f"t{i}.yaml").write_text(
             "apiVersion: swarmkit/v1\nkind: Topology\n"
-            f"metadata: {{id: topo-{i}}}\nagents:\n  root:\n    archetype: arch-{i}\n"
-            f"    children:\n      helper: {{archetype: arch-{(i + 1) % 20}}}\n"
+            f"metadata: {{name: topo-{i}, version: 1.0.0}}\nagents:\n  root:\n"
+            f"    id: root\n    role: root\n    archetype: arch-{i}\n    children:\n"
+            f"      - {{id: helper, role: worker, archetype: arch-{(i + 1) % 20}, "
+            f"skills_additional: [skill-{i}]}}\n"
         )
     files += 40
     vs = root / "vectorstep" / "skills"
@@ -76,7 +84,8 @@ def synthetic(root: Path) -> int:
         (d / "scripts").mkdir(parents=True)
         (d / "reference").mkdir()
         (d / "SKILL.md").write_text(
-            f"---\nname: vs-{i}\ndescription: Use when step {i} is needed.\n---\n\n"
+            f"---\nname: vs-{i}\ndescription: Use when step {i} is needed.\nlicense: MIT\n"
+            f"metadata: {{author: team-{i % 7}}}\n---\n\n"
             + "# Steps\n\n"
             + "".join(f"{n}. Do thing {n}.\n" for n in range(30))
         )
@@ -88,7 +97,7 @@ def synthetic(root: Path) -> int:
     (sw / "tools.yaml").write_text(
         "".join(
             f"tool_{i}:\n  description: Tool {i}.\n  input_schema: {{q: text, n: integer}}\n"
-            f"  http: {{method: POST, url: 'https://x/{i}'}}\n"
+            f"  http: {{method: POST, url: 'https://x/{i}?q={{{{input.q}}}}'}}\n"
             for i in range(100)
         )
     )
@@ -97,7 +106,8 @@ def synthetic(root: Path) -> int:
     )
     (sw / "agents.yaml").write_text(
         "".join(
-            f"agent-{i}:\n  permissions_bundle: worker\n  tools: [tool_{i}]\n"
+            f"agent-{i}:\n  intent: {{inline: You are agent {i}.}}\n  model: anthropic/claude\n"
+            f"  permissions_bundle: worker\n  tools: [tool_{i}]\n"
             f"  skills: [vs-{i}, skill-{i}]\n"
             for i in range(100)
         )

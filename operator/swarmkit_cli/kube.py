@@ -1,16 +1,22 @@
 """The plugin's one door to the cluster: the ``kubernetes`` client, configured like kubectl.
 
-Configuration comes from ``--kubeconfig``, then ``$KUBECONFIG``, then ``~/.kube/config``,
-then the in-cluster service account; the namespace from ``-n``, else the kubeconfig
-context's namespace, else ``default``. ``kubernetes`` is imported only here and only when a
-subcommand needs the cluster, so ``import`` and ``pin SKILL_DIR`` work without it.
+Configuration comes from ``--kubeconfig``, then ``$KUBECONFIG`` (several files merged as
+kubectl merges them), then ``~/.kube/config``, then the in-cluster service account; the
+context from ``--context``, else the current one; ``--as``/``--as-group`` impersonate; the
+namespace from ``-n``, else the context's namespace, else ``default``. ``kubernetes`` is
+imported only here and only when a subcommand needs the cluster, so ``import`` and ``pin
+SKILL_DIR`` work without it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from swarmkit_api import GROUP, KINDS_BY_NAME, VERSION
 
@@ -83,8 +89,21 @@ class Kube:
         self.api_client.close()
 
 
-def connect(kubeconfig: str | None, namespace: str | None) -> Kube:
-    """A :class:`Kube` for the current context, or CommandError saying what is missing."""
+def connect(
+    kubeconfig: str | None,
+    namespace: str | None,
+    *,
+    context: str | None = None,
+    as_user: str | None = None,
+    as_group: str | None = None,
+) -> Kube:
+    """A :class:`Kube` for the chosen context, or CommandError saying what is missing.
+
+    The kubeconfig is ``--kubeconfig`` alone, else every file of ``$KUBECONFIG`` merged as
+    kubectl merges them (the first file to define a cluster, user, context or the current
+    context wins; relative certificate paths are relative to the file naming them), else
+    ``~/.kube/config``, else the in-cluster service account.
+    """
     try:
         from kubernetes import client, config
         from kubernetes.config.config_exception import ConfigException
@@ -94,26 +113,80 @@ def connect(kubeconfig: str | None, namespace: str | None) -> Kube:
         ) from None
     api_client: Any
     context_ns = "default"
-    try:
-        loader_ns = _context_namespace(kubeconfig)
-        api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig
-        )
-        context_ns = loader_ns or context_ns
-    except (ConfigException, FileNotFoundError, TypeError) as kube_exc:
+    paths = kubeconfig_paths(kubeconfig)
+    merged = merge_kubeconfigs(paths)
+    if merged is not None:
+        chosen = context or merged.get("current-context")
+        if not chosen:
+            raise CommandError(f"no current context in {', '.join(paths)}; pass --context")
+        ctx = next((c for c in merged["contexts"] if c.get("name") == chosen), None)
+        if ctx is None:
+            raise CommandError(f"context {chosen!r} not found in {', '.join(paths)}")
+        try:
+            api_client = config.new_client_from_config_dict(  # type: ignore[no-untyped-call]
+                merged, context=chosen
+            )
+        except (ConfigException, TypeError, ValueError) as exc:
+            raise CommandError(f"kubeconfig context {chosen!r}: {exc}") from None
+        ns = (ctx.get("context") or {}).get("namespace")
+        context_ns = ns if isinstance(ns, str) and ns else context_ns
+    else:
+        if kubeconfig is not None:
+            raise CommandError(f"kubeconfig {kubeconfig!r} not found")
         try:
             config.load_incluster_config()  # type: ignore[no-untyped-call]
         except ConfigException:
-            raise CommandError(f"no usable kubeconfig: {kube_exc}") from None
+            raise CommandError(
+                f"no usable kubeconfig (looked at {', '.join(paths)}) and not in a cluster"
+            ) from None
         api_client = client.ApiClient()
+    if as_user:
+        api_client.set_default_header("Impersonate-User", as_user)
+    if as_group:
+        api_client.set_default_header("Impersonate-Group", as_group)
     return Kube(api_client, namespace or context_ns)
 
 
-def _context_namespace(kubeconfig: str | None) -> str | None:
-    from kubernetes import config
+def kubeconfig_paths(kubeconfig: str | None) -> list[str]:
+    if kubeconfig:
+        return [kubeconfig]
+    env = os.environ.get("KUBECONFIG", "")
+    paths = [p for p in env.split(os.pathsep) if p]
+    return paths or [os.path.expanduser("~/.kube/config")]
 
-    _, current = config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
-        config_file=kubeconfig
-    )
-    ns = (current or {}).get("context", {}).get("namespace")
-    return ns if isinstance(ns, str) and ns else None
+
+def merge_kubeconfigs(paths: list[str]) -> dict[str, Any] | None:
+    """kubectl's merge of several kubeconfig files; None when none of them exists."""
+    merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
+    found = False
+    for raw in paths:
+        path = Path(os.path.expanduser(raw))
+        if not path.is_file():
+            continue
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise CommandError(f"kubeconfig {raw}: {exc}") from None
+        found = True
+        if data.get("current-context") and not merged.get("current-context"):
+            merged["current-context"] = data["current-context"]
+        for section, fields in _FILE_FIELDS.items():
+            names = {item.get("name") for item in merged[section]}
+            for item in data.get(section) or []:
+                if item.get("name") in names:
+                    continue  # the first file defining a name wins
+                body = dict(item.get(section[:-1]) or {})
+                for key in fields:
+                    value = body.get(key)
+                    if isinstance(value, str) and value and not os.path.isabs(value):
+                        body[key] = str((path.parent / value).resolve())
+                merged[section].append({**item, section[:-1]: body})
+    return merged if found else None
+
+
+#: kubeconfig fields holding file paths, relative to the file that names them
+_FILE_FIELDS = {
+    "clusters": ("certificate-authority",),
+    "users": ("client-certificate", "client-key", "tokenFile"),
+    "contexts": (),
+}

@@ -99,7 +99,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from ..kube import connect
 
     name = run_name(args.run)
-    kube = connect(args.kubeconfig, args.namespace)
+    kube = connect(
+        args.kubeconfig,
+        args.namespace,
+        context=args.context,
+        as_user=args.as_user,
+        as_group=args.as_group,
+    )
     try:
         pod = _pod_of(kube, name, args.follow, args.wait)
         lines = _pod_lines(kube, pod, args.follow)

@@ -56,7 +56,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
             if kube is None:
                 from ..kube import connect
 
-                kube = connect(args.kubeconfig, args.namespace)
+                kube = connect(
+                    args.kubeconfig,
+                    args.namespace,
+                    context=args.context,
+                    as_user=args.as_user,
+                    as_group=args.as_group,
+                )
             name = target.split("/", 1)[1] if target.lower().startswith("skill/") else target
             entries.extend(_from_cluster(kube.get("Skill", name), console))
     finally:

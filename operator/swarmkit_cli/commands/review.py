@@ -38,7 +38,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("name", nargs="?", help="the Review (not for list)")
     parser.add_argument("--text", help="the answer (answer) or a comment (approve, reject)")
     parser.add_argument("-A", "--all-namespaces", action="store_true", help="list: every namespace")
-    parser.add_argument("--as", dest="as_user", help="impersonate this user (like kubectl)")
     add_namespace_flag(parser)
 
 
@@ -49,10 +48,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError("review answer needs --text with the answer")
     from ..kube import connect
 
-    kube = connect(args.kubeconfig, args.namespace)
+    kube = connect(
+        args.kubeconfig,
+        args.namespace,
+        context=args.context,
+        as_user=args.as_user,
+        as_group=args.as_group,
+    )
     try:
-        if args.as_user:
-            kube.api_client.set_default_header("Impersonate-User", args.as_user)
         if args.action == "list":
             return _list(kube, console, args.all_namespaces)
         review = kube.get("Review", args.name)

@@ -150,7 +150,13 @@ def summarize(namespace: str, objects: dict[str, list[dict[str, Any]]], now: dat
 def run(args: argparse.Namespace, console: Console) -> int:
     from ..kube import connect
 
-    kube = connect(args.kubeconfig, args.namespace)
+    kube = connect(
+        args.kubeconfig,
+        args.namespace,
+        context=args.context,
+        as_user=args.as_user,
+        as_group=args.as_group,
+    )
     try:
         objects = {kind: kube.list(kind) for kind in (*KINDS, "Run")}
     finally:

@@ -15,8 +15,10 @@ from typing import Any
 from swarmkit_api import API_VERSION, ManifestError, validate_manifest
 from swarmkit_api.workspace import PLATFORM_BUILTINS
 
-from .collected import Collected, Piece, source_annotation
+from . import swarm, swarmkit_agents
+from .collected import Collected, Piece
 from .common_map import PROVIDER_KEYS, ensure_provider
+from .sizes import CONFIG_MAP_LIMIT, MAX_SKILL_BYTES, rendered_skill_bytes
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 WAVES = {"ConfigMap": "0", "Workspace": "0", "Skill": "1", "Agent": "2", "Topology": "3"}
@@ -28,11 +30,14 @@ class Output:
 
     manifests: list[dict[str, Any]] = field(default_factory=list)
     secret_template: dict[str, Any] | None = None
+    #: Secret key → what to put there (written as comments in the template)
+    secret_hints: dict[str, str] = field(default_factory=dict)
 
 
 def assemble(col: Collected, namespace: str | None) -> Output:
     report = col.report
-    _resolve_node_agents(col)
+    swarmkit_agents.finalize(col)
+    swarm.finalize(col)
     for label, pieces in (
         ("Skill", col.skills),
         ("Agent", col.agents),
@@ -53,12 +58,19 @@ def assemble(col: Collected, namespace: str | None) -> Output:
             "no model provider in the sources: added provider 'anthropic' (API key "
             f"{PROVIDER_KEYS['anthropic']} in Secret {col.secret}); edit it if you use another",
         )
+    for p in col.agents:
+        p.body["workspaceRef"] = {"name": col.workspace}
+    for p in col.topologies:
+        p.body["workspaceRef"] = {"name": col.workspace}
     _cross_check(col)
+    _sizes(col)
     out = Output()
     meta = _meta_factory(namespace)
     ws_spec: dict[str, Any] = {}
     if col.descriptions:
         ws_spec["description"] = "\n".join(d.strip() for d in col.descriptions)
+    if col.governance:
+        ws_spec["governance"] = dict(col.governance)
     for key, pieces in (
         ("modelProviders", col.model_providers),
         ("mcpServers", col.mcp_servers),
@@ -68,9 +80,11 @@ def assemble(col: Collected, namespace: str | None) -> Output:
     ):
         if pieces:
             ws_spec[key] = [p.body for p in pieces]
-    need_workspace = bool(ws_spec or col.agents or col.topologies)
+    need_workspace = bool(ws_spec or col.agents or col.topologies or col.workspace_annotations)
     if need_workspace:
-        out.manifests.append(_manifest("Workspace", meta(col.workspace, {}), ws_spec))
+        out.manifests.append(
+            _manifest("Workspace", meta(col.workspace, col.workspace_annotations), ws_spec)
+        )
     for cm in col.config_maps:
         out.manifests.append(
             {
@@ -110,6 +124,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
             "type": "Opaque",
             "stringData": {k: "" for k in sorted(col.secret_keys)},
         }
+        out.secret_hints = {k: v for k, v in col.secret_hints.items() if k in col.secret_keys}
     return out
 
 
@@ -157,38 +172,6 @@ def _unique(col: Collected, label: str, pieces: list[Piece]) -> None:
             seen[p.name] = p
 
 
-def _resolve_node_agents(col: Collected) -> None:
-    """Topology nodes that add to an archetype: the archetype's spec plus the additions."""
-    by_name = {p.name: p for p in col.agents}
-    for p in col.agents:
-        if "__base__" not in p.body:
-            continue
-        base_name = p.body.pop("__base__")
-        spec: dict[str, Any] = {"workspaceRef": {"name": col.workspace}}
-        if base_name is not None:
-            base = by_name.get(base_name)
-            if base is None or "__base__" in base.body:
-                col.report.error(
-                    p.src.file,
-                    p.src.line,
-                    p.src.field("archetype"),
-                    f"archetype {base_name!r} is not among the imported archetypes",
-                )
-                continue
-            spec.update({k: v for k, v in base.body.items() if k != "skills"})
-            skills = list(base.body.get("skills", []))
-        else:
-            skills = []
-        for s in p.body.pop("skills", []):
-            if s not in skills:
-                skills.append(s)
-        spec.update(p.body)
-        if skills:
-            spec["skills"] = skills
-        p.body = spec
-        p.annotations = {**p.annotations, **source_annotation(p.src)}
-
-
 def _cross_check(col: Collected) -> None:
     report = col.report
     skills = {p.name for p in col.skills}
@@ -199,8 +182,19 @@ def _cross_check(col: Collected) -> None:
     prefixes = {p.body.get("prefix") or p.name.replace("-", "_") for p in col.mcp_servers}
     tools = {p.name for p in col.tools}
     credentials = {p.name for p in col.credentials}
+    providers = {p.name for p in col.model_providers}
     for p in col.agents:
         spec = p.body
+        provider = (spec.get("model") or {}).get("provider")
+        if provider is not None and provider not in providers:
+            report.warn(
+                p.src.file,
+                p.src.line,
+                p.src.field("model"),
+                f"model provider {provider!r} is neither declared in the workspace nor one "
+                "upstream registers on its own; the Agent is not Ready until a Workspace "
+                "modelProviders entry of that name exists",
+            )
         bundle = spec.get("permissionsBundle")
         if bundle is not None and bundle not in bundles:
             report.error(
@@ -264,4 +258,30 @@ def _cross_check(col: Collected) -> None:
                 *where,
                 f"credentials {impl['credentialsRef']!r} is not a credentials "
                 "entry of the imported workspace",
+            )
+
+
+def _sizes(col: Collected) -> None:
+    """What the apiserver or the operator would refuse for its size, reported now."""
+    for p in col.skills:
+        size = rendered_skill_bytes(p.body, int(p.extra.get("external_bytes", 0)))
+        if size > MAX_SKILL_BYTES:
+            col.report.error(
+                p.src.file,
+                p.src.line,
+                p.src.field(),
+                f"Skill {p.name!r} renders to about {size} bytes, over the operator's "
+                f"{MAX_SKILL_BYTES}-byte limit (it would end TooLarge): split it into smaller "
+                "skills or leave its largest files out",
+            )
+    for cm in col.config_maps:
+        data = cm.body.get("binaryData", {})
+        size = sum(len(k) + len(v) * 3 // 4 for k, v in data.items())
+        if size > CONFIG_MAP_LIMIT:
+            col.report.error(
+                cm.src.file,
+                None,
+                "",
+                f"ConfigMap {cm.name!r} would hold {size} bytes, over the apiserver's "
+                f"{CONFIG_MAP_LIMIT}-byte limit: a single file this large cannot be bundled",
             )

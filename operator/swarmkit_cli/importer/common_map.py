@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .collected import Collected, Piece
@@ -23,8 +24,21 @@ SHORTHAND_TYPES = {
     "object": "object",
     "dict": "object",
 }
-#: Model provider types the API knows, and the env name of their API key.
-PROVIDER_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+#: Providers SwarmKit and Swarm register on their own: name → (our type, base URL, API key
+#: Secret key). The OpenAI-compatible aggregators are called at their upstream base URLs.
+KNOWN_PROVIDERS: dict[str, tuple[str, str | None, str]] = {
+    "anthropic": ("anthropic", None, "ANTHROPIC_API_KEY"),
+    "openai": ("openai", None, "OPENAI_API_KEY"),
+    "openrouter": ("openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "groq": ("openai", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    "together": ("openai", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
+    "google": (
+        "openai",
+        "https://generativelanguage.googleapis.com/v1beta/openai/",
+        "GOOGLE_API_KEY",
+    ),
+}
+PROVIDER_KEYS = {name: known[2] for name, known in KNOWN_PROVIDERS.items()}
 
 
 def json_schema(fields: Fields, key: str) -> dict[str, Any] | None:
@@ -71,6 +85,15 @@ def model_selection(col: Collected, fields: Fields, key: str = "model") -> dict[
         for k in ("provider", "name", "max_tokens", "temperature"):
             if k in sub:
                 out[to_camel(k)] = sub.take(k)
+        for k in ("provider", "name"):
+            if isinstance(out.get(k), str) and "${" in out[k]:
+                resolved = _expand_default(col, sub, k, out[k])
+                if resolved is None:
+                    return None
+                out[k] = resolved
+        for k in ("tool_provider", "tool_model"):
+            sub.unsupported(k, "one model serves every turn of an agent")
+        sub.unsupported("options", "provider-native options are not passed through")
         sub.finish("provider, name, max_tokens, temperature")
     else:
         fields.error(key, f"expected 'provider/model' or a mapping, got {type(value).__name__}")
@@ -81,21 +104,42 @@ def model_selection(col: Collected, fields: Fields, key: str = "model") -> dict[
     return out
 
 
+_DEFAULTED = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*):?-([^}]*)\}$")
+
+
+def _expand_default(col: Collected, f: Fields, key: str, text: str) -> str | None:
+    """SwarmKit expands ``${VAR:-default}`` in model fields from its process environment;
+    the import takes the default (said once per expression), or refuses a bare ``${VAR}``."""
+    m = _DEFAULTED.match(text)
+    if m is None:
+        f.error(
+            key,
+            f"{text!r} is chosen from the environment at run time; name the model's "
+            f"{key} here (a ${{VAR:-default}} takes its default)",
+        )
+        return None
+    if text not in col.expanded:
+        col.expanded.add(text)
+        f.warn(
+            key,
+            f"{text!r} imported as its default {m.group(2)!r} (what SwarmKit uses when "
+            f"{m.group(1)} is unset; said once for every place it appears)",
+        )
+    return m.group(2)
+
+
 def ensure_provider(col: Collected, provider: str, src: Any) -> None:
+    """Declare ``provider`` in the Workspace when it is one upstream registers on its own."""
     if any(p.name == provider for p in col.model_providers):
         return
-    if provider in PROVIDER_KEYS:
-        col.model_providers.append(
-            Piece(
-                provider,
-                {
-                    "name": provider,
-                    "type": provider,
-                    "apiKey": col.secret_ref(PROVIDER_KEYS[provider], src),
-                },
-                src,
-            )
-        )
+    known = KNOWN_PROVIDERS.get(provider)
+    if known is None:
+        return
+    body: dict[str, Any] = {"name": provider, "type": known[0]}
+    if known[1] is not None:
+        body["baseUrl"] = known[1]
+    body["apiKey"] = col.secret_ref(known[2], src)
+    col.model_providers.append(Piece(provider, body, src))
 
 
 def mcp_server(col: Collected, fields: Fields, server_id: str) -> dict[str, Any]:

@@ -33,6 +33,11 @@ class Report:
 
     def __init__(self) -> None:
         self.findings: list[Finding] = []
+        #: what was passed over on purpose (not a finding: nothing of the user's data is lost)
+        self.notes: list[str] = []
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
 
     def warn(self, file: str, line: int | None, field: str, message: str) -> None:
         self.findings.append(Finding("warning", file, line, field, message))

@@ -1,16 +1,21 @@
-"""VectorStep skill directories (``skills/<name>/SKILL.md`` + bundled files) → Skills.
+"""Agent Skills / VectorStep skill directories (``<name>/SKILL.md`` + bundled files) →
+Skills, following the agentskills.io specification.
 
-Front matter ``name`` (must equal the directory name) → ``metadata.name``; ``description``
-→ ``spec.description``; the Markdown body → ``spec.instructions``; every other file →
-``spec.files`` (UTF-8 text inline; binary files base64 in a generated ConfigMap
-``<skill>-files`` referenced by ``configMapRef``). VectorStep skills have no category or
-provenance: they import as ``capability``, authored by ``human``, version from the front
-matter's ``version`` (default ``1.0.0``).
+Front matter ``name`` (1-64 lowercase letters, digits and single hyphens, equal to the
+directory name) → ``metadata.name``; ``description`` → ``spec.description``; ``license``,
+``compatibility``, ``allowed-tools`` and every ``metadata`` entry → annotations under
+``agentskills.io/`` (``allowed-tools`` grants nothing here: running a bundled script is
+the operator's allow-list's decision); the Markdown body → ``spec.instructions``; every
+other file → ``spec.files`` (UTF-8 text inline; binary files base64 in generated
+ConfigMaps ``<skill>-files[-<n>]`` of at most 1 MiB each). Such skills have no category or
+provenance: they import as ``capability``, authored by ``human``, version from
+``metadata.version`` (or the VectorStep ``version`` field; default ``1.0.0``).
 """
 
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +24,39 @@ from swarmkit_api.skill import SkillSpec
 from .collected import Collected, Piece, source_annotation
 from .frontmatter import parse_skill_md
 from .mapping import Fields, Src, check
+from .sizes import chunk
 from .skilldir import SKILL_MD, bundled_files, symlinks
 from .yamlsrc import Doc, YamlError
 
 DEFAULT_VERSION = "1.0.0"
-FRONT_FIELDS = "name, description, version, category, authored_by"
+FRONT_FIELDS = (
+    "name, description, license, compatibility, metadata, allowed-tools "
+    "(agentskills.io); version, category, authored_by (VectorStep)"
+)
+#: agentskills.io: 1-64 characters, a-z 0-9 and hyphens, no leading, trailing or double hyphen
+NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+ANNOTATION_PREFIX = "agentskills.io/"
+_ANNOTATION_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def _annotations(f: Fields) -> dict[str, str]:
+    """The standard optional front matter fields, kept as annotations."""
+    out: dict[str, str] = {}
+    for key in ("license", "compatibility", "allowed-tools"):
+        if key in f:
+            value = f.take(key)
+            if key == "compatibility" and isinstance(value, str) and len(value) > 500:
+                f.warn(key, "longer than the 500 characters the specification allows")
+            out[ANNOTATION_PREFIX + key] = value if isinstance(value, str) else str(value)
+    if "metadata" in f:
+        meta = f.sub("metadata")
+        for key, value in meta.take_all().items():
+            annotation = f"metadata.{key}"
+            if not _ANNOTATION_NAME.match(annotation):
+                meta.warn(key, f"annotation name {annotation!r} is not valid; not imported")
+                continue
+            out[ANNOTATION_PREFIX + annotation] = str(value)
+    return out
 
 
 def skill_name_of(skill_dir: Path) -> str:
@@ -63,12 +96,21 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
     f = Fields(report, Src(doc))
     name = f.take("name")
     description = f.take("description")
-    version = f.take("version", DEFAULT_VERSION)
+    annotations = _annotations(f)
+    meta_version = (f.data.get("metadata") or {}).get("version") if "metadata" in f else None
+    version = f.take("version", meta_version or DEFAULT_VERSION)
     category = f.take("category", "capability")
     authored_by = f.take("authored_by", "human")
     f.finish(FRONT_FIELDS)
     if name is None:
         f.error(None, "name is required")
+        return
+    if not isinstance(name, str) or len(name) > 64 or not NAME_RE.match(name):
+        f.error(
+            "name",
+            f"{name!r}: 1-64 lowercase letters, digits and single hyphens, not "
+            "starting or ending with a hyphen (agentskills.io)",
+        )
         return
     if name != dir_name:
         f.error("name", f"must match the directory name {dir_name!r}, got {name!r}")
@@ -83,7 +125,8 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
         "instructions": md.body,
     }
     files: list[dict[str, Any]] = []
-    binary: dict[str, str] = {}
+    binary: dict[str, bytes] = {}
+    entries: dict[str, dict[str, Any]] = {}
     for link in symlinks(skill_dir):
         report.warn(
             f"{Path(shown).parent / link}",
@@ -97,20 +140,34 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
         if content is None:
             key = "f" + str(len(binary)) + "." + bf.path.rsplit("/", 1)[-1]
             key = "".join(c if c.isalnum() or c in "-._" else "-" for c in key)
-            binary[key] = base64.b64encode(bf.data).decode("ascii")
-            entry["configMapRef"] = {"name": f"{name}-files", "key": key}
+            binary[key] = bf.data
+            entries[key] = entry
         else:
             entry["content"] = content
         if bf.executable and not bf.path.startswith("scripts/"):
             entry["executable"] = True
         files.append(entry)
+    groups = chunk([(k, len(v)) for k, v in binary.items()]) if binary else []
+    maps = []
+    for i, keys in enumerate(groups):
+        cm = f"{name}-files" if len(groups) == 1 else f"{name}-files-{i}"
+        for key in keys:
+            entries[key]["configMapRef"] = {"name": cm, "key": key}
+        data = {k: base64.b64encode(binary[k]).decode("ascii") for k in keys}
+        maps.append(Piece(cm, {"binaryData": data}, Src(doc), source_annotation(Src(doc))))
     if files:
         spec["files"] = files
     src = Src(doc)
     if not check(report, SkillSpec, spec, src, f"Skill {name!r}"):
         return
-    col.skills.append(Piece(str(name), spec, src, source_annotation(src)))
-    if binary:
-        col.config_maps.append(
-            Piece(f"{name}-files", {"binaryData": binary}, src, source_annotation(src))
+    external = sum(len(v) for v in binary.values())
+    col.skills.append(
+        Piece(
+            str(name),
+            spec,
+            src,
+            {**source_annotation(src), **annotations},
+            extra={"external_bytes": external, "config_maps": [m.name for m in maps]},
         )
+    )
+    col.config_maps.extend(maps)

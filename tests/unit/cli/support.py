@@ -43,6 +43,7 @@ class Imported:
     objects: dict[tuple[str, str], dict[str, object]]
     findings: list[object]
     secret: dict[str, object] | None
+    notes: list[str]
 
     def spec(self, kind: str, name: str) -> dict[str, object]:
         spec = self.objects[(kind, name)]["spec"]
@@ -57,8 +58,8 @@ class Imported:
     def errors(self) -> list[str]:
         return [str(f) for f in self.findings if getattr(f, "severity", "") == "error"]
 
-    def workspace(self) -> dict[str, object]:
-        return self.spec("Workspace", "default")
+    def workspace(self, name: str = "default") -> dict[str, object]:
+        return self.spec("Workspace", name)
 
 
 def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -72,24 +73,28 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
-def import_tree(root: Path, files: dict[str, str | bytes] | None = None) -> Imported:
-    """Import ``files`` written under ``root`` (paths in findings are relative to root)."""
+def import_tree(
+    root: Path, files: dict[str, str | bytes] | None = None, **options: object
+) -> Imported:
+    """Import ``files`` written under ``root`` (paths in findings are relative to root);
+    ``options`` are :class:`swarmkit_cli.importer.pipeline.Options` fields."""
     import os
 
-    from swarmkit_cli.importer.assemble import assemble
-    from swarmkit_cli.importer.collected import Collected
-    from swarmkit_cli.importer.findings import Report
-    from swarmkit_cli.importer.scan import scan
+    from swarmkit_cli.importer.pipeline import Options, run
 
     if files:
         write_tree(root, files)
     cwd = os.getcwd()
     os.chdir(root)
     try:
-        col = Collected(Report())
-        scan(col, [Path(".")])
-        out = assemble(col, None)
+        result = run([Path(".")], Options(**options))  # type: ignore[arg-type]
     finally:
         os.chdir(cwd)
+    out = result.output
     objects = {(m["kind"], m["metadata"]["name"]): m for m in out.manifests}
-    return Imported(objects, list(col.report.findings), out.secret_template)
+    return Imported(
+        objects,
+        list(result.report.findings) + list(result.skipped),
+        out.secret_template,
+        list(result.report.notes),
+    )

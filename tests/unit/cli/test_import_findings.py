@@ -45,20 +45,21 @@ def test_unknown_top_level_field_of_each_format_warns(tmp_path: Path) -> None:
     r = import_tree(
         tmp_path,
         {
-            "workspace.yaml": "mcp_servers: []\ngovernance: {max_steps: 3}\n",
+            "workspace.yaml": "apiVersion: swarmkit/v1\nkind: Workspace\n"
+            "metadata: {id: ws, name: W}\nmcp_servers: []\nflavour: 3\n",
             "tools.yaml": "t:\n  description: d\n  http: {url: 'https://x'}\n  cache: true\n",
-            "agents.yaml": "a1:\n  colour: blue\n",
-            "skills/x/SKILL.md": "---\nname: x\ndescription: d\nlicense: MIT\n---\nbody\n",
+            "agents.yaml": "a1:\n  intent: {inline: x}\n  model: cheap\n  colour: blue\n",
+            "skills/x/SKILL.md": "---\nname: x\ndescription: d\nlicence: MIT\n---\nbody\n",
         },
     )
     fields = sorted(
         w.split(": ")[0] + ": " + w.split(": ")[1] for w in r.warnings if "unknown field" in w
     )
     assert fields == [
-        "agents.yaml:2: a1.colour",
-        "skills/x/SKILL.md:4: license",
+        "agents.yaml:4: a1.colour",
+        "skills/x/SKILL.md:4: licence",
         "tools.yaml:4: t.cache",
-        "workspace.yaml:2: governance",
+        "workspace.yaml:5: flavour",
     ]
 
 
@@ -67,20 +68,38 @@ def test_duplicate_key_warns_that_the_last_wins(tmp_path: Path) -> None:
     assert "skills/s1.yaml:6: category: duplicate key: the last one wins" in r.warnings
 
 
-def test_a_file_of_no_source_format_is_reported_as_skipped(tmp_path: Path) -> None:
-    r = import_tree(tmp_path, {"notes.txt": "hello", "other.yaml": "a: 1\n", ".git/config": "x"})
+def test_files_of_no_source_format_are_one_note_and_unknown_yaml_one_warning(
+    tmp_path: Path,
+) -> None:
+    r = import_tree(
+        tmp_path,
+        {
+            "notes.txt": "hello",
+            "README.md": "# hi",
+            "other.yaml": "a: 1\n",
+            "more.yaml": "b: 2\n",
+            ".git/config": "x",
+            ".github/workflows/ci.yaml": "on: push\n",
+            ".claude/skills/x/SKILL.md": "---\nname: x\ndescription: d\n---\nbody\n",
+            ".github/skills/y/SKILL.md": "---\nname: y\ndescription: d\n---\nbody\n",
+        },
+    )
     assert r.warnings == [
-        "notes.txt: not a source format import reads; skipped",
-        "other.yaml:1: not a recognized source document (no apiVersion swarmkit/v1, and not "
-        "workspace.yaml, tools.yaml, policy.yaml or agents.yaml); skipped",
+        "more.yaml:1: not a recognized source document (no apiVersion swarmkit/v1, and not "
+        "workspace.yaml or a Swarm file); skipped: more.yaml, other.yaml"
     ]
+    assert r.notes == ["passed over 2 file(s) of no source format (README.md, notes.txt)"]
+    # hidden directories are searched (Agent Skills live in .claude/skills, .github/skills);
+    # .git and CI workflows are not
+    assert ("Skill", "x") in r.objects and ("Skill", "y") in r.objects
 
 
 def test_an_unknown_swarmkit_kind_is_reported(tmp_path: Path) -> None:
-    r = import_tree(tmp_path, {"x.yaml": "apiVersion: swarmkit/v1\nkind: Funnel\n"})
+    r = import_tree(tmp_path, {"x.yaml": "apiVersion: swarmkit/v1\nkind: Contract\n"})
     assert r.warnings == [
-        "x.yaml:2: kind: kind 'Funnel' of swarmkit/v1 is not imported (known: Skill, "
-        "Archetype, Topology, Workspace); skipped"
+        "x.yaml:2: kind: kind 'Contract': 1 document(s) not imported: express the contract as "
+        "a decision skill's outputs schema (imported kinds: Skill, Archetype, Topology, "
+        "Workspace)"
     ]
 
 
@@ -95,42 +114,45 @@ def test_a_literal_secret_looking_env_value_warns(tmp_path: Path) -> None:
     r = import_tree(
         tmp_path,
         {
-            "workspace.yaml": "mcp_servers:\n  - id: gh\n    command: [gh]\n"
-            "    env:\n      GITHUB_TOKEN: ghp_abc\n"
+            "workspace.yaml": "mcp_servers:\n  - id: gh\n    transport: stdio\n"
+            "    command: [gh]\n    env:\n      GITHUB_TOKEN: ghp_abc\n"
         },
     )
     assert r.warnings == [
-        "workspace.yaml:5: mcp_servers[0].env.GITHUB_TOKEN: literal value of a secret-looking "
+        "workspace.yaml:6: mcp_servers[0].env.GITHUB_TOKEN: literal value of a secret-looking "
         "variable is copied into the Workspace in clear text; use ${VAR} to reference a Secret "
         "instead"
     ]
 
 
-def test_text_around_a_variable_is_reported_as_dropped(tmp_path: Path) -> None:
+def test_text_around_a_variable_becomes_its_own_secret_key_with_a_warning(
+    tmp_path: Path,
+) -> None:
     r = import_tree(
         tmp_path,
         {
-            "workspace.yaml": "mcp_servers:\n  - id: db\n    command: [db]\n"
+            "policy.yaml": "mcp_servers:\n  db:\n    command: db\n"
             "    env:\n      DSN: 'postgres://u:${PGPASS}@db/x'\n"
         },
     )
-    (server,) = r.workspace()["mcpServers"]  # type: ignore[misc]
-    assert server["env"][0]["secretKeyRef"]["key"] == "PGPASS"
     (w,) = r.warnings
-    assert w.startswith("workspace.yaml:5: mcp_servers[0].env.DSN: only a whole ${VAR}")
-    assert "surrounding text is dropped" in w
+    assert w.startswith("policy.yaml:5: mcp_servers.db.env.DSN: 'postgres://u:${PGPASS}@db/x'")
+    (server,) = r.workspace()["mcpServers"]  # type: ignore[misc]
+    assert server["env"] == [
+        {"name": "DSN", "secretKeyRef": {"name": "default-credentials", "key": "DSN"}}
+    ]
 
 
 def test_a_literal_header_is_not_imported(tmp_path: Path) -> None:
     r = import_tree(
         tmp_path,
         {
-            "workspace.yaml": "mcp_servers:\n  - id: kb\n    url: https://kb\n"
+            "policy.yaml": "mcp_servers:\n  kb:\n    url: https://kb\n"
             "    headers: {X-Team: support}\n"
         },
     )
     assert r.warnings == [
-        "workspace.yaml:4: mcp_servers[0].headers.X-Team: only headers whose value is "
+        "policy.yaml:4: mcp_servers.kb.headers.X-Team: only headers whose value is "
         "[prefix]${VAR} can be imported (a Secret reference); literal header not imported"
     ]
 
@@ -138,11 +160,9 @@ def test_a_literal_header_is_not_imported(tmp_path: Path) -> None:
 def test_args_without_command_warn(tmp_path: Path) -> None:
     r = import_tree(
         tmp_path,
-        {"workspace.yaml": "mcp_servers:\n  - id: kb\n    url: https://kb\n    args: [-v]\n"},
+        {"policy.yaml": "mcp_servers:\n  kb:\n    url: https://kb\n    args: [-v]\n"},
     )
-    assert r.warnings == [
-        "workspace.yaml:4: mcp_servers[0].args: args without command; not imported"
-    ]
+    assert r.warnings == ["policy.yaml:4: mcp_servers.kb.args: args without command; not imported"]
 
 
 def test_unsupported_fields_say_why(tmp_path: Path) -> None:
@@ -151,21 +171,18 @@ def test_unsupported_fields_say_why(tmp_path: Path) -> None:
         {
             "skills/s1.yaml": SKILL + "requires: [jq]\n",
             "policy.yaml": "web_search_provider: brave\n",
-            "archetypes/a.yaml": "apiVersion: swarmkit/v1\nkind: Archetype\nmetadata: {id: a}\n"
-            "role: worker\n",
-            "workspace.yaml": "metadata: {id: ws, name: Support}\nmcp_servers: []\n",
+            "workspace.yaml": "metadata: {id: ws, name: Support}\nmcp_servers:\n"
+            "  - {id: a, transport: stdio, command: [a], cwd: /srv}\n",
         },
     )
     unsupported = sorted(w for w in r.warnings if "not supported" in w)
     assert unsupported == [
-        "archetypes/a.yaml:4: role: not supported: roles are positions in a Topology (set per "
-        "node there); not imported",
         "policy.yaml:1: web_search_provider: not supported: native web_search needs the "
         "Workspace searchProvider (a URL); set it by hand; not imported",
         "skills/s1.yaml:6: requires: not supported: skill prerequisites are checked by the "
         "runtime image, not the API; not imported",
-        "workspace.yaml:1: metadata.name: not supported: the Workspace keeps the name given by "
-        "--workspace; not imported",
+        "workspace.yaml:3: mcp_servers[0].cwd: not supported: stdio servers start in the "
+        "Run's scratch directory; not imported",
     ]
 
 
@@ -193,7 +210,11 @@ def test_a_shorthand_type_it_does_not_know_warns(tmp_path: Path) -> None:
 
 def test_an_unknown_skill_grant_warns_and_stays(tmp_path: Path) -> None:
     r = import_tree(
-        tmp_path, {"agents.yaml": "a1:\n  model: anthropic/claude\n  skills: [ghost]\n"}
+        tmp_path,
+        {
+            "agents.yaml": "a1:\n  intent: {inline: x}\n  model: anthropic/claude\n"
+            "  skills: [ghost]\n"
+        },
     )
     assert r.warnings == [
         "agents.yaml:1: a1.skills: skill 'ghost' is not in this import; the grant stays inert "
@@ -205,7 +226,10 @@ def test_an_unknown_skill_grant_warns_and_stays(tmp_path: Path) -> None:
 def test_an_unknown_tool_warns(tmp_path: Path) -> None:
     r = import_tree(
         tmp_path,
-        {"agents.yaml": "a1:\n  model: anthropic/claude\n  tools: [mailbox_send, pg.query]\n"},
+        {
+            "agents.yaml": "a1:\n  intent: {inline: x}\n  model: anthropic/claude\n"
+            "  tools: [mailbox_send, pg.query]\n"
+        },
     )
     assert r.warnings == [
         "agents.yaml:1: a1.tools: tool 'pg.query' is neither an imported tool, an MCP tool "
@@ -234,8 +258,8 @@ def test_skill_references_outside_the_import_warn(tmp_path: Path) -> None:
 
 
 def test_no_model_provider_anywhere_adds_anthropic_and_says_so(tmp_path: Path) -> None:
-    r = import_tree(tmp_path, {"agents.yaml": "a1:\n  description: d\n"})
-    (w,) = r.warnings
+    r = import_tree(tmp_path, {"agents.yaml": "a1:\n  intent: {inline: x}\n  model: house-model\n"})
+    w = r.warnings[-1]
     assert w.startswith("agents.yaml:1: a1.model: no model provider in the sources: added")
     assert r.workspace()["modelProviders"][0]["name"] == "anthropic"  # type: ignore[index]
 
@@ -287,15 +311,13 @@ def test_a_node_naming_an_unknown_archetype_is_an_error(tmp_path: Path) -> None:
         tmp_path,
         {
             "t.yaml": "apiVersion: swarmkit/v1\nkind: Topology\n"
-            "metadata: {id: t}\nagents:\n  root: {archetype: ghost}\n"
+            "metadata: {name: t, version: 1.0.0}\nagents:\n"
+            "  root: {id: root, role: root, archetype: ghost}\n"
         },
     )
     assert r.errors == [
         "t.yaml:5: agents.root: node 'root': archetype 'ghost' is not among the imported archetypes"
     ]
-
-
-# --- the command ---------------------------------------------------------------------
 
 
 def test_errors_write_nothing_and_exit_1(tmp_path: Path) -> None:
@@ -323,7 +345,7 @@ def test_warnings_write_and_exit_0_but_strict_turns_them_into_errors(tmp_path: P
 def test_dir_output_has_a_kustomization_in_apply_order_and_a_separate_secret_template(
     tmp_path: Path,
 ) -> None:
-    res = run_cli("import", str(FIXTURES), "-n", "team-a", "-o", str(tmp_path))
+    res = run_cli("import", str(FIXTURES / "swarmkit"), "-n", "team-a", "-o", str(tmp_path))
     assert res.code == 0, res.err
     kust = yaml.safe_load((tmp_path / "kustomization.yaml").read_text())
     assert kust["namespace"] == "team-a"
@@ -331,23 +353,27 @@ def test_dir_output_has_a_kustomization_in_apply_order_and_a_separate_secret_tem
     order = ["workspace", "configmap", "skill", "agent", "topology"]
     assert kinds == sorted(kinds, key=order.index)
     assert not any("secret" in r for r in kust["resources"])
-    secret = yaml.safe_load((tmp_path / "secret-default-credentials.template.yaml").read_text())
-    assert secret["metadata"] == {"name": "default-credentials", "namespace": "team-a"}
+    template = tmp_path / "secret-incident-desk-credentials.template.yaml"
+    secret = yaml.safe_load(template.read_text())
+    assert secret["metadata"] == {"name": "incident-desk-credentials", "namespace": "team-a"}
     assert set(secret["stringData"]) == {
-        "ANTHROPIC_API_KEY",
         "BRAVE_API_KEY",
-        "RESEARCH_AGENT_TOKEN",
-        "pg_token",
+        "GITHUB_PAT",
+        "LLM_GATEWAY_TOKEN",
+        "OPENROUTER_API_KEY",
+        "REVIEW_TOKEN",
     }
     assert set(secret["stringData"].values()) == {""}
-    assert "secret-default-credentials.template.yaml" in res.err
+    assert "secret-incident-desk-credentials.template.yaml" in res.err
+    assert f"kubectl apply --server-side -k {tmp_path}" in res.err
+    assert "&id" not in "".join(f.read_text() for f in tmp_path.glob("*.yaml"))
 
 
 def test_stdout_output_is_one_yaml_stream(tmp_path: Path) -> None:
     res = run_cli("import", str(FIXTURES / "swarm"))
     assert res.code == 0, res.err
     docs = list(yaml.safe_load_all(res.out))
-    assert [d["kind"] for d in docs] == ["Workspace", "Agent", "Agent"]
+    assert [d["kind"] for d in docs] == ["Workspace", "Agent", "Agent", "Agent"]
     assert "Secret" not in res.out
 
 
@@ -395,22 +421,24 @@ def test_shape_errors_name_file_line_and_field(tmp_path: Path) -> None:
     r = import_tree(
         tmp_path,
         {
-            "workspace.yaml": "mcp_servers:\n  - transport: stdio\n  - id: a\n    command: [a]\n"
+            "workspace.yaml": "mcp_servers:\n  - transport: stdio\n  - id: a\n"
+            "    transport: stdio\n    command: [a]\n"
             "    env: [A, B]\ncredentials: 3\n",
             "tools.yaml": "t1: {}\nt2:\n  description: d\n  http: {url: 'https://x'}\n"
             "  input_schema: [q]\n",
-            "agents.yaml": "a1:\n  model: 42\n",
-            "t.yaml": "apiVersion: swarmkit/v1\nkind: Topology\nmetadata: {id: t}\nagents: []\n",
+            "agents.yaml": "a1:\n  intent: {inline: x}\n  model: 42\n",
+            "t.yaml": "apiVersion: swarmkit/v1\nkind: Topology\n"
+            "metadata: {name: t, version: 1.0.0}\nagents: {}\n",
             "skills/bin/SKILL.md": b"---\nname: bin\n---\n\xff\xfe",
         },
     )
     assert sorted(r.errors) == [
-        "agents.yaml:2: a1.model: expected 'provider/model' or a mapping, got int",
+        "agents.yaml:3: a1.model: expected a model alias, got 42",
         "skills/bin/SKILL.md: SKILL.md is not UTF-8 text",
-        "t.yaml:4: agents: expected a mapping of node name → {archetype, ...} with a root",
+        "t.yaml:4: agents: expected agents.root: the root agent {id, role, ...}",
         "tools.yaml:1: t1: expected a mapping with at least description",
         "tools.yaml:5: t2.input_schema: expected a mapping (JSON Schema), got list",
         "workspace.yaml:2: mcp_servers[0]: an MCP server needs an id",
-        "workspace.yaml:5: mcp_servers[1].env: expected a mapping NAME: value",
-        "workspace.yaml:6: credentials: expected a list of {id, value} (or a mapping id: value)",
+        "workspace.yaml:6: mcp_servers[1].env: expected a mapping NAME: value",
+        "workspace.yaml:7: credentials: expected a mapping name → {source, config}",
     ]

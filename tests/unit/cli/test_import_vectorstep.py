@@ -128,3 +128,50 @@ def test_the_seed_skill_directory_keeps_its_script_bytes() -> None:
     assert hashlib.sha256(files["scripts/classify_severity.py"].encode()).digest() == (
         hashlib.sha256(script).digest()
     )
+
+
+def test_agent_skills_front_matter_is_kept_as_annotations(tmp_path: Path) -> None:
+    md = SKILL_MD.replace(
+        "name: triage\n",
+        "name: triage\nlicense: Apache-2.0\ncompatibility: Requires git and jq\n"
+        "metadata:\n  author: sre-team\n  version: '1.4.0'\n"
+        "allowed-tools: Bash(git:*) Read\n",
+    )
+    r = import_tree(tmp_path, {"skills/triage/SKILL.md": md})
+    assert not r.findings
+    ann = r.objects[("Skill", "triage")]["metadata"]["annotations"]  # type: ignore[index]
+    assert {k: v for k, v in ann.items() if k.startswith("agentskills.io/")} == {  # type: ignore[union-attr]
+        "agentskills.io/license": "Apache-2.0",
+        "agentskills.io/compatibility": "Requires git and jq",
+        "agentskills.io/allowed-tools": "Bash(git:*) Read",
+        "agentskills.io/metadata.author": "sre-team",
+        "agentskills.io/metadata.version": "1.4.0",
+    }
+    # metadata.version is the skill's version when the front matter has no version of its own
+    assert r.spec("Skill", "triage")["provenance"] == {"authoredBy": "human", "version": "1.4.0"}
+    validate_manifest(r.objects[("Skill", "triage")])
+
+
+def test_names_the_specification_forbids_are_errors(tmp_path: Path) -> None:
+    for i, bad in enumerate(("pdf--tools", "-pdf", "Pdf")):
+        md = SKILL_MD.replace("name: triage", f"name: {bad}")
+        r = import_tree(tmp_path / str(i), {f"skills/{bad}/SKILL.md": md})
+        (e,) = r.errors
+        assert "1-64 lowercase letters, digits and single hyphens" in e, bad
+
+
+def test_the_fixture_collection_imports_with_its_licence_and_binary_asset() -> None:
+    from .support import FIXTURES
+
+    r = import_tree(FIXTURES / "vectorstep")
+    assert not r.findings
+    assert set(r.objects) == {
+        ("Skill", "incident-triage"),
+        ("Skill", "release-notes"),
+        ("ConfigMap", "release-notes-files"),
+    }
+    notes = r.objects[("Skill", "release-notes")]
+    ann = notes["metadata"]["annotations"]  # type: ignore[index]
+    assert ann["agentskills.io/license"] == "Proprietary. LICENSE.txt has complete terms"  # type: ignore[index]
+    paths = [f["path"] for f in notes["spec"]["files"]]  # type: ignore[index]
+    assert paths == ["LICENSE.txt", "assets/logo.png"]

@@ -70,3 +70,83 @@ def test_console_script_is_installed_and_runs() -> None:
     proc = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     assert "usage: kubectl swarmkit" in proc.stdout
+
+
+# --- kubectl's global flags ----------------------------------------------------------
+
+
+def test_global_flags_are_taken_from_anywhere_on_the_line() -> None:
+    from swarmkit_cli.main import split_globals
+
+    assert split_globals(["-n", "team-a", "status"]) == ({"namespace": "team-a"}, ["status"])
+    assert split_globals(["review", "approve", "-n", "team-a", "r1"]) == (
+        {"namespace": "team-a"},
+        ["review", "approve", "r1"],
+    )
+    found, rest = split_globals(
+        ["--context=prod", "logs", "-nteam-b", "run-1", "--kubeconfig", "/k", "--as", "alice",
+         "--as-group=sre", "--", "-n", "x"]
+    )  # fmt: skip
+    assert found == {
+        "context": "prod",
+        "namespace": "team-b",
+        "kubeconfig": "/k",
+        "as_user": "alice",
+        "as_group": "sre",
+    }
+    assert rest == ["logs", "run-1", "--", "-n", "x"]
+
+
+def test_review_approve_takes_the_namespace_before_the_name(tmp_path: Path) -> None:
+    # used to be "unrecognized arguments"; now it reaches the kubeconfig (which is missing)
+    for argv in (
+        ["review", "approve", "-n", "team-a", "r1"],
+        ["-n", "team-a", "review", "approve", "r1"],
+        ["--namespace=team-a", "status"],
+    ):
+        res = run_cli(*argv, "--kubeconfig", str(tmp_path / "none"))
+        assert res.code == 1, (argv, res.err)
+        assert "kubeconfig" in res.err and "not found" in res.err
+
+
+def test_kubeconfig_files_merge_as_kubectl_merges_them(tmp_path: Path) -> None:
+    import yaml
+
+    from swarmkit_cli.kube import kubeconfig_paths, merge_kubeconfigs
+
+    a = tmp_path / "a" / "config"
+    b = tmp_path / "b" / "config"
+    a.parent.mkdir()
+    b.parent.mkdir()
+    a.write_text(yaml.safe_dump({
+        "clusters": [{"name": "c1", "cluster": {"server": "https://one",
+                                                "certificate-authority": "ca.crt"}}],
+        "contexts": [{"name": "dev", "context": {"cluster": "c1", "user": "u1",
+                                                 "namespace": "from-a"}}],
+        "users": [{"name": "u1", "user": {"token": "t1"}}],
+    }))  # fmt: skip
+    b.write_text(yaml.safe_dump({
+        "current-context": "dev",
+        "clusters": [{"name": "c1", "cluster": {"server": "https://shadowed"}}],
+        "contexts": [{"name": "dev", "context": {"cluster": "c1", "user": "u1",
+                                                 "namespace": "from-b"}},
+                     {"name": "prod", "context": {"cluster": "c1", "user": "u1"}}],
+        "users": [],
+    }))  # fmt: skip
+    merged = merge_kubeconfigs([str(a), str(tmp_path / "missing"), str(b)])
+    assert merged is not None
+    assert merged["current-context"] == "dev"  # the first file that sets it: b
+    (c1,) = merged["clusters"]  # the first definition of a name wins
+    assert c1["cluster"] == {"server": "https://one",
+                             "certificate-authority": str(a.parent / "ca.crt")}  # fmt: skip
+    assert [c["name"] for c in merged["contexts"]] == ["dev", "prod"]
+    assert merged["contexts"][0]["context"]["namespace"] == "from-a"
+    import os
+
+    os.environ["KUBECONFIG"] = f"{a}{os.pathsep}{b}"
+    try:
+        assert kubeconfig_paths(None) == [str(a), str(b)]
+        assert kubeconfig_paths("/only/this") == ["/only/this"]
+    finally:
+        del os.environ["KUBECONFIG"]
+    assert merge_kubeconfigs([str(tmp_path / "missing")]) is None
