@@ -195,6 +195,16 @@ class Credential(ApiModel):
 class ModelProvider(ApiModel):
     """A model API the runner can call."""
 
+    cel_rules = (
+        CelRule(
+            rule="self.type == 'openai' || !has(self.maxTokensParameter) || "
+            "self.maxTokensParameter == 'auto'",
+            message="maxTokensParameter applies to openai providers only",
+            field_path=".maxTokensParameter",
+            check=lambda m: m.type == "openai" or m.max_tokens_parameter == "auto",
+        ),
+    )
+
     name: str = Field(pattern=KEBAB, max_length=63, description="Provider name agents use.")
     type: Literal["anthropic", "openai", "replay"] = Field(
         description="anthropic (Messages API), openai (Chat Completions, also vLLM, Ollama, "
@@ -206,7 +216,23 @@ class ModelProvider(ApiModel):
     api_key: SecretKeyRef | None = Field(default=None, description="Secret key with the API key.")
     default_model: str | None = Field(default=None, description="Model used when none is named.")
     max_retries: int = Field(default=3, ge=0, le=10, description="Retries on 429/5xx/timeouts.")
-    timeout_seconds: int = Field(default=120, ge=1, le=3600, description="Request timeout.")
+    timeout_seconds: int = Field(
+        default=120,
+        ge=1,
+        le=3600,
+        description="Request timeout (streamed: the longest silence between two events).",
+    )
+    streaming: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description="Stream answers (server-sent events): auto streams a turn whose maxTokens "
+        "could take longer than timeoutSeconds at 128,000 tokens/hour (the official SDKs' "
+        "planning rate).",
+    )
+    max_tokens_parameter: Literal["auto", "max_tokens", "max_completion_tokens"] = Field(
+        default="auto",
+        description="openai: the request field of the token limit; auto = max_completion_tokens "
+        "for o-series/gpt-5 models and api.openai.com, max_tokens for other servers.",
+    )
 
 
 class PackCommand(ApiModel):

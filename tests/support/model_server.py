@@ -8,6 +8,14 @@ that receives the :class:`RecordedRequest` and returns a :class:`Reply`); when t
 exhausted the server answers with ``default`` (a final text). Every request is recorded with
 its parsed body, headers and arrival time, so tests can assert what the runner sent.
 
+Every request body is first checked as the real API would check it
+(:mod:`tests.support.model_contract`: the official ``openai``/``anthropic`` SDKs' request
+types plus the APIs' documented rules); a body the real API refuses gets its 400 (an
+``invalid_request_error`` naming the problems) and is listed in :attr:`refused`. A request
+with ``stream: true`` is answered with server-sent events (:mod:`tests.support.model_replies`
+has every documented odd answer, whole or streamed); a client that closes a stream early is
+counted in :attr:`disconnects`.
+
 A scripted tool call names the tool as the agent sees it (``pg.list_tables``) or as it is on
 the wire (``pg_list_tables``); the server picks the offered tool that matches.
 
@@ -22,32 +30,36 @@ from __future__ import annotations
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any
 
-Wire = Literal["anthropic", "openai"]
+from .model_contract import Wire, check
+from .model_replies import (
+    Reply,
+    StreamCut,
+    anthropic_body,
+    anthropic_events,
+    openai_body,
+    openai_events,
+)
+
+__all__ = [
+    "RecordedRequest",
+    "Reply",
+    "ScriptedModelServer",
+    "error",
+    "text",
+    "tool_call",
+    "tool_calls",
+]
+
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
-
-
-@dataclass
-class Reply:
-    """One scripted answer."""
-
-    text: str = ""
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    #: Non-200 answers an error (e.g. 429 or 503) with ``error_body``.
-    status: int = 200
-    retry_after: float | None = None
-    error_body: str = '{"error": {"type": "rate_limit_error", "message": "slow down"}}'
-    #: Seconds to wait before answering (to exercise timeouts).
-    delay: float = 0.0
-    input_tokens: int = 10
-    output_tokens: int = 5
 
 
 ReplyLike = Reply | Callable[["RecordedRequest"], Reply]
@@ -85,6 +97,8 @@ class RecordedRequest:
     headers: dict[str, str]
     body: dict[str, Any]
     at: float
+    #: Why the real API would refuse the body (empty: accepted and answered).
+    problems: list[str] = field(default_factory=list)
 
     @property
     def tools(self) -> dict[str, dict[str, Any]]:
@@ -166,6 +180,14 @@ def _match_tool(name: str, offered: list[str]) -> str:
     return name  # not offered: the runner must refuse it
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that closed its connection (a cancelled stream, a timed-out call) is
+        # what several tests do on purpose; anything else is still reported.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class ScriptedModelServer:
     """The server; use as a context manager (or :meth:`start`/:meth:`close`)."""
 
@@ -180,6 +202,10 @@ class ScriptedModelServer:
         #: When set, requests without this key (x-api-key or Bearer) get 401.
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
+        #: Requests answered 400 because the real API would refuse them.
+        self.refused: list[RecordedRequest] = []
+        #: Streams the client closed before their last event.
+        self.disconnects = 0
         self._lock = threading.Lock()
         self._counter = 0
         self._httpd: ThreadingHTTPServer | None = None
@@ -202,7 +228,7 @@ class ScriptedModelServer:
             def do_POST(self) -> None:
                 server._handle(self)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
@@ -285,6 +311,17 @@ class ScriptedModelServer:
             if presented != self.api_key:
                 self._send(handler, 401, {"error": {"type": "authentication_error"}})
                 return
+        request.problems = check(wire, body) if isinstance(body, dict) else ["body: not an object"]
+        if wire == "anthropic" and not headers.get("anthropic-version"):
+            request.problems.append("anthropic-version: header is required")
+        if request.problems:
+            with self._lock:
+                self.refused.append(request)
+            message = "; ".join(request.problems)
+            error = {"type": "invalid_request_error", "message": message}
+            payload = {"type": "error", "error": error} if wire == "anthropic" else {"error": error}
+            self._send(handler, 400, payload)
+            return
         reply = self._next(request)
         if reply.delay:
             time.sleep(reply.delay)
@@ -292,64 +329,61 @@ class ScriptedModelServer:
             extra = {}
             if reply.retry_after is not None:
                 extra["retry-after"] = f"{reply.retry_after:g}"
+            if reply.retry_after_ms is not None:
+                extra["retry-after-ms"] = f"{reply.retry_after_ms:g}"
+            if reply.should_retry is not None:
+                extra["x-should-retry"] = reply.should_retry
             self._send_raw(handler, reply.status, reply.error_body.encode(), extra)
             return
         offered = request.tool_names
         calls = [(_match_tool(name, offered), args) for name, args in reply.tool_calls]
+        model = str(body.get("model", ""))
+        if body.get("stream") is True and reply.error_in_200 is None:
+            if wire == "anthropic":
+                events = anthropic_events(n, model, reply, calls)
+            else:
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                events = openai_events(n, model, reply, calls, usage)
+            self._stream(handler, events, reply.chunk_delay)
+            return
         if wire == "anthropic":
-            payload = self._anthropic(n, body, reply, calls)
+            payload = anthropic_body(n, model, reply, calls)
         else:
-            payload = self._openai(n, body, reply, calls)
+            payload = openai_body(n, model, reply, calls)
         self._send(handler, 200, payload)
 
-    @staticmethod
-    def _anthropic(
-        n: int, body: dict[str, Any], reply: Reply, calls: list[tuple[str, dict[str, Any]]]
-    ) -> dict[str, Any]:
-        content: list[dict[str, Any]] = []
-        if reply.text:
-            content.append({"type": "text", "text": reply.text})
-        for i, (name, args) in enumerate(calls):
-            content.append(
-                {"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": args}
-            )
-        return {
-            "id": f"msg_{n}",
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model", ""),
-            "content": content,
-            "stop_reason": "tool_use" if calls else "end_turn",
-            "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
-        }
+    def _stream(
+        self,
+        handler: BaseHTTPRequestHandler,
+        events: Iterable[tuple[str | None, Any]],
+        delay: float,
+    ) -> None:
+        """Send ``events`` as server-sent events (chunked); a dropped client is counted."""
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.send_header("cache-control", "no-cache")
+        handler.send_header("transfer-encoding", "chunked")
+        handler.end_headers()
 
-    @staticmethod
-    def _openai(
-        n: int, body: dict[str, Any], reply: Reply, calls: list[tuple[str, dict[str, Any]]]
-    ) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{n}_{i}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)},
-                }
-                for i, (name, args) in enumerate(calls)
-            ]
-        return {
-            "id": f"chatcmpl-{n}",
-            "object": "chat.completion",
-            "model": body.get("model", ""),
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
-            ],
-            "usage": {
-                "prompt_tokens": reply.input_tokens,
-                "completion_tokens": reply.output_tokens,
-                "total_tokens": reply.input_tokens + reply.output_tokens,
-            },
-        }
+        def write(data: bytes) -> None:
+            handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            handler.wfile.flush()
+
+        try:
+            for i, (event, data) in enumerate(events):
+                if i and delay:
+                    time.sleep(delay)
+                line = data if isinstance(data, str) else json.dumps(data)
+                frame = (f"event: {event}\n" if event else "") + f"data: {line}\n\n"
+                write(frame.encode())
+            write(b"")
+        except StreamCut:
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        except (BrokenPipeError, ConnectionResetError):
+            with self._lock:
+                self.disconnects += 1
+            handler.close_connection = True
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:

@@ -71,22 +71,18 @@ def make_provider_for(
     api_key = secrets.get(config.api_key) if config.api_key is not None else None
     if config.type == "anthropic":
         return AnthropicProvider(
-            config.name,
+            config,
             model,
             config.base_url or ANTHROPIC_BASE_URL,
             AnthropicProvider.headers(api_key),
-            config.timeout_seconds,
-            config.max_retries,
             secrets,
             on_retry,
         )
     return OpenAIProvider(
-        config.name,
+        config,
         model,
         config.base_url or OPENAI_BASE_URL,
         OpenAIProvider.headers(api_key),
-        config.timeout_seconds,
-        config.max_retries,
         secrets,
         on_retry,
     )
