@@ -42,7 +42,7 @@ def temperature_problem(provider_type: str, model: str | None, temperature: floa
             "the Anthropic Messages API (version 2026-10-21) takes no sampling temperature; "
             f"unset spec.model.temperature (it is {temperature:g})"
         )
-    if openai_reasoning(model):
+    if openai_reasoning(model):  # openai, azure-openai and gateways serving them
         return (
             f"model {model} (an OpenAI reasoning model) takes only the default temperature; "
             f"unset spec.model.temperature (it is {temperature:g})"
@@ -53,15 +53,22 @@ def temperature_problem(provider_type: str, model: str | None, temperature: floa
     return ""
 
 
-def max_tokens_parameter(setting: str, base_url: str | None, model: str) -> str:
+def max_tokens_parameter(
+    setting: str, base_url: str | None, model: str, provider_type: str = "openai"
+) -> str:
     """The Chat Completions field that carries the output token limit.
 
-    ``auto``: ``max_completion_tokens`` for reasoning models and for OpenAI's own API (where
-    ``max_tokens`` is deprecated); ``max_tokens`` for other OpenAI-compatible servers, which
-    have known it longest (vLLM, Ollama, most gateways).
+    ``auto``: ``max_completion_tokens`` for reasoning models, for OpenAI's own API (where
+    ``max_tokens`` is deprecated) and for Azure (deployment names need not name the model;
+    every current Azure API version takes it); ``max_tokens`` for other OpenAI-compatible
+    servers, which have known it longest (vLLM, Ollama, most gateways).
     """
     if setting != "auto":
         return setting
-    if openai_reasoning(model) or (base_url or OPENAI_DEFAULT_BASE).startswith(OPENAI_DEFAULT_BASE):
+    if (
+        provider_type == "azure-openai"
+        or openai_reasoning(model)
+        or (base_url or OPENAI_DEFAULT_BASE).startswith(OPENAI_DEFAULT_BASE)
+    ):
         return "max_completion_tokens"
     return "max_tokens"

@@ -192,23 +192,55 @@ class Credential(ApiModel):
     secret_key_ref: SecretKeyRef = Field(description="Where the value lives.")
 
 
+class AzureSettings(ApiModel):
+    """How an azure-openai provider reaches its deployments (as the openai SDK's AzureOpenAI)."""
+
+    api_version: str = Field(
+        default="v1",
+        pattern=r"^(v1|\d{4}-\d{2}-\d{2}(-preview)?)$",
+        description="v1 (POST {baseUrl}/openai/v1/chat/completions, model = the deployment) "
+        "or a dated version such as 2024-10-21 (POST {baseUrl}/openai/deployments/"
+        "<deployment>/chat/completions?api-version=...).",
+    )
+    auth: Literal["api-key", "entra-token"] = Field(
+        default="api-key",
+        description="api-key: apiKey is sent as the api-key header; entra-token: apiKey holds "
+        "a Microsoft Entra ID access token, sent as Authorization: Bearer.",
+    )
+
+
 class ModelProvider(ApiModel):
     """A model API the runner can call."""
 
     cel_rules = (
         CelRule(
-            rule="self.type == 'openai' || !has(self.maxTokensParameter) || "
+            rule="self.type in ['openai', 'azure-openai'] || !has(self.maxTokensParameter) || "
             "self.maxTokensParameter == 'auto'",
-            message="maxTokensParameter applies to openai providers only",
+            message="maxTokensParameter applies to openai and azure-openai providers only",
             field_path=".maxTokensParameter",
-            check=lambda m: m.type == "openai" or m.max_tokens_parameter == "auto",
+            check=lambda m: (
+                m.type in ("openai", "azure-openai") or m.max_tokens_parameter == "auto"
+            ),
+        ),
+        CelRule(
+            rule="self.type != 'azure-openai' || has(self.baseUrl)",
+            message="an azure-openai provider needs baseUrl (https://<resource>.openai.azure.com)",
+            field_path=".baseUrl",
+            check=lambda m: m.type != "azure-openai" or m.base_url is not None,
+        ),
+        CelRule(
+            rule="!has(self.azure) || self.type == 'azure-openai'",
+            message="azure applies to azure-openai providers only",
+            field_path=".azure",
+            check=lambda m: m.azure is None or m.type == "azure-openai",
         ),
     )
 
     name: str = Field(pattern=KEBAB, max_length=63, description="Provider name agents use.")
-    type: Literal["anthropic", "openai", "replay"] = Field(
+    type: Literal["anthropic", "openai", "azure-openai", "replay"] = Field(
         description="anthropic (Messages API), openai (Chat Completions, also vLLM, Ollama, "
-        "LiteLLM) or replay (scripted turns from the Agent spec; no API)."
+        "LiteLLM), azure-openai (Chat Completions on Azure: model = the deployment name) or "
+        "replay (scripted turns from the Agent spec; no API)."
     )
     base_url: str | None = Field(
         default=None, pattern=r"^https?://", description="API base URL; defaults per type."
@@ -228,10 +260,14 @@ class ModelProvider(ApiModel):
         "could take longer than timeoutSeconds at 128,000 tokens/hour (the official SDKs' "
         "planning rate).",
     )
+    azure: AzureSettings | None = Field(
+        default=None, description="azure-openai: API version and how apiKey is sent."
+    )
     max_tokens_parameter: Literal["auto", "max_tokens", "max_completion_tokens"] = Field(
         default="auto",
-        description="openai: the request field of the token limit; auto = max_completion_tokens "
-        "for o-series/gpt-5 models and api.openai.com, max_tokens for other servers.",
+        description="openai, azure-openai: the request field of the token limit; auto = "
+        "max_completion_tokens for o-series/gpt-5 models, api.openai.com and Azure, max_tokens "
+        "for other servers.",
     )
 
 
@@ -438,6 +474,7 @@ __all__ = [
     "ENV_NAME",
     "PLATFORM_BUILTINS",
     "RESERVED_PACK_ID",
+    "AzureSettings",
     "CommandPack",
     "Credential",
     "FlowDataFile",

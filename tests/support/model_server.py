@@ -1,7 +1,9 @@
 """A scripted model API over real HTTP on 127.0.0.1, speaking two wire formats.
 
 * Anthropic Messages: ``POST /v1/messages`` (base URL :attr:`ScriptedModelServer.url`)
-* OpenAI Chat Completions: ``POST /v1/chat/completions`` (base :attr:`openai_base_url`)
+* OpenAI Chat Completions: ``POST /v1/chat/completions`` (base :attr:`openai_base_url`),
+  also at Azure OpenAI's paths (``/openai/v1/chat/completions``, and
+  ``/openai/deployments/<deployment>/chat/completions``, which needs ``?api-version=``)
 
 Replies are scripted in order (:func:`text`, :func:`tool_call`, :func:`error`, or a callable
 that receives the :class:`RecordedRequest` and returns a :class:`Reply`); when the script is
@@ -33,6 +35,7 @@ import socket
 import sys
 import threading
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -99,6 +102,8 @@ class RecordedRequest:
     at: float
     #: Why the real API would refuse the body (empty: accepted and answered).
     problems: list[str] = field(default_factory=list)
+    #: The URL's query parameters (Azure's ``api-version``).
+    query: dict[str, str] = field(default_factory=dict)
 
     @property
     def tools(self) -> dict[str, dict[str, Any]]:
@@ -285,7 +290,8 @@ class ScriptedModelServer:
         at = time.time()
         length = int(handler.headers.get("content-length") or 0)
         raw = handler.rfile.read(length) if length else b"{}"
-        path = handler.path.split("?", 1)[0]
+        path, _, query_text = handler.path.partition("?")
+        query = dict(urllib.parse.parse_qsl(query_text))
         if path.endswith("/messages"):
             wire: Wire = "anthropic"
         elif path.endswith("/chat/completions"):
@@ -293,20 +299,26 @@ class ScriptedModelServer:
         else:
             self._send(handler, 404, {"error": f"unknown path {path}"})
             return
+        if "/openai/deployments/" in path and "api-version" not in query:
+            # Azure's answer to a deployment URL without its api-version
+            self._send(handler, 404, {"error": {"code": "404", "message": "Resource not found"}})
+            return
         try:
             body = json.loads(raw)
         except ValueError:
             self._send(handler, 400, {"error": "invalid JSON"})
             return
         headers = {k.lower(): v for k, v in handler.headers.items()}
-        request = RecordedRequest(wire, path, headers, body, at)
+        request = RecordedRequest(wire, path, headers, body, at, query=query)
         with self._lock:
             self.requests.append(request)
             self._counter += 1
             n = self._counter
         if self.api_key is not None:
-            presented = headers.get("x-api-key") or headers.get("authorization", "").removeprefix(
-                "Bearer "
+            presented = (
+                headers.get("x-api-key")
+                or headers.get("api-key")  # Azure OpenAI
+                or headers.get("authorization", "").removeprefix("Bearer ")
             )
             if presented != self.api_key:
                 self._send(handler, 401, {"error": {"type": "authentication_error"}})

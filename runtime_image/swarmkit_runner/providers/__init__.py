@@ -1,4 +1,5 @@
-"""Model providers: Anthropic Messages, OpenAI-compatible Chat Completions, replay."""
+"""Model providers: Anthropic Messages, OpenAI-compatible Chat Completions (also on Azure),
+replay."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ from collections.abc import Callable, Sequence
 
 from swarmkit_api.agent import ReplayTurn
 from swarmkit_api.bundle import BundleAgent
-from swarmkit_api.workspace import ModelProvider
+from swarmkit_api.workspace import AzureSettings, ModelProvider
 
 from ..secrets import SecretStore
 from .anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from .anthropic import AnthropicProvider
+from .azure import AzureOpenAIProvider, azure_headers
 from .base import (
     AssistantMessage,
     Message,
@@ -75,6 +77,15 @@ def make_provider_for(
             model,
             config.base_url or ANTHROPIC_BASE_URL,
             AnthropicProvider.headers(api_key),
+            secrets,
+            on_retry,
+        )
+    if config.type == "azure-openai":
+        return AzureOpenAIProvider(
+            config,
+            model,
+            config.base_url or "",
+            azure_headers(api_key, config.azure or AzureSettings()),
             secrets,
             on_retry,
         )

@@ -148,14 +148,17 @@ class OpenAIProvider(HttpProvider):
         if problem:
             raise ModelError(f"model provider {self.name}: {problem}")
         field = model_rules.max_tokens_parameter(
-            self.config.max_tokens_parameter, self.config.base_url, self.model
+            self.config.max_tokens_parameter, self.config.base_url, self.model, self.config.type
         )
         body = to_wire(request, self.model, field)
         stream = self.streams(request.max_tokens)
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
-        return await self.exchange(f"{self.base_url}/chat/completions", body, stream)
+        return await self.exchange(self.endpoint(), body, stream)
+
+    def endpoint(self) -> str:
+        return f"{self.base_url}/chat/completions"
 
     def decode(self, data: dict[str, Any]) -> ModelResponse:
         return from_wire(self.name, data)
