@@ -237,10 +237,11 @@ class ModelProvider(ApiModel):
     )
 
     name: str = Field(pattern=KEBAB, max_length=63, description="Provider name agents use.")
-    type: Literal["anthropic", "openai", "azure-openai", "replay"] = Field(
+    type: Literal["anthropic", "openai", "azure-openai", "gemini", "replay"] = Field(
         description="anthropic (Messages API), openai (Chat Completions, also vLLM, Ollama, "
-        "LiteLLM), azure-openai (Chat Completions on Azure: model = the deployment name) or "
-        "replay (scripted turns from the Agent spec; no API)."
+        "LiteLLM), azure-openai (Chat Completions on Azure: model = the deployment name), "
+        "gemini (Google's native generateContent) or replay (scripted turns from the Agent "
+        "spec; no API)."
     )
     base_url: str | None = Field(
         default=None, pattern=r"^https?://", description="API base URL; defaults per type."

@@ -262,7 +262,7 @@ INVALID: tuple[Invalid, ...] = (
     Invalid(
         "provider-bad-type",
         "spec.modelProviders[0].type",
-        workspace(modelProviders=[{"name": "m", "type": "gemini"}]),
+        workspace(modelProviders=[{"name": "m", "type": "cohere"}]),
     ),
     Invalid("agent-bad-grant", "spec.skills[0]", agent(skills=["Not A Skill"])),
     Invalid("agent-duplicate-grant", "spec.skills", agent(skills=["code-review", "code-review"])),

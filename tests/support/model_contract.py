@@ -1,6 +1,7 @@
 """What the real model APIs refuse, checked on every request the scripted model server gets.
 
-Two layers, both from sources nobody here wrote:
+Two layers, both from sources nobody here wrote (Gemini's generateContent is checked with
+the ``google-genai`` SDK's own pydantic types: :func:`gemini_problems`):
 
 * **The official SDKs' request types** (the ``openai`` and ``anthropic`` PyPI packages, test
   dependencies only): the body must match ``openai.types.chat.completion_create_params`` /
@@ -30,13 +31,13 @@ from typing import Any, Literal
 
 import typing_extensions as te
 
-Wire = Literal["anthropic", "openai"]
+Wire = Literal["anthropic", "openai", "gemini"]
 REASONING = re.compile(r"^(o[1-9]|gpt-5)")
 _MAX_PROBLEMS = 8
 
 
 @functools.cache
-def _request_type(wire: Wire, stream: bool) -> Any:
+def _request_type(wire: Literal["anthropic", "openai"], stream: bool) -> Any:
     if wire == "openai":
         from openai.types.chat import completion_create_params as oparams
 
@@ -169,7 +170,7 @@ def _is_sequence(origin: Any) -> bool:
     return getattr(origin, "__name__", "") == "SequenceNotStr"
 
 
-def sdk_problems(wire: Wire, body: dict[str, Any]) -> list[str]:
+def sdk_problems(wire: Literal["anthropic", "openai"], body: dict[str, Any]) -> list[str]:
     """The body against the official SDK's request type (streaming or not, by ``stream``)."""
     return _walk(body, _request_type(wire, body.get("stream") is True), "body")
 
@@ -291,6 +292,85 @@ def anthropic_rules(body: dict[str, Any]) -> list[str]:
 
 def check(wire: Wire, body: dict[str, Any]) -> list[str]:
     """Why the real API would refuse ``body`` (empty: it would accept it)."""
+    if wire == "gemini":
+        return gemini_problems(body)[:_MAX_PROBLEMS]
     problems = sdk_problems(wire, body)
     problems += openai_rules(body) if wire == "openai" else anthropic_rules(body)
     return problems[:_MAX_PROBLEMS]
+
+
+#: The top-level fields of a generateContent body, as the google-genai SDK writes them
+#: (``models._GenerateContentParameters_to_mldev`` and ``_GenerateContentConfig_to_mldev``).
+GEMINI_FIELDS = frozenset(
+    {
+        "contents",
+        "systemInstruction",
+        "tools",
+        "toolConfig",
+        "generationConfig",
+        "safetySettings",
+        "cachedContent",
+        "labels",
+        "serviceTier",
+    }
+)
+
+
+def gemini_problems(body: dict[str, Any]) -> list[str]:
+    """A generateContent body against the google-genai SDK's types (``Content``, ``Tool``,
+    ``GenerationConfig``: pydantic models that forbid unknown fields) and the documented
+    function calling rules."""
+    from google.genai import types as gtypes
+    from pydantic import ValidationError
+
+    problems = [f"body.{key}: unknown field" for key in body if key not in GEMINI_FIELDS]
+    checks: list[tuple[str, Any, Any]] = [
+        ("systemInstruction", gtypes.Content, body.get("systemInstruction"))
+    ]
+    checks += [
+        (f"contents[{i}]", gtypes.Content, c) for i, c in enumerate(body.get("contents") or [])
+    ]
+    checks += [(f"tools[{i}]", gtypes.Tool, t) for i, t in enumerate(body.get("tools") or [])]
+    checks.append(("generationConfig", gtypes.GenerationConfig, body.get("generationConfig")))
+    for where, model, value in checks:
+        if value is None:
+            continue
+        try:
+            model.model_validate(value)
+        except ValidationError as exc:
+            problems += [
+                f"{where}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+            ]
+    contents = list(body.get("contents") or [])
+    if not contents:
+        problems.append("* GenerateContentRequest.contents: contents is not specified")
+    config = body.get("generationConfig") or {}
+    temperature = config.get("temperature")
+    if temperature is not None and not 0 <= temperature <= 2:
+        problems.append(f"generationConfig.temperature: {temperature} is not in [0, 2]")
+    previous: dict[str, Any] = {}
+    for i, content in enumerate(contents):
+        role = content.get("role")
+        if role not in ("user", "model"):
+            problems.append(f"contents[{i}].role: Please use a valid role: user, model.")
+        parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]
+        if not parts:
+            problems.append(f"contents[{i}].parts: must not be empty")
+        calls = [p for p in parts if "functionCall" in p]
+        answers = [p for p in parts if "functionResponse" in p]
+        earlier = [p for p in previous.get("parts") or [] if "functionCall" in p]
+        if calls and previous and previous.get("role") != "user":
+            problems.append(
+                "Please ensure that function call turn comes immediately after a user turn or "
+                "after a function response turn."
+            )
+        if answers and len(answers) != len(earlier):
+            problems.append(
+                "Please ensure that the number of function response parts is equal to the "
+                "number of function call parts of the function call turn."
+            )
+        for p in parts:
+            if "text" in p and not str(p["text"]):
+                problems.append(f"contents[{i}]: a text part must not be empty")
+        previous = content
+    return problems

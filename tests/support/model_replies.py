@@ -6,17 +6,17 @@ server's own tests validate every shape here against them). Besides a plain answ
 odd answer the APIs document can be sent: ``finish_reason: length`` / ``stop_reason:
 max_tokens`` (``truncate``), a refusal (OpenAI's ``refusal`` field, Anthropic's ``stop_reason:
 refusal``), ``content_filter``, empty ``choices``, an error body with status 200, and in a
-stream an ``error`` event or a connection that drops before the end.
+stream an ``error`` event or a connection that drops before the end. Gemini's
+``generateContent`` answers are here too (``google.genai.types.GenerateContentResponse``).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-Wire = Literal["anthropic", "openai"]
+from typing import Any
 
 
 @dataclass
@@ -270,3 +270,78 @@ def anthropic_events(
         },
     )
     yield "message_stop", {"type": "message_stop"}
+
+
+def _gemini_finish(reply: Reply) -> str:
+    if reply.truncate:
+        return "MAX_TOKENS"
+    if reply.refusal is not None or reply.content_filter:
+        return "SAFETY"
+    return "STOP"
+
+
+def _gemini_usage(reply: Reply) -> dict[str, int]:
+    return {
+        "promptTokenCount": reply.input_tokens,
+        "candidatesTokenCount": reply.output_tokens,
+        "totalTokenCount": reply.input_tokens + reply.output_tokens,
+    }
+
+
+def signature(n: int, i: int) -> str:
+    """The ``thoughtSignature`` (base64 bytes) of call ``i`` in answer ``n``."""
+    return base64.b64encode(f"signature of call {i} in answer {n}".encode()).decode()
+
+
+def _gemini_parts(n: int, reply: Reply, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    parts: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
+    for i, (name, args) in enumerate(calls):
+        # thinking models sign their calls; the signature must come back with the call
+        parts.append(
+            {"functionCall": {"name": name, "args": args}, "thoughtSignature": signature(n, i)}
+        )
+    return parts
+
+
+def gemini_body(n: int, model: str, reply: Reply, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    """A generateContent response body (``empty_choices``: the prompt was blocked)."""
+    if reply.error_in_200 is not None:
+        return {"error": reply.error_in_200}
+    if reply.empty_choices:
+        return {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": _gemini_usage(reply)}
+    candidate = {
+        "content": {"role": "model", "parts": _gemini_parts(n, reply, calls)},
+        "finishReason": _gemini_finish(reply),
+        "index": 0,
+    }
+    return {
+        "candidates": [candidate],
+        "usageMetadata": _gemini_usage(reply),
+        "modelVersion": model,
+        "responseId": f"resp-{n}",
+    }
+
+
+def gemini_events(
+    n: int, model: str, reply: Reply, calls: list[tuple[str, dict[str, Any]]]
+) -> Iterator[tuple[str | None, Any]]:
+    """The events of ``:streamGenerateContent?alt=sse``: partial responses, the last with
+    the finish reason and the usage (no end marker: the stream just ends)."""
+    pieces = _pieces(reply.text, reply.chunk_chars)
+    for i, piece in enumerate(pieces):
+        content = {"role": "model", "parts": [{"text": piece}]}
+        yield None, {"candidates": [{"content": content, "index": 0}], "modelVersion": model}
+        if i == 0 and reply.stream_error is not None:
+            yield None, {"error": reply.stream_error}
+            return
+        if i == 0 and reply.stream_cut:
+            raise StreamCut
+    final = {
+        "content": {"role": "model", "parts": _gemini_parts(n, Reply(), calls) or [{"text": ""}]},
+        "finishReason": _gemini_finish(reply),
+        "index": 0,
+    }
+    yield (
+        None,
+        {"candidates": [final], "usageMetadata": _gemini_usage(reply), "modelVersion": model},
+    )

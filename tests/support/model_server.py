@@ -1,6 +1,7 @@
 """A scripted model API over real HTTP on 127.0.0.1, speaking two wire formats.
 
 * Anthropic Messages: ``POST /v1/messages`` (base URL :attr:`ScriptedModelServer.url`)
+* Gemini: ``POST /v1beta/models/<model>:generateContent`` (and ``:streamGenerateContent``)
 * OpenAI Chat Completions: ``POST /v1/chat/completions`` (base :attr:`openai_base_url`),
   also at Azure OpenAI's paths (``/openai/v1/chat/completions``, and
   ``/openai/deployments/<deployment>/chat/completions``, which needs ``?api-version=``)
@@ -48,6 +49,8 @@ from .model_replies import (
     StreamCut,
     anthropic_body,
     anthropic_events,
+    gemini_body,
+    gemini_events,
     openai_body,
     openai_events,
 )
@@ -109,6 +112,11 @@ class RecordedRequest:
     def tools(self) -> dict[str, dict[str, Any]]:
         """Offered tool name → input schema."""
         out: dict[str, dict[str, Any]] = {}
+        if self.wire == "gemini":
+            for tool in self.body.get("tools") or []:
+                for fn in tool.get("functionDeclarations") or []:
+                    out[fn["name"]] = fn.get("parametersJsonSchema", {})
+            return out
         for tool in self.body.get("tools") or []:
             if self.wire == "anthropic":
                 out[tool["name"]] = tool.get("input_schema", {})
@@ -130,6 +138,9 @@ class RecordedRequest:
 
     @property
     def system(self) -> str:
+        if self.wire == "gemini":
+            parts = (self.body.get("systemInstruction") or {}).get("parts") or []
+            return "".join(str(p.get("text", "")) for p in parts)
         if self.wire == "anthropic":
             system = self.body.get("system", "")
             if isinstance(system, list):
@@ -142,6 +153,15 @@ class RecordedRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
+        if self.wire == "gemini":  # as role/content, the parts' text joined
+            return [
+                {
+                    "role": c.get("role"),
+                    "content": "".join(str(p.get("text", "")) for p in c.get("parts") or []),
+                    "parts": c.get("parts") or [],
+                }
+                for c in self.body.get("contents") or []
+            ]
         return list(self.body.get("messages", []))
 
     @property
@@ -156,6 +176,15 @@ class RecordedRequest:
     def tool_results(self) -> list[tuple[str, bool]]:
         """(content, is_error) of the tool results in the latest turn."""
         msgs = self.messages
+        if self.wire == "gemini":
+            last = msgs[-1] if msgs else {}
+            out_g = []
+            for part in last.get("parts") or []:
+                response = (part.get("functionResponse") or {}).get("response")
+                if isinstance(response, dict):
+                    is_error = "error" in response
+                    out_g.append((str(response.get("error" if is_error else "output")), is_error))
+            return out_g
         if self.wire == "anthropic":
             last = msgs[-1] if msgs else {}
             content = last.get("content")
@@ -296,6 +325,8 @@ class ScriptedModelServer:
             wire: Wire = "anthropic"
         elif path.endswith("/chat/completions"):
             wire = "openai"
+        elif path.endswith((":generateContent", ":streamGenerateContent")):
+            wire = "gemini"
         else:
             self._send(handler, 404, {"error": f"unknown path {path}"})
             return
@@ -318,6 +349,7 @@ class ScriptedModelServer:
             presented = (
                 headers.get("x-api-key")
                 or headers.get("api-key")  # Azure OpenAI
+                or headers.get("x-goog-api-key")  # Gemini
                 or headers.get("authorization", "").removeprefix("Bearer ")
             )
             if presented != self.api_key:
@@ -349,16 +381,21 @@ class ScriptedModelServer:
             return
         offered = request.tool_names
         calls = [(_match_tool(name, offered), args) for name, args in reply.tool_calls]
-        model = str(body.get("model", ""))
-        if body.get("stream") is True and reply.error_in_200 is None:
-            if wire == "anthropic":
+        model = str(body.get("model", "")) or path.rsplit("/", 1)[-1].split(":")[0]
+        streamed = body.get("stream") is True or path.endswith(":streamGenerateContent")
+        if streamed and reply.error_in_200 is None:
+            if wire == "gemini":
+                events = gemini_events(n, model, reply, calls)
+            elif wire == "anthropic":
                 events = anthropic_events(n, model, reply, calls)
             else:
                 usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 events = openai_events(n, model, reply, calls, usage)
             self._stream(handler, events, reply.chunk_delay)
             return
-        if wire == "anthropic":
+        if wire == "gemini":
+            payload = gemini_body(n, model, reply, calls)
+        elif wire == "anthropic":
             payload = anthropic_body(n, model, reply, calls)
         else:
             payload = openai_body(n, model, reply, calls)

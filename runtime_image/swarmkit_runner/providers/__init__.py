@@ -1,5 +1,5 @@
 """Model providers: Anthropic Messages, OpenAI-compatible Chat Completions (also on Azure),
-replay."""
+Gemini (native generateContent), replay."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ from .base import (
     Usage,
     UserMessage,
 )
+from .gemini import DEFAULT_BASE_URL as GEMINI_BASE_URL
+from .gemini import GeminiProvider
 from .openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from .openai import OpenAIProvider
 from .replay import ReplayProvider
@@ -77,6 +79,15 @@ def make_provider_for(
             model,
             config.base_url or ANTHROPIC_BASE_URL,
             AnthropicProvider.headers(api_key),
+            secrets,
+            on_retry,
+        )
+    if config.type == "gemini":
+        return GeminiProvider(
+            config,
+            model,
+            config.base_url or GEMINI_BASE_URL,
+            GeminiProvider.headers(api_key),
             secrets,
             on_retry,
         )

@@ -14,6 +14,9 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any]
+    #: Gemini's ``thoughtSignature`` of the call: it must go back with the call in the
+    #: history (thinking models refuse a function call turn without it).
+    signature: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,9 @@ def encode_response(response: ModelResponse) -> dict[str, Any]:
     data: dict[str, Any] = {
         "text": response.text,
         "toolCalls": [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
+            {"id": c.id, "name": c.name, "arguments": c.arguments}
+            | ({"signature": c.signature} if c.signature else {})
+            for c in response.tool_calls
         ],
         "usage": [response.usage.input_tokens, response.usage.output_tokens],
         "stop": response.stop_reason,
@@ -115,7 +120,12 @@ def decode_response(data: Any) -> ModelResponse:
     return ModelResponse(
         str(data.get("text") or ""),
         [
-            ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
+            ToolCall(
+                str(c["id"]),
+                str(c["name"]),
+                dict(c.get("arguments") or {}),
+                str(c.get("signature") or ""),
+            )
             for c in data.get("toolCalls") or ()
         ],
         Usage(int(usage[0]), int(usage[1])),
