@@ -8,7 +8,8 @@ runner all apply, so an Agent the real API would refuse is never Ready:
 * Anthropic's Messages API, at the version the runner (and the official SDK since 2.0)
   sends (``anthropic-version: 2026-10-21``), takes no sampling parameters at all:
   ``temperature`` is a 400 ("Extra inputs are not permitted") at any value. Claude models
-  behind an OpenAI-compatible gateway are held to the range older API versions took (0 to 1).
+  behind an OpenAI-compatible gateway are held to the range older API versions took (0 to 1),
+  and so is every model behind AWS Bedrock's Converse API (its service model says 0 to 1).
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def temperature_problem(provider_type: str, model: str | None, temperature: floa
             f"model {model} (an OpenAI reasoning model) takes only the default temperature; "
             f"unset spec.model.temperature (it is {temperature:g})"
         )
-    limit = CLAUDE_TEMPERATURE_MAX if claude(model) else OPENAI_TEMPERATURE_MAX
+    limit = OPENAI_TEMPERATURE_MAX
+    if claude(model) or provider_type == "bedrock":  # Converse's service model: 0 to 1
+        limit = CLAUDE_TEMPERATURE_MAX
     if temperature > limit:
         return f"temperature {temperature:g} is out of range for model {model} (0 to {limit:g})"
     return ""

@@ -209,6 +209,20 @@ class AzureSettings(ApiModel):
     )
 
 
+class AwsSettings(ApiModel):
+    """Where a bedrock provider calls Bedrock and how it signs in."""
+
+    region: str = Field(
+        pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. us-east-1."
+    )
+    auth: Literal["sigv4", "api-key"] = Field(
+        default="sigv4",
+        description="sigv4: apiKey holds AWS credentials as credential_process JSON "
+        '({"Version": 1, "AccessKeyId", "SecretAccessKey", "SessionToken"}), requests are '
+        "signed with Signature Version 4; api-key: apiKey is a Bedrock API key (Bearer).",
+    )
+
+
 class ModelProvider(ApiModel):
     """A model API the runner can call."""
 
@@ -229,6 +243,18 @@ class ModelProvider(ApiModel):
             check=lambda m: m.type != "azure-openai" or m.base_url is not None,
         ),
         CelRule(
+            rule="(self.type == 'bedrock') == has(self.aws)",
+            message="aws (region, auth) is required by bedrock providers and only by them",
+            field_path=".aws",
+            check=lambda m: (m.type == "bedrock") == (m.aws is not None),
+        ),
+        CelRule(
+            rule="self.type != 'bedrock' || !has(self.streaming) || self.streaming != 'always'",
+            message="bedrock providers do not stream (ConverseStream is not server-sent events)",
+            field_path=".streaming",
+            check=lambda m: m.type != "bedrock" or m.streaming != "always",
+        ),
+        CelRule(
             rule="!has(self.azure) || self.type == 'azure-openai'",
             message="azure applies to azure-openai providers only",
             field_path=".azure",
@@ -237,11 +263,12 @@ class ModelProvider(ApiModel):
     )
 
     name: str = Field(pattern=KEBAB, max_length=63, description="Provider name agents use.")
-    type: Literal["anthropic", "openai", "azure-openai", "gemini", "replay"] = Field(
+    type: Literal["anthropic", "openai", "azure-openai", "gemini", "bedrock", "replay"] = Field(
         description="anthropic (Messages API), openai (Chat Completions, also vLLM, Ollama, "
         "LiteLLM), azure-openai (Chat Completions on Azure: model = the deployment name), "
-        "gemini (Google's native generateContent) or replay (scripted turns from the Agent "
-        "spec; no API)."
+        "gemini (Google's native generateContent), bedrock (AWS Bedrock's Converse API: model "
+        "= the model or inference profile id) or replay (scripted turns from the Agent spec; "
+        "no API)."
     )
     base_url: str | None = Field(
         default=None, pattern=r"^https?://", description="API base URL; defaults per type."
@@ -261,6 +288,7 @@ class ModelProvider(ApiModel):
         "could take longer than timeoutSeconds at 128,000 tokens/hour (the official SDKs' "
         "planning rate).",
     )
+    aws: AwsSettings | None = Field(default=None, description="bedrock: region and sign-in.")
     azure: AzureSettings | None = Field(
         default=None, description="azure-openai: API version and how apiKey is sent."
     )
@@ -475,6 +503,7 @@ __all__ = [
     "ENV_NAME",
     "PLATFORM_BUILTINS",
     "RESERVED_PACK_ID",
+    "AwsSettings",
     "AzureSettings",
     "CommandPack",
     "Credential",

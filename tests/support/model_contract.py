@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import typing_extensions as te
 
-Wire = Literal["anthropic", "openai", "gemini"]
+Wire = Literal["anthropic", "openai", "gemini", "bedrock"]
 REASONING = re.compile(r"^(o[1-9]|gpt-5)")
 _MAX_PROBLEMS = 8
 
@@ -294,6 +294,8 @@ def check(wire: Wire, body: dict[str, Any]) -> list[str]:
     """Why the real API would refuse ``body`` (empty: it would accept it)."""
     if wire == "gemini":
         return gemini_problems(body)[:_MAX_PROBLEMS]
+    if wire == "bedrock":  # the service model's own checks need botocore: tests/support/aws
+        return bedrock_rules(body)[:_MAX_PROBLEMS]
     problems = sdk_problems(wire, body)
     problems += openai_rules(body) if wire == "openai" else anthropic_rules(body)
     return problems[:_MAX_PROBLEMS]
@@ -373,4 +375,36 @@ def gemini_problems(body: dict[str, Any]) -> list[str]:
             if "text" in p and not str(p["text"]):
                 problems.append(f"contents[{i}]: a text part must not be empty")
         previous = content
+    return problems
+
+
+def bedrock_rules(body: dict[str, Any]) -> list[str]:
+    """Converse's documented rules beyond its service model (ValidationException texts)."""
+    problems: list[str] = []
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    if messages and messages[0].get("role") != "user":
+        problems.append("A conversation must start with a user message.")
+    previous: dict[str, Any] = {}
+    for i, msg in enumerate(messages):
+        if previous and previous.get("role") == msg.get("role"):
+            problems.append("A conversation must alternate between user and assistant roles.")
+        blocks = [b for b in msg.get("content") or [] if isinstance(b, dict)]
+        for j, block in enumerate(blocks):
+            if "text" in block and not str(block["text"]).strip():
+                problems.append(
+                    f"The text field in the ContentBlock object at messages.{i}.content.{j} "
+                    "is blank. Add text to the text field, and try again."
+                )
+        uses = {
+            str(b["toolUse"].get("toolUseId"))
+            for b in previous.get("content") or []
+            if isinstance(b, dict) and isinstance(b.get("toolUse"), dict)
+        }
+        results = [b["toolResult"] for b in blocks if isinstance(b.get("toolResult"), dict)]
+        if results and {str(r.get("toolUseId")) for r in results} != uses:
+            problems.append(
+                f"The toolResult blocks at messages.{i}.content do not match the toolUse "
+                "blocks of the previous turn."
+            )
+        previous = msg
     return problems

@@ -345,3 +345,26 @@ def gemini_events(
         None,
         {"candidates": [final], "usageMetadata": _gemini_usage(reply), "modelVersion": model},
     )
+
+
+def bedrock_body(n: int, reply: Reply, calls: list[tuple[str, dict[str, Any]]]) -> Any:
+    """A Converse response body (``refusal``: ``guardrail_intervened``)."""
+    content: list[dict[str, Any]] = [{"text": reply.text}] if reply.text else []
+    for i, (name, args) in enumerate(calls):
+        content.append({"toolUse": {"toolUseId": f"tooluse_{n}_{i}", "name": name, "input": args}})
+    if reply.truncate:
+        stop = "max_tokens"
+    elif reply.refusal is not None:
+        stop = "guardrail_intervened"
+    else:
+        stop = "tool_use" if calls else "end_turn"
+    return {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": stop,
+        "usage": {
+            "inputTokens": reply.input_tokens,
+            "outputTokens": reply.output_tokens,
+            "totalTokens": reply.input_tokens + reply.output_tokens,
+        },
+        "metrics": {"latencyMs": 1},
+    }

@@ -2,6 +2,8 @@
 
 * Anthropic Messages: ``POST /v1/messages`` (base URL :attr:`ScriptedModelServer.url`)
 * Gemini: ``POST /v1beta/models/<model>:generateContent`` (and ``:streamGenerateContent``)
+* AWS Bedrock Converse: ``POST /model/<modelId>/converse`` (botocore judges the body and,
+  with :attr:`ScriptedModelServer.aws_credentials`, the SigV4 signature: :mod:`.aws`)
 * OpenAI Chat Completions: ``POST /v1/chat/completions`` (base :attr:`openai_base_url`),
   also at Azure OpenAI's paths (``/openai/v1/chat/completions``, and
   ``/openai/deployments/<deployment>/chat/completions``, which needs ``?api-version=``)
@@ -31,7 +33,6 @@ Example::
 from __future__ import annotations
 
 import json
-import re
 import socket
 import sys
 import threading
@@ -39,21 +40,23 @@ import time
 import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from . import aws
 from .model_contract import Wire, check
 from .model_replies import (
     Reply,
     StreamCut,
     anthropic_body,
     anthropic_events,
+    bedrock_body,
     gemini_body,
     gemini_events,
     openai_body,
     openai_events,
 )
+from .model_requests import RecordedRequest, match_tool
 
 __all__ = [
     "RecordedRequest",
@@ -64,8 +67,6 @@ __all__ = [
     "tool_call",
     "tool_calls",
 ]
-
-_INVALID = re.compile(r"[^A-Za-z0-9_-]")
 
 
 ReplyLike = Reply | Callable[["RecordedRequest"], Reply]
@@ -94,126 +95,6 @@ def error(status: int = 429, retry_after: float | None = 0.0, body: str | None =
     return reply
 
 
-@dataclass
-class RecordedRequest:
-    """A request the server received."""
-
-    wire: Wire
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-    at: float
-    #: Why the real API would refuse the body (empty: accepted and answered).
-    problems: list[str] = field(default_factory=list)
-    #: The URL's query parameters (Azure's ``api-version``).
-    query: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def tools(self) -> dict[str, dict[str, Any]]:
-        """Offered tool name → input schema."""
-        out: dict[str, dict[str, Any]] = {}
-        if self.wire == "gemini":
-            for tool in self.body.get("tools") or []:
-                for fn in tool.get("functionDeclarations") or []:
-                    out[fn["name"]] = fn.get("parametersJsonSchema", {})
-            return out
-        for tool in self.body.get("tools") or []:
-            if self.wire == "anthropic":
-                out[tool["name"]] = tool.get("input_schema", {})
-            else:
-                fn = tool.get("function", {})
-                out[fn["name"]] = fn.get("parameters", {})
-        return out
-
-    @property
-    def tool_names(self) -> list[str]:
-        return list(self.tools)
-
-    def tool_description(self, name: str) -> str:
-        for tool in self.body.get("tools") or []:
-            fn = tool if self.wire == "anthropic" else tool.get("function", {})
-            if fn.get("name") == name:
-                return str(fn.get("description", ""))
-        raise KeyError(name)
-
-    @property
-    def system(self) -> str:
-        if self.wire == "gemini":
-            parts = (self.body.get("systemInstruction") or {}).get("parts") or []
-            return "".join(str(p.get("text", "")) for p in parts)
-        if self.wire == "anthropic":
-            system = self.body.get("system", "")
-            if isinstance(system, list):
-                return "".join(b.get("text", "") for b in system)
-            return str(system)
-        for msg in self.body.get("messages", []):
-            if msg.get("role") == "system":
-                return str(msg.get("content", ""))
-        return ""
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        if self.wire == "gemini":  # as role/content, the parts' text joined
-            return [
-                {
-                    "role": c.get("role"),
-                    "content": "".join(str(p.get("text", "")) for p in c.get("parts") or []),
-                    "parts": c.get("parts") or [],
-                }
-                for c in self.body.get("contents") or []
-            ]
-        return list(self.body.get("messages", []))
-
-    @property
-    def first_user_text(self) -> str:
-        for msg in self.messages:
-            if msg.get("role") == "user":
-                content = msg.get("content")
-                if isinstance(content, str):
-                    return content
-        return ""
-
-    def tool_results(self) -> list[tuple[str, bool]]:
-        """(content, is_error) of the tool results in the latest turn."""
-        msgs = self.messages
-        if self.wire == "gemini":
-            last = msgs[-1] if msgs else {}
-            out_g = []
-            for part in last.get("parts") or []:
-                response = (part.get("functionResponse") or {}).get("response")
-                if isinstance(response, dict):
-                    is_error = "error" in response
-                    out_g.append((str(response.get("error" if is_error else "output")), is_error))
-            return out_g
-        if self.wire == "anthropic":
-            last = msgs[-1] if msgs else {}
-            content = last.get("content")
-            if not isinstance(content, list):
-                return []
-            return [
-                (str(b.get("content", "")), bool(b.get("is_error")))
-                for b in content
-                if b.get("type") == "tool_result"
-            ]
-        out: list[tuple[str, bool]] = []
-        for msg in reversed(msgs):
-            if msg.get("role") != "tool":
-                break
-            content = str(msg.get("content", ""))
-            out.append((content, content.startswith("ERROR: ")))
-        return list(reversed(out))
-
-
-def _match_tool(name: str, offered: list[str]) -> str:
-    if name in offered:
-        return name
-    wanted = _INVALID.sub("_", name)
-    for candidate in offered:
-        if candidate == wanted or _INVALID.sub("_", candidate) == wanted:
-            return candidate
-    return name  # not offered: the runner must refuse it
-
-
 class _Server(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that closed its connection (a cancelled stream, a timed-out call) is
@@ -240,6 +121,10 @@ class ScriptedModelServer:
         self.refused: list[RecordedRequest] = []
         #: Streams the client closed before their last event.
         self.disconnects = 0
+        #: Bedrock: when set (credential_process JSON fields), every request must carry the
+        #: SigV4 signature botocore computes with them for :attr:`aws_region`.
+        self.aws_credentials: dict[str, str] | None = None
+        self.aws_region = "us-east-1"
         self._lock = threading.Lock()
         self._counter = 0
         self._httpd: ThreadingHTTPServer | None = None
@@ -327,6 +212,8 @@ class ScriptedModelServer:
             wire = "openai"
         elif path.endswith((":generateContent", ":streamGenerateContent")):
             wire = "gemini"
+        elif path.startswith("/model/") and path.endswith("/converse"):
+            wire = "bedrock"
         else:
             self._send(handler, 404, {"error": f"unknown path {path}"})
             return
@@ -356,6 +243,11 @@ class ScriptedModelServer:
                 self._send(handler, 401, {"error": {"type": "authentication_error"}})
                 return
         request.problems = check(wire, body) if isinstance(body, dict) else ["body: not an object"]
+        if wire == "bedrock" and isinstance(body, dict):
+            denied = self._bedrock(handler, request, raw)
+            if denied:
+                self._send(handler, 403, {"message": denied})
+                return
         if wire == "anthropic" and not headers.get("anthropic-version"):
             request.problems.append("anthropic-version: header is required")
         if request.problems:
@@ -380,7 +272,7 @@ class ScriptedModelServer:
             self._send_raw(handler, reply.status, reply.error_body.encode(), extra)
             return
         offered = request.tool_names
-        calls = [(_match_tool(name, offered), args) for name, args in reply.tool_calls]
+        calls = [(match_tool(name, offered), args) for name, args in reply.tool_calls]
         model = str(body.get("model", "")) or path.rsplit("/", 1)[-1].split(":")[0]
         streamed = body.get("stream") is True or path.endswith(":streamGenerateContent")
         if streamed and reply.error_in_200 is None:
@@ -393,13 +285,39 @@ class ScriptedModelServer:
                 events = openai_events(n, model, reply, calls, usage)
             self._stream(handler, events, reply.chunk_delay)
             return
-        if wire == "gemini":
+        if wire == "bedrock":
+            payload = bedrock_body(n, reply, calls)
+        elif wire == "gemini":
             payload = gemini_body(n, model, reply, calls)
         elif wire == "anthropic":
             payload = anthropic_body(n, model, reply, calls)
         else:
             payload = openai_body(n, model, reply, calls)
         self._send(handler, 200, payload)
+
+    def _bedrock(
+        self, handler: BaseHTTPRequestHandler, request: RecordedRequest, raw: bytes
+    ) -> str:
+        """botocore judges the body (Converse's service model) and, with
+        :attr:`aws_credentials` set, the request's SigV4 signature; the refusal, if any."""
+        model_id = urllib.parse.unquote(request.path.split("/")[2])
+        signed = self.aws_credentials is not None
+        problems, expected = aws.judge(
+            model_id=model_id,
+            body=request.body,
+            url=f"http://{handler.headers.get('host')}{handler.path}",
+            data=raw,
+            headers=request.headers,
+            region=self.aws_region,
+            credentials=self.aws_credentials,
+        )
+        request.problems += problems
+        if signed and expected != request.headers.get("authorization"):
+            return (
+                "The request signature we calculated does not match the signature you "
+                "provided. Check your AWS Secret Access Key and signing method."
+            )
+        return ""
 
     def _stream(
         self,

@@ -1,5 +1,5 @@
 """Model providers: Anthropic Messages, OpenAI-compatible Chat Completions (also on Azure),
-Gemini (native generateContent), replay."""
+Gemini (native generateContent), AWS Bedrock (Converse, SigV4), replay."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from swarmkit_api.agent import ReplayTurn
 from swarmkit_api.bundle import BundleAgent
 from swarmkit_api.workspace import AzureSettings, ModelProvider
 
+from ..errors import ModelError
 from ..secrets import SecretStore
+from . import bedrock
 from .anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from .anthropic import AnthropicProvider
 from .azure import AzureOpenAIProvider, azure_headers
@@ -82,6 +84,21 @@ def make_provider_for(
             secrets,
             on_retry,
         )
+    if config.type == "bedrock":
+        assert config.aws is not None  # the API requires it
+        provider = bedrock.BedrockProvider(
+            config,
+            model,
+            config.base_url or bedrock.base_url(config.aws.region),
+            bedrock.BedrockProvider.headers(api_key, config.aws.auth),
+            secrets,
+            on_retry,
+        )
+        try:
+            provider.configure(api_key, config.aws.region, config.aws.auth)
+        except ValueError as exc:
+            raise ModelError(f"model provider {config.name}: {exc}") from None
+        return provider
     if config.type == "gemini":
         return GeminiProvider(
             config,

@@ -188,6 +188,10 @@ class HttpProvider:
     def decode(self, data: dict[str, Any]) -> ModelResponse:
         raise NotImplementedError
 
+    def signed(self, url: str, body: dict[str, Any]) -> tuple[bytes, dict[str, str]] | None:
+        """The exact bytes and per-attempt headers of a signed request (None: unsigned)."""
+        return None
+
     async def decode_stream(
         self, events: AsyncIterator[tuple[str, str]], spent: Spent, t0: float
     ) -> ModelResponse:
@@ -236,11 +240,15 @@ class HttpProvider:
         self, url: str, body: dict[str, Any], stream: bool, spent: Spent
     ) -> ModelResponse:
         t0 = time.monotonic()
+        signed = self.signed(url, body)
+        payload: dict[str, Any] = (
+            {"json": body} if signed is None else {"content": signed[0], "headers": signed[1]}
+        )
         if not stream:
-            response = await self._client.post(url, json=body)
+            response = await self._client.post(url, **payload)
             self._check_status(response)
             return self.decode(self._json(response))
-        async with self._client.stream("POST", url, json=body) as response:
+        async with self._client.stream("POST", url, **payload) as response:
             if response.status_code >= 400:
                 await response.aread()
                 self._check_status(response)
