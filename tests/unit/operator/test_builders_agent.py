@@ -210,6 +210,7 @@ def test_a_temperature_the_agents_provider_refuses_is_not_accepted() -> None:
                     "modelProviders": [
                         {"name": "claude", "type": "anthropic", "defaultModel": "claude-x"},
                         {"name": "oai", "type": "openai", "defaultModel": "o4-mini"},
+                        {"name": "br", "type": "bedrock", "aws": {"region": "us-east-1"}},
                     ]
                 }
             ).model_providers
@@ -221,6 +222,8 @@ def test_a_temperature_the_agents_provider_refuses_is_not_accepted() -> None:
         "anthropic": {"model": {"temperature": 0.3}},
         # the provider's default model is a reasoning model: no CEL rule on the Agent sees it
         "reasoning": {"model": {"provider": "oai", "temperature": 0.3}},
+        # Converse's service model: 0 to 1, whatever the model
+        "bedrock": {"model": {"provider": "br", "name": "meta.llama3-70b", "temperature": 1.5}},
     }
     for case, spec in refused.items():
         accepted = next(x for x in resolve(spec, workspace=view).verdicts if x.type == "Accepted")
