@@ -11,8 +11,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries clients node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
-        test-helm kind-e2e clean chromium images images-if-built
+        bench-runner bench-providers bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
+        test-helm kind-e2e clean chromium botocore images images-if-built
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -22,8 +22,18 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[operator,runtime,cli,test,dev]'
-	$(MAKE) --no-print-directory chromium
+	$(MAKE) --no-print-directory chromium botocore
 	touch $(STAMP)
+
+# The Bedrock tests check the runner's SigV4 signatures with botocore's own signer and its
+# request bodies with botocore's bedrock-runtime service model. botocore needs
+# python-dateutil<3 and kubernetes>=37 needs >=3, so it lives outside .venv, in its own
+# directory (tests/support/aws.py runs it there).
+BOTOCORE_VERSION := 1.44.8
+BOTOCORE_DIR := $(HOME)/.cache/swarmkit-operator/botocore-$(BOTOCORE_VERSION)
+botocore:
+	@test -d $(BOTOCORE_DIR)/botocore || \
+	    $(PY) -m pip install --quiet --no-warn-conflicts --target $(BOTOCORE_DIR) botocore==$(BOTOCORE_VERSION)
 
 # The web view's browser tests drive Debian's chromium with Playwright (Playwright's own
 # browser download is not used). Installed with apt-get when missing (as root).
@@ -120,6 +130,9 @@ bench-review: cluster-binaries ## benchmark: review decision → resumed run lat
 
 bench-runner: $(STAMP) ## benchmark: runner cold start, level-1 catalog cost, MCP overhead
 	$(PY) bench/bench_runner.py
+
+bench-providers: $(STAMP) ## benchmark: runner overhead per model call (whole, streamed), time to first token
+	$(PY) bench/bench_providers.py
 
 bench-serve: $(STAMP) ## benchmark: served A2A task overhead over in-process, tasks/s per replica
 	$(PY) bench/bench_serve.py

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
+from . import model_rules
 from .base import ApiModel, CelRule
 from .common import (
     Conditions,
@@ -32,12 +33,47 @@ Grant = Annotated[str, StringConstraints(pattern=GRANT_PATTERN, max_length=80)]
 class ModelSelection(ApiModel):
     """Which model the agent talks to."""
 
+    cel_rules = (
+        CelRule(
+            rule=f"!has(self.temperature) || !has(self.name) || "
+            f"!self.name.matches('{model_rules.OPENAI_REASONING_PATTERN}')",
+            message="OpenAI reasoning models (o-series, gpt-5) take only the default "
+            "temperature: unset temperature",
+            field_path=".temperature",
+            check=lambda m: m.temperature is None or not model_rules.openai_reasoning(m.name),
+        ),
+        CelRule(
+            rule=f"!has(self.temperature) || !has(self.name) || "
+            f"!self.name.matches('{model_rules.CLAUDE_PATTERN}') || self.temperature <= 1.0",
+            message="Claude models take a temperature from 0 to 1",
+            field_path=".temperature",
+            check=lambda m: (
+                m.temperature is None or not model_rules.claude(m.name) or m.temperature <= 1
+            ),
+        ),
+    )
+
     provider: str | None = Field(
         default=None, description="A Workspace modelProviders name; omitted = the first one."
     )
-    name: str | None = Field(default=None, description="Model name; omitted = provider default.")
+    name: str | None = Field(
+        default=None, max_length=256, description="Model name; omitted = provider default."
+    )
     max_tokens: int = Field(default=4096, ge=1, le=200000, description="Max output tokens/turn.")
-    temperature: float | None = Field(default=None, ge=0, le=2, description="Sampling temperature.")
+    temperature: float | None = Field(
+        default=None,
+        ge=0,
+        le=2,
+        description="Sampling temperature (0-2; Claude models 0-1; not taken by anthropic "
+        "providers or OpenAI reasoning models).",
+    )
+    max_continuations: int = Field(
+        default=0,
+        ge=0,
+        le=10,
+        description="A final answer cut off at maxTokens is continued this many times (one "
+        "model turn each, the parts joined); past that the run fails as Truncated.",
+    )
 
 
 class NativeTools(ApiModel):

@@ -25,6 +25,7 @@ from .common import (
     ResourceRequirements,
     SecretKeyRef,
 )
+from .model_provider import AwsSettings, AzureSettings, ModelProvider
 
 #: Pack id reserved for the synthesized topology-<name> skills.
 RESERVED_PACK_ID = "workspace"
@@ -190,23 +191,6 @@ class Credential(ApiModel):
 
     name: str = Field(pattern=KEBAB, max_length=63, description="Credential name.")
     secret_key_ref: SecretKeyRef = Field(description="Where the value lives.")
-
-
-class ModelProvider(ApiModel):
-    """A model API the runner can call."""
-
-    name: str = Field(pattern=KEBAB, max_length=63, description="Provider name agents use.")
-    type: Literal["anthropic", "openai", "replay"] = Field(
-        description="anthropic (Messages API), openai (Chat Completions, also vLLM, Ollama, "
-        "LiteLLM) or replay (scripted turns from the Agent spec; no API)."
-    )
-    base_url: str | None = Field(
-        default=None, pattern=r"^https?://", description="API base URL; defaults per type."
-    )
-    api_key: SecretKeyRef | None = Field(default=None, description="Secret key with the API key.")
-    default_model: str | None = Field(default=None, description="Model used when none is named.")
-    max_retries: int = Field(default=3, ge=0, le=10, description="Retries on 429/5xx/timeouts.")
-    timeout_seconds: int = Field(default=120, ge=1, le=3600, description="Request timeout.")
 
 
 class PackCommand(ApiModel):
@@ -412,6 +396,8 @@ __all__ = [
     "ENV_NAME",
     "PLATFORM_BUILTINS",
     "RESERVED_PACK_ID",
+    "AwsSettings",
+    "AzureSettings",
     "CommandPack",
     "Credential",
     "FlowDataFile",

@@ -8,6 +8,7 @@ value is scrubbed from the whole line.
 
 Event names: ``run.start``, ``run.end``, ``startup.warning``, ``mcp.ready``,
 ``mcp.unavailable``, ``agent.start``, ``agent.end``, ``model.call``, ``model.retry``,
+``model.continued``, ``model.truncated``,
 ``tool.call``, ``tool.refused``, ``skill.load``, ``skill.file_read``, ``script.run``,
 ``script.refused``, ``limit.exceeded``; skill semantics add ``skill.call`` (a composed
 skill's component), ``skill.retry``, ``skill.failed``, ``constraint.violation``,

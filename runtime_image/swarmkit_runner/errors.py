@@ -42,6 +42,17 @@ class ModelError(RunFailed):
     """A model provider call failed after its retries."""
 
 
+class ModelRefused(ModelError):
+    """The model (or the provider's content filter) refused to answer; never retried."""
+
+
+class Truncated(RunFailed):
+    """An answer was cut off at the token limit (past its continuations, or in a tool call).
+
+    The Run's outcome is Failed with a message that starts ``Truncated:``: a cut answer is
+    never passed off as a success."""
+
+
 class AwaitingReview(RunEnded):
     """The run parks for a person (outcome AwaitingReview) with the items to decide."""
 

@@ -9,7 +9,8 @@
   calling agent's provider and model. ``max_tokens`` and temperature are the caller's.
 * Turns count against the run's ``maxStepsPerRun`` / ``maxTokensPerRun`` and are audited as
   ``model.call`` with the skill's name. A model API failure (after the provider's retries)
-  is a failure of the skill call (its ``onFailure`` decides), not of the run.
+  is a failure of the skill call (its ``onFailure`` decides), not of the run; so is an
+  answer cut at ``max_tokens`` (``Truncated``) or refused by the model (``ModelError``).
 * A decision skill's answer is checked against ``outputs``; the problems go back to the
   same model in the same conversation (``constraints.outputRetries`` times, default 2).
 """
@@ -27,6 +28,7 @@ from . import decision
 from .bundle import provider_for
 from .context import RunContext
 from .errors import ModelError, ToolError
+from .model_calls import call_facts, retry_auditor
 from .providers import AssistantMessage, Message, ModelRequest, Provider, UserMessage
 from .skills import SkillTool
 
@@ -108,13 +110,17 @@ async def complete(
         provider=provider.name,
         model=provider.model,
         duration_ms=round((time.monotonic() - t0) * 1000, 1),
-        attempts=response.attempts,
-        input_tokens=response.usage.input_tokens,
-        output_tokens=response.usage.output_tokens,
-        stop_reason=response.stop_reason,
-        outcome="ok",
+        outcome="Truncated" if response.truncated else "ok",
+        **call_facts(response),
     )
     ctx.budget.after_step(ctx.audit, agent.name, response.usage)
+    if response.truncated:
+        # A cut answer is never the skill's result (a decision would parse half a JSON).
+        raise ToolError(
+            f"skill {skill.name}: the answer was cut off at max_tokens={request.max_tokens} "
+            f"(stop reason {response.stop_reason})",
+            "Truncated",
+        )
     return response.text
 
 
@@ -134,7 +140,7 @@ def llm_prompt_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill)
                 f"{config.name} only replays scripted agent turns",
                 "NotSupported",
             )
-        provider = ctx.providers.get(config, model)
+        provider = ctx.providers.get(config, model, (), retry_auditor(ctx.audit))
         messages: list[Message] = [UserMessage(user_text(args))]
         problems: list[str] = []
         for attempt in range(retries + 1):

@@ -7,7 +7,9 @@ Workspace governance: ``maxStepsPerAgent`` (capped further by the agent's ``maxS
 ends the whole run. Topology children are offered as ``delegate_to_<node>`` tools that run
 the child's own loop in-process with the task text and return its final answer. An agent
 with an ``outputSchema`` must answer with matching JSON: it is re-asked with field-specific
-problems (twice), then the run fails. A child run (an agent skill running a local topology,
+problems (twice), then the run fails. An answer cut at ``maxTokens`` is continued
+``model.maxContinuations`` times, then (or when the cut is inside a tool call) the run
+fails as ``Truncated`` (:mod:`.model_calls`). A child run (an agent skill running a local topology,
 :mod:`.agents`) uses its own :class:`AgentRunner` on a child :class:`RunContext`; the model
 providers are pooled per run.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import replace
 from typing import Any
 
 from swarmkit_api.bundle import BundleAgent
@@ -27,6 +30,7 @@ from .catalog import ToolCatalog, ToolEntry
 from .context import RunContext
 from .decision import OutputInvalid
 from .errors import LimitExceeded, RunFailed
+from .model_calls import CONTINUE_PROMPT, call_facts, retry_auditor, truncated
 from .output import OUTPUT_RETRIES, answer_problems, feedback
 from .position import AgentPosition
 from .providers import (
@@ -70,19 +74,7 @@ class AgentRunner:
         return self.ctx.providers.get(config, model or "", agent.spec.replay, self.retry_hook)
 
     def retry_hook(self, config: ModelProvider, model: str) -> RetryHook:
-        audit = self.ctx.audit
-
-        def on_retry(attempt: int, reason: str, delay: float) -> None:
-            audit.emit(
-                "model.retry",
-                provider=config.name,
-                model=model,
-                attempt=attempt,
-                reason=reason,
-                delay_s=round(delay, 3),
-            )
-
-        return on_retry
+        return retry_auditor(self.ctx.audit)(config, model)
 
     async def aclose(self) -> None:
         """Providers are pooled on the run context and closed with it."""
@@ -164,6 +156,9 @@ class AgentRunner:
         if output_schema is None and agent.spec.output_schema is not None:
             output_schema = agent.spec.output_schema.as_dict()
         output_attempts = 0
+        max_continuations = agent.spec.model.max_continuations if agent.spec.model else 0
+        continuations = 0
+        parts: list[str] = []
         steps = 0
         started = time.monotonic()
         while True:
@@ -217,14 +212,31 @@ class AgentRunner:
                 model=provider.model,
                 step=steps,
                 duration_ms=round((time.monotonic() - t0) * 1000, 1),
-                attempts=response.attempts,
-                input_tokens=response.usage.input_tokens,
-                output_tokens=response.usage.output_tokens,
                 tool_calls=len(response.tool_calls),
-                stop_reason=response.stop_reason,
-                outcome="ok",
+                outcome="Truncated" if response.truncated else "ok",
+                **call_facts(response),
             )
             ctx.budget.after_step(ctx.audit, agent.name, response.usage)
+            if response.truncated:
+                if response.tool_calls or continuations >= max_continuations:
+                    raise truncated(ctx, agent.name, response, max_tokens, continuations)
+                # Continue the cut answer: the model sees its partial text and is asked to
+                # go on; the parts are joined into the one answer.
+                continuations += 1
+                parts.append(response.text)
+                messages.append(AssistantMessage(response.text))
+                messages.append(UserMessage(CONTINUE_PROMPT))
+                ctx.audit.emit(
+                    "model.continued",
+                    agent=agent.name,
+                    continuation=continuations,
+                    of=max_continuations,
+                    outcome="continue",
+                )
+                continue
+            if parts:
+                response = replace(response, text="".join(parts) + response.text)
+                parts = []
             if not response.tool_calls:
                 if output_schema is not None:
                     problems = answer_problems(output_schema, response.text)

@@ -262,12 +262,39 @@ INVALID: tuple[Invalid, ...] = (
     Invalid(
         "provider-bad-type",
         "spec.modelProviders[0].type",
-        workspace(modelProviders=[{"name": "m", "type": "gemini"}]),
+        workspace(modelProviders=[{"name": "m", "type": "cohere"}]),
     ),
     Invalid("agent-bad-grant", "spec.skills[0]", agent(skills=["Not A Skill"])),
     Invalid("agent-duplicate-grant", "spec.skills", agent(skills=["code-review", "code-review"])),
     Invalid(
         "agent-temperature-too-high", "spec.model.temperature", agent(model={"temperature": 3})
+    ),
+    Invalid(
+        "agent-temperature-on-reasoning-model",
+        "spec.model.temperature",
+        agent(model={"name": "o3-mini", "temperature": 0.2}),
+    ),
+    Invalid(
+        "agent-temperature-too-high-for-claude",
+        "spec.model.temperature",
+        agent(model={"name": "anthropic/claude-sonnet-4-6", "temperature": 1.5}),
+    ),
+    Invalid(
+        "agent-max-continuations-too-high",
+        "spec.model.maxContinuations",
+        agent(model={"maxContinuations": 11}),
+    ),
+    Invalid(
+        "provider-max-tokens-parameter-not-openai",
+        "spec.modelProviders[0].maxTokensParameter",
+        workspace(
+            modelProviders=[{"name": "m", "type": "anthropic", "maxTokensParameter": "max_tokens"}]
+        ),
+    ),
+    Invalid(
+        "provider-bad-streaming",
+        "spec.modelProviders[0].streaming",
+        workspace(modelProviders=[{"name": "m", "type": "openai", "streaming": "sometimes"}]),
     ),
     Invalid("agent-empty-replay-turn", "spec.replay[0]", agent(replay=[{}])),
     Invalid("agent-gateway-without-auth", "spec.gateway.auth", agent(gateway={"enabled": True})),

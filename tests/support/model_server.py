@@ -1,12 +1,25 @@
 """A scripted model API over real HTTP on 127.0.0.1, speaking two wire formats.
 
 * Anthropic Messages: ``POST /v1/messages`` (base URL :attr:`ScriptedModelServer.url`)
-* OpenAI Chat Completions: ``POST /v1/chat/completions`` (base :attr:`openai_base_url`)
+* Gemini: ``POST /v1beta/models/<model>:generateContent`` (and ``:streamGenerateContent``)
+* AWS Bedrock Converse: ``POST /model/<modelId>/converse`` (botocore judges the body and,
+  with :attr:`ScriptedModelServer.aws_credentials`, the SigV4 signature: :mod:`.aws`)
+* OpenAI Chat Completions: ``POST /v1/chat/completions`` (base :attr:`openai_base_url`),
+  also at Azure OpenAI's paths (``/openai/v1/chat/completions``, and
+  ``/openai/deployments/<deployment>/chat/completions``, which needs ``?api-version=``)
 
 Replies are scripted in order (:func:`text`, :func:`tool_call`, :func:`error`, or a callable
 that receives the :class:`RecordedRequest` and returns a :class:`Reply`); when the script is
 exhausted the server answers with ``default`` (a final text). Every request is recorded with
 its parsed body, headers and arrival time, so tests can assert what the runner sent.
+
+Every request body is first checked as the real API would check it
+(:mod:`tests.support.model_contract`: the official ``openai``/``anthropic`` SDKs' request
+types plus the APIs' documented rules); a body the real API refuses gets its 400 (an
+``invalid_request_error`` naming the problems) and is listed in :attr:`refused`. A request
+with ``stream: true`` is answered with server-sent events (:mod:`tests.support.model_replies`
+has every documented odd answer, whole or streamed); a client that closes a stream early is
+counted in :attr:`disconnects`.
 
 A scripted tool call names the tool as the agent sees it (``pg.list_tables``) or as it is on
 the wire (``pg_list_tables``); the server picks the offered tool that matches.
@@ -20,34 +33,40 @@ Example::
 from __future__ import annotations
 
 import json
-import re
 import socket
+import sys
 import threading
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any
 
-Wire = Literal["anthropic", "openai"]
-_INVALID = re.compile(r"[^A-Za-z0-9_-]")
+from . import aws
+from .model_contract import Wire, check
+from .model_replies import (
+    Reply,
+    StreamCut,
+    anthropic_body,
+    anthropic_events,
+    bedrock_body,
+    gemini_body,
+    gemini_events,
+    openai_body,
+    openai_events,
+)
+from .model_requests import RecordedRequest, match_tool
 
-
-@dataclass
-class Reply:
-    """One scripted answer."""
-
-    text: str = ""
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    #: Non-200 answers an error (e.g. 429 or 503) with ``error_body``.
-    status: int = 200
-    retry_after: float | None = None
-    error_body: str = '{"error": {"type": "rate_limit_error", "message": "slow down"}}'
-    #: Seconds to wait before answering (to exercise timeouts).
-    delay: float = 0.0
-    input_tokens: int = 10
-    output_tokens: int = 5
+__all__ = [
+    "RecordedRequest",
+    "Reply",
+    "ScriptedModelServer",
+    "error",
+    "text",
+    "tool_call",
+    "tool_calls",
+]
 
 
 ReplyLike = Reply | Callable[["RecordedRequest"], Reply]
@@ -76,94 +95,12 @@ def error(status: int = 429, retry_after: float | None = 0.0, body: str | None =
     return reply
 
 
-@dataclass
-class RecordedRequest:
-    """A request the server received."""
-
-    wire: Wire
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-    at: float
-
-    @property
-    def tools(self) -> dict[str, dict[str, Any]]:
-        """Offered tool name → input schema."""
-        out: dict[str, dict[str, Any]] = {}
-        for tool in self.body.get("tools") or []:
-            if self.wire == "anthropic":
-                out[tool["name"]] = tool.get("input_schema", {})
-            else:
-                fn = tool.get("function", {})
-                out[fn["name"]] = fn.get("parameters", {})
-        return out
-
-    @property
-    def tool_names(self) -> list[str]:
-        return list(self.tools)
-
-    def tool_description(self, name: str) -> str:
-        for tool in self.body.get("tools") or []:
-            fn = tool if self.wire == "anthropic" else tool.get("function", {})
-            if fn.get("name") == name:
-                return str(fn.get("description", ""))
-        raise KeyError(name)
-
-    @property
-    def system(self) -> str:
-        if self.wire == "anthropic":
-            system = self.body.get("system", "")
-            if isinstance(system, list):
-                return "".join(b.get("text", "") for b in system)
-            return str(system)
-        for msg in self.body.get("messages", []):
-            if msg.get("role") == "system":
-                return str(msg.get("content", ""))
-        return ""
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        return list(self.body.get("messages", []))
-
-    @property
-    def first_user_text(self) -> str:
-        for msg in self.messages:
-            if msg.get("role") == "user":
-                content = msg.get("content")
-                if isinstance(content, str):
-                    return content
-        return ""
-
-    def tool_results(self) -> list[tuple[str, bool]]:
-        """(content, is_error) of the tool results in the latest turn."""
-        msgs = self.messages
-        if self.wire == "anthropic":
-            last = msgs[-1] if msgs else {}
-            content = last.get("content")
-            if not isinstance(content, list):
-                return []
-            return [
-                (str(b.get("content", "")), bool(b.get("is_error")))
-                for b in content
-                if b.get("type") == "tool_result"
-            ]
-        out: list[tuple[str, bool]] = []
-        for msg in reversed(msgs):
-            if msg.get("role") != "tool":
-                break
-            content = str(msg.get("content", ""))
-            out.append((content, content.startswith("ERROR: ")))
-        return list(reversed(out))
-
-
-def _match_tool(name: str, offered: list[str]) -> str:
-    if name in offered:
-        return name
-    wanted = _INVALID.sub("_", name)
-    for candidate in offered:
-        if candidate == wanted or _INVALID.sub("_", candidate) == wanted:
-            return candidate
-    return name  # not offered: the runner must refuse it
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that closed its connection (a cancelled stream, a timed-out call) is
+        # what several tests do on purpose; anything else is still reported.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class ScriptedModelServer:
@@ -180,6 +117,14 @@ class ScriptedModelServer:
         #: When set, requests without this key (x-api-key or Bearer) get 401.
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
+        #: Requests answered 400 because the real API would refuse them.
+        self.refused: list[RecordedRequest] = []
+        #: Streams the client closed before their last event.
+        self.disconnects = 0
+        #: Bedrock: when set (credential_process JSON fields), every request must carry the
+        #: SigV4 signature botocore computes with them for :attr:`aws_region`.
+        self.aws_credentials: dict[str, str] | None = None
+        self.aws_region = "us-east-1"
         self._lock = threading.Lock()
         self._counter = 0
         self._httpd: ThreadingHTTPServer | None = None
@@ -202,7 +147,7 @@ class ScriptedModelServer:
             def do_POST(self) -> None:
                 server._handle(self)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
@@ -259,13 +204,22 @@ class ScriptedModelServer:
         at = time.time()
         length = int(handler.headers.get("content-length") or 0)
         raw = handler.rfile.read(length) if length else b"{}"
-        path = handler.path.split("?", 1)[0]
+        path, _, query_text = handler.path.partition("?")
+        query = dict(urllib.parse.parse_qsl(query_text))
         if path.endswith("/messages"):
             wire: Wire = "anthropic"
         elif path.endswith("/chat/completions"):
             wire = "openai"
+        elif path.endswith((":generateContent", ":streamGenerateContent")):
+            wire = "gemini"
+        elif path.startswith("/model/") and path.endswith("/converse"):
+            wire = "bedrock"
         else:
             self._send(handler, 404, {"error": f"unknown path {path}"})
+            return
+        if "/openai/deployments/" in path and "api-version" not in query:
+            # Azure's answer to a deployment URL without its api-version
+            self._send(handler, 404, {"error": {"code": "404", "message": "Resource not found"}})
             return
         try:
             body = json.loads(raw)
@@ -273,18 +227,37 @@ class ScriptedModelServer:
             self._send(handler, 400, {"error": "invalid JSON"})
             return
         headers = {k.lower(): v for k, v in handler.headers.items()}
-        request = RecordedRequest(wire, path, headers, body, at)
+        request = RecordedRequest(wire, path, headers, body, at, query=query)
         with self._lock:
             self.requests.append(request)
             self._counter += 1
             n = self._counter
         if self.api_key is not None:
-            presented = headers.get("x-api-key") or headers.get("authorization", "").removeprefix(
-                "Bearer "
+            presented = (
+                headers.get("x-api-key")
+                or headers.get("api-key")  # Azure OpenAI
+                or headers.get("x-goog-api-key")  # Gemini
+                or headers.get("authorization", "").removeprefix("Bearer ")
             )
             if presented != self.api_key:
                 self._send(handler, 401, {"error": {"type": "authentication_error"}})
                 return
+        request.problems = check(wire, body) if isinstance(body, dict) else ["body: not an object"]
+        if wire == "bedrock" and isinstance(body, dict):
+            denied = self._bedrock(handler, request, raw)
+            if denied:
+                self._send(handler, 403, {"message": denied})
+                return
+        if wire == "anthropic" and not headers.get("anthropic-version"):
+            request.problems.append("anthropic-version: header is required")
+        if request.problems:
+            with self._lock:
+                self.refused.append(request)
+            message = "; ".join(request.problems)
+            error = {"type": "invalid_request_error", "message": message}
+            payload = {"type": "error", "error": error} if wire == "anthropic" else {"error": error}
+            self._send(handler, 400, payload)
+            return
         reply = self._next(request)
         if reply.delay:
             time.sleep(reply.delay)
@@ -292,64 +265,92 @@ class ScriptedModelServer:
             extra = {}
             if reply.retry_after is not None:
                 extra["retry-after"] = f"{reply.retry_after:g}"
+            if reply.retry_after_ms is not None:
+                extra["retry-after-ms"] = f"{reply.retry_after_ms:g}"
+            if reply.should_retry is not None:
+                extra["x-should-retry"] = reply.should_retry
             self._send_raw(handler, reply.status, reply.error_body.encode(), extra)
             return
         offered = request.tool_names
-        calls = [(_match_tool(name, offered), args) for name, args in reply.tool_calls]
-        if wire == "anthropic":
-            payload = self._anthropic(n, body, reply, calls)
+        calls = [(match_tool(name, offered), args) for name, args in reply.tool_calls]
+        model = str(body.get("model", "")) or path.rsplit("/", 1)[-1].split(":")[0]
+        streamed = body.get("stream") is True or path.endswith(":streamGenerateContent")
+        if streamed and reply.error_in_200 is None:
+            if wire == "gemini":
+                events = gemini_events(n, model, reply, calls)
+            elif wire == "anthropic":
+                events = anthropic_events(n, model, reply, calls)
+            else:
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                events = openai_events(n, model, reply, calls, usage)
+            self._stream(handler, events, reply.chunk_delay)
+            return
+        if wire == "bedrock":
+            payload = bedrock_body(n, reply, calls)
+        elif wire == "gemini":
+            payload = gemini_body(n, model, reply, calls)
+        elif wire == "anthropic":
+            payload = anthropic_body(n, model, reply, calls)
         else:
-            payload = self._openai(n, body, reply, calls)
+            payload = openai_body(n, model, reply, calls)
         self._send(handler, 200, payload)
 
-    @staticmethod
-    def _anthropic(
-        n: int, body: dict[str, Any], reply: Reply, calls: list[tuple[str, dict[str, Any]]]
-    ) -> dict[str, Any]:
-        content: list[dict[str, Any]] = []
-        if reply.text:
-            content.append({"type": "text", "text": reply.text})
-        for i, (name, args) in enumerate(calls):
-            content.append(
-                {"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": args}
+    def _bedrock(
+        self, handler: BaseHTTPRequestHandler, request: RecordedRequest, raw: bytes
+    ) -> str:
+        """botocore judges the body (Converse's service model) and, with
+        :attr:`aws_credentials` set, the request's SigV4 signature; the refusal, if any."""
+        model_id = urllib.parse.unquote(request.path.split("/")[2])
+        signed = self.aws_credentials is not None
+        problems, expected = aws.judge(
+            model_id=model_id,
+            body=request.body,
+            url=f"http://{handler.headers.get('host')}{handler.path}",
+            data=raw,
+            headers=request.headers,
+            region=self.aws_region,
+            credentials=self.aws_credentials,
+        )
+        request.problems += problems
+        if signed and expected != request.headers.get("authorization"):
+            return (
+                "The request signature we calculated does not match the signature you "
+                "provided. Check your AWS Secret Access Key and signing method."
             )
-        return {
-            "id": f"msg_{n}",
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model", ""),
-            "content": content,
-            "stop_reason": "tool_use" if calls else "end_turn",
-            "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
-        }
+        return ""
 
-    @staticmethod
-    def _openai(
-        n: int, body: dict[str, Any], reply: Reply, calls: list[tuple[str, dict[str, Any]]]
-    ) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": f"call_{n}_{i}",
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)},
-                }
-                for i, (name, args) in enumerate(calls)
-            ]
-        return {
-            "id": f"chatcmpl-{n}",
-            "object": "chat.completion",
-            "model": body.get("model", ""),
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
-            ],
-            "usage": {
-                "prompt_tokens": reply.input_tokens,
-                "completion_tokens": reply.output_tokens,
-                "total_tokens": reply.input_tokens + reply.output_tokens,
-            },
-        }
+    def _stream(
+        self,
+        handler: BaseHTTPRequestHandler,
+        events: Iterable[tuple[str | None, Any]],
+        delay: float,
+    ) -> None:
+        """Send ``events`` as server-sent events (chunked); a dropped client is counted."""
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.send_header("cache-control", "no-cache")
+        handler.send_header("transfer-encoding", "chunked")
+        handler.end_headers()
+
+        def write(data: bytes) -> None:
+            handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            handler.wfile.flush()
+
+        try:
+            for i, (event, data) in enumerate(events):
+                if i and delay:
+                    time.sleep(delay)
+                line = data if isinstance(data, str) else json.dumps(data)
+                frame = (f"event: {event}\n" if event else "") + f"data: {line}\n\n"
+                write(frame.encode())
+            write(b"")
+        except StreamCut:
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        except (BrokenPipeError, ConnectionResetError):
+            with self._lock:
+                self.disconnects += 1
+            handler.close_connection = True
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any]) -> None:

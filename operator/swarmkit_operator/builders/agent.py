@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from swarmkit_api import ManifestError, validate_spec
+from swarmkit_api import ManifestError, model_rules, validate_spec
 from swarmkit_api.agent import AgentSpec
 from swarmkit_api.workspace import PLATFORM_BUILTINS, RESERVED_PACK_ID, WorkspaceSpec
 
@@ -328,6 +328,7 @@ def workspace_problems(spec: AgentSpec, workspace: WorkspaceSpec) -> list[tuple[
         problems.append(
             ("UnknownModelProvider", "the workspace declares no model providers to run with")
         )
+    problems += model_problems(spec, workspace)
     flow = {f.path for f in workspace.flow_data}
     for i, path in enumerate(spec.flow_data_access):
         if path not in flow:
@@ -338,6 +339,17 @@ def workspace_problems(spec: AgentSpec, workspace: WorkspaceSpec) -> list[tuple[
                 )
             )
     return problems
+
+
+def model_problems(spec: AgentSpec, workspace: WorkspaceSpec) -> list[tuple[str, str]]:
+    """Model settings the agent's provider would refuse (``swarmkit_api.model_rules``)."""
+    wanted = spec.model.provider if spec.model is not None else None
+    provider = next((p for p in workspace.model_providers if wanted in (None, p.name)), None)
+    if provider is None or spec.model is None:
+        return []
+    model = spec.model.name or provider.default_model
+    problem = model_rules.temperature_problem(provider.type, model, spec.model.temperature)
+    return [("UnsupportedModelSetting", f"spec.model.temperature: {problem}")] if problem else []
 
 
 def effective_permissions(spec: AgentSpec, workspace: WorkspaceSpec) -> list[str]:

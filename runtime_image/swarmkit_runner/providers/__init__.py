@@ -1,4 +1,5 @@
-"""Model providers: Anthropic Messages, OpenAI-compatible Chat Completions, replay."""
+"""Model providers: Anthropic Messages, OpenAI-compatible Chat Completions (also on Azure),
+Gemini (native generateContent), AWS Bedrock (Converse, SigV4), replay."""
 
 from __future__ import annotations
 
@@ -6,11 +7,14 @@ from collections.abc import Callable, Sequence
 
 from swarmkit_api.agent import ReplayTurn
 from swarmkit_api.bundle import BundleAgent
-from swarmkit_api.workspace import ModelProvider
+from swarmkit_api.workspace import AzureSettings, ModelProvider
 
+from ..errors import ModelError
 from ..secrets import SecretStore
+from . import bedrock
 from .anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from .anthropic import AnthropicProvider
+from .azure import AzureOpenAIProvider, azure_headers
 from .base import (
     AssistantMessage,
     Message,
@@ -25,6 +29,8 @@ from .base import (
     Usage,
     UserMessage,
 )
+from .gemini import DEFAULT_BASE_URL as GEMINI_BASE_URL
+from .gemini import GeminiProvider
 from .openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
 from .openai import OpenAIProvider
 from .replay import ReplayProvider
@@ -71,22 +77,51 @@ def make_provider_for(
     api_key = secrets.get(config.api_key) if config.api_key is not None else None
     if config.type == "anthropic":
         return AnthropicProvider(
-            config.name,
+            config,
             model,
             config.base_url or ANTHROPIC_BASE_URL,
             AnthropicProvider.headers(api_key),
-            config.timeout_seconds,
-            config.max_retries,
+            secrets,
+            on_retry,
+        )
+    if config.type == "bedrock":
+        assert config.aws is not None  # the API requires it
+        provider = bedrock.BedrockProvider(
+            config,
+            model,
+            config.base_url or bedrock.base_url(config.aws.region),
+            bedrock.BedrockProvider.headers(api_key, config.aws.auth),
+            secrets,
+            on_retry,
+        )
+        try:
+            provider.configure(api_key, config.aws.region, config.aws.auth)
+        except ValueError as exc:
+            raise ModelError(f"model provider {config.name}: {exc}") from None
+        return provider
+    if config.type == "gemini":
+        return GeminiProvider(
+            config,
+            model,
+            config.base_url or GEMINI_BASE_URL,
+            GeminiProvider.headers(api_key),
+            secrets,
+            on_retry,
+        )
+    if config.type == "azure-openai":
+        return AzureOpenAIProvider(
+            config,
+            model,
+            config.base_url or "",
+            azure_headers(api_key, config.azure or AzureSettings()),
             secrets,
             on_retry,
         )
     return OpenAIProvider(
-        config.name,
+        config,
         model,
         config.base_url or OPENAI_BASE_URL,
         OpenAIProvider.headers(api_key),
-        config.timeout_seconds,
-        config.max_retries,
         secrets,
         on_retry,
     )

@@ -200,3 +200,40 @@ def test_config_map_is_content_addressed() -> None:
     assert a.config_map["immutable"] is True
     c = resolve({"skills": ["a"]}, dict(SKILLS, a=skill("a", "1" * 64)))
     assert c.config_map["metadata"]["name"] != a.config_map["metadata"]["name"]
+
+
+def test_a_temperature_the_agents_provider_refuses_is_not_accepted() -> None:
+    ws = WS.model_copy(
+        update={
+            "model_providers": WorkspaceSpec.model_validate(
+                {
+                    "modelProviders": [
+                        {"name": "claude", "type": "anthropic", "defaultModel": "claude-x"},
+                        {"name": "oai", "type": "openai", "defaultModel": "o4-mini"},
+                        {"name": "br", "type": "bedrock", "aws": {"region": "us-east-1"}},
+                    ]
+                }
+            ).model_providers
+        }
+    )
+    view = WorkspaceView("default", ws, ready=True, reason="Rendered", config_map="ws-default-1")
+    refused = {
+        # the first provider (anthropic) takes no temperature at this API version
+        "anthropic": {"model": {"temperature": 0.3}},
+        # the provider's default model is a reasoning model: no CEL rule on the Agent sees it
+        "reasoning": {"model": {"provider": "oai", "temperature": 0.3}},
+        # Converse's service model: 0 to 1, whatever the model
+        "bedrock": {"model": {"provider": "br", "name": "meta.llama3-70b", "temperature": 1.5}},
+    }
+    for case, spec in refused.items():
+        accepted = next(x for x in resolve(spec, workspace=view).verdicts if x.type == "Accepted")
+        assert (accepted.status, accepted.reason) == ("False", "UnsupportedModelSetting"), case
+        assert accepted.message.startswith("spec.model.temperature: "), accepted.message
+    named = resolve({"model": {"provider": "oai", "name": "o3", "temperature": 0.3}})
+    assert v(named)["Accepted"][1] == "Invalid"  # the spec itself is refused (CEL's twin)
+    fine = resolve(
+        {"model": {"provider": "oai", "name": "gpt-4o", "temperature": 1.7}}, workspace=view
+    )
+    assert v(fine)["Accepted"] == ("True", "Valid")
+    unset = resolve({"model": {"provider": "claude"}}, workspace=view)
+    assert v(unset)["Accepted"] == ("True", "Valid")
