@@ -137,7 +137,7 @@ bench-providers: $(STAMP) ## benchmark: runner overhead per model call (whole, s
 bench-serve: $(STAMP) ## benchmark: served A2A task overhead over in-process, tasks/s per replica
 	$(PY) bench/bench_serve.py
 
-bench-import: $(STAMP) ## benchmark: kubectl swarmkit import (fixture tree, 1,843-file workspace)
+bench-import: $(STAMP) ## benchmark: kubectl swarmkit import (fixture tree, 1,644-file workspace)
 	$(PY) bench/bench_import.py
 
 bench-gateway: $(STAMP) ## benchmark: MCP gateway call overhead over a direct upstream call

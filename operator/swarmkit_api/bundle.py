@@ -49,6 +49,7 @@ Outcome = Literal[
     "ValidationFailed",
     "AwaitingReview",
     "Cancelled",
+    "Truncated",
 ]
 
 

@@ -49,8 +49,10 @@ class ModelRefused(ModelError):
 class Truncated(RunFailed):
     """An answer was cut off at the token limit (past its continuations, or in a tool call).
 
-    The Run's outcome is Failed with a message that starts ``Truncated:``: a cut answer is
-    never passed off as a success."""
+    The Run ends ``Succeeded=False`` with the reason ``Truncated`` (the message starts
+    ``Truncated:``): a cut answer is never passed off as a success."""
+
+    outcome: Outcome = "Truncated"
 
 
 class AwaitingReview(RunEnded):

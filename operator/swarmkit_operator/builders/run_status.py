@@ -68,6 +68,7 @@ _OUTCOMES: dict[str, tuple[Status, str]] = {
     "LimitExceeded": ("False", "LimitExceeded"),
     "ValidationFailed": ("False", "ValidationFailed"),
     "Cancelled": ("False", "Cancelled"),
+    "Truncated": ("False", "Truncated"),
     "AwaitingReview": ("Unknown", "AwaitingReview"),
 }
 #: Reasons after which nothing about the run changes any more.
@@ -79,6 +80,7 @@ FINAL_REASONS = frozenset(
         "LimitExceeded",
         "ValidationFailed",
         "Cancelled",
+        "Truncated",
         "PodCreationFailed",
         "ImagePullFailed",
         "JobLost",

@@ -129,7 +129,8 @@ async def test_truncation_and_guardrails_are_failures(
 ) -> None:
     model_server.push(reply)
     out = await run(tmp_path, bedrock(model_server, auth="api-key"), "k")
-    assert out.outcome == "Failed" and expected in out.result["message"]
+    failed = "Truncated" if expected.startswith("Truncated:") else "Failed"
+    assert out.outcome == failed and expected in out.result["message"]
 
 
 def test_botocore_refuses_what_converse_refuses() -> None:

@@ -197,7 +197,8 @@ async def test_truncation_and_refusals_are_failures(
 ) -> None:
     server.push(reply)
     out = await run(tmp_path, gemini(server))
-    assert out.outcome == "Failed" and expected in out.result["message"]
+    failed = "Truncated" if expected.startswith("Truncated:") else "Failed"
+    assert out.outcome == failed and expected in out.result["message"]
     assert len(server.requests) == 1
 
 

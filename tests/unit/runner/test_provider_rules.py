@@ -154,7 +154,8 @@ async def test_a_temperature_the_api_refuses_fails_before_any_request(
 ) -> None:
     solo = tuned(agent("solo", provider="m", model=model), temperature=temperature)
     out = await run(tmp_path, provider(wire, model_server), solo)
-    assert out.outcome == "Failed" and expected in out.result["message"]
+    failed = "Truncated" if expected.startswith("Truncated:") else "Failed"
+    assert out.outcome == failed and expected in out.result["message"]
     assert model_server.requests == []
 
 
@@ -284,7 +285,7 @@ async def test_a_truncated_answer_is_not_a_success(
 ) -> None:
     model_server.push(Reply(text="The first half of", truncate=True))
     out = await run(tmp_path, provider(wire, model_server, streaming=streaming))
-    assert out.outcome == "Failed"
+    assert out.outcome == "Truncated"  # Succeeded=False, reason Truncated on the Run
     assert out.result["message"].startswith(
         "Truncated: agent solo's answer was cut off at maxTokens=1024 in the final answer"
     )
@@ -320,7 +321,7 @@ async def test_a_tool_call_cut_off_is_never_run(
         solo,
         workspace={"flowData": [{"path": "n.txt", "content": "hi"}]},
     )
-    assert out.outcome == "Failed"
+    assert out.outcome == "Truncated"
     assert "inside a tool call" in out.result["message"]
     assert out.events("tool.call") == []
 
@@ -338,7 +339,8 @@ async def test_a_refusal_fails_the_run_and_says_so(
 ) -> None:
     model_server.push(reply)
     out = await run(tmp_path, provider(wire, model_server, max_retries=2))
-    assert out.outcome == "Failed" and expected in out.result["message"]
+    failed = "Truncated" if expected.startswith("Truncated:") else "Failed"
+    assert out.outcome == failed and expected in out.result["message"]
     assert len(model_server.requests) == 1  # never retried
 
 
