@@ -27,7 +27,10 @@ class FakeApi:
         async def put_config_map(manifest: dict[str, Any]) -> None:
             self.maps.append(manifest)
 
-        async def patch_status(plural: str, ns: str, name: str, patch: dict[str, Any]) -> str:
+        async def patch_status(
+            plural: str, ns: str, name: str, patch: dict[str, Any], manager: str
+        ) -> str:
+            assert manager == k8s.LIBRARY_MANAGER  # the library owns usage, nothing else
             self.patches.append((ns, name, patch))
             return "2"
 

@@ -41,11 +41,15 @@ def agent(name: str) -> dict[str, Any]:
 def patches(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
 
-    async def patch_status(plural: str, namespace: str, name: str, body: Mapping[str, Any]) -> str:
+    async def apply_status(
+        kind: str, plural: str, namespace: str, name: str, body: Mapping[str, Any], manager: str
+    ) -> dict[str, Any]:
+        # grantedBy alone, as its own field manager (the Skill reconcile applies the rest)
+        assert manager == k8s.SKILL_GRANTS_MANAGER
         sent.append({"plural": plural, "name": name, **body})
-        return str(len(sent))
+        return {"metadata": {"resourceVersion": str(len(sent))}, "status": dict(body)}
 
-    monkeypatch.setattr(k8s, "patch_status", patch_status)
+    monkeypatch.setattr(k8s, "apply_status", apply_status)
     return sent
 
 
@@ -106,4 +110,6 @@ async def test_a_settled_skill_gets_only_the_grants_written(
     ctl.indexes.update("agents", agent("a2"))
     assert await reconcile_skill_grants(ctl, NS, "s", False) == "changed"
     assert patches[0]["grantedBy"] == {"count": 2, "agents": ["a1", "a2"]}
-    assert set(patches[0]) == {"plural", "name", "grantedBy", "observedGeneration", "conditions"}
+    # Only grantedBy (and the generation it was computed at): applied as its own field
+    # manager, it must not send conditions, which would make it co-own the reconcile's.
+    assert set(patches[0]) == {"plural", "name", "grantedBy", "observedGeneration"}

@@ -88,7 +88,10 @@ def controller(status: dict[str, Any], pods: list[dict[str, Any]], **extra: Any)
 def writes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     seen: list[tuple[str, Any]] = []
 
-    async def patch_status(plural: str, ns: str, name: str, patch: dict[str, Any]) -> str:
+    async def patch_status(
+        plural: str, ns: str, name: str, patch: dict[str, Any], manager: str
+    ) -> str:
+        assert manager == k8s.RUNS_MANAGER  # the Runs controller is a Run's one writer
         seen.append(("status", patch))
         return "6"
 
