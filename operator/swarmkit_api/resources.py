@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from .agent import AgentSpec, AgentStatus
 from .base import ApiModel
 from .common import KEBAB, ObjectMeta
+from .conditions import READY, SERVING, SUCCEEDED
 from .review import ReviewSpec, ReviewStatus
 from .run import RunSpec, RunStatus
 from .skill import SkillSpec, SkillStatus
@@ -59,14 +60,17 @@ class KindInfo:
         return f"{self.plural}.{GROUP}"
 
 
+def _condition(type_: str, field: Literal["status", "reason"]) -> str:
+    """The JSONPath of one field of the condition of type ``type_``."""
+    return f'.status.conditions[?(@.type=="{type_}")].{field}'
+
+
 def _ready_columns(version_path: str = ".status.version") -> tuple[PrinterColumn, ...]:
     return (
-        PrinterColumn(
-            "Ready", '.status.conditions[?(@.type=="Ready")].status', description="Ready"
-        ),
+        PrinterColumn(READY, _condition(READY, "status"), description="Ready"),
         PrinterColumn(
             "Reason",
-            '.status.conditions[?(@.type=="Ready")].reason',
+            _condition(READY, "reason"),
             description="Reason of the Ready condition",
         ),
         PrinterColumn("Version", version_path, description="Content-addressed version"),
@@ -121,8 +125,8 @@ TOPOLOGY = KindInfo(
     columns=(
         *_ready_columns(),
         PrinterColumn(
-            "Serving",
-            '.status.conditions[?(@.type=="Serving")].status',
+            SERVING,
+            _condition(SERVING, "status"),
             description="Serving over A2A (spec.serve)",
             priority=1,
         ),
@@ -140,13 +144,13 @@ RUN = KindInfo(
     status=RunStatus,
     columns=(
         PrinterColumn(
-            "Succeeded",
-            '.status.conditions[?(@.type=="Succeeded")].status',
+            SUCCEEDED,
+            _condition(SUCCEEDED, "status"),
             description="Succeeded",
         ),
         PrinterColumn(
             "Reason",
-            '.status.conditions[?(@.type=="Succeeded")].reason',
+            _condition(SUCCEEDED, "reason"),
             description="Reason of the Succeeded condition",
         ),
         PrinterColumn("Version", ".status.pinned.topology", description="Pinned version"),

@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from swarmkit_api.agent import AgentSpec, GatewaySpec
+from swarmkit_api.conditions import REASON_DISABLED, REASON_SECRET_NOT_FOUND, REASON_WAITING
 from swarmkit_api.run import RunSpec
 
 from . import k8s
@@ -153,13 +154,13 @@ class GatewayController:
         if missing:
             # No pod could start (its env names the key); a running gateway keeps running.
             message = f"gateway token Secret key(s) not found: {', '.join(missing)}"
-            await self._write(agent, status, "False", "SecretNotFound", message, {})
+            await self._write(agent, status, "False", REASON_SECRET_NOT_FOUND, message, {})
             return SECRET_RECHECK
         resolution = await self.resolver.resolve(self._run_view(agent), self._run_spec(agent))
         if isinstance(resolution, Waiting):
             previous = get_condition(status.get("conditions"), gw.SERVING)
             state = previous["status"] if previous else "False"
-            await self._write(agent, status, state, "Waiting", resolution.message, {})
+            await self._write(agent, status, state, REASON_WAITING, resolution.message, {})
             return resolution.recheck
         rendered = resolution.rendered
         bundle = gw.gateway_bundle(rendered, spec)
@@ -276,7 +277,7 @@ class GatewayController:
             agent,
             status,
             "False",
-            "Disabled",
+            REASON_DISABLED,
             "spec.gateway is not enabled",
             {"gatewayUrl": None, "gatewayVersion": None},
         )

@@ -24,6 +24,12 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from swarmkit_api.conditions import (
+    REASON_INVALID_SERVE_SPEC,
+    REASON_NOT_SERVED,
+    REASON_SECRET_NOT_FOUND,
+    SERVING,
+)
 from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import ServeSpec
 
@@ -108,7 +114,7 @@ def _strip_serve(rendered: RenderedBundle) -> RenderedBundle:
 
 
 def _had_serving(view: Mapping[str, Any]) -> bool:
-    return any(c.get("type") == "Serving" for c in view["status"].get("conditions") or ())
+    return any(c.get("type") == SERVING for c in view["status"].get("conditions") or ())
 
 
 async def _delete_workload(namespace: str, name: str) -> None:
@@ -133,7 +139,7 @@ async def reconcile_serving(
         if deployment is not None:
             await _delete_workload(namespace, name)
         verdicts = (
-            (Verdict("Serving", "False", "NotServed", "spec.serve is not set"),)
+            (Verdict(SERVING, "False", REASON_NOT_SERVED, "spec.serve is not set"),)
             if _had_serving(view)
             else ()
         )
@@ -144,7 +150,7 @@ async def reconcile_serving(
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err.get("loc", ()))
         message = f"spec.serve.{loc}: {err.get('msg')}" if loc else str(err.get("msg"))
-        return ServingResult({}, (Verdict("Serving", "False", "InvalidServeSpec", message),))
+        return ServingResult({}, (Verdict(SERVING, "False", REASON_INVALID_SERVE_SPEC, message),))
     topology = sb.TopologyRef(name, namespace, str(view["uid"]))
     waiting: str | None = None
     recheck: float | None = None
@@ -160,7 +166,7 @@ async def reconcile_serving(
         if deployment is None:
             return ServingResult(
                 {"url": sb.card_url(topology)},
-                (Verdict("Serving", "False", "SecretNotFound", message),),
+                (Verdict(SERVING, "False", REASON_SECRET_NOT_FOUND, message),),
             )
         waiting = message
     elif not ready:

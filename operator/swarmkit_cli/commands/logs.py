@@ -15,6 +15,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from swarmkit_api.conditions import SUCCEEDED
+
 from ..console import Console
 from ..plugin import EXIT_OK, CommandError, UsageError, add_command, add_namespace_flag
 
@@ -139,7 +141,7 @@ def _pod_of(kube: Any, name: str, follow: bool, wait: float) -> str:
                 return str(pod)
         elif time.monotonic() >= deadline:
             conds = {c.get("type"): c for c in status.get("conditions") or []}
-            why = conds.get("Succeeded", {}).get("message") or "it has not started"
+            why = conds.get(SUCCEEDED, {}).get("message") or "it has not started"
             raise CommandError(f"Run {name!r} has no pod yet: {why}")
         time.sleep(0.5)
 

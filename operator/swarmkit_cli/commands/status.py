@@ -15,6 +15,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from swarmkit_api.conditions import (
+    READY,
+    REASON_FAILED,
+    REASON_SUCCEEDED,
+    SCRIPTS_APPROVED,
+    SUCCEEDED,
+)
+
 from ..console import Console
 from ..plugin import EXIT_FINDINGS, EXIT_OK, add_command, add_namespace_flag
 
@@ -53,7 +61,7 @@ class Summary:
 
     @property
     def failing(self) -> bool:
-        return any(p.status == "False" for p in self.problems if p.condition == "Ready")
+        return any(p.status == "False" for p in self.problems if p.condition == READY)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -70,18 +78,20 @@ def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def ready_state(obj: dict[str, Any]) -> str:
     """True / False / Unknown, or Pending while the operator has not looked at it."""
-    cond = _conditions(obj).get("Ready")
+    cond = _conditions(obj).get(READY)
     return str(cond.get("status", "Unknown")) if cond else "Pending"
 
 
 def run_outcome(run: dict[str, Any]) -> str:
     """Succeeded, a failure reason (Failed, TimedOut, ...), or Running / Pending / ..."""
-    cond = _conditions(run).get("Succeeded")
+    cond = _conditions(run).get(SUCCEEDED)
     if not cond:
         return "Pending"
     if cond.get("status") == "True":
-        return "Succeeded"
-    return str(cond.get("reason") or ("Failed" if cond.get("status") == "False" else "Unknown"))
+        return REASON_SUCCEEDED
+    return str(
+        cond.get("reason") or (REASON_FAILED if cond.get("status") == "False" else "Unknown")
+    )
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -102,13 +112,13 @@ def summarize(namespace: str, objects: dict[str, list[dict[str, Any]]], now: dat
         for o in sorted(items, key=lambda x: x["metadata"]["name"]):
             name = o["metadata"]["name"]
             conds = _conditions(o)
-            ready = conds.get("Ready")
+            ready = conds.get(READY)
             if ready is None:
                 problems.append(
                     Problem(
                         kind,
                         name,
-                        "Ready",
+                        READY,
                         "Pending",
                         "NotReconciled",
                         "the operator has not reported on it yet",
@@ -119,19 +129,19 @@ def summarize(namespace: str, objects: dict[str, list[dict[str, Any]]], now: dat
                     Problem(
                         kind,
                         name,
-                        "Ready",
+                        READY,
                         str(ready.get("status")),
                         str(ready.get("reason", "")),
                         str(ready.get("message", "")),
                     )
                 )
-            scripts = conds.get("ScriptsApproved")
+            scripts = conds.get(SCRIPTS_APPROVED)
             if kind == "Skill" and scripts is not None and scripts.get("status") == "False":
                 problems.append(
                     Problem(
                         kind,
                         name,
-                        "ScriptsApproved",
+                        SCRIPTS_APPROVED,
                         "False",
                         str(scripts.get("reason", "")),
                         str(scripts.get("message", "")),

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from swarmkit_api import API_VERSION, FieldError, ManifestError
+from swarmkit_api.conditions import ACCEPTED, REASON_INVALID
 
 from ..conditions import Status
 from ..hashing import canonical_json, sha256_hex
@@ -141,7 +142,7 @@ def errors_message(errors: list[FieldError], limit: int = 5) -> str:
 
 
 def invalid_verdict(exc: ManifestError) -> Verdict:
-    return Verdict("Accepted", "False", "Invalid", errors_message(exc.errors))
+    return Verdict(ACCEPTED, "False", REASON_INVALID, errors_message(exc.errors))
 
 
 def dump_json(value: Any) -> str:

@@ -38,6 +38,26 @@ from typing import Any
 
 from swarmkit_api import ManifestError, model_rules, validate_spec
 from swarmkit_api.agent import AgentSpec
+from swarmkit_api.conditions import (
+    ACCEPTED,
+    READY,
+    REASON_ALL_RESOLVED,
+    REASON_INVALID,
+    REASON_NATIVE_TOOL_UNAVAILABLE,
+    REASON_RENDERED,
+    REASON_SKILL_NOT_FOUND,
+    REASON_SKILL_NOT_READY,
+    REASON_TOO_LARGE,
+    REASON_UNKNOWN_COMMAND_PACK,
+    REASON_UNKNOWN_FLOW_DATA,
+    REASON_UNKNOWN_MODEL_PROVIDER,
+    REASON_UNKNOWN_PERMISSION_BUNDLE,
+    REASON_UNKNOWN_TOOL,
+    REASON_VALID,
+    REASON_WORKSPACE_NOT_FOUND,
+    REASON_WORKSPACE_NOT_READY,
+    SKILLS_RESOLVED,
+)
 from swarmkit_api.workspace import PLATFORM_BUILTINS, RESERVED_PACK_ID, WorkspaceSpec
 
 from ..hashing import canonical_json, sha256_hex
@@ -142,7 +162,7 @@ class AgentRender:
 
     @property
     def ready(self) -> bool:
-        return any(v.type == "Ready" and v.status == "True" for v in self.verdicts)
+        return any(v.type == READY and v.status == "True" for v in self.verdicts)
 
     def status_fields(self) -> dict[str, Any]:
         return {
@@ -263,7 +283,7 @@ def _expand(
                 if ws_spec is not None:
                     out.problems.append(
                         (
-                            "UnknownCommandPack",
+                            REASON_UNKNOWN_COMMAND_PACK,
                             f"spec.skills[{i}]: workspace {workspace.name if workspace else ''!r}"
                             f" has no command pack {pack_id!r}",
                         )
@@ -288,7 +308,7 @@ def workspace_problems(spec: AgentSpec, workspace: WorkspaceSpec) -> list[tuple[
     if spec.permissions_bundle is not None and spec.permissions_bundle not in bundles:
         problems.append(
             (
-                "UnknownPermissionBundle",
+                REASON_UNKNOWN_PERMISSION_BUNDLE,
                 f"spec.permissionsBundle: no permission bundle {spec.permissions_bundle!r} in "
                 f"the workspace (known: {', '.join(sorted(bundles)) or 'none'})",
             )
@@ -304,12 +324,12 @@ def workspace_problems(spec: AgentSpec, workspace: WorkspaceSpec) -> list[tuple[
             if dot
             else "not a workspace tool, platform builtin or <prefix>.<tool>"
         )
-        problems.append(("UnknownTool", f"spec.tools[{i}]: unknown tool {tool!r} ({hint})"))
+        problems.append((REASON_UNKNOWN_TOOL, f"spec.tools[{i}]: unknown tool {tool!r} ({hint})"))
     native = spec.native_tools
     if native is not None and native.web_search and workspace.search_provider is None:
         problems.append(
             (
-                "NativeToolUnavailable",
+                REASON_NATIVE_TOOL_UNAVAILABLE,
                 "spec.nativeTools.webSearch: the runtime cannot provide web_search: the "
                 "workspace declares no searchProvider",
             )
@@ -319,14 +339,14 @@ def workspace_problems(spec: AgentSpec, workspace: WorkspaceSpec) -> list[tuple[
         if spec.model.provider not in providers:
             problems.append(
                 (
-                    "UnknownModelProvider",
+                    REASON_UNKNOWN_MODEL_PROVIDER,
                     f"spec.model.provider: no model provider {spec.model.provider!r} in the "
                     f"workspace (known: {', '.join(providers) or 'none'})",
                 )
             )
     elif not providers:
         problems.append(
-            ("UnknownModelProvider", "the workspace declares no model providers to run with")
+            (REASON_UNKNOWN_MODEL_PROVIDER, "the workspace declares no model providers to run with")
         )
     problems += model_problems(spec, workspace)
     flow = {f.path for f in workspace.flow_data}
@@ -334,7 +354,7 @@ def workspace_problems(spec: AgentSpec, workspace: WorkspaceSpec) -> list[tuple[
         if path not in flow:
             problems.append(
                 (
-                    "UnknownFlowData",
+                    REASON_UNKNOWN_FLOW_DATA,
                     f"spec.flowDataAccess[{i}]: the workspace has no flow data file {path!r}",
                 )
             )
@@ -390,8 +410,8 @@ def resolve_agent(
         return AgentRender(
             verdicts=(
                 verdict,
-                Verdict("SkillsResolved", "Unknown", "Invalid", "the spec is invalid"),
-                Verdict("Ready", "False", verdict.reason, verdict.message),
+                Verdict(SKILLS_RESOLVED, "Unknown", REASON_INVALID, "the spec is invalid"),
+                Verdict(READY, "False", verdict.reason, verdict.message),
             ),
         )
     assert isinstance(model, AgentSpec)
@@ -412,12 +432,12 @@ def resolve_agent(
             )
         if expansion.not_ready:
             parts.append("granted skill(s) not Ready: " + ", ".join(expansion.not_ready))
-        reason = "SkillNotFound" if expansion.missing else "SkillNotReady"
-        resolved_verdict = Verdict("SkillsResolved", "False", reason, "; ".join(parts))
+        reason = REASON_SKILL_NOT_FOUND if expansion.missing else REASON_SKILL_NOT_READY
+        resolved_verdict = Verdict(SKILLS_RESOLVED, "False", reason, "; ".join(parts))
     else:
         count = len(expansion.resolved) + len(expansion.synthesized)
         resolved_verdict = Verdict(
-            "SkillsResolved", "True", "AllResolved", f"{count} skill(s) resolved"
+            SKILLS_RESOLVED, "True", REASON_ALL_RESOLVED, f"{count} skill(s) resolved"
         )
 
     ws_spec = workspace.spec if workspace is not None else None
@@ -437,13 +457,13 @@ def resolve_agent(
         return replace(
             base,
             verdicts=(
-                Verdict("Accepted", "False", problems[0][0], message),
+                Verdict(ACCEPTED, "False", problems[0][0], message),
                 resolved_verdict,
-                Verdict("Ready", "False", problems[0][0], message),
+                Verdict(READY, "False", problems[0][0], message),
             ),
             problems=tuple(problems),
         )
-    accepted = Verdict("Accepted", "True", "Valid", "the spec is valid")
+    accepted = Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid")
     if workspace is None:
         ws = model.workspace_name
         return replace(
@@ -451,7 +471,7 @@ def resolve_agent(
             verdicts=(
                 accepted,
                 resolved_verdict,
-                Verdict("Ready", "False", "WorkspaceNotFound", f"Workspace {ws!r} not found"),
+                Verdict(READY, "False", REASON_WORKSPACE_NOT_FOUND, f"Workspace {ws!r} not found"),
             ),
         )
     if ws_spec is None:
@@ -461,9 +481,9 @@ def resolve_agent(
                 accepted,
                 resolved_verdict,
                 Verdict(
-                    "Ready",
+                    READY,
                     "False",
-                    "WorkspaceNotReady",
+                    REASON_WORKSPACE_NOT_READY,
                     f"Workspace {workspace.name!r} is not valid: {workspace.message}",
                 ),
             ),
@@ -496,22 +516,25 @@ def resolve_agent(
         return replace(
             base,
             verdicts=(
-                Verdict("Accepted", "False", "TooLarge", message),
+                Verdict(ACCEPTED, "False", REASON_TOO_LARGE, message),
                 resolved_verdict,
-                Verdict("Ready", "False", "TooLarge", message),
+                Verdict(READY, "False", REASON_TOO_LARGE, message),
             ),
         )
     manifest = rendered_config_map(owner, content_digest(data), data)
     if not workspace.ready:
         ready = Verdict(
-            "Ready",
+            READY,
             "False",
-            "WorkspaceNotReady",
+            REASON_WORKSPACE_NOT_READY,
             f"Workspace {workspace.name!r} is not Ready ({workspace.reason}): {workspace.message}",
         )
     else:
         ready = Verdict(
-            "Ready", "True", "Rendered", f"rendered into ConfigMap {manifest['metadata']['name']}"
+            READY,
+            "True",
+            REASON_RENDERED,
+            f"rendered into ConfigMap {manifest['metadata']['name']}",
         )
     return replace(
         base,

@@ -39,6 +39,14 @@ from swarmkit_api.bundle import (
     ScriptPin,
 )
 from swarmkit_api.common import ConfigMapKeyRef
+from swarmkit_api.conditions import (
+    REASON_APPROVED,
+    REASON_DENIED_BY_WORKSPACE,
+    REASON_EXECUTION_DISABLED,
+    REASON_NOT_ALLOW_LISTED,
+    REASON_NOT_APPROVED,
+    REASON_PIN_MISMATCH,
+)
 from swarmkit_api.run import PinnedVersions, RunSpec
 from swarmkit_api.skill import Implementation, Provenance, ScriptStatus, SkillFile, SkillSpec
 from swarmkit_api.topology import TopologySpec
@@ -359,17 +367,17 @@ def script_pins(
         entry = status.get(path)
         approved = False
         if not config.allow_script_execution or not governance.allow_script_execution:
-            reason = "ExecutionDisabled"
+            reason = REASON_EXECUTION_DISABLED
         elif allowed is None:
-            reason = "NotAllowListed"
+            reason = REASON_NOT_ALLOW_LISTED
         elif not sha or allowed.sha256 != sha.lower():
-            reason = "PinMismatch"
+            reason = REASON_PIN_MISMATCH
         elif _denied_by_workspace(governance, skill.name, path):
-            reason = "DeniedByWorkspace"
+            reason = REASON_DENIED_BY_WORKSPACE
         elif entry is not None and not entry.approved:
-            reason = entry.reason or "NotApproved"
+            reason = entry.reason or REASON_NOT_APPROVED
         else:
-            approved, reason = True, "Approved"
+            approved, reason = True, REASON_APPROVED
         pin = allowed.sha256 if approved and allowed is not None else sha
         pins.append(ScriptPin(path=path, sha256=pin, approved=approved, reason=reason))
     return pins

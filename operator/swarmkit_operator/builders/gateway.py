@@ -31,6 +31,14 @@ from typing import Any
 
 from swarmkit_api.agent import GatewaySpec
 from swarmkit_api.bundle import BUNDLE_FILE, BUNDLE_MOUNT, BundleGateway, RunBundle
+from swarmkit_api.conditions import (
+    REASON_CREATING,
+    REASON_ROLLING_OUT,
+    REASON_SCALED_TO_ZERO,
+    REASON_SERVING,
+    REASON_STARTING,
+    SERVING,
+)
 
 from ..config import OperatorConfig
 from ..hashing import sha256_hex
@@ -45,7 +53,6 @@ AGENT_VERSION_LABEL = "swarmkit.dev/agent-version"
 COMPONENT = {"app.kubernetes.io/name": "swarmkit-runner", "app.kubernetes.io/component": "gateway"}
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
-SERVING = "Serving"
 PORT_NAME = "mcp"
 
 
@@ -254,23 +261,25 @@ class Serving:
 def serving(deployment: Mapping[str, Any] | None, version: str) -> Serving:
     """What the observed Deployment says about the gateway of agent ``version``."""
     if deployment is None:
-        return Serving("False", "Creating", "the gateway Deployment is being created")
+        return Serving("False", REASON_CREATING, "the gateway Deployment is being created")
     ready, desired, rolled = deployment_readiness(deployment)
     template = (deployment.get("spec") or {}).get("template") or {}
     labels = (template.get("metadata") or {}).get("labels") or {}
     current = labels.get(AGENT_VERSION_LABEL) == label_value(version)
     if desired == 0:
-        return Serving("False", "ScaledToZero", "spec.gateway.replicas is 0", rolled=rolled)
+        return Serving("False", REASON_SCALED_TO_ZERO, "spec.gateway.replicas is 0", rolled=rolled)
     if rolled and current:
         message = f"{ready}/{desired} replica(s) serve agent version {version}"
-        return Serving("True", "Serving", message, version, rolled=True)
+        return Serving("True", REASON_SERVING, message, version, rolled=True)
     if ready > 0:
         return Serving(
             "True",
-            "RollingOut",
+            REASON_ROLLING_OUT,
             f"rolling out agent version {version}; {ready}/{desired} replica(s) ready",
         )
-    return Serving("False", "Starting", f"0/{desired} replica(s) ready (agent version {version})")
+    return Serving(
+        "False", REASON_STARTING, f"0/{desired} replica(s) ready (agent version {version})"
+    )
 
 
 __all__ = [

@@ -36,11 +36,26 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from swarmkit_api.bundle import TRUNCATION_MARKER, RunResult
+from swarmkit_api.conditions import (
+    REASON_AWAITING_REVIEW,
+    REASON_CANCELLED,
+    REASON_FAILED,
+    REASON_IMAGE_PULL_FAILED,
+    REASON_JOB_LOST,
+    REASON_LIMIT_EXCEEDED,
+    REASON_PENDING,
+    REASON_POD_CREATION_FAILED,
+    REASON_RUNNING,
+    REASON_SUCCEEDED,
+    REASON_TIMED_OUT,
+    REASON_TRUNCATED,
+    REASON_VALIDATION_FAILED,
+    SUCCEEDED,
+)
 
 from ..conditions import Status, get_condition, set_condition
 from .job import CONTAINER_NAME, EXIT_VALIDATION_FAILED
 
-SUCCEEDED = "Succeeded"
 #: Longest condition message kept (the runner's message is already one line).
 MAX_MESSAGE = 1024
 #: Longest output kept in status (the runner caps it already; this is a backstop).
@@ -61,29 +76,30 @@ _CONFIG_ERRORS = {"CreateContainerConfigError", "CreateContainerError", "RunCont
 
 Phase = Literal["Pending", "Running", "Parked", "Finished", "Lost"]
 
+#: The runner's outcome (``RunResult.outcome``) → the Succeeded condition it gives.
 _OUTCOMES: dict[str, tuple[Status, str]] = {
-    "Succeeded": ("True", "Succeeded"),
-    "Failed": ("False", "Failed"),
-    "TimedOut": ("False", "TimedOut"),
-    "LimitExceeded": ("False", "LimitExceeded"),
-    "ValidationFailed": ("False", "ValidationFailed"),
-    "Cancelled": ("False", "Cancelled"),
-    "Truncated": ("False", "Truncated"),
-    "AwaitingReview": ("Unknown", "AwaitingReview"),
+    "Succeeded": ("True", REASON_SUCCEEDED),
+    "Failed": ("False", REASON_FAILED),
+    "TimedOut": ("False", REASON_TIMED_OUT),
+    "LimitExceeded": ("False", REASON_LIMIT_EXCEEDED),
+    "ValidationFailed": ("False", REASON_VALIDATION_FAILED),
+    "Cancelled": ("False", REASON_CANCELLED),
+    "Truncated": ("False", REASON_TRUNCATED),
+    "AwaitingReview": ("Unknown", REASON_AWAITING_REVIEW),
 }
 #: Reasons after which nothing about the run changes any more.
 FINAL_REASONS = frozenset(
     {
-        "Succeeded",
-        "Failed",
-        "TimedOut",
-        "LimitExceeded",
-        "ValidationFailed",
-        "Cancelled",
-        "Truncated",
-        "PodCreationFailed",
-        "ImagePullFailed",
-        "JobLost",
+        REASON_SUCCEEDED,
+        REASON_FAILED,
+        REASON_TIMED_OUT,
+        REASON_LIMIT_EXCEEDED,
+        REASON_VALIDATION_FAILED,
+        REASON_CANCELLED,
+        REASON_TRUNCATED,
+        REASON_POD_CREATION_FAILED,
+        REASON_IMAGE_PULL_FAILED,
+        REASON_JOB_LOST,
     }
 )
 
@@ -236,7 +252,7 @@ def outcome_from_pod(pod: Mapping[str, Any]) -> Verdict | None:
             reason = (pod.get("status") or {}).get("reason") or phase
             message = (pod.get("status") or {}).get("message") or f"pod {phase.lower()}"
             status_reason: tuple[Status, str] = (
-                ("True", "Succeeded") if phase == "Succeeded" else ("False", "Failed")
+                ("True", REASON_SUCCEEDED) if phase == "Succeeded" else ("False", REASON_FAILED)
             )
             return Verdict(
                 phase="Finished",
@@ -264,7 +280,9 @@ def outcome_from_pod(pod: Mapping[str, Any]) -> Verdict | None:
         status, reason = _OUTCOMES[result.outcome]
         message = result.message
         if not message:
-            message = "the run succeeded" if reason == "Succeeded" else f"the run ended: {reason}"
+            message = (
+                "the run succeeded" if reason == REASON_SUCCEEDED else f"the run ended: {reason}"
+            )
         if result.outcome == "AwaitingReview" and result.review_items and not result.message:
             message = "awaiting review: " + "; ".join(i.question for i in result.review_items)
         stage: Phase = "Parked" if result.outcome == "AwaitingReview" else "Finished"
@@ -274,19 +292,19 @@ def outcome_from_pod(pod: Mapping[str, Any]) -> Verdict | None:
     why = str(terminated.get("reason") or "")
     if exit_code == 0:
         msg = "the runner exited 0 without writing a result"
-        return replace(base, status="True", reason="Succeeded", message=msg)
+        return replace(base, status="True", reason=REASON_SUCCEEDED, message=msg)
     if exit_code == EXIT_VALIDATION_FAILED:
         msg = detail or "the runner rejected its bundle (exit code 2)"
-        return replace(base, status="False", reason="ValidationFailed", message=msg)
+        return replace(base, status="False", reason=REASON_VALIDATION_FAILED, message=msg)
     if why == "OOMKilled":
         msg = "the runner ran out of memory (OOMKilled); raise the Workspace runtime limits"
-        return replace(base, status="False", reason="Failed", message=msg)
+        return replace(base, status="False", reason=REASON_FAILED, message=msg)
     msg = f"the runner exited with code {exit_code}"
     if why and why not in ("Error", "Completed"):
         msg += f" ({why})"
     if detail:
         msg += f": {detail}"
-    return replace(base, status="False", reason="Failed", message=_one_line(msg))
+    return replace(base, status="False", reason=REASON_FAILED, message=_one_line(msg))
 
 
 def _pod_start_problem(
@@ -304,7 +322,7 @@ def _pod_start_problem(
         verdict = Verdict(
             phase="Finished",
             status="False",
-            reason="ImagePullFailed",
+            reason=REASON_IMAGE_PULL_FAILED,
             message=_one_line(f"cannot pull the runtime image: {message}"),
             pod_name=_name(pod),
             stop_job=True,
@@ -314,7 +332,7 @@ def _pod_start_problem(
         verdict = Verdict(
             phase="Finished",
             status="False",
-            reason="PodCreationFailed",
+            reason=REASON_POD_CREATION_FAILED,
             message=_one_line(f"the runner's container cannot be created: {message}"),
             pod_name=_name(pod),
             stop_job=True,
@@ -324,7 +342,7 @@ def _pod_start_problem(
         verdict = Verdict(
             phase="Pending",
             status="Unknown",
-            reason="Pending",
+            reason=REASON_PENDING,
             message=_one_line(f"pod {_name(pod)}: {reason}: {message}"),
             pod_name=_name(pod),
         )
@@ -401,12 +419,12 @@ def derive(
             verdict = outcome_from_pod(pod)
             killed = verdict is not None and (
                 (verdict.exit_code is not None and verdict.exit_code >= 128)
-                or verdict.reason == "Cancelled"
+                or verdict.reason == REASON_CANCELLED
                 or (verdict.exit_code is None and verdict.result is None)
             )
             if verdict is not None and not killed:
                 return done(verdict)
-        return Verdict(phase="Lost", status="Unknown", reason="JobLost", pod_name=pname)
+        return Verdict(phase="Lost", status="Unknown", reason=REASON_JOB_LOST, pod_name=pname)
 
     spec = job.get("spec") or {}
     complete = _job_condition(job, "Complete") or _job_condition(job, "SuccessCriteriaMet")
@@ -419,7 +437,7 @@ def derive(
             verdict = Verdict(
                 phase="Finished",
                 status="True",
-                reason="Succeeded",
+                reason=REASON_SUCCEEDED,
                 message="the Job completed (no pod left to read the result from)",
             )
         return done(verdict)
@@ -427,13 +445,13 @@ def derive(
         job_reason = str(failed.get("reason") or "")
         verdict = outcome_from_pod(pod) if pod is not None else None
         if job_reason == "DeadlineExceeded":
-            if verdict is None or verdict.reason != "TimedOut":
+            if verdict is None or verdict.reason != REASON_TIMED_OUT:
                 limit = f" of {timeout_seconds}s" if timeout_seconds else ""
                 message = f"the run exceeded its timeout{limit} and was stopped"
                 verdict = Verdict(
                     phase="Finished",
                     status="False",
-                    reason="TimedOut",
+                    reason=REASON_TIMED_OUT,
                     message=message,
                     pod_name=pname,
                     result=verdict.result if verdict else None,
@@ -441,7 +459,9 @@ def derive(
             return done(verdict)
         if verdict is None:
             message = _one_line(str(failed.get("message") or job_reason or "the Job failed"))
-            verdict = Verdict(phase="Finished", status="False", reason="Failed", message=message)
+            verdict = Verdict(
+                phase="Finished", status="False", reason=REASON_FAILED, message=message
+            )
         return done(verdict)
 
     # The Job has not concluded yet: the pod may already have.
@@ -458,13 +478,13 @@ def derive(
             failures = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
             verdict = outcome_from_pod(pod)
             exhausted = failures > backoff_limit
-            if verdict is not None and (exhausted or verdict.reason == "ValidationFailed"):
+            if verdict is not None and (exhausted or verdict.reason == REASON_VALIDATION_FAILED):
                 return done(verdict)
         if pod_phase == "Running":
             return Verdict(
                 phase="Running",
                 status="Unknown",
-                reason="Running",
+                reason=REASON_RUNNING,
                 message=f"pod {pname} is running",
                 job_name=jname,
                 pod_name=pname,
@@ -493,7 +513,7 @@ def derive(
             return Verdict(
                 phase="Pending",
                 status="Unknown",
-                reason="Pending",
+                reason=REASON_PENDING,
                 message=message,
                 job_name=jname,
                 pod_name=pname,
@@ -504,7 +524,7 @@ def derive(
         return Verdict(
             phase="Running",
             status="Unknown",
-            reason="Running",
+            reason=REASON_RUNNING,
             message=f"pod {pname} ended; waiting for the Job controller",
             job_name=jname,
             pod_name=pname,
@@ -517,7 +537,7 @@ def derive(
             verdict = Verdict(
                 phase="Finished",
                 status="False",
-                reason="PodCreationFailed",
+                reason=REASON_POD_CREATION_FAILED,
                 message=_one_line(f"the Job cannot create its pod: {message}"),
                 stop_job=True,
             )
@@ -525,7 +545,7 @@ def derive(
         return Verdict(
             phase="Pending",
             status="Unknown",
-            reason="Pending",
+            reason=REASON_PENDING,
             message=_one_line(f"the Job cannot create its pod yet: {message}"),
             job_name=jname,
             recheck_after=recheck,
@@ -533,7 +553,7 @@ def derive(
     return Verdict(
         phase="Pending",
         status="Unknown",
-        reason="Pending",
+        reason=REASON_PENDING,
         message=f"waiting for Job {jname} to create its pod",
         job_name=jname,
     )
@@ -552,7 +572,7 @@ def is_final(conditions: Sequence[Mapping[str, Any]] | None) -> bool:
 def is_parked(conditions: Sequence[Mapping[str, Any]] | None) -> bool:
     """Whether the Run waits for a review decision."""
     cond = get_condition([dict(c) for c in conditions or ()], SUCCEEDED)
-    return cond is not None and cond.get("reason") == "AwaitingReview"
+    return cond is not None and cond.get("reason") == REASON_AWAITING_REVIEW
 
 
 def status_patch(
@@ -599,7 +619,9 @@ def status_patch(
 
 def pending(message: str) -> Verdict:
     """The verdict of a Run whose target is not Ready (nothing created yet)."""
-    return Verdict(phase="Pending", status="Unknown", reason="Pending", message=_one_line(message))
+    return Verdict(
+        phase="Pending", status="Unknown", reason=REASON_PENDING, message=_one_line(message)
+    )
 
 
 def final(reason: str, message: str, status: Status = "False") -> Verdict:

@@ -26,6 +26,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarmkit_api.bundle import BUNDLE_FILE, BUNDLE_MOUNT, SERVE_TOKEN_ENV_PREFIX
+from swarmkit_api.conditions import (
+    REASON_NO_READY_REPLICAS,
+    REASON_PENDING,
+    REASON_ROLLING_OUT,
+    REASON_SCALED_TO_ZERO,
+    REASON_SERVING,
+    REASON_STALE,
+    SERVING,
+)
 from swarmkit_api.topology import ServeSpec
 
 from ..config import OperatorConfig
@@ -245,18 +254,24 @@ def serving_verdict(
     counts = {"replicas": desired, "readyReplicas": ready, "updated": updated}
     if deployment is None:
         message = waiting or "creating the Deployment"
-        return Verdict("Serving", "False", "Pending", message), counts
+        return Verdict(SERVING, "False", REASON_PENDING, message), counts
     text = f"{ready}/{desired} replicas ready"
     if desired == 0:
-        return Verdict("Serving", "False", "ScaledToZero", "spec.serve.replicas is 0"), counts
+        return Verdict(SERVING, "False", REASON_SCALED_TO_ZERO, "spec.serve.replicas is 0"), counts
     if waiting:
         text += f"; version {running or '?'} keeps serving: {waiting}"
     elif not updated:
         text += f"; rolling out version {version}"
     if ready == 0:
-        return Verdict("Serving", "False", "NoReadyReplicas", text), counts
-    reason = "Serving" if updated and not waiting else "RollingOut" if not waiting else "Stale"
-    return Verdict("Serving", "True", reason, text), counts
+        return Verdict(SERVING, "False", REASON_NO_READY_REPLICAS, text), counts
+    reason = (
+        REASON_SERVING
+        if updated and not waiting
+        else REASON_ROLLING_OUT
+        if not waiting
+        else REASON_STALE
+    )
+    return Verdict(SERVING, "True", reason, text), counts
 
 
 __all__ = [

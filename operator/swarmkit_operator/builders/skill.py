@@ -38,6 +38,23 @@ from typing import Any
 import yaml
 
 from swarmkit_api import ManifestError, validate_spec
+from swarmkit_api.conditions import (
+    ACCEPTED,
+    READY,
+    REASON_APPROVED,
+    REASON_CONFIG_MAP_NOT_FOUND,
+    REASON_DENIED_BY_WORKSPACE,
+    REASON_EXECUTION_DISABLED,
+    REASON_NAME_COLLISION,
+    REASON_NO_SCRIPTS,
+    REASON_NOT_ALLOW_LISTED,
+    REASON_NOT_RENDERED,
+    REASON_PIN_MISMATCH,
+    REASON_RENDERED,
+    REASON_TOO_LARGE,
+    REASON_VALID,
+    SCRIPTS_APPROVED,
+)
 from swarmkit_api.skill import MAX_SKILL_BYTES, SkillSpec
 from swarmkit_api.workspace import Governance
 
@@ -132,7 +149,7 @@ class SkillRender:
 
     @property
     def ready(self) -> bool:
-        return any(v.type == "Ready" and v.status == "True" for v in self.verdicts)
+        return any(v.type == READY and v.status == "True" for v in self.verdicts)
 
     def status_fields(self) -> dict[str, Any]:
         """The Skill's status fields other than conditions (None clears a field)."""
@@ -171,18 +188,22 @@ def script_verdict(
             path,
             sha256,
             False,
-            "PinMismatch",
+            REASON_PIN_MISMATCH,
             f"{path}: sha256 {sha256[:12]}… does not match the pinned {pin.sha256[:12]}…",
         )
     if not config.allow_script_execution:
         return ScriptVerdict(
-            path, sha256, False, "ExecutionDisabled", f"{path}: script execution is disabled"
+            path, sha256, False, REASON_EXECUTION_DISABLED, f"{path}: script execution is disabled"
         )
     if pin is None:
         return ScriptVerdict(
-            path, sha256, False, "NotAllowListed", f"{path}: not in the operator's allow-list"
+            path,
+            sha256,
+            False,
+            REASON_NOT_ALLOW_LISTED,
+            f"{path}: not in the operator's allow-list",
         )
-    return ScriptVerdict(path, sha256, True, "Approved", f"{path}: approved")
+    return ScriptVerdict(path, sha256, True, REASON_APPROVED, f"{path}: approved")
 
 
 def workspace_script_verdict(
@@ -196,7 +217,7 @@ def workspace_script_verdict(
             verdict.path,
             verdict.sha256,
             False,
-            "DeniedByWorkspace",
+            REASON_DENIED_BY_WORKSPACE,
             f"{verdict.path}: the workspace disallows script execution",
         )
     for deny in governance.denied_scripts:
@@ -205,7 +226,7 @@ def workspace_script_verdict(
                 verdict.path,
                 verdict.sha256,
                 False,
-                "DeniedByWorkspace",
+                REASON_DENIED_BY_WORKSPACE,
                 f"{verdict.path}: denied by the workspace",
             )
     return verdict
@@ -214,20 +235,20 @@ def workspace_script_verdict(
 def scripts_verdict(scripts: Sequence[ScriptVerdict]) -> Verdict:
     """The ScriptsApproved condition: PinMismatch first, then any other refusal."""
     if not scripts:
-        return Verdict("ScriptsApproved", "True", "NoScripts", "the skill bundles no scripts")
-    for reason in ("PinMismatch", "ExecutionDisabled", "NotAllowListed"):
+        return Verdict(SCRIPTS_APPROVED, "True", REASON_NO_SCRIPTS, "the skill bundles no scripts")
+    for reason in (REASON_PIN_MISMATCH, REASON_EXECUTION_DISABLED, REASON_NOT_ALLOW_LISTED):
         refused = [s for s in scripts if s.reason == reason]
         if refused:
             return Verdict(
-                "ScriptsApproved",
+                SCRIPTS_APPROVED,
                 "False",
                 reason,
                 "; ".join(s.message for s in refused),
             )
     return Verdict(
-        "ScriptsApproved",
+        SCRIPTS_APPROVED,
         "True",
-        "Approved",
+        REASON_APPROVED,
         f"{len(scripts)} script(s) approved: " + ", ".join(s.path for s in scripts),
     )
 
@@ -238,13 +259,13 @@ def _rejected(accepted: Verdict) -> SkillRender:
         verdicts=(
             accepted,
             _NOT_RENDERED,
-            Verdict("Ready", "False", accepted.reason, accepted.message),
+            Verdict(READY, "False", accepted.reason, accepted.message),
         )
     )
 
 
 _NOT_RENDERED = Verdict(
-    "ScriptsApproved", "Unknown", "NotRendered", "scripts are checked once the skill renders"
+    SCRIPTS_APPROVED, "Unknown", REASON_NOT_RENDERED, "scripts are checked once the skill renders"
 )
 
 
@@ -278,9 +299,9 @@ def render_skill(
     """Validate, gather files, hash, approve scripts and render the ConfigMap."""
     if owner.name.startswith(SYNTHESIZED_TOPOLOGY_PREFIX):
         verdict = Verdict(
-            "Accepted",
+            ACCEPTED,
             "False",
-            "NameCollision",
+            REASON_NAME_COLLISION,
             f"skill names starting with {SYNTHESIZED_TOPOLOGY_PREFIX!r} are reserved for the "
             "skills pack:workspace synthesizes for Topologies; rename the skill",
         )
@@ -315,9 +336,9 @@ def render_skill(
         message = "; ".join(missing)
         return SkillRender(
             verdicts=(
-                Verdict("Accepted", "True", "Valid", "the spec is valid"),
+                Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid"),
                 _NOT_RENDERED,
-                Verdict("Ready", "False", "ConfigMapNotFound", message),
+                Verdict(READY, "False", REASON_CONFIG_MAP_NOT_FOUND, message),
             )
         )
 
@@ -343,9 +364,9 @@ def render_skill(
     size = config_map_size(data, binary)
     if size > MAX_SKILL_BYTES:
         verdict = Verdict(
-            "Accepted",
+            ACCEPTED,
             "False",
-            "TooLarge",
+            REASON_TOO_LARGE,
             f"the rendered skill is {size} bytes ({sum(f.size for f in files)} in "
             f"{len(files)} file(s)), over the {MAX_SKILL_BYTES}-byte limit; nothing rendered",
         )
@@ -359,12 +380,12 @@ def render_skill(
     manifest = rendered_config_map(owner, digest, data, binary)
     return SkillRender(
         verdicts=(
-            Verdict("Accepted", "True", "Valid", "the spec is valid"),
+            Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid"),
             scripts_verdict(scripts),
             Verdict(
-                "Ready",
+                READY,
                 "True",
-                "Rendered",
+                REASON_RENDERED,
                 f"rendered into ConfigMap {manifest['metadata']['name']} "
                 f"({len(files)} file(s), {size} bytes)",
             ),

@@ -23,6 +23,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarmkit_api import ManifestError, validate_spec
+from swarmkit_api.conditions import (
+    ACCEPTED,
+    READY,
+    REASON_AGENT_NOT_FOUND,
+    REASON_AGENT_NOT_READY,
+    REASON_CHILD_TOPOLOGY_NOT_FOUND,
+    REASON_CHILD_TOPOLOGY_NOT_READY,
+    REASON_CYCLE,
+    REASON_DEPTH_EXCEEDED,
+    REASON_RESOLVED,
+    REASON_VALID,
+    REASON_WORKSPACE_MISMATCH,
+    REASON_WORKSPACE_NOT_FOUND,
+    REASON_WORKSPACE_NOT_READY,
+)
 from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH, TopologySpec
 
 from ..hashing import canonical_json, sha256_hex
@@ -95,7 +110,7 @@ class GraphProblem:
     @property
     def message(self) -> str:
         text = ARROW.join(self.path)
-        if self.reason == "Cycle":
+        if self.reason == REASON_CYCLE:
             return f"cycle: {text}"
         return f"{text} nests {len(self.path)} topologies, over the limit of {MAX_TOPOLOGY_DEPTH}"
 
@@ -105,11 +120,11 @@ def check_graph(root: str, root_agents: Sequence[str], graph: Graph) -> GraphPro
 
     def visit(node: str, path: tuple[str, ...]) -> GraphProblem | None:
         if len(path) > MAX_TOPOLOGY_DEPTH:
-            return GraphProblem("DepthExceeded", path)
+            return GraphProblem(REASON_DEPTH_EXCEEDED, path)
         kids = graph.children(node, root_agents if node == root else None)
         for child in kids:
             if child in path:
-                return GraphProblem("Cycle", (*path[path.index(child) :], child))
+                return GraphProblem(REASON_CYCLE, (*path[path.index(child) :], child))
         for child in kids:
             if child == root or child not in graph.topology_agents:
                 continue
@@ -131,7 +146,7 @@ class TopologyRender:
 
     @property
     def ready(self) -> bool:
-        return any(v.type == "Ready" and v.status == "True" for v in self.verdicts)
+        return any(v.type == READY and v.status == "True" for v in self.verdicts)
 
     def status_fields(self) -> dict[str, Any]:
         return {
@@ -180,7 +195,7 @@ def resolve_topology(
     except ManifestError as exc:
         verdict = invalid_verdict(exc)
         return TopologyRender(
-            verdicts=(verdict, Verdict("Ready", "False", verdict.reason, verdict.message))
+            verdicts=(verdict, Verdict(READY, "False", verdict.reason, verdict.message))
         )
     assert isinstance(model, TopologySpec)
     agent_names = [n.agent_ref.name for n in model.agents]
@@ -190,8 +205,8 @@ def resolve_topology(
     def rejected(reason: str, message: str) -> TopologyRender:
         return TopologyRender(
             verdicts=(
-                Verdict("Accepted", "False", reason, message),
-                Verdict("Ready", "False", reason, message),
+                Verdict(ACCEPTED, "False", reason, message),
+                Verdict(READY, "False", reason, message),
             ),
             spec=model,
             children=children,
@@ -208,7 +223,7 @@ def resolve_topology(
     ]
     if mismatched:
         return rejected(
-            "WorkspaceMismatch",
+            REASON_WORKSPACE_MISMATCH,
             f"agents of another workspace than {ws_name!r}: " + ", ".join(mismatched),
         )
 
@@ -228,9 +243,9 @@ def resolve_topology(
         )
     )[:12]
     accepted = Verdict(
-        "Accepted",
+        ACCEPTED,
         "True",
-        "Valid",
+        REASON_VALID,
         f"{len(model.agents)} node(s), {len(children)} child topolog(ies)",
     )
 
@@ -247,41 +262,49 @@ def resolve_topology(
         if c in topologies and not topologies[c].ready
     ]
     if workspace is None:
-        ready = Verdict("Ready", "False", "WorkspaceNotFound", f"Workspace {ws_name!r} not found")
+        ready = Verdict(
+            READY, "False", REASON_WORKSPACE_NOT_FOUND, f"Workspace {ws_name!r} not found"
+        )
     elif missing_agents:
         ready = Verdict(
-            "Ready", "False", "AgentNotFound", "agent(s) not found: " + ", ".join(missing_agents)
+            READY,
+            "False",
+            REASON_AGENT_NOT_FOUND,
+            "agent(s) not found: " + ", ".join(missing_agents),
         )
     elif missing_children:
         ready = Verdict(
-            "Ready",
+            READY,
             "False",
-            "ChildTopologyNotFound",
+            REASON_CHILD_TOPOLOGY_NOT_FOUND,
             "topolog(ies) called through agent skills not found: " + ", ".join(missing_children),
         )
     elif not workspace.ready:
         ready = Verdict(
-            "Ready",
+            READY,
             "False",
-            "WorkspaceNotReady",
+            REASON_WORKSPACE_NOT_READY,
             f"Workspace {ws_name!r} is not Ready ({workspace.reason}): {workspace.message}",
         )
     elif unready_agents:
         ready = Verdict(
-            "Ready", "False", "AgentNotReady", "agent(s) not Ready: " + ", ".join(unready_agents)
+            READY,
+            "False",
+            REASON_AGENT_NOT_READY,
+            "agent(s) not Ready: " + ", ".join(unready_agents),
         )
     elif unready_children:
         ready = Verdict(
-            "Ready",
+            READY,
             "False",
-            "ChildTopologyNotReady",
+            REASON_CHILD_TOPOLOGY_NOT_READY,
             "child topolog(ies) not Ready: " + ", ".join(unready_children),
         )
     else:
         ready = Verdict(
-            "Ready",
+            READY,
             "True",
-            "Resolved",
+            REASON_RESOLVED,
             f"{len(unique_agents)} agent(s) Ready"
             + (f", child topologies: {', '.join(children)}" if children else ""),
         )

@@ -24,6 +24,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarmkit_api import ManifestError, SecretKeyRef, validate_spec
+from swarmkit_api.conditions import (
+    ACCEPTED,
+    READY,
+    REASON_CONFIG_MAP_NOT_FOUND,
+    REASON_DUPLICATE_NAME,
+    REASON_RENDERED,
+    REASON_SECRET_NOT_FOUND,
+    REASON_TOO_LARGE,
+    REASON_VALID,
+)
 from swarmkit_api.workspace import WorkspaceSpec
 
 from ..hashing import sha256_hex
@@ -177,7 +187,7 @@ def render_workspace(
     except ManifestError as exc:
         verdict = invalid_verdict(exc)
         return WorkspaceRender(
-            verdicts=(verdict, Verdict("Ready", "False", verdict.reason, verdict.message)),
+            verdicts=(verdict, Verdict(READY, "False", verdict.reason, verdict.message)),
             problems=tuple(str(e) for e in exc.errors),
         )
     assert isinstance(model, WorkspaceSpec)
@@ -186,8 +196,8 @@ def render_workspace(
         message = "; ".join(semantic)
         return WorkspaceRender(
             verdicts=(
-                Verdict("Accepted", "False", "DuplicateName", message),
-                Verdict("Ready", "False", "DuplicateName", message),
+                Verdict(ACCEPTED, "False", REASON_DUPLICATE_NAME, message),
+                Verdict(READY, "False", REASON_DUPLICATE_NAME, message),
             ),
             problems=tuple(semantic),
         )
@@ -245,8 +255,8 @@ def render_workspace(
         )
         return WorkspaceRender(
             verdicts=(
-                Verdict("Accepted", "False", "TooLarge", message),
-                Verdict("Ready", "False", "TooLarge", message),
+                Verdict(ACCEPTED, "False", REASON_TOO_LARGE, message),
+                Verdict(READY, "False", REASON_TOO_LARGE, message),
             ),
             spec=model,
             problems=(message,),
@@ -255,14 +265,17 @@ def render_workspace(
     digest = content_digest(data)
     manifest = rendered_config_map(owner, digest, data)
     problems = tuple(missing_secrets + missing_maps)
-    accepted = Verdict("Accepted", "True", "Valid", "the spec is valid")
+    accepted = Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid")
     if missing_secrets:
-        ready = Verdict("Ready", "False", "SecretNotFound", "; ".join(missing_secrets))
+        ready = Verdict(READY, "False", REASON_SECRET_NOT_FOUND, "; ".join(missing_secrets))
     elif missing_maps:
-        ready = Verdict("Ready", "False", "ConfigMapNotFound", "; ".join(missing_maps))
+        ready = Verdict(READY, "False", REASON_CONFIG_MAP_NOT_FOUND, "; ".join(missing_maps))
     else:
         ready = Verdict(
-            "Ready", "True", "Rendered", f"rendered into ConfigMap {manifest['metadata']['name']}"
+            READY,
+            "True",
+            REASON_RENDERED,
+            f"rendered into ConfigMap {manifest['metadata']['name']}",
         )
     return WorkspaceRender(
         verdicts=(accepted, ready),

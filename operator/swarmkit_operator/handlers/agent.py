@@ -7,6 +7,7 @@ from typing import Any
 import kopf
 
 from swarmkit_api import GROUP, VERSION, ManifestError, validate_spec
+from swarmkit_api.conditions import READY
 from swarmkit_api.workspace import WorkspaceSpec
 
 from ..builders import ObjectRef
@@ -113,7 +114,7 @@ def workspace_view(ctl: Controller, namespace: str, name: str) -> WorkspaceView 
         ctl.caches[cache_key] = spec
     message = ""
     for cond in view["status"].get("conditions") or ():
-        if cond.get("type") == "Ready":
+        if cond.get("type") == READY:
             message = str(cond.get("message", ""))
     return WorkspaceView(
         name=name,

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import kopf
 
 from swarmkit_api import GROUP, VERSION
+from swarmkit_api.conditions import ACCEPTED, READY, REASON_PENDING, SERVING
 
 from .. import serving
 from ..builders.agent import WORKSPACE_PACK, granted_skill_names
@@ -143,8 +144,8 @@ def _serving_waits_for_itself(body: Mapping[str, Any]) -> bool:
         return False
     if status.get("observedGeneration") != (body.get("metadata") or {}).get("generation"):
         return False
-    serving = get_condition(status.get("conditions"), "Serving")
-    return serving is not None and serving.get("reason") == "Pending"
+    serving = get_condition(status.get("conditions"), SERVING)
+    return serving is not None and serving.get("reason") == REASON_PENDING
 
 
 @kopf.on.event("apps", "v1", "deployments", labels={SERVE_LABEL: kopf.PRESENT})
@@ -221,7 +222,7 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
     workspace = workspace_view(ctl, namespace, ws_name) if ws_name else None
     render = resolve_topology(name, spec, agents, topologies, graph, workspace)
 
-    accepted = any(v.type == "Accepted" and v.status == "True" for v in render.verdicts)
+    accepted = any(v.type == ACCEPTED and v.status == "True" for v in render.verdicts)
     if accepted and not force:
         inputs: list[tuple[Key, Any]] = [
             (("Agent", namespace, a), ctl.lookup("agent_views", (namespace, a)))
@@ -241,7 +242,7 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
 
     fields = render.status_fields()
     verdicts = list(render.verdicts)
-    ready = any(v.type == "Ready" and v.status == "True" for v in verdicts)
+    ready = any(v.type == READY and v.status == "True" for v in verdicts)
     if accepted and (view["spec"].get("serve") is not None or "serving" in view["status"]):
         runs = runs_controller()
         served = await serving.reconcile_serving(

@@ -7,6 +7,7 @@ from typing import Any
 import kopf
 
 from swarmkit_api import GROUP, VERSION
+from swarmkit_api.conditions import READY
 
 from ..builders import ObjectRef
 from ..builders.workspace import referenced_config_maps, referenced_secrets, render_workspace
@@ -52,7 +53,7 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
         return MISSING
     message = ""
     for cond in view["status"].get("conditions") or ():
-        if cond.get("type") == "Ready":
+        if cond.get("type") == READY:
             message = cond.get("message", "")
     return (
         view["status"].get("version"),

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from swarmkit_api.conditions import SUCCEEDED
+
 from ..builders import MANAGED_BY
 
 CONFIG_MAP = "swarmkit-skill-library"
@@ -93,7 +95,7 @@ class RunFacts:
 
 def _finished(status: Mapping[str, Any]) -> bool:
     for cond in status.get("conditions") or ():
-        if cond.get("type") == "Succeeded":
+        if cond.get("type") == SUCCEEDED:
             return cond.get("status") in ("True", "False")
     return False
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from swarmkit_api import GROUP, VERSION
+from swarmkit_api.conditions import READY
 
 from .. import k8s
 from ..builders import Verdict
@@ -121,7 +122,7 @@ async def write_status(
             ctl.post_event(involved, "Warning", cond["reason"], describe(cond))
     normal = [c for c in changed if c["status"] != "False"]
     if normal:
-        main = next((c for c in normal if c["type"] == "Ready"), normal[0])
+        main = next((c for c in normal if c["type"] == READY), normal[0])
         text = "; ".join(describe(c) for c in [main, *(c for c in normal if c is not main)])
         ctl.post_event(involved, "Normal", main["reason"], text)
     return True

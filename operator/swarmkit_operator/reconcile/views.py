@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from swarmkit_api.conditions import READY
+
 if TYPE_CHECKING:
     from .controller import Controller
 
@@ -39,7 +41,7 @@ def base_view(body: Mapping[str, Any]) -> dict[str, Any]:
     """The fields every view carries: identity, generations and our status."""
     meta = body.get("metadata") or {}
     status = {k: v for k, v in (body.get("status") or {}).items() if k != KOPF_STATUS_FIELD}
-    ready, reason = condition_status(status, "Ready")
+    ready, reason = condition_status(status, READY)
     return {
         "uid": meta.get("uid", ""),
         "generation": meta.get("generation", 0),

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from swarmkit_api.conditions import REASON_CANCELLED, REASON_VALIDATION_FAILED
 from swarmkit_api.run import RunSpec
 
 from .. import k8s
@@ -58,7 +59,7 @@ async def reconcile(st: RunState, uid: str) -> float | None:
     try:
         spec = RunSpec.model_validate(run.spec)
     except ValidationError as exc:
-        verdict = rs.final("ValidationFailed", f"invalid Run spec: {exc.errors()[0]['msg']}")
+        verdict = rs.final(REASON_VALIDATION_FAILED, f"invalid Run spec: {exc.errors()[0]['msg']}")
         await status.write(st, run, verdict)
         return None
 
@@ -179,7 +180,7 @@ async def cancel(
     """``spec.cancelled``: stop every Job of the Run and record ``Cancelled``."""
     if job is not None or job_pods:
         verdict = rs.derive(job=job, pods=job_pods, timeout_seconds=timeout_of(job))
-        if verdict.final and verdict.reason != "Cancelled":
+        if verdict.final and verdict.reason != REASON_CANCELLED:
             # It ended before the cancellation was seen: keep the real outcome.
             await status.write(st, run, verdict)
             await cleanup.release_pods(st, pods)
@@ -196,7 +197,7 @@ async def cancel(
         message += " before it started"
     st.waiting.get(run.namespace, set()).discard(run.uid)
     parked = rs.is_parked(run.status.get("conditions"))
-    await status.write(st, run, rs.final("Cancelled", message))
+    await status.write(st, run, rs.final(REASON_CANCELLED, message))
     await cleanup.release_pods(st, pods)
     if parked:
         await review.close(st, run)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
+from swarmkit_api.conditions import READY
 from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import TopologySpec
 from swarmkit_api.workspace import WorkspaceSpec
@@ -48,7 +49,7 @@ class Resolved:
 def ready(summary: Mapping[str, Any]) -> tuple[bool, str]:
     """Whether a summarized object is Ready for its current generation, and why not."""
     status = summary.get("status") or {}
-    cond = get_condition(status.get("conditions"), "Ready")
+    cond = get_condition(status.get("conditions"), READY)
     generation = int(summary.get("generation") or 0)
     if cond is None:
         return False, "not reconciled yet"

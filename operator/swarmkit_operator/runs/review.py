@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from swarmkit_api.bundle import ReviewItem
+from swarmkit_api.conditions import REASON_FAILED, REASON_RESUMED
 from swarmkit_api.review import CHECKPOINT_FILE, Checkpoint, ResumeDecision
 from swarmkit_api.run import RunSpec
 
@@ -78,7 +79,9 @@ async def parked(
         try:
             item = ReviewItem.model_validate(Checkpoint.decode(encoded).item)
         except (ValueError, ValidationError) as exc:
-            await status.write(st, run, rs.final("Failed", f"invalid checkpoint {cm_name}: {exc}"))
+            await status.write(
+                st, run, rs.final(REASON_FAILED, f"invalid checkpoint {cm_name}: {exc}")
+            )
             return None
         parked_at = rs.parse_time(verdict.completion_time) or datetime.now(UTC)
         manifest = rv.build_review(ref, item, stage, parked_at)
@@ -119,7 +122,7 @@ async def _store_checkpoint(
             else f"its checkpoint line (sha256 {sha[:12]}) is not in pod {verdict.pod_name}'s log"
         )
         await status.write(
-            st, run, rs.final("Failed", f"the run parked for review but cannot resume: {why}")
+            st, run, rs.final(REASON_FAILED, f"the run parked for review but cannot resume: {why}")
         )
         return None
     if len(encoded) > rv.MAX_CHECKPOINT_BYTES:
@@ -127,7 +130,7 @@ async def _store_checkpoint(
             f"the run parked for review but cannot resume: its checkpoint is {len(encoded)} "
             f"bytes, over the {rv.MAX_CHECKPOINT_BYTES} a ConfigMap holds"
         )
-        await status.write(st, run, rs.final("Failed", message))
+        await status.write(st, run, rs.final(REASON_FAILED, message))
         return None
     await k8s.create_config_map(rv.build_checkpoint_config_map(ref, stage, encoded))
     st.mark(run.uid, "checkpoint_stored")
@@ -161,7 +164,9 @@ async def waiting(
         )
         if review is None:
             message = f"its Review {rv.review_name(run.name, run.uid, stage)} was deleted"
-            await status.write(st, run, rs.final("Failed", f"the run cannot resume: {message}"))
+            await status.write(
+                st, run, rs.final(REASON_FAILED, f"the run cannot resume: {message}")
+            )
             return None
     found = rv.decision_of(review)
     now = datetime.now(UTC)
@@ -209,7 +214,7 @@ async def resume(
     rendered = await st.resolver.existing_bundle(run.namespace, cm_name)
     if rendered is None:
         await status.write(
-            st, run, rs.final("Failed", f"cannot resume: the run's bundle {cm_name} is gone")
+            st, run, rs.final(REASON_FAILED, f"cannot resume: the run's bundle {cm_name} is gone")
         )
         return None
     recreation = int(run.status.get("jobRecreations") or 0)
@@ -219,7 +224,7 @@ async def resume(
     verdict = rs.Verdict(
         phase="Pending",
         status="Unknown",
-        reason="Resumed",
+        reason=REASON_RESUMED,
         message=f"resumed after review {name} ({who}); waiting for Job {job}",
     )
     recorded = {

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from swarmkit_api.conditions import REASON_JOB_LOST, REASON_VALIDATION_FAILED
 from swarmkit_api.run import RunSpec
 
 from .. import k8s
@@ -39,7 +40,7 @@ async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
     except (ValidationError, bundles.BundleTooLarge, ValueError, KeyError) as exc:
         message = error_line(exc)
         await status.write(
-            st, run, rs.final("ValidationFailed", f"cannot build the bundle: {message}")
+            st, run, rs.final(REASON_VALIDATION_FAILED, f"cannot build the bundle: {message}")
         )
         return None
     if isinstance(resolution, Waiting):
@@ -181,7 +182,7 @@ async def recreate(
             f"Job {lost} was deleted before the run finished; it was recreated "
             f"{recreation} time(s), the limit (maxJobRecreations) is {limit}"
         )
-        await status.write(st, run, rs.final("JobLost", message))
+        await status.write(st, run, rs.final(REASON_JOB_LOST, message))
         await release_pods(st, st.pods_of(run.uid))
         return None
     cm_name = str(
@@ -190,7 +191,9 @@ async def recreate(
     rendered = await st.resolver.existing_bundle(run.namespace, cm_name)
     if rendered is None:
         await status.write(
-            st, run, rs.final("JobLost", f"Job {lost} was deleted and its bundle {cm_name} is gone")
+            st,
+            run,
+            rs.final(REASON_JOB_LOST, f"Job {lost} was deleted and its bundle {cm_name} is gone"),
         )
         return None
     nxt = recreation + 1
@@ -199,7 +202,7 @@ async def recreate(
         f"Job {lost} was deleted before the run finished; recreated as "
         f"{jobs.job_name(run.name, run.uid, nxt, resume)} ({nxt}/{limit})"
     )
-    verdict = rs.Verdict(phase="Pending", status="Unknown", reason="JobLost", message=message)
+    verdict = rs.Verdict(phase="Pending", status="Unknown", reason=REASON_JOB_LOST, message=message)
     return await create_job(
         st, run, run_ref(run, spec), rendered, cm_name, nxt, verdict, resume=resume
     )

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from swarmkit_api.conditions import READY, SUCCEEDED
+
 from ..indexes import Indexes
 from ..library import SkillLibrary
 from ..library.records import SkillRecord
@@ -71,7 +73,7 @@ def skills_list(src: Sources) -> dict[str, Any]:
                 "display_name": spec.get("displayName") or "",
                 "category": spec.get("category") or "",
                 "description": spec.get("description") or "",
-                "ready": condition(status, "Ready"),
+                "ready": condition(status, READY),
                 "version": status.get("version") or "",
                 "grants": (status.get("grantedBy") or {}).get("count", 0),
                 "runs_granted": usage.get("runsGranted", 0),
@@ -123,7 +125,7 @@ def skill_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
         "exists": view is not None,
         "deleted_at": record.deleted_at if record is not None else None,
         "spec": spec,
-        "ready": condition(status, "Ready"),
+        "ready": condition(status, READY),
         "conditions": status.get("conditions") or [],
         "content_hash": status.get("contentHash") or "",
         "version": status.get("version") or "",
@@ -158,7 +160,7 @@ def agent_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
         "workspace": view.get("workspace") or "",
         "grants": [g for g in spec.get("skills") or () if isinstance(g, str)],
         "version": status.get("version") or "",
-        "ready": condition(status, "Ready"),
+        "ready": condition(status, READY),
         "conditions": status.get("conditions") or [],
         "resolved": resolved,
         "missing": list(status.get("missingSkills") or ()),
@@ -195,7 +197,7 @@ def runs_list(src: Sources) -> dict[str, Any]:
                 "created": run.get("creationTimestamp") or "",
                 "target_kind": kind,
                 "target": target,
-                "succeeded": condition(status, "Succeeded"),
+                "succeeded": condition(status, SUCCEEDED),
                 "completion": status.get("completionTime") or "",
                 "skills_loaded": loaded,
             }
@@ -218,7 +220,7 @@ def run_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
         "target_kind": kind,
         "target": target,
         "input": spec.get("input") or "",
-        "succeeded": condition(status, "Succeeded"),
+        "succeeded": condition(status, SUCCEEDED),
         "conditions": status.get("conditions") or [],
         "start": status.get("startTime") or "",
         "completion": status.get("completionTime") or "",

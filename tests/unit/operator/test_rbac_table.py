@@ -302,6 +302,9 @@ def watched_calls() -> Iterator[Call]:
 
     del handlers
     for key in events.resources():
+        # the operator's own functions (other unit tests register examples in the registry)
+        if not any(f.__module__.startswith("swarmkit_operator.") for f in events.registered(*key)):
+            continue
         group = "" if len(key) == 2 else key[0]
         for verb in ("list", "watch"):
             yield Call(group, key[-1], verb, "handlers/streams.py")

@@ -1,0 +1,197 @@
+"""Condition types and reasons: the one vocabulary of every ``status.conditions`` we write.
+
+The operator writes these on the kinds' statuses, and the CLI, the web view and the CRDs'
+printer columns read them: all of them name a type or a reason through a constant here,
+never through a string literal of their own (``tests/unit/operator/test_condition_constants.py``
+fails on a literal), so one rename cannot leave a reader behind.
+
+Types are bare names (``READY``); reasons carry a ``REASON_`` prefix, because a reason may
+spell the same word as a type (the Run's ``Succeeded`` condition with reason ``Succeeded``).
+Each value is defined once; a reason several conditions use lives with the condition it was
+made for and says where else it appears.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- Condition types -----------------------------------------------------------------------
+
+#: Skill, Agent, Topology, Workspace: the object is usable (rendered, resolved).
+READY: Final[str] = "Ready"
+#: Skill, Agent, Topology, Workspace: the spec is valid (on its own and against what it names).
+ACCEPTED: Final[str] = "Accepted"
+#: Skill: every bundled script is approved for execution.
+SCRIPTS_APPROVED: Final[str] = "ScriptsApproved"
+#: Agent: every granted skill exists and is Ready.
+SKILLS_RESOLVED: Final[str] = "SkillsResolved"
+#: Agent (``spec.gateway``) and Topology (``spec.serve``): the served workload answers.
+SERVING: Final[str] = "Serving"
+#: Run: how the run went (Tekton's convention: Unknown while it runs, True/False at the end).
+SUCCEEDED: Final[str] = "Succeeded"
+
+# --- Accepted (Skill, Agent, Topology, Workspace); Ready mirrors a False one ---------------
+
+REASON_VALID: Final[str] = "Valid"
+#: The spec fails its schema (also SkillsResolved=Unknown of an invalid Agent).
+REASON_INVALID: Final[str] = "Invalid"
+#: The rendered ConfigMap would be over the apiserver's size limit.
+REASON_TOO_LARGE: Final[str] = "TooLarge"
+#: Skill: the name is reserved for the skills ``pack:workspace`` synthesizes.
+REASON_NAME_COLLISION: Final[str] = "NameCollision"
+#: Workspace: two entries of one list share a name.
+REASON_DUPLICATE_NAME: Final[str] = "DuplicateName"
+#: Topology: the call graph has a cycle / nests too deep / mixes workspaces.
+REASON_CYCLE: Final[str] = "Cycle"
+REASON_DEPTH_EXCEEDED: Final[str] = "DepthExceeded"
+REASON_WORKSPACE_MISMATCH: Final[str] = "WorkspaceMismatch"
+#: Agent: a reference into its Workspace does not resolve.
+REASON_UNKNOWN_PERMISSION_BUNDLE: Final[str] = "UnknownPermissionBundle"
+REASON_UNKNOWN_TOOL: Final[str] = "UnknownTool"
+REASON_NATIVE_TOOL_UNAVAILABLE: Final[str] = "NativeToolUnavailable"
+REASON_UNKNOWN_MODEL_PROVIDER: Final[str] = "UnknownModelProvider"
+REASON_UNKNOWN_FLOW_DATA: Final[str] = "UnknownFlowData"
+REASON_UNKNOWN_COMMAND_PACK: Final[str] = "UnknownCommandPack"
+
+# --- Ready (Skill, Agent, Topology, Workspace) ---------------------------------------------
+
+#: Skill, Agent, Workspace: rendered into its ConfigMap.
+REASON_RENDERED: Final[str] = "Rendered"
+#: Topology: every agent and child topology is Ready.
+REASON_RESOLVED: Final[str] = "Resolved"
+REASON_CONFIG_MAP_NOT_FOUND: Final[str] = "ConfigMapNotFound"
+#: A referenced Secret (key) is missing (also Serving, for gateway and serve tokens).
+REASON_SECRET_NOT_FOUND: Final[str] = "SecretNotFound"
+REASON_WORKSPACE_NOT_FOUND: Final[str] = "WorkspaceNotFound"
+REASON_WORKSPACE_NOT_READY: Final[str] = "WorkspaceNotReady"
+REASON_AGENT_NOT_FOUND: Final[str] = "AgentNotFound"
+REASON_AGENT_NOT_READY: Final[str] = "AgentNotReady"
+REASON_CHILD_TOPOLOGY_NOT_FOUND: Final[str] = "ChildTopologyNotFound"
+REASON_CHILD_TOPOLOGY_NOT_READY: Final[str] = "ChildTopologyNotReady"
+
+# --- SkillsResolved (Agent) ----------------------------------------------------------------
+
+REASON_ALL_RESOLVED: Final[str] = "AllResolved"
+REASON_SKILL_NOT_FOUND: Final[str] = "SkillNotFound"
+REASON_SKILL_NOT_READY: Final[str] = "SkillNotReady"
+
+# --- ScriptsApproved (Skill); also each ``status.scripts[].reason`` and bundle script pin ---
+
+REASON_NO_SCRIPTS: Final[str] = "NoScripts"
+REASON_APPROVED: Final[str] = "Approved"
+#: Unknown until the skill renders (nothing to check yet).
+REASON_NOT_RENDERED: Final[str] = "NotRendered"
+REASON_PIN_MISMATCH: Final[str] = "PinMismatch"
+REASON_EXECUTION_DISABLED: Final[str] = "ExecutionDisabled"
+REASON_NOT_ALLOW_LISTED: Final[str] = "NotAllowListed"
+#: Per script only: the Workspace narrows what the operator approved.
+REASON_DENIED_BY_WORKSPACE: Final[str] = "DeniedByWorkspace"
+#: Per script only (bundle pins): the Skill's own status refused it without a reason.
+REASON_NOT_APPROVED: Final[str] = "NotApproved"
+
+# --- Serving (Agent gateway, Topology serve) -----------------------------------------------
+
+#: Every replica serves the current version (the reason spells the type).
+REASON_SERVING: Final[str] = "Serving"
+REASON_ROLLING_OUT: Final[str] = "RollingOut"
+#: Topology: an older version keeps serving while the current one cannot roll out.
+REASON_STALE: Final[str] = "Stale"
+REASON_SCALED_TO_ZERO: Final[str] = "ScaledToZero"
+REASON_NO_READY_REPLICAS: Final[str] = "NoReadyReplicas"
+#: Topology: ``spec.serve`` was removed / does not validate.
+REASON_NOT_SERVED: Final[str] = "NotServed"
+REASON_INVALID_SERVE_SPEC: Final[str] = "InvalidServeSpec"
+#: Agent gateway: Deployment being created / no replica ready yet / the agent's run target
+#: is not resolvable yet / ``spec.gateway`` turned off.
+REASON_CREATING: Final[str] = "Creating"
+REASON_STARTING: Final[str] = "Starting"
+REASON_WAITING: Final[str] = "Waiting"
+REASON_DISABLED: Final[str] = "Disabled"
+
+# --- Succeeded (Run); the table in swarmkit_operator/builders/run_status.py says when -------
+
+#: Also Serving (Topology): the Deployment is not created yet.
+REASON_PENDING: Final[str] = "Pending"
+REASON_RUNNING: Final[str] = "Running"
+REASON_JOB_LOST: Final[str] = "JobLost"
+REASON_AWAITING_REVIEW: Final[str] = "AwaitingReview"
+REASON_RESUMED: Final[str] = "Resumed"
+REASON_SUCCEEDED: Final[str] = "Succeeded"
+REASON_FAILED: Final[str] = "Failed"
+REASON_TIMED_OUT: Final[str] = "TimedOut"
+REASON_LIMIT_EXCEEDED: Final[str] = "LimitExceeded"
+REASON_CANCELLED: Final[str] = "Cancelled"
+#: An answer cut at the token limit (past its continuations, or inside a tool call).
+REASON_TRUNCATED: Final[str] = "Truncated"
+REASON_VALIDATION_FAILED: Final[str] = "ValidationFailed"
+REASON_POD_CREATION_FAILED: Final[str] = "PodCreationFailed"
+REASON_IMAGE_PULL_FAILED: Final[str] = "ImagePullFailed"
+
+__all__ = [
+    "ACCEPTED",
+    "READY",
+    "REASON_AGENT_NOT_FOUND",
+    "REASON_AGENT_NOT_READY",
+    "REASON_ALL_RESOLVED",
+    "REASON_APPROVED",
+    "REASON_AWAITING_REVIEW",
+    "REASON_CANCELLED",
+    "REASON_CHILD_TOPOLOGY_NOT_FOUND",
+    "REASON_CHILD_TOPOLOGY_NOT_READY",
+    "REASON_CONFIG_MAP_NOT_FOUND",
+    "REASON_CREATING",
+    "REASON_CYCLE",
+    "REASON_DENIED_BY_WORKSPACE",
+    "REASON_DEPTH_EXCEEDED",
+    "REASON_DISABLED",
+    "REASON_DUPLICATE_NAME",
+    "REASON_EXECUTION_DISABLED",
+    "REASON_FAILED",
+    "REASON_IMAGE_PULL_FAILED",
+    "REASON_INVALID",
+    "REASON_INVALID_SERVE_SPEC",
+    "REASON_JOB_LOST",
+    "REASON_LIMIT_EXCEEDED",
+    "REASON_NAME_COLLISION",
+    "REASON_NATIVE_TOOL_UNAVAILABLE",
+    "REASON_NOT_ALLOW_LISTED",
+    "REASON_NOT_APPROVED",
+    "REASON_NOT_RENDERED",
+    "REASON_NOT_SERVED",
+    "REASON_NO_READY_REPLICAS",
+    "REASON_NO_SCRIPTS",
+    "REASON_PENDING",
+    "REASON_PIN_MISMATCH",
+    "REASON_POD_CREATION_FAILED",
+    "REASON_RENDERED",
+    "REASON_RESOLVED",
+    "REASON_RESUMED",
+    "REASON_ROLLING_OUT",
+    "REASON_RUNNING",
+    "REASON_SCALED_TO_ZERO",
+    "REASON_SECRET_NOT_FOUND",
+    "REASON_SERVING",
+    "REASON_SKILL_NOT_FOUND",
+    "REASON_SKILL_NOT_READY",
+    "REASON_STALE",
+    "REASON_STARTING",
+    "REASON_SUCCEEDED",
+    "REASON_TIMED_OUT",
+    "REASON_TOO_LARGE",
+    "REASON_TRUNCATED",
+    "REASON_UNKNOWN_COMMAND_PACK",
+    "REASON_UNKNOWN_FLOW_DATA",
+    "REASON_UNKNOWN_MODEL_PROVIDER",
+    "REASON_UNKNOWN_PERMISSION_BUNDLE",
+    "REASON_UNKNOWN_TOOL",
+    "REASON_VALID",
+    "REASON_VALIDATION_FAILED",
+    "REASON_WAITING",
+    "REASON_WORKSPACE_MISMATCH",
+    "REASON_WORKSPACE_NOT_FOUND",
+    "REASON_WORKSPACE_NOT_READY",
+    "SCRIPTS_APPROVED",
+    "SERVING",
+    "SKILLS_RESOLVED",
+    "SUCCEEDED",
+]
