@@ -274,6 +274,8 @@ class Listing:
     metadata_only: bool
     resource_version: str
     items: list[dict[str, Any]]
+    #: The LIST's label selector ("" for none): a stream starts only from its own.
+    selector: str = ""
 
 
 async def list_all(
@@ -284,7 +286,7 @@ async def list_all(
     listings: list[Listing] | None = None,
 ) -> list[dict[str, Any]]:
     """A paged LIST, cluster-wide or per namespace; with ``listings``, each scope's
-    :class:`Listing` is appended to it (only for a LIST without a label selector)."""
+    :class:`Listing` is appended to it."""
     items: list[dict[str, Any]] = []
     # Namespace patterns cannot be listed server-side: list cluster-wide and filter here.
     patterns = [n for n in namespaces if any(c in n for c in "*?[")]
@@ -310,9 +312,9 @@ async def list_all(
             token = meta.get("continue") or ""
             if not token:
                 break
-        if listings is not None and not selector:
+        if listings is not None:
             listings.append(
-                Listing(resource.plural, namespace, metadata_only, version, scope_items)
+                Listing(resource.plural, namespace, metadata_only, version, scope_items, selector)
             )
         for item in scope_items:
             ns = (item.get("metadata") or {}).get("namespace") or ""

@@ -62,6 +62,8 @@ class Reflector:
     namespace: str | None
     deliver: Deliver
     metadata_only: bool = False
+    #: A server-side label selector ("" for none): e.g. only the pods of Runs.
+    label_selector: str = ""
     #: Namespace patterns (globs) to keep from a cluster-wide stream; empty: keep all.
     patterns: Sequence[str] = ()
     server_timeout: int = 270
@@ -78,7 +80,8 @@ class Reflector:
 
     @property
     def where(self) -> str:
-        return f"{self.resource.plural} in {self.namespace or 'every namespace'}"
+        labelled = f" labelled {self.label_selector}" if self.label_selector else ""
+        return f"{self.resource.plural}{labelled} in {self.namespace or 'every namespace'}"
 
     async def run(self) -> None:
         version: str | None = None
@@ -129,14 +132,24 @@ class Reflector:
         listing's resourceVersion."""
         present: set[str] = set()
         seed = self.seed
-        if seed is not None and seed.metadata_only == self.metadata_only:
+        if (
+            seed is not None
+            and seed.metadata_only == self.metadata_only
+            and seed.selector == self.label_selector
+        ):
             await self._deliver_listed(seed.items, present)
             self.listings += 1
             return seed.resource_version
         # The same paged LIST the start-up makes (indexes.list_all), kept as one Listing.
         listed: list[Listing] = []
         scope = [self.namespace] if self.namespace else []
-        await list_all(self.resource, scope, metadata_only=self.metadata_only, listings=listed)
+        await list_all(
+            self.resource,
+            scope,
+            self.label_selector,
+            metadata_only=self.metadata_only,
+            listings=listed,
+        )
         [listing] = listed
         await self._deliver_listed(listing.items, present)
         version = listing.resource_version
@@ -166,6 +179,8 @@ class Reflector:
             ("resourceVersion", version),
             ("timeoutSeconds", str(self.server_timeout)),
         ]
+        if self.label_selector:
+            query.append(("labelSelector", self.label_selector))
         accept = METADATA_WATCH if self.metadata_only else "application/json"
         self.resumes += 1
         async for event in k8s.stream(path, query, accept, self.read_timeout):

@@ -360,7 +360,8 @@ def unmet(kube: Kube, namespace: str, w: World) -> list[str]:
         if c is None or c["status"] != "True":
             problems.append(f"Run {name}: {c}")
         elif (o or {}).get("status", {}).get("output") != output:
-            problems.append(f"Run {name}: output {(o or {}).get('status', {}).get('output')!r}")
+            have = (o or {}).get("status", {}).get("output")
+            problems.append(f"Run {name}: output {have!r} ({c.get('message')})")
     return problems
 
 

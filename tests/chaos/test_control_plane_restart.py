@@ -82,6 +82,9 @@ def test_control_plane_component_restarted_mid_run_state_converges(
     after.expect = {(k, "late-" + n): v for (k, n), v in after.expect.items()}
     after.run_output = {"late-" + n: v for n, v in after.run_output.items()}
     op = ChaosOperator(cluster.kubeconfig, {"watchNamespaces": [ns]})
+    # A restarted kube-apiserver's RBAC authorizer refuses every request until its caches
+    # fill (403s the operator's streams retry): not a gap in the chart's rules.
+    op.check_denials = component != "kube-apiserver"
     op.start()
     r = rng(component)
     try:
@@ -122,6 +125,9 @@ def test_control_plane_component_restarted_mid_run_state_converges(
             "convergedSecondsAfterRestart": round(converged, 1),
             "objects": len(before.expect) + len(after.expect),
             "runs": len(before.run_output) + len(after.run_output),
+            # a leader that could not renew its Lease during the outage exits and is
+            # started again (as the kubelet would): how often that happened
+            "operatorRestarts": op.restarts,
         },
     )
 

@@ -79,6 +79,10 @@ class OperatorProcess:
         #: again, as the kubelet would. A test that expects the exit turns this off.
         self.restart = True
         self.restarts = 0
+        #: Fail the test on an RBAC denial in the log (:meth:`stop`). Off only where the
+        #: apiserver itself restarts: its authorizer denies everything until its caches
+        #: fill, and the operator's streams retry.
+        self.check_denials = True
         self._lock = threading.RLock()
         self._supervisor: threading.Thread | None = None
 
@@ -169,7 +173,7 @@ class OperatorProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
             self.proc = None
-        denied = self.denials()
+        denied = self.denials() if self.check_denials else []
         assert not denied, "the chart's RBAC refused the operator:\n" + "\n".join(denied[:10])
 
     def denials(self) -> list[str]:

@@ -494,9 +494,14 @@ def test_reinstall_watching_one_namespace_adopts_the_kept_crds(release: Release)
         *release.values(watchNamespaces=["team-b"]),
     )  # fmt: skip
     roles = release.kubectl(
-        "get", "roles", "-A", "-o", "name", "-l", "app.kubernetes.io/instance=sk"
-    )
-    assert roles.split() == [f"role.rbac.authorization.k8s.io/{DEPLOYMENT}"]
+        "get", "roles", "-A", "-o", "custom-columns=NS:.metadata.namespace,NAME:.metadata.name",
+        "--no-headers", "-l", "app.kubernetes.io/instance=sk",
+    )  # fmt: skip
+    # the watched namespace's Role, and the leader election's in the release namespace
+    assert sorted(tuple(line.split()) for line in roles.splitlines()) == [
+        (SYSTEM_NS, f"{DEPLOYMENT}-leader-election"),
+        ("team-b", DEPLOYMENT),
+    ]
     workspace = next(d for d in example_docs() if d["kind"] == "Workspace")
     for ns in ("team-b", "team-c"):
         release.kubectl("apply", "--server-side", "-n", ns, "-f", "-", input=json.dumps(workspace))

@@ -125,7 +125,6 @@ __all__ = [
 
 
 def _watch_for_index(resource: Resource, spec: IndexSpec) -> None:
-    kopf_labels = {k: (kopf.PRESENT if v is PRESENT else v) for k, v in spec.labels.items()}
     plural = resource.plural
 
     async def maintain_index(
@@ -139,12 +138,10 @@ def _watch_for_index(resource: Resource, spec: IndexSpec) -> None:
         else:
             ctl.indexes.update(plural, body)
 
-    if not kopf_labels:  # the resource's one dispatcher (see events.py); first, as imported first
-        key = (resource.group, resource.version, plural) if resource.group else ("v1", plural)
-        on_event(*key)(maintain_index)
-        return
-    group_version = f"{resource.group}/{resource.version}" if resource.group else resource.version
-    kopf.on.event(group_version, plural, id=f"index-{spec.id}", labels=kopf_labels)(maintain_index)
+    # The stream's one dispatcher (see events.py) calls it first, as it is registered first;
+    # a labelled index gets the stream of its label selector.
+    key = (resource.group, resource.version, plural) if resource.group else ("v1", plural)
+    on_event(*key, labels=spec.labels or None)(maintain_index)
 
 
 # Installed on import, so an ``@index`` of a module importing from here gets its watch

@@ -16,6 +16,7 @@ import kopf
 
 from ..builders.gateway import GATEWAY_LABEL
 from ..gateways import GatewayController
+from ..indexes import PRESENT
 from ..runs import Indexes
 from ..runs.model import AGENTS, SKILLS, TOPOLOGIES, WORKSPACES
 from ..runtime import manager_of
@@ -88,7 +89,7 @@ async def gateways_on_dependency_event(namespace: str | None, **_: Any) -> None:
         ctl.kick_namespace(namespace)
 
 
-@kopf.on.event("apps", "v1", "deployments", labels={GATEWAY_LABEL: kopf.PRESENT})
+@on_event("apps", "v1", "deployments", labels={GATEWAY_LABEL: PRESENT})
 async def gateways_on_deployment_event(
     namespace: str | None, labels: Mapping[str, str], **_: Any
 ) -> None:

@@ -85,9 +85,9 @@ async def skill_review_needed(
     _leadership(memo).defer(("skill-review", namespace, name), open_review)
 
 
-@kopf.on.event(GROUP, VERSION, "reviews", labels={rv.SKILL_LABEL: kopf.PRESENT})
+@on_event(GROUP, VERSION, "reviews", labels={rv.SKILL_LABEL: PRESENT})
 async def skill_review_decided(
-    body: kopf.Body, namespace: str | None, name: str, memo: Any, **_: Any
+    body: Mapping[str, Any], namespace: str | None, name: str, memo: Any, **_: Any
 ) -> None:
     found = rv.decision_of(body)
     if found is None or not namespace:
@@ -148,9 +148,9 @@ async def _expire_at(namespace: str, name: str, delay: float, lead: Leadership) 
         _expiries.pop((namespace, name), None)
 
 
-@kopf.on.event(GROUP, VERSION, "reviews", labels={GATEWAY_LABEL: kopf.PRESENT})
+@on_event(GROUP, VERSION, "reviews", labels={GATEWAY_LABEL: PRESENT})
 async def gateway_review(
-    body: kopf.Body, namespace: str | None, name: str, type: str | None, memo: Any, **_: Any
+    body: Mapping[str, Any], namespace: str | None, name: str, type: str | None, memo: Any, **_: Any
 ) -> None:
     if not namespace:
         return

@@ -107,9 +107,6 @@ async def runs_startup(
     **kwargs: Any,
 ) -> None:
     global _controller
-    # Watch only our Jobs and pods (server-side), not every pod of the cluster.
-    settings.watching.label_selectors["batch", "v1", "jobs"] = jobs.RUN_UID_LABEL
-    settings.watching.label_selectors["v1", "pods"] = jobs.RUN_UID_LABEL
     shared = controller_of(memo)
     if shared is None:
         raise RuntimeError("the shared start-up (handlers/common.py) must run first")
@@ -144,15 +141,16 @@ async def runs_on_run_event(uid: str | None, **_: Any) -> None:
         ctl.kick(uid)
 
 
-@kopf.on.event("batch", "v1", "jobs", labels={jobs.RUN_UID_LABEL: kopf.PRESENT})
+# Only our Jobs and pods (a server-side label selector), not every pod of the cluster.
+@on_event("batch", "v1", "jobs", labels={jobs.RUN_UID_LABEL: PRESENT})
 async def runs_on_job_event(labels: Mapping[str, str], **_: Any) -> None:
     ctl = _controller
     if ctl is not None:
         ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
 
 
-@kopf.on.event("v1", "pods", labels={jobs.RUN_UID_LABEL: kopf.PRESENT})
-async def runs_on_pod_event(labels: Mapping[str, str], status: kopf.Status, **_: Any) -> None:
+@on_event("v1", "pods", labels={jobs.RUN_UID_LABEL: PRESENT})
+async def runs_on_pod_event(labels: Mapping[str, str], status: Mapping[str, Any], **_: Any) -> None:
     ctl = _controller
     if ctl is not None:
         uid = str(labels.get(jobs.RUN_UID_LABEL, ""))
@@ -161,7 +159,7 @@ async def runs_on_pod_event(labels: Mapping[str, str], status: kopf.Status, **_:
         ctl.kick(uid)
 
 
-@kopf.on.event(GROUP, VERSION, "reviews", labels={jobs.RUN_UID_LABEL: kopf.PRESENT})
+@on_event(GROUP, VERSION, "reviews", labels={jobs.RUN_UID_LABEL: PRESENT})
 async def runs_on_review_event(labels: Mapping[str, str], **_: Any) -> None:
     # A decision (or the operator's own status write) on a parked Run's Review.
     ctl = _controller

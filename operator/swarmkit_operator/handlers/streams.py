@@ -43,8 +43,8 @@ async def start_streams(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: A
     if ctl is None:
         raise RuntimeError("the shared start-up (handlers/common.py) must run first")
     opened = []
-    for key in events.resources():
-        dispatch = events.dispatcher(*key)
+    for key, selector in events.streams():
+        dispatch = events.dispatcher(*key, selector=selector)
         assert dispatch is not None
 
         async def deliver(
@@ -66,12 +66,13 @@ async def start_streams(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: A
                 logger=log,
             )
 
-        metadata_only = events.metadata_only(*key)
+        metadata_only = events.metadata_only(*key, selector=selector)
         for reflector in reflectors(
             _resource(key),
             ctl.namespaces,
             deliver,
             metadata_only=metadata_only,
+            label_selector=selector,
             server_timeout=int(settings.watching.server_timeout or 270),
             read_timeout=float(settings.watching.client_timeout or 300),
             backoff=float(settings.watching.reconnect_backoff or 1.0),
@@ -83,6 +84,7 @@ async def start_streams(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: A
                     for listing in ctl.listings
                     if listing.resource == reflector.resource.plural
                     and listing.namespace == reflector.namespace
+                    and listing.selector == selector
                 ),
                 None,
             )

@@ -27,7 +27,7 @@ from ..builders.topology import (
     topology_agent_names,
 )
 from ..conditions import get_condition
-from ..indexes import index
+from ..indexes import PRESENT, index
 from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
 from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
@@ -148,7 +148,7 @@ def _serving_waits_for_itself(body: Mapping[str, Any]) -> bool:
     return serving is not None and serving.get("reason") == REASON_PENDING
 
 
-@kopf.on.event("apps", "v1", "deployments", labels={SERVE_LABEL: kopf.PRESENT})
+@on_event("apps", "v1", "deployments", labels={SERVE_LABEL: PRESENT})
 async def served_deployment_event(
     namespace: str | None, labels: Mapping[str, str], memo: kopf.Memo, **_: Any
 ) -> None:

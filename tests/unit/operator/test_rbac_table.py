@@ -301,25 +301,17 @@ def watched_calls() -> Iterator[Call]:
     from swarmkit_operator.indexes import INDEX_SPECS, RESOURCES
 
     del handlers
-    for key in events.resources():
+    for key, selector in events.streams():
         # the operator's own functions (other unit tests register examples in the registry)
-        if not any(f.__module__.startswith("swarmkit_operator.") for f in events.registered(*key)):
+        functions = events.registered(*key, selector=selector)
+        if not any(f.__module__.startswith("swarmkit_operator.") for f in functions):
             continue
         group = "" if len(key) == 2 else key[0]
         for verb in ("list", "watch"):
-            yield Call(group, key[-1], verb, "handlers/streams.py")
+            yield Call(group, key[-1], verb, f"handlers/streams.py {selector}")
     for spec in INDEX_SPECS:
         for verb in ("list", "watch"):
             yield Call(RESOURCES[spec.resource].group, spec.resource, verb, f"index {spec.id}")
-    import kopf
-
-    registry = kopf.get_default_registry()
-    for handler in registry._watching.get_all_handlers():
-        selector = handler.selector
-        assert selector is not None
-        for verb in ("list", "watch"):
-            plural = str(selector.plural or selector.any_name)
-            yield Call(selector.group or "", plural, verb, f"kopf {handler.id}")
     # kopf follows the CRDs, and the namespaces when given a list of them
     for verb in ("get", "list", "watch"):
         yield Call("apiextensions.k8s.io", "customresourcedefinitions", verb, "kopf")
@@ -373,3 +365,18 @@ def test_every_grant_is_used_by_some_call() -> None:
     assert not unused, "granted but used by no call (drop it, or say which call):\n" + "\n".join(
         unused
     )
+
+
+def test_one_event_path_kopf_watches_nothing_of_ours() -> None:
+    """Every watch goes through the operator's own streams (handlers/events.py), in every
+    mode: kopf's watches would not retry a 403 (an apiserver's authorizer right after a
+    restart) and would be a second event path with other semantics."""
+    import kopf
+
+    from swarmkit_operator import handlers
+
+    del handlers
+    registry = kopf.get_default_registry()
+    watched = [h.id for h in registry._watching.get_all_handlers()]
+    watched += [h.id for h in registry._indexing.get_all_handlers()]
+    assert watched == []
