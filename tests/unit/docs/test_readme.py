@@ -38,7 +38,7 @@ def _check_make(argv: list[str]) -> None:
 
 
 def _check_plugin(argv: list[str]) -> None:
-    found, rest = cli_main.split_globals(argv[2:])
+    _found, rest = cli_main.split_globals(argv[2:])
     cli_main.build_parser().parse_args(rest)  # SystemExit(2) on a usage error
 
 
