@@ -108,7 +108,7 @@ def render(root: Path) -> str:
             f"- Date: {record.get('date', '?')} ({record.get('duration_s', '?')} s)",
             "- Machine: " + ", ".join(f"{k} {_scalar(v)}" for k, v in machine.items()),
             "",
-            *_render(record.get("results"), "", 1),
+            *_render(record.get("results"), "", 0),
         ]
     missing = [t for t in _targets(root) if t not in records]
     if missing:
