@@ -1,7 +1,8 @@
 """Record a benchmark's JSON output as a committed result the docs render.
 
 ``python bench/record.py NAME -- COMMAND...`` runs COMMAND (a benchmark with its ``--json``
-flag), parses the JSON document it prints last on stdout and writes
+flag), parses the JSON document it prints last on stdout (or, with ``--json-file PATH``
+given before NAME, the file the benchmark wrote: ``bench_scale.py --json PATH``) and writes
 ``bench/results/NAME.json``: ``{"benchmark", "command", "date", "machine", "results"}``.
 ``make generate`` renders every such file into ``docs/performance/index.md``, so a figure in
 the docs is always one a benchmark printed, with the date, machine and command beside it.
@@ -49,6 +50,7 @@ def _last_json(stdout: str) -> object:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("name", help="result name: bench/results/NAME.json")
+    parser.add_argument("--json-file", type=Path, help="read the results from this file")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the benchmark")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -62,7 +64,9 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
         "duration_s": round(time.time() - started, 1),
         "machine": _machine(),
-        "results": _last_json(done.stdout),
+        "results": (
+            json.loads(args.json_file.read_text()) if args.json_file else _last_json(done.stdout)
+        ),
     }
     out = HERE / "results" / f"{args.name}.json"
     out.parent.mkdir(exist_ok=True)

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from . import plots
 from .schema import cell, code
 
 RESULTS = Path("bench/results")
@@ -101,14 +102,21 @@ def render(root: Path) -> str:
     ]
     for name, record in records.items():
         machine = record.get("machine", {})
+        results = record.get("results")
+        if plots.is_scale_summary(results):
+            # Only the summary: the per-run raw numbers stay in the JSON file.
+            body = ["", plots.svg(results["summary"]), "", *plots.table(results["summary"])]
+        else:
+            body = _render(results, "", 0)
         out += [
-            f"## `make {name}`",
+            f"## {name}",
             "",
             f"- Command: `{record.get('command', '?')}`",
             f"- Date: {record.get('date', '?')} ({record.get('duration_s', '?')} s)",
             "- Machine: " + ", ".join(f"{k} {_scalar(v)}" for k, v in machine.items()),
+            f"- Raw numbers: `bench/results/{name}.json`",
             "",
-            *_render(record.get("results"), "", 0),
+            *body,
         ]
     missing = [t for t in _targets(root) if t not in records]
     if missing:
