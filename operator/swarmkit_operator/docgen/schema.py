@@ -49,7 +49,7 @@ def code(value: str) -> str:
     """``value`` as inline code that survives a Markdown table cell (pipes, backticks)."""
     # Markdown still parses inline syntax inside <code>: every character it could read as
     # a link, emphasis, escape or code span becomes an entity.
-    escaped = html.escape(value).translate(_ENTITIES)
+    escaped = html.escape(value, quote=False).translate(_ENTITIES)
     return "<code>" + escaped + "</code>"
 
 
