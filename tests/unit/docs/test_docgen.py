@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 import re
 import shutil
 from pathlib import Path
@@ -125,3 +126,24 @@ def test_verify_fails_on_a_stale_or_stray_page(tmp_path: Path) -> None:
     problems = "\n".join(verify(tmp_path))
     assert "docs/reference/cli.md" in problems and "--skip-invalid" in problems
     assert re.search(r"docs/reference/old\.md: not produced by the generator", problems)
+
+
+def test_performance_page_shows_each_recorded_result_and_the_gaps() -> None:
+    page = (REPO / "docs/performance/index.md").read_text()
+    records = sorted((REPO / "bench" / "results").glob("*.json"))
+    assert records, "no committed benchmark results"
+    for path in records:
+        record = json.loads(path.read_text())
+        assert f"## {path.stem}" in page
+        assert record["date"] in page and record["command"] in page
+    scale = json.loads((REPO / "bench/results/bench-scale.json").read_text())["results"]
+    for n, at in scale["summary"].items():
+        if isinstance(at, dict) and "readySeconds" in at:
+            assert f"N={n} ({at['objects']} objects)" in page
+            assert "{min:g} / {median:g} / {max:g}".format(**at["readySeconds"]) in page
+    assert "<svg" in page and "floor: the same writes, bare client" in page
+    gaps = page.split("## Not recorded yet", 1)[1]
+    makefile = (REPO / "Makefile").read_text()
+    for target in re.findall(r"^(bench(?:-[a-z]+)*):", makefile, flags=re.MULTILINE):
+        recorded = (REPO / "bench/results" / f"{target}.json").exists()
+        assert (f"- `make {target}`" in gaps) != recorded, target
