@@ -129,7 +129,14 @@ def requests_total(text: str) -> int:
 
 def start_operator(kubeconfig: Path, log: Path) -> tuple[subprocess.Popen[bytes], int, int]:
     port, live = br.free_port(), br.free_port()
-    env = dict(os.environ, KUBECONFIG=str(kubeconfig), SWARMKIT_LOG_FORMAT="plain")
+    # As the chart runs it: leader election on (one replica: it leads at once; a restart
+    # takes the Lease its predecessor released on SIGTERM).
+    env = dict(
+        os.environ,
+        KUBECONFIG=str(kubeconfig),
+        SWARMKIT_LOG_FORMAT="plain",
+        SWARMKIT_LEADER_ELECT="true",
+    )
     with log.open("ab") as out:
         proc = subprocess.Popen(
             [

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -73,6 +74,13 @@ class OperatorProcess:
         self.kubeconfig = chart_operator_kubeconfig(kubeconfig)
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        #: Like a pod's ``restartPolicy: Always``: an operator that exits by itself (e.g. a
+        #: leader that could not renew its Lease while the apiserver restarted) is started
+        #: again, as the kubelet would. A test that expects the exit turns this off.
+        self.restart = True
+        self.restarts = 0
+        self._lock = threading.RLock()
+        self._supervisor: threading.Thread | None = None
 
     def command(self) -> list[str]:
         if importlib.util.find_spec("swarmkit_operator.__main__") is not None:
@@ -89,6 +97,28 @@ class OperatorProcess:
         ]
 
     def start(self) -> None:
+        with self._lock:
+            self._spawn()
+        if self._supervisor is None:
+            self._supervisor = threading.Thread(target=self._supervise, daemon=True)
+            self._supervisor.start()
+        wait_for(
+            lambda: "runs controller started" in self.log().rsplit("===== start #", 1)[-1],
+            30,
+            message=lambda: f"the operator to start; log:\n{self.tail()}",
+        )
+
+    def _supervise(self) -> None:
+        while True:
+            time.sleep(0.5)
+            with self._lock:
+                proc = self.proc
+                if proc is None or proc.poll() is None or not self.restart:
+                    continue
+                self.restarts += 1
+                self._spawn(f"exited with {proc.returncode}; restarted like the kubelet would")
+
+    def _spawn(self, why: str = "") -> None:
         env = {
             **os.environ,
             "KUBECONFIG": str(self.kubeconfig),
@@ -103,7 +133,7 @@ class OperatorProcess:
         }
         self.starts += 1
         log = self.log_path.open("ab")
-        log.write(f"\n===== start #{self.starts} =====\n".encode())
+        log.write(f"\n===== start #{self.starts} ===== {why}\n".encode())
         log.flush()
         self.proc = subprocess.Popen(
             self.command(),
@@ -114,34 +144,31 @@ class OperatorProcess:
             start_new_session=True,
         )
         log.close()
-        wait_for(
-            lambda: "runs controller started" in self.log(),
-            30,
-            message=lambda: f"the operator to start; log:\n{self.tail()}",
-        )
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
-        """SIGKILL the whole process group (no graceful shutdown)."""
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-        self.proc = None
+        """SIGKILL the whole process group (no graceful shutdown); not restarted."""
+        with self._lock:
+            if self.proc is None:
+                return
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+            self.proc = None
 
     def stop(self) -> None:
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        self.proc = None
+        with self._lock:
+            if self.proc is None:
+                return
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+            self.proc = None
         denied = self.denials()
         assert not denied, "the chart's RBAC refused the operator:\n" + "\n".join(denied[:10])
 

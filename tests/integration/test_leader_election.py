@@ -229,6 +229,7 @@ def test_a_leader_whose_renewals_fail_stops_writing_before_the_lease_expires(
     cluster: LocalCluster, kube: Kube, namespace: str, replicas: list[OperatorProcess]
 ) -> None:
     a, b = replicas
+    a.restart = False  # this test expects it to exit
     a.kubeconfig, binding = second_identity(cluster, kube, "operator-a")
     a.start()
     wait_for(lambda: "writers started" in a.log(), 30, message=a.tail)

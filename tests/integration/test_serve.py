@@ -10,6 +10,7 @@ import base64
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -547,3 +548,33 @@ def test_missing_token_secret_and_removing_serve(
     assert "url" not in topo["status"] and "serving" not in topo["status"]
     services = [s.metadata.name for s in kube.core.list_namespaced_service(ns).items]
     assert "serve-oracle" not in services
+
+
+def test_serve_added_to_a_ready_topology_is_served_within_seconds(
+    kube: Kube, operator: OperatorProcess, team_b: dict[str, Any]
+) -> None:
+    # The previous test removed spec.serve from the Ready Topology "oracle". Adding it back
+    # used to leave Serving "Pending: waiting for Topology oracle to be Ready (being
+    # reconciled)" for a 30 s recheck: the reconcile that saw serve was the one that made
+    # the Topology's own generation observed.
+    ns = team_b["ns"]
+    serve = served_topology(free_port())["spec"]["serve"]
+    added = time.monotonic()
+    kube.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, ns, "topologies", "oracle", {"spec": {"serve": serve}}
+    )
+
+    def deployed() -> bool:
+        return any(
+            d.metadata.name == "serve-oracle"
+            for d in kube.apps.list_namespaced_deployment(ns).items
+        )
+
+    wait_for(deployed, 10, message=lambda: debug(kube, ns, operator))
+    assert time.monotonic() - added < 10
+
+    def serving_true() -> dict[str, Any] | None:
+        cond = serving(get(kube, ns, "Topology", "oracle"))
+        return cond if cond is not None and cond["status"] == "True" else None
+
+    wait_for(serving_true, 60, message=lambda: debug(kube, ns, operator))
