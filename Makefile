@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help venv lint generate verify test test-unit test-integration cluster-binaries clients node \
+.PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
         bench-runner bench-providers bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
         test-helm kind-e2e clean chromium botocore images images-if-built
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[operator,runtime,cli,test,dev]'
+	$(PY) -m pip install --quiet -e '.[operator,runtime,cli,test,dev,docs]'
 	$(MAKE) --no-print-directory chromium botocore
 	touch $(STAMP)
 
@@ -52,11 +52,18 @@ lint: $(STAMP) ## ruff, mypy --strict, import-linter
 	$(VENV)/bin/mypy operator/swarmkit_api operator/swarmkit_operator operator/swarmkit_cli runtime_image/swarmkit_runner hack/swarmkit_devcluster
 	$(VENV)/bin/lint-imports
 
-generate: $(STAMP) ## write every generated file (CRDs, chart CRD templates, values schema)
+generate: $(STAMP) ## write every generated file (CRDs, chart templates, values schema, docs reference)
 	$(PY) -m swarmkit_operator.crdgen --out .
+	$(PY) -m swarmkit_operator.docgen --out .
 
 verify: $(STAMP) ## regenerate into a temp dir and fail on any difference
 	$(PY) -m swarmkit_operator.crdgen --verify .
+	$(PY) -m swarmkit_operator.docgen --verify .
+
+# The documentation site: broken links, missing pages and nav entries are errors (--strict).
+# Built into site/ (ignored by git); tests/unit/test_docs_site.py opens it in Chromium.
+docs: $(STAMP) ## build the docs site (MkDocs + Material, strict) into site/
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 
 cluster-binaries: $(STAMP) ## build (once, cached) etcd, kube-apiserver, controller-manager, scheduler, kubectl, helm
 	$(PY) -m swarmkit_devcluster build
@@ -106,7 +113,7 @@ images-if-built: $(STAMP)
 
 # make test builds both images when they are missing or stale (a cold build is ~3 min as
 # root; cached after), so the image tests run everywhere and the suite skips nothing.
-test: lint verify cluster-binaries clients images ## lint + verify + the whole test suite
+test: lint verify docs cluster-binaries clients images ## lint + verify + docs + the whole test suite
 	$(PY) -m pytest tests -q -p no:cacheprovider
 
 demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output

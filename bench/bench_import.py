@@ -6,12 +6,14 @@
    skills, 200 Agent Skills directories (SKILL.md, a script, a reference doc), 100 Swarm
    tools, 100 agents, 20 archetypes and 20 topologies, imported in-process to a directory.
 
-Each is run three times; min/median/max and the machine's load average are printed.
+Each is run three times; min/median/max and the machine's load average are printed;
+``--json`` also prints the figures as one JSON document (for ``bench/record.py``).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import statistics
 import subprocess
@@ -124,7 +126,16 @@ def timed(fn: Callable[[], None]) -> list[float]:
     return out
 
 
+#: what → {min, median, max} seconds; printed as one JSON document with ``--json``.
+RESULTS: dict[str, dict[str, float]] = {}
+
+
 def show(what: str, times: list[float]) -> None:
+    RESULTS[what] = {
+        "min_s": round(min(times), 3),
+        "median_s": round(statistics.median(times), 3),
+        "max_s": round(max(times), 3),
+    }
     print(
         f"{what}: min {min(times):.3f} s, median {statistics.median(times):.3f} s, "
         f"max {max(times):.3f} s ({RUNS} runs)"
@@ -155,6 +166,8 @@ def main_() -> None:
         written = len(list((Path(tmp) / "big").glob("*.yaml")))
         show(f"synthetic workspace ({n} source files → {written} files), in-process", times)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if "--json" in sys.argv[1:]:  # for bench/record.py: the figures as the last document
+        print(json.dumps({"runs": RUNS, "times": RESULTS}, indent=1))
 
 
 if __name__ == "__main__":

@@ -450,7 +450,7 @@ MEASURES = {
 
 
 def report(results: dict[str, list[dict[str, Any]]], cold: list[dict[str, Any]]) -> None:
-    """The tables to paste into the README (Performance)."""
+    """The tables of docs/performance/recorded.md (hand-typed until recorded as JSON)."""
     print()
     print("Per run (load average 1/5/15 min before it; CPU used during it):")
     print()

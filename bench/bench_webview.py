@@ -164,7 +164,10 @@ async def writes() -> dict[str, Any]:
     async def put_config_map(manifest: dict[str, Any]) -> None:
         counted["configMaps"] += 1
 
-    async def patch_status(plural: str, ns: str, name: str, patch: dict[str, Any]) -> str:
+    async def patch_status(
+        plural: str, ns: str, name: str, patch: dict[str, Any], manager: str = ""
+    ) -> str:
+        # k8s.patch_status's signature, field manager included (one per status writer).
         counted["statusPatches"] += 1
         return "1"
 

@@ -94,7 +94,7 @@ class RuntimeImageValues(ImageValues):
 class CrdValues(_Values):
     """CustomResourceDefinitions shipped in templates/crds (generated from the models)."""
 
-    install: bool = _desc("Install the five swarmkit.dev CRDs with the chart.")
+    install: bool = _desc("Install the six swarmkit.dev CRDs with the chart.")
     keep: bool = _desc(
         "Annotate the CRDs helm.sh/resource-policy: keep so `helm uninstall` leaves them "
         "(and with them every Skill, Agent, Topology, Workspace and Run) in place."
@@ -236,7 +236,7 @@ class RbacValues(_Values):
     )
     aggregate_to_user_roles: bool = _desc(
         "Create ClusterRoles aggregated into the built-in view, edit and admin roles: view "
-        "reads all five kinds, edit writes Skills, Agents, Topologies and Runs, only admin "
+        "reads all six kinds, edit writes Skills, Agents, Topologies and Runs, only admin "
         "writes Workspaces."
     )
     reviewer_role: bool = _desc(

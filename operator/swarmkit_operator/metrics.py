@@ -70,17 +70,19 @@ SKILL_SCRIPT_RUNS = Counter(
 ObjectCounts = Callable[[], Iterable[tuple[str, str, str, int]]]
 
 
+#: The scrape-time gauge of objects by condition (documented with the other metrics).
+OBJECTS_NAME = "swarmkit_objects"
+OBJECTS_HELP = "Objects by kind and condition."
+OBJECTS_LABELS = ("kind", "condition", "status")
+
+
 class _ObjectsCollector(Collector):
     def __init__(self) -> None:
         self.provider: ObjectCounts | None = None
         self._lock = threading.Lock()
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        family = GaugeMetricFamily(
-            "swarmkit_objects",
-            "Objects by kind and condition.",
-            labels=["kind", "condition", "status"],
-        )
+        family = GaugeMetricFamily(OBJECTS_NAME, OBJECTS_HELP, labels=list(OBJECTS_LABELS))
         with self._lock:
             provider = self.provider
         if provider is not None:

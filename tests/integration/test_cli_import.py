@@ -1,6 +1,6 @@
 """``kubectl swarmkit import`` end to end: each fixture workspace (a SwarmKit workspace, a
 Swarm bundle and an Agent Skills collection, written to upstream's formats) imported with
-the installed console script, applied with the README's command (``kubectl apply
+the installed console script, applied with the import how-to's command (``kubectl apply
 --server-side -k``) to the real apiserver, and Ready under the real operator; then ``pin``
 on an imported skill directory, fed to the operator's configuration, turns its script
 Approved; ``status`` reports the workspace, reached with kubectl's global flags placed

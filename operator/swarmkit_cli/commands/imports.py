@@ -6,8 +6,8 @@ file, line and field; an invalid document is an error naming file and field (val
 the same models as admission). Errors (and, with --strict, warnings) write nothing and
 exit 1, unless --skip-invalid: then everything else is written, with a report of what
 was left out and why. Importing nothing exits 1 with the reason. The mapping rules are the
-README's tables. Apply the result with server-side apply (no 256 KiB last-applied
-annotation limit): kubectl apply --server-side -k DIR.
+tables of the docs' how-to "Import a workspace". Apply the result with server-side apply
+(no 256 KiB last-applied annotation limit): kubectl apply --server-side -k DIR.
 """
 
 from __future__ import annotations

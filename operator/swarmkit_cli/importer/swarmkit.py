@@ -4,8 +4,8 @@ other SwarmKit readers share.
 ``metadata {id, name, description}`` → object name, ``displayName``, ``description``; the
 rest camelCased. An ``llm_prompt`` skill's ``model`` object becomes ``provider/name``;
 audit levels ``full | summary | none`` become the API's booleans. Workspaces are read by
-:mod:`.swarmkit_ws`, archetypes and topologies by :mod:`.swarmkit_agents`. The README's
-"SwarmKit" table lists every rule.
+:mod:`.swarmkit_ws`, archetypes and topologies by :mod:`.swarmkit_agents`. The "SwarmKit"
+table of docs/how-to/import.md lists every rule.
 """
 
 from __future__ import annotations

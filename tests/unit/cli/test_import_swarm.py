@@ -1,4 +1,4 @@
-"""``import`` of Swarm bundles: one test per row of the README's Swarm table."""
+"""``import`` of Swarm bundles: one test per row of the Swarm table in docs/how-to/import.md."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``import`` of SwarmKit workspaces in upstream's format (workspace, skill, archetype and
-topology JSON Schemas): one test per row of the README's SwarmKit table."""
+topology JSON Schemas): one test per row of the SwarmKit table in docs/how-to/import.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``import`` of VectorStep skill directories: one test per row of the README's table."""
+"""``import`` of VectorStep skill directories: one test per row of docs/how-to/import.md's table."""
 
 from __future__ import annotations
 
