@@ -188,6 +188,13 @@ GRANTS: tuple[Grant, ...] = (
         scope="lease",
         names=(LEASE_NAME,),
     ),
+    Grant(
+        "networking.k8s.io",
+        ("networkpolicies",),
+        ("create", "patch", "delete"),
+        "Run isolation: a NetworkPolicy per Run (owned by it), per served Topology and per "
+        "Agent gateway lets their pods reach only DNS and the declared destinations.",
+    ),
 )
 
 

@@ -33,7 +33,7 @@ from swarmkit_api.conditions import (
 from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import ServeSpec
 
-from . import k8s
+from . import egress, k8s
 from .builders import Verdict
 from .builders import serve as sb
 from .builders.bundle import RenderedBundle
@@ -121,6 +121,7 @@ async def _delete_workload(namespace: str, name: str) -> None:
     svc = sb.serve_name(name)
     await k8s.delete_object(k8s.apps_path("deployments", namespace, svc))
     await k8s.delete_object(k8s.core_path("services", namespace, svc))
+    await egress.delete_policy(namespace, svc)
 
 
 async def reconcile_serving(
@@ -210,6 +211,7 @@ async def reconcile_serving(
             have = (deployment or {}).get("checksum")
             have_replicas = ((deployment or {}).get("spec") or {}).get("replicas")
             if deployment is None or have != want or have_replicas != serve.replicas:
+                await egress.apply_workload_policy(dep, rendered.bundle, serve.port)
                 applied = await k8s.apply(
                     k8s.apps_path("deployments", namespace, sb.serve_name(name)), dep
                 )

@@ -83,6 +83,11 @@
 - apiGroups: [""]
   resources: [events]
   verbs: [create, list]
+# Run isolation: a NetworkPolicy per Run (owned by it), per served Topology and per Agent
+# gateway lets their pods reach only DNS and the declared destinations.
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [create, patch, delete]
 {{- end }}
 
 {{/* Cluster-scoped reads; the namespaces only when watching a list of them. */}}

@@ -35,6 +35,7 @@ PATH_GROUPS = {
     "batch_path": "batch",
     "apps_path": "apps",
     "rbac_path": "rbac.authorization.k8s.io",
+    "networking_path": "networking.k8s.io",
 }
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 #: Call sites whose resource is computed, not written at the call: what it can be, and why.
