@@ -85,7 +85,8 @@ class EgressSpec(ApiModel):
 
     cel_rules = (
         CelRule(
-            rule="!has(self.policy) || self.policy != 'none' || !has(self.allow) || size(self.allow) == 0",
+            rule="!has(self.policy) || self.policy != 'none' || "
+            "!has(self.allow) || size(self.allow) == 0",
             message="allow has no effect with policy none",
             field_path=".allow",
             check=lambda m: m.policy != "none" or not m.allow,
