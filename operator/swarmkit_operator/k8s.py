@@ -739,6 +739,21 @@ def networking_path(plural: str, namespace: str, name: str | None = None) -> str
     return f"{base}/{name}" if name else base
 
 
+def node_path(plural: str, name: str | None = None) -> str:
+    """A cluster-scoped ``node.k8s.io`` path (RuntimeClasses)."""
+    base = f"/apis/node.k8s.io/v1/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+async def get_runtime_class(name: str) -> dict[str, Any] | None:
+    """A RuntimeClass, or None when none has that name."""
+    path = node_path("runtimeclasses", name)
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    return dict(_check("GET", path, status, payload))
+
+
 def apiserver_host() -> tuple[str, int] | None:
     """(host, port) of the apiserver this operator talks to (None before configure)."""
     if _state.api is None:

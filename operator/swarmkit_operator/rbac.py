@@ -189,6 +189,15 @@ GRANTS: tuple[Grant, ...] = (
         names=(LEASE_NAME,),
     ),
     Grant(
+        "node.k8s.io",
+        ("runtimeclasses",),
+        ("get",),
+        "A Workspace's or Agent's runtimeClassName must name a RuntimeClass: a missing one "
+        "keeps the Run Pending with reason RuntimeClassNotFound instead of a pod that the "
+        "apiserver refuses.",
+        scope="cluster",
+    ),
+    Grant(
         "networking.k8s.io",
         ("networkpolicies",),
         ("create", "patch", "delete"),

@@ -151,3 +151,46 @@ def test_policy_none_creates_no_policy(
     assert run is not None
     bundle_cm = kube.core.read_namespaced_config_map(run["status"]["bundleConfigMap"], ns)
     assert json.loads(bundle_cm.data["bundle.json"]).get("egress") is None
+
+
+def test_missing_runtime_class_is_a_reason_then_the_run_starts_under_it(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    from kubernetes import client
+
+    ns = namespace
+    rc_name = f"sandboxed-{ns}"
+    apply_examples(kube, ns)
+    _workspace(kube, ns, runtime={"runtimeClassName": rc_name})
+    wait_ready(kube, ns, "Topology", "review-pipeline")
+    create(kube, ns, run_manifest("sandboxed"))
+    run = wait_for(
+        lambda: (
+            (r := get(kube, ns, "Run", "sandboxed"))
+            and any(
+                c.get("reason") == "RuntimeClassNotFound" for c in r["status"].get("conditions", [])
+            )
+            and r
+        ),
+        30,
+        message=lambda: debug(kube, ns, operator),
+    )
+    (cond,) = [c for c in run["status"]["conditions"] if c["type"] == "Succeeded"]
+    assert cond["status"] == "Unknown" and f"RuntimeClass {rc_name} not found" in cond["message"]
+    assert pods(kube, ns) == [] and "jobName" not in run["status"]
+    node = client.NodeV1Api(kube.api_client)
+    node.create_runtime_class({"metadata": {"name": rc_name}, "handler": "runc"})
+    try:
+        run = wait_for(
+            lambda: (
+                (r := get(kube, ns, "Run", "sandboxed")) and r["status"].get("completionTime") and r
+            ),
+            90,
+            message=lambda: debug(kube, ns, operator),
+        )
+        (cond,) = [c for c in run["status"]["conditions"] if c["type"] == "Succeeded"]
+        assert cond["reason"] == "Succeeded", debug(kube, ns, operator)
+        job = kube.batch.read_namespaced_job(run["status"]["jobName"], ns)
+        assert job.spec.template.spec.runtime_class_name == rc_name
+    finally:
+        node.delete_runtime_class(rc_name)

@@ -96,6 +96,12 @@
 - apiGroups: [apiextensions.k8s.io]
   resources: [customresourcedefinitions]
   verbs: [get, list, watch]
+# A Workspace's or Agent's runtimeClassName must name a RuntimeClass: a missing one keeps
+# the Run Pending with reason RuntimeClassNotFound instead of a pod that the apiserver
+# refuses.
+- apiGroups: [node.k8s.io]
+  resources: [runtimeclasses]
+  verbs: [get]
 {{- if not (include "swarmkit-operator.clusterWide" .) }}
 # With watchNamespaces, kopf follows the namespaces.
 - apiGroups: [""]

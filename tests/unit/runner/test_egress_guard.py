@@ -144,7 +144,7 @@ async def test_mcp_sdk_client_is_guarded_too() -> None:
             with pytest.raises(egress.EgressRefused, match=r"egress to 127\.0\.0\.2:\d+ refused"):
                 await client.get(f"http://127.0.0.2:{port}/no")
         async with httpx.AsyncClient(**egress.client_kwargs()) as client:
-            with pytest.raises(egress.EgressRefused, match="169.254.169.254"):
+            with pytest.raises(egress.EgressRefused, match=r"169\.254\.169\.254"):
                 await client.get("http://169.254.169.254/latest/meta-data/")
         assert ok.status_code < 500
         assert [r.path for r in http.requests] == ["/ok"]
