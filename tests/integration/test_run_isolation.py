@@ -194,3 +194,21 @@ def test_missing_runtime_class_is_a_reason_then_the_run_starts_under_it(
         assert job.spec.template.spec.runtime_class_name == rc_name
     finally:
         node.delete_runtime_class(rc_name)
+
+
+def test_suite_namespaces_enforce_pod_security_restricted(kube: Kube, namespace: str) -> None:
+    """The apiserver itself refuses a pod that breaks ``restricted`` in the suite's
+    namespaces, so every test that gets an operator-built pod running proves it complies."""
+    from kubernetes.client.exceptions import ApiException
+
+    labels = kube.core.read_namespace(namespace).metadata.labels
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    loose = {
+        "metadata": {"name": "loose"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["true"]}]},
+    }
+    with pytest.raises(ApiException) as refused:
+        kube.core.create_namespaced_pod(namespace, loose)
+    assert refused.value.status == 403
+    body = str(refused.value.body)
+    assert "violates PodSecurity" in body and "restricted:latest" in body
