@@ -35,7 +35,7 @@ from swarmkit_operator.config import OperatorConfig
 
 from .fixtures import example_bundle
 from .test_gateway_builder import AGENT, gateway_spec, manifests, rendered
-from .test_serve_builders import TOPO, serve_spec, workload
+from .test_serve_builders import serve_spec, workload
 
 REPO = Path(__file__).resolve().parents[3]
 CHECKOV_VERSION = "3.3.30"
