@@ -34,10 +34,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from swarmkit_api.agent import AgentSpec, GatewaySpec
-from swarmkit_api.conditions import REASON_DISABLED, REASON_SECRET_NOT_FOUND, REASON_WAITING
+from swarmkit_api.conditions import (
+    REASON_DISABLED,
+    REASON_RUNTIME_CLASS_NOT_FOUND,
+    REASON_SECRET_NOT_FOUND,
+    REASON_WAITING,
+)
 from swarmkit_api.run import RunSpec
 
-from . import egress, k8s
+from . import egress, k8s, sandbox
 from .builders import gateway as gw
 from .conditions import get_condition, set_condition
 from .config import OperatorConfig
@@ -164,6 +169,11 @@ class GatewayController:
             return resolution.recheck
         rendered = resolution.rendered
         bundle = gw.gateway_bundle(rendered, spec)
+        missing_rc = await sandbox.missing_runtime_class(bundle)
+        if missing_rc is not None:  # a running gateway keeps its pods
+            reason = REASON_RUNTIME_CLASS_NOT_FOUND
+            await self._write(agent, status, "False", reason, missing_rc, {})
+            return sandbox.RECHECK_SECONDS
         config_map = gw.bundle_config_map(agent, rendered, bundle)
         cm_name = str(config_map["metadata"]["name"])
         await k8s.create_object(k8s.core_path("configmaps", namespace), config_map)

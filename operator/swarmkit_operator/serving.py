@@ -27,13 +27,14 @@ from pydantic import ValidationError
 from swarmkit_api.conditions import (
     REASON_INVALID_SERVE_SPEC,
     REASON_NOT_SERVED,
+    REASON_RUNTIME_CLASS_NOT_FOUND,
     REASON_SECRET_NOT_FOUND,
     SERVING,
 )
 from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import ServeSpec
 
-from . import egress, k8s
+from . import egress, k8s, sandbox
 from .builders import Verdict
 from .builders import serve as sb
 from .builders.bundle import RenderedBundle
@@ -194,6 +195,13 @@ async def reconcile_serving(
             waiting, recheck = resolution.message, resolution.recheck
         else:
             rendered = _strip_serve(resolution.rendered)
+            missing_rc = await sandbox.missing_runtime_class(rendered.bundle)
+            if missing_rc is not None:  # a running Deployment keeps its pods
+                return ServingResult(
+                    {"url": sb.card_url(topology)},
+                    (Verdict(SERVING, "False", REASON_RUNTIME_CLASS_NOT_FOUND, missing_rc),),
+                    sandbox.RECHECK_SECONDS,
+                )
             version = rendered.pinned.topology or version
             cm = sb.build_serve_config_map(topology, rendered)
             bundle_cm = str(cm["metadata"]["name"])

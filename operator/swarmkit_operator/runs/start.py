@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from swarmkit_api.bundle import RunBundle
 from swarmkit_api.conditions import (
     REASON_JOB_LOST,
     REASON_RUNTIME_CLASS_NOT_FOUND,
@@ -25,12 +24,11 @@ from swarmkit_api.conditions import (
 )
 from swarmkit_api.run import RunSpec
 
-from .. import egress, k8s
+from .. import egress, k8s, sandbox
 from ..builders import RUN_LABEL, netpol
 from ..builders import bundle as bundles
 from ..builders import job as jobs
 from ..builders import run_status as rs
-from ..builders.pod import runtime_class
 from ..builders.review import resume_files
 from . import status
 from .cleanup import release_pods
@@ -38,9 +36,6 @@ from .model import NO_POD_EVENTS_AFTER, RunView, error_line, run_ref
 from .resolve import Waiting
 from .state import RunState
 from .summaries import job_summary
-
-#: Seconds between two looks for a missing RuntimeClass (RuntimeClasses are not watched).
-RUNTIME_CLASS_RECHECK = 15.0
 
 
 async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
@@ -63,10 +58,16 @@ async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
     ref = run_ref(run, spec)
     cm_name = jobs.bundle_config_map_name(run.name, run.uid)
     st.mark(run.uid, "resolved")
-    missing = await missing_runtime_class(resolution.rendered.bundle)
+    missing = await sandbox.missing_runtime_class(resolution.rendered.bundle)
     if missing is not None:
-        await status.write(st, run, missing)
-        return RUNTIME_CLASS_RECHECK
+        verdict = rs.Verdict(
+            phase="Pending",
+            status="Unknown",
+            reason=REASON_RUNTIME_CLASS_NOT_FOUND,
+            message=missing,
+        )
+        await status.write(st, run, verdict)
+        return sandbox.RECHECK_SECONDS
     rendered = await with_egress(resolution.rendered)
     st.mark(run.uid, "egress_planned")
     cm_manifest = bundles.build_bundle_config_map(ref, rendered)
@@ -105,21 +106,6 @@ async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
     if created is None:  # an earlier attempt made it: the run keeps what it pinned then
         rendered = await st.resolver.existing_bundle(run.namespace, cm_name) or rendered
     return await create_job(st, run, ref, rendered, cm_name, recreation=0)
-
-
-async def missing_runtime_class(bundle: RunBundle) -> rs.Verdict | None:
-    """Pending with reason RuntimeClassNotFound when the pods' RuntimeClass does not exist
-    (the apiserver would refuse every pod of the Job, with nothing on the Run saying why)."""
-    name = runtime_class(bundle)
-    if name is None or await k8s.get_runtime_class(name) is not None:
-        return None
-    message = (
-        f"RuntimeClass {name} not found (runtimeClassName of the Workspace's runtime or of "
-        f"the root agent); the Run starts once it exists"
-    )
-    return rs.Verdict(
-        phase="Pending", status="Unknown", reason=REASON_RUNTIME_CLASS_NOT_FOUND, message=message
-    )
 
 
 async def with_egress(rendered: bundles.RenderedBundle) -> bundles.RenderedBundle:
