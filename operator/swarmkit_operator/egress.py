@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from swarmkit_api.bundle import RunBundle
-from swarmkit_api.egress import EgressPlan, Endpoint
+from swarmkit_api.egress import EgressPlan, Endpoint, declared_endpoints
 
 from . import k8s
 from .builders import netpol
@@ -98,8 +98,6 @@ async def plan_for(
     named = list(extra)
     if needs_apiserver:
         named += [Endpoint(kind="apiserver", name="kubernetes", host=a, port=p) for a, p in api]
-    from swarmkit_api.egress import declared_endpoints
-
     skills = [(n, s.spec) for n, s in bundle.skills.items()]
     hosts = [e.host for e in declared_endpoints(bundle.workspace, skills)] + [e.host for e in named]
     table = await resolve_hosts(hosts)
