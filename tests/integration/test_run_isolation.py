@@ -212,3 +212,45 @@ def test_suite_namespaces_enforce_pod_security_restricted(kube: Kube, namespace:
     assert refused.value.status == 403
     body = str(refused.value.body)
     assert "violates PodSecurity" in body and "restricted:latest" in body
+
+
+def test_the_runner_in_the_pod_refuses_what_the_pinned_plan_does_not_declare(
+    kube: Kube, namespace: str, operator: OperatorProcess, cluster: LocalCluster
+) -> None:
+    """The plan the operator pinned reaches the runner: in the real pod, a tool call to an
+    undeclared host and one to the metadata address (inside a wide allow) are refused with
+    the destination named, and the Run goes on."""
+    ns = namespace
+    apply_examples(kube, ns)
+    read = {"permission": "readonly", "effects": "read"}
+    tools = [
+        {"name": "dyn", "description": "Any host.", "http": {"url": "http://{host}/x"}, **read},
+        {"name": "fetch", "description": "Any target.",
+         "http": {"url": "http://{target}/f"}, **read},
+    ]  # fmt: skip
+    _workspace(kube, ns, tools=tools, egress={"allow": [{"cidr": "169.0.0.0/8", "ports": [80]}]})
+    calls = [
+        {"name": "dyn", "arguments": {"host": "localhost"}},
+        {"name": "fetch", "arguments": {"target": "169.254.169.254"}},
+    ]
+    agent = agent_with("prober", [{"toolCalls": calls}, {"text": "probed"}], tools=["dyn", "fetch"])
+    apply(kube, ns, agent)
+    wait_ready(kube, ns, "Agent", "prober")
+    create(kube, ns, run_manifest("probe", agent="prober"))
+    run = wait_for(
+        lambda: (r := get(kube, ns, "Run", "probe")) and r["status"].get("completionTime") and r,
+        90,
+        message=lambda: debug(kube, ns, operator),
+    )
+    (cond,) = [c for c in run["status"]["conditions"] if c["type"] == "Succeeded"]
+    assert cond["reason"] == "Succeeded", debug(kube, ns, operator)
+    lines = [
+        json.loads(line)
+        for line in cluster.pod_logs(ns, run["status"]["podName"]).splitlines()
+        if line.startswith("{")
+    ]
+    errors = {d["tool"]: d["error"] for d in lines if d.get("event") == "tool.call"}
+    assert errors["dyn"].startswith("EgressRefused: egress to localhost:80 refused")
+    assert "not a declared destination" in errors["dyn"]
+    assert errors["fetch"].startswith("EgressRefused: egress to 169.254.169.254:80 refused")
+    assert "link-local" in errors["fetch"]
