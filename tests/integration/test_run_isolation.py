@@ -86,8 +86,12 @@ def test_run_policy_selects_its_pod_and_goes_with_the_run(
     apply_examples(kube, ns)
     tool = {"name": "ticket", "description": "Files a ticket.",
             "http": {"url": "http://127.0.0.2:8443/tickets"}}  # fmt: skip
+    gone = {"name": "gone", "description": "Nowhere.", "http": {"url": "https://nowhere.invalid/x"}}
     _workspace(
-        kube, ns, tools=[tool], egress={"allow": [{"cidr": "10.20.0.0/16", "ports": [5432]}]}
+        kube,
+        ns,
+        tools=[tool, gone],
+        egress={"allow": [{"cidr": "10.20.0.0/16", "ports": [5432]}]},
     )
     _sleeper(kube, ns)
     create(kube, ns, run_manifest("one", agent="sleeper", timeout=300))
@@ -123,6 +127,20 @@ def test_run_policy_selects_its_pod_and_goes_with_the_run(
     assert {"kind": "http-tool", "name": "ticket", "host": "127.0.0.2", "port": 8443,
             "addresses": ["127.0.0.2/32"]} in plan["endpoints"]  # fmt: skip
     assert any(d["cidr"] == "169.254.0.0/16" for d in plan["denied"])
+    # a declared host that does not resolve gets no rule, and the Run says so
+    assert plan["unresolved"] == ["nowhere.invalid:443"]
+    assert all(443 not in {p["port"] for p in r.get("ports", [])} for r in egress)
+    events = wait_for(
+        lambda: [
+            e
+            for e in kube.core.list_namespaced_event(
+                ns, field_selector=f"involvedObject.uid={uid}"
+            ).items
+            if e.reason == "EgressUnresolved"
+        ],
+        20,
+    )
+    assert events[0].type == "Warning" and "nowhere.invalid:443" in events[0].message
     # deleting the Run deletes its policy (garbage collector), the other Run's stays
     kube.custom.delete_namespaced_custom_object("swarmkit.dev", "v1alpha1", ns, "runs", "one")
     wait_for(

@@ -37,6 +37,9 @@ from .resolve import Waiting
 from .state import RunState
 from .summaries import job_summary
 
+#: Event reason (Warning) on a Run whose declared destinations did not resolve.
+EVENT_EGRESS_UNRESOLVED = "EgressUnresolved"
+
 
 async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
     """Resolve the target; Pending while it is not Ready, else create the bundle and Job."""
@@ -70,6 +73,14 @@ async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
         return sandbox.RECHECK_SECONDS
     rendered = await with_egress(resolution.rendered)
     st.mark(run.uid, "egress_planned")
+    plan = rendered.bundle.egress
+    if plan is not None and plan.unresolved and run.uid not in st.start_attempts:
+        message = (
+            f"declared destination(s) {', '.join(plan.unresolved)} did not resolve when the "
+            "Run was rendered: its NetworkPolicy has no rule for them (list their addresses "
+            "in the Workspace's egress.allow)"
+        )
+        st.spawn(k8s.post_event(run.involved, "Warning", EVENT_EGRESS_UNRESOLVED, message))
     cm_manifest = bundles.build_bundle_config_map(ref, rendered)
     cm_path = k8s.core_path("configmaps", run.namespace)
     first = run.uid not in st.start_attempts and bundle_absent(st, run.namespace, cm_name)
