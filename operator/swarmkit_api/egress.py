@@ -68,7 +68,11 @@ class EgressAllow(ApiModel):
     ports: list[int] = Field(
         default_factory=list,
         max_length=32,
-        description="TCP ports open on the CIDR; empty = every port.",
+        description="Ports open on the CIDR; empty = every port of every protocol.",
+    )
+    protocol: Literal["TCP", "UDP"] = Field(
+        default="TCP",
+        description="Protocol of ports (UDP e.g. for a node-local DNS cache on port 53).",
     )
     description: str = Field(default="", max_length=256, description="Why it is allowed.")
 
@@ -77,7 +81,11 @@ class EgressAllow(ApiModel):
         return ipaddress.ip_network(self.cidr, strict=False)
 
     def covers(self, address: IpAddress, port: int) -> bool:
-        return address in self.network and (not self.ports or port in self.ports)
+        """Whether a TCP connection (the only kind the runner makes) to ``address:port``
+        is allowed by this entry."""
+        if self.ports and (self.protocol != "TCP" or port not in self.ports):
+            return False
+        return address in self.network
 
 
 class EgressSpec(ApiModel):

@@ -119,7 +119,7 @@ def _allow_rules(p: EgressPlan) -> list[dict[str, Any]]:
             dnet = ipaddress.ip_network(d.cidr)
             if dnet.version != net.version or net.subnet_of(dnet):  # type: ignore[arg-type]
                 continue  # other family, or the CIDR names the denied range itself
-            if d.port is not None and a.ports and d.port not in a.ports:
+            if d.port is not None and a.ports and (a.protocol != "TCP" or d.port not in a.ports):
                 continue  # the apiserver's port is not opened by this entry
             if dnet.subnet_of(net):  # type: ignore[arg-type]
                 cut.append(str(dnet))
@@ -128,7 +128,7 @@ def _allow_rules(p: EgressPlan) -> list[dict[str, Any]]:
             block["except"] = sorted(cut)
         rule: dict[str, Any] = {"to": [{"ipBlock": block}]}
         if a.ports:
-            rule["ports"] = [{"protocol": "TCP", "port": port} for port in sorted(set(a.ports))]
+            rule["ports"] = [{"protocol": a.protocol, "port": p} for p in sorted(set(a.ports))]
         rules.append(rule)
     return rules
 

@@ -3,6 +3,7 @@ and the ranges (link-local, the apiserver) that are never opened unless named.""
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 from typing import Any
 
@@ -133,6 +134,18 @@ def test_allow_adds_cidrs_and_ports_and_cuts_out_link_local() -> None:
     wide = next(r for r in rules if r["to"][0]["ipBlock"]["cidr"] == "0.0.0.0/0")
     assert "ports" not in wide
     assert wide["to"][0]["ipBlock"]["except"] == ["169.254.0.0/16"]
+
+
+def test_a_udp_allow_opens_udp_only() -> None:
+    doc = policy(
+        full_bundle({"allow": [{"cidr": "169.254.20.10/32", "ports": [53], "protocol": "UDP"}]})
+    )
+    rule = next(r for r in doc["spec"]["egress"][1:] if "169.254.20.10/32" in str(r["to"]))
+    assert rule["ports"] == [{"protocol": "UDP", "port": 53}]
+    udp = full_bundle({"allow": [{"cidr": "10.0.0.0/8", "ports": [53], "protocol": "UDP"}]})
+    p = netpol.plan(udp, udp.workspace.egress, resolve)
+    # the runner makes TCP connections only: a UDP entry admits none of them
+    assert p is not None and not p.allow[0].covers(ipaddress.ip_address("10.1.2.3"), 53)
 
 
 def test_link_local_opens_only_when_named() -> None:
