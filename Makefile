@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
         bench-runner bench-providers bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
-        test-helm kind-e2e clean chromium botocore images images-if-built
+        test-helm kind-e2e clean chromium botocore checkov images images-if-built
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[operator,runtime,cli,test,dev,docs]'
-	$(MAKE) --no-print-directory chromium botocore
+	$(MAKE) --no-print-directory chromium botocore checkov
 	touch $(STAMP)
 
 # The Bedrock tests check the runner's SigV4 signatures with botocore's own signer and its
@@ -34,6 +34,20 @@ BOTOCORE_DIR := $(HOME)/.cache/swarmkit-operator/botocore-$(BOTOCORE_VERSION)
 botocore:
 	@test -d $(BOTOCORE_DIR)/botocore || \
 	    $(PY) -m pip install --quiet --no-warn-conflicts --target $(BOTOCORE_DIR) botocore==$(BOTOCORE_VERSION)
+
+# tests/unit/operator_runs/test_checkov.py scans the chart and the operator's objects with
+# checkov. Its pins (packaging<24, boto3==1.35.49, networkx<2.7) conflict with the
+# project's, so it gets its own virtualenv in the shared cache (flock: other worktrees may
+# be installing it at the same moment).
+CHECKOV_VERSION := 3.3.30
+CHECKOV_DIR := $(HOME)/.cache/swarmkit-operator/checkov-$(CHECKOV_VERSION)
+checkov:
+	@mkdir -p $(HOME)/.cache/swarmkit-operator/locks
+	@flock $(HOME)/.cache/swarmkit-operator/locks/checkov.lock sh -c '\
+	    test -f $(CHECKOV_DIR)/.installed || { rm -rf $(CHECKOV_DIR) && \
+	    $(PYTHON) -m venv $(CHECKOV_DIR) && \
+	    $(CHECKOV_DIR)/bin/pip install --quiet checkov==$(CHECKOV_VERSION) && \
+	    touch $(CHECKOV_DIR)/.installed; }'
 
 # The web view's browser tests drive Debian's chromium with Playwright (Playwright's own
 # browser download is not used). Installed with apt-get when missing (as root).

@@ -173,8 +173,15 @@ def new_namespace(client: KubeClient, name: str) -> str:
 class Bench:
     """The cluster, the operator and the CPU/profile bookkeeping around each run."""
 
-    def __init__(self, cluster: LocalCluster, operator: Operator, profile_dir: Path | None) -> None:
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        operator: Operator,
+        profile_dir: Path | None,
+        egress: str = "declared",
+    ) -> None:
         self.cluster, self.operator, self.profile_dir = cluster, operator, profile_dir
+        self.egress = egress
         self.client = KubeClient.from_kubeconfig(cluster.kubeconfig)
         procs = cluster.state["procs"]
         self.control_plane = [procs[n]["pid"] for n in ("kube-apiserver", "etcd")]
@@ -231,7 +238,11 @@ class Bench:
             obj(
                 "Workspace",
                 "default",
-                {"modelProviders": [{"name": "replay", "type": "replay"}], "runtime": runtime},
+                {
+                    "modelProviders": [{"name": "replay", "type": "replay"}],
+                    "runtime": runtime,
+                    **bench_egress(self.egress),
+                },
             ),
         )
         c.create(
@@ -366,6 +377,25 @@ class Bench:
         return result
 
 
+def bench_egress(policy: str) -> dict[str, Any]:
+    """The Workspace fields of ``--egress``: ``declared`` declares an HTTP MCP server (by
+    name) and an HTTP tool (by address), which no agent uses, so each Run's start resolves
+    them and POSTs a NetworkPolicy with two destinations; ``none`` renders no policy."""
+    if policy == "none":
+        return {"egress": {"policy": "none"}}
+    return {
+        "mcpServers": [{"id": "kb", "transport": "http", "url": "http://localhost:9000/mcp"}],
+        "tools": [
+            {
+                "name": "ticket",
+                "description": "File a ticket.",
+                "http": {"url": "http://127.0.0.1:9001/tickets"},
+            }
+        ],
+        "egress": {"allow": [{"cidr": "10.20.0.0/16", "ports": [5432]}]},
+    }
+
+
 #: ``--trace``: each interval cut where the operator's milestones fall (the bench's watches
 #: and the operator share CLOCK_MONOTONIC): (name, from, to), from/to a bench watch
 #: (``run_added``, ``job_added``, ``pod_done``, ``run_final``) or an operator milestone.
@@ -373,7 +403,9 @@ SEGMENTS = (
     ("Run ADDED: bench watch → operator event", "run_added", "kicked"),
     ("operator: event → reconcile starts", "kicked", "reconcile_start"),
     ("operator: target resolved", "reconcile_start", "resolved"),
-    ("operator: bundle + Job POSTed", "resolved", "job_created"),
+    ("operator: egress plan (resolve + render)", "resolved", "egress_planned"),
+    ("operator: NetworkPolicy POSTed", "egress_planned", "policy_created"),
+    ("operator: bundle + Job POSTed", "policy_created", "job_created"),
     ("Job ADDED: POST returned → bench watch", "job_created", "job_added"),
     ("pod done: bench watch → operator event", "pod_done", "pod_done_seen"),
     ("operator: pod event → condition written", "pod_done_seen", "condition_final"),
@@ -513,6 +545,12 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="py-spy the operator into this directory")
     parser.add_argument("--json", action="store_true", help="also print the raw results")
     parser.add_argument(
+        "--egress",
+        choices=("declared", "none"),
+        default="declared",
+        help="the bench Workspace's egress policy (declared: two destinations and an allow)",
+    )
+    parser.add_argument(
         "--trace",
         action="store_true",
         help="cut each interval at the operator's milestones ($SWARMKIT_RUNS_TRACE)",
@@ -533,7 +571,7 @@ def main() -> None:
         apply_crds(cluster)
         operator = Operator(cluster.kubeconfig, workdir, trace=args.trace)
         print(f"operator up (pid {operator.proc.pid}, log {operator.log})", flush=True)
-        bench = Bench(cluster, operator, args.profile)
+        bench = Bench(cluster, operator, args.profile, args.egress)
         plan = {
             "A": (INSTANT_IMAGE, args.standin_runs, args.standin_rate),
             "B": (None, args.runner_runs, args.runner_rate),

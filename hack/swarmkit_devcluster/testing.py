@@ -156,11 +156,37 @@ def namespace_name(hint: str) -> str:
     return f"{base}-{secrets.token_hex(3)}"
 
 
+#: The Pod Security Standard the suite's namespaces enforce.
+POD_SECURITY_LEVEL = "restricted"
+
+
+def pod_security_labels(level: str) -> dict[str, str]:
+    """Namespace labels that make the apiserver enforce (and warn on) ``level``."""
+    return {
+        "pod-security.kubernetes.io/enforce": level,
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/warn": level,
+    }
+
+
 @contextmanager
-def temp_namespace(kube: Kube, hint: str = "test", *, timeout: float = 30) -> Iterator[str]:
-    """A fresh namespace, ready for pods (default SA and kube-root-ca.crt exist)."""
+def temp_namespace(
+    kube: Kube,
+    hint: str = "test",
+    *,
+    timeout: float = 30,
+    pod_security: str | None = POD_SECURITY_LEVEL,
+) -> Iterator[str]:
+    """A fresh namespace, ready for pods (default SA and kube-root-ca.crt exist).
+
+    Its Pod Security Admission level is enforced by the apiserver (``restricted`` unless a
+    test that makes deliberately unconfined pods asks for less), so every pod the operator
+    builds in the suite is proven compliant."""
     name = namespace_name(hint)
-    kube.core.create_namespace({"metadata": {"name": name, "labels": {"swarmkit.dev/test": "1"}}})
+    labels = {"swarmkit.dev/test": "1"}
+    if pod_security is not None:
+        labels.update(pod_security_labels(pod_security))
+    kube.core.create_namespace({"metadata": {"name": name, "labels": labels}})
     try:
         wait_for(
             lambda: kube.core.read_namespaced_service_account("default", name),

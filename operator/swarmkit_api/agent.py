@@ -246,6 +246,14 @@ class AgentSpec(ApiModel):
         description="Serve this agent's catalog over MCP to harnesses (not part of the "
         "agent's version: editing it never re-versions the agent).",
     )
+    runtime_class_name: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        max_length=253,
+        description="RuntimeClass of the pods that run this agent as the root (a Run of it "
+        "or of a Topology rooted in it, its gateway); overrides the Workspace's "
+        "runtime.runtimeClassName.",
+    )
 
     @property
     def workspace_name(self) -> str:

@@ -20,6 +20,7 @@ from pydantic import Field
 from .agent import DEFAULT_GATEWAY_REVIEW_SECONDS, AgentSpec, GatewayToken
 from .base import ApiModel
 from .common import SecretKeyRef
+from .egress import EgressPlan
 from .run import AgentSkillUsage, TokenUsage
 from .run import ReviewItem as ReviewItem  # re-exported: part of the result contract
 from .skill import SkillSpec
@@ -168,6 +169,10 @@ class RunBundle(ApiModel):
     flow_data_dir: str | None = Field(default=None, description="Mounted flow data files.")
     gateway: BundleGateway | None = Field(
         default=None, description="The MCP gateway settings (gateway bundles only)."
+    )
+    egress: EgressPlan | None = Field(
+        default=None,
+        description="Where the runner may connect (None: egress policy none, no check).",
     )
 
     def to_json(self) -> str:

@@ -126,6 +126,9 @@ REASON_TRUNCATED: Final[str] = "Truncated"
 REASON_VALIDATION_FAILED: Final[str] = "ValidationFailed"
 REASON_POD_CREATION_FAILED: Final[str] = "PodCreationFailed"
 REASON_IMAGE_PULL_FAILED: Final[str] = "ImagePullFailed"
+#: The runtimeClassName its pods would run under names no RuntimeClass (Pending until one
+#: appears; also Serving of a served Topology or a gateway Agent).
+REASON_RUNTIME_CLASS_NOT_FOUND: Final[str] = "RuntimeClassNotFound"
 
 __all__ = [
     "ACCEPTED",
@@ -168,6 +171,7 @@ __all__ = [
     "REASON_RESUMED",
     "REASON_ROLLING_OUT",
     "REASON_RUNNING",
+    "REASON_RUNTIME_CLASS_NOT_FOUND",
     "REASON_SCALED_TO_ZERO",
     "REASON_SECRET_NOT_FOUND",
     "REASON_SERVING",

@@ -25,6 +25,7 @@ from .common import (
     ResourceRequirements,
     SecretKeyRef,
 )
+from .egress import EgressSpec
 from .model_provider import AwsSettings, AzureSettings, ModelProvider
 
 #: Pack id reserved for the synthesized topology-<name> skills.
@@ -268,6 +269,13 @@ class RuntimeDefaults(ApiModel):
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = Field(
         default="IfNotPresent", description="Image pull policy."
     )
+    runtime_class_name: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        max_length=253,
+        description="RuntimeClass of every pod built for the Workspace (e.g. gvisor, kata); "
+        "an Agent's runtimeClassName overrides it.",
+    )
     resources: ResourceRequirements | None = Field(
         default=None, description="Runner container resources."
     )
@@ -380,6 +388,11 @@ class WorkspaceSpec(ApiModel):
     )
     runtime: RuntimeDefaults | None = Field(default=None, description="Run Job defaults.")
     governance: Governance | None = Field(default=None, description="Run limits.")
+    egress: EgressSpec | None = Field(
+        default=None,
+        description="Where Run, served-topology and gateway pods may connect (default: "
+        "DNS and the declared destinations only).",
+    )
 
 
 class WorkspaceStatus(ApiModel):
@@ -400,6 +413,7 @@ __all__ = [
     "AzureSettings",
     "CommandPack",
     "Credential",
+    "EgressSpec",
     "FlowDataFile",
     "Governance",
     "McpServer",

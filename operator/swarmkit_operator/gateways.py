@@ -34,10 +34,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from swarmkit_api.agent import AgentSpec, GatewaySpec
-from swarmkit_api.conditions import REASON_DISABLED, REASON_SECRET_NOT_FOUND, REASON_WAITING
+from swarmkit_api.conditions import (
+    REASON_DISABLED,
+    REASON_RUNTIME_CLASS_NOT_FOUND,
+    REASON_SECRET_NOT_FOUND,
+    REASON_WAITING,
+)
 from swarmkit_api.run import RunSpec
 
-from . import k8s
+from . import egress, k8s, sandbox
 from .builders import gateway as gw
 from .conditions import get_condition, set_condition
 from .config import OperatorConfig
@@ -164,12 +169,18 @@ class GatewayController:
             return resolution.recheck
         rendered = resolution.rendered
         bundle = gw.gateway_bundle(rendered, spec)
+        missing_rc = await sandbox.missing_runtime_class(bundle)
+        if missing_rc is not None:  # a running gateway keeps its pods
+            reason = REASON_RUNTIME_CLASS_NOT_FOUND
+            await self._write(agent, status, "False", reason, missing_rc, {})
+            return sandbox.RECHECK_SECONDS
         config_map = gw.bundle_config_map(agent, rendered, bundle)
         cm_name = str(config_map["metadata"]["name"])
         await k8s.create_object(k8s.core_path("configmaps", namespace), config_map)
         deployment, service = gw.workload(agent, spec, rendered, bundle, cm_name, self.config)
         for doc in gw.review_rbac(agent, gw.service_account(name, rendered)):
             await k8s.apply(k8s.object_path(doc), doc)
+        await egress.apply_workload_policy(deployment, bundle, spec.port, needs_apiserver=True)
         observed = await self._apply(deployment, service)
         version = bundle.agents[name].version
         verdict = gw.serving(observed, version)
@@ -267,6 +278,7 @@ class GatewayController:
         name = gw.gateway_name(agent.name)
         await k8s.delete_object(k8s.apps_path("deployments", agent.namespace, name))
         await k8s.delete_object(k8s.core_path("services", agent.namespace, name))
+        await egress.delete_policy(agent.namespace, name)
         for plural in ("rolebindings", "roles"):
             await k8s.delete_object(k8s.rbac_path(plural, agent.namespace, name))
         await k8s.delete_object(k8s.core_path("serviceaccounts", agent.namespace, name))

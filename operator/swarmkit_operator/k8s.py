@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import urllib3
@@ -731,6 +732,36 @@ def apps_path(plural: str, namespace: str, name: str | None = None) -> str:
 def rbac_path(plural: str, namespace: str, name: str | None = None) -> str:
     base = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/{plural}"
     return f"{base}/{name}" if name else base
+
+
+def networking_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/apis/networking.k8s.io/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def node_path(plural: str, name: str | None = None) -> str:
+    """A cluster-scoped ``node.k8s.io`` path (RuntimeClasses)."""
+    base = f"/apis/node.k8s.io/v1/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+async def get_runtime_class(name: str) -> dict[str, Any] | None:
+    """A RuntimeClass, or None when none has that name."""
+    path = node_path("runtimeclasses", name)
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    return dict(_check("GET", path, status, payload))
+
+
+def apiserver_host() -> tuple[str, int] | None:
+    """(host, port) of the apiserver this operator talks to (None before configure)."""
+    if _state.api is None:
+        return None
+    parts = urlsplit(str(_state.api.configuration.host))
+    if not parts.hostname:
+        return None
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
 
 
 def object_path(manifest: Mapping[str, Any]) -> str:

@@ -188,6 +188,22 @@ GRANTS: tuple[Grant, ...] = (
         scope="lease",
         names=(LEASE_NAME,),
     ),
+    Grant(
+        "node.k8s.io",
+        ("runtimeclasses",),
+        ("get",),
+        "A Workspace's or Agent's runtimeClassName must name a RuntimeClass: a missing one "
+        "keeps the Run Pending with reason RuntimeClassNotFound instead of a pod that the "
+        "apiserver refuses.",
+        scope="cluster",
+    ),
+    Grant(
+        "networking.k8s.io",
+        ("networkpolicies",),
+        ("create", "patch", "delete"),
+        "Run isolation: a NetworkPolicy per Run (owned by it), per served Topology and per "
+        "Agent gateway lets their pods reach only DNS and the declared destinations.",
+    ),
 )
 
 

@@ -27,13 +27,14 @@ from pydantic import ValidationError
 from swarmkit_api.conditions import (
     REASON_INVALID_SERVE_SPEC,
     REASON_NOT_SERVED,
+    REASON_RUNTIME_CLASS_NOT_FOUND,
     REASON_SECRET_NOT_FOUND,
     SERVING,
 )
 from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import ServeSpec
 
-from . import k8s
+from . import egress, k8s, sandbox
 from .builders import Verdict
 from .builders import serve as sb
 from .builders.bundle import RenderedBundle
@@ -121,6 +122,7 @@ async def _delete_workload(namespace: str, name: str) -> None:
     svc = sb.serve_name(name)
     await k8s.delete_object(k8s.apps_path("deployments", namespace, svc))
     await k8s.delete_object(k8s.core_path("services", namespace, svc))
+    await egress.delete_policy(namespace, svc)
 
 
 async def reconcile_serving(
@@ -193,6 +195,13 @@ async def reconcile_serving(
             waiting, recheck = resolution.message, resolution.recheck
         else:
             rendered = _strip_serve(resolution.rendered)
+            missing_rc = await sandbox.missing_runtime_class(rendered.bundle)
+            if missing_rc is not None:  # a running Deployment keeps its pods
+                return ServingResult(
+                    {"url": sb.card_url(topology)},
+                    (Verdict(SERVING, "False", REASON_RUNTIME_CLASS_NOT_FOUND, missing_rc),),
+                    sandbox.RECHECK_SECONDS,
+                )
             version = rendered.pinned.topology or version
             cm = sb.build_serve_config_map(topology, rendered)
             bundle_cm = str(cm["metadata"]["name"])
@@ -210,6 +219,7 @@ async def reconcile_serving(
             have = (deployment or {}).get("checksum")
             have_replicas = ((deployment or {}).get("spec") or {}).get("replicas")
             if deployment is None or have != want or have_replicas != serve.replicas:
+                await egress.apply_workload_policy(dep, rendered.bundle, serve.port)
                 applied = await k8s.apply(
                     k8s.apps_path("deployments", namespace, sb.serve_name(name)), dep
                 )

@@ -212,7 +212,9 @@ class RunContext:
         if self.shared.http is None:
             import httpx  # a run without HTTP never imports it (runner start-up cost)
 
-            self.shared.http = httpx.AsyncClient(follow_redirects=False)
+            from . import egress
+
+            self.shared.http = httpx.AsyncClient(follow_redirects=False, **egress.client_kwargs())
         return self.shared.http
 
     def warn_once(self, key: str, message: str, **fields: str | None) -> None:

@@ -299,7 +299,10 @@ class _Connection:
             self.error = str(exc)
             return
         timeout = httpx2.Timeout(float(self.server.timeout_seconds), read=300.0)
-        async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+        from . import egress
+
+        guard = egress.client_kwargs2()
+        async with httpx2.AsyncClient(headers=headers, timeout=timeout, **guard) as http:
             transport = streamable_http_client(self.server.url, http_client=http)
             async with Client(transport) as client:
                 await self._serve(client, scope)

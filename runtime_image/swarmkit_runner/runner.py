@@ -15,6 +15,7 @@ import time
 
 from swarmkit_api.bundle import Outcome, ReviewItem, RunBundle, RunResult
 
+from . import egress
 from .audit import AuditLog
 from .bundle import root_position
 from .commands import check_command_packs
@@ -52,6 +53,8 @@ async def execute(
     ``journal`` resumes a parked run (its checkpoint and the decision).
     """
     started = time.monotonic()
+    # The bundle's egress plan (None: policy none) checks every connection from here on.
+    egress.install(bundle.egress)
     governance = bundle.governance
     journal = journal or Journal()
     ctx = RunContext(

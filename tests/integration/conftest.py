@@ -27,7 +27,13 @@ import pytest
 
 from swarmkit_devcluster.cluster import ClusterError, LocalCluster
 from swarmkit_devcluster.imagebuild import current_images_store
-from swarmkit_devcluster.testing import Kube, apply_crds, session_cluster, temp_namespace
+from swarmkit_devcluster.testing import (
+    POD_SECURITY_LEVEL,
+    Kube,
+    apply_crds,
+    session_cluster,
+    temp_namespace,
+)
 
 HERE = Path(__file__).parent
 
@@ -60,7 +66,11 @@ def kube(cluster: LocalCluster) -> Iterator[Kube]:
 
 @pytest.fixture
 def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
-    with temp_namespace(kube, request.node.name) as ns:
+    """A fresh namespace enforcing Pod Security ``restricted`` (``pod_security`` marker:
+    another level, for tests whose hand-made pods exercise the node, not the operator)."""
+    marker = request.node.get_closest_marker("pod_security")
+    level = marker.args[0] if marker else POD_SECURITY_LEVEL
+    with temp_namespace(kube, request.node.name, pod_security=level) as ns:
         yield ns
 
 

@@ -409,3 +409,52 @@ def test_a_missing_token_secret_is_reported_and_serving_starts_once_it_exists(
         timeout=120,
         message=lambda: debug(kube, namespace, operator) + operator.tail(),
     )
+
+
+def test_a_missing_runtime_class_is_reported_then_the_gateway_runs_under_it_confined(
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    kb: RecordingHttpServer,
+) -> None:
+    """The Agent's runtimeClassName (overriding the Workspace's none) is checked before the
+    Deployment is applied; once the RuntimeClass exists the gateway serves under it, behind
+    a NetworkPolicy that takes its port only and names the apiserver (it opens Reviews)."""
+    from kubernetes import client
+
+    ns = namespace
+    rc_name = f"gw-sandbox-{ns}"
+    token_secret(kube, ns)
+    port = free_port()
+    for manifest in manifests(model.openai_base_url, kb.url, port):
+        if manifest["kind"] == "Agent":
+            manifest["spec"]["runtimeClassName"] = rc_name
+        apply(kube, ns, manifest)
+    wait_for(
+        lambda: condition(kube, ns) == ("False", "RuntimeClassNotFound"),
+        timeout=90,
+        message=lambda: debug(kube, ns, operator),
+    )
+    assert not kube.apps.list_namespaced_deployment(ns).items
+    node_api = client.NodeV1Api(kube.api_client)
+    node_api.create_runtime_class({"metadata": {"name": rc_name}, "handler": "runc"})
+    try:
+        wait_for(
+            lambda: serving(kube, ns),
+            timeout=120,
+            message=lambda: debug(kube, ns, operator) + operator.tail(),
+        )
+        deployment = kube.apps.read_namespaced_deployment("gw-coder", ns)
+        assert deployment.spec.template.spec.runtime_class_name == rc_name
+        policy = client.NetworkingV1Api(kube.api_client).read_namespaced_network_policy(
+            "gw-coder", ns
+        )
+        assert policy.metadata.owner_references[0].kind == "Agent"
+        assert policy.spec.pod_selector.match_labels == deployment.spec.selector.match_labels
+        assert [p.port for p in policy.spec.ingress[0].ports] == [port]
+        api_port = int(kube.api_client.configuration.host.rsplit(":", 1)[1])
+        opened = {p.port for rule in policy.spec.egress for p in rule.ports or ()}
+        assert api_port in opened  # the apiserver, named for the gateway's Reviews
+    finally:
+        node_api.delete_runtime_class(rc_name)

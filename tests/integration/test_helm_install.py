@@ -38,9 +38,11 @@ from swarmkit_devcluster.imagebuild import current_images_store, image_status
 from swarmkit_devcluster.paths import binary
 from swarmkit_devcluster.testing import (
     OWNER_FILE,
+    POD_SECURITY_LEVEL,
     TEMP_PREFIX,
     Kube,
     pod_pids,
+    pod_security_labels,
     reap_abandoned_clusters,
     wait_for,
 )
@@ -206,13 +208,17 @@ def release() -> Iterator[Release]:
     kube = Kube.from_kubeconfig(cluster.kubeconfig)
     rel = Release(cluster, kube, {"health": free_port(), "metrics": free_port()})
     try:
+        # Both namespaces enforce Pod Security restricted: the chart's operator pod and every
+        # pod it builds for the examples are admitted only if they comply.
+        restricted = pod_security_labels(POD_SECURITY_LEVEL)
+        kube.core.create_namespace({"metadata": {"name": SYSTEM_NS, "labels": restricted}})
         t0 = boottime()
         rel.helm(
-            "install", RELEASE, str(CHART), "-n", SYSTEM_NS, "--create-namespace",
+            "install", RELEASE, str(CHART), "-n", SYSTEM_NS,
             "--wait", "--timeout", "2m", *rel.values(),
         )  # fmt: skip
         rel.timings["helm install --wait"] = boottime() - t0
-        kube.core.create_namespace({"metadata": {"name": TEAM_NS}})
+        kube.core.create_namespace({"metadata": {"name": TEAM_NS, "labels": restricted}})
         wait_for(lambda: kube.core.read_namespaced_service_account("default", TEAM_NS), 30)
         manifests = "\n---\n".join(json.dumps(d) for d in example_docs())
         rel.kubectl(

@@ -61,9 +61,13 @@ OPERATOR_RULES: Grants = {
     "pods/log": frozenset({"get"}),
     "secrets": frozenset({"list", "watch"}),
     "events": frozenset({"create", "list"}),
+    # a NetworkPolicy per Run (created), per served Topology and gateway (applied, deleted)
+    "networkpolicies.networking.k8s.io": frozenset({"create", "patch", "delete"}),
 }
 CLUSTER_RULES: Grants = {
     "customresourcedefinitions.apiextensions.k8s.io": frozenset({"get", "list", "watch"}),
+    # does the runtimeClassName of a Workspace or Agent name a RuntimeClass?
+    "runtimeclasses.node.k8s.io": frozenset({"get"}),
 }
 NAMESPACE_DISCOVERY: Grants = {"namespaces": frozenset({"list", "watch"})}
 SWARMKIT_PLURALS = {"workspaces", "skills", "agents", "topologies", "runs", "reviews"}

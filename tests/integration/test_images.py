@@ -102,6 +102,7 @@ def _terminated(kube: Kube, ns: str, name: str) -> Any:
     return state()
 
 
+@pytest.mark.pod_security("privileged")  # a hand-made probe pod, not an operator-built one
 def test_runner_pod_sees_its_real_paths_in_the_runtime_image(kube: Kube, namespace: str) -> None:
     host_dev = sorted(os.listdir("/dev"))
     kube.core.create_namespaced_config_map(

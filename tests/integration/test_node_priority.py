@@ -17,7 +17,8 @@ import pytest
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, pod_pids, wait_for
 
-pytestmark = pytest.mark.integration
+# Hand-made pods that exercise the node and the control plane, not operator-built ones.
+pytestmark = [pytest.mark.integration, pytest.mark.pod_security("privileged")]
 
 
 def niceness(pid: int) -> int:

@@ -13,7 +13,8 @@ import pytest
 
 from swarmkit_devcluster.testing import Kube, wait_for
 
-pytestmark = pytest.mark.integration
+# Hand-made pods that exercise the node and the control plane, not operator-built ones.
+pytestmark = [pytest.mark.integration, pytest.mark.pod_security("privileged")]
 
 PY = "python:3.12-slim"  # no local root filesystem: a host-command container
 

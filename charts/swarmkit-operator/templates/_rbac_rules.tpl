@@ -83,6 +83,11 @@
 - apiGroups: [""]
   resources: [events]
   verbs: [create, list]
+# Run isolation: a NetworkPolicy per Run (owned by it), per served Topology and per Agent
+# gateway lets their pods reach only DNS and the declared destinations.
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [create, patch, delete]
 {{- end }}
 
 {{/* Cluster-scoped reads; the namespaces only when watching a list of them. */}}
@@ -91,6 +96,12 @@
 - apiGroups: [apiextensions.k8s.io]
   resources: [customresourcedefinitions]
   verbs: [get, list, watch]
+# A Workspace's or Agent's runtimeClassName must name a RuntimeClass: a missing one keeps
+# the Run Pending with reason RuntimeClassNotFound instead of a pod that the apiserver
+# refuses.
+- apiGroups: [node.k8s.io]
+  resources: [runtimeclasses]
+  verbs: [get]
 {{- if not (include "swarmkit-operator.clusterWide" .) }}
 # With watchNamespaces, kopf follows the namespaces.
 - apiGroups: [""]

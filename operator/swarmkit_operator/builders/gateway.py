@@ -45,7 +45,7 @@ from ..hashing import sha256_hex
 from . import MANAGED_BY, PINNED_ANNOTATION, RUN_LABEL
 from .bundle import RenderedBundle
 from .job import label_value
-from .pod import pod_template, runner_pod_spec
+from .pod import pod_template, runner_pod_spec, runtime_class
 from .workload import build_deployment, build_service, deployment_readiness, service_url
 
 GATEWAY_LABEL = "swarmkit.dev/gateway"
@@ -195,6 +195,7 @@ def workload(
         skill_mounts=rendered.skill_mounts,
         flow_data_keys=rendered.flow_data_keys,
         restart_policy="Always",
+        runtime_class_name=runtime_class(bundle),
         resource_override=spec.resources,
         extra_secret_env=[t.secret_key_ref for t in spec.auth.tokens],
         ports=[{"name": PORT_NAME, "containerPort": spec.port, "protocol": "TCP"}],

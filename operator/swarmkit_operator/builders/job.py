@@ -42,6 +42,7 @@ from .pod import (
     SkillMount,
     pod_template,
     runner_pod_spec,
+    runtime_class,
     runtime_defaults,
     secret_env,
     skill_directory,
@@ -258,6 +259,7 @@ def build_job(
         bundle_config_map=bundle_config_map,
         skill_mounts=skill_mounts,
         flow_data_keys=flow_data_keys,
+        runtime_class_name=runtime_class(bundle),
     )
     # A resumed stage also mounts its checkpoint and the decision (read-only).
     pod_spec["volumes"] += resume_volumes

@@ -35,6 +35,7 @@ from swarmkit_api.bundle import (
     SCRATCH_MOUNT,
     SKILLS_MOUNT,
     TERMINATION_LOG,
+    RunBundle,
     secret_env_name,
 )
 from swarmkit_api.common import ResourceRequirements, SecretKeyRef
@@ -84,6 +85,18 @@ def skill_directory(skill: str) -> str:
 
 def runtime_defaults(workspace: WorkspaceSpec) -> RuntimeDefaults:
     return workspace.runtime or RuntimeDefaults()
+
+
+def runtime_class(bundle: RunBundle) -> str | None:
+    """The RuntimeClass of the bundle's pods: its root agent's, else the Workspace's."""
+    name = bundle.target
+    if bundle.target_kind == "Topology":
+        topology = bundle.topologies.get(bundle.target)
+        name = topology.spec.root.agent_ref.name if topology is not None else ""
+    root = bundle.agents.get(name)
+    if root is not None and root.spec.runtime_class_name:
+        return root.spec.runtime_class_name
+    return runtime_defaults(bundle.workspace).runtime_class_name
 
 
 def workspace_image(workspace: WorkspaceSpec, config: OperatorConfig) -> str:
@@ -205,6 +218,7 @@ def runner_pod_spec(
     termination_grace_seconds: int = 15,
     service_account_name: str | None = None,
     api_access: bool = False,
+    runtime_class_name: str | None = None,
 ) -> dict[str, Any]:
     """The runner's pod spec. ``flow_data_keys`` maps bundle ConfigMap keys → flow data paths;
     ``probes`` holds ``readinessProbe``/``livenessProbe``/``startupProbe`` entries.
@@ -286,6 +300,8 @@ def runner_pod_spec(
     account = service_account_name or runtime.service_account_name
     if account:
         pod_spec["serviceAccountName"] = account
+    if runtime_class_name:
+        pod_spec["runtimeClassName"] = runtime_class_name
     return pod_spec
 
 

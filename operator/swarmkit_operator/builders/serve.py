@@ -42,7 +42,7 @@ from ..hashing import sha256_hex
 from . import MANAGED_BY, PINNED_ANNOTATION, RUN_LABEL, Verdict
 from .bundle import RenderedBundle
 from .job import TOPOLOGY_LABEL, TOPOLOGY_VERSION_LABEL, label_value
-from .pod import pod_template, runner_pod_spec
+from .pod import pod_template, runner_pod_spec, runtime_class
 from .workload import (
     build_deployment,
     build_service,
@@ -179,6 +179,7 @@ def build_serve_workload(
         skill_mounts=rendered.skill_mounts,
         flow_data_keys=rendered.flow_data_keys,
         restart_policy="Always",
+        runtime_class_name=runtime_class(rendered.bundle),
         resource_override=serve.resources,
         extra_env=[
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},

@@ -10,16 +10,22 @@ reconcile (or another operator process) knows which Job is current.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
-from swarmkit_api.conditions import REASON_JOB_LOST, REASON_VALIDATION_FAILED
+from swarmkit_api.conditions import (
+    REASON_JOB_LOST,
+    REASON_RUNTIME_CLASS_NOT_FOUND,
+    REASON_VALIDATION_FAILED,
+)
 from swarmkit_api.run import RunSpec
 
-from .. import k8s
+from .. import egress, k8s, sandbox
+from ..builders import RUN_LABEL, netpol
 from ..builders import bundle as bundles
 from ..builders import job as jobs
 from ..builders import run_status as rs
@@ -30,6 +36,9 @@ from .model import NO_POD_EVENTS_AFTER, RunView, error_line, run_ref
 from .resolve import Waiting
 from .state import RunState
 from .summaries import job_summary
+
+#: Event reason (Warning) on a Run whose declared destinations did not resolve.
+EVENT_EGRESS_UNRESOLVED = "EgressUnresolved"
 
 
 async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
@@ -49,17 +58,39 @@ async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
         await status.write(st, run, rs.pending(resolution.message))
         return resolution.recheck
     st.waiting.get(run.namespace, set()).discard(run.uid)
-    rendered = resolution.rendered
     ref = run_ref(run, spec)
     cm_name = jobs.bundle_config_map_name(run.name, run.uid)
     st.mark(run.uid, "resolved")
+    missing = await sandbox.missing_runtime_class(resolution.rendered.bundle)
+    if missing is not None:
+        verdict = rs.Verdict(
+            phase="Pending",
+            status="Unknown",
+            reason=REASON_RUNTIME_CLASS_NOT_FOUND,
+            message=missing,
+        )
+        await status.write(st, run, verdict)
+        return sandbox.RECHECK_SECONDS
+    rendered = await with_egress(resolution.rendered)
+    st.mark(run.uid, "egress_planned")
+    plan = rendered.bundle.egress
+    if plan is not None and plan.unresolved and run.uid not in st.start_attempts:
+        message = (
+            f"declared destination(s) {', '.join(plan.unresolved)} did not resolve when the "
+            "Run was rendered: its NetworkPolicy has no rule for them (list their addresses "
+            "in the Workspace's egress.allow)"
+        )
+        st.spawn(k8s.post_event(run.involved, "Warning", EVENT_EGRESS_UNRESOLVED, message))
     cm_manifest = bundles.build_bundle_config_map(ref, rendered)
     cm_path = k8s.core_path("configmaps", run.namespace)
     first = run.uid not in st.start_attempts and bundle_absent(st, run.namespace, cm_name)
     st.start_attempts.add(run.uid)
     if first:
         # Nothing was created for this Run before (the bundle index, pre-populated at
-        # start-up, does not know its bundle): create the bundle and the Job together.
+        # start-up, does not know its bundle): create the bundle and the Job together,
+        # after the NetworkPolicy (the pod never runs unconfined).
+        await ensure_policy(ref, rendered)
+        st.mark(run.uid, "policy_created")
         job_manifest = job_manifest_for(st, ref, rendered, cm_name, recreation=0)
         cm_task = asyncio.ensure_future(k8s.create_start_object(cm_path, cm_manifest))
         job_task = asyncio.ensure_future(
@@ -86,6 +117,32 @@ async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
     if created is None:  # an earlier attempt made it: the run keeps what it pinned then
         rendered = await st.resolver.existing_bundle(run.namespace, cm_name) or rendered
     return await create_job(st, run, ref, rendered, cm_name, recreation=0)
+
+
+async def with_egress(rendered: bundles.RenderedBundle) -> bundles.RenderedBundle:
+    """``rendered`` with its resolved egress plan pinned in the bundle (the runner checks
+    its connections against it; the NetworkPolicy is built from it)."""
+    plan = await egress.plan_for(rendered.bundle)
+    if plan is None:
+        return rendered
+    bundle = rendered.bundle.model_copy(update={"egress": plan})
+    return dataclasses.replace(rendered, bundle=bundle, bundle_json=bundle.to_json())
+
+
+async def ensure_policy(ref: jobs.RunRef, rendered: bundles.RenderedBundle) -> None:
+    """Create the Run's NetworkPolicy from the plan its bundle pins (none: policy none)."""
+    plan = rendered.bundle.egress
+    if plan is None:
+        return
+    manifest = netpol.build_network_policy(
+        name=jobs.job_name(ref.name, ref.uid),
+        namespace=ref.namespace,
+        owner=jobs.owner_reference(ref),
+        pod_selector={jobs.RUN_UID_LABEL: jobs.label_value(ref.uid)},
+        labels={RUN_LABEL: jobs.label_value(ref.name)},
+        egress_plan=plan,
+    )
+    await egress.create_run_policy(manifest)
 
 
 def bundle_absent(st: RunState, namespace: str, cm_name: str) -> bool:
@@ -128,6 +185,7 @@ async def create_job(
     extra: Mapping[str, Any] | None = None,
 ) -> float | None:
     """Create the Job of stage ``resume`` (recreation ``recreation``) and record it."""
+    await ensure_policy(ref, rendered)  # gone with a lost Job? the new one gets it back
     manifest = job_manifest_for(st, ref, rendered, cm_name, recreation, resume)
     created = await k8s.create_start_object(k8s.batch_path("jobs", run.namespace), manifest)
     return await record_job(

@@ -172,8 +172,12 @@ class HttpProvider:
         self._sleep = sleep
         import httpx  # only HTTP providers need it (runner start-up cost)
 
+        from .. import egress
+
         self._client: httpx.AsyncClient = httpx.AsyncClient(
-            headers=headers, timeout=httpx.Timeout(config.timeout_seconds)
+            headers=headers,
+            timeout=httpx.Timeout(config.timeout_seconds),
+            **egress.client_kwargs(),
         )
 
     async def aclose(self) -> None:

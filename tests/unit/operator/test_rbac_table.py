@@ -35,7 +35,11 @@ PATH_GROUPS = {
     "batch_path": "batch",
     "apps_path": "apps",
     "rbac_path": "rbac.authorization.k8s.io",
+    "networking_path": "networking.k8s.io",
+    "node_path": "node.k8s.io",
 }
+#: Path helpers of cluster-scoped resources: (plural, name), no namespace.
+CLUSTER_PATHS = {"node_path"}
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 #: Call sites whose resource is computed, not written at the call: what it can be, and why.
 DYNAMIC: dict[tuple[str, str], set[str]] = {
@@ -166,7 +170,8 @@ def _helpers() -> dict[str, Helper]:
                     resource = str(first.value)
                 elif isinstance(first, ast.Name) and first.id in params:
                     resource_param = params.index(first.id)
-                collection = collection or len(n.args) < 3
+                # (plural, namespace, name), or (plural, name) for a cluster-scoped one
+                collection = collection or len(n.args) < (2 if n.func.id in CLUSTER_PATHS else 3)
             if isinstance(n, ast.Constant) and n.value in ("/status", "/log"):
                 suffix = str(n.value)
         found[fn.name] = Helper(verbs, group, resource, resource_param, suffix, collection)

@@ -221,3 +221,13 @@ def test_serving_condition_follows_the_rollout() -> None:
     assert stale.reason == "RollingOut"
     zero = gw.serving(observed("v1", 0, 0, replicas=0), "v1")
     assert (zero.status, zero.reason) == ("False", "ScaledToZero")
+
+
+def test_runtime_class_reaches_the_gateway_pods() -> None:
+    render = rendered()
+    ws = render.bundle.workspace.model_copy(
+        update={"runtime": RuntimeDefaults.model_validate({"runtimeClassName": "gvisor"})}
+    )
+    render = dataclasses.replace(render, bundle=render.bundle.model_copy(update={"workspace": ws}))
+    _, deployment, _ = manifests(gateway_spec(), render)
+    assert deployment["spec"]["template"]["spec"]["runtimeClassName"] == "gvisor"

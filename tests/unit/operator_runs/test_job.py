@@ -192,3 +192,41 @@ def test_bundle_in_job_roundtrips() -> None:
     _run, rendered = example_bundle()
     again = RunBundle.model_validate(json.loads(rendered.bundle.to_json()))
     assert again == rendered.bundle
+
+
+def test_runtime_class_from_the_workspace_overridden_by_the_root_agent() -> None:
+    assert "runtimeClassName" not in _pod(_job())
+    assert _pod(_job(runtime={"runtimeClassName": "gvisor"}))["runtimeClassName"] == "gvisor"
+    run, rendered = example_bundle(workspace_patch={"runtime": {"runtimeClassName": "gvisor"}})
+    bundle = rendered.bundle
+    root = bundle.agents["coordinator"]  # the review-pipeline topology's root
+    kata = root.model_copy(
+        update={"spec": root.spec.model_copy(update={"runtime_class_name": "kata"})}
+    )
+    bundle = bundle.model_copy(update={"agents": {**bundle.agents, "coordinator": kata}})
+    job = build_job(
+        run=run.ref,
+        bundle=bundle,
+        skill_mounts=rendered.skill_mounts,
+        config=OperatorConfig(),
+        bundle_config_map=bundle_config_map_name(run.name, run.uid),
+        flow_data_keys=rendered.flow_data_keys,
+    )
+    assert _pod(job)["runtimeClassName"] == "kata"
+    # another (non-root) agent's choice does not apply to the Run's pod
+    other = bundle.agents["reviewer"]
+    gv = other.model_copy(
+        update={"spec": other.spec.model_copy(update={"runtime_class_name": "x"})}
+    )
+    bundle = bundle.model_copy(
+        update={"agents": {**bundle.agents, "reviewer": gv, "coordinator": root}}
+    )
+    job = build_job(
+        run=run.ref,
+        bundle=bundle,
+        skill_mounts=rendered.skill_mounts,
+        config=OperatorConfig(),
+        bundle_config_map=bundle_config_map_name(run.name, run.uid),
+        flow_data_keys=rendered.flow_data_keys,
+    )
+    assert _pod(job)["runtimeClassName"] == "gvisor"

@@ -145,3 +145,9 @@ def test_serving_condition() -> None:
     assert "version v1 keeps serving: the Topology is not Ready" in stale.message
     down, _ = serving_verdict(dep(0, 2, 2, "v2"), "v2")
     assert (down.status, down.reason) == ("False", "NoReadyReplicas")
+
+
+def test_runtime_class_reaches_the_served_pods() -> None:
+    _, r = example_bundle(workspace_patch={"runtime": {"runtimeClassName": "kata"}})
+    _, dep, _ = workload(r)
+    assert dep["spec"]["template"]["spec"]["runtimeClassName"] == "kata"
