@@ -124,6 +124,16 @@ class ServedRunner:
     def events(self, name: str) -> list[dict[str, Any]]:
         return [e for e in self.audit() if e.get("event") == name]
 
+    def events_after(self, name: str, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """The ``name`` events once at least ``count`` arrived (the process's stdout is read
+        by a thread: a line written before an answer may be read just after it)."""
+        deadline = time.monotonic() + timeout
+        found = self.events(name)
+        while len(found) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+            found = self.events(name)
+        return found
+
     def metrics(self) -> str:
         return httpx.get(f"{self.base_url}/metrics", timeout=5.0).text
 

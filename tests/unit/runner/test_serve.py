@@ -124,7 +124,7 @@ async def test_send_get_and_stream_with_the_sdk_client(replay_served: ServedRunn
     assert artifacts[0].parts[0].text == ANSWER
 
     # Each task ran the topology like a Run, with the caller's contextId as correlation id.
-    starts = replay_served.events("run.start")
+    starts = replay_served.events_after("run.start", 2)
     assert len(starts) == 2 and starts[0]["target"] == "oracle"
     assert starts[0]["correlation_id"] == "ctx-42" and starts[0]["run_id"] == task.id
     metrics = replay_served.metrics()
@@ -160,7 +160,7 @@ async def test_cancel_a_running_task_and_429_past_the_limit(tmp_path: Path) -> N
             assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
             cancelled = await client.cancel_task(CancelTaskRequest(id=task_id))
             assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
-            [end] = served.events("run.end")
+            [end] = served.events_after("run.end", 1)
             assert end["outcome"] == "Cancelled" and end["run_id"] == task_id
             assert len(served.events("run.start")) == 1  # the refused one never started
 
@@ -193,8 +193,8 @@ async def test_input_required_answered_by_a_second_message(tmp_path: Path) -> No
             done = event.task
             assert done.status.state == TaskState.TASK_STATE_COMPLETED
             assert done.artifacts[0].parts[0].text == "decided: yes, ship it"
-            [asked] = served.events("executor.input_request")
-            [answered] = served.events("executor.input_response")
+            [asked] = served.events_after("executor.input_request", 1)
+            [answered] = served.events_after("executor.input_response", 1)
             assert asked["skill"] == "deploy-check" and answered["answer"] == "yes, ship it"
             assert not served.events("review.requested")  # not parked: asked and resumed
 
@@ -231,6 +231,7 @@ async def test_our_runner_calls_the_served_topology_over_0_3_and_1_0(
     assert out.outcome == "Succeeded", out.result
     assert out.result["output"] == ANSWER
     [sent] = out.events("a2a.send")
+    replay_served.events_after("run.start", 1)
     [served_start] = [
         e for e in replay_served.events("run.start") if e["run_id"] == sent["task_id"]
     ]
