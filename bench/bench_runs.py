@@ -129,7 +129,7 @@ class Operator:
             cwd=REPO,
             start_new_session=True,
         )
-        wait_for(lambda: "runs controller started" in self.log.read_text(errors="replace"), 60)
+        wait_for(lambda: "swarmkit-operator started" in self.log.read_text(errors="replace"), 60)
 
     def stop(self) -> None:
         self.proc.terminate()

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import swarmkit_operator.handlers  # noqa: F401  (registers the index functions)
 from swarmkit_operator import k8s
 from swarmkit_operator.config import OperatorConfig
-from swarmkit_operator.indexes import INDEX_SPECS, Indexes
+from swarmkit_operator.handlers.root import wiring
 from swarmkit_operator.library import SkillLibrary
 from swarmkit_operator.webview import Sources, WebView
 
@@ -108,7 +108,7 @@ def free_port() -> int:
 
 
 async def pages(skills: int, requests: int, rounds: int) -> dict[str, Any]:
-    idx = Indexes(INDEX_SPECS)
+    idx = wiring().indexes()
     for i in range(skills):
         idx.update("skills", skill(i))
     for i in range(200):
@@ -173,7 +173,7 @@ async def writes() -> dict[str, Any]:
 
     k8s.put_config_map = put_config_map  # type: ignore[assignment]
     k8s.patch_status = patch_status  # type: ignore[assignment]
-    idx = Indexes(INDEX_SPECS)
+    idx = wiring().indexes()
     skills = [f"skill-{i:04d}" for i in range(10)]
     for i in range(10):
         idx.update("skills", skill(i))

@@ -1,15 +1,16 @@
-"""In-memory indexes over watched objects: registered at import, LISTed at start-up.
+"""In-memory indexes over watched objects: LISTed at start-up, kept current by events.
 
-An index function (registered with :func:`index`) maps one object to ``{key: value}``;
+An index function (marked with :func:`index`; the composition root collects the marks)
+maps one object to ``{key: value}``;
 :class:`Indexes` keeps, per index, key → {object uid: value}, so one object's entries can be
 replaced or dropped when it changes or goes. Both the reconcile loop
 (:mod:`swarmkit_operator.reconcile`) and the Runs controller read their inputs from here.
 
 :func:`populate` fills every index with one paged LIST at start-up (and again at resync,
-pruning what vanished); from then on the kopf watch handlers feed each event through
+pruning what vanished); from then on the watch streams' functions feed each event through
 :meth:`Indexes.update` / :meth:`Indexes.delete`. This module does not import kopf: for a
-resource no kind module watches, the kopf glue installs a watch through
-:func:`set_watch_installer`.
+resource no kind module watches (:data:`SELF_MAINTAINED`), the composition root adds a
+watch function keeping its indexes current.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from swarmkit_api import GROUP, VERSION
 
 from . import k8s
+from .marks import mark
 
 log = logging.getLogger("swarmkit_operator")
 
@@ -48,14 +51,18 @@ class Resource:
         )
 
 
-RESOURCES = {
-    "workspaces": Resource(GROUP, VERSION, "workspaces"),
-    "skills": Resource(GROUP, VERSION, "skills"),
-    "agents": Resource(GROUP, VERSION, "agents"),
-    "topologies": Resource(GROUP, VERSION, "topologies"),
-    "configmaps": Resource("", "v1", "configmaps"),
-    "secrets": Resource("", "v1", "secrets"),
-}
+#: The resources the kind modules watch anyway (read-only: an index over another resource
+#: names its group and version, see :func:`index`).
+RESOURCES: Mapping[str, Resource] = MappingProxyType(
+    {
+        "workspaces": Resource(GROUP, VERSION, "workspaces"),
+        "skills": Resource(GROUP, VERSION, "skills"),
+        "agents": Resource(GROUP, VERSION, "agents"),
+        "topologies": Resource(GROUP, VERSION, "topologies"),
+        "configmaps": Resource("", "v1", "configmaps"),
+        "secrets": Resource("", "v1", "secrets"),
+    }
+)
 IndexFn = Callable[..., Mapping[Any, Any]]
 
 
@@ -68,6 +75,12 @@ class IndexSpec:
     #: The function reads only ``metadata`` (names, labels, annotations): the start-up
     #: LIST can ask for metadata only when every index of the resource does.
     metadata_only: bool = False
+    #: How to LIST and watch the resource (its group and version).
+    source: Resource | None = None
+
+    @property
+    def listed(self) -> Resource:
+        return self.source or RESOURCES[self.resource]
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         for key, want in self.labels.items():
@@ -80,26 +93,8 @@ class IndexSpec:
         return ",".join(k if v is PRESENT else f"{k}={v}" for k, v in self.labels.items())
 
 
-INDEX_SPECS: list[IndexSpec] = []
-#: Resources whose kind module maintains the indexes from its own ``on.event`` handler.
+#: Resources whose kind module maintains the indexes from its own event function.
 SELF_MAINTAINED = frozenset(RESOURCES)
-
-#: Installs a watch keeping one index current (set by the kopf glue, handlers.common).
-WatchInstaller = Callable[[Resource, IndexSpec], None]
-_watch_installer: WatchInstaller | None = None
-
-
-def set_watch_installer(install: WatchInstaller) -> None:
-    """Use ``install`` for every index over a resource no kind module watches.
-
-    Indexes registered before this call get their watch now: whoever imports this module
-    first, no index is left without a watch.
-    """
-    global _watch_installer
-    _watch_installer = install
-    for spec in INDEX_SPECS:
-        if spec.resource not in SELF_MAINTAINED:
-            install(RESOURCES[spec.resource], spec)
 
 
 def index(
@@ -111,25 +106,24 @@ def index(
     version: str | None = None,
     metadata_only: bool = False,
 ) -> Callable[[IndexFn], IndexFn]:
-    """Register an index function, like ``@kopf.index`` but without kopf's start-up cost.
+    """Mark an index function, like ``@kopf.index`` but without kopf's start-up cost.
 
     ``fn(body=, meta=, spec=, status=, namespace=, name=, uid=, labels=, annotations=,
     logger=)`` returns ``{key: value}`` for one object. Read it with
     ``Controller.lookup(id, key)`` / ``lookup_all`` or ``Controller.indexes.view(id)`` (a
     mapping key → values, like a kopf index). For a resource other than the six the kind
-    modules watch anyway, pass ``group``/``version``: the watch installer registers an
-    ``on.event`` handler keeping the index current right here, so before any handler the
-    caller registers later (``handlers.common`` sets the installer when it is imported).
+    modules watch anyway (:data:`RESOURCES`), pass ``group``/``version``: the composition
+    root then watches it with a function keeping its indexes current, which runs before
+    every other function of that watch.
     """
+    if resource in RESOURCES:
+        source = RESOURCES[resource]
+    else:
+        source = Resource(group or "", version or "v1", resource)
+    spec_of = dict(labels or {})
 
     def register(fn: IndexFn) -> IndexFn:
-        if resource not in RESOURCES:
-            RESOURCES[resource] = Resource(group or "", version or "v1", resource)
-        spec = IndexSpec(id, resource, fn, dict(labels or {}), metadata_only)
-        INDEX_SPECS.append(spec)
-        if resource not in SELF_MAINTAINED and _watch_installer is not None:
-            _watch_installer(RESOURCES[resource], spec)
-        return fn
+        return mark(fn, IndexSpec(id, resource, fn, spec_of, metadata_only, source))
 
     return register
 
@@ -153,8 +147,11 @@ class Indexes:
 
     def __init__(self, specs: Iterable[IndexSpec]) -> None:
         self.specs: dict[str, list[IndexSpec]] = {}
+        #: plural → how to LIST it.
+        self.resources: dict[str, Resource] = {}
         for spec in specs:
             self.specs.setdefault(spec.resource, []).append(spec)
+            self.resources.setdefault(spec.resource, spec.listed)
         self.data: dict[str, dict[Any, dict[str, Any]]] = {
             spec.id: {} for specs in self.specs.values() for spec in specs
         }
@@ -350,7 +347,7 @@ async def populate(
         try:
             for selector in dict.fromkeys(selectors):
                 listed = await list_all(
-                    RESOURCES[resource], namespaces, selector, metadata_only, listings
+                    indexes.resources[resource], namespaces, selector, metadata_only, listings
                 )
                 for item in listed:
                     indexes.update(resource, item)

@@ -107,7 +107,7 @@ class OperatorProcess:
             self._supervisor = threading.Thread(target=self._supervise, daemon=True)
             self._supervisor.start()
         wait_for(
-            lambda: "runs controller started" in self.log().rsplit("===== start #", 1)[-1],
+            lambda: "swarmkit-operator started" in self.log().rsplit("===== start #", 1)[-1],
             30,
             message=lambda: f"the operator to start; log:\n{self.tail()}",
         )

@@ -22,7 +22,8 @@ from swarmkit_operator.builders import (
     PINNED_ANNOTATION,
     RUN_LABEL,
 )
-from swarmkit_operator.indexes import INDEX_SPECS, Indexes, populate
+from swarmkit_operator.handlers.root import wiring
+from swarmkit_operator.indexes import populate
 
 BIG = "x" * 200_000
 
@@ -67,7 +68,7 @@ async def test_config_maps_are_listed_as_metadata_and_indexed_alike(
     for cm in (rendered, bundle):
         kube.core.create_namespaced_config_map(namespace, cm)
 
-    indexes = Indexes(INDEX_SPECS)
+    indexes = wiring().indexes()
     took = await populate(indexes, [namespace])
 
     assert "configmaps" in took and "skills" in took

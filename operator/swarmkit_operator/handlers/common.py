@@ -1,22 +1,18 @@
-"""Shared kopf glue: operator settings, start-up and shutdown, the ConfigMap watch.
+"""Shared kopf glue: kopf's settings and the ConfigMap watch.
 
 The reconcile machinery itself lives outside the handlers, without kopf: the indexes
 (:mod:`swarmkit_operator.indexes`), the work queue, the controller, status writes and
 garbage collection (:mod:`swarmkit_operator.reconcile`, whose docstring tells how
-reconciling works). This module wires it to kopf: the start-up handler configures kopf and
-starts the :class:`Controller` (kept in kopf's memo), the cleanup handler stops it, a probe
-reports on it, and the watch handlers feed ConfigMap events (and those of any resource an
-index needs but no kind module watches) into the indexes.
+reconciling works). The composition root (:mod:`.root`) builds and starts it; this module
+gives it kopf's settings (:func:`configure_kopf`) and the ConfigMap events' function.
 
 Every name the handler modules used to import from here is still importable from here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,11 +20,8 @@ import kopf
 
 from swarmkit_api import GROUP, VERSION
 
-from .. import k8s, metrics
 from ..builders import COMPONENT_LABEL, MANAGED_BY, RUN_LABEL
-from ..config import load_config
 from ..indexes import (
-    INDEX_SPECS,
     PRESENT,
     RESOURCES,
     SELF_MAINTAINED,
@@ -39,10 +32,8 @@ from ..indexes import (
     index,
     list_all,
     populate,
-    set_watch_installer,
 )
 from ..reconcile.controller import (
-    RECONCILERS,
     Controller,
     Deferred,
     Reconciler,
@@ -66,7 +57,6 @@ from ..reconcile.views import (
     count_objects,
 )
 from ..reconcile.workqueue import PRIORITY, Key, WorkQueue
-from ..runtime import Manager, lease_settings_from_env, manager_of
 from .events import on_event
 
 log = logging.getLogger("swarmkit_operator")
@@ -78,13 +68,11 @@ _same = same_status
 __all__ = [
     "COMPONENT_KINDS",
     "GROUP",
-    "INDEX_SPECS",
     "KOPF_STATUS_FIELD",
     "MISSING",
     "PLURALS",
     "PRESENT",
     "PRIORITY",
-    "RECONCILERS",
     "RESOURCES",
     "SELF_MAINTAINED",
     "VERSION",
@@ -104,7 +92,7 @@ __all__ = [
     "collect_garbage",
     "condition_status",
     "config_map_event",
-    "configure",
+    "configure_kopf",
     "controller_of",
     "count_objects",
     "describe",
@@ -112,41 +100,11 @@ __all__ = [
     "list_all",
     "pinned_config_maps",
     "populate",
-    "probe_queue",
     "reconciler",
     "rendered_config_map_names",
     "rendered_config_maps",
     "same_status",
-    "shutdown",
 ]
-
-
-# --- index watches for resources no kind module watches -------------------------------------
-
-
-def _watch_for_index(resource: Resource, spec: IndexSpec) -> None:
-    plural = resource.plural
-
-    async def maintain_index(
-        type: str | None, body: kopf.Body, uid: str, memo: kopf.Memo, **_: Any
-    ) -> None:
-        ctl = controller_of(memo)
-        if ctl is None:
-            return
-        if type == "DELETED":
-            ctl.indexes.delete(plural, uid)
-        else:
-            ctl.indexes.update(plural, body)
-
-    # The stream's one dispatcher (see events.py) calls it first, as it is registered first;
-    # a labelled index gets the stream of its label selector.
-    key = (resource.group, resource.version, plural) if resource.group else ("v1", plural)
-    on_event(*key, labels=spec.labels or None)(maintain_index)
-
-
-# Installed on import, so an ``@index`` of a module importing from here gets its watch
-# registered at once, before that module's own handlers.
-set_watch_installer(_watch_for_index)
 
 
 # --- operator settings and lifecycle --------------------------------------------------------
@@ -181,9 +139,8 @@ class _QuietSuccess(logging.Filter):
         return not (record.levelno <= logging.INFO and str(record.msg).endswith("succeeded."))
 
 
-@kopf.on.startup()
-async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -> None:
-    """Settings, the API client, the work queue and its workers."""
+def configure_kopf(settings: kopf.OperatorSettings) -> None:
+    """kopf's settings for an operator whose events come through its own streams."""
     # Never write annotations on user objects (Argo CD would see drift): kopf keeps any
     # bookkeeping in status.kopf. No handler here uses it, but a future one might.
     settings.persistence.progress_storage = kopf.StatusProgressStorage(
@@ -213,75 +170,6 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
             # warnings and errors still log. --verbose keeps the filter only.
             objects.setLevel(logging.WARNING)
     settings.process.ultimate_exiting_timeout = 30
-
-    config = load_config()
-    workers = int(os.environ.get("SWARMKIT_WORKERS", "16"))
-    k8s.configure(workers=workers + 4)
-    namespaces = tuple(
-        n for n in os.environ.get("SWARMKIT_WATCH_NAMESPACES", "").split(",") if n.strip()
-    ) or tuple(config.watch_namespaces)
-    ctl = Controller(
-        config=config,
-        namespaces=namespaces,
-        workers=workers,
-        gc_grace=_env_float("SWARMKIT_GC_GRACE_SECONDS", 10.0),
-        resync_seconds=_env_float("SWARMKIT_RESYNC_SECONDS", 600.0),
-    )
-    started = time.monotonic()
-    took = await populate(ctl.indexes, namespaces, listings=ctl.listings)
-    log.info(
-        "indexes pre-populated in %.2fs (%s): %s",
-        time.monotonic() - started,
-        ", ".join(f"{r} {s:.2f}s" for r, s in sorted(took.items(), key=lambda x: -x[1])),
-        ", ".join(f"{k}={len(v)}" for k, v in sorted(ctl.indexes.data.items())),
-    )
-    memo.swarmkit = ctl
-    # The manager starts the writers (ctl.start() among them) once this replica leads.
-    try:
-        lease = lease_settings_from_env(os.environ)
-    except ValueError as exc:
-        raise kopf.PermanentError(str(exc)) from exc
-    manager = Manager.build(lease)
-    manager.controller = ctl
-    ctl.leadership = manager.leadership
-    memo.manager = manager
-    metrics.set_object_counts(lambda: count_objects(ctl))
-    # Objects deleted between this LIST and kopf's first LIST never send DELETED: drop them
-    # once kopf has surely listed everything (and again at every resync).
-    ctl.tasks.append(asyncio.create_task(ctl.prune_later(30.0), name="swarmkit-prune"))
-    log.info(
-        "swarmkit-operator started: %d workers, script execution %s, %d pinned script(s)",
-        workers,
-        "allowed" if config.allow_script_execution else "disabled",
-        len(config.allowed_scripts),
-    )
-
-
-@kopf.on.cleanup()
-async def shutdown(memo: kopf.Memo, **_: Any) -> None:
-    """Graceful shutdown: hand the lease over, finish in-flight reconciles, flush Events,
-    close the client."""
-    manager = manager_of(memo)
-    if manager is not None:
-        await manager.stop()
-    ctl = controller_of(memo)
-    if ctl is not None:
-        await ctl.stop()
-    await k8s.close_streams()
-    metrics.set_object_counts(None)
-    k8s.shutdown()
-
-
-@kopf.on.probe(id="workqueue")
-def probe_queue(memo: kopf.Memo, **_: Any) -> dict[str, int]:
-    """Liveness detail: queue depth and live workers (the probe fails if all died)."""
-    ctl = controller_of(memo)
-    if ctl is None:
-        return {"depth": 0, "workers": 0}
-    alive = sum(1 for t in ctl.tasks if not t.done())
-    if ctl.tasks and alive == 0:
-        raise RuntimeError("every reconcile worker has stopped")
-    return {"depth": len(ctl.queue), "busy": ctl.queue.busy, "workers": alive}
 
 
 # --- ConfigMaps: rendered ones, run bundles' pins, and users' (skill files, flow data) -----

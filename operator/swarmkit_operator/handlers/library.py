@@ -1,17 +1,14 @@
 """kopf wiring of the skill library and the read-only web view.
 
-Thin: an index keeps the Skill fields the pages show; the start-up handler (after the
-shared one and the Runs one, which it builds on) loads the library's ConfigMaps, sees every
-indexed object once, starts the batched flush and, with ``--web-view HOST:PORT``
-(``$SWARMKIT_WEB_VIEW``), the web view; the watch handlers pass each Skill, Agent and Run
-event on. What happens then is in :mod:`swarmkit_operator.library` and
-:mod:`swarmkit_operator.webview`.
+Thin: an index keeps the Skill fields the pages show; the composition root (:mod:`.root`)
+loads the library's ConfigMaps, sees every indexed object once, and, with ``--web-view
+HOST:PORT`` (``$SWARMKIT_WEB_VIEW``), serves the web view; the manager starts the batched
+flush in the leader; the watch functions here pass each Skill, Agent and Run event on.
+What happens then is in :mod:`swarmkit_operator.library` and :mod:`swarmkit_operator.webview`.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 from typing import Any
 
 import kopf
@@ -22,28 +19,17 @@ from ..indexes import index
 from ..library import SkillLibrary
 from ..reconcile.controller import controller_of
 from ..runtime import manager_of
-from ..webview import Sources, WebView, parse_address
 from ..webview.pages import SKILL_SPECS
 from .events import on_event
 
-log = logging.getLogger("swarmkit_operator.library")
-
-WEB_VIEW_ENV = "SWARMKIT_WEB_VIEW"
-FLUSH_ENV = "SWARMKIT_LIBRARY_FLUSH_SECONDS"
 #: Longest instructions body kept in memory for the skill page.
 MAX_INSTRUCTIONS = 64 * 1024
 
-_library: SkillLibrary | None = None
-_web_view: WebView | None = None
 
-
-def library() -> SkillLibrary | None:
-    """The running skill library (None before start-up)."""
-    return _library
-
-
-def web_view() -> WebView | None:
-    return _web_view
+def _library(memo: Any) -> SkillLibrary | None:
+    """The skill library (None before the composition root built it)."""
+    manager = manager_of(memo)
+    return manager.library if manager is not None else None
 
 
 @index("skills", id=SKILL_SPECS)
@@ -81,54 +67,11 @@ def library_skill_specs(
     }
 
 
-@kopf.on.startup()
-async def library_startup(memo: kopf.Memo, **_: Any) -> None:
-    global _library, _web_view
-    ctl = controller_of(memo)
-    if ctl is None:
-        raise RuntimeError("the shared start-up (handlers/common.py) must run first")
-
-    def pending(namespace: str, name: str) -> bool:
-        key = ("Skill", namespace, name)
-        return ctl.pending(key, ctl.lookup("skill_views", (namespace, name)))
-
-    lib = SkillLibrary(
-        ctl.config,
-        ctl.indexes,
-        ctl.namespaces,
-        flush_seconds=float(os.environ.get(FLUSH_ENV, "2.0")),
-        pending=pending,
-    )
-    await lib.load()
-    lib.seed()
-    _library = lib
-    manager = manager_of(memo)
-    if manager is not None:
-        manager.library = lib  # its flush starts once this replica leads
-    address = os.environ.get(WEB_VIEW_ENV, "")
-    if address:
-        host, port = parse_address(address)
-        view = WebView(Sources(ctl.indexes, lib))
-        await view.start(host, port)
-        _web_view = view
-
-
-@kopf.on.cleanup()
-async def library_cleanup(**_: Any) -> None:
-    global _library, _web_view
-    if _web_view is not None:
-        await _web_view.stop()
-        _web_view = None
-    if _library is not None:
-        await _library.stop()
-        _library = None
-
-
 @on_event(GROUP, VERSION, "skills")
 async def library_skill_event(
-    type: str | None, body: kopf.Body, namespace: str | None, name: str, **_: Any
+    type: str | None, body: kopf.Body, namespace: str | None, name: str, memo: Any, **_: Any
 ) -> None:
-    lib = _library
+    lib = _library(memo)
     if lib is None or namespace is None:
         return
     if type == "DELETED":
@@ -146,7 +89,7 @@ async def library_agent_event(
     memo: kopf.Memo,
     **_: Any,
 ) -> None:
-    lib = _library
+    lib = _library(memo)
     ctl = controller_of(memo)
     if lib is None or ctl is None or namespace is None:
         return
@@ -163,9 +106,14 @@ async def library_agent_event(
 
 @on_event(GROUP, VERSION, "runs")
 async def library_run_event(
-    type: str | None, body: kopf.Body, namespace: str | None, uid: str | None, **_: Any
+    type: str | None,
+    body: kopf.Body,
+    namespace: str | None,
+    uid: str | None,
+    memo: Any,
+    **_: Any,
 ) -> None:
-    lib = _library
+    lib = _library(memo)
     if lib is None or namespace is None or not uid or type == "DELETED":
         return
     lib.run_seen(namespace, uid, body.get("status") or {})

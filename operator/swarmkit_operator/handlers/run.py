@@ -2,7 +2,7 @@
 
 Thin on purpose: the index functions keep small summaries of Runs, of the Jobs and pods
 labelled with a Run's uid, and of Topologies, Agents, Skills and Workspaces
-(:mod:`swarmkit_operator.runs.summaries`); the start-up handler builds the
+(:mod:`swarmkit_operator.runs.summaries`); the composition root (:mod:`.root`) builds the
 :class:`~swarmkit_operator.runs.RunController` over those indexes; every watch event only
 *kicks* the Run it concerns (or, for a change to a target kind, the Runs of the namespace
 waiting for their target). What a reconcile does is in :mod:`swarmkit_operator.runs`.
@@ -10,26 +10,21 @@ waiting for their target). What a reconcile does is in :mod:`swarmkit_operator.r
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any
 
-import kopf
-
-from .. import k8s
 from ..builders import job as jobs
 from ..runs import Indexes, RunController, RunView, summaries
 from ..runs.model import AGENTS, GROUP, RUNS, SKILLS, TOPOLOGIES, TRACE, VERSION, WORKSPACES
 from ..runtime import manager_of
-from .common import PRESENT, controller_of, index
+from .common import PRESENT, index
 from .events import on_event
 
-_controller: RunController | None = None
 
-
-def controller() -> RunController | None:
-    """The running controller (None before start-up)."""
-    return _controller
+def _runs(memo: Any) -> RunController | None:
+    """The Runs controller (None before the composition root built it)."""
+    manager = manager_of(memo)
+    return manager.runs if manager is not None else None
 
 
 # The indexes use the shared index machinery of handlers/common.py (filled by a paged LIST at
@@ -99,59 +94,26 @@ def runs_workspaces(
     return {(namespace, name): summaries.workspace_summary(body)}
 
 
-@kopf.on.startup()
-async def runs_startup(
-    settings: kopf.OperatorSettings,
-    memo: Any,
-    logger: logging.Logger | logging.LoggerAdapter[Any],
-    **kwargs: Any,
-) -> None:
-    global _controller
-    shared = controller_of(memo)
-    if shared is None:
-        raise RuntimeError("the shared start-up (handlers/common.py) must run first")
-    config = shared.config
-    k8s.configure()  # a no-op: the shared start-up configured the client already
-    view = shared.indexes.view
-    indexes = Indexes(
-        runs=view("runs_by_uid"),
-        jobs=view("runs_jobs_by_run"),
-        pods=view("runs_pods_by_run"),
-        topologies=view("runs_topologies"),
-        agents=view("runs_agents"),
-        skills=view("runs_skills"),
-        workspaces=view("runs_workspaces"),
-        bundles=view("pinned_config_maps") if "pinned_config_maps" in shared.indexes.data else None,
-        reviews=view("runs_reviews_by_run"),
-        skill_reviews=view("skill_reviews") if "skill_reviews" in shared.indexes.data else None,
-    )
-    _controller = RunController(config, indexes)
-    # Its reconciles (and the scheduler and retention loops) wait for ``ready``, which the
-    # manager sets once this replica leads.
-    manager = manager_of(memo)
-    if manager is not None:
-        manager.runs = _controller
-    logger.info("runs controller started (max %d Job recreations)", config.max_job_recreations)
-
-
 @on_event(*RUNS)
-async def runs_on_run_event(uid: str | None, **_: Any) -> None:
-    ctl = _controller
+async def runs_on_run_event(uid: str | None, memo: Any, **_: Any) -> None:
+    ctl = _runs(memo)
     if ctl is not None and uid:
         ctl.kick(uid)
 
 
 # Only our Jobs and pods (a server-side label selector), not every pod of the cluster.
 @on_event("batch", "v1", "jobs", labels={jobs.RUN_UID_LABEL: PRESENT})
-async def runs_on_job_event(labels: Mapping[str, str], **_: Any) -> None:
-    ctl = _controller
+async def runs_on_job_event(labels: Mapping[str, str], memo: Any, **_: Any) -> None:
+    ctl = _runs(memo)
     if ctl is not None:
         ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
 
 
 @on_event("v1", "pods", labels={jobs.RUN_UID_LABEL: PRESENT})
-async def runs_on_pod_event(labels: Mapping[str, str], status: Mapping[str, Any], **_: Any) -> None:
-    ctl = _controller
+async def runs_on_pod_event(
+    labels: Mapping[str, str], status: Mapping[str, Any], memo: Any, **_: Any
+) -> None:
+    ctl = _runs(memo)
     if ctl is not None:
         uid = str(labels.get(jobs.RUN_UID_LABEL, ""))
         if TRACE and uid and status.get("phase") in ("Succeeded", "Failed"):
@@ -160,9 +122,9 @@ async def runs_on_pod_event(labels: Mapping[str, str], status: Mapping[str, Any]
 
 
 @on_event(GROUP, VERSION, "reviews", labels={jobs.RUN_UID_LABEL: PRESENT})
-async def runs_on_review_event(labels: Mapping[str, str], **_: Any) -> None:
+async def runs_on_review_event(labels: Mapping[str, str], memo: Any, **_: Any) -> None:
     # A decision (or the operator's own status write) on a parked Run's Review.
-    ctl = _controller
+    ctl = _runs(memo)
     if ctl is not None:
         ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
 
@@ -171,11 +133,11 @@ async def runs_on_review_event(labels: Mapping[str, str], **_: Any) -> None:
 @on_event(*AGENTS)
 @on_event(*SKILLS)
 @on_event(*WORKSPACES)
-async def runs_on_target_event(namespace: str | None, **_: Any) -> None:
-    ctl = _controller
+async def runs_on_target_event(namespace: str | None, memo: Any, **_: Any) -> None:
+    ctl = _runs(memo)
     if ctl is not None:
         ctl.kick_waiting(namespace)
 
 
 # Re-exported: the names this module offered before the controller moved to runs/.
-__all__ = ["GROUP", "VERSION", "Indexes", "RunController", "RunView", "controller"]
+__all__ = ["GROUP", "VERSION", "Indexes", "RunController", "RunView"]

@@ -17,7 +17,6 @@ from ..library.records import granted_by_field
 from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
 from ..reconcile.views import MISSING, base_view
 from .events import on_event
-from .library import library as skill_library
 
 
 def _implementation(body: Any) -> dict[str, Any]:
@@ -163,9 +162,8 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
         **render.status_fields(),
         "grantedBy": granted_by_field(granting_agents(ctl, namespace, name)),
     }
-    lib = skill_library()
-    if lib is not None:  # usage rides along (the library's flush skips a pending Skill)
-        fields["usage"] = lib.usage_field(namespace, name)
+    if ctl.skill_usage is not None:  # the library's: rides along (its flush skips a pending Skill)
+        fields["usage"] = ctl.skill_usage(namespace, name)
     written = await ctl.write_status(
         "Skill",
         namespace,

@@ -33,7 +33,6 @@ from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
 from .agent import workspace_view
 from .events import on_event
-from .run import controller as runs_controller
 from .skill import granting_agents
 
 V = TypeVar("V")
@@ -244,10 +243,9 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
     verdicts = list(render.verdicts)
     ready = any(v.type == READY and v.status == "True" for v in verdicts)
     if accepted and (view["spec"].get("serve") is not None or "serving" in view["status"]):
-        runs = runs_controller()
         served = await serving.reconcile_serving(
             ctl,
-            runs.state.resolver if runs is not None else None,
+            ctl.resolver,
             ctl.config,
             namespace,
             name,

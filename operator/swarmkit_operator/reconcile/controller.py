@@ -2,8 +2,9 @@
 
 :class:`Controller` owns the shared in-process state (indexes, queue, what was written
 and is not yet observed, who defers on whom) and the loop: workers, the Event poster and
-the periodic resync. Kind modules register their reconcilers with :func:`reconciler`; the
-kopf glue creates one controller at start-up and keeps it in kopf's memo.
+the periodic resync. Kind modules mark their reconcilers with :func:`reconciler`; the
+composition root (``handlers/root.py``) collects them and builds one controller at
+start-up, kept in kopf's memo.
 """
 
 from __future__ import annotations
@@ -15,17 +16,21 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import k8s, metrics
 from ..builders import Verdict
 from ..config import OperatorConfig
-from ..indexes import INDEX_SPECS, Indexes, Listing, populate
+from ..indexes import Indexes, Listing, populate
+from ..marks import mark
 from ..runtime.leader import Leadership
 from .status import same_status
 from .status import write_status as _write_status
 from .views import MISSING, VIEW_INDEXES
 from .workqueue import Key, WorkQueue
+
+if TYPE_CHECKING:  # annotation only: the Runs controller sits above this layer
+    from ..runs.resolve import Resolver
 
 log = logging.getLogger("swarmkit_operator")
 
@@ -40,13 +45,20 @@ class Deferred(Exception):
 
 #: ``fn(ctl, namespace, name, force)`` → outcome label; ``force`` once deferring took too long.
 Reconciler = Callable[["Controller", str, str, bool], Awaitable[str]]
-RECONCILERS: dict[str, Reconciler] = {}
+
+
+@dataclass(frozen=True)
+class ReconcilerMark:
+    """``fn`` reconciles the work queue's keys of ``kind``."""
+
+    kind: str
 
 
 def reconciler(kind: str) -> Callable[[Reconciler], Reconciler]:
+    """Mark ``fn`` as the reconciler of ``kind`` (the composition root collects it)."""
+
     def register(fn: Reconciler) -> Reconciler:
-        RECONCILERS[kind] = fn
-        return fn
+        return mark(fn, ReconcilerMark(kind))
 
     return register
 
@@ -65,7 +77,9 @@ class Controller:
     """The in-process reconcile machinery shared by the handlers (kept in kopf's memo)."""
 
     config: OperatorConfig
-    indexes: Indexes = field(default_factory=lambda: Indexes(INDEX_SPECS))
+    indexes: Indexes = field(default_factory=lambda: Indexes(()))
+    #: kind → its reconciler (the composition root's, from the marks it collected).
+    reconcilers: Mapping[str, Reconciler] = field(default_factory=dict)
     namespaces: tuple[str, ...] = ()
     workers: int = 16
     defer_delay: float = 1.0
@@ -92,6 +106,11 @@ class Controller:
     caches: dict[Any, Any] = field(default_factory=dict)
     #: The start-up's LISTs, until the watch streams start from them (then emptied).
     listings: list[Listing] = field(default_factory=list)
+    #: How a served Topology resolves its target, as a Run would (the Runs controller's:
+    #: set by the composition root).
+    resolver: Resolver | None = None
+    #: A Skill's ``status.usage`` (the skill library's, set by the composition root).
+    skill_usage: Callable[[str, str], Any] | None = None
     #: Whether this replica leads (a standby posts no Events: its workers do not run).
     leadership: Leadership = field(default_factory=Leadership.always)
 
@@ -270,7 +289,7 @@ class Controller:
 
     async def _process(self, key: Key) -> None:
         kind, namespace, name = key
-        fn = RECONCILERS.get(kind)
+        fn = self.reconcilers.get(kind)
         if fn is None:
             return
         started = time.monotonic()

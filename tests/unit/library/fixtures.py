@@ -7,11 +7,12 @@ import uuid
 from typing import Any
 
 import swarmkit_operator.handlers  # noqa: F401  (registers every index function)
-from swarmkit_operator.indexes import INDEX_SPECS, Indexes
+from swarmkit_operator.handlers.root import wiring
+from swarmkit_operator.indexes import Indexes
 
 
 def indexes() -> Indexes:
-    return Indexes(INDEX_SPECS)
+    return wiring().indexes()
 
 
 def _meta(name: str, namespace: str, uid: str | None = None) -> dict[str, Any]:

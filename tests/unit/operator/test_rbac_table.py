@@ -301,22 +301,16 @@ def code_calls() -> Iterator[Call]:
 
 def watched_calls() -> Iterator[Call]:
     """What the watch streams, the indexes and kopf list and watch."""
-    from swarmkit_operator import handlers  # registers every index, event function, handler
-    from swarmkit_operator.handlers import events
-    from swarmkit_operator.indexes import INDEX_SPECS, RESOURCES
+    from swarmkit_operator.handlers import root
 
-    del handlers
-    for key, selector in events.streams():
-        # the operator's own functions (other unit tests register examples in the registry)
-        functions = events.registered(*key, selector=selector)
-        if not any(f.__module__.startswith("swarmkit_operator.") for f in functions):
-            continue
+    wired = root.wiring()
+    for key, selector in wired.events.streams():
         group = "" if len(key) == 2 else key[0]
         for verb in ("list", "watch"):
-            yield Call(group, key[-1], verb, f"handlers/streams.py {selector}")
-    for spec in INDEX_SPECS:
+            yield Call(group, key[-1], verb, f"handlers/root.py {selector}")
+    for spec in wired.index_specs:
         for verb in ("list", "watch"):
-            yield Call(RESOURCES[spec.resource].group, spec.resource, verb, f"index {spec.id}")
+            yield Call(spec.listed.group, spec.resource, verb, f"index {spec.id}")
     # kopf follows the CRDs, and the namespaces when given a list of them
     for verb in ("get", "list", "watch"):
         yield Call("apiextensions.k8s.io", "customresourcedefinitions", verb, "kopf")

@@ -16,8 +16,11 @@ import pytest
 
 from swarmkit_operator import k8s
 from swarmkit_operator.config import OperatorConfig
+from swarmkit_operator.handlers.root import wiring
 from swarmkit_operator.handlers.skill import reconcile_skill_grants
-from swarmkit_operator.reconcile.controller import Controller, Deferred
+from swarmkit_operator.reconcile.controller import Deferred
+
+WIRED = wiring()
 
 NS = "ns"
 
@@ -56,7 +59,7 @@ def patches(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 async def test_grants_wait_for_the_first_reconcile_write_then_correct_it(
     patches: list[dict[str, Any]],
 ) -> None:
-    ctl = Controller(config=OperatorConfig())
+    ctl = WIRED.controller(OperatorConfig())
     key = ("Skill", NS, "s")
     ctl.indexes.update("skills", skill())
     ctl.indexes.update("agents", agent("a1"))
@@ -78,7 +81,7 @@ async def test_grants_wait_for_the_first_reconcile_write_then_correct_it(
 async def test_grants_wait_while_the_skill_reconcile_is_queued_or_running(
     patches: list[dict[str, Any]],
 ) -> None:
-    ctl = Controller(config=OperatorConfig())
+    ctl = WIRED.controller(OperatorConfig())
     ctl.indexes.update("skills", skill())
     ctl.queue.add(("Skill", NS, "s"))
     with pytest.raises(Deferred):
@@ -92,7 +95,7 @@ async def test_grants_wait_while_the_skill_reconcile_is_queued_or_running(
 async def test_a_skill_never_reconciled_is_left_to_its_own_reconcile_when_forced(
     patches: list[dict[str, Any]],
 ) -> None:
-    ctl = Controller(config=OperatorConfig())
+    ctl = WIRED.controller(OperatorConfig())
     ctl.indexes.update("skills", skill())
     assert await reconcile_skill_grants(ctl, NS, "s", True) == "gone"
     assert await reconcile_skill_grants(ctl, NS, "missing", False) == "gone"
@@ -102,7 +105,7 @@ async def test_a_skill_never_reconciled_is_left_to_its_own_reconcile_when_forced
 async def test_a_settled_skill_gets_only_the_grants_written(
     patches: list[dict[str, Any]],
 ) -> None:
-    ctl = Controller(config=OperatorConfig())
+    ctl = WIRED.controller(OperatorConfig())
     settled = {"observedGeneration": 1, "grantedBy": {"count": 1, "agents": ["a1"]}}
     ctl.indexes.update("skills", skill(settled))
     ctl.indexes.update("agents", agent("a1"))

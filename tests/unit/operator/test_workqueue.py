@@ -6,6 +6,7 @@ import asyncio
 
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.handlers.common import Controller, WorkQueue, _same
+from swarmkit_operator.handlers.root import wiring
 
 
 async def test_dedupes_and_orders_by_priority() -> None:
@@ -50,7 +51,7 @@ async def test_a_key_added_while_processing_runs_again_afterwards() -> None:
 
 
 async def test_pending_covers_unobserved_writes() -> None:
-    ctl = Controller(config=OperatorConfig())
+    ctl = wiring().controller(OperatorConfig())
     key = ("Skill", "ns", "s")
     assert not ctl.pending(key, {"observed": 1, "generation": 1})
     assert ctl.pending(key, {"observed": 1, "generation": 2})
@@ -108,7 +109,7 @@ def test_label_filters() -> None:
 
 
 async def test_deferred_keys_are_woken_when_their_input_settles() -> None:
-    ctl = Controller(config=OperatorConfig())
+    ctl = wiring().controller(OperatorConfig())
     skill, agent = ("Skill", "ns", "s"), ("Agent", "ns", "a")
     ctl.queue.add(skill)
     ctl.waiters[skill] = {agent}
@@ -164,7 +165,7 @@ async def test_promote_and_delays_of_background_keys() -> None:
 
 
 async def test_listed_objects_with_current_status_are_checked_in_the_background() -> None:
-    ctl = Controller(config=OperatorConfig())
+    ctl = wiring().controller(OperatorConfig())
 
     def body(name: str, observed: int | None) -> dict[str, object]:
         meta = {"uid": name, "name": name, "namespace": "ns", "generation": 2}
@@ -181,7 +182,7 @@ async def test_listed_objects_with_current_status_are_checked_in_the_background(
 
 
 async def test_objects_changed_while_no_operator_ran_are_enqueued_at_start_up() -> None:
-    ctl = Controller(config=OperatorConfig())
+    ctl = wiring().controller(OperatorConfig())
 
     def skill(name: str, generation: int, observed: int | None) -> dict[str, object]:
         meta = {"uid": name, "name": name, "namespace": "ns", "generation": generation}
@@ -199,17 +200,15 @@ async def test_a_backlog_of_checks_that_write_nothing_does_not_starve_the_event_
     """After a restart every object is queued for a background check, and a check that
     finds nothing to write awaits nothing real: the watch streams and the probes must
     still run while the workers go through thousands of them."""
-    from swarmkit_operator.reconcile.controller import RECONCILERS
-
     done: list[str] = []
 
     async def check(ctl: Controller, namespace: str, name: str, force: bool) -> str:
         done.append(name)
         return "unchanged"
 
-    real = RECONCILERS.get("Skill")
-    RECONCILERS["Skill"] = check
-    ctl = Controller(config=OperatorConfig(), workers=4, resync_seconds=0)
+    ctl = Controller(
+        config=OperatorConfig(), workers=4, resync_seconds=0, reconcilers={"Skill": check}
+    )
     try:
         for i in range(3000):
             ctl.enqueue("Skill", "ns", f"o-{i}", background=True)
@@ -227,5 +226,3 @@ async def test_a_backlog_of_checks_that_write_nothing_does_not_starve_the_event_
         assert len([t for t in ticks_at if t < 1500]) > 100, ticks_at[:5]
     finally:
         await ctl.stop()
-        if real is not None:
-            RECONCILERS["Skill"] = real

@@ -5,12 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from swarmkit_api.topology import HistoryLimit, Schedule
-from swarmkit_operator.handlers.schedule import (
-    due_time,
-    history_victims,
-    scheduled_run,
-    scheduled_run_name,
-)
+from swarmkit_operator.runs.retention import history_victims
+from swarmkit_operator.runs.schedule import due_time, scheduled_run, scheduled_run_name
 
 
 def t(h: int, m: int, day: int = 1) -> datetime:
