@@ -3,7 +3,10 @@
 Kicked per Agent (its gateway Deployment's events) and per namespace (any Skill, Agent,
 Topology, Workspace or Secret change there may give a served agent a new version or its
 token).
-One coalescing worker per Agent; a failed reconcile is retried with backoff. A reconcile:
+The kicks go into a :class:`~.runtime.workqueue.WorkQueue` (the operator's one work-queue
+type: one pass per Agent at a time, kicks coalesced), taken off by :data:`WORKERS` workers
+the manager starts once this replica leads; a failed reconcile is retried with backoff.
+A reconcile:
 
 1. disabled (or no ``spec.gateway``): deletes the Deployment, Service, RBAC objects and
    bundle ConfigMaps, and reports ``Serving=False`` ``Disabled`` if it ever reported anything;
@@ -28,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -48,6 +50,7 @@ from .conditions import get_condition, set_condition
 from .config import OperatorConfig
 from .runs.model import Indexes, RunView
 from .runs.resolve import Resolver, Waiting
+from .runtime.workqueue import WorkQueue
 
 log = logging.getLogger("swarmkit_operator.gateways")
 
@@ -56,14 +59,8 @@ ROLLOUT_RECHECK = 5.0
 #: Seconds between looks for a missing token Secret.
 SECRET_RECHECK = 5.0
 MAX_BACKOFF = 60.0
-
-
-@dataclass
-class _Worker:
-    dirty: bool = False
-    task: asyncio.Task[None] | None = None
-    timer: asyncio.TimerHandle | None = None
-    failures: int = 0
+#: Gateway reconciles at once (an Agent's is never run twice at once).
+WORKERS = 4
 
 
 class GatewayController:
@@ -82,31 +79,32 @@ class GatewayController:
         self.agents = agents
         #: (namespace, Secret) → the names of its keys (never values).
         self.secret_keys = secret_keys
-        self.ready = asyncio.Event()
-        self._workers: dict[tuple[str, str], _Worker] = {}
+        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
+        self._failures: dict[tuple[str, str], int] = {}
+        self._tasks: list[asyncio.Task[None]] = []
         #: namespace → agents there with a ``spec.gateway`` (or one still being torn down):
         #: the only ones a namespace-wide kick reconciles (events cost O(gateways), not
         #: O(agents)).
         self.served: dict[str, set[str]] = {}
 
     # -- scheduling ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the workers (the manager calls it once this replica leads)."""
+        if not self._tasks:
+            self._tasks = [
+                asyncio.create_task(self._worker(), name=f"swarmkit-gateways-{i}")
+                for i in range(WORKERS)
+            ]
+
+    async def stop(self) -> None:
+        self.queue.closed = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
     def kick(self, namespace: str, name: str, delay: float = 0.0) -> None:
-        key = (namespace, name)
-        worker = self._workers.setdefault(key, _Worker())
-        if delay > 0:
-            loop = asyncio.get_running_loop()
-            if worker.timer is not None:
-                if worker.timer.when() <= loop.time() + delay:
-                    return
-                worker.timer.cancel()
-            worker.timer = loop.call_later(delay, self.kick, namespace, name)
-            return
-        if worker.timer is not None:
-            worker.timer.cancel()
-            worker.timer = None
-        worker.dirty = True
-        if worker.task is None or worker.task.done():
-            worker.task = asyncio.get_running_loop().create_task(self._work(key, worker))
+        self.queue.add((namespace, name), delay)
 
     def agent_changed(self, namespace: str, name: str, spec: Mapping[str, Any]) -> None:
         """An Agent event: track whether it has a gateway, then kick the namespace's."""
@@ -120,19 +118,26 @@ class GatewayController:
         for name in list(self.served.get(namespace or "", ())):
             self.kick(namespace or "", name)
 
-    async def _work(self, key: tuple[str, str], worker: _Worker) -> None:
-        await self.ready.wait()
-        while worker.dirty:
-            worker.dirty = False
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
             try:
-                again = await self.reconcile(*key)
-                worker.failures = 0
-            except Exception as exc:  # retried with backoff, never lost
-                worker.failures += 1
-                again = min(0.5 * 2**worker.failures, MAX_BACKOFF)
-                log.warning("gateway of agent %s/%s: %s (retry in %.1fs)", *key, exc, again)
-            if again is not None and not worker.dirty:
-                self.kick(*key, delay=again)
+                if not self.queue.closed:
+                    await self._work(key)
+            finally:
+                self.queue.done(key)
+
+    async def _work(self, key: tuple[str, str]) -> None:
+        try:
+            again = await self.reconcile(*key)
+            self._failures.pop(key, None)
+        except Exception as exc:  # retried with backoff, never lost
+            failures = self._failures.get(key, 0) + 1
+            self._failures[key] = failures
+            again = min(0.5 * 2**failures, MAX_BACKOFF)
+            log.warning("gateway of agent %s/%s: %s (retry in %.1fs)", *key, exc, again)
+        if again is not None:
+            self.kick(*key, delay=again)
 
     def _view(self, key: tuple[str, str]) -> dict[str, Any] | None:
         values = self.agents.get(key)

@@ -27,7 +27,7 @@ from ..runtime.leader import Leadership
 from .status import same_status
 from .status import write_status as _write_status
 from .views import MISSING, VIEW_INDEXES
-from .workqueue import Key, WorkQueue
+from .workqueue import Key, WorkQueue, reconcile_queue
 
 if TYPE_CHECKING:  # annotation only: the Runs controller sits above this layer
     from ..runs.resolve import Resolver
@@ -86,7 +86,7 @@ class Controller:
     max_defer: float = 15.0
     gc_grace: float = 10.0
     resync_seconds: float = 600.0
-    queue: WorkQueue = field(default_factory=WorkQueue)
+    queue: WorkQueue[Key] = field(default_factory=reconcile_queue)
     bodies: dict[Key, dict[str, Any]] = field(default_factory=dict)
     failures: dict[Key, int] = field(default_factory=dict)
     deferred_since: dict[Key, float] = field(default_factory=dict)

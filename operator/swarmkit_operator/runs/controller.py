@@ -1,10 +1,14 @@
 """The Runs controller: when each Run is reconciled, one at a time per Run.
 
-Every watch event only *kicks* the Run it concerns; :class:`RunController` runs each kicked
-Run's reconcile (:func:`.observe.reconcile`) in its own coalescing worker: kicks that arrive
-while a reconcile runs make one more pass, not one per kick; any number of Runs proceed in
-parallel, within a concurrency budget. A failed reconcile is retried with backoff, and a
-reconcile may ask to be run again after some seconds (a timer, replaced by any earlier kick).
+Every watch event only *kicks* the Run it concerns: its uid goes into the controller's
+:class:`~swarmkit_operator.runtime.workqueue.WorkQueue` (the operator's one work-queue
+type), and :data:`~.model.MAX_CONCURRENCY` workers per lane run each Run's reconcile
+(:func:`.observe.reconcile`): kicks that arrive while a reconcile runs make one more pass,
+not one per kick, and one Run is never reconciled twice at once. Runs not started yet have
+a lane (and a budget) of their own, so starting never waits behind updates. A failed
+reconcile is retried with backoff, and a reconcile may ask to be run again after some
+seconds (a delayed key, replaced by any earlier kick). The workers start with
+:meth:`RunController.start`, which the manager calls once this replica leads.
 """
 
 from __future__ import annotations
@@ -13,28 +17,18 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from swarmkit_api.run import RunSpec
 
 from .. import metrics
 from ..config import OperatorConfig
+from ..runtime.workqueue import WorkQueue
 from . import observe
 from .model import MAX_CONCURRENCY, TRACE, Indexes, RunView
 from .resolve import Resolved, Waiting
 from .state import RunState
 
 log = logging.getLogger("swarmkit_operator.runs")
-
-
-@dataclass
-class _Worker:
-    #: Kicked since the current pass started: make one more.
-    dirty: bool = False
-    task: asyncio.Task[None] | None = None
-    #: A delayed kick (a recheck or a retry).
-    timer: asyncio.TimerHandle | None = None
-    failures: int = 0
 
 
 class RunController:
@@ -44,12 +38,17 @@ class RunController:
         self.state = RunState(config, indexes)
         self.config = config
         self.idx = indexes
-        #: Set once the indexes are populated; no reconcile runs before.
+        #: Set by :meth:`start` (this replica leads): the scheduler and retention loops wait
+        #: for it too.
         self.ready = asyncio.Event()
-        self._workers: dict[str, _Worker] = {}
-        self._sem = asyncio.Semaphore(MAX_CONCURRENCY)
-        #: Runs not started yet have their own budget: starting never waits behind updates.
-        self._start_sem = asyncio.Semaphore(MAX_CONCURRENCY)
+        #: Lane 0: Runs not started yet; lane 1: the others. Each has its own budget.
+        self.queue: WorkQueue[str] = WorkQueue(
+            lane=lambda uid: 0 if self._unstarted(uid) else 1,
+            lanes=2,
+            limits=(MAX_CONCURRENCY, MAX_CONCURRENCY),
+        )
+        self._failures: dict[str, int] = {}
+        self._tasks: list[asyncio.Task[None]] = []
 
     @property
     def on_finished(self) -> list[Callable[[str, str | None], None]]:
@@ -62,66 +61,66 @@ class RunController:
         return self.state.milestones
 
     # -- scheduling ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the workers (the manager calls it once this replica leads)."""
+        if self._tasks:
+            return
+        for i in range(2 * MAX_CONCURRENCY):
+            self._tasks.append(asyncio.create_task(self._worker(), name=f"swarmkit-runs-{i}"))
+        self.ready.set()
+
+    async def stop(self) -> None:
+        self.queue.closed = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
     def kick(self, uid: str, delay: float = 0.0) -> None:
-        """Reconcile Run ``uid`` soon (coalesced: one worker per Run)."""
+        """Reconcile Run ``uid`` soon (coalesced: one pass per Run at a time)."""
         if not uid:
             return
         if TRACE:
             self.state.mark(uid, "kicked")
-        worker = self._workers.setdefault(uid, _Worker())
-        if delay > 0:
-            loop = asyncio.get_running_loop()
-            if worker.timer is not None:
-                if worker.timer.when() <= loop.time() + delay:
-                    return  # an earlier timer is set already
-                worker.timer.cancel()
-            worker.timer = loop.call_later(delay, self.kick, uid)
-            return
-        if worker.timer is not None:
-            worker.timer.cancel()
-            worker.timer = None
-        worker.dirty = True
-        if worker.task is None or worker.task.done():
-            worker.task = asyncio.get_running_loop().create_task(self._work(uid, worker))
+        self.queue.add(uid, delay)
 
     def kick_waiting(self, namespace: str | None) -> None:
         """Re-check every Run of ``namespace`` waiting for its target."""
         for uid in list(self.state.waiting.get(namespace or "", ())):
             self.kick(uid)
 
-    async def _work(self, uid: str, worker: _Worker) -> None:
-        await self.ready.wait()
-        while worker.dirty:
-            worker.dirty = False
-            started = time.monotonic()
-            self.state.changed.discard(uid)
+    async def _worker(self) -> None:
+        while True:
+            uid = await self.queue.get()
             try:
-                async with self._budget(uid):
-                    again = await self.reconcile(uid)
-                worker.failures = 0
-                outcome = "changed" if uid in self.state.changed else "unchanged"
-            except Exception as exc:  # retried with backoff; never lost
-                worker.failures += 1
-                again = min(0.5 * 2**worker.failures, 60.0)
-                outcome = "error"
-                metrics.RETRIES.labels("Run").inc()
-                log.warning("run %s: reconcile failed (retry in %.1fs): %s", uid, again, exc)
-            metrics.RECONCILES.labels("Run", outcome).inc()
-            metrics.RECONCILE_SECONDS.labels("Run").observe(time.monotonic() - started)
-            if again is not None and not worker.dirty:
-                self.kick(uid, again)
-        if uid not in self._workers:
-            return
-        # Forget the worker of a Run that is gone (nothing pending for it).
-        if worker.timer is None and not worker.dirty and self.run_view(uid) is None:
-            self._workers.pop(uid, None)
+                if not self.queue.closed:
+                    await self._work(uid)
+            finally:
+                self.queue.done(uid)
+            await asyncio.sleep(0)  # a backlog must not starve the event loop's other work
 
-    def _budget(self, uid: str) -> asyncio.Semaphore:
+    async def _work(self, uid: str) -> None:
+        started = time.monotonic()
+        self.state.changed.discard(uid)
+        try:
+            again = await self.reconcile(uid)
+            self._failures.pop(uid, None)
+            outcome = "changed" if uid in self.state.changed else "unchanged"
+        except Exception as exc:  # retried with backoff; never lost
+            failures = self._failures.get(uid, 0) + 1
+            self._failures[uid] = failures
+            again = min(0.5 * 2**failures, 60.0)
+            outcome = "error"
+            metrics.RETRIES.labels("Run").inc()
+            log.warning("run %s: reconcile failed (retry in %.1fs): %s", uid, again, exc)
+        metrics.RECONCILES.labels("Run", outcome).inc()
+        metrics.RECONCILE_SECONDS.labels("Run").observe(time.monotonic() - started)
+        if again is not None:
+            self.queue.add(uid, again)
+
+    def _unstarted(self, uid: str) -> bool:
         view = self.run_view(uid)
-        unstarted = (
-            view is not None and not view.status.get("jobName") and not self.state.jobs_of(uid)
-        )
-        return self._start_sem if unstarted else self._sem
+        return view is not None and not view.status.get("jobName") and not self.state.jobs_of(uid)
 
     # -- views and single steps ------------------------------------------------------------
     def run_view(self, uid: str) -> RunView | None:

@@ -135,9 +135,9 @@ class Manager:
             if count:
                 log.info("%d object(s) changed while no leader ran: reconciling them first", count)
         if self.runs is not None:
-            self.runs.ready.set()  # the scheduler and retention loops wait for this too
+            self.runs.start()  # the scheduler and retention loops wait for this too
         if self.gateways is not None:
-            self.gateways.ready.set()
+            self.gateways.start()
         if self.library is not None:
             self.library.start()
         self.started = True
@@ -158,4 +158,8 @@ class Manager:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.tasks.clear()
+        if self.runs is not None:
+            await self.runs.stop()
+        if self.gateways is not None:
+            await self.gateways.stop()
         metrics.LEADER.set(0)

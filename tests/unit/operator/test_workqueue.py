@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 
 from swarmkit_operator.config import OperatorConfig
-from swarmkit_operator.handlers.common import Controller, WorkQueue, _same
+from swarmkit_operator.handlers.common import Controller, _same
 from swarmkit_operator.handlers.root import wiring
+from swarmkit_operator.reconcile.workqueue import reconcile_queue
 
 
 async def test_dedupes_and_orders_by_priority() -> None:
-    q = WorkQueue()
+    q = reconcile_queue()
     q.add(("Topology", "ns", "t"))
     q.add(("Agent", "ns", "a"))
     q.add(("Skill", "ns", "s"))
@@ -25,7 +26,7 @@ async def test_dedupes_and_orders_by_priority() -> None:
 
 
 async def test_delay_and_earliest_wins() -> None:
-    q = WorkQueue()
+    q = reconcile_queue()
     q.add(("Skill", "ns", "s"), delay=10)
     q.add(("Skill", "ns", "s"), delay=0.01)
     key = await asyncio.wait_for(q.get(), 1)
@@ -37,7 +38,7 @@ async def test_delay_and_earliest_wins() -> None:
 
 
 async def test_a_key_added_while_processing_runs_again_afterwards() -> None:
-    q = WorkQueue()
+    q = reconcile_queue()
     key = ("Agent", "ns", "a")
     q.add(key)
     assert await q.get() == key
@@ -126,7 +127,7 @@ async def test_deferred_keys_are_woken_when_their_input_settles() -> None:
 
 
 async def test_background_keys_wait_until_nothing_else_is_due() -> None:
-    q = WorkQueue()
+    q = reconcile_queue()
     checks = [("Skill", "ns", f"old-{i}") for i in range(3)]
     for key in checks:
         q.add(key, background=True)
@@ -150,7 +151,7 @@ async def test_background_keys_wait_until_nothing_else_is_due() -> None:
 
 
 async def test_promote_and_delays_of_background_keys() -> None:
-    q = WorkQueue()
+    q = reconcile_queue()
     a, b = ("Skill", "ns", "a"), ("Skill", "ns", "b")
     q.add(a, background=True)
     q.add(b, background=True)
@@ -226,3 +227,29 @@ async def test_a_backlog_of_checks_that_write_nothing_does_not_starve_the_event_
         assert len([t for t in ticks_at if t < 1500]) > 100, ticks_at[:5]
     finally:
         await ctl.stop()
+
+
+async def test_a_lane_at_its_limit_lets_the_other_lanes_keys_through() -> None:
+    """The Runs controller's shape: Runs to start (lane 0) and Runs to update (lane 1),
+    each with its own budget of concurrent reconciles, so a flood of updates never keeps a
+    new Run from starting, and neither exceeds its budget."""
+    from swarmkit_operator.runtime.workqueue import WorkQueue
+
+    starting = {"s1", "s2"}
+    q: WorkQueue[str] = WorkQueue(lane=lambda k: 0 if k in starting else 1, lanes=2, limits=(1, 2))
+    for key in ("u1", "u2", "u3", "s1", "s2"):
+        q.add(key)
+    assert await q.get() == "s1"  # lane 0 first
+    assert await q.get() == "u1"  # lane 0 at its limit (1): lane 1 goes on
+    assert await q.get() == "u2"
+    blocked = asyncio.create_task(q.get())  # both lanes at their limits
+    await asyncio.sleep(0.02)
+    assert not blocked.done()
+    q.done("u1")  # an update finished: lane 1 has room again, lane 0 still full
+    assert await asyncio.wait_for(blocked, 1) == "u3"
+    nxt = asyncio.create_task(q.get())
+    await asyncio.sleep(0.02)
+    assert not nxt.done()
+    q.done("s1")
+    assert await asyncio.wait_for(nxt, 1) == "s2"
+    assert q.busy == 3 and len(q) == 0

@@ -1,0 +1,157 @@
+"""The operator's one work-queue type: keys deduplicated, delayed, in priority lanes.
+
+Every controller of the operator works off one (client-go's workqueue in spirit): the
+reconcile :class:`~swarmkit_operator.reconcile.controller.Controller` (keys ``(kind,
+namespace, name)``, a lane per kind), the Runs controller (a Run's uid; a lane for Runs
+not started yet) and the gateways controller (an Agent's namespace and name). Watch
+functions add keys; a controller's workers take them off. A key stands for "look at this
+object again", never for an event, so adding one that is already queued is free and a
+burst of events costs one reconcile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import time
+from collections import deque
+from collections.abc import Callable, Hashable, Sequence
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+
+class WorkQueue(Generic[K]):
+    """A deduplicating, delaying, priority work queue with per-key serialization.
+
+    A key is never processed by two workers at once; a key added while it is being
+    processed is processed again afterwards. Among due keys, the lower lane first
+    (``lane(key)``, from 0 to ``lanes - 1``, asked when the key is added); a lane with a
+    ``limit`` hands out no more keys while that many of its keys are being processed, so
+    the other lanes' keys still get a worker (Runs to start never wait behind updates).
+
+    A key added with ``background=True`` (a check that nothing suggests will change
+    anything: every object of a start-up listing or a resync whose status is current) waits
+    until no other key is due, so that after a restart with 5,000 objects a new or edited
+    one is not queued behind 5,000 checks. Adding it normally, or :meth:`promote`, moves it
+    to the front lanes.
+    """
+
+    def __init__(
+        self,
+        lane: Callable[[K], int] = lambda _: 0,
+        lanes: int = 1,
+        limits: Sequence[int | None] = (),
+        depth: Callable[[int], None] | None = None,
+    ) -> None:
+        self._lane = lane
+        self._limits = list(limits) + [None] * (lanes - len(limits))
+        #: Called with the number of queued keys whenever it changes (a gauge).
+        self._depth = depth or (lambda _: None)
+        self._ready: list[deque[K]] = [deque() for _ in range(lanes)]
+        # Background keys (see above), by the same lanes.
+        self._background: list[deque[K]] = [deque() for _ in range(lanes)]
+        self._in_background: set[K] = set()
+        # (when due, tie-breaker, key); superseded entries stay and are skipped when popped.
+        self._delayed: list[tuple[float, int, K]] = []
+        self._scheduled: dict[K, float] = {}  # key → when due: the one live entry per key
+        self._processing: dict[K, int] = {}  # key → its lane, while a worker has it
+        self._busy = [0] * lanes  # keys being processed, per lane
+        self._again: dict[K, float] = {}  # added while processing: re-add when done
+        self._wakeup = asyncio.Event()
+        self._seq = 0
+        self.closed = False
+
+    def __len__(self) -> int:
+        return len(self._scheduled)
+
+    def add(self, key: K, delay: float = 0.0, background: bool = False) -> None:
+        if self.closed:
+            return
+        when = time.monotonic() + max(delay, 0.0)
+        if key in self._processing:
+            prev = self._again.get(key)
+            self._again[key] = when if prev is None else min(prev, when)
+            return
+        prev = self._scheduled.get(key)
+        if prev is not None and prev <= when:
+            if not background and delay <= 0:
+                self.promote(key)
+            return
+        if background and delay <= 0:
+            self._scheduled[key] = when
+            self._in_background.add(key)
+            self._background[self._lane(key)].append(key)
+            self._depth(len(self._scheduled))
+            self._wakeup.set()
+            return
+        self._in_background.discard(key)
+        self._scheduled[key] = when
+        if delay <= 0:
+            self._ready[self._lane(key)].append(key)
+        else:
+            self._seq += 1
+            heapq.heappush(self._delayed, (when, self._seq, key))
+        self._depth(len(self._scheduled))
+        self._wakeup.set()
+
+    def promote(self, key: K) -> None:
+        """Move a background key to its lane (something waits for it now)."""
+        if key in self._in_background:
+            self._in_background.discard(key)
+            self._ready[self._lane(key)].append(key)
+            self._wakeup.set()
+
+    def pending(self, key: K) -> bool:
+        return key in self._scheduled or key in self._processing
+
+    def _open(self, lane: int) -> bool:
+        limit = self._limits[lane]
+        return limit is None or self._busy[lane] < limit
+
+    async def get(self) -> K:
+        while True:
+            now = time.monotonic()
+            while self._delayed and self._delayed[0][0] <= now:
+                when, _, key = heapq.heappop(self._delayed)
+                if self._scheduled.get(key) == when:
+                    self._ready[self._lane(key)].append(key)
+            for lane, ready in enumerate(self._ready):
+                while ready and self._open(lane):
+                    key = ready.popleft()
+                    when_due = self._scheduled.get(key)
+                    if when_due is None or when_due > now or key in self._in_background:
+                        continue  # stale entry (re-scheduled later or already taken)
+                    return self._take(key, lane)
+            for lane, background in enumerate(self._background):
+                while background and self._open(lane):
+                    key = background.popleft()
+                    if key in self._in_background:  # else promoted or taken since
+                        self._in_background.discard(key)
+                        return self._take(key, lane)
+            timeout = self._delayed[0][0] - now if self._delayed else None
+            self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout)
+
+    def _take(self, key: K, lane: int) -> K:
+        del self._scheduled[key]
+        self._processing[key] = lane
+        self._busy[lane] += 1
+        self._depth(len(self._scheduled))
+        return key
+
+    def done(self, key: K) -> None:
+        lane = self._processing.pop(key, None)
+        if lane is not None:
+            self._busy[lane] -= 1
+            if self._limits[lane] is not None:
+                self._wakeup.set()  # a worker may take that lane's next key now
+        again = self._again.pop(key, None)
+        if again is not None:
+            self.add(key, again - time.monotonic())
+
+    @property
+    def busy(self) -> int:
+        return len(self._processing)
