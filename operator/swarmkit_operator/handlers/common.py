@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import kopf
@@ -21,6 +22,7 @@ import kopf
 from swarmkit_api import GROUP, VERSION
 
 from ..builders import COMPONENT_LABEL, MANAGED_BY, RUN_LABEL
+from ..gateways import GatewayController
 from ..indexes import (
     PRESENT,
     RESOURCES,
@@ -33,6 +35,7 @@ from ..indexes import (
     list_all,
     populate,
 )
+from ..library import SkillLibrary
 from ..reconcile.controller import (
     Controller,
     Deferred,
@@ -57,6 +60,7 @@ from ..reconcile.views import (
     count_objects,
 )
 from ..reconcile.workqueue import PRIORITY, Key, WorkQueue
+from ..runs import RunController
 from .events import on_event
 
 log = logging.getLogger("swarmkit_operator")
@@ -78,6 +82,7 @@ __all__ = [
     "VERSION",
     "VIEW_INDEXES",
     "_MISSING",
+    "Components",
     "Controller",
     "Deferred",
     "IndexFn",
@@ -90,6 +95,7 @@ __all__ = [
     "_same",
     "base_view",
     "collect_garbage",
+    "components_of",
     "condition_status",
     "config_map_event",
     "configure_kopf",
@@ -105,6 +111,25 @@ __all__ = [
     "rendered_config_maps",
     "same_status",
 ]
+
+
+# --- the components the composition root built ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Components:
+    """What the composition root (:mod:`.root`) built, kept in kopf's memo: how an event
+    function reaches the controller it kicks (no module-level globals)."""
+
+    runs: RunController
+    gateways: GatewayController
+    library: SkillLibrary
+
+
+def components_of(memo: Any) -> Components | None:
+    """The components in kopf's memo (None before the root built them)."""
+    found = getattr(memo, "components", None)
+    return found if isinstance(found, Components) else None
 
 
 # --- operator settings and lifecycle --------------------------------------------------------

@@ -16,14 +16,14 @@ from ..builders.gateway import GATEWAY_LABEL
 from ..gateways import GatewayController
 from ..indexes import PRESENT
 from ..runs.model import AGENTS, SKILLS, TOPOLOGIES, WORKSPACES
-from ..runtime import manager_of
+from .common import components_of
 from .events import on_event
 
 
 def _gateways(memo: Any) -> GatewayController | None:
     """The gateways controller (None before the composition root built it)."""
-    manager = manager_of(memo)
-    return manager.gateways if manager is not None else None
+    built = components_of(memo)
+    return built.gateways if built is not None else None
 
 
 @on_event(*AGENTS)

@@ -18,8 +18,8 @@ from swarmkit_api import GROUP, VERSION
 from ..indexes import index
 from ..library import SkillLibrary
 from ..reconcile.controller import controller_of
-from ..runtime import manager_of
 from ..webview.pages import SKILL_SPECS
+from .common import components_of
 from .events import on_event
 
 #: Longest instructions body kept in memory for the skill page.
@@ -28,8 +28,8 @@ MAX_INSTRUCTIONS = 64 * 1024
 
 def _library(memo: Any) -> SkillLibrary | None:
     """The skill library (None before the composition root built it)."""
-    manager = manager_of(memo)
-    return manager.library if manager is not None else None
+    built = components_of(memo)
+    return built.library if built is not None else None
 
 
 @index("skills", id=SKILL_SPECS)

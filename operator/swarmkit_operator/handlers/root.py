@@ -29,7 +29,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -63,6 +63,7 @@ from . import (
     topology,
     workspace,
 )
+from .common import Components, components_of
 from .events import EventMark, EventRegistry, Stream, selector_of
 
 log = logging.getLogger("swarmkit_operator")
@@ -201,7 +202,7 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
         ", ".join(f"{k}={len(v)}" for k, v in sorted(ctl.indexes.data.items())),
     )
     memo.swarmkit = ctl
-    metrics.set_object_counts(lambda: count_objects(ctl))
+    metrics.set_object_counts(lambda: count_objects(ctl.indexes))
     # Objects deleted between the LIST and the streams' start never send DELETED: drop them
     # once the streams surely listed everything (and again at every resync).
     ctl.tasks.append(asyncio.create_task(ctl.prune_later(30.0), name="swarmkit-prune"))
@@ -211,13 +212,20 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
     except ValueError as exc:
         raise kopf.PermanentError(str(exc)) from exc
     manager = Manager.build(lease)
-    manager.controller = ctl
     ctl.leadership = manager.leadership
     memo.manager = manager
+
+    async def start_reconcile() -> None:
+        await ctl.start()
+        count = ctl.enqueue_unsettled()
+        if count:
+            log.info("%d object(s) changed while no leader ran: reconciling them first", count)
+
+    manager.add_writer("reconcile", start_reconcile)
     # 5. The Runs controller, its scheduler and retention loops (they wait for it).
     runs = RunController(config, _run_indexes(ctl.indexes, reviews=True))
     ctl.resolver = runs.state.resolver  # serving a Topology resolves it like a Run
-    manager.runs = runs
+    manager.add_writer("runs", _started(runs.start))
     retention = Retention(runs)
     runs.on_finished.append(retention.poke)
     manager.tasks.append(asyncio.create_task(retention.loop(), name="swarmkit-retention"))
@@ -228,7 +236,7 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
     gateways = GatewayController(
         config, _run_indexes(ctl.indexes), view("agent_views"), view("secret_keys")
     )
-    manager.gateways = gateways
+    manager.add_writer("gateways", _started(gateways.start))
     for namespace, name in ctl.indexes.keys("agent_views"):
         agent_view = ctl.lookup("agent_views", (namespace, name))
         if agent_view is not None:
@@ -245,8 +253,9 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
     )
     await lib.load()
     lib.seed()
-    manager.library = lib
+    manager.add_writer("skill library", _started(lib.start))
     ctl.skill_usage = lib.usage_field
+    memo.components = Components(runs=runs, gateways=gateways, library=lib)
     address = os.environ.get(WEB_VIEW_ENV, "")
     if address:
         host, port = parse_address(address)
@@ -263,6 +272,15 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
         "allowed" if config.allow_script_execution else "disabled",
         len(config.allowed_scripts),
     )
+
+
+def _started(start: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    """A writer's start for the manager (which awaits each in turn)."""
+
+    async def run() -> None:
+        start()
+
+    return run
 
 
 def _run_indexes(indexes: Indexes, reviews: bool = False) -> RunIndexes:
@@ -364,16 +382,19 @@ def _open_streams(
 @kopf.on.cleanup()
 async def stop(memo: kopf.Memo, **_: Any) -> None:
     """Graceful shutdown, in the reverse order: hand the lease over (and stop the loops),
-    the web view, the skill library, the reconcile controller (finishing in-flight
-    reconciles, flushing Events), the streams, the client."""
+    the web view, the skill library, the gateways and Runs workers, the reconcile
+    controller (finishing in-flight reconciles, flushing Events), the streams, the client."""
     manager = manager_of(memo)
     if manager is not None:
         await manager.stop()
     web = getattr(memo, "web_view", None)
     if isinstance(web, WebView):
         await web.stop()
-    if manager is not None and manager.library is not None:
-        await manager.library.stop()
+    built = components_of(memo)
+    if built is not None:
+        await built.library.stop()
+        await built.gateways.stop()
+        await built.runs.stop()
     ctl = controller_of(memo)
     if ctl is not None:
         await ctl.stop()

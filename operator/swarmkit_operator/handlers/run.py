@@ -16,15 +16,14 @@ from typing import Any
 from ..builders import job as jobs
 from ..runs import Indexes, RunController, RunView, summaries
 from ..runs.model import AGENTS, GROUP, RUNS, SKILLS, TOPOLOGIES, TRACE, VERSION, WORKSPACES
-from ..runtime import manager_of
-from .common import PRESENT, index
+from .common import PRESENT, components_of, index
 from .events import on_event
 
 
 def _runs(memo: Any) -> RunController | None:
     """The Runs controller (None before the composition root built it)."""
-    manager = manager_of(memo)
-    return manager.runs if manager is not None else None
+    built = components_of(memo)
+    return built.runs if built is not None else None
 
 
 # The indexes use the shared index machinery of handlers/common.py (filled by a paged LIST at

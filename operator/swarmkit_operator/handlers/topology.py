@@ -31,6 +31,7 @@ from ..indexes import PRESENT, index
 from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
 from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
+from ..runs.resolve import Resolver
 from .agent import workspace_view
 from .events import on_event
 from .skill import granting_agents
@@ -245,7 +246,7 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
     if accepted and (view["spec"].get("serve") is not None or "serving" in view["status"]):
         served = await serving.reconcile_serving(
             ctl,
-            ctl.resolver,
+            ctl.resolver if isinstance(ctl.resolver, Resolver) else None,
             ctl.config,
             namespace,
             name,

@@ -16,7 +16,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import k8s, metrics
 from ..builders import Verdict
@@ -28,9 +28,6 @@ from .status import same_status
 from .status import write_status as _write_status
 from .views import MISSING, VIEW_INDEXES
 from .workqueue import Key, WorkQueue, reconcile_queue
-
-if TYPE_CHECKING:  # annotation only: the Runs controller sits above this layer
-    from ..runs.resolve import Resolver
 
 log = logging.getLogger("swarmkit_operator")
 
@@ -106,9 +103,10 @@ class Controller:
     caches: dict[Any, Any] = field(default_factory=dict)
     #: The start-up's LISTs, until the watch streams start from them (then emptied).
     listings: list[Listing] = field(default_factory=list)
-    #: How a served Topology resolves its target, as a Run would (the Runs controller's:
-    #: set by the composition root).
-    resolver: Resolver | None = None
+    #: How a served Topology resolves its target, as a Run would: the Runs controller's
+    #: ``Resolver``, set by the composition root (typed loosely: the Runs controller sits
+    #: above this layer; ``handlers/topology.py`` narrows it).
+    resolver: object | None = None
     #: A Skill's ``status.usage`` (the skill library's, set by the composition root).
     skill_usage: Callable[[str, str], Any] | None = None
     #: Whether this replica leads (a standby posts no Events: its workers do not run).

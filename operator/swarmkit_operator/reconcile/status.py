@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from swarmkit_api import GROUP, VERSION
 from swarmkit_api.conditions import READY
@@ -27,8 +27,19 @@ from ..conditions import set_condition, transitions
 from ..hashing import canonical_json
 from .workqueue import Key
 
-if TYPE_CHECKING:
-    from .controller import Controller
+
+class StatusBook(Protocol):
+    """What a status write records in (and posts through) the reconcile controller: the
+    :class:`~.controller.Controller` is one; this module does not import it (no cycle)."""
+
+    reconciled_generation: dict[Key, int]
+    written: dict[Key, tuple[str, float]]
+    awaiting: dict[Key, tuple[str, float, dict[str, Any]]]
+
+    def post_event(
+        self, involved: dict[str, Any], type_: str, reason: str, message: str
+    ) -> None: ...
+
 
 log = logging.getLogger("swarmkit_operator.status")
 
@@ -46,7 +57,7 @@ PLURALS = {
 
 
 async def write_status(
-    ctl: Controller,
+    ctl: StatusBook,
     kind: str,
     namespace: str,
     name: str,

@@ -8,12 +8,11 @@ build theirs on :func:`base_view`; :data:`VIEW_INDEXES` names where each kind's 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from swarmkit_api.conditions import READY
 
-if TYPE_CHECKING:
-    from .controller import Controller
+from ..indexes import Indexes
 
 #: kopf's own bookkeeping (only ever used if a change-detecting handler is added).
 KOPF_STATUS_FIELD = "kopf"
@@ -52,14 +51,15 @@ def base_view(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def count_objects(ctl: Controller) -> Iterator[tuple[str, str, str, int]]:
+def count_objects(indexes: Indexes) -> Iterator[tuple[str, str, str, int]]:
     """(kind, condition type, status, how many): the objects-by-condition metric, at scrape."""
     for kind, index in VIEW_INDEXES.items():
         counts: dict[tuple[str, str], int] = {}
-        for key in ctl.indexes.keys(index):
-            view = ctl.lookup(index, key)
-            if view is None:
+        for key in indexes.keys(index):
+            values = indexes.values(index, key)
+            if not values:
                 continue
+            view = values[0]
             for cond in view["status"].get("conditions") or ():
                 ident = (str(cond.get("type")), str(cond.get("status")))
                 counts[ident] = counts.get(ident, 0) + 1

@@ -1,17 +1,18 @@
 """The manager: what starts the operator's writing loops, in one order, only in the leader.
 
-kopf's start-up handlers build the components (the reconcile :class:`Controller` with its
-indexes and work queue, the Runs and gateways controllers, the skill library) and hand
-them to the manager; the last start-up handler, once the watch streams are open, calls
+The composition root (``handlers/root.py``) builds the components (the reconcile
+controller with its indexes and work queue, the Runs and gateways controllers, the skill
+library), hands the manager each one's start as a *writer* (:meth:`Manager.add_writer`,
+in the order they start) and, once the watch streams are open, calls
 :meth:`Manager.start`. From there on this module alone decides when anything writes:
 
 * every replica keeps its watch streams and indexes current, and queues the keys its
   events touch (the work queue de-duplicates them: at most one entry per object);
-* only the leader (:mod:`.leader`) starts the writers, in this order: the API client's
-  write gate, the reconcile workers and Event poster, the objects that changed while no
-  leader ran, the Runs controller (and with it the scheduler and retention loops, which
-  wait for it), the gateways controller, the skill library's flush, and the writes event
-  handlers deferred while this replica stood by;
+* only the leader (:mod:`.leader`) opens the API client's write gate and starts the
+  writers, in the root's order (the reconcile workers and Event poster with the objects
+  that changed while no leader ran, the Runs controller, which the scheduler and retention
+  loops wait for, the gateways controller, the skill library's flush), then the writes
+  event functions deferred while this replica stood by;
 * a leader that loses its Lease stops writing at once (the gate) and exits, so it comes
   back as a standby with fresh state (controller-runtime does the same).
 
@@ -29,19 +30,13 @@ import os
 import socket
 import sys
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import k8s, metrics
 from .leader import LeaderElector, Leadership, LeaseSettings
-
-if TYPE_CHECKING:  # annotations only: the manager is built before them
-    from ..gateways import GatewayController
-    from ..library import SkillLibrary
-    from ..reconcile.controller import Controller
-    from ..runs import RunController
 
 log = logging.getLogger("swarmkit_operator.manager")
 
@@ -102,10 +97,8 @@ class Manager:
 
     leadership: Leadership
     lease: LeaseSettings | None = None
-    controller: Controller | None = None
-    runs: RunController | None = None
-    gateways: GatewayController | None = None
-    library: SkillLibrary | None = None
+    #: (name, start) of every writer, in the order they start.
+    writers: list[tuple[str, Callable[[], Awaitable[None]]]] = field(default_factory=list)
     on_lost: Callable[[], None] = _exit_lost
     elector: LeaderElector | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
@@ -115,6 +108,10 @@ class Manager:
     def build(cls, lease: LeaseSettings | None) -> Manager:
         leadership = Leadership() if lease is not None else Leadership.always()
         return cls(leadership=leadership, lease=lease)
+
+    def add_writer(self, name: str, start: Callable[[], Awaitable[None]]) -> None:
+        """``start`` runs once this replica leads, after the writers added before it."""
+        self.writers.append((name, start))
 
     async def start(self) -> None:
         """Install the write gate; elect (or just lead) and start the writers."""
@@ -128,20 +125,14 @@ class Manager:
 
     async def _start_writers(self) -> None:
         metrics.LEADER.set(1)
-        ctl = self.controller
-        if ctl is not None:
-            await ctl.start()
-            count = ctl.enqueue_unsettled()
-            if count:
-                log.info("%d object(s) changed while no leader ran: reconciling them first", count)
-        if self.runs is not None:
-            self.runs.start()  # the scheduler and retention loops wait for this too
-        if self.gateways is not None:
-            self.gateways.start()
-        if self.library is not None:
-            self.library.start()
+        for _, start in self.writers:
+            await start()
         self.started = True
-        log.info("writers started (%s)", "leader" if self.lease else "single replica")
+        log.info(
+            "writers started (%s): %s",
+            "leader" if self.lease else "single replica",
+            ", ".join(name for name, _ in self.writers),
+        )
 
     def _lost(self) -> None:
         metrics.LEADER.set(0)
@@ -158,8 +149,4 @@ class Manager:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.tasks.clear()
-        if self.runs is not None:
-            await self.runs.stop()
-        if self.gateways is not None:
-            await self.gateways.stop()
         metrics.LEADER.set(0)
