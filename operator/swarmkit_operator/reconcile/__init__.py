@@ -27,5 +27,6 @@ are nevertheless pointed at ``status.kopf`` so nothing ever lands in annotations
 
 Nothing here imports kopf (import-linter contract ``kopf-in-handlers``). The kind modules
 in ``swarmkit_operator.handlers`` register their indexes and reconcilers with this
-machinery; ``handlers.common`` starts it from kopf's start-up handler.
+machinery (marks the composition root collects); ``handlers.root`` builds and starts it
+from kopf's start-up handler.
 """
