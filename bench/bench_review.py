@@ -125,6 +125,9 @@ def one_run(kube: Kube, reviewer: Any, cluster: LocalCluster, ns: str, n: int) -
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--json", action="store_true", help="also print the raw results (bench/record.py)"
+    )
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     with cluster_for_bench() as cluster:
@@ -174,6 +177,26 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{label:24} {min(values):8.3f} {statistics.median(values):8.3f} {max(values):8.3f}"
             f"   {', '.join(f'{v:.3f}' for v in values)}"
+        )
+    if args.json:
+        summary = {
+            key: {
+                "min_s": round(min(r[key] for r in results), 3),
+                "median_s": round(statistics.median(r[key] for r in results), 3),
+                "max_s": round(max(r[key] for r in results), 3),
+            }
+            for key in ("job_created", "runner_resumed", "succeeded")
+        }
+        print(
+            json.dumps(
+                {
+                    "what": "a parked Run decided by a reviewer: seconds from the decision",
+                    "runs": args.runs,
+                    "load_before": round(load_before[0], 2),
+                    "load_after": round(load_after[0], 2),
+                    "decision_to": summary,
+                }
+            )
         )
     return 0
 
