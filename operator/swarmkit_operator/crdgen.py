@@ -15,9 +15,7 @@ deterministic.
 
 from __future__ import annotations
 
-import argparse
 import difflib
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ import yaml
 
 from swarmkit_api.common import KEBAB
 from swarmkit_api.resources import CATEGORY, GROUP, KINDS, VERSION, KindInfo
-from swarmkit_operator import admission, chart_values, rbac
+from swarmkit_operator import admission, chart_values, generate, rbac
 
 CHART_CRD_DIR = Path("charts/swarmkit-operator/templates/crds")
 CRD_DIR = Path("crds")
@@ -258,23 +256,7 @@ def verify(root: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--out", type=Path, help="repo root to write into")
-    group.add_argument("--verify", type=Path, help="repo root to check")
-    args = parser.parse_args(argv)
-    if args.out is not None:
-        for path in write(args.out):
-            print(f"wrote {path}")
-        return 0
-    problems = verify(args.verify)
-    if problems:
-        print("generated files are out of date; run `make generate`:", file=sys.stderr)
-        for problem in problems:
-            print(problem, file=sys.stderr)
-        return 1
-    print("generated files are up to date")
-    return 0
+    return generate.main(argv, __doc__, write, verify, "files")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ A reconcile:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -48,9 +47,10 @@ from . import egress, k8s, sandbox
 from .builders import gateway as gw
 from .conditions import get_condition, set_condition
 from .config import OperatorConfig
+from .reconcile.status import apply_status
 from .runs.model import Indexes, RunView
 from .runs.resolve import Resolver, Waiting
-from .runtime.workqueue import WorkQueue
+from .runtime.workqueue import Workers, WorkQueue
 
 log = logging.getLogger("swarmkit_operator.gateways")
 
@@ -81,7 +81,7 @@ class GatewayController:
         self.secret_keys = secret_keys
         self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
         self._failures: dict[tuple[str, str], int] = {}
-        self._tasks: list[asyncio.Task[None]] = []
+        self._workers = Workers(self.queue, self._work, "swarmkit-gateways")
         #: namespace → agents there with a ``spec.gateway`` (or one still being torn down):
         #: the only ones a namespace-wide kick reconciles (events cost O(gateways), not
         #: O(agents)).
@@ -90,18 +90,10 @@ class GatewayController:
     # -- scheduling ------------------------------------------------------------------------
     def start(self) -> None:
         """Start the workers (the manager calls it once this replica leads)."""
-        if not self._tasks:
-            self._tasks = [
-                asyncio.create_task(self._worker(), name=f"swarmkit-gateways-{i}")
-                for i in range(WORKERS)
-            ]
+        self._workers.start(WORKERS)
 
     async def stop(self) -> None:
-        self.queue.closed = True
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
+        await self._workers.stop()
 
     def kick(self, namespace: str, name: str, delay: float = 0.0) -> None:
         self.queue.add((namespace, name), delay)
@@ -117,15 +109,6 @@ class GatewayController:
         skill, a topology an agent skill runs, the Workspace) may give it a new version."""
         for name in list(self.served.get(namespace or "", ())):
             self.kick(namespace or "", name)
-
-    async def _worker(self) -> None:
-        while True:
-            key = await self.queue.get()
-            try:
-                if not self.queue.closed:
-                    await self._work(key)
-            finally:
-                self.queue.done(key)
 
     async def _work(self, key: tuple[str, str]) -> None:
         try:
@@ -268,16 +251,9 @@ class GatewayController:
         current = get_condition(status.get("conditions"), gw.SERVING)
         if current == serving[0] and all(status.get(k) == v for k, v in owned.items()):
             return
-        applied = {"conditions": serving, **{k: v for k, v in owned.items() if v}}
-        written = await k8s.apply_status(
-            "Agent", "agents", agent.namespace, agent.name, applied, k8s.GATEWAYS_MANAGER
-        )
-        left = (written or {}).get("status") or {}
-        stale = {k: None for k, v in owned.items() if not v and left.get(k)}
-        if stale:  # written by an operator older than server-side apply
-            await k8s.patch_status(
-                "agents", agent.namespace, agent.name, stale, k8s.GATEWAYS_MANAGER
-            )
+        # An empty field is cleared (after the apply: one an older operator wrote).
+        desired = {"conditions": serving, **{k: v or None for k, v in owned.items()}}
+        await apply_status("Agent", agent.namespace, agent.name, desired, k8s.GATEWAYS_MANAGER)
 
     async def _disable(self, agent: gw.AgentRef, status: Mapping[str, Any]) -> None:
         name = gw.gateway_name(agent.name)

@@ -10,11 +10,10 @@ is deterministic: no dates, no terminal widths, no dict ordering from the enviro
 
 from __future__ import annotations
 
-import argparse
 import difflib
-import sys
 from pathlib import Path
 
+from .. import generate
 from . import bench, cli, crds, helm, observability
 
 DOCS = Path("docs")
@@ -52,24 +51,16 @@ def verify(root: Path) -> list[str]:
     return problems
 
 
+def write(root: Path) -> list[Path]:
+    """Write every generated page under ``root``; returns their paths."""
+    written = []
+    for rel, content in render_all(root).items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+        written.append(path)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    group = parser.add_mutually_exclusive_group(required=True)
-    group.add_argument("--out", type=Path, help="repo root to write into")
-    group.add_argument("--verify", type=Path, help="repo root to check")
-    args = parser.parse_args(argv)
-    if args.out is not None:
-        for rel, content in render_all(args.out).items():
-            path = args.out / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content)
-            print(f"wrote {path}")
-        return 0
-    problems = verify(args.verify)
-    if problems:
-        print("generated docs are out of date; run `make generate`:", file=sys.stderr)
-        for problem in problems:
-            print(problem, file=sys.stderr)
-        return 1
-    print("generated docs are up to date")
-    return 0
+    return generate.main(argv, __doc__, write, verify, "docs")

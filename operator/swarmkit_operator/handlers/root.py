@@ -284,17 +284,16 @@ def _started(start: Callable[[], None]) -> Callable[[], Awaitable[None]]:
 
 
 def _run_indexes(indexes: Indexes, reviews: bool = False) -> RunIndexes:
+    """The shared indexes as the Runs controller reads them (with ``reviews``, also the
+    ones only it needs: Run bundles and Reviews)."""
     view = indexes.view
-    if not reviews:
-        return RunIndexes(
-            runs=view("runs_by_uid"),
-            jobs=view("runs_jobs_by_run"),
-            pods=view("runs_pods_by_run"),
-            topologies=view("runs_topologies"),
-            agents=view("runs_agents"),
-            skills=view("runs_skills"),
-            workspaces=view("runs_workspaces"),
-        )
+    extra: dict[str, Any] = {}
+    if reviews:
+        extra = {
+            "bundles": view("pinned_config_maps"),
+            "reviews": view("runs_reviews_by_run"),
+            "skill_reviews": view("skill_reviews"),
+        }
     return RunIndexes(
         runs=view("runs_by_uid"),
         jobs=view("runs_jobs_by_run"),
@@ -303,9 +302,7 @@ def _run_indexes(indexes: Indexes, reviews: bool = False) -> RunIndexes:
         agents=view("runs_agents"),
         skills=view("runs_skills"),
         workspaces=view("runs_workspaces"),
-        bundles=view("pinned_config_maps"),
-        reviews=view("runs_reviews_by_run"),
-        skill_reviews=view("skill_reviews"),
+        **extra,
     )
 
 

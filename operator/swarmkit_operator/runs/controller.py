@@ -22,7 +22,7 @@ from swarmkit_api.run import RunSpec
 
 from .. import metrics
 from ..config import OperatorConfig
-from ..runtime.workqueue import WorkQueue
+from ..runtime.workqueue import Workers, WorkQueue
 from . import observe
 from .model import MAX_CONCURRENCY, TRACE, Indexes, RunView
 from .resolve import Resolved, Waiting
@@ -48,7 +48,7 @@ class RunController:
             limits=(MAX_CONCURRENCY, MAX_CONCURRENCY),
         )
         self._failures: dict[str, int] = {}
-        self._tasks: list[asyncio.Task[None]] = []
+        self._workers = Workers(self.queue, self._work, "swarmkit-runs")
 
     @property
     def on_finished(self) -> list[Callable[[str, str | None], None]]:
@@ -63,18 +63,11 @@ class RunController:
     # -- scheduling ------------------------------------------------------------------------
     def start(self) -> None:
         """Start the workers (the manager calls it once this replica leads)."""
-        if self._tasks:
-            return
-        for i in range(2 * MAX_CONCURRENCY):
-            self._tasks.append(asyncio.create_task(self._worker(), name=f"swarmkit-runs-{i}"))
+        self._workers.start(2 * MAX_CONCURRENCY)
         self.ready.set()
 
     async def stop(self) -> None:
-        self.queue.closed = True
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
+        await self._workers.stop()
 
     def kick(self, uid: str, delay: float = 0.0) -> None:
         """Reconcile Run ``uid`` soon (coalesced: one pass per Run at a time)."""
@@ -88,16 +81,6 @@ class RunController:
         """Re-check every Run of ``namespace`` waiting for its target."""
         for uid in list(self.state.waiting.get(namespace or "", ())):
             self.kick(uid)
-
-    async def _worker(self) -> None:
-        while True:
-            uid = await self.queue.get()
-            try:
-                if not self.queue.closed:
-                    await self._work(uid)
-            finally:
-                self.queue.done(uid)
-            await asyncio.sleep(0)  # a backlog must not starve the event loop's other work
 
     async def _work(self, uid: str) -> None:
         started = time.monotonic()

@@ -16,7 +16,7 @@ import contextlib
 import heapq
 import time
 from collections import deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -155,3 +155,44 @@ class WorkQueue(Generic[K]):
     @property
     def busy(self) -> int:
         return len(self._processing)
+
+
+class Workers(Generic[K]):
+    """``count`` tasks taking keys off a :class:`WorkQueue` and processing each (one key
+    at a time per key: the queue sees to that), started once this replica leads."""
+
+    def __init__(
+        self, queue: WorkQueue[K], process: Callable[[K], Awaitable[None]], name: str
+    ) -> None:
+        self.queue = queue
+        self._process = process
+        self._name = name
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def started(self) -> bool:
+        return bool(self._tasks)
+
+    def start(self, count: int) -> None:
+        if not self._tasks:
+            self._tasks = [
+                asyncio.create_task(self._run(), name=f"{self._name}-{i}") for i in range(count)
+            ]
+
+    async def stop(self) -> None:
+        """Take no more keys and cancel the workers."""
+        self.queue.closed = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    async def _run(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                if not self.queue.closed:
+                    await self._process(key)
+            finally:
+                self.queue.done(key)
+            await asyncio.sleep(0)  # a backlog must not starve the event loop's other work
