@@ -38,7 +38,11 @@ REPO = Path(__file__).resolve().parents[1]
 for sub in ("operator", "hack"):
     sys.path.insert(0, str(REPO / sub))
 
-from swarmkit_devcluster.testing import apply_crds, session_cluster  # noqa: E402
+from swarmkit_devcluster.testing import (  # noqa: E402
+    apply_crds,
+    session_cluster,
+    writes_by_resource,
+)
 from swarmkit_operator import k8s  # noqa: E402
 
 GROUP_VERSION = "swarmkit.dev/v1alpha1"
@@ -188,23 +192,6 @@ def metric_sum(text: str, name: str, match: dict[str, str] | None = None) -> flo
             continue
         total += float(line.rsplit(" ", 1)[1])
     return total
-
-
-def writes_by_resource(text: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        if not line.startswith("swarmkit_api_requests_total{"):
-            continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
-        # The leader election's Lease renewals (one per retry period) are not the
-        # reconcile's writes: a quiet operator still renews.
-        if (
-            labels.get("verb") in ("POST", "PATCH", "PUT", "DELETE")
-            and labels.get("resource") != "leases"
-        ):
-            key = f"{labels['verb']} {labels['resource']}"
-            out[key] = out.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
-    return out
 
 
 def rss_mb(pid: int) -> tuple[float, float]:

@@ -33,6 +33,24 @@ from swarmkit_devcluster.process_node.containers import SANDBOX
 T = TypeVar("T")
 
 
+def writes_by_resource(metrics_text: str) -> dict[str, int]:
+    """An operator's write requests by ``"VERB resource"``, from its Prometheus text
+    (``swarmkit_api_requests_total``); the leader election's Lease renewals aside: a quiet
+    operator still renews, and they are not the writes a benchmark or a test counts."""
+    out: dict[str, int] = {}
+    for line in metrics_text.splitlines():
+        if not line.startswith("swarmkit_api_requests_total{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
+        if (
+            labels.get("verb") in ("POST", "PATCH", "PUT", "DELETE")
+            and labels.get("resource") != "leases"
+        ):
+            key = f"{labels['verb']} {labels['resource']}"
+            out[key] = out.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
 class WaitTimeout(AssertionError):
     """wait_for gave up."""
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster
-from swarmkit_devcluster.testing import Kube, wait_for
+from swarmkit_devcluster.testing import Kube, wait_for, writes_by_resource
 
 from ..integration.runs_support import GROUP, VERSION
 from .support import (
@@ -51,18 +51,11 @@ CHART_LEASE = {
     "SWARMKIT_RENEW_DEADLINE": "8",
     "SWARMKIT_RETRY_PERIOD": "2",
 }
-WRITES = ("POST", "PUT", "PATCH", "DELETE")
 
 
 def writes(op: ChaosOperator) -> float:
     """Write requests this replica sent, the Lease's aside."""
-    total = 0.0
-    for labels, value in op.api_requests().items():
-        verb = re.search(r'verb="([A-Z]+)"', labels)
-        resource = re.search(r'resource="([^"]*)"', labels)
-        if verb and verb.group(1) in WRITES and not (resource and resource.group(1) == "leases"):
-            total += value
-    return total
+    return float(sum(writes_by_resource(op.metrics()).values()))
 
 
 def metrics_up(op: ChaosOperator) -> bool:
