@@ -24,6 +24,7 @@ from ..config import OperatorConfig
 from ..indexes import Indexes, Listing, populate
 from ..marks import mark
 from ..runtime.leader import Leadership
+from ..runtime.workqueue import Workers
 from .status import same_status
 from .status import write_status as _write_status
 from .views import MISSING, VIEW_INDEXES
@@ -241,8 +242,8 @@ class Controller:
     # --- the loop ---
 
     async def start(self) -> None:
-        for i in range(self.workers):
-            self.tasks.append(asyncio.create_task(self._worker(), name=f"swarmkit-worker-{i}"))
+        workers = Workers(self.queue, self._process, "swarmkit-worker", after=self._wake)
+        self.tasks += workers.start(self.workers)
         self.tasks.append(asyncio.create_task(self._event_poster(), name="swarmkit-events"))
         if self.resync_seconds > 0:
             self.tasks.append(asyncio.create_task(self._resync(), name="swarmkit-resync"))
@@ -260,23 +261,6 @@ class Controller:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         self.tasks.clear()
-
-    async def _worker(self) -> None:
-        while True:
-            key = await self.queue.get()
-            if self.queue.closed:
-                self.queue.done(key)
-                continue
-            try:
-                await self._process(key)
-            finally:
-                self.queue.done(key)
-                self._wake(key)
-            # Neither a ready queue nor a reconcile that finds nothing to write awaits
-            # anything real: without this, one worker would run a backlog of background
-            # checks (every object after a restart) to its end, starving the watch streams,
-            # the probes and the new work meanwhile.
-            await asyncio.sleep(0)
 
     def _wake(self, key: Key) -> None:
         """``key`` may have settled: re-run what deferred on it (if it really did)."""

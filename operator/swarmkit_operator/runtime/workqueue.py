@@ -162,22 +162,30 @@ class Workers(Generic[K]):
     at a time per key: the queue sees to that), started once this replica leads."""
 
     def __init__(
-        self, queue: WorkQueue[K], process: Callable[[K], Awaitable[None]], name: str
+        self,
+        queue: WorkQueue[K],
+        process: Callable[[K], Awaitable[None]],
+        name: str,
+        after: Callable[[K], None] | None = None,
     ) -> None:
         self.queue = queue
         self._process = process
         self._name = name
+        #: Called with each key once the queue has it back (``done``).
+        self._after = after
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
     def started(self) -> bool:
         return bool(self._tasks)
 
-    def start(self, count: int) -> None:
+    def start(self, count: int) -> list[asyncio.Task[None]]:
+        """Start ``count`` workers (once); returns their tasks."""
         if not self._tasks:
             self._tasks = [
                 asyncio.create_task(self._run(), name=f"{self._name}-{i}") for i in range(count)
             ]
+        return list(self._tasks)
 
     async def stop(self) -> None:
         """Take no more keys and cancel the workers."""
@@ -195,4 +203,9 @@ class Workers(Generic[K]):
                     await self._process(key)
             finally:
                 self.queue.done(key)
-            await asyncio.sleep(0)  # a backlog must not starve the event loop's other work
+                if self._after is not None:
+                    self._after(key)
+            # Neither a ready queue nor a key whose processing finds nothing to write awaits
+            # anything real: without this, one worker would run a backlog (every object
+            # after a restart) to its end, starving the watch streams and the probes.
+            await asyncio.sleep(0)
