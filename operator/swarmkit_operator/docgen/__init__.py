@@ -2,10 +2,11 @@
 
 ``python -m swarmkit_operator.docgen --out .`` writes ``docs/reference/`` (every CRD field,
 every ``kubectl swarmkit`` command, every Helm value, every metric, condition and Event
-reason), ``docs/performance/index.md`` (from the committed ``bench/results/*.json``) and
-``charts/swarmkit-operator/README.md``; ``--verify .`` regenerates in memory and fails on any
-difference, as ``crdgen --verify`` does (``make generate`` / ``make verify`` run both). Output
-is deterministic: no dates, no terminal widths, no dict ordering from the environment.
+reason), ``docs/performance/index.md`` (from the committed ``bench/results/*.json``),
+``charts/swarmkit-operator/README.md`` and the figures block of ``README.md``; ``--verify .``
+regenerates in memory and fails on any difference, as ``crdgen --verify`` does (``make
+generate`` / ``make verify`` run both). Output is deterministic: no dates, no terminal
+widths, no dict ordering from the environment.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import difflib
 from pathlib import Path
 
 from .. import generate
-from . import bench, cli, crds, helm, observability
+from . import bench, cli, crds, headlines, helm, observability
 
 DOCS = Path("docs")
 REFERENCE = DOCS / "reference"
@@ -30,6 +31,7 @@ def render_all(root: Path) -> dict[Path, str]:
     files[REFERENCE / "rbac.md"] = observability.render_rbac()
     files[DOCS / "performance" / "index.md"] = bench.render(root)
     files[helm.CHART_README] = helm.render_chart_readme(root)
+    files[Path("README.md")] = headlines.render_readme(root)
     return files
 
 

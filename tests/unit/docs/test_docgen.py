@@ -147,3 +147,24 @@ def test_performance_page_shows_each_recorded_result_and_the_gaps() -> None:
     for target in re.findall(r"^(bench(?:-[a-z]+)*):", makefile, flags=re.MULTILINE):
         recorded = (REPO / "bench/results" / f"{target}.json").exists()
         assert (f"- `make {target}`" in gaps) != recorded, target
+
+
+def test_every_committed_result_with_a_headline_shows_in_the_readme() -> None:
+    """A benchmark whose JSON changed shape would silently drop out of the README's
+    figures: every committed result that has a headline must still produce its rows, and
+    each row's value is the benchmark's own number."""
+    from swarmkit_operator.docgen import headlines
+
+    root = Path(__file__).resolve().parents[3]
+    shown = {row[2] for row in headlines.rows(root)}
+    for path in sorted((root / "bench" / "results").glob("*.json")):
+        if path.stem in headlines.HEADLINES:
+            record = json.loads(path.read_text())
+            produced = headlines.HEADLINES[path.stem](record["results"])
+            assert produced, path.stem
+            assert any(path.stem in command or record["command"] in command for command in shown)
+    readme = (root / "README.md").read_text()
+    block = readme[readme.index(headlines.BEGIN) : readme.index(headlines.END)]
+    review = json.loads((root / "bench/results/bench-review.json").read_text())["results"]
+    median = review["decision_to"]["succeeded"]["median_s"]
+    assert f"{median:.3g} /" in block or f"/ {median:.3g} /" in block
