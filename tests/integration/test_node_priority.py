@@ -3,7 +3,7 @@
 Here the node, the control plane and the operator share the same cores; on a real cluster
 the workloads run on worker nodes of their own. So a busy node must not starve the
 apiserver or the operator: every container process (and what it starts) runs 10 nicer
-than the process node itself (docs/performance/recorded.md).
+than the process node itself (docs/development/local-control-plane.md).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ MARKER_ENV = "SWARMKIT_DEVCLUSTER_ID"
 #: How much nicer than the node every container process runs (its children inherit it). On
 #: a real cluster workloads run on worker nodes, apart from the control plane and the
 #: operator; here they share the same cores, so they yield to them instead of starving them
-#: (docs/performance/recorded.md).
+#: (docs/development/local-control-plane.md).
 CONTAINER_NICENESS = 10
 TERMINATION_LOG = "/dev/termination-log"
 

@@ -8,6 +8,7 @@ a benchmark printed. Benchmarks of the Makefile with no recorded result are list
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -86,6 +87,24 @@ def _targets(root: Path) -> list[str]:
     return re.findall(r"^(bench(?:-[a-z]+)*):", text, flags=re.MULTILINE)
 
 
+def _method(root: Path, command: str) -> list[str]:
+    """What the benchmark measures and against which floor: its script's own docstring
+    (``bench/<script>.py`` named in the recorded command), double backticks made single."""
+    found = re.search(r"bench/(\w+)\.py", command)
+    if found is None:
+        return []
+    script = root / "bench" / f"{found.group(1)}.py"
+    if not script.exists():
+        return []
+    doc = ast.get_docstring(ast.parse(script.read_text())) or ""
+    if not doc:
+        return []
+    text = doc.replace("``", "`")
+    return ["??? note \"How it is measured (the benchmark's docstring)\"", ""] + [
+        f"    {line}".rstrip() for line in text.splitlines()
+    ] + [""]
+
+
 def render(root: Path) -> str:
     """The ``docs/performance/index.md`` page."""
     records = {
@@ -96,8 +115,8 @@ def render(root: Path) -> str:
         "",
         "Figures recorded by the benchmarks themselves: run one with "
         "`python bench/record.py TARGET -- <its command with --json>` and `make generate` "
-        "renders it here with its date, machine and command. Older figures, typed by hand "
-        "before the benchmarks wrote JSON, are kept on [Recorded figures](recorded.md).",
+        "renders it here with its date, machine and command, and the benchmark's own "
+        "description of what it measures. The README's figures are headlines of these.",
         "",
     ]
     for name, record in records.items():
@@ -116,6 +135,7 @@ def render(root: Path) -> str:
             "- Machine: " + ", ".join(f"{k} {_scalar(v)}" for k, v in machine.items()),
             f"- Raw numbers: `bench/results/{name}.json`",
             "",
+            *_method(root, str(record.get("command", ""))),
             *body,
         ]
     missing = [t for t in _targets(root) if t not in records]
@@ -123,8 +143,7 @@ def render(root: Path) -> str:
         out += [
             "## Not recorded yet",
             "",
-            "These benchmarks have no committed result (their figures, if any, are on "
-            "[Recorded figures](recorded.md)):",
+            "These benchmarks of the Makefile have no committed result yet:",
             "",
             *(f"- `make {t}`" for t in missing),
             "",

@@ -1,9 +1,9 @@
 """Runner start-up: heavy libraries are imported only by the runs that need them.
 
 Every Run is a fresh ``python -m swarmkit_runner`` process, so what it imports before the
-first model request is start-up time a user waits for (docs/performance/recorded.md: runner cold
-start). The real runner subprocess runs with ``-X importtime``; its stderr names every
-module the process imported.
+first model request is start-up time a user waits for (the runner cold start of
+``make bench-runner`` on docs/performance/index.md). The real runner subprocess runs with
+``-X importtime``; its stderr names every module the process imported.
 """
 
 from __future__ import annotations
