@@ -8,7 +8,7 @@
    within one flush interval; the writes one flush makes (ConfigMap + Skill status) against
    the 1,000 a write per Run per skill would be.
 
-No cluster needed (the API writes are counted by a stand-in of ``k8s.py``'s two calls).
+No cluster needed (the API writes are counted by a stand-in of the ``k8s`` package's two calls).
 ``make bench-webview``; prints JSON and the machine's load average.
 """
 

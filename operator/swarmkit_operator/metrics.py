@@ -7,7 +7,7 @@
 * ``swarmkit_objects{kind, condition, status}``: objects by condition, computed at scrape
   time from the operator's in-memory indexes.
 * ``swarmkit_api_requests_total{verb, resource, code}``: Kubernetes API calls made by the
-  operator's own client (``k8s.py``; kopf's watches are not counted).
+  operator's own client (the ``k8s`` package; kopf's watches are not counted).
 * ``swarmkit_workqueue_depth`` / ``swarmkit_workqueue_retries_total{kind}``.
 * ``swarmkit_events_total{type}``: Kubernetes Events posted.
 * ``swarmkit_skill_loads_total{namespace, skill}``: agents that loaded the skill

@@ -100,9 +100,11 @@ def _method(root: Path, command: str) -> list[str]:
     if not doc:
         return []
     text = doc.replace("``", "`")
-    return ["??? note \"How it is measured (the benchmark's docstring)\"", ""] + [
-        f"    {line}".rstrip() for line in text.splitlines()
-    ] + [""]
+    return (
+        ['??? note "How it is measured (the benchmark\'s docstring)"', ""]
+        + [f"    {line}".rstrip() for line in text.splitlines()]
+        + [""]
+    )
 
 
 def render(root: Path) -> str:

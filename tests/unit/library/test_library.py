@@ -17,7 +17,7 @@ from .fixtures import agent, indexes, run, skill, usage
 
 
 class FakeApi:
-    """Records the library's writes (the one module that talks to the API is k8s.py)."""
+    """Records the library's writes (the one package that talks to the API is k8s)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, idx: Indexes) -> None:
         self.maps: list[dict[str, Any]] = []

@@ -5,7 +5,7 @@
 1. renders the chart (every namespace, and a list of namespaces) and checks its rules are
    exactly the table's (the template is generated from it; ``make verify`` keeps it so);
 2. derives the API calls the operator's code makes, without running it: every call of a
-   ``swarmkit_operator.k8s`` helper (what each helper sends is read from ``k8s.py`` itself:
+   ``swarmkit_operator.k8s`` helper (what each helper sends is read from the ``k8s`` package itself:
    its verbs and the path it builds), the resources the watch streams and indexes list and
    watch, kopf's own watches, and the leader election's Lease calls; then checks each is
    granted, and that every grant is used by some call (no permission nobody needs).
@@ -134,8 +134,16 @@ class Helper:
     collection: bool  # path built without a name
 
 
+def _k8s_package() -> ast.Module:
+    """Every module of the ``k8s`` package as one module body."""
+    body: list[ast.stmt] = []
+    for path in sorted((OPERATOR / "k8s").glob("*.py")):
+        body += ast.parse(path.read_text()).body
+    return ast.Module(body=body, type_ignores=[])
+
+
 def _helpers() -> dict[str, Helper]:
-    tree = ast.parse((OPERATOR / "k8s.py").read_text())
+    tree = _k8s_package()
     found: dict[str, Helper] = {}
     for fn in tree.body:
         if not isinstance(fn, ast.AsyncFunctionDef):
@@ -253,10 +261,10 @@ def _verb(http: str, collection: bool) -> str:
 
 def code_calls() -> Iterator[Call]:
     helpers = _helpers()
-    k8s_consts = _constants(ast.parse((OPERATOR / "k8s.py").read_text()))
+    k8s_consts = _constants(_k8s_package())
     for path in sorted(OPERATOR.rglob("*.py")):
         rel = str(path.relative_to(OPERATOR))
-        if rel in ("k8s.py", "rbac.py"):
+        if rel == "rbac.py" or rel.startswith("k8s/"):
             continue
         tree = ast.parse(path.read_text())
         consts = {**k8s_consts, **_constants(tree)}

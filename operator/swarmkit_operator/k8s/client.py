@@ -1,0 +1,343 @@
+"""The API client: configuration, credentials, the write gate and every request.
+
+A thin JSON client over the ``kubernetes`` package's REST layer: requests and responses are
+plain dicts (no model classes, no deserialization cost), every call runs in a small thread
+pool so the event loop never blocks, and transient failures (429, 5xx, connection errors)
+are retried with exponential backoff and jitter, honouring ``Retry-After``. Every write
+passes the leader election's write gate first (:func:`set_write_gate`). Anything the
+apiserver refuses raises :class:`ApiError` and the work queue retries the reconcile with its
+own backoff.
+
+Credentials: in-cluster service account when ``KUBERNETES_SERVICE_HOST`` is set and no
+``KUBECONFIG`` is, else the kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import urllib3
+from kubernetes import client as kclient
+from kubernetes import config as kconfig
+from kubernetes.config import incluster_config
+
+from .. import metrics
+
+log = logging.getLogger(__name__)
+
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+FIELD_MANAGER = "swarmkit-operator"
+
+
+#: One field manager per controller that writes status: ``managedFields`` then says which
+#: controller owns which field (and which condition, ``conditions`` being a list keyed by
+#: ``type``), and two controllers never take each other's fields by accident.
+RECONCILE_MANAGER = "swarmkit-reconcile"
+
+
+SKILL_GRANTS_MANAGER = "swarmkit-skill-grants"
+
+
+GATEWAYS_MANAGER = "swarmkit-gateways"
+
+
+RUNS_MANAGER = "swarmkit-runs"
+
+
+SCHEDULER_MANAGER = "swarmkit-scheduler"
+
+
+LIBRARY_MANAGER = "swarmkit-library"
+
+
+REVIEWS_MANAGER = "swarmkit-reviews"
+
+
+COMPONENT = "swarmkit-operator"
+
+
+class ApiError(RuntimeError):
+    """A Kubernetes API call failed for good (after retries)."""
+
+    def __init__(self, verb: str, path: str, status: int, body: str) -> None:
+        reason = body
+        with contextlib.suppress(ValueError, AttributeError):
+            reason = json.loads(body).get("message", body)
+        super().__init__(f"{verb} {path}: HTTP {status}: {reason}")
+        self.status = status
+
+
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class NotLeader(ApiError):
+    """A write refused before it was sent: this replica may not write now."""
+
+    def __init__(self, verb: str, path: str, reason: str) -> None:
+        super().__init__(verb, path, 0, reason)
+
+
+def _always_write() -> str | None:
+    return None
+
+
+@dataclass
+class _State:
+    api: kclient.ApiClient | None = None
+    executor: ThreadPoolExecutor | None = None
+    request_timeout: float = 30.0
+    retries: int = 5
+    session: aiohttp.ClientSession | None = None
+    session_loop: asyncio.AbstractEventLoop | None = None
+    #: () → why writes are refused now, or None (the leader election's fence).
+    write_gate: Callable[[], str | None] = _always_write
+
+
+_state = _State()
+
+
+def set_write_gate(gate: Callable[[], str | None] | None) -> None:
+    """Install the check every write request passes (None: writes always allowed)."""
+    _state.write_gate = gate or _always_write
+
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+@dataclass(frozen=True)
+class InCluster:
+    """Where the in-cluster service-account credentials are."""
+
+    server: str
+    token_path: str
+    ca_path: str
+    namespace_path: str
+
+
+def in_cluster() -> InCluster | None:
+    """The in-cluster credentials, or None when a kubeconfig should be used instead."""
+    host = os.environ.get("KUBERNETES_SERVICE_HOST")
+    if not host or os.environ.get("KUBECONFIG"):
+        return None
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    server_host = f"[{host}]" if ":" in host else host
+    return InCluster(
+        server=f"https://{server_host}:{port}",
+        token_path=f"{SA_DIR}/token",
+        ca_path=f"{SA_DIR}/ca.crt",
+        namespace_path=f"{SA_DIR}/namespace",
+    )
+
+
+def configure(
+    workers: int = 12,
+    request_timeout: float = 30.0,
+    retries: int = 5,
+    kubeconfig: str | None = None,
+) -> None:
+    """Load credentials and size the connection pool and thread pool (idempotent)."""
+    if _state.api is not None:
+        return
+    cfg = kclient.Configuration()
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    incluster = None if path else in_cluster()
+    if incluster is not None:
+        loader = incluster_config.InClusterConfigLoader(  # type: ignore[no-untyped-call]
+            token_filename=incluster.token_path,
+            cert_filename=incluster.ca_path,
+            try_refresh_token=True,  # projected tokens rotate
+        )
+        loader.load_and_set(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    else:
+        kconfig.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=path, client_configuration=cfg, persist_config=False
+        )
+    cfg.connection_pool_maxsize = workers + 4
+    _state.api = kclient.ApiClient(cfg)
+    _state.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="k8s")
+    _state.request_timeout = request_timeout
+    _state.retries = retries
+
+
+def shutdown() -> None:
+    if _state.session is not None and not _state.session.closed:
+        # Closed by close_streams() on a graceful stop; here only its connector is dropped.
+        with contextlib.suppress(Exception):
+            _state.session.connector.close()  # type: ignore[union-attr]
+    _state.session = None
+    if _state.executor is not None:
+        _state.executor.shutdown(wait=False, cancel_futures=True)
+    if _state.api is not None:
+        _state.api.close()  # type: ignore[no-untyped-call]
+    _state.api = None
+    _state.executor = None
+
+
+def _resource_of(path: str) -> str:
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    # .../namespaces/<ns>/<resource>[/<name>[/<sub>]]
+    if "namespaces" in parts:
+        i = parts.index("namespaces")
+        rest = parts[i + 2 :]
+        if rest:
+            return rest[0] + ("/" + rest[2] if len(rest) > 2 else "")
+        return "namespaces"
+    return parts[-1] if parts else ""
+
+
+def _request_sync(
+    verb: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    query: list[tuple[str, str]] | None = None,
+    raw: bool = False,
+    accept: str = "application/json",
+    fenced: bool = True,
+    timeout: float | None = None,
+    retries: int | None = None,
+) -> tuple[int, Any]:
+    api = _state.api
+    if api is None:
+        raise RuntimeError("k8s.configure() was not called")
+    write = verb in WRITE_VERBS
+    headers = {"Accept": "*/*" if raw else accept}
+    if body is not None:
+        headers["Content-Type"] = content_type
+    method, url, header_params, ser_body, _ = api.param_serialize(
+        method=verb,
+        resource_path=path,
+        query_params=query or [],
+        header_params=headers,
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    resource = _resource_of(path)
+    attempt = 0
+    max_retries = _state.retries if retries is None else retries
+    while True:
+        attempt += 1
+        retry_after: float | None = None
+        if write and fenced:
+            # Checked before every attempt, retries included: see runtime/leader.py.
+            refusal = _state.write_gate()
+            if refusal is not None:
+                metrics.WRITES_REFUSED.labels(verb, resource).inc()
+                raise NotLeader(verb, path, refusal)
+        try:
+            response = api.call_api(
+                method,
+                url,
+                header_params=header_params,
+                body=ser_body,
+                _request_timeout=_state.request_timeout if timeout is None else timeout,
+            )
+            response.read()  # type: ignore[no-untyped-call]
+            status = int(response.status)
+            data = response.data or b""
+            metrics.API_REQUESTS.labels(verb, resource, str(status)).inc()
+            if status not in RETRY_STATUSES or attempt > max_retries:
+                text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
+                if 200 <= status < 300:
+                    if raw:
+                        return status, text
+                    return status, json.loads(text) if text else None
+                return status, text
+            header = response.headers.get("Retry-After") if response.headers else None
+            if header and header.isdigit():
+                retry_after = float(header)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            metrics.API_REQUESTS.labels(verb, resource, "error").inc()
+            if attempt > max_retries:
+                raise ApiError(verb, path, 0, str(exc)) from exc
+        delay = retry_after if retry_after is not None else min(0.1 * 2 ** (attempt - 1), 3.0)
+        time.sleep(delay * random.uniform(0.8, 1.2))
+
+
+async def request(
+    verb: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    query: list[tuple[str, str]] | None = None,
+    accept: str = "application/json",
+    *,
+    fenced: bool = True,
+    timeout: float | None = None,
+    retries: int | None = None,
+) -> tuple[int, Any]:
+    """One API call off the event loop: (HTTP status, parsed JSON or error text).
+
+    A write (POST, PUT, PATCH, DELETE) passes the write gate first (:func:`set_write_gate`)
+    unless ``fenced=False`` (the leader election's own Lease requests).
+    """
+    loop = asyncio.get_running_loop()
+    call = functools.partial(
+        _request_sync,
+        verb,
+        path,
+        body,
+        content_type,
+        query,
+        False,
+        accept,
+        fenced,
+        timeout,
+        retries,
+    )
+    return await loop.run_in_executor(_state.executor, call)
+
+
+#: A LIST answering with each object's metadata only (``PartialObjectMetadataList``), for
+#: callers that read names, labels and annotations: the apiserver encodes and this process
+#: decodes a fraction of the bytes (a rendered ConfigMap carries a whole skill).
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
+
+
+def _check(verb: str, path: str, status: int, payload: Any) -> Any:
+    if 200 <= status < 300:
+        return payload
+    raise ApiError(verb, path, status, str(payload))
+
+
+# A small pool of its own for the calls that start a Run (bundle ConfigMap, Job), so a burst
+# of status writes and Events in the shared pool never delays a Run's Job.
+_start_executor: ThreadPoolExecutor | None = None
+
+
+async def request_start(
+    verb: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None
+) -> tuple[int, Any]:
+    global _start_executor
+    if _start_executor is None:
+        _start_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="k8s-start")
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(
+        _start_executor, _request_sync, verb, path, body, "application/json", query
+    )
+
+
+def apiserver_host() -> tuple[str, int] | None:
+    """(host, port) of the apiserver this operator talks to (None before configure)."""
+    if _state.api is None:
+        return None
+    parts = urlsplit(str(_state.api.configuration.host))
+    if not parts.hostname:
+        return None
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)

@@ -1,0 +1,376 @@
+"""Helpers per resource: custom resources and their status, ConfigMaps, Events, Jobs, Run
+starts, served workloads. A 409 on create means "already exists" (rendered ConfigMaps are
+content-addressed, so that is success); a 404 on patch or delete means the object is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import socket
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from swarmkit_api import GROUP, VERSION
+
+from .. import metrics
+from .client import (
+    COMPONENT,
+    FIELD_MANAGER,
+    ApiError,
+    _check,
+    _request_sync,
+    _state,
+    log,
+    request,
+    request_start,
+)
+from .paths import batch_path, core_path, custom_path, node_path
+
+
+async def get_custom(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+    path = custom_path(plural, namespace, name)
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    return dict(_check("GET", path, status, payload))
+
+
+async def create_custom(plural: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    path = custom_path(plural, namespace)
+    status, payload = await request(
+        "POST", path, dict(body), query=[("fieldManager", FIELD_MANAGER)]
+    )
+    return dict(_check("POST", path, status, payload))
+
+
+async def patch_status(
+    plural: str,
+    namespace: str,
+    name: str,
+    status_patch: Mapping[str, Any],
+    manager: str = FIELD_MANAGER,
+) -> str | None:
+    """JSON-merge-patch ``status`` (None values delete fields); the new resourceVersion.
+
+    For a controller that is the only writer of the fields it patches (``manager`` names
+    it in ``managedFields``). Returns None when the object no longer exists.
+    """
+    path = custom_path(plural, namespace, name) + "/status"
+    status, payload = await request(
+        "PATCH",
+        path,
+        {"status": dict(status_patch)},
+        content_type="application/merge-patch+json",
+        query=[("fieldManager", manager)],
+    )
+    if status == 404:
+        return None
+    result = _check("PATCH", path, status, payload)
+    return str(result.get("metadata", {}).get("resourceVersion", ""))
+
+
+async def patch_status_object(
+    plural: str,
+    namespace: str,
+    name: str,
+    status_patch: Mapping[str, Any],
+    manager: str = FIELD_MANAGER,
+) -> dict[str, Any] | None:
+    """Like :func:`patch_status`, returning the whole object as written (None: gone)."""
+    path = custom_path(plural, namespace, name) + "/status"
+    status, payload = await request(
+        "PATCH",
+        path,
+        {"status": dict(status_patch)},
+        content_type="application/merge-patch+json",
+        query=[("fieldManager", manager)],
+    )
+    if status == 404:
+        return None
+    return dict(_check("PATCH", path, status, payload))
+
+
+async def apply_status(
+    kind: str,
+    plural: str,
+    namespace: str,
+    name: str,
+    status: Mapping[str, Any],
+    manager: str,
+) -> dict[str, Any] | None:
+    """Server-side apply ``status`` as ``manager``: the whole of what that controller owns.
+
+    A field this manager applied before and leaves out now is removed; a condition is
+    owned per ``type`` (the CRDs declare ``conditions`` a list keyed by ``type``), so
+    two controllers each apply their own conditions of one object without touching the
+    other's. ``force``: the manager takes over a field last written by someone else (an
+    older operator's merge patch). Returns the object as written (None: gone).
+    """
+    path = custom_path(plural, namespace, name) + "/status"
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "status": dict(status),
+    }
+    code, payload = await request(
+        "PATCH",
+        path,
+        body,
+        content_type="application/apply-patch+yaml",
+        query=[("fieldManager", manager), ("force", "true")],
+    )
+    if code == 404:
+        return None
+    return dict(_check("PATCH", path, code, payload))
+
+
+async def read_pod_log(namespace: str, pod: str, container: str) -> str | None:
+    """A container's whole log as text (None when the pod or its log is gone)."""
+    path = core_path("pods", namespace, pod) + "/log"
+    loop = asyncio.get_running_loop()
+    status, payload = await loop.run_in_executor(
+        _state.executor,
+        functools.partial(_request_sync, "GET", path, query=[("container", container)], raw=True),
+    )
+    if status in (400, 404):
+        return None
+    return str(_check("GET", path, status, payload))
+
+
+async def create_config_map(manifest: Mapping[str, Any]) -> bool:
+    """Create; False if it already exists (content-addressed: same name, same content)."""
+    namespace = manifest["metadata"]["namespace"]
+    path = core_path("configmaps", namespace)
+    status, payload = await request(
+        "POST", path, dict(manifest), query=[("fieldManager", FIELD_MANAGER)]
+    )
+    if status == 409:
+        return False
+    _check("POST", path, status, payload)
+    return True
+
+
+async def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:
+    path = core_path("configmaps", namespace, name)
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    return dict(_check("GET", path, status, payload))
+
+
+async def delete_config_map(namespace: str, name: str, uid: str | None = None) -> bool:
+    """Delete (only the object with ``uid`` if given); False if it was already gone."""
+    path = core_path("configmaps", namespace, name)
+    body: dict[str, Any] = {"propagationPolicy": "Background"}
+    if uid:
+        body["preconditions"] = {"uid": uid}
+    status, payload = await request("DELETE", path, body)
+    if status in (404, 409):
+        return False
+    _check("DELETE", path, status, payload)
+    return True
+
+
+async def put_config_map(manifest: Mapping[str, Any]) -> None:
+    """Replace the mutable ConfigMap ``manifest`` names, or create it (last writer wins: the
+    only writer is the operator itself)."""
+    namespace = manifest["metadata"]["namespace"]
+    path = core_path("configmaps", namespace, manifest["metadata"]["name"])
+    query = [("fieldManager", FIELD_MANAGER)]
+    status, payload = await request("PUT", path, dict(manifest), query=query)
+    if status == 404:
+        path = core_path("configmaps", namespace)
+        status, payload = await request("POST", path, dict(manifest), query=query)
+    _check("PUT", path, status, payload)
+
+
+async def list_config_maps(namespace: str | None, selector: str) -> list[dict[str, Any]]:
+    """ConfigMaps matching ``selector``, in ``namespace`` or (None) in every namespace."""
+    path = core_path("configmaps", namespace) if namespace else "/api/v1/configmaps"
+    status, payload = await request("GET", path, query=[("labelSelector", selector)])
+    return [dict(i) for i in _check("GET", path, status, payload).get("items") or ()]
+
+
+_INSTANCE = os.environ.get("POD_NAME") or socket.gethostname()
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def post_event(involved: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+    """A core/v1 Event about ``involved`` (apiVersion, kind, name, namespace, uid)."""
+    namespace = str(involved["namespace"])
+    now = _now()
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
+        "involvedObject": dict(involved),
+        "type": type_,
+        "reason": reason[:128],
+        "message": message if len(message) <= 1024 else message[:1021] + "...",
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": _INSTANCE[:128],
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    path = core_path("events", namespace)
+    status, payload = await request("POST", path, body)
+    metrics.EVENTS.labels(type_).inc()
+    if status >= 300 and status != 404:
+        log.warning("posting an Event failed: %s", ApiError("POST", path, status, str(payload)))
+
+
+async def get_job(namespace: str, name: str) -> dict[str, Any] | None:
+    path = batch_path("jobs", namespace, name)
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    return dict(_check("GET", path, status, payload))
+
+
+async def create_job(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Create a Job; None if one of that name already exists."""
+    path = batch_path("jobs", manifest["metadata"]["namespace"])
+    status, payload = await request(
+        "POST", path, dict(manifest), query=[("fieldManager", FIELD_MANAGER)]
+    )
+    if status == 409:
+        return None
+    return dict(_check("POST", path, status, payload))
+
+
+async def delete_job(namespace: str, name: str) -> bool:
+    """Delete a Job and (in the background) its pods; False if it was already gone.
+
+    The propagation policy is explicit: the API's default for Jobs orphans their pods.
+    """
+    path = batch_path("jobs", namespace, name)
+    status, payload = await request("DELETE", path, {"propagationPolicy": "Background"})
+    if status == 404:
+        return False
+    _check("DELETE", path, status, payload)
+    return True
+
+
+async def object_events(namespace: str, uid: str) -> list[dict[str, Any]]:
+    """The core/v1 Events about the object with ``uid``."""
+    path = core_path("events", namespace)
+    query = [("fieldSelector", f"involvedObject.uid={uid}")]
+    status, payload = await request("GET", path, query=query)
+    return list(_check("GET", path, status, payload).get("items") or [])
+
+
+async def remove_pod_finalizer(namespace: str, name: str, finalizer: str) -> bool:
+    """Drop ``finalizer`` from a pod (strategic merge: no race with other finalizers)."""
+    path = core_path("pods", namespace, name)
+    body = {"metadata": {"$deleteFromPrimitiveList/finalizers": [finalizer]}}
+    status, payload = await request(
+        "PATCH", path, body, content_type="application/strategic-merge-patch+json"
+    )
+    if status in (404, 409):
+        return False
+    _check("PATCH", path, status, payload)
+    return True
+
+
+async def label_config_map(namespace: str, name: str, labels: Mapping[str, str]) -> bool:
+    """Merge ``labels`` into a ConfigMap's labels (metadata stays mutable when immutable)."""
+    path = core_path("configmaps", namespace, name)
+    status, payload = await request(
+        "PATCH",
+        path,
+        {"metadata": {"labels": dict(labels)}},
+        content_type="application/merge-patch+json",
+    )
+    if status == 404:
+        return False
+    _check("PATCH", path, status, payload)
+    return True
+
+
+async def create_custom_if_absent(
+    plural: str, namespace: str, body: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """Create a custom object; None if one of that name already exists."""
+    path = custom_path(plural, namespace)
+    query = [("fieldManager", FIELD_MANAGER)]
+    status, payload = await request("POST", path, dict(body), query=query)
+    if status == 409:
+        return None
+    return dict(_check("POST", path, status, payload))
+
+
+async def delete_custom(plural: str, namespace: str, name: str) -> bool:
+    """Delete a custom object (children follow in the background); False if gone."""
+    path = custom_path(plural, namespace, name)
+    status, payload = await request("DELETE", path, {"propagationPolicy": "Background"})
+    if status == 404:
+        return False
+    _check("DELETE", path, status, payload)
+    return True
+
+
+async def create_start_object(path: str, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Create through the start pool; None if it already exists."""
+    query = [("fieldManager", FIELD_MANAGER)]
+    status, payload = await request_start("POST", path, dict(manifest), query=query)
+    if status == 409:
+        return None
+    return dict(_check("POST", path, status, payload))
+
+
+async def get_runtime_class(name: str) -> dict[str, Any] | None:
+    """A RuntimeClass, or None when none has that name."""
+    path = node_path("runtimeclasses", name)
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    return dict(_check("GET", path, status, payload))
+
+
+async def apply(path: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Server-side apply ``manifest`` at ``path`` (the object's own path) as the operator.
+
+    The operator owns every field it sets (``force``): a hand edit of them is undone on
+    the next reconcile, fields it does not set (e.g. an HPA's) are left alone.
+    """
+    status, payload = await request(
+        "PATCH",
+        path,
+        dict(manifest),
+        content_type="application/apply-patch+yaml",
+        query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+    )
+    return dict(_check("PATCH", path, status, payload))
+
+
+async def delete_object(path: str) -> bool:
+    """Delete the object at ``path`` (children in the background); False if already gone."""
+    status, payload = await request("DELETE", path, {"propagationPolicy": "Background"})
+    if status == 404:
+        return False
+    _check("DELETE", path, status, payload)
+    return True
+
+
+async def create_object(path: str, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """POST ``manifest`` to the collection ``path``; None if it already exists."""
+    query = [("fieldManager", FIELD_MANAGER)]
+    status, payload = await request("POST", path, dict(manifest), query=query)
+    if status == 409:
+        return None
+    return dict(_check("POST", path, status, payload))
+
+
+async def list_objects(path: str, label_selector: str) -> list[dict[str, Any]]:
+    """The objects of the collection ``path`` matching ``label_selector``."""
+    status, payload = await request("GET", path, query=[("labelSelector", label_selector)])
+    return list(_check("GET", path, status, payload).get("items") or [])

@@ -1,0 +1,54 @@
+"""API paths of the resources the operator reads and writes (pure string building)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from swarmkit_api import GROUP, VERSION
+
+
+def custom_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def core_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/api/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def batch_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/apis/batch/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def apps_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/apis/apps/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def rbac_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def networking_path(plural: str, namespace: str, name: str | None = None) -> str:
+    base = f"/apis/networking.k8s.io/v1/namespaces/{namespace}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def node_path(plural: str, name: str | None = None) -> str:
+    """A cluster-scoped ``node.k8s.io`` path (RuntimeClasses)."""
+    base = f"/apis/node.k8s.io/v1/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def object_path(manifest: Mapping[str, Any]) -> str:
+    """The path of a namespaced ServiceAccount, Role or RoleBinding manifest."""
+    meta = manifest["metadata"]
+    plural = {"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings"}
+    kind = str(manifest["kind"])
+    if kind == "ServiceAccount":
+        return core_path(plural[kind], meta["namespace"], meta["name"])
+    return rbac_path(plural[kind], meta["namespace"], meta["name"])
