@@ -78,6 +78,13 @@ GRANTS: tuple[Grant, ...] = (
     ),
     Grant(
         "swarmkit.dev",
+        ("mailboxmessages",),
+        ("create",),
+        "A Run's mailbox_send effects become MailboxMessages (created once, by name; people "
+        "read and acknowledge them, the operator never writes them again).",
+    ),
+    Grant(
+        "swarmkit.dev",
         (
             "workspaces/finalizers",
             "skills/finalizers",

@@ -30,6 +30,11 @@
 - apiGroups: [swarmkit.dev]
   resources: [runs]
   verbs: [create, delete]
+# A Run's mailbox_send effects become MailboxMessages (created once, by name; people read
+# and acknowledge them, the operator never writes them again).
+- apiGroups: [swarmkit.dev]
+  resources: [mailboxmessages]
+  verbs: [create]
 # Its ConfigMaps, Jobs, Deployments carry ownerReferences with blockOwnerDeletion; the
 # OwnerReferencesPermissionEnforcement admission plugin (e.g. OpenShift) requires this.
 - apiGroups: [swarmkit.dev]

@@ -174,8 +174,12 @@ def test_a_resumed_run_neither_repeats_nor_renumbers_an_effect(tmp_path: Path) -
         saved = Checkpoint.decode(encoded)
         (tmp_path / "checkpoint").write_text(encoded)
         decision = ResumeDecision(
-            review="r-1", key=saved.parked_key, kind="escalation", verdict="answer",
-            text="deployed by hand", decided_by="alice",
+            review="r-1",
+            key=saved.parked_key,
+            kind="escalation",
+            verdict="answer",
+            text="deployed by hand",
+            decided_by="alice",
         )
         (tmp_path / "decision.json").write_text(decision.model_dump_json())
         server.push(tool_call("mailbox_send", to="ops", message="after the review"), text("ok"))
