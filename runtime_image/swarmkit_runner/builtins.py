@@ -45,8 +45,7 @@ _DESCRIPTIONS = {
     "mailbox_send": "Put a message in a named mailbox that people read and acknowledge.",
     "human_task_request": "Open a task for a human and wait for the result.",
     "human_task_decide": "Read the decision a person recorded on a task of this run.",
-    "schedule": "Schedule a future timer event: a later run of a topology with the given "
-    "input.",
+    "schedule": "Schedule a future timer event: a later run of a topology with the given input.",
 }
 
 
