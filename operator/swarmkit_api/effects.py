@@ -41,6 +41,9 @@ SCHEDULED_BY_LABEL = "swarmkit.dev/scheduled-by"
 MESSAGED_BY_LABEL = "swarmkit.dev/messaged-by"
 #: A MailboxMessage carries its mailbox name here (``kubectl get skmb -l``).
 MAILBOX_LABEL = "swarmkit.dev/mailbox"
+#: A MailboxMessage whose mailbox posts to a webhook: pending until delivered or given up.
+DELIVERY_LABEL = "swarmkit.dev/webhook-delivery"
+DELIVERY_PENDING = "pending"
 
 
 class Effect(ApiModel):
@@ -59,6 +62,9 @@ class Effect(ApiModel):
     )
     start_after: datetime | None = Field(
         default=None, description="schedule: when the scheduled Run starts."
+    )
+    workspace: str = Field(
+        default="", description="mailbox_send: the Workspace that declares the mailbox."
     )
 
 
@@ -116,6 +122,8 @@ def object_name(run_name: str, run_uid: str, seq: int) -> str:
 
 
 __all__ = [
+    "DELIVERY_LABEL",
+    "DELIVERY_PENDING",
     "EFFECT_RUN_LABEL",
     "EFFECT_SEQ_LABEL",
     "MAILBOX_LABEL",

@@ -12,6 +12,9 @@ very request; the CRD refuses any change to an acknowledgement once written.
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Literal
+
 from pydantic import Field
 
 from .base import ApiModel, CelRule
@@ -48,8 +51,9 @@ class MailboxMessageSpec(ApiModel):
     cel_rules = (
         CelRule(
             rule="self.mailbox == oldSelf.mailbox && self.message == oldSelf.message && "
-            "self.sender == oldSelf.sender",
-            message="mailbox, message and sender are immutable (written by the operator)",
+            "self.sender == oldSelf.sender && self.workspace == oldSelf.workspace",
+            message="mailbox, message, sender and workspace are immutable (written by the "
+            "operator)",
             field_path=".message",
             check=_unchanged,
         ),
@@ -70,15 +74,45 @@ class MailboxMessageSpec(ApiModel):
     )
     message: str = Field(max_length=65536, description="The message.")
     sender: MessageSender = Field(description="Who sent it (agent and Run).")
+    workspace: str = Field(
+        min_length=1,
+        max_length=253,
+        description="The Workspace that declares the mailbox (its webhook, if any).",
+    )
     acknowledgement: Acknowledgement | None = Field(
         default=None, description="Written by the person who read it (final)."
     )
 
 
-class MailboxMessageStatus(ApiModel):
-    """What the operator made of the item (reserved: webhook delivery will be recorded here)."""
+class WebhookDelivery(ApiModel):
+    """How posting the item to its mailbox's webhook went (never the URL)."""
 
+    state: Literal["Pending", "Delivered", "Failed"] = Field(
+        description="Pending (not delivered yet; retried with backoff), Delivered, Failed "
+        "(gave up after the last attempt)."
+    )
+    attempts: int = Field(default=0, ge=0, description="Attempts so far.")
+    last_attempt_time: datetime | None = Field(default=None, description="When it was tried.")
+    next_attempt_time: datetime | None = Field(default=None, description="When it is retried.")
+    delivered_time: datetime | None = Field(default=None, description="When it was delivered.")
+    last_error: str = Field(
+        default="", description="The last failure (an HTTP status or error type, never the URL)."
+    )
+
+
+class MailboxMessageStatus(ApiModel):
+    """What the operator made of the item."""
+
+    delivery: WebhookDelivery | None = Field(
+        default=None, description="The webhook delivery, when the mailbox has a webhook."
+    )
     conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 
-__all__ = ["Acknowledgement", "MailboxMessageSpec", "MailboxMessageStatus", "MessageSender"]
+__all__ = [
+    "Acknowledgement",
+    "MailboxMessageSpec",
+    "MailboxMessageStatus",
+    "MessageSender",
+    "WebhookDelivery",
+]

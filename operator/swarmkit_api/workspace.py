@@ -187,11 +187,25 @@ class PermissionBundle(ApiModel):
     permissions: list[str] = Field(description="Permission verbs, e.g. mailbox_send.")
 
 
+class MailboxWebhook(ApiModel):
+    """Where a mailbox's items are also posted (Slack-compatible ``{"text": ...}``)."""
+
+    url_secret_ref: SecretKeyRef = Field(
+        description="The Secret key holding the webhook URL (a URL is a credential: it never "
+        "appears in status, Events or logs)."
+    )
+
+
 class Mailbox(ApiModel):
     """A named mailbox agents may write to (``mailbox_send``) and people read."""
 
     name: str = Field(pattern=KEBAB, max_length=63, description="Mailbox name.")
     description: str = Field(default="", description="What goes in it, who reads it.")
+    webhook: MailboxWebhook | None = Field(
+        default=None,
+        description="Also post each item to this webhook (retried with backoff; the delivery "
+        "is recorded in the item's status).",
+    )
 
 
 class Credential(ApiModel):
@@ -457,6 +471,7 @@ __all__ = [
     "FlowDataFile",
     "Governance",
     "Mailbox",
+    "MailboxWebhook",
     "McpServer",
     "ModelProvider",
     "PackCommand",

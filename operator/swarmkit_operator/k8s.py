@@ -17,6 +17,7 @@ Credentials: in-cluster service account when ``KUBERNETES_SERVICE_HOST`` is set 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import functools
 import json
@@ -57,6 +58,7 @@ RUNS_MANAGER = "swarmkit-runs"
 SCHEDULER_MANAGER = "swarmkit-scheduler"
 LIBRARY_MANAGER = "swarmkit-library"
 REVIEWS_MANAGER = "swarmkit-reviews"
+DELIVERY_MANAGER = "swarmkit-mailbox-delivery"
 COMPONENT = "swarmkit-operator"
 
 
@@ -528,6 +530,19 @@ async def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:
     return dict(_check("GET", path, status, payload))
 
 
+async def read_secret_key(namespace: str, name: str, key: str) -> str | None:
+    """One key of a Secret, decoded (None when the Secret or key is missing). Only for a
+    value the operator itself must use (a mailbox webhook URL); never logged or stored."""
+    path = core_path("secrets", namespace, name)
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    data = (_check("GET", path, status, payload) or {}).get("data") or {}
+    if key not in data:
+        return None
+    return base64.b64decode(data[key]).decode("utf-8", errors="replace")
+
+
 async def delete_config_map(namespace: str, name: str, uid: str | None = None) -> bool:
     """Delete (only the object with ``uid`` if given); False if it was already gone."""
     path = core_path("configmaps", namespace, name)
@@ -661,6 +676,23 @@ async def remove_pod_finalizer(namespace: str, name: str, finalizer: str) -> boo
 async def label_config_map(namespace: str, name: str, labels: Mapping[str, str]) -> bool:
     """Merge ``labels`` into a ConfigMap's labels (metadata stays mutable when immutable)."""
     path = core_path("configmaps", namespace, name)
+    status, payload = await request(
+        "PATCH",
+        path,
+        {"metadata": {"labels": dict(labels)}},
+        content_type="application/merge-patch+json",
+    )
+    if status == 404:
+        return False
+    _check("PATCH", path, status, payload)
+    return True
+
+
+async def patch_custom_labels(
+    plural: str, namespace: str, name: str, labels: Mapping[str, str]
+) -> bool:
+    """Merge ``labels`` into a custom object the operator created (False if it is gone)."""
+    path = custom_path(plural, namespace, name)
     status, payload = await request(
         "PATCH",
         path,

@@ -79,9 +79,23 @@ GRANTS: tuple[Grant, ...] = (
     Grant(
         "swarmkit.dev",
         ("mailboxmessages",),
-        ("create",),
-        "A Run's mailbox_send effects become MailboxMessages (created once, by name; people "
-        "read and acknowledge them, the operator never writes them again).",
+        ("create", "list", "patch"),
+        "A Run's mailbox_send effects become MailboxMessages (created once, by name); the "
+        "webhook delivery lists the pending ones and relabels them delivered or failed (it "
+        "never writes their spec: people acknowledge them).",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("mailboxmessages/status",),
+        ("patch",),
+        "The webhook delivery of a mailbox item (state, attempts, last error; never the URL).",
+    ),
+    Grant(
+        "",
+        ("secrets",),
+        ("get",),
+        "A mailbox webhook's URL, read from the Secret the Workspace names when an item is "
+        "posted (never stored, logged or put in status).",
     ),
     Grant(
         "swarmkit.dev",

@@ -262,7 +262,8 @@ def mailbox_send_handler(ctx: RunContext, agent: BundleAgent) -> Handler:
             )
         text = outbox.check_message("message", _text(args, "message"))
         name = outbox.object_name()
-        return outbox.record({"to": to, "message": text}, {"item": name, "mailbox": to})
+        effect = {"to": to, "message": text, "workspace": ctx.bundle.workspace_name}
+        return outbox.record(effect, {"item": name, "mailbox": to})
 
     return send
 

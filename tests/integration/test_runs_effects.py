@@ -23,6 +23,7 @@ import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
+from tests.support.http_server import HttpRequest, RecordingHttpServer
 
 from .review_support import (
     bind_people,
@@ -61,7 +62,9 @@ def _cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
+    # Short webhook retries, so a delivery retried after a 500 takes seconds.
+    env = {"SWARMKIT_WEBHOOK_BACKOFF_SECONDS": "1", "SWARMKIT_DELIVERY_INTERVAL_SECONDS": "0.5"}
+    op = OperatorProcess(cluster.kubeconfig, env=env)
     op.start()
     yield op
     op.stop()
@@ -344,3 +347,67 @@ def test_mailbox_items_are_read_and_acknowledged_under_rbac(
     assert listed.stdout.splitlines()[1].split()[4] == "dave"
     pending = _cli(cluster, "inbox", "-n", ns, "--as", "carol", "--unacknowledged")
     assert pending.returncode == 0 and item not in pending.stdout
+
+
+SECRET_PATH = "/hooks/T0-s3cr3t-w3bh00k-t0ken"
+
+
+def test_a_mailbox_routed_to_a_webhook_posts_each_item_retrying_after_a_500(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+    answers = iter([500])
+
+    def responder(request: HttpRequest) -> tuple[int, Any]:
+        return next(answers, 200), {"ok": True}
+
+    with RecordingHttpServer(responder) as hook:
+        url = hook.url + SECRET_PATH
+        kube.core.create_namespaced_secret(
+            ns,
+            {"metadata": {"name": "ops-webhook"}, "stringData": {"url": url}},
+        )
+
+        def routed(doc: dict[str, Any]) -> dict[str, Any]:
+            if doc["kind"] == "Workspace":
+                webhook = {"urlSecretRef": {"name": "ops-webhook", "key": "url"}}
+                doc["spec"]["mailboxes"] = [{"name": "ops", "webhook": webhook}]
+            return doc
+
+        apply_examples(kube, ns, edit=routed)
+        replay = [
+            {"toolCalls": [{"name": "mailbox_send",
+                            "arguments": {"to": "ops", "message": "disk 91%"}}]},
+            {"text": "posted"},
+        ]  # fmt: skip
+        apply(kube, ns, agent_with("watcher", replay, tools=["mailbox_send"]))
+        wait_ready(kube, ns, "Agent", "watcher")
+        create(kube, ns, run_manifest("watch", agent="watcher"))
+        run = wait_run(kube, ns, "watch", finished, operator=operator)
+        [effect] = run["status"]["effects"]
+        item = effect["object"].split("/", 1)[1]
+
+        def delivered() -> dict[str, Any] | None:
+            body = kube.custom.get_namespaced_custom_object(
+                GROUP, VERSION, ns, "mailboxmessages", item
+            )
+            state = ((body.get("status") or {}).get("delivery") or {}).get("state")
+            return dict(body) if state == "Delivered" else None
+
+        body = wait_for(delivered, 60, message=lambda: operator.tail())
+        posted = list(hook.requests)
+    # One 500, then delivered on the retry; both with the Slack-compatible body.
+    assert [r.path for r in posted] == [SECRET_PATH, SECRET_PATH]
+    assert posted[-1].body == {"text": "[ops] watcher (run watch): disk 91%"}
+    delivery = body["status"]["delivery"]
+    assert delivery["attempts"] == 2 and delivery["deliveredTime"]
+    assert body["metadata"]["labels"]["swarmkit.dev/webhook-delivery"] == "delivered"
+    events = [e for e in kube.core.list_namespaced_event(ns).items
+              if e.involved_object.name == item]  # fmt: skip
+    assert [e.reason for e in events] == ["WebhookDelivered"]
+    # The URL is a credential: not in the item, any Event, or the operator's log.
+    token = SECRET_PATH.rsplit("/", 1)[1]
+    assert token not in json.dumps(body)
+    assert all(token not in (e.message or "") for e in kube.core.list_namespaced_event(ns).items)
+    assert token not in operator.log()
+    assert "webhook attempt 1 failed (HTTP 500)" in operator.log()

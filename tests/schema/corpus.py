@@ -76,6 +76,7 @@ def mailbox_message(name: str = "my-run-0000-fx0", **spec: Any) -> dict[str, Any
         "mailbox": "ops",
         "message": "disk full",
         "sender": {"agent": "watcher", "run": "my-run"},
+        "workspace": "default",
         **spec,
     }
     return {"apiVersion": API, "kind": "MailboxMessage", "metadata": {"name": name}, "spec": body}

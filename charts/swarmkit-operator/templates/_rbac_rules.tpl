@@ -30,11 +30,21 @@
 - apiGroups: [swarmkit.dev]
   resources: [runs]
   verbs: [create, delete]
-# A Run's mailbox_send effects become MailboxMessages (created once, by name; people read
-# and acknowledge them, the operator never writes them again).
+# A Run's mailbox_send effects become MailboxMessages (created once, by name); the webhook
+# delivery lists the pending ones and relabels them delivered or failed (it never writes
+# their spec: people acknowledge them).
 - apiGroups: [swarmkit.dev]
   resources: [mailboxmessages]
-  verbs: [create]
+  verbs: [create, list, patch]
+# The webhook delivery of a mailbox item (state, attempts, last error; never the URL).
+- apiGroups: [swarmkit.dev]
+  resources: [mailboxmessages/status]
+  verbs: [patch]
+# A mailbox webhook's URL, read from the Secret the Workspace names when an item is posted
+# (never stored, logged or put in status).
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get]
 # Its ConfigMaps, Jobs, Deployments carry ownerReferences with blockOwnerDeletion; the
 # OwnerReferencesPermissionEnforcement admission plugin (e.g. OpenShift) requires this.
 - apiGroups: [swarmkit.dev]

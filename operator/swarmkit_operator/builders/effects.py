@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from swarmkit_api.effects import (
+    DELIVERY_LABEL,
+    DELIVERY_PENDING,
     EFFECT_RUN_LABEL,
     EFFECT_SEQ_LABEL,
     MAILBOX_LABEL,
@@ -97,11 +99,20 @@ def message_run(
 
 
 def mailbox_message(
-    run_name: str, namespace: str, run_uid: str, correlation_id: str, effect: Effect
+    run_name: str,
+    namespace: str,
+    run_uid: str,
+    correlation_id: str,
+    effect: Effect,
+    webhook: bool = False,
 ) -> dict[str, Any]:
-    """The MailboxMessage a ``mailbox_send`` effect creates."""
+    """The MailboxMessage a ``mailbox_send`` effect creates (``webhook``: its mailbox posts
+    to a webhook, so the item is labelled for delivery)."""
     name = object_name(run_name, run_uid, effect.seq)
-    meta = _meta(name, namespace, run_uid, effect, {MAILBOX_LABEL: effect.to})
+    labels = {MAILBOX_LABEL: effect.to}
+    if webhook:
+        labels[DELIVERY_LABEL] = DELIVERY_PENDING
+    meta = _meta(name, namespace, run_uid, effect, labels)
     return {
         "apiVersion": API_VERSION,
         "kind": "MailboxMessage",
@@ -110,6 +121,7 @@ def mailbox_message(
             "mailbox": effect.to,
             "message": effect.message,
             "sender": {"agent": effect.agent, "run": run_name, "correlationId": correlation_id},
+            "workspace": effect.workspace,
         },
     }
 

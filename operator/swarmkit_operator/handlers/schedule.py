@@ -1,6 +1,7 @@
-"""kopf wiring of scheduled Runs and Run retention (:mod:`swarmkit_operator.runs.schedule`,
-:mod:`swarmkit_operator.runs.retention`): their loops start with the operator, after the
-Runs controller, and stop with it.
+"""kopf wiring of scheduled Runs, Run retention and mailbox webhooks
+(:mod:`swarmkit_operator.runs.schedule`, :mod:`swarmkit_operator.runs.retention`,
+:mod:`swarmkit_operator.runs.delivery`): their loops start with the operator, after the
+Runs controller, and stop with it; they write only in the leader (``ctl.ready``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 import kopf
 
+from ..runs.delivery import Delivery
 from ..runs.retention import SWEEP_SECONDS, Retention, history_victims
 from ..runs.schedule import (
     SCHEDULE_INTERVAL,
@@ -38,6 +40,8 @@ async def runs_schedule_start(**_: Any) -> None:
     loop = asyncio.get_running_loop()
     _loops.append(loop.create_task(retention.loop()))
     _loops.append(loop.create_task(Scheduler(ctl).loop()))
+    # Mailbox webhooks (runs/delivery.py): also waits for the leader's ctl.ready.
+    _loops.append(loop.create_task(Delivery(ctl).loop()))
 
 
 @kopf.on.cleanup()

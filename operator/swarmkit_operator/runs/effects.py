@@ -99,7 +99,9 @@ async def _materialize(st: RunState, run: RunView, effect: Effect) -> RunEffect:
         manifest = fx.message_run(run.name, run.namespace, run.uid, correlation, effect)
         plural, kind = "runs", "Run"
     else:
-        manifest = fx.mailbox_message(run.name, run.namespace, run.uid, correlation, effect)
+        manifest = fx.mailbox_message(
+            run.name, run.namespace, run.uid, correlation, effect, _has_webhook(st, run, effect)
+        )
         plural, kind = "mailboxmessages", "MailboxMessage"
     try:
         created = await k8s.create_custom_if_absent(plural, run.namespace, manifest)
@@ -114,6 +116,15 @@ async def _materialize(st: RunState, run: RunView, effect: Effect) -> RunEffect:
             run.involved, "Normal", EVENT_REASONS[effect.kind], _describe(effect, kind, name)
         )
     return done
+
+
+def _has_webhook(st: RunState, run: RunView, effect: Effect) -> bool:
+    """Whether the Workspace routes the effect's mailbox to a webhook (:mod:`.delivery`)."""
+    ws = one(st.idx.workspaces, (run.namespace, effect.workspace))
+    for mailbox in ((ws or {}).get("spec") or {}).get("mailboxes") or ():
+        if mailbox.get("name") == effect.to:
+            return bool(mailbox.get("webhook"))
+    return False
 
 
 def _describe(effect: Effect, kind: str, name: str) -> str:
