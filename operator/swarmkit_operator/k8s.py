@@ -532,12 +532,15 @@ async def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:
 
 async def read_secret_key(namespace: str, name: str, key: str) -> str | None:
     """One key of a Secret, decoded (None when the Secret or key is missing). Only for a
-    value the operator itself must use (a mailbox webhook URL); never logged or stored."""
-    path = core_path("secrets", namespace, name)
-    status, payload = await request("GET", path)
-    if status == 404:
-        return None
-    data = (_check("GET", path, status, payload) or {}).get("data") or {}
+    value the operator itself must use (a mailbox webhook URL); never logged or stored.
+
+    A list narrowed to the one name (``list`` is what the operator holds on Secrets, to
+    check credential references; it has no ``get``)."""
+    path = core_path("secrets", namespace)
+    query = [("fieldSelector", f"metadata.name={name}")]
+    status, payload = await request("GET", path, query=query)
+    items = (_check("GET", path, status, payload) or {}).get("items") or []
+    data = (items[0].get("data") or {}) if items else {}
     if key not in data:
         return None
     return base64.b64decode(data[key]).decode("utf-8", errors="replace")

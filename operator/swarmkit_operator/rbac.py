@@ -91,13 +91,6 @@ GRANTS: tuple[Grant, ...] = (
         "The webhook delivery of a mailbox item (state, attempts, last error; never the URL).",
     ),
     Grant(
-        "",
-        ("secrets",),
-        ("get",),
-        "A mailbox webhook's URL, read from the Secret the Workspace names when an item is "
-        "posted (never stored, logged or put in status).",
-    ),
-    Grant(
         "swarmkit.dev",
         (
             "workspaces/finalizers",
@@ -171,7 +164,9 @@ GRANTS: tuple[Grant, ...] = (
         ("secrets",),
         ("list", "watch"),
         "Workspace credential references: which Secrets and keys exist. Values are never "
-        "copied (Run pods get them through secretKeyRef).",
+        "copied (Run pods get them through secretKeyRef). One exception: a mailbox webhook's "
+        "URL is read (a list narrowed to the Secret's name) when the operator posts an item; "
+        "it is never stored, logged or put in status.",
     ),
     Grant(
         "",

@@ -40,11 +40,6 @@
 - apiGroups: [swarmkit.dev]
   resources: [mailboxmessages/status]
   verbs: [patch]
-# A mailbox webhook's URL, read from the Secret the Workspace names when an item is posted
-# (never stored, logged or put in status).
-- apiGroups: [""]
-  resources: [secrets]
-  verbs: [get]
 # Its ConfigMaps, Jobs, Deployments carry ownerReferences with blockOwnerDeletion; the
 # OwnerReferencesPermissionEnforcement admission plugin (e.g. OpenShift) requires this.
 - apiGroups: [swarmkit.dev]
@@ -90,7 +85,9 @@
   resources: [roles, rolebindings]
   verbs: [create, patch, delete]
 # Workspace credential references: which Secrets and keys exist. Values are never copied
-# (Run pods get them through secretKeyRef).
+# (Run pods get them through secretKeyRef). One exception: a mailbox webhook's URL is read
+# (a list narrowed to the Secret's name) when the operator posts an item; it is never
+# stored, logged or put in status.
 - apiGroups: [""]
   resources: [secrets]
   verbs: [list, watch]
