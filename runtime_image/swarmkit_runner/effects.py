@@ -17,7 +17,7 @@ Rules (every failure is a tool error naming what is wrong):
   the call; ``topology`` defaults to the run's own and must be one this run may run (the
   bundle's topologies: its own and those its agent skills reach);
 * ``agent_message {to, message}``: ``to`` must be an agent this run may execute (the agents
-  of its topologies, the same default-deny reach as agent skills);
+  of its topologies, the same default-deny reach as agent skills), never the sender itself;
 * ``mailbox_send {to, message}``: ``to`` must be a mailbox the Workspace declares.
 
 Only a Run has an outbox: in a served topology or an MCP gateway session the three tools
@@ -233,6 +233,11 @@ def agent_message_handler(ctx: RunContext, agent: BundleAgent) -> Handler:
         to = _text(args, "to").strip()
         if not to:
             raise InvalidArguments("to is required (an agent name)")
+        if to == agent.name:
+            # Its own Run would start with the message and could message itself again.
+            raise ToolError(
+                f"agent {to!r} cannot message itself (that would loop)", "AgentNotReachable"
+            )
         if to not in ctx.bundle.agents:
             raise ToolError(
                 f"agent {to!r} is not reachable from agent {agent.name!r}: only agents of "

@@ -100,6 +100,7 @@ def test_bad_input_is_a_clear_tool_error(tmp_path: Path) -> None:
             tool_call("schedule", input="x", at="2030-01-01T09:00:00"),
             tool_call("schedule", input="x", topology="elsewhere", **{"in": "1m"}),
             tool_call("agent_message", to="stranger", message="hi"),
+            tool_call("agent_message", to="lead", message="note to self"),
             tool_call("mailbox_send", to="finance", message="hi"),
             tool_call("mailbox_send", to="ops", message="x" * 101),
             text("gave up"),
@@ -110,15 +111,16 @@ def test_bad_input_is_a_clear_tool_error(tmp_path: Path) -> None:
         )
     assert out.outcome == "Succeeded", out.stderr
     errors = _errors(server)
-    assert len(errors) == 8, errors
+    assert len(errors) == 9, errors
     assert "ScheduleOutOfWindow" in errors[0] and "is in the past" in errors[0]
     assert "beyond the window" in errors[1] and "scheduleMaxDelaySeconds" in errors[1]
     assert "'soon' is not a duration" in errors[2]
     assert "has no UTC offset" in errors[3]
     assert "topology 'elsewhere' is not one this run may run" in errors[4]
     assert "agent 'stranger' is not reachable from agent 'lead'" in errors[5]
-    assert "mailbox 'finance' is not declared by Workspace default (declared: ops)" in errors[6]
-    assert "MessageTooLarge" in errors[7] and "101 bytes" in errors[7]
+    assert "agent 'lead' cannot message itself" in errors[6]
+    assert "mailbox 'finance' is not declared by Workspace default (declared: ops)" in errors[7]
+    assert "MessageTooLarge" in errors[8] and "101 bytes" in errors[8]
     assert "outboxSha256" not in out.result
     assert not [ln for ln in out.stdout.splitlines() if ln.startswith(OUTBOX_LINE_PREFIX)]
 
