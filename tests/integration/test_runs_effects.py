@@ -246,12 +246,23 @@ def test_effects_are_materialized_once_and_the_scheduled_run_starts_at_its_time(
     assert messaged["spec"]["correlationId"] == "corr-7"
     assert (succeeded(messaged) or {}).get("reason") == "Succeeded"
 
+    # Deleting the Run that scheduled it leaves the scheduled Run alone (not its owner).
+    kube.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "runs", "plan")
+    wait_for(lambda: get(kube, ns, "Run", "plan") is None, 30, message="plan to be deleted")
+
     # The scheduled Run started at its time, not before.
     done = wait_run(kube, ns, f"{prefix}0", finished, timeout=DELAY_SECONDS + 60, operator=operator)
     assert (succeeded(done) or {}).get("reason") == "Succeeded", succeeded(done)
     assert done["status"]["output"] == "awake"
     started = datetime.fromisoformat(done["status"]["startTime"])
     assert started >= start_after, (started, start_after)
+    # Deleting its Topology deletes it (garbage collection through the ownerReference).
+    kube.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "topologies", "wakeup")
+    wait_for(
+        lambda: get(kube, ns, "Run", f"{prefix}0") is None,
+        60,
+        message="the scheduled Run to be collected with its Topology",
+    )
 
 
 def _bind(cluster: LocalCluster, ns: str, user: str, role: str) -> None:
