@@ -8,13 +8,22 @@ and resumes neither repeats nor renumbers an effect.
 from __future__ import annotations
 
 import hashlib
+import io
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from swarmkit_api.effects import OUTBOX_LINE_PREFIX, Effect, outbox_from_log
 from swarmkit_api.review import CHECKPOINT_LINE_PREFIX, Checkpoint, ResumeDecision
+from swarmkit_runner.audit import AuditLog
+from swarmkit_runner.context import Budget, RunContext
+from swarmkit_runner.effects import HANDLERS
+from swarmkit_runner.errors import ToolError
+from swarmkit_runner.paths import RunnerPaths
+from swarmkit_runner.secrets import SecretStore
 from tests.support.bundles import (
     agent,
     bundle,
@@ -193,3 +202,22 @@ def test_a_resumed_run_neither_repeats_nor_renumbers_an_effect(tmp_path: Path) -
     # Only the new effect, numbered after the one recorded before the run parked.
     assert [(e.seq, e.message) for e in _outbox(resumed)] == [(1, "after the review")]
     assert [e["seq"] for e in resumed.events("effect.recorded")] == [1]
+
+
+async def test_without_a_run_the_tools_answer_not_available(tmp_path: Path) -> None:
+    # An MCP gateway session (can_park False) or a served topology has no outbox.
+    b = bundle(agents=[agent("solo", provider="m")], workspace=WORKSPACE)
+    secrets = SecretStore({})
+    ctx = RunContext(
+        bundle=b,
+        paths=RunnerPaths.resolve(scratch=str(tmp_path)),
+        audit=AuditLog(b.run.uid, b.run.uid, secrets, sink=io.StringIO()),
+        secrets=secrets,
+        budget=Budget(10, 1000),
+        can_park=False,
+    )
+    send = HANDLERS["mailbox_send"][0](ctx, b.agents["solo"])
+    with pytest.raises(ToolError) as exc:
+        await send({"to": "ops", "message": "hi"})
+    assert exc.value.code == "NotAvailable" and "needs a Run" in exc.value.message
+    assert ctx.journal.outbox == []
