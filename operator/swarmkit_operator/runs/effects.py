@@ -36,13 +36,6 @@ from .state import RunState
 
 log = logging.getLogger("swarmkit_operator.runs")
 
-#: Event reasons, one per kind of effect (and one for an effect that cannot be created).
-EVENT_REASONS = {
-    "schedule": "RunScheduled",
-    "agent_message": "AgentMessaged",
-    "mailbox_send": "MailboxPosted",
-}
-REASON_EFFECT_FAILED = "EffectFailed"
 #: Statuses that will not change on a retry (invalid object, not allowed, namespace gone).
 _FOR_GOOD = frozenset({400, 403, 404, 422})
 
@@ -62,7 +55,7 @@ async def settle(st: RunState, run: RunView, verdict: rs.Verdict) -> None:
             f"in pod {verdict.pod_name}'s log; they are not materialized"
         )
         log.warning("run %s/%s: %s", run.namespace, run.name, message)
-        await k8s.post_event(run.involved, "Warning", REASON_EFFECT_FAILED, message)
+        await _warn(run, message)
         return
     settled = [await _materialize(st, run, effect) for effect in effects]
     entries = fx.status_entries(run.status.get("effects") or (), settled)
@@ -112,9 +105,7 @@ async def _materialize(st: RunState, run: RunView, effect: Effect) -> RunEffect:
     done = base.model_copy(update={"state": "Materialized", "object": f"{kind}/{name}"})
     if created is not None:  # None: an earlier attempt created it (and announced it)
         log.info("run %s/%s: effect %d → %s/%s", run.namespace, run.name, effect.seq, kind, name)
-        await k8s.post_event(
-            run.involved, "Normal", EVENT_REASONS[effect.kind], _describe(effect, kind, name)
-        )
+        await _announce(run, effect, kind, name)
     return done
 
 
@@ -127,28 +118,26 @@ def _has_webhook(st: RunState, run: RunView, effect: Effect) -> bool:
     return False
 
 
-def _describe(effect: Effect, kind: str, name: str) -> str:
+async def _announce(run: RunView, effect: Effect, kind: str, name: str) -> None:
+    """The Event for a created object (literal reasons: the generated reference lists them)."""
+    what = f"effect {effect.seq} ({effect.kind} by {effect.agent}): {kind} {name}"
     if effect.kind == "schedule":
         when = effect.start_after.isoformat() if effect.start_after else "now"
-        return (
-            f"effect {effect.seq} (schedule by {effect.agent}): {kind} {name} of "
-            f"Topology {effect.to} starts after {when}"
-        )
-    if effect.kind == "agent_message":
-        return (
-            f"effect {effect.seq} (agent_message from {effect.agent}): {kind} {name} "
-            f"runs agent {effect.to}"
-        )
-    return (
-        f"effect {effect.seq} (mailbox_send from {effect.agent}): {kind} {name} in "
-        f"mailbox {effect.to}"
-    )
+        text = f"{what} of Topology {effect.to} starts after {when}"
+        await k8s.post_event(run.involved, "Normal", "RunScheduled", text)
+    elif effect.kind == "agent_message":
+        await k8s.post_event(run.involved, "Normal", "AgentMessaged", f"{what} runs {effect.to}")
+    else:
+        text = f"{what} in mailbox {effect.to}"
+        await k8s.post_event(run.involved, "Normal", "MailboxPosted", text)
+
+
+async def _warn(run: RunView, message: str) -> None:
+    await k8s.post_event(run.involved, "Warning", "EffectFailed", message)
 
 
 async def _failed(run: RunView, base: RunEffect, message: str) -> RunEffect:
-    await k8s.post_event(
-        run.involved, "Warning", REASON_EFFECT_FAILED, f"effect {base.seq} ({base.kind}): {message}"
-    )
+    await _warn(run, f"effect {base.seq} ({base.kind}): {message}")
     return base.model_copy(update={"state": "Failed", "message": message})
 
 
@@ -176,4 +165,4 @@ async def hold(st: RunState, run: RunView, spec: RunSpec) -> float | None:
     return min(left, MAX_HOLD_SECONDS)
 
 
-__all__ = ["EVENT_REASONS", "REASON_EFFECT_FAILED", "hold", "settle"]
+__all__ = ["hold", "settle"]
