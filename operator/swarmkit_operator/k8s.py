@@ -107,6 +107,12 @@ def set_write_gate(gate: Callable[[], str | None] | None) -> None:
     _state.write_gate = gate or _always_write
 
 
+def write_refusal() -> str | None:
+    """Why this replica may not write now (None: it may). For side effects outside the API
+    that must follow the same fence (a mailbox webhook POST)."""
+    return _state.write_gate()
+
+
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 

@@ -193,6 +193,9 @@ class Delivery:
         """None when delivered, else what went wrong (never the URL)."""
         if ref is None:
             return "the Workspace no longer routes this mailbox to a webhook"
+        refusal = k8s.write_refusal()
+        if refusal is not None:  # a deposed leader posts nothing (the new one will)
+            raise k8s.NotLeader("POST", "mailbox webhook", refusal)
         url = await k8s.read_secret_key(namespace, ref.get("name", ""), ref.get("key", ""))
         if not url:
             return f"Secret {ref.get('name')} has no key {ref.get('key')}"
