@@ -227,6 +227,11 @@ class RunResult(ApiModel):
         description="AwaitingReview: sha256 of the checkpoint line printed on stdout (the "
         "operator stores only a checkpoint that matches it).",
     )
+    outbox_sha256: str | None = Field(
+        default=None,
+        description="sha256 of the outbox line printed on stdout: the effects recorded in "
+        "this stage (swarmkit_api.effects).",
+    )
 
     def to_termination_message(self, max_bytes: int = MAX_RESULT_BYTES) -> str:
         """Compact JSON of at most ``max_bytes`` bytes.

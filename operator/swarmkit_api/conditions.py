@@ -114,6 +114,8 @@ REASON_DISABLED: Final[str] = "Disabled"
 REASON_PENDING: Final[str] = "Pending"
 REASON_RUNNING: Final[str] = "Running"
 REASON_JOB_LOST: Final[str] = "JobLost"
+#: A Run whose spec.startAfter is still ahead (created by the schedule tool).
+REASON_SCHEDULED: Final[str] = "Scheduled"
 REASON_AWAITING_REVIEW: Final[str] = "AwaitingReview"
 REASON_RESUMED: Final[str] = "Resumed"
 REASON_SUCCEEDED: Final[str] = "Succeeded"
@@ -173,6 +175,7 @@ __all__ = [
     "REASON_RUNNING",
     "REASON_RUNTIME_CLASS_NOT_FOUND",
     "REASON_SCALED_TO_ZERO",
+    "REASON_SCHEDULED",
     "REASON_SECRET_NOT_FOUND",
     "REASON_SERVING",
     "REASON_SKILL_NOT_FOUND",

@@ -16,6 +16,7 @@ from .agent import AgentSpec, AgentStatus
 from .base import ApiModel
 from .common import KEBAB, ObjectMeta
 from .conditions import READY, SERVING, SUCCEEDED
+from .mailbox import MailboxMessageSpec, MailboxMessageStatus
 from .review import ReviewSpec, ReviewStatus
 from .run import RunSpec, RunStatus
 from .skill import SkillSpec, SkillStatus
@@ -182,7 +183,28 @@ REVIEW = KindInfo(
     ),
 )
 
-KINDS: tuple[KindInfo, ...] = (WORKSPACE, SKILL, AGENT, TOPOLOGY, RUN, REVIEW)
+MAILBOX_MESSAGE = KindInfo(
+    kind="MailboxMessage",
+    plural="mailboxmessages",
+    short_names=("skmb",),
+    description="An item an agent put in a named mailbox (the mailbox_send tool), for people "
+    "to read and acknowledge. Created by the operator; acknowledged by writing "
+    "spec.acknowledgement (kubectl swarmkit ack), which the admission policy ties to the "
+    "authenticated user.",
+    spec=MailboxMessageSpec,
+    status=MailboxMessageStatus,
+    columns=(
+        PrinterColumn("Mailbox", ".spec.mailbox", description="The mailbox"),
+        PrinterColumn("Agent", ".spec.sender.agent", description="The agent that sent it"),
+        PrinterColumn("Run", ".spec.sender.run", description="The Run it sent it from"),
+        PrinterColumn(
+            "Acknowledged", ".spec.acknowledgement.by", description="Who acknowledged it"
+        ),
+        PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ),
+)
+
+KINDS: tuple[KindInfo, ...] = (WORKSPACE, SKILL, AGENT, TOPOLOGY, RUN, REVIEW, MAILBOX_MESSAGE)
 KINDS_BY_NAME = {k.kind: k for k in KINDS}
 
 
@@ -234,8 +256,15 @@ class Review(_Resource):
     status: ReviewStatus | None = Field(default=None, description="Observed state.")
 
 
+class MailboxMessage(_Resource):
+    kind: Literal["MailboxMessage"] = Field(description="MailboxMessage")
+    spec: MailboxMessageSpec = Field(description="The item and its acknowledgement.")
+    status: MailboxMessageStatus | None = Field(default=None, description="Observed state.")
+
+
 RESOURCE_MODELS: dict[str, type[_Resource]] = {
     "Review": Review,
+    "MailboxMessage": MailboxMessage,
     "Workspace": Workspace,
     "Skill": Skill,
     "Agent": Agent,

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from .base import ApiModel, CelRule
 from .common import Conditions, LocalObjectReference
+from .effects import RunEffect
 
 
 class RunSpec(ApiModel):
@@ -38,6 +39,11 @@ class RunSpec(ApiModel):
         default_factory=dict, description="Labels copied to the Job and pod."
     )
     cancelled: bool = Field(default=False, description="Set true to stop the run.")
+    start_after: datetime | None = Field(
+        default=None,
+        description="Do not start before this time (the Run waits with Succeeded=Unknown, "
+        "reason Scheduled); set by the schedule tool, or by hand.",
+    )
 
 
 class TokenUsage(ApiModel):
@@ -169,6 +175,11 @@ class RunStatus(ApiModel):
     )
     decisions: list[RecordedDecision] = Field(
         default_factory=list, description="Every review decision the run went on with."
+    )
+    effects: list[RunEffect] = Field(
+        default_factory=list,
+        description="What the run did to shared platform state (schedule, agent_message, "
+        "mailbox_send), each materialized once by the operator.",
     )
     conditions: Conditions = Field(default_factory=list, description="Conditions.")
 

@@ -187,6 +187,27 @@ class PermissionBundle(ApiModel):
     permissions: list[str] = Field(description="Permission verbs, e.g. mailbox_send.")
 
 
+class MailboxWebhook(ApiModel):
+    """Where a mailbox's items are also posted (Slack-compatible ``{"text": ...}``)."""
+
+    url_secret_ref: SecretKeyRef = Field(
+        description="The Secret key holding the webhook URL (a URL is a credential: it never "
+        "appears in status, Events or logs)."
+    )
+
+
+class Mailbox(ApiModel):
+    """A named mailbox agents may write to (``mailbox_send``) and people read."""
+
+    name: str = Field(pattern=KEBAB, max_length=63, description="Mailbox name.")
+    description: str = Field(default="", description="What goes in it, who reads it.")
+    webhook: MailboxWebhook | None = Field(
+        default=None,
+        description="Also post each item to this webhook (retried with backoff; the delivery "
+        "is recorded in the item's status).",
+    )
+
+
 class Credential(ApiModel):
     """A named credential: a Secret key, referenced by tools and remote agents."""
 
@@ -343,6 +364,33 @@ class Governance(ApiModel):
         "and the run takes the skill's failure path (a skill's "
         "constraints.reviewTimeoutSeconds overrides it).",
     )
+    # Effects (schedule, agent_message, mailbox_send): see swarmkit_api.effects.
+    max_effects_per_run: int = Field(
+        default=10,
+        ge=0,
+        le=100,
+        description="How many effects (schedule, agent_message, mailbox_send calls) one run "
+        "may record; 0 turns the three tools into errors.",
+    )
+    max_message_bytes: int = Field(
+        default=4096,
+        ge=1,
+        le=65536,
+        description="Longest agent_message / mailbox_send message and schedule input (UTF-8 "
+        "bytes).",
+    )
+    schedule_min_delay_seconds: int = Field(
+        default=1,
+        ge=0,
+        description="The earliest a schedule call may fire, in seconds after the call.",
+    )
+    schedule_max_delay_seconds: int = Field(
+        default=604800,
+        ge=1,
+        le=31536000,
+        description="The latest a schedule call may fire, in seconds after the call "
+        "(default 7 days).",
+    )
 
 
 class WorkspaceSpec(ApiModel):
@@ -375,6 +423,12 @@ class WorkspaceSpec(ApiModel):
     )
     credentials: list[Credential] = Field(
         default_factory=list, description="Named Secret-backed credentials."
+    )
+    mailboxes: list[Mailbox] = Field(
+        default_factory=list,
+        max_length=256,
+        description="Mailboxes agents may post to with mailbox_send (default-deny: a name not "
+        "declared here is a tool error).",
     )
     model_providers: list[ModelProvider] = Field(
         default_factory=list, description="Model APIs; the first is the default."
@@ -416,6 +470,8 @@ __all__ = [
     "EgressSpec",
     "FlowDataFile",
     "Governance",
+    "Mailbox",
+    "MailboxWebhook",
     "McpServer",
     "ModelProvider",
     "PackCommand",

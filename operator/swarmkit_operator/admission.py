@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import mailbox_admission
+
 POLICY_NAME = "swarmkit-review-decisions"
 GROUP = "swarmkit.dev"
 
@@ -104,7 +106,8 @@ def binding() -> dict[str, Any]:
 
 
 def manifests() -> list[dict[str, Any]]:
-    return [policy(), binding()]
+    # The mailbox acknowledgement policy ships beside it (same file, same chart switch).
+    return [policy(), binding(), *mailbox_admission.manifests()]
 
 
 __all__ = ["POLICY_NAME", "binding", "manifests", "policy", "validations"]

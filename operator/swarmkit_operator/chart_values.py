@@ -251,7 +251,8 @@ class ReviewValues(_Values):
     admission_policy: bool = _desc(
         "Install the ValidatingAdmissionPolicy swarmkit-review-decisions (+ binding): a "
         "decision's decidedBy must be the authenticated user, a decision is final, an expired "
-        "review cannot be decided. Needs Kubernetes 1.30+."
+        "review cannot be decided; and swarmkit-mailbox-acknowledgements: a mailbox item's "
+        "acknowledgement.by must be the authenticated user. Needs Kubernetes 1.30+."
     )
 
 

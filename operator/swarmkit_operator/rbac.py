@@ -78,6 +78,20 @@ GRANTS: tuple[Grant, ...] = (
     ),
     Grant(
         "swarmkit.dev",
+        ("mailboxmessages",),
+        ("create", "list", "patch"),
+        "A Run's mailbox_send effects become MailboxMessages (created once, by name); the "
+        "webhook delivery lists the pending ones and relabels them delivered or failed (it "
+        "never writes their spec: people acknowledge them).",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("mailboxmessages/status",),
+        ("patch",),
+        "The webhook delivery of a mailbox item (state, attempts, last error; never the URL).",
+    ),
+    Grant(
+        "swarmkit.dev",
         (
             "workspaces/finalizers",
             "skills/finalizers",
@@ -150,7 +164,9 @@ GRANTS: tuple[Grant, ...] = (
         ("secrets",),
         ("list", "watch"),
         "Workspace credential references: which Secrets and keys exist. Values are never "
-        "copied (Run pods get them through secretKeyRef).",
+        "copied (Run pods get them through secretKeyRef). One exception: a mailbox webhook's "
+        "URL is read (a list narrowed to the Secret's name) when the operator posts an item; "
+        "it is never stored, logged or put in status.",
     ),
     Grant(
         "",

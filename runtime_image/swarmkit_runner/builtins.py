@@ -1,8 +1,8 @@
 """Platform builtin tools, each gated by the permission of the same name.
 
-``agent_message`` and ``mailbox_send`` need no permission. This runtime has no mailbox or
-scheduler attached: messages are recorded in the audit stream (``mailbox.send``) and
-acknowledged; ``schedule`` answers with a clear ``NotSupported`` tool error.
+``agent_message`` and ``mailbox_send`` need no permission. They and ``schedule`` record an
+effect in the run's outbox that the operator materializes once when the run ends or parks
+(a Run of another agent, a MailboxMessage, a Run that starts later): see :mod:`.effects`.
 
 ``human_task_request {title, details?}`` opens a task for a person and waits on the result:
 the run parks with a ``human_task`` review item (the operator makes it a Review), and the
@@ -21,19 +21,11 @@ from swarmkit_api.bundle import BundleAgent
 from swarmkit_api.review import ResumeDecision
 from swarmkit_api.workspace import PLATFORM_BUILTINS
 
-from . import reviews
+from . import effects, reviews
 from .catalog import ToolEntry, as_text
 from .context import RunContext
 from .errors import ToolError
 
-_MESSAGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "to": {"type": "string", "description": "Recipient (agent or mailbox)."},
-        "message": {"type": "string"},
-    },
-    "required": ["to", "message"],
-}
 _GENERIC_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 _TASK_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -48,11 +40,12 @@ _DECIDE_SCHEMA: dict[str, Any] = {
     "properties": {"task": {"type": "string", "description": "The task (Review) name."}},
 }
 _DESCRIPTIONS = {
-    "agent_message": "Send a message to another agent.",
-    "mailbox_send": "Put a message in a mailbox.",
+    "agent_message": "Send a message to another agent: it runs with the message as its "
+    "input (after this run ends or pauses).",
+    "mailbox_send": "Put a message in a named mailbox that people read and acknowledge.",
     "human_task_request": "Open a task for a human and wait for the result.",
     "human_task_decide": "Read the decision a person recorded on a task of this run.",
-    "schedule": "Schedule a future timer event.",
+    "schedule": "Schedule a future timer event: a later run of a topology with the given input.",
 }
 
 
@@ -72,20 +65,9 @@ def builtin_tool(ctx: RunContext, agent: BundleAgent, name: str) -> ToolEntry | 
             tool=name,
         )
         return None
-    if name in ("agent_message", "mailbox_send"):
-
-        async def send(args: dict[str, Any]) -> str:
-            ctx.audit.emit(
-                "mailbox.send",
-                agent=agent.name,
-                tool=name,
-                to=str(args.get("to", "")),
-                message=str(args.get("message", "")),
-                outcome="recorded",
-            )
-            return as_text({"status": "recorded", "note": "recorded in the run's audit stream"})
-
-        return ToolEntry(name, _DESCRIPTIONS[name], _MESSAGE_SCHEMA, "builtin", send)
+    if name in effects.HANDLERS:
+        make, schema = effects.HANDLERS[name]
+        return ToolEntry(name, _DESCRIPTIONS[name], schema, "builtin", make(ctx, agent))
 
     if name == "human_task_request":
 

@@ -16,6 +16,11 @@ variable (every asyncio task inherits it).
 The checkpoint (:class:`swarmkit_api.review.Checkpoint`) is this journal, the key where the
 run parked and the decisions applied so far; the runner prints it on one stdout line and
 puts its sha256 in the result; the operator stores it in an immutable ConfigMap.
+
+The run's outbox (the effects of ``schedule``, ``agent_message`` and ``mailbox_send``,
+:mod:`swarmkit_api.effects`) is part of the journal too, under the key ``outbox``: a resumed
+run numbers its new effects after the ones recorded before it parked, and a replayed tool
+call records nothing again (the operator already materialized it when the run parked).
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ class _Frame:
     started: int = 0
 
 
+#: The journal entry holding the run's outbox (never an effect key: those start with "e.").
+OUTBOX_KEY = "outbox"
 _current: ContextVar[_Frame | None] = ContextVar("swarmkit_journal_frame", default=None)
 _ERRORS: dict[str, type[ToolError]] = {
     "ToolRefused": ToolRefused,
@@ -76,6 +83,21 @@ class Journal:
         self.applied = False
         self.replayed = 0
         self._root = _Frame("e")
+        #: Every effect of the run so far (wire dicts, by seq); this stage's start from
+        #: ``outbox_start``.
+        self.outbox: list[dict[str, Any]] = list(self.entries.get(OUTBOX_KEY) or ())
+        self.outbox_start = len(self.outbox)
+
+    # -- the outbox ------------------------------------------------------------------------
+    def record_effect(self, effect: dict[str, Any]) -> None:
+        """Add ``effect`` (its ``seq`` is ``len(self.outbox)``) to the run's outbox."""
+        self.outbox.append(effect)
+        self.entries[OUTBOX_KEY] = list(self.outbox)
+
+    @property
+    def new_effects(self) -> list[dict[str, Any]]:
+        """The effects recorded live in this stage (the ones the operator has not seen)."""
+        return self.outbox[self.outbox_start :]
 
     # -- keys ------------------------------------------------------------------------------
     def bind(self) -> None:

@@ -14,6 +14,7 @@ import json
 import time
 
 from swarmkit_api.bundle import Outcome, ReviewItem, RunBundle, RunResult
+from swarmkit_api.effects import Effect, outbox_line
 
 from . import egress
 from .audit import AuditLog
@@ -168,6 +169,9 @@ async def execute(
     )
     if checkpoint_sha is not None:
         result = result.model_copy(update={"checkpoint_sha256": checkpoint_sha})
+    outbox_sha = _print_outbox(audit, journal)
+    if outbox_sha is not None:
+        result = result.model_copy(update={"outbox_sha256": outbox_sha})
     audit.emit(
         "run.end",
         outcome=result.outcome,
@@ -202,6 +206,17 @@ def _print_checkpoint(
         effects=len(journal.entries),
         parked_key=item.key,
     )
+    return sha
+
+
+def _print_outbox(audit: AuditLog, journal: Journal) -> str | None:
+    """Print this stage's effects on one stdout line (the operator materializes them)."""
+    new = journal.new_effects
+    if not new:
+        return None
+    line, sha = outbox_line([Effect.model_validate(e) for e in new])
+    audit.write_raw(line)
+    audit.emit("run.outbox", sha256=sha, effects=len(new), first_seq=journal.outbox_start)
     return sha
 
 

@@ -41,6 +41,8 @@ OPERATOR_RULES: Grants = {
     "runs.swarmkit.dev/status": frozenset({"patch"}),
     "reviews.swarmkit.dev": frozenset({"create", "get", "list", "watch"}),
     "reviews.swarmkit.dev/status": frozenset({"patch"}),
+    "mailboxmessages.swarmkit.dev": frozenset({"create", "list", "patch"}),
+    "mailboxmessages.swarmkit.dev/status": frozenset({"patch"}),
     "workspaces.swarmkit.dev/finalizers": frozenset({"update"}),
     "skills.swarmkit.dev/finalizers": frozenset({"update"}),
     "agents.swarmkit.dev/finalizers": frozenset({"update"}),

@@ -71,6 +71,17 @@ def review(name: str = "my-run-1", **decision: Any) -> dict[str, Any]:
     return {"apiVersion": API, "kind": "Review", "metadata": {"name": name}, "spec": body}
 
 
+def mailbox_message(name: str = "my-run-0000-fx0", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "mailbox": "ops",
+        "message": "disk full",
+        "sender": {"agent": "watcher", "run": "my-run"},
+        "workspace": "default",
+        **spec,
+    }
+    return {"apiVersion": API, "kind": "MailboxMessage", "metadata": {"name": name}, "spec": body}
+
+
 def without(doc: dict[str, Any], *path: str) -> dict[str, Any]:
     out = copy.deepcopy(doc)
     node = out
@@ -434,5 +445,15 @@ INVALID: tuple[Invalid, ...] = (
         "review-unknown-kind",
         "spec.request.kind",
         {**review(), "spec": {"request": {"kind": "gossip", "question": "?"}}},
+    ),
+    Invalid(
+        "mailbox-message-bad-mailbox-name",
+        "spec.mailbox",
+        mailbox_message(mailbox="Ops Team"),
+    ),
+    Invalid(
+        "mailbox-message-acknowledged-by-nobody",
+        "spec.acknowledgement.by",
+        mailbox_message(acknowledgement={"by": ""}),
     ),
 )

@@ -37,8 +37,9 @@ def test_examples_pass_both_validators(doc: dict[str, Any], crds: dict[str, Any]
 
 def test_examples_cover_every_kind_and_category() -> None:
     docs = example_manifests()
-    # Reviews are created by the operator, never applied by users.
-    assert {d["kind"] for d in docs} == {k.kind for k in KINDS if k.kind != "Review"}
+    # Reviews and MailboxMessages are created by the operator, never applied by users.
+    created = {"Review", "MailboxMessage"}
+    assert {d["kind"] for d in docs} == {k.kind for k in KINDS if k.kind not in created}
     skills = [d for d in docs if d["kind"] == "Skill"]
     assert {s["spec"]["category"] for s in skills} == {
         "capability",
@@ -112,6 +113,8 @@ def test_printer_columns_short_names_and_category(crds: dict[str, Any]) -> None:
         columns = [c["name"] for c in spec["versions"][0]["additionalPrinterColumns"]]
         if kind == "Review":
             assert {"Run", "Kind", "State", "DecidedBy", "Age"} <= set(columns)
+        elif kind == "MailboxMessage":
+            assert columns == ["Mailbox", "Agent", "Run", "Acknowledged", "Age"]
         else:
             assert ("Succeeded" if kind == "Run" else "Ready") in columns
             assert {"Reason", "Version", "Age"} <= set(columns)

@@ -30,6 +30,16 @@
 - apiGroups: [swarmkit.dev]
   resources: [runs]
   verbs: [create, delete]
+# A Run's mailbox_send effects become MailboxMessages (created once, by name); the webhook
+# delivery lists the pending ones and relabels them delivered or failed (it never writes
+# their spec: people acknowledge them).
+- apiGroups: [swarmkit.dev]
+  resources: [mailboxmessages]
+  verbs: [create, list, patch]
+# The webhook delivery of a mailbox item (state, attempts, last error; never the URL).
+- apiGroups: [swarmkit.dev]
+  resources: [mailboxmessages/status]
+  verbs: [patch]
 # Its ConfigMaps, Jobs, Deployments carry ownerReferences with blockOwnerDeletion; the
 # OwnerReferencesPermissionEnforcement admission plugin (e.g. OpenShift) requires this.
 - apiGroups: [swarmkit.dev]
@@ -75,7 +85,9 @@
   resources: [roles, rolebindings]
   verbs: [create, patch, delete]
 # Workspace credential references: which Secrets and keys exist. Values are never copied
-# (Run pods get them through secretKeyRef).
+# (Run pods get them through secretKeyRef). One exception: a mailbox webhook's URL is read
+# (a list narrowed to the Secret's name) when the operator posts an item; it is never
+# stored, logged or put in status.
 - apiGroups: [""]
   resources: [secrets]
   verbs: [list, watch]

@@ -13,7 +13,8 @@ handler, :func:`start`, which builds every component in this order:
    indexes and reconcilers, and one paged LIST of every indexed resource;
 4. the :class:`~swarmkit_operator.runtime.Manager` (leader election and the write gate),
    which holds every writer built next;
-5. the Runs controller over the shared indexes, and its scheduler and retention loops;
+5. the Runs controller over the shared indexes, and its scheduler, retention and mailbox
+   delivery loops;
 6. the gateways controller;
 7. the skill library and, when asked for, the web view;
 8. the watch streams, starting from the LISTs of step 3;
@@ -47,6 +48,7 @@ from ..reconcile.controller import Controller, Reconciler, ReconcilerMark, contr
 from ..reconcile.views import count_objects
 from ..runs import Indexes as RunIndexes
 from ..runs import RunController
+from ..runs.delivery import Delivery
 from ..runs.retention import Retention
 from ..runs.schedule import Scheduler
 from ..runtime import Manager, lease_settings_from_env, manager_of
@@ -230,6 +232,8 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
     runs.on_finished.append(retention.poke)
     manager.tasks.append(asyncio.create_task(retention.loop(), name="swarmkit-retention"))
     manager.tasks.append(asyncio.create_task(Scheduler(runs).loop(), name="swarmkit-scheduler"))
+    # Mailbox webhooks (runs/delivery.py): they too wait for the Runs controller (the leader).
+    manager.tasks.append(asyncio.create_task(Delivery(runs).loop(), name="swarmkit-delivery"))
     log.info("runs controller built (max %d Job recreations)", config.max_job_recreations)
     # 6. The gateways controller, seeded with the Agents that have a gateway.
     view = ctl.indexes.view

@@ -9,6 +9,7 @@ replaces ``k8s.request`` sees the calls made through this package's attribute).
 
 from .client import (
     COMPONENT,
+    DELIVERY_MANAGER,
     FIELD_MANAGER,
     GATEWAYS_MANAGER,
     LIBRARY_MANAGER,
@@ -32,6 +33,7 @@ from .client import (
     request_start,
     set_write_gate,
     shutdown,
+    write_refusal,
 )
 from .objects import (
     apply,
@@ -53,12 +55,14 @@ from .objects import (
     list_config_maps,
     list_objects,
     object_events,
+    patch_custom_labels,
     patch_status,
     patch_status_object,
     post_event,
     put_config_map,
     read_config_map,
     read_pod_log,
+    read_secret_key,
     remove_pod_finalizer,
 )
 from .paths import (
@@ -78,6 +82,7 @@ from .streams import (
 
 __all__ = [
     "COMPONENT",
+    "DELIVERY_MANAGER",
     "FIELD_MANAGER",
     "GATEWAYS_MANAGER",
     "LIBRARY_MANAGER",
@@ -124,6 +129,7 @@ __all__ = [
     "node_path",
     "object_events",
     "object_path",
+    "patch_custom_labels",
     "patch_status",
     "patch_status_object",
     "post_event",
@@ -131,10 +137,12 @@ __all__ = [
     "rbac_path",
     "read_config_map",
     "read_pod_log",
+    "read_secret_key",
     "remove_pod_finalizer",
     "request",
     "request_start",
     "set_write_gate",
     "shutdown",
     "stream",
+    "write_refusal",
 ]

@@ -67,6 +67,7 @@ LIBRARY_MANAGER = "swarmkit-library"
 
 
 REVIEWS_MANAGER = "swarmkit-reviews"
+DELIVERY_MANAGER = "swarmkit-mailbox-delivery"
 
 
 COMPONENT = "swarmkit-operator"
@@ -115,6 +116,12 @@ _state = _State()
 def set_write_gate(gate: Callable[[], str | None] | None) -> None:
     """Install the check every write request passes (None: writes always allowed)."""
     _state.write_gate = gate or _always_write
+
+
+def write_refusal() -> str | None:
+    """Why this replica may not write now (None: it may). For side effects outside the API
+    that must follow the same fence (a mailbox webhook POST)."""
+    return _state.write_gate()
 
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -6,6 +6,7 @@ content-addressed, so that is success); a 404 on patch or delete means the objec
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import os
 import socket
@@ -162,6 +163,22 @@ async def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:
     return dict(_check("GET", path, status, payload))
 
 
+async def read_secret_key(namespace: str, name: str, key: str) -> str | None:
+    """One key of a Secret, decoded (None when the Secret or key is missing). Only for a
+    value the operator itself must use (a mailbox webhook URL); never logged or stored.
+
+    A list narrowed to the one name (``list`` is what the operator holds on Secrets, to
+    check credential references; it has no ``get``)."""
+    path = core_path("secrets", namespace)
+    query = [("fieldSelector", f"metadata.name={name}")]
+    status, payload = await request("GET", path, query=query)
+    items = (_check("GET", path, status, payload) or {}).get("items") or []
+    data = (items[0].get("data") or {}) if items else {}
+    if key not in data:
+        return None
+    return base64.b64decode(data[key]).decode("utf-8", errors="replace")
+
+
 async def delete_config_map(namespace: str, name: str, uid: str | None = None) -> bool:
     """Delete (only the object with ``uid`` if given); False if it was already gone."""
     path = core_path("configmaps", namespace, name)
@@ -284,6 +301,23 @@ async def remove_pod_finalizer(namespace: str, name: str, finalizer: str) -> boo
 async def label_config_map(namespace: str, name: str, labels: Mapping[str, str]) -> bool:
     """Merge ``labels`` into a ConfigMap's labels (metadata stays mutable when immutable)."""
     path = core_path("configmaps", namespace, name)
+    status, payload = await request(
+        "PATCH",
+        path,
+        {"metadata": {"labels": dict(labels)}},
+        content_type="application/merge-patch+json",
+    )
+    if status == 404:
+        return False
+    _check("PATCH", path, status, payload)
+    return True
+
+
+async def patch_custom_labels(
+    plural: str, namespace: str, name: str, labels: Mapping[str, str]
+) -> bool:
+    """Merge ``labels`` into a custom object the operator created (False if it is gone)."""
+    path = custom_path(plural, namespace, name)
     status, payload = await request(
         "PATCH",
         path,

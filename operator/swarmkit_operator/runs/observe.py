@@ -6,10 +6,12 @@
 3. ``spec.cancelled`` → the Job is deleted (its process killed), ``Cancelled``;
    parked for a review (AwaitingReview, checkpoint stored) →
    :func:`.review.waiting`;
-4. nothing created yet → :func:`.start.start`;
+4. nothing created yet → :func:`.start.start` (not before ``spec.startAfter``:
+   :func:`.effects.hold`);
 5. otherwise → the verdict is derived from the Job and its pods only
    (:func:`swarmkit_operator.builders.run_status.derive`) and written to ``status``; a
-   runner that parked → :func:`.review.parked`; a Job that vanished is recreated
+   runner that parked → :func:`.review.parked`; a stage that ended or parked has its
+   effects materialized first (:func:`.effects.settle`); a Job that vanished is recreated
    (:func:`.start.recreate`), after an authoritative GET so an index lagging behind never
    causes a duplicate.
 
@@ -29,7 +31,7 @@ from swarmkit_api.run import RunSpec
 from .. import k8s
 from ..builders import job as jobs
 from ..builders import run_status as rs
-from . import cleanup, review, start, status
+from . import cleanup, effects, review, start, status
 from .model import (
     HINT_SECONDS,
     NO_POD_EVENTS_AFTER,
@@ -94,6 +96,9 @@ async def reconcile(st: RunState, uid: str) -> float | None:
 
     started = bool(run_status.get("jobName")) or job is not None or bool(job_pods)
     if not started and recreation == 0:
+        wait = await effects.hold(st, run, spec)  # spec.startAfter still ahead
+        if wait is not None:
+            return wait
         return await start.start(st, run, spec)
 
     events: list[dict[str, Any]] = []
@@ -111,6 +116,7 @@ async def reconcile(st: RunState, uid: str) -> float | None:
         pod_start_grace_seconds=POD_START_GRACE,
     )
     if verdict.phase == "Parked":
+        await effects.settle(st, run, verdict)  # the stage's outbox, before the pod goes
         return await review.parked(st, run, spec, verdict, job_pods)
     if verdict.phase == "Lost":
         lost = await _lost(st, run, spec, recreation, current, job_pods, timeout)
@@ -121,6 +127,8 @@ async def reconcile(st: RunState, uid: str) -> float | None:
         return verdict.recheck_after
     if verdict.stop_job and job is not None:
         await k8s.delete_job(run.namespace, current)
+    if verdict.final:
+        await effects.settle(st, run, verdict)  # the last stage's outbox
     await status.write(st, run, verdict)
     if verdict.final:
         await cleanup.release_pods(st, pods)

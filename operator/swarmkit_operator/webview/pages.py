@@ -234,4 +234,6 @@ def run_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
         "skills": status.get("skills") or [],
         "output": status.get("output") or "",
         "output_truncated": bool(status.get("outputTruncated")),
+        # schedule / agent_message / mailbox_send, as the operator materialized them
+        "effects": status.get("effects") or [],
     }

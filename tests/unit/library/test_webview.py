@@ -66,6 +66,15 @@ def populated() -> tuple[Indexes, SkillLibrary]:
             output=XSS,
         ),
     )
+    planner = run("plan", output="planned")
+    planner["status"]["effects"] = [
+        {"seq": 0, "kind": "schedule", "agent": "lead", "to": "wakeup",
+         "startAfter": "2026-12-05T09:00:00Z", "state": "Materialized",
+         "object": "Run/plan-1a2b3c4d-fx0"},
+        {"seq": 1, "kind": "mailbox_send", "agent": "lead", "to": "ops",
+         "state": "Failed", "message": f"cannot create {XSS}"},
+    ]  # fmt: skip
+    idx.update("runs", planner)
     lib = SkillLibrary(OperatorConfig(), idx)
     lib.skill_seen("ns", "incident-triage", "a" * 64)
     return idx, lib
@@ -116,6 +125,16 @@ async def test_agent_run_and_missing_pages(client: httpx.AsyncClient) -> None:
     assert (await client.get("/skills/ns/nope")).status_code == 404
     runs = (await client.get("/runs")).text
     assert "/runs/ns/r1" in runs
+
+
+async def test_a_run_page_lists_its_effects(client: httpx.AsyncClient) -> None:
+    page = (await client.get("/runs/ns/plan")).text
+    assert page.count('<tr class="effect">') == 2
+    assert '<a href="/runs/ns/plan-1a2b3c4d-fx0">Run/plan-1a2b3c4d-fx0</a>' in page
+    assert "after 2026-12-05T09:00:00Z" in page
+    assert "Failed" in page and "<script>" not in page
+    quiet = (await client.get("/runs/ns/r1")).text
+    assert "no schedule, agent_message or mailbox_send" in quiet
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])

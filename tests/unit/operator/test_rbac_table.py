@@ -47,6 +47,8 @@ DYNAMIC: dict[tuple[str, str], set[str]] = {
     ("reconcile/status.py", "plural"): {"workspaces", "skills", "agents", "topologies"},
     # a gateway's ServiceAccount, Role and RoleBinding (builders/gateway.py review_rbac)
     ("gateways.py", "object_path"): {"serviceaccounts", "roles", "rolebindings"},
+    # a Run's effects: scheduled / messaged Runs and MailboxMessages (runs/effects.py)
+    ("runs/effects.py", "plural"): {"runs", "mailboxmessages"},
 }
 OBJECT_PATH_GROUPS = {"serviceaccounts": "", "roles": PATH_GROUPS["rbac_path"]}
 OBJECT_PATH_GROUPS["rolebindings"] = PATH_GROUPS["rbac_path"]

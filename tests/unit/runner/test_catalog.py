@@ -202,7 +202,10 @@ async def test_platform_builtins_are_gated_by_permissions(
 
     # mailbox_send is universal, schedule is permitted, human_task_request is not.
     assert sorted(model_server.requests[0].tool_names) == ["mailbox_send", "schedule"]
-    assert out.events("mailbox.send")[0]["to"] == "ops"
+    # The mailbox is not declared by the Workspace: a tool error naming it, nothing recorded.
+    [(content, is_error)] = model_server.requests[1].tool_results()
+    assert is_error and "mailbox 'ops' is not declared" in content
+    assert out.events("effect.recorded") == []
     warnings = [w["message"] for w in out.events("startup.warning")]
     assert any("human_task_request" in w and "permission" in w for w in warnings)
 

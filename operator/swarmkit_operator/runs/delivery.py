@@ -1,0 +1,220 @@
+"""Mailbox webhooks: post each item of a mailbox that a Workspace routes to a webhook.
+
+A Workspace mailbox may name a webhook (``spec.mailboxes[].webhook.urlSecretRef``): its
+items are created labelled ``swarmkit.dev/webhook-delivery=pending`` (:mod:`.effects`).
+Every :data:`DELIVERY_INTERVAL` seconds, in the leader only, this loop lists the pending
+items of the namespaces whose Workspaces have such a mailbox and POSTs each due one as a
+Slack-compatible ``{"text": ...}`` JSON body to the URL read from the Secret at that moment.
+
+* 2xx: ``status.delivery`` Delivered, the label ``delivered``, an Event on the item;
+* anything else (an HTTP status, a connection error, the Secret missing): ``attempts`` + 1
+  and ``nextAttemptTime`` after an exponential backoff (:data:`BACKOFF_SECONDS` doubled per
+  attempt, at most :data:`MAX_BACKOFF_SECONDS`); after :data:`MAX_ATTEMPTS` it is Failed
+  (label ``failed``, a Warning Event).
+
+The URL is a credential (a Slack webhook URL is its own token): it is never written to
+status, Events or logs. Errors are recorded as an HTTP status or an exception *type*,
+because an HTTP client's exception text may carry the URL. State lives on the item, so an
+operator restart or a new leader picks up where the last one stopped; an item is posted
+at most once per attempt, and at least once unless every attempt fails (a crash between a
+successful POST and the status write posts it again: webhooks are at-least-once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import aiohttp
+
+from swarmkit_api.effects import DELIVERY_LABEL, DELIVERY_PENDING
+
+from .. import k8s
+from ..builders import run_status as rs
+from .controller import RunController
+from .model import GROUP, VERSION
+
+log = logging.getLogger("swarmkit_operator.delivery")
+
+DELIVERY_INTERVAL = float(os.environ.get("SWARMKIT_DELIVERY_INTERVAL_SECONDS", "2"))
+BACKOFF_SECONDS = float(os.environ.get("SWARMKIT_WEBHOOK_BACKOFF_SECONDS", "2"))
+MAX_BACKOFF_SECONDS = 300.0
+MAX_ATTEMPTS = int(os.environ.get("SWARMKIT_WEBHOOK_MAX_ATTEMPTS", "6"))
+POST_TIMEOUT = aiohttp.ClientTimeout(total=10)
+PLURAL = "mailboxmessages"
+
+
+def backoff(attempts: int) -> float:
+    """Seconds before attempt ``attempts`` + 1 (exponential, capped)."""
+    return float(min(BACKOFF_SECONDS * 2 ** max(attempts - 1, 0), MAX_BACKOFF_SECONDS))
+
+
+def payload(item: dict[str, Any]) -> dict[str, str]:
+    """The Slack-compatible body: one ``text`` naming the mailbox, sender and message."""
+    spec = item.get("spec") or {}
+    sender = spec.get("sender") or {}
+    head = f"[{spec.get('mailbox', '')}] {sender.get('agent', '')} (run {sender.get('run', '')})"
+    return {"text": f"{head}: {spec.get('message', '')}"}
+
+
+def webhook_ref(workspace: dict[str, Any] | None, mailbox: str) -> dict[str, str] | None:
+    """The ``urlSecretRef`` of ``mailbox`` in ``workspace`` (an index summary), or None."""
+    for entry in ((workspace or {}).get("spec") or {}).get("mailboxes") or ():
+        if entry.get("name") == mailbox:
+            ref = (entry.get("webhook") or {}).get("urlSecretRef")
+            return dict(ref) if ref else None
+    return None
+
+
+class Delivery:
+    """The loop (see the module docstring)."""
+
+    def __init__(self, ctl: RunController) -> None:
+        self.ctl = ctl
+
+    async def loop(self) -> None:
+        await self.ctl.ready.wait()
+        async with aiohttp.ClientSession(timeout=POST_TIMEOUT) as session:
+            while True:
+                try:
+                    await self.tick(session, datetime.now(UTC))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # type only: a message could carry the URL
+                    log.warning("webhook delivery tick failed: %s", type(exc).__name__)
+                await asyncio.sleep(DELIVERY_INTERVAL)
+
+    def namespaces(self) -> set[str]:
+        """Namespaces with a Workspace that routes a mailbox to a webhook."""
+        found = set()
+        for key, entries in self.ctl.idx.workspaces.items():
+            for ws in entries:
+                if any(m.get("webhook") for m in (ws.get("spec") or {}).get("mailboxes") or ()):
+                    found.add(str(key[0]))
+        return found
+
+    async def tick(self, session: aiohttp.ClientSession, now: datetime) -> None:
+        for namespace in sorted(self.namespaces()):
+            path = k8s.custom_path(PLURAL, namespace)
+            for item in await k8s.list_objects(path, f"{DELIVERY_LABEL}={DELIVERY_PENDING}"):
+                await self.deliver(session, item, now)
+
+    async def deliver(
+        self, session: aiohttp.ClientSession, item: dict[str, Any], now: datetime
+    ) -> None:
+        meta = item.get("metadata") or {}
+        namespace, name = str(meta.get("namespace")), str(meta.get("name"))
+        delivery = dict((item.get("status") or {}).get("delivery") or {})
+        due = rs.parse_time(delivery.get("nextAttemptTime"))
+        if due is not None and due > now:
+            return
+        spec = item.get("spec") or {}
+        ws = None
+        for entry in self.ctl.idx.workspaces.get((namespace, spec.get("workspace"))) or ():
+            ws = dict(entry)
+        ref = webhook_ref(ws, str(spec.get("mailbox") or ""))
+        error = await self._post(session, namespace, ref, item)
+        attempts = int(delivery.get("attempts") or 0) + 1
+        stamp = rs.rfc3339(now)
+        involved = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "MailboxMessage",
+            "name": name,
+            "namespace": namespace,
+            "uid": str(meta.get("uid") or ""),
+        }
+        if error is None:
+            status = {
+                "state": "Delivered",
+                "attempts": attempts,
+                "lastAttemptTime": stamp,
+                "deliveredTime": stamp,
+                "lastError": "",
+                "nextAttemptTime": None,
+            }
+            await self._record(namespace, name, status, "delivered")
+            log.info(
+                "mailbox item %s/%s delivered to its webhook (attempt %d)",
+                namespace,
+                name,
+                attempts,
+            )
+            await k8s.post_event(
+                involved,
+                "Normal",
+                "WebhookDelivered",
+                f"posted to the webhook of mailbox {spec.get('mailbox')} (attempt {attempts})",
+            )
+            return
+        if attempts >= MAX_ATTEMPTS:
+            status = {
+                "state": "Failed",
+                "attempts": attempts,
+                "lastAttemptTime": stamp,
+                "lastError": error,
+                "nextAttemptTime": None,
+            }
+            await self._record(namespace, name, status, "failed")
+            log.warning(
+                "mailbox item %s/%s: webhook delivery failed for good: %s", namespace, name, error
+            )
+            await k8s.post_event(
+                involved, "Warning", "WebhookFailed", f"gave up after {attempts} attempts: {error}"
+            )
+            return
+        retry = now + timedelta(seconds=backoff(attempts))
+        status = {
+            "state": "Pending",
+            "attempts": attempts,
+            "lastAttemptTime": stamp,
+            "lastError": error,
+            "nextAttemptTime": rs.rfc3339(retry),
+        }
+        await self._record(namespace, name, status, None)
+        log.info(
+            "mailbox item %s/%s: webhook attempt %d failed (%s); retry at %s",
+            namespace,
+            name,
+            attempts,
+            error,
+            rs.rfc3339(retry),
+        )
+
+    async def _post(
+        self,
+        session: aiohttp.ClientSession,
+        namespace: str,
+        ref: dict[str, str] | None,
+        item: dict[str, Any],
+    ) -> str | None:
+        """None when delivered, else what went wrong (never the URL)."""
+        if ref is None:
+            return "the Workspace no longer routes this mailbox to a webhook"
+        refusal = k8s.write_refusal()
+        if refusal is not None:  # a deposed leader posts nothing (the new one will)
+            raise k8s.NotLeader("POST", "mailbox webhook", refusal)
+        url = await k8s.read_secret_key(namespace, ref.get("name", ""), ref.get("key", ""))
+        if not url:
+            return f"Secret {ref.get('name')} has no key {ref.get('key')}"
+        try:
+            async with session.post(url.strip(), json=payload(item)) as response:
+                if 200 <= response.status < 300:
+                    return None
+                return f"HTTP {response.status}"
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            return f"request failed ({type(exc).__name__})"
+
+    async def _record(
+        self, namespace: str, name: str, delivery: dict[str, Any], label: str | None
+    ) -> None:
+        await k8s.patch_status(
+            PLURAL, namespace, name, {"delivery": delivery}, k8s.DELIVERY_MANAGER
+        )
+        if label is not None:
+            await k8s.patch_custom_labels(PLURAL, namespace, name, {DELIVERY_LABEL: label})
+
+
+__all__ = ["Delivery", "backoff", "payload", "webhook_ref"]
