@@ -9,6 +9,7 @@ from pydantic import Field
 
 from .base import ApiModel, CelRule
 from .common import Conditions, LocalObjectReference
+from .funnel import GateReport
 
 
 class RunSpec(ApiModel):
@@ -50,9 +51,9 @@ class TokenUsage(ApiModel):
 class ReviewItem(ApiModel):
     """Something a person must decide before the run can go on."""
 
-    kind: Literal["escalation", "approval", "input_request", "human_task", "human_gate"] = Field(
-        description="Kind."
-    )
+    kind: Literal[
+        "escalation", "approval", "input_request", "human_task", "human_gate", "funnel_approval"
+    ] = Field(description="Kind.")
     skill: str | None = Field(default=None, description="The skill involved.")
     agent: str | None = Field(default=None, description="The agent involved.")
     question: str = Field(description="What must be decided.")
@@ -68,6 +69,9 @@ class ReviewItem(ApiModel):
     )
     review: str | None = Field(
         default=None, description="The Review object that asks it (set by the operator)."
+    )
+    gate: GateReport | None = Field(
+        default=None, description="funnel_approval: what the automated layers found."
     )
 
 
