@@ -65,6 +65,9 @@ REASON_SECRET_NOT_FOUND: Final[str] = "SecretNotFound"
 REASON_WORKSPACE_NOT_FOUND: Final[str] = "WorkspaceNotFound"
 REASON_WORKSPACE_NOT_READY: Final[str] = "WorkspaceNotReady"
 REASON_AGENT_NOT_FOUND: Final[str] = "AgentNotFound"
+#: Topology: a node's Funnel does not exist / is unusable (invalid, judge not granted, ...).
+REASON_FUNNEL_NOT_FOUND: Final[str] = "FunnelNotFound"
+REASON_FUNNEL_INVALID: Final[str] = "FunnelInvalid"
 REASON_AGENT_NOT_READY: Final[str] = "AgentNotReady"
 REASON_CHILD_TOPOLOGY_NOT_FOUND: Final[str] = "ChildTopologyNotFound"
 REASON_CHILD_TOPOLOGY_NOT_READY: Final[str] = "ChildTopologyNotReady"
@@ -150,6 +153,8 @@ __all__ = [
     "REASON_DUPLICATE_NAME",
     "REASON_EXECUTION_DISABLED",
     "REASON_FAILED",
+    "REASON_FUNNEL_INVALID",
+    "REASON_FUNNEL_NOT_FOUND",
     "REASON_IMAGE_PULL_FAILED",
     "REASON_INVALID",
     "REASON_INVALID_SERVE_SPEC",

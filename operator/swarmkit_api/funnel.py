@@ -48,8 +48,7 @@ class ValidateLayer(ApiModel):
     schema_: JsonSchema | None = Field(
         default=None,
         alias="schema",
-        description="JSON Schema (2020-12) the artifact (the agent's answer, as JSON) must "
-        "match.",
+        description="JSON Schema (2020-12) the artifact (the agent's answer, as JSON) must match.",
     )
     autocorrect: bool = Field(
         default=True,
@@ -103,7 +102,8 @@ class RoleMembers(ApiModel):
 
     cel_rules = (
         CelRule(
-            rule="size(self.users) + size(self.groups) > 0",
+            rule="(has(self.users) && size(self.users) > 0) || "
+            "(has(self.groups) && size(self.groups) > 0)",
             message="a role needs at least one user or group",
             check=lambda m: bool(m.users or m.groups),
         ),
@@ -164,15 +164,13 @@ class ApproveLayer(ApiModel):
     )
     exclude_author: bool = Field(
         default=True,
-        description="Who created the Run (recorded by the apiserver at creation) may not "
-        "approve.",
+        description="Who created the Run (recorded by the apiserver at creation) may not approve.",
     )
     min_distinct_approvers: int = Field(
         default=1,
         ge=1,
         le=100,
-        description="Distinct people across all rules (one person holding two roles counts "
-        "once).",
+        description="Distinct people across all rules (one person holding two roles counts once).",
     )
     on_revision: Literal["resetAll", "reconfirmChanged"] = Field(
         default="resetAll",

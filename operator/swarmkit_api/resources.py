@@ -193,6 +193,7 @@ FUNNEL = KindInfo(
     spec=FunnelSpec,
     status=FunnelStatus,
     columns=(
+        *_ready_columns()[:3],
         PrinterColumn("Judge", ".spec.judge.skill", description="Judge decision skill"),
         PrinterColumn("Threshold", ".spec.judge.threshold", type="number", priority=1),
         PrinterColumn("MaxRetries", ".spec.maxRetries", type="integer", priority=1),

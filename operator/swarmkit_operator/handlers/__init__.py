@@ -19,6 +19,7 @@ from . import common  # noqa: F401
 # isort: split
 from . import (  # noqa: F401
     agent,
+    funnel,
     gateway,
     review,
     run,

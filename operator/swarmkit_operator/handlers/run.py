@@ -124,6 +124,7 @@ async def runs_startup(
         bundles=view("pinned_config_maps") if "pinned_config_maps" in shared.indexes.data else None,
         reviews=view("runs_reviews_by_run"),
         skill_reviews=view("skill_reviews") if "skill_reviews" in shared.indexes.data else None,
+        funnels=view("funnel_views") if "funnel_views" in shared.indexes.data else None,
     )
     _controller = RunController(config, indexes)
     # Its reconciles (and the scheduler and retention loops) wait for ``ready``, which the

@@ -33,6 +33,7 @@ from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
 from .agent import workspace_view
 from .events import on_event
+from .funnel import funnel_names
 from .run import controller as runs_controller
 from .skill import granting_agents
 
@@ -220,7 +221,12 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
     spec = view["spec"]
     ws_name = view["workspace"] or ""
     workspace = workspace_view(ctl, namespace, ws_name) if ws_name else None
-    render = resolve_topology(name, spec, agents, topologies, graph, workspace)
+    funnels = {
+        f: found["spec"]
+        for f in funnel_names(spec)
+        if (found := ctl.lookup("funnel_views", (namespace, f))) is not None
+    }
+    render = resolve_topology(name, spec, agents, topologies, graph, workspace, funnels)
 
     accepted = any(v.type == ACCEPTED and v.status == "True" for v in render.verdicts)
     if accepted and not force:

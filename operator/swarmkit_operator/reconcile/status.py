@@ -42,6 +42,7 @@ PLURALS = {
     "Skill": "skills",
     "Agent": "agents",
     "Topology": "topologies",
+    "Funnel": "funnels",
 }
 
 
