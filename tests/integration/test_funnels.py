@@ -14,6 +14,8 @@ Ready, with the reason.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -230,6 +232,11 @@ def review_of_cluster(cluster: LocalCluster, ns: str, name: str) -> dict[str, An
     return dict(json.loads(out))
 
 
+def _plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "swarmkit_cli", "--kubeconfig", str(cluster.kubeconfig), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
+
+
 def _last_user(model: ScriptedModelServer, n: int) -> str:
     msgs = [m for m in model.requests[n].messages if m.get("role") == "user"]
     return str(msgs[-1]["content"])
@@ -309,8 +316,21 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     run = get(kube, ns, "Run", "notes-v2") or {}
     assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
 
-    second = _sign(cluster, ns, name, "bob")
+    # kubectl swarmkit review show: the report and the quorum, who signed, what is missing
+    shown = _plugin(cluster, "review", "show", name, "-n", ns)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "Funnel:      notes-gate (node draft)" in out and "Judge score: 0.95" in out
+    assert "Drafts:      2" in out and "Author:      eve" in out
+    assert "rule 1 (2 of release-lead): missing; signed release-lead: alice" in out
+    assert "missing: rule 1 (2 of release-lead): 1 more distinct signer(s)" in out
+    # the second lead signs with the plugin (decidedBy from the SelfSubjectReview)
+    second = _plugin(
+        cluster, "review", "approve", name, "--role", "release-lead",
+        "--as", "bob", "--as-group", LEADS, "-n", ns,
+    )  # fmt: skip
     assert second.returncode == 0, second.stderr
+    assert f"review {name}: approve by bob as release-lead" in second.stdout
     done = wait_run(kube, ns, "notes-v2", finished, operator=operator, timeout=120)
     cond = succeeded(done) or {}
     assert cond.get("status") == "True", cond
