@@ -75,6 +75,20 @@ class ReviewItem(ApiModel):
     )
 
 
+class GateStatus(ApiModel):
+    """One funnel gate a run passed through (per parked approval)."""
+
+    funnel: str = Field(description="The Funnel.")
+    node: str = Field(default="", description="The gated topology node.")
+    review: str = Field(description="The Review asking for the approval.")
+    attempts: int = Field(default=1, description="Drafts made (1 + retries).")
+    score: float | None = Field(default=None, description="The judge's last confidence.")
+    exhausted: bool = Field(default=False, description="The automated retries ran out.")
+    state: Literal["AwaitingApproval", "Approved", "Rejected", "Expired"] = Field(
+        description="AwaitingApproval, then Approved, Rejected or Expired."
+    )
+
+
 class RecordedDecision(ApiModel):
     """A decision a run went on with: who (authenticated), when, what."""
 
@@ -174,11 +188,16 @@ class RunStatus(ApiModel):
     decisions: list[RecordedDecision] = Field(
         default_factory=list, description="Every review decision the run went on with."
     )
+    gates: list[GateStatus] = Field(
+        default_factory=list,
+        description="Funnel gates: attempts, the judge's last score, the approval's state.",
+    )
     conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 
 __all__ = [
     "AgentSkillUsage",
+    "GateStatus",
     "PinnedVersions",
     "RecordedDecision",
     "ReviewItem",

@@ -312,9 +312,19 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     )  # fmt: skip
     assert shortcut.returncode != 0 and "sign it in spec.approvals" in shortcut.stderr
     assert [a["decidedBy"] for a in body["spec"]["approvals"]] == ["alice"]
-    # one of two signatures: still waiting
+    # one of two signatures: still waiting; the Run's status shows the gate
     run = get(kube, ns, "Run", "notes-v2") or {}
     assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
+    gate_status = {
+        "funnel": "notes-gate",
+        "node": "draft",
+        "review": name,
+        "attempts": 2,
+        "score": 0.95,
+        "exhausted": False,
+        "state": "AwaitingApproval",
+    }
+    assert run["status"]["gates"] == [gate_status]
 
     # kubectl swarmkit review show: the report and the quorum, who signed, what is missing
     shown = _plugin(cluster, "review", "show", name, "-n", ns)
@@ -337,6 +347,7 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     assert json.loads(done["status"]["output"]) == json.loads(BETTER)
     [recorded] = done["status"]["decisions"]
     assert (recorded["verdict"], recorded["decidedBy"]) == ("approve", "alice, bob")
+    assert done["status"]["gates"] == [{**gate_status, "state": "Approved"}]
     assert len(model.requests) == 5, "the resumed run replays; it asks the model nothing"
 
 
@@ -362,4 +373,5 @@ def test_a_rejection_fails_the_run(
     cond = succeeded(done) or {}
     assert cond.get("status") == "False", cond
     assert "rejected (reject by alice: numbers are wrong)" in cond["message"]
+    assert [g["state"] for g in done["status"]["gates"]] == ["Rejected"]
     assert review_of(kube, ns, name) is not None

@@ -111,6 +111,32 @@ def decision(review: Mapping[str, Any]) -> ResumeDecision | None:
     )
 
 
+_STATES = {"approve": "Approved", "reject": "Rejected", "timeout": "Expired"}
+
+
+def gates_after(
+    gates: list[dict[str, Any]], review: Mapping[str, Any], verdict: str | None
+) -> list[dict[str, Any]] | None:
+    """``status.gates`` with this Review's gate entered (``verdict`` None: it waits) or
+    settled; None when the Review is not a funnel approval."""
+    found = gate_of(review)
+    if found is None:
+        return None
+    gate, _ = found
+    name = str((review.get("metadata") or {}).get("name") or "")
+    entry = {
+        "funnel": gate.funnel,
+        "node": gate.report.node,
+        "review": name,
+        "attempts": gate.report.attempts,
+        "score": gate.report.score,
+        "exhausted": gate.report.exhausted,
+        "state": _STATES.get(verdict or "", "AwaitingApproval"),
+    }
+    kept = [g for g in gates if g.get("review") != name]
+    return [*kept, {k: v for k, v in entry.items() if v is not None}]
+
+
 def _reject_text(review: Mapping[str, Any], who: str) -> str:
     for a in (review.get("spec") or {}).get("approvals") or ():
         if a.get("decidedBy") == who and a.get("verdict") == "reject":
@@ -125,6 +151,7 @@ __all__ = [
     "decision",
     "gate_of",
     "gate_request",
+    "gates_after",
     "pinned_approve",
     "review_tally",
 ]

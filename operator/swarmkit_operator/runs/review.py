@@ -98,12 +98,11 @@ async def parked(
             raise RuntimeError(f"Review {manifest['metadata']['name']} vanished")
         st.mark(run.uid, "review_created")
     items = [_item_of(review)]
-    await status.write(
-        st,
-        run,
-        verdict,
-        {"checkpointConfigMap": cm_name, "reviewItems": items},
-    )
+    fields: dict[str, Any] = {"checkpointConfigMap": cm_name, "reviewItems": items}
+    gates = funnel_gate.gates_after(run.status.get("gates") or [], review, None)
+    if gates is not None:
+        fields["gates"] = gates
+    await status.write(st, run, verdict, fields)
     await cleanup.release_pods(st, pods)
     return await waiting(st, run, spec, review)
 
@@ -266,7 +265,10 @@ async def resume(
         "resumedJob": job,
     }
     await k8s.patch_status(REVIEWS, run.namespace, name, review_status, k8s.REVIEWS_MANAGER)
-    fields = {"resumes": nxt, "decisions": decisions, "reviewItems": []}
+    fields: dict[str, Any] = {"resumes": nxt, "decisions": decisions, "reviewItems": []}
+    gates = funnel_gate.gates_after(run.status.get("gates") or [], review, found.verdict)
+    if gates is not None:
+        fields["gates"] = gates
     again = await create_job(
         st, run, ref, rendered, cm_name, recreation, verdict, resume=nxt, extra=fields
     )
