@@ -7,8 +7,9 @@ the critique in its next prompt and the revised draft passes; the run parks and 
 carries the gate report. The Run's creator (recorded by the apiserver's admission policy)
 may not sign, someone outside the role may not sign, nobody may shortcut the quorum with
 spec.decision; two people of one group (kOf: 2) sign and the run succeeds with the
-approved artifact. A rejection fails the run. A Topology naming a missing Funnel is not
-Ready, with the reason.
+approved artifact. A rejection fails the run. Exhaustion opens the approval with the last
+critique attached, and the waiting gate survives the operator being SIGKILLed. A Topology
+naming a missing Funnel is not Ready, with the reason.
 """
 
 from __future__ import annotations
@@ -375,3 +376,45 @@ def test_a_rejection_fails_the_run(
     assert "rejected (reject by alice: numbers are wrong)" in cond["message"]
     assert [g["state"] for g in done["status"]["gates"]] == ["Rejected"]
     assert review_of(kube, ns, name) is not None
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_exhaustion_opens_the_approval_with_the_critique_and_survives_an_operator_kill(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    strict = _funnel()
+    strict["spec"]["maxRetries"] = 1
+    apply(kube, ns, strict)
+    wait_ready(kube, ns, "Topology", "notes")
+    model.push(
+        text(GOOD), _judged(0.3, "Too vague."), text(BETTER), _judged(0.6, "Still no numbers.")
+    )
+    _create_run_as(cluster, ns, EDITOR, "notes-v4")
+    wait_run(kube, ns, "notes-v4", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    review = parked_review(kube, ns, "notes-v4")
+    name = review["metadata"]["name"]
+    report = review["spec"]["request"]["gate"]["report"]
+    assert (report["exhausted"], report["attempts"], report["score"]) == (True, 2, 0.6)
+    assert "Still no numbers." in report["critique"]
+    assert "retries are exhausted" in review["spec"]["request"]["question"]
+    shown = _plugin(cluster, "review", "show", name, "-n", ns).stdout
+    assert "Drafts:      2 (retries exhausted: the last critique is attached)" in shown
+
+    # the gate's state lives in the API: the operator is SIGKILLed while people sign
+    operator.kill()
+    for who in ("alice", "bob"):
+        res = _sign(cluster, ns, name, who)
+        assert res.returncode == 0, res.stderr
+    operator.start()
+    done = wait_run(kube, ns, "notes-v4", finished, operator=operator, timeout=120)
+    cond = succeeded(done) or {}
+    assert cond.get("status") == "True", cond
+    assert json.loads(done["status"]["output"]) == json.loads(BETTER)
+    assert done["status"]["gates"][0]["state"] == "Approved"
+    assert done["status"]["gates"][0]["exhausted"] is True
