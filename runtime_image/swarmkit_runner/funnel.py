@@ -321,7 +321,19 @@ class Gate:
         return await self.ctx.journal.effect("funnel", step, str, str)
 
     def _park(self, artifact: str) -> str:
-        report = self.report.model_copy(update={"attempts": self.attempt})
+        scrub = self.ctx.secrets.scrub  # the report lands in a Review and the Run's status
+        r = self.report
+        report = r.model_copy(
+            update={
+                "attempts": self.attempt,
+                "artifact": scrub(r.artifact),
+                "critique": scrub(r.critique),
+                "validation": [scrub(v) for v in r.validation],
+                "findings": [
+                    f.model_copy(update={"message": scrub(f.message)}) for f in r.findings
+                ],
+            }
+        )
         question = (
             f"Approve the artifact of node {self.node} (agent {self.position.agent.name}) "
             f"through funnel {self.name}?"

@@ -13,11 +13,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from swarmkit_api.bundle import BundleTopology
+from swarmkit_api.bundle import BundleTopology, secret_env_name
 from swarmkit_api.funnel import FunnelSpec
+from swarmkit_api.review import CHECKPOINT_LINE_PREFIX, Checkpoint
 from swarmkit_api.topology import TopologySpec
 from swarmkit_runner.funnel import changed_lines, diff_problems
-from tests.support.bundles import agent, bundle, decision_skill, openai_provider, write_bundle
+from tests.support.bundles import (
+    agent,
+    bundle,
+    decision_skill,
+    openai_provider,
+    secret_ref,
+    write_bundle,
+)
 from tests.support.model_server import ScriptedModelServer, text
 from tests.support.runner import run_subprocess
 
@@ -244,3 +252,22 @@ def test_cited_change_and_slice_budget_are_checked_against_the_diff() -> None:
     }
     loose = FunnelSpec.model_validate({"validate": {"citedChange": True}, "approve": APPROVE})
     assert diff_problems(loose, ok) == []
+
+
+def test_a_secret_in_the_artifact_never_reaches_the_approval(tmp_path: Path) -> None:
+    key = "sk-test-7c31e0a9b2"
+    ref = secret_ref("model-api", "key")
+    leaky = json.dumps({"title": "v2", "body": f"Use the key {key} to call it."})
+    funnel = {"validate": {"schema": SCHEMA}, "approve": APPROVE}
+    with ScriptedModelServer([text(leaky)], api_key=key) as server:
+        b = _gated_bundle(server, funnel)
+        provider = openai_provider("m", server.openai_base_url, api_key=ref)
+        b = b.model_copy(
+            update={"workspace": b.workspace.model_copy(update={"model_providers": [provider]})}
+        )
+        out = run_subprocess(write_bundle(b, tmp_path), env={secret_env_name(ref): key})
+    assert out.outcome == "AwaitingReview", out.stderr
+    assert key not in out.stdout + out.layout.termination_log.read_text()  # type: ignore[union-attr]
+    [line] = [x for x in out.stdout.splitlines() if x.startswith(CHECKPOINT_LINE_PREFIX)]
+    item = Checkpoint.decode(line[len(CHECKPOINT_LINE_PREFIX) :]).item
+    assert "[REDACTED]" in item["gate"]["artifact"] and key not in json.dumps(item)
