@@ -68,6 +68,8 @@ REASON_AGENT_NOT_FOUND: Final[str] = "AgentNotFound"
 #: Topology: a node's Funnel does not exist / is unusable (invalid, judge not granted, ...).
 REASON_FUNNEL_NOT_FOUND: Final[str] = "FunnelNotFound"
 REASON_FUNNEL_INVALID: Final[str] = "FunnelInvalid"
+#: Funnel (Ready=False): no set of the listed users can satisfy its approval.
+REASON_QUORUM_UNREACHABLE: Final[str] = "QuorumUnreachable"
 REASON_AGENT_NOT_READY: Final[str] = "AgentNotReady"
 REASON_CHILD_TOPOLOGY_NOT_FOUND: Final[str] = "ChildTopologyNotFound"
 REASON_CHILD_TOPOLOGY_NOT_READY: Final[str] = "ChildTopologyNotReady"
@@ -171,6 +173,7 @@ __all__ = [
     "REASON_PENDING",
     "REASON_PIN_MISMATCH",
     "REASON_POD_CREATION_FAILED",
+    "REASON_QUORUM_UNREACHABLE",
     "REASON_RENDERED",
     "REASON_RESOLVED",
     "REASON_RESUMED",

@@ -29,6 +29,30 @@ def funnel_version(spec: FunnelSpec) -> str:
     return sha256_hex(canonical_json(spec.wire()))[:12]
 
 
+def unreachable(spec: FunnelSpec) -> str | None:
+    """Why no set of people could ever satisfy the approval, judging by the users it lists
+    (None: reachable, or unknowable because a role admits a group, whose members only the
+    authenticator knows)."""
+    roles = spec.approve.roles
+    for n, rule in enumerate(spec.approve.rules):
+        if rule.k_of is None or any(roles[r].groups for r in rule.roles if r in roles):
+            continue
+        users = {u for r in rule.roles if r in roles for u in roles[r].users}
+        if rule.k_of > len(users):
+            return (
+                f"approve.rules[{n}]: kOf {rule.k_of} but its roles list only {len(users)} "
+                "user(s) and no group"
+            )
+    if not any(m.groups for m in roles.values()):
+        everyone = {u for m in roles.values() for u in m.users}
+        if spec.approve.min_distinct_approvers > len(everyone):
+            return (
+                f"approve.minDistinctApprovers {spec.approve.min_distinct_approvers} but the "
+                f"roles list only {len(everyone)} user(s) and no group"
+            )
+    return None
+
+
 def parse_funnel(raw: Mapping[str, Any]) -> FunnelSpec | str:
     """The validated spec, or the first problem (CEL at admission normally catches it)."""
     try:
@@ -72,6 +96,9 @@ def check_funnels(
             continue
         versions[name] = funnel_version(parsed)
         agent = node.agent_ref.name
+        why = unreachable(parsed)
+        if why is not None:
+            problems.append((REASON_FUNNEL_INVALID, f"node {node.name}: Funnel {name}: {why}"))
         if parsed.judge is not None and parsed.judge.skill not in skills_of(agent):
             problems.append(
                 (
@@ -94,4 +121,4 @@ def check_funnels(
     return FunnelCheck(Verdict(READY, "False", reason, "; ".join(m for _, m in problems)), versions)
 
 
-__all__ = ["FunnelCheck", "check_funnels", "funnel_version", "parse_funnel"]
+__all__ = ["FunnelCheck", "check_funnels", "funnel_version", "parse_funnel", "unreachable"]

@@ -15,10 +15,16 @@ from typing import Any
 import kopf
 
 from swarmkit_api import GROUP, VERSION
-from swarmkit_api.conditions import ACCEPTED, READY, REASON_INVALID, REASON_VALID
+from swarmkit_api.conditions import (
+    ACCEPTED,
+    READY,
+    REASON_INVALID,
+    REASON_QUORUM_UNREACHABLE,
+    REASON_VALID,
+)
 
 from ..builders import Verdict
-from ..builders.funnel import funnel_version, parse_funnel
+from ..builders.funnel import funnel_version, parse_funnel, unreachable
 from ..indexes import index
 from ..reconcile.controller import Controller, controller_of, reconciler
 from ..reconcile.views import base_view
@@ -75,9 +81,12 @@ async def reconcile_funnel(ctl: Controller, namespace: str, name: str, force: bo
         fields = {"version": funnel_version(parsed)}
         layers = [n for n in ("validate", "judge", "review") if view["spec"].get(n)]
         message = f"layers: {', '.join([*layers, 'approve'])}; {len(parsed.approve.rules)} rule(s)"
+        why = unreachable(parsed)
         verdicts = (
             Verdict(ACCEPTED, "True", REASON_VALID, message),
-            Verdict(READY, "True", REASON_VALID, message),
+            Verdict(READY, "False", REASON_QUORUM_UNREACHABLE, why)
+            if why
+            else Verdict(READY, "True", REASON_VALID, message),
         )
     written = await ctl.write_status(
         "Funnel",

@@ -10,7 +10,12 @@ from swarmkit_api.conditions import REASON_FUNNEL_INVALID, REASON_FUNNEL_NOT_FOU
 from swarmkit_api.funnel import Approval, ApproveLayer
 from swarmkit_api.quorum import tally
 from swarmkit_api.topology import TopologySpec
-from swarmkit_operator.builders.funnel import check_funnels, funnel_version, parse_funnel
+from swarmkit_operator.builders.funnel import (
+    check_funnels,
+    funnel_version,
+    parse_funnel,
+    unreachable,
+)
 from swarmkit_operator.runs.funnel_gate import decision
 
 ROLES = {
@@ -181,3 +186,42 @@ def test_funnel_version_changes_with_its_content() -> None:
     stricter = parse_funnel({**FUNNEL, "judge": {"skill": "judge", "threshold": 0.95}})
     assert not isinstance(stricter, str)
     assert funnel_version(stricter) != funnel_version(parsed)
+
+
+@pytest.mark.parametrize(
+    ("approve", "why"),
+    [
+        (
+            {"rules": [{"roles": ["sec"], "kOf": 3}], "roles": {"sec": {"users": ["a", "b"]}}},
+            "approve.rules[0]: kOf 3 but its roles list only 2 user(s) and no group",
+        ),
+        (
+            {
+                "rules": [{"roles": ["sec"], "quorum": "any"}],
+                "roles": {"sec": {"users": ["a"]}},
+                "minDistinctApprovers": 2,
+            },
+            "approve.minDistinctApprovers 2 but the roles list only 1 user(s) and no group",
+        ),
+        # a group admits people only the authenticator knows: reachable as far as we can tell
+        (
+            {
+                "rules": [{"roles": ["sec"], "kOf": 3}],
+                "roles": {"sec": {"users": ["a"], "groups": ["g"]}},
+            },
+            None,
+        ),
+    ],
+)
+def test_a_quorum_no_listed_people_can_reach_is_flagged(
+    approve: dict[str, Any], why: str | None
+) -> None:
+    parsed = parse_funnel({"approve": approve})
+    assert not isinstance(parsed, str)
+    assert unreachable(parsed) == why
+    check = check_funnels(_topology(), {"f": {"approve": approve}}, lambda a: [], lambda a: True)
+    if why is None:
+        assert check.problem is None
+    else:
+        assert check.problem is not None and check.problem.reason == REASON_FUNNEL_INVALID
+        assert check.problem.message == f"node w: Funnel f: {why}"
