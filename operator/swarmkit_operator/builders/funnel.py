@@ -76,6 +76,7 @@ def check_funnels(
     funnels: Mapping[str, Mapping[str, Any]],
     skills_of: Callable[[str], Sequence[str]],
     agent_exists: Callable[[str], bool],
+    category_of: Callable[[str], str | None] = lambda _: None,
 ) -> FunnelCheck:
     """Check every funnel ``spec``'s nodes name (see the module docstring)."""
     versions: dict[str, str] = {}
@@ -99,12 +100,21 @@ def check_funnels(
         why = unreachable(parsed)
         if why is not None:
             problems.append((REASON_FUNNEL_INVALID, f"node {node.name}: Funnel {name}: {why}"))
-        if parsed.judge is not None and parsed.judge.skill not in skills_of(agent):
+        judge = parsed.judge.skill if parsed.judge is not None else None
+        if judge is not None and judge not in skills_of(agent):
             problems.append(
                 (
                     REASON_FUNNEL_INVALID,
-                    f"node {node.name}: Funnel {name}'s judge skill {parsed.judge.skill!r} is "
+                    f"node {node.name}: Funnel {name}'s judge skill {judge!r} is "
                     f"not granted to agent {agent}",
+                )
+            )
+        elif judge is not None and category_of(judge) not in (None, "decision"):
+            problems.append(
+                (
+                    REASON_FUNNEL_INVALID,
+                    f"node {node.name}: Funnel {name}'s judge skill {judge!r} is not a decision "
+                    f"skill (category {category_of(judge)})",
                 )
             )
         if parsed.review is not None and not agent_exists(parsed.review.agent):

@@ -18,7 +18,7 @@ there) or any child topology changes, and not when only the schedule does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,6 +187,7 @@ def resolve_topology(
     graph: Graph,
     workspace: WorkspaceView | None,
     funnels: Mapping[str, Mapping[str, Any]] | None = None,
+    skill_category: Callable[[str], str | None] | None = None,
 ) -> TopologyRender:
     """Check the tree and its call graph, and compute the version.
 
@@ -233,7 +234,13 @@ def resolve_topology(
         )
 
     agent_versions = {a: agents[a].version for a in unique_agents if a in agents}
-    funnel_check = check_funnels(model, funnels or {}, graph.skills_of, lambda a: a in agents)
+    funnel_check = check_funnels(
+        model,
+        funnels or {},
+        graph.skills_of,
+        lambda a: a in agents,
+        skill_category or (lambda _: None),
+    )
     versioned: dict[str, Any] = {
         "spec": version_spec(model),
         "agents": {

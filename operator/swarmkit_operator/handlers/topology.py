@@ -226,7 +226,12 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         for f in funnel_names(spec)
         if (found := ctl.lookup("funnel_views", (namespace, f))) is not None
     }
-    render = resolve_topology(name, spec, agents, topologies, graph, workspace, funnels)
+
+    def category(s: str) -> str | None:
+        v = ctl.lookup("skill_views", (namespace, s))
+        return None if v is None else v.get("category")
+
+    render = resolve_topology(name, spec, agents, topologies, graph, workspace, funnels, category)
 
     accepted = any(v.type == ACCEPTED and v.status == "True" for v in render.verdicts)
     if accepted and not force:

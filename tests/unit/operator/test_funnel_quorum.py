@@ -225,3 +225,13 @@ def test_a_quorum_no_listed_people_can_reach_is_flagged(
     else:
         assert check.problem is not None and check.problem.reason == REASON_FUNNEL_INVALID
         assert check.problem.message == f"node w: Funnel f: {why}"
+
+
+def test_a_judge_that_is_not_a_decision_skill_is_refused() -> None:
+    check = check_funnels(
+        _topology(), {"f": FUNNEL}, lambda a: ["judge"], lambda a: True, lambda s: "capability"
+    )
+    assert check.problem is not None and check.problem.reason == REASON_FUNNEL_INVALID
+    assert check.problem.message == (
+        "node w: Funnel f's judge skill 'judge' is not a decision skill (category capability)"
+    )
