@@ -8,8 +8,9 @@ carries the gate report. The Run's creator (recorded by the apiserver's admissio
 may not sign, someone outside the role may not sign, nobody may shortcut the quorum with
 spec.decision; two people of one group (kOf: 2) sign and the run succeeds with the
 approved artifact. A rejection fails the run. Exhaustion opens the approval with the last
-critique attached, and the waiting gate survives the operator being SIGKILLed. A Topology
-naming a missing Funnel is not Ready, with the reason.
+critique attached, and the waiting gate survives the operator being SIGKILLed. ``all``
+across two roles with ``minDistinctApprovers: 2``: one person holding both roles satisfies
+the rule but counts once. A Topology naming a missing Funnel is not Ready, with the reason.
 """
 
 from __future__ import annotations
@@ -418,3 +419,53 @@ def test_exhaustion_opens_the_approval_with_the_critique_and_survives_an_operato
     assert json.loads(done["status"]["output"]) == json.loads(BETTER)
     assert done["status"]["gates"][0]["state"] == "Approved"
     assert done["status"]["gates"][0]["exhausted"] is True
+
+
+def _sign_as(cluster: LocalCluster, ns: str, review: str, user: str, role: str) -> Any:
+    return _plugin(cluster, "review", "approve", review, "--role", role, "--as", user, "-n", ns)
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_all_across_two_roles_and_a_person_holding_both_counts_once(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    four_eyes = _funnel()
+    four_eyes["spec"] = {
+        "validate": {"schema": SCHEMA},
+        "approve": {
+            "rules": [{"roles": ["security", "product"], "quorum": "all"}],
+            "roles": {"security": {"users": ["alice"]}, "product": {"users": ["alice", "bob"]}},
+            "minDistinctApprovers": 2,
+        },
+    }
+    apply(kube, ns, four_eyes)
+    wait_ready(kube, ns, "Topology", "notes")
+    model.push(text(BETTER))
+    _create_run_as(cluster, ns, EDITOR, "notes-v5")
+    wait_run(kube, ns, "notes-v5", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    name = parked_review(kube, ns, "notes-v5")["metadata"]["name"]
+
+    # bob holds product only (by user name): not security
+    denied = _sign_as(cluster, ns, name, "bob", "security")
+    assert denied.returncode != 0 and "bob does not hold role security" in denied.stderr
+    # alice holds both and signs in both: the rule holds, the four-eyes floor does not
+    for role in ("security", "product"):
+        res = _sign_as(cluster, ns, name, "alice", role)
+        assert res.returncode == 0, res.stderr
+    shown = _plugin(cluster, "review", "show", name, "-n", ns).stdout
+    assert "rule 1 (all of security, product): ok; signed security: alice; product: alice" in shown
+    assert "missing: minDistinctApprovers: 1 of 2 distinct people signed" in shown
+    run = get(kube, ns, "Run", "notes-v5") or {}
+    assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
+
+    res = _sign_as(cluster, ns, name, "bob", "product")
+    assert res.returncode == 0, res.stderr
+    done = wait_run(kube, ns, "notes-v5", finished, operator=operator, timeout=120)
+    assert (succeeded(done) or {}).get("status") == "True", succeeded(done)
+    assert done["status"]["decisions"][0]["decidedBy"] == "alice, bob"
