@@ -10,7 +10,9 @@ spec.decision; two people of one group (kOf: 2) sign and the run succeeds with t
 approved artifact. A rejection fails the run. Exhaustion opens the approval with the last
 critique attached, and the waiting gate survives the operator being SIGKILLed. ``all``
 across two roles with ``minDistinctApprovers: 2``: one person holding both roles satisfies
-the rule but counts once. A Topology naming a missing Funnel is not Ready, with the reason.
+the rule but counts once. A reviewer Agent's critical finding routes the draft back; its
+low finding travels to the approval. A Topology naming a missing Funnel is not Ready, with
+the reason.
 """
 
 from __future__ import annotations
@@ -469,3 +471,41 @@ def test_all_across_two_roles_and_a_person_holding_both_counts_once(
     done = wait_run(kube, ns, "notes-v5", finished, operator=operator, timeout=120)
     assert (succeeded(done) or {}).get("status") == "True", succeeded(done)
     assert done["status"]["decisions"][0]["decidedBy"] == "alice, bob"
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_reviewer_findings_route_back_and_lower_ones_reach_the_approval(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    critic = _doc(
+        "Agent",
+        "critic",
+        {
+            "workspaceRef": {"name": "default"},
+            "model": {"provider": "m", "name": "t"},
+            "systemPrompt": "You review release notes for leaks.",
+        },
+    )
+    apply(kube, ns, critic)
+    reviewed = _funnel()
+    reviewed["spec"] = {
+        "review": {"agent": "critic", "routeBackAt": "high"},
+        "approve": reviewed["spec"]["approve"],
+    }
+    apply(kube, ns, reviewed)
+    wait_ready(kube, ns, "Topology", "notes")
+    high = {"findings": [{"severity": "critical", "message": "Names a customer."}]}
+    low = {"findings": [{"severity": "low", "message": "Title could be longer."}]}
+    model.push(text(GOOD), text(json.dumps(high)), text(BETTER), text(json.dumps(low)))
+    _create_run_as(cluster, ns, EDITOR, "notes-v6")
+    wait_run(kube, ns, "notes-v6", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    assert "Names a customer." in _last_user(model, 2), "the drafter got the finding"
+    report = parked_review(kube, ns, "notes-v6")["spec"]["request"]["gate"]["report"]
+    assert report["findings"] == [{"severity": "low", "message": "Title could be longer."}]
+    assert report["attempts"] == 2 and json.loads(report["artifact"]) == json.loads(BETTER)
