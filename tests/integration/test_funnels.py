@@ -11,8 +11,9 @@ approved artifact. A rejection fails the run. Exhaustion opens the approval with
 critique attached, and the waiting gate survives the operator being SIGKILLed. ``all``
 across two roles with ``minDistinctApprovers: 2``: one person holding both roles satisfies
 the rule but counts once. A reviewer Agent's critical finding routes the draft back; its
-low finding travels to the approval. A Topology naming a missing Funnel is not Ready, with
-the reason.
+low finding travels to the approval. An approval nobody completes before the deadline
+expires: the run fails and the Review takes no more signatures. A Topology naming a
+missing Funnel is not Ready, with the reason.
 """
 
 from __future__ import annotations
@@ -118,13 +119,17 @@ def _funnel() -> dict[str, Any]:
     )
 
 
-def _setup(kube: Kube, ns: str, cluster: LocalCluster, model_url: str) -> None:
+def _setup(
+    kube: Kube, ns: str, cluster: LocalCluster, model_url: str, review_timeout: int | None = None
+) -> None:
     def with_model(doc: dict[str, Any]) -> dict[str, Any]:
         if doc["kind"] == "Workspace":
             doc["spec"]["modelProviders"] = [
                 *doc["spec"]["modelProviders"],
                 {"name": "m", "type": "openai", "baseUrl": model_url, "defaultModel": "t"},
             ]
+            if review_timeout is not None:
+                doc["spec"]["governance"]["reviewTimeoutSeconds"] = review_timeout
         return doc
 
     apply_examples(kube, ns, edit=with_model)
@@ -509,3 +514,30 @@ def test_reviewer_findings_route_back_and_lower_ones_reach_the_approval(
     report = parked_review(kube, ns, "notes-v6")["spec"]["request"]["gate"]["report"]
     assert report["findings"] == [{"severity": "low", "message": "Title could be longer."}]
     assert report["attempts"] == 2 and json.loads(report["artifact"]) == json.loads(BETTER)
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_an_approval_not_completed_in_time_expires_and_fails_the_run(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url, review_timeout=8)
+    apply(kube, ns, _funnel())
+    wait_ready(kube, ns, "Topology", "notes")
+    model.push(text(BETTER), _judged(0.9, "Fine."))
+    _create_run_as(cluster, ns, EDITOR, "notes-v7")
+    wait_run(kube, ns, "notes-v7", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    name = parked_review(kube, ns, "notes-v7")["metadata"]["name"]
+    res = _sign(cluster, ns, name, "alice")  # one of two: the quorum never holds
+    assert res.returncode == 0, res.stderr
+    done = wait_run(kube, ns, "notes-v7", finished, operator=operator, timeout=120)
+    cond = succeeded(done) or {}
+    assert cond.get("status") == "False", cond
+    assert "funnel notes-gate: the approval expired" in cond["message"]
+    assert [g["state"] for g in done["status"]["gates"]] == ["Expired"]
+    late = _sign(cluster, ns, name, "bob")
+    assert late.returncode != 0 and "takes no more signatures" in late.stderr, late.stderr
