@@ -33,6 +33,8 @@ from swarmkit_api.funnel import Approval, ApproveLayer
 from swarmkit_api.quorum import Tally, tally
 from swarmkit_api.review import FunnelGate, ResumeDecision, decided_at
 
+from .. import metrics
+
 #: The Run annotation naming who created it (see the module docstring).
 CREATED_BY_ANNOTATION = "swarmkit.dev/created-by"
 FUNNEL_APPROVAL = "funnel_approval"
@@ -118,7 +120,8 @@ def gates_after(
     gates: list[dict[str, Any]], review: Mapping[str, Any], verdict: str | None
 ) -> list[dict[str, Any]] | None:
     """``status.gates`` with this Review's gate entered (``verdict`` None: it waits) or
-    settled; None when the Review is not a funnel approval."""
+    settled, counted in ``swarmkit_funnel_gates_total`` (and, entered, its drafts in
+    ``swarmkit_funnel_gate_attempts``); None when the Review is not a funnel approval."""
     found = gate_of(review)
     if found is None:
         return None
@@ -134,6 +137,10 @@ def gates_after(
         "state": _STATES.get(verdict or "", "AwaitingApproval"),
     }
     kept = [g for g in gates if g.get("review") != name]
+    namespace = str((review.get("metadata") or {}).get("namespace") or "")
+    metrics.FUNNEL_GATES.labels(namespace, gate.funnel, entry["state"]).inc()
+    if verdict is None:
+        metrics.FUNNEL_ATTEMPTS.labels(gate.funnel).observe(gate.report.attempts)
     return [*kept, {k: v for k, v in entry.items() if v is not None}]
 
 

@@ -235,3 +235,27 @@ def test_a_judge_that_is_not_a_decision_skill_is_refused() -> None:
     assert check.problem.message == (
         "node w: Funnel f's judge skill 'judge' is not a decision skill (category capability)"
     )
+
+
+def test_gate_status_and_metrics_follow_the_approval() -> None:
+    from prometheus_client import REGISTRY
+
+    from swarmkit_operator.runs.funnel_gate import gates_after
+
+    review = _review([])
+    review["metadata"]["namespace"] = "team-q"
+    labels = {"namespace": "team-q", "funnel": "notes"}
+
+    def count(state: str) -> float:
+        value = REGISTRY.get_sample_value("swarmkit_funnel_gates_total", {**labels, "state": state})
+        return value or 0.0
+
+    opened = gates_after([], review, None)
+    assert opened == [
+        {"funnel": "notes", "node": "", "review": "r-1", "attempts": 1, "exhausted": False,
+         "state": "AwaitingApproval"}
+    ]  # fmt: skip
+    settled = gates_after(opened, review, "approve")
+    assert settled is not None and [g["state"] for g in settled] == ["Approved"]
+    assert (count("AwaitingApproval"), count("Approved")) == (1.0, 1.0)
+    assert gates_after([], {"spec": {"request": {"kind": "escalation"}}}, None) is None
