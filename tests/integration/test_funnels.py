@@ -83,9 +83,24 @@ def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
 
 
 @pytest.fixture(scope="module")
-def run_author(cluster: LocalCluster, crds: Any) -> None:
-    """The admission policies that record who creates a Run (applied as shipped)."""
+def run_author(cluster: LocalCluster, crds: Any) -> Iterator[None]:
+    """The admission policies that record who creates a Run (applied as shipped; removed
+    afterwards: the session's cluster is shared with other modules)."""
     cluster.kubectl("apply", "--server-side", "-f", str(RUN_AUTHOR))
+
+    def records_the_creator() -> bool:
+        # Admission policies take effect asynchronously: a server-side dry run shows when.
+        doc = json.dumps({**run_manifest("probe", "t"), "metadata": {"name": "probe"}})
+        res = cluster.kubectl(
+            "-n", "default", "create", "--dry-run=server", "-o", "json", "-f", "-",
+            input=doc, check=False,
+        )  # fmt: skip
+        annotations = json.loads(res.stdout or "{}").get("metadata", {}).get("annotations") or {}
+        return "swarmkit.dev/created-by" in annotations
+
+    wait_for(records_the_creator, 60, interval=0.5, message="the run-author policy to take effect")
+    yield
+    cluster.kubectl("delete", "--ignore-not-found", "-f", str(RUN_AUTHOR), check=False)
 
 
 @pytest.fixture
