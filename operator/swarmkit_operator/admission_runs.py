@@ -9,7 +9,7 @@ A funnel's ``excludeAuthor`` needs the Run's creator. A spec field or a client-c
   overwriting whatever the request carried;
 * the ValidatingAdmissionPolicy ``swarmkit-run-author`` (1.30+) refuses a CREATE whose
   annotation is not the caller (on clusters without the mutating policy the creator sets
-  it: ``kubectl swarmkit run`` does) and any UPDATE that adds, changes or removes it.
+  it to their own user name) and any UPDATE that adds, changes or removes it.
 
 Mutating policies run before validating ones, so on 1.36+ the creator never has to set
 anything. A Run without the annotation (created before the policies were installed) has
