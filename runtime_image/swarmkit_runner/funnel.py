@@ -32,7 +32,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from swarmkit_api.funnel import SEVERITIES, Finding, FunnelSpec, GateReport
 
@@ -316,11 +316,11 @@ class Gate:
             decided = reviews.decision(self.ctx, "funnel_approval")
             if decided is not None:
                 return self._decided(decided.verdict, reviews.by(decided), artifact)
-            return self._park(artifact)
+            self._park(artifact)
 
         return await self.ctx.journal.effect("funnel", step, str, str)
 
-    def _park(self, artifact: str) -> str:
+    def _park(self, artifact: str) -> NoReturn:
         scrub = self.ctx.secrets.scrub  # the report lands in a Review and the Run's status
         r = self.report
         report = r.model_copy(
