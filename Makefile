@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-providers bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
+        bench-runner bench-funnel bench-providers bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
         test-helm kind-e2e clean chromium botocore checkov images images-if-built
 
 help: ## list targets
@@ -151,6 +151,9 @@ bench-review: cluster-binaries ## benchmark: review decision → resumed run lat
 
 bench-runner: $(STAMP) ## benchmark: runner cold start, level-1 catalog cost, MCP overhead
 	$(PY) bench/bench_runner.py
+
+bench-funnel: $(STAMP) ## benchmark: funnel gate overhead per gated artifact (validate, judge)
+	$(PY) bench/bench_funnel.py
 
 bench-providers: $(STAMP) ## benchmark: runner overhead per model call (whole, streamed), time to first token
 	$(PY) bench/bench_providers.py

@@ -21,6 +21,7 @@ from .agent import DEFAULT_GATEWAY_REVIEW_SECONDS, AgentSpec, GatewayToken
 from .base import ApiModel
 from .common import SecretKeyRef
 from .egress import EgressPlan
+from .funnel import FunnelSpec
 from .run import AgentSkillUsage, TokenUsage
 from .run import ReviewItem as ReviewItem  # re-exported: part of the result contract
 from .skill import SkillSpec
@@ -122,6 +123,9 @@ class BundleTopology(ApiModel):
     name: str = Field(description="Topology name.")
     version: str = Field(description="Topology version.")
     spec: TopologySpec = Field(description="The topology spec.")
+    funnels: dict[str, FunnelSpec] = Field(
+        default_factory=dict, description="The Funnels its nodes name, as pinned."
+    )
 
 
 class RunInfo(ApiModel):

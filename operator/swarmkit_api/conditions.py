@@ -65,6 +65,11 @@ REASON_SECRET_NOT_FOUND: Final[str] = "SecretNotFound"
 REASON_WORKSPACE_NOT_FOUND: Final[str] = "WorkspaceNotFound"
 REASON_WORKSPACE_NOT_READY: Final[str] = "WorkspaceNotReady"
 REASON_AGENT_NOT_FOUND: Final[str] = "AgentNotFound"
+#: Topology: a node's Funnel does not exist / is unusable (invalid, judge not granted, ...).
+REASON_FUNNEL_NOT_FOUND: Final[str] = "FunnelNotFound"
+REASON_FUNNEL_INVALID: Final[str] = "FunnelInvalid"
+#: Funnel (Ready=False): no set of the listed users can satisfy its approval.
+REASON_QUORUM_UNREACHABLE: Final[str] = "QuorumUnreachable"
 REASON_AGENT_NOT_READY: Final[str] = "AgentNotReady"
 REASON_CHILD_TOPOLOGY_NOT_FOUND: Final[str] = "ChildTopologyNotFound"
 REASON_CHILD_TOPOLOGY_NOT_READY: Final[str] = "ChildTopologyNotReady"
@@ -152,6 +157,8 @@ __all__ = [
     "REASON_DUPLICATE_NAME",
     "REASON_EXECUTION_DISABLED",
     "REASON_FAILED",
+    "REASON_FUNNEL_INVALID",
+    "REASON_FUNNEL_NOT_FOUND",
     "REASON_IMAGE_PULL_FAILED",
     "REASON_INVALID",
     "REASON_INVALID_SERVE_SPEC",
@@ -168,6 +175,7 @@ __all__ = [
     "REASON_PENDING",
     "REASON_PIN_MISMATCH",
     "REASON_POD_CREATION_FAILED",
+    "REASON_QUORUM_UNREACHABLE",
     "REASON_RENDERED",
     "REASON_RESOLVED",
     "REASON_RESUMED",

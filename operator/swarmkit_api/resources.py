@@ -1,4 +1,4 @@
-"""The six kinds as Kubernetes resources: manifest models and CRD metadata.
+"""The seven kinds as Kubernetes resources: manifest models and CRD metadata.
 
 ``KINDS`` is the single list the CRD generator, the operator and the tests iterate over.
 ``validate_manifest`` validates a whole manifest dict and reports errors with the same
@@ -16,6 +16,7 @@ from .agent import AgentSpec, AgentStatus
 from .base import ApiModel
 from .common import KEBAB, ObjectMeta
 from .conditions import READY, SERVING, SUCCEEDED
+from .funnel import FunnelSpec, FunnelStatus
 from .mailbox import MailboxMessageSpec, MailboxMessageStatus
 from .review import ReviewSpec, ReviewStatus
 from .run import RunSpec, RunStatus
@@ -204,7 +205,37 @@ MAILBOX_MESSAGE = KindInfo(
     ),
 )
 
-KINDS: tuple[KindInfo, ...] = (WORKSPACE, SKILL, AGENT, TOPOLOGY, RUN, REVIEW, MAILBOX_MESSAGE)
+
+FUNNEL = KindInfo(
+    kind="Funnel",
+    plural="funnels",
+    short_names=("skf",),
+    description="A quality gate bound to Topology agent nodes: every artifact the node's "
+    "agent produces passes validate (JSON Schema), judge (a decision skill), review (a "
+    "reviewer agent) and approve (people in roles, by quorum); only approve ends the gate.",
+    spec=FunnelSpec,
+    status=FunnelStatus,
+    columns=(
+        *_ready_columns()[:3],
+        PrinterColumn("Judge", ".spec.judge.skill", description="Judge decision skill"),
+        PrinterColumn("Threshold", ".spec.judge.threshold", type="number", priority=1),
+        PrinterColumn("MaxRetries", ".spec.maxRetries", type="integer", priority=1),
+        PrinterColumn("OnExhausted", ".spec.onExhausted", priority=1),
+        PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ),
+    kebab_name=True,
+)
+
+KINDS: tuple[KindInfo, ...] = (
+    WORKSPACE,
+    SKILL,
+    AGENT,
+    TOPOLOGY,
+    RUN,
+    REVIEW,
+    FUNNEL,
+    MAILBOX_MESSAGE,
+)
 KINDS_BY_NAME = {k.kind: k for k in KINDS}
 
 
@@ -262,7 +293,15 @@ class MailboxMessage(_Resource):
     status: MailboxMessageStatus | None = Field(default=None, description="Observed state.")
 
 
+class Funnel(_Resource):
+    kind: Literal["Funnel"] = Field(description="Funnel")
+    metadata: _KebabMeta = Field(description="Standard object metadata.")
+    spec: FunnelSpec = Field(description="Desired state.")
+    status: FunnelStatus | None = Field(default=None, description="Observed state.")
+
+
 RESOURCE_MODELS: dict[str, type[_Resource]] = {
+    "Funnel": Funnel,
     "Review": Review,
     "MailboxMessage": MailboxMessage,
     "Workspace": Workspace,

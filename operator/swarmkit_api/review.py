@@ -28,6 +28,7 @@ from pydantic import Field
 
 from .base import ApiModel, CelRule
 from .common import Conditions, LocalObjectReference
+from .funnel import Approval, ApproveLayer, GateReport
 
 #: Labels on every Review: its kind; a gateway session's Review also names its Agent (the
 #: label the gateway's pods carry) and the session's correlation id.
@@ -35,7 +36,9 @@ REVIEW_KIND_LABEL = "swarmkit.dev/review-kind"
 GATEWAY_LABEL = "swarmkit.dev/gateway"
 CORRELATION_LABEL = "swarmkit.dev/correlation-id"
 
-ReviewKind = Literal["escalation", "approval", "input_request", "human_task", "skill_review"]
+ReviewKind = Literal[
+    "escalation", "approval", "input_request", "human_task", "skill_review", "funnel_approval"
+]
 Verdict = Literal["approve", "reject", "answer"]
 ReviewState = Literal["Pending", "Decided", "Expired", "Resumed", "Closed"]
 
@@ -57,6 +60,20 @@ class GatewaySessionRef(ApiModel):
     pod: str = Field(default="", description="The gateway replica that waits.")
 
 
+class FunnelGate(ApiModel):
+    """A funnel's approval: the policy as the Run pinned it, who created the Run, and what
+    the automated layers found (written by the operator; immutable like the request)."""
+
+    funnel: str = Field(description="The Funnel.")
+    approve: ApproveLayer = Field(description="Who must sign (the pinned approve layer).")
+    author: str = Field(
+        default="",
+        description="Who created the Run (the apiserver-checked annotation "
+        "swarmkit.dev/created-by); excluded from signing when approve.excludeAuthor.",
+    )
+    report: GateReport = Field(description="The artifact and the automated layers' results.")
+
+
 class ReviewRequest(ApiModel):
     """What is asked (written once by the operator; immutable)."""
 
@@ -64,7 +81,8 @@ class ReviewRequest(ApiModel):
         description="escalation (a skill failed and onFailure is escalate_to_human), approval "
         "(a strict-tier call waits for approval), input_request (a remote agent asked a "
         "question, onUnanswerable relay), human_task (the human_task_request builtin), "
-        "skill_review (a swarm-authored skill waits for its first human review)."
+        "skill_review (a swarm-authored skill waits for its first human review), "
+        "funnel_approval (a funnel gate waits for people to sign: spec.approvals)."
     )
     question: str = Field(max_length=4096, description="What must be decided.")
     run_ref: LocalObjectReference | None = Field(
@@ -94,6 +112,9 @@ class ReviewRequest(ApiModel):
         default=None,
         description="After this the review expires and the run takes its "
         "failure path (Workspace governance.reviewTimeoutSeconds or the skill's).",
+    )
+    gate: FunnelGate | None = Field(
+        default=None, description="funnel_approval: the policy, the author and the report."
     )
 
 
@@ -137,6 +158,14 @@ class ReviewSpec(ApiModel):
             check=_unchanged_request,
         ),
         CelRule(
+            rule="!has(oldSelf.approvals) || (has(self.approvals) && "
+            "size(self.approvals) >= size(oldSelf.approvals) && "
+            "oldSelf.approvals.all(a, a in self.approvals))",
+            message="signatures are appended, never changed or removed",
+            field_path=".approvals",
+            check=_unchanged_request,
+        ),
+        CelRule(
             rule="!has(oldSelf.decision) || (has(self.decision) && self.decision == "
             "oldSelf.decision)",
             message="this review is already decided; a decision cannot be changed or removed",
@@ -147,6 +176,12 @@ class ReviewSpec(ApiModel):
 
     request: ReviewRequest = Field(description="What is asked (immutable).")
     decision: ReviewDecision | None = Field(default=None, description="The answer, once given.")
+    approvals: list[Approval] = Field(
+        default_factory=list,
+        max_length=200,
+        description="funnel_approval: signatures, one per person and role, appended one at "
+        "a time (kubectl swarmkit review --role); never changed or removed.",
+    )
 
 
 class ReviewStatus(ApiModel):
@@ -262,6 +297,7 @@ __all__ = [
     "REVIEW_KIND_LABEL",
     "TIMEOUT_DECIDER",
     "Checkpoint",
+    "FunnelGate",
     "GatewaySessionRef",
     "ResumeDecision",
     "ReviewDecision",

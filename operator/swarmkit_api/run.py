@@ -10,6 +10,7 @@ from pydantic import Field
 from .base import ApiModel, CelRule
 from .common import Conditions, LocalObjectReference
 from .effects import RunEffect
+from .funnel import GateReport
 
 
 class RunSpec(ApiModel):
@@ -56,9 +57,9 @@ class TokenUsage(ApiModel):
 class ReviewItem(ApiModel):
     """Something a person must decide before the run can go on."""
 
-    kind: Literal["escalation", "approval", "input_request", "human_task", "human_gate"] = Field(
-        description="Kind."
-    )
+    kind: Literal[
+        "escalation", "approval", "input_request", "human_task", "human_gate", "funnel_approval"
+    ] = Field(description="Kind.")
     skill: str | None = Field(default=None, description="The skill involved.")
     agent: str | None = Field(default=None, description="The agent involved.")
     question: str = Field(description="What must be decided.")
@@ -74,6 +75,23 @@ class ReviewItem(ApiModel):
     )
     review: str | None = Field(
         default=None, description="The Review object that asks it (set by the operator)."
+    )
+    gate: GateReport | None = Field(
+        default=None, description="funnel_approval: what the automated layers found."
+    )
+
+
+class GateStatus(ApiModel):
+    """One funnel gate a run passed through (per parked approval)."""
+
+    funnel: str = Field(description="The Funnel.")
+    node: str = Field(default="", description="The gated topology node.")
+    review: str = Field(description="The Review asking for the approval.")
+    attempts: int = Field(default=1, description="Drafts made (1 + retries).")
+    score: float | None = Field(default=None, description="The judge's last confidence.")
+    exhausted: bool = Field(default=False, description="The automated retries ran out.")
+    state: Literal["AwaitingApproval", "Approved", "Rejected", "Expired"] = Field(
+        description="AwaitingApproval, then Approved, Rejected or Expired."
     )
 
 
@@ -181,11 +199,16 @@ class RunStatus(ApiModel):
         description="What the run did to shared platform state (schedule, agent_message, "
         "mailbox_send), each materialized once by the operator.",
     )
+    gates: list[GateStatus] = Field(
+        default_factory=list,
+        description="Funnel gates: attempts, the judge's last score, the approval's state.",
+    )
     conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 
 __all__ = [
     "AgentSkillUsage",
+    "GateStatus",
     "PinnedVersions",
     "RecordedDecision",
     "ReviewItem",

@@ -40,6 +40,11 @@ class TopologyNode(ApiModel):
     parent: str | None = Field(
         default=None, max_length=63, description="Name of the parent node (not for the root)."
     )
+    funnel: LocalObjectReference | None = Field(
+        default=None,
+        description="A Funnel every artifact of this node's agent must pass (validate, judge, "
+        "review, approve) before the run goes on.",
+    )
 
 
 class Schedule(ApiModel):
@@ -231,6 +236,9 @@ class TopologyStatus(ApiModel):
     version: str | None = Field(default=None, description="Hash over all agent versions.")
     agent_versions: dict[str, str] = Field(
         default_factory=dict, description="Agent name → version."
+    )
+    funnel_versions: dict[str, str] = Field(
+        default_factory=dict, description="Funnel name → version (its content is pinned)."
     )
     child_topologies: list[str] = Field(
         default_factory=list, description="Topologies reachable through agent skills."

@@ -12,6 +12,14 @@ apiserver evaluates this ValidatingAdmissionPolicy on every create and update of
   taken its failure path) or ``Closed`` (its run was cancelled while it waited);
 * a Review created with a decision already in it.
 
+Funnel approvals (``spec.request.gate`` set; people sign by appending to
+``spec.approvals``) are checked per signature: one new signature per write, its
+``decidedBy`` the caller, the caller holding its ``role`` in the pinned
+``gate.approve.roles`` by user name or by one of the request's groups, the caller not the
+Run's author when ``excludeAuthor``, none on a Review that is Expired, Closed or already
+Resumed, and no ``spec.decision`` on such a Review at all (one person cannot stand for a
+quorum). Earlier signatures cannot change (the CRD's transition rule refuses that too).
+
 ``make generate`` writes it to ``deploy/admission/review-decisions.yaml`` (what the tests
 and plain-kubectl installs apply) and into the chart; ``make verify`` checks both.
 """
@@ -31,6 +39,97 @@ _DECIDING = "has(object.spec.decision) && " + _NO_DECISION_BEFORE
 
 def _validation(expression: str, message_expression: str, reason: str) -> dict[str, Any]:
     return {"expression": expression, "messageExpression": message_expression, "reason": reason}
+
+
+def variables() -> list[dict[str, str]]:
+    """Named CEL expressions the funnel-approval rules share (evaluated lazily)."""
+    return [
+        {
+            "name": "signed",
+            "expression": "request.operation == 'UPDATE' && has(oldObject.spec.approvals) ? "
+            "size(oldObject.spec.approvals) : 0",
+        },
+        {
+            "name": "signing",
+            "expression": "request.operation == 'UPDATE' && has(object.spec.approvals) && "
+            "size(object.spec.approvals) > variables.signed",
+        },
+        {
+            "name": "signature",
+            "expression": "object.spec.approvals[size(object.spec.approvals) - 1]",
+        },
+    ]
+
+
+_GATE = "object.spec.request.gate"
+_ROLE = _GATE + ".approve.roles[variables.signature.role]"
+
+
+def approval_validations() -> list[dict[str, Any]]:
+    """The funnel-approval rules (see the module docstring)."""
+    return [
+        _validation(
+            "!has(object.spec.decision) || !has(object.spec.request.gate)",
+            "'review ' + object.metadata.name + ' is a funnel approval: sign it in "
+            "spec.approvals (kubectl swarmkit review --role), not with spec.decision'",
+            "Forbidden",
+        ),
+        _validation(
+            "request.operation != 'CREATE' || !has(object.spec.approvals)",
+            "'a Review is created without spec.approvals'",
+            "Invalid",
+        ),
+        _validation(
+            "!variables.signing || size(object.spec.approvals) == variables.signed + 1",
+            "'add one signature per write (your own)'",
+            "Forbidden",
+        ),
+        _validation(
+            "!variables.signing || has(object.spec.request.gate)",
+            "'review ' + object.metadata.name + ' is not a funnel approval: answer it with "
+            "spec.decision'",
+            "Invalid",
+        ),
+        _validation(
+            "!variables.signing || !has(oldObject.status) || !has(oldObject.status.state) || "
+            "!(oldObject.status.state in ['Expired', 'Closed', 'Resumed'])",
+            "'review ' + object.metadata.name + ' is ' + oldObject.status.state + "
+            "': it takes no more signatures'",
+            "Forbidden",
+        ),
+        _validation(
+            "!variables.signing || variables.signature.decidedBy == request.userInfo.username",
+            "'spec.approvals[].decidedBy must be your authenticated user name ' + "
+            "request.userInfo.username + ', not ' + variables.signature.decidedBy",
+            "Forbidden",
+        ),
+        _validation(
+            "!variables.signing || (variables.signature.role in " + _GATE + ".approve.roles && "
+            "((has(" + _ROLE + ".users) && request.userInfo.username in " + _ROLE + ".users) || "
+            "(has("
+            + _ROLE
+            + ".groups) && has(request.userInfo.groups) && "
+            + _ROLE
+            + ".groups.exists(g, g in request.userInfo.groups))))",
+            "request.userInfo.username + ' does not hold role ' + variables.signature.role + "
+            "' of funnel ' + " + _GATE + ".funnel + ' (by user name or group)'",
+            "Forbidden",
+        ),
+        _validation(
+            "!variables.signing || (has("
+            + _GATE
+            + ".approve.excludeAuthor) && !"
+            + _GATE
+            + ".approve.excludeAuthor) || !has("
+            + _GATE
+            + ".author) || "
+            "variables.signature.decidedBy != " + _GATE + ".author",
+            "request.userInfo.username + ' created the run: funnel ' + "
+            + _GATE
+            + ".funnel + ' excludes its author from approving (excludeAuthor)'",
+            "Forbidden",
+        ),
+    ]
 
 
 def validations() -> list[dict[str, Any]]:
@@ -65,6 +164,7 @@ def validations() -> list[dict[str, Any]]:
             "request.userInfo.username + ', not ' + object.spec.decision.decidedBy",
             "Forbidden",
         ),
+        *approval_validations(),
     ]
 
 
@@ -88,6 +188,7 @@ def policy() -> dict[str, Any]:
                     }
                 ]
             },
+            "variables": variables(),
             "validations": validations(),
         },
     }

@@ -14,6 +14,10 @@
   (``load_skill``) in finished Runs.
 * ``swarmkit_skill_script_runs_total{namespace, skill, outcome}``: runs of the skill's
   scripts in finished Runs, ``outcome`` ``ok`` or ``failed`` (non-zero exit or timeout).
+* ``swarmkit_funnel_gates_total{namespace, funnel, state}``: funnel approvals opened
+  (``AwaitingApproval``) and settled (``Approved``, ``Rejected``, ``Expired``).
+* ``swarmkit_funnel_gate_attempts{funnel}``: drafts per gated artifact that reached the
+  approval (1 = passed the automated layers first time).
 """
 
 from __future__ import annotations
@@ -64,6 +68,18 @@ SKILL_SCRIPT_RUNS = Counter(
     "swarmkit_skill_script_runs_total",
     "Runs of the skill's bundled scripts in finished Runs.",
     ["namespace", "skill", "outcome"],
+)
+
+FUNNEL_GATES = Counter(
+    "swarmkit_funnel_gates_total",
+    "Funnel approvals opened (AwaitingApproval) and settled (Approved, Rejected, Expired).",
+    ["namespace", "funnel", "state"],
+)
+FUNNEL_ATTEMPTS = Histogram(
+    "swarmkit_funnel_gate_attempts",
+    "Drafts per gated artifact that reached the approval (1 + retries).",
+    ["funnel"],
+    buckets=(1, 2, 3, 4, 6, 11),
 )
 
 #: (kind, condition, status) → count; set by the handlers.

@@ -45,6 +45,18 @@ GRANTS: tuple[Grant, ...] = (
     ),
     Grant(
         "swarmkit.dev",
+        ("funnels",),
+        ("list", "watch"),
+        "Watch Funnels: a Topology node's funnel is checked, versioned and pinned by Runs.",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("funnels/status",),
+        ("patch",),
+        "A Funnel's Accepted/Ready conditions and version.",
+    ),
+    Grant(
+        "swarmkit.dev",
         ("skills", "runs"),
         ("get",),
         "Read one Skill (a reconcile whose watch event carried no body) or Run (its latest "

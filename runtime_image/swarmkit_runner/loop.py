@@ -24,7 +24,7 @@ from typing import Any
 from swarmkit_api.bundle import BundleAgent
 from swarmkit_api.workspace import ModelProvider
 
-from . import executors
+from . import executors, funnel
 from .bundle import children, provider_for
 from .catalog import ToolCatalog, ToolEntry
 from .context import RunContext
@@ -153,6 +153,10 @@ class AgentRunner:
             tools=catalog.names,
         )
         messages: list[Message] = [UserMessage(task)]
+        # A node bound to a Funnel: every final answer passes its gate (funnel.py).
+        gate = funnel.gate_for(
+            ctx, position, lambda p, t, schema: self.run_agent(p, t, depth + 1, schema)
+        )
         if output_schema is None and agent.spec.output_schema is not None:
             output_schema = agent.spec.output_schema.as_dict()
         output_attempts = 0
@@ -268,6 +272,12 @@ class AgentRunner:
                         continue
                     if for_skill is None:
                         ctx.audit.emit("output.validated", agent=agent.name, outcome="ok")
+                if gate is not None:
+                    assessed = await gate.assess(response.text)
+                    if isinstance(assessed, funnel.Redraft):
+                        messages.append(AssistantMessage(response.text))
+                        messages.append(UserMessage(assessed.prompt))
+                        continue
                 ctx.audit.emit(
                     "agent.end",
                     agent=agent.name,

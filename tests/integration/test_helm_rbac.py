@@ -33,11 +33,13 @@ OPERATOR_RULES: Grants = {
     "skills.swarmkit.dev": frozenset({"get", "list", "watch"}),
     "agents.swarmkit.dev": frozenset({"list", "watch"}),
     "topologies.swarmkit.dev": frozenset({"list", "watch"}),
+    "funnels.swarmkit.dev": frozenset({"list", "watch"}),
     "runs.swarmkit.dev": frozenset({"get", "list", "watch", "create", "delete"}),
     "workspaces.swarmkit.dev/status": frozenset({"patch"}),
     "skills.swarmkit.dev/status": frozenset({"patch"}),
     "agents.swarmkit.dev/status": frozenset({"patch"}),
     "topologies.swarmkit.dev/status": frozenset({"patch"}),
+    "funnels.swarmkit.dev/status": frozenset({"patch"}),
     "runs.swarmkit.dev/status": frozenset({"patch"}),
     "reviews.swarmkit.dev": frozenset({"create", "get", "list", "watch"}),
     "reviews.swarmkit.dev/status": frozenset({"patch"}),
@@ -72,7 +74,7 @@ CLUSTER_RULES: Grants = {
     "runtimeclasses.node.k8s.io": frozenset({"get"}),
 }
 NAMESPACE_DISCOVERY: Grants = {"namespaces": frozenset({"list", "watch"})}
-SWARMKIT_PLURALS = {"workspaces", "skills", "agents", "topologies", "runs", "reviews"}
+SWARMKIT_PLURALS = {"workspaces", "skills", "agents", "topologies", "runs", "reviews", "funnels"}
 
 
 def lease_rules(name: str) -> Grants:
@@ -229,8 +231,8 @@ def test_leader_election_adds_only_its_own_lease_in_the_release_namespace(
     [
         (
             "view",
-            [("get", "workspaces"), ("list", "skills"), ("watch", "runs")],
-            [("create", "skills"), ("delete", "runs"), ("get", "secrets")],
+            [("get", "workspaces"), ("list", "skills"), ("watch", "runs"), ("get", "funnels")],
+            [("create", "skills"), ("delete", "runs"), ("get", "secrets"), ("create", "funnels")],
         ),
         (
             "edit",
@@ -248,12 +250,24 @@ def test_leader_election_adds_only_its_own_lease_in_the_release_namespace(
                 ("delete", "workspaces"),
                 ("patch", "skills/status"),
                 ("update", "runs/status"),
+                # a Funnel says who may approve: an editor must not name themselves
+                ("create", "funnels"),
+                ("patch", "funnels"),
             ],
         ),
         (
             "admin",
-            [("create", "workspaces"), ("delete", "workspaces"), ("create", "skills")],
-            [("patch", "workspaces/status"), ("patch", "skills/status")],
+            [
+                ("create", "workspaces"),
+                ("delete", "workspaces"),
+                ("create", "skills"),
+                ("create", "funnels"),
+            ],
+            [
+                ("patch", "workspaces/status"),
+                ("patch", "skills/status"),
+                ("patch", "funnels/status"),
+            ],
         ),
     ],
 )

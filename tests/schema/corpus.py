@@ -82,6 +82,18 @@ def mailbox_message(name: str = "my-run-0000-fx0", **spec: Any) -> dict[str, Any
     return {"apiVersion": API, "kind": "MailboxMessage", "metadata": {"name": name}, "spec": body}
 
 
+def funnel(name: str = "my-funnel", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "judge": {"skill": "quality-judge"},
+        "approve": {
+            "rules": [{"roles": ["leads"], "kOf": 2}],
+            "roles": {"leads": {"groups": ["release-leads"]}},
+        },
+    }
+    body.update(spec)
+    return {"apiVersion": API, "kind": "Funnel", "metadata": {"name": name}, "spec": body}
+
+
 def without(doc: dict[str, Any], *path: str) -> dict[str, Any]:
     out = copy.deepcopy(doc)
     node = out
@@ -456,4 +468,40 @@ INVALID: tuple[Invalid, ...] = (
         "spec.acknowledgement.by",
         mailbox_message(acknowledgement={"by": ""}),
     ),
+    Invalid(
+        "funnel-empty-rules",
+        "spec.approve.rules",
+        funnel(approve={"rules": [], "roles": {"leads": {"groups": ["release-leads"]}}}),
+    ),
+    Invalid(
+        "funnel-threshold-above-one",
+        "spec.judge.threshold",
+        funnel(judge={"skill": "j", "threshold": 1.5}),
+    ),
+    Invalid(
+        "funnel-quorum-and-kof",
+        "spec.approve.rules[0].quorum",
+        funnel(
+            approve={
+                "rules": [{"roles": ["leads"], "quorum": "all", "kOf": 2}],
+                "roles": {"leads": {"groups": ["release-leads"]}},
+            }
+        ),
+    ),
+    Invalid(
+        "funnel-rule-names-undefined-role",
+        "spec.approve.rules",
+        funnel(
+            approve={
+                "rules": [{"roles": ["ghosts"], "quorum": "any"}],
+                "roles": {"leads": {"groups": ["release-leads"]}},
+            }
+        ),
+    ),
+    Invalid(
+        "funnel-bad-route-back",
+        "spec.review.routeBackAt",
+        funnel(review={"agent": "critic", "routeBackAt": "urgent"}),
+    ),
+    Invalid("funnel-no-approve", "spec.approve", without(funnel(), "spec", "approve")),
 )

@@ -7,6 +7,14 @@
 - apiGroups: [swarmkit.dev]
   resources: [workspaces, skills, agents, topologies, runs]
   verbs: [list, watch]
+# Watch Funnels: a Topology node's funnel is checked, versioned and pinned by Runs.
+- apiGroups: [swarmkit.dev]
+  resources: [funnels]
+  verbs: [list, watch]
+# A Funnel's Accepted/Ready conditions and version.
+- apiGroups: [swarmkit.dev]
+  resources: [funnels/status]
+  verbs: [patch]
 # Read one Skill (a reconcile whose watch event carried no body) or Run (its latest status
 # before a Job is recreated).
 - apiGroups: [swarmkit.dev]

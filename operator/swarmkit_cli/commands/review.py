@@ -7,7 +7,9 @@ arguments (secrets scrubbed by the runner), the context and the deadline. ``appr
 patch`` does, with ``decidedBy`` set to the user the apiserver authenticates you as (a
 SelfSubjectReview, what ``kubectl auth whoami`` asks): the admission policy refuses any
 other name, a second decision and a decision after the deadline, and the error it gives is
-printed as is. ``--as USER`` impersonates, like kubectl's flag.
+printed as is. ``--as USER`` impersonates, like kubectl's flag. A funnel approval
+(:mod:`.review_gate`) is signed instead: ``approve|reject NAME --role ROLE``, and ``show``
+prints its gate report and quorum.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from swarmkit_api import GROUP, VERSION
 
+from .. import review_gate
 from ..console import Console
 from ..plugin import EXIT_OK, CommandError, UsageError, add_command, add_namespace_flag
 
@@ -37,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("name", nargs="?", help="the Review (not for list)")
     parser.add_argument("--text", help="the answer (answer) or a comment (approve, reject)")
+    parser.add_argument("--role", help="a funnel approval: the role you sign in")
     parser.add_argument("-A", "--all-namespaces", action="store_true", help="list: every namespace")
     add_namespace_flag(parser)
 
@@ -61,7 +65,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
         review = kube.get("Review", args.name)
         if args.action == "show":
             _show(review, console)
+            review_gate.show(review, console)
             return EXIT_OK
+        if review_gate.gate_of(review) is not None:
+            return review_gate.sign(
+                kube, console, review, args.action, args.role, args.text, whoami(kube)
+            )
         return _decide(kube, console, review, args.action, args.text)
     finally:
         kube.close()

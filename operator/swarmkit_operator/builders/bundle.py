@@ -47,6 +47,7 @@ from swarmkit_api.conditions import (
     REASON_NOT_APPROVED,
     REASON_PIN_MISMATCH,
 )
+from swarmkit_api.funnel import FunnelSpec
 from swarmkit_api.run import PinnedVersions, RunSpec
 from swarmkit_api.skill import Implementation, Provenance, ScriptStatus, SkillFile, SkillSpec
 from swarmkit_api.topology import TopologySpec
@@ -144,6 +145,7 @@ class PinnedTopology:
     name: str
     version: str
     spec: TopologySpec
+    funnels: Mapping[str, FunnelSpec] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -498,7 +500,7 @@ def render_bundle(
         for a in sorted(agents, key=lambda a: a.name)
     }
     bundle_topologies = {
-        t.name: BundleTopology(name=t.name, version=t.version, spec=t.spec)
+        t.name: BundleTopology(name=t.name, version=t.version, spec=t.spec, funnels=dict(t.funnels))
         for t in sorted(topologies, key=lambda t: t.name)
     }
     paths = flow_data_paths(agents)

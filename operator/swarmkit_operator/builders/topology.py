@@ -18,7 +18,7 @@ there) or any child topology changes, and not when only the schedule does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,7 @@ from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH, TopologySpec
 from ..hashing import canonical_json, sha256_hex
 from . import Verdict, invalid_verdict
 from .agent import WorkspaceView
+from .funnel import check_funnels
 from .skill import SYNTHESIZED_TOPOLOGY_PREFIX
 
 ARROW = " → "
@@ -143,6 +144,7 @@ class TopologyRender:
     version: str | None = None
     agent_versions: Mapping[str, str] | None = None
     children: tuple[str, ...] = ()
+    funnel_versions: Mapping[str, str] | None = None
 
     @property
     def ready(self) -> bool:
@@ -153,6 +155,7 @@ class TopologyRender:
             "version": self.version,
             "agentVersions": dict(self.agent_versions or {}),
             "childTopologies": list(self.children),
+            **({"funnelVersions": dict(self.funnel_versions)} if self.funnel_versions else {}),
         }
 
 
@@ -183,12 +186,15 @@ def resolve_topology(
     topologies: Mapping[str, TopologyView],
     graph: Graph,
     workspace: WorkspaceView | None,
+    funnels: Mapping[str, Mapping[str, Any]] | None = None,
+    skill_category: Callable[[str], str | None] | None = None,
 ) -> TopologyRender:
     """Check the tree and its call graph, and compute the version.
 
     ``agents`` and ``topologies`` hold what exists in the namespace (at least what this
     topology reaches); ``graph`` is the static call graph; ``workspace`` is this topology's
-    Workspace (``None``: not found).
+    Workspace (``None``: not found); ``funnels`` the specs of the Funnels its nodes name
+    (:mod:`.funnel`).
     """
     try:
         model = validate_spec("Topology", dict(raw_spec))
@@ -228,20 +234,24 @@ def resolve_topology(
         )
 
     agent_versions = {a: agents[a].version for a in unique_agents if a in agents}
-    version = sha256_hex(
-        canonical_json(
-            {
-                "spec": version_spec(model),
-                "agents": {
-                    n.name: [n.agent_ref.name, agent_versions.get(n.agent_ref.name)]
-                    for n in model.agents
-                },
-                "children": {
-                    c: topologies[c].version if c in topologies else None for c in children
-                },
-            }
-        )
-    )[:12]
+    funnel_check = check_funnels(
+        model,
+        funnels or {},
+        graph.skills_of,
+        lambda a: a in agents,
+        skill_category or (lambda _: None),
+    )
+    versioned: dict[str, Any] = {
+        "spec": version_spec(model),
+        "agents": {
+            n.name: [n.agent_ref.name, agent_versions.get(n.agent_ref.name)] for n in model.agents
+        },
+        "children": {c: topologies[c].version if c in topologies else None for c in children},
+    }
+    if any(n.funnel is not None for n in model.agents):
+        # Only then: topologies without a funnel keep the versions they had.
+        versioned["funnels"] = dict(funnel_check.versions)
+    version = sha256_hex(canonical_json(versioned))[:12]
     accepted = Verdict(
         ACCEPTED,
         "True",
@@ -272,6 +282,8 @@ def resolve_topology(
             REASON_AGENT_NOT_FOUND,
             "agent(s) not found: " + ", ".join(missing_agents),
         )
+    elif funnel_check.problem is not None:
+        ready = funnel_check.problem
     elif missing_children:
         ready = Verdict(
             READY,
@@ -314,4 +326,5 @@ def resolve_topology(
         version=version,
         agent_versions={a: v for a, v in agent_versions.items() if v is not None},
         children=children,
+        funnel_versions=funnel_check.versions,
     )

@@ -57,6 +57,7 @@ from ..webview import Sources, WebView, parse_address
 from . import (
     agent,
     common,
+    funnel,
     gateway,
     library,
     review,
@@ -80,6 +81,7 @@ MODULES: tuple[ModuleType, ...] = (
     workspace,
     skill,
     agent,
+    funnel,
     topology,
     review,
     run,
@@ -297,6 +299,7 @@ def _run_indexes(indexes: Indexes, reviews: bool = False) -> RunIndexes:
             "bundles": view("pinned_config_maps"),
             "reviews": view("runs_reviews_by_run"),
             "skill_reviews": view("skill_reviews"),
+            "funnels": view("funnel_views"),
         }
     return RunIndexes(
         runs=view("runs_by_uid"),

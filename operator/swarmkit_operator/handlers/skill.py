@@ -42,6 +42,7 @@ def skill_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
         ),
         composes=tuple(c for c in composes or () if isinstance(c, str)),
         target=target if isinstance(target, str) else None,
+        category=(body.get("spec") or {}).get("category"),
     )
     return {(namespace, name): view}
 

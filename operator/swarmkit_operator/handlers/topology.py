@@ -34,6 +34,7 @@ from ..reconcile.workqueue import Key
 from ..runs.resolve import Resolver
 from .agent import workspace_view
 from .events import on_event
+from .funnel import funnel_names
 from .skill import granting_agents
 
 V = TypeVar("V")
@@ -220,7 +221,17 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
     spec = view["spec"]
     ws_name = view["workspace"] or ""
     workspace = workspace_view(ctl, namespace, ws_name) if ws_name else None
-    render = resolve_topology(name, spec, agents, topologies, graph, workspace)
+    funnels = {
+        f: found["spec"]
+        for f in funnel_names(spec)
+        if (found := ctl.lookup("funnel_views", (namespace, f))) is not None
+    }
+
+    def category(s: str) -> str | None:
+        v = ctl.lookup("skill_views", (namespace, s))
+        return None if v is None else v.get("category")
+
+    render = resolve_topology(name, spec, agents, topologies, graph, workspace, funnels, category)
 
     accepted = any(v.type == ACCEPTED and v.status == "True" for v in render.verdicts)
     if accepted and not force:

@@ -53,6 +53,7 @@ PLURALS = {
     "Skill": "skills",
     "Agent": "agents",
     "Topology": "topologies",
+    "Funnel": "funnels",
 }
 
 

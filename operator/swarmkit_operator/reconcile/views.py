@@ -23,6 +23,7 @@ VIEW_INDEXES = {
     "Skill": "skill_views",
     "Agent": "agent_views",
     "Topology": "topology_views",
+    "Funnel": "funnel_views",
 }
 
 #: "No view": the object is gone (distinct from any view, None included).

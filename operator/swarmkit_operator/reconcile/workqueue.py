@@ -10,7 +10,15 @@ Key = tuple[str, str, str]  # (kind, namespace, name)
 # Inputs before their dependents (a workspace before the agents using it, ...), so a burst
 # settles bottom-up; garbage collection last, once the renders it must keep are known.
 # A Skill's grantedBy (SkillGrants) ranks with the Skills.
-PRIORITY = {"Workspace": 0, "Skill": 1, "SkillGrants": 1, "Agent": 2, "Topology": 3, "GC": 4}
+PRIORITY = {
+    "Workspace": 0,
+    "Skill": 1,
+    "SkillGrants": 1,
+    "Agent": 2,
+    "Funnel": 2,  # before the Topologies that name it
+    "Topology": 3,
+    "GC": 4,
+}
 
 
 def reconcile_queue() -> WorkQueue[Key]:

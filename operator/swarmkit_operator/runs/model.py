@@ -94,6 +94,8 @@ class Indexes:
     reviews: IndexLike | None = None
     #: Reviews of swarm-authored skills by (namespace, skill).
     skill_reviews: IndexLike | None = None
+    #: Funnel specs by (namespace, name) (Topology nodes' funnels, pinned by a Run).
+    funnels: IndexLike | None = None
 
 
 def one(index: IndexLike, key: Any) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
 from swarmkit_api.conditions import READY
+from swarmkit_api.funnel import FunnelSpec
 from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import TopologySpec
 from swarmkit_api.workspace import WorkspaceSpec
@@ -23,6 +24,7 @@ from swarmkit_api.workspace import WorkspaceSpec
 from .. import k8s
 from ..builders import bundle as bundles
 from ..builders import job as jobs
+from ..builders.funnel import funnel_version, parse_funnel
 from ..builders.review import approves
 from ..builders.skill import SKILL_MD, load_rendered_skill
 from ..conditions import get_condition
@@ -112,7 +114,13 @@ class Resolver:
                 if not version:
                     return Waiting(f"waiting for Topology {tname}: no version yet", 2.0)
                 tspec = TopologySpec.model_validate(topo.get("spec") or {})
-                topologies[tname] = bundles.PinnedTopology(tname, str(version), tspec)
+                funnels = self._funnels(ns, tspec, tstatus)
+                if isinstance(funnels, Waiting):
+                    return funnels
+                for f in funnels.values():
+                    if f.review is not None:
+                        agent_queue.append(f.review.agent)
+                topologies[tname] = bundles.PinnedTopology(tname, str(version), tspec, funnels)
                 if tname == target and target_kind == "Topology":
                     ws_name = tspec.workspace_ref.name
                 agent_queue.extend(n.agent_ref.name for n in tspec.agents)
@@ -180,6 +188,28 @@ class Resolver:
             flow_data=flow,
         )
         return Resolved(rendered)
+
+    def _funnels(
+        self, ns: str, tspec: TopologySpec, tstatus: Mapping[str, Any]
+    ) -> dict[str, FunnelSpec] | Waiting:
+        """The Funnels ``tspec``'s nodes name, at the versions the Topology was made Ready
+        with (a newer Funnel must first be picked up by it, like a newer Agent)."""
+        pinned: dict[str, FunnelSpec] = {}
+        want = tstatus.get("funnelVersions") or {}
+        for node in tspec.agents:
+            if node.funnel is None or node.funnel.name in pinned:
+                continue
+            name = node.funnel.name
+            view = one(self.idx.funnels or {}, (ns, name))
+            parsed = parse_funnel(view["spec"]) if view else f"Funnel {name} not found"
+            if isinstance(parsed, str):
+                return Waiting(f"waiting for Funnel {name}: {parsed}")
+            if want.get(name) != funnel_version(parsed):
+                return Waiting(
+                    f"waiting for the Topology to pick up Funnel {name}'s new version", 1.0
+                )
+            pinned[name] = parsed
+        return pinned
 
     async def _resolve_agent(self, ns: str, name: str) -> bundles.RenderedAgent | Waiting:
         agent = one(self.idx.agents, (ns, name))

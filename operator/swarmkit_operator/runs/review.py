@@ -38,7 +38,7 @@ from .. import k8s
 from ..builders import job as jobs
 from ..builders import review as rv
 from ..builders import run_status as rs
-from . import cleanup, status
+from . import cleanup, funnel_gate, status
 from .model import RunView, run_ref
 from .start import create_job
 from .state import RunState
@@ -85,6 +85,12 @@ async def parked(
             return None
         parked_at = rs.parse_time(verdict.completion_time) or datetime.now(UTC)
         manifest = rv.build_review(ref, item, stage, parked_at)
+        if item.kind == funnel_gate.FUNNEL_APPROVAL:
+            gate = await _funnel_gate(st, run, item)
+            if isinstance(gate, str):
+                await status.write(st, run, rs.final(REASON_FAILED, gate))
+                return None
+            manifest["spec"]["request"]["gate"] = gate
         review = await k8s.create_custom_if_absent(REVIEWS, run.namespace, manifest)
         if review is None:
             review = await k8s.get_custom(REVIEWS, run.namespace, manifest["metadata"]["name"])
@@ -92,12 +98,11 @@ async def parked(
             raise RuntimeError(f"Review {manifest['metadata']['name']} vanished")
         st.mark(run.uid, "review_created")
     items = [_item_of(review)]
-    await status.write(
-        st,
-        run,
-        verdict,
-        {"checkpointConfigMap": cm_name, "reviewItems": items},
-    )
+    fields: dict[str, Any] = {"checkpointConfigMap": cm_name, "reviewItems": items}
+    gates = funnel_gate.gates_after(run.status.get("gates") or [], review, None)
+    if gates is not None:
+        fields["gates"] = gates
+    await status.write(st, run, verdict, fields)
     await cleanup.release_pods(st, pods)
     return await waiting(st, run, spec, review)
 
@@ -137,6 +142,20 @@ async def _store_checkpoint(
     return encoded
 
 
+async def _funnel_gate(st: RunState, run: RunView, item: ReviewItem) -> dict[str, Any] | str:
+    """The Review's ``request.gate``: the pinned approve layer and the Run's author
+    (:mod:`.funnel_gate`), or why the gate cannot open (the run fails: never silently)."""
+    cm_name = str(
+        run.status.get("bundleConfigMap") or jobs.bundle_config_map_name(run.name, run.uid)
+    )
+    rendered = await st.resolver.existing_bundle(run.namespace, cm_name)
+    obj = await k8s.get_custom("runs", run.namespace, run.name)
+    if rendered is None or obj is None:
+        return f"the funnel approval cannot open: the run's bundle {cm_name} is gone"
+    gate = funnel_gate.gate_request(item, rendered.bundle, funnel_gate.author_of(obj))
+    return gate
+
+
 def _item_of(review: dict[str, Any]) -> dict[str, Any]:
     """The Run's ``status.reviewItems`` entry for ``review``."""
     request = (review.get("spec") or {}).get("request") or {}
@@ -168,7 +187,7 @@ async def waiting(
                 st, run, rs.final(REASON_FAILED, f"the run cannot resume: {message}")
             )
             return None
-    found = rv.decision_of(review)
+    found = rv.decision_of(review) or funnel_gate.decision(review)
     now = datetime.now(UTC)
     if found is None:
         deadline = rv.deadline_of(review)
@@ -246,7 +265,10 @@ async def resume(
         "resumedJob": job,
     }
     await k8s.patch_status(REVIEWS, run.namespace, name, review_status, k8s.REVIEWS_MANAGER)
-    fields = {"resumes": nxt, "decisions": decisions, "reviewItems": []}
+    fields: dict[str, Any] = {"resumes": nxt, "decisions": decisions, "reviewItems": []}
+    gates = funnel_gate.gates_after(run.status.get("gates") or [], review, found.verdict)
+    if gates is not None:
+        fields["gates"] = gates
     again = await create_job(
         st, run, ref, rendered, cm_name, recreation, verdict, resume=nxt, extra=fields
     )

@@ -43,8 +43,8 @@ CLUSTER_PATHS = {"node_path"}
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 #: Call sites whose resource is computed, not written at the call: what it can be, and why.
 DYNAMIC: dict[tuple[str, str], set[str]] = {
-    # write_status's PLURALS[kind]: the four kinds the reconcile controller writes
-    ("reconcile/status.py", "plural"): {"workspaces", "skills", "agents", "topologies"},
+    # write_status's PLURALS[kind]: the five kinds the reconcile controller writes
+    ("reconcile/status.py", "plural"): {"workspaces", "skills", "agents", "topologies", "funnels"},
     # a gateway's ServiceAccount, Role and RoleBinding (builders/gateway.py review_rbac)
     ("gateways.py", "object_path"): {"serviceaccounts", "roles", "rolebindings"},
     # a Run's effects: scheduled / messaged Runs and MailboxMessages (runs/effects.py)

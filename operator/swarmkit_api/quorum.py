@@ -1,0 +1,115 @@
+"""Whether a funnel approval holds: the pure quorum computation over recorded signatures.
+
+The operator (deciding when a parked gate resumes) and ``kubectl swarmkit review`` (showing
+who signed and what is missing) both call :func:`tally`; nothing here does I/O.
+
+Semantics (SwarmKit's multi-party approval, with Kubernetes identities):
+
+* a signature is one person (``decidedBy``, checked by the admission policy to be the
+  authenticated user and to hold ``role`` by user name or group) in one role;
+* ``all``: every role of the rule has a signature; ``any``: one role has; ``kOf: N``: N
+  distinct people signed in roles of the rule (two people of one group count twice, one
+  person in two roles once);
+* every rule must hold, and ``minDistinctApprovers`` distinct people must have signed
+  across the rules (a person holding two roles counts once: the four-eyes floor);
+* ``excludeAuthor``: a signature of the Run's creator does not count (the admission policy
+  refuses it first; this keeps the tally right for anything recorded before);
+* one ``reject`` by a role holder rejects the gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .funnel import Approval, ApprovalRule, ApproveLayer
+
+
+@dataclass(frozen=True)
+class RuleTally:
+    """One rule: who signed in which of its roles, and what is still missing."""
+
+    index: int
+    rule: ApprovalRule
+    signed: dict[str, tuple[str, ...]]
+    people: tuple[str, ...]
+    satisfied: bool
+    missing: str
+
+    @property
+    def need(self) -> str:
+        if self.rule.k_of is not None:
+            return f"{self.rule.k_of} of {', '.join(self.rule.roles)}"
+        return f"{self.rule.quorum} of {', '.join(self.rule.roles)}"
+
+
+@dataclass(frozen=True)
+class Tally:
+    """The gate as the signatures so far leave it."""
+
+    rules: tuple[RuleTally, ...]
+    approvers: tuple[str, ...]
+    min_distinct: int
+    rejected_by: str | None
+    ignored: tuple[str, ...]
+
+    @property
+    def approved(self) -> bool:
+        return (
+            self.rejected_by is None
+            and all(r.satisfied for r in self.rules)
+            and len(self.approvers) >= self.min_distinct
+        )
+
+    @property
+    def missing(self) -> list[str]:
+        """What is still needed, one line per unmet requirement."""
+        out = [f"rule {r.index + 1} ({r.need}): {r.missing}" for r in self.rules if r.missing]
+        if len(self.approvers) < self.min_distinct:
+            out.append(
+                f"minDistinctApprovers: {len(self.approvers)} of {self.min_distinct} distinct "
+                "people signed"
+            )
+        return out
+
+
+def _rule_tally(index: int, rule: ApprovalRule, approvals: list[Approval]) -> RuleTally:
+    signed: dict[str, tuple[str, ...]] = {}
+    for role in rule.roles:
+        people = tuple(dict.fromkeys(a.decided_by for a in approvals if a.role == role))
+        if people:
+            signed[role] = people
+    people = tuple(dict.fromkeys(p for who in signed.values() for p in who))
+    unsigned = [r for r in rule.roles if r not in signed]
+    if rule.k_of is not None:
+        satisfied = len(people) >= rule.k_of
+        missing = "" if satisfied else f"{rule.k_of - len(people)} more distinct signer(s)"
+    elif rule.quorum == "all":
+        satisfied = not unsigned
+        missing = "" if satisfied else "waiting for " + ", ".join(unsigned)
+    else:
+        satisfied = bool(signed)
+        missing = "" if satisfied else "waiting for one of " + ", ".join(rule.roles)
+    return RuleTally(index, rule, signed, people, satisfied, missing)
+
+
+def tally(policy: ApproveLayer, approvals: Iterable[Approval], author: str | None) -> Tally:
+    """The gate's state from the signatures recorded so far (see the module docstring)."""
+    counted: list[Approval] = []
+    ignored: list[str] = []
+    rejected_by = None
+    for a in approvals:
+        if a.role not in policy.roles:
+            ignored.append(f"{a.decided_by}: unknown role {a.role}")
+        elif policy.exclude_author and author and a.decided_by == author:
+            ignored.append(f"{a.decided_by}: created the run (excludeAuthor)")
+        elif a.verdict == "reject":
+            rejected_by = rejected_by or a.decided_by
+        else:
+            counted.append(a)
+    rules = tuple(_rule_tally(i, r, counted) for i, r in enumerate(policy.rules))
+    approvers = tuple(dict.fromkeys(p for r in rules for p in r.people))
+    return Tally(rules, approvers, policy.min_distinct_approvers, rejected_by, tuple(ignored))
+
+
+__all__ = ["RuleTally", "Tally", "tally"]

@@ -1,0 +1,132 @@
+"""Funnel approvals in ``kubectl swarmkit review``: the gate report, the quorum, signing.
+
+``show`` of a ``funnel_approval`` Review prints what the automated layers found (drafts,
+the judge's score and critique, validation problems, reviewer findings, the artifact) and
+the quorum as the signatures leave it: per rule who signed in which role and what is still
+missing, the distinct people so far, signatures that do not count and why
+(:func:`swarmkit_api.quorum.tally`, the operator's own computation). ``approve`` and
+``reject`` append your signature to ``spec.approvals`` in the role ``--role`` names (the
+admission policy checks that you hold it by user name or group, that ``decidedBy`` is you
+and that you did not create the run), guarded by the Review's resourceVersion so two
+people signing at once cannot drop each other's signature.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from swarmkit_api import GROUP, VERSION
+from swarmkit_api.funnel import Approval
+from swarmkit_api.quorum import tally
+from swarmkit_api.review import FunnelGate
+
+from .console import Console
+from .plugin import EXIT_OK, CommandError, UsageError
+
+PLURAL = "reviews"
+
+
+def gate_of(review: dict[str, Any]) -> tuple[FunnelGate, list[Approval]] | None:
+    spec = review.get("spec") or {}
+    raw = (spec.get("request") or {}).get("gate")
+    if not raw:
+        return None
+    try:
+        return FunnelGate.model_validate(raw), [
+            Approval.model_validate(a) for a in spec.get("approvals") or ()
+        ]
+    except ValidationError as exc:
+        raise CommandError(f"review {review['metadata']['name']}: invalid gate: {exc}") from None
+
+
+def show(review: dict[str, Any], console: Console) -> None:
+    found = gate_of(review)
+    if found is None:
+        return
+    gate, approvals = found
+    report = gate.report
+    console.print(f"Funnel:      {gate.funnel} (node {report.node or '-'})")
+    line = f"Drafts:      {report.attempts}"
+    if report.exhausted:
+        line += " (retries exhausted: the last critique is attached)"
+    console.print(line)
+    if report.score is not None:
+        console.print(f"Judge score: {report.score:g}")
+    if report.critique:
+        console.print(f"Critique:    {report.critique}")
+    for problem in report.validation:
+        console.print(f"Validation:  {problem}")
+    for finding in report.findings:
+        console.print(f"Finding:     [{finding.severity}] {finding.message}")
+    console.print(f"Author:      {gate.author or '(unknown)'}")
+    result = tally(gate.approve, approvals, gate.author)
+    state = "rejected" if result.rejected_by else "approved" if result.approved else "waiting"
+    console.print(f"Quorum:      {state}")
+    for rule in result.rules:
+        signed = "; ".join(f"{role}: {', '.join(who)}" for role, who in rule.signed.items())
+        mark = "ok" if rule.satisfied else "missing"
+        console.print(f"  rule {rule.index + 1} ({rule.need}): {mark}; signed {signed or '-'}")
+    console.print(
+        f"  distinct people: {len(result.approvers)} of at least "
+        f"{gate.approve.min_distinct_approvers}"
+        + (f" ({', '.join(result.approvers)})" if result.approvers else "")
+    )
+    for text in result.missing:
+        console.print(f"  missing: {text}")
+    for text in result.ignored:
+        console.print(f"  not counted: {text}")
+    if result.rejected_by:
+        console.print(f"  rejected by {result.rejected_by}")
+    console.print("Artifact:")
+    console.print(report.artifact)
+
+
+def sign(
+    kube: Any,
+    console: Console,
+    review: dict[str, Any],
+    verdict: str,
+    role: str | None,
+    text: str | None,
+    user: str,
+) -> int:
+    from kubernetes.client.exceptions import ApiException
+
+    from .commands.review import _reason
+
+    found = gate_of(review)
+    assert found is not None
+    gate, _ = found
+    name = review["metadata"]["name"]
+    roles = sorted(gate.approve.roles)
+    if verdict not in ("approve", "reject"):
+        raise UsageError(f"review {name} is a funnel approval: approve or reject it")
+    if role is None:
+        raise UsageError(
+            f"review {name} is a funnel approval: sign in a role (--role {'|'.join(roles)})"
+        )
+    entry: dict[str, Any] = {"verdict": verdict, "role": role, "decidedBy": user}
+    if text:
+        entry["text"] = text
+    approvals = list((review.get("spec") or {}).get("approvals") or [])
+    body = {
+        "metadata": {"resourceVersion": review["metadata"]["resourceVersion"]},
+        "spec": {"approvals": [*approvals, entry]},
+    }
+    try:
+        kube.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, kube.namespace, PLURAL, name, body
+        )
+    except ApiException as exc:
+        if exc.status == 409:
+            raise CommandError(
+                f"review {name} changed meanwhile (another signature): try again"
+            ) from None
+        raise CommandError(f"review {name}: {_reason(exc)}") from None
+    console.print(f"review {name}: {verdict} by {user} as {role}")
+    return EXIT_OK
+
+
+__all__ = ["gate_of", "show", "sign"]

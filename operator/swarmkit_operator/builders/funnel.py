@@ -1,0 +1,134 @@
+"""The Funnels a Topology's nodes name (pure): found, valid, usable, and their versions.
+
+A node's ``funnel: {name}`` must name a Funnel of the namespace whose spec is valid, whose
+judge skill is granted to the node's agent (the run pins skills through the agents that
+are granted them, so that is how the judge reaches the bundle) and whose reviewer Agent
+exists. Otherwise the Topology is ``Ready=False`` with reason ``FunnelNotFound`` or
+``FunnelInvalid`` naming the node and the funnel. Each funnel's version is sha256[:12] of
+its canonical spec; the Topology folds these into its own version (only when a node names
+a funnel, so topologies without one keep their versions), and a Run pins the content
+(:mod:`swarmkit_operator.runs.resolve`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from swarmkit_api import ManifestError, validate_spec
+from swarmkit_api.conditions import READY, REASON_FUNNEL_INVALID, REASON_FUNNEL_NOT_FOUND
+from swarmkit_api.funnel import FunnelSpec
+from swarmkit_api.topology import TopologySpec
+
+from ..hashing import canonical_json, sha256_hex
+from . import Verdict
+
+
+def funnel_version(spec: FunnelSpec) -> str:
+    return sha256_hex(canonical_json(spec.wire()))[:12]
+
+
+def unreachable(spec: FunnelSpec) -> str | None:
+    """Why no set of people could ever satisfy the approval, judging by the users it lists
+    (None: reachable, or unknowable because a role admits a group, whose members only the
+    authenticator knows)."""
+    roles = spec.approve.roles
+    for n, rule in enumerate(spec.approve.rules):
+        if rule.k_of is None or any(roles[r].groups for r in rule.roles if r in roles):
+            continue
+        users = {u for r in rule.roles if r in roles for u in roles[r].users}
+        if rule.k_of > len(users):
+            return (
+                f"approve.rules[{n}]: kOf {rule.k_of} but its roles list only {len(users)} "
+                "user(s) and no group"
+            )
+    if not any(m.groups for m in roles.values()):
+        everyone = {u for m in roles.values() for u in m.users}
+        if spec.approve.min_distinct_approvers > len(everyone):
+            return (
+                f"approve.minDistinctApprovers {spec.approve.min_distinct_approvers} but the "
+                f"roles list only {len(everyone)} user(s) and no group"
+            )
+    return None
+
+
+def parse_funnel(raw: Mapping[str, Any]) -> FunnelSpec | str:
+    """The validated spec, or the first problem (CEL at admission normally catches it)."""
+    try:
+        model = validate_spec("Funnel", dict(raw))
+    except ManifestError as exc:
+        return str(exc.errors[0]) if exc.errors else str(exc)
+    assert isinstance(model, FunnelSpec)
+    return model
+
+
+@dataclass(frozen=True)
+class FunnelCheck:
+    """The verdict (None: every funnel is usable) and name → version of those found."""
+
+    problem: Verdict | None
+    versions: Mapping[str, str]
+
+
+def check_funnels(
+    spec: TopologySpec,
+    funnels: Mapping[str, Mapping[str, Any]],
+    skills_of: Callable[[str], Sequence[str]],
+    agent_exists: Callable[[str], bool],
+    category_of: Callable[[str], str | None] = lambda _: None,
+) -> FunnelCheck:
+    """Check every funnel ``spec``'s nodes name (see the module docstring)."""
+    versions: dict[str, str] = {}
+    problems: list[tuple[str, str]] = []
+    for node in spec.agents:
+        if node.funnel is None:
+            continue
+        name = node.funnel.name
+        raw = funnels.get(name)
+        if raw is None:
+            problems.append(
+                (REASON_FUNNEL_NOT_FOUND, f"node {node.name}: Funnel {name!r} not found")
+            )
+            continue
+        parsed = parse_funnel(raw)
+        if isinstance(parsed, str):
+            problems.append((REASON_FUNNEL_INVALID, f"node {node.name}: Funnel {name}: {parsed}"))
+            continue
+        versions[name] = funnel_version(parsed)
+        agent = node.agent_ref.name
+        why = unreachable(parsed)
+        if why is not None:
+            problems.append((REASON_FUNNEL_INVALID, f"node {node.name}: Funnel {name}: {why}"))
+        judge = parsed.judge.skill if parsed.judge is not None else None
+        if judge is not None and judge not in skills_of(agent):
+            problems.append(
+                (
+                    REASON_FUNNEL_INVALID,
+                    f"node {node.name}: Funnel {name}'s judge skill {judge!r} is "
+                    f"not granted to agent {agent}",
+                )
+            )
+        elif judge is not None and category_of(judge) not in (None, "decision"):
+            problems.append(
+                (
+                    REASON_FUNNEL_INVALID,
+                    f"node {node.name}: Funnel {name}'s judge skill {judge!r} is not a decision "
+                    f"skill (category {category_of(judge)})",
+                )
+            )
+        if parsed.review is not None and not agent_exists(parsed.review.agent):
+            problems.append(
+                (
+                    REASON_FUNNEL_INVALID,
+                    f"node {node.name}: Funnel {name}'s reviewer agent "
+                    f"{parsed.review.agent!r} not found",
+                )
+            )
+    if not problems:
+        return FunnelCheck(None, versions)
+    reason = problems[0][0]
+    return FunnelCheck(Verdict(READY, "False", reason, "; ".join(m for _, m in problems)), versions)
+
+
+__all__ = ["FunnelCheck", "check_funnels", "funnel_version", "parse_funnel", "unreachable"]

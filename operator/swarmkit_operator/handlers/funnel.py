@@ -1,0 +1,101 @@
+"""Funnels: checked and versioned, indexed for the Topologies whose nodes name them.
+
+A Funnel's shape is checked at admission (CRD schema and CEL); its reconciler writes
+``Accepted``/``Ready`` (reason ``Valid``, or ``Invalid`` with the first problem) and
+``status.version`` (sha256[:12] of the canonical spec). What a Funnel means for a Topology
+(found, judge skill granted, reviewer present, its version folded into the Topology's) is
+the Topology reconciler's (:mod:`.topology`, :mod:`swarmkit_operator.builders.funnel`).
+Every watch event of a Funnel enqueues it and the Topologies that name it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from swarmkit_api import GROUP, VERSION
+from swarmkit_api.conditions import (
+    ACCEPTED,
+    READY,
+    REASON_INVALID,
+    REASON_QUORUM_UNREACHABLE,
+    REASON_VALID,
+)
+
+from ..builders import Verdict
+from ..builders.funnel import funnel_version, parse_funnel, unreachable
+from ..indexes import index
+from ..reconcile.controller import Controller, controller_of, reconciler
+from ..reconcile.views import base_view
+from .events import on_event
+
+
+@index("funnels", id="funnel_views", group=GROUP, version=VERSION)
+def funnel_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    view = base_view(body)
+    view["spec"] = dict(body.get("spec") or {})
+    return {(namespace, name): view}
+
+
+@index("topologies", id="topology_by_funnel")
+def topology_by_funnel(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, funnel) → topologies whose nodes name it."""
+    return {(namespace, f): name for f in funnel_names(body.get("spec") or {})}
+
+
+def funnel_names(spec: Any) -> set[str]:
+    """The funnels a Topology spec's nodes name."""
+    return {
+        str(n["funnel"].get("name"))
+        for n in spec.get("agents") or ()
+        if isinstance(n, dict) and isinstance(n.get("funnel"), dict)
+    }
+
+
+@on_event(GROUP, VERSION, "funnels")
+async def funnel_event(namespace: str | None, name: str, memo: kopf.Memo, **_: Any) -> None:
+    ctl = controller_of(memo)
+    if ctl is not None and namespace is not None:
+        ctl.enqueue("Funnel", namespace, name)
+        ctl.enqueue_many(
+            "Topology", namespace, set(ctl.lookup_all("topology_by_funnel", (namespace, name)))
+        )
+
+
+@reconciler("Funnel")
+async def reconcile_funnel(ctl: Controller, namespace: str, name: str, force: bool) -> str:
+    view = ctl.lookup("funnel_views", (namespace, name))
+    if view is None:
+        return "gone"
+    parsed = parse_funnel(view["spec"])
+    if isinstance(parsed, str):
+        fields: dict[str, Any] = {}
+        verdicts = (
+            Verdict(ACCEPTED, "False", REASON_INVALID, parsed),
+            Verdict(READY, "False", REASON_INVALID, parsed),
+        )
+    else:
+        fields = {"version": funnel_version(parsed)}
+        layers = [n for n in ("validate", "judge", "review") if view["spec"].get(n)]
+        message = f"layers: {', '.join([*layers, 'approve'])}; {len(parsed.approve.rules)} rule(s)"
+        why = unreachable(parsed)
+        verdicts = (
+            Verdict(ACCEPTED, "True", REASON_VALID, message),
+            Verdict(READY, "False", REASON_QUORUM_UNREACHABLE, why)
+            if why
+            else Verdict(READY, "True", REASON_VALID, message),
+        )
+    written = await ctl.write_status(
+        "Funnel",
+        namespace,
+        name,
+        view["uid"],
+        int(view["generation"]),
+        view["status"],
+        fields,
+        verdicts,
+    )
+    return "changed" if written else "unchanged"

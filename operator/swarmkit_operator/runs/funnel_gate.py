@@ -1,0 +1,164 @@
+"""Funnel approvals of parked Runs: the Review's gate, and when its quorum holds.
+
+A runner whose gated node passed (or exhausted) the automated layers parks with a
+``funnel_approval`` item carrying the :class:`~swarmkit_api.funnel.GateReport`. The Review
+the operator opens for it gets ``spec.request.gate`` (:func:`gate_request`):
+
+* ``approve``: the approve layer **as the Run pinned it** (from the run's immutable bundle,
+  never from what the runner reported), so the rules a person signs against are the ones
+  the Topology was made Ready with;
+* ``author``: who created the Run, from its annotation ``swarmkit.dev/created-by``, which the
+  admission policies make unforgeable (:mod:`swarmkit_operator.admission`): set by the
+  apiserver from the authenticated request at creation and immutable afterwards;
+* ``report``: what the runner found (artifact, validation, score, critique, findings,
+  attempts).
+
+People sign by appending to ``spec.approvals`` (one entry per person and role; the admission
+policy checks ``decidedBy`` is the caller, that the caller holds the role by user name or
+group, and that the caller is not the author when ``excludeAuthor``). While the run waits,
+:func:`decision` turns the signatures into a decision with :func:`swarmkit_api.quorum.tally`:
+approve once every rule and ``minDistinctApprovers`` hold, reject on any rejection,
+nothing (keep waiting) otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from swarmkit_api.bundle import ReviewItem, RunBundle
+from swarmkit_api.funnel import Approval, ApproveLayer
+from swarmkit_api.quorum import Tally, tally
+from swarmkit_api.review import FunnelGate, ResumeDecision, decided_at
+
+from .. import metrics
+
+#: The Run annotation naming who created it (see the module docstring).
+CREATED_BY_ANNOTATION = "swarmkit.dev/created-by"
+FUNNEL_APPROVAL = "funnel_approval"
+
+
+def pinned_approve(bundle: RunBundle, funnel: str) -> ApproveLayer | None:
+    """The approve layer of ``funnel`` as the run's bundle pins it."""
+    for topology in bundle.topologies.values():
+        spec = topology.funnels.get(funnel)
+        if spec is not None:
+            return spec.approve
+    return None
+
+
+def author_of(run: Mapping[str, Any]) -> str:
+    annotations = (run.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(CREATED_BY_ANNOTATION) or "")
+
+
+def gate_request(item: ReviewItem, bundle: RunBundle, author: str) -> dict[str, Any] | str:
+    """``spec.request.gate`` of the Review for ``item``, or why it cannot be opened."""
+    if item.gate is None:
+        return "the funnel approval carries no gate report"
+    approve = pinned_approve(bundle, item.gate.funnel)
+    if approve is None:
+        return f"funnel {item.gate.funnel} is not pinned in the run's bundle"
+    if approve.exclude_author and not author:
+        # Never guess: a gate that must exclude its author cannot open without knowing who.
+        return (
+            f"funnel {item.gate.funnel} excludes the run's author, but the Run has no "
+            f"{CREATED_BY_ANNOTATION} annotation (the admission policies set it at creation)"
+        )
+    gate = FunnelGate(funnel=item.gate.funnel, approve=approve, author=author, report=item.gate)
+    return gate.wire()
+
+
+def gate_of(review: Mapping[str, Any]) -> tuple[FunnelGate, list[Approval]] | None:
+    spec = review.get("spec") or {}
+    raw = (spec.get("request") or {}).get("gate")
+    if not raw:
+        return None
+    try:
+        gate = FunnelGate.model_validate(raw)
+        approvals = [Approval.model_validate(a) for a in spec.get("approvals") or ()]
+    except ValidationError:
+        return None
+    return gate, approvals
+
+
+def review_tally(review: Mapping[str, Any]) -> Tally | None:
+    """The quorum as the Review's signatures leave it (None: not a funnel approval)."""
+    found = gate_of(review)
+    if found is None:
+        return None
+    gate, approvals = found
+    return tally(gate.approve, approvals, gate.author)
+
+
+def decision(review: Mapping[str, Any]) -> ResumeDecision | None:
+    """approve when the quorum holds, reject on a rejection, else None (still waiting)."""
+    result = review_tally(review)
+    if result is None:
+        return None
+    if result.rejected_by is None and not result.approved:
+        return None
+    request = (review.get("spec") or {}).get("request") or {}
+    approved = result.rejected_by is None
+    return ResumeDecision(
+        review=str((review.get("metadata") or {}).get("name") or ""),
+        key=str(request.get("key") or ""),
+        kind=FUNNEL_APPROVAL,
+        verdict="approve" if approved else "reject",
+        text="" if approved else _reject_text(review, result.rejected_by or ""),
+        decided_by=", ".join(result.approvers) if approved else (result.rejected_by or ""),
+        decided_at=decided_at(review),
+    )
+
+
+_STATES = {"approve": "Approved", "reject": "Rejected", "timeout": "Expired"}
+
+
+def gates_after(
+    gates: list[dict[str, Any]], review: Mapping[str, Any], verdict: str | None
+) -> list[dict[str, Any]] | None:
+    """``status.gates`` with this Review's gate entered (``verdict`` None: it waits) or
+    settled, counted in ``swarmkit_funnel_gates_total`` (and, entered, its drafts in
+    ``swarmkit_funnel_gate_attempts``); None when the Review is not a funnel approval."""
+    found = gate_of(review)
+    if found is None:
+        return None
+    gate, _ = found
+    name = str((review.get("metadata") or {}).get("name") or "")
+    entry = {
+        "funnel": gate.funnel,
+        "node": gate.report.node,
+        "review": name,
+        "attempts": gate.report.attempts,
+        "score": gate.report.score,
+        "exhausted": gate.report.exhausted,
+        "state": _STATES.get(verdict or "", "AwaitingApproval"),
+    }
+    kept = [g for g in gates if g.get("review") != name]
+    namespace = str((review.get("metadata") or {}).get("namespace") or "")
+    metrics.FUNNEL_GATES.labels(namespace, gate.funnel, entry["state"]).inc()
+    if verdict is None:
+        metrics.FUNNEL_ATTEMPTS.labels(gate.funnel).observe(gate.report.attempts)
+    return [*kept, {k: v for k, v in entry.items() if v is not None}]
+
+
+def _reject_text(review: Mapping[str, Any], who: str) -> str:
+    for a in (review.get("spec") or {}).get("approvals") or ():
+        if a.get("decidedBy") == who and a.get("verdict") == "reject":
+            return str(a.get("text") or "")
+    return ""
+
+
+__all__ = [
+    "CREATED_BY_ANNOTATION",
+    "FUNNEL_APPROVAL",
+    "author_of",
+    "decision",
+    "gate_of",
+    "gate_request",
+    "gates_after",
+    "pinned_approve",
+    "review_tally",
+]

@@ -1,0 +1,558 @@
+"""Funnels end to end: real control plane, the operator under the chart's RBAC, the real
+runner in Jobs, a scripted model API over HTTP, people as apiserver identities.
+
+A Topology node bound to a Funnel: the writer's first draft has the wrong shape and is
+auto-corrected, the judge scores the corrected draft below the threshold, the writer gets
+the critique in its next prompt and the revised draft passes; the run parks and the Review
+carries the gate report. The Run's creator (recorded by the apiserver's admission policy)
+may not sign, someone outside the role may not sign, nobody may shortcut the quorum with
+spec.decision; two people of one group (kOf: 2) sign and the run succeeds with the
+approved artifact. A rejection fails the run. Exhaustion opens the approval with the last
+critique attached, and the waiting gate survives the operator being SIGKILLed. ``all``
+across two roles with ``minDistinctApprovers: 2``: one person holding both roles satisfies
+the rule but counts once. A reviewer Agent's critical finding routes the draft back; its
+low finding travels to the approval. An approval nobody completes before the deadline
+expires: the run fails and the Review takes no more signatures. A Topology naming a
+missing Funnel is not Ready, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube, wait_for
+from tests.support.model_server import ScriptedModelServer, text
+
+from .review_support import (
+    EDITOR,
+    bind_people,
+    kubectl_as,
+    parked_review,
+    review_admission,  # noqa: F401  (fixture)
+    review_of,
+)
+from .runs_support import (
+    GROUP,
+    REPO,
+    VERSION,
+    OperatorProcess,
+    apply,
+    apply_examples,
+    finished,
+    get,
+    reason_is,
+    run_manifest,
+    succeeded,
+    wait_ready,
+    wait_run,
+)
+
+RUN_AUTHOR = REPO / "deploy" / "admission" / "run-author.yaml"
+LEADS = "release-leads"
+SCHEMA = {
+    "type": "object",
+    "properties": {"title": {"type": "string"}, "body": {"type": "string", "minLength": 5}},
+    "required": ["title", "body"],
+}
+JUDGE_OUTPUTS = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string"},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "reasoning": {"type": "string"},
+    },
+    "required": ["verdict", "confidence", "reasoning"],
+}
+GOOD = json.dumps({"title": "v2", "body": "Faster runs."})
+BETTER = json.dumps({"title": "v2", "body": "Runs start 3x faster; see docs/runs.md."})
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
+    op = OperatorProcess(cluster.kubeconfig)
+    op.start()
+    yield op
+    op.stop()
+
+
+@pytest.fixture(scope="module")
+def run_author(cluster: LocalCluster, crds: Any) -> Iterator[None]:
+    """The admission policies that record who creates a Run (applied as shipped; removed
+    afterwards: the session's cluster is shared with other modules)."""
+    cluster.kubectl("apply", "--server-side", "-f", str(RUN_AUTHOR))
+
+    def records_the_creator() -> bool:
+        # Admission policies take effect asynchronously: a server-side dry run shows when.
+        doc = json.dumps({**run_manifest("probe", "t"), "metadata": {"name": "probe"}})
+        res = cluster.kubectl(
+            "-n", "default", "create", "--dry-run=server", "-o", "json", "-f", "-",
+            input=doc, check=False,
+        )  # fmt: skip
+        annotations = json.loads(res.stdout or "{}").get("metadata", {}).get("annotations") or {}
+        return "swarmkit.dev/created-by" in annotations
+
+    wait_for(records_the_creator, 60, interval=0.5, message="the run-author policy to take effect")
+    yield
+    cluster.kubectl("delete", "--ignore-not-found", "-f", str(RUN_AUTHOR), check=False)
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as server:
+        yield server
+
+
+def _doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def _funnel() -> dict[str, Any]:
+    return _doc(
+        "Funnel",
+        "notes-gate",
+        {
+            "validate": {"schema": SCHEMA},
+            "judge": {"skill": "notes-judge", "threshold": 0.8},
+            "approve": {
+                "rules": [{"roles": ["release-lead"], "kOf": 2}],
+                "roles": {"release-lead": {"groups": [LEADS]}},
+            },
+            "maxRetries": 2,
+        },
+    )
+
+
+def _setup(
+    kube: Kube, ns: str, cluster: LocalCluster, model_url: str, review_timeout: int | None = None
+) -> None:
+    def with_model(doc: dict[str, Any]) -> dict[str, Any]:
+        if doc["kind"] == "Workspace":
+            doc["spec"]["modelProviders"] = [
+                *doc["spec"]["modelProviders"],
+                {"name": "m", "type": "openai", "baseUrl": model_url, "defaultModel": "t"},
+            ]
+            if review_timeout is not None:
+                doc["spec"]["governance"]["reviewTimeoutSeconds"] = review_timeout
+        return doc
+
+    apply_examples(kube, ns, edit=with_model)
+    bind_people(cluster, ns)
+    # eve (edit: she creates Runs) may also answer Reviews: what refuses her signature on
+    # her own run is the funnel's excludeAuthor, not RBAC
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": f"{EDITOR}-swarmkit-reviewer", "namespace": ns},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "swarmkit-reviewer",
+        },
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EDITOR}],
+    }
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
+    apply(
+        kube,
+        ns,
+        _doc(
+            "Skill",
+            "notes-judge",
+            {
+                "description": "Use to judge release notes.",
+                "category": "decision",
+                "implementation": {"type": "llm_prompt", "prompt": "Score the release notes."},
+                "outputs": JUDGE_OUTPUTS,
+                "provenance": {"authoredBy": "human", "version": "1.0.0"},
+            },
+        ),
+    )
+    apply(
+        kube,
+        ns,
+        _doc(
+            "Agent",
+            "writer",
+            {
+                "workspaceRef": {"name": "default"},
+                "model": {"provider": "m", "name": "t"},
+                "systemPrompt": "You write release notes as JSON {title, body}.",
+                "skills": ["notes-judge"],
+            },
+        ),
+    )
+    wait_ready(kube, ns, "Agent", "writer")
+    topology = _doc(
+        "Topology",
+        "notes",
+        {
+            "workspaceRef": {"name": "default"},
+            "agents": [
+                {
+                    "name": "draft",
+                    "agentRef": {"name": "writer"},
+                    "role": "root",
+                    "funnel": {"name": "notes-gate"},
+                }
+            ],
+        },
+    )
+    apply(kube, ns, topology)
+
+
+def _ready(kube: Kube, ns: str, kind: str, name: str) -> dict[str, Any]:
+    body = get(kube, ns, kind, name) or {}
+    for c in (body.get("status") or {}).get("conditions") or ():
+        if c["type"] == "Ready":
+            return dict(c)
+    return {}
+
+
+def _create_run_as(cluster: LocalCluster, ns: str, user: str, name: str) -> None:
+    doc = run_manifest(name, "notes", input="Write the release notes for v2.")
+    res = kubectl_as(cluster, user, "-n", ns, "create", "-f", "-", input=json.dumps(doc))
+    assert res.returncode == 0, res.stderr
+
+
+def _sign(
+    cluster: LocalCluster,
+    ns: str,
+    review: str,
+    user: str,
+    verdict: str = "approve",
+    groups: tuple[str, ...] = (LEADS,),
+    text: str | None = None,
+) -> Any:
+    body = review_of_cluster(cluster, ns, review)
+    approvals = list(body["spec"].get("approvals") or [])
+    entry: dict[str, Any] = {"verdict": verdict, "role": "release-lead", "decidedBy": user}
+    if text:
+        entry["text"] = text
+    patch = json.dumps(
+        {
+            "spec": {"approvals": [*approvals, entry]},
+            "metadata": {"resourceVersion": body["metadata"]["resourceVersion"]},
+        }
+    )
+    as_groups = [f"--as-group={g}" for g in groups]
+    return kubectl_as(
+        cluster, user, *as_groups, "-n", ns, "patch", "review", review, "--type=merge", "-p", patch
+    )
+
+
+def review_of_cluster(cluster: LocalCluster, ns: str, name: str) -> dict[str, Any]:
+    out = cluster.kubectl("-n", ns, "get", "review", name, "-o", "json").stdout
+    return dict(json.loads(out))
+
+
+def _plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "swarmkit_cli", "--kubeconfig", str(cluster.kubeconfig), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
+
+
+def _last_user(model: ScriptedModelServer, n: int) -> str:
+    msgs = [m for m in model.requests[n].messages if m.get("role") == "user"]
+    return str(msgs[-1]["content"])
+
+
+def _judged(confidence: float, reasoning: str) -> Any:
+    return text(json.dumps({"verdict": "x", "confidence": confidence, "reasoning": reasoning}))
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    # the Topology names a Funnel that does not exist yet: not Ready, and why
+    wait_for(
+        lambda: _ready(kube, ns, "Topology", "notes").get("reason") == "FunnelNotFound",
+        60,
+        message=lambda: f"FunnelNotFound\n{operator.tail()}",
+    )
+    assert "Funnel 'notes-gate' not found" in _ready(kube, ns, "Topology", "notes")["message"]
+    apply(kube, ns, _funnel())
+    wait_ready(kube, ns, "Funnel", "notes-gate")
+    wait_ready(kube, ns, "Topology", "notes")
+    topo = get(kube, ns, "Topology", "notes") or {}
+    funnel = get(kube, ns, "Funnel", "notes-gate") or {}
+    assert topo["status"]["funnelVersions"] == {"notes-gate": funnel["status"]["version"]}
+
+    model.push(
+        text('{"title": "v2"}'),  # the wrong shape: body missing
+        text(GOOD),  # auto-corrected
+        _judged(0.4, "Say how much faster, and link the docs."),
+        text(BETTER),  # the retry with the critique
+        _judged(0.95, "Specific and linked."),
+    )
+    # eve (edit) creates the Run; the apiserver records her as its author
+    _create_run_as(cluster, ns, EDITOR, "notes-v2")
+    run = get(kube, ns, "Run", "notes-v2") or {}
+    assert run["metadata"]["annotations"]["swarmkit.dev/created-by"] == EDITOR
+    wait_run(kube, ns, "notes-v2", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    assert "'body' is a required property" in _last_user(model, 1)
+    retry = _last_user(model, 3)
+    assert "below the threshold of 0.8" in retry and "link the docs" in retry
+
+    review = parked_review(kube, ns, "notes-v2")
+    name = review["metadata"]["name"]
+    gate = review["spec"]["request"]["gate"]
+    assert review["spec"]["request"]["kind"] == "funnel_approval"
+    assert gate["author"] == EDITOR and gate["funnel"] == "notes-gate"
+    assert gate["approve"]["rules"] == [{"roles": ["release-lead"], "kOf": 2}]
+    report = gate["report"]
+    assert json.loads(report["artifact"]) == json.loads(BETTER)
+    assert (report["attempts"], report["score"]) == (2, 0.95)
+
+    # nobody shortcuts the gate
+    refused = _sign(cluster, ns, name, EDITOR)
+    assert refused.returncode != 0 and "excludes its author" in refused.stderr, refused.stderr
+    outsider = _sign(cluster, ns, name, "bob", groups=("interns",))
+    assert outsider.returncode != 0, outsider.stderr
+    assert "bob does not hold role release-lead" in outsider.stderr
+    first = _sign(cluster, ns, name, "alice")
+    assert first.returncode == 0, first.stderr
+    body = review_of_cluster(cluster, ns, name)
+    decision = json.dumps({"spec": {"decision": {"verdict": "approve", "decidedBy": "bob"}}})
+    shortcut = kubectl_as(
+        cluster, "bob", f"--as-group={LEADS}", "-n", ns, "patch", "review", name,
+        "--type=merge", "-p", decision,
+    )  # fmt: skip
+    assert shortcut.returncode != 0 and "sign it in spec.approvals" in shortcut.stderr
+    assert [a["decidedBy"] for a in body["spec"]["approvals"]] == ["alice"]
+    # one of two signatures: still waiting; the Run's status shows the gate
+    run = get(kube, ns, "Run", "notes-v2") or {}
+    assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
+    gate_status = {
+        "funnel": "notes-gate",
+        "node": "draft",
+        "review": name,
+        "attempts": 2,
+        "score": 0.95,
+        "exhausted": False,
+        "state": "AwaitingApproval",
+    }
+    assert run["status"]["gates"] == [gate_status]
+
+    # kubectl swarmkit review show: the report and the quorum, who signed, what is missing
+    shown = _plugin(cluster, "review", "show", name, "-n", ns)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "Funnel:      notes-gate (node draft)" in out and "Judge score: 0.95" in out
+    assert "Drafts:      2" in out and "Author:      eve" in out
+    assert "rule 1 (2 of release-lead): missing; signed release-lead: alice" in out
+    assert "missing: rule 1 (2 of release-lead): 1 more distinct signer(s)" in out
+    # the second lead signs with the plugin (decidedBy from the SelfSubjectReview)
+    second = _plugin(
+        cluster, "review", "approve", name, "--role", "release-lead",
+        "--as", "bob", "--as-group", LEADS, "-n", ns,
+    )  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    assert f"review {name}: approve by bob as release-lead" in second.stdout
+    done = wait_run(kube, ns, "notes-v2", finished, operator=operator, timeout=120)
+    cond = succeeded(done) or {}
+    assert cond.get("status") == "True", cond
+    assert json.loads(done["status"]["output"]) == json.loads(BETTER)
+    [recorded] = done["status"]["decisions"]
+    assert (recorded["verdict"], recorded["decidedBy"]) == ("approve", "alice, bob")
+    assert done["status"]["gates"] == [{**gate_status, "state": "Approved"}]
+    assert len(model.requests) == 5, "the resumed run replays; it asks the model nothing"
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_a_rejection_fails_the_run(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    apply(kube, ns, _funnel())
+    wait_ready(kube, ns, "Topology", "notes")
+    model.push(text(BETTER), _judged(0.9, "Fine."))
+    _create_run_as(cluster, ns, EDITOR, "notes-v3")
+    wait_run(kube, ns, "notes-v3", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    name = parked_review(kube, ns, "notes-v3")["metadata"]["name"]
+    res = _sign(cluster, ns, name, "alice", "reject", text="numbers are wrong")
+    assert res.returncode == 0, res.stderr
+    done = wait_run(kube, ns, "notes-v3", finished, operator=operator, timeout=120)
+    cond = succeeded(done) or {}
+    assert cond.get("status") == "False", cond
+    assert "rejected (reject by alice: numbers are wrong)" in cond["message"]
+    assert [g["state"] for g in done["status"]["gates"]] == ["Rejected"]
+    assert review_of(kube, ns, name) is not None
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_exhaustion_opens_the_approval_with_the_critique_and_survives_an_operator_kill(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    strict = _funnel()
+    strict["spec"]["maxRetries"] = 1
+    apply(kube, ns, strict)
+    wait_ready(kube, ns, "Topology", "notes")
+    model.push(
+        text(GOOD), _judged(0.3, "Too vague."), text(BETTER), _judged(0.6, "Still no numbers.")
+    )
+    _create_run_as(cluster, ns, EDITOR, "notes-v4")
+    wait_run(kube, ns, "notes-v4", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    review = parked_review(kube, ns, "notes-v4")
+    name = review["metadata"]["name"]
+    report = review["spec"]["request"]["gate"]["report"]
+    assert (report["exhausted"], report["attempts"], report["score"]) == (True, 2, 0.6)
+    assert "Still no numbers." in report["critique"]
+    assert "retries are exhausted" in review["spec"]["request"]["question"]
+    shown = _plugin(cluster, "review", "show", name, "-n", ns).stdout
+    assert "Drafts:      2 (retries exhausted: the last critique is attached)" in shown
+
+    # the gate's state lives in the API: the operator is SIGKILLed while people sign
+    operator.kill()
+    for who in ("alice", "bob"):
+        res = _sign(cluster, ns, name, who)
+        assert res.returncode == 0, res.stderr
+    operator.start()
+    done = wait_run(kube, ns, "notes-v4", finished, operator=operator, timeout=120)
+    cond = succeeded(done) or {}
+    assert cond.get("status") == "True", cond
+    assert json.loads(done["status"]["output"]) == json.loads(BETTER)
+    assert done["status"]["gates"][0]["state"] == "Approved"
+    assert done["status"]["gates"][0]["exhausted"] is True
+
+
+def _sign_as(cluster: LocalCluster, ns: str, review: str, user: str, role: str) -> Any:
+    return _plugin(cluster, "review", "approve", review, "--role", role, "--as", user, "-n", ns)
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_all_across_two_roles_and_a_person_holding_both_counts_once(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    four_eyes = _funnel()
+    four_eyes["spec"] = {
+        "validate": {"schema": SCHEMA},
+        "approve": {
+            "rules": [{"roles": ["security", "product"], "quorum": "all"}],
+            "roles": {"security": {"users": ["alice"]}, "product": {"users": ["alice", "bob"]}},
+            "minDistinctApprovers": 2,
+        },
+    }
+    apply(kube, ns, four_eyes)
+    wait_ready(kube, ns, "Topology", "notes")
+    model.push(text(BETTER))
+    _create_run_as(cluster, ns, EDITOR, "notes-v5")
+    wait_run(kube, ns, "notes-v5", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    name = parked_review(kube, ns, "notes-v5")["metadata"]["name"]
+
+    # bob holds product only (by user name): not security
+    denied = _sign_as(cluster, ns, name, "bob", "security")
+    assert denied.returncode != 0 and "bob does not hold role security" in denied.stderr
+    # alice holds both and signs in both: the rule holds, the four-eyes floor does not
+    for role in ("security", "product"):
+        res = _sign_as(cluster, ns, name, "alice", role)
+        assert res.returncode == 0, res.stderr
+    shown = _plugin(cluster, "review", "show", name, "-n", ns).stdout
+    assert "rule 1 (all of security, product): ok; signed security: alice; product: alice" in shown
+    assert "missing: minDistinctApprovers: 1 of 2 distinct people signed" in shown
+    run = get(kube, ns, "Run", "notes-v5") or {}
+    assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
+
+    res = _sign_as(cluster, ns, name, "bob", "product")
+    assert res.returncode == 0, res.stderr
+    done = wait_run(kube, ns, "notes-v5", finished, operator=operator, timeout=120)
+    assert (succeeded(done) or {}).get("status") == "True", succeeded(done)
+    assert done["status"]["decisions"][0]["decidedBy"] == "alice, bob"
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_reviewer_findings_route_back_and_lower_ones_reach_the_approval(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    critic = _doc(
+        "Agent",
+        "critic",
+        {
+            "workspaceRef": {"name": "default"},
+            "model": {"provider": "m", "name": "t"},
+            "systemPrompt": "You review release notes for leaks.",
+        },
+    )
+    apply(kube, ns, critic)
+    reviewed = _funnel()
+    reviewed["spec"] = {
+        "review": {"agent": "critic", "routeBackAt": "high"},
+        "approve": reviewed["spec"]["approve"],
+    }
+    apply(kube, ns, reviewed)
+    wait_ready(kube, ns, "Topology", "notes")
+    high = {"findings": [{"severity": "critical", "message": "Names a customer."}]}
+    low = {"findings": [{"severity": "low", "message": "Title could be longer."}]}
+    model.push(text(GOOD), text(json.dumps(high)), text(BETTER), text(json.dumps(low)))
+    _create_run_as(cluster, ns, EDITOR, "notes-v6")
+    wait_run(kube, ns, "notes-v6", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    assert "Names a customer." in _last_user(model, 2), "the drafter got the finding"
+    report = parked_review(kube, ns, "notes-v6")["spec"]["request"]["gate"]["report"]
+    assert report["findings"] == [{"severity": "low", "message": "Title could be longer."}]
+    assert report["attempts"] == 2 and json.loads(report["artifact"]) == json.loads(BETTER)
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_an_approval_not_completed_in_time_expires_and_fails_the_run(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url, review_timeout=8)
+    apply(kube, ns, _funnel())
+    wait_ready(kube, ns, "Topology", "notes")
+    model.push(text(BETTER), _judged(0.9, "Fine."))
+    _create_run_as(cluster, ns, EDITOR, "notes-v7")
+    wait_run(kube, ns, "notes-v7", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    name = parked_review(kube, ns, "notes-v7")["metadata"]["name"]
+    res = _sign(cluster, ns, name, "alice")  # one of two: the quorum never holds
+    assert res.returncode == 0, res.stderr
+    done = wait_run(kube, ns, "notes-v7", finished, operator=operator, timeout=120)
+    cond = succeeded(done) or {}
+    assert cond.get("status") == "False", cond
+    assert "funnel notes-gate: the approval expired" in cond["message"]
+    assert [g["state"] for g in done["status"]["gates"]] == ["Expired"]
+    late = _sign(cluster, ns, name, "bob")
+    assert late.returncode != 0 and "takes no more signatures" in late.stderr, late.stderr
