@@ -124,7 +124,19 @@ def _webview(r: Mapping[str, Any]) -> list[Row]:
     ]
 
 
+def _funnel(r: Mapping[str, Any]) -> list[Row]:
+    def mp(stats: Mapping[str, Any]) -> str:
+        return f"{float(stats['median']):.3g} ms median, {float(stats['p95']):.3g} ms p95"
+
+    return [
+        ("funnel: validate layer per gated artifact (in-process)", mp(r["validate_ms"])),
+        ("funnel: judge layer per gated artifact (local model API)", mp(r["judge_ms"])),
+        ("funnel: whole run, gated minus ungated", mp(r["added_ms"])),
+    ]
+
+
 HEADLINES: dict[str, Headline] = {
+    "bench-funnel": _funnel,
     "bench-reconcile": _reconcile,
     "bench-scale": _scale,
     "bench": lambda r: _scale(r["reconcile"]),
