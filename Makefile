@@ -12,7 +12,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
         bench-runner bench-providers bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
-        test-helm kind-e2e clean chromium botocore checkov images images-if-built
+        test-helm kind-e2e clean chromium botocore checkov images images-if-built jaeger
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[operator,runtime,cli,test,dev,docs]'
+	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli,test,dev,docs]'
 	$(MAKE) --no-print-directory chromium botocore checkov
 	touch $(STAMP)
 
@@ -89,6 +89,12 @@ cluster-binaries: $(STAMP) ## build (once, cached) etcd, kube-apiserver, control
 clients: $(STAMP) node ## build/install (once, cached) the third-party A2A/MCP SDK clients the tests drive
 	$(PY) -m swarmkit_devcluster clients
 
+# The tracing tests and `make demo TRACING=1` export to a real Jaeger v2, built from the Go
+# module proxy (hack/jaeger: go.mod/go.sum committed) into
+# ~/.cache/swarmkit-operator/jaeger-<version>/jaeger once (locked; a no-op when cached).
+jaeger: $(STAMP) ## build (once, cached) Jaeger v2 from Go modules for the tracing tests
+	$(PY) -m swarmkit_devcluster jaeger
+
 # Node.js + npm for those clients; installed with apt-get when missing (as root).
 node:
 	@if command -v node >/dev/null && command -v npm >/dev/null; then :; \
@@ -112,7 +118,7 @@ operator-down: $(STAMP) ## stop the background operator
 test-unit: clients
 	$(PY) -m pytest tests/unit -q
 
-test-integration: cluster-binaries clients
+test-integration: cluster-binaries clients jaeger
 	$(PY) -m pytest tests/integration -q
 
 # The runtime and operator images, built for real without a Docker daemon (buildah + debootstrap
@@ -127,7 +133,7 @@ images-if-built: $(STAMP)
 
 # make test builds both images when they are missing or stale (a cold build is ~3 min as
 # root; cached after), so the image tests run everywhere and the suite skips nothing.
-test: lint verify docs cluster-binaries clients images ## lint + verify + docs + the whole test suite
+test: lint verify docs cluster-binaries clients jaeger images ## lint + verify + docs + the whole test suite
 	$(PY) -m pytest tests -q -p no:cacheprovider
 
 demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output

@@ -1,0 +1,196 @@
+"""The runner's spans in the OpenTelemetry GenAI semantic conventions.
+
+* ``invoke_agent {agent}`` (internal) per agent invocation: ``gen_ai.operation.name``,
+  ``gen_ai.agent.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``,
+  ``gen_ai.conversation.id`` (the Run's correlation id).
+* ``chat {model}`` (client) per model call: ``gen_ai.provider.name``,
+  ``gen_ai.request.model``, ``gen_ai.request.max_tokens``/``temperature``,
+  ``gen_ai.usage.input_tokens``/``output_tokens``, ``gen_ai.response.finish_reasons``;
+  with content on, ``gen_ai.system_instructions``, ``gen_ai.input.messages`` and
+  ``gen_ai.output.messages``.
+* ``execute_tool {tool}`` (internal) per tool call: ``gen_ai.tool.name``,
+  ``gen_ai.tool.call.id``, ``gen_ai.tool.type`` and our governance attributes
+  ``swarmkit.tool.kind``, ``swarmkit.skill``, ``swarmkit.permission.tier``,
+  ``swarmkit.permission.effects``, ``swarmkit.decision`` (allowed, refused, review,
+  error) and ``swarmkit.review.key``/``swarmkit.review.name`` when a person decides;
+  with content on, ``gen_ai.tool.call.arguments``/``result``.
+* ``{mcp.method.name} {tool}`` (client) per MCP call, its context sent in
+  ``params._meta`` (the MCP conventions' propagation).
+
+The attribute names are the GenAI conventions' (``tests/unit/runner/test_tracing_semconv.py``
+records the upstream documents they come from).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from .spans import Span, tracer
+
+if TYPE_CHECKING:
+    from .catalog import ToolEntry
+    from .providers import ModelRequest, ModelResponse, Provider, ToolCall, ToolResultItem
+
+#: The runner's provider types → ``gen_ai.provider.name`` (the conventions' well-known values;
+#: a generic HTTP endpoint and the replay script are ours).
+PROVIDER_NAMES = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "azure-openai": "azure.ai.openai",
+    "bedrock": "aws.bedrock",
+    "gemini": "gcp.gemini",
+    "http": "swarmkit.http",
+    "replay": "swarmkit.replay",
+}
+
+#: The catalog's tool kinds → ``gen_ai.tool.type`` (function: runs in the agent's process or
+#: through a call it makes; extension: an MCP server or HTTP API outside it).
+TOOL_TYPES = {"mcp": "extension", "http": "extension"}
+
+
+def provider_name(provider_type: str) -> str:
+    return PROVIDER_NAMES.get(provider_type, provider_type)
+
+
+@contextlib.contextmanager
+def agent_span(agent: str, provider: Provider, conversation: str, depth: int) -> Iterator[Span]:
+    with tracer().span(
+        f"invoke_agent {agent}",
+        "internal",
+        {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": agent,
+            "gen_ai.provider.name": provider_name(provider.type),
+            "gen_ai.request.model": provider.model,
+            "gen_ai.conversation.id": conversation,
+            "swarmkit.agent.depth": depth,
+        },
+    ) as span:
+        yield span
+
+
+def _messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The request's messages in the conventions' ``gen_ai.input.messages`` shape."""
+    from .providers import AssistantMessage, UserMessage
+
+    out: list[dict[str, Any]] = []
+    for m in request.messages:
+        if isinstance(m, UserMessage):
+            out.append({"role": "user", "parts": [{"type": "text", "content": m.text}]})
+        elif isinstance(m, AssistantMessage):
+            parts: list[dict[str, Any]] = [{"type": "text", "content": m.text}]
+            parts += [
+                {"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
+                for c in m.tool_calls
+            ]
+            out.append({"role": "assistant", "parts": parts})
+        else:
+            parts = [
+                {"type": "tool_call_response", "id": r.call_id, "response": r.content}
+                for r in m.results
+            ]
+            out.append({"role": "tool", "parts": parts})
+    return out
+
+
+async def chat(provider: Provider, request: ModelRequest) -> ModelResponse:
+    """``provider.complete(request)`` inside a ``chat {model}`` span."""
+    with tracer().span(
+        f"chat {provider.model}",
+        "client",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider_name(provider.type),
+            "gen_ai.request.model": provider.model,
+            "gen_ai.request.max_tokens": request.max_tokens,
+            "gen_ai.request.temperature": request.temperature,
+        },
+    ) as span:
+        if span.capturing:
+            system = [{"type": "text", "content": request.system}]
+            span.content("gen_ai.system_instructions", system)
+            span.content("gen_ai.input.messages", _messages(request))
+        response = await provider.complete(request)
+        span.set("gen_ai.usage.input_tokens", response.usage.input_tokens)
+        span.set("gen_ai.usage.output_tokens", response.usage.output_tokens)
+        if response.stop_reason:
+            span.set("gen_ai.response.finish_reasons", [response.stop_reason])
+        if response.attempts > 1:
+            span.set("swarmkit.model.attempts", response.attempts)
+        if span.capturing:
+            parts: list[dict[str, Any]] = [{"type": "text", "content": response.text}]
+            parts += [
+                {"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
+                for c in response.tool_calls
+            ]
+            span.content("gen_ai.output.messages", [{"role": "assistant", "parts": parts}])
+        return response
+
+
+@contextlib.contextmanager
+def tool_span(entry: ToolEntry | None, call: ToolCall) -> Iterator[Span]:
+    name = entry.name if entry is not None else call.name
+    gate = entry.gate if entry is not None else None
+    kind = entry.kind if entry is not None else None
+    with tracer().span(
+        f"execute_tool {name}",
+        "internal",
+        {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": TOOL_TYPES.get(kind or "", "function"),
+            "swarmkit.tool.kind": kind,
+            "swarmkit.skill": entry.skill if entry is not None else None,
+            "swarmkit.permission.tier": gate.tier if gate is not None else None,
+            "swarmkit.permission.effects": gate.effects if gate is not None else None,
+        },
+    ) as span:
+        span.content("gen_ai.tool.call.arguments", call.arguments)
+        try:
+            yield span
+        except BaseException as exc:
+            items = getattr(exc, "items", None)
+            if getattr(exc, "outcome", None) == "AwaitingReview" and items:
+                span.set("swarmkit.decision", "review")
+                span.set("swarmkit.review.key", items[0].key)
+            raise
+
+
+def tool_result(span: Span, result: ToolResultItem, refused: bool) -> None:
+    """The outcome of an ``execute_tool`` span."""
+    if refused:
+        span.set("swarmkit.decision", "refused")
+        span.error("refused", result.content.split(":", 1)[0])
+    elif result.is_error:
+        span.set("swarmkit.decision", "allowed")
+        span.error(result.content.split(":", 1)[0] or "tool_error")
+    else:
+        span.set("swarmkit.decision", "allowed")
+        span.content("gen_ai.tool.call.result", result.content)
+
+
+@contextlib.contextmanager
+def mcp_span(
+    method: str, target: str, server: str, transport: str, url: str | None
+) -> Iterator[tuple[Span, dict[str, str]]]:
+    """An MCP client span; yields it and the ``params._meta`` carrying its context."""
+    attrs: dict[str, Any] = {
+        "mcp.method.name": method,
+        "gen_ai.tool.name": target,
+        "gen_ai.operation.name": "execute_tool" if method == "tools/call" else None,
+        "network.transport": "pipe" if transport == "stdio" else "tcp",
+        "swarmkit.mcp.server": server,
+    }
+    if url:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        attrs["server.address"] = parts.hostname
+        attrs["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
+    with tracer().span(f"{method} {target}", "client", attrs) as span:
+        meta: dict[str, str] = {}
+        tracer().inject(meta)
+        yield span, meta
