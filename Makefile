@@ -115,7 +115,7 @@ operator-up: cluster-up ## install CRDs and run the operator in the background (
 operator-down: $(STAMP) ## stop the background operator
 	$(PY) -m swarmkit_devcluster operator-down
 
-test-unit: clients
+test-unit: clients jaeger
 	$(PY) -m pytest tests/unit -q
 
 test-integration: cluster-binaries clients jaeger

@@ -1,0 +1,68 @@
+"""Tracing off (the default) costs a Run nothing: the OpenTelemetry SDK is never imported.
+
+The real runner subprocess runs with ``-X importtime`` (every imported module is on its
+stderr), once without and once with an OTLP endpoint, so the check can fail both ways.
+Also records the GenAI convention values the runner maps its own names to.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from swarmkit_runner import traced
+from tests.support.bundles import agent, bundle, replay_provider, write_bundle
+from tests.support.runner import runner_env
+
+IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$")
+
+#: ``gen_ai.provider.name`` well-known values, from the registry
+#: (open-telemetry/semantic-conventions docs/registry/attributes/gen-ai.md at 384d661,
+#: since moved to open-telemetry/semantic-conventions-genai).
+WELL_KNOWN_PROVIDERS = {
+    "anthropic", "aws.bedrock", "azure.ai.inference", "azure.ai.openai", "cohere", "deepseek",
+    "gcp.gemini", "gcp.gen_ai", "gcp.vertex_ai", "groq", "ibm.watsonx.ai", "mistral_ai",
+    "openai", "perplexity", "x_ai",
+}  # fmt: skip
+
+
+def _imported(tmp_path: Path, env: dict[str, str]) -> set[str]:
+    b = bundle(agents=[agent("solo", provider="r", replay=[{"text": "ok"}])],
+               providers=[replay_provider("r")])  # fmt: skip
+    layout = write_bundle(b, tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "swarmkit_runner", "run", *layout.cli_args()],
+        env=runner_env(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    modules = {m.group(1) for m in map(IMPORT_LINE.match, proc.stderr.splitlines()) if m}
+    assert "swarmkit_runner.runner" in modules  # the output really is the import log
+    return modules
+
+
+def test_without_an_endpoint_no_opentelemetry_module_is_imported(tmp_path: Path) -> None:
+    modules = _imported(tmp_path / "off", {})
+    assert sorted(m for m in modules if m.startswith("opentelemetry")) == []
+    assert "swarmkit_runner.otel" not in modules
+
+    # The same run with an endpoint (nothing listens: export fails quietly) loads the SDK.
+    on = _imported(tmp_path / "on", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+    assert "swarmkit_runner.otel" in on
+    assert "opentelemetry.sdk.trace" in on
+
+
+def test_sdk_disabled_wins_over_an_endpoint(tmp_path: Path) -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_SDK_DISABLED": "true"}
+    assert not any(m.startswith("opentelemetry") for m in _imported(tmp_path, env))
+
+
+def test_provider_names_are_the_conventions_well_known_values() -> None:
+    ours = {k: v for k, v in traced.PROVIDER_NAMES.items() if not v.startswith("swarmkit.")}
+    assert set(ours.values()) <= WELL_KNOWN_PROVIDERS
+    # Only the generic HTTP endpoint and the replay script have names of our own.
+    assert set(traced.PROVIDER_NAMES) - set(ours) == {"http", "replay"}
