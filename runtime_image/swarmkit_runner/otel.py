@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -25,7 +25,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from .spans import Attrs, AttrValue, Scrubber, Span
+if TYPE_CHECKING:  # types only: .spans imports this module (lazily)
+    from .spans import Attrs, AttrValue, Scrubber, Span
 
 KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT, "server": SpanKind.SERVER}
 TRUNCATED = "…[truncated]"

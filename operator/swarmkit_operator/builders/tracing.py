@@ -1,0 +1,39 @@
+"""Pure: the environment that puts a Run's pod into the Run's trace.
+
+Standard OpenTelemetry variables where there is one (the runner's SDK reads them):
+``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_HEADERS`` (a ``secretKeyRef``: the
+operator never reads the value), ``TRACEPARENT`` (the Run's trace and root span, the same
+for every Job of the Run: a resumed run continues its trace), ``OTEL_TRACES_SAMPLER``
+(``parentbased_always_on``: the sampling decision is the traceparent's flag, made from the
+trace id by :func:`swarmkit_api.tracing.traceparent`); ours: ``SWARMKIT_TRACE_CONTENT_CHARS``
+when the Workspace opted in to content.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swarmkit_api.tracing import TracingSpec, traceparent
+
+
+def tracing_env(run_uid: str, spec: TracingSpec | None) -> list[dict[str, Any]]:
+    """The env entries of a Run's runner container (none when tracing is off)."""
+    if spec is None:
+        return []
+    env: list[dict[str, Any]] = [
+        {"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": spec.endpoint},
+        {"name": "OTEL_EXPORTER_OTLP_PROTOCOL", "value": "http/protobuf"},
+        {"name": "OTEL_TRACES_SAMPLER", "value": "parentbased_always_on"},
+        {"name": "TRACEPARENT", "value": traceparent(run_uid, spec.sampling_ratio)},
+    ]
+    if spec.headers_secret_ref is not None:
+        ref = spec.headers_secret_ref
+        env.append(
+            {
+                "name": "OTEL_EXPORTER_OTLP_HEADERS",
+                "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}},
+            }
+        )
+    if spec.capture_content:
+        env.append({"name": "SWARMKIT_TRACE_CONTENT_CHARS", "value": str(spec.max_content_chars)})
+    return env
