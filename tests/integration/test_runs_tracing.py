@@ -9,7 +9,11 @@ query API.
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,6 +37,8 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
+
+CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +64,7 @@ def _traced_workspace(kube: Kube, namespace: str, tracing: dict[str, Any]) -> No
 
 
 def test_a_run_is_one_trace_from_the_operator_through_the_runner(
-    kube: Kube, namespace: str, operator: OperatorProcess, jaeger: Jaeger
+    kube: Kube, namespace: str, operator: OperatorProcess, jaeger: Jaeger, cluster: LocalCluster
 ) -> None:
     apply_examples(kube, namespace)
     _traced_workspace(kube, namespace, {"endpoint": jaeger.otlp_http_endpoint})
@@ -98,6 +104,19 @@ def test_a_run_is_one_trace_from_the_operator_through_the_runner(
     assert chats and all(c.tags["gen_ai.provider.name"] == "swarmkit.replay" for c in chats)
     assert {s.service for s in spans} == {"swarmkit-operator", "swarmkit-runner"}
     assert not by_name(spans, "gen_ai.input.messages")
+
+    # `kubectl swarmkit logs` names the trace (on stderr; stdout stays the audit lines).
+    res = subprocess.run(
+        [CLI, "logs", "run/traced", "-n", namespace, "-o", "json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"},
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    assert f"trace: {trace_id}" in res.stderr.splitlines()
+    assert all(line.startswith("{") for line in res.stdout.splitlines() if line.strip())
 
 
 def test_an_untraced_workspace_gets_no_trace_id_and_no_tracing_env(
