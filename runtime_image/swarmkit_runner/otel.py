@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +74,12 @@ class OtelTracer:
     ) -> None:
         self.secrets = secrets
         self.content_chars = content_chars
-        attrs = {"service.name": environ.get("OTEL_SERVICE_NAME") or service, **resource}
+        attrs = {
+            "service.name": environ.get("OTEL_SERVICE_NAME") or service,
+            # One per process: each Job of a resumed Run is its own instance.
+            "service.instance.id": str(uuid.uuid4()),
+            **resource,
+        }
         self._provider = TracerProvider(resource=Resource.create(attrs))
         self._provider.add_span_processor(
             BatchSpanProcessor(OTLPSpanExporter(), schedule_delay_millis=500)

@@ -23,8 +23,17 @@ from swarmkit_devcluster.jaeger import Jaeger
 from swarmkit_devcluster.testing import Kube
 from tests.support.tracing import by_name, one, views
 
+from .review_support import (
+    bind_people,
+    decide,
+    parked_review,
+    review_admission,  # noqa: F401  (fixture)
+)
 from .runs_support import (
+    GROUP,
+    VERSION,
     OperatorProcess,
+    agent_with,
     apply,
     apply_examples,
     create,
@@ -32,6 +41,7 @@ from .runs_support import (
     example,
     finished,
     jobs,
+    reason_is,
     run_manifest,
     succeeded,
     wait_ready,
@@ -130,3 +140,78 @@ def test_an_untraced_workspace_gets_no_trace_id_and_no_tracing_env(
     (job,) = jobs(kube, namespace)
     names = {e.name for e in job.spec.template.spec.containers[0].env}
     assert not {n for n in names if n.startswith("OTEL_") or n == "TRACEPARENT"}
+
+
+@pytest.mark.usefixtures("review_admission")
+def test_a_parked_and_resumed_run_is_one_trace(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess, jaeger: Jaeger
+) -> None:
+    ns = namespace
+
+    def traced_with_ops(doc: dict[str, Any]) -> dict[str, Any]:
+        if doc["kind"] == "Workspace":
+            doc["spec"]["tracing"] = {"endpoint": jaeger.otlp_http_endpoint}
+            doc["spec"]["commandPacks"] = [
+                *doc["spec"].get("commandPacks", []),
+                {
+                    "id": "ops",
+                    "requires": ["python"],
+                    "commands": [
+                        {
+                            "name": "deploy",
+                            "description": "Deploy the service.",
+                            "argv": ["python", "-c", "import sys; sys.exit('target locked')"],
+                            "effects": "write",
+                        }
+                    ],
+                },
+            ]
+        return doc
+
+    apply_examples(kube, ns, edit=traced_with_ops)
+    bind_people(cluster, ns)
+    apply(
+        kube,
+        ns,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Skill",
+            "metadata": {"name": "deploy"},
+            "spec": {
+                "description": "Use when the change is approved and must be deployed.",
+                "category": "capability",
+                "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
+                "constraints": {"onFailure": "escalate_to_human"},
+                "provenance": {"authoredBy": "human", "version": "1.0.0"},
+            },
+        },
+    )
+    replay = [
+        {"toolCalls": [{"name": "deploy", "arguments": {"service": "checkout"}}]},
+        {"text": "done"},
+    ]
+    apply(kube, ns, agent_with("deployer", replay, skills=["deploy"]))
+    wait_ready(kube, ns, "Agent", "deployer")
+    create(kube, ns, run_manifest("ship", agent="deployer"))
+    wait_run(kube, ns, "ship", reason_is("AwaitingReview"), operator=operator)
+    review = parked_review(kube, ns, "ship")
+    ok = decide(cluster, ns, review["metadata"]["name"], "alice", "answer", text="done by hand")
+    assert ok.returncode == 0, ok.stderr
+    run = wait_run(kube, ns, "ship", finished, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and cond["reason"] == "Succeeded", debug(kube, ns, operator)
+    assert run["status"]["resumes"] == 1
+
+    trace_id = run["status"]["traceId"]
+    spans = views(jaeger.trace(trace_id, min_spans=12, timeout=30))
+    root = one(spans, f"swarmkit.run {ns}/ship")
+    assert root.tags["swarmkit.run.resumes"] == 1
+    for name in ("review.wait", "job.resume"):
+        assert one(spans, name).parent_id == root.span_id, name
+    # Both Jobs' runners joined the one trace under the Run's root span.
+    stages = by_name(spans, "invoke_agent deployer")
+    assert len(stages) == 2 and {s.parent_id for s in stages} == {root.span_id}
+    assert len({s.process_id for s in stages}) == 2  # two runner processes
+    calls = sorted(by_name(spans, "execute_tool deploy"), key=lambda s: s.start)
+    assert [c.tag("swarmkit.decision") for c in calls] == ["review", "allowed"]
+    assert calls[0].tag("swarmkit.review.key")

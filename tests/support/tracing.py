@@ -43,6 +43,16 @@ class SpanView:
     def service(self) -> str:
         return str((self.raw.get("process") or {}).get("serviceName", ""))
 
+    @property
+    def process_id(self) -> str:
+        """Jaeger's id of the emitting process (one per runner process and service)."""
+        process = self.raw.get("process") or {}
+        return json.dumps(process.get("tags") or [], sort_keys=True) + self.service
+
+    @property
+    def start(self) -> int:
+        return int(self.raw.get("startTime") or 0)
+
     def tag(self, key: str) -> Any:
         return self.tags.get(key)
 
