@@ -3,9 +3,8 @@
 A Run's trace id is its uid (a UUID is 128 bits, a W3C trace id too), so every process that
 knows the Run (the operator's reconciles, each Job of a resumed run, ``kubectl swarmkit
 logs``) names the same trace without storing anything; the Run's root span id is derived
-from the uid the same way. Sampling is decided from the trace id (the same rule as
-OpenTelemetry's ``TraceIdRatioBased``), so a resumed stage is sampled exactly when the
-first one was.
+from the uid the same way. Sampling is decided from a hash of the trace id, so a resumed
+stage is sampled exactly when the first one was.
 """
 
 from __future__ import annotations
@@ -83,10 +82,16 @@ def root_span_id(run_uid: str) -> str:
 
 
 def sampled(trace_id: str, ratio: float) -> bool:
-    """Whether ``trace_id`` is sampled at ``ratio`` (its low 64 bits below ratio * 2**64)."""
+    """Whether ``trace_id`` is sampled at ``ratio``: a hash of it below ratio * 2**64.
+
+    Not OpenTelemetry's ``TraceIdRatioBased`` rule (the trace id's low 64 bits): in a
+    trace id made from a UUIDv4 those bits start with the variant bits ``10``, so that rule
+    would trace every Run at ratios >= 0.75 and none below 0.5.
+    """
     if ratio >= 1.0:
         return True
-    return int(trace_id[16:], 16) < round(ratio * (1 << 64))
+    digest = hashlib.sha256(trace_id.encode()).hexdigest()
+    return int(digest[:16], 16) < round(ratio * (1 << 64))
 
 
 def traceparent(run_uid: str, ratio: float = 1.0) -> str:
