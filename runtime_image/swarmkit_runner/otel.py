@@ -116,7 +116,8 @@ class OtelTracer:
             except BaseException as exc:
                 # A run parking for review is not a failure of the span it parks in.
                 if not handle.failed and getattr(exc, "outcome", None) != "AwaitingReview":
-                    handle.error(type(exc).__name__, str(exc))
+                    code = getattr(exc, "code", None)  # a ToolError's code names the class
+                    handle.error(code if isinstance(code, str) else type(exc).__name__, str(exc))
                 raise
 
     def inject(self, carrier: dict[str, str]) -> None:

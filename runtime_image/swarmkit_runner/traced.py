@@ -16,6 +16,9 @@
   with content on, ``gen_ai.tool.call.arguments``/``result``.
 * ``{mcp.method.name} {tool}`` (client) per MCP call, its context sent in
   ``params._meta`` (the MCP conventions' propagation).
+* ``{a2a.method.name}`` (client: ``SendMessage``, ``GetTask``, ``CancelTask``) per A2A call,
+  its context in the W3C ``traceparent`` header; a served Topology's server span of the
+  same name continues the caller's trace (the A2A conventions).
 
 The attribute names are the GenAI conventions' (``tests/unit/runner/test_tracing_semconv.py``
 records the upstream documents they come from).
@@ -194,3 +197,76 @@ def mcp_span(
         meta: dict[str, str] = {}
         tracer().inject(meta)
         yield span, meta
+
+
+#: A2A operations → the logical ``a2a.method.name`` (the same for 0.3 and 1.0 peers).
+A2A_METHODS = {
+    "send": "SendMessage",
+    "stream": "SendStreamingMessage",
+    "get": "GetTask",
+    "cancel": "CancelTask",
+}
+
+
+def a2a_state(state: object) -> str | None:
+    """A task state (``input-required``) as ``a2a.task.state`` (``TASK_STATE_INPUT_REQUIRED``)."""
+    if not isinstance(state, str) or not state:
+        return None
+    name = state.upper().replace("-", "_")
+    return name if name.startswith("TASK_STATE_") else f"TASK_STATE_{name}"
+
+
+def _address(url: str) -> dict[str, Any]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return {
+        "server.address": parts.hostname,
+        "server.port": parts.port or (443 if parts.scheme == "https" else 80),
+    }
+
+
+@contextlib.contextmanager
+def a2a_client_span(
+    op: str, endpoint: str, agent: str, version: str
+) -> Iterator[tuple[Span, dict[str, str]]]:
+    """An A2A client span; yields it and the headers carrying its context."""
+    method = A2A_METHODS.get(op, op)
+    attrs: dict[str, Any] = {
+        "a2a.method.name": method,
+        "a2a.protocol.version": version,
+        "gen_ai.agent.name": agent or None,
+        **_address(endpoint),
+    }
+    with tracer().span(method, "client", attrs) as span:
+        headers: dict[str, str] = {}
+        tracer().inject(headers)
+        yield span, headers
+
+
+def a2a_result(span: Span, result: object) -> None:
+    """Task id and state of an A2A answer on its span."""
+    if not isinstance(result, dict):
+        return
+    task = result.get("task") if isinstance(result.get("task"), dict) else result
+    if not isinstance(task, dict):
+        return
+    if task.get("id"):
+        span.set("a2a.task.id", str(task["id"]))
+    if task.get("contextId"):
+        span.set("gen_ai.conversation.id", str(task["contextId"]))
+    status = task.get("status")
+    if isinstance(status, dict):
+        span.set("a2a.task.state", a2a_state(status.get("state")))
+
+
+@contextlib.contextmanager
+def a2a_server_span(op: str, agent: str, version: str) -> Iterator[Span]:
+    """A served Topology's span of one A2A request (its parent: the caller's context)."""
+    method = A2A_METHODS.get(op, op)
+    with tracer().span(
+        method,
+        "server",
+        {"a2a.method.name": method, "a2a.protocol.version": version, "gen_ai.agent.name": agent},
+    ) as span:
+        yield span

@@ -22,12 +22,16 @@ from tests.support.bundles import (
     bundle,
     http_server,
     openai_provider,
+    replay_provider,
     secret_ref,
+    skill,
+    topology_of,
     write_bundle,
 )
 from tests.support.mcp_servers import HttpMcpServer
-from tests.support.model_server import ScriptedModelServer, text, tool_call
+from tests.support.model_server import ScriptedModelServer, text, tool_call, tool_calls
 from tests.support.runner import RunOutput, run_subprocess
+from tests.support.served import ServedRunner
 from tests.support.tracing import SpanView, new_traceparent, one, views
 
 from .conftest import HTTP_MCP_TOKEN
@@ -215,3 +219,89 @@ def test_a_secret_the_model_repeats_is_redacted_in_recorded_content(
     assert tool.tags["gen_ai.tool.call.result"] == "k=[REDACTED] h=[REDACTED]"
     for secret in (MODEL_KEY, OTLP_HEADER_SECRET, HTTP_MCP_TOKEN):
         assert secret not in dump
+
+
+def test_mcp_over_http_and_a_served_topology_over_a2a_make_one_trace(
+    tmp_path: Path, model_server: ScriptedModelServer, http_mcp: HttpMcpServer, jaeger: Jaeger
+) -> None:
+    """The caller's runner, the MCP server and the served Topology (three processes)."""
+    served_root = agent("answerer", provider="replay", replay=[{"text": "forty-two"}])
+    served = bundle(
+        agents=[served_root],
+        providers=[replay_provider()],
+        topology=topology_of("oracle", "answerer", description="Answers questions about 42."),
+    )
+    with ServedRunner(
+        write_bundle(served, tmp_path / "served"),
+        tokens=["served-token-0123"],
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_http_endpoint},
+    ) as peer:
+        ref, mcp_ref = secret_ref("peer", "token"), secret_ref("mcp-token", "token")
+        model_server.push(
+            tool_calls(("remote.echo", {"text": "hi"}), ("oracle", {"input": "the answer?"})),
+            text("done"),
+        )
+        caller = bundle(
+            agents=[agent("asker", provider="m", skills=["oracle"], tools=["remote.echo"])],
+            skills=[
+                skill(
+                    "oracle",
+                    implementation={
+                        "type": "agent",
+                        "cardUrl": peer.card_url,
+                        "credentialsRef": "peer",
+                    },
+                    category="coordination",
+                )
+            ],
+            providers=[openai_provider("m", model_server.openai_base_url)],
+            mcp_servers=[
+                http_server(
+                    "remote",
+                    http_mcp.url,
+                    headers=[
+                        {
+                            "name": "Authorization",
+                            "secretKeyRef": mcp_ref.wire(),
+                            "prefix": "Bearer ",
+                        }
+                    ],
+                )
+            ],
+            workspace={"credentials": [{"name": "peer", "secretKeyRef": ref.wire()}]},
+        )
+        traceparent, trace_id, _ = new_traceparent()
+        out = run_subprocess(
+            write_bundle(caller, tmp_path / "caller"),
+            {
+                secret_env_name(ref): "served-token-0123",
+                secret_env_name(mcp_ref): HTTP_MCP_TOKEN,
+                "OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_http_endpoint,
+                "TRACEPARENT": traceparent,
+            },
+        )
+        assert out.exit_code == 0, out.stderr[-3000:]
+        assert out.result["output"] == "done"
+        spans = views(jaeger.trace(trace_id, min_spans=9))
+
+    def kind(name: str, span_kind: str) -> SpanView:
+        [found] = [s for s in spans if s.name == name and s.tags["span.kind"] == span_kind]
+        return found
+
+    send = kind("SendMessage", "client")
+    assert send.service == "swarmkit-runner"
+    assert send.tags["a2a.method.name"] == "SendMessage"
+    assert send.tags["a2a.protocol.version"] == "1.0"
+    assert send.tags["gen_ai.agent.name"] == "oracle"
+    assert send.tags["server.port"] == peer.port
+    assert send.parent_id == one(spans, "execute_tool oracle").span_id
+    # The served Topology continued the caller's trace: its server span is the client span's
+    # child, and its own agent runs under it.
+    server = kind("SendMessage", "server")
+    assert server.service == "swarmkit-serve"
+    assert server.parent_id == send.span_id
+    get = kind("GetTask", "server")
+    assert get.parent_id == kind("GetTask", "client").span_id
+    assert one(spans, "invoke_agent answerer").parent_id == server.span_id
+    assert one(spans, "tools/call echo").parent_id == one(spans, "execute_tool remote.echo").span_id
+    assert {s.service for s in spans} == {"swarmkit-runner", "swarmkit-serve"}
