@@ -237,6 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .serve.server import serve
 
         hide_secret_environ()
+        hide_secret_environ(spans.HEADERS_ENV)
         paths = RunnerPaths.resolve(args.bundle, args.skills_dir, args.scratch)
         return asyncio.run(
             serve(

@@ -20,11 +20,30 @@ def tracing_env(run_uid: str, spec: TracingSpec | None) -> list[dict[str, Any]]:
     """The env entries of a Run's runner container (none when tracing is off)."""
     if spec is None:
         return []
+    return [
+        {"name": "OTEL_TRACES_SAMPLER", "value": "parentbased_always_on"},
+        {"name": "TRACEPARENT", "value": traceparent(run_uid, spec.sampling_ratio)},
+        *exporter_env(spec),
+    ]
+
+
+def serving_env(spec: TracingSpec | None) -> list[dict[str, Any]]:
+    """The env of a served Topology's pods: a call that brings a ``traceparent`` is traced
+    as its caller decided; one without, at the Workspace's sampling ratio."""
+    if spec is None:
+        return []
+    return [
+        {"name": "OTEL_TRACES_SAMPLER", "value": "parentbased_traceidratio"},
+        {"name": "OTEL_TRACES_SAMPLER_ARG", "value": str(spec.sampling_ratio)},
+        *exporter_env(spec),
+    ]
+
+
+def exporter_env(spec: TracingSpec) -> list[dict[str, Any]]:
+    """Where the spans go: the endpoint, the headers (by reference), the content opt-in."""
     env: list[dict[str, Any]] = [
         {"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": spec.endpoint},
         {"name": "OTEL_EXPORTER_OTLP_PROTOCOL", "value": "http/protobuf"},
-        {"name": "OTEL_TRACES_SAMPLER", "value": "parentbased_always_on"},
-        {"name": "TRACEPARENT", "value": traceparent(run_uid, spec.sampling_ratio)},
     ]
     if spec.headers_secret_ref is not None:
         ref = spec.headers_secret_ref

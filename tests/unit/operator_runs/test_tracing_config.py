@@ -13,6 +13,7 @@ from swarmkit_api.egress import declared_endpoints
 from swarmkit_api.tracing import root_span_id, sampled, trace_id_for, traceparent
 from swarmkit_api.workspace import WorkspaceSpec
 from swarmkit_operator.builders.job import build_job, bundle_config_map_name
+from swarmkit_operator.builders.tracing import serving_env
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.runs.tracing import exporting, status_fields
 
@@ -110,3 +111,13 @@ def test_the_operator_exports_only_with_an_endpoint() -> None:
     assert not exporting({})
     assert exporting({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
     assert not exporting({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_SDK_DISABLED": "true"})
+
+
+def test_a_served_topology_samples_uncalled_traces_at_the_ratio_and_follows_callers() -> None:
+    ws = WorkspaceSpec.model_validate({"tracing": {"endpoint": ENDPOINT, "samplingRatio": 0.1}})
+    env = {e["name"]: e.get("value") for e in serving_env(ws.tracing)}
+    assert env["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio"
+    assert env["OTEL_TRACES_SAMPLER_ARG"] == "0.1"
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == ENDPOINT
+    assert "TRACEPARENT" not in env  # each call brings its own
+    assert serving_env(None) == []
