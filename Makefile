@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-providers bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
+        bench-runner bench-tracing bench-providers bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
         test-helm kind-e2e clean chromium botocore checkov images images-if-built jaeger
 
 help: ## list targets
@@ -163,6 +163,9 @@ bench-providers: $(STAMP) ## benchmark: runner overhead per model call (whole, s
 
 bench-serve: $(STAMP) ## benchmark: served A2A task overhead over in-process, tasks/s per replica
 	$(PY) bench/bench_serve.py
+
+bench-tracing: $(STAMP) jaeger ## benchmark: runner cold start and per-span cost, tracing off vs on (real Jaeger)
+	$(PY) bench/bench_tracing.py
 
 bench-import: $(STAMP) ## benchmark: kubectl swarmkit import (fixture tree, 1,644-file workspace)
 	$(PY) bench/bench_import.py
