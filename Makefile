@@ -136,7 +136,7 @@ images-if-built: $(STAMP)
 test: lint verify docs cluster-binaries clients jaeger images ## lint + verify + docs + the whole test suite
 	$(PY) -m pytest tests -q -p no:cacheprovider
 
-demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output
+demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output (TRACING=1: + Jaeger, the trace)
 	$(PY) -m swarmkit_devcluster demo
 
 bench-reconcile: cluster-binaries ## benchmark: reconcile 1,000 skills / 200 agents / 20 topologies

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import secrets
 import statistics
 import subprocess
@@ -52,16 +53,21 @@ def _bundles(root: Path) -> dict[str, Any]:
     return {"cold": write_bundle(cold, root / "cold"), "calls": write_bundle(calls, root / "calls")}
 
 
-def _run(layout: Any, env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds of the process, the runner's own run duration in ms)."""
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(layout: Any, env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall seconds of the process, its CPU seconds, the runner's own run duration in ms)."""
     argv = [sys.executable, "-m", "swarmkit_runner", "run", *layout.cli_args()]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     proc = subprocess.run(argv, env=runner_env(env), capture_output=True, text=True, timeout=120)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, _cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit(f"runner failed:\n{proc.stderr[-2000:]}")
     end = [e for e in parse_audit(proc.stdout) if e["event"] == "run.end"][-1]
-    return wall, float(end["duration_ms"])
+    return wall, cpu, float(end["duration_ms"])
 
 
 def _spread(values: list[float]) -> dict[str, float]:
@@ -88,14 +94,15 @@ def main() -> int:
         for name in ("cold", "calls"):
             _run(layouts[name], env(False))  # warm-up (page cache, .pyc)
             _run(layouts[name], env(True))
-            measured: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
+            measured: dict[str, list[tuple[float, float, float]]] = {"off": [], "on": []}
             for _ in range(args.runs):
                 for mode in ("off", "on"):
                     measured[mode].append(_run(layouts[name], env(mode == "on")))
             results[name] = {
                 mode: {
-                    "wall_s": _spread([w for w, _ in runs]),
-                    "run_ms": _spread([d for _, d in runs]),
+                    "wall_s": _spread([w for w, _, _ in runs]),
+                    "cpu_s": _spread([c for _, c, _ in runs]),
+                    "run_ms": _spread([d for _, _, d in runs]),
                 }
                 for mode, runs in measured.items()
             }
@@ -107,9 +114,10 @@ def main() -> int:
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    for name, label in (("cold", "cold start, process wall time (s)"),
-                        ("calls", f"{CALLS} tool calls, run duration (ms)")):  # fmt: skip
-        key = "wall_s" if name == "cold" else "run_ms"
+    rows = (("cold", "wall_s", "cold start, process wall time (s)"),
+            ("cold", "cpu_s", "cold start, process CPU (s)"),
+            ("calls", "run_ms", f"{CALLS} tool calls, run duration (ms)"))  # fmt: skip
+    for name, key, label in rows:
         for mode in ("off", "on"):
             s = results[name][mode][key]
             print(f"{label:<40} tracing {mode:<3}  min {s['min']:.3f}  "
