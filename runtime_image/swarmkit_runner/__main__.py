@@ -193,9 +193,26 @@ async def _run(
 async def _gateway(
     args: argparse.Namespace, bundle: RunBundle, paths: RunnerPaths, secrets: SecretStore
 ) -> int:
+    audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
+    # Tracing hook: server spans in the harness's traces (when the Deployment sets OTLP env).
+    tracing = spans.enable_from_env(
+        os.environ, secrets, "swarmkit-gateway", {"swarmkit.agent": bundle.target}
+    )
+    try:
+        return await _serve_gateway(args, bundle, paths, audit, secrets)
+    finally:
+        tracing.shutdown()
+
+
+async def _serve_gateway(
+    args: argparse.Namespace,
+    bundle: RunBundle,
+    paths: RunnerPaths,
+    audit: AuditLog,
+    secrets: SecretStore,
+) -> int:
     from .gateway import Gateway, serve
 
-    audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
     try:
         gateway = Gateway(bundle, paths, audit, secrets)
         port = args.port or (bundle.gateway.port if bundle.gateway else 0)

@@ -16,6 +16,8 @@
   with content on, ``gen_ai.tool.call.arguments``/``result``.
 * ``{mcp.method.name} {tool}`` (client) per MCP call, its context sent in
   ``params._meta`` (the MCP conventions' propagation).
+* ``tools/call {tool}`` (server) per call the MCP gateway serves, continuing the harness's
+  trace when its request carries ``traceparent`` in ``params._meta``.
 * ``{a2a.method.name}`` (client: ``SendMessage``, ``GetTask``, ``CancelTask``) per A2A call,
   its context in the W3C ``traceparent`` header; a served Topology's server span of the
   same name continues the caller's trace (the A2A conventions).
@@ -269,4 +271,32 @@ def a2a_server_span(op: str, agent: str, version: str) -> Iterator[Span]:
         "server",
         {"a2a.method.name": method, "a2a.protocol.version": version, "gen_ai.agent.name": agent},
     ) as span:
+        yield span
+
+
+def _meta_dict(meta: object) -> dict[str, Any]:
+    if meta is None:
+        return {}
+    if isinstance(meta, dict):
+        return meta
+    dump = getattr(meta, "model_dump", None)
+    if callable(dump):
+        found = dump(by_alias=True)
+        return found if isinstance(found, dict) else {}
+    return {}
+
+
+@contextlib.contextmanager
+def mcp_server_span(tool: str, meta: object, session: str | None) -> Iterator[Span]:
+    """The MCP gateway's span of one ``tools/call`` (parent: the context in ``_meta``)."""
+    found = _meta_dict(meta)
+    carrier = {k: v for k in ("traceparent", "tracestate") if isinstance(v := found.get(k), str)}
+    attrs: dict[str, Any] = {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": tool,
+        "gen_ai.operation.name": "execute_tool",
+        "mcp.session.id": session,
+        "network.transport": "tcp",
+    }
+    with tracer().remote(carrier), tracer().span(f"tools/call {tool}", "server", attrs) as span:
         yield span

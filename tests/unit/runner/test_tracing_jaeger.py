@@ -15,20 +15,25 @@ from pathlib import Path
 
 import pytest
 
-from swarmkit_api.bundle import secret_env_name
+from swarmkit_api.agent import GatewayToken
+from swarmkit_api.bundle import BundleGateway, secret_env_name
+from swarmkit_api.common import SecretKeyRef
 from swarmkit_devcluster.jaeger import Jaeger
 from tests.support.bundles import (
     agent,
     bundle,
     http_server,
+    mcp_tool_skill,
     openai_provider,
     replay_provider,
     secret_ref,
     skill,
+    stdio_server,
     topology_of,
     write_bundle,
 )
-from tests.support.mcp_servers import HttpMcpServer
+from tests.support.gateway import GatewayProcess, mcp_client
+from tests.support.mcp_servers import HttpMcpServer, stdio_command
 from tests.support.model_server import ScriptedModelServer, text, tool_call, tool_calls
 from tests.support.runner import RunOutput, run_subprocess
 from tests.support.served import ServedRunner
@@ -305,3 +310,47 @@ def test_mcp_over_http_and_a_served_topology_over_a2a_make_one_trace(
     assert one(spans, "invoke_agent answerer").parent_id == server.span_id
     assert one(spans, "tools/call echo").parent_id == one(spans, "execute_tool remote.echo").span_id
     assert {s.service for s in spans} == {"swarmkit-runner", "swarmkit-serve"}
+
+
+async def test_the_mcp_gateway_joins_the_harness_trace_from_params_meta(
+    tmp_path: Path, jaeger: Jaeger
+) -> None:
+    """A harness (the public MCP SDK client) sends its context in ``params._meta``; the
+    gateway's server span and the governed call under it join that trace."""
+    token_ref = SecretKeyRef(name="gateway-tokens", key="alice")
+    b = bundle(
+        agents=[agent("coder", provider="r", skills=["echo-skill"], replay=[{"text": "x"}])],
+        skills=[mcp_tool_skill("echo-skill", "t", "echo", description="Echo text back.")],
+        providers=[replay_provider("r")],
+        mcp_servers=[stdio_server("t", stdio_command("upstream"))],
+    )
+    b = b.model_copy(
+        update={
+            "gateway": BundleGateway(
+                port=0, tokens=[GatewayToken(name="alice", secret_key_ref=token_ref)]
+            )
+        }
+    )
+    env = {
+        secret_env_name(token_ref): "alice-token-6b1d9e",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_http_endpoint,
+    }
+    traceparent, trace_id, harness_span = new_traceparent()
+    with GatewayProcess(write_bundle(b, tmp_path), env) as gateway:
+        async with mcp_client(gateway.url, "alice-token-6b1d9e") as client:
+            result = await client.call_tool(
+                "echo-skill", {"text": "hi"}, meta={"traceparent": traceparent}
+            )
+        assert not result.is_error
+        spans = views(jaeger.trace(trace_id, min_spans=3))
+
+    server = one(spans, "tools/call echo-skill")
+    assert server.service == "swarmkit-gateway"
+    assert server.tags["span.kind"] == "server"
+    assert server.parent_id == harness_span
+    assert server.tags["mcp.method.name"] == "tools/call"
+    tool = one(spans, "execute_tool echo-skill")
+    assert tool.parent_id == server.span_id
+    assert tool.tags["swarmkit.decision"] == "allowed"
+    # ... and the gateway's own call to the upstream MCP server carries the context on.
+    assert one(spans, "tools/call echo").parent_id == tool.span_id
