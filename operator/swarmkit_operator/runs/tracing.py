@@ -12,6 +12,10 @@ endpoint (the chart's ``tracing.endpoint`` → ``OTEL_EXPORTER_OTLP_ENDPOINT``):
   NetworkPolicy), ``job.create``, ``review.wait`` and ``job.resume`` for a run that parked,
   ``observe`` (Job running → pod done), and ``condition {reason}``.
 
+A scheduled Run's root span links to its schedule: every tick of a Topology's schedule
+is a ``schedule {topology}`` span in one trace per schedule (trace id derived from
+``<namespace>/<topology>``), linked both ways with the Run it started.
+
 The children come from the milestones of :class:`~.state.RunState` (monotonic times of this
 process): an operator that restarted mid-run exports the ones it saw. Spans are built after
 the fact with their recorded start and end times and ids of the Run's trace, which is why
@@ -27,6 +31,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from swarmkit_api.tracing import TracingSpec, root_span_id, sampled, trace_id_for
+
+from ..builders.job import TOPOLOGY_LABEL
+
+#: The label :mod:`.schedule` puts on the Runs it starts (not imported: that is a cycle;
+#: ``tests/unit/operator_runs/test_tracing_config.py`` keeps the two equal).
+SCHEDULED_LABEL = "swarmkit.dev/scheduled"
 
 log = logging.getLogger("swarmkit_operator.runs.tracing")
 
@@ -130,6 +140,28 @@ class RunSpans:
         marks = dict(milestones)
         start = min(marks.values(), default=now_mono)
         tracer = provider.get_tracer("swarmkit_operator")
+        links = []
+        topology = run.labels.get(TOPOLOGY_LABEL)
+        tick = None
+        if run.labels.get(SCHEDULED_LABEL) == "true" and topology:
+            # The schedule's tick: its own trace (one per schedule), linked with the Run's.
+            schedule = trace_id_for(f"{run.namespace}/{topology}/schedule")
+            self._ids.next_ids = (int(schedule, 16), int(root_span_id(f"{run.uid}/tick"), 16))
+            root_ctx = trace.SpanContext(
+                int(trace_id, 16),
+                int(root_span_id(run.uid), 16),
+                is_remote=True,
+                trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
+            )
+            tick = tracer.start_span(
+                f"schedule {topology}",
+                context=trace.set_span_in_context(trace.INVALID_SPAN),
+                start_time=wall(start),
+                attributes={"swarmkit.topology": topology, "k8s.namespace.name": run.namespace},
+                links=[trace.Link(root_ctx, {"swarmkit.run.name": run.name})],
+            )
+            tick.end(end_time=wall(start))
+            links.append(trace.Link(tick.get_span_context(), {"swarmkit.schedule": topology}))
         self._ids.next_ids = (int(trace_id, 16), int(root_span_id(run.uid), 16))
         root = tracer.start_span(
             f"swarmkit.run {run.namespace}/{run.name}",
@@ -143,7 +175,9 @@ class RunSpans:
                 "swarmkit.run.reason": reason,
                 "swarmkit.run.resumes": int(run.status.get("resumes") or 0),
                 "k8s.job.name": str(run.status.get("jobName") or ""),
+                "swarmkit.scheduled": tick is not None,
             },
+            links=links,
         )
         self._ids.next_ids = None
         parent = trace.set_span_in_context(root)
