@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,10 @@ if TYPE_CHECKING:  # types only: .spans imports this module (lazily)
 
 KINDS = {"internal": SpanKind.INTERNAL, "client": SpanKind.CLIENT, "server": SpanKind.SERVER}
 TRUNCATED = "…[truncated]"
+#: How long one export request may take when OTEL_EXPORTER_OTLP_TIMEOUT is not set.
+EXPORT_TIMEOUT_SECONDS = 3.0
+#: How long the process waits for the final export before it exits anyway.
+SHUTDOWN_SECONDS = 4.0
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 
@@ -80,10 +85,15 @@ class OtelTracer:
             "service.instance.id": str(uuid.uuid4()),
             **resource,
         }
-        self._provider = TracerProvider(resource=Resource.create(attrs))
-        self._provider.add_span_processor(
-            BatchSpanProcessor(OTLPSpanExporter(), schedule_delay_millis=500)
+        # Shut down by :meth:`shutdown` (bounded), not by the SDK's exit hook (unbounded).
+        self._provider = TracerProvider(resource=Resource.create(attrs), shutdown_on_exit=False)
+        # A collector that is down must not hold the Run's exit for the SDK's default 10 s
+        # of retries: 3 s unless OTEL_EXPORTER_OTLP_TIMEOUT says otherwise.
+        timeout = environ.get("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") or environ.get(
+            "OTEL_EXPORTER_OTLP_TIMEOUT"
         )
+        exporter = OTLPSpanExporter(timeout=None if timeout else EXPORT_TIMEOUT_SECONDS)
+        self._provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=500))
         self._tracer = self._provider.get_tracer("swarmkit_runner")
         parent = environ.get("TRACEPARENT", "").strip()
         if parent:
@@ -132,7 +142,11 @@ class OtelTracer:
             otel_context.detach(token)
 
     def shutdown(self) -> None:
-        self._provider.shutdown()
+        """Export what is left, for at most :data:`SHUTDOWN_SECONDS` (a dead collector must
+        not hold the Run's exit: its spans are then lost, the Run is not)."""
+        worker = threading.Thread(target=self._provider.shutdown, daemon=True)
+        worker.start()
+        worker.join(SHUTDOWN_SECONDS)
 
 
 def trace_id_of(traceparent: str) -> str:
