@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from swarmkit_api.egress import declared_endpoints
-from swarmkit_api.tracing import root_span_id, sampled, trace_id_for, traceparent
+from swarmkit_api.tracing import TracingSpec, root_span_id, sampled, trace_id_for, traceparent
 from swarmkit_api.workspace import WorkspaceSpec
 from swarmkit_operator.builders.job import build_job, bundle_config_map_name
 from swarmkit_operator.builders.tracing import serving_env
@@ -121,3 +122,28 @@ def test_a_served_topology_samples_uncalled_traces_at_the_ratio_and_follows_call
     assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == ENDPOINT
     assert "TRACEPARENT" not in env  # each call brings its own
     assert serving_env(None) == []
+
+
+def test_the_mcp_gateway_deployment_gets_the_exporter_env_by_reference() -> None:
+    from .test_gateway_builder import gateway_spec, manifests, rendered
+
+    render = rendered()
+    traced_ws = render.bundle.workspace.model_copy(
+        update={
+            "tracing": TracingSpec.model_validate(
+                {"endpoint": ENDPOINT, "headersSecretRef": {"name": "otlp", "key": "h"}}
+            )
+        }
+    )
+    render = dataclasses.replace(
+        render, bundle=render.bundle.model_copy(update={"workspace": traced_ws})
+    )
+    _, deployment, _ = manifests(gateway_spec(), render)
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"] == ENDPOINT
+    assert env["OTEL_EXPORTER_OTLP_HEADERS"]["valueFrom"]["secretKeyRef"] == {
+        "name": "otlp",
+        "key": "h",
+    }
+    assert env["OTEL_TRACES_SAMPLER"]["value"] == "parentbased_traceidratio"
