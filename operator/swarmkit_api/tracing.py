@@ -44,6 +44,12 @@ class TracingSpec(ApiModel):
         description="Share of Runs traced (decided from the Run's trace id: a resumed run "
         "keeps its decision).",
     )
+    metrics: bool = Field(
+        default=False,
+        description="Also export the GenAI client metrics (gen_ai.client.token.usage, "
+        "gen_ai.client.operation.duration) over OTLP/HTTP to the same endpoint; the "
+        "collector must accept metrics (Jaeger does not).",
+    )
     capture_content: bool = Field(
         default=False,
         description="Record prompts, outputs, tool arguments and results on spans (capped at "

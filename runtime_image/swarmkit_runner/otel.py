@@ -95,6 +95,7 @@ class OtelTracer:
         exporter = OTLPSpanExporter(timeout=None if timeout else EXPORT_TIMEOUT_SECONDS)
         self._provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=500))
         self._tracer = self._provider.get_tracer("swarmkit_runner")
+        self._meters = _GenAiMetrics(environ, self._provider.resource)
         parent = environ.get("TRACEPARENT", "").strip()
         if parent:
             carrier = {"traceparent": parent, "tracestate": environ.get("TRACESTATE", "")}
@@ -130,6 +131,12 @@ class OtelTracer:
                     handle.error(code if isinstance(code, str) else type(exc).__name__, str(exc))
                 raise
 
+    def record_chat(
+        self, attributes: Attrs, seconds: float, input_tokens: int, output_tokens: int
+    ) -> None:
+        attrs = {k: self.clean(v) for k, v in attributes.items() if v is not None}
+        self._meters.record(attrs, seconds, input_tokens, output_tokens)
+
     def inject(self, carrier: dict[str, str]) -> None:
         _PROPAGATOR.inject(carrier)
 
@@ -144,7 +151,12 @@ class OtelTracer:
     def shutdown(self) -> None:
         """Export what is left, for at most :data:`SHUTDOWN_SECONDS` (a dead collector must
         not hold the Run's exit: its spans are then lost, the Run is not)."""
-        worker = threading.Thread(target=self._provider.shutdown, daemon=True)
+
+        def close() -> None:
+            self._provider.shutdown()
+            self._meters.shutdown()
+
+        worker = threading.Thread(target=close, daemon=True)
         worker.start()
         worker.join(SHUTDOWN_SECONDS)
 
@@ -159,3 +171,56 @@ def current_ids() -> dict[str, Any]:
     """The current span's ids as hex (tests and log correlation)."""
     ctx = trace.get_current_span().get_span_context()
     return {"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"}
+
+
+#: The conventions' advisory bucket boundaries (gen-ai-metrics.md).
+TOKEN_BUCKETS = [4.0**i for i in range(14)]
+DURATION_BUCKETS = [0.01 * 2**i for i in range(14)]
+
+
+class _GenAiMetrics:
+    """``gen_ai.client.token.usage`` and ``gen_ai.client.operation.duration`` histograms,
+    exported over OTLP/HTTP when ``OTEL_METRICS_EXPORTER=otlp`` (the SDK's metrics
+    modules are imported only then)."""
+
+    def __init__(self, environ: Mapping[str, str], resource: Any) -> None:
+        self._provider: Any = None
+        if environ.get("OTEL_METRICS_EXPORTER", "").strip().lower() != "otlp":
+            return
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+        reader = PeriodicExportingMetricReader(
+            OTLPMetricExporter(timeout=EXPORT_TIMEOUT_SECONDS), export_interval_millis=60_000
+        )
+        self._provider = MeterProvider([reader], resource=resource, shutdown_on_exit=False)
+        meter = self._provider.get_meter("swarmkit_runner")
+        self._tokens = meter.create_histogram(
+            "gen_ai.client.token.usage",
+            unit="{token}",
+            description="Number of input and output tokens used.",
+            explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+        )
+        self._duration = meter.create_histogram(
+            "gen_ai.client.operation.duration",
+            unit="s",
+            description="GenAI operation duration.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )
+
+    def record(
+        self, attrs: Mapping[str, Any], seconds: float, input_tokens: int, output_tokens: int
+    ) -> None:
+        if self._provider is None:
+            return
+        self._duration.record(seconds, dict(attrs))
+        if "error.type" in attrs:
+            return
+        base = {k: v for k, v in attrs.items() if k != "error.type"}
+        self._tokens.record(input_tokens, {**base, "gen_ai.token.type": "input"})
+        self._tokens.record(output_tokens, {**base, "gen_ai.token.type": "output"})
+
+    def shutdown(self) -> None:
+        if self._provider is not None:
+            self._provider.shutdown()

@@ -14,6 +14,7 @@ The environment the operator sets (standard OpenTelemetry names where there is o
 * ``OTEL_EXPORTER_OTLP_HEADERS``: from a Secret; its values are scrubbed like any secret.
 * ``TRACEPARENT``: the Run's trace (W3C); every span of the runner joins it.
 * ``OTEL_TRACES_SAMPLER``/``OTEL_TRACES_SAMPLER_ARG``: read by the SDK.
+* ``OTEL_METRICS_EXPORTER=otlp``: also the GenAI client metrics, to the same endpoint.
 * ``SWARMKIT_TRACE_CONTENT_CHARS``: unset or 0, no prompt, output, tool argument or result
   is recorded; N > 0 records them, each capped at N characters (a Workspace opt-in).
 """
@@ -53,6 +54,12 @@ class Tracer(Protocol):
     ) -> contextlib.AbstractContextManager[Span]:
         """A child span of the current one (``kind``: internal, client or server)."""
 
+    def record_chat(
+        self, attributes: Attrs, seconds: float, input_tokens: int, output_tokens: int
+    ) -> None:
+        """The GenAI client metrics of one model call (``gen_ai.client.operation.duration``,
+        ``gen_ai.client.token.usage``), when metrics are on."""
+
     def inject(self, carrier: dict[str, str]) -> None:
         """Write the current context (``traceparent``, ``tracestate``) into ``carrier``."""
 
@@ -86,6 +93,11 @@ class _NoTracer:
         self, name: str, kind: str = "internal", attributes: Attrs | None = None
     ) -> Iterator[Span]:
         yield NO_SPAN
+
+    def record_chat(
+        self, attributes: Attrs, seconds: float, input_tokens: int, output_tokens: int
+    ) -> None:
+        pass
 
     def inject(self, carrier: dict[str, str]) -> None:
         pass

@@ -8,6 +8,8 @@
   ``gen_ai.usage.input_tokens``/``output_tokens``, ``gen_ai.response.finish_reasons``;
   with content on, ``gen_ai.system_instructions``, ``gen_ai.input.messages`` and
   ``gen_ai.output.messages``.
+* The metrics ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage`` per
+  model call (when metrics are on).
 * ``execute_tool {tool}`` (internal) per tool call: ``gen_ai.tool.name``,
   ``gen_ai.tool.call.id``, ``gen_ai.tool.type`` and our governance attributes
   ``swarmkit.tool.kind``, ``swarmkit.skill``, ``swarmkit.permission.tier``,
@@ -29,6 +31,7 @@ records the upstream documents they come from).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +104,28 @@ def _messages(request: ModelRequest) -> list[dict[str, Any]]:
 
 
 async def chat(provider: Provider, request: ModelRequest) -> ModelResponse:
-    """``provider.complete(request)`` inside a ``chat {model}`` span."""
+    """``provider.complete(request)`` inside a ``chat {model}`` span, and the GenAI client
+    metrics of the call."""
+    metric_attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider_name(provider.type),
+        "gen_ai.request.model": provider.model,
+    }
+    started = time.monotonic()
+    try:
+        response = await _chat(provider, request)
+    except Exception as exc:
+        code = getattr(exc, "code", None)
+        error = {"error.type": code if isinstance(code, str) else type(exc).__name__}
+        tracer().record_chat({**metric_attrs, **error}, time.monotonic() - started, 0, 0)
+        raise
+    usage = response.usage
+    seconds = time.monotonic() - started
+    tracer().record_chat(metric_attrs, seconds, usage.input_tokens, usage.output_tokens)
+    return response
+
+
+async def _chat(provider: Provider, request: ModelRequest) -> ModelResponse:
     with tracer().span(
         f"chat {provider.model}",
         "client",

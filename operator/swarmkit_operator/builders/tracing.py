@@ -5,8 +5,9 @@ Standard OpenTelemetry variables where there is one (the runner's SDK reads them
 operator never reads the value), ``TRACEPARENT`` (the Run's trace and root span, the same
 for every Job of the Run: a resumed run continues its trace), ``OTEL_TRACES_SAMPLER``
 (``parentbased_always_on``: the sampling decision is the traceparent's flag, made from the
-trace id by :func:`swarmkit_api.tracing.traceparent`); ours: ``SWARMKIT_TRACE_CONTENT_CHARS``
-when the Workspace opted in to content.
+trace id by :func:`swarmkit_api.tracing.traceparent`), ``OTEL_METRICS_EXPORTER=otlp`` when
+the Workspace asks for the GenAI client metrics; ours: ``SWARMKIT_TRACE_CONTENT_CHARS`` when
+the Workspace opted in to content.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def exporter_env(spec: TracingSpec) -> list[dict[str, Any]]:
                 "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}},
             }
         )
+    if spec.metrics:
+        env.append({"name": "OTEL_METRICS_EXPORTER", "value": "otlp"})
     if spec.capture_content:
         env.append({"name": "SWARMKIT_TRACE_CONTENT_CHARS", "value": str(spec.max_content_chars)})
     return env

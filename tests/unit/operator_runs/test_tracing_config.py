@@ -73,6 +73,9 @@ def test_job_env_carries_endpoint_parent_sampler_and_headers_by_reference() -> N
         "valueFrom": {"secretKeyRef": {"name": "otlp", "key": "headers"}},
     }
     assert "SWARMKIT_TRACE_CONTENT_CHARS" not in env
+    assert "OTEL_METRICS_EXPORTER" not in env  # metrics are opt-in too
+    metrics = {e["name"]: e for e in _env({"endpoint": ENDPOINT, "metrics": True})}
+    assert metrics["OTEL_METRICS_EXPORTER"]["value"] == "otlp"
 
 
 def test_content_is_opt_in_and_capped() -> None:

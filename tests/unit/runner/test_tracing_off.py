@@ -2,7 +2,8 @@
 
 The real runner subprocess runs with ``-X importtime`` (every imported module is on its
 stderr), once without and once with an OTLP endpoint, so the check can fail both ways.
-Also records the GenAI convention values the runner maps its own names to.
+Also records the GenAI convention values the runner maps its own names to, bounds what a
+dead collector costs, and checks the GenAI client metrics with an OTLP receiver.
 """
 
 from __future__ import annotations
@@ -14,10 +15,20 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from swarmkit_runner import otel, traced
-from tests.support.bundles import agent, bundle, replay_provider, write_bundle
-from tests.support.runner import runner_env
+from tests.support.bundles import (
+    agent,
+    bundle,
+    openai_provider,
+    replay_provider,
+    skill,
+    write_bundle,
+)
+from tests.support.model_server import ScriptedModelServer, text, tool_call
+from tests.support.otlp_receiver import OtlpMetricsReceiver
+from tests.support.runner import run_subprocess, runner_env
 
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$")
@@ -96,3 +107,53 @@ def test_a_collector_that_never_answers_does_not_hold_the_run(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(layout.termination_log.read_text())["outcome"] == "Succeeded"
     assert on - off < otel.SHUTDOWN_SECONDS + 3.0, (on, off)
+
+
+def test_genai_client_metrics_reach_an_otlp_receiver(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    """With ``OTEL_METRICS_EXPORTER=otlp``: the two GenAI client histograms, per the
+    conventions (names, units, attributes, the token type split)."""
+    model_server.push(tool_call("load_skill", name="guide"), text("done"))
+    b = bundle(
+        agents=[agent("solo", provider="m", model="gpt-test", skills=["guide"])],
+        skills=[skill("guide", "Use when the guide is needed.", instructions="# Guide")],
+        providers=[openai_provider("m", model_server.openai_base_url)],
+    )
+    with OtlpMetricsReceiver() as receiver:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_METRICS_EXPORTER": "otlp",
+            "TRACEPARENT": PARENT,
+        }
+        out = run_subprocess(write_bundle(b, tmp_path), env)
+        assert out.exit_code == 0, out.stderr[-2000:]
+    by_name: dict[str, list[Any]] = {}
+    for p in receiver.points:
+        by_name.setdefault(p.metric, []).append(p)
+    [duration] = by_name["gen_ai.client.operation.duration"]
+    assert duration.unit == "s" and duration.count == 2  # two model calls
+    assert duration.attributes == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-test",
+    }
+    assert duration.bounds[:3] == (0.01, 0.02, 0.04)
+    tokens = {p.attributes["gen_ai.token.type"]: p for p in by_name["gen_ai.client.token.usage"]}
+    assert tokens["input"].unit == "{token}"
+    # The scripted server bills 10 in / 5 out per call.
+    assert (tokens["input"].count, tokens["input"].sum) == (2, 20)
+    assert (tokens["output"].count, tokens["output"].sum) == (2, 10)
+    assert tokens["input"].bounds[:3] == (1, 4, 16)
+
+
+def test_no_metrics_unless_asked(tmp_path: Path, model_server: ScriptedModelServer) -> None:
+    model_server.push(text("done"))
+    b = bundle(agents=[agent("solo", provider="m")],
+               providers=[openai_provider("m", model_server.openai_base_url)])  # fmt: skip
+    with OtlpMetricsReceiver() as receiver:
+        out = run_subprocess(
+            write_bundle(b, tmp_path), {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        )
+        assert out.exit_code == 0, out.stderr[-2000:]
+    assert receiver.points == []
