@@ -148,7 +148,7 @@ bench-runs: cluster-binaries ## benchmark: operator overhead (runner stand-in) v
 bench: cluster-binaries ## scale benchmarks: reconcile 100/1k/5k skills, fan-out, restart, 500 Runs; one table, bench/results.json
 	$(PY) bench/bench.py
 
-chaos: cluster-binaries ## the reliability suite at full size (SWARMKIT_CHAOS=full; figures in chaos-report.json)
+chaos: cluster-binaries jaeger ## the reliability suite at full size (SWARMKIT_CHAOS=full; figures in chaos-report.json)
 	SWARMKIT_CHAOS=full SWARMKIT_CHAOS_REPORT=$(CURDIR)/chaos-report.json \
 	    $(PY) -m pytest tests/chaos -q -p no:cacheprovider -s
 

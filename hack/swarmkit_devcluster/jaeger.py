@@ -228,6 +228,15 @@ class Jaeger:
         with urllib.request.urlopen(self.query_url + path, timeout=5) as resp:
             return json.loads(resp.read())
 
+    def services(self) -> list[str]:
+        return [str(x) for x in self._get("/api/services").get("data") or []]
+
+    def traces_of(self, service: str) -> list[dict[str, Any]]:
+        """Every stored trace with a span of ``service`` (Jaeger's JSON)."""
+        end = int(time.time() * 1e6)
+        query = f"/api/traces?service={service}&start=0&end={end}&limit=100000"
+        return list(self._get(query).get("data") or [])
+
     def trace(
         self, trace_id: str, min_spans: int = 1, timeout: float = 20.0
     ) -> list[dict[str, Any]]:
