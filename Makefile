@@ -11,8 +11,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-funnel bench-providers bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
-        test-helm kind-e2e clean chromium botocore checkov images images-if-built
+        bench-runner bench-funnel bench-tracing bench-providers bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
+        test-helm kind-e2e clean chromium botocore checkov images images-if-built jaeger
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[operator,runtime,cli,test,dev,docs]'
+	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli,test,dev,docs]'
 	$(MAKE) --no-print-directory chromium botocore checkov
 	touch $(STAMP)
 
@@ -89,6 +89,12 @@ cluster-binaries: $(STAMP) ## build (once, cached) etcd, kube-apiserver, control
 clients: $(STAMP) node ## build/install (once, cached) the third-party A2A/MCP SDK clients the tests drive
 	$(PY) -m swarmkit_devcluster clients
 
+# The tracing tests and `make demo TRACING=1` export to a real Jaeger v2, built from the Go
+# module proxy (hack/jaeger: go.mod/go.sum committed) into
+# ~/.cache/swarmkit-operator/jaeger-<version>/jaeger once (locked; a no-op when cached).
+jaeger: $(STAMP) ## build (once, cached) Jaeger v2 from Go modules for the tracing tests
+	$(PY) -m swarmkit_devcluster jaeger
+
 # Node.js + npm for those clients; installed with apt-get when missing (as root).
 node:
 	@if command -v node >/dev/null && command -v npm >/dev/null; then :; \
@@ -109,10 +115,10 @@ operator-up: cluster-up ## install CRDs and run the operator in the background (
 operator-down: $(STAMP) ## stop the background operator
 	$(PY) -m swarmkit_devcluster operator-down
 
-test-unit: clients
+test-unit: clients jaeger
 	$(PY) -m pytest tests/unit -q
 
-test-integration: cluster-binaries clients
+test-integration: cluster-binaries clients jaeger
 	$(PY) -m pytest tests/integration -q
 
 # The runtime and operator images, built for real without a Docker daemon (buildah + debootstrap
@@ -127,10 +133,10 @@ images-if-built: $(STAMP)
 
 # make test builds both images when they are missing or stale (a cold build is ~3 min as
 # root; cached after), so the image tests run everywhere and the suite skips nothing.
-test: lint verify docs cluster-binaries clients images ## lint + verify + docs + the whole test suite
+test: lint verify docs cluster-binaries clients jaeger images ## lint + verify + docs + the whole test suite
 	$(PY) -m pytest tests -q -p no:cacheprovider
 
-demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output
+demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output (TRACING=1: + Jaeger, the trace)
 	$(PY) -m swarmkit_devcluster demo
 
 bench-reconcile: cluster-binaries ## benchmark: reconcile 1,000 skills / 200 agents / 20 topologies
@@ -142,7 +148,7 @@ bench-runs: cluster-binaries ## benchmark: operator overhead (runner stand-in) v
 bench: cluster-binaries ## scale benchmarks: reconcile 100/1k/5k skills, fan-out, restart, 500 Runs; one table, bench/results.json
 	$(PY) bench/bench.py
 
-chaos: cluster-binaries ## the reliability suite at full size (SWARMKIT_CHAOS=full; figures in chaos-report.json)
+chaos: cluster-binaries jaeger ## the reliability suite at full size (SWARMKIT_CHAOS=full; figures in chaos-report.json)
 	SWARMKIT_CHAOS=full SWARMKIT_CHAOS_REPORT=$(CURDIR)/chaos-report.json \
 	    $(PY) -m pytest tests/chaos -q -p no:cacheprovider -s
 
@@ -160,6 +166,9 @@ bench-providers: $(STAMP) ## benchmark: runner overhead per model call (whole, s
 
 bench-serve: $(STAMP) ## benchmark: served A2A task overhead over in-process, tasks/s per replica
 	$(PY) bench/bench_serve.py
+
+bench-tracing: $(STAMP) jaeger ## benchmark: runner cold start and per-span cost, tracing off vs on (real Jaeger)
+	$(PY) bench/bench_tracing.py
 
 bench-import: $(STAMP) ## benchmark: kubectl swarmkit import (fixture tree, 1,644-file workspace)
 	$(PY) bench/bench_import.py

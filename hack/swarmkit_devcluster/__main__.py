@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         "clients",
         help="build/install the third-party A2A and MCP SDK clients the tests drive (cached)",
     )
+    sub.add_parser("jaeger", help="build (once, cached) the Jaeger the tracing tests and demo use")
     im = sub.add_parser("images", help="build the runtime and operator images (make images)")
     im.add_argument("--force", action="store_true", help="rebuild even when cached")
     im.add_argument("--pin", action="store_true", help="rewrite the wheel constraints files")
@@ -64,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
             built = ensure_clients()
             print(f"clients: ready in {time.monotonic() - t0:.1f}s: {built.go_client}, "
                   f"{built.node_dir}", file=sys.stderr)  # fmt: skip
+            return 0
+        if a.cmd == "jaeger":
+            from swarmkit_devcluster.jaeger import build_jaeger
+
+            print(f"jaeger: {build_jaeger()}", file=sys.stderr)
             return 0
         if a.cmd == "images":
             return images_command(a)

@@ -439,7 +439,7 @@ class LocalCluster:
             self._load()
         procs = self._procs()
         groups: list[tuple[str, ...]] = [
-            ("operator",),
+            ("operator", "jaeger"),
             ("process-node",),
             ("kube-scheduler", "kube-controller-manager"),
             ("kube-apiserver",),
@@ -566,6 +566,10 @@ class LocalCluster:
             with contextlib.suppress(OSError):
                 log.unlink()
             env = {**os.environ, **self.env(), "PYTHONUNBUFFERED": "1"}
+            if os.environ.get("TRACING") == "1":  # `make demo TRACING=1`: traces to a Jaeger
+                from swarmkit_devcluster.jaeger import start_for_cluster
+
+                env.update(start_for_cluster(self))
             args = list(args)
             # Everything shares 127.0.0.1 here (test operators, the chart's operator pod on
             # the process node, another checkout's cluster): fixed default ports would clash.

@@ -227,6 +227,12 @@ class Demo:
                 "to use a real model"
             )
 
+        jaeger = dict(self.cluster.state.get("jaeger") or {})
+        if jaeger.get("otlp"):  # TRACING=1: the Workspace's Runs send their traces there
+            self.step(f"tracing: the Workspace's Runs export to Jaeger at {jaeger['otlp']}")
+            for doc in config:
+                if doc["kind"] == "Workspace":
+                    doc.setdefault("spec", {})["tracing"] = {"endpoint": jaeger["otlp"]}
         self.step(f"kubectl apply -f examples/ (everything but the Run) -n {self.ns}")
         manifest = yaml.safe_dump_all(config, sort_keys=False)
         for line in self.kubectl("apply", "-n", self.ns, "-f", "-", input=manifest).splitlines():
@@ -278,6 +284,10 @@ class Demo:
                 f"; files read {files or '-'}"
             )
 
+        if jaeger.get("query") and status.get("traceId"):
+            self.say(f"   trace: {status['traceId']}")
+            self.say(f"   trace (Jaeger API): {jaeger['query']}/api/traces/{status['traceId']}")
+            self.say(f"   trace (Jaeger UI):  {jaeger['query']}/trace/{status['traceId']}")
         self.step("output")
         output = status.get("output") or "(none)"
         for line in output.splitlines() or [output]:

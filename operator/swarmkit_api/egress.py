@@ -39,7 +39,7 @@ PROVIDER_DEFAULT_URLS = {
     "gemini": "https://generativelanguage.googleapis.com",
 }
 
-EndpointKind = Literal["model", "mcp", "http-tool", "a2a", "search", "apiserver"]
+EndpointKind = Literal["model", "mcp", "http-tool", "a2a", "search", "apiserver", "tracing"]
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -185,6 +185,8 @@ def declared_endpoints(
     urls += [("http-tool", t.name, t.http.url if t.http else None) for t in workspace.tools]
     if workspace.search_provider is not None:
         urls.append(("search", "web_search", workspace.search_provider.url))
+    if workspace.tracing is not None:
+        urls.append(("tracing", "otlp", workspace.tracing.endpoint))
     for name, spec in skills:
         impl = spec.implementation
         if impl is not None and impl.type == "agent" and impl.card_url:

@@ -172,6 +172,9 @@ class RunStatus(ApiModel):
     job_name: str | None = Field(default=None, description="The Run's Job.")
     pod_name: str | None = Field(default=None, description="The Job's pod.")
     bundle_config_map: str | None = Field(default=None, description="The immutable bundle.")
+    trace_id: str | None = Field(
+        default=None, description="The Run's OpenTelemetry trace id (when traced)."
+    )
     pinned: PinnedVersions | None = Field(default=None, description="Pinned versions.")
     output: str | None = Field(default=None, description="The run's output (capped).")
     output_truncated: bool = Field(default=False, description="Whether output was truncated.")

@@ -27,6 +27,7 @@ from .common import (
 )
 from .egress import EgressSpec
 from .model_provider import AwsSettings, AzureSettings, ModelProvider
+from .tracing import TracingSpec
 
 #: Pack id reserved for the synthesized topology-<name> skills.
 RESERVED_PACK_ID = "workspace"
@@ -446,6 +447,10 @@ class WorkspaceSpec(ApiModel):
         default=None,
         description="Where Run, served-topology and gateway pods may connect (default: "
         "DNS and the declared destinations only).",
+    )
+    tracing: TracingSpec | None = Field(
+        default=None,
+        description="OpenTelemetry traces of this workspace's Runs (OTLP/HTTP); off when unset.",
     )
 
 

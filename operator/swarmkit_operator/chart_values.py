@@ -320,6 +320,28 @@ class NetworkPolicyValues(_Values):
     )
 
 
+class TracingSecretValues(_Values):
+    """A key of a Secret in the operator's namespace."""
+
+    name: str = Field(max_length=253, description="Secret name; empty = no headers.")
+    key: str = Field(max_length=253, description="Key within the Secret.")
+
+
+class TracingValues(_Values):
+    """OpenTelemetry export of the operator's own spans of each Run (the runner's spans go
+    where the Run's Workspace ``spec.tracing`` says: point both at one collector)."""
+
+    endpoint: str = Field(
+        max_length=2048,
+        pattern=r"^(|https?://[^/\s]+.*)$",
+        description="OTLP/HTTP base URL (e.g. http://otel-collector.observability:4318); "
+        "empty = the operator exports no spans.",
+    )
+    headers_secret: TracingSecretValues = _desc(
+        "A Secret key holding OTEL_EXPORTER_OTLP_HEADERS (key1=value1,...), e.g. an API key."
+    )
+
+
 class PdbValues(_Values):
     """An optional PodDisruptionBudget (useful with replicaCount > 1)."""
 
@@ -412,6 +434,7 @@ class ChartValues(_Values):
     metrics: MetricsValues = _desc("Prometheus metrics.")
     web_view: WebViewValues = _desc("Read-only web view.")
     network_policy: NetworkPolicyValues = _desc("NetworkPolicy.")
+    tracing: TracingValues = _desc("OpenTelemetry traces of the operator's spans of Runs.")
     pod_disruption_budget: PdbValues = _desc("PodDisruptionBudget.")
     termination_grace_period_seconds: int = Field(
         ge=1, le=3600, description="Seconds the operator gets to finish handlers on shutdown."

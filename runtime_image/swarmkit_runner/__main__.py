@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from swarmkit_api.review import Checkpoint, ResumeDecision
 
-from . import __version__
+from . import __version__, spans
 from .audit import AuditLog
 from .bundle import load_bundle
 from .errors import BundleError, StartupError
@@ -130,6 +131,7 @@ def _run_id_hint(path: str) -> tuple[str, str]:
 async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
     secrets = SecretStore()
     hide_secret_environ()  # scripts and MCP servers could read /proc/<runner>/environ
+    hide_secret_environ(spans.HEADERS_ENV)  # the OTLP headers come from a Secret too
     try:
         bundle = load_bundle(paths.bundle_file)
     except BundleError as exc:
@@ -148,6 +150,30 @@ async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
     if args.command == "gateway":
         return await _gateway(args, bundle, paths, secrets)
     audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
+    # Tracing hook: on only when the Job sets an OTLP endpoint (the SDK is imported then).
+    tracing = spans.enable_from_env(os.environ, secrets, "swarmkit-runner", _resource(bundle))
+    try:
+        return await _run(args, bundle, paths, audit, secrets)
+    finally:
+        tracing.shutdown()
+
+
+def _resource(bundle: RunBundle) -> dict[str, str]:
+    """The runner's OpenTelemetry resource: which Run it is."""
+    return {
+        "swarmkit.run.name": bundle.run.name,
+        "swarmkit.run.uid": bundle.run.uid,
+        "k8s.namespace.name": bundle.run.namespace,
+    }
+
+
+async def _run(
+    args: argparse.Namespace,
+    bundle: RunBundle,
+    paths: RunnerPaths,
+    audit: AuditLog,
+    secrets: SecretStore,
+) -> int:
     cancel = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -167,9 +193,26 @@ async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
 async def _gateway(
     args: argparse.Namespace, bundle: RunBundle, paths: RunnerPaths, secrets: SecretStore
 ) -> int:
+    audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
+    # Tracing hook: server spans in the harness's traces (when the Deployment sets OTLP env).
+    tracing = spans.enable_from_env(
+        os.environ, secrets, "swarmkit-gateway", {"swarmkit.agent": bundle.target}
+    )
+    try:
+        return await _serve_gateway(args, bundle, paths, audit, secrets)
+    finally:
+        tracing.shutdown()
+
+
+async def _serve_gateway(
+    args: argparse.Namespace,
+    bundle: RunBundle,
+    paths: RunnerPaths,
+    audit: AuditLog,
+    secrets: SecretStore,
+) -> int:
     from .gateway import Gateway, serve
 
-    audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
     try:
         gateway = Gateway(bundle, paths, audit, secrets)
         port = args.port or (bundle.gateway.port if bundle.gateway else 0)
@@ -211,6 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .serve.server import serve
 
         hide_secret_environ()
+        hide_secret_environ(spans.HEADERS_ENV)
         paths = RunnerPaths.resolve(args.bundle, args.skills_dir, args.scratch)
         return asyncio.run(
             serve(

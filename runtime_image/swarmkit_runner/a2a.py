@@ -57,7 +57,7 @@ import httpx
 from swarmkit_api.bundle import BundleAgent, BundleSkill, ReviewItem
 from swarmkit_api.review import ResumeDecision
 
-from . import reviews
+from . import reviews, traced
 from .context import RunContext
 from .errors import InvalidArguments, ToolError, ToolRefused
 from .handoff import task_text
@@ -185,6 +185,16 @@ class Client:
         return headers
 
     async def rpc(self, op: str, params: dict[str, Any]) -> Any:
+        """:meth:`_rpc` in an A2A client span (tracing hook, :mod:`.traced`)."""
+        with traced.a2a_client_span(op, self.card.endpoint, self.card.name, self.card.version) as (
+            span,
+            carrier,
+        ):
+            result = await self._rpc(op, params, carrier)
+            traced.a2a_result(span, result)
+            return result
+
+    async def _rpc(self, op: str, params: dict[str, Any], carrier: dict[str, str]) -> Any:
         body = {
             "jsonrpc": "2.0",
             "id": str(uuid.uuid4()),
@@ -195,7 +205,7 @@ class Client:
             response = await self.ctx.http.post(
                 self.card.endpoint,
                 json=body,
-                headers=self.headers(),
+                headers={**self.headers(), **carrier},
                 timeout=HTTP_TIMEOUT_SECONDS,
             )
         except httpx.HTTPError as exc:

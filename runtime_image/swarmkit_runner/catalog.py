@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from swarmkit_api.skill import AuditPolicy
 
+from . import traced
 from .audit import AuditLog
 from .errors import RunEnded, ToolError, ToolRefused
 from .permissions import Gate
@@ -119,6 +120,14 @@ class ToolCatalog:
         return [ToolDef(e.wire, e.description, e.input_schema) for e in self._by_name.values()]
 
     async def call(self, call: ToolCall) -> ToolResultItem:
+        """:meth:`_call` in an ``execute_tool`` span (tracing hook, :mod:`.traced`)."""
+        refused = self.stats.refused
+        with traced.tool_span(self.resolve(call.name), call) as span:
+            result = await self._call(call)
+            traced.tool_result(span, result, self.stats.refused > refused)
+            return result
+
+    async def _call(self, call: ToolCall) -> ToolResultItem:
         """Run one tool call: refused unless granted; every call is audited."""
         self.stats.tool_calls += 1
         entry = self.resolve(call.name)

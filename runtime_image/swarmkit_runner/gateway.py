@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 from swarmkit_api.bundle import BundleAgent, RunBundle
 from swarmkit_api.review import GatewaySessionRef
 
+from . import traced
 from .audit import AuditLog
 from .catalog import CallStats, ToolCatalog, ToolEntry
 from .commands import check_command_packs
@@ -377,7 +378,13 @@ def build_app(gateway: Gateway) -> Starlette:
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: mcp_types.CallToolRequestParams
     ) -> mcp_types.CallToolResult:
-        return await gateway.call_tool(session_of(ctx), params.name, params.arguments)
+        session = session_of(ctx)
+        # Tracing hook: a server span in the harness's trace (traceparent in params._meta).
+        with traced.mcp_server_span(params.name, params.meta, session.session_id) as span:
+            result = await gateway.call_tool(session, params.name, params.arguments)
+            if result.is_error:
+                span.error("tool_error")
+            return result
 
     agent = gateway.agent
     server: Server[Any] = Server(

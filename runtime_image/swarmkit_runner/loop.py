@@ -24,7 +24,7 @@ from typing import Any
 from swarmkit_api.bundle import BundleAgent
 from swarmkit_api.workspace import ModelProvider
 
-from . import executors, funnel
+from . import executors, funnel, traced
 from .bundle import children, provider_for
 from .catalog import ToolCatalog, ToolEntry
 from .context import RunContext
@@ -125,6 +125,27 @@ class AgentRunner:
         output_retries: int = OUTPUT_RETRIES,
         for_skill: str | None = None,
     ) -> str:
+        """:meth:`_run_agent` in an ``invoke_agent`` span (tracing hook, :mod:`.traced`)."""
+        run = self.ctx.bundle.run
+        with traced.agent_span(
+            position.agent.name,
+            self.provider(position.agent),
+            run.correlation_id or run.uid,
+            depth,
+        ):
+            return await self._run_agent(
+                position, task, depth, output_schema, output_retries, for_skill
+            )
+
+    async def _run_agent(
+        self,
+        position: AgentPosition,
+        task: str,
+        depth: int = 0,
+        output_schema: dict[str, Any] | None = None,
+        output_retries: int = OUTPUT_RETRIES,
+        for_skill: str | None = None,
+    ) -> str:
         """Run one agent until its final answer; returns it.
 
         ``output_schema`` (default: the agent's ``outputSchema``) is enforced on the answer
@@ -192,7 +213,7 @@ class AgentRunner:
             try:
                 response = await ctx.journal.effect(
                     "model",
-                    functools.partial(provider.complete, request),
+                    functools.partial(traced.chat, provider, request),
                     encode_response,
                     decode_response,
                     lambda _: skip_turn(provider),

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from swarmkit_api.workspace import McpServer
 
+from . import traced
 from .audit import AuditLog
 from .errors import ToolError
 from .secrets import MissingSecret, SecretStore
@@ -409,20 +410,31 @@ class McpManager:
                 raise ToolError(
                     f"MCP server {server_id} is unavailable ({conn.error})", "McpUnavailable"
                 )
-            try:
-                with anyio.fail_after(server.timeout_seconds):
-                    result = await client.call_tool(
-                        tool, arguments, read_timeout_seconds=float(server.timeout_seconds)
-                    )
-            except TimeoutError:
-                last = f"no answer within {server.timeout_seconds}s"
-            except Exception as exc:
-                last = _describe(exc)
-            else:
-                text = _result_text(result)
-                if getattr(result, "is_error", False):
-                    raise ToolError(text or "the tool reported an error", "McpToolError")
-                return text
+            # Tracing hook: a `tools/call {tool}` client span, its context in params._meta.
+            with traced.mcp_span("tools/call", tool, server_id, server.transport, server.url) as (
+                span,
+                meta,
+            ):
+                try:
+                    with anyio.fail_after(server.timeout_seconds):
+                        result = await client.call_tool(
+                            tool,
+                            arguments,
+                            read_timeout_seconds=float(server.timeout_seconds),
+                            meta=meta or None,  # type: ignore[arg-type]
+                        )
+                except TimeoutError:
+                    last = f"no answer within {server.timeout_seconds}s"
+                    span.error("timeout", last)
+                except Exception as exc:
+                    last = _describe(exc)
+                    span.error(type(exc).__name__, last)
+                else:
+                    text = _result_text(result)
+                    if getattr(result, "is_error", False):
+                        span.error("tool_error")
+                        raise ToolError(text or "the tool reported an error", "McpToolError")
+                    return text
             if attempt < attempts:
                 await asyncio.sleep(RETRY_DELAY_SECONDS * attempt)
         raise ToolError(

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from swarmkit_devcluster.cluster import ClusterError, LocalCluster
+from swarmkit_devcluster.jaeger import Jaeger
 from swarmkit_devcluster.testing import Kube, apply_crds, session_cluster, temp_namespace
 
 from .support import LEDGER
@@ -52,6 +53,15 @@ def kube(cluster: LocalCluster) -> Iterator[Kube]:
 @pytest.fixture(scope="package")
 def crds(cluster: LocalCluster) -> list[Path]:
     return apply_crds(cluster)
+
+
+@pytest.fixture(scope="package", autouse=True)
+def jaeger() -> Iterator[Jaeger]:
+    """The Jaeger the chaos Workspaces trace to; the secrets scan reads its spans."""
+    with Jaeger() as server:
+        LEDGER.jaeger = server
+        yield server
+        LEDGER.jaeger = None
 
 
 @pytest.fixture(scope="package")

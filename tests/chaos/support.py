@@ -29,6 +29,7 @@ from ..integration.runs_support import GROUP, PLURALS, VERSION, OperatorProcess
 FULL = os.environ.get("SWARMKIT_CHAOS", "") == "full"
 SEED = int(os.environ.get("SWARMKIT_CHAOS_SEED", "11"))
 API = f"{GROUP}/{VERSION}"
+MAX_CONTENT_CHARS = 65536
 
 #: Every figure the suite reports (convergence times, cases tried, faults survived) goes
 #: here too, so ``make chaos`` can print and keep them (``SWARMKIT_CHAOS_REPORT``).
@@ -44,6 +45,9 @@ class Ledger:
     namespaces: list[str] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)  # runner stdout of runner-level tests
+    #: The Jaeger every chaos Workspace traces to (content captured, uncapped): the scan
+    #: reads every span it received.
+    jaeger: Any = None
 
 
 LEDGER = Ledger()
@@ -166,14 +170,18 @@ def workspace(secret: str | None = None) -> dict[str, Any]:
                 "apiKey": {"name": secret, "key": "token"},
             }
         )
-    return obj(
-        "Workspace",
-        "default",
-        {
-            "modelProviders": providers,
-            "runtime": {"jobTtlSecondsAfterFinished": 3600, "defaultTimeoutSeconds": 120},
-        },
-    )
+    spec: dict[str, Any] = {
+        "modelProviders": providers,
+        "runtime": {"jobTtlSecondsAfterFinished": 3600, "defaultTimeoutSeconds": 120},
+    }
+    if LEDGER.jaeger is not None:
+        # Traced with content on at the largest cap: the most a span could ever carry.
+        spec["tracing"] = {
+            "endpoint": LEDGER.jaeger.otlp_http_endpoint,
+            "captureContent": True,
+            "maxContentChars": MAX_CONTENT_CHARS,
+        }
+    return obj("Workspace", "default", spec)
 
 
 def skill(name: str, text: str = "") -> dict[str, Any]:

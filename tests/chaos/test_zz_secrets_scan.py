@@ -2,9 +2,10 @@
 
 Runs last in ``tests/chaos`` (file order). Every namespace the suite used is still there
 (see ``kept_namespaces``); the scan reads every ConfigMap, every swarmkit object's status,
-every Event, every Job and pod spec, every operator log and every runner log (the process
-node's pod logs, and the runner output of the runner-level tests) and looks for each
-Secret value the suite created. The Secrets themselves are the control: the scan must find
+every Event, every Job and pod spec, every operator log, every runner log (the process
+node's pod logs, and the runner output of the runner-level tests) and every span the Runs
+exported to the suite's Jaeger (content captured, uncapped) and looks for each Secret value
+the suite created. The Secrets themselves are the control: the scan must find
 each value there, and at least one runner pod must have had it as an env var through
 ``secretKeyRef`` (so the runner really held it).
 """
@@ -73,10 +74,19 @@ def test_no_secret_value_in_configmaps_status_events_pod_specs_or_logs(
         text = path.read_text(errors="replace") if path.exists() else ""
         scanned["logLines"] += text.count("\n")
         found += [f"operator log {path}" for _ in _hits(text)]
+    spans = 0
+    if LEDGER.jaeger is not None:  # every span the Runs exported (content on, uncapped)
+        for service in LEDGER.jaeger.services():
+            for t in LEDGER.jaeger.traces_of(service):
+                spans += len(t.get("spans") or [])
+                found += [f"exported span of {service}" for _ in _hits(json.dumps(t))]
+    scanned["spans"] = spans
     for i, text in enumerate(LEDGER.outputs):
         scanned["logLines"] += text.count("\n")
         found += [f"runner-level output #{i}" for _ in _hits(text)]
     assert controls == LEDGER.cluster_secrets, "the scan could not find the values in the Secrets"
     assert referenced, "no runner pod referenced the test Secret: nothing was really at risk"
+    if LEDGER.namespaces and LEDGER.jaeger is not None:
+        assert spans, "no Run exported a span: the trace scan saw nothing"
     assert found == [], found
     record("secrets_scan", {"secrets": len(LEDGER.secrets), "scanned": scanned, "hits": 0})

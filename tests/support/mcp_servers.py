@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -29,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+from mcp.server.mcpserver import Context
 from pydantic import Field
 
 THIS_FILE = Path(__file__).resolve()
@@ -93,6 +95,12 @@ def build_server(name: str) -> Any:
         from mcp.server.mcpserver.exceptions import ToolError
 
         raise ToolError(message)
+
+    @server.tool()
+    def trace_meta(ctx: Context) -> str:
+        """The W3C trace context the client sent in the request's ``params._meta``."""
+        meta = dict(ctx.request_context.meta or {})
+        return json.dumps({k: meta.get(k) for k in ("traceparent", "tracestate")})
 
     @server.tool()
     def whoami() -> str:

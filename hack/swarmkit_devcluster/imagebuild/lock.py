@@ -20,8 +20,8 @@ HEADER = """\
 # from `pip install --dry-run --report {spec}` (CPython 3.11, x86_64 Linux, wheels only).
 """
 REQUESTS = {
-    "runtime_image/constraints.txt": ("runtime", [".[runtime]", "uv"]),
-    "operator/constraints.txt": ("operator", [".[operator]"]),
+    "runtime_image/constraints.txt": ("runtime", [".[runtime,tracing]", "uv"]),
+    "operator/constraints.txt": ("operator", [".[operator,tracing]"]),
 }
 
 

@@ -4,7 +4,8 @@ The runner writes one JSON object per event on stdout; this reads them from the 
 (``status.podName``, the same API ``kubectl logs`` uses) and prints time, agent, event,
 tool (or skill), outcome and duration per line. ``-o json`` prints the audit lines as they
 are (one JSON object per line, for ``jq``); ``-f`` follows a running Run until its pod
-ends, waiting for the pod to start first.
+ends, waiting for the pod to start first. A traced Run's trace id (``status.traceId``) is
+printed first, on stderr (``trace: <id>``: look it up in Jaeger or any OTLP backend).
 """
 
 from __future__ import annotations
@@ -110,6 +111,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     )
     try:
         pod = _pod_of(kube, name, args.follow, args.wait)
+        trace_id = (kube.get("Run", name).get("status") or {}).get("traceId")
+        if trace_id:  # to stderr: stdout stays the audit lines (-o json pipes them on)
+            console.info(f"trace: {trace_id}")
         lines = _pod_lines(kube, pod, args.follow)
         if args.output == "json":
             for line in lines:

@@ -46,6 +46,7 @@ from . import MANAGED_BY, PINNED_ANNOTATION, RUN_LABEL
 from .bundle import RenderedBundle
 from .job import label_value
 from .pod import pod_template, runner_pod_spec, runtime_class
+from .tracing import serving_env
 from .workload import build_deployment, build_service, deployment_readiness, service_url
 
 GATEWAY_LABEL = "swarmkit.dev/gateway"
@@ -198,6 +199,7 @@ def workload(
         runtime_class_name=runtime_class(bundle),
         resource_override=spec.resources,
         extra_secret_env=[t.secret_key_ref for t in spec.auth.tokens],
+        extra_env=serving_env(bundle.workspace.tracing),  # tracing hook
         ports=[{"name": PORT_NAME, "containerPort": spec.port, "protocol": "TCP"}],
         probes={
             "readinessProbe": {

@@ -49,6 +49,7 @@ from .pod import (
     workspace_image,
     workspace_secret_refs,
 )
+from .tracing import tracing_env
 
 API_GROUP = "swarmkit.dev"
 RUN_API_VERSION = "swarmkit.dev/v1alpha1"
@@ -260,6 +261,7 @@ def build_job(
         skill_mounts=skill_mounts,
         flow_data_keys=flow_data_keys,
         runtime_class_name=runtime_class(bundle),
+        extra_env=tracing_env(run.uid, workspace.tracing),  # tracing hook: the Run's trace
     )
     # A resumed stage also mounts its checkpoint and the decision (read-only).
     pod_spec["volumes"] += resume_volumes

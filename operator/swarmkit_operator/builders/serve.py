@@ -43,6 +43,7 @@ from . import MANAGED_BY, PINNED_ANNOTATION, RUN_LABEL, Verdict
 from .bundle import RenderedBundle
 from .job import TOPOLOGY_LABEL, TOPOLOGY_VERSION_LABEL, label_value
 from .pod import pod_template, runner_pod_spec, runtime_class
+from .tracing import serving_env
 from .workload import (
     build_deployment,
     build_service,
@@ -184,6 +185,7 @@ def build_serve_workload(
         extra_env=[
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             *token_env(serve),
+            *serving_env(rendered.bundle.workspace.tracing),  # tracing hook
         ],
         ports=[{"name": "http", "containerPort": serve.port, "protocol": "TCP"}],
         probes={

@@ -30,7 +30,7 @@ from ..builders import bundle as bundles
 from ..builders import job as jobs
 from ..builders import run_status as rs
 from ..builders.review import resume_files
-from . import status
+from . import status, tracing
 from .cleanup import release_pods
 from .model import NO_POD_EVENTS_AFTER, RunView, error_line, run_ref
 from .resolve import Waiting
@@ -216,6 +216,8 @@ async def record_job(
         "bundleConfigMap": cm_name,
         "pinned": rendered.pinned.wire(),
         "jobRecreations": recreation,
+        # Tracing hook: status.traceId of a traced Run (its uid: resumes keep it).
+        **tracing.status_fields(run.uid, rendered.bundle.workspace.tracing),
         **(extra or {}),
     }
     await status.write(

@@ -16,6 +16,7 @@ from .. import k8s
 from ..builders import RUN_FINISHED_LABEL
 from ..builders import run_status as rs
 from ..conditions import get_condition
+from . import tracing
 from .model import RunView
 from .state import RunState
 
@@ -53,6 +54,8 @@ async def write(
     if verdict.final:
         st.mark(run.uid, "condition_final")
         st.trace(run.uid)
+        # Tracing hook: the operator's spans of a traced Run (a no-op unless both are on).
+        tracing.SPANS.export(run, verdict.reason, verdict.status, st.milestones.get(run.uid, {}))
         cm = run.status.get("bundleConfigMap")
         if cm:
             st.spawn(label_finished(st, run.namespace, str(cm)))

@@ -34,6 +34,8 @@ from starlette.routing import Route
 
 from swarmkit_api.bundle import RunBundle
 
+from .. import traced
+from ..spans import tracer
 from .metrics import ServeMetrics
 from .tasks import Busy, Draining, ServedTask, TaskManager
 from .wire import (
@@ -256,6 +258,22 @@ def build_app(state: ServeState) -> Starlette:
         return PlainTextResponse(state.metrics.render(), media_type="text/plain; version=0.0.4")
 
     async def rpc(request: Request) -> Response:
+        """:func:`handle` in an A2A server span continuing the caller's trace (tracing hook)."""
+        try:
+            body = json.loads(await request.body())
+            op, dialect = METHODS[str(body.get("method"))]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return await handle(request)
+        with (
+            tracer().remote(request.headers),
+            traced.a2a_server_span(op, state.bundle.target, dialect) as span,
+        ):
+            response = await handle(request)
+            if response.status_code >= 400:
+                span.error(str(response.status_code))
+            return response
+
+    async def handle(request: Request) -> Response:
         if not _authorized(state, request):
             state.metrics.reject("unauthorized")
             return unauthorized(bool(request.headers.get("authorization")))

@@ -23,6 +23,7 @@ import uvicorn
 
 from swarmkit_api.bundle import SERVE_TOKEN_ENV_PREFIX
 
+from .. import spans
 from ..audit import AuditLog
 from ..bundle import load_bundle
 from ..errors import BundleError
@@ -129,6 +130,10 @@ async def serve(
         lifespan="off",
         timeout_graceful_shutdown=5,
     )
+    # Tracing hook: a server span per A2A call, in the caller's trace (OTLP env set).
+    tracing = spans.enable_from_env(
+        os.environ, secrets, "swarmkit-serve", {"swarmkit.topology": bundle.target}
+    )
     server = DrainingServer(config, manager, drain_seconds)
     server.loop = asyncio.get_running_loop()
     sock = listen_socket(host, port)
@@ -140,7 +145,10 @@ async def serve(
         max_concurrent_tasks=max_concurrent,
         skills=len(bundle.skills),
     )
-    await server.serve(sockets=[sock])
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        tracing.shutdown()
     return 0
 
 
