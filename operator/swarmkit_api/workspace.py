@@ -27,6 +27,7 @@ from .common import (
 )
 from .egress import EgressSpec
 from .model_provider import AwsSettings, AzureSettings, ModelProvider
+from .spend import MONEY_PATTERN
 
 #: Pack id reserved for the synthesized topology-<name> skills.
 RESERVED_PACK_ID = "workspace"
@@ -323,6 +324,12 @@ class Governance(ApiModel):
     max_tokens_per_run: int = Field(
         default=200000, ge=1, description="Input+output tokens per run."
     )
+    max_cost_per_run: str | None = Field(
+        default=None,
+        pattern=MONEY_PATTERN,
+        description="Default spend cap of a Run (its spec.maxCost overrides it), in the "
+        "currency of the providers' prices.",
+    )
     allow_script_execution: bool = Field(
         default=True,
         description="Set false to forbid every skill script here. Can only narrow the "
@@ -355,6 +362,15 @@ class WorkspaceSpec(ApiModel):
             message="MCP server ids must be unique",
             field_path=".mcpServers",
             check=lambda m: len({s.id for s in m.mcp_servers}) == len(m.mcp_servers),
+        ),
+        CelRule(
+            rule="!has(self.modelProviders) || self.modelProviders.all(p, !has(p.prices) || "
+            "self.modelProviders.all(q, !has(q.prices) || "
+            "q.prices.currency == p.prices.currency))",
+            message="every priced model provider must use the same currency (a run's cost "
+            "and caps are in one currency)",
+            field_path=".modelProviders",
+            check=lambda m: len({p.prices.currency for p in m.model_providers if p.prices}) <= 1,
         ),
         CelRule(
             rule="!has(self.tools) || "

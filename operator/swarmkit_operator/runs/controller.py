@@ -19,7 +19,7 @@ from swarmkit_api.run import RunSpec
 
 from .. import metrics
 from ..config import OperatorConfig
-from . import observe
+from . import observe, spend
 from .model import MAX_CONCURRENCY, TRACE, Indexes, RunView
 from .resolve import Resolved, Waiting
 from .state import RunState
@@ -50,6 +50,8 @@ class RunController:
         self._sem = asyncio.Semaphore(MAX_CONCURRENCY)
         #: Runs not started yet have their own budget: starting never waits behind updates.
         self._start_sem = asyncio.Semaphore(MAX_CONCURRENCY)
+        # A Run that ended may have freed a SpendQuota: Runs waiting on one look again.
+        self.state.on_finished.append(lambda namespace, _topology: self.kick_waiting(namespace))
 
     @property
     def on_finished(self) -> list[Callable[[str, str | None], None]]:
@@ -122,6 +124,17 @@ class RunController:
             view is not None and not view.status.get("jobName") and not self.state.jobs_of(uid)
         )
         return self._start_sem if unstarted else self._sem
+
+    async def spend_loop(self) -> None:
+        """The leader's SpendQuota loop (:func:`.spend.refresh_loop`)."""
+
+        def kick() -> None:
+            for namespace in list(self.state.waiting):
+                self.kick_waiting(namespace)
+
+        await spend.refresh_loop(
+            self.config.watch_namespaces, lambda uid: self.run_view(uid) is not None, kick
+        )
 
     # -- views and single steps ------------------------------------------------------------
     def run_view(self, uid: str) -> RunView | None:

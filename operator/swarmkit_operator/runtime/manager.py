@@ -136,6 +136,8 @@ class Manager:
                 log.info("%d object(s) changed while no leader ran: reconciling them first", count)
         if self.runs is not None:
             self.runs.ready.set()  # the scheduler and retention loops wait for this too
+            # SpendQuota status follows the clock; Runs waiting on one look again.
+            self.tasks.append(asyncio.create_task(self.runs.spend_loop(), name="swarmkit-spend"))
         if self.gateways is not None:
             self.gateways.ready.set()
         if self.library is not None:
