@@ -133,9 +133,9 @@ REASON_BUDGET_HOLD: Final[str] = "BudgetHold"
 
 # --- SpendQuota conditions -------------------------------------------------------------------
 #: True once use reaches the quota's warningPercent.
-SPEND_WARNING: Final[str] = "Warning"
+BUDGET_WARNING: Final[str] = "BudgetWarning"
 #: True when the selector matches no Topology or Agent of the namespace.
-SPEND_SELECTOR_UNMATCHED: Final[str] = "SelectorUnmatched"
+SELECTOR_UNMATCHED: Final[str] = "SelectorUnmatched"
 REASON_THRESHOLD_REACHED: Final[str] = "ThresholdReached"
 REASON_BELOW_THRESHOLD: Final[str] = "BelowThreshold"
 REASON_NO_MATCH: Final[str] = "NoMatch"
@@ -148,6 +148,7 @@ REASON_RUNTIME_CLASS_NOT_FOUND: Final[str] = "RuntimeClassNotFound"
 
 __all__ = [
     "ACCEPTED",
+    "BUDGET_WARNING",
     "READY",
     "REASON_AGENT_NOT_FOUND",
     "REASON_AGENT_NOT_READY",
@@ -218,9 +219,8 @@ __all__ = [
     "REASON_WORKSPACE_NOT_FOUND",
     "REASON_WORKSPACE_NOT_READY",
     "SCRIPTS_APPROVED",
+    "SELECTOR_UNMATCHED",
     "SERVING",
     "SKILLS_RESOLVED",
-    "SPEND_SELECTOR_UNMATCHED",
-    "SPEND_WARNING",
     "SUCCEEDED",
 ]

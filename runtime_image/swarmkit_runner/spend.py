@@ -40,7 +40,9 @@ class _ModelSpend:
     @property
     def cost(self) -> int | None:
         if self.prices is None:
-            return None
+            # No tokens cost nothing whatever the price; any token of an unpriced model
+            # makes the cost unknown.
+            return 0 if self.input_tokens == self.output_tokens == 0 else None
         return self.prices.cost(self.input_tokens, self.output_tokens, self.cached_input_tokens)
 
 

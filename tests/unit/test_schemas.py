@@ -112,6 +112,8 @@ def test_printer_columns_short_names_and_category(crds: dict[str, Any]) -> None:
         columns = [c["name"] for c in spec["versions"][0]["additionalPrinterColumns"]]
         if kind == "Review":
             assert {"Run", "Kind", "State", "DecidedBy", "Age"} <= set(columns)
+        elif kind == "SpendQuota":
+            assert {"Used", "Limit", "Remaining", "Window", "Age"} <= set(columns)
         else:
             assert ("Succeeded" if kind == "Run" else "Ready") in columns
             assert {"Reason", "Version", "Age"} <= set(columns)

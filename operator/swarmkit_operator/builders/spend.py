@@ -17,9 +17,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from swarmkit_api.conditions import (
+    BUDGET_WARNING,
     REASON_BELOW_THRESHOLD,
     REASON_THRESHOLD_REACHED,
-    SPEND_WARNING,
 )
 from swarmkit_api.run import RunSpec
 from swarmkit_api.spend import SpendQuotaSpec, format_money, parse_money
@@ -245,7 +245,7 @@ def summary(
     reached = percent >= spec.warning_percent
     out["conditions"] = set_condition(
         conditions,
-        type_=SPEND_WARNING,
+        type_=BUDGET_WARNING,
         status="True" if reached else "False",
         reason=REASON_THRESHOLD_REACHED if reached else REASON_BELOW_THRESHOLD,
         message=f"{percent:.0f}% used (warning at {spec.warning_percent}%)",

@@ -32,12 +32,12 @@ from pydantic import ValidationError
 
 from swarmkit_api.bundle import RunResult
 from swarmkit_api.conditions import (
+    BUDGET_WARNING,
     REASON_BUDGET_EXHAUSTED,
     REASON_MATCHED,
     REASON_NO_MATCH,
     REASON_VALIDATION_FAILED,
-    SPEND_SELECTOR_UNMATCHED,
-    SPEND_WARNING,
+    SELECTOR_UNMATCHED,
 )
 from swarmkit_api.resources import GROUP, VERSION
 from swarmkit_api.run import RunSpec
@@ -78,33 +78,24 @@ def _spec(doc: Mapping[str, Any]) -> SpendQuotaSpec | None:
 
 
 async def _list(namespace: str | None) -> list[dict[str, Any]]:
-    path = k8s.custom_path(PLURAL, namespace) if namespace else f"/apis/{GROUP}/{VERSION}/{PLURAL}"
-    status, payload = await k8s.request("GET", path)
-    return list(k8s._check("GET", path, status, payload).get("items") or [])
+    return await k8s.list_custom(PLURAL, namespace)
 
 
 async def _write(doc: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
     """Merge-patch ``status`` guarded by the read resourceVersion; False on a conflict."""
     meta = doc["metadata"]
-    path = k8s.custom_path(PLURAL, meta["namespace"], meta["name"]) + "/status"
-    body = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": dict(status)}
-    code, payload = await k8s.request(
-        "PATCH",
-        path,
-        body,
-        content_type="application/merge-patch+json",
-        query=[("fieldManager", MANAGER)],
+    written = await k8s.patch_status_guarded(
+        PLURAL, meta["namespace"], meta["name"], meta["resourceVersion"], status, MANAGER
     )
-    if code in (404, 409):
+    if not written:
         return False
-    k8s._check("PATCH", path, code, payload)
     await _warn_on_threshold(doc, status)
     return True
 
 
 async def _warn_on_threshold(doc: Mapping[str, Any], status: Mapping[str, Any]) -> None:
-    before = get_condition((doc.get("status") or {}).get("conditions"), SPEND_WARNING)
-    after = get_condition(status.get("conditions"), SPEND_WARNING)
+    before = get_condition((doc.get("status") or {}).get("conditions"), BUDGET_WARNING)
+    after = get_condition(status.get("conditions"), BUDGET_WARNING)
     if after is None or after.get("status") != "True":
         return
     if before is not None and before.get("status") == "True":
@@ -258,7 +249,7 @@ async def refresh(namespaces: Sequence[str], exists: Callable[[str], bool]) -> N
             matched = await _selector_matches(meta["namespace"], spec.selector.match_labels)
             fields["conditions"] = set_condition(
                 fields["conditions"],
-                type_=SPEND_SELECTOR_UNMATCHED,
+                type_=SELECTOR_UNMATCHED,
                 status="False" if matched else "True",
                 reason=REASON_MATCHED if matched else REASON_NO_MATCH,
                 message="the selector matches a Topology or Agent"
