@@ -54,7 +54,9 @@ class ModelPrices(ApiModel):
     """What a provider's models cost, per million tokens, in one currency."""
 
     currency: str = Field(
-        pattern=CURRENCY_PATTERN, description="Currency of every price here (e.g. USD)."
+        pattern=CURRENCY_PATTERN,
+        max_length=3,
+        description="Currency of every price here (e.g. USD).",
     )
     input: str = Field(pattern=MONEY_PATTERN, description="Per million input tokens.")
     output: str = Field(pattern=MONEY_PATTERN, description="Per million output tokens.")

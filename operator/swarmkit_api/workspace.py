@@ -393,7 +393,10 @@ class WorkspaceSpec(ApiModel):
         default_factory=list, description="Named Secret-backed credentials."
     )
     model_providers: list[ModelProvider] = Field(
-        default_factory=list, description="Model APIs; the first is the default."
+        # bounded so that the apiserver can afford the currency rule (CEL cost budget)
+        default_factory=list,
+        max_length=32,
+        description="Model APIs; the first is the default.",
     )
     command_packs: list[CommandPack] = Field(default_factory=list, description="Command packs.")
     flow_data: list[FlowDataFile] = Field(

@@ -37,6 +37,7 @@ PLURALS = {
     "Agent": "agents",
     "Topology": "topologies",
     "Run": "runs",
+    "SpendQuota": "spendquotas",
 }
 
 
