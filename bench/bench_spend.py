@@ -86,10 +86,13 @@ class JobWatch:
         self._thread.start()
 
     def _loop(self, kube: Kube, ns: str) -> None:
-        for event in self._watch.stream(kube.batch.list_namespaced_job, ns):
-            if event["type"] == "ADDED":
-                run = (event["object"].metadata.labels or {}).get("swarmkit.dev/run", "")
-                self.seen.setdefault(run, time.monotonic())
+        try:
+            for event in self._watch.stream(kube.batch.list_namespaced_job, ns):
+                if event["type"] == "ADDED":
+                    run = (event["object"].metadata.labels or {}).get("swarmkit.dev/run", "")
+                    self.seen.setdefault(run, time.monotonic())
+        except Exception:  # the namespace went away under the watch: the series is over
+            return
 
     def stop(self) -> None:
         self._watch.stop()

@@ -35,7 +35,9 @@ REVIEW_KIND_LABEL = "swarmkit.dev/review-kind"
 GATEWAY_LABEL = "swarmkit.dev/gateway"
 CORRELATION_LABEL = "swarmkit.dev/correlation-id"
 
-ReviewKind = Literal["escalation", "approval", "input_request", "human_task", "skill_review"]
+ReviewKind = Literal[
+    "escalation", "approval", "input_request", "human_task", "skill_review", "spend"
+]
 Verdict = Literal["approve", "reject", "answer"]
 ReviewState = Literal["Pending", "Decided", "Expired", "Resumed", "Closed"]
 
@@ -64,7 +66,9 @@ class ReviewRequest(ApiModel):
         description="escalation (a skill failed and onFailure is escalate_to_human), approval "
         "(a strict-tier call waits for approval), input_request (a remote agent asked a "
         "question, onUnanswerable relay), human_task (the human_task_request builtin), "
-        "skill_review (a swarm-authored skill waits for its first human review)."
+        "skill_review (a swarm-authored skill waits for its first human review), spend (a "
+        "Run waits on a SpendQuota with onExhausted hold: approve lets it start past the "
+        "limit, reject fails it)."
     )
     question: str = Field(max_length=4096, description="What must be decided.")
     run_ref: LocalObjectReference | None = Field(

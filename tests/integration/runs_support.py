@@ -38,6 +38,7 @@ PLURALS = {
     "Topology": "topologies",
     "Run": "runs",
     "SpendQuota": "spendquotas",
+    "Review": "reviews",
 }
 
 

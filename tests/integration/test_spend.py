@@ -18,6 +18,11 @@ from kubernetes.client.exceptions import ApiException
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 
+from .review_support import (
+    bind_people,
+    decide,
+    review_admission,  # noqa: F401  (fixture)
+)
 from .runs_support import (
     GROUP,
     VERSION,
@@ -66,7 +71,7 @@ def _agent(kube: Kube, ns: str, name: str, turns: int = 1, sleep: int = 0, **lab
     if sleep:
         call = {"name": "bash", "arguments": {"command": f"sleep {sleep}", "timeout_seconds": 60}}
         replay.append({"toolCalls": [call], "usage": USAGE})
-    for i in range(turns - 1):
+    for _ in range(turns - 1):
         replay.append(
             {"toolCalls": [{"name": "bash", "arguments": {"command": "true"}}], "usage": USAGE}
         )
@@ -267,3 +272,51 @@ def test_bad_input_selectors_and_currency(
     assert cond["message"] == "SpendQuota euro counts EUR, the Workspace prices its models in USD"
     # the quota the selector does not cover (nobody, 10 tokens) never held it back
     assert get(kube, ns, "SpendQuota", "nobody")["status"]["usedTokens"] == 0  # type: ignore[index]
+
+
+@pytest.mark.usefixtures("review_admission")
+def test_a_hold_opens_a_spend_review_a_reviewer_clears(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+    _priced_workspace(kube, ns)
+    bind_people(cluster, ns)
+    _agent(kube, ns, "one-shot")
+    create(kube, ns, _quota("held", cost="0.05", currency="USD", onExhausted="hold"))
+    create(kube, ns, run_manifest("asks", agent="one-shot", maxCost="0.1"))
+    create(kube, ns, run_manifest("refused", agent="one-shot", maxCost="0.1"))
+
+    waiting = wait_run(kube, ns, "asks", reason_is("BudgetHold"), operator=operator)
+    review_name = f"asks-{waiting['metadata']['uid'][:5]}-spend"
+    assert succeeded(waiting)["message"] == (  # type: ignore[index]
+        "SpendQuota held cannot cover it (cost: needs 0.1 USD, 0.05 of 0.05 remaining); "
+        f"held: Review {review_name} (kind spend) asks a person to let it start past the limit"
+    )
+    review = wait_for(lambda: get(kube, ns, "Review", review_name), 30)
+    request = review["spec"]["request"]
+    assert (request["kind"], request["runRef"]) == ("spend", {"name": "asks"})
+    assert request["question"].startswith("Let Run asks start past SpendQuota held?")
+    assert review["metadata"]["ownerReferences"][0]["uid"] == waiting["metadata"]["uid"]
+    # a forged decider is refused by the admission policy, as for every Review
+    forged = decide(cluster, ns, review_name, "alice", "approve", decided_by="mallory")
+    assert forged.returncode != 0 and "decidedBy" in forged.stderr
+
+    assert decide(cluster, ns, review_name, "alice", "approve").returncode == 0
+    done = wait_run(kube, ns, "asks", finished, timeout=60, operator=operator)
+    assert succeeded(done)["reason"] == "Succeeded"  # type: ignore[index]
+    review = get(kube, ns, "Review", review_name)
+    assert review is not None
+    assert (review["status"]["state"], review["status"]["decidedBy"]) == ("Decided", "alice")
+    quota = get(kube, ns, "SpendQuota", "held")
+    assert quota is not None
+    [entry] = [e for e in quota["status"]["entries"] if e["run"] == "asks"]
+    assert (entry["state"], entry["cost"], entry.get("held")) == ("spent", "0.0045", True)
+
+    refused = wait_run(kube, ns, "refused", reason_is("BudgetHold"), operator=operator)
+    other = f"refused-{refused['metadata']['uid'][:5]}-spend"
+    wait_for(lambda: get(kube, ns, "Review", other), 30)
+    assert decide(cluster, ns, other, "bob", "reject").returncode == 0
+    failed = wait_run(kube, ns, "refused", finished, timeout=60, operator=operator)
+    cond = succeeded(failed)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "BudgetExhausted")
+    assert cond["message"].endswith(f"its hold (Review {other}) was rejected by bob")

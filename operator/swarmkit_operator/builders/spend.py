@@ -21,11 +21,20 @@ from swarmkit_api.conditions import (
     REASON_BELOW_THRESHOLD,
     REASON_THRESHOLD_REACHED,
 )
+from swarmkit_api.review import REVIEW_KIND_LABEL
 from swarmkit_api.run import RunSpec
 from swarmkit_api.spend import SpendQuotaSpec, format_money, parse_money
 from swarmkit_api.workspace import Governance, WorkspaceSpec
 
 from ..conditions import set_condition
+from .job import (
+    MANAGED_BY_LABELS,
+    RUN_API_VERSION,
+    RUN_UID_LABEL,
+    RunRef,
+    job_name,
+    owner_reference,
+)
 from .run_status import rfc3339
 
 
@@ -254,10 +263,49 @@ def summary(
     return out
 
 
+def hold_review_name(run_name: str, run_uid: str) -> str:
+    """``<name>-<uid5>-spend``: the Review of a Run held by a quota."""
+    return job_name(run_name, run_uid)[len("run-") :][: 63 - len("-spend")] + "-spend"
+
+
+def build_hold_review(run: RunRef, quota_name: str, message: str, cap: Cap) -> dict[str, Any]:
+    """The Review (kind spend) asking a person to let a held Run start past the limit."""
+    cost = f"{format_money(cap.cost)} {cap.currency}" if cap.cost is not None else None
+    wants = f"{cost} and {cap.tokens} tokens" if cost else f"{cap.tokens} tokens"
+    owner = owner_reference(run)
+    owner["controller"] = True
+    return {
+        "apiVersion": RUN_API_VERSION,
+        "kind": "Review",
+        "metadata": {
+            "name": hold_review_name(run.name, run.uid),
+            "namespace": run.namespace,
+            "labels": {
+                **MANAGED_BY_LABELS,
+                RUN_UID_LABEL: run.uid,
+                REVIEW_KIND_LABEL: "spend",
+            },
+            "ownerReferences": [owner],
+        },
+        "spec": {
+            "request": {
+                "kind": "spend",
+                "question": f"Let Run {run.name} start past SpendQuota {quota_name}? It "
+                f"reserves up to {wants}. Approve to start it now (counted past the limit), "
+                "reject to fail it.",
+                "runRef": {"name": run.name},
+                "context": message[:4096],
+            }
+        },
+    }
+
+
 __all__ = [
     "Cap",
     "Decision",
+    "build_hold_review",
     "covers",
+    "hold_review_name",
     "live",
     "reserve",
     "run_cap",

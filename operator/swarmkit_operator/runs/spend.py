@@ -34,6 +34,7 @@ from swarmkit_api.bundle import RunResult
 from swarmkit_api.conditions import (
     BUDGET_WARNING,
     REASON_BUDGET_EXHAUSTED,
+    REASON_BUDGET_HOLD,
     REASON_MATCHED,
     REASON_NO_MATCH,
     REASON_VALIDATION_FAILED,
@@ -158,6 +159,9 @@ class Refusal:
 
     verdict: rs.Verdict
     recheck: float | None = None
+    #: onExhausted hold: the quota that holds the Run (a person may let it start).
+    hold: str | None = None
+    message: str = ""
 
 
 async def covering(namespace: str, spec: RunSpec) -> list[str]:
@@ -170,15 +174,18 @@ async def covering(namespace: str, spec: RunSpec) -> list[str]:
 
 
 async def reserve_all(
-    run: RunView, spec: RunSpec, workspace: WorkspaceSpec, names: list[str]
+    run: RunView, spec: RunSpec, workspace: WorkspaceSpec, names: list[str], held: bool = False
 ) -> Refusal | None:
-    """Reserve the Run's cap on quotas ``names``; a refusal releases what it reserved."""
+    """Reserve the Run's cap on quotas ``names``; a refusal releases what it reserved.
+
+    ``held``: a person cleared the Run's hold: it is reserved past the limit (recorded as
+    ``held`` in the quota's entry)."""
     cap = quota.run_cap(spec, workspace)
     now = clock()
     for name in names:
 
         def reserve(s: SpendQuotaSpec, entries: list[dict[str, Any]], name: str = name) -> Any:
-            decision = quota.reserve(name, s, entries, run.name, run.uid, cap, now)
+            decision = quota.reserve(name, s, entries, run.name, run.uid, cap, now, held)
             return (decision, s), decision.entries
 
         result = await _update(run.namespace, name, reserve)
@@ -192,6 +199,11 @@ async def reserve_all(
             return Refusal(rs.final(REASON_VALIDATION_FAILED, decision.message))
         if qspec.on_exhausted == "fail":
             return Refusal(rs.final(REASON_BUDGET_EXHAUSTED, decision.message))
+        if qspec.on_exhausted == "hold":
+            held_verdict = rs.Verdict(
+                phase="Pending", status="Unknown", reason=REASON_BUDGET_HOLD, message=""
+            )
+            return Refusal(held_verdict, BUDGET_RECHECK_SECONDS, name, decision.message)
         waiting = rs.Verdict(
             phase="Pending",
             status="Unknown",
