@@ -72,9 +72,11 @@ async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
         await status.write(st, run, verdict)
         return sandbox.RECHECK_SECONDS
     # SpendQuotas: reserve the Run's cap before anything is created (or wait / fail).
+    st.mark(run.uid, "budget_start")
     admitted, recheck = await budget.gate(st, run, spec, resolution.rendered.bundle.workspace)
     if not admitted:
         return recheck
+    st.mark(run.uid, "budget_checked")
     rendered = await with_egress(resolution.rendered)
     st.mark(run.uid, "egress_planned")
     plan = rendered.bundle.egress
