@@ -320,3 +320,44 @@ def test_a_hold_opens_a_spend_review_a_reviewer_clears(
     cond = succeeded(failed)
     assert cond is not None and (cond["status"], cond["reason"]) == ("False", "BudgetExhausted")
     assert cond["message"].endswith(f"its hold (Review {other}) was rejected by bob")
+
+
+def test_a_reservation_made_before_a_sigkill_is_found_again_not_counted_twice(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+    _priced_workspace(kube, ns)
+    _agent(kube, ns, "one-shot")
+    create(kube, ns, _quota("team", cost="0.15", currency="USD"))
+    wait_for(lambda: (get(kube, ns, "SpendQuota", "team") or {}).get("status"), 30)
+    operator.kill()  # SIGKILL: no graceful shutdown, the Lease is left to expire
+    run = create(kube, ns, run_manifest("survivor", agent="one-shot", maxCost="0.1"))
+    uid = run["metadata"]["uid"]
+    # What the killed leader had written between its reservation and the Job: the intent
+    # on the Run, its entry on the quota (exactly as the operator writes them).
+    status = {"spendReservations": ["team"]}
+    kube.custom.patch_namespaced_custom_object_status(
+        GROUP, VERSION, ns, "runs", "survivor", {"status": status}
+    )
+    entry = {"run": "survivor", "uid": uid, "state": "reserved", "cost": "0.1",
+             "tokens": 200000, "at": "2099-01-01T00:00:00Z"}  # fmt: skip
+    kube.custom.patch_namespaced_custom_object_status(
+        GROUP, VERSION, ns, "spendquotas", "team", {"status": {"entries": [entry]}}
+    )
+    # a second Run that fits only if the first is not counted twice (0.1 + 0.1 > 0.15
+    # until the survivor settles at 0.0045)
+    create(kube, ns, run_manifest("second", agent="one-shot", maxCost="0.1"))
+    operator.start()
+
+    done = wait_run(kube, ns, "survivor", finished, timeout=90, operator=operator)
+    assert succeeded(done)["reason"] == "Succeeded"  # type: ignore[index]
+    second = wait_run(kube, ns, "second", finished, timeout=90, operator=operator)
+    assert succeeded(second)["reason"] == "Succeeded"  # type: ignore[index]
+    quota = get(kube, ns, "SpendQuota", "team")
+    assert quota is not None
+    entries = quota["status"]["entries"]
+    assert sorted((e["run"], e["state"], e["cost"]) for e in entries) == [
+        ("second", "spent", "0.0045"),
+        ("survivor", "spent", "0.0045"),
+    ]
+    assert (quota["status"]["spent"], quota["status"]["reserved"]) == ("0.009", "0")
