@@ -30,11 +30,13 @@ def _create(kube: Kube, namespace: str, doc: dict[str, Any], dry_run: bool = Tru
 
 
 def test_crds_are_established_with_columns(kube: Kube, crds: list[Path]) -> None:
-    # One generated CRD file per API kind (Skill, Agent, Topology, Workspace, Run, Review).
+    # One generated CRD file per API kind (Skill, Agent, Topology, Workspace, Run, Review,
+    # SpendQuota).
     assert sorted(p.name for p in crds) == sorted(
         f"{info.crd_name.split('.', 1)[1]}_{info.plural}.yaml" for info in KINDS_BY_NAME.values()
     )
-    assert {"Skill", "Agent", "Topology", "Workspace", "Run", "Review"} == set(KINDS_BY_NAME)
+    kinds = {"Skill", "Agent", "Topology", "Workspace", "Run", "Review", "SpendQuota"}
+    assert kinds == set(KINDS_BY_NAME)
     for info in KINDS_BY_NAME.values():
         crd = kube.apiext.read_custom_resource_definition(info.crd_name)
         conditions = {c.type: c.status for c in crd.status.conditions}
