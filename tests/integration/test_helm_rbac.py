@@ -31,8 +31,9 @@ Grants = dict[str, frozenset[str]]
 OPERATOR_RULES: Grants = {
     "workspaces.swarmkit.dev": frozenset({"list", "watch"}),
     "skills.swarmkit.dev": frozenset({"get", "list", "watch"}),
-    "agents.swarmkit.dev": frozenset({"list", "watch"}),
-    "topologies.swarmkit.dev": frozenset({"list", "watch"}),
+    # get: the labels of a Run's Topology or Agent, against a SpendQuota's selector
+    "agents.swarmkit.dev": frozenset({"get", "list", "watch"}),
+    "topologies.swarmkit.dev": frozenset({"get", "list", "watch"}),
     "runs.swarmkit.dev": frozenset({"get", "list", "watch", "create", "delete"}),
     "workspaces.swarmkit.dev/status": frozenset({"patch"}),
     "skills.swarmkit.dev/status": frozenset({"patch"}),
@@ -41,6 +42,9 @@ OPERATOR_RULES: Grants = {
     "runs.swarmkit.dev/status": frozenset({"patch"}),
     "reviews.swarmkit.dev": frozenset({"create", "get", "list", "watch"}),
     "reviews.swarmkit.dev/status": frozenset({"patch"}),
+    # reserve a Run's cap, settle its spend (resourceVersion-guarded status patches)
+    "spendquotas.swarmkit.dev": frozenset({"get", "list"}),
+    "spendquotas.swarmkit.dev/status": frozenset({"patch"}),
     "workspaces.swarmkit.dev/finalizers": frozenset({"update"}),
     "skills.swarmkit.dev/finalizers": frozenset({"update"}),
     "agents.swarmkit.dev/finalizers": frozenset({"update"}),
@@ -70,7 +74,15 @@ CLUSTER_RULES: Grants = {
     "runtimeclasses.node.k8s.io": frozenset({"get"}),
 }
 NAMESPACE_DISCOVERY: Grants = {"namespaces": frozenset({"list", "watch"})}
-SWARMKIT_PLURALS = {"workspaces", "skills", "agents", "topologies", "runs", "reviews"}
+SWARMKIT_PLURALS = {
+    "workspaces",
+    "skills",
+    "agents",
+    "topologies",
+    "runs",
+    "reviews",
+    "spendquotas",
+}
 
 
 def lease_rules(name: str) -> Grants:
@@ -227,7 +239,7 @@ def test_leader_election_adds_only_its_own_lease_in_the_release_namespace(
     [
         (
             "view",
-            [("get", "workspaces"), ("list", "skills"), ("watch", "runs")],
+            [("get", "workspaces"), ("list", "skills"), ("watch", "runs"), ("get", "spendquotas")],
             [("create", "skills"), ("delete", "runs"), ("get", "secrets")],
         ),
         (
@@ -251,7 +263,13 @@ def test_leader_election_adds_only_its_own_lease_in_the_release_namespace(
         (
             "admin",
             [("create", "workspaces"), ("delete", "workspaces"), ("create", "skills")],
-            [("patch", "workspaces/status"), ("patch", "skills/status")],
+            # a namespace's budget is not its owner's to raise (like a ResourceQuota)
+            [
+                ("patch", "workspaces/status"),
+                ("patch", "skills/status"),
+                ("create", "spendquotas"),
+                ("patch", "spendquotas"),
+            ],
         ),
     ],
 )
