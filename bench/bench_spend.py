@@ -24,6 +24,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from datetime import datetime
@@ -50,6 +51,7 @@ from tests.integration.runs_support import (  # noqa: E402
     wait_ready,
 )
 
+from swarmkit_devcluster.imagebuild import current_images_store  # noqa: E402
 from swarmkit_devcluster.testing import Kube, session_cluster, temp_namespace, wait_for  # noqa: E402
 
 USAGE = {"inputTokens": 1000, "outputTokens": 100}
@@ -188,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrent", type=int, default=50)
     args = parser.parse_args(argv)
     print(f"load average before {os.getloadavg()[0]:.2f} (1 min)")
+    if "SWARMKIT_NODE_IMAGE_STORE" not in os.environ:
+        # the runtime image of this checkout (as the integration suite does), not a cached one
+        store = Path(tempfile.mkdtemp(prefix="swarmkit-images-"))
+        current_images_store(REPO, store)
+        os.environ["SWARMKIT_NODE_IMAGE_STORE"] = str(store)
     with session_cluster() as cluster:
         kube = Kube.from_kubeconfig(cluster.kubeconfig)
         cluster.kubectl("apply", "--server-side", "-f", str(REPO / "crds"))

@@ -230,9 +230,11 @@ async def settle(run: RunView, result: RunResult | None) -> None:
     names = list(run.status.get("spendReservations") or [])
     usage = result.usage if result is not None else None
     cost = None
+    tokens = usage.input_tokens + usage.output_tokens if usage is not None else None
     if usage is not None and usage.cost is not None and not usage.cost_unknown:
         cost = parse_money(usage.cost)
-    tokens = usage.input_tokens + usage.output_tokens if usage is not None else None
+    elif usage is not None and not usage.cost_unknown and not usage.models and tokens == 0:
+        cost = 0  # the runner reported no model call at all (e.g. an invalid bundle)
     for name in names:
 
         def spend(s: SpendQuotaSpec, entries: list[dict[str, Any]]) -> Any:
