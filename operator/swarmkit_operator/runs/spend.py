@@ -115,13 +115,24 @@ async def _warn_on_threshold(doc: Mapping[str, Any], status: Mapping[str, Any]) 
         log.warning("SpendQuota %s: cannot post the Warning Event: %s", meta["name"], exc)
 
 
+#: Quotas as :func:`covering` just listed them: the first reservation attempt starts from
+#: this copy instead of reading the quota again. Only a hint: a stale copy makes the
+#: guarded write fail with 409, and the next attempt reads the quota.
+_listed: dict[tuple[str, str], dict[str, Any]] = {}
+
+
 async def _update(
-    namespace: str, name: str, change: Callable[[SpendQuotaSpec, list[dict[str, Any]]], Any]
+    namespace: str,
+    name: str,
+    change: Callable[[SpendQuotaSpec, list[dict[str, Any]]], Any],
+    hint: dict[str, Any] | None = None,
 ) -> Any:
-    """Read quota ``name``, apply ``change`` (returns (result, new entries or None)), write
-    guarded by resourceVersion; repeat on a conflict. Returns the change's result."""
+    """Read quota ``name`` (first from ``hint``), apply ``change`` (returns (result, new
+    entries or None)), write guarded by resourceVersion; repeat on a conflict with a fresh
+    read. Returns the change's result."""
     for _ in range(CONFLICT_RETRIES):
-        doc = await k8s.get_custom(PLURAL, namespace, name)
+        doc = hint or await k8s.get_custom(PLURAL, namespace, name)
+        hint = None
         if doc is None:
             return None
         spec = _spec(doc)
@@ -169,6 +180,8 @@ async def covering(namespace: str, spec: RunSpec) -> list[str]:
     quotas = [(q, s) for q in await _list(namespace) if (s := _spec(q)) is not None]
     if not quotas:
         return []
+    for q, _s in quotas:
+        _listed[(namespace, q["metadata"]["name"])] = q
     labels = await _target_labels(namespace, spec) if any(s.selector for _, s in quotas) else {}
     return sorted(q["metadata"]["name"] for q, s in quotas if quota.covers(s, labels))
 
@@ -188,7 +201,8 @@ async def reserve_all(
             decision = quota.reserve(name, s, entries, run.name, run.uid, cap, now, held)
             return (decision, s), decision.entries
 
-        result = await _update(run.namespace, name, reserve)
+        hint = _listed.pop((run.namespace, name), None)
+        result = await _update(run.namespace, name, reserve, hint)
         if result is None:
             continue  # deleted meanwhile: it covers nothing any more
         decision, qspec = result
