@@ -20,6 +20,7 @@ False              LimitExceeded  a governance limit ended the run
 False              BudgetExceeded  the run's maxCost/maxTokens would be crossed by its
                                 next model call (the audit names the call)
 Unknown            BudgetExhausted  a SpendQuota cannot reserve its cap: waits (queue)
+Unknown            BudgetHold   ... onExhausted hold: a Review of kind spend decides
 False              BudgetExhausted  ... and the quota's onExhausted is fail
 False              Cancelled    ``spec.cancelled`` (the Job is stopped)
 False              ValidationFailed  bundle or configuration invalid (exit code 2)
