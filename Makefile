@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-funnel bench-tracing bench-providers bench-import bench-gateway bench-review bench-serve bench-webview bench chaos chart-lint \
+        bench-runner bench-funnel bench-tracing bench-providers bench-import bench-gateway bench-review bench-spend bench-serve bench-webview bench chaos chart-lint \
         test-helm kind-e2e clean chromium botocore checkov images images-if-built jaeger
 
 help: ## list targets
@@ -154,6 +154,9 @@ chaos: cluster-binaries jaeger ## the reliability suite at full size (SWARMKIT_C
 
 bench-review: cluster-binaries ## benchmark: review decision → resumed run latency
 	$(PY) bench/bench_review.py
+
+bench-spend: cluster-binaries ## benchmark: SpendQuota reservation on Run start, concurrent Runs vs a quota
+	$(PY) bench/bench_spend.py
 
 bench-runner: $(STAMP) ## benchmark: runner cold start, level-1 catalog cost, MCP overhead
 	$(PY) bench/bench_runner.py

@@ -24,6 +24,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -238,10 +239,15 @@ class Jaeger:
         return list(self._get(query).get("data") or [])
 
     def trace(
-        self, trace_id: str, min_spans: int = 1, timeout: float = 20.0
+        self,
+        trace_id: str,
+        min_spans: int = 1,
+        timeout: float = 20.0,
+        until: Callable[[list[dict[str, Any]]], bool] | None = None,
     ) -> list[dict[str, Any]]:
         """The spans of ``trace_id`` (Jaeger's JSON: operationName, references, tags,
-        process), waiting until at least ``min_spans`` arrived (export is batched)."""
+        process), waiting until at least ``min_spans`` arrived and ``until(spans)`` holds
+        (export is batched: each process sends its spans on its own schedule)."""
         deadline = time.monotonic() + timeout
         spans: list[dict[str, Any]] = []
         while True:
@@ -257,7 +263,8 @@ class Jaeger:
             except urllib.error.HTTPError as exc:
                 if exc.code != 404:
                     raise
-            if len(spans) >= min_spans or time.monotonic() >= deadline:
+            done = len(spans) >= min_spans and (until is None or until(spans))
+            if done or time.monotonic() >= deadline:
                 return spans
             time.sleep(0.25)
 

@@ -97,6 +97,14 @@ class ReplayToolCall(ApiModel):
     )
 
 
+class ReplayUsage(ApiModel):
+    """Tokens a scripted turn reports (spend tests and demos price them like a real call)."""
+
+    input_tokens: int = Field(default=0, ge=0, description="Prompt tokens (cached included).")
+    output_tokens: int = Field(default=0, ge=0, description="Completion tokens.")
+    cached_input_tokens: int = Field(default=0, ge=0, description="Cached prompt tokens.")
+
+
 class ReplayTurn(ApiModel):
     """One scripted model turn for the replay provider."""
 
@@ -111,6 +119,9 @@ class ReplayTurn(ApiModel):
     text: str | None = Field(default=None, description="Assistant text of the turn.")
     tool_calls: list[ReplayToolCall] = Field(
         default_factory=list, max_length=32, description="Tool calls of the turn."
+    )
+    usage: ReplayUsage | None = Field(
+        default=None, description="Tokens the turn reports (as a model API would); none: 0."
     )
 
 
@@ -304,5 +315,6 @@ __all__ = [
     "NativeTools",
     "ReplayToolCall",
     "ReplayTurn",
+    "ReplayUsage",
     "ResolvedSkill",
 ]

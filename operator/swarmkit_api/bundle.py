@@ -52,6 +52,7 @@ Outcome = Literal[
     "AwaitingReview",
     "Cancelled",
     "Truncated",
+    "BudgetExceeded",
 ]
 
 
@@ -137,6 +138,10 @@ class RunInfo(ApiModel):
     correlation_id: str = Field(description="Correlation id (defaults to the uid).")
     input: str = Field(default="", description="Input for the root agent.")
     timeout_seconds: int = Field(description="Deadline of the whole run.")
+    max_cost: str | None = Field(
+        default=None, description="Spend cap (Run spec.maxCost or governance.maxCostPerRun)."
+    )
+    max_tokens: int | None = Field(default=None, description="The Run's own token cap.")
 
 
 class BundleGateway(ApiModel):

@@ -131,6 +131,22 @@ REASON_CANCELLED: Final[str] = "Cancelled"
 #: An answer cut at the token limit (past its continuations, or inside a tool call).
 REASON_TRUNCATED: Final[str] = "Truncated"
 REASON_VALIDATION_FAILED: Final[str] = "ValidationFailed"
+#: The run's spend cap (maxCost / maxTokens) would be crossed by its next model call.
+REASON_BUDGET_EXCEEDED: Final[str] = "BudgetExceeded"
+#: Not started: a SpendQuota covering it cannot reserve its cap (the message names it).
+REASON_BUDGET_EXHAUSTED: Final[str] = "BudgetExhausted"
+#: Not started: a SpendQuota with onExhausted hold opened a Review of kind spend.
+REASON_BUDGET_HOLD: Final[str] = "BudgetHold"
+
+# --- SpendQuota conditions -------------------------------------------------------------------
+#: True once use reaches the quota's warningPercent.
+BUDGET_WARNING: Final[str] = "BudgetWarning"
+#: True when the selector matches no Topology or Agent of the namespace.
+SELECTOR_UNMATCHED: Final[str] = "SelectorUnmatched"
+REASON_THRESHOLD_REACHED: Final[str] = "ThresholdReached"
+REASON_BELOW_THRESHOLD: Final[str] = "BelowThreshold"
+REASON_NO_MATCH: Final[str] = "NoMatch"
+REASON_MATCHED: Final[str] = "Matched"
 REASON_POD_CREATION_FAILED: Final[str] = "PodCreationFailed"
 REASON_IMAGE_PULL_FAILED: Final[str] = "ImagePullFailed"
 #: The runtimeClassName its pods would run under names no RuntimeClass (Pending until one
@@ -139,12 +155,17 @@ REASON_RUNTIME_CLASS_NOT_FOUND: Final[str] = "RuntimeClassNotFound"
 
 __all__ = [
     "ACCEPTED",
+    "BUDGET_WARNING",
     "READY",
     "REASON_AGENT_NOT_FOUND",
     "REASON_AGENT_NOT_READY",
     "REASON_ALL_RESOLVED",
     "REASON_APPROVED",
     "REASON_AWAITING_REVIEW",
+    "REASON_BELOW_THRESHOLD",
+    "REASON_BUDGET_EXCEEDED",
+    "REASON_BUDGET_EXHAUSTED",
+    "REASON_BUDGET_HOLD",
     "REASON_CANCELLED",
     "REASON_CHILD_TOPOLOGY_NOT_FOUND",
     "REASON_CHILD_TOPOLOGY_NOT_READY",
@@ -164,12 +185,14 @@ __all__ = [
     "REASON_INVALID_SERVE_SPEC",
     "REASON_JOB_LOST",
     "REASON_LIMIT_EXCEEDED",
+    "REASON_MATCHED",
     "REASON_NAME_COLLISION",
     "REASON_NATIVE_TOOL_UNAVAILABLE",
     "REASON_NOT_ALLOW_LISTED",
     "REASON_NOT_APPROVED",
     "REASON_NOT_RENDERED",
     "REASON_NOT_SERVED",
+    "REASON_NO_MATCH",
     "REASON_NO_READY_REPLICAS",
     "REASON_NO_SCRIPTS",
     "REASON_PENDING",
@@ -191,6 +214,7 @@ __all__ = [
     "REASON_STALE",
     "REASON_STARTING",
     "REASON_SUCCEEDED",
+    "REASON_THRESHOLD_REACHED",
     "REASON_TIMED_OUT",
     "REASON_TOO_LARGE",
     "REASON_TRUNCATED",
@@ -206,6 +230,7 @@ __all__ = [
     "REASON_WORKSPACE_NOT_FOUND",
     "REASON_WORKSPACE_NOT_READY",
     "SCRIPTS_APPROVED",
+    "SELECTOR_UNMATCHED",
     "SERVING",
     "SKILLS_RESOLVED",
     "SUCCEEDED",

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from .base import ApiModel, CelRule
 from .common import KEBAB, SecretKeyRef
+from .spend import ModelPrices
 
 
 class AzureSettings(ApiModel):
@@ -114,6 +115,11 @@ class ModelProvider(ApiModel):
     aws: AwsSettings | None = Field(default=None, description="bedrock: region and sign-in.")
     azure: AzureSettings | None = Field(
         default=None, description="azure-openai: API version and how apiKey is sent."
+    )
+    prices: ModelPrices | None = Field(
+        default=None,
+        description="What its models cost per million tokens; without it a Run's cost is "
+        "reported as unknown (never 0) and a maxCost cap cannot admit its calls.",
     )
     max_tokens_parameter: Literal["auto", "max_tokens", "max_completion_tokens"] = Field(
         default="auto",

@@ -21,6 +21,7 @@ from .mailbox import MailboxMessageSpec, MailboxMessageStatus
 from .review import ReviewSpec, ReviewStatus
 from .run import RunSpec, RunStatus
 from .skill import SkillSpec, SkillStatus
+from .spend import SpendQuotaSpec, SpendQuotaStatus
 from .topology import TopologySpec, TopologyStatus
 from .workspace import WorkspaceSpec, WorkspaceStatus
 
@@ -206,6 +207,29 @@ MAILBOX_MESSAGE = KindInfo(
 )
 
 
+SPEND_QUOTA = KindInfo(
+    kind="SpendQuota",
+    plural="spendquotas",
+    short_names=("skquota",),
+    description="How much the Runs of a namespace (optionally only those of Topologies or "
+    "Agents with given labels) may spend in cost and/or tokens over a window, like a "
+    "ResourceQuota for model spend. Before a Run starts the operator reserves the Run's cap "
+    "against every quota that covers it; a Run that does not fit waits (queue), asks a "
+    "person (hold: a Review of kind spend) or fails. When the Run ends its actual spend "
+    "replaces the reservation.",
+    spec=SpendQuotaSpec,
+    status=SpendQuotaStatus,
+    columns=(
+        PrinterColumn("Used", ".status.usedDisplay", description="Spent + reserved"),
+        PrinterColumn("Limit", ".status.limit", description="Cost and/or tokens"),
+        PrinterColumn("Remaining", ".status.remainingDisplay", description="Left in the window"),
+        PrinterColumn("Window", ".spec.window", description="daily, monthly or rollingHours"),
+        PrinterColumn("WindowStart", ".status.windowStart", type="date", priority=1),
+        PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ),
+)
+
+
 FUNNEL = KindInfo(
     kind="Funnel",
     plural="funnels",
@@ -235,6 +259,7 @@ KINDS: tuple[KindInfo, ...] = (
     REVIEW,
     FUNNEL,
     MAILBOX_MESSAGE,
+    SPEND_QUOTA,
 )
 KINDS_BY_NAME = {k.kind: k for k in KINDS}
 
@@ -281,6 +306,12 @@ class Run(_Resource):
     status: RunStatus | None = Field(default=None, description="Observed state.")
 
 
+class SpendQuota(_Resource):
+    kind: Literal["SpendQuota"] = Field(description="SpendQuota")
+    spec: SpendQuotaSpec = Field(description="Limits, window and scope.")
+    status: SpendQuotaStatus | None = Field(default=None, description="Observed use.")
+
+
 class Review(_Resource):
     kind: Literal["Review"] = Field(description="Review")
     spec: ReviewSpec = Field(description="The question and the decision.")
@@ -309,6 +340,7 @@ RESOURCE_MODELS: dict[str, type[_Resource]] = {
     "Agent": Agent,
     "Topology": Topology,
     "Run": Run,
+    "SpendQuota": SpendQuota,
 }
 
 

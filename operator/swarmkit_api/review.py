@@ -37,7 +37,13 @@ GATEWAY_LABEL = "swarmkit.dev/gateway"
 CORRELATION_LABEL = "swarmkit.dev/correlation-id"
 
 ReviewKind = Literal[
-    "escalation", "approval", "input_request", "human_task", "skill_review", "funnel_approval"
+    "escalation",
+    "approval",
+    "input_request",
+    "human_task",
+    "skill_review",
+    "funnel_approval",
+    "spend",
 ]
 Verdict = Literal["approve", "reject", "answer"]
 ReviewState = Literal["Pending", "Decided", "Expired", "Resumed", "Closed"]
@@ -82,7 +88,10 @@ class ReviewRequest(ApiModel):
         "(a strict-tier call waits for approval), input_request (a remote agent asked a "
         "question, onUnanswerable relay), human_task (the human_task_request builtin), "
         "skill_review (a swarm-authored skill waits for its first human review), "
-        "funnel_approval (a funnel gate waits for people to sign: spec.approvals)."
+        "funnel_approval (a funnel gate waits for people to sign: spec.approvals), "
+        "spend (a "
+        "Run waits on a SpendQuota with onExhausted hold: approve lets it start past the "
+        "limit, reject fails it)."
     )
     question: str = Field(max_length=4096, description="What must be decided.")
     run_ref: LocalObjectReference | None = Field(

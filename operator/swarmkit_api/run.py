@@ -11,6 +11,7 @@ from .base import ApiModel, CelRule
 from .common import Conditions, LocalObjectReference
 from .effects import RunEffect
 from .funnel import GateReport
+from .spend import MONEY_PATTERN, ModelUsage
 
 
 class RunSpec(ApiModel):
@@ -45,6 +46,19 @@ class RunSpec(ApiModel):
         description="Do not start before this time (the Run waits with Succeeded=Unknown, "
         "reason Scheduled); set by the schedule tool, or by hand.",
     )
+    max_cost: str | None = Field(
+        default=None,
+        pattern=MONEY_PATTERN,
+        description="Most this run (child runs included) may spend, in the Workspace "
+        "providers' currency; defaults to governance.maxCostPerRun. Checked before every "
+        "model call with the call's maxTokens as the worst case; reserved against quotas.",
+    )
+    max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most input+output tokens this run may use (besides the Workspace's "
+        "maxTokensPerRun); checked before every model call like maxCost.",
+    )
 
 
 class TokenUsage(ApiModel):
@@ -52,6 +66,19 @@ class TokenUsage(ApiModel):
 
     input_tokens: int = Field(default=0, ge=0, description="Prompt tokens.")
     output_tokens: int = Field(default=0, ge=0, description="Completion tokens.")
+    cached_input_tokens: int = Field(
+        default=0, ge=0, description="Input tokens read from a provider's prompt cache."
+    )
+    models: list[ModelUsage] = Field(
+        default_factory=list, description="Tokens and cost per model (child runs included)."
+    )
+    cost: str | None = Field(
+        default=None, description="Total cost; null when any model used is unpriced."
+    )
+    currency: str | None = Field(default=None, description="Currency of cost.")
+    cost_unknown: bool = Field(
+        default=False, description="A model used has no prices: the total cost is unknown."
+    )
 
 
 class ReviewItem(ApiModel):
@@ -205,6 +232,10 @@ class RunStatus(ApiModel):
     gates: list[GateStatus] = Field(
         default_factory=list,
         description="Funnel gates: attempts, the judge's last score, the approval's state.",
+    )
+    spend_reservations: list[str] = Field(
+        default_factory=list,
+        description="SpendQuotas its cap is reserved on (cleared once its spend is settled).",
     )
     conditions: Conditions = Field(default_factory=list, description="Conditions.")
 

@@ -27,6 +27,7 @@ from .common import (
 )
 from .egress import EgressSpec
 from .model_provider import AwsSettings, AzureSettings, ModelProvider
+from .spend import MONEY_PATTERN
 from .tracing import TracingSpec
 
 #: Pack id reserved for the synthesized topology-<name> skills.
@@ -345,6 +346,12 @@ class Governance(ApiModel):
     max_tokens_per_run: int = Field(
         default=200000, ge=1, description="Input+output tokens per run."
     )
+    max_cost_per_run: str | None = Field(
+        default=None,
+        pattern=MONEY_PATTERN,
+        description="Default spend cap of a Run (its spec.maxCost overrides it), in the "
+        "currency of the providers' prices.",
+    )
     allow_script_execution: bool = Field(
         default=True,
         description="Set false to forbid every skill script here. Can only narrow the "
@@ -406,6 +413,15 @@ class WorkspaceSpec(ApiModel):
             check=lambda m: len({s.id for s in m.mcp_servers}) == len(m.mcp_servers),
         ),
         CelRule(
+            rule="!has(self.modelProviders) || self.modelProviders.all(p, !has(p.prices) || "
+            "self.modelProviders.all(q, !has(q.prices) || "
+            "q.prices.currency == p.prices.currency))",
+            message="every priced model provider must use the same currency (a run's cost "
+            "and caps are in one currency)",
+            field_path=".modelProviders",
+            check=lambda m: len({p.prices.currency for p in m.model_providers if p.prices}) <= 1,
+        ),
+        CelRule(
             rule="!has(self.tools) || "
             "self.tools.all(s, self.tools.exists_one(t, t.name == s.name))",
             message="tool names must be unique",
@@ -432,7 +448,10 @@ class WorkspaceSpec(ApiModel):
         "declared here is a tool error).",
     )
     model_providers: list[ModelProvider] = Field(
-        default_factory=list, description="Model APIs; the first is the default."
+        # bounded so that the apiserver can afford the currency rule (CEL cost budget)
+        default_factory=list,
+        max_length=32,
+        description="Model APIs; the first is the default.",
     )
     command_packs: list[CommandPack] = Field(default_factory=list, description="Command packs.")
     flow_data: list[FlowDataFile] = Field(

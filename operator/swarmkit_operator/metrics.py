@@ -18,6 +18,12 @@
   (``AwaitingApproval``) and settled (``Approved``, ``Rejected``, ``Expired``).
 * ``swarmkit_funnel_gate_attempts{funnel}``: drafts per gated artifact that reached the
   approval (1 = passed the automated layers first time).
+* ``swarmkit_spend_total{namespace, agent, model, currency}``: cost of finished Runs, per
+  agent and model (a float in currency units: metrics only; budgets count integer
+  micro-units). Unpriced use is not added as 0: it counts in
+  ``swarmkit_spend_unknown_total{namespace, agent, model}`` (finished Runs' agent-models).
+* ``swarmkit_model_tokens_total{namespace, agent, model, type}``: tokens of finished Runs,
+  ``type`` ``input`` (uncached), ``cached_input`` or ``output``.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from swarmkit_api.run import TokenUsage
+from swarmkit_api.spend import MICROS, parse_money
 
 RECONCILES = Counter(
     "swarmkit_reconcile_total", "Reconciles by kind and outcome.", ["kind", "outcome"]
@@ -81,6 +90,38 @@ FUNNEL_ATTEMPTS = Histogram(
     ["funnel"],
     buckets=(1, 2, 3, 4, 6, 11),
 )
+
+SPEND = Counter(
+    "swarmkit_spend_total",
+    "Cost of finished Runs by agent and model, in currency units.",
+    ["namespace", "agent", "model", "currency"],
+)
+SPEND_UNKNOWN = Counter(
+    "swarmkit_spend_unknown_total",
+    "Agent-models of finished Runs whose cost is unknown (the provider has no prices).",
+    ["namespace", "agent", "model"],
+)
+MODEL_TOKENS = Counter(
+    "swarmkit_model_tokens_total",
+    "Model tokens of finished Runs by agent, model and type.",
+    ["namespace", "agent", "model", "type"],
+)
+
+
+def record_spend(namespace: str, usage: TokenUsage) -> None:
+    """Count a finished Run's usage (per agent and model)."""
+    for m in usage.models:
+        agent, model = m.agent or "", m.model
+        tokens = MODEL_TOKENS.labels(namespace, agent, model, "input")
+        tokens.inc(m.input_tokens - m.cached_input_tokens)
+        MODEL_TOKENS.labels(namespace, agent, model, "cached_input").inc(m.cached_input_tokens)
+        MODEL_TOKENS.labels(namespace, agent, model, "output").inc(m.output_tokens)
+        if m.cost is None or m.cost_unknown:
+            SPEND_UNKNOWN.labels(namespace, agent, model).inc()
+        else:
+            amount = parse_money(m.cost) / MICROS
+            SPEND.labels(namespace, agent, model, m.currency or "").inc(amount)
+
 
 #: (kind, condition, status) → count; set by the handlers.
 ObjectCounts = Callable[[], Iterable[tuple[str, str, str, int]]]

@@ -84,6 +84,26 @@ GRANTS: tuple[Grant, ...] = (
     ),
     Grant(
         "swarmkit.dev",
+        ("spendquotas",),
+        ("get", "list"),
+        "SpendQuotas: which quotas cover a Run before it starts (read fresh, never cached: "
+        "reservations are guarded by resourceVersion).",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("spendquotas/status",),
+        ("patch",),
+        "Reserve a Run's cap, settle its spend, follow the window (merge patches carrying "
+        "metadata.resourceVersion: optimistic concurrency).",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("topologies", "agents"),
+        ("get",),
+        "The labels of a Run's Topology or Agent, matched against a SpendQuota's selector.",
+    ),
+    Grant(
+        "swarmkit.dev",
         ("runs",),
         ("create", "delete"),
         "Scheduled Runs (Topology spec.schedule) and Run retention (TTL, historyLimit).",

@@ -18,6 +18,7 @@ from .paths import RunnerPaths
 from .position import AgentPosition
 from .providers import ProviderPool, Usage
 from .secrets import SecretStore
+from .spend import SpendMeter
 from .usage import SkillUsage
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class Budget:
     steps: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    #: Tokens and cost per model, and the run's own cap (:mod:`.spend`).
+    spend: SpendMeter = field(default_factory=SpendMeter)
 
     @property
     def tokens(self) -> int:

@@ -32,6 +32,12 @@ class LimitExceeded(RunEnded):
     outcome: Outcome = "LimitExceeded"
 
 
+class BudgetExceeded(RunEnded):
+    """The run's spend cap (maxCost / maxTokens) would be crossed by its next model call."""
+
+    outcome: Outcome = "BudgetExceeded"
+
+
 class RunFailed(RunEnded):
     """The run cannot go on (e.g. the model API keeps failing)."""
 

@@ -85,9 +85,11 @@ async def complete(
     skill: BundleSkill,
     provider: Provider,
     request: ModelRequest,
+    config: ModelProvider,
 ) -> str:
     """One model turn for the skill: budget, audit, errors as tool errors."""
     ctx.budget.before_step(ctx.audit, agent.name)
+    ctx.budget.spend.check(ctx.audit, agent.name, config, provider.model, request.max_tokens)
     t0 = time.monotonic()
     try:
         response = await provider.complete(request)
@@ -113,6 +115,7 @@ async def complete(
         outcome="Truncated" if response.truncated else "ok",
         **call_facts(response),
     )
+    ctx.budget.spend.record(agent.name, config, provider.model, response.usage)
     ctx.budget.after_step(ctx.audit, agent.name, response.usage)
     if response.truncated:
         # A cut answer is never the skill's result (a decision would parse half a JSON).
@@ -151,7 +154,7 @@ def llm_prompt_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill)
                 max_tokens=max(1, min(max_tokens, ctx.budget.remaining_tokens)),
                 temperature=temperature,
             )
-            text = await complete(ctx, agent, skill, provider, request)
+            text = await complete(ctx, agent, skill, provider, request, config)
             if schema is None:
                 return text
             value, problems = decision.check(schema, text)

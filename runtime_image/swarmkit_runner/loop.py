@@ -160,6 +160,7 @@ class AgentRunner:
         if agent.spec.max_steps is not None:
             max_steps = min(max_steps, agent.spec.max_steps)
         provider = self.provider(agent)
+        config = provider_for(ctx.bundle, agent)
         catalog, system = self.build_catalog(position, depth)
         tools = catalog.defs()
         max_tokens = agent.spec.model.max_tokens if agent.spec.model else 4096
@@ -209,6 +210,9 @@ class AgentRunner:
                 max_tokens=max(1, min(max_tokens, ctx.budget.remaining_tokens)),
                 temperature=temperature,
             )
+            ctx.budget.spend.check(
+                ctx.audit, agent.name, config, provider.model, request.max_tokens
+            )
             t0 = time.monotonic()
             try:
                 response = await ctx.journal.effect(
@@ -241,6 +245,7 @@ class AgentRunner:
                 outcome="Truncated" if response.truncated else "ok",
                 **call_facts(response),
             )
+            ctx.budget.spend.record(agent.name, config, provider.model, response.usage)
             ctx.budget.after_step(ctx.audit, agent.name, response.usage)
             if response.truncated:
                 if response.tool_calls or continuations >= max_continuations:

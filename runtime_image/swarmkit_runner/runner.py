@@ -28,6 +28,7 @@ from .mcp_client import McpManager
 from .paths import RunnerPaths
 from .result import make_result
 from .secrets import MissingSecret, SecretStore
+from .spend import SpendMeter, run_currency
 from .toolset import needed_servers
 
 
@@ -63,7 +64,15 @@ async def execute(
         paths=paths,
         audit=audit,
         secrets=secrets,
-        budget=Budget(governance.max_steps_per_run, governance.max_tokens_per_run),
+        budget=Budget(
+            governance.max_steps_per_run,
+            governance.max_tokens_per_run,
+            spend=SpendMeter.for_run(
+                bundle.run.max_cost,
+                bundle.run.max_tokens,
+                run_currency(bundle.workspace.model_providers),
+            ),
+        ),
         topology=bundle.target if bundle.target_kind == "Topology" else None,
         topology_depth=1 if bundle.target_kind == "Topology" else 0,
         journal=journal,
@@ -167,6 +176,8 @@ async def execute(
         review_items,
         ctx.shared.usage.report(),
     )
+    # Tokens per model and their cost (the governance counters above are the same totals).
+    result = result.model_copy(update={"usage": ctx.budget.spend.report()})
     if checkpoint_sha is not None:
         result = result.model_copy(update={"checkpoint_sha256": checkpoint_sha})
     outbox_sha = _print_outbox(audit, journal)
@@ -180,6 +191,10 @@ async def execute(
         tool_calls=result.tool_calls,
         input_tokens=result.usage.input_tokens,
         output_tokens=result.usage.output_tokens,
+        cached_input_tokens=result.usage.cached_input_tokens or None,
+        cost=result.usage.cost,
+        currency=result.usage.currency,
+        cost_unknown=result.usage.cost_unknown or None,
         duration_ms=round((time.monotonic() - started) * 1000, 1),
         review_items=[i.wire() for i in result.review_items] or None,
         replayed_effects=journal.replayed or None,

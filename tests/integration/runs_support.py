@@ -38,6 +38,8 @@ PLURALS = {
     "Topology": "topologies",
     "Run": "runs",
     "Funnel": "funnels",
+    "SpendQuota": "spendquotas",
+    "Review": "reviews",
 }
 
 

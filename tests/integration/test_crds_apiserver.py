@@ -31,11 +31,21 @@ def _create(kube: Kube, namespace: str, doc: dict[str, Any], dry_run: bool = Tru
 
 def test_crds_are_established_with_columns(kube: Kube, crds: list[Path]) -> None:
     # One generated CRD file per API kind (Skill, Agent, Topology, Workspace, Run, Review,
-    # MailboxMessage, Funnel).
+    # MailboxMessage, Funnel, SpendQuota).
     assert sorted(p.name for p in crds) == sorted(
         f"{info.crd_name.split('.', 1)[1]}_{info.plural}.yaml" for info in KINDS_BY_NAME.values()
     )
-    kinds = {"Skill", "Agent", "Topology", "Workspace", "Run", "Review", "MailboxMessage", "Funnel"}
+    kinds = {
+        "Skill",
+        "Agent",
+        "Topology",
+        "Workspace",
+        "Run",
+        "Review",
+        "MailboxMessage",
+        "Funnel",
+        "SpendQuota",
+    }
     assert kinds == set(KINDS_BY_NAME)
     for info in KINDS_BY_NAME.values():
         crd = kube.apiext.read_custom_resource_definition(info.crd_name)

@@ -31,8 +31,9 @@ Grants = dict[str, frozenset[str]]
 OPERATOR_RULES: Grants = {
     "workspaces.swarmkit.dev": frozenset({"list", "watch"}),
     "skills.swarmkit.dev": frozenset({"get", "list", "watch"}),
-    "agents.swarmkit.dev": frozenset({"list", "watch"}),
-    "topologies.swarmkit.dev": frozenset({"list", "watch"}),
+    # get: the labels of a Run's Topology or Agent, against a SpendQuota's selector
+    "agents.swarmkit.dev": frozenset({"get", "list", "watch"}),
+    "topologies.swarmkit.dev": frozenset({"get", "list", "watch"}),
     "funnels.swarmkit.dev": frozenset({"list", "watch"}),
     "runs.swarmkit.dev": frozenset({"get", "list", "watch", "create", "delete"}),
     "workspaces.swarmkit.dev/status": frozenset({"patch"}),
@@ -45,6 +46,9 @@ OPERATOR_RULES: Grants = {
     "reviews.swarmkit.dev/status": frozenset({"patch"}),
     "mailboxmessages.swarmkit.dev": frozenset({"create", "list", "patch"}),
     "mailboxmessages.swarmkit.dev/status": frozenset({"patch"}),
+    # reserve a Run's cap, settle its spend (resourceVersion-guarded status patches)
+    "spendquotas.swarmkit.dev": frozenset({"get", "list"}),
+    "spendquotas.swarmkit.dev/status": frozenset({"patch"}),
     "workspaces.swarmkit.dev/finalizers": frozenset({"update"}),
     "skills.swarmkit.dev/finalizers": frozenset({"update"}),
     "agents.swarmkit.dev/finalizers": frozenset({"update"}),
@@ -74,7 +78,17 @@ CLUSTER_RULES: Grants = {
     "runtimeclasses.node.k8s.io": frozenset({"get"}),
 }
 NAMESPACE_DISCOVERY: Grants = {"namespaces": frozenset({"list", "watch"})}
-SWARMKIT_PLURALS = {"workspaces", "skills", "agents", "topologies", "runs", "reviews", "funnels"}
+SWARMKIT_PLURALS = {
+    "workspaces",
+    "skills",
+    "agents",
+    "topologies",
+    "runs",
+    "reviews",
+    "funnels",
+    "mailboxmessages",
+    "spendquotas",
+}
 
 
 def lease_rules(name: str) -> Grants:
@@ -231,7 +245,13 @@ def test_leader_election_adds_only_its_own_lease_in_the_release_namespace(
     [
         (
             "view",
-            [("get", "workspaces"), ("list", "skills"), ("watch", "runs"), ("get", "funnels")],
+            [
+                ("get", "workspaces"),
+                ("list", "skills"),
+                ("watch", "runs"),
+                ("get", "funnels"),
+                ("get", "spendquotas"),
+            ],
             [("create", "skills"), ("delete", "runs"), ("get", "secrets"), ("create", "funnels")],
         ),
         (
@@ -263,10 +283,13 @@ def test_leader_election_adds_only_its_own_lease_in_the_release_namespace(
                 ("create", "skills"),
                 ("create", "funnels"),
             ],
+            # a namespace's budget is not its owner's to raise (like a ResourceQuota)
             [
                 ("patch", "workspaces/status"),
                 ("patch", "skills/status"),
                 ("patch", "funnels/status"),
+                ("create", "spendquotas"),
+                ("patch", "spendquotas"),
             ],
         ),
     ],

@@ -56,6 +56,18 @@ def topology(name: str = "my-topology", agents: Any = None, **spec: Any) -> dict
     return {"apiVersion": API, "kind": "Topology", "metadata": {"name": name}, "spec": body}
 
 
+def quota(name: str = "q", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"cost": "10", "currency": "USD", "window": "daily"}
+    body.update(spec)
+    body = {k: v for k, v in body.items() if v is not None}
+    return {"apiVersion": API, "kind": "SpendQuota", "metadata": {"name": name}, "spec": body}
+
+
+def priced(name: str, currency: str) -> dict[str, Any]:
+    prices = {"currency": currency, "input": "3", "output": "15"}
+    return {"name": name, "type": "replay", "prices": prices}
+
+
 def run(name: str = "my-run", **spec: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"topologyRef": {"name": "t"}}
     body.update(spec)
@@ -504,4 +516,32 @@ INVALID: tuple[Invalid, ...] = (
         funnel(review={"agent": "critic", "routeBackAt": "urgent"}),
     ),
     Invalid("funnel-no-approve", "spec.approve", without(funnel(), "spec", "approve")),
+    Invalid("quota-negative-cost", "spec.cost", quota(cost="-1")),
+    Invalid("quota-negative-tokens", "spec.tokens", quota(tokens=-5)),
+    Invalid("quota-no-limit", "spec", quota(cost=None, currency=None)),
+    Invalid("quota-cost-without-currency", "spec.currency", quota(currency=None)),
+    Invalid("quota-lowercase-currency", "spec.currency", quota(currency="usd")),
+    Invalid("quota-unknown-window", "spec.window", quota(window="weekly")),
+    Invalid("quota-rolling-without-hours", "spec.hours", quota(window="rollingHours")),
+    Invalid("quota-hours-on-daily", "spec.hours", quota(hours=5)),
+    Invalid("quota-zero-hours", "spec.hours", quota(window="rollingHours", hours=0)),
+    Invalid("quota-unknown-on-exhausted", "spec.onExhausted", quota(onExhausted="pray")),
+    Invalid("quota-warning-over-100", "spec.warningPercent", quota(warningPercent=150)),
+    Invalid("run-negative-max-cost", "spec.maxCost", run(maxCost="-0.5")),
+    Invalid("run-float-max-cost", "spec.maxCost", run(maxCost="1e3")),
+    Invalid("run-zero-max-tokens", "spec.maxTokens", run(maxTokens=0)),
+    Invalid(
+        "workspace-currency-mix",
+        "spec.modelProviders",
+        workspace(modelProviders=[priced("a", "USD"), priced("b", "EUR")]),
+    ),
+    Invalid(
+        "workspace-negative-price",
+        "spec.modelProviders[0].prices.input",
+        workspace(
+            modelProviders=[
+                {**priced("a", "USD"), "prices": {"currency": "USD", "input": "-3", "output": "1"}}
+            ]
+        ),
+    ),
 )

@@ -115,6 +115,8 @@ def test_printer_columns_short_names_and_category(crds: dict[str, Any]) -> None:
             assert {"Run", "Kind", "State", "DecidedBy", "Age"} <= set(columns)
         elif kind == "MailboxMessage":
             assert columns == ["Mailbox", "Agent", "Run", "Acknowledged", "Age"]
+        elif kind == "SpendQuota":
+            assert {"Used", "Limit", "Remaining", "Window", "Age"} <= set(columns)
         else:
             assert ("Succeeded" if kind == "Run" else "Ready") in columns
             assert {"Reason", "Version", "Age"} <= set(columns)

@@ -34,6 +34,20 @@
 - apiGroups: [swarmkit.dev]
   resources: [reviews/status]
   verbs: [patch]
+# SpendQuotas: which quotas cover a Run before it starts (read fresh, never cached:
+# reservations are guarded by resourceVersion).
+- apiGroups: [swarmkit.dev]
+  resources: [spendquotas]
+  verbs: [get, list]
+# Reserve a Run's cap, settle its spend, follow the window (merge patches carrying
+# metadata.resourceVersion: optimistic concurrency).
+- apiGroups: [swarmkit.dev]
+  resources: [spendquotas/status]
+  verbs: [patch]
+# The labels of a Run's Topology or Agent, matched against a SpendQuota's selector.
+- apiGroups: [swarmkit.dev]
+  resources: [topologies, agents]
+  verbs: [get]
 # Scheduled Runs (Topology spec.schedule) and Run retention (TTL, historyLimit).
 - apiGroups: [swarmkit.dev]
   resources: [runs]

@@ -479,6 +479,9 @@ def render_bundle(
         correlation_id=run.spec.correlation_id or run.uid,
         input=run.spec.input,
         timeout_seconds=effective_timeout(run.spec, ws),
+        # the runner checks the cap before every model call (swarmkit_runner.spend)
+        max_cost=run.spec.max_cost or governance.max_cost_per_run,
+        max_tokens=run.spec.max_tokens,
     )
     used_skills = {s for a in agents for s in a.skills}
     bundle_skills = {

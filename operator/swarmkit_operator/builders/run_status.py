@@ -17,6 +17,11 @@ True               Succeeded    the runner reported success
 False              Failed       the runner failed (its one-line message)
 False              TimedOut     the run's timeout / the Job's deadline passed
 False              LimitExceeded  a governance limit ended the run
+False              BudgetExceeded  the run's maxCost/maxTokens would be crossed by its
+                                next model call (the audit names the call)
+Unknown            BudgetExhausted  a SpendQuota cannot reserve its cap: waits (queue)
+Unknown            BudgetHold   ... onExhausted hold: a Review of kind spend decides
+False              BudgetExhausted  ... and the quota's onExhausted is fail
 False              Cancelled    ``spec.cancelled`` (the Job is stopped)
 False              ValidationFailed  bundle or configuration invalid (exit code 2)
 False              PodCreationFailed  the pod could not be created or configured
@@ -38,6 +43,8 @@ from pydantic import ValidationError
 from swarmkit_api.bundle import TRUNCATION_MARKER, RunResult
 from swarmkit_api.conditions import (
     REASON_AWAITING_REVIEW,
+    REASON_BUDGET_EXCEEDED,
+    REASON_BUDGET_EXHAUSTED,
     REASON_CANCELLED,
     REASON_FAILED,
     REASON_IMAGE_PULL_FAILED,
@@ -85,6 +92,7 @@ _OUTCOMES: dict[str, tuple[Status, str]] = {
     "ValidationFailed": ("False", REASON_VALIDATION_FAILED),
     "Cancelled": ("False", REASON_CANCELLED),
     "Truncated": ("False", REASON_TRUNCATED),
+    "BudgetExceeded": ("False", REASON_BUDGET_EXCEEDED),
     "AwaitingReview": ("Unknown", REASON_AWAITING_REVIEW),
 }
 #: Reasons after which nothing about the run changes any more.
@@ -97,6 +105,8 @@ FINAL_REASONS = frozenset(
         REASON_VALIDATION_FAILED,
         REASON_CANCELLED,
         REASON_TRUNCATED,
+        REASON_BUDGET_EXCEEDED,
+        REASON_BUDGET_EXHAUSTED,
         REASON_POD_CREATION_FAILED,
         REASON_IMAGE_PULL_FAILED,
         REASON_JOB_LOST,

@@ -13,8 +13,8 @@ handler, :func:`start`, which builds every component in this order:
    indexes and reconcilers, and one paged LIST of every indexed resource;
 4. the :class:`~swarmkit_operator.runtime.Manager` (leader election and the write gate),
    which holds every writer built next;
-5. the Runs controller over the shared indexes, and its scheduler, retention and mailbox
-   delivery loops;
+5. the Runs controller over the shared indexes, and its scheduler, retention, mailbox
+   delivery and SpendQuota loops;
 6. the gateways controller;
 7. the skill library and, when asked for, the web view;
 8. the watch streams, starting from the LISTs of step 3;
@@ -236,6 +236,13 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
     manager.tasks.append(asyncio.create_task(Scheduler(runs).loop(), name="swarmkit-scheduler"))
     # Mailbox webhooks (runs/delivery.py): they too wait for the Runs controller (the leader).
     manager.tasks.append(asyncio.create_task(Delivery(runs).loop(), name="swarmkit-delivery"))
+
+    async def spend_quotas() -> None:
+        # SpendQuota windows and reservations follow the clock (runs/spend.py); the leader's.
+        await runs.ready.wait()
+        await runs.spend_loop()
+
+    manager.tasks.append(asyncio.create_task(spend_quotas(), name="swarmkit-spend"))
     log.info("runs controller built (max %d Job recreations)", config.max_job_recreations)
     # 6. The gateways controller, seeded with the Agents that have a gateway.
     view = ctl.indexes.view

@@ -94,6 +94,38 @@ async def patch_status_object(
     return dict(_check("PATCH", path, status, payload))
 
 
+async def patch_status_guarded(
+    plural: str,
+    namespace: str,
+    name: str,
+    resource_version: str,
+    status_patch: Mapping[str, Any],
+    manager: str = FIELD_MANAGER,
+) -> bool:
+    """Merge-patch ``status`` only if the object is still at ``resource_version``
+    (optimistic concurrency); False when it changed meanwhile (409) or is gone (404)."""
+    path = custom_path(plural, namespace, name) + "/status"
+    body = {"metadata": {"resourceVersion": resource_version}, "status": dict(status_patch)}
+    status, payload = await request(
+        "PATCH",
+        path,
+        body,
+        content_type="application/merge-patch+json",
+        query=[("fieldManager", manager)],
+    )
+    if status in (404, 409):
+        return False
+    _check("PATCH", path, status, payload)
+    return True
+
+
+async def list_custom(plural: str, namespace: str | None) -> list[dict[str, Any]]:
+    """Every object of a swarmkit.dev kind in ``namespace`` (None: in all namespaces)."""
+    path = custom_path(plural, namespace) if namespace else f"/apis/{GROUP}/{VERSION}/{plural}"
+    status, payload = await request("GET", path)
+    return list(_check("GET", path, status, payload).get("items") or [])
+
+
 async def apply_status(
     kind: str,
     plural: str,

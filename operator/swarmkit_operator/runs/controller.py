@@ -23,7 +23,7 @@ from swarmkit_api.run import RunSpec
 from .. import metrics
 from ..config import OperatorConfig
 from ..runtime.workqueue import Workers, WorkQueue
-from . import observe
+from . import observe, spend
 from .model import MAX_CONCURRENCY, TRACE, Indexes, RunView
 from .resolve import Resolved, Waiting
 from .state import RunState
@@ -49,6 +49,8 @@ class RunController:
         )
         self._failures: dict[str, int] = {}
         self._workers = Workers(self.queue, self._work, "swarmkit-runs")
+        # A Run that ended may have freed a SpendQuota: Runs waiting on one look again.
+        self.state.on_finished.append(lambda namespace, _topology: self.kick_waiting(namespace))
 
     @property
     def on_finished(self) -> list[Callable[[str, str | None], None]]:
@@ -104,6 +106,17 @@ class RunController:
     def _unstarted(self, uid: str) -> bool:
         view = self.run_view(uid)
         return view is not None and not view.status.get("jobName") and not self.state.jobs_of(uid)
+
+    async def spend_loop(self) -> None:
+        """The leader's SpendQuota loop (:func:`.spend.refresh_loop`)."""
+
+        def kick() -> None:
+            for namespace in list(self.state.waiting):
+                self.kick_waiting(namespace)
+
+        await spend.refresh_loop(
+            self.config.watch_namespaces, lambda uid: self.run_view(uid) is not None, kick
+        )
 
     # -- views and single steps ------------------------------------------------------------
     def run_view(self, uid: str) -> RunView | None:

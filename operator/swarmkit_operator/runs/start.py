@@ -30,7 +30,7 @@ from ..builders import bundle as bundles
 from ..builders import job as jobs
 from ..builders import run_status as rs
 from ..builders.review import resume_files
-from . import status, tracing
+from . import budget, status, tracing
 from .cleanup import release_pods
 from .model import NO_POD_EVENTS_AFTER, RunView, error_line, run_ref
 from .resolve import Waiting
@@ -71,6 +71,12 @@ async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
         )
         await status.write(st, run, verdict)
         return sandbox.RECHECK_SECONDS
+    # SpendQuotas: reserve the Run's cap before anything is created (or wait / fail).
+    st.mark(run.uid, "budget_start")
+    admitted, recheck = await budget.gate(st, run, spec, resolution.rendered.bundle.workspace)
+    if not admitted:
+        return recheck
+    st.mark(run.uid, "budget_checked")
     rendered = await with_egress(resolution.rendered)
     st.mark(run.uid, "egress_planned")
     plan = rendered.bundle.egress

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import k8s
+from .. import k8s, metrics
 from ..builders import RUN_FINISHED_LABEL
 from ..builders import run_status as rs
 from ..conditions import get_condition
-from . import tracing
+from . import spend, tracing
 from .model import RunView
 from .state import RunState
 
@@ -35,6 +35,12 @@ async def write(
     before = run.status
     patch = rs.status_patch(before, verdict, run.generation)
     patch.update(extra or {})
+    if verdict.final and before.get("spendReservations"):
+        # Its reservations become what it spent, before the Run says it ended.
+        await spend.settle(run, verdict.result)
+        patch["spendReservations"] = None
+    if verdict.final and verdict.result is not None and not before.get("completionTime"):
+        metrics.record_spend(run.namespace, verdict.result.usage)
     if all(before.get(k) == v for k, v in patch.items()):
         return
     rv = await k8s.patch_status("runs", run.namespace, run.name, patch, k8s.RUNS_MANAGER)

@@ -94,6 +94,11 @@ def _input_tokens(usage: dict[str, Any]) -> int:
     )
 
 
+def _cached_tokens(usage: dict[str, Any]) -> int:
+    """Cache reads (priced as cached input); cache writes stay input-priced."""
+    return int(usage.get("cache_read_input_tokens") or 0)
+
+
 def answer(provider: str, blocks: list[Any], stop: str, usage: Usage) -> ModelResponse:
     """The response for the content blocks of a (possibly streamed, then assembled) message."""
     texts: list[str] = []
@@ -138,7 +143,7 @@ def from_wire(provider: str, data: dict[str, Any]) -> ModelResponse:
         provider,
         list(data.get("content") or []),
         str(data.get("stop_reason") or ""),
-        Usage(_input_tokens(usage), int(usage.get("output_tokens") or 0)),
+        Usage(_input_tokens(usage), int(usage.get("output_tokens") or 0), _cached_tokens(usage)),
     )
 
 
@@ -183,6 +188,7 @@ class AnthropicProvider(HttpProvider):
             if kind == "message_start":
                 usage = (payload.get("message") or {}).get("usage") or {}
                 spent.input_tokens = _input_tokens(usage)
+                spent.cached_input_tokens = _cached_tokens(usage)
                 spent.output_tokens = int(usage.get("output_tokens") or 0)
             elif kind == "content_block_start":
                 index = int(payload.get("index") or 0)

@@ -59,6 +59,8 @@ class ToolDef:
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
+    #: The part of ``input_tokens`` read from the provider's prompt cache (priced apart).
+    cached_input_tokens: int = 0
 
     @property
     def total(self) -> int:
@@ -66,7 +68,9 @@ class Usage:
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
         )
 
 
@@ -106,7 +110,11 @@ def encode_response(response: ModelResponse) -> dict[str, Any]:
             | ({"signature": c.signature} if c.signature else {})
             for c in response.tool_calls
         ],
-        "usage": [response.usage.input_tokens, response.usage.output_tokens],
+        "usage": [
+            response.usage.input_tokens,
+            response.usage.output_tokens,
+            response.usage.cached_input_tokens,
+        ],
         "stop": response.stop_reason,
     }
     if response.truncated:
@@ -128,7 +136,7 @@ def decode_response(data: Any) -> ModelResponse:
             )
             for c in data.get("toolCalls") or ()
         ],
-        Usage(int(usage[0]), int(usage[1])),
+        Usage(int(usage[0]), int(usage[1]), int(usage[2]) if len(usage) > 2 else 0),
         str(data.get("stop") or ""),
         truncated=bool(data.get("truncated")),
     )

@@ -133,7 +133,11 @@ def from_wire(provider: str, data: dict[str, Any]) -> ModelResponse:
     return ModelResponse(
         text="".join(texts),
         tool_calls=calls,
-        usage=Usage(inputs, int(usage.get("outputTokens") or 0)),
+        usage=Usage(
+            inputs,
+            int(usage.get("outputTokens") or 0),
+            int(usage.get("cacheReadInputTokens") or 0),
+        ),
         stop_reason=stop,
         truncated=stop in TRUNCATED,
     )

@@ -98,7 +98,9 @@ def to_wire(request: ModelRequest) -> dict[str, Any]:
 def _usage(data: dict[str, Any]) -> Usage:
     usage = data.get("usageMetadata") or {}
     output = int(usage.get("candidatesTokenCount") or 0) + int(usage.get("thoughtsTokenCount") or 0)
-    return Usage(int(usage.get("promptTokenCount") or 0), output)
+    # promptTokenCount includes cachedContentTokenCount (context caching).
+    cached = int(usage.get("cachedContentTokenCount") or 0)
+    return Usage(int(usage.get("promptTokenCount") or 0), output, cached)
 
 
 def answer(provider: str, parts: list[Any], finish: str, usage: Usage) -> ModelResponse:

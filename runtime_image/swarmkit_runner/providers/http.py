@@ -63,9 +63,10 @@ class Spent:
     def __init__(self) -> None:
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cached_input_tokens = 0
 
     def usage(self) -> Usage:
-        return Usage(self.input_tokens, self.output_tokens)
+        return Usage(self.input_tokens, self.output_tokens, self.cached_input_tokens)
 
 
 def retry_delay(headers: httpx.Headers | dict[str, str]) -> float | None:

@@ -118,7 +118,13 @@ def answer(provider: str, message: dict[str, Any], finish: str, usage: Usage) ->
 
 def _usage(data: dict[str, Any]) -> Usage:
     usage = data.get("usage") or {}
-    return Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+    details = usage.get("prompt_tokens_details") or {}
+    return Usage(
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        # prompt_tokens includes the cached part (Chat Completions' prompt caching).
+        int(details.get("cached_tokens") or 0),
+    )
 
 
 def from_wire(provider: str, data: dict[str, Any]) -> ModelResponse:

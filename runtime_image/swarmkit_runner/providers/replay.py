@@ -2,7 +2,8 @@
 
 Turns are played in order, one per model call (text and tool calls). When they run out the
 agent ends with the last text the script contained. Tool names are written as the agent
-sees them (``pg.list_tables``, ``load_skill``, ``delegate_to_worker``). Usage is zero.
+sees them (``pg.list_tables``, ``load_skill``, ``delegate_to_worker``). A turn reports the
+``usage`` it scripts (zero when it has none), so spend can be tested without a paid API.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ class ReplayProvider:
             ToolCall(id=f"replay-{step}-{n}", name=c.name, arguments=dict(c.arguments))
             for n, c in enumerate(turn.tool_calls)
         ]
-        return ModelResponse(turn.text or "", calls, Usage(), "tool_use" if calls else "end_turn")
+        u = turn.usage
+        usage = Usage(u.input_tokens, u.output_tokens, u.cached_input_tokens) if u else Usage()
+        return ModelResponse(turn.text or "", calls, usage, "tool_use" if calls else "end_turn")
 
     def skip(self) -> None:
         """A recorded turn was replayed from the run's journal: move past it."""

@@ -103,6 +103,8 @@ def test_types_and_reasons_are_each_defined_once() -> None:
         "SkillsResolved",
         "Serving",
         "Succeeded",
+        "BudgetWarning",
+        "SelectorUnmatched",
     }
     assert {"Valid", "TooLarge", "Cycle", "PinMismatch", "Pending", "JobLost"} <= set(
         reasons.values()

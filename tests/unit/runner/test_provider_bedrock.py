@@ -66,7 +66,12 @@ async def test_requests_are_signed_as_botocore_signs_them(
     out = await run(tmp_path, bedrock(model_server), json.dumps(creds))
     assert out.outcome == "Succeeded", out.result["message"]
     assert model_server.refused == []
-    assert out.result["usage"] == {"inputTokens": 42, "outputTokens": 11}
+    usage = out.result["usage"]
+    assert {k: usage[k] for k in ("inputTokens", "outputTokens")} == {
+        "inputTokens": 42,
+        "outputTokens": 11,
+    }
+    assert usage["costUnknown"] is True  # the provider has no prices
     first, second = model_server.requests
     assert first.path == "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse"
     assert first.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -287,7 +288,18 @@ def test_mcp_over_http_and_a_served_topology_over_a2a_make_one_trace(
         )
         assert out.exit_code == 0, out.stderr[-3000:]
         assert out.result["output"] == "done"
-        spans = views(jaeger.trace(trace_id, min_spans=9))
+
+        # The runner flushes its spans at exit; the served Topology's batch exporter sends its
+        # own on its schedule: wait for its server spans too (a count of spans raced them).
+        def served(found: list[dict[str, Any]]) -> bool:
+            names = {
+                s["operationName"]
+                for s in found
+                if s["process"].get("serviceName") == "swarmkit-serve"
+            }
+            return {"SendMessage", "GetTask", "invoke_agent answerer"} <= names
+
+        spans = views(jaeger.trace(trace_id, min_spans=9, until=served))
 
     def kind(name: str, span_kind: str) -> SpanView:
         [found] = [s for s in spans if s.name == name and s.tags["span.kind"] == span_kind]

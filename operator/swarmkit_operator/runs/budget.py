@@ -1,0 +1,93 @@
+"""The budget gate of a Run's start: reserve its cap on the SpendQuotas that cover it.
+
+Called by :func:`.start.start` once the target is resolved and before anything is created.
+The quotas' names are written to ``status.spendReservations`` *before* reserving, so a crash
+at any point leaves a Run whose reservations are found again (reserving is idempotent per
+Run uid, see :mod:`swarmkit_operator.builders.spend`).
+
+A quota with ``onExhausted: hold`` that cannot cover the Run opens a Review of kind
+``spend`` (owned by the Run, decided like every Review: RBAC says who may patch it, the
+admission policy ties ``decidedBy`` to the authenticated user). Approve: the Run is reserved
+past the limit and starts; reject: it fails ``BudgetExhausted``. Until then it waits
+(``BudgetHold``); if the quota frees up first it starts without the decision.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from swarmkit_api.conditions import REASON_BUDGET_EXHAUSTED, REASON_BUDGET_HOLD
+from swarmkit_api.run import RunSpec
+from swarmkit_api.workspace import WorkspaceSpec
+
+from .. import k8s
+from ..builders import run_status as rs
+from ..builders import spend as quota
+from . import spend, status
+from .model import RunView, run_ref
+from .state import RunState
+
+
+async def gate(
+    st: RunState, run: RunView, spec: RunSpec, workspace: WorkspaceSpec
+) -> tuple[bool, float | None]:
+    """(may start now, recheck after seconds): reserved, or waiting / failed on a quota."""
+    names = await spend.covering(run.namespace, spec)
+    if not names:
+        return True, None
+    if list(run.status.get("spendReservations") or []) != names:
+        intent = rs.pending(f"reserving its cap on SpendQuota {', '.join(names)}")
+        await status.write(st, run, intent, {"spendReservations": names}, event=False)
+    refusal = await spend.reserve_all(run, spec, workspace, names)
+    if refusal is not None and refusal.hold is not None:
+        refusal = await _held(st, run, spec, workspace, names, refusal)
+    if refusal is None:
+        return True, None
+    if not refusal.verdict.final:
+        # Kicked again when another Run of the namespace ends, and by the quota loop.
+        st.waiting.setdefault(run.namespace, set()).add(run.uid)
+    await status.write(st, run, refusal.verdict)
+    return False, refusal.recheck
+
+
+async def _held(
+    st: RunState,
+    run: RunView,
+    spec: RunSpec,
+    workspace: WorkspaceSpec,
+    names: list[str],
+    refusal: spend.Refusal,
+) -> spend.Refusal | None:
+    """The hold's Review: open it, or act on its decision."""
+    assert refusal.hold is not None
+    name = quota.hold_review_name(run.name, run.uid)
+    review = await k8s.get_custom("reviews", run.namespace, name)
+    if review is None:
+        cap = quota.run_cap(spec, workspace)
+        manifest = quota.build_hold_review(run_ref(run, spec), refusal.hold, refusal.message, cap)
+        await k8s.create_custom_if_absent("reviews", run.namespace, manifest)
+    decision: dict[str, Any] = ((review or {}).get("spec") or {}).get("decision") or {}
+    verdict = decision.get("verdict")
+    who = str(decision.get("decidedBy") or "")
+    if verdict == "approve":
+        granted = await spend.reserve_all(run, spec, workspace, names, held=True)
+        if granted is None:
+            await _taken_up(run.namespace, name, "approve", who)
+        return granted
+    if verdict is not None:
+        await _taken_up(run.namespace, name, str(verdict), who)
+        message = f"{refusal.message}; its hold (Review {name}) was {verdict}ed by {who}"
+        return spend.Refusal(rs.final(REASON_BUDGET_EXHAUSTED, message))
+    message = (
+        f"{refusal.message}; held: Review {name} (kind spend) asks a person to let it start "
+        "past the limit"
+    )
+    verdict_ = rs.Verdict(
+        phase="Pending", status="Unknown", reason=REASON_BUDGET_HOLD, message=message
+    )
+    return spend.Refusal(verdict_, refusal.recheck)
+
+
+async def _taken_up(namespace: str, review: str, verdict: str, who: str) -> None:
+    fields = {"state": "Decided", "verdict": verdict, "decidedBy": who}
+    await k8s.patch_status("reviews", namespace, review, fields, k8s.REVIEWS_MANAGER)
