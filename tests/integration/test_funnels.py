@@ -346,6 +346,7 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
         "attempts": 2,
         "score": 0.95,
         "exhausted": False,
+        "round": 1,
         "state": "AwaitingApproval",
     }
     assert run["status"]["gates"] == [gate_status]
