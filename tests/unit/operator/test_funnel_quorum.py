@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from swarmkit_api.conditions import REASON_FUNNEL_INVALID, REASON_FUNNEL_NOT_FOUND
 from pydantic import ValidationError
 
+from swarmkit_api.conditions import REASON_FUNNEL_INVALID, REASON_FUNNEL_NOT_FOUND
 from swarmkit_api.funnel import Approval, ApprovalRound, ApproveLayer
 from swarmkit_api.quorum import tally
 from swarmkit_api.topology import TopologySpec
