@@ -288,11 +288,17 @@ class ApprovalRound(ApiModel):
     round: int = Field(ge=1, description="The round (1 is the first approval).")
     review: str = Field(description="The Review of that round.")
     approvals: list[Approval] = Field(
-        default_factory=list, description="The signatures of that round, in order."
+        default_factory=list, max_length=200, description="The signatures of that round, in order."
     )
 
 
+#: Earlier rounds a gate's Review keeps (the operator drops the oldest past it: their
+#: signatures then stop counting, the safe direction).
+MAX_ROUNDS = 20
+
+
 __all__ = [
+    "MAX_ROUNDS",
     "SEVERITIES",
     "Approval",
     "ApprovalRound",

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from .base import ApiModel, CelRule
 from .common import Conditions, LocalObjectReference
-from .funnel import Approval, ApprovalRound, ApproveLayer, GateReport
+from .funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer, GateReport
 
 #: Labels on every Review: its kind; a gateway session's Review also names its Agent (the
 #: label the gateway's pods carry) and the session's correlation id.
@@ -74,6 +74,7 @@ class FunnelGate(ApiModel):
     report: GateReport = Field(description="The artifact and the automated layers' results.")
     rounds: list[ApprovalRound] = Field(
         default_factory=list,
+        max_length=MAX_ROUNDS,
         description="Earlier approval rounds of this gate, each ended by a revision (written "
         "by the operator from their Reviews); the quorum counts their signatures per "
         "approve.onRevision.",

@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from swarmkit_api.bundle import ReviewItem, RunBundle
-from swarmkit_api.funnel import Approval, ApprovalRound, ApproveLayer
+from swarmkit_api.funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer
 from swarmkit_api.quorum import Tally, tally
 from swarmkit_api.review import FunnelGate, ResumeDecision, decided_at
 
@@ -72,7 +72,8 @@ def revised_review(decisions: list[dict[str, Any]]) -> str | None:
 def rounds_before(previous: Mapping[str, Any] | None, item: ReviewItem) -> list[ApprovalRound]:
     """``gate.rounds`` of the Review for ``item``: the earlier rounds of ``previous`` (the
     Review the last revision was asked in) and that round itself, when it is the same gate
-    (funnel and node); empty otherwise."""
+    (funnel and node); empty otherwise. At most ``MAX_ROUNDS``: the oldest are dropped
+    (their signatures stop counting under reconfirmChanged, never the other way)."""
     found = gate_of(previous) if previous is not None else None
     if found is None or item.gate is None:
         return []
@@ -81,7 +82,7 @@ def rounds_before(previous: Mapping[str, Any] | None, item: ReviewItem) -> list[
         return []
     name = str(((previous or {}).get("metadata") or {}).get("name") or "")
     last = ApprovalRound(round=gate.report.round, review=name, approvals=approvals)
-    return [*gate.rounds, last]
+    return [*gate.rounds, last][-MAX_ROUNDS:]
 
 
 def gate_request(

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from swarmkit_api.conditions import REASON_FUNNEL_INVALID, REASON_FUNNEL_NOT_FOUND
-from swarmkit_api.funnel import Approval, ApprovalRound, ApproveLayer
+from swarmkit_api.funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer
 from swarmkit_api.quorum import tally
 from swarmkit_api.topology import TopologySpec
 from swarmkit_operator.builders.funnel import (
@@ -225,6 +225,14 @@ def test_operator_resumes_with_the_revision_and_builds_the_next_rounds() -> None
         "r-1",
         ["ann", "ben"],
     )
+    # a long history keeps the newest MAX_ROUNDS rounds (the Review's schema bounds it)
+    long = _round_review("r-21", [ann, ben])
+    long["spec"]["request"]["gate"]["rounds"] = [
+        {"round": n, "review": f"r-{n}", "approvals": [ann, ben]} for n in range(1, 21)
+    ]
+    long["spec"]["request"]["gate"]["report"]["round"] = 21
+    kept = rounds_before(long, item)
+    assert len(kept) == MAX_ROUNDS and (kept[0].round, kept[-1].round) == (2, 21)
     # another gate's Review (other node) is no earlier round of this one
     assert rounds_before(_round_review("r-1", [ann, ben], node="other"), item) == []
 
