@@ -102,6 +102,8 @@ def show(review: dict[str, Any], console: Console) -> None:
     if report.diff:
         console.print(f"Diff since round {report.round - 1}:")
         console.print(report.diff.rstrip("\n"))
+    elif report.round > 1:
+        console.print(f"Diff since round {report.round - 1}: none (the artifact is unchanged)")
     console.print("Artifact:")
     console.print(report.artifact)
 

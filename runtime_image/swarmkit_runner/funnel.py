@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from swarmkit_api.funnel import SEVERITIES, Finding, FunnelSpec, GateReport
+from swarmkit_api.review import ResumeDecision
 
 from . import pipeline, reviews
 from .context import RunContext
@@ -386,7 +387,7 @@ class Gate:
         parked.items = [i.model_copy(update={"gate": report}) for i in parked.items]
         raise parked
 
-    def _decided(self, verdict: str, by: str, found: Any) -> dict[str, str]:
+    def _decided(self, verdict: str, by: str, found: ResumeDecision) -> dict[str, str]:
         self.ctx.audit.emit(
             "funnel.decided",
             funnel=self.name,
@@ -399,7 +400,7 @@ class Gate:
         if verdict == "approve":
             return {"verdict": "approve"}
         if verdict == "revise":
-            return {"verdict": "revise", "by": str(found.decided_by), "text": str(found.text)}
+            return {"verdict": "revise", "by": found.decided_by, "text": found.text}
         if verdict == "timeout":
             raise RunFailed(f"funnel {self.name}: the approval expired ({by})")
         raise RunFailed(f"funnel {self.name} at node {self.node}: rejected ({by})")
