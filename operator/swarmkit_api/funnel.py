@@ -174,8 +174,10 @@ class ApproveLayer(ApiModel):
     )
     on_revision: Literal["resetAll", "reconfirmChanged"] = Field(
         default="resetAll",
-        description="What a revised artifact does to approvals given before: resetAll drops "
-        "them all; reconfirmChanged keeps those of roles whose rules did not change.",
+        description="What a revision (a signature with verdict revise) does to the "
+        "signatures given before it: resetAll drops them all (everyone signs the revised "
+        "artifact again); reconfirmChanged keeps them for the rules that do not name the "
+        "role the revision was asked in.",
     )
 
 
@@ -237,12 +239,33 @@ class GateReport(ApiModel):
     findings: list[Finding] = Field(
         default_factory=list, description="Reviewer findings (the ones below routeBackAt)."
     )
+    round: int = Field(
+        default=1, ge=1, description="Approval round: 1 + the revisions asked so far."
+    )
+    diff: str = Field(
+        default="",
+        max_length=16384,
+        description="Unified diff of the artifact against the one shown at the previous "
+        "round's approval (empty in round 1; capped).",
+    )
 
 
 class Approval(ApiModel):
     """One person's signature on a funnel approval, in one role."""
 
-    verdict: Literal["approve", "reject"] = Field(description="approve or reject.")
+    cel_rules = (
+        CelRule(
+            rule="self.verdict != 'revise' || (has(self.text) && size(self.text) > 0)",
+            message="verdict revise needs text: what the drafting agent must change",
+            field_path=".text",
+            check=lambda m: m.verdict != "revise" or bool(m.text),
+        ),
+    )
+
+    verdict: Literal["approve", "reject", "revise"] = Field(
+        description="approve, reject (the run fails), or revise (text goes back to the "
+        "drafting agent; the revised artifact opens a new approval round)."
+    )
     role: str = Field(
         min_length=1,
         max_length=63,
@@ -253,12 +276,32 @@ class Approval(ApiModel):
         max_length=253,
         description="Your user name exactly as the apiserver authenticates you.",
     )
-    text: str | None = Field(default=None, max_length=4096, description="Comment.")
+    text: str | None = Field(
+        default=None, max_length=4096, description="Comment (required for revise)."
+    )
+
+
+class ApprovalRound(ApiModel):
+    """An earlier approval round of the same gate: its Review and the signatures in it
+    (the last one the revision that ended it). Written by the operator from that Review."""
+
+    round: int = Field(ge=1, description="The round (1 is the first approval).")
+    review: str = Field(description="The Review of that round.")
+    approvals: list[Approval] = Field(
+        default_factory=list, max_length=200, description="The signatures of that round, in order."
+    )
+
+
+#: Earlier rounds a gate's Review keeps (the operator drops the oldest past it: their
+#: signatures then stop counting, the safe direction).
+MAX_ROUNDS = 20
 
 
 __all__ = [
+    "MAX_ROUNDS",
     "SEVERITIES",
     "Approval",
+    "ApprovalRound",
     "ApprovalRule",
     "ApproveLayer",
     "Finding",

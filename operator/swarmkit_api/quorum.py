@@ -14,15 +14,30 @@ Semantics (SwarmKit's multi-party approval, with Kubernetes identities):
   across the rules (a person holding two roles counts once: the four-eyes floor);
 * ``excludeAuthor``: a signature of the Run's creator does not count (the admission policy
   refuses it first; this keeps the tally right for anything recorded before);
-* one ``reject`` by a role holder rejects the gate.
+* one ``reject`` by a role holder rejects the gate; one ``revise`` (with no reject) asks
+  for a revision: the run resumes, the drafting agent revises with the comment, and the new
+  artifact opens the next approval round (a new Review).
+
+Rounds (``approve.onRevision``, SwarmKit's ``on_revision``): the earlier rounds of the gate
+(:class:`~swarmkit_api.funnel.ApprovalRound`, each ended by a revision) are passed as
+``earlier``:
+
+* ``resetAll`` (the default): no earlier signature counts; everyone signs the revised
+  artifact again;
+* ``reconfirmChanged``: an earlier ``approve`` carries into this round for every rule that
+  no later revision touched. A revision touches the rules naming the role it was asked in
+  (SwarmKit's ``after_revision`` keeps approvals whose scope is not among the changed
+  scopes; here a rule is the scope, and the concern a revision addressed is its role's).
+  The carried signature counts toward its rules and the distinct-people floor like one
+  given in this round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .funnel import Approval, ApprovalRule, ApproveLayer
+from .funnel import Approval, ApprovalRound, ApprovalRule, ApproveLayer
 
 
 @dataclass(frozen=True)
@@ -52,11 +67,14 @@ class Tally:
     min_distinct: int
     rejected_by: str | None
     ignored: tuple[str, ...]
+    revision: Approval | None = None
+    carried: tuple[str, ...] = ()
 
     @property
     def approved(self) -> bool:
         return (
             self.rejected_by is None
+            and self.revision is None
             and all(r.satisfied for r in self.rules)
             and len(self.approvers) >= self.min_distinct
         )
@@ -73,7 +91,7 @@ class Tally:
         return out
 
 
-def _rule_tally(index: int, rule: ApprovalRule, approvals: list[Approval]) -> RuleTally:
+def _rule_tally(index: int, rule: ApprovalRule, approvals: Iterable[Approval]) -> RuleTally:
     signed: dict[str, tuple[str, ...]] = {}
     for role in rule.roles:
         people = tuple(dict.fromkeys(a.decided_by for a in approvals if a.role == role))
@@ -93,23 +111,73 @@ def _rule_tally(index: int, rule: ApprovalRule, approvals: list[Approval]) -> Ru
     return RuleTally(index, rule, signed, people, satisfied, missing)
 
 
-def tally(policy: ApproveLayer, approvals: Iterable[Approval], author: str | None) -> Tally:
-    """The gate's state from the signatures recorded so far (see the module docstring)."""
+def _counts(policy: ApproveLayer, a: Approval, author: str | None) -> str | None:
+    """Why signature ``a`` does not count (None: it counts)."""
+    if a.role not in policy.roles:
+        return f"{a.decided_by}: unknown role {a.role}"
+    if policy.exclude_author and author and a.decided_by == author:
+        return f"{a.decided_by}: created the run (excludeAuthor)"
+    return None
+
+
+def carried_over(
+    policy: ApproveLayer, earlier: Sequence[ApprovalRound], author: str | None
+) -> list[tuple[Approval, frozenset[int], int]]:
+    """The earlier approvals that still count, with the rule indexes each counts for and
+    its round (empty under ``resetAll``; see the module docstring)."""
+    if policy.on_revision != "reconfirmChanged":
+        return []
+    out: list[tuple[Approval, frozenset[int], int]] = []
+    for n, past in enumerate(earlier):
+        touched: set[int] = set()
+        for later in earlier[n:]:
+            for a in later.approvals:
+                if a.verdict == "revise" and _counts(policy, a, author) is None:
+                    touched |= {i for i, r in enumerate(policy.rules) if a.role in r.roles}
+        rules = frozenset(range(len(policy.rules))) - touched
+        for a in past.approvals:
+            if a.verdict == "approve" and rules and _counts(policy, a, author) is None:
+                out.append((a, rules, past.round))
+    return out
+
+
+def tally(
+    policy: ApproveLayer,
+    approvals: Iterable[Approval],
+    author: str | None,
+    earlier: Sequence[ApprovalRound] = (),
+) -> Tally:
+    """The gate's state from the signatures recorded so far in this round and, per
+    ``onRevision``, in the ``earlier`` rounds (see the module docstring)."""
     counted: list[Approval] = []
     ignored: list[str] = []
     rejected_by = None
+    revision = None
     for a in approvals:
-        if a.role not in policy.roles:
-            ignored.append(f"{a.decided_by}: unknown role {a.role}")
-        elif policy.exclude_author and author and a.decided_by == author:
-            ignored.append(f"{a.decided_by}: created the run (excludeAuthor)")
+        why = _counts(policy, a, author)
+        if why is not None:
+            ignored.append(why)
         elif a.verdict == "reject":
             rejected_by = rejected_by or a.decided_by
+        elif a.verdict == "revise":
+            revision = revision or a
         else:
             counted.append(a)
-    rules = tuple(_rule_tally(i, r, counted) for i, r in enumerate(policy.rules))
+    carried = carried_over(policy, earlier, author)
+    rules = tuple(
+        _rule_tally(i, r, [*(a for a, idx, _ in carried if i in idx), *counted])
+        for i, r in enumerate(policy.rules)
+    )
     approvers = tuple(dict.fromkeys(p for r in rules for p in r.people))
-    return Tally(rules, approvers, policy.min_distinct_approvers, rejected_by, tuple(ignored))
+    return Tally(
+        rules,
+        approvers,
+        policy.min_distinct_approvers,
+        rejected_by,
+        tuple(ignored),
+        revision,
+        tuple(f"{a.decided_by} as {a.role} (round {n})" for a, _, n in carried),
+    )
 
 
-__all__ = ["RuleTally", "Tally", "tally"]
+__all__ = ["RuleTally", "Tally", "carried_over", "tally"]

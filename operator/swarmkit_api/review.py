@@ -28,7 +28,7 @@ from pydantic import Field
 
 from .base import ApiModel, CelRule
 from .common import Conditions, LocalObjectReference
-from .funnel import Approval, ApproveLayer, GateReport
+from .funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer, GateReport
 
 #: Labels on every Review: its kind; a gateway session's Review also names its Agent (the
 #: label the gateway's pods carry) and the session's correlation id.
@@ -78,6 +78,13 @@ class FunnelGate(ApiModel):
         "swarmkit.dev/created-by); excluded from signing when approve.excludeAuthor.",
     )
     report: GateReport = Field(description="The artifact and the automated layers' results.")
+    rounds: list[ApprovalRound] = Field(
+        default_factory=list,
+        max_length=MAX_ROUNDS,
+        description="Earlier approval rounds of this gate, each ended by a revision (written "
+        "by the operator from their Reviews); the quorum counts their signatures per "
+        "approve.onRevision.",
+    )
 
 
 class ReviewRequest(ApiModel):
@@ -222,8 +229,9 @@ class ResumeDecision(ApiModel):
     review: str = Field(description="The Review's name.")
     key: str = Field(description="The journal key where the run parked.")
     kind: ReviewKind = Field(description="Kind of the review.")
-    verdict: Literal["approve", "reject", "answer", "timeout"] = Field(
-        description="The verdict; timeout when the review expired."
+    verdict: Literal["approve", "reject", "answer", "timeout", "revise"] = Field(
+        description="The verdict; timeout when the review expired; revise (funnel "
+        "approvals): text goes back to the drafting agent."
     )
     text: str = Field(default="", description="Answer or comment.")
     decided_by: str = Field(description="Authenticated decider (or the operator on timeout).")

@@ -117,8 +117,12 @@ class GateStatus(ApiModel):
     attempts: int = Field(default=1, description="Drafts made (1 + retries).")
     score: float | None = Field(default=None, description="The judge's last confidence.")
     exhausted: bool = Field(default=False, description="The automated retries ran out.")
-    state: Literal["AwaitingApproval", "Approved", "Rejected", "Expired"] = Field(
-        description="AwaitingApproval, then Approved, Rejected or Expired."
+    round: int = Field(default=1, description="Approval round (1 + revisions asked before).")
+    state: Literal["AwaitingApproval", "Approved", "Rejected", "Expired", "RevisionRequested"] = (
+        Field(
+            description="AwaitingApproval, then Approved, Rejected, Expired or "
+            "RevisionRequested (the next round is a new entry)."
+        )
     )
 
 
@@ -127,7 +131,7 @@ class RecordedDecision(ApiModel):
 
     review: str = Field(description="The Review's name.")
     kind: str = Field(default="", description="Kind of the review.")
-    verdict: str = Field(description="approve, reject, answer, or timeout.")
+    verdict: str = Field(description="approve, reject, answer, timeout, or revise.")
     decided_by: str = Field(description="The authenticated user (admission-checked).")
     decided_at: datetime | None = Field(default=None, description="When it was written.")
     resumed_job: str | None = Field(default=None, description="The Job that resumed the run.")

@@ -4,10 +4,14 @@
 the judge's score and critique, validation problems, reviewer findings, the artifact) and
 the quorum as the signatures leave it: per rule who signed in which role and what is still
 missing, the distinct people so far, signatures that do not count and why
-(:func:`swarmkit_api.quorum.tally`, the operator's own computation). ``approve`` and
-``reject`` append your signature to ``spec.approvals`` in the role ``--role`` names (the
-admission policy checks that you hold it by user name or group, that ``decidedBy`` is you
-and that you did not create the run), guarded by the Review's resourceVersion so two
+(:func:`swarmkit_api.quorum.tally`, the operator's own computation), and, from the second
+approval round on, the revision history (round, who asked, in which role, the comment),
+the signatures carried over from earlier rounds (``onRevision: reconfirmChanged``) and
+the diff against the artifact shown in the previous round. ``approve``, ``reject`` and
+``revise`` (``--text`` required: what the drafting agent must change) append your
+signature to ``spec.approvals`` in the role ``--role`` names (the admission policy checks
+that you hold it by user name or group, that ``decidedBy`` is you and that you did not
+create the run), guarded by the Review's resourceVersion so two
 people signing at once cannot drop each other's signature.
 """
 
@@ -18,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from swarmkit_api import GROUP, VERSION
-from swarmkit_api.funnel import Approval
+from swarmkit_api.funnel import Approval, ApprovalRound
 from swarmkit_api.quorum import tally
 from swarmkit_api.review import FunnelGate
 
@@ -61,8 +65,17 @@ def show(review: dict[str, Any], console: Console) -> None:
     for finding in report.findings:
         console.print(f"Finding:     [{finding.severity}] {finding.message}")
     console.print(f"Author:      {gate.author or '(unknown)'}")
-    result = tally(gate.approve, approvals, gate.author)
-    state = "rejected" if result.rejected_by else "approved" if result.approved else "waiting"
+    _history(gate.rounds, report.round, gate.approve.on_revision, console)
+    result = tally(gate.approve, approvals, gate.author, gate.rounds)
+    state = (
+        "rejected"
+        if result.rejected_by
+        else "revision requested"
+        if result.revision
+        else "approved"
+        if result.approved
+        else "waiting"
+    )
     console.print(f"Quorum:      {state}")
     for rule in result.rules:
         signed = "; ".join(f"{role}: {', '.join(who)}" for role, who in rule.signed.items())
@@ -77,10 +90,39 @@ def show(review: dict[str, Any], console: Console) -> None:
         console.print(f"  missing: {text}")
     for text in result.ignored:
         console.print(f"  not counted: {text}")
+    for text in result.carried:
+        console.print(f"  carried over: {text}")
     if result.rejected_by:
         console.print(f"  rejected by {result.rejected_by}")
+    if result.revision:
+        console.print(
+            f"  revision asked by {result.revision.decided_by} as {result.revision.role}: "
+            f"{result.revision.text}"
+        )
+    if report.diff:
+        console.print(f"Diff since round {report.round - 1}:")
+        console.print(report.diff.rstrip("\n"))
+    elif report.round > 1:
+        console.print(f"Diff since round {report.round - 1}: none (the artifact is unchanged)")
     console.print("Artifact:")
     console.print(report.artifact)
+
+
+def _history(rounds: list[ApprovalRound], current: int, policy: str, console: Console) -> None:
+    """Round N of the gate, and each earlier round: who asked for the revision and why."""
+    if not rounds:
+        return
+    console.print(f"Round:       {current} (onRevision: {policy})")
+    for past in rounds:
+        asked = [a for a in past.approvals if a.verdict == "revise"]
+        signed = [f"{a.decided_by} as {a.role}" for a in past.approvals if a.verdict == "approve"]
+        for a in asked[:1]:
+            console.print(
+                f"  round {past.round} ({past.review}): revision asked by {a.decided_by} as "
+                f"{a.role}: {a.text}"
+            )
+        if signed:
+            console.print(f"    signed in round {past.round}: {', '.join(signed)}")
 
 
 def sign(
@@ -101,8 +143,10 @@ def sign(
     gate, _ = found
     name = review["metadata"]["name"]
     roles = sorted(gate.approve.roles)
-    if verdict not in ("approve", "reject"):
-        raise UsageError(f"review {name} is a funnel approval: approve or reject it")
+    if verdict not in ("approve", "reject", "revise"):
+        raise UsageError(f"review {name} is a funnel approval: approve, reject or revise it")
+    if verdict == "revise" and not text:
+        raise UsageError(f"review revise {name} needs --text: what the drafting agent must change")
     if role is None:
         raise UsageError(
             f"review {name} is a funnel approval: sign in a role (--role {'|'.join(roles)})"

@@ -13,7 +13,8 @@ apiserver evaluates this ValidatingAdmissionPolicy on every create and update of
 * a Review created with a decision already in it.
 
 Funnel approvals (``spec.request.gate`` set; people sign by appending to
-``spec.approvals``) are checked per signature: one new signature per write, its
+``spec.approvals``) are checked per signature (approve, reject or revise alike; the CRD
+requires a revise's text): one new signature per write, its
 ``decidedBy`` the caller, the caller holding its ``role`` in the pinned
 ``gate.approve.roles`` by user name or by one of the request's groups, the caller not the
 Run's author when ``excludeAuthor``, none on a Review that is Expired, Closed or already

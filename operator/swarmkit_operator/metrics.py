@@ -15,7 +15,8 @@
 * ``swarmkit_skill_script_runs_total{namespace, skill, outcome}``: runs of the skill's
   scripts in finished Runs, ``outcome`` ``ok`` or ``failed`` (non-zero exit or timeout).
 * ``swarmkit_funnel_gates_total{namespace, funnel, state}``: funnel approvals opened
-  (``AwaitingApproval``) and settled (``Approved``, ``Rejected``, ``Expired``).
+  (``AwaitingApproval``, once per approval round) and settled (``Approved``, ``Rejected``,
+  ``Expired``, ``RevisionRequested``).
 * ``swarmkit_funnel_gate_attempts{funnel}``: drafts per gated artifact that reached the
   approval (1 = passed the automated layers first time).
 * ``swarmkit_spend_total{namespace, agent, model, currency}``: cost of finished Runs, per
@@ -81,7 +82,8 @@ SKILL_SCRIPT_RUNS = Counter(
 
 FUNNEL_GATES = Counter(
     "swarmkit_funnel_gates_total",
-    "Funnel approvals opened (AwaitingApproval) and settled (Approved, Rejected, Expired).",
+    "Funnel approvals opened (AwaitingApproval) and settled (Approved, Rejected, Expired, "
+    "RevisionRequested).",
     ["namespace", "funnel", "state"],
 )
 FUNNEL_ATTEMPTS = Histogram(

@@ -16,6 +16,12 @@ When a node's agent gives its final answer (the *artifact*) and the node names a
 4. ``approve``: the run parks (outcome AwaitingReview, a ``funnel_approval`` review item
    carrying the :class:`GateReport`); the operator opens the Review and resumes the run once
    the quorum holds (verdict approve) or someone rejects. Only this layer ends the gate.
+   A person may instead ask for a revision (verdict ``revise``, with a comment): the
+   comment goes back to the drafting agent, the new draft re-enters at ``validate`` and
+   parks for a new approval round whose report carries ``round`` and a unified ``diff``
+   against the artifact shown in the previous round. A revision is a new draft but not a
+   retry: it does not use up ``maxRetries`` (that budget bounds the automated layers;
+   people bound the revisions, each round waiting at most the review timeout).
 
 A failure of an automated layer is a retry: the drafting agent gets the critique in its
 next prompt and the new draft re-enters at ``validate``, up to the funnel's ``maxRetries``.
@@ -27,6 +33,8 @@ layer is audited (``funnel.validate``, ``funnel.judge``, ``funnel.review``, ``fu
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import json
 import re
 import time
@@ -35,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from swarmkit_api.funnel import SEVERITIES, Finding, FunnelSpec, GateReport
+from swarmkit_api.review import ResumeDecision
 
 from . import pipeline, reviews
 from .context import RunContext
@@ -155,6 +164,9 @@ class Gate:
         self.retries = 0
         self.corrected = False
         self.report = GateReport(funnel=name, node=self.node)
+        #: The approval round, and the artifact (scrubbed) shown in the previous round.
+        self.round = 1
+        self.shown: str | None = None
 
     def _audit(self, event: str, started: float, **fields: Any) -> None:
         self.ctx.audit.emit(
@@ -308,17 +320,29 @@ class Gate:
             )
         return await self._approve(artifact)
 
-    async def _approve(self, artifact: str) -> str:
+    async def _approve(self, artifact: str) -> str | Redraft:
         """The approve layer as one journal effect: its own key, so a resumed run finds
-        the decision exactly here (not at an earlier draft of the same agent)."""
+        the decision exactly here (not at an earlier draft of the same agent). Its value is
+        the decision (approve or revise); the round's state is updated outside the effect
+        so a replayed run rebuilds it."""
 
-        async def step() -> str:
+        async def step() -> dict[str, str]:
             decided = reviews.decision(self.ctx, "funnel_approval")
             if decided is not None:
-                return self._decided(decided.verdict, reviews.by(decided), artifact)
+                return self._decided(decided.verdict, reviews.by(decided), decided)
             self._park(artifact)
 
-        return await self.ctx.journal.effect("funnel", step, str, str)
+        outcome = await self.ctx.journal.effect("funnel", step, dict, _outcome)
+        if outcome.get("verdict") != "revise":
+            return artifact
+        self.shown = self.ctx.secrets.scrub(artifact[:ARTIFACT_CHARS])
+        self.round += 1
+        self.attempt += 1
+        self.corrected = False
+        return Redraft(
+            f"{outcome.get('by', 'A reviewer')} asked for a revision before approving:\n"
+            f"{outcome.get('text', '')}\n\nRevise your answer and answer again in full."
+        )
 
     def _park(self, artifact: str) -> NoReturn:
         scrub = self.ctx.secrets.scrub  # the report lands in a Review and the Run's status
@@ -326,6 +350,8 @@ class Gate:
         report = r.model_copy(
             update={
                 "attempts": self.attempt,
+                "round": self.round,
+                "diff": artifact_diff(self.shown, scrub(r.artifact), self.round),
                 "artifact": scrub(r.artifact),
                 "critique": scrub(r.critique),
                 "validation": [scrub(v) for v in r.validation],
@@ -346,6 +372,7 @@ class Gate:
             attempt=self.attempt,
             exhausted=report.exhausted,
             score=report.score,
+            round=self.round,
             outcome="AwaitingReview",
         )
         parked = reviews.park(
@@ -360,20 +387,51 @@ class Gate:
         parked.items = [i.model_copy(update={"gate": report}) for i in parked.items]
         raise parked
 
-    def _decided(self, verdict: str, by: str, artifact: str) -> str:
+    def _decided(self, verdict: str, by: str, found: ResumeDecision) -> dict[str, str]:
         self.ctx.audit.emit(
             "funnel.decided",
             funnel=self.name,
             node=self.node,
             verdict=verdict,
             by=by,
-            outcome="ok" if verdict == "approve" else "failed",
+            round=self.round,
+            outcome="failed" if verdict in ("reject", "timeout") else "ok",
         )
         if verdict == "approve":
-            return artifact
+            return {"verdict": "approve"}
+        if verdict == "revise":
+            return {"verdict": "revise", "by": found.decided_by, "text": found.text}
         if verdict == "timeout":
             raise RunFailed(f"funnel {self.name}: the approval expired ({by})")
         raise RunFailed(f"funnel {self.name} at node {self.node}: rejected ({by})")
+
+
+def _outcome(value: Any) -> dict[str, str]:
+    """A recorded approve-layer effect: the decision (journals written before revisions
+    existed recorded the approved artifact itself: an approval)."""
+    return dict(value) if isinstance(value, dict) else {"verdict": "approve"}
+
+
+def _diffable(text: str) -> list[str]:
+    """The artifact's lines for a diff (JSON pretty-printed, so a change is one line)."""
+    with contextlib.suppress(ValueError):
+        text = json.dumps(json.loads(text), indent=2, ensure_ascii=False, sort_keys=True)
+    return text.splitlines(keepends=True)
+
+
+def artifact_diff(before: str | None, after: str, round_: int) -> str:
+    """Unified diff of the artifact shown in round ``round_`` - 1 and the one now (capped;
+    empty in the first round)."""
+    if before is None:
+        return ""
+    lines = difflib.unified_diff(
+        _diffable(before),
+        _diffable(after),
+        fromfile=f"round {round_ - 1}",
+        tofile=f"round {round_}",
+    )
+    diff = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return diff if len(diff) <= ARTIFACT_CHARS else diff[: ARTIFACT_CHARS - 1] + "…"
 
 
 def gate_for(ctx: RunContext, position: AgentPosition, run: RunAgent) -> Gate | None:
@@ -388,4 +446,12 @@ def gate_for(ctx: RunContext, position: AgentPosition, run: RunAgent) -> Gate | 
     return Gate(ctx, position, node.funnel.name, spec, run)
 
 
-__all__ = ["FINDINGS_SCHEMA", "Gate", "Redraft", "changed_lines", "diff_problems", "gate_for"]
+__all__ = [
+    "FINDINGS_SCHEMA",
+    "Gate",
+    "Redraft",
+    "artifact_diff",
+    "changed_lines",
+    "diff_problems",
+    "gate_for",
+]

@@ -1,4 +1,4 @@
-"""``kubectl swarmkit review list|show|approve|reject|answer``: what waits on a person.
+"""``kubectl swarmkit review list|show|approve|reject|answer|revise``: what waits on a person.
 
 ``list`` shows the Reviews of the namespace (``-A``: all namespaces) with their Run, kind,
 state, verdict and who decided; ``show NAME`` the question, the skill and tool, the call's
@@ -8,8 +8,9 @@ patch`` does, with ``decidedBy`` set to the user the apiserver authenticates you
 SelfSubjectReview, what ``kubectl auth whoami`` asks): the admission policy refuses any
 other name, a second decision and a decision after the deadline, and the error it gives is
 printed as is. ``--as USER`` impersonates, like kubectl's flag. A funnel approval
-(:mod:`.review_gate`) is signed instead: ``approve|reject NAME --role ROLE``, and ``show``
-prints its gate report and quorum.
+(:mod:`.review_gate`) is signed instead: ``approve|reject NAME --role ROLE``, or
+``revise NAME --role ROLE --text WHAT`` to send it back to the drafting agent, and
+``show`` prints its gate report, quorum, revision history and diff.
 """
 
 from __future__ import annotations
@@ -36,10 +37,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     parser.add_argument(
-        "action", choices=["list", "show", "approve", "reject", "answer"], help="what to do"
+        "action",
+        choices=["list", "show", "approve", "reject", "answer", "revise"],
+        help="what to do (revise: funnel approvals only)",
     )
     parser.add_argument("name", nargs="?", help="the Review (not for list)")
-    parser.add_argument("--text", help="the answer (answer) or a comment (approve, reject)")
+    parser.add_argument(
+        "--text",
+        help="the answer (answer), the revision asked (revise) or a comment (approve, reject)",
+    )
     parser.add_argument("--role", help="a funnel approval: the role you sign in")
     parser.add_argument("-A", "--all-namespaces", action="store_true", help="list: every namespace")
     add_namespace_flag(parser)
@@ -71,6 +77,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
             return review_gate.sign(
                 kube, console, review, args.action, args.role, args.text, whoami(kube)
             )
+        if args.action == "revise":
+            raise UsageError(f"review {args.name} is not a funnel approval: nothing to revise")
         return _decide(kube, console, review, args.action, args.text)
     finally:
         kube.close()

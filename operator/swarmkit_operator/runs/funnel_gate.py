@@ -18,7 +18,13 @@ policy checks ``decidedBy`` is the caller, that the caller holds the role by use
 group, and that the caller is not the author when ``excludeAuthor``). While the run waits,
 :func:`decision` turns the signatures into a decision with :func:`swarmkit_api.quorum.tally`:
 approve once every rule and ``minDistinctApprovers`` hold, reject on any rejection,
-nothing (keep waiting) otherwise.
+revise on a revision request (its comment goes to the drafting agent), nothing (keep
+waiting) otherwise.
+
+A revision starts a new approval round: the runner redrafts and parks again, and the new
+Review's ``gate.rounds`` (:func:`rounds_before`) lists the earlier rounds of the gate with
+their signatures, read from their Reviews (never from the runner), so the quorum can apply
+``approve.onRevision`` to them.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from swarmkit_api.bundle import ReviewItem, RunBundle
-from swarmkit_api.funnel import Approval, ApproveLayer
+from swarmkit_api.funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer
 from swarmkit_api.quorum import Tally, tally
 from swarmkit_api.review import FunnelGate, ResumeDecision, decided_at
 
@@ -54,7 +60,37 @@ def author_of(run: Mapping[str, Any]) -> str:
     return str(annotations.get(CREATED_BY_ANNOTATION) or "")
 
 
-def gate_request(item: ReviewItem, bundle: RunBundle, author: str) -> dict[str, Any] | str:
+def revised_review(decisions: list[dict[str, Any]]) -> str | None:
+    """The Review whose revision the run resumed with last (a new gate round follows it),
+    or None when the run's last funnel decision was not a revision."""
+    funnel = [d for d in decisions if d.get("kind") == FUNNEL_APPROVAL]
+    if funnel and funnel[-1].get("verdict") == "revise":
+        return str(funnel[-1].get("review") or "") or None
+    return None
+
+
+def rounds_before(previous: Mapping[str, Any] | None, item: ReviewItem) -> list[ApprovalRound]:
+    """``gate.rounds`` of the Review for ``item``: the earlier rounds of ``previous`` (the
+    Review the last revision was asked in) and that round itself, when it is the same gate
+    (funnel and node); empty otherwise. At most ``MAX_ROUNDS``: the oldest are dropped
+    (their signatures stop counting under reconfirmChanged, never the other way)."""
+    found = gate_of(previous) if previous is not None else None
+    if found is None or item.gate is None:
+        return []
+    gate, approvals = found
+    if (gate.funnel, gate.report.node) != (item.gate.funnel, item.gate.node):
+        return []
+    name = str(((previous or {}).get("metadata") or {}).get("name") or "")
+    last = ApprovalRound(round=gate.report.round, review=name, approvals=approvals)
+    return [*gate.rounds, last][-MAX_ROUNDS:]
+
+
+def gate_request(
+    item: ReviewItem,
+    bundle: RunBundle,
+    author: str,
+    rounds: list[ApprovalRound] | None = None,
+) -> dict[str, Any] | str:
     """``spec.request.gate`` of the Review for ``item``, or why it cannot be opened."""
     if item.gate is None:
         return "the funnel approval carries no gate report"
@@ -67,7 +103,13 @@ def gate_request(item: ReviewItem, bundle: RunBundle, author: str) -> dict[str, 
             f"funnel {item.gate.funnel} excludes the run's author, but the Run has no "
             f"{CREATED_BY_ANNOTATION} annotation (the admission policies set it at creation)"
         )
-    gate = FunnelGate(funnel=item.gate.funnel, approve=approve, author=author, report=item.gate)
+    gate = FunnelGate(
+        funnel=item.gate.funnel,
+        approve=approve,
+        author=author,
+        report=item.gate,
+        rounds=rounds or [],
+    )
     return gate.wire()
 
 
@@ -90,7 +132,7 @@ def review_tally(review: Mapping[str, Any]) -> Tally | None:
     if found is None:
         return None
     gate, approvals = found
-    return tally(gate.approve, approvals, gate.author)
+    return tally(gate.approve, approvals, gate.author, gate.rounds)
 
 
 def decision(review: Mapping[str, Any]) -> ResumeDecision | None:
@@ -98,12 +140,23 @@ def decision(review: Mapping[str, Any]) -> ResumeDecision | None:
     result = review_tally(review)
     if result is None:
         return None
+    request = (review.get("spec") or {}).get("request") or {}
+    name = str((review.get("metadata") or {}).get("name") or "")
+    if result.rejected_by is None and result.revision is not None:
+        return ResumeDecision(
+            review=name,
+            key=str(request.get("key") or ""),
+            kind=FUNNEL_APPROVAL,
+            verdict="revise",
+            text=result.revision.text or "",
+            decided_by=result.revision.decided_by,
+            decided_at=decided_at(review),
+        )
     if result.rejected_by is None and not result.approved:
         return None
-    request = (review.get("spec") or {}).get("request") or {}
     approved = result.rejected_by is None
     return ResumeDecision(
-        review=str((review.get("metadata") or {}).get("name") or ""),
+        review=name,
         key=str(request.get("key") or ""),
         kind=FUNNEL_APPROVAL,
         verdict="approve" if approved else "reject",
@@ -113,7 +166,12 @@ def decision(review: Mapping[str, Any]) -> ResumeDecision | None:
     )
 
 
-_STATES = {"approve": "Approved", "reject": "Rejected", "timeout": "Expired"}
+_STATES = {
+    "approve": "Approved",
+    "reject": "Rejected",
+    "timeout": "Expired",
+    "revise": "RevisionRequested",
+}
 
 
 def gates_after(
@@ -134,6 +192,7 @@ def gates_after(
         "attempts": gate.report.attempts,
         "score": gate.report.score,
         "exhausted": gate.report.exhausted,
+        "round": gate.report.round,
         "state": _STATES.get(verdict or "", "AwaitingApproval"),
     }
     kept = [g for g in gates if g.get("review") != name]
@@ -161,4 +220,6 @@ __all__ = [
     "gates_after",
     "pinned_approve",
     "review_tally",
+    "revised_review",
+    "rounds_before",
 ]

@@ -152,8 +152,12 @@ async def _funnel_gate(st: RunState, run: RunView, item: ReviewItem) -> dict[str
     obj = await k8s.get_custom("runs", run.namespace, run.name)
     if rendered is None or obj is None:
         return f"the funnel approval cannot open: the run's bundle {cm_name} is gone"
-    gate = funnel_gate.gate_request(item, rendered.bundle, funnel_gate.author_of(obj))
-    return gate
+    # A revision was the run's last funnel decision: this is the gate's next round, and
+    # the earlier rounds' signatures come from their Reviews (onRevision, quorum.py).
+    revised = funnel_gate.revised_review(list(run.status.get("decisions") or ()))
+    previous = await k8s.get_custom(REVIEWS, run.namespace, revised) if revised else None
+    rounds = funnel_gate.rounds_before(previous, item)
+    return funnel_gate.gate_request(item, rendered.bundle, funnel_gate.author_of(obj), rounds)
 
 
 def _item_of(review: dict[str, Any]) -> dict[str, Any]:

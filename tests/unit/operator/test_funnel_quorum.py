@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from swarmkit_api.conditions import REASON_FUNNEL_INVALID, REASON_FUNNEL_NOT_FOUND
-from swarmkit_api.funnel import Approval, ApproveLayer
+from swarmkit_api.funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer
 from swarmkit_api.quorum import tally
 from swarmkit_api.topology import TopologySpec
 from swarmkit_operator.builders.funnel import (
@@ -16,7 +17,7 @@ from swarmkit_operator.builders.funnel import (
     parse_funnel,
     unreachable,
 )
-from swarmkit_operator.runs.funnel_gate import decision
+from swarmkit_operator.runs.funnel_gate import decision, revised_review, rounds_before
 
 ROLES = {
     "security": {"users": ["sam", "pat"]},
@@ -29,8 +30,12 @@ def policy(*rules: dict[str, Any], **kw: Any) -> ApproveLayer:
     return ApproveLayer.model_validate({"rules": list(rules), "roles": ROLES, **kw})
 
 
-def sig(who: str, role: str, verdict: str = "approve") -> Approval:
-    return Approval(verdict=verdict, role=role, decided_by=who)  # type: ignore[arg-type]
+def sig(who: str, role: str, verdict: str = "approve", text: str | None = None) -> Approval:
+    return Approval(verdict=verdict, role=role, decided_by=who, text=text)  # type: ignore[arg-type]
+
+
+def revise(who: str, role: str) -> Approval:
+    return sig(who, role, "revise", "fix the numbers")
 
 
 def test_all_needs_every_role_of_the_rule() -> None:
@@ -125,6 +130,111 @@ def test_operator_decision_from_the_signatures() -> None:
         "ben",
         "wrong numbers",
     )
+
+
+def test_a_revision_needs_its_comment() -> None:
+    with pytest.raises(ValidationError, match="verdict revise needs text"):
+        Approval(verdict="revise", role="leads", decided_by="ann")
+
+
+def test_a_revision_holds_the_gate_even_with_the_quorum_met_and_a_rejection_wins() -> None:
+    p = policy({"roles": ["leads"], "kOf": 1})
+    asked = tally(p, [sig("ann", "leads"), revise("ben", "leads")], author=None)
+    assert not asked.approved and asked.revision is not None
+    assert asked.revision.decided_by == "ben"
+    both = tally(p, [revise("ben", "leads"), sig("cat", "leads", "reject")], author=None)
+    assert both.rejected_by == "cat" and not both.approved
+    # the author asking for a revision is not counted (excludeAuthor)
+    own = tally(p, [revise("carol", "leads")], author="carol")
+    assert own.revision is None and own.ignored == ("carol: created the run (excludeAuthor)",)
+
+
+TWO_RULES = (
+    {"roles": ["security"], "quorum": "all"},
+    {"roles": ["product"], "quorum": "all"},
+)
+
+
+def test_reset_all_counts_no_signature_of_an_earlier_round() -> None:
+    p = policy(*TWO_RULES, onRevision="resetAll")
+    round1 = ApprovalRound(
+        round=1, review="r-1", approvals=[sig("sam", "security"), revise("paula", "product")]
+    )
+    now = tally(p, [sig("paula", "product")], author=None, earlier=[round1])
+    assert not now.approved and now.carried == ()
+    assert now.missing == ["rule 1 (all of security): waiting for security"]
+    again = tally(p, [sig("paula", "product"), sig("sam", "security")], None, [round1])
+    assert again.approved
+
+
+def test_reconfirm_changed_carries_signatures_of_rules_the_revision_did_not_touch() -> None:
+    p = policy(*TWO_RULES, onRevision="reconfirmChanged", minDistinctApprovers=2)
+    # product asked for the revision: the security rule keeps sam's signature
+    round1 = ApprovalRound(
+        round=1, review="r-1", approvals=[sig("sam", "security"), revise("paula", "product")]
+    )
+    waiting = tally(p, [], author=None, earlier=[round1])
+    assert waiting.carried == ("sam as security (round 1)",)
+    assert waiting.missing == [
+        "rule 2 (all of product): waiting for product",
+        "minDistinctApprovers: 1 of 2 distinct people signed",
+    ]
+    now = tally(p, [sig("paula", "product")], author=None, earlier=[round1])
+    assert now.approved and now.approvers == ("sam", "paula")
+    # a later revision in the security role touches rule 1: sam signs again
+    round2 = ApprovalRound(
+        round=2, review="r-2", approvals=[sig("paula", "product"), revise("pat", "security")]
+    )
+    later = tally(p, [], author=None, earlier=[round1, round2])
+    assert later.carried == ("paula as product (round 2)",)
+    assert [r.satisfied for r in later.rules] == [False, True]
+    # a signature is not carried into a rule its role shares with the revision's
+    shared = policy(
+        {"roles": ["security", "product"], "quorum": "all"}, onRevision="reconfirmChanged"
+    )
+    assert tally(shared, [], None, [round1]).carried == ()
+
+
+def _round_review(name: str, approvals: list[dict[str, Any]], node: str = "") -> dict[str, Any]:
+    body = _review(approvals)
+    body["metadata"]["name"] = name
+    body["spec"]["request"]["gate"]["report"]["node"] = node
+    return body
+
+
+def test_operator_resumes_with_the_revision_and_builds_the_next_rounds() -> None:
+    ann = {"verdict": "approve", "role": "leads", "decidedBy": "ann"}
+    ben = {"verdict": "revise", "role": "leads", "decidedBy": "ben", "text": "cite the docs"}
+    found = decision(_review([ann, ben]))
+    assert found is not None
+    assert (found.verdict, found.decided_by, found.text) == ("revise", "ben", "cite the docs")
+    decisions = [
+        {"review": "r-0", "kind": "approval", "verdict": "approve"},
+        {"review": "r-1", "kind": "funnel_approval", "verdict": "revise"},
+    ]
+    assert revised_review(decisions) == "r-1"
+    assert revised_review([*decisions, {"kind": "funnel_approval", "verdict": "approve"}]) is None
+    from swarmkit_api.bundle import ReviewItem
+
+    item = ReviewItem.model_validate(
+        {"kind": "funnel_approval", "question": "?", "gate": {"funnel": "notes", "round": 2}}
+    )
+    [past] = rounds_before(_round_review("r-1", [ann, ben]), item)
+    assert (past.round, past.review, [a.decided_by for a in past.approvals]) == (
+        1,
+        "r-1",
+        ["ann", "ben"],
+    )
+    # a long history keeps the newest MAX_ROUNDS rounds (the Review's schema bounds it)
+    long = _round_review("r-21", [ann, ben])
+    long["spec"]["request"]["gate"]["rounds"] = [
+        {"round": n, "review": f"r-{n}", "approvals": [ann, ben]} for n in range(1, 21)
+    ]
+    long["spec"]["request"]["gate"]["report"]["round"] = 21
+    kept = rounds_before(long, item)
+    assert len(kept) == MAX_ROUNDS and (kept[0].round, kept[-1].round) == (2, 21)
+    # another gate's Review (other node) is no earlier round of this one
+    assert rounds_before(_round_review("r-1", [ann, ben], node="other"), item) == []
 
 
 # --- the Topology's funnel checks --------------------------------------------------------------
@@ -253,9 +363,12 @@ def test_gate_status_and_metrics_follow_the_approval() -> None:
     opened = gates_after([], review, None)
     assert opened == [
         {"funnel": "notes", "node": "", "review": "r-1", "attempts": 1, "exhausted": False,
-         "state": "AwaitingApproval"}
+         "round": 1, "state": "AwaitingApproval"}
     ]  # fmt: skip
     settled = gates_after(opened, review, "approve")
     assert settled is not None and [g["state"] for g in settled] == ["Approved"]
+    revised = gates_after(opened, review, "revise")
+    assert revised is not None and [g["state"] for g in revised] == ["RevisionRequested"]
     assert (count("AwaitingApproval"), count("Approved")) == (1.0, 1.0)
+    assert count("RevisionRequested") == 1.0
     assert gates_after([], {"spec": {"request": {"kind": "escalation"}}}, None) is None

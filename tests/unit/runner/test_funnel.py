@@ -271,3 +271,43 @@ def test_a_secret_in_the_artifact_never_reaches_the_approval(tmp_path: Path) -> 
     [line] = [x for x in out.stdout.splitlines() if x.startswith(CHECKPOINT_LINE_PREFIX)]
     item = Checkpoint.decode(line[len(CHECKPOINT_LINE_PREFIX) :]).item
     assert "[REDACTED]" in item["gate"]["artifact"] and key not in json.dumps(item)
+
+
+def test_a_revision_goes_back_to_the_drafter_and_opens_a_new_round_with_the_diff(
+    tmp_path: Path,
+) -> None:
+    # maxRetries 0: a person's revision is a new draft, not an automated retry
+    funnel = {"validate": {"schema": SCHEMA}, "approve": APPROVE, "maxRetries": 0}
+    with ScriptedModelServer([text(GOOD), text(BETTER)]) as server:
+        parked = run_subprocess(write_bundle(_gated_bundle(server, funnel), tmp_path))
+        assert parked.outcome == "AwaitingReview", parked.stderr
+        [item] = parked.result["reviewItems"]
+        assert (item["gate"]["round"], item["gate"]["diff"]) == (1, "")
+
+        asked = {"verdict": "revise", "decidedBy": "bob", "text": "Say how much faster."}
+        again = _resume(parked, tmp_path, asked)
+        assert again.outcome == "AwaitingReview", again.stderr
+        assert len(server.requests) == 2
+        prompt = _last_user(server, 1)
+        assert "bob asked for a revision before approving" in prompt
+        assert "Say how much faster." in prompt
+        [item] = again.result["reviewItems"]
+        gate = item["gate"]
+        assert json.loads(gate["artifact"]) == json.loads(BETTER)
+        assert (gate["round"], gate["attempts"], gate["exhausted"]) == (2, 2, False)
+        diff = gate["diff"].splitlines()
+        assert diff[:2] == ["--- round 1", "+++ round 2"]
+        assert '-  "body": "Faster runs.",' in diff
+        assert '+  "body": "Runs start 3x faster; see docs.",' in diff
+        # this stage's audit: round 1's revision applied, round 2 opened
+        [revised] = again.events("funnel.decided")
+        assert (revised["verdict"], revised["round"]) == ("revise", 1)
+        assert "bob: Say how much faster." in revised["by"]
+        assert [e["round"] for e in again.events("funnel.approval")] == [2]
+
+        approved = _resume(again, tmp_path, {"verdict": "approve", "decidedBy": "alice"})
+        assert len(server.requests) == 2, "the resumed run replays both rounds"
+    assert approved.outcome == "Succeeded", approved.stderr
+    assert json.loads(approved.result["output"]) == json.loads(BETTER)
+    verdicts = [(e["verdict"], e["round"]) for e in approved.events("funnel.decided")]
+    assert verdicts == [("approve", 2)]
