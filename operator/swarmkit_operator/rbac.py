@@ -111,10 +111,11 @@ GRANTS: tuple[Grant, ...] = (
     Grant(
         "swarmkit.dev",
         ("mailboxmessages",),
-        ("create", "list", "patch"),
+        ("create", "list", "watch", "patch"),
         "A Run's mailbox_send effects become MailboxMessages (created once, by name); the "
         "webhook delivery lists the pending ones and relabels them delivered or failed (it "
-        "never writes their spec: people acknowledge them).",
+        "never writes their spec: people acknowledge them); the web view's mailboxes page "
+        "lists and watches them.",
     ),
     Grant(
         "swarmkit.dev",

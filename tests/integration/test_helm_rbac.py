@@ -44,7 +44,8 @@ OPERATOR_RULES: Grants = {
     "runs.swarmkit.dev/status": frozenset({"patch"}),
     "reviews.swarmkit.dev": frozenset({"create", "get", "list", "watch"}),
     "reviews.swarmkit.dev/status": frozenset({"patch"}),
-    "mailboxmessages.swarmkit.dev": frozenset({"create", "list", "patch"}),
+    # watch: the web view's mailboxes page keeps an index of the items
+    "mailboxmessages.swarmkit.dev": frozenset({"create", "list", "watch", "patch"}),
     "mailboxmessages.swarmkit.dev/status": frozenset({"patch"}),
     # reserve a Run's cap, settle its spend (resourceVersion-guarded status patches)
     "spendquotas.swarmkit.dev": frozenset({"get", "list"}),

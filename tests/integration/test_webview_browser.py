@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -430,5 +433,103 @@ def test_script_runs_reach_run_status_skill_status_metrics_and_the_page(
         used = p.locator("#skills-used").inner_text()
         assert "flaky-tool/scripts/ok.py: 2 runs" in used
         assert "flaky-tool/scripts/fail.py: 1 run, 1 failed (last exit 3)" in used
+    finally:
+        page.close()
+
+
+MAILBOX_MESSAGE = '<script>window.__pwned = 4; alert("mailbox")</script> disk 91% ' + "x" * 3000
+CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
+
+
+def _with_mailbox(doc: dict[str, Any]) -> dict[str, Any]:
+    if doc["kind"] == "Workspace":
+        doc["spec"]["mailboxes"] = [{"name": "ops", "description": "on-call humans"}]
+    return doc
+
+
+def _item_row(url: str, ns: str, item: str) -> str:
+    """The item's row on the mailboxes page, as HTML ('' while it is not there)."""
+    page = httpx.get(f"{url}/mailboxes/{ns}", timeout=5).text
+    start = page.find(f'id="item-{item}"')
+    return page[start : page.find("</tr>", start)] if start >= 0 else ""
+
+
+def test_a_mailbox_item_the_operator_created_shows_on_the_mailboxes_page(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    web_operator: tuple[OperatorProcess, str],
+    browser: Any,
+) -> None:
+    op, url = web_operator
+    ns = namespace
+    apply_examples(kube, ns, edit=_with_mailbox)
+    send = {"to": "ops", "message": MAILBOX_MESSAGE}
+    replay = [{"toolCalls": [{"name": "mailbox_send", "arguments": send}]}, {"text": "posted"}]
+    apply(kube, ns, agent_with("watcher", replay, tools=["mailbox_send"]))
+    wait_ready(kube, ns, "Agent", "watcher")
+    create(kube, ns, run_manifest("watch", None, agent="watcher"))
+    run = wait_run(kube, ns, "watch", finished, operator=op)
+    [effect] = run["status"]["effects"]
+    assert effect["state"] == "Materialized", debug(kube, ns, op)
+    item = effect["object"].split("/", 1)[1]
+    # The operator's watch brings the item it created into the page's index.
+    wait_for(lambda: _item_row(url, ns, item), 30, message=lambda: debug(kube, ns, op))
+
+    page = Page(browser)
+    try:
+        # From the Run's effects to the item, by the link a person would click.
+        p = page.open(f"{url}/runs/{ns}/watch", "run-mailbox-effect")
+        p.locator(f'#effects a[href="/mailboxes/{ns}#item-{item}"]').click()
+        p.wait_for_load_state()
+        assert p.url == f"{url}/mailboxes/{ns}#item-{item}"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        p.screenshot(path=str(SCREENSHOTS / "mailboxes.png"), full_page=True)
+        row = p.locator(f"tr#item-{item}")
+        assert row.get_attribute("class") == "item unacknowledged"
+        # The message as text, its first 2 KiB only, and nothing of it ran.
+        assert row.locator("pre.message").text_content() == MAILBOX_MESSAGE[:2048]
+        assert f"first 2048 of {len(MAILBOX_MESSAGE)} bytes" in row.inner_text()
+        assert row.locator("td.sender").inner_text() == "watcher run watch"
+        assert row.locator("td.ack").inner_text() == "not acknowledged"
+        assert p.evaluate("document.querySelectorAll('script').length") == 0
+        assert p.evaluate("window.__pwned === undefined")
+        heading = p.locator(f'h3[data-mailbox="{ns}/ops"]').inner_text()
+        assert "1 item, 1 not acknowledged" in heading
+
+        # Acknowledged with the plugin: the page follows the watch.
+        env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
+        acked = subprocess.run(
+            [CLI, "ack", item, "-n", ns, "--comment", "<b>on it</b>"],
+            capture_output=True, text=True, env=env, timeout=120, check=False,
+        )  # fmt: skip
+        assert acked.returncode == 0, acked.stderr
+        who = acked.stdout.strip().rsplit("acknowledged by ", 1)[1]
+        wait_for(lambda: 'class="by"' in _item_row(url, ns, item), 30, message=op.tail)
+        body = kube.custom.get_namespaced_custom_object(
+            "swarmkit.dev", "v1alpha1", ns, "mailboxmessages", item
+        )
+        assert body["spec"]["acknowledgement"]["by"] == who
+        when = next(
+            e["time"]
+            for e in body["metadata"]["managedFields"]
+            if "f:acknowledgement" in ((e.get("fieldsV1") or {}).get("f:spec") or {})
+        )
+        p = page.open(f"{url}/mailboxes/{ns}", "mailboxes-acknowledged")
+        row = p.locator(f"tr#item-{item}")
+        assert row.get_attribute("class") == "item acknowledged"
+        assert row.locator(".by").inner_text() == who
+        assert row.locator(".at").inner_text() == f"at {when}"
+        assert row.locator(".comment").inner_text() == "<b>on it</b>"
+        assert row.locator("td.ack b").count() == 0
+        assert (
+            "1 item, 0 not acknowledged" in p.locator(f'h3[data-mailbox="{ns}/ops"]').inner_text()
+        )
+        # The nav reaches the page from any other.
+        p = page.open(f"{url}/skills", "skills-nav")
+        p.locator('header a[href="/mailboxes"]').click()
+        p.wait_for_load_state()
+        assert p.locator(f"tr#item-{item}").count() == 1
+        assert page.dialogs == []
     finally:
         page.close()

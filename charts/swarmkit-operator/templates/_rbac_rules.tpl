@@ -54,10 +54,11 @@
   verbs: [create, delete]
 # A Run's mailbox_send effects become MailboxMessages (created once, by name); the webhook
 # delivery lists the pending ones and relabels them delivered or failed (it never writes
-# their spec: people acknowledge them).
+# their spec: people acknowledge them); the web view's mailboxes page lists and watches
+# them.
 - apiGroups: [swarmkit.dev]
   resources: [mailboxmessages]
-  verbs: [create, list, patch]
+  verbs: [create, list, watch, patch]
 # The webhook delivery of a mailbox item (state, attempts, last error; never the URL).
 - apiGroups: [swarmkit.dev]
   resources: [mailboxmessages/status]

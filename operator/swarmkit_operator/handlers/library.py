@@ -1,9 +1,10 @@
 """kopf wiring of the skill library and the read-only web view.
 
-Thin: an index keeps the Skill fields the pages show; the composition root (:mod:`.root`)
-loads the library's ConfigMaps, sees every indexed object once, and, with ``--web-view
-HOST:PORT`` (``$SWARMKIT_WEB_VIEW``), serves the web view; the manager starts the batched
-flush in the leader; the watch functions here pass each Skill, Agent and Run event on.
+Thin: indexes keep the Skill fields and the MailboxMessages the pages show; the
+composition root (:mod:`.root`) loads the library's ConfigMaps, sees every indexed object
+once, and, with ``--web-view HOST:PORT`` (``$SWARMKIT_WEB_VIEW``), serves the web view; the
+manager starts the batched flush in the leader; the watch functions here pass each Skill,
+Agent and Run event on.
 What happens then is in :mod:`swarmkit_operator.library` and :mod:`swarmkit_operator.webview`.
 """
 
@@ -18,6 +19,7 @@ from swarmkit_api import GROUP, VERSION
 from ..indexes import index
 from ..library import SkillLibrary
 from ..reconcile.controller import controller_of
+from ..webview.mailboxes import MAILBOX_ITEMS, item_summary
 from ..webview.pages import SKILL_SPECS
 from .common import components_of
 from .events import on_event
@@ -65,6 +67,13 @@ def library_skill_specs(
             "files": files,
         }
     }
+
+
+@index("mailboxmessages", id=MAILBOX_ITEMS, group=GROUP, version=VERSION)
+def library_mailbox_items(body: kopf.Body, namespace: str | None, **_: Any) -> dict[Any, Any]:
+    """(namespace, mailbox) → what the mailboxes page shows of one item (message capped)."""
+    item = item_summary(body)
+    return {(namespace, item["mailbox"]): item}
 
 
 @on_event(GROUP, VERSION, "skills")

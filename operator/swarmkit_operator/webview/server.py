@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import pages
+from . import mailboxes, pages
 from .render import render
 
 log = logging.getLogger("swarmkit_operator.webview")
@@ -83,6 +83,8 @@ class WebView:
         routes.add_get("/agents/{namespace}/{name}", self.agent)
         routes.add_get("/runs", self.runs)
         routes.add_get("/runs/{namespace}/{name}", self.run)
+        routes.add_get("/mailboxes", self.mailboxes)
+        routes.add_get("/mailboxes/{namespace}", self.mailboxes)
         routes.add_get("/static/style.css", self.style)
         self._runner: web.AppRunner | None = None
         self.address = ""
@@ -140,6 +142,10 @@ class WebView:
         if data is None:
             return self._not_found(f"no run {ns}/{name}")
         return self._html("run.html", **data)
+
+    async def mailboxes(self, request: web.Request) -> web.Response:
+        namespace = request.match_info.get("namespace")
+        return self._html("mailboxes.html", **mailboxes.mailboxes_list(self.sources, namespace))
 
     async def style(self, _request: web.Request) -> web.Response:
         return web.Response(body=self.css, content_type="text/css")
