@@ -139,7 +139,17 @@ HEADLINES: dict[str, Headline] = {
     "bench-funnel": _funnel,
     "bench-reconcile": _reconcile,
     "bench-scale": _scale,
-    "bench": lambda r: _scale(r["reconcile"]),
+    "bench": _scale,
+    "bench-burst": lambda r: [
+        (
+            f"{r['summary']['runs']} Runs created at once → all Succeeded, ratio to the Job "
+            "controller alone running the same Jobs",
+            _triple(r["summary"]["allSucceededSeconds"], "s", ("min", "median", "max"))
+            + " ("
+            + _triple(r["summary"]["xFloor"], "x", ("min", "median", "max"))
+            + ")",
+        )
+    ],
     "bench-runs": _runs,
     "bench-review": _review,
     "bench-runner": _runner,
