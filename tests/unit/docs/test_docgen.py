@@ -137,7 +137,7 @@ def test_performance_page_shows_each_recorded_result_and_the_gaps() -> None:
         record = json.loads(path.read_text())
         assert f"## {path.stem}" in page
         assert record["date"] in page and record["command"] in page
-    scale = json.loads((REPO / "bench/results/bench-scale.json").read_text())["results"]
+    scale = json.loads((REPO / "bench/results/bench.json").read_text())["results"]
     for n, at in scale["summary"].items():
         if isinstance(at, dict) and "readySeconds" in at:
             assert f"N={n} ({at['objects']} objects)" in page
