@@ -482,7 +482,7 @@ MEASURES = {
 
 
 def report(results: dict[str, list[dict[str, Any]]], cold: list[dict[str, Any]]) -> None:
-    """The tables of docs/performance/recorded.md (hand-typed until recorded as JSON)."""
+    """Readable tables on stdout (``--json`` prints the raw results bench/record.py keeps)."""
     print()
     print("Per run (load average 1/5/15 min before it; CPU used during it):")
     print()

@@ -22,6 +22,7 @@ Usage: ``python bench/bench_spend.py [--runs 20] [--repeats 3] [--concurrent 50]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -194,7 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap", type=float, default=0.5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--concurrent", type=int, default=50)
+    parser.add_argument(
+        "--json", action="store_true", help="also print the raw results (bench/record.py)"
+    )
     args = parser.parse_args(argv)
+    recorded: dict[str, Any] = {"runs": args.runs, "gap_s": args.gap, "repeats": []}
     print(f"load average before {os.getloadavg()[0]:.2f} (1 min)")
     if "SWARMKIT_NODE_IMAGE_STORE" not in os.environ:
         # the runtime image of this checkout (as the integration suite does), not a cached one
@@ -217,6 +222,21 @@ def main(argv: list[str] | None = None) -> int:
                 for with_quota in (False, True):
                     gate, e2e = overhead(kube, op, args.runs, args.gap, with_quota)
                     mode = "quota" if with_quota else "no quota"
+                    recorded["repeats"].append(
+                        {
+                            "repeat": repeat,
+                            "mode": mode,
+                            "gate_ms": {
+                                "p50": round(statistics.median(gate), 1),
+                                "p95": round(_pct(gate, 0.95), 1),
+                            },
+                            "run_to_job_ms": {
+                                "p50": round(statistics.median(e2e), 1),
+                                "p95": round(_pct(e2e, 0.95), 1),
+                            },
+                            "load": round(os.getloadavg()[0], 2),
+                        }
+                    )
                     print(
                         f"{repeat:>6} {mode:>9} {statistics.median(gate):9.1f} "
                         f"{_pct(gate, 0.95):9.1f} {statistics.median(e2e):9.1f} "
@@ -225,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
             if args.concurrent:
                 result = concurrency(kube, args.concurrent)
+                recorded["concurrency"] = result
                 print(
                     f"concurrency: {result['runs']} Runs at once against a quota for 5: "
                     f"{result['succeeded']} succeeded, {result['waited']} waited "
@@ -235,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
             denials = op.denials()
             if denials:
                 print("RBAC denials:", denials)
+            if args.json:
+                print(json.dumps(recorded))
         finally:
             op.stop()
             kube.close()
