@@ -85,9 +85,10 @@ GRANTS: tuple[Grant, ...] = (
     Grant(
         "swarmkit.dev",
         ("spendquotas",),
-        ("get", "list"),
+        ("get", "list", "watch"),
         "SpendQuotas: which quotas cover a Run before it starts (read fresh, never cached: "
-        "reservations are guarded by resourceVersion).",
+        "reservations are guarded by resourceVersion); watched by name only, so a namespace "
+        "without one costs a starting Run no LIST and a raised limit wakes waiting Runs.",
     ),
     Grant(
         "swarmkit.dev",

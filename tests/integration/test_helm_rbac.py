@@ -48,7 +48,7 @@ OPERATOR_RULES: Grants = {
     "mailboxmessages.swarmkit.dev": frozenset({"create", "list", "watch", "patch"}),
     "mailboxmessages.swarmkit.dev/status": frozenset({"patch"}),
     # reserve a Run's cap, settle its spend (resourceVersion-guarded status patches)
-    "spendquotas.swarmkit.dev": frozenset({"get", "list"}),
+    "spendquotas.swarmkit.dev": frozenset({"get", "list", "watch"}),
     "spendquotas.swarmkit.dev/status": frozenset({"patch"}),
     "workspaces.swarmkit.dev/finalizers": frozenset({"update"}),
     "skills.swarmkit.dev/finalizers": frozenset({"update"}),

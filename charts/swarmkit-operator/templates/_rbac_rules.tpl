@@ -35,10 +35,11 @@
   resources: [reviews/status]
   verbs: [patch]
 # SpendQuotas: which quotas cover a Run before it starts (read fresh, never cached:
-# reservations are guarded by resourceVersion).
+# reservations are guarded by resourceVersion); watched by name only, so a namespace without
+# one costs a starting Run no LIST and a raised limit wakes waiting Runs.
 - apiGroups: [swarmkit.dev]
   resources: [spendquotas]
-  verbs: [get, list]
+  verbs: [get, list, watch]
 # Reserve a Run's cap, settle its spend, follow the window (merge patches carrying
 # metadata.resourceVersion: optimistic concurrency).
 - apiGroups: [swarmkit.dev]

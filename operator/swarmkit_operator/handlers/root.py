@@ -307,6 +307,7 @@ def _run_indexes(indexes: Indexes, reviews: bool = False) -> RunIndexes:
             "reviews": view("runs_reviews_by_run"),
             "skill_reviews": view("skill_reviews"),
             "funnels": view("funnel_views"),
+            "spend_quotas": view("spend_quotas"),
         }
     return RunIndexes(
         runs=view("runs_by_uid"),

@@ -65,6 +65,12 @@ def runs_reviews_by_run(
     return {str(labels[jobs.RUN_UID_LABEL]): summaries.review_summary(body)}
 
 
+@index("spendquotas", id="spend_quotas", group=GROUP, version=VERSION, metadata_only=True)
+def spend_quotas(namespace: str | None, name: str | None, **_: Any) -> dict[Any, Any]:
+    """namespace → its SpendQuotas' names (the budget gate lists them fresh when any)."""
+    return {namespace: name}
+
+
 @index("topologies", id="runs_topologies")
 def runs_topologies(
     body: Mapping[str, Any], namespace: str | None, name: str | None, **_: Any
@@ -126,6 +132,15 @@ async def runs_on_review_event(labels: Mapping[str, str], memo: Any, **_: Any) -
     ctl = _runs(memo)
     if ctl is not None:
         ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
+
+
+# A SpendQuota created, edited (its limit raised) or deleted: Runs waiting on a budget
+# look again at once (the leader's quota loop is the backstop).
+@on_event(GROUP, VERSION, "spendquotas", metadata_only=True)
+async def runs_on_spend_quota_event(namespace: str | None, memo: Any, **_: Any) -> None:
+    ctl = _runs(memo)
+    if ctl is not None:
+        ctl.kick_waiting(namespace)
 
 
 @on_event(*TOPOLOGIES)

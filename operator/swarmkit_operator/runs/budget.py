@@ -32,6 +32,11 @@ async def gate(
     st: RunState, run: RunView, spec: RunSpec, workspace: WorkspaceSpec
 ) -> tuple[bool, float | None]:
     """(may start now, recheck after seconds): reserved, or waiting / failed on a quota."""
+    known = st.idx.spend_quotas
+    if known is not None and not known.get(run.namespace):
+        # No SpendQuota in the namespace (the watch says so): nothing to reserve, no LIST.
+        # A quota covers the Runs that start once the operator has seen it.
+        return True, None
     names = await spend.covering(run.namespace, spec)
     if not names:
         return True, None

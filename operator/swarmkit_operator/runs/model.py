@@ -96,6 +96,9 @@ class Indexes:
     skill_reviews: IndexLike | None = None
     #: Funnel specs by (namespace, name) (Topology nodes' funnels, pinned by a Run).
     funnels: IndexLike | None = None
+    #: SpendQuota names by namespace (metadata only): a namespace with none needs no
+    #: budget gate, so a Run's start makes no LIST for it.
+    spend_quotas: IndexLike | None = None
 
 
 def one(index: IndexLike, key: Any) -> dict[str, Any] | None:
