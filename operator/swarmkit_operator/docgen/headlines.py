@@ -79,8 +79,12 @@ def _runs(r: Mapping[str, Any]) -> list[Row]:
             continue
         p50 = [float(x["run_created_to_job_created"]["p50_ms"]) for x in runs]
         p95 = [float(x["run_created_to_job_created"]["p95_ms"]) for x in runs]
-        rows.append((f"Run created → Job created, {label}: p50", _mmm(p50, "ms", 1)))
-        rows.append((f"Run created → Job created, {label}: p95", _mmm(p95, "ms", 1)))
+        rows.append(
+            (
+                f"Run created → Job created, {label}",
+                f"p50 {_mmm(p50, 'ms', 1)}; p95 {_mmm(p95, 'ms', 1)}",
+            )
+        )
     cold = [float(c["cold_start"]["p50_ms"]) for c in r.get("cold") or ()]
     if cold:
         rows.append(("runner cold start in a pod (20 granted skills), p50", _mmm(cold, "ms", 0)))
@@ -91,8 +95,10 @@ def _review(r: Mapping[str, Any]) -> list[Row]:
     d = r["decision_to"]
     keys = ("min_s", "median_s", "max_s")
     return [
-        ("review decision → resume Job created", _triple(d["job_created"], "s", keys)),
-        ("review decision → Run Succeeded", _triple(d["succeeded"], "s", keys)),
+        (
+            "review decision → resume Job created; → Run Succeeded",
+            f"{_triple(d['job_created'], 's', keys)}; {_triple(d['succeeded'], 's', keys)}",
+        )
     ]
 
 
@@ -129,13 +135,60 @@ def _funnel(r: Mapping[str, Any]) -> list[Row]:
         return f"{float(stats['median']):.3g} ms median, {float(stats['p95']):.3g} ms p95"
 
     return [
-        ("funnel: validate layer per gated artifact (in-process)", mp(r["validate_ms"])),
-        ("funnel: judge layer per gated artifact (local model API)", mp(r["judge_ms"])),
-        ("funnel: whole run, gated minus ungated", mp(r["added_ms"])),
+        (
+            "funnel per gated artifact: validate (in-process); judge (local model API); "
+            "whole run, gated minus ungated",
+            f"{mp(r['validate_ms'])}; {mp(r['judge_ms'])}; {mp(r['added_ms'])}",
+        )
     ]
 
 
+def _tracing(r: Mapping[str, Any]) -> list[Row]:
+    keys = ("min", "median", "max")
+    cold = r["cold"]
+    return [
+        (
+            "runner cold start CPU, tracing off; on (OTLP to a real Jaeger); cost per span",
+            f"{_triple(cold['off']['cpu_s'], 's', keys)}; "
+            f"{_triple(cold['on']['cpu_s'], 's', keys)}; "
+            f"{float(r['per_span_overhead_ms']):.3g} ms",
+        )
+    ]
+
+
+def _spend(r: Mapping[str, Any]) -> list[Row]:
+    rows = []
+    for mode in ("no quota", "quota"):
+        gate = [x["gate_ms"] for x in r["repeats"] if x["mode"] == mode]
+        if gate:
+            label = "no SpendQuota in the namespace" if mode == "no quota" else "a covering quota"
+            rows.append(
+                (
+                    f"budget gate on a Run's start, {label}: p50",
+                    _mmm([g["p50"] for g in gate], "ms", 1),
+                )
+            )
+            rows.append(
+                (
+                    f"budget gate on a Run's start, {label}: p95",
+                    _mmm([g["p95"] for g in gate], "ms", 1),
+                )
+            )
+    c = r.get("concurrency")
+    if c:
+        rows.append(
+            (
+                f"{c['runs']} Runs at once against a quota for 5 caps",
+                f"{c['succeeded']} succeeded, at most {c['max_holding_a_job']} held a Job, "
+                f"used at most {c['max_used']} of 0.5",
+            )
+        )
+    return rows
+
+
 HEADLINES: dict[str, Headline] = {
+    "bench-tracing": _tracing,
+    "bench-spend": _spend,
     "bench-funnel": _funnel,
     "bench-reconcile": _reconcile,
     "bench-scale": _scale,
