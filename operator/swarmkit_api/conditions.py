@@ -144,6 +144,8 @@ BUDGET_WARNING: Final[str] = "BudgetWarning"
 #: True when the selector matches no Topology or Agent of the namespace.
 SELECTOR_UNMATCHED: Final[str] = "SelectorUnmatched"
 REASON_THRESHOLD_REACHED: Final[str] = "ThresholdReached"
+#: A SpendQuota the operator has read and keeps current: Runs that start are held to it.
+REASON_IN_FORCE: Final[str] = "InForce"
 REASON_BELOW_THRESHOLD: Final[str] = "BelowThreshold"
 REASON_NO_MATCH: Final[str] = "NoMatch"
 REASON_MATCHED: Final[str] = "Matched"
@@ -183,6 +185,7 @@ __all__ = [
     "REASON_IMAGE_PULL_FAILED",
     "REASON_INVALID",
     "REASON_INVALID_SERVE_SPEC",
+    "REASON_IN_FORCE",
     "REASON_JOB_LOST",
     "REASON_LIMIT_EXCEEDED",
     "REASON_MATCHED",

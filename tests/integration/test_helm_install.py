@@ -275,7 +275,20 @@ def test_operator_pod_runs_from_the_chart_with_its_service_account(release: Rele
 def test_examples_and_a_run_succeed(release: Release) -> None:
     # (examples/ are Ready: the fixture waited for each, at its current generation.)
     run = example_run()
-    release.kubectl("create", "-n", TEAM_NS, "-f", "-", input=json.dumps(run))
+
+    def created() -> bool:
+        # Right after the install the apiserver's MutatingAdmissionPolicy (run author) may
+        # answer 503 "Resource kind ... Run not found" until its admission has the Runs CRD
+        # (seconds; tests/integration/test_funnels.py waits for the policy the same way).
+        try:
+            release.kubectl("create", "-n", TEAM_NS, "-f", "-", input=json.dumps(run))
+        except ClusterError as exc:
+            if "ServiceUnavailable" in str(exc) and "Kind=Run not found" in str(exc):
+                return False
+            raise
+        return True
+
+    until(created, 60, message=release.operator_log)
 
     def finished() -> dict[str, Any] | None:
         obj = release.get("runs", run["metadata"]["name"])

@@ -25,12 +25,11 @@ HEALTH = ARGOCD / "health"
 CM_SNIPPET = ARGOCD / "argocd-cm.yaml"
 CHART_README = REPO / "charts" / "swarmkit-operator" / "README.md"
 # Reviews (owned by a Run or Skill) and MailboxMessages are created by the operator, never
-# synced from Git; a SpendQuota has no Ready condition (it is a limit, never progressing):
-# Argo CD shows it Healthy without a script.
+# synced from Git. A SpendQuota is Ready (InForce) once the operator keeps it current.
 SCRIPT_OF_KIND = {
     k.kind: ("run.lua" if k.kind == "Run" else "ready.lua")
     for k in KINDS
-    if k.kind not in ("Review", "MailboxMessage", "SpendQuota")
+    if k.kind not in ("Review", "MailboxMessage")
 }
 READY_KINDS = [k for k in SCRIPT_OF_KIND if k != "Run"]
 ARGO_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}

@@ -18,7 +18,9 @@ from typing import Any
 
 from swarmkit_api.conditions import (
     BUDGET_WARNING,
+    READY,
     REASON_BELOW_THRESHOLD,
+    REASON_IN_FORCE,
     REASON_THRESHOLD_REACHED,
 )
 from swarmkit_api.review import REVIEW_KIND_LABEL
@@ -258,6 +260,17 @@ def summary(
         status="True" if reached else "False",
         reason=REASON_THRESHOLD_REACHED if reached else REASON_BELOW_THRESHOLD,
         message=f"{percent:.0f}% used (warning at {spec.warning_percent}%)",
+        generation=generation,
+    )
+    # Ready like every kind of ours (``kubectl wait --for=condition=Ready``, GitOps checks):
+    # the operator has read this generation and holds the Runs that start to it.
+    out["conditions"] = set_condition(
+        out["conditions"],
+        type_=READY,
+        status="True",
+        reason=REASON_IN_FORCE,
+        message=f"in force: {out['usedDisplay'] or 'nothing'} used of {out['limit']} "
+        f"since {out['windowStart']}",
         generation=generation,
     )
     return out
