@@ -24,6 +24,7 @@ from swarmkit_api.workspace import WorkspaceSpec
 from .. import k8s
 from ..builders import bundle as bundles
 from ..builders import job as jobs
+from ..builders import pinned
 from ..builders.funnel import funnel_version, parse_funnel
 from ..builders.review import approves
 from ..builders.skill import SKILL_MD, load_rendered_skill
@@ -83,9 +84,9 @@ class Resolver:
         """
         ns = run.namespace
         target_kind: Literal["Topology", "Agent"]
-        topologies: dict[str, bundles.PinnedTopology] = {}
-        agents: dict[str, bundles.RenderedAgent] = {}
-        skills: dict[str, bundles.PinnedSkill] = {}
+        topologies: dict[str, pinned.PinnedTopology] = {}
+        agents: dict[str, pinned.RenderedAgent] = {}
+        skills: dict[str, pinned.PinnedSkill] = {}
         expected: dict[str, str] = {}
         topo_queue: list[str] = []
         agent_queue: list[str] = []
@@ -120,7 +121,7 @@ class Resolver:
                 for f in funnels.values():
                     if f.review is not None:
                         agent_queue.append(f.review.agent)
-                topologies[tname] = bundles.PinnedTopology(tname, str(version), tspec, funnels)
+                topologies[tname] = pinned.PinnedTopology(tname, str(version), tspec, funnels)
                 if tname == target and target_kind == "Topology":
                     ws_name = tspec.workspace_ref.name
                 agent_queue.extend(n.agent_ref.name for n in tspec.agents)
@@ -132,7 +133,7 @@ class Resolver:
             pending = list(dict.fromkeys(a for a in agent_queue if a not in agents))
             agent_queue.clear()
             results = await asyncio.gather(*(self._resolve_agent(ns, a) for a in pending))
-            new_refs: dict[str, bundles.SkillRef] = {}
+            new_refs: dict[str, pinned.SkillRef] = {}
             for aname, result in zip(pending, results, strict=True):
                 if isinstance(result, Waiting):
                     return result
@@ -183,7 +184,7 @@ class Resolver:
             topologies=list(topologies.values()),
             agents=[ra.agent for ra in agents.values()],
             skills=list(skills.values()),
-            workspace=bundles.PinnedWorkspace(ws_name, ws_spec, str(ws_cm) if ws_cm else None),
+            workspace=pinned.PinnedWorkspace(ws_name, ws_spec, str(ws_cm) if ws_cm else None),
             config=self.config,
             flow_data=flow,
         )
@@ -211,7 +212,7 @@ class Resolver:
             pinned[name] = parsed
         return pinned
 
-    async def _resolve_agent(self, ns: str, name: str) -> bundles.RenderedAgent | Waiting:
+    async def _resolve_agent(self, ns: str, name: str) -> pinned.RenderedAgent | Waiting:
         agent = one(self.idx.agents, (ns, name))
         if agent is None:
             return Waiting(f"waiting for Agent {name}: not found")
@@ -224,18 +225,18 @@ class Resolver:
             return Waiting(f"waiting for Agent {name}: not rendered yet", 2.0)
         key = (ns, str(cm), name, str(version))
         cached = self._parsed.get(key)
-        if isinstance(cached, bundles.RenderedAgent):
+        if isinstance(cached, pinned.RenderedAgent):
             return cached
         data = await self.config_map_data(ns, str(cm))
         if data is None:
             return Waiting(f"waiting for Agent {name}: ConfigMap {cm} not found", 2.0)
-        parsed = bundles.pinned_agent_from_config_map(
+        parsed = pinned.pinned_agent_from_config_map(
             name=name, version=str(version), config_map=str(cm), data=data
         )
         self._remember(key, parsed)
         return parsed
 
-    async def _resolve_skill(self, ns: str, ref: bundles.SkillRef) -> bundles.PinnedSkill | Waiting:
+    async def _resolve_skill(self, ns: str, ref: pinned.SkillRef) -> pinned.PinnedSkill | Waiting:
         # Review is the one live fact a pinned skill carries, so it is part of the cache key:
         # an approved Review of exactly this content version (swarm-authored skills).
         reviewed = any(
@@ -244,14 +245,14 @@ class Resolver:
         )
         key = (ns, ref, reviewed)
         cached = self._parsed.get(key)
-        if isinstance(cached, bundles.PinnedSkill):
+        if isinstance(cached, pinned.PinnedSkill):
             return cached
         data = await self.config_map_data(ns, ref.config_map)
         if data is None:
             return Waiting(
                 f"waiting for Skill {ref.name}: ConfigMap {ref.config_map} not found", 2.0
             )
-        parsed = bundles.pinned_skill_from_config_map(
+        parsed = pinned.pinned_skill_from_config_map(
             name=ref.name,
             content_hash=ref.content_hash,
             config_map=ref.config_map,
@@ -269,7 +270,7 @@ class Resolver:
         self._parsed[key] = value
 
     async def _flow_data(
-        self, ns: str, ws: WorkspaceSpec, agents: Iterable[bundles.RenderedAgent]
+        self, ns: str, ws: WorkspaceSpec, agents: Iterable[pinned.RenderedAgent]
     ) -> dict[str, str] | Waiting:
         # Only the flow data some agent of the run reads goes into the bundle. These
         # ConfigMaps are the user's (mutable), so they are read every time, never cached.
@@ -328,7 +329,7 @@ class Resolver:
             if skill_data is None:
                 raise ValueError(f"pinned skill ConfigMap {skill.config_map} is gone")
             rendered = load_rendered_skill(skill_data)
-            files[skill.config_map] = bundles.skill_file_items(
+            files[skill.config_map] = pinned.skill_file_items(
                 rendered.files, with_skill_md=SKILL_MD in skill_data
             )
         return bundles.rendered_from_config_map(cm, files)

@@ -143,7 +143,9 @@ def test_performance_page_shows_each_recorded_result_and_the_gaps() -> None:
             assert f"N={n} ({at['objects']} objects)" in page
             assert "{min:g} / {median:g} / {max:g}".format(**at["readySeconds"]) in page
     assert "<svg" in page and "floor: the same writes, bare client" in page
-    gaps = page.split("## Not recorded yet", 1)[1]
+    # Every benchmark target the Makefile offers is listed under "Not recorded yet" until
+    # its record is committed (and the section is gone once all are).
+    gaps = page.split("## Not recorded yet", 1)[1] if "## Not recorded yet" in page else ""
     makefile = (REPO / "Makefile").read_text()
     for target in re.findall(r"^(bench(?:-[a-z]+)*):", makefile, flags=re.MULTILINE):
         recorded = (REPO / "bench/results" / f"{target}.json").exists()

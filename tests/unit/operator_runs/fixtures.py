@@ -14,14 +14,16 @@ from swarmkit_api.topology import TopologySpec
 from swarmkit_api.workspace import WorkspaceSpec
 from swarmkit_operator.builders import ObjectRef
 from swarmkit_operator.builders.bundle import (
+    RenderedBundle,
+    RunInput,
+    render_bundle,
+)
+from swarmkit_operator.builders.pinned import (
     PinnedAgent,
     PinnedSkill,
     PinnedTopology,
     PinnedWorkspace,
-    RenderedBundle,
-    RunInput,
     pinned_skill_from_config_map,
-    render_bundle,
 )
 from swarmkit_operator.builders.skill import render_skill
 from swarmkit_operator.config import OperatorConfig

@@ -10,11 +10,13 @@ from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
 from swarmkit_operator.builders import PINNED_ANNOTATION, RUN_LABEL
 from swarmkit_operator.builders.bundle import (
     BundleTooLarge,
-    PinnedSkill,
     build_bundle_config_map,
     rendered_from_config_map,
     script_pins,
     skill_callable,
+)
+from swarmkit_operator.builders.pinned import (
+    PinnedSkill,
 )
 from swarmkit_operator.config import AllowedScript, OperatorConfig
 from swarmkit_operator.hashing import sha256_hex

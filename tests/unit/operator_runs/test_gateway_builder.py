@@ -13,11 +13,13 @@ from swarmkit_api.workspace import RuntimeDefaults, WorkspaceSpec
 from swarmkit_operator.builders import PINNED_ANNOTATION, RUN_LABEL
 from swarmkit_operator.builders import gateway as gw
 from swarmkit_operator.builders.bundle import (
-    PinnedAgent,
-    PinnedWorkspace,
     RenderedBundle,
     RunInput,
     render_bundle,
+)
+from swarmkit_operator.builders.pinned import (
+    PinnedAgent,
+    PinnedWorkspace,
 )
 from swarmkit_operator.builders.workload import CHECKSUM_ANNOTATION
 from swarmkit_operator.config import OperatorConfig
