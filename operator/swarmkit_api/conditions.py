@@ -50,6 +50,7 @@ REASON_UNKNOWN_PERMISSION_BUNDLE: Final[str] = "UnknownPermissionBundle"
 REASON_UNKNOWN_TOOL: Final[str] = "UnknownTool"
 REASON_NATIVE_TOOL_UNAVAILABLE: Final[str] = "NativeToolUnavailable"
 REASON_UNKNOWN_MODEL_PROVIDER: Final[str] = "UnknownModelProvider"
+REASON_UNSUPPORTED_MODEL_SETTING: Final[str] = "UnsupportedModelSetting"
 REASON_UNKNOWN_FLOW_DATA: Final[str] = "UnknownFlowData"
 REASON_UNKNOWN_COMMAND_PACK: Final[str] = "UnknownCommandPack"
 
@@ -226,6 +227,7 @@ __all__ = [
     "REASON_UNKNOWN_MODEL_PROVIDER",
     "REASON_UNKNOWN_PERMISSION_BUNDLE",
     "REASON_UNKNOWN_TOOL",
+    "REASON_UNSUPPORTED_MODEL_SETTING",
     "REASON_VALID",
     "REASON_VALIDATION_FAILED",
     "REASON_WAITING",
