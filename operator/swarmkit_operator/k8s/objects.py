@@ -332,24 +332,18 @@ async def remove_pod_finalizer(namespace: str, name: str, finalizer: str) -> boo
 
 async def label_config_map(namespace: str, name: str, labels: Mapping[str, str]) -> bool:
     """Merge ``labels`` into a ConfigMap's labels (metadata stays mutable when immutable)."""
-    path = core_path("configmaps", namespace, name)
-    status, payload = await request(
-        "PATCH",
-        path,
-        {"metadata": {"labels": dict(labels)}},
-        content_type="application/merge-patch+json",
-    )
-    if status == 404:
-        return False
-    _check("PATCH", path, status, payload)
-    return True
+    return await merge_labels(core_path("configmaps", namespace, name), labels)
 
 
 async def patch_custom_labels(
     plural: str, namespace: str, name: str, labels: Mapping[str, str]
 ) -> bool:
     """Merge ``labels`` into a custom object the operator created (False if it is gone)."""
-    path = custom_path(plural, namespace, name)
+    return await merge_labels(custom_path(plural, namespace, name), labels)
+
+
+async def merge_labels(path: str, labels: Mapping[str, str]) -> bool:
+    """Merge ``labels`` into the object at ``path``; False if it is gone."""
     status, payload = await request(
         "PATCH",
         path,
@@ -366,22 +360,12 @@ async def create_custom_if_absent(
     plural: str, namespace: str, body: Mapping[str, Any]
 ) -> dict[str, Any] | None:
     """Create a custom object; None if one of that name already exists."""
-    path = custom_path(plural, namespace)
-    query = [("fieldManager", FIELD_MANAGER)]
-    status, payload = await request("POST", path, dict(body), query=query)
-    if status == 409:
-        return None
-    return dict(_check("POST", path, status, payload))
+    return await create_object(custom_path(plural, namespace), body)
 
 
 async def delete_custom(plural: str, namespace: str, name: str) -> bool:
     """Delete a custom object (children follow in the background); False if gone."""
-    path = custom_path(plural, namespace, name)
-    status, payload = await request("DELETE", path, {"propagationPolicy": "Background"})
-    if status == 404:
-        return False
-    _check("DELETE", path, status, payload)
-    return True
+    return await delete_object(custom_path(plural, namespace, name))
 
 
 async def create_start_object(path: str, manifest: Mapping[str, Any]) -> dict[str, Any] | None:

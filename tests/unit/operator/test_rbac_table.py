@@ -144,13 +144,36 @@ def _k8s_package() -> ast.Module:
     return ast.Module(body=body, type_ignores=[])
 
 
+def _sent_to(fn: ast.AsyncFunctionDef) -> tuple[str | None, str | None, int | None, str, bool]:
+    """(group, resource, resource parameter, suffix, collection) of the path ``fn`` builds."""
+    params = [a.arg for a in fn.args.args]
+    group = resource = None
+    resource_param = None
+    suffix, collection = "", False
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in PATH_GROUPS:
+            group = PATH_GROUPS[n.func.id]
+            first = n.args[0]
+            if isinstance(first, ast.Constant):
+                resource = str(first.value)
+            elif isinstance(first, ast.Name) and first.id in params:
+                resource_param = params.index(first.id)
+            # (plural, namespace, name), or (plural, name) for a cluster-scoped one
+            collection = collection or len(n.args) < (2 if n.func.id in CLUSTER_PATHS else 3)
+        if isinstance(n, ast.Constant) and n.value in ("/status", "/log"):
+            suffix = str(n.value)
+    return group, resource, resource_param, suffix, collection
+
+
+#: The generic request functions: what they send is their caller's argument.
+GENERIC = ("request", "stream", "request_start")
+
+
 def _helpers() -> dict[str, Helper]:
     tree = _k8s_package()
     found: dict[str, Helper] = {}
-    for fn in tree.body:
-        if not isinstance(fn, ast.AsyncFunctionDef):
-            continue
-        params = [a.arg for a in fn.args.args]
+    functions = [fn for fn in tree.body if isinstance(fn, ast.AsyncFunctionDef)]
+    for fn in functions:
         verbs = tuple(
             sorted(
                 {
@@ -165,26 +188,24 @@ def _helpers() -> dict[str, Helper]:
         if any(isinstance(n, ast.Constant) and n.value == "application/apply-patch+yaml"
                for n in ast.walk(fn)):  # fmt: skip
             verbs = (*verbs, "APPLY")
-        group = resource = None
-        resource_param = None
-        suffix, collection = "", False
-        for n in ast.walk(fn):
-            if (
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Name)
-                and n.func.id in PATH_GROUPS
-            ):
-                group = PATH_GROUPS[n.func.id]
-                first = n.args[0]
-                if isinstance(first, ast.Constant):
-                    resource = str(first.value)
-                elif isinstance(first, ast.Name) and first.id in params:
-                    resource_param = params.index(first.id)
-                # (plural, namespace, name), or (plural, name) for a cluster-scoped one
-                collection = collection or len(n.args) < (2 if n.func.id in CLUSTER_PATHS else 3)
-            if isinstance(n, ast.Constant) and n.value in ("/status", "/log"):
-                suffix = str(n.value)
-        found[fn.name] = Helper(verbs, group, resource, resource_param, suffix, collection)
+        found[fn.name] = Helper(verbs, *_sent_to(fn))
+    # A helper may hand the path it builds to another that takes one
+    # (``delete_custom`` → ``delete_object(custom_path(...))``): it sends what that one sends.
+    for fn in functions:
+        if fn.name in found:
+            continue
+        callees = [
+            found[n.func.id]
+            for n in ast.walk(fn)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in found
+            and n.func.id not in GENERIC
+            and found[n.func.id].group is None
+        ]
+        if callees:
+            verbs = tuple(sorted({v for callee in callees for v in callee.verbs}))
+            found[fn.name] = Helper(verbs, *_sent_to(fn))
     return found
 
 
@@ -288,7 +309,7 @@ def code_calls() -> Iterator[Call]:
                 continue
             helper = helpers[node.func.attr]
             where = f"{rel}:{node.lineno} k8s.{node.func.attr}"
-            if node.func.attr in ("request", "stream", "request_start"):
+            if node.func.attr in GENERIC:
                 continue  # generic: the leader election, indexes and watches (below)
             if helper.group is None:  # the path is an argument
                 pairs, collection = _path_resources(node.args[0], rel, consts, loops)
