@@ -59,18 +59,10 @@ async def patch_status(
     For a controller that is the only writer of the fields it patches (``manager`` names
     it in ``managedFields``). Returns None when the object no longer exists.
     """
-    path = custom_path(plural, namespace, name) + "/status"
-    status, payload = await request(
-        "PATCH",
-        path,
-        {"status": dict(status_patch)},
-        content_type="application/merge-patch+json",
-        query=[("fieldManager", manager)],
-    )
-    if status == 404:
+    written = await patch_status_object(plural, namespace, name, status_patch, manager)
+    if written is None:
         return None
-    result = _check("PATCH", path, status, payload)
-    return str(result.get("metadata", {}).get("resourceVersion", ""))
+    return str(written.get("metadata", {}).get("resourceVersion", ""))
 
 
 async def patch_status_object(

@@ -8,34 +8,33 @@ from typing import Any
 from swarmkit_api import GROUP, VERSION
 
 
-def custom_path(plural: str, namespace: str, name: str | None = None) -> str:
-    base = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}"
+def _namespaced(api: str, plural: str, namespace: str, name: str | None) -> str:
+    base = f"{api}/namespaces/{namespace}/{plural}"
     return f"{base}/{name}" if name else base
+
+
+def custom_path(plural: str, namespace: str, name: str | None = None) -> str:
+    return _namespaced(f"/apis/{GROUP}/{VERSION}", plural, namespace, name)
 
 
 def core_path(plural: str, namespace: str, name: str | None = None) -> str:
-    base = f"/api/v1/namespaces/{namespace}/{plural}"
-    return f"{base}/{name}" if name else base
+    return _namespaced("/api/v1", plural, namespace, name)
 
 
 def batch_path(plural: str, namespace: str, name: str | None = None) -> str:
-    base = f"/apis/batch/v1/namespaces/{namespace}/{plural}"
-    return f"{base}/{name}" if name else base
+    return _namespaced("/apis/batch/v1", plural, namespace, name)
 
 
 def apps_path(plural: str, namespace: str, name: str | None = None) -> str:
-    base = f"/apis/apps/v1/namespaces/{namespace}/{plural}"
-    return f"{base}/{name}" if name else base
+    return _namespaced("/apis/apps/v1", plural, namespace, name)
 
 
 def rbac_path(plural: str, namespace: str, name: str | None = None) -> str:
-    base = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}/{plural}"
-    return f"{base}/{name}" if name else base
+    return _namespaced("/apis/rbac.authorization.k8s.io/v1", plural, namespace, name)
 
 
 def networking_path(plural: str, namespace: str, name: str | None = None) -> str:
-    base = f"/apis/networking.k8s.io/v1/namespaces/{namespace}/{plural}"
-    return f"{base}/{name}" if name else base
+    return _namespaced("/apis/networking.k8s.io/v1", plural, namespace, name)
 
 
 def node_path(plural: str, name: str | None = None) -> str:

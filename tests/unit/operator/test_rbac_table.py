@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -191,21 +191,30 @@ def _helpers() -> dict[str, Helper]:
         found[fn.name] = Helper(verbs, *_sent_to(fn))
     # A helper may hand the path it builds to another that takes one
     # (``delete_custom`` → ``delete_object(custom_path(...))``): it sends what that one sends.
+    # Or it may call another with its own arguments (``patch_status`` →
+    # ``patch_status_object(plural, ...)``): it sends what that one sends, to the same path.
     for fn in functions:
         if fn.name in found:
             continue
-        callees = [
-            found[n.func.id]
-            for n in ast.walk(fn)
-            if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Name)
-            and n.func.id in found
-            and n.func.id not in GENERIC
-            and found[n.func.id].group is None
-        ]
-        if callees:
-            verbs = tuple(sorted({v for callee in callees for v in callee.verbs}))
-            found[fn.name] = Helper(verbs, *_sent_to(fn))
+        params = [a.arg for a in fn.args.args]
+        for call in ast.walk(fn):
+            if not (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id in found
+                and call.func.id not in GENERIC
+            ):
+                continue
+            callee = found[call.func.id]
+            if callee.group is None:
+                found[fn.name] = Helper(callee.verbs, *_sent_to(fn))
+            elif callee.resource_param is None:
+                found[fn.name] = callee
+            else:
+                arg = call.args[callee.resource_param]
+                assert isinstance(arg, ast.Name) and arg.id in params, fn.name
+                found[fn.name] = replace(callee, resource_param=params.index(arg.id))
+            break
     return found
 
 
