@@ -7,6 +7,9 @@
   ``.rbac``, ``.apiext``, ``.api_client``).
 * ``namespace`` (function): a fresh namespace, deleted after the test.
 * ``crds`` (session): ``crds/*.yaml`` applied server-side and Established (list of files).
+* ``operator`` (module): the operator as deployed (a subprocess under the chart's
+  ServiceAccount), started once per test module; a module that needs other settings
+  defines its own ``operator`` fixture, which takes precedence.
 
 The private cluster's process node runs the images ``make images`` built (runtime, operator)
 in their own root filesystems when their build is current; a stale one (sources changed since
@@ -34,6 +37,8 @@ from swarmkit_devcluster.testing import (
     session_cluster,
     temp_namespace,
 )
+
+from .runs_support import OperatorProcess
 
 HERE = Path(__file__).parent
 
@@ -77,3 +82,11 @@ def namespace(kube: Kube, request: pytest.FixtureRequest) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def crds(cluster: LocalCluster) -> list[Path]:
     return apply_crds(cluster)
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: LocalCluster, crds: list[Path]) -> Iterator[OperatorProcess]:
+    op = OperatorProcess(cluster.kubeconfig)
+    op.start()
+    yield op
+    op.stop()

@@ -247,6 +247,28 @@ def apply_examples(
             apply(kube, namespace, doc)
 
 
+def with_command(
+    pack: str, name: str, description: str, code: str, effects: str
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """An ``apply_examples`` edit: the Workspace gains command pack ``pack`` with one
+    command ``name`` that runs ``python -c code`` (``effects``: read | write)."""
+    command = {
+        "name": name,
+        "description": description,
+        "argv": ["python", "-c", code],
+        "effects": effects,
+    }
+
+    def edit(doc: dict[str, Any]) -> dict[str, Any]:
+        if doc["kind"] == "Workspace":
+            packs = doc["spec"].get("commandPacks", [])
+            new = {"id": pack, "requires": ["python"], "commands": [dict(command)]}
+            doc["spec"]["commandPacks"] = [*packs, new]
+        return doc
+
+    return edit
+
+
 def get(kube: Kube, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
     from kubernetes.client.exceptions import ApiException
 

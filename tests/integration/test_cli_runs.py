@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +43,6 @@ def cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
         [CLI, *args], capture_output=True, text=True, env=cli_env(cluster), timeout=120,
         check=False,
     )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
 
 
 @pytest.fixture

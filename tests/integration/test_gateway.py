@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.bundles import CODE_QUALITY_OUTPUTS
 from tests.support.clients import MCP_TS_VERSION, node, npm_version
@@ -32,14 +31,6 @@ from .runs_support import GROUP, VERSION, OperatorProcess, apply, debug, get, wa
 TOKENS = {"alice": "alice-gw-token-2f9c71", "ci": "ci-gw-token-8d04e3"}
 ECHO = {"type": "mcp_tool", "server": "t", "tool": "echo"}
 GOOD = {"verdict": "pass", "confidence": 0.9, "reasoning": "clean change"}
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
 
 
 @pytest.fixture(scope="module")

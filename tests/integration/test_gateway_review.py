@@ -42,14 +42,6 @@ TOKENS = {"alice": "alice-gw-token-2f9c71", "ci": "ci-gw-token-8d04e3"}
 STRICT = {"type": "mcp_tool", "server": "t", "tool": "echo", "permission": "strict"}
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
-
-
 def manifests(port: int) -> list[dict[str, Any]]:
     tokens = [
         {"name": name, "secretKeyRef": {"name": "gateway-tokens", "key": name}} for name in TOKENS

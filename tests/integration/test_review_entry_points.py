@@ -37,15 +37,8 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
+    with_command,
 )
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
 
 
 @pytest.fixture(scope="module")
@@ -85,24 +78,7 @@ def test_strict_tier_call_waits_for_approval_then_runs(
 ) -> None:
     ns = namespace
 
-    def with_ship(doc: dict[str, Any]) -> dict[str, Any]:
-        if doc["kind"] == "Workspace":
-            doc["spec"]["commandPacks"] = [
-                *doc["spec"].get("commandPacks", []),
-                {
-                    "id": "ops",
-                    "requires": ["python"],
-                    "commands": [
-                        {
-                            "name": "ship",
-                            "description": "Ship the release.",
-                            "argv": ["python", "-c", "print('shipped v7')"],
-                            "effects": "write",
-                        }
-                    ],
-                },
-            ]
-        return doc
+    with_ship = with_command("ops", "ship", "Ship the release.", "print('shipped v7')", "write")
 
     apply_examples(kube, ns, edit=with_ship)
     bind_people(cluster, ns)

@@ -12,7 +12,6 @@ run waits, and the parked pod deleted.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -44,37 +43,15 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
+    with_command,
 )
 
 LOCKED = "deploy target locked"
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
-
-
-def _with_ops_pack(doc: dict[str, Any]) -> dict[str, Any]:
-    if doc["kind"] == "Workspace":
-        doc["spec"]["commandPacks"] = [
-            *doc["spec"].get("commandPacks", []),
-            {
-                "id": "ops",
-                "requires": ["python"],
-                "commands": [
-                    {
-                        "name": "deploy",
-                        "description": "Deploy the service.",
-                        "argv": ["python", "-c", f"import sys; sys.exit({LOCKED!r})"],
-                        "effects": "write",
-                    }
-                ],
-            },
-        ]
-    return doc
+_with_ops_pack = with_command(
+    "ops", "deploy", "Deploy the service.", f"import sys; sys.exit({LOCKED!r})", "write"
+)
 
 
 def _escalating_agent(kube: Kube, ns: str, cluster: LocalCluster, **constraints: Any) -> None:

@@ -9,7 +9,6 @@ a Review). Approved, the next Run calls it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,35 +31,10 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
+    with_command,
 )
 
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
-
-
-def _with_hello(doc: dict[str, Any]) -> dict[str, Any]:
-    if doc["kind"] == "Workspace":
-        doc["spec"]["commandPacks"] = [
-            *doc["spec"].get("commandPacks", []),
-            {
-                "id": "swarm",
-                "requires": ["python"],
-                "commands": [
-                    {
-                        "name": "hello",
-                        "description": "Say hello.",
-                        "argv": ["python", "-c", "print('hello from the swarm')"],
-                        "effects": "read",
-                    }
-                ],
-            },
-        ]
-    return doc
+_with_hello = with_command("swarm", "hello", "Say hello.", "print('hello from the swarm')", "read")
 
 
 def _skill_calls(cluster: LocalCluster, ns: str, run: dict[str, Any]) -> list[dict[str, Any]]:

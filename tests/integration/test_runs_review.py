@@ -3,12 +3,8 @@ what must be decided in status.reviewItems (end to end: operator, Job, real runn
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube
 
 from .runs_support import (
@@ -24,37 +20,15 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
+    with_command,
 )
 
 LOCKED = "deploy target locked"
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
-
-
-def _with_ops_pack(doc: dict[str, Any]) -> dict[str, Any]:
-    if doc["kind"] == "Workspace":
-        doc["spec"]["commandPacks"] = [
-            *doc["spec"].get("commandPacks", []),
-            {
-                "id": "ops",
-                "requires": ["python"],
-                "commands": [
-                    {
-                        "name": "deploy",
-                        "description": "Deploy the service.",
-                        "argv": ["python", "-c", f"import sys; sys.exit({LOCKED!r})"],
-                        "effects": "write",
-                    }
-                ],
-            },
-        ]
-    return doc
+_with_ops_pack = with_command(
+    "ops", "deploy", "Deploy the service.", f"import sys; sys.exit({LOCKED!r})", "write"
+)
 
 
 def test_escalation_parks_the_run_awaiting_review_with_its_question(

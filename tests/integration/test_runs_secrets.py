@@ -7,10 +7,7 @@ import http.server
 import json
 import secrets
 import threading
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube
@@ -28,14 +25,6 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
 
 
 class EchoModel(http.server.ThreadingHTTPServer):

@@ -59,14 +59,6 @@ TOKEN = "team-a-may-call-0042"
 ANSWER = "the answer from team-b is 42"
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
-
-
 class Model:
     """The scripted model both namespaces' agents talk to, routed by what it is asked."""
 
