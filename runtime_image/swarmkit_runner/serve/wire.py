@@ -15,7 +15,7 @@ cancel a task             ``CancelTask``        ``tasks/cancel``
 send result as ``{"task": …}`` and stream events as ``{"task"|"statusUpdate"|
 "artifactUpdate": …}``; 0.3 writes ``input-required`` / ``agent``, tags every object with
 ``kind`` and streams ``status-update`` events with ``final``. Internally states are the 0.3
-words (as :func:`swarmkit_runner.a2a.normalize_state` returns them).
+words (as :func:`swarmkit_runner.a2a_client.normalize_state` returns them).
 """
 
 from __future__ import annotations
