@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -232,6 +232,53 @@ def test_a_queued_run_starts_when_the_limit_is_raised_and_fail_ends_it(
     cond = succeeded(failed)
     assert cond is not None and (cond["status"], cond["reason"]) == ("False", "BudgetExhausted")
     assert cond["message"].startswith("SpendQuota small cannot cover it (cost: needs 0.1 USD")
+
+
+def test_a_queued_run_starts_when_its_rolling_window_turns(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    """The window turns on the real clock, no clock injected into the operator: a Run's
+    real spend entry is aged (its ``at`` set to 1 h - 25 s ago, as if it ended then), so it
+    leaves the quota's one-hour rolling window 25 s later, and a Run queued behind it starts
+    by itself."""
+    ns = namespace
+    _priced_workspace(kube, ns)
+    _agent(kube, ns, "one-shot")
+    create(kube, ns, _quota("hourly", cost="0.1", currency="USD", window="rollingHours", hours=1))
+    create(kube, ns, run_manifest("earlier", agent="one-shot", maxCost="0.1"))
+    done = wait_run(kube, ns, "earlier", finished, operator=operator)
+    assert succeeded(done)["reason"] == "Succeeded"  # type: ignore[index]
+
+    def age() -> datetime:
+        quota = get(kube, ns, "SpendQuota", "hourly") or {}
+        entries = quota["status"]["entries"]
+        assert [(e["run"], e["state"]) for e in entries] == [("earlier", "spent")]
+        aged_at = datetime.now(UTC) - timedelta(hours=1) + timedelta(seconds=25)
+        entries[0]["at"] = aged_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        rv = quota["metadata"]["resourceVersion"]
+        body = {"metadata": {"resourceVersion": rv}, "status": {"entries": entries}}
+        kube.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, ns, "spendquotas", "hourly", body
+        )  # refused (409) if the operator wrote it meanwhile: retried
+        return aged_at.replace(microsecond=0)
+
+    aged_at = wait_for(age, 30, message="the spent entry to be aged")
+    # 0.0955 remains of 0.1 until the aged spend leaves the window: 0.099 waits
+    create(kube, ns, run_manifest("later", agent="one-shot", maxCost="0.099"))
+    waiting = wait_run(kube, ns, "later", reason_is("BudgetExhausted"), operator=operator)
+    assert succeeded(waiting)["message"] == (  # type: ignore[index]
+        "SpendQuota hourly cannot cover it (cost: needs 0.099 USD, 0.0955 of 0.1 remaining); "
+        "waits until it fits"
+    )
+    done = wait_run(kube, ns, "later", finished, timeout=90, operator=operator)
+    assert succeeded(done)["reason"] == "Succeeded"  # type: ignore[index]
+    turned = aged_at + timedelta(hours=1)
+    assert _ts(done["status"]["startTime"]) >= turned.timestamp() - 1, (done["status"], turned)
+    quota = get(kube, ns, "SpendQuota", "hourly") or {}
+    status = quota["status"]
+    assert _ts(status["windowStart"]) >= aged_at.timestamp()  # (whole seconds)
+    # only the later Run's spend counts now; the earlier one's is outside the window
+    assert (status["spent"], status["used"], status["remaining"]) == ("0.0045", "0.0045", "0.0955")
 
 
 def test_bad_input_selectors_and_currency(
