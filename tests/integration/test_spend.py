@@ -142,6 +142,63 @@ def test_run_status_shows_cost_and_a_cap_stops_it_naming_the_call(
     assert capped["status"]["usage"]["cost"] == "0.0135"
 
 
+def test_cached_tokens_are_priced_apart_and_an_unpriced_model_costs_unknown_never_zero(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+
+    def edit(doc: dict[str, Any]) -> dict[str, Any]:
+        if doc["kind"] == "Workspace":
+            for provider in doc["spec"]["modelProviders"]:
+                if provider["type"] == "replay":
+                    provider["prices"] = {**PRICES, "cachedInput": "0.3"}
+            doc["spec"]["modelProviders"].append({"name": "unpriced", "type": "replay"})
+        return doc
+
+    apply_examples(kube, ns, edit)
+    wait_ready(kube, ns, "Workspace", "default")
+    cached = {"inputTokens": 2200, "cachedInputTokens": 1200, "outputTokens": 150}
+    apply(kube, ns, agent_with("cacher", [{"text": "hit", "usage": cached}]))
+    free = agent_with("free", [{"text": "free?", "usage": USAGE}], model={"provider": "unpriced"})
+    apply(kube, ns, free)
+    for name in ("cacher", "free"):
+        wait_ready(kube, ns, "Agent", name)
+    create(kube, ns, run_manifest("cached", agent="cacher"))
+    create(kube, ns, run_manifest("unpriced", agent="free"))
+    create(kube, ns, run_manifest("unpriced-capped", agent="free", maxCost="1"))
+
+    done = wait_run(kube, ns, "cached", finished, operator=operator)
+    assert succeeded(done)["reason"] == "Succeeded", debug(kube, ns, operator)  # type: ignore[index]
+    # 1000 uncached x 3 + 1200 cached x 0.3 + 150 x 15 = 5610 micro-USD
+    usage = done["status"]["usage"]
+    assert (usage["inputTokens"], usage["cachedInputTokens"], usage["outputTokens"]) == (
+        2200,
+        1200,
+        150,
+    )
+    assert (usage["cost"], usage["currency"], usage["costUnknown"]) == ("0.00561", "USD", False)
+
+    done = wait_run(kube, ns, "unpriced", finished, operator=operator)
+    assert succeeded(done)["reason"] == "Succeeded"  # type: ignore[index]
+    usage = done["status"]["usage"]
+    assert (usage["inputTokens"], usage["outputTokens"]) == (1000, 100)
+    assert usage.get("cost") is None and usage["costUnknown"] is True
+    [model] = usage["models"]
+    assert (model["provider"], model.get("cost"), model["costUnknown"]) == (
+        "unpriced",
+        None,
+        True,
+    )
+    # under a maxCost, a call whose cost cannot be bounded is not made
+    done = wait_run(kube, ns, "unpriced-capped", finished, operator=operator)
+    cond = succeeded(done)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "BudgetExceeded")
+    assert cond["message"].startswith(
+        "model call 1 (agent free) goes to provider unpriced, which has no prices: its cost "
+        "cannot be bounded by maxCost (1"
+    ), cond["message"]
+
+
 def test_twenty_runs_at_once_never_reserve_past_the_limit(
     kube: Kube, namespace: str, operator: OperatorProcess
 ) -> None:
