@@ -93,6 +93,11 @@ class RunEffect(ApiModel):
         default=None, description="The object it created (kind/name): a Run or MailboxMessage."
     )
     message: str = Field(default="", description="Why it failed, when it did.")
+    uid: str | None = Field(
+        default=None,
+        description="approve_spend: the uid of the Run approved (a Run deleted and created "
+        "again under its name is another Run, not approved).",
+    )
 
 
 def encode_outbox(effects: list[Effect]) -> str:

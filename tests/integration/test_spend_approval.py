@@ -165,6 +165,7 @@ def test_an_agent_with_approve_spend_clears_the_hold_of_the_run_it_started_only(
     # The boss's scheduled Run was held, then cleared by the boss's agent, and ran.
     done = wait_run(kube, ns, child, finished, timeout=90, operator=operator)
     assert (succeeded(done) or {}).get("reason") == "Succeeded", debug(kube, ns, operator)
+    assert boss["status"]["effects"][1]["uid"] == done["metadata"]["uid"]
     review = _hold_review(kube, ns, done)
     assert review["spec"]["request"]["kind"] == "spend"
     assert "decision" not in review["spec"], "the operator never writes spec.decision"

@@ -118,13 +118,17 @@ def refusal(
     return None
 
 
-def approval_in(entries: Iterable[Mapping[str, Any]], child: str) -> Mapping[str, Any] | None:
-    """The parent's materialized ``approve_spend`` entry for ``child``, if any."""
+def approval_in(
+    entries: Iterable[Mapping[str, Any]], child: str, child_uid: str
+) -> Mapping[str, Any] | None:
+    """The parent's materialized ``approve_spend`` entry for this very Run (its name and
+    uid: a Run deleted and created again under the name is not approved), if any."""
     for entry in entries:
         if (
             entry.get("kind") == PERMISSION
             and entry.get("state") == "Materialized"
             and entry.get("object") == f"Run/{child}"
+            and entry.get("uid") == child_uid
         ):
             return entry
     return None
@@ -174,7 +178,10 @@ async def materialize(
     if not any(e.get("seq") == effect.seq and e.get("state") == "Materialized" for e in entries):
         await k8s.post_event(run.involved, "Normal", "SpendApproved", text)
     log.info("run %s/%s: %s", run.namespace, run.name, text)
-    return base.model_copy(update={"state": "Materialized", "object": f"Run/{effect.to}"})
+    uid = str(((target or {}).get("metadata") or {}).get("uid") or "") or None
+    return base.model_copy(
+        update={"state": "Materialized", "object": f"Run/{effect.to}", "uid": uid}
+    )
 
 
 async def _permissions(st: RunState, namespace: str, agent: str) -> list[str] | None:
@@ -199,7 +206,7 @@ def approver(st: RunState, run: RunView) -> tuple[str, str] | None:
     parent = st.run_view(parent_uid)
     if parent is None or parent.namespace != run.namespace:
         return None
-    entry = approval_in(parent.status.get("effects") or (), run.name)
+    entry = approval_in(parent.status.get("effects") or (), run.name, run.uid)
     if entry is None:
         return None
     spec = parent.spec

@@ -101,7 +101,7 @@ def _run(name: str, uid: str, labels: dict[str, str], effects: list[dict[str, An
 def test_the_held_child_finds_its_parents_approval_and_nobody_elses() -> None:
     approved = {
         "seq": 3, "kind": "approve_spend", "agent": "boss", "to": CHILD,
-        "state": "Materialized", "object": f"Run/{CHILD}",
+        "state": "Materialized", "object": f"Run/{CHILD}", "uid": "c-uid",
     }  # fmt: skip
     refused = {**approved, "state": "Failed", "object": None}
     parent = _run("boss", PARENT_UID, {}, [*STARTED, approved])
@@ -112,6 +112,9 @@ def test_the_held_child_finds_its_parents_approval_and_nobody_elses() -> None:
     assert sa.approver(st, _run(CHILD, "c-uid", {}, [])) is None
     st_refused: Any = _State([_run("boss", PARENT_UID, {}, [*STARTED, refused]), child])
     assert sa.approver(st_refused, child) is None
+    # The same name, another Run (the approved one was deleted and a Run created again).
+    again = _run(CHILD, "another-uid", {"swarmkit.dev/effect-of": PARENT_UID}, [])
+    assert sa.approver(st, again) is None
     # The parent approved a different Run: not this one.
     other = _run("other", "o-uid", {"swarmkit.dev/effect-of": PARENT_UID}, [])
     assert sa.approver(st, other) is None
