@@ -11,10 +11,13 @@ quota's 0.05, so every Run of ``work`` is held.
   and it runs to the end.
 * ``clerk`` (no ``approve_spend``) does the same: the builtin is not offered (the audit
   says why), its scheduled Run stays held, its Review undecided.
+* ``revoked`` is offered the tool, but its Agent loses the permission while the Run runs:
+  the operator refuses the effect and the started Run stays held.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -198,3 +201,54 @@ def test_an_agent_with_approve_spend_clears_the_hold_of_the_run_it_started_only(
     # The Run a person created is still held: only a person (RBAC) may clear it.
     still = wait_run(kube, ns, "by-hand", reason_is("BudgetHold"), operator=operator)
     assert (_hold_review(kube, ns, still).get("status") or {}).get("state") != "Decided"
+
+
+@pytest.mark.usefixtures("review_admission")
+def test_the_operator_checks_the_permission_again_a_revoked_one_is_refused(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    """The runner offered approve_spend (its pinned Agent granted it), but the Agent lost
+    the permission before the Run ended: the operator, checking the Agent as it is now,
+    refuses the effect and the started Run stays held."""
+    ns = namespace
+    _setup(kube, ns)
+    schedule = {"name": "schedule", "arguments": {"in": "2s", "input": "go", "topology": "work"}}
+    nap = {"name": "bash", "arguments": {"command": "sleep 10", "timeout_seconds": 60}}
+    replay = [
+        {"toolCalls": [schedule], "usage": USAGE},
+        {"toolCalls": [{"name": "approve_spend", "arguments": {}}], "usage": USAGE},
+        {"toolCalls": [nap], "usage": USAGE},
+        {"text": "delegated", "usage": USAGE},
+    ]
+    tools = ["schedule", "approve_spend"]
+    granted = agent_with(
+        "revoked", replay, bash=True, skills=["call-work"], tools=tools, permissions=tools
+    )
+    apply(kube, ns, granted)
+    wait_ready(kube, ns, "Agent", "revoked")
+    create(kube, ns, run_manifest("revoked", agent="revoked"))
+    wait_run(kube, ns, "revoked", reason_is("Running"), operator=operator)
+    apply(kube, ns, {**granted, "spec": {**granted["spec"], "permissions": ["schedule"]}})
+
+    run = wait_run(kube, ns, "revoked", finished, operator=operator)
+    assert (succeeded(run) or {}).get("reason") == "Succeeded", debug(kube, ns, operator)
+    child = _started(run)
+    [approval] = [e for e in run["status"]["effects"] if e["kind"] == "approve_spend"]
+    assert approval["state"] == "Failed"
+    assert approval["message"] == (
+        f"approve_spend of Run {child} refused: Agent revoked does not hold the approve_spend "
+        "permission"
+    )
+    warnings = [
+        e.message
+        for e in kube.core.list_namespaced_event(ns).items
+        if e.involved_object.name == "revoked" and e.reason == "EffectFailed"
+    ]
+    assert warnings == [f"effect 1 (approve_spend): {approval['message']}"], warnings
+    held = wait_run(kube, ns, child, reason_is("BudgetHold"), operator=operator)
+    review = _hold_review(kube, ns, held)
+    time.sleep(4)  # its gate looked again meanwhile (every 3 s): still held, undecided
+    assert (succeeded(get(kube, ns, "Run", child)) or {}).get("reason") == "BudgetHold"
+    assert (get(kube, ns, "Review", review["metadata"]["name"]) or {}).get("status", {}).get(
+        "state"
+    ) != "Decided"
