@@ -27,7 +27,7 @@ from pydantic import Field
 
 from .base import ApiModel
 
-EffectKind = Literal["schedule", "agent_message", "mailbox_send"]
+EffectKind = Literal["schedule", "agent_message", "mailbox_send", "approve_spend"]
 EffectState = Literal["Pending", "Materialized", "Failed"]
 
 #: The stdout line prefix of a stage's outbox (one line; the result carries its sha256).
@@ -50,12 +50,15 @@ class Effect(ApiModel):
     """One effect recorded by the runner (the wire form of an outbox entry)."""
 
     seq: int = Field(ge=0, description="Sequence of the effect in its run (0, 1, ...).")
-    kind: EffectKind = Field(description="schedule, agent_message or mailbox_send.")
+    kind: EffectKind = Field(
+        description="schedule, agent_message, mailbox_send or approve_spend (let a Run this "
+        "run started start past a SpendQuota hold)."
+    )
     agent: str = Field(description="The agent that caused it.")
     to: str = Field(
         default="",
         description="agent_message: the target Agent; mailbox_send: the mailbox; "
-        "schedule: the Topology to run.",
+        "schedule: the Topology to run; approve_spend: the held Run.",
     )
     message: str = Field(
         default="", description="The message (agent_message, mailbox_send) or input (schedule)."
@@ -72,7 +75,10 @@ class RunEffect(ApiModel):
     """An effect as the Run's status shows it (the message itself is kept on the object)."""
 
     seq: int = Field(ge=0, description="Sequence of the effect in the run.")
-    kind: EffectKind = Field(description="schedule, agent_message or mailbox_send.")
+    kind: EffectKind = Field(
+        description="schedule, agent_message, mailbox_send or approve_spend (let a Run this "
+        "run started start past a SpendQuota hold)."
+    )
     agent: str = Field(description="The agent that caused it.")
     to: str = Field(default="", description="Target Agent, mailbox or Topology.")
     start_after: datetime | None = Field(
@@ -87,6 +93,11 @@ class RunEffect(ApiModel):
         default=None, description="The object it created (kind/name): a Run or MailboxMessage."
     )
     message: str = Field(default="", description="Why it failed, when it did.")
+    uid: str | None = Field(
+        default=None,
+        description="approve_spend: the uid of the Run approved (a Run deleted and created "
+        "again under its name is another Run, not approved).",
+    )
 
 
 def encode_outbox(effects: list[Effect]) -> str:

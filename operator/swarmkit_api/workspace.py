@@ -39,6 +39,8 @@ PLATFORM_BUILTINS: dict[str, str | None] = {
     "schedule": "schedule",
     "agent_message": None,
     "mailbox_send": None,
+    # Let a Run this run started start past a SpendQuota hold (docs/concepts/budgets.md).
+    "approve_spend": "approve_spend",
 }
 
 

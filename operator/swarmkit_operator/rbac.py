@@ -101,7 +101,8 @@ GRANTS: tuple[Grant, ...] = (
         "swarmkit.dev",
         ("topologies", "agents"),
         ("get",),
-        "The labels of a Run's Topology or Agent, matched against a SpendQuota's selector.",
+        "The labels of a Run's Topology or Agent, matched against a SpendQuota's selector; "
+        "an Agent's permissions when its Run approves a child Run's spend (approve_spend).",
     ),
     Grant(
         "swarmkit.dev",

@@ -3,6 +3,8 @@
 ``agent_message`` and ``mailbox_send`` need no permission. They and ``schedule`` record an
 effect in the run's outbox that the operator materializes once when the run ends or parks
 (a Run of another agent, a MailboxMessage, a Run that starts later): see :mod:`.effects`.
+``approve_spend`` records one too: a Run this run started may start past a budget hold
+(:mod:`.spend_approval`).
 
 ``human_task_request {title, details?}`` opens a task for a person and waits on the result:
 the run parks with a ``human_task`` review item (the operator makes it a Review), and the
@@ -21,7 +23,7 @@ from swarmkit_api.bundle import BundleAgent
 from swarmkit_api.review import ResumeDecision
 from swarmkit_api.workspace import PLATFORM_BUILTINS
 
-from . import effects, reviews
+from . import effects, reviews, spend_approval
 from .catalog import ToolEntry, as_text
 from .context import RunContext
 from .errors import ToolError
@@ -65,6 +67,9 @@ def builtin_tool(ctx: RunContext, agent: BundleAgent, name: str) -> ToolEntry | 
             tool=name,
         )
         return None
+    if name == "approve_spend":
+        handle = spend_approval.handler(ctx, agent)
+        return ToolEntry(name, spend_approval.DESCRIPTION, spend_approval.SCHEMA, "builtin", handle)
     if name in effects.HANDLERS:
         make, schema = effects.HANDLERS[name]
         return ToolEntry(name, _DESCRIPTIONS[name], schema, "builtin", make(ctx, agent))

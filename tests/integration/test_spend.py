@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -142,6 +142,63 @@ def test_run_status_shows_cost_and_a_cap_stops_it_naming_the_call(
     assert capped["status"]["usage"]["cost"] == "0.0135"
 
 
+def test_cached_tokens_are_priced_apart_and_an_unpriced_model_costs_unknown_never_zero(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+
+    def edit(doc: dict[str, Any]) -> dict[str, Any]:
+        if doc["kind"] == "Workspace":
+            for provider in doc["spec"]["modelProviders"]:
+                if provider["type"] == "replay":
+                    provider["prices"] = {**PRICES, "cachedInput": "0.3"}
+            doc["spec"]["modelProviders"].append({"name": "unpriced", "type": "replay"})
+        return doc
+
+    apply_examples(kube, ns, edit)
+    wait_ready(kube, ns, "Workspace", "default")
+    cached = {"inputTokens": 2200, "cachedInputTokens": 1200, "outputTokens": 150}
+    apply(kube, ns, agent_with("cacher", [{"text": "hit", "usage": cached}]))
+    free = agent_with("free", [{"text": "free?", "usage": USAGE}], model={"provider": "unpriced"})
+    apply(kube, ns, free)
+    for name in ("cacher", "free"):
+        wait_ready(kube, ns, "Agent", name)
+    create(kube, ns, run_manifest("cached", agent="cacher"))
+    create(kube, ns, run_manifest("unpriced", agent="free"))
+    create(kube, ns, run_manifest("unpriced-capped", agent="free", maxCost="1"))
+
+    done = wait_run(kube, ns, "cached", finished, operator=operator)
+    assert succeeded(done)["reason"] == "Succeeded", debug(kube, ns, operator)  # type: ignore[index]
+    # 1000 uncached x 3 + 1200 cached x 0.3 + 150 x 15 = 5610 micro-USD
+    usage = done["status"]["usage"]
+    assert (usage["inputTokens"], usage["cachedInputTokens"], usage["outputTokens"]) == (
+        2200,
+        1200,
+        150,
+    )
+    assert (usage["cost"], usage["currency"], usage["costUnknown"]) == ("0.00561", "USD", False)
+
+    done = wait_run(kube, ns, "unpriced", finished, operator=operator)
+    assert succeeded(done)["reason"] == "Succeeded"  # type: ignore[index]
+    usage = done["status"]["usage"]
+    assert (usage["inputTokens"], usage["outputTokens"]) == (1000, 100)
+    assert usage.get("cost") is None and usage["costUnknown"] is True
+    [model] = usage["models"]
+    assert (model["provider"], model.get("cost"), model["costUnknown"]) == (
+        "unpriced",
+        None,
+        True,
+    )
+    # under a maxCost, a call whose cost cannot be bounded is not made
+    done = wait_run(kube, ns, "unpriced-capped", finished, operator=operator)
+    cond = succeeded(done)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("False", "BudgetExceeded")
+    assert cond["message"].startswith(
+        "model call 1 (agent free) goes to provider unpriced, which has no prices: its cost "
+        "cannot be bounded by maxCost (1"
+    ), cond["message"]
+
+
 def test_twenty_runs_at_once_never_reserve_past_the_limit(
     kube: Kube, namespace: str, operator: OperatorProcess
 ) -> None:
@@ -232,6 +289,53 @@ def test_a_queued_run_starts_when_the_limit_is_raised_and_fail_ends_it(
     cond = succeeded(failed)
     assert cond is not None and (cond["status"], cond["reason"]) == ("False", "BudgetExhausted")
     assert cond["message"].startswith("SpendQuota small cannot cover it (cost: needs 0.1 USD")
+
+
+def test_a_queued_run_starts_when_its_rolling_window_turns(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    """The window turns on the real clock, no clock injected into the operator: a Run's
+    real spend entry is aged (its ``at`` set to 1 h - 25 s ago, as if it ended then), so it
+    leaves the quota's one-hour rolling window 25 s later, and a Run queued behind it starts
+    by itself."""
+    ns = namespace
+    _priced_workspace(kube, ns)
+    _agent(kube, ns, "one-shot")
+    create(kube, ns, _quota("hourly", cost="0.1", currency="USD", window="rollingHours", hours=1))
+    create(kube, ns, run_manifest("earlier", agent="one-shot", maxCost="0.1"))
+    done = wait_run(kube, ns, "earlier", finished, operator=operator)
+    assert succeeded(done)["reason"] == "Succeeded"  # type: ignore[index]
+
+    def age() -> datetime:
+        quota = get(kube, ns, "SpendQuota", "hourly") or {}
+        entries = quota["status"]["entries"]
+        assert [(e["run"], e["state"]) for e in entries] == [("earlier", "spent")]
+        aged_at = datetime.now(UTC) - timedelta(hours=1) + timedelta(seconds=25)
+        entries[0]["at"] = aged_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        rv = quota["metadata"]["resourceVersion"]
+        body = {"metadata": {"resourceVersion": rv}, "status": {"entries": entries}}
+        kube.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, ns, "spendquotas", "hourly", body
+        )  # refused (409) if the operator wrote it meanwhile: retried
+        return aged_at.replace(microsecond=0)
+
+    aged_at = wait_for(age, 30, message="the spent entry to be aged")
+    # 0.0955 remains of 0.1 until the aged spend leaves the window: 0.099 waits
+    create(kube, ns, run_manifest("later", agent="one-shot", maxCost="0.099"))
+    waiting = wait_run(kube, ns, "later", reason_is("BudgetExhausted"), operator=operator)
+    assert succeeded(waiting)["message"] == (  # type: ignore[index]
+        "SpendQuota hourly cannot cover it (cost: needs 0.099 USD, 0.0955 of 0.1 remaining); "
+        "waits until it fits"
+    )
+    done = wait_run(kube, ns, "later", finished, timeout=90, operator=operator)
+    assert succeeded(done)["reason"] == "Succeeded"  # type: ignore[index]
+    turned = aged_at + timedelta(hours=1)
+    assert _ts(done["status"]["startTime"]) >= turned.timestamp() - 1, (done["status"], turned)
+    quota = get(kube, ns, "SpendQuota", "hourly") or {}
+    status = quota["status"]
+    assert _ts(status["windowStart"]) >= aged_at.timestamp()  # (whole seconds)
+    # only the later Run's spend counts now; the earlier one's is outside the window
+    assert (status["spent"], status["used"], status["remaining"]) == ("0.0045", "0.0045", "0.0955")
 
 
 def test_bad_input_selectors_and_currency(

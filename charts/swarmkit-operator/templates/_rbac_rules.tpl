@@ -45,7 +45,8 @@
 - apiGroups: [swarmkit.dev]
   resources: [spendquotas/status]
   verbs: [patch]
-# The labels of a Run's Topology or Agent, matched against a SpendQuota's selector.
+# The labels of a Run's Topology or Agent, matched against a SpendQuota's selector; an
+# Agent's permissions when its Run approves a child Run's spend (approve_spend).
 - apiGroups: [swarmkit.dev]
   resources: [topologies, agents]
   verbs: [get]

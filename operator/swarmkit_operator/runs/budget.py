@@ -9,7 +9,8 @@ A quota with ``onExhausted: hold`` that cannot cover the Run opens a Review of k
 ``spend`` (owned by the Run, decided like every Review: RBAC says who may patch it, the
 admission policy ties ``decidedBy`` to the authenticated user). Approve: the Run is reserved
 past the limit and starts; reject: it fails ``BudgetExhausted``. Until then it waits
-(``BudgetHold``); if the quota frees up first it starts without the decision.
+(``BudgetHold``); if the quota frees up first it starts without the decision. The agent of
+the Run that started it may clear the hold too (``approve_spend``: :mod:`.spend_approval`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from swarmkit_api.workspace import WorkspaceSpec
 from .. import k8s
 from ..builders import run_status as rs
 from ..builders import spend as quota
-from . import spend, status
+from . import spend, spend_approval, status
 from .model import RunView, run_ref
 from .state import RunState
 
@@ -74,6 +75,11 @@ async def _held(
     decision: dict[str, Any] = ((review or {}).get("spec") or {}).get("decision") or {}
     verdict = decision.get("verdict")
     who = str(decision.get("decidedBy") or "")
+    if verdict is None and review is not None:
+        # The agent of the Run that started this one may clear the hold (approve_spend).
+        by_agent = spend_approval.approver(st, run)
+        if by_agent is not None:
+            verdict, who = "approve", by_agent[0]
     if verdict == "approve":
         granted = await spend.reserve_all(run, spec, workspace, names, held=True)
         if granted is None:

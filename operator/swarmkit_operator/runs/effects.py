@@ -30,7 +30,7 @@ from .. import k8s
 from ..builders import effects as fx
 from ..builders import job as jobs
 from ..builders import run_status as rs
-from . import status
+from . import spend_approval, status
 from .model import RunView, one
 from .state import RunState
 
@@ -57,7 +57,9 @@ async def settle(st: RunState, run: RunView, verdict: rs.Verdict) -> None:
         log.warning("run %s/%s: %s", run.namespace, run.name, message)
         await _warn(run, message)
         return
-    settled = [await _materialize(st, run, effect) for effect in effects]
+    settled: list[RunEffect] = []
+    for effect in effects:  # in order: an approve_spend may name a Run created just before
+        settled.append(await _materialize(st, run, effect, settled))
     entries = fx.status_entries(run.status.get("effects") or (), settled)
     if entries == run.status.get("effects"):
         return
@@ -70,7 +72,9 @@ async def settle(st: RunState, run: RunView, verdict: rs.Verdict) -> None:
         run.status = {**run.status, "effects": entries}
 
 
-async def _materialize(st: RunState, run: RunView, effect: Effect) -> RunEffect:
+async def _materialize(
+    st: RunState, run: RunView, effect: Effect, earlier: list[RunEffect]
+) -> RunEffect:
     base = RunEffect(
         seq=effect.seq,
         kind=effect.kind,
@@ -78,6 +82,8 @@ async def _materialize(st: RunState, run: RunView, effect: Effect) -> RunEffect:
         to=effect.to,
         start_after=effect.start_after,
     )
+    if effect.kind == "approve_spend":  # creates nothing: checked and recorded
+        return await spend_approval.materialize(st, run, effect, base, earlier)
     correlation = str(run.spec.get("correlationId") or run.uid)
     name = object_name(run.name, run.uid, effect.seq)
     if effect.kind == "schedule":

@@ -9,7 +9,9 @@ across operator restarts, and taking only the most recent missed time means that
 downtime at most one missed run is caught up. ``concurrencyPolicy``: ``Forbid`` (the
 default) waits while a scheduled Run of the Topology is unfinished (the missed time is then
 caught up once it finishes), ``Replace`` deletes the unfinished ones first, ``Allow`` just
-creates. ``suspend: true`` stops creating Runs. Scheduled Runs are owned by the Topology.
+creates (:func:`concurrency_action`). A Run waiting on a budget (a SpendQuota that queues or
+holds it) is unfinished like a running one. ``suspend: true`` stops creating Runs.
+Scheduled Runs are owned by the Topology.
 
 One loop over the Topologies index rather than a kopf timer per Topology: kopf timers put a
 finalizer on their object, and the operator writes nothing but status to user objects.
@@ -20,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -32,7 +35,7 @@ from swarmkit_api.topology import Schedule
 from .. import k8s
 from ..builders import run_status as rs
 from .controller import RunController
-from .model import GROUP, VERSION, one
+from .model import GROUP, VERSION, RunView, one
 
 log = logging.getLogger("swarmkit_operator.schedule")
 
@@ -58,6 +61,36 @@ def due_time(schedule: Schedule, last: datetime, now: datetime) -> datetime | No
         prev = it.get_prev(datetime)
     prev = prev.astimezone(UTC)
     return prev if prev > last else None
+
+
+def unfinished(
+    runs: Iterable[RunView], namespace: str, topology: str, due_run: str
+) -> list[RunView]:
+    """The Topology's scheduled Runs that have not ended, the due one itself excepted."""
+    return [
+        r
+        for r in runs
+        if r.namespace == namespace
+        and r.labels.get(SCHEDULED_LABEL) == "true"
+        and (r.spec.get("topologyRef") or {}).get("name") == topology
+        and not rs.is_final(r.status.get("conditions"))
+        and r.name != due_run
+    ]
+
+
+def concurrency_action(
+    policy: Literal["Allow", "Forbid", "Replace"], unfinished: Sequence[RunView]
+) -> Literal["create", "skip", "replace"]:
+    """What a due time does given the Topology's unfinished scheduled Runs.
+
+    Unfinished means no final ``Succeeded`` condition: a Run waiting on a budget
+    (``BudgetExhausted`` queued, ``BudgetHold``) counts exactly like a running one, so
+    ``Forbid`` creates no second Run while one waits for budget, ``Replace`` replaces the
+    waiting one (its reservations and hold Review go with it) and ``Allow`` lets both wait.
+    """
+    if not unfinished or policy == "Allow":
+        return "create"
+    return "skip" if policy == "Forbid" else "replace"
 
 
 def scheduled_run_name(topology: str, when: datetime) -> str:
@@ -127,18 +160,11 @@ async def schedule_topology(ctl: RunController, topo: dict[str, Any], now: datet
     if when is None:
         return
     run_name = scheduled_run_name(name, when)
-    active = [
-        r
-        for r in ctl.all_runs()
-        if r.namespace == namespace
-        and r.labels.get(SCHEDULED_LABEL) == "true"
-        and (r.spec.get("topologyRef") or {}).get("name") == name
-        and not rs.is_final(r.status.get("conditions"))
-        and r.name != run_name
-    ]
-    if active and schedule.concurrency_policy == "Forbid":
-        return  # caught up once the running one finishes
-    if active and schedule.concurrency_policy == "Replace":
+    active = unfinished(ctl.all_runs(), namespace, name, run_name)
+    action = concurrency_action(schedule.concurrency_policy, active)
+    if action == "skip":
+        return  # caught up once the unfinished one finishes
+    if action == "replace":
         for r in active:
             await k8s.delete_custom("runs", namespace, r.name)
     manifest = scheduled_run(name, namespace, uid, schedule, when)
