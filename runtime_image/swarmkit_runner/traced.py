@@ -35,6 +35,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import genai_stats
 from .span_api import Span
 from .spans import tracer
 
@@ -117,12 +118,30 @@ async def chat(provider: Provider, request: ModelRequest) -> ModelResponse:
     except Exception as exc:
         code = getattr(exc, "code", None)
         error = {"error.type": code if isinstance(code, str) else type(exc).__name__}
-        tracer().record_chat({**metric_attrs, **error}, time.monotonic() - started, 0, 0)
+        seconds = time.monotonic() - started
+        tracer().record_chat({**metric_attrs, **error}, seconds, 0, 0)
+        _report_call(metric_attrs, seconds, 0, 0, error["error.type"])
         raise
     usage = response.usage
     seconds = time.monotonic() - started
     tracer().record_chat(metric_attrs, seconds, usage.input_tokens, usage.output_tokens)
+    _report_call(metric_attrs, seconds, usage.input_tokens, usage.output_tokens, None)
     return response
+
+
+def _report_call(
+    attrs: dict[str, Any], seconds: float, input_tokens: int, output_tokens: int, error: str | None
+) -> None:
+    """Count the call for the run's report (the operator's Prometheus histograms)."""
+    genai_stats.STATS.record(
+        attrs["gen_ai.operation.name"],
+        attrs["gen_ai.provider.name"],
+        attrs["gen_ai.request.model"],
+        seconds,
+        input_tokens,
+        output_tokens,
+        error,
+    )
 
 
 async def _chat(provider: Provider, request: ModelRequest) -> ModelResponse:
