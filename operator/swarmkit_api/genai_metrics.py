@@ -26,7 +26,7 @@ from .base import ApiModel
 TOKEN_BUCKETS: tuple[float, ...] = tuple(float(4**i) for i in range(14))
 #: ``gen_ai.client.operation.duration``: the conventions' advisory boundaries, 0.01 s · 2^i.
 DURATION_BUCKETS: tuple[float, ...] = tuple(round(0.01 * 2**i, 2) for i in range(14))
-#: Entries a report keeps (operation × provider × model × error type): a bound on its size.
+#: Entries a report keeps (per operation, provider, model and error type): a bound on its size.
 #: A run with more combinations reports the first ones (none of ours comes close).
 MAX_ENTRIES = 8
 

@@ -1,7 +1,7 @@
 """The GenAI client metrics of the Runs' model calls, on the operator's Prometheus endpoint.
 
 The runner counts each model call into the OpenTelemetry GenAI conventions' histogram
-buckets and reports them in its result (:mod:`swarmkit_api.genai_metrics`); this module
+buckets and reports them in its result (``swarmkit_api.genai_metrics``); this module
 adds each Job's report to two Prometheus histograms, named as an OpenTelemetry-to-Prometheus
 translation names the conventions' instruments (dots become underscores, a unit in braces
 is dropped, ``s`` becomes ``_seconds``):
@@ -13,24 +13,29 @@ is dropped, ``s`` becomes ``_seconds``):
   gen_ai_request_model, gen_ai_token_type}``: tokens per successful call, ``input`` or
   ``output``.
 
-The bucket boundaries are the conventions' advisory ones, the same on both sides, so the
-runner's counts add up exactly. Counting once: the replica whose status write first records
-a Job's result (see :func:`first_report`) adds it, after the write succeeded. A Run already
-carrying that result when a replica starts or becomes leader is not counted again, so
-``sum(rate(...))`` over replicas counts each call once; a replica that dies between its write
-and the count loses that Job's calls (at most once, never twice).
+The bucket boundaries are the conventions' advisory ones (seconds 0.01, 0.02, … 81.92;
+tokens 1, 4, … 4^13), the same on both sides, so the runner's counts add up exactly. The
+labels are the conventions' attributes only (no namespace or agent:
+``swarmkit_model_tokens_total`` has those).
+
+Counting once: the replica whose status write first records a Job's result
+(``first_report``) adds it, after the write succeeded. A Run already carrying that result
+when a replica starts or becomes leader is not counted again, so ``sum(rate(...))`` over
+replicas counts each call once; a replica that dies between its write and the count loses
+that Job's calls (at most once, never twice). Each Job of a Run is its own calls: a run
+resumed after a review calls the model again as it replays, and those calls count.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, cast
 
 from prometheus_client import REGISTRY
+from prometheus_client import utils as prometheus_utils
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
-from prometheus_client.utils import floatToGoString
 
 from swarmkit_api.bundle import RunResult
 from swarmkit_api.conditions import REASON_AWAITING_REVIEW
@@ -57,6 +62,11 @@ TOKENS_LABELS = (
 )
 
 
+#: How prometheus_client writes a bucket's ``le`` (``1.0``, ``6.7108864e+07``, ``+Inf``), so
+#: these buckets read like its own histograms' (the function has no annotations).
+_le = cast(Callable[[float], str], prometheus_utils.floatToGoString)
+
+
 class _Series:
     """One label set's histogram: per-bucket counts (not cumulative) and the sum."""
 
@@ -77,7 +87,7 @@ class _Series:
         running = 0
         for bound, n in zip([*bounds, float("inf")], self.counts, strict=True):
             running += n
-            out.append((floatToGoString(bound), running))
+            out.append((_le(bound), running))
         return out
 
 
@@ -94,7 +104,9 @@ class GenAiCollector(Collector):
             for entry in result.genai:
                 base = (entry.operation, entry.provider, entry.model)
                 key = (*base, entry.error_type or "")
-                self._series(self._duration, key, DURATION_BUCKETS).add(entry.duration, DURATION_BUCKETS)
+                self._series(self._duration, key, DURATION_BUCKETS).add(
+                    entry.duration, DURATION_BUCKETS
+                )
                 for kind, buckets in (
                     ("input", entry.input_tokens),
                     ("output", entry.output_tokens),

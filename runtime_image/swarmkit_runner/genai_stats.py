@@ -39,10 +39,6 @@ class _Histogram:
         self.counts[bucket_index(self.bounds, value)] += 1
         self.total += value
 
-    def reset(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
     def report(self) -> Buckets:
         return Buckets.of(self.counts, self.total)
 
