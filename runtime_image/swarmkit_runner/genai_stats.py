@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from swarmkit_api.genai_metrics import (
@@ -79,10 +80,6 @@ class GenAiStats:
                 entry.input_tokens.observe(input_tokens)
                 entry.output_tokens.observe(output_tokens)
 
-    def reset(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
     def report(self, scrub: Callable[[str], str] = str) -> list[GenAiCallStats]:
         with self._lock:
             items = sorted(self._entries.items())
@@ -103,5 +100,20 @@ class GenAiStats:
         return out
 
 
-#: The process's calls (a runner process runs one Job's stage of one Run).
-STATS = GenAiStats()
+#: The calls of the run being executed: :func:`begin` gives each run (a Job's stage, or one
+#: served A2A task) its own, and the tasks it starts inherit it (a context variable, so
+#: concurrent served tasks do not mix); calls outside a run (the MCP gateway) go to a
+#: process-wide one nobody reports.
+_CURRENT: ContextVar[GenAiStats | None] = ContextVar("genai_stats", default=None)
+_OUTSIDE = GenAiStats()
+
+
+def begin() -> GenAiStats:
+    """A fresh count for the run starting in the current context."""
+    stats = GenAiStats()
+    _CURRENT.set(stats)
+    return stats
+
+
+def current() -> GenAiStats:
+    return _CURRENT.get() or _OUTSIDE

@@ -55,7 +55,7 @@ async def execute(
     ``journal`` resumes a parked run (its checkpoint and the decision).
     """
     started = time.monotonic()
-    genai_stats.STATS.reset()  # this stage's calls only (tests run several in one process)
+    calls = genai_stats.begin()  # this run's model calls, for its report
     # The bundle's egress plan (None: policy none) checks every connection from here on.
     egress.install(bundle.egress)
     governance = bundle.governance
@@ -180,7 +180,7 @@ async def execute(
     # Tokens per model and their cost (the governance counters above are the same totals).
     result = result.model_copy(update={"usage": ctx.budget.spend.report()})
     # This stage's model calls for the operator's GenAI histograms (names scrubbed).
-    result = result.model_copy(update={"genai": genai_stats.STATS.report(secrets.scrub)})
+    result = result.model_copy(update={"genai": calls.report(secrets.scrub)})
     if checkpoint_sha is not None:
         result = result.model_copy(update={"checkpoint_sha256": checkpoint_sha})
     outbox_sha = _print_outbox(audit, journal)

@@ -133,7 +133,7 @@ def _report_call(
     attrs: dict[str, Any], seconds: float, input_tokens: int, output_tokens: int, error: str | None
 ) -> None:
     """Count the call for the run's report (the operator's Prometheus histograms)."""
-    genai_stats.STATS.record(
+    genai_stats.current().record(
         attrs["gen_ai.operation.name"],
         attrs["gen_ai.provider.name"],
         attrs["gen_ai.request.model"],
