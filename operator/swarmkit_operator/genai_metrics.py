@@ -22,8 +22,9 @@ Counting once: the replica whose status write first records a Job's result
 (``first_report``) adds it, after the write succeeded. A Run already carrying that result
 when a replica starts or becomes leader is not counted again, so ``sum(rate(...))`` over
 replicas counts each call once; a replica that dies between its write and the count loses
-that Job's calls (at most once, never twice). Each Job of a Run is its own calls: a run
-resumed after a review calls the model again as it replays, and those calls count.
+that Job's calls (at most once, never twice). Each Job of a Run reports only the calls it
+made: a run resumed after a review replays the calls before it parked from its journal
+(no model call), so a call is in one Job's report only.
 """
 
 from __future__ import annotations

@@ -21,12 +21,23 @@ from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube
 from tests.support.served import free_port
 
+from .review_support import (
+    bind_people,
+    decide,
+    parked_review,
+    review_admission,  # noqa: F401  (fixture)
+)
 from .runs_support import (
+    GROUP,
+    VERSION,
     OperatorProcess,
+    agent_with,
+    apply,
     apply_examples,
     create,
     debug,
     finished,
+    reason_is,
     run_manifest,
     succeeded,
     wait_ready,
@@ -125,3 +136,77 @@ def test_a_runs_model_calls_are_on_the_operators_metrics_once(
         _total(samples, f"{TOKENS}_sum", gen_ai_token_type="input")
         == later["status"]["usage"]["inputTokens"]
     )
+
+
+@pytest.mark.usefixtures("review_admission")
+def test_each_job_of_a_parked_and_resumed_run_counts_its_own_calls(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+    before = _scrape(operator)
+
+    def with_ops(doc: dict[str, Any]) -> dict[str, Any]:
+        if doc["kind"] == "Workspace":
+            doc["spec"]["commandPacks"] = [
+                *doc["spec"].get("commandPacks", []),
+                {
+                    "id": "ops",
+                    "requires": ["python"],
+                    "commands": [
+                        {
+                            "name": "deploy",
+                            "description": "Deploy the service.",
+                            "argv": ["python", "-c", "import sys; sys.exit('target locked')"],
+                            "effects": "write",
+                        }
+                    ],
+                },
+            ]
+        return doc
+
+    apply_examples(kube, ns, edit=with_ops)
+    bind_people(cluster, ns)
+    apply(
+        kube,
+        ns,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Skill",
+            "metadata": {"name": "deploy"},
+            "spec": {
+                "description": "Use when the change is approved and must be deployed.",
+                "category": "capability",
+                "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
+                "constraints": {"onFailure": "escalate_to_human"},
+                "provenance": {"authoredBy": "human", "version": "1.0.0"},
+            },
+        },
+    )
+    replay = [
+        {
+            "toolCalls": [{"name": "deploy", "arguments": {"service": "checkout"}}],
+            "usage": {"inputTokens": 1000, "outputTokens": 10},
+        },
+        {"text": "done", "usage": {"inputTokens": 2000, "outputTokens": 5}},
+    ]
+    apply(kube, ns, agent_with("deployer", replay, skills=["deploy"]))
+    wait_ready(kube, ns, "Agent", "deployer")
+    create(kube, ns, run_manifest("ship", agent="deployer"))
+    wait_run(kube, ns, "ship", reason_is("AwaitingReview"), operator=operator)
+    parked = _scrape(operator)
+    # The first Job made one call (the failed deploy waits for a person): counted when it
+    # parked.
+    assert _total(parked, f"{DURATION}_count") - _total(before, f"{DURATION}_count") == 1
+    review = parked_review(kube, ns, "ship")
+    ok = decide(cluster, ns, review["metadata"]["name"], "alice", "answer", text="done by hand")
+    assert ok.returncode == 0, ok.stderr
+    run = wait_run(kube, ns, "ship", finished, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and cond["reason"] == "Succeeded", debug(kube, ns, operator)
+    assert run["status"]["resumes"] == 1
+    after = _scrape(operator)
+    # The resumed Job replays the first call from its journal (no model call, not in its
+    # report) and makes one more: two calls in all, each counted once.
+    assert _total(after, f"{DURATION}_count") - _total(before, f"{DURATION}_count") == 2
+    tokens_in = _total(after, f"{TOKENS}_sum", gen_ai_token_type="input")
+    assert tokens_in - _total(before, f"{TOKENS}_sum", gen_ai_token_type="input") == 3000

@@ -60,7 +60,7 @@ def _stats() -> GenAiStats:
 
 
 def test_the_exposition_equals_prometheus_clients_own_histograms_of_the_raw_calls() -> None:
-    # Two Jobs of a Run (parked, then resumed) report the same calls each: counted twice.
+    # Two reports (two Runs, or the two Jobs of a resumed one) add up.
     report = _runner_report(_stats())
     ours = _collector_registry(report, report)
 
