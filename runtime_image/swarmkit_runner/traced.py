@@ -9,7 +9,8 @@
   with content on, ``gen_ai.system_instructions``, ``gen_ai.input.messages`` and
   ``gen_ai.output.messages``.
 * The metrics ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage`` per
-  model call (when metrics are on).
+  model call: over OTLP when metrics are on, and always in the run's report
+  (:mod:`.genai_stats`), which the operator serves on its Prometheus endpoint.
 * ``execute_tool {tool}`` (internal) per tool call: ``gen_ai.tool.name``,
   ``gen_ai.tool.call.id``, ``gen_ai.tool.type`` and our governance attributes
   ``swarmkit.tool.kind``, ``swarmkit.skill``, ``swarmkit.permission.tier``,
