@@ -122,7 +122,7 @@ extensions:
       endpoint: 127.0.0.1:{query}
     grpc:
       endpoint: 127.0.0.1:{query_grpc}
-  healthcheckv2:
+{ui}  healthcheckv2:
     use_v2: true
     http:
       endpoint: 127.0.0.1:{health}
@@ -142,11 +142,37 @@ exporters:
 """
 
 
+#: A directory of built jaeger-ui assets (its ``index.html`` and ``static/``) the query
+#: service serves as its web UI. The Go module has none (jaeger-ui is a separate project);
+#: without it the query API works and the UI is Jaeger's placeholder page.
+UI_ASSETS_ENV = "SWARMKIT_JAEGER_UI_ASSETS"
+
+
+def ui_block(ui_assets: Path | None = None) -> str:
+    """The ``jaeger_query`` lines serving ``ui_assets`` (default: $SWARMKIT_JAEGER_UI_ASSETS)
+    as the UI; empty without one; an error for a directory with no ``index.html``."""
+    if ui_assets is None and os.environ.get(UI_ASSETS_ENV):
+        ui_assets = Path(os.environ[UI_ASSETS_ENV])
+    if ui_assets is None:
+        return ""
+    if not (ui_assets / "index.html").is_file():
+        raise BuildError(f"{ui_assets} has no index.html: not a jaeger-ui build ({UI_ASSETS_ENV})")
+    # jaeger_query's `ui.assets_path` (cmd/query/app QueryOptions.UIConfig, v1.75.0).
+    return f"    ui:\n      assets_path: {json.dumps(str(ui_assets.resolve()))}\n"
+
+
+def render_config(ports: dict[str, int], ui_assets: Path | None = None) -> str:
+    """The Jaeger config for ``ports`` (and the UI of :func:`ui_block`)."""
+    return CONFIG.format(ui=ui_block(ui_assets), **ports)
+
+
 @dataclass
 class Jaeger:
     """One Jaeger process on free loopback ports (a context manager)."""
 
     binary: Path | None = None
+    #: Built jaeger-ui assets to serve as the UI (see :data:`UI_ASSETS_ENV`).
+    ui_assets: Path | None = None
     ports: dict[str, int] = field(default_factory=dict)
     workdir: Path | None = None
     _proc: subprocess.Popen[bytes] | None = None
@@ -171,13 +197,14 @@ class Jaeger:
 
     def start(self, timeout: float = 60.0) -> Jaeger:
         binary = self.binary or build_jaeger()
+        ui_block(self.ui_assets)  # a directory that is not a UI build: said before starting
         if self.workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="jaeger-")
             self.workdir = Path(self._tmp.name)
         for name in ("otlp_http", "otlp_grpc", "query", "query_grpc", "health"):
             self.ports.setdefault(name, free_port())
         config = self.workdir / "jaeger.yaml"
-        config.write_text(CONFIG.format(**self.ports))
+        config.write_text(render_config(self.ports, self.ui_assets))
         log = (self.workdir / "jaeger.log").open("wb")
         self._proc = subprocess.Popen(
             [str(binary), "--config", f"file:{config}"],
@@ -284,7 +311,7 @@ def start_for_cluster(cluster: Any) -> dict[str, str]:
         return {"OTEL_EXPORTER_OTLP_ENDPOINT": str(found["otlp"])}
     ports = {n: free_port() for n in ("otlp_http", "otlp_grpc", "query", "query_grpc", "health")}
     config = Path(cluster.state_dir) / "jaeger.yaml"
-    config.write_text(CONFIG.format(**ports))
+    config.write_text(render_config(ports))
     cluster._spawn("jaeger", [str(build_jaeger()), "--config", f"file:{config}"])
     query = f"http://127.0.0.1:{ports['query']}"
     deadline = time.monotonic() + 30

@@ -22,6 +22,8 @@ from .base import ApiModel
 from .common import SecretKeyRef
 from .egress import EgressPlan
 from .funnel import FunnelSpec
+from .genai_metrics import MAX_ENTRIES as MAX_GENAI_ENTRIES
+from .genai_metrics import GenAiCallStats
 from .run import AgentSkillUsage, TokenUsage
 from .run import ReviewItem as ReviewItem  # re-exported: part of the result contract
 from .skill import SkillSpec
@@ -241,6 +243,12 @@ class RunResult(ApiModel):
         description="sha256 of the outbox line printed on stdout: the effects recorded in "
         "this stage (swarmkit_api.effects).",
     )
+    genai: list[GenAiCallStats] = Field(
+        default_factory=list,
+        max_length=MAX_GENAI_ENTRIES,
+        description="This stage's model calls as GenAI client metric buckets "
+        "(swarmkit_api.genai_metrics): durations and tokens, no content.",
+    )
 
     def to_termination_message(self, max_bytes: int = MAX_RESULT_BYTES) -> str:
         """Compact JSON of at most ``max_bytes`` bytes.
@@ -248,7 +256,8 @@ class RunResult(ApiModel):
         When the whole result does not fit, the skill usage is summarised first (every count
         kept, each list cut to its first :data:`SUMMARY_ENTRIES` names), then the output is
         cut with a marker (review items dropped); if even an empty output leaves no room,
-        the lists are dropped, then all but the first :data:`SUMMARY_AGENTS` agents.
+        the lists are dropped, then all but the first :data:`SUMMARY_AGENTS` agents, and
+        last the GenAI metric buckets.
         """
         text = self._dump(self)
         if len(text.encode()) <= max_bytes:
@@ -268,7 +277,7 @@ class RunResult(ApiModel):
             best = self._fit_output(self.model_copy(update={"skills": skills}), max_bytes)
             if len(best.encode()) <= max_bytes:
                 return best
-        return best
+        return self._fit_output(self.model_copy(update={"skills": [], "genai": []}), max_bytes)
 
     def _fit_output(self, result: RunResult, max_bytes: int) -> str:
         """``result`` with the longest output prefix that fits (possibly none)."""

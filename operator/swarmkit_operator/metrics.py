@@ -25,6 +25,8 @@
   ``swarmkit_spend_unknown_total{namespace, agent, model}`` (finished Runs' agent-models).
 * ``swarmkit_model_tokens_total{namespace, agent, model, type}``: tokens of finished Runs,
   ``type`` ``input`` (uncached), ``cached_input`` or ``output``.
+* ``gen_ai_client_operation_duration_seconds`` / ``gen_ai_client_token_usage``: the Runs'
+  model calls in the OpenTelemetry GenAI conventions (``swarmkit_operator.genai_metrics``).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import Any
 from swarmkit_api.bundle import BundleAgent, BundleSkill
 from swarmkit_api.workspace import ModelProvider
 
-from . import decision
+from . import decision, traced
 from .bundle import provider_for
 from .context import RunContext
 from .errors import ModelError, ToolError
@@ -92,7 +92,8 @@ async def complete(
     ctx.budget.spend.check(ctx.audit, agent.name, config, provider.model, request.max_tokens)
     t0 = time.monotonic()
     try:
-        response = await provider.complete(request)
+        # In a ``chat`` span and counted in the GenAI metrics, like the agent loop's calls.
+        response = await traced.chat(provider, request)
     except ModelError as exc:
         ctx.audit.emit(
             "model.call",

@@ -16,7 +16,7 @@ import time
 from swarmkit_api.bundle import Outcome, ReviewItem, RunBundle, RunResult
 from swarmkit_api.effects import Effect, outbox_line
 
-from . import egress
+from . import egress, genai_stats
 from .audit import AuditLog
 from .bundle import root_position
 from .commands import check_command_packs
@@ -55,6 +55,7 @@ async def execute(
     ``journal`` resumes a parked run (its checkpoint and the decision).
     """
     started = time.monotonic()
+    calls = genai_stats.begin()  # this run's model calls, for its report
     # The bundle's egress plan (None: policy none) checks every connection from here on.
     egress.install(bundle.egress)
     governance = bundle.governance
@@ -178,6 +179,8 @@ async def execute(
     )
     # Tokens per model and their cost (the governance counters above are the same totals).
     result = result.model_copy(update={"usage": ctx.budget.spend.report()})
+    # This stage's model calls for the operator's GenAI histograms (names scrubbed).
+    result = result.model_copy(update={"genai": calls.report(secrets.scrub)})
     if checkpoint_sha is not None:
         result = result.model_copy(update={"checkpoint_sha256": checkpoint_sha})
     outbox_sha = _print_outbox(audit, journal)

@@ -9,7 +9,8 @@
   with content on, ``gen_ai.system_instructions``, ``gen_ai.input.messages`` and
   ``gen_ai.output.messages``.
 * The metrics ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage`` per
-  model call (when metrics are on).
+  model call: over OTLP when metrics are on, and always in the run's report
+  (:mod:`.genai_stats`), which the operator serves on its Prometheus endpoint.
 * ``execute_tool {tool}`` (internal) per tool call: ``gen_ai.tool.name``,
   ``gen_ai.tool.call.id``, ``gen_ai.tool.type`` and our governance attributes
   ``swarmkit.tool.kind``, ``swarmkit.skill``, ``swarmkit.permission.tier``,
@@ -35,6 +36,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import genai_stats
 from .span_api import Span
 from .spans import tracer
 
@@ -117,12 +119,30 @@ async def chat(provider: Provider, request: ModelRequest) -> ModelResponse:
     except Exception as exc:
         code = getattr(exc, "code", None)
         error = {"error.type": code if isinstance(code, str) else type(exc).__name__}
-        tracer().record_chat({**metric_attrs, **error}, time.monotonic() - started, 0, 0)
+        seconds = time.monotonic() - started
+        tracer().record_chat({**metric_attrs, **error}, seconds, 0, 0)
+        _report_call(metric_attrs, seconds, 0, 0, error["error.type"])
         raise
     usage = response.usage
     seconds = time.monotonic() - started
     tracer().record_chat(metric_attrs, seconds, usage.input_tokens, usage.output_tokens)
+    _report_call(metric_attrs, seconds, usage.input_tokens, usage.output_tokens, None)
     return response
+
+
+def _report_call(
+    attrs: dict[str, Any], seconds: float, input_tokens: int, output_tokens: int, error: str | None
+) -> None:
+    """Count the call for the run's report (the operator's Prometheus histograms)."""
+    genai_stats.current().record(
+        attrs["gen_ai.operation.name"],
+        attrs["gen_ai.provider.name"],
+        attrs["gen_ai.request.model"],
+        seconds,
+        input_tokens,
+        output_tokens,
+        error,
+    )
 
 
 async def _chat(provider: Provider, request: ModelRequest) -> ModelResponse:

@@ -19,7 +19,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 import swarmkit_operator
 from swarmkit_api import conditions
-from swarmkit_operator import metrics, rbac
+from swarmkit_operator import genai_metrics, metrics, rbac
 
 from .schema import cell, code
 
@@ -35,6 +35,9 @@ def _metric_rows() -> list[tuple[str, str, tuple[str, ...], str]]:
             kind = value._type
             out.append((kind, value._name, tuple(value._labelnames), value._documentation))
     out.append(("gauge", metrics.OBJECTS_NAME, metrics.OBJECTS_LABELS, metrics.OBJECTS_HELP))
+    g = genai_metrics
+    out.append(("histogram", g.DURATION_NAME, g.DURATION_LABELS, g.DURATION_HELP))
+    out.append(("histogram", g.TOKENS_NAME, g.TOKENS_LABELS, g.TOKENS_HELP))
     return out
 
 
@@ -55,6 +58,8 @@ def render_metrics() -> str:
         lines.append(f"| {names} | {kind} | {shown} | {cell(text)} |")
     doc = (metrics.__doc__ or "").split("\n\n", 1)[-1].strip()
     lines += ["", "## Labels and outcomes", "", doc, ""]
+    genai = (genai_metrics.__doc__ or "").split("\n\n", 1)[-1].strip()
+    lines += ["## GenAI client metrics", "", genai, ""]
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import k8s, metrics
+from .. import genai_metrics, k8s, metrics
 from ..builders import RUN_FINISHED_LABEL
 from ..builders import run_status as rs
 from ..conditions import get_condition
@@ -43,9 +43,13 @@ async def write(
         metrics.record_spend(run.namespace, verdict.result.usage)
     if all(before.get(k) == v for k, v in patch.items()):
         return
+    first_report = genai_metrics.first_report(before, verdict)
     rv = await k8s.patch_status("runs", run.namespace, run.name, patch, k8s.RUNS_MANAGER)
     if rv is None:
         return  # the Run is gone
+    if first_report and verdict.result is not None:
+        # Counted once the write that records the Job's result went through (see the module).
+        genai_metrics.record(verdict.result)
     st.changed.add(run.uid)
     merged = {**before, **patch}
     st.overlay[run.uid] = {"resourceVersion": rv, "status": merged}

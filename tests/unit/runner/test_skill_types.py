@@ -99,6 +99,17 @@ async def test_llm_prompt_uses_its_own_prompt_and_the_model_override(
     assert (
         out.result["steps"] == 7
     )  # 4 agent turns + 3 skill turns: one budget count against the run's budget
+    # Every model call, the skills' included, is in the report's GenAI metric buckets (the
+    # operator's gen_ai_client_* histograms), by provider and request model.
+    calls = {
+        (e["provider"], e["model"]): sum(n for _, n in e["duration"]["counts"])
+        for e in out.result["genai"]
+    }
+    assert calls == {
+        ("openai", "agent-model"): 5,
+        ("openai", "small-model"): 1,
+        ("anthropic", "big-model"): 1,
+    }
 
 
 async def test_composed_sequential_pipes_each_output_into_the_next(
