@@ -211,7 +211,8 @@ async def _serve_gateway(
     audit: AuditLog,
     secrets: SecretStore,
 ) -> int:
-    from .gateway import Gateway, serve
+    from .gateway import Gateway
+    from .gateway_app import serve
 
     try:
         gateway = Gateway(bundle, paths, audit, secrets)

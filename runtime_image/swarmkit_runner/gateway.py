@@ -34,35 +34,30 @@ update on a node whose pods share a network namespace can start the new pod besi
 old one. On SIGTERM the server stops accepting, lets in-flight calls finish (bounded),
 then closes the sessions and the MCP servers. A request for a session this process does
 not know (the pod was replaced by a new version) gets a 404 whose JSON-RPC error says so:
-the client starts a new session.
+the client starts a new session. The HTTP side is :mod:`.gateway_app`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import json
 import os
-import signal
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from swarmkit_api.bundle import BundleAgent, RunBundle
 from swarmkit_api.review import GatewaySessionRef
 
-from . import traced
 from .audit import AuditLog
 from .catalog import CallStats, ToolCatalog, ToolEntry
 from .commands import check_command_packs
 from .context import Budget, RunContext
 from .decision import outputs_schema
-from .errors import BundleError, RunEnded, StartupError
+from .errors import BundleError, RunEnded
 from .gateway_review import ReviewClient, SessionReviewer
-from .listen import listen_socket
 from .loop import AgentRunner
 from .mcp_client import McpManager
 from .paths import RunnerPaths
@@ -72,19 +67,11 @@ from .toolset import agent_catalog, needed_servers
 
 if TYPE_CHECKING:
     import mcp_types
-    from starlette.applications import Starlette
 
-MCP_PATH = "/mcp"
-HEALTH_PATH = "/healthz"
 #: Prefix of agent skills in the gateway's listing (the SwarmKit document's ``agent__<skill>``).
 AGENT_SKILL_PREFIX = "agent__"
 #: Sessions remembered at once (the oldest are forgotten first; the SDK caps sessions too).
 MAX_SESSIONS = 1000
-#: Seconds in-flight requests get to finish after SIGTERM.
-GRACEFUL_SHUTDOWN_SECONDS = 10
-SESSION_HEADER = "mcp-session-id"
-#: What a sessionless (2026-07-28 protocol) client may send to correlate its requests.
-CORRELATION_HEADER = "x-correlation-id"
 
 
 def listed_name(entry: ToolEntry, bundle: RunBundle) -> str:
@@ -323,223 +310,8 @@ def _error(text: str) -> mcp_types.CallToolResult:
     )
 
 
-def _header(request: Any, name: str) -> str | None:
-    headers = getattr(request, "headers", None)
-    value = headers.get(name) if headers is not None else None
-    return str(value) if value else None
-
-
-def _identity_of(request: Any) -> str:
-    user = getattr(request, "scope", {}).get("user") if request is not None else None
-    return str(getattr(user, "username", "") or "unknown")
-
-
-def build_app(gateway: Gateway) -> Starlette:
-    """The ASGI app: bearer auth → ``/mcp`` (stateful streamable HTTP) and ``/healthz``."""
-    import mcp_types
-    from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-    from mcp.server.auth.middleware.bearer_auth import (
-        AuthenticatedUser,
-        BearerAuthBackend,
-        RequireAuthMiddleware,
-    )
-    from mcp.server.auth.provider import AccessToken
-    from mcp.server.context import ServerRequestContext
-    from mcp.server.lowlevel import Server
-    from mcp.server.streamable_http_manager import (
-        StreamableHTTPASGIApp,
-        StreamableHTTPSessionManager,
-    )
-    from mcp.server.transport_security import TransportSecuritySettings
-    from mcp.shared.exceptions import MCPError
-    from starlette.applications import Starlette
-    from starlette.middleware import Middleware
-    from starlette.middleware.authentication import AuthenticationMiddleware
-    from starlette.requests import HTTPConnection, Request
-    from starlette.responses import JSONResponse, PlainTextResponse, Response
-    from starlette.routing import Route
-    from starlette.types import Receive, Scope, Send
-
-    def session_of(ctx: ServerRequestContext[Any, Any]) -> Session:
-        session_id = _header(ctx.request, SESSION_HEADER) or _header(
-            ctx.request, CORRELATION_HEADER
-        )
-        if session_id is None:  # a sessionless (2026-07-28) request: its own correlation
-            session_id = f"request-{uuid.uuid4().hex[:16]}"
-        client_info = getattr(ctx.session.client_params, "client_info", None)
-        client = getattr(client_info, "name", None)
-        return gateway.session(session_id, _identity_of(ctx.request), client)
-
-    async def on_list_tools(
-        ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
-    ) -> mcp_types.ListToolsResult:
-        return mcp_types.ListToolsResult(tools=gateway.list_tools(session_of(ctx)))
-
-    async def on_call_tool(
-        ctx: ServerRequestContext[Any, Any], params: mcp_types.CallToolRequestParams
-    ) -> mcp_types.CallToolResult:
-        session = session_of(ctx)
-        # Tracing hook: a server span in the harness's trace (traceparent in params._meta).
-        with traced.mcp_server_span(params.name, params.meta, session.session_id) as span:
-            result = await gateway.call_tool(session, params.name, params.arguments)
-            if result.is_error:
-                span.error("tool_error")
-            return result
-
-    agent = gateway.agent
-    server: Server[Any] = Server(
-        f"swarmkit-{agent.name}",
-        version=agent.version,
-        instructions=agent.spec.description or None,
-        on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
-    )
-
-    async def sessions_only(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-        # Sessions are what the audit correlates: a client that probes for the sessionless
-        # protocol (server/discover) is told it is not spoken and falls back to initialize.
-        if ctx.method == "server/discover":
-            raise MCPError(
-                code=mcp_types.METHOD_NOT_FOUND,
-                message="this gateway speaks the session protocol (initialize)",
-            )
-        return await call_next(ctx)
-
-    server.middleware.append(sessions_only)
-    manager = StreamableHTTPSessionManager(
-        app=server,
-        # A tool call is one request and one answer (nothing is streamed back while it
-        # runs): a JSON response costs about a third less CPU per call than an SSE stream.
-        json_response=True,
-        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )
-    known: OrderedDict[str, None] = OrderedDict()
-    inner = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [])
-
-    class McpEndpoint:
-        """An ASGI app (a plain function would be taken for a GET-only request handler)."""
-
-        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-            await mcp_endpoint(scope, receive, send)
-
-    async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        session_id = Request(scope).headers.get(SESSION_HEADER)
-        if (
-            session_id
-            and session_id not in known
-            and isinstance(scope.get("user"), AuthenticatedUser)
-        ):
-            message = (
-                f"MCP session {session_id} is not open on this gateway (agent {agent.name} "
-                f"version {agent.version}): the gateway was restarted or rolled to a new "
-                "version; start a new session"
-            )
-            body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}
-            await JSONResponse(body, status_code=404)(scope, receive, send)
-            return
-
-        async def remember(message: Any) -> None:
-            if message.get("type") == "http.response.start":
-                for key, value in message.get("headers") or ():
-                    if key.decode().lower() == SESSION_HEADER:
-                        known[value.decode()] = None
-                        while len(known) > MAX_SESSIONS:
-                            known.popitem(last=False)
-            await send(message)
-
-        await inner(scope, receive, remember)
-
-    class Tokens:
-        async def verify_token(self, token: str) -> AccessToken | None:
-            name = gateway.identity(token)
-            return None if name is None else AccessToken(token=token, client_id=name, scopes=[])
-
-    class AuditedBearer(BearerAuthBackend):
-        async def authenticate(self, conn: HTTPConnection) -> Any:
-            found = await super().authenticate(conn)
-            if found is None and conn.url.path == MCP_PATH:
-                presented = conn.headers.get("authorization", "")
-                gateway.audit.emit(
-                    "auth.refused",
-                    agent=agent.name,
-                    reason="wrong token" if presented else "no bearer token",
-                    client=conn.client.host if conn.client else None,
-                    outcome="refused",
-                )
-            return found
-
-    async def health(_request: Request) -> Response:
-        if gateway.ready:
-            return PlainTextResponse("ok")
-        return PlainTextResponse("starting", status_code=503)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        try:
-            await gateway.start()
-        except Exception as exc:
-            gateway.failed = exc
-            await gateway.aclose()
-            raise
-        try:
-            async with manager.run():
-                yield
-        finally:
-            gateway.ready = False
-            gateway.audit.emit("gateway.stop", agent=agent.name, sessions=len(gateway.sessions))
-            await gateway.aclose()
-
-    return Starlette(
-        routes=[
-            Route(MCP_PATH, endpoint=McpEndpoint()),
-            Route(HEALTH_PATH, endpoint=health),
-        ],
-        middleware=[
-            Middleware(AuthenticationMiddleware, backend=AuditedBearer(Tokens())),
-            Middleware(AuthContextMiddleware),
-        ],
-        lifespan=lifespan,
-    )
-
-
-def _stopped(_sig: int, _frame: Any) -> None:
-    """The signal uvicorn re-raises after its graceful shutdown (nothing left to do)."""
-
-
-async def serve(gateway: Gateway, host: str, port: int) -> None:
-    """Serve until SIGTERM/SIGINT (uvicorn's graceful shutdown)."""
-    import uvicorn
-
-    config = uvicorn.Config(
-        build_app(gateway),
-        log_level="warning",
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-    )
-    server = uvicorn.Server(config)
-    sock = listen_socket(host, port)
-    # uvicorn re-raises the signal that stopped it once it has shut down gracefully; with
-    # these handlers in place that is a no-op and the process exits 0 (a clean stop).
-    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        await server.serve(sockets=[sock])
-    finally:
-        sock.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    if gateway.failed is not None:
-        if isinstance(gateway.failed, BundleError | StartupError):
-            raise gateway.failed
-        raise BundleError(f"the gateway did not start: {gateway.failed}")
-
-
 __all__ = [
     "AGENT_SKILL_PREFIX",
-    "HEALTH_PATH",
-    "MCP_PATH",
     "Gateway",
-    "build_app",
     "listed_name",
-    "serve",
 ]
