@@ -70,6 +70,8 @@ REASON_FUNNEL_NOT_FOUND: Final[str] = "FunnelNotFound"
 REASON_FUNNEL_INVALID: Final[str] = "FunnelInvalid"
 #: Funnel (Ready=False): no set of the listed users can satisfy its approval.
 REASON_QUORUM_UNREACHABLE: Final[str] = "QuorumUnreachable"
+#: A funnel's reviewer agent holds a skill or tool that is not read-only (it names which).
+REASON_REVIEWER_NOT_READ_ONLY: Final[str] = "ReviewerNotReadOnly"
 REASON_AGENT_NOT_READY: Final[str] = "AgentNotReady"
 REASON_CHILD_TOPOLOGY_NOT_FOUND: Final[str] = "ChildTopologyNotFound"
 REASON_CHILD_TOPOLOGY_NOT_READY: Final[str] = "ChildTopologyNotReady"
@@ -205,6 +207,7 @@ __all__ = [
     "REASON_RENDERED",
     "REASON_RESOLVED",
     "REASON_RESUMED",
+    "REASON_REVIEWER_NOT_READ_ONLY",
     "REASON_ROLLING_OUT",
     "REASON_RUNNING",
     "REASON_RUNTIME_CLASS_NOT_FOUND",

@@ -26,6 +26,7 @@ from ..reconcile.controller import Controller, Deferred, controller_of, reconcil
 from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
 from .events import on_event
+from .funnel import topologies_reviewed_by
 
 
 @index("agents", id="agent_views")
@@ -91,6 +92,8 @@ async def agent_event(
         ctl.enqueue_many(
             "Topology", namespace, ctl.lookup_all("topology_by_agent", (namespace, name))
         )
+        # A funnel's reviewer is outside the tree; its grants must stay read-only.
+        ctl.enqueue_many("Topology", namespace, topologies_reviewed_by(ctl, namespace, name))
         ctl.enqueue_gc(namespace)
 
 

@@ -185,7 +185,8 @@ def gates_after(
         return None
     gate, _ = found
     name = str((review.get("metadata") or {}).get("name") or "")
-    entry = {
+    state = _STATES.get(verdict or "", "AwaitingApproval")
+    entry: dict[str, Any] = {
         "funnel": gate.funnel,
         "node": gate.report.node,
         "review": name,
@@ -193,14 +194,29 @@ def gates_after(
         "score": gate.report.score,
         "exhausted": gate.report.exhausted,
         "round": gate.report.round,
-        "state": _STATES.get(verdict or "", "AwaitingApproval"),
+        "state": state,
     }
     kept = [g for g in gates if g.get("review") != name]
     namespace = str((review.get("metadata") or {}).get("namespace") or "")
-    metrics.FUNNEL_GATES.labels(namespace, gate.funnel, entry["state"]).inc()
-    if verdict is None:
-        metrics.FUNNEL_ATTEMPTS.labels(gate.funnel).observe(gate.report.attempts)
+    # Count a transition once: not when the status read already shows this state (a
+    # restarted leader re-reading the Run, a retried write).
+    if not any(g.get("review") == name and g.get("state") == state for g in gates):
+        _count(namespace, gate, state, entered=verdict is None)
     return [*kept, {k: v for k, v in entry.items() if v is not None}]
+
+
+def _count(namespace: str, gate: FunnelGate, state: str, entered: bool) -> None:
+    metrics.FUNNEL_GATES.labels(namespace, gate.funnel, state).inc()
+    if not entered:
+        return
+    report = gate.report
+    metrics.FUNNEL_ATTEMPTS.labels(gate.funnel).observe(report.attempts)
+    for result in report.layer_results:
+        metrics.FUNNEL_LAYER_RESULTS.labels(
+            namespace, gate.funnel, result.layer, result.outcome
+        ).inc(result.count)
+    if report.retries:
+        metrics.FUNNEL_RETRIES.labels(namespace, gate.funnel).inc(report.retries)
 
 
 def _reject_text(review: Mapping[str, Any], who: str) -> str:
