@@ -147,7 +147,7 @@ class ToolCatalog:
         output: str | None = None
         error: str | None = None
         try:
-            readonly.check(self.agent, entry)  # a funnel reviewer runs read-only
+            readonly.check(self.agent, entry.name, entry.kind, entry.gate)  # a reviewer reads only
             output = await entry.handler(call.arguments)
         except (RunEnded, asyncio.CancelledError):
             raise

@@ -21,12 +21,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
 
 from .errors import ToolRefused
-
-if TYPE_CHECKING:
-    from .catalog import ToolEntry
+from .permissions import Gate
 
 #: Ungated tools that can only read.
 READ_TOOLS = frozenset({"load_skill", "read_skill_file", "read_flow_data", "web_search"})
@@ -45,20 +42,21 @@ def reviewer(what: str) -> Iterator[None]:
         _REVIEWING.reset(token)
 
 
-def reads(entry: ToolEntry) -> bool:
-    if entry.gate is not None:
-        return entry.gate.effects == "read"
-    return entry.name in READ_TOOLS
+def reads(name: str, gate: Gate | None) -> bool:
+    """Whether a call of tool ``name`` (behind ``gate``, None: ungated) only reads."""
+    if gate is not None:
+        return gate.effects == "read"
+    return name in READ_TOOLS
 
 
-def check(agent: str, entry: ToolEntry) -> None:
-    """Raise ToolRefused when a reviewer is running and ``entry`` does not only read."""
+def check(agent: str, name: str, kind: str, gate: Gate | None) -> None:
+    """Raise ToolRefused when a reviewer is running and tool ``name`` does not only read."""
     what = _REVIEWING.get()
-    if what is None or reads(entry):
+    if what is None or reads(name, gate):
         return
-    effects = entry.gate.effects if entry.gate is not None else entry.kind
+    effects = f"effects {gate.effects}" if gate is not None else kind
     raise ToolRefused(
-        f"agent {agent} is the reviewer of {what} and runs read-only: {entry.name} "
+        f"agent {agent} is the reviewer of {what} and runs read-only: {name} "
         f"({effects}) is not a read-only call",
         "ReviewerReadOnly",
     )

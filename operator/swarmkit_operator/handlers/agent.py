@@ -26,7 +26,6 @@ from ..reconcile.controller import Controller, Deferred, controller_of, reconcil
 from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
 from .events import on_event
-from .funnel import topologies_reviewed_by
 
 
 @index("agents", id="agent_views")
@@ -92,8 +91,12 @@ async def agent_event(
         ctl.enqueue_many(
             "Topology", namespace, ctl.lookup_all("topology_by_agent", (namespace, name))
         )
-        # A funnel's reviewer is outside the tree; its grants must stay read-only.
-        ctl.enqueue_many("Topology", namespace, topologies_reviewed_by(ctl, namespace, name))
+        # A funnel's reviewer is outside the tree; its grants must stay read-only
+        # (builders.reviewer): re-check the Topologies using the funnels it reviews for.
+        for funnel in ctl.lookup_all("funnel_by_reviewer", (namespace, name)):
+            ctl.enqueue_many(
+                "Topology", namespace, ctl.lookup_all("topology_by_funnel", (namespace, funnel))
+            )
         ctl.enqueue_gc(namespace)
 
 

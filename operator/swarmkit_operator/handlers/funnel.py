@@ -57,14 +57,6 @@ def funnel_by_reviewer(
     return {(namespace, agent): name} if isinstance(agent, str) else {}
 
 
-def topologies_reviewed_by(ctl: Controller, namespace: str, agent: str) -> set[str]:
-    """Topologies with a node whose funnel's reviewer is ``agent``."""
-    found: set[str] = set()
-    for funnel in ctl.lookup_all("funnel_by_reviewer", (namespace, agent)):
-        found.update(ctl.lookup_all("topology_by_funnel", (namespace, funnel)))
-    return found
-
-
 def funnel_names(spec: Any) -> set[str]:
     """The funnels a Topology spec's nodes name."""
     return {
