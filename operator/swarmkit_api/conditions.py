@@ -68,6 +68,9 @@ REASON_AGENT_NOT_FOUND: Final[str] = "AgentNotFound"
 #: Topology: a node's Funnel does not exist / is unusable (invalid, judge not granted, ...).
 REASON_FUNNEL_NOT_FOUND: Final[str] = "FunnelNotFound"
 REASON_FUNNEL_INVALID: Final[str] = "FunnelInvalid"
+#: Serving (Topology serve, Agent gateway): a funnel-gated node is reachable; its approval
+#: needs a Run to park.
+REASON_FUNNEL_NOT_SERVABLE: Final[str] = "FunnelNotServable"
 #: Funnel (Ready=False): no set of the listed users can satisfy its approval.
 REASON_QUORUM_UNREACHABLE: Final[str] = "QuorumUnreachable"
 #: A funnel's reviewer agent holds a skill or tool that is not read-only (it names which).
@@ -184,6 +187,7 @@ __all__ = [
     "REASON_FAILED",
     "REASON_FUNNEL_INVALID",
     "REASON_FUNNEL_NOT_FOUND",
+    "REASON_FUNNEL_NOT_SERVABLE",
     "REASON_IMAGE_PULL_FAILED",
     "REASON_INVALID",
     "REASON_INVALID_SERVE_SPEC",
