@@ -718,19 +718,20 @@ def test_a_reviewer_that_can_write_keeps_the_topology_not_ready(
 
 
 @pytest.mark.usefixtures("review_admission", "run_author")
+@pytest.mark.parametrize("policy", ["reconfirmChanged", "resetAll"])
 def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_touch(
     cluster: LocalCluster,
     kube: Kube,
     namespace: str,
     operator: OperatorProcess,
     model: ScriptedModelServer,
+    policy: str,
 ) -> None:
     """Two rules, each one role bound to one person (product: alice, security: bob).
     alice approves as product; bob asks for a revision as security. Under
     ``onRevision: reconfirmChanged`` the revision touched only the security rule, so
     alice's round-1 approval still counts in round 2 and bob's approval alone completes
-    the quorum (under resetAll it would not: test_a_revision_redrafts_... shows round 1's
-    signature dropped).
+    the quorum; under ``resetAll`` (same setup) it does not count and alice signs again.
 
     The semantics are upstream SwarmKit's ``after_revision`` (delivstat/swarmkit,
     packages/runtime/src/swarmkit_runtime/governance/_approval.py, checked at e3bb1f4f):
@@ -751,7 +752,7 @@ def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_t
                 {"roles": ["security"], "quorum": "all"},
             ],
             "roles": {"product": {"users": ["alice"]}, "security": {"users": ["bob"]}},
-            "onRevision": "reconfirmChanged",
+            "onRevision": policy,
         },
     }
     apply(kube, ns, gate)
@@ -773,18 +774,27 @@ def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_t
     assert "Say which security fix shipped." in _last_user(model, 1)
     second = run["status"]["reviewItems"][0]["review"]
 
-    shown = _plugin(cluster, "review", "show", second, "-n", ns)
-    assert shown.returncode == 0, shown.stderr
-    assert "Round:       2 (onRevision: reconfirmChanged)" in shown.stdout
-    assert "carried over: alice as product (round 1)" in shown.stdout
-    assert "rule 1 (all of product): ok; signed product: alice" in shown.stdout
-    assert "rule 2 (all of security): missing" in shown.stdout
-    run = get(kube, ns, "Run", "notes-rc") or {}
-    assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
-
-    # only bob signs in round 2: with alice's carried approval every rule holds
+    # bob signs in round 2
     res = _sign_as(cluster, ns, second, "bob", "security")
     assert res.returncode == 0, res.stderr
+    if policy == "resetAll":
+        shown = _plugin(cluster, "review", "show", second, "-n", ns)
+        assert shown.returncode == 0, shown.stderr
+        assert "Round:       2 (onRevision: resetAll)" in shown.stdout
+        assert "carried over" not in shown.stdout
+        assert "rule 1 (all of product): missing" in shown.stdout
+        assert "rule 2 (all of security): ok; signed security: bob" in shown.stdout
+        run = get(kube, ns, "Run", "notes-rc") or {}
+        assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
+        res = _sign_as(cluster, ns, second, "alice", "product")
+        assert res.returncode == 0, res.stderr
+    else:
+        # with alice's carried approval every rule holds: the run goes on
+        shown = _plugin(cluster, "review", "show", second, "-n", ns)
+        assert shown.returncode == 0, shown.stderr
+        assert "Round:       2 (onRevision: reconfirmChanged)" in shown.stdout
+        assert "carried over: alice as product (round 1)" in shown.stdout
+        assert "rule 1 (all of product): ok; signed product: alice" in shown.stdout
     done = wait_run(kube, ns, "notes-rc", finished, operator=operator, timeout=120)
     assert (succeeded(done) or {}).get("status") == "True", succeeded(done)
     assert json.loads(done["status"]["output"]) == json.loads(BETTER)
