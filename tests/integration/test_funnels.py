@@ -674,7 +674,11 @@ def _condition(kube: Kube, ns: str, kind: str, name: str, type_: str, reason: st
                 return dict(c)
         return None
 
-    return wait_for(found, 60, message=lambda: f"{kind} {name}: {type_} {reason}")
+    def seen() -> str:
+        conditions = ((get(kube, ns, kind, name) or {}).get("status") or {}).get("conditions")
+        return f"{kind} {name}: {type_} {reason}; conditions: {conditions}"
+
+    return wait_for(found, 60, message=seen)
 
 
 @pytest.mark.usefixtures("review_admission")  # _setup binds people to roles
@@ -806,12 +810,13 @@ def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_t
 
 
 @pytest.mark.usefixtures("review_admission")  # _setup binds people to roles
-def test_a_served_topology_with_a_gated_node_is_refused_at_reconcile(
+def test_serving_a_gated_node_is_refused_at_reconcile(
     kube: Kube, namespace: str, cluster: LocalCluster, operator: OperatorProcess
 ) -> None:
-    """A served task has no Run to park for a funnel approval (and its caller cannot stand
-    for the approvers): serving it is refused up front, with the reason, and nothing is
-    deployed; the Topology stays Ready for Runs."""
+    """A served task or a gateway call has no Run to park for a funnel approval (and its
+    caller cannot stand for the approvers): serving a Topology with a gated node, or an
+    Agent's MCP gateway that can run it, is refused up front with the reason, and nothing
+    is deployed; the Topology stays Ready for Runs."""
     ns = namespace
     _setup(kube, ns, cluster, "http://127.0.0.1:9/v1")
     apply(kube, ns, _funnel())
@@ -828,5 +833,27 @@ def test_a_served_topology_with_a_gated_node_is_refused_at_reconcile(
         "served topology notes can reach funnel-gated node(s) notes/draft (Funnel notes-gate): "
     )
     assert _ready(kube, ns, "Topology", "notes")["status"] == "True"
+
+    # an MCP gateway whose agent can run the gated topology (an agent skill) likewise
+    ask = {
+        "description": "Use to get release notes written.",
+        "category": "capability",
+        "implementation": {"type": "agent", "topology": "notes"},
+        "provenance": {"authoredBy": "human", "version": "1.0.0"},
+    }
+    apply(kube, ns, _doc("Skill", "ask-notes", ask))
+    token = {"name": "team-a", "secretKeyRef": {"name": "serve-tokens", "key": "team-a"}}
+    desk = {
+        "workspaceRef": {"name": "default"},
+        "model": {"provider": "m", "name": "t"},
+        "skills": ["ask-notes"],
+        "gateway": {"enabled": True, "auth": {"tokens": [token]}},
+    }
+    apply(kube, ns, _doc("Agent", "desk", desk))
+    cond = _condition(kube, ns, "Agent", "desk", "Serving", "FunnelNotServable")
+    assert cond["status"] == "False"
+    assert cond["message"].startswith(
+        "agent desk's gateway can reach funnel-gated node(s) notes/draft (Funnel notes-gate): "
+    )
     deployments = kube.apps.list_namespaced_deployment(ns).items
     assert [d.metadata.name for d in deployments] == []
