@@ -179,7 +179,8 @@ def gates_after(
 ) -> list[dict[str, Any]] | None:
     """``status.gates`` with this Review's gate entered (``verdict`` None: it waits) or
     settled, counted in ``swarmkit_funnel_gates_total`` (and, entered, its drafts in
-    ``swarmkit_funnel_gate_attempts``); None when the Review is not a funnel approval."""
+    ``swarmkit_funnel_gate_attempts``, its report's layer results and retries) once per
+    transition of ``gates``; None when the Review is not a funnel approval."""
     found = gate_of(review)
     if found is None:
         return None
