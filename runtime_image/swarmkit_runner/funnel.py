@@ -28,7 +28,10 @@ next prompt and the new draft re-enters at ``validate``, up to the funnel's ``ma
 Exhaustion never passes silently: ``onExhausted: approve`` (default) parks for the approval
 with ``exhausted`` and the last critique attached; ``fail`` ends the run (Failed). Every
 layer is audited (``funnel.validate``, ``funnel.judge``, ``funnel.review``, ``funnel.retry``,
-``funnel.exhausted``, ``funnel.approval``) with the funnel, node and attempt.
+``funnel.exhausted``, ``funnel.approval``) with the funnel, node and attempt, and the
+outcomes of validate/judge/review and the retries of each approval round are tallied into
+its report (``layerResults``, ``retries``: the operator's metrics count them). The reviewer
+runs read-only (:mod:`.readonly`).
 """
 
 from __future__ import annotations
