@@ -69,8 +69,13 @@ REASON_AGENT_NOT_FOUND: Final[str] = "AgentNotFound"
 #: Topology: a node's Funnel does not exist / is unusable (invalid, judge not granted, ...).
 REASON_FUNNEL_NOT_FOUND: Final[str] = "FunnelNotFound"
 REASON_FUNNEL_INVALID: Final[str] = "FunnelInvalid"
+#: Serving (Topology serve, Agent gateway): a funnel-gated node is reachable; its approval
+#: needs a Run to park.
+REASON_FUNNEL_NOT_SERVABLE: Final[str] = "FunnelNotServable"
 #: Funnel (Ready=False): no set of the listed users can satisfy its approval.
 REASON_QUORUM_UNREACHABLE: Final[str] = "QuorumUnreachable"
+#: A funnel's reviewer agent holds a skill or tool that is not read-only (it names which).
+REASON_REVIEWER_NOT_READ_ONLY: Final[str] = "ReviewerNotReadOnly"
 REASON_AGENT_NOT_READY: Final[str] = "AgentNotReady"
 REASON_CHILD_TOPOLOGY_NOT_FOUND: Final[str] = "ChildTopologyNotFound"
 REASON_CHILD_TOPOLOGY_NOT_READY: Final[str] = "ChildTopologyNotReady"
@@ -183,6 +188,7 @@ __all__ = [
     "REASON_FAILED",
     "REASON_FUNNEL_INVALID",
     "REASON_FUNNEL_NOT_FOUND",
+    "REASON_FUNNEL_NOT_SERVABLE",
     "REASON_IMAGE_PULL_FAILED",
     "REASON_INVALID",
     "REASON_INVALID_SERVE_SPEC",
@@ -206,6 +212,7 @@ __all__ = [
     "REASON_RENDERED",
     "REASON_RESOLVED",
     "REASON_RESUMED",
+    "REASON_REVIEWER_NOT_READ_ONLY",
     "REASON_ROLLING_OUT",
     "REASON_RUNNING",
     "REASON_RUNTIME_CLASS_NOT_FOUND",

@@ -221,6 +221,19 @@ class Finding(ApiModel):
     message: str = Field(max_length=2000, description="What is wrong.")
 
 
+class LayerResult(ApiModel):
+    """How often an automated layer had one outcome, over the drafts of an approval round."""
+
+    layer: Literal["validate", "judge", "review"] = Field(description="The layer.")
+    outcome: str = Field(
+        min_length=1,
+        max_length=32,
+        description="validate: ok, autocorrect, failed; judge: ok, below_threshold, error; "
+        "review: ok, route_back.",
+    )
+    count: int = Field(ge=1, description="Drafts with this outcome.")
+
+
 class GateReport(ApiModel):
     """What the automated layers found, attached to the approval (written by the runner)."""
 
@@ -247,6 +260,15 @@ class GateReport(ApiModel):
         max_length=16384,
         description="Unified diff of the artifact against the one shown at the previous "
         "round's approval (empty in round 1; capped).",
+    )
+    layer_results: list[LayerResult] = Field(
+        default_factory=list,
+        max_length=16,
+        description="The automated layers' outcomes over this round's drafts (the operator "
+        "counts them in swarmkit_funnel_layer_results_total).",
+    )
+    retries: int = Field(
+        default=0, ge=0, description="Retries the automated layers asked for in this round."
     )
 
 
@@ -309,6 +331,7 @@ __all__ = [
     "FunnelStatus",
     "GateReport",
     "JudgeLayer",
+    "LayerResult",
     "ReviewLayer",
     "RoleMembers",
     "Severity",

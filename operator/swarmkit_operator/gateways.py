@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from swarmkit_api.agent import AgentSpec, GatewaySpec
 from swarmkit_api.conditions import (
     REASON_DISABLED,
+    REASON_FUNNEL_NOT_SERVABLE,
     REASON_RUNTIME_CLASS_NOT_FOUND,
     REASON_SECRET_NOT_FOUND,
     REASON_WAITING,
@@ -45,6 +46,7 @@ from swarmkit_api.run import RunSpec
 
 from . import egress, k8s, sandbox
 from .builders import gateway as gw
+from .builders import unservable
 from .conditions import get_condition, set_condition
 from .config import OperatorConfig
 from .reconcile.status import apply_status
@@ -157,6 +159,10 @@ class GatewayController:
             return resolution.recheck
         rendered = resolution.rendered
         bundle = gw.gateway_bundle(rendered, spec)
+        refused = unservable.refusal(bundle, f"agent {name}'s gateway")
+        if refused is not None:  # no gateway, not even an older, ungated one
+            await self._disable(agent, status, (REASON_FUNNEL_NOT_SERVABLE, refused))
+            return None
         missing_rc = await sandbox.missing_runtime_class(bundle)
         if missing_rc is not None:  # a running gateway keeps its pods
             reason = REASON_RUNTIME_CLASS_NOT_FOUND
@@ -255,7 +261,11 @@ class GatewayController:
         desired = {"conditions": serving, **{k: v or None for k, v in owned.items()}}
         await apply_status("Agent", agent.namespace, agent.name, desired, k8s.GATEWAYS_MANAGER)
 
-    async def _disable(self, agent: gw.AgentRef, status: Mapping[str, Any]) -> None:
+    async def _disable(
+        self, agent: gw.AgentRef, status: Mapping[str, Any], why: tuple[str, str] | None = None
+    ) -> None:
+        """Tear the gateway down; ``why`` (reason, message) is written even where nothing
+        was reported yet (default: Disabled, only once something was)."""
         name = gw.gateway_name(agent.name)
         await k8s.delete_object(k8s.apps_path("deployments", agent.namespace, name))
         await k8s.delete_object(k8s.core_path("services", agent.namespace, name))
@@ -264,15 +274,11 @@ class GatewayController:
             await k8s.delete_object(k8s.rbac_path(plural, agent.namespace, name))
         await k8s.delete_object(k8s.core_path("serviceaccounts", agent.namespace, name))
         await self._delete_bundles(agent, keep=None)
-        if get_condition(status.get("conditions"), gw.SERVING) is None:
+        if why is None and get_condition(status.get("conditions"), gw.SERVING) is None:
             return
+        reason, message = why or (REASON_DISABLED, "spec.gateway is not enabled")
         await self._write(
-            agent,
-            status,
-            "False",
-            REASON_DISABLED,
-            "spec.gateway is not enabled",
-            {"gatewayUrl": None, "gatewayVersion": None},
+            agent, status, "False", reason, message, {"gatewayUrl": None, "gatewayVersion": None}
         )
 
     async def _delete_bundles(self, agent: gw.AgentRef, keep: str | None) -> None:

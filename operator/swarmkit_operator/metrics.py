@@ -19,6 +19,15 @@
   ``Expired``, ``RevisionRequested``).
 * ``swarmkit_funnel_gate_attempts{funnel}``: drafts per gated artifact that reached the
   approval (1 = passed the automated layers first time).
+* ``swarmkit_funnel_layer_results_total{namespace, funnel, layer, outcome}``: the automated
+  layers' outcomes (``validate``: ok, autocorrect, failed; ``judge``: ok, below_threshold,
+  error; ``review``: ok, route_back) over the drafts of each approval round, and
+  ``swarmkit_funnel_retries_total{namespace, funnel}`` the retries they asked for; from the
+  gate report the runner attaches to the approval.
+  Funnel metrics count a transition of a Run's ``status.gates`` once: when an entry first
+  shows a state in the status the operator read (a leader that restarts and re-reads a
+  Run whose status has it does not count it again). Like every counter they start at zero
+  in each operator process (``rate()``/``increase()`` handle the reset).
 * ``swarmkit_spend_total{namespace, agent, model, currency}``: cost of finished Runs, per
   agent and model (a float in currency units: metrics only; budgets count integer
   micro-units). Unpriced use is not added as 0: it counts in
@@ -93,6 +102,18 @@ FUNNEL_ATTEMPTS = Histogram(
     "Drafts per gated artifact that reached the approval (1 + retries).",
     ["funnel"],
     buckets=(1, 2, 3, 4, 6, 11),
+)
+
+FUNNEL_LAYER_RESULTS = Counter(
+    "swarmkit_funnel_layer_results_total",
+    "Outcomes of the funnels' automated layers (validate, judge, review) over the drafts "
+    "of each approval round.",
+    ["namespace", "funnel", "layer", "outcome"],
+)
+FUNNEL_RETRIES = Counter(
+    "swarmkit_funnel_retries_total",
+    "Retries the funnels' automated layers asked of the drafting agent.",
+    ["namespace", "funnel"],
 )
 
 SPEND = Counter(

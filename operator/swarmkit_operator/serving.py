@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from swarmkit_api.conditions import (
+    REASON_FUNNEL_NOT_SERVABLE,
     REASON_INVALID_SERVE_SPEC,
     REASON_NOT_SERVED,
     REASON_RUNTIME_CLASS_NOT_FOUND,
@@ -35,7 +36,7 @@ from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import ServeSpec
 
 from . import egress, k8s, sandbox
-from .builders import Verdict
+from .builders import Verdict, unservable
 from .builders import serve as sb
 from .builders.bundle import RenderedBundle
 from .builders.workload import CHECKSUM_ANNOTATION
@@ -195,6 +196,12 @@ async def reconcile_serving(
             waiting, recheck = resolution.message, resolution.recheck
         else:
             rendered = _strip_serve(resolution.rendered)
+            refused = unservable.refusal(rendered.bundle, f"served topology {name}")
+            if refused is not None:  # never serve an older, ungated version either
+                if deployment is not None:
+                    await _delete_workload(namespace, name)
+                verdict = Verdict(SERVING, "False", REASON_FUNNEL_NOT_SERVABLE, refused)
+                return ServingResult({"url": None, "serving": None}, (verdict,))
             missing_rc = await sandbox.missing_runtime_class(rendered.bundle)
             if missing_rc is not None:  # a running Deployment keeps its pods
                 return ServingResult(

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from swarmkit_api.skill import AuditPolicy
 
-from . import traced
+from . import readonly, traced
 from .audit import AuditLog
 from .errors import RunEnded, ToolError, ToolRefused
 from .permissions import Gate
@@ -147,6 +147,7 @@ class ToolCatalog:
         output: str | None = None
         error: str | None = None
         try:
+            readonly.check(self.agent, entry.name, entry.kind, entry.gate)  # a reviewer reads only
             output = await entry.handler(call.arguments)
         except (RunEnded, asyncio.CancelledError):
             raise

@@ -28,7 +28,10 @@ next prompt and the new draft re-enters at ``validate``, up to the funnel's ``ma
 Exhaustion never passes silently: ``onExhausted: approve`` (default) parks for the approval
 with ``exhausted`` and the last critique attached; ``fail`` ends the run (Failed). Every
 layer is audited (``funnel.validate``, ``funnel.judge``, ``funnel.review``, ``funnel.retry``,
-``funnel.exhausted``, ``funnel.approval``) with the funnel, node and attempt.
+``funnel.exhausted``, ``funnel.approval``) with the funnel, node and attempt, and the
+outcomes of validate/judge/review and the retries of each approval round are tallied into
+its report (``layerResults``, ``retries``: the operator's metrics count them). The reviewer
+runs read-only (:mod:`.readonly`).
 """
 
 from __future__ import annotations
@@ -42,10 +45,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from swarmkit_api.funnel import SEVERITIES, Finding, FunnelSpec, GateReport
+from swarmkit_api.funnel import SEVERITIES, Finding, FunnelSpec, GateReport, LayerResult
 from swarmkit_api.review import ResumeDecision
 
-from . import pipeline, reviews
+from . import pipeline, readonly, reviews
 from .context import RunContext
 from .errors import RunFailed, ToolError
 from .output import answer_problems, feedback, parse_answer
@@ -167,8 +170,14 @@ class Gate:
         #: The approval round, and the artifact (scrubbed) shown in the previous round.
         self.round = 1
         self.shown: str | None = None
+        #: (layer, outcome) → drafts, and retries, in this round (the report carries them;
+        #: a resumed run replays the same drafts, so it rebuilds the same tally).
+        self.tally: dict[tuple[str, str], int] = {}
+        self.round_retries = 0
 
     def _audit(self, event: str, started: float, **fields: Any) -> None:
+        key = (event.removeprefix("funnel."), str(fields.get("outcome")))
+        self.tally[key] = self.tally.get(key, 0) + 1
         self.ctx.audit.emit(
             event,
             funnel=self.name,
@@ -264,9 +273,11 @@ class Gate:
             "Review this artifact. Answer only JSON {findings:[{severity, message}]} with "
             f"severity one of {', '.join(SEVERITIES)}.\n\n{artifact}"
         )
-        answer = await self.run_agent(
-            AgentPosition(reviewer, None, self.position.topology), task, FINDINGS_SCHEMA
-        )
+        # Read-only whatever it was granted (the operator checks the grants too).
+        with readonly.reviewer(f"funnel {self.name}"):
+            answer = await self.run_agent(
+                AgentPosition(reviewer, None, self.position.topology), task, FINDINGS_SCHEMA
+            )
         findings = [Finding.model_validate(f) for f in parse_answer(answer)["findings"]]
         bar = SEVERITIES.index(layer.route_back_at)
         blocking = [f for f in findings if SEVERITIES.index(f.severity) >= bar]
@@ -289,6 +300,7 @@ class Gate:
     async def _retry(self, critique: str, artifact: str) -> str | Redraft:
         if self.retries < self.spec.max_retries:
             self.retries += 1
+            self.round_retries += 1
             self.attempt += 1
             self.corrected = False
             self.ctx.audit.emit(
@@ -337,6 +349,7 @@ class Gate:
             return artifact
         self.shown = self.ctx.secrets.scrub(artifact[:ARTIFACT_CHARS])
         self.round += 1
+        self.tally, self.round_retries = {}, 0
         self.attempt += 1
         self.corrected = False
         return Redraft(
@@ -351,6 +364,11 @@ class Gate:
             update={
                 "attempts": self.attempt,
                 "round": self.round,
+                "layer_results": [
+                    LayerResult(layer=layer, outcome=outcome, count=n)
+                    for (layer, outcome), n in sorted(self.tally.items())
+                ],
+                "retries": self.round_retries,
                 "diff": artifact_diff(self.shown, scrub(r.artifact), self.round),
                 "artifact": scrub(r.artifact),
                 "critique": scrub(r.critique),

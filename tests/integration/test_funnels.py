@@ -16,11 +16,15 @@ expires: the run fails and the Review takes no more signatures. A Topology namin
 missing Funnel is not Ready, with the reason. A lead asks for a revision: the comment
 reaches the drafting agent, the redraft opens a second approval round showing the diff and
 the revision history, and under ``onRevision: resetAll`` the first round's signature no
-longer counts.
+longer counts; under ``reconfirmChanged`` (two rules, two people) the approval of the
+rule the revision did not touch still counts. A reviewer Agent that can write keeps the
+Topology not Ready until the grant is dropped; serving a Topology with a gated node is
+refused at reconcile time (``Serving=False``, ``FunnelNotServable``).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -660,3 +664,196 @@ def test_a_revision_redrafts_and_opens_a_new_round_with_the_diff_under_reset_all
         (2, "Approved"),
     ]
     assert len(model.requests) == 4, "the resumed runs replay; nothing is asked twice"
+
+
+def _condition(kube: Kube, ns: str, kind: str, name: str, type_: str, reason: str) -> Any:
+    def found() -> dict[str, Any] | None:
+        body = get(kube, ns, kind, name) or {}
+        for c in (body.get("status") or {}).get("conditions") or ():
+            if c["type"] == type_ and c["reason"] == reason:
+                return dict(c)
+        return None
+
+    def seen() -> str:
+        conditions = ((get(kube, ns, kind, name) or {}).get("status") or {}).get("conditions")
+        return f"{kind} {name}: {type_} {reason}; conditions: {conditions}"
+
+    return wait_for(found, 60, message=seen)
+
+
+@pytest.mark.usefixtures("review_admission")  # _setup binds people to roles
+def test_a_reviewer_that_can_write_keeps_the_topology_not_ready(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    """The review layer's agent must be read-only: a grant that can write makes the
+    Topology Ready=False naming it; dropping the grant (an edit of the reviewer Agent,
+    which is outside the Topology's tree) makes it Ready again."""
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    publish = {
+        "description": "Use to publish the notes.",
+        "category": "capability",
+        "implementation": {"type": "llm_prompt", "prompt": "Publish.", "effects": "write"},
+        "provenance": {"authoredBy": "human", "version": "1.0.0"},
+    }
+    apply(kube, ns, _doc("Skill", "publish-notes", publish))
+    critic = {
+        "workspaceRef": {"name": "default"},
+        "model": {"provider": "m", "name": "t"},
+        "systemPrompt": "You review release notes.",
+        "skills": ["publish-notes"],
+    }
+    apply(kube, ns, _doc("Agent", "critic", critic))
+    reviewed = _funnel()
+    reviewed["spec"] = {"review": {"agent": "critic"}, "approve": reviewed["spec"]["approve"]}
+    apply(kube, ns, reviewed)
+    cond = _condition(kube, ns, "Topology", "notes", "Ready", "ReviewerNotReadOnly")
+    assert cond["status"] == "False"
+    assert cond["message"] == (
+        "node draft: Funnel notes-gate's reviewer agent critic must be read-only but holds: "
+        "skill publish-notes (effects write)"
+    )
+    apply(kube, ns, _doc("Agent", "critic", {**critic, "skills": []}))
+    wait_ready(kube, ns, "Topology", "notes")
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+@pytest.mark.parametrize("policy", ["reconfirmChanged", "resetAll"])
+def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_touch(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    policy: str,
+) -> None:
+    """Two rules, each one role bound to one person (product: alice, security: bob).
+    alice approves as product; bob asks for a revision as security. Under
+    ``onRevision: reconfirmChanged`` the revision touched only the security rule, so
+    alice's round-1 approval still counts in round 2 and bob's approval alone completes
+    the quorum; under ``resetAll`` (same setup) it does not count and alice signs again.
+
+    The semantics are upstream SwarmKit's ``after_revision`` (delivstat/swarmkit,
+    packages/runtime/src/swarmkit_runtime/governance/_approval.py, checked at e3bb1f4f):
+    ``reset_all`` returns no prior approval, ``reconfirm_changed`` keeps those whose scope
+    (there: the rule's id) is not among the changed scopes, as its test
+    ``test_on_revision_reconfirm_changed_keeps_unaffected`` shows (design:approve changed,
+    security:approve carries). Here a rule is the scope and a revision changes the rules
+    naming the role it was asked in (docs/concepts/funnels.md).
+    """
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    gate = _funnel()
+    gate["spec"] = {
+        "validate": {"schema": SCHEMA},
+        "approve": {
+            "rules": [
+                {"roles": ["product"], "quorum": "all"},
+                {"roles": ["security"], "quorum": "all"},
+            ],
+            "roles": {"product": {"users": ["alice"]}, "security": {"users": ["bob"]}},
+            "onRevision": policy,
+        },
+    }
+    apply(kube, ns, gate)
+    wait_ready(kube, ns, "Topology", "notes")
+    model.push(text(GOOD), text(BETTER))
+    _create_run_as(cluster, ns, EDITOR, "notes-rc")
+    wait_run(kube, ns, "notes-rc", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    first = parked_review(kube, ns, "notes-rc")["metadata"]["name"]
+    res = _sign_as(cluster, ns, first, "alice", "product")
+    assert res.returncode == 0, res.stderr
+    asked = _plugin(
+        cluster, "review", "revise", first, "--role", "security",
+        "--text", "Say which security fix shipped.", "--as", "bob", "-n", ns,
+    )  # fmt: skip
+    assert asked.returncode == 0, asked.stderr
+    run = wait_run(
+        kube, ns, "notes-rc", lambda r: _parked_again(r, first), operator=operator, timeout=120
+    )
+    assert "Say which security fix shipped." in _last_user(model, 1)
+    second = run["status"]["reviewItems"][0]["review"]
+
+    # bob signs in round 2
+    res = _sign_as(cluster, ns, second, "bob", "security")
+    assert res.returncode == 0, res.stderr
+    if policy == "resetAll":
+        shown = _plugin(cluster, "review", "show", second, "-n", ns)
+        assert shown.returncode == 0, shown.stderr
+        assert "Round:       2 (onRevision: resetAll)" in shown.stdout
+        assert "carried over" not in shown.stdout
+        assert "rule 1 (all of product): missing" in shown.stdout
+        assert "rule 2 (all of security): ok; signed security: bob" in shown.stdout
+        run = get(kube, ns, "Run", "notes-rc") or {}
+        assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
+        res = _sign_as(cluster, ns, second, "alice", "product")
+        assert res.returncode == 0, res.stderr
+    else:
+        # with alice's carried approval every rule holds: the run goes on
+        shown = _plugin(cluster, "review", "show", second, "-n", ns)
+        assert shown.returncode == 0, shown.stderr
+        assert "Round:       2 (onRevision: reconfirmChanged)" in shown.stdout
+        assert "carried over: alice as product (round 1)" in shown.stdout
+        assert "rule 1 (all of product): ok; signed product: alice" in shown.stdout
+    done = wait_run(kube, ns, "notes-rc", finished, operator=operator, timeout=120)
+    assert (succeeded(done) or {}).get("status") == "True", succeeded(done)
+    assert json.loads(done["status"]["output"]) == json.loads(BETTER)
+    assert [(g["round"], g["state"]) for g in done["status"]["gates"]] == [
+        (1, "RevisionRequested"),
+        (2, "Approved"),
+    ]
+    assert len(model.requests) == 2
+
+
+@pytest.mark.usefixtures("review_admission")  # _setup binds people to roles
+def test_serving_a_gated_node_is_refused_at_reconcile(
+    kube: Kube, namespace: str, cluster: LocalCluster, operator: OperatorProcess
+) -> None:
+    """A served task or a gateway call has no Run to park for a funnel approval (and its
+    caller cannot stand for the approvers): serving a Topology with a gated node, or an
+    Agent's MCP gateway that can run it, is refused up front with the reason, and nothing
+    is deployed; the Topology stays Ready for Runs."""
+    ns = namespace
+    _setup(kube, ns, cluster, "http://127.0.0.1:9/v1")
+    apply(kube, ns, _funnel())
+    wait_ready(kube, ns, "Topology", "notes")
+    data = {"team-a": base64.b64encode(b"tok-9d1c").decode()}
+    kube.core.create_namespaced_secret(ns, {"metadata": {"name": "serve-tokens"}, "data": data})
+    served = {"auth": {"bearerTokens": [{"name": "serve-tokens", "key": "team-a"}]}}
+    body = get(kube, ns, "Topology", "notes") or {}
+    spec = {**body["spec"], "description": "Writes release notes.", "serve": served}
+    apply(kube, ns, _doc("Topology", "notes", spec))
+    cond = _condition(kube, ns, "Topology", "notes", "Serving", "FunnelNotServable")
+    assert cond["status"] == "False"
+    assert cond["message"].startswith(
+        "served topology notes can reach funnel-gated node(s) notes/draft (Funnel notes-gate): "
+    )
+    assert _ready(kube, ns, "Topology", "notes")["status"] == "True"
+
+    # an MCP gateway whose agent can run the gated topology (an agent skill) likewise
+    ask = {
+        "description": "Use to get release notes written.",
+        "category": "capability",
+        "implementation": {"type": "agent", "topology": "notes"},
+        "provenance": {"authoredBy": "human", "version": "1.0.0"},
+    }
+    apply(kube, ns, _doc("Skill", "ask-notes", ask))
+    token = {"name": "team-a", "secretKeyRef": {"name": "serve-tokens", "key": "team-a"}}
+    desk = {
+        "workspaceRef": {"name": "default"},
+        "model": {"provider": "m", "name": "t"},
+        "skills": ["ask-notes"],
+        "gateway": {"enabled": True, "auth": {"tokens": [token]}},
+    }
+    apply(kube, ns, _doc("Agent", "desk", desk))
+    cond = _condition(kube, ns, "Agent", "desk", "Serving", "FunnelNotServable")
+    assert cond["status"] == "False"
+    assert cond["message"].startswith(
+        "agent desk's gateway can reach funnel-gated node(s) notes/draft (Funnel notes-gate): "
+    )
+    deployments = kube.apps.list_namespaced_deployment(ns).items
+    assert [d.metadata.name for d in deployments] == []

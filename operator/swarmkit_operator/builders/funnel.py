@@ -4,10 +4,11 @@ A node's ``funnel: {name}`` must name a Funnel of the namespace whose spec is va
 judge skill is granted to the node's agent (the run pins skills through the agents that
 are granted them, so that is how the judge reaches the bundle) and whose reviewer Agent
 exists. Otherwise the Topology is ``Ready=False`` with reason ``FunnelNotFound`` or
-``FunnelInvalid`` naming the node and the funnel. Each funnel's version is sha256[:12] of
-its canonical spec; the Topology folds these into its own version (only when a node names
-a funnel, so topologies without one keep their versions), and a Run pins the content
-(:mod:`swarmkit_operator.runs.resolve`).
+``FunnelInvalid`` naming the node and the funnel; a reviewer holding anything that is not
+read-only (:mod:`.reviewer`) makes it ``ReviewerNotReadOnly``, naming what. Each
+funnel's version is sha256[:12] of its canonical spec; the Topology folds these into its
+own version (only when a node names a funnel, so topologies without one keep their
+versions), and a Run pins the content (:mod:`swarmkit_operator.runs.resolve`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from swarmkit_api import ManifestError, validate_spec
-from swarmkit_api.conditions import READY, REASON_FUNNEL_INVALID, REASON_FUNNEL_NOT_FOUND
+from swarmkit_api.conditions import (
+    READY,
+    REASON_FUNNEL_INVALID,
+    REASON_FUNNEL_NOT_FOUND,
+    REASON_REVIEWER_NOT_READ_ONLY,
+)
 from swarmkit_api.funnel import FunnelSpec
 from swarmkit_api.topology import TopologySpec
 
@@ -77,8 +83,10 @@ def check_funnels(
     skills_of: Callable[[str], Sequence[str]],
     agent_exists: Callable[[str], bool],
     category_of: Callable[[str], str | None] = lambda _: None,
+    reviewer_writes: Callable[[str], Sequence[str]] = lambda _: (),
 ) -> FunnelCheck:
-    """Check every funnel ``spec``'s nodes name (see the module docstring)."""
+    """Check every funnel ``spec``'s nodes name (see the module docstring);
+    ``reviewer_writes`` names what a reviewer agent holds that is not read-only."""
     versions: dict[str, str] = {}
     problems: list[tuple[str, str]] = []
     for node in spec.agents:
@@ -123,6 +131,14 @@ def check_funnels(
                     REASON_FUNNEL_INVALID,
                     f"node {node.name}: Funnel {name}'s reviewer agent "
                     f"{parsed.review.agent!r} not found",
+                )
+            )
+        elif parsed.review is not None and (writes := reviewer_writes(parsed.review.agent)):
+            problems.append(
+                (
+                    REASON_REVIEWER_NOT_READ_ONLY,
+                    f"node {node.name}: Funnel {name}'s reviewer agent {parsed.review.agent} "
+                    f"must be read-only but holds: {', '.join(writes)}",
                 )
             )
     if not problems:

@@ -188,13 +188,15 @@ def resolve_topology(
     workspace: WorkspaceView | None,
     funnels: Mapping[str, Mapping[str, Any]] | None = None,
     skill_category: Callable[[str], str | None] | None = None,
+    reviewer_writes: Callable[[str], Sequence[str]] | None = None,
 ) -> TopologyRender:
     """Check the tree and its call graph, and compute the version.
 
     ``agents`` and ``topologies`` hold what exists in the namespace (at least what this
     topology reaches); ``graph`` is the static call graph; ``workspace`` is this topology's
     Workspace (``None``: not found); ``funnels`` the specs of the Funnels its nodes name
-    (:mod:`.funnel`).
+    (:mod:`.funnel`); ``reviewer_writes`` what a funnel's reviewer agent holds that is not
+    read-only (:mod:`.reviewer`).
     """
     try:
         model = validate_spec("Topology", dict(raw_spec))
@@ -240,6 +242,7 @@ def resolve_topology(
         graph.skills_of,
         lambda a: a in agents,
         skill_category or (lambda _: None),
+        reviewer_writes or (lambda _: ()),
     )
     versioned: dict[str, Any] = {
         "spec": version_spec(model),

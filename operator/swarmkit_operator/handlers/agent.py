@@ -91,6 +91,12 @@ async def agent_event(
         ctl.enqueue_many(
             "Topology", namespace, ctl.lookup_all("topology_by_agent", (namespace, name))
         )
+        # A funnel's reviewer is outside the tree; its grants must stay read-only
+        # (builders.reviewer): re-check the Topologies using the funnels it reviews for.
+        for funnel in ctl.lookup_all("funnel_by_reviewer", (namespace, name)):
+            ctl.enqueue_many(
+                "Topology", namespace, ctl.lookup_all("topology_by_funnel", (namespace, funnel))
+            )
         ctl.enqueue_gc(namespace)
 
 

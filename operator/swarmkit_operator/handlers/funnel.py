@@ -46,6 +46,17 @@ def topology_by_funnel(
     return {(namespace, f): name for f in funnel_names(body.get("spec") or {})}
 
 
+@index("funnels", id="funnel_by_reviewer", group=GROUP, version=VERSION)
+def funnel_by_reviewer(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, agent) → funnels whose review layer runs it (its grants must stay
+    read-only, so an edit of the agent re-checks the Topologies using those funnels)."""
+    review = (body.get("spec") or {}).get("review")
+    agent = review.get("agent") if isinstance(review, dict) else None
+    return {(namespace, agent): name} if isinstance(agent, str) else {}
+
+
 def funnel_names(spec: Any) -> set[str]:
     """The funnels a Topology spec's nodes name."""
     return {

@@ -300,13 +300,14 @@ def _run_indexes(indexes: Indexes, reviews: bool = False) -> RunIndexes:
     """The shared indexes as the Runs controller reads them (with ``reviews``, also the
     ones only it needs: Run bundles and Reviews)."""
     view = indexes.view
-    extra: dict[str, Any] = {}
+    # Every resolver pins the Funnels a topology names (a gateway's too: without them it
+    # waited forever on "Funnel not found" instead of refusing a gated node).
+    extra: dict[str, Any] = {"funnels": view("funnel_views")}
     if reviews:
-        extra = {
+        extra |= {
             "bundles": view("pinned_config_maps"),
             "reviews": view("runs_reviews_by_run"),
             "skill_reviews": view("skill_reviews"),
-            "funnels": view("funnel_views"),
             "spend_quotas": view("spend_quotas"),
         }
     return RunIndexes(

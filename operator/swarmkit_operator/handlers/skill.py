@@ -11,6 +11,7 @@ from swarmkit_api import GROUP, VERSION
 
 from .. import k8s
 from ..builders import ObjectRef
+from ..builders.reviewer import SkillFacts
 from ..builders.skill import SourceConfigMap, referenced_config_maps, render_skill
 from ..indexes import index
 from ..library.records import granted_by_field
@@ -43,6 +44,10 @@ def skill_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
         composes=tuple(c for c in composes or () if isinstance(c, str)),
         target=target if isinstance(target, str) else None,
         category=(body.get("spec") or {}).get("category"),
+        # For the read-only check of funnel reviewers (builders.reviewer).
+        facts=SkillFacts.of(
+            body.get("spec") or {}, sum(1 for s in status.get("scripts") or () if s.get("approved"))
+        ),
     )
     return {(namespace, name): view}
 

@@ -17,6 +17,7 @@ from swarmkit_api.conditions import ACCEPTED, READY, REASON_PENDING, SERVING
 
 from .. import serving
 from ..builders.agent import WORKSPACE_PACK, granted_skill_names
+from ..builders.reviewer import SkillFacts, not_read_only
 from ..builders.serve import SERVE_LABEL
 from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX
 from ..builders.topology import (
@@ -231,7 +232,18 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         v = ctl.lookup("skill_views", (namespace, s))
         return None if v is None else v.get("category")
 
-    render = resolve_topology(name, spec, agents, topologies, graph, workspace, funnels, category)
+    def skill_facts(s: str) -> SkillFacts | None:
+        v = ctl.lookup("skill_views", (namespace, s))
+        return None if v is None else v.get("facts")
+
+    def reviewer_writes(a: str) -> list[str]:
+        v = ctl.lookup("agent_views", (namespace, a))
+        ws_spec = workspace.spec if workspace is not None else None
+        return [] if v is None else not_read_only(v["spec"], skill_facts, ws_spec)
+
+    render = resolve_topology(
+        name, spec, agents, topologies, graph, workspace, funnels, category, reviewer_writes
+    )
 
     accepted = any(v.type == ACCEPTED and v.status == "True" for v in render.verdicts)
     if accepted and not force:

@@ -179,13 +179,15 @@ def gates_after(
 ) -> list[dict[str, Any]] | None:
     """``status.gates`` with this Review's gate entered (``verdict`` None: it waits) or
     settled, counted in ``swarmkit_funnel_gates_total`` (and, entered, its drafts in
-    ``swarmkit_funnel_gate_attempts``); None when the Review is not a funnel approval."""
+    ``swarmkit_funnel_gate_attempts``, its report's layer results and retries) once per
+    transition of ``gates``; None when the Review is not a funnel approval."""
     found = gate_of(review)
     if found is None:
         return None
     gate, _ = found
     name = str((review.get("metadata") or {}).get("name") or "")
-    entry = {
+    state = _STATES.get(verdict or "", "AwaitingApproval")
+    entry: dict[str, Any] = {
         "funnel": gate.funnel,
         "node": gate.report.node,
         "review": name,
@@ -193,14 +195,29 @@ def gates_after(
         "score": gate.report.score,
         "exhausted": gate.report.exhausted,
         "round": gate.report.round,
-        "state": _STATES.get(verdict or "", "AwaitingApproval"),
+        "state": state,
     }
     kept = [g for g in gates if g.get("review") != name]
     namespace = str((review.get("metadata") or {}).get("namespace") or "")
-    metrics.FUNNEL_GATES.labels(namespace, gate.funnel, entry["state"]).inc()
-    if verdict is None:
-        metrics.FUNNEL_ATTEMPTS.labels(gate.funnel).observe(gate.report.attempts)
+    # Count a transition once: not when the status read already shows this state (a
+    # restarted leader re-reading the Run, a retried write).
+    if not any(g.get("review") == name and g.get("state") == state for g in gates):
+        _count(namespace, gate, state, entered=verdict is None)
     return [*kept, {k: v for k, v in entry.items() if v is not None}]
+
+
+def _count(namespace: str, gate: FunnelGate, state: str, entered: bool) -> None:
+    metrics.FUNNEL_GATES.labels(namespace, gate.funnel, state).inc()
+    if not entered:
+        return
+    report = gate.report
+    metrics.FUNNEL_ATTEMPTS.labels(gate.funnel).observe(report.attempts)
+    for result in report.layer_results:
+        metrics.FUNNEL_LAYER_RESULTS.labels(
+            namespace, gate.funnel, result.layer, result.outcome
+        ).inc(result.count)
+    if report.retries:
+        metrics.FUNNEL_RETRIES.labels(namespace, gate.funnel).inc(report.retries)
 
 
 def _reject_text(review: Mapping[str, Any], who: str) -> str:

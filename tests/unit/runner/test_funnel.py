@@ -26,7 +26,7 @@ from tests.support.bundles import (
     secret_ref,
     write_bundle,
 )
-from tests.support.model_server import ScriptedModelServer, text
+from tests.support.model_server import ScriptedModelServer, text, tool_call
 from tests.support.runner import run_subprocess
 
 from .test_resume import _resume
@@ -53,7 +53,12 @@ def _judged(confidence: float, reasoning: str) -> Any:
     return text(json.dumps({"verdict": "x", "confidence": confidence, "reasoning": reasoning}))
 
 
-def _gated_bundle(server: ScriptedModelServer, funnel: dict[str, Any], reviewer: bool = False):  # type: ignore[no-untyped-def]
+def _gated_bundle(  # type: ignore[no-untyped-def]
+    server: ScriptedModelServer,
+    funnel: dict[str, Any],
+    reviewer: bool = False,
+    native: dict[str, bool] | None = None,
+):
     spec = TopologySpec.model_validate(
         {
             "workspaceRef": {"name": "default"},
@@ -73,9 +78,9 @@ def _gated_bundle(server: ScriptedModelServer, funnel: dict[str, Any], reviewer:
         spec=spec,
         funnels={"release-notes": FunnelSpec.model_validate(funnel)},
     )
-    agents = [agent("writer", provider="m", skills=["quality-judge"])]
+    agents = [agent("writer", provider="m", skills=["quality-judge"], native=native)]
     if reviewer:
-        agents.append(agent("critic", provider="m"))
+        agents.append(agent("critic", provider="m", native=native))
     return bundle(
         agents=agents,
         skills=[
@@ -146,6 +151,14 @@ def test_invalid_shape_autocorrected_then_judge_critique_retried_then_parked(
             ("funnel.judge", "ok"),
             ("funnel.approval", "AwaitingReview"),
         ]
+        # the same layer results, tallied for the operator's metrics
+        assert gate["layerResults"] == [
+            {"layer": "judge", "outcome": "below_threshold", "count": 1},
+            {"layer": "judge", "outcome": "ok", "count": 1},
+            {"layer": "validate", "outcome": "autocorrect", "count": 1},
+            {"layer": "validate", "outcome": "ok", "count": 2},
+        ]
+        assert gate["retries"] == 1
 
         approved = _resume(
             parked, tmp_path, {"verdict": "approve", "decidedBy": "alice", "text": "ship"}
@@ -212,6 +225,41 @@ def test_reviewer_route_back_then_low_findings_travel_to_the_approval(tmp_path: 
     gate = out.result["reviewItems"][0]["gate"]
     assert gate["findings"] == [{"severity": "low", "message": "Typo in the title."}]
     assert [e["outcome"] for e in out.events("funnel.review")] == ["route_back", "ok"]
+
+
+def test_the_reviewer_runs_read_only_whatever_it_was_granted(tmp_path: Path) -> None:
+    """Defence in depth behind the Topology's ReviewerNotReadOnly: both agents hold native
+    file_io; the drafter writes a file, the reviewer (in the review layer) may not call
+    file_io at all (one tool that can write, whatever the operation), the file is untouched
+    and each refusal is audited and readable by its model."""
+    funnel = {"review": {"agent": "critic"}, "approve": APPROVE}
+    low = {"findings": [{"severity": "low", "message": "Fine."}]}
+    script = [
+        tool_call("file_io", operation="write", path="draft.txt", content="v2"),
+        text(GOOD),
+        tool_call("file_io", operation="read", path="draft.txt"),
+        tool_call("file_io", operation="write", path="draft.txt", content="tampered"),
+        text(json.dumps(low)),
+    ]
+    with ScriptedModelServer(script) as server:
+        layout = write_bundle(
+            _gated_bundle(server, funnel, reviewer=True, native={"fileIo": True}), tmp_path
+        )
+        out = run_subprocess(layout)
+        [(read, read_error)] = server.requests[3].tool_results()
+        [(refused, refused_error)] = server.requests[4].tool_results()
+    assert out.outcome == "AwaitingReview", out.stderr
+    assert read_error and "ReviewerReadOnly" in read, read
+    assert refused_error and "ReviewerReadOnly" in refused
+    assert "reviewer of funnel release-notes" in refused
+    assert (layout.scratch / "work" / "draft.txt").read_text() == "v2"
+    writes = [c for c in out.tool_calls("file_io") if c.get("agent") == "writer"]
+    assert [c["outcome"] for c in writes] == ["ok"]
+    refusals = out.events("tool.refused")
+    assert [(r["agent"], r["reason"]) for r in refusals] == [
+        ("critic", "ReviewerReadOnly"),
+        ("critic", "ReviewerReadOnly"),
+    ]
 
 
 DIFF = """--- a/src/app.py
@@ -299,6 +347,10 @@ def test_a_revision_goes_back_to_the_drafter_and_opens_a_new_round_with_the_diff
         assert diff[:2] == ["--- round 1", "+++ round 2"]
         assert '-  "body": "Faster runs.",' in diff
         assert '+  "body": "Runs start 3x faster; see docs.",' in diff
+        # round 2 reports its own draft's layer results only (round 1's were counted when
+        # round 1 opened), although this stage replayed round 1's draft
+        assert item["gate"]["layerResults"] == [{"layer": "validate", "outcome": "ok", "count": 1}]
+        assert gate["retries"] == 0
         # this stage's audit: round 1's revision applied, round 2 opened
         [revised] = again.events("funnel.decided")
         assert (revised["verdict"], revised["round"]) == ("revise", 1)
