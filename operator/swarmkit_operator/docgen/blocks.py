@@ -199,10 +199,9 @@ def chaos(records: Records) -> list[str]:
 
 
 def _spread(runs: Sequence[Mapping[str, Any]], pick: str, key: str) -> str:
-    def one(run: Mapping[str, Any]) -> Mapping[str, Any]:
-        return run["segments"][pick] if pick else run["run_created_to_job_created"]
-
-    return " / ".join(_num(one(r)[key]) for r in runs)
+    """One statistic of each repeat: a traced segment's (``pick``) or the Run → Job time's."""
+    stats = [r["segments"][pick] if pick else r["run_created_to_job_created"] for r in runs]
+    return " / ".join(_num(s[key]) for s in stats)
 
 
 def egress_overhead(records: Records) -> list[str]:
