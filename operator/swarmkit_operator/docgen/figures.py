@@ -45,13 +45,13 @@ BLOCKS: dict[str, Block] = {
         Path("docs/how-to/high-availability.md"),
         ("chaos",),
         blocks.ha_failover,
-        "python bench/record.py chaos --json-file chaos-report.json -- make chaos",
+        "python bench/record.py --json-file chaos-report.json chaos -- make chaos",
     ),
     "chaos": Block(
         Path("docs/operations/reliability.md"),
         ("chaos",),
         blocks.chaos,
-        "python bench/record.py chaos --json-file chaos-report.json -- make chaos",
+        "python bench/record.py --json-file chaos-report.json chaos -- make chaos",
     ),
     "egress-overhead": Block(
         Path("docs/isolation.md"),

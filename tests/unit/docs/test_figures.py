@@ -184,6 +184,7 @@ def test_client_install_and_image_build_print_their_records() -> None:
         {
             "coldSeconds": 231.4,
             "warmSeconds": 0.8,
+            "warmRebuilt": [],
             "basesSeconds": 102.5,
             "images": {"runtime": {"reference": "r:1", "buildSeconds": 72.1, "rootfsMiB": 452}},
             "builder": ["buildah version 1.28.2"],
@@ -192,8 +193,11 @@ def test_client_install_and_image_build_print_their_records() -> None:
     lines = blocks.image_build({"bench-images": images})
     assert _row(lines, "runtime image")[1:] == ["72.1 s", "452 MiB root filesystem"]
     assert _row(lines, "cold `make images` total")[1] == "231.4 s"
-    assert _row(lines, "warm")[1] == "0.8 s"
+    assert _row(lines, "warm `make images` (inputs unchanged: nothing rebuilt)")[1] == "0.8 s"
     assert _row(lines, "Debian tree")[1] == "102.5 s"
+    images["results"]["warmRebuilt"] = ["operator"]
+    lines = blocks.image_build({"bench-images": images})
+    assert _row(lines, "warm `make images`: rebuilt operator")[1] == "0.8 s"
 
 
 def test_runtime_ab_puts_both_revisions_side_by_side_and_computes_the_difference() -> None:
@@ -226,7 +230,8 @@ def test_runtime_ab_puts_both_revisions_side_by_side_and_computes_the_difference
     assert _row(lines, "time to all Ready")[1:] == ["7.8 / 8.8 / 10.8 s", "7 / 8 / 10 s"]
     text = "\n".join(lines)
     assert "`3886b86`" in text and "`f610011`" in text and "1,221 objects" in text
-    assert "B's time to Ready is +10% of A's" in text and "1.13x against 1.03x" in text
+    assert "time to Ready +10% for B against A" in text and "1.13x against 1.03x" in text
+    assert "B: `3886b86` (HEAD)" in text and "A: `f610011` |" in text
     assert "B 2.1 1.0 0.5; A 0.3 0.2 0.1" in text
 
 
