@@ -53,6 +53,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("name", help="result name: bench/results/NAME.json")
     parser.add_argument("--json-file", type=Path, help="read the results from this file")
+    parser.add_argument(
+        "--results-dir", type=Path, default=HERE / "results", help="where NAME.json goes"
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the benchmark")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -71,7 +74,7 @@ def main() -> int:
             json.loads(args.json_file.read_text()) if args.json_file else _last_json(done.stdout)
         ),
     }
-    out = HERE / "results" / f"{args.name}.json"
+    out = args.results_dir / f"{args.name}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {out}", file=sys.stderr)
