@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-funnel bench-tracing bench-providers bench-import bench-gateway bench-review bench-spend bench-serve bench-webview bench chaos chart-lint \
+        bench-runner bench-funnel bench-tracing bench-providers bench-import bench-gateway bench-review bench-spend bench-serve bench-webview bench-clients bench-images bench-ab bench chaos chart-lint \
         test-helm kind-e2e clean chromium botocore checkov images images-if-built jaeger
 
 help: ## list targets
@@ -181,6 +181,18 @@ bench-gateway: $(STAMP) ## benchmark: MCP gateway call overhead over a direct up
 
 bench-webview: $(STAMP) ## benchmark: web view render time for 1,000 skills
 	$(PY) bench/bench_webview.py
+
+bench-clients: $(STAMP) node ## benchmark: make clients cold (empty Go/npm caches) and warm
+	$(PY) bench/bench_clients.py
+
+bench-images: $(STAMP) ## benchmark: make images cold (scratch store, as root) and warm
+	$(PY) bench/bench_images.py
+
+# The runtime change's A/B (docs/design/operator-runtime.md): the code before it against it.
+AB_A ?= f610011
+AB_B ?= 3886b86
+bench-ab: cluster-binaries ## benchmark: the operator at two revisions (AB_A, AB_B), alternating, N = 1,000
+	$(PY) bench/bench_ab.py --a $(AB_A) --b $(AB_B)
 
 chart-lint: cluster-binaries ## helm lint/template, values schema, Argo CD health Lua, Dockerfile checks
 	$(PY) -m pytest tests/unit/test_chart_render.py tests/unit/test_chart_values.py \

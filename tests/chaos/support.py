@@ -74,6 +74,9 @@ def rng(salt: str) -> random.Random:
 
 def record(key: str, value: Any) -> None:
     FIGURES[key] = value
+    # The machine is shared: the 1/5/15-minute load when each figure was taken says how
+    # much of a wall-clock time was waiting for a core (the docs print it beside them).
+    FIGURES.setdefault("loadavg", {})[key] = [round(x, 2) for x in os.getloadavg()]
     print(f"[chaos] {key}: {json.dumps(value)}")
     path = os.environ.get("SWARMKIT_CHAOS_REPORT")
     if path:

@@ -3,7 +3,8 @@
 ``python -m swarmkit_operator.docgen --out .`` writes ``docs/reference/`` (every CRD field,
 every ``kubectl swarmkit`` command, every Helm value, every metric, condition and Event
 reason), ``docs/performance/index.md`` (from the committed ``bench/results/*.json``),
-``charts/swarmkit-operator/README.md`` and the figures block of ``README.md``; ``--verify .``
+``charts/swarmkit-operator/README.md``, the figures block of ``README.md`` and the figures
+blocks of the prose pages (:mod:`.figures`); ``--verify .``
 regenerates in memory and fails on any difference, as ``crdgen --verify`` does (``make
 generate`` / ``make verify`` run both). Output is deterministic: no dates, no terminal
 widths, no dict ordering from the environment.
@@ -15,7 +16,7 @@ import difflib
 from pathlib import Path
 
 from .. import generate
-from . import bench, cli, crds, headlines, helm, observability
+from . import bench, cli, crds, figures, headlines, helm, observability
 
 DOCS = Path("docs")
 REFERENCE = DOCS / "reference"
@@ -32,6 +33,8 @@ def render_all(root: Path) -> dict[Path, str]:
     files[DOCS / "performance" / "index.md"] = bench.render(root)
     files[helm.CHART_README] = helm.render_chart_readme(root)
     files[Path("README.md")] = headlines.render_readme(root)
+    for page in figures.pages():  # the prose pages' figures blocks
+        files[page] = figures.render_page(root, page)
     return files
 
 

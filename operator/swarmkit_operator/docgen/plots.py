@@ -23,8 +23,8 @@ def is_scale_summary(results: Any) -> bool:
     """Whether ``results`` is a ``bench_scale`` result (``summary`` keyed by N)."""
     summary = results.get("summary") if isinstance(results, dict) else None
     return isinstance(summary, dict) and any(
-        isinstance(v, dict) and "readySeconds" in v for v in summary.values()
-    )
+        k.isdigit() and isinstance(v, dict) and "readySeconds" in v for k, v in summary.items()
+    )  # keyed by N: bench_ab's summary is keyed by revision (a, b) and renders as a table
 
 
 def _sizes(summary: dict[str, Any]) -> list[str]:
