@@ -38,8 +38,9 @@ def echo(request: HttpRequest) -> tuple[int, Any]:
 
 
 class RecordingHttpServer:
-    def __init__(self, responder: Responder = echo) -> None:
+    def __init__(self, responder: Responder = echo, port: int = 0) -> None:
         self.responder = responder
+        self.port = port  # 0: a free one
         self.requests: list[HttpRequest] = []
         self._httpd: ThreadingHTTPServer | None = None
 
@@ -82,7 +83,7 @@ class RecordingHttpServer:
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
         return self

@@ -37,6 +37,8 @@ from typing import Any
 
 import kopf
 
+from swarmkit_api import GROUP, VERSION
+
 from .. import k8s, metrics, serving
 from ..config import OperatorConfig, load_config
 from ..gateways import GatewayController
@@ -175,14 +177,37 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
-@kopf.on.startup()
+#: Seconds kopf waits before it calls a failed start-up again (its default is 60 s).
+START_RETRY_SECONDS = 2.0
+
+
+@kopf.on.startup(backoff=START_RETRY_SECONDS)
 async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    """Build and start the operator (module docstring: the order)."""
-    # 1. kopf's settings, the configuration, the API client.
+    """Build and start the operator (module docstring: the order).
+
+    All or nothing: a start that fails half-way (the API server went away during it) takes
+    down what it built before kopf calls it again, so a retry never runs two of a loop.
+    """
+    try:
+        await _build(settings, memo)
+    except BaseException:
+        await _take_down(memo, close_client=False)
+        for built in ("manager", "components", "swarmkit", "web_view", "wiring"):
+            memo.pop(built, None)
+        raise
+
+
+async def _build(settings: kopf.OperatorSettings, memo: kopf.Memo) -> None:
+    # 1. kopf's settings, the configuration, the API client, and an API server that answers:
+    # started while it is down or still warming up (a restarted kube-apiserver refuses
+    # everything until its authorizer's caches fill), every LIST below would fail.
     common.configure_kopf(settings)
     config = load_config()
     workers = int(os.environ.get("SWARMKIT_WORKERS", "16"))
     k8s.configure(workers=workers + 4)
+    waited = await k8s.wait_for_api(f"/apis/{GROUP}/{VERSION}")
+    if waited >= 1.0:
+        log.info("the API server answered after %.1fs", waited)
     namespaces = tuple(
         n for n in os.environ.get("SWARMKIT_WATCH_NAMESPACES", "").split(",") if n.strip()
     ) or tuple(config.watch_namespaces)
@@ -397,6 +422,10 @@ async def stop(memo: kopf.Memo, **_: Any) -> None:
     """Graceful shutdown, in the reverse order: hand the lease over (and stop the loops),
     the web view, the skill library, the gateways and Runs workers, the reconcile
     controller (finishing in-flight reconciles, flushing Events), the streams, the client."""
+    await _take_down(memo, close_client=True)
+
+
+async def _take_down(memo: kopf.Memo, close_client: bool) -> None:
     manager = manager_of(memo)
     if manager is not None:
         await manager.stop()
@@ -413,7 +442,8 @@ async def stop(memo: kopf.Memo, **_: Any) -> None:
         await ctl.stop()
     await k8s.close_streams()
     metrics.set_object_counts(None)
-    k8s.shutdown()
+    if close_client:
+        k8s.shutdown()
 
 
 @kopf.on.probe(id="workqueue")

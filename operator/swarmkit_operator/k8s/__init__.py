@@ -33,6 +33,7 @@ from .client import (
     request_start,
     set_write_gate,
     shutdown,
+    wait_for_api,
     write_refusal,
 )
 from .objects import (
@@ -148,5 +149,6 @@ __all__ = [
     "set_write_gate",
     "shutdown",
     "stream",
+    "wait_for_api",
     "write_refusal",
 ]

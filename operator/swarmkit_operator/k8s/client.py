@@ -311,6 +311,36 @@ async def request(
     return await loop.run_in_executor(_state.executor, call)
 
 
+async def wait_for_api(path: str, max_delay: float = 5.0) -> float:
+    """Wait until a GET of ``path`` succeeds; the seconds waited.
+
+    For the start-up: the API server may be down or still warming up (a restarted
+    kube-apiserver's RBAC authorizer refuses every request until its caches fill), and a
+    start that LISTs then would fail. ``path`` should be one the operator may always read
+    (its API group's discovery document). Logs once while it waits, with the last answer.
+    """
+    started = time.monotonic()
+    delay = 0.25
+    logged = False
+    while True:
+        try:
+            status, payload = await request("GET", path, retries=0, timeout=5.0)
+        except ApiError as exc:
+            status, payload = 0, str(exc)
+        if 200 <= status < 300:
+            return time.monotonic() - started
+        if not logged:
+            log.warning(
+                "the API server does not serve %s yet (HTTP %d: %s): waiting for it",
+                path,
+                status,
+                str(payload)[:200],
+            )
+            logged = True
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, max_delay)
+
+
 #: A LIST answering with each object's metadata only (``PartialObjectMetadataList``), for
 #: callers that read names, labels and annotations: the apiserver encodes and this process
 #: decodes a fraction of the bytes (a rendered ConfigMap carries a whole skill).

@@ -167,6 +167,9 @@ def _sent_to(fn: ast.AsyncFunctionDef) -> tuple[str | None, str | None, int | No
 
 #: The generic request functions: what they send is their caller's argument.
 GENERIC = ("request", "stream", "request_start")
+#: Helpers that read a non-resource path, which no Role grants: the API group's discovery
+#: document, which every authenticated user may read (the built-in ``system:discovery``).
+NON_RESOURCE = ("wait_for_api",)
 
 
 def _helpers() -> dict[str, Helper]:
@@ -318,7 +321,7 @@ def code_calls() -> Iterator[Call]:
                 continue
             helper = helpers[node.func.attr]
             where = f"{rel}:{node.lineno} k8s.{node.func.attr}"
-            if node.func.attr in GENERIC:
+            if node.func.attr in GENERIC + NON_RESOURCE:
                 continue  # generic: the leader election, indexes and watches (below)
             if helper.group is None:  # the path is an argument
                 pairs, collection = _path_resources(node.args[0], rel, consts, loops)

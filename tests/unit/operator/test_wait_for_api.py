@@ -1,0 +1,85 @@
+"""The start-up waits for an API server that answers before it LISTs anything.
+
+A restarted kube-apiserver refuses connections, then answers 403 to every request until
+its RBAC authorizer's caches fill; an operator (re)started then used to fail its start-up
+and sit out kopf's 60 s retry. ``k8s.wait_for_api`` polls the discovery document until it
+is served. Here a real HTTP server on loopback plays the API server's first seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from swarmkit_operator import k8s
+from tests.support.http_server import HttpRequest, RecordingHttpServer
+
+PATH = "/apis/swarmkit.dev/v1alpha1"
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[Path]:
+    """Where a kubeconfig for a plain-HTTP API server goes; the client is torn down after."""
+    k8s.shutdown()
+    yield tmp_path / "kubeconfig"
+    k8s.shutdown()
+
+
+def _kubeconfig(path: Path, url: str) -> str:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": url}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return str(path)
+
+
+def test_it_waits_through_a_warming_authorizer_and_logs_once(
+    client: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def warming(request: HttpRequest) -> tuple[int, object]:
+        if len(server.requests) <= 3:
+            return 403, {"kind": "Status", "message": "clusterrole.rbac... not found"}
+        return 200, {"kind": "APIResourceList", "groupVersion": "swarmkit.dev/v1alpha1"}
+
+    with RecordingHttpServer(warming) as server:
+        k8s.configure(kubeconfig=_kubeconfig(client, server.url))
+        with caplog.at_level(logging.WARNING):
+            waited = asyncio.run(k8s.wait_for_api(PATH, max_delay=0.5))
+    assert [r.path for r in server.requests] == [PATH] * 4
+    assert 0.25 + 0.5 + 0.5 <= waited < 5  # three waits, doubling up to max_delay
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "HTTP 403" in warnings[0] and PATH in warnings[0]
+
+
+def test_it_waits_while_nothing_listens_then_returns_once_served(client: Path) -> None:
+    with RecordingHttpServer() as probe:
+        port = int(probe.url.rsplit(":", 1)[1])  # free, then closed: connections refused
+    k8s.configure(kubeconfig=_kubeconfig(client, f"http://127.0.0.1:{port}"), retries=0)
+    server = RecordingHttpServer(port=port)
+
+    async def scenario() -> float:
+        waiting = asyncio.create_task(k8s.wait_for_api(PATH, max_delay=0.3))
+        await asyncio.sleep(1.2)
+        assert not waiting.done()  # nothing listens: still waiting
+        server.start()
+        return await asyncio.wait_for(waiting, timeout=10)
+
+    try:
+        waited = asyncio.run(scenario())
+    finally:
+        server.close()
+    assert [r.path for r in server.requests] == [PATH]
+    assert 1.2 <= waited < 3
