@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -20,7 +20,7 @@ import pytest
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
 
-from .runs_support import GROUP, REPO, VERSION, get
+from .runs_support import GROUP, REPO, VERSION, apply, apply_examples, get, with_command
 
 ADMISSION = REPO / "deploy" / "admission" / "review-decisions.yaml"
 REVIEWERS = ("alice", "bob")
@@ -131,6 +131,38 @@ def bind_people(cluster: LocalCluster, namespace: str) -> None:
         return res.stdout.strip() == "yes"
 
     wait_for(can_decide, 30, message="the reviewer role to be aggregated")
+
+
+def escalating_deploy(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> None:
+    """The examples, people bound, and a Skill ``deploy`` whose command always fails
+    ("target locked") with ``onFailure: escalate_to_human``: a Run that calls it parks
+    on a Review. ``edit`` changes the example documents further (e.g. the Workspace)."""
+    ops = with_command(
+        "ops", "deploy", "Deploy the service.", "import sys; sys.exit('target locked')", "write"
+    )
+    apply_examples(kube, namespace, edit=lambda doc: edit(ops(doc)) if edit else ops(doc))
+    bind_people(cluster, namespace)
+    apply(
+        kube,
+        namespace,
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Skill",
+            "metadata": {"name": "deploy"},
+            "spec": {
+                "description": "Use when the change is approved and must be deployed.",
+                "category": "capability",
+                "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
+                "constraints": {"onFailure": "escalate_to_human"},
+                "provenance": {"authoredBy": "human", "version": "1.0.0"},
+            },
+        },
+    )
 
 
 def review_of(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:

@@ -22,14 +22,12 @@ from swarmkit_devcluster.testing import Kube
 from tests.support.served import free_port
 
 from .review_support import (
-    bind_people,
     decide,
+    escalating_deploy,
     parked_review,
     review_admission,  # noqa: F401  (fixture)
 )
 from .runs_support import (
-    GROUP,
-    VERSION,
     OperatorProcess,
     agent_with,
     apply,
@@ -145,43 +143,7 @@ def test_each_job_of_a_parked_and_resumed_run_counts_its_own_calls(
     ns = namespace
     before = _scrape(operator)
 
-    def with_ops(doc: dict[str, Any]) -> dict[str, Any]:
-        if doc["kind"] == "Workspace":
-            doc["spec"]["commandPacks"] = [
-                *doc["spec"].get("commandPacks", []),
-                {
-                    "id": "ops",
-                    "requires": ["python"],
-                    "commands": [
-                        {
-                            "name": "deploy",
-                            "description": "Deploy the service.",
-                            "argv": ["python", "-c", "import sys; sys.exit('target locked')"],
-                            "effects": "write",
-                        }
-                    ],
-                },
-            ]
-        return doc
-
-    apply_examples(kube, ns, edit=with_ops)
-    bind_people(cluster, ns)
-    apply(
-        kube,
-        ns,
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "Skill",
-            "metadata": {"name": "deploy"},
-            "spec": {
-                "description": "Use when the change is approved and must be deployed.",
-                "category": "capability",
-                "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
-                "constraints": {"onFailure": "escalate_to_human"},
-                "provenance": {"authoredBy": "human", "version": "1.0.0"},
-            },
-        },
-    )
+    escalating_deploy(cluster, kube, ns)
     replay = [
         {
             "toolCalls": [{"name": "deploy", "arguments": {"service": "checkout"}}],

@@ -24,14 +24,12 @@ from swarmkit_devcluster.testing import Kube
 from tests.support.tracing import by_name, one, views
 
 from .review_support import (
-    bind_people,
     decide,
+    escalating_deploy,
     parked_review,
     review_admission,  # noqa: F401  (fixture)
 )
 from .runs_support import (
-    GROUP,
-    VERSION,
     OperatorProcess,
     agent_with,
     apply,
@@ -148,44 +146,12 @@ def test_a_parked_and_resumed_run_is_one_trace(
 ) -> None:
     ns = namespace
 
-    def traced_with_ops(doc: dict[str, Any]) -> dict[str, Any]:
+    def traced(doc: dict[str, Any]) -> dict[str, Any]:
         if doc["kind"] == "Workspace":
             doc["spec"]["tracing"] = {"endpoint": jaeger.otlp_http_endpoint}
-            doc["spec"]["commandPacks"] = [
-                *doc["spec"].get("commandPacks", []),
-                {
-                    "id": "ops",
-                    "requires": ["python"],
-                    "commands": [
-                        {
-                            "name": "deploy",
-                            "description": "Deploy the service.",
-                            "argv": ["python", "-c", "import sys; sys.exit('target locked')"],
-                            "effects": "write",
-                        }
-                    ],
-                },
-            ]
         return doc
 
-    apply_examples(kube, ns, edit=traced_with_ops)
-    bind_people(cluster, ns)
-    apply(
-        kube,
-        ns,
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "Skill",
-            "metadata": {"name": "deploy"},
-            "spec": {
-                "description": "Use when the change is approved and must be deployed.",
-                "category": "capability",
-                "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
-                "constraints": {"onFailure": "escalate_to_human"},
-                "provenance": {"authoredBy": "human", "version": "1.0.0"},
-            },
-        },
-    )
+    escalating_deploy(cluster, kube, ns, edit=traced)
     replay = [
         {"toolCalls": [{"name": "deploy", "arguments": {"service": "checkout"}}]},
         {"text": "done"},
