@@ -12,7 +12,8 @@ the diff against the artifact shown in the previous round. ``approve``, ``reject
 signature to ``spec.approvals`` in the role ``--role`` names (the admission policy checks
 that you hold it by user name or group, that ``decidedBy`` is you and that you did not
 create the run), guarded by the Review's resourceVersion so two
-people signing at once cannot drop each other's signature.
+people signing at once cannot drop each other's signature (on a conflict the Review is read
+again and the signature appended to what it holds then, up to five times).
 """
 
 from __future__ import annotations
@@ -125,6 +126,10 @@ def _history(rounds: list[ApprovalRound], current: int, policy: str, console: Co
             console.print(f"    signed in round {past.round}: {', '.join(signed)}")
 
 
+#: Times a signature is re-read and re-sent when the Review changed meanwhile.
+SIGN_ATTEMPTS = 5
+
+
 def sign(
     kube: Any,
     console: Console,
@@ -154,21 +159,31 @@ def sign(
     entry: dict[str, Any] = {"verdict": verdict, "role": role, "decidedBy": user}
     if text:
         entry["text"] = text
-    approvals = list((review.get("spec") or {}).get("approvals") or [])
-    body = {
-        "metadata": {"resourceVersion": review["metadata"]["resourceVersion"]},
-        "spec": {"approvals": [*approvals, entry]},
-    }
-    try:
-        kube.custom.patch_namespaced_custom_object(
-            GROUP, VERSION, kube.namespace, PLURAL, name, body
-        )
-    except ApiException as exc:
-        if exc.status == 409:
-            raise CommandError(
-                f"review {name} changed meanwhile (another signature): try again"
-            ) from None
-        raise CommandError(f"review {name}: {_reason(exc)}") from None
+    # The resourceVersion guard keeps two people signing at once from dropping each
+    # other's signature; a conflict also comes from the operator's own status writes
+    # (the quorum it keeps on the Review), so re-read and append to the fresh list.
+    for attempt in range(1, SIGN_ATTEMPTS + 1):
+        approvals = list((review.get("spec") or {}).get("approvals") or [])
+        body = {
+            "metadata": {"resourceVersion": review["metadata"]["resourceVersion"]},
+            "spec": {"approvals": [*approvals, entry]},
+        }
+        try:
+            kube.custom.patch_namespaced_custom_object(
+                GROUP, VERSION, kube.namespace, PLURAL, name, body
+            )
+            break
+        except ApiException as exc:
+            if exc.status != 409:
+                raise CommandError(f"review {name}: {_reason(exc)}") from None
+            if attempt == SIGN_ATTEMPTS:
+                raise CommandError(
+                    f"review {name} kept changing while signing ({SIGN_ATTEMPTS} attempts): "
+                    "try again"
+                ) from None
+            review = kube.custom.get_namespaced_custom_object(
+                GROUP, VERSION, kube.namespace, PLURAL, name
+            )
     console.print(f"review {name}: {verdict} by {user} as {role}")
     return EXIT_OK
 

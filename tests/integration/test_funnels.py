@@ -241,21 +241,29 @@ def _sign(
     groups: tuple[str, ...] = (LEADS,),
     text: str | None = None,
 ) -> Any:
-    body = review_of_cluster(cluster, ns, review)
-    approvals = list(body["spec"].get("approvals") or [])
     entry: dict[str, Any] = {"verdict": verdict, "role": "release-lead", "decidedBy": user}
     if text:
         entry["text"] = text
-    patch = json.dumps(
-        {
-            "spec": {"approvals": [*approvals, entry]},
-            "metadata": {"resourceVersion": body["metadata"]["resourceVersion"]},
-        }
-    )
     as_groups = [f"--as-group={g}" for g in groups]
-    return kubectl_as(
-        cluster, user, *as_groups, "-n", ns, "patch", "review", review, "--type=merge", "-p", patch
-    )
+    # As `kubectl swarmkit review approve` does: append to the signatures read, guarded by
+    # the resourceVersion; on a conflict (another signature, or the operator's status write)
+    # read again.
+    for _ in range(5):
+        body = review_of_cluster(cluster, ns, review)
+        approvals = list(body["spec"].get("approvals") or [])
+        patch = json.dumps(
+            {
+                "spec": {"approvals": [*approvals, entry]},
+                "metadata": {"resourceVersion": body["metadata"]["resourceVersion"]},
+            }
+        )
+        done = kubectl_as(
+            cluster, user, *as_groups, "-n", ns, "patch", "review", review, "--type=merge",
+            "-p", patch,
+        )  # fmt: skip
+        if "the object has been modified" not in done.stderr:
+            return done
+    return done
 
 
 def review_of_cluster(cluster: LocalCluster, ns: str, name: str) -> dict[str, Any]:

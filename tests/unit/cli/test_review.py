@@ -69,3 +69,42 @@ def test_revise_needs_text() -> None:
     review["metadata"] = {"name": "r-2", "resourceVersion": "1"}
     with pytest.raises(UsageError, match="review revise r-2 needs --text"):
         review_gate.sign(None, Console(), review, "revise", "product", None, "paula")
+
+
+def test_a_signature_is_re_read_and_re_sent_when_the_review_changed_meanwhile() -> None:
+    """The Review's resourceVersion moves under a signer: another person signed, or the
+    operator wrote the quorum to its status (seen in CI: a 409 on the first signature of a
+    Review the operator had just updated). The signature is appended to the fresh list, so
+    neither is lost."""
+    from kubernetes.client.exceptions import ApiException
+
+    from swarmkit_cli import review_gate
+    from swarmkit_cli.console import Console
+
+    sam = {"verdict": "approve", "role": "security", "decidedBy": "sam"}
+    stale = _gate_review(1, "", [])
+    stale["metadata"] = {"name": "r-2", "resourceVersion": "7"}
+    fresh = _gate_review(1, "", [])
+    fresh["metadata"] = {"name": "r-2", "resourceVersion": "9"}
+    fresh["spec"]["approvals"] = [sam]  # type: ignore[index]
+    sent: list[dict[str, object]] = []
+
+    class Custom:
+        def patch_namespaced_custom_object(self, *args: object) -> None:
+            body = args[-1]
+            assert isinstance(body, dict)
+            sent.append(body)
+            if body["metadata"]["resourceVersion"] != "9":
+                raise ApiException(status=409, reason="Conflict")
+
+        def get_namespaced_custom_object(self, *args: object) -> dict[str, object]:
+            return fresh
+
+    class Kube:
+        namespace = "team-a"
+        custom = Custom()
+
+    code = review_gate.sign(Kube(), Console(), stale, "approve", "product", None, "paula")
+    assert code == 0
+    paula = {"verdict": "approve", "role": "product", "decidedBy": "paula"}
+    assert [b["spec"]["approvals"] for b in sent] == [[paula], [sam, paula]]  # type: ignore[index]
