@@ -147,22 +147,24 @@ def escalating_deploy(
     )
     apply_examples(kube, namespace, edit=lambda doc: edit(ops(doc)) if edit else ops(doc))
     bind_people(cluster, namespace)
-    apply(
-        kube,
-        namespace,
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "Skill",
-            "metadata": {"name": "deploy"},
-            "spec": {
-                "description": "Use when the change is approved and must be deployed.",
-                "category": "capability",
-                "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
-                "constraints": {"onFailure": "escalate_to_human"},
-                "provenance": {"authoredBy": "human", "version": "1.0.0"},
-            },
+    apply(kube, namespace, deploy_skill())
+
+
+def deploy_skill(**constraints: Any) -> dict[str, Any]:
+    """Skill ``deploy``: the ``ops/deploy`` command with ``onFailure: escalate_to_human``
+    (and ``constraints`` beside it)."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Skill",
+        "metadata": {"name": "deploy"},
+        "spec": {
+            "description": "Use when the change is approved and must be deployed.",
+            "category": "capability",
+            "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
+            "constraints": {"onFailure": "escalate_to_human", **constraints},
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
         },
-    )
+    }
 
 
 def review_of(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:

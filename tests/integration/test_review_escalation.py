@@ -23,6 +23,7 @@ from .review_support import (
     EDITOR,
     bind_people,
     decide,
+    deploy_skill,
     kubectl_as,
     parked_review,
     review_admission,  # noqa: F401  (fixture)
@@ -57,19 +58,7 @@ _with_ops_pack = with_command(
 def _escalating_agent(kube: Kube, ns: str, cluster: LocalCluster, **constraints: Any) -> None:
     apply_examples(kube, ns, edit=_with_ops_pack)
     bind_people(cluster, ns)
-    skill = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": "deploy"},
-        "spec": {
-            "description": "Use when the change is approved and must be deployed.",
-            "category": "capability",
-            "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
-            "constraints": {"onFailure": "escalate_to_human", **constraints},
-            "provenance": {"authoredBy": "human", "version": "1.0.0"},
-        },
-    }
-    apply(kube, ns, skill)
+    apply(kube, ns, deploy_skill(**constraints))
     replay = [
         {"toolCalls": [{"name": "deploy", "arguments": {"service": "checkout"}}]},
         {"text": "done: the person's answer was used"},

@@ -7,9 +7,8 @@ from typing import Any
 
 from swarmkit_devcluster.testing import Kube
 
+from .review_support import deploy_skill
 from .runs_support import (
-    GROUP,
-    VERSION,
     OperatorProcess,
     agent_with,
     apply,
@@ -36,19 +35,7 @@ def test_escalation_parks_the_run_awaiting_review_with_its_question(
 ) -> None:
     ns = namespace
     apply_examples(kube, ns, edit=_with_ops_pack)
-    skill = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": "deploy"},
-        "spec": {
-            "description": "Use when the change is approved and must be deployed.",
-            "category": "capability",
-            "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
-            "constraints": {"onFailure": "escalate_to_human"},
-            "provenance": {"authoredBy": "human", "version": "1.0.0"},
-        },
-    }
-    apply(kube, ns, skill)
+    apply(kube, ns, deploy_skill())
     replay = [{"toolCalls": [{"name": "deploy", "arguments": {}}]}, {"text": "deployed"}]
     apply(kube, ns, agent_with("deployer", replay, skills=["deploy"]))
     wait_ready(kube, ns, "Agent", "deployer")

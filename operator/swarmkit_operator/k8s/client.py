@@ -317,7 +317,7 @@ async def wait_for_api(path: str, max_delay: float = 5.0) -> float:
     For the start-up: the API server may be down or still warming up (a restarted
     kube-apiserver's RBAC authorizer refuses every request until its caches fill), and a
     start that LISTs then would fail. ``path`` should be one the operator may always read
-    (its API group's discovery document). Logs once while it waits, with the last answer.
+    (its API group's discovery document). Logs once while it waits, with the first refusal.
     """
     started = time.monotonic()
     delay = 0.25
