@@ -133,8 +133,13 @@ images-if-built: $(STAMP)
 
 # make test builds both images when they are missing or stale (a cold build is ~3 min as
 # root; cached after), so the image tests run everywhere and the suite skips nothing.
-test: lint verify docs cluster-binaries clients jaeger images ## lint + verify + docs + the whole test suite
-	$(PY) -m pytest tests -q -p no:cacheprovider
+# It prints how long the steps before pytest took, then pytest's 20 slowest tests and its own
+# total (the closing line stays pytest's, which CI reads): a change that slows the suite shows.
+test: $(STAMP) ## lint + verify + docs + the whole test suite (prints the 20 slowest tests and the times)
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory lint verify docs cluster-binaries clients jaeger images; \
+	echo "make test: lint, verify, docs and the builds took $$(( $$(date +%s) - start )) s; pytest follows"
+	$(PY) -m pytest tests -q -p no:cacheprovider --durations=20 --durations-min=1
 
 demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output (TRACING=1: + Jaeger, the trace)
 	$(PY) -m swarmkit_devcluster demo

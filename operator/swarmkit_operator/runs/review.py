@@ -97,6 +97,9 @@ async def parked(
         if review is None:
             raise RuntimeError(f"Review {manifest['metadata']['name']} vanished")
         st.mark(run.uid, "review_created")
+    # The Review shows Pending before the Run says AwaitingReview: whoever sees the Run
+    # parked and lists the Reviews finds it waiting on people, never a blank state.
+    review = await _mark_pending(run.namespace, review)
     items = [_item_of(review)]
     fields: dict[str, Any] = {"checkpointConfigMap": cm_name, "reviewItems": items}
     gates = funnel_gate.gates_after(run.status.get("gates") or [], review, None)
@@ -105,6 +108,17 @@ async def parked(
     await status.write(st, run, verdict, fields)
     await cleanup.release_pods(st, pods)
     return await waiting(st, run, spec, review)
+
+
+async def _mark_pending(namespace: str, review: dict[str, Any]) -> dict[str, Any]:
+    """``review`` with ``status.state: Pending`` written (a no-op once it says so)."""
+    if ((review.get("status") or {}).get("state")) == "Pending":
+        return review
+    name = review["metadata"]["name"]
+    written = await k8s.patch_status_object(
+        REVIEWS, namespace, name, {"state": "Pending"}, k8s.REVIEWS_MANAGER
+    )
+    return written or review
 
 
 async def _store_checkpoint(
@@ -206,14 +220,7 @@ async def waiting(
             # A decision admitted before the Review was marked Expired still counts.
             found = rv.decision_of(expired or {}) or rv.timeout_decision(review, now)
         else:
-            if ((review.get("status") or {}).get("state")) != "Pending":
-                await k8s.patch_status(
-                    REVIEWS,
-                    run.namespace,
-                    review["metadata"]["name"],
-                    {"state": "Pending"},
-                    k8s.REVIEWS_MANAGER,
-                )
+            await _mark_pending(run.namespace, review)
             return max((deadline - now).total_seconds(), 0.5) if deadline else None
     return await resume(st, run, spec, stage, found, review)
 
