@@ -60,11 +60,12 @@ chromium:
 
 venv: $(STAMP) ## create .venv and install every Python dependency
 
-lint: $(STAMP) ## ruff, mypy --strict, import-linter
+lint: $(STAMP) ## ruff, mypy --strict, import-linter, function length (hack/lint)
 	$(VENV)/bin/ruff check operator runtime_image hack tests bench
 	$(VENV)/bin/ruff format --check operator runtime_image hack tests bench
 	$(VENV)/bin/mypy operator/swarmkit_api operator/swarmkit_operator operator/swarmkit_cli runtime_image/swarmkit_runner hack/swarmkit_devcluster
 	$(VENV)/bin/lint-imports
+	$(PY) hack/lint/function_length.py
 
 generate: $(STAMP) ## write every generated file (CRDs, chart templates, values schema, docs reference)
 	$(PY) -m swarmkit_operator.crdgen --out .
