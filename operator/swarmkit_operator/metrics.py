@@ -196,18 +196,3 @@ def serve(port: int, addr: str = "0.0.0.0") -> None:
     if port and port not in _server_started:
         start_http_server(port, addr=addr)
         _server_started.add(port)
-
-
-def write_count() -> int:
-    """Writes (POST/PATCH/PUT/DELETE) the operator's client has made so far."""
-    total = 0.0
-    for metric in API_REQUESTS.collect():
-        for sample in metric.samples:
-            if sample.name.endswith("_total") and sample.labels.get("verb") in (
-                "POST",
-                "PATCH",
-                "PUT",
-                "DELETE",
-            ):
-                total += sample.value
-    return int(total)

@@ -66,17 +66,6 @@ def children(bundle: RunBundle, position: AgentPosition) -> list[AgentPosition]:
     ]
 
 
-def reachable_agents(bundle: RunBundle) -> list[BundleAgent]:
-    """Every agent this run may execute (target tree), each once."""
-    seen: dict[str, BundleAgent] = {}
-    stack = [root_position(bundle)]
-    while stack:
-        pos = stack.pop()
-        seen.setdefault(pos.agent.name, pos.agent)
-        stack.extend(children(bundle, pos))
-    return list(seen.values())
-
-
 def provider_for(bundle: RunBundle, agent: BundleAgent) -> ModelProvider:
     """The agent's model provider (named, or the Workspace's first)."""
     providers = bundle.workspace.model_providers

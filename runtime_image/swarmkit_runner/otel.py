@@ -160,18 +160,6 @@ class OtelTracer:
         worker.join(SHUTDOWN_SECONDS)
 
 
-def trace_id_of(traceparent: str) -> str:
-    """The trace id of a ``traceparent`` value (for log lines)."""
-    parts = traceparent.split("-")
-    return parts[1] if len(parts) == 4 else ""
-
-
-def current_ids() -> dict[str, Any]:
-    """The current span's ids as hex (tests and log correlation)."""
-    ctx = trace.get_current_span().get_span_context()
-    return {"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"}
-
-
 #: The conventions' advisory bucket boundaries (gen-ai-metrics.md).
 TOKEN_BUCKETS = [4.0**i for i in range(14)]
 DURATION_BUCKETS = [0.01 * 2**i for i in range(14)]
