@@ -2,8 +2,8 @@
 
 Nothing here imports kopf or talks to the Kubernetes API; every function is a plain
 function of its arguments, so the whole rendering and resolution logic is unit-tested
-without a cluster (``tests/unit/operator``). The handlers gather the inputs from kopf
-indexes and the API, call these functions and write what they return.
+without a cluster (``tests/unit/operator``). The controllers gather the inputs from the
+operator's own indexes and the API, call these functions and write what they return.
 
 Shared here: the labels and names of the rendered ConfigMaps, owner references, and
 :class:`Verdict`, the kind-independent description of a condition the handlers turn into a

@@ -27,8 +27,8 @@ def _runs(memo: Any) -> RunController | None:
 
 
 # The indexes use the shared index machinery of handlers/common.py (filled by a paged LIST at
-# start-up, then kept current by watch events, the same way as the reconcile loop's), not
-# kopf's own indexes (whose pre-population is quadratic in the number of objects).
+# start-up, then kept current by the operator's own watch streams, like the reconcile loop's):
+# kopf's own indexes were not used, their pre-population being quadratic in the object count.
 
 
 @index("runs", id="runs_by_uid", group=GROUP, version=VERSION)

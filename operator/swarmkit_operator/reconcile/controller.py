@@ -152,7 +152,7 @@ class Controller:
 
     def observed(self, key: Key, body: Mapping[str, Any]) -> None:
         """A watch event for ``key`` arrived: our own write is visible once an event carries
-        its resourceVersion or its content (kopf may skip straight to a later event)."""
+        its resourceVersion or its content (a re-list may skip straight to a later event)."""
         waiting = self.awaiting.get(key)
         if waiting is None:
             return

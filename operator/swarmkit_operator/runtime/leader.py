@@ -17,9 +17,13 @@ write request (:func:`swarmkit_operator.k8s.set_write_gate`): a replica that is 
 leader, or a leader whose last successful renewal (counted from when that renewal was
 *sent*) is older than ``renew_deadline``, sends no write at all. So a leader cut off from
 the apiserver stops writing at most ``renew_deadline`` after its last renewal, while a
-standby can take over at the earliest ``lease_duration`` after it: the two never write
-at once. A leader that lost its Lease then exits (as controller-runtime does): the
-process starts again as a standby with fresh state instead of handing its loops back.
+standby can take over at the earliest ``lease_duration`` after it. One window remains: a
+write *sent* just before the fence can still land up to the client's request timeout
+later (30 s), which is longer than ``lease_duration - renew_deadline``; such a late write
+can overwrite a newer status once, and the watch event it causes makes the new leader
+reconcile that object and write its status again (level-triggered). A leader that lost
+its Lease then exits (as controller-runtime does): the process starts again as a standby
+with fresh state instead of handing its loops back.
 
 On a graceful stop the leader releases the Lease (holder cleared, duration 1 s, as
 client-go's ``ReleaseOnCancel``), so a rolling update fails over at once; after a SIGKILL
