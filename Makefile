@@ -6,6 +6,10 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# Two install levels in one venv: RUN_STAMP is what the local cluster, the operator and
+# `make demo` need (a newcomer's first command installs nothing of the test tool chain);
+# STAMP adds the test, lint and docs packages and the test tools (Chromium, botocore, checkov).
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
@@ -17,11 +21,15 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(RUN_STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli,test,dev,docs]'
+	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli,devcluster]'
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
+	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli,devcluster,test,dev,docs]'
 	$(MAKE) --no-print-directory chromium botocore checkov
 	touch $(STAMP)
 
@@ -80,7 +88,7 @@ verify: $(STAMP) ## regenerate into a temp dir and fail on any difference
 docs: $(STAMP) ## build the docs site (MkDocs + Material, strict) into site/
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 
-cluster-binaries: $(STAMP) ## build (once, cached) etcd, kube-apiserver, controller-manager, scheduler, kubectl, helm
+cluster-binaries: $(RUN_STAMP) ## build (once, cached) etcd, kube-apiserver, controller-manager, scheduler, kubectl, helm
 	$(PY) -m swarmkit_devcluster build
 
 # The third-party SDK clients the suite drives against serve, the gateway and the remote agent
@@ -107,19 +115,19 @@ node:
 cluster-up: cluster-binaries ## start the local control plane + process node (idempotent)
 	$(PY) -m swarmkit_devcluster up
 
-cluster-down: $(STAMP) ## stop the operator, the control plane and the process node; remove state
+cluster-down: $(RUN_STAMP) ## stop the operator, the control plane and the process node; remove state
 	$(PY) -m swarmkit_devcluster down
 
 operator-up: cluster-up ## install CRDs and run the operator in the background (.cluster/operator.log)
 	$(PY) -m swarmkit_devcluster operator-up
 
-operator-down: $(STAMP) ## stop the background operator
+operator-down: $(RUN_STAMP) ## stop the background operator
 	$(PY) -m swarmkit_devcluster operator-down
 
 test-unit: clients jaeger
 	$(PY) -m pytest tests/unit -q
 
-test-integration: cluster-binaries clients jaeger
+test-integration: $(STAMP) cluster-binaries clients jaeger
 	$(PY) -m pytest tests/integration -q
 
 # The runtime and operator images, built for real without a Docker daemon (buildah + debootstrap
@@ -145,23 +153,23 @@ test: $(STAMP) ## lint + verify + docs + the whole test suite (prints the 20 slo
 demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output (TRACING=1: + Jaeger, the trace)
 	$(PY) -m swarmkit_devcluster demo
 
-bench-reconcile: cluster-binaries ## benchmark: reconcile 1,000 skills / 200 agents / 20 topologies
+bench-reconcile: $(STAMP) cluster-binaries ## benchmark: reconcile 1,000 skills / 200 agents / 20 topologies
 	$(PY) bench/bench_reconcile.py
 
-bench-runs: cluster-binaries ## benchmark: operator overhead (runner stand-in) vs the real runner, cold start; 3 runs each
+bench-runs: $(STAMP) cluster-binaries ## benchmark: operator overhead (runner stand-in) vs the real runner, cold start; 3 runs each
 	$(PY) bench/bench_runs.py
 
-bench: cluster-binaries ## scale benchmarks: reconcile 100/1k/5k skills, fan-out, restart, 500 Runs; one table, bench/results.json
+bench: $(STAMP) cluster-binaries ## scale benchmarks: reconcile 100/1k/5k skills, fan-out, restart, 500 Runs; one table, bench/results.json
 	$(PY) bench/bench.py
 
-chaos: cluster-binaries jaeger ## the reliability suite at full size (SWARMKIT_CHAOS=full; figures in chaos-report.json)
+chaos: $(STAMP) cluster-binaries jaeger ## the reliability suite at full size (SWARMKIT_CHAOS=full; figures in chaos-report.json)
 	SWARMKIT_CHAOS=full SWARMKIT_CHAOS_REPORT=$(CURDIR)/chaos-report.json \
 	    $(PY) -m pytest tests/chaos -q -p no:cacheprovider -s
 
-bench-review: cluster-binaries ## benchmark: review decision → resumed run latency
+bench-review: $(STAMP) cluster-binaries ## benchmark: review decision → resumed run latency
 	$(PY) bench/bench_review.py
 
-bench-spend: cluster-binaries ## benchmark: SpendQuota reservation on Run start, concurrent Runs vs a quota
+bench-spend: $(STAMP) cluster-binaries ## benchmark: SpendQuota reservation on Run start, concurrent Runs vs a quota
 	$(PY) bench/bench_spend.py
 
 bench-runner: $(STAMP) ## benchmark: runner cold start, level-1 catalog cost, MCP overhead
@@ -197,14 +205,14 @@ bench-images: $(STAMP) ## benchmark: make images cold (scratch store, as root) a
 # The runtime change's A/B (docs/design/operator-runtime.md): the code before it against it.
 AB_A ?= f610011
 AB_B ?= 3886b86
-bench-ab: cluster-binaries ## benchmark: the operator at two revisions (AB_A, AB_B), alternating, N = 1,000
+bench-ab: $(STAMP) cluster-binaries ## benchmark: the operator at two revisions (AB_A, AB_B), alternating, N = 1,000
 	$(PY) bench/bench_ab.py --a $(AB_A) --b $(AB_B)
 
-chart-lint: cluster-binaries ## helm lint/template, values schema, Argo CD health Lua, Dockerfile checks
+chart-lint: $(STAMP) cluster-binaries ## helm lint/template, values schema, Argo CD health Lua, Dockerfile checks
 	$(PY) -m pytest tests/unit/test_chart_render.py tests/unit/test_chart_values.py \
 	    tests/unit/test_argocd_health.py tests/unit/test_chart_images.py -q
 
-test-helm: cluster-binaries ## the chart on the real control plane: dry-run, RBAC, GitOps, install
+test-helm: $(STAMP) cluster-binaries ## the chart on the real control plane: dry-run, RBAC, GitOps, install
 	$(PY) -m pytest tests/integration/test_helm_dryrun.py tests/integration/test_helm_rbac.py \
 	    tests/integration/test_helm_gitops.py tests/integration/test_helm_install.py -q
 
