@@ -2,11 +2,11 @@
 
 A Workspace's ``spec.egress`` chooses the policy (``declared``, the default, or ``none``)
 and may add CIDRs and ports (``allow``). The destinations themselves come from what the
-pinned bundle declares (:func:`declared_endpoints`): model providers, HTTP MCP servers, HTTP
-tools, remote A2A agents and the web-search provider. The operator resolves them into an
-:class:`EgressPlan` at render time (its NetworkPolicy is built from it) and pins the plan in
-the Run's bundle; the runner checks every connection it makes against the same plan after
-resolving the name itself (:func:`refusal`).
+pinned bundle declares (:func:`.endpoints.declared_endpoints`): model providers, HTTP MCP
+servers, HTTP tools, remote A2A agents and the web-search provider. The operator resolves
+them into an :class:`EgressPlan` at render time (its NetworkPolicy is built from it) and
+pins the plan in the Run's bundle; the runner checks every connection it makes against
+the same plan after resolving the name itself (:func:`refusal`).
 
 Link-local addresses (the cloud metadata endpoints) and the apiserver are :class:`Denied`:
 never reachable unless named explicitly (an ``allow`` CIDR inside the denied range, or a
@@ -16,17 +16,13 @@ declared URL whose host is that very address).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Sequence
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field
 
 from .base import ApiModel, CelRule
-
-if TYPE_CHECKING:  # workspace.py imports EgressSpec from here
-    from .skill import SkillSpec
-    from .workspace import WorkspaceSpec
 
 #: Never reachable unless named: IPv4 and IPv6 link-local (169.254.169.254, fd00:ec2::254
 #: is not link-local but fe80::/10 covers the v6 metadata of most clouds' link-local form).
@@ -169,37 +165,6 @@ def provider_url(provider_type: str, base_url: str | None, region: str | None) -
     return PROVIDER_DEFAULT_URLS.get(provider_type)
 
 
-def declared_endpoints(
-    workspace: WorkspaceSpec, skills: Iterable[tuple[str, SkillSpec]]
-) -> list[Endpoint]:
-    """Every destination the bundle declares (sorted, without duplicates).
-
-    An HTTP tool whose URL puts a placeholder in the host declares nothing: its host is
-    only known at call time, so it must be reached through ``egress.allow``.
-    """
-    urls: list[tuple[EndpointKind, str, str | None]] = []
-    for p in workspace.model_providers:
-        region = p.aws.region if p.aws else None
-        urls.append(("model", p.name, provider_url(p.type, p.base_url, region)))
-    urls += [("mcp", s.id, s.url) for s in workspace.mcp_servers if s.transport == "http"]
-    urls += [("http-tool", t.name, t.http.url if t.http else None) for t in workspace.tools]
-    if workspace.search_provider is not None:
-        urls.append(("search", "web_search", workspace.search_provider.url))
-    if workspace.tracing is not None:
-        urls.append(("tracing", "otlp", workspace.tracing.endpoint))
-    for name, spec in skills:
-        impl = spec.implementation
-        if impl is not None and impl.type == "agent" and impl.card_url:
-            urls.append(("a2a", name, impl.card_url))
-    out: dict[tuple[str, str, int], Endpoint] = {}
-    for kind, name, url in urls:
-        found = url_endpoint(url) if url else None
-        if found is not None:
-            endpoint = Endpoint(kind=kind, name=name, host=found[0], port=found[1])
-            out.setdefault((found[0], name, found[1]), endpoint)
-    return [out[k] for k in sorted(out)]
-
-
 def _address(text: str) -> IpAddress | None:
     try:
         return ipaddress.ip_address(text.strip("[]").split("%")[0])
@@ -276,7 +241,6 @@ __all__ = [
     "EgressPlan",
     "EgressSpec",
     "Endpoint",
-    "declared_endpoints",
     "link_local_denied",
     "provider_url",
     "refusal",

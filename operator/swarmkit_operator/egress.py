@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from swarmkit_api.bundle import RunBundle
-from swarmkit_api.egress import EgressPlan, Endpoint, declared_endpoints
+from swarmkit_api.egress import EgressPlan, Endpoint
+from swarmkit_api.endpoints import declared_endpoints
 
 from . import k8s
 from .builders import netpol

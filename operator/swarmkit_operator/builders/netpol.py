@@ -1,6 +1,6 @@
 """The NetworkPolicy of a Run, a served Topology or an Agent gateway (pure functions).
 
-:func:`plan` turns what a bundle declares (:func:`swarmkit_api.egress.declared_endpoints`)
+:func:`plan` turns what a bundle declares (:func:`swarmkit_api.endpoints.declared_endpoints`)
 and the Workspace's ``spec.egress`` into an :class:`EgressPlan`, resolving each host with
 the ``resolve`` function it is given (the operator passes a real resolver; tests pass a
 table). :func:`build_network_policy` renders a plan as a ``networking.k8s.io/v1``
@@ -26,9 +26,9 @@ from swarmkit_api.egress import (
     EgressPlan,
     EgressSpec,
     Endpoint,
-    declared_endpoints,
     link_local_denied,
 )
+from swarmkit_api.endpoints import declared_endpoints
 
 from . import MANAGED_BY
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from swarmkit_api.egress import EgressSpec, Endpoint, declared_endpoints
+from swarmkit_api.egress import EgressSpec, Endpoint
+from swarmkit_api.endpoints import declared_endpoints
 from swarmkit_api.workspace import WorkspaceSpec
 from swarmkit_operator.builders import netpol
 from tests.support import bundles as b

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from swarmkit_api.egress import declared_endpoints
+from swarmkit_api.endpoints import declared_endpoints
 from swarmkit_api.tracing import TracingSpec, root_span_id, sampled, trace_id_for, traceparent
 from swarmkit_api.workspace import WorkspaceSpec
 from swarmkit_operator.builders.job import build_job, bundle_config_map_name
