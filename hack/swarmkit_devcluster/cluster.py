@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from swarmkit_devcluster import jaeger
 from swarmkit_devcluster import pki as pkimod
 from swarmkit_devcluster.build import BuildError, ensure_built
 from swarmkit_devcluster.components import (
@@ -540,6 +541,27 @@ class LocalCluster:
         p = self._procs().get("operator")
         return p is not None and p.alive()
 
+    def _start_jaeger(self) -> dict[str, str]:
+        """``make demo TRACING=1``: a Jaeger beside the cluster (started once, stopped by
+        ``make cluster-down`` with the other processes); the operator's env for it. The
+        cluster's lock is held."""
+        found = self.state.get("jaeger") or {}
+        proc = self._procs().get("jaeger")
+        if proc is not None and proc.alive() and found.get("otlp"):
+            return {"OTEL_EXPORTER_OTLP_ENDPOINT": str(found["otlp"])}
+        ports = {n: free_port() for n in jaeger.QUERY_PORTS}
+        config = Path(self.state_dir) / "jaeger.yaml"
+        config.write_text(jaeger.render_config(ports))
+        self._spawn("jaeger", [str(jaeger.build_jaeger()), "--config", f"file:{config}"])
+        query = f"http://127.0.0.1:{ports['query']}"
+        if not jaeger.wait_serving(query):
+            raise ClusterError(f"jaeger did not start; log: {self.log_path('jaeger')}")
+        otlp = f"http://127.0.0.1:{ports['otlp_http']}"
+        self.state["jaeger"] = {"otlp": otlp, "query": query}
+        self._save()
+        _say(f"jaeger running: OTLP/HTTP {otlp}, query API {query}/api/traces/<id>")
+        return {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp}
+
     def start_operator(self, args: Sequence[str] = (), crds_dir: Path | None = None) -> None:
         """Apply ``crds/*.yaml`` (server-side) and run ``python -m swarmkit_operator`` in the
         background with KUBECONFIG set (log: ``<state>/operator.log``). Idempotent."""
@@ -567,9 +589,7 @@ class LocalCluster:
                 log.unlink()
             env = {**os.environ, **self.env(), "PYTHONUNBUFFERED": "1"}
             if os.environ.get("TRACING") == "1":  # `make demo TRACING=1`: traces to a Jaeger
-                from swarmkit_devcluster.jaeger import start_for_cluster
-
-                env.update(start_for_cluster(self))
+                env.update(self._start_jaeger())
             args = list(args)
             # Everything shares 127.0.0.1 here (test operators, the chart's operator pod on
             # the process node, another checkout's cluster): fixed default ports would clash.

@@ -296,36 +296,17 @@ class Jaeger:
             time.sleep(0.25)
 
 
-def start_for_cluster(cluster: Any) -> dict[str, str]:
-    """``make demo TRACING=1``: a Jaeger beside the local cluster (started once, stopped
-    by ``make cluster-down`` with the cluster's other processes); the operator's env for it.
-
-    ``cluster`` is the :class:`~swarmkit_devcluster.cluster.LocalCluster` (its lock held).
-    """
-    from swarmkit_devcluster.cluster import ClusterError
-    from swarmkit_devcluster.procs import Proc
-
-    found = cluster.state.get("jaeger") or {}
-    proc = cluster._procs().get("jaeger")
-    if isinstance(proc, Proc) and proc.alive() and found.get("otlp"):
-        return {"OTEL_EXPORTER_OTLP_ENDPOINT": str(found["otlp"])}
-    ports = {n: free_port() for n in ("otlp_http", "otlp_grpc", "query", "query_grpc", "health")}
-    config = Path(cluster.state_dir) / "jaeger.yaml"
-    config.write_text(render_config(ports))
-    cluster._spawn("jaeger", [str(build_jaeger()), "--config", f"file:{config}"])
-    query = f"http://127.0.0.1:{ports['query']}"
-    deadline = time.monotonic() + 30
+def wait_serving(query: str, timeout: float = 30) -> bool:
+    """Whether Jaeger's query API at ``query`` answers within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
     while True:
         try:
             with urllib.request.urlopen(query + "/api/services", timeout=2):
-                break
+                return True
         except (OSError, urllib.error.URLError):
             if time.monotonic() > deadline:
-                log = cluster.log_path("jaeger")
-                raise ClusterError(f"jaeger did not start; log: {log}") from None
+                return False
             time.sleep(0.2)
-    otlp = f"http://127.0.0.1:{ports['otlp_http']}"
-    cluster.state["jaeger"] = {"otlp": otlp, "query": query}
-    cluster._save()
-    print(f"jaeger running: OTLP/HTTP {otlp}, query API {query}/api/traces/<id>", file=sys.stderr)
-    return {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp}
+
+
+QUERY_PORTS = ("otlp_http", "otlp_grpc", "query", "query_grpc", "health")
