@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints
 
 from . import model_rules
-from .base import ApiModel, CelRule
+from .base import ApiModel, CelRule, KindSpec
 from .common import (
     Conditions,
     JsonSchema,
@@ -201,7 +201,7 @@ class GatewaySpec(ApiModel):
     )
 
 
-class AgentSpec(ApiModel):
+class AgentSpec(KindSpec):
     """An agent: model, system prompt and grants."""
 
     cel_rules = (

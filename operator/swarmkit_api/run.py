@@ -7,14 +7,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import ApiModel, CelRule
+from .base import ApiModel, CelRule, KindSpec
 from .common import Conditions, LocalObjectReference
 from .effects import RunEffect
 from .funnel import GateReport
 from .spend import MONEY_PATTERN, ModelUsage
 
 
-class RunSpec(ApiModel):
+class RunSpec(KindSpec):
     """What to run, with which input."""
 
     cel_rules = (

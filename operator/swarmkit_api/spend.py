@@ -19,7 +19,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from .base import ApiModel, CelRule
+from .base import ApiModel, CelRule, KindSpec
 from .common import Conditions
 
 #: A non-negative decimal amount with at most 6 decimals (micro-units).
@@ -125,7 +125,7 @@ class LabelSelector(ApiModel):
     )
 
 
-class SpendQuotaSpec(ApiModel):
+class SpendQuotaSpec(KindSpec):
     """How much the Runs of a namespace may spend over a window."""
 
     cel_rules = (

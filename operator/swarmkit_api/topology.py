@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import ApiModel, CelRule
+from .base import ApiModel, CelRule, KindSpec
 from .common import (
     KEBAB,
     Conditions,
@@ -164,7 +164,7 @@ def _tree_is_well_formed(spec: TopologySpec) -> bool:
     return True
 
 
-class TopologySpec(ApiModel):
+class TopologySpec(KindSpec):
     """A tree of agents run together."""
 
     cel_rules = (

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import ApiModel, CelRule
+from .base import ApiModel, CelRule, KindSpec
 from .common import (
     ENV_NAME,
     KEBAB,
@@ -403,7 +403,7 @@ class Governance(ApiModel):
     )
 
 
-class WorkspaceSpec(ApiModel):
+class WorkspaceSpec(KindSpec):
     """Shared configuration of a namespace's agents."""
 
     cel_rules = (

@@ -36,6 +36,7 @@ from .client import (
     wait_for_api,
     write_refusal,
 )
+from .decoding import undecodable
 from .objects import (
     apply,
     apply_status,
@@ -149,6 +150,7 @@ __all__ = [
     "set_write_gate",
     "shutdown",
     "stream",
+    "undecodable",
     "wait_for_api",
     "write_refusal",
 ]
