@@ -35,9 +35,6 @@ SUCCEEDED: Final[str] = "Succeeded"
 REASON_VALID: Final[str] = "Valid"
 #: The spec fails its schema (also SkillsResolved=Unknown of an invalid Agent).
 REASON_INVALID: Final[str] = "Invalid"
-#: The object cannot be read or processed as stored: its spec nests deeper than the
-#: operator can decode (the message names the field); refused, never retried.
-REASON_UNPROCESSABLE: Final[str] = "Unprocessable"
 #: The rendered ConfigMap would be over the apiserver's size limit.
 REASON_TOO_LARGE: Final[str] = "TooLarge"
 #: Skill: the name is reserved for the skills ``pack:workspace`` synthesizes.

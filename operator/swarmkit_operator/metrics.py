@@ -79,11 +79,6 @@ WRITES_REFUSED = Counter(
 LEADER = Gauge("swarmkit_leader", "1 while this replica holds the leader lease, else 0.")
 QUEUE_DEPTH = Gauge("swarmkit_workqueue_depth", "Keys waiting in the reconcile work queue.")
 RETRIES = Counter("swarmkit_workqueue_retries_total", "Reconciles retried after errors.", ["kind"])
-EVENTS_DROPPED = Counter(
-    "swarmkit_watch_events_dropped_total",
-    "Watch events the handlers failed on, skipped so the stream goes on (by resource).",
-    ["resource"],
-)
 EVENTS = Counter("swarmkit_events_total", "Kubernetes Events posted.", ["type"])
 SKILL_LOADS = Counter(
     "swarmkit_skill_loads_total",

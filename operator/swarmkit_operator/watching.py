@@ -14,9 +14,6 @@ resources are watched here instead, the way client-go's reflector does it:
   DELETED in order; a stream the server ends (``timeoutSeconds``) resumes where it was.
 * ``410 Gone`` (that version was compacted away) lists again; a failed connection (the
   apiserver restarting) retries the watch from the same version after a backoff.
-* One object never stops a stream: a body too deeply nested to decode arrives cut and
-  marked (:mod:`swarmkit_operator.k8s.decoding`), and an event the handlers fail on is
-  logged and counted (``swarmkit_watch_events_dropped_total``) while the stream goes on.
 
 A resource's events are delivered one at a time, in order: the handlers do not block on
 the API (they update indexes and queue work). A metadata-only reflector asks for
@@ -34,7 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import k8s, metrics
+from . import k8s
 from .indexes import Listing, Resource, list_all
 
 log = logging.getLogger("swarmkit_operator.watching")
@@ -123,27 +120,12 @@ class Reflector:
         return any(fnmatch.fnmatchcase(ns, p) for p in self.patterns)
 
     async def _send(self, type_: str | None, body: dict[str, Any]) -> None:
-        meta = body.get("metadata") or {}
-        uid = str(meta.get("uid", ""))
+        uid = str((body.get("metadata") or {}).get("uid", ""))
         if type_ == "DELETED":
             self.known.pop(uid, None)
         else:
             self.known[uid] = _minimal(body)
-        try:
-            await self.deliver(type_, body)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            # One object's event that the handlers cannot take is that object's problem:
-            # the stream goes on for every other object (its next event is tried afresh).
-            metrics.EVENTS_DROPPED.labels(self.resource.plural).inc()
-            log.exception(
-                "%s event of %s %s/%s could not be handled; the stream goes on",
-                type_ or "LISTED",
-                self.resource.plural,
-                meta.get("namespace", ""),
-                meta.get("name", ""),
-            )
+        await self.deliver(type_, body)
 
     async def list(self) -> str:
         """Deliver every object (type ``None``) and a DELETED for each one gone; the

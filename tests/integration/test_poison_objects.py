@@ -3,7 +3,7 @@
 A Skill whose ``outputs`` schema nests 2,000 levels is admitted by the API server (it checks
 nesting only past 10,000) but is past what Python's JSON decoder takes: before, the Skill
 watch of every namespace failed on it and retried from the same version for minutes. Now
-it arrives cut and marked, gets ``Accepted=False Unprocessable``, and a Skill created in
+it arrives cut and marked, gets ``Accepted=False DepthExceeded``, and a Skill created in
 another namespace meanwhile is Ready as usual. A Skill of 140 levels decodes, but is past
 the spec's documented depth: ``Accepted=False Invalid`` naming ``spec.outputs``, once.
 """
@@ -75,11 +75,12 @@ def test_a_skill_too_deep_to_decode_is_refused_and_others_go_on(
 
     def refused() -> dict[str, Any] | None:
         cond = _condition(cluster, namespace, "poison", "Accepted")
-        return cond if cond and cond.get("reason") == "Unprocessable" else None
+        return cond if cond and cond.get("reason") == "DepthExceeded" else None
 
     cond = wait_for(refused, 30, message="the poison Skill to be refused")
     assert cond["status"] == "False"
-    assert "spec.outputs nests deeper than" in cond["message"], cond
+    assert cond["message"].startswith("spec.outputs"), cond
+    assert "is nested too deep to be read" in cond["message"], cond
 
     # Another team's Skill, created while the poison exists, is Ready as usual.
     other = f"{namespace}-b"

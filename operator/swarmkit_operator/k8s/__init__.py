@@ -36,7 +36,6 @@ from .client import (
     wait_for_api,
     write_refusal,
 )
-from .decoding import undecodable
 from .objects import (
     apply,
     apply_status,
@@ -150,7 +149,6 @@ __all__ = [
     "set_write_gate",
     "shutdown",
     "stream",
-    "undecodable",
     "wait_for_api",
     "write_refusal",
 ]

@@ -35,7 +35,6 @@ from kubernetes import config as kconfig
 from kubernetes.config import incluster_config
 
 from .. import metrics
-from . import decoding
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +264,7 @@ def _request_sync(
                 if 200 <= status < 300:
                     if raw:
                         return status, text
-                    return status, decoding.loads(text) if text else None
+                    return status, json.loads(text) if text else None
                 return status, text
             header = response.headers.get("Retry-After") if response.headers else None
             if header and header.isdigit():

@@ -4,6 +4,7 @@ stream is open for minutes, and cancelling it must close it at once."""
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -12,7 +13,6 @@ import aiohttp
 from kubernetes import client as kclient
 
 from .. import metrics
-from . import decoding
 from .client import ApiError, _resource_of, _state
 
 
@@ -79,7 +79,7 @@ async def stream(
             *lines, tail = (tail + chunk).split(b"\n")
             for line in lines:
                 if line.strip():
-                    yield decoding.loads(line)
+                    yield json.loads(line)
 
 
 async def close_streams() -> None:

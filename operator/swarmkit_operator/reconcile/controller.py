@@ -18,8 +18,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarmkit_api.conditions import ACCEPTED, READY, REASON_UNPROCESSABLE
-
 from .. import k8s, metrics
 from ..builders import Verdict
 from ..config import OperatorConfig
@@ -64,17 +62,6 @@ def reconciler(kind: str) -> Callable[[Reconciler], Reconciler]:
 
 
 @dataclass(frozen=True)
-class Unprocessable:
-    """An object the operator cannot read (its spec nests too deep to decode or process):
-    refused with a condition, never retried until the object changes."""
-
-    uid: str
-    generation: int
-    status: Mapping[str, Any]
-    message: str
-
-
-@dataclass(frozen=True)
 class Observation:
     """What a watch event changed for an object's dependents."""
 
@@ -108,8 +95,6 @@ class Controller:
     written: dict[Key, tuple[str, float]] = field(default_factory=dict)
     seen: dict[Key, Any] = field(default_factory=dict)
     reconciled_generation: dict[Key, int] = field(default_factory=dict)
-    #: Objects refused as unreadable (see :class:`Unprocessable`), until their next event.
-    unprocessable: dict[Key, Unprocessable] = field(default_factory=dict)
     unreferenced_since: dict[tuple[str, str], float] = field(default_factory=dict)
     created_config_maps: dict[tuple[str, str], float] = field(default_factory=dict)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -196,7 +181,6 @@ class Controller:
             self.awaiting,
             self.failures,
             self.deferred_since,
-            self.unprocessable,
         ):
             memory.pop(key, None)
         self._wake(key)
@@ -237,10 +221,6 @@ class Controller:
         key = (kind, namespace, name)
         self.observed(key, body)
         previous = self.seen.get(key)
-        why = k8s.undecodable(body)
-        if why is not None and event_type != "DELETED":
-            return self._refuse_unreadable(key, plural, body, why, previous)
-        self.unprocessable.pop(key, None)
         if event_type == "DELETED":
             self.indexes.delete(plural, str((body.get("metadata") or {}).get("uid", "")))
             self.forget(key)
@@ -258,46 +238,6 @@ class Controller:
             view = view_of(self.lookup(f"{kind.lower()}_views", (namespace, name)))
         fresh = view is MISSING or view[-1]
         return Observation(self.changed(key, view, fresh=fresh), previous, view)
-
-    def _refuse_unreadable(
-        self, key: Key, plural: str, body: Mapping[str, Any], why: str, previous: Any
-    ) -> Observation:
-        """A body the decoder had to cut (``k8s.decoding``): out of the indexes (to its
-        dependents it is missing), and refused with a condition by :meth:`_process`."""
-        meta = body.get("metadata") or {}
-        self.indexes.delete(plural, str(meta.get("uid", "")))
-        status = body.get("status")
-        self.unprocessable[key] = Unprocessable(
-            str(meta.get("uid", "")),
-            int(meta.get("generation") or 0),
-            status if isinstance(status, dict) else {},
-            f"the object cannot be read: {why}",
-        )
-        self.enqueue(*key)
-        return Observation(self.changed(key, MISSING), previous, MISSING)
-
-    async def _refuse(self, key: Key, refused: Unprocessable) -> None:
-        """``Accepted=False Unprocessable`` (and ``Ready``), once; no retry."""
-        kind, namespace, name = key
-        verdicts = [
-            Verdict(type_, "False", REASON_UNPROCESSABLE, refused.message)
-            for type_ in (ACCEPTED, READY)
-        ]
-        await self.write_status(
-            kind, namespace, name, refused.uid, refused.generation, refused.status, {}, verdicts
-        )
-
-    def _unprocessable_now(self, key: Key, exc: BaseException) -> Unprocessable | None:
-        """A reconcile that failed on the object's own content (nested past what the
-        process can handle): refused like an unreadable body instead of retried forever."""
-        if not isinstance(exc, RecursionError):
-            return None
-        kind, namespace, name = key
-        view = self.lookup(f"{kind.lower()}_views", (namespace, name))
-        if view is None:
-            return None
-        message = "the object cannot be processed: its spec nests too deep"
-        return Unprocessable(view["uid"], int(view["generation"]), view["status"], message)
 
     # --- the loop ---
 
@@ -337,13 +277,8 @@ class Controller:
         started = time.monotonic()
         since = self.deferred_since.get(key)
         force = since is not None and started - since > self.max_defer
-        refused = self.unprocessable.get(key)
         try:
-            if refused is not None:
-                await self._refuse(key, refused)
-                outcome = "refused"
-            else:
-                outcome = await fn(self, namespace, name, force)
+            outcome = await fn(self, namespace, name, force)
         except Deferred as exc:
             self.deferred_since.setdefault(key, started)
             metrics.RECONCILES.labels(kind, "deferred").inc()
@@ -356,12 +291,6 @@ class Controller:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            unreadable = self._unprocessable_now(key, exc)
-            if unreadable is not None and key not in self.unprocessable:
-                log.warning("refusing %s %s/%s: %s", kind, namespace, name, unreadable.message)
-                self.unprocessable[key] = unreadable
-                self.queue.add(key)
-                return
             failures = self.failures.get(key, 0) + 1
             self.failures[key] = failures
             delay = min(0.5 * 2 ** (failures - 1), 60.0) * random.uniform(0.8, 1.2)
