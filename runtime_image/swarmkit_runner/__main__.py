@@ -36,7 +36,8 @@ from .journal import Journal
 from .paths import RunnerPaths
 from .result import exit_code, make_result, write_termination_log
 from .runner import execute
-from .secrets import SecretStore, hide_secret_environ
+from .init import become_init
+from .secrets import MIN_SCRUB_LENGTH, SecretStore, scrub_standard_streams, seal_process
 
 if TYPE_CHECKING:
     from swarmkit_api.bundle import RunBundle
@@ -129,9 +130,7 @@ def _run_id_hint(path: str) -> tuple[str, str]:
 
 
 async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
-    secrets = SecretStore()
-    hide_secret_environ()  # scripts and MCP servers could read /proc/<runner>/environ
-    hide_secret_environ(spans.HEADERS_ENV)  # the OTLP headers come from a Secret too
+    secrets = SecretStore()  # every secret value of the pod is known from here on
     try:
         bundle = load_bundle(paths.bundle_file)
     except BundleError as exc:
@@ -150,6 +149,7 @@ async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
     if args.command == "gateway":
         return await _gateway(args, bundle, paths, secrets)
     audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
+    warn_short_secrets(audit, secrets)
     # Tracing hook: on only when the Job sets an OTLP endpoint (the SDK is imported then).
     tracing = spans.enable_from_env(os.environ, secrets, "swarmkit-runner", _resource(bundle))
     try:
@@ -194,6 +194,7 @@ async def _gateway(
     args: argparse.Namespace, bundle: RunBundle, paths: RunnerPaths, secrets: SecretStore
 ) -> int:
     audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
+    warn_short_secrets(audit, secrets)
     # Tracing hook: server spans in the harness's traces (when the Deployment sets OTLP env).
     tracing = spans.enable_from_env(
         os.environ, secrets, "swarmkit-gateway", {"swarmkit.agent": bundle.target}
@@ -248,14 +249,34 @@ def load_journal(checkpoint: str | None, decision: str | None, run_uid: str) -> 
     return Journal(saved, found)
 
 
+def seal(command: str) -> None:
+    """Before anything runs: every secret value registered with the scrubber of stdout and
+    stderr, the process sealed from what it will start, and, as PID 1, the reaper forked."""
+    if command == "validate":
+        return
+    scrub_standard_streams(SecretStore())
+    seal_process()  # scripts, bash and MCP servers cannot read this process's secrets
+    become_init()  # PID 1 (the image's entrypoint): reap and forward signals, sealed too
+
+
+def warn_short_secrets(audit: AuditLog, secrets: SecretStore) -> None:
+    """A ``startup.warning`` per secret too short to be scrubbed (its variable, never it)."""
+    for name in secrets.too_short():
+        audit.emit(
+            "startup.warning",
+            message=f"the value of {name} is shorter than {MIN_SCRUB_LENGTH} characters: "
+            "it is not scrubbed from output (use a longer secret)",
+            variable=name,
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    seal(args.command)
     if args.command == "serve":
         # Imported only here: a Run's cold start never loads the HTTP server.
         from .serve.server import serve
 
-        hide_secret_environ()
-        hide_secret_environ(spans.HEADERS_ENV)
         paths = RunnerPaths.resolve(args.bundle, args.skills_dir, args.scratch)
         return asyncio.run(
             serve(
