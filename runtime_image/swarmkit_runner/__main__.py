@@ -32,11 +32,11 @@ from . import __version__, spans
 from .audit import AuditLog
 from .bundle import load_bundle
 from .errors import BundleError, StartupError
+from .init import become_init
 from .journal import Journal
 from .paths import RunnerPaths
 from .result import exit_code, make_result, write_termination_log
 from .runner import execute
-from .init import become_init
 from .secrets import MIN_SCRUB_LENGTH, SecretStore, scrub_standard_streams, seal_process
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ whoever is init there.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 
@@ -40,10 +41,8 @@ def become_init() -> None:
         return
 
     def forward(signum: int, _frame: object) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(worker, signum)
-        except ProcessLookupError:
-            pass
 
     for sig in FORWARDED:
         signal.signal(sig, forward)
