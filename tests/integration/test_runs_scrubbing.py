@@ -9,8 +9,12 @@ appears, in clear or base64, in the Run's status, the pod's log (the audit strea
 Events, the mailbox message the ``mailbox_send`` effect made, or any exported span.
 
 The bash call of the same Run looks for them where issue 46 found them: in every ancestor's
-``/proc/<pid>/environ`` and ``mem``. The runner is sealed (non-dumpable): both are refused;
-the sandbox launcher in between (not sealed, the same uid) is readable, the control.
+``/proc/<pid>/environ`` and ``mem``, once in the real runtime image (the process node's image
+mode: uid 65532, no capabilities, as in a cluster) and once as a host command. In the image
+the runner is sealed (non-dumpable): both are refused for every ancestor, while a child of
+the bash call (the same uid, not sealed) is readable, the control. A host-command pod runs
+as the node's user (root here, with ``CAP_SYS_PTRACE``, which no restricted pod has): there
+the test can only show that no readable environment block holds a value.
 """
 
 from __future__ import annotations
@@ -25,13 +29,16 @@ from typing import Any
 import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.imagebuild import image_status
 from swarmkit_devcluster.jaeger import Jaeger
 from swarmkit_devcluster.testing import Kube
 from tests.support.http_server import HttpRequest, RecordingHttpServer
+from tests.support.mcp_servers import HOST_RUNTIME_IMAGE
 
 from .runs_support import (
     GROUP,
     PLURALS,
+    REPO,
     VERSION,
     OperatorProcess,
     agent_with,
@@ -46,6 +53,8 @@ from .runs_support import (
     wait_run,
 )
 
+RUNTIME = "ghcr.io/swarmkit-operator/swarmkit-runtime:0.1.0"
+STATUS = image_status(REPO)
 #: Planted values: the chaos suite's secret scan uses the same (tests/chaos/support.py).
 NEVER_READ = "sk-never-read-" + os.urandom(8).hex()
 READ = "sk-read-by-run-" + os.urandom(8).hex()
@@ -53,14 +62,18 @@ PLANTED = (NEVER_READ, READ)
 
 #: Walks from the bash call up to PID 1: for each ancestor, whether its environment block and
 #: its memory can be opened, and how many SWARMKIT_SECRET_* values in it look like ours.
-ANCESTORS = r"""p=$PPID
-while :; do
-  comm=$(cat /proc/$p/comm 2>/dev/null)
-  if env=$(tr '\0' '\n' < /proc/$p/environ 2>/dev/null); then
+ANCESTORS = r"""probe() {
+  comm=$(cat /proc/$1/comm 2>/dev/null)
+  if env=$(tr '\0' '\n' < /proc/$1/environ 2>/dev/null); then
     r=read; n=$(printf '%s\n' "$env" | grep -c '^SWARMKIT_SECRET_[A-Z0-9_]*=sk-')
   else r=denied; n=0; fi
-  if (exec 3< /proc/$p/mem) 2>/dev/null; then m=open; else m=denied; fi
-  echo "ancestor=$p comm=$comm environ=$r secrets=$n mem=$m"
+  if (exec 3< /proc/$1/mem) 2>/dev/null; then m=open; else m=denied; fi
+  echo "$2=$1 comm=$comm environ=$r secrets=$n mem=$m"
+}
+sleep 60 & probe $! control; kill $!
+p=$PPID
+while :; do
+  probe $p ancestor
   [ "$p" -le 1 ] && break
   read -r _ _ _ p _ < /proc/$p/stat
 done"""
@@ -91,11 +104,12 @@ def operator(cluster: LocalCluster, crds: Any, jaeger: Jaeger) -> Iterator[Opera
     op.stop()
 
 
-def _workspace(echo_url: str, jaeger: Jaeger) -> Any:
+def _workspace(echo_url: str, jaeger: Jaeger, image: str) -> Any:
     def edit(doc: dict[str, Any]) -> dict[str, Any]:
         if doc["kind"] != "Workspace":
             return doc
         spec = doc["spec"]
+        spec["runtime"]["image"] = image
         spec["credentials"] = [
             {"name": "partner-api", "secretKeyRef": {"name": "partner-api", "key": "token"}}
         ]
@@ -161,9 +175,17 @@ def _texts(kube: Kube, ns: str, cluster: LocalCluster, jaeger: Jaeger) -> dict[s
     return out
 
 
+@pytest.mark.parametrize("image", [HOST_RUNTIME_IMAGE, RUNTIME], ids=["host-command", "image"])
 def test_credentials_never_come_out_and_bash_cannot_read_them_from_an_ancestor(
-    kube: Kube, namespace: str, operator: OperatorProcess, jaeger: Jaeger, cluster: LocalCluster
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    jaeger: Jaeger,
+    cluster: LocalCluster,
+    image: str,
 ) -> None:
+    if image == RUNTIME and STATUS.get(RUNTIME) != "ok":
+        pytest.skip(f"runtime image {STATUS.get(RUNTIME)}: `make images` builds it")
     ns = namespace
 
     def echo(request: HttpRequest) -> tuple[int, Any]:
@@ -174,7 +196,7 @@ def test_credentials_never_come_out_and_bash_cannot_read_them_from_an_ancestor(
             kube.core.create_namespaced_secret(
                 ns, {"metadata": {"name": name}, "stringData": {"token": value}}
             )
-        apply_examples(kube, ns, edit=_workspace(server.url + "/echo", jaeger))
+        apply_examples(kube, ns, edit=_workspace(server.url + "/echo", jaeger, image))
         tools = ["echo_auth", "mailbox_send"]
         apply(kube, ns, agent_with("leaky", _replay(), bash=True, tools=tools))
         wait_ready(kube, ns, "Agent", "leaky")
@@ -193,9 +215,13 @@ def test_credentials_never_come_out_and_bash_cannot_read_them_from_an_ancestor(
     assert leaks == {}, leaks
 
     log = "\n".join(v for k, v in texts.items() if k.startswith("log "))
-    lines = re.findall(r"ancestor=\d+ comm=\S* environ=\w+ secrets=\d+ mem=\w+", log)
-    assert len(lines) >= 2, log[-3000:]
-    launcher, runner = lines[0], lines[1]
-    assert launcher.endswith("environ=read secrets=0 mem=open"), lines  # the control
-    assert runner.endswith("environ=denied secrets=0 mem=denied"), lines  # sealed
-    assert all("secrets=0" in ln for ln in lines), lines
+    found = re.findall(r"(control|ancestor)=\d+ comm=\S* environ=\w+ secrets=\d+ mem=\w+", log)
+    lines = re.findall(r"(?:control|ancestor)=\d+ comm=\S* environ=\w+ secrets=\d+ mem=\w+", log)
+    assert len(lines) >= 3 and found[0] == "control", log[-3000:]
+    # the control: a process of the same uid that is not sealed (bash's own child) is readable
+    assert lines[0].endswith("environ=read secrets=0 mem=open"), lines
+    assert all("secrets=0" in ln for ln in lines), lines  # no readable block holds a value
+    if image == RUNTIME:  # uid 65532 without capabilities: every ancestor is out of reach
+        # bash's parent (the sandbox launcher, non-dumpable too), the sealed runner, the node
+        assert all(ln.endswith("environ=denied secrets=0 mem=denied") for ln in lines[1:]), lines
+        assert "comm=tini" not in " ".join(lines), lines
