@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -34,6 +33,7 @@ from swarmkit_devcluster.jaeger import Jaeger
 from swarmkit_devcluster.testing import Kube
 from tests.support.http_server import HttpRequest, RecordingHttpServer
 from tests.support.mcp_servers import HOST_RUNTIME_IMAGE
+from tests.support.planted import hits, never_read, read_by_run
 
 from .runs_support import (
     GROUP,
@@ -55,9 +55,9 @@ from .runs_support import (
 
 RUNTIME = "ghcr.io/swarmkit-operator/swarmkit-runtime:0.1.0"
 STATUS = image_status(REPO)
-#: Planted values: the chaos suite's secret scan uses the same (tests/chaos/support.py).
-NEVER_READ = "sk-never-read-" + os.urandom(8).hex()
-READ = "sk-read-by-run-" + os.urandom(8).hex()
+#: Planted values: the chaos suite's secret scan plants and looks for the same kind.
+NEVER_READ = never_read()
+READ = read_by_run()
 PLANTED = (NEVER_READ, READ)
 
 #: Walks from the bash call up to PID 1: for each ancestor, whether its environment block and
@@ -77,15 +77,6 @@ while :; do
   [ "$p" -le 1 ] && break
   read -r _ _ _ p _ < /proc/$p/stat
 done"""
-
-
-def forms(value: str) -> list[str]:
-    """The value and its base64 (what a model or a tool would most likely print)."""
-    return [value, base64.b64encode(value.encode()).decode().rstrip("=")]
-
-
-def hits(text: str) -> list[str]:
-    return [f for v in PLANTED for f in forms(v) if f in text]
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +202,7 @@ def test_credentials_never_come_out_and_bash_cannot_read_them_from_an_ancestor(
     texts = _texts(kube, ns, cluster, jaeger)
     assert any(k.startswith("trace ") for k in texts), "no trace exported: nothing was checked"
     assert any(k.startswith("mailboxmessages/") for k in texts), sorted(texts)
-    leaks = {k: hits(v) for k, v in texts.items() if hits(v)}
+    leaks = {k: hits(v, PLANTED) for k, v in texts.items() if hits(v, PLANTED)}
     assert leaks == {}, leaks
 
     log = "\n".join(v for k, v in texts.items() if k.startswith("log "))
