@@ -32,6 +32,7 @@ import json
 import os
 import re
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO, cast
@@ -209,9 +210,9 @@ class ScrubbedStream(io.TextIOBase):
     """A text stream that scrubs every write: ``sys.stdout`` and ``sys.stderr`` of the
     runner, so a traceback, a library's log line or a ``print`` nobody scrubbed cannot put
     a value in the pod log (which ``FallbackToLogsOnError`` may copy into the Run's status).
-    A value a caller writes in two pieces is not caught (``print`` writes it whole);
-    processes writing to the inherited descriptor directly (an MCP server's stderr) are
-    not scrubbed."""
+    A value a caller writes in two pieces is not caught (``print`` writes it whole). A child
+    process writes to :meth:`pipe` instead of the inherited descriptor (an MCP server's
+    stderr), so its lines are scrubbed too."""
 
     def __init__(self, inner: TextIO, secrets: SecretStore) -> None:
         self._inner = inner
@@ -223,6 +224,20 @@ class ScrubbedStream(io.TextIOBase):
 
     def flush(self) -> None:
         self._inner.flush()
+
+    def pipe(self) -> int:
+        """A descriptor for a child's output: each line written to it reaches this stream
+        scrubbed (a daemon thread copies it). The caller closes it once the child has it."""
+        read_fd, write_fd = os.pipe()
+
+        def copy() -> None:
+            with open(read_fd, encoding="utf-8", errors="replace") as source:
+                for line in source:
+                    self.write(line)
+                    self.flush()
+
+        threading.Thread(target=copy, name="scrubbed-pipe", daemon=True).start()
+        return write_fd
 
     def fileno(self) -> int:
         return self._inner.fileno()

@@ -5,6 +5,10 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
+import subprocess
+import sys
+import time
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -95,3 +99,16 @@ def test_scrubbed_stream_scrubs_every_write() -> None:
     stream = ScrubbedStream(inner, SecretStore(ENV))
     print(f"Traceback: ValueError({NEVER_READ!r})", file=stream)
     assert NEVER_READ not in inner.getvalue() and REDACTED in inner.getvalue()
+
+
+def test_a_child_writing_to_the_scrubbed_pipe_is_scrubbed_line_by_line() -> None:
+    inner = io.StringIO()
+    stream = ScrubbedStream(inner, SecretStore(ENV))
+    fd = stream.pipe()
+    code = f"import sys; print('server: token {NEVER_READ}', file=sys.stderr)"
+    subprocess.run([sys.executable, "-c", code], stderr=fd, check=True)
+    os.close(fd)
+    deadline = time.monotonic() + 5
+    while "server:" not in inner.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert inner.getvalue() == f"server: token {REDACTED}\n"
