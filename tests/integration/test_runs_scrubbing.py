@@ -35,6 +35,7 @@ from tests.support.http_server import HttpRequest, RecordingHttpServer
 from tests.support.mcp_servers import HOST_RUNTIME_IMAGE
 from tests.support.planted import hits, never_read, read_by_run
 
+from .review_support import parked_review
 from .runs_support import (
     GROUP,
     PLURALS,
@@ -148,15 +149,14 @@ def _texts(kube: Kube, ns: str, cluster: LocalCluster, jaeger: Jaeger) -> dict[s
     for plural in PLURALS.values():
         for o in kube.custom.list_namespaced_custom_object(GROUP, VERSION, ns, plural)["items"]:
             out[f"{plural}/{o['metadata']['name']} status"] = json.dumps(o.get("status"))
-    for o in kube.custom.list_namespaced_custom_object(GROUP, VERSION, ns, "mailboxmessages")[
-        "items"
-    ]:
-        out[f"mailboxmessages/{o['metadata']['name']}"] = json.dumps(o)
+    for plural in ("mailboxmessages", "reviews"):  # made whole by the operator from the run
+        for o in kube.custom.list_namespaced_custom_object(GROUP, VERSION, ns, plural)["items"]:
+            out[f"{plural}/{o['metadata']['name']}"] = json.dumps(o)
     for e in kube.core.list_namespaced_event(ns).items:
         out[f"event/{e.metadata.name}"] = f"{e.reason} {e.message}"
     for cm in kube.core.list_namespaced_config_map(ns).items:
         name = cm.metadata.name
-        if not name.startswith("agent-leaky-") and not name.endswith("-bundle"):
+        if not name.startswith("agent-") and not name.endswith("-bundle"):
             out[f"configmap/{name}"] = json.dumps(cm.data)
     for log in sorted(cluster.pods_dir.glob(f"{ns}_*/*.log")):
         out[f"log {log.name}"] = log.read_text(errors="replace")
@@ -216,3 +216,35 @@ def test_credentials_never_come_out_and_bash_cannot_read_them_from_an_ancestor(
         # bash's parent (the sandbox launcher, non-dumpable too), the sealed runner, the node
         assert all(ln.endswith("environ=denied secrets=0 mem=denied") for ln in lines[1:]), lines
         assert "comm=tini" not in " ".join(lines), lines
+
+
+def test_a_parked_runs_review_and_checkpoint_carry_no_credential(
+    kube: Kube, namespace: str, operator: OperatorProcess, jaeger: Jaeger, cluster: LocalCluster
+) -> None:
+    ns = namespace
+    both = f"{NEVER_READ} and {READ}"
+    b64 = " ".join(base64.b64encode(f"user:{v}".encode()).decode() for v in PLANTED)
+    ask = {"title": f"May I send {both}?", "details": f"encoded: {b64}"}
+    replay = [
+        {"toolCalls": [{"name": "echo_auth", "arguments": {"note": both}}]},
+        {"toolCalls": [{"name": "human_task_request", "arguments": ask}]},
+        {"text": f"done with {both}"},
+    ]
+    with RecordingHttpServer(lambda r: (200, {"headers": r.headers})) as server:
+        for name, value in (("partner-api", NEVER_READ), ("echo-api", READ)):
+            kube.core.create_namespaced_secret(
+                ns, {"metadata": {"name": name}, "stringData": {"token": value}}
+            )
+        apply_examples(kube, ns, edit=_workspace(server.url + "/echo", jaeger, HOST_RUNTIME_IMAGE))
+        tools = ["echo_auth", "human_task_request"]
+        agent = agent_with("asker", replay, tools=tools, permissions=["human_task_request"])
+        apply(kube, ns, agent)
+        wait_ready(kube, ns, "Agent", "asker")
+        create(kube, ns, run_manifest("r2", agent="asker", input=f"the token is {NEVER_READ}"))
+        review = parked_review(kube, ns, "r2")
+        assert any(READ in str(r.headers) for r in server.requests), server.requests
+    assert "[REDACTED]" in json.dumps(review["spec"]), review["spec"]
+    texts = _texts(kube, ns, cluster, jaeger)
+    assert any("-ckpt-" in k for k in texts), sorted(texts)  # the checkpoint was scanned
+    leaks = {k: hits(v, PLANTED) for k, v in texts.items() if hits(v, PLANTED)}
+    assert leaks == {}, leaks
