@@ -129,8 +129,7 @@ def _run_id_hint(path: str) -> tuple[str, str]:
         return "", ""
 
 
-async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
-    secrets = SecretStore()  # every secret value of the pod is known from here on
+async def _main_async(args: argparse.Namespace, paths: RunnerPaths, secrets: SecretStore) -> int:
     try:
         bundle = load_bundle(paths.bundle_file)
     except BundleError as exc:
@@ -249,14 +248,17 @@ def load_journal(checkpoint: str | None, decision: str | None, run_uid: str) -> 
     return Journal(saved, found)
 
 
-def seal(command: str) -> None:
-    """Before anything runs: every secret value registered with the scrubber of stdout and
-    stderr, the process sealed from what it will start, and, as PID 1, the reaper forked."""
+def seal(command: str) -> SecretStore:
+    """Before anything runs: every secret value of the pod registered with the scrubber (of
+    stdout and stderr too), the process sealed from what it will start, and, as PID 1, the
+    reaper forked. The store the run uses."""
+    secrets = SecretStore()
     if command == "validate":
-        return
-    scrub_standard_streams(SecretStore())
+        return secrets
+    scrub_standard_streams(secrets)
     seal_process()  # scripts, bash and MCP servers cannot read this process's secrets
     become_init()  # PID 1 (the image's entrypoint): reap and forward signals, sealed too
+    return secrets
 
 
 def warn_short_secrets(audit: AuditLog, secrets: SecretStore) -> None:
@@ -272,7 +274,7 @@ def warn_short_secrets(audit: AuditLog, secrets: SecretStore) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    seal(args.command)
+    secrets = seal(args.command)
     if args.command == "serve":
         # Imported only here: a Run's cold start never loads the HTTP server.
         from .serve.server import serve
@@ -289,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
     paths = RunnerPaths.resolve(args.bundle, args.skills_dir, args.scratch, args.termination_log)
-    return asyncio.run(_main_async(args, paths))
+    return asyncio.run(_main_async(args, paths, secrets))
 
 
 if __name__ == "__main__":
