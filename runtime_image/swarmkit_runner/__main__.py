@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from swarmkit_api.review import Checkpoint, ResumeDecision
 
 from . import __version__, spans
-from .audit import AuditLog
+from .audit import AuditLog, warn_short_secrets
 from .bundle import load_bundle
 from .errors import BundleError, StartupError
 from .init import become_init
@@ -37,7 +37,7 @@ from .journal import Journal
 from .paths import RunnerPaths
 from .result import exit_code, make_result, write_termination_log
 from .runner import execute
-from .secrets import MIN_SCRUB_LENGTH, SecretStore, scrub_standard_streams, seal_process
+from .secrets import SecretStore, scrub_standard_streams, seal_process
 
 if TYPE_CHECKING:
     from swarmkit_api.bundle import RunBundle
@@ -259,17 +259,6 @@ def seal(command: str) -> SecretStore:
     seal_process()  # scripts, bash and MCP servers cannot read this process's secrets
     become_init()  # PID 1 (the image's entrypoint): reap and forward signals, sealed too
     return secrets
-
-
-def warn_short_secrets(audit: AuditLog, secrets: SecretStore) -> None:
-    """A ``startup.warning`` per secret too short to be scrubbed (its variable, never it)."""
-    for name in secrets.too_short():
-        audit.emit(
-            "startup.warning",
-            message=f"the value of {name} is shorter than {MIN_SCRUB_LENGTH} characters: "
-            "it is not scrubbed from output (use a longer secret)",
-            variable=name,
-        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
