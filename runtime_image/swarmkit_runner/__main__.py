@@ -29,14 +29,15 @@ from typing import TYPE_CHECKING
 from swarmkit_api.review import Checkpoint, ResumeDecision
 
 from . import __version__, spans
-from .audit import AuditLog
+from .audit import AuditLog, warn_short_secrets
 from .bundle import load_bundle
 from .errors import BundleError, StartupError
+from .init import become_init
 from .journal import Journal
 from .paths import RunnerPaths
 from .result import exit_code, make_result, write_termination_log
 from .runner import execute
-from .secrets import SecretStore, hide_secret_environ
+from .secrets import SecretStore, scrub_standard_streams, seal_process
 
 if TYPE_CHECKING:
     from swarmkit_api.bundle import RunBundle
@@ -128,10 +129,7 @@ def _run_id_hint(path: str) -> tuple[str, str]:
         return "", ""
 
 
-async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
-    secrets = SecretStore()
-    hide_secret_environ()  # scripts and MCP servers could read /proc/<runner>/environ
-    hide_secret_environ(spans.HEADERS_ENV)  # the OTLP headers come from a Secret too
+async def _main_async(args: argparse.Namespace, paths: RunnerPaths, secrets: SecretStore) -> int:
     try:
         bundle = load_bundle(paths.bundle_file)
     except BundleError as exc:
@@ -150,6 +148,7 @@ async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
     if args.command == "gateway":
         return await _gateway(args, bundle, paths, secrets)
     audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
+    warn_short_secrets(audit, secrets)
     # Tracing hook: on only when the Job sets an OTLP endpoint (the SDK is imported then).
     tracing = spans.enable_from_env(os.environ, secrets, "swarmkit-runner", _resource(bundle))
     try:
@@ -194,6 +193,7 @@ async def _gateway(
     args: argparse.Namespace, bundle: RunBundle, paths: RunnerPaths, secrets: SecretStore
 ) -> int:
     audit = AuditLog(bundle.run.uid, bundle.run.correlation_id or bundle.run.uid, secrets)
+    warn_short_secrets(audit, secrets)
     # Tracing hook: server spans in the harness's traces (when the Deployment sets OTLP env).
     tracing = spans.enable_from_env(
         os.environ, secrets, "swarmkit-gateway", {"swarmkit.agent": bundle.target}
@@ -248,14 +248,26 @@ def load_journal(checkpoint: str | None, decision: str | None, run_uid: str) -> 
     return Journal(saved, found)
 
 
+def seal(command: str) -> SecretStore:
+    """Before anything runs: every secret value of the pod registered with the scrubber (of
+    stdout and stderr too), the process sealed from what it will start, and, as PID 1, the
+    reaper forked. The store the run uses."""
+    secrets = SecretStore()
+    if command == "validate":
+        return secrets
+    scrub_standard_streams(secrets)
+    seal_process()  # scripts, bash and MCP servers cannot read this process's secrets
+    become_init()  # PID 1 (the image's entrypoint): reap and forward signals, sealed too
+    return secrets
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    secrets = seal(args.command)
     if args.command == "serve":
         # Imported only here: a Run's cold start never loads the HTTP server.
         from .serve.server import serve
 
-        hide_secret_environ()
-        hide_secret_environ(spans.HEADERS_ENV)
         paths = RunnerPaths.resolve(args.bundle, args.skills_dir, args.scratch)
         return asyncio.run(
             serve(
@@ -268,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
     paths = RunnerPaths.resolve(args.bundle, args.skills_dir, args.scratch, args.termination_log)
-    return asyncio.run(_main_async(args, paths))
+    return asyncio.run(_main_async(args, paths, secrets))
 
 
 if __name__ == "__main__":

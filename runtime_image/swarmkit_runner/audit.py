@@ -35,7 +35,7 @@ from typing import Any, TextIO
 
 from swarmkit_api.skill import AuditPolicy
 
-from .secrets import REDACTED, SecretStore
+from .secrets import MIN_SCRUB_LENGTH, REDACTED, SecretStore
 
 #: Longest string kept in an audit line (inputs, outputs, messages).
 MAX_AUDIT_STRING = 4096
@@ -195,3 +195,14 @@ class AuditLog:
         if policy.redact:
             record = redact(record, policy.redact)
         return record
+
+
+def warn_short_secrets(audit: AuditLog, secrets: SecretStore) -> None:
+    """A ``startup.warning`` per secret too short to be scrubbed (its variable, never it)."""
+    for name in secrets.too_short():
+        audit.emit(
+            "startup.warning",
+            message=f"the value of {name} is shorter than {MIN_SCRUB_LENGTH} characters: "
+            "it is not scrubbed from output (use a longer secret)",
+            variable=name,
+        )

@@ -40,7 +40,7 @@ from swarmkit_api.workspace import McpServer
 from . import traced
 from .audit import AuditLog
 from .errors import ToolError
-from .secrets import MissingSecret, SecretStore
+from .secrets import MissingSecret, ScrubbedStream, SecretStore
 
 if TYPE_CHECKING:
     import anyio
@@ -113,7 +113,10 @@ def _oversized_answer(head: str) -> str | None:
 
 
 def _stderr_target() -> Any:
-    """Servers' stderr goes to ours (pod logs), never to stdout (the audit stream)."""
+    """Servers' stderr goes to ours (pod logs), never to stdout (the audit stream); through
+    the scrubber when ours scrubs (a server may print the credential it was given)."""
+    if isinstance(sys.stderr, ScrubbedStream):
+        return sys.stderr.pipe()
     try:
         sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
@@ -245,12 +248,14 @@ class _Connection:
         assert self.server.command
         try:
             env = self.stdio_env()
-            self.process = await anyio.open_process(
-                self.server.command,
-                env=env,
-                stderr=_stderr_target(),
-                start_new_session=True,
-            )
+            stderr = _stderr_target()
+            try:
+                self.process = await anyio.open_process(
+                    self.server.command, env=env, stderr=stderr, start_new_session=True
+                )
+            finally:
+                if isinstance(stderr, int) and stderr > 2:  # our end of the scrubbed pipe
+                    os.close(stderr)
         except MissingSecret as exc:
             self.error = str(exc)
         except OSError as exc:

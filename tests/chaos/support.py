@@ -13,7 +13,6 @@ import json
 import os
 import random
 import re
-import secrets
 import socket
 import time
 import urllib.request
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmkit_devcluster.testing import Kube, wait_for
+from tests.support import planted
 
 from ..integration.runs_support import GROUP, PLURALS, VERSION, OperatorProcess
 
@@ -54,8 +54,9 @@ LEDGER = Ledger()
 
 
 def make_secret(kube: Kube, namespace: str, name: str = "chaos-keys") -> str:
-    """A Secret with a fresh random value, remembered for the final scan."""
-    value = "sk-chaos-" + secrets.token_hex(16)
+    """A Secret with a fresh random value (never read by the replay agents: the planted
+    kind of tests/support/planted.py), remembered for the final scan."""
+    value = planted.never_read()
     kube.core.create_namespaced_secret(
         namespace, {"metadata": {"name": name}, "stringData": {"token": value}}
     )

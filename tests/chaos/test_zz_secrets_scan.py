@@ -5,9 +5,10 @@ Runs last in ``tests/chaos`` (file order). Every namespace the suite used is sti
 every Event, every Job and pod spec, every operator log, every runner log (the process
 node's pod logs, and the runner output of the runner-level tests) and every span the Runs
 exported to the suite's Jaeger (content captured, uncapped) and looks for each Secret value
-the suite created. The Secrets themselves are the control: the scan must find
-each value there, and at least one runner pod must have had it as an env var through
-``secretKeyRef`` (so the runner really held it).
+the suite created, in clear and in the encodings tests/support/planted.py lists (the same
+planted kind and forms as tests/integration/test_runs_scrubbing.py). The Secrets themselves
+are the control: the scan must find each value there, and at least one runner pod must have
+had it as an env var through ``secretKeyRef`` (so the runner really held it).
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube
+from tests.support import planted
 
 from ..integration.runs_support import GROUP, PLURALS, VERSION
 from .support import LEDGER, record
 
 
 def _hits(text: str) -> list[str]:
-    return [v for v in LEDGER.secrets if v in text]
+    """Each secret in clear, base64 (3 alignments) or URL-encoded (tests/support/planted.py:
+    the forms the scrubbing test looks for)."""
+    return planted.hits(text, LEDGER.secrets)
 
 
 def test_no_secret_value_in_configmaps_status_events_pod_specs_or_logs(

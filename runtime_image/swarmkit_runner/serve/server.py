@@ -24,7 +24,7 @@ import uvicorn
 from swarmkit_api.bundle import SERVE_TOKEN_ENV_PREFIX
 
 from .. import spans
-from ..audit import AuditLog
+from ..audit import AuditLog, warn_short_secrets
 from ..bundle import load_bundle
 from ..errors import BundleError
 from ..listen import listen_socket
@@ -137,7 +137,9 @@ async def serve(
     server = DrainingServer(config, manager, drain_seconds)
     server.loop = asyncio.get_running_loop()
     sock = listen_socket(host, port)
-    AuditLog(f"serve-{bundle.target}", bundle.run.correlation_id or bundle.run.uid, secrets).emit(
+    audit = AuditLog(f"serve-{bundle.target}", bundle.run.correlation_id or bundle.run.uid, secrets)
+    warn_short_secrets(audit, secrets)
+    audit.emit(
         "serve.start",
         topology=bundle.target,
         version=version,

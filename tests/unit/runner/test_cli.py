@@ -171,3 +171,21 @@ def test_sigterm_cancels_the_run_and_reports_cancelled(
     assert proc.returncode == 1
     result = json.loads(layout.termination_log.read_text())
     assert result["outcome"] == "Cancelled"
+
+
+def test_a_secret_never_read_is_scrubbed_and_a_short_one_is_named(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    never_read = "sk-cli-never-read-" + os.urandom(6).hex()
+    model_server.push(text(f"the key is {never_read}"))
+    b = bundle(
+        agents=[agent("solo", provider="m")],
+        providers=[openai_provider("m", model_server.openai_base_url)],
+    )
+    b = b.model_copy(update={"run": b.run.model_copy(update={"input": f"use {never_read}"})})
+    env = {"SWARMKIT_SECRET_UNUSED_TOKEN": never_read, "SWARMKIT_SECRET_PIN": "4321"}
+    out = run_subprocess(write_bundle(b, tmp_path), env=env)
+    assert out.result["output"] == "the key is [REDACTED]"
+    assert never_read not in out.stdout + out.stderr + json.dumps(out.result)
+    [warning] = [e for e in out.audit if e["event"] == "startup.warning"]
+    assert warning["variable"] == "SWARMKIT_SECRET_PIN" and "4321" not in json.dumps(warning)
