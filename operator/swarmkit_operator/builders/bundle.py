@@ -376,12 +376,17 @@ def render_bundle(
     )
 
 
+def bundle_data(rendered: RenderedBundle) -> dict[str, str]:
+    """The bundle ConfigMap's ``data`` (its digest is the Run's ``status.bundleSha256``)."""
+    return {BUNDLE_FILE: rendered.bundle_json or rendered.bundle.to_json(), **rendered.flow_data}
+
+
 def build_bundle_config_map(run: RunRef, rendered: RenderedBundle) -> dict[str, Any]:
     """The run's immutable bundle ConfigMap, owned by the Run."""
     labels = run_labels(run, rendered.bundle)
     labels[RUN_LABEL] = label_value(run.name)
     labels[RUN_UID_LABEL] = label_value(run.uid)
-    data = {BUNDLE_FILE: rendered.bundle_json or rendered.bundle.to_json(), **rendered.flow_data}
+    data = bundle_data(rendered)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -436,6 +441,7 @@ def rendered_from_config_map(
         flow_data_keys=keys,
         flow_data=flow,
         pinned_config_maps=tuple(c for c in annotation.split(",") if c),
+        bundle_json=data[BUNDLE_FILE],  # as written: its digest is the Run's bundleSha256
     )
 
 
@@ -446,6 +452,7 @@ __all__ = [
     "RenderedBundle",
     "RunInput",
     "build_bundle_config_map",
+    "bundle_data",
     "effective_governance",
     "effective_timeout",
     "render_bundle",

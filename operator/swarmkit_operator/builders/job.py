@@ -71,6 +71,9 @@ MANAGED_BY_LABELS = {
 RUN_NAME_ANNOTATION = "swarmkit.dev/run-name"
 CORRELATION_ANNOTATION = "swarmkit.dev/correlation-id"
 BUNDLE_ANNOTATION = "swarmkit.dev/bundle-config-map"
+#: On a resumed stage's pod template: the decision (JSON) the runner resumes with, derived
+#: from the Review by the operator, mounted as decision.json through the downward API.
+DECISION_ANNOTATION = "swarmkit.dev/resume-decision"
 
 #: Keeps the pod (and its termination message) until the operator recorded the outcome.
 POD_FINALIZER = "swarmkit.dev/run-outcome"
@@ -149,11 +152,14 @@ def user_labels(labels: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
 
 @dataclass(frozen=True)
 class ResumeFiles:
-    """What a resumed stage mounts: the previous stage's checkpoint and the decision
-    (immutable ConfigMaps, see :mod:`.review`)."""
+    """What a resumed stage mounts: the previous stage's checkpoint (an immutable
+    ConfigMap, checked against ``status.checkpointSha256`` first, see :mod:`.review`) and
+    the decision, taken from the Review and carried in the pod template's annotation
+    :data:`DECISION_ANNOTATION` (a downward API file): no object a namespace editor can
+    create decides a Review."""
 
     checkpoint_config_map: str
-    decision_config_map: str
+    decision_json: str
 
 
 @dataclass(frozen=True)
@@ -200,6 +206,18 @@ def run_labels(run: RunRef, bundle: RunBundle | None = None) -> dict[str, str]:
     return labels
 
 
+def _resume_volume(source: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """A read-only volume holding one file ``key``: a ConfigMap key, or a downward API
+    field (``{"downwardAPI": {"fieldRef": path}}``)."""
+    if "configMap" in source:
+        name = source["configMap"]["name"]
+        keys = [{"key": key, "path": key}]
+        return {"configMap": {"name": name, "defaultMode": 0o444, "items": keys}}
+    field = source["downwardAPI"]["fieldRef"]
+    items: list[dict[str, Any]] = [{"path": key, "fieldRef": {"fieldPath": field}}]
+    return {"downwardAPI": {"defaultMode": 0o444, "items": items}}
+
+
 def active_deadline_seconds(timeout_seconds: int) -> int:
     return timeout_seconds + DEADLINE_GRACE_SECONDS
 
@@ -235,21 +253,19 @@ def build_job(
 
     args = ["run", "--bundle", BUNDLE_MOUNT]
     resume_volumes, resume_mounts = [], []
+    pod_annotations = dict(annotations)
     if resume_files is not None:
-        for volume, config_map, key in (
-            ("resume-checkpoint", resume_files.checkpoint_config_map, CHECKPOINT_FILE),
-            ("resume-decision", resume_files.decision_config_map, DECISION_FILE),
+        pod_annotations[DECISION_ANNOTATION] = resume_files.decision_json
+        decision_field = f"metadata.annotations['{DECISION_ANNOTATION}']"
+        for volume, source, key in (
+            (
+                "resume-checkpoint",
+                {"configMap": {"name": resume_files.checkpoint_config_map}},
+                CHECKPOINT_FILE,
+            ),
+            ("resume-decision", {"downwardAPI": {"fieldRef": decision_field}}, DECISION_FILE),
         ):
-            resume_volumes.append(
-                {
-                    "name": volume,
-                    "configMap": {
-                        "name": config_map,
-                        "defaultMode": 0o444,
-                        "items": [{"key": key, "path": key}],
-                    },
-                }
-            )
+            resume_volumes.append({"name": volume, **_resume_volume(source, key)})
             where = f"{RESUME_MOUNT}/{volume.removeprefix('resume-')}"
             resume_mounts.append({"name": volume, "mountPath": where, "readOnly": True})
             args += [f"--{volume.removeprefix('resume-')}", f"{where}/{key}"]
@@ -297,7 +313,7 @@ def build_job(
                 ]
             },
             "template": pod_template(
-                pod_spec, labels=labels, annotations=annotations, finalizers=[POD_FINALIZER]
+                pod_spec, labels=labels, annotations=pod_annotations, finalizers=[POD_FINALIZER]
             ),
         },
     }
@@ -306,6 +322,7 @@ def build_job(
 __all__ = [
     "BUNDLE_ANNOTATION",
     "CONTAINER_NAME",
+    "DECISION_ANNOTATION",
     "DEFAULT_RESOURCES",
     "FLOW_DATA_MOUNT",
     "POD_FINALIZER",

@@ -31,6 +31,7 @@ from swarmkit_api.run import RunSpec
 from .. import k8s
 from ..builders import job as jobs
 from ..builders import run_status as rs
+from ..builders import trust
 from . import cleanup, effects, review, start, status
 from .model import (
     HINT_SECONDS,
@@ -46,7 +47,21 @@ from .summaries import job_summary
 
 
 async def reconcile(st: RunState, uid: str) -> float | None:
-    """Reconcile Run ``uid`` once; see the module docstring."""
+    """Reconcile Run ``uid`` once; see the module docstring. An object the run depends on
+    that is not the one the operator wrote, or is gone (:class:`.trust.Refused`), ends the
+    run at once with that reason (and an Event): it is never used, and never waited for."""
+    try:
+        return await _reconcile(st, uid)
+    except trust.Refused as refused:
+        run = st.run_view(uid)
+        if run is None:
+            return None
+        await status.write(st, run, rs.final(refused.reason, refused.message))
+        await cleanup.release_pods(st, st.pods_of(uid))
+        return None
+
+
+async def _reconcile(st: RunState, uid: str) -> float | None:
     run = st.run_view(uid)
     pods = st.pods_of(uid)
     if run is None or run.deleting:
@@ -174,7 +189,9 @@ async def _lost(
             "status": fresh_status,
         }
         return 0.05
-    return await start.recreate(st, run, spec, recreation, current)
+    resumes = int(run.status.get("resumes") or 0)
+    decision = await review.decision_for(run, resumes) if resumes else None
+    return await start.recreate(st, run, spec, recreation, current, decision)
 
 
 async def cancel(

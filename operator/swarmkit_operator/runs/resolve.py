@@ -24,7 +24,7 @@ from swarmkit_api.workspace import WorkspaceSpec
 from .. import k8s
 from ..builders import bundle as bundles
 from ..builders import job as jobs
-from ..builders import pinned
+from ..builders import pinned, trust
 from ..builders.funnel import funnel_version, parse_funnel
 from ..builders.review import approves
 from ..builders.skill import SKILL_MD, load_rendered_skill
@@ -310,15 +310,23 @@ class Resolver:
             self._cm_cache[key] = data
         return data
 
-    async def existing_bundle(self, namespace: str, cm_name: str) -> bundles.RenderedBundle | None:
-        """What an earlier start pinned, read back from its bundle ConfigMap (None if gone).
+    async def existing_bundle(
+        self, namespace: str, cm_name: str, digest: str | None
+    ) -> bundles.RenderedBundle:
+        """What an earlier start pinned, read back from its bundle ConfigMap.
 
         A recreated Job, or a start retried after a crash, must run with exactly what the
-        Run pinned the first time, not with what the target resolves to now.
+        Run pinned the first time, not with what the target resolves to now; and only with
+        the ConfigMap the operator wrote: its data must have ``digest`` (the Run's
+        ``status.bundleSha256``; None only for a Run started before digests were recorded),
+        else :class:`~swarmkit_operator.builders.trust.Refused` (``TamperedObject``; gone:
+        ``PinnedRevisionMissing``).
         """
         cm = await k8s.read_config_map(namespace, cm_name)
         if cm is None:
-            return None
+            raise trust.missing("the run's bundle", cm_name)
+        if digest is not None:
+            trust.check("the run's bundle", cm_name, cm, digest)
         data = cm.get("data") or {}
         bundle = RunBundle.model_validate_json(data[BUNDLE_FILE])
         files: dict[str, tuple[jobs.SkillFileItem, ...]] = {}
@@ -327,7 +335,7 @@ class Resolver:
                 continue
             skill_data = await self.config_map_data(namespace, skill.config_map)
             if skill_data is None:
-                raise ValueError(f"pinned skill ConfigMap {skill.config_map} is gone")
+                raise trust.missing(f"skill {skill.name}'s pinned revision", skill.config_map)
             rendered = load_rendered_skill(skill_data)
             files[skill.config_map] = pinned.skill_file_items(
                 rendered.files, with_skill_md=SKILL_MD in skill_data
