@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swarmkit_api.bundle import BUNDLE_SHA256_ENV
 from swarmkit_api.review import Checkpoint, ResumeDecision
 
 from . import __version__, spans
@@ -133,7 +134,7 @@ async def _main_async(args: argparse.Namespace, paths: RunnerPaths) -> int:
     hide_secret_environ()  # scripts and MCP servers could read /proc/<runner>/environ
     hide_secret_environ(spans.HEADERS_ENV)  # the OTLP headers come from a Secret too
     try:
-        bundle = load_bundle(paths.bundle_file)
+        bundle = load_bundle(paths.bundle_file, os.environ.get(BUNDLE_SHA256_ENV))
     except BundleError as exc:
         uid, correlation = _run_id_hint(str(paths.bundle_file))
         audit = AuditLog(uid, correlation, secrets)

@@ -54,6 +54,7 @@ from swarmkit_api.workspace import (
 )
 
 from ..config import OperatorConfig
+from ..hashing import sha256_hex
 from . import PINNED_ANNOTATION, RUN_FINISHED_LABEL
 from .job import (
     FLOW_DATA_MOUNT,
@@ -381,6 +382,12 @@ def bundle_data(rendered: RenderedBundle) -> dict[str, str]:
     return {BUNDLE_FILE: rendered.bundle_json or rendered.bundle.to_json(), **rendered.flow_data}
 
 
+def bundle_file_sha256(rendered: RenderedBundle) -> str:
+    """sha256 of bundle.json as written: the Job's ``SWARMKIT_BUNDLE_SHA256`` (the runner
+    refuses another file)."""
+    return sha256_hex(bundle_data(rendered)[BUNDLE_FILE])
+
+
 def build_bundle_config_map(run: RunRef, rendered: RenderedBundle) -> dict[str, Any]:
     """The run's immutable bundle ConfigMap, owned by the Run."""
     labels = run_labels(run, rendered.bundle)
@@ -453,6 +460,7 @@ __all__ = [
     "RunInput",
     "build_bundle_config_map",
     "bundle_data",
+    "bundle_file_sha256",
     "effective_governance",
     "effective_timeout",
     "render_bundle",

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarmkit_api.bundle import BUNDLE_MOUNT, RunBundle
+from swarmkit_api.bundle import BUNDLE_MOUNT, BUNDLE_SHA256_ENV, RunBundle
 from swarmkit_api.review import CHECKPOINT_FILE, DECISION_FILE, RESUME_MOUNT
 
 from ..config import OperatorConfig
@@ -233,9 +233,11 @@ def build_job(
     recreation: int = 0,
     resume: int = 0,
     resume_files: ResumeFiles | None = None,
+    bundle_sha256: str | None = None,
 ) -> dict[str, Any]:
     """The Run's Job. ``flow_data_keys`` maps bundle ConfigMap keys → flow data paths;
-    ``resume``/``resume_files``: the n-th resume after a review, from those files."""
+    ``resume``/``resume_files``: the n-th resume after a review, from those files;
+    ``bundle_sha256``: of the bundle.json written, checked by the runner before it runs."""
     workspace = bundle.workspace
     runtime = runtime_defaults(workspace)
     name = job_name(run.name, run.uid, recreation, resume)
@@ -277,7 +279,10 @@ def build_job(
         skill_mounts=skill_mounts,
         flow_data_keys=flow_data_keys,
         runtime_class_name=runtime_class(bundle),
-        extra_env=tracing_env(run.uid, workspace.tracing),  # tracing hook: the Run's trace
+        extra_env=[
+            *tracing_env(run.uid, workspace.tracing),  # tracing hook: the Run's trace
+            *([{"name": BUNDLE_SHA256_ENV, "value": bundle_sha256}] if bundle_sha256 else []),
+        ],
     )
     # A resumed stage also mounts its checkpoint and the decision (read-only).
     pod_spec["volumes"] += resume_volumes

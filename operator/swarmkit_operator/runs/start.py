@@ -182,6 +182,7 @@ def job_manifest_for(
         recreation=recreation,
         resume=resume,
         resume_files=resume_files(ref.name, ref.uid, resume, decision),
+        bundle_sha256=bundles.bundle_file_sha256(rendered),
     )
 
 
