@@ -251,7 +251,10 @@ def test_a_parked_run_whose_skill_was_deleted_fails_naming_the_revision(
     review = parked_review(kube, ns, "ship-orphan")
     cm = (get(kube, ns, "Run", "ship-orphan") or {})["status"]["bundleConfigMap"]
     bundle = kube.core.read_namespaced_config_map(cm, ns)
-    pinned = [c for c in bundle.metadata.annotations[PINNED_ANNOTATION].split(",") if c]
+    pinned = [
+        c for c in bundle.metadata.annotations[PINNED_ANNOTATION].split(",") if c
+    ]  # the deploy Skill's revision among the agents' and other skills'
+    pinned = [c for c in pinned if c.startswith("skill-deploy-")]
     assert pinned
     cluster.kubectl("-n", ns, "delete", "skill", "deploy", "--wait=true")
 

@@ -20,18 +20,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
 from pydantic import ValidationError
 
-from swarmkit_api.conditions import REASON_CANCELLED, REASON_VALIDATION_FAILED
+from swarmkit_api.conditions import REASON_CANCELLED, REASON_PENDING, REASON_VALIDATION_FAILED
 from swarmkit_api.run import RunSpec
 
 from .. import k8s
 from ..builders import job as jobs
+from ..builders import run_pod, trust
 from ..builders import run_status as rs
-from ..builders import trust
 from . import cleanup, effects, review, start, status
 from .model import (
     HINT_SECONDS,
@@ -130,6 +131,8 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
         timeout_seconds=timeout,
         pod_start_grace_seconds=POD_START_GRACE,
     )
+    if verdict.phase == "Pending" and len(job_pods) == 1:
+        verdict = await _mount_problem(run, job_pods[0], verdict)
     if verdict.phase == "Parked":
         await effects.settle(st, run, verdict)  # the stage's outbox, before the pod goes
         return await review.parked(st, run, spec, verdict, job_pods)
@@ -153,6 +156,31 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
     if verdict.phase == "Pending" and not job_pods:
         return NO_POD_EVENTS_AFTER + 0.5
     return None
+
+
+async def _mount_problem(run: RunView, pod: dict[str, Any], verdict: rs.Verdict) -> rs.Verdict:
+    """A pod that has waited to start for a while: its FailedMount Events say why, in the
+    Run's condition (the kubelet's message); a ConfigMap it mounts that is gone for good (a
+    pinned revision, the bundle, a checkpoint) fails the run at once (``trust.missing``),
+    never at the run's timeout."""
+    waited = age(pod)
+    uid = str((pod.get("metadata") or {}).get("uid") or "")
+    if waited is None or waited < NO_POD_EVENTS_AFTER or not uid:
+        return verdict
+    found = run_pod.failed_mount(await k8s.object_events(run.namespace, uid))
+    if found is None:
+        return verdict
+    message, missing = found
+    if missing is not None and await k8s.read_config_map(run.namespace, missing) is None:
+        raise trust.missing("a ConfigMap the run's pod mounts", missing)
+    name = (pod.get("metadata") or {}).get("name")
+    return dataclasses.replace(
+        verdict,
+        reason=REASON_PENDING,
+        message=f"pod {name} cannot start: FailedMount: {message}",
+        recheck_after=NO_POD_EVENTS_AFTER,
+        quiet=False,
+    )
 
 
 async def _lost(

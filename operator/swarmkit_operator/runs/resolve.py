@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
-from swarmkit_api.conditions import READY
+from swarmkit_api.conditions import READY, REASON_TAMPERED_OBJECT
 from swarmkit_api.funnel import FunnelSpec
 from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import TopologySpec
@@ -318,15 +318,20 @@ class Resolver:
         A recreated Job, or a start retried after a crash, must run with exactly what the
         Run pinned the first time, not with what the target resolves to now; and only with
         the ConfigMap the operator wrote: its data must have ``digest`` (the Run's
-        ``status.bundleSha256``; None only for a Run started before digests were recorded),
-        else :class:`~swarmkit_operator.builders.trust.Refused` (``TamperedObject``; gone:
-        ``PinnedRevisionMissing``).
+        ``status.bundleSha256``), else :class:`~swarmkit_operator.builders.trust.Refused`
+        (``TamperedObject``; gone: ``PinnedRevisionMissing``). Without a recorded digest
+        nothing proves who wrote it: refused too.
         """
         cm = await k8s.read_config_map(namespace, cm_name)
         if cm is None:
             raise trust.missing("the run's bundle", cm_name)
-        if digest is not None:
-            trust.check("the run's bundle", cm_name, cm, digest)
+        if not digest:
+            raise trust.Refused(
+                REASON_TAMPERED_OBJECT,
+                f"the run's bundle ConfigMap {cm_name} exists but the run recorded no digest "
+                "of a bundle the operator wrote: it is not used",
+            )
+        trust.check("the run's bundle", cm_name, cm, digest)
         data = cm.get("data") or {}
         bundle = RunBundle.model_validate_json(data[BUNDLE_FILE])
         files: dict[str, tuple[jobs.SkillFileItem, ...]] = {}

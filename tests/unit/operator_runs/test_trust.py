@@ -46,3 +46,29 @@ def test_gone_is_pinned_revision_missing() -> None:
         trust.check("the run's checkpoint", "run-x-0a1b2-ckpt-0", None, "0" * 64)
     assert refused.value.reason == REASON_PINNED_REVISION_MISSING
     assert "run-x-0a1b2-ckpt-0" in refused.value.message
+
+
+def test_failed_mount_names_the_missing_config_map_of_the_newest_event() -> None:
+    from swarmkit_operator.builders.run_pod import failed_mount
+
+    kubelet = {
+        "reason": "FailedMount",
+        "lastTimestamp": "2026-12-05T10:00:05Z",
+        "message": 'MountVolume.SetUp failed for volume "skill-0" : '
+        'configmap "skill-deploy-1a2b3c4d" not found',
+    }
+    older = {**kubelet, "lastTimestamp": "2026-12-05T10:00:01Z", "message": "other"}
+    process_node = {
+        "reason": "FailedMount",
+        "message": "MountVolume.SetUp failed: configmap run-x-0a1b2-ckpt-0 not found",
+    }
+    assert failed_mount([older, kubelet, {"reason": "Scheduled"}]) == (
+        kubelet["message"],
+        "skill-deploy-1a2b3c4d",
+    )
+    assert failed_mount([process_node]) == (process_node["message"], "run-x-0a1b2-ckpt-0")
+    assert failed_mount([{"reason": "FailedMount", "message": "timed out"}]) == (
+        "timed out",
+        None,
+    )
+    assert failed_mount([{"reason": "Pulled"}]) is None
