@@ -206,6 +206,32 @@ def run_labels(run: RunRef, bundle: RunBundle | None = None) -> dict[str, str]:
     return labels
 
 
+def _resume_mounts(
+    resume_files: ResumeFiles | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """A resumed stage's volumes, mounts and runner arguments: the checkpoint ConfigMap,
+    and the decision from the pod's own annotation (:data:`DECISION_ANNOTATION`)."""
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    args: list[str] = []
+    if resume_files is None:
+        return volumes, mounts, args
+    decision_field = f"metadata.annotations['{DECISION_ANNOTATION}']"
+    for volume, source, key in (
+        (
+            "resume-checkpoint",
+            {"configMap": {"name": resume_files.checkpoint_config_map}},
+            CHECKPOINT_FILE,
+        ),
+        ("resume-decision", {"downwardAPI": {"fieldRef": decision_field}}, DECISION_FILE),
+    ):
+        volumes.append({"name": volume, **_resume_volume(source, key)})
+        where = f"{RESUME_MOUNT}/{volume.removeprefix('resume-')}"
+        mounts.append({"name": volume, "mountPath": where, "readOnly": True})
+        args += [f"--{volume.removeprefix('resume-')}", f"{where}/{key}"]
+    return volumes, mounts, args
+
+
 def _resume_volume(source: Mapping[str, Any], key: str) -> dict[str, Any]:
     """A read-only volume holding one file ``key``: a ConfigMap key, or a downward API
     field (``{"downwardAPI": {"fieldRef": path}}``)."""
@@ -254,23 +280,11 @@ def build_job(
     }
 
     args = ["run", "--bundle", BUNDLE_MOUNT]
-    resume_volumes, resume_mounts = [], []
+    resume_volumes, resume_mounts, resume_args = _resume_mounts(resume_files)
+    args += resume_args
     pod_annotations = dict(annotations)
     if resume_files is not None:
         pod_annotations[DECISION_ANNOTATION] = resume_files.decision_json
-        decision_field = f"metadata.annotations['{DECISION_ANNOTATION}']"
-        for volume, source, key in (
-            (
-                "resume-checkpoint",
-                {"configMap": {"name": resume_files.checkpoint_config_map}},
-                CHECKPOINT_FILE,
-            ),
-            ("resume-decision", {"downwardAPI": {"fieldRef": decision_field}}, DECISION_FILE),
-        ):
-            resume_volumes.append({"name": volume, **_resume_volume(source, key)})
-            where = f"{RESUME_MOUNT}/{volume.removeprefix('resume-')}"
-            resume_mounts.append({"name": volume, "mountPath": where, "readOnly": True})
-            args += [f"--{volume.removeprefix('resume-')}", f"{where}/{key}"]
     pod_spec = runner_pod_spec(
         workspace=workspace,
         config=config,

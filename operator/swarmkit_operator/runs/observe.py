@@ -131,8 +131,7 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
         timeout_seconds=timeout,
         pod_start_grace_seconds=POD_START_GRACE,
     )
-    if verdict.phase == "Pending" and len(job_pods) == 1:
-        verdict = await _mount_problem(run, job_pods[0], verdict)
+    verdict = await _mount_problem(run, job_pods, verdict)
     if verdict.phase == "Parked":
         await effects.settle(st, run, verdict)  # the stage's outbox, before the pod goes
         return await review.parked(st, run, spec, verdict, job_pods)
@@ -158,18 +157,29 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
     return None
 
 
-async def _mount_problem(run: RunView, pod: dict[str, Any], verdict: rs.Verdict) -> rs.Verdict:
-    """A pod that has waited to start for a while: its FailedMount Events say why, in the
-    Run's condition (the kubelet's message); a ConfigMap it mounts that is gone for good (a
-    pinned revision, the bundle, a checkpoint) fails the run at once (``trust.missing``),
-    never at the run's timeout."""
+#: How often a pod still pending (past the quiet time) has its Events read for FailedMount.
+MOUNT_RECHECK_SECONDS = 5.0
+
+
+async def _mount_problem(
+    run: RunView, pods: list[dict[str, Any]], verdict: rs.Verdict
+) -> rs.Verdict:
+    """A pending pod that has waited to start for a while: its FailedMount Events say why,
+    in the Run's condition (the kubelet's message); a ConfigMap it mounts that is gone for
+    good (a pinned revision, the bundle, a checkpoint) fails the run at once
+    (``trust.missing``), never at the run's timeout."""
+    if verdict.phase != "Pending" or len(pods) != 1:
+        return verdict
+    pod = pods[0]
     waited = age(pod)
     uid = str((pod.get("metadata") or {}).get("uid") or "")
-    if waited is None or waited < NO_POD_EVENTS_AFTER or not uid:
+    if waited is None or waited < NO_POD_EVENTS_AFTER or not uid or verdict.quiet:
         return verdict
     found = run_pod.failed_mount(await k8s.object_events(run.namespace, uid))
     if found is None:
-        return verdict
+        # Nothing changes on the pod while the kubelet retries a mount: look again.
+        recheck = verdict.recheck_after or MOUNT_RECHECK_SECONDS
+        return dataclasses.replace(verdict, recheck_after=recheck)
     message, missing = found
     if missing is not None and await k8s.read_config_map(run.namespace, missing) is None:
         raise trust.missing("a ConfigMap the run's pod mounts", missing)
@@ -178,8 +188,7 @@ async def _mount_problem(run: RunView, pod: dict[str, Any], verdict: rs.Verdict)
         verdict,
         reason=REASON_PENDING,
         message=f"pod {name} cannot start: FailedMount: {message}",
-        recheck_after=NO_POD_EVENTS_AFTER,
-        quiet=False,
+        recheck_after=MOUNT_RECHECK_SECONDS,
     )
 
 

@@ -338,9 +338,11 @@ class Resolver:
         for skill in bundle.skills.values():
             if not skill.config_map:
                 continue
-            skill_data = await self.config_map_data(namespace, skill.config_map)
-            if skill_data is None:
+            # Read, not the cache: the revision must still exist for the pod to mount it.
+            skill_cm = await k8s.read_config_map(namespace, skill.config_map)
+            if skill_cm is None:
                 raise trust.missing(f"skill {skill.name}'s pinned revision", skill.config_map)
+            skill_data = {str(k): str(v) for k, v in (skill_cm.get("data") or {}).items()}
             rendered = load_rendered_skill(skill_data)
             files[skill.config_map] = pinned.skill_file_items(
                 rendered.files, with_skill_md=SKILL_MD in skill_data

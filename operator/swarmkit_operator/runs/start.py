@@ -119,15 +119,28 @@ async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
         return await record_job(st, run, rendered, job_manifest, job_res, cm_name, 0)
     # A bundle may exist already (an earlier attempt): create it first, then the Job from
     # whichever bundle is there.
+    rendered = await _bundle_again(st, run, cm_manifest, rendered)
+    return await create_job(st, run, ref, rendered, cm_name, recreation=0)
+
+
+async def _bundle_again(
+    st: RunState,
+    run: RunView,
+    cm_manifest: Mapping[str, Any],
+    rendered: bundles.RenderedBundle,
+) -> bundles.RenderedBundle:
+    """Create the bundle, or take the one an earlier attempt made: the run keeps what it
+    pinned then, if it is provably ours: the digest recorded in status, else (a crash
+    before that write) the same content as rendered now. Anything else was created by
+    someone else (``TamperedObject``, raised by the resolver)."""
+    cm_path = k8s.core_path("configmaps", run.namespace)
     created = await k8s.create_start_object(cm_path, cm_manifest)
     st.mark(run.uid, "bundle_created")
-    if created is None:
-        # An earlier attempt made it: the run keeps what it pinned then, if it is provably
-        # ours: the digest recorded in status, else (a crash before that write) the same
-        # content as rendered now. Anything else was created by someone else (TamperedObject).
-        recorded = run.status.get("bundleSha256") or trust.data_digest(cm_manifest["data"])
-        rendered = await st.resolver.existing_bundle(run.namespace, cm_name, str(recorded))
-    return await create_job(st, run, ref, rendered, cm_name, recreation=0)
+    if created is not None:
+        return rendered
+    recorded = run.status.get("bundleSha256") or trust.data_digest(cm_manifest["data"])
+    name = str(cm_manifest["metadata"]["name"])
+    return await st.resolver.existing_bundle(run.namespace, name, str(recorded))
 
 
 async def with_egress(rendered: bundles.RenderedBundle) -> bundles.RenderedBundle:
