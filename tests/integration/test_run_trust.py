@@ -240,32 +240,66 @@ def test_a_deleted_checkpoint_fails_the_parked_run_at_once(
     assert time.monotonic() - started < 30  # not the run's 600 s timeout
 
 
-def test_a_parked_run_whose_skill_was_deleted_fails_naming_the_revision(
+def _skill_revisions(kube: Kube, ns: str, run: str, skill: str) -> list[str]:
+    cm = (get(kube, ns, "Run", run) or {})["status"]["bundleConfigMap"]
+    bundle = kube.core.read_namespaced_config_map(cm, ns)
+    pins = bundle.metadata.annotations[PINNED_ANNOTATION].split(",")
+    return [c for c in pins if c.startswith(f"skill-{skill}-")]
+
+
+def _config_maps(kube: Kube, ns: str) -> set[str]:
+    return {c.metadata.name for c in kube.core.list_namespaced_config_map(ns).items}
+
+
+def test_a_parked_run_keeps_its_skill_revision_when_the_skill_is_deleted(
     cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
 ) -> None:
-    """Deleting the Skill garbage-collects its revision ConfigMaps; the run that pinned one
-    says so at once when it resumes (it is not left to time out on a FailedMount)."""
+    """Deleting a Skill no longer has Kubernetes collect the revision a parked Run pinned
+    (it has no ownerReference); the operator's GC keeps it until the Run ends."""
+    ns = namespace
+    _escalating_agent(kube, ns, cluster)
+    apply(kube, ns, {**deploy_skill(), "metadata": {"name": "unused"}})
+    unused = wait_for(
+        lambda: ((get(kube, ns, "Skill", "unused") or {}).get("status") or {}).get(
+            "renderedConfigMap"
+        ),
+        60,
+        message="Skill unused to render",
+    )
+    create(kube, ns, run_manifest("ship-kept", agent="deployer", timeout=600))
+    review = parked_review(kube, ns, "ship-kept")
+    [revision] = _skill_revisions(kube, ns, "ship-kept", "deploy")
+    cluster.kubectl("-n", ns, "delete", "skill", "deploy", "unused", "--wait=true")
+    # the GC ran in this namespace (the unpinned render is gone), the pinned one is kept
+    wait_for(lambda: unused not in _config_maps(kube, ns), 60, message="GC of the unused render")
+    assert revision in _config_maps(kube, ns)
+
+    res = decide(cluster, ns, review["metadata"]["name"], "alice", "answer", text="by hand")
+    assert res.returncode == 0, res.stderr
+    run = wait_run(kube, ns, "ship-kept", finished, timeout=60, operator=operator)
+    cond = succeeded(run) or {}
+    assert (cond.get("status"), cond.get("reason")) == ("True", "Succeeded"), cond
+    assert run["status"]["output"] == DONE
+    # the Run ended: nothing pins the revision of the deleted Skill any more
+    wait_for(lambda: revision not in _config_maps(kube, ns), 60, message="GC of the revision")
+
+
+def test_a_deleted_skill_revision_fails_the_resume_naming_it_at_once(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    """Deleted anyway (by hand: built-in edit may): the run fails PinnedRevisionMissing as
+    soon as it would resume, not after a FailedMount and its whole timeout."""
     ns = namespace
     _escalating_agent(kube, ns, cluster)
     create(kube, ns, run_manifest("ship-orphan", agent="deployer", timeout=600))
     review = parked_review(kube, ns, "ship-orphan")
-    cm = (get(kube, ns, "Run", "ship-orphan") or {})["status"]["bundleConfigMap"]
-    bundle = kube.core.read_namespaced_config_map(cm, ns)
-    pinned = [
-        c for c in bundle.metadata.annotations[PINNED_ANNOTATION].split(",") if c
-    ]  # the deploy Skill's revision among the agents' and other skills'
-    pinned = [c for c in pinned if c.startswith("skill-deploy-")]
-    assert pinned
-    cluster.kubectl("-n", ns, "delete", "skill", "deploy", "--wait=true")
-
-    def revisions_gone() -> bool:
-        names = {c.metadata.name for c in kube.core.list_namespaced_config_map(ns).items}
-        return not names & set(pinned)
-
-    wait_for(revisions_gone, 60, message="the Skill's revisions to be garbage-collected")
+    [revision] = _skill_revisions(kube, ns, "ship-orphan", "deploy")
+    deleted = kubectl_as(cluster, EDITOR, "-n", ns, "delete", "configmap", revision)
+    assert deleted.returncode == 0, deleted.stderr
     res = decide(cluster, ns, review["metadata"]["name"], "alice", "answer", text="by hand")
     assert res.returncode == 0, res.stderr
     started = time.monotonic()
     run = wait_run(kube, ns, "ship-orphan", finished, timeout=30, operator=operator)
-    _refused(run, "PinnedRevisionMissing", "skill deploy's pinned revision")
+    cond = _refused(run, "PinnedRevisionMissing", revision)
+    assert "skill deploy's pinned revision" in cond["message"]
     assert time.monotonic() - started < 30  # not the run's 600 s timeout
