@@ -287,13 +287,16 @@ def test_a_parked_run_keeps_its_skill_revision_when_the_skill_is_deleted(
 def test_a_deleted_skill_revision_fails_the_resume_naming_it_at_once(
     cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
 ) -> None:
-    """Deleted anyway (by hand: built-in edit may): the run fails PinnedRevisionMissing as
-    soon as it would resume, not after a FailedMount and its whole timeout."""
+    """Deleted anyway (by hand: built-in edit may) after its Skill was (while the Skill
+    exists the operator renders it again, same name, same bytes): the run fails
+    PinnedRevisionMissing as soon as it would resume, not after a FailedMount and its
+    whole timeout."""
     ns = namespace
     _escalating_agent(kube, ns, cluster)
     create(kube, ns, run_manifest("ship-orphan", agent="deployer", timeout=600))
     review = parked_review(kube, ns, "ship-orphan")
     [revision] = _skill_revisions(kube, ns, "ship-orphan", "deploy")
+    cluster.kubectl("-n", ns, "delete", "skill", "deploy", "--wait=true")
     deleted = kubectl_as(cluster, EDITOR, "-n", ns, "delete", "configmap", revision)
     assert deleted.returncode == 0, deleted.stderr
     res = decide(cluster, ns, review["metadata"]["name"], "alice", "answer", text="by hand")
