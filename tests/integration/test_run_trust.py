@@ -220,6 +220,7 @@ def test_the_legitimate_resume_still_works_and_records_the_digests(
     job = kube.batch.read_namespaced_job(run["status"]["jobName"], ns).to_dict()
     env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert len(env["SWARMKIT_BUNDLE_SHA256"]) == 64
+    assert env["SWARMKIT_CHECKPOINT_SHA256"] == parked["checkpointSha256"]
 
 
 def test_a_deleted_checkpoint_fails_the_parked_run_at_once(

@@ -26,7 +26,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarmkit_api.bundle import BUNDLE_MOUNT, BUNDLE_SHA256_ENV, RunBundle
+from swarmkit_api.bundle import (
+    BUNDLE_MOUNT,
+    BUNDLE_SHA256_ENV,
+    CHECKPOINT_SHA256_ENV,
+    RunBundle,
+)
 from swarmkit_api.review import CHECKPOINT_FILE, DECISION_FILE, RESUME_MOUNT
 
 from ..config import OperatorConfig
@@ -160,6 +165,9 @@ class ResumeFiles:
 
     checkpoint_config_map: str
     decision_json: str
+    #: What the runner reported for that checkpoint (``status.checkpointSha256``): the
+    #: resumed runner refuses another file (``SWARMKIT_CHECKPOINT_SHA256``).
+    checkpoint_sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -204,6 +212,12 @@ def run_labels(run: RunRef, bundle: RunBundle | None = None) -> dict[str, str]:
             if is_valid_label(key, value):
                 labels[key] = value
     return labels
+
+
+def _checkpoint_env(resume_files: ResumeFiles | None) -> list[dict[str, Any]]:
+    if resume_files is None or not resume_files.checkpoint_sha256:
+        return []
+    return [{"name": CHECKPOINT_SHA256_ENV, "value": resume_files.checkpoint_sha256}]
 
 
 def _resume_mounts(
@@ -296,6 +310,7 @@ def build_job(
         extra_env=[
             *tracing_env(run.uid, workspace.tracing),  # tracing hook: the Run's trace
             *([{"name": BUNDLE_SHA256_ENV, "value": bundle_sha256}] if bundle_sha256 else []),
+            *_checkpoint_env(resume_files),
         ],
     )
     # A resumed stage also mounts its checkpoint and the decision (read-only).

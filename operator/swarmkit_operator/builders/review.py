@@ -65,15 +65,21 @@ def checkpoint_config_map_name(run_name: str, run_uid: str, stage: int) -> str:
 
 
 def resume_files(
-    run_name: str, run_uid: str, stage: int, decision: ResumeDecision | None
+    run_name: str,
+    run_uid: str,
+    stage: int,
+    decision: ResumeDecision | None,
+    checkpoint_sha256: str = "",
 ) -> ResumeFiles | None:
     """The files stage ``stage`` resumes from (None for stage 0): the checkpoint of stage
-    ``stage - 1`` and ``decision`` (what the Review says, never a ConfigMap)."""
+    ``stage - 1`` (its sha256 as the runner reported it) and ``decision`` (what the Review
+    says, never a ConfigMap)."""
     if stage <= 0 or decision is None:
         return None
     return ResumeFiles(
         checkpoint_config_map_name(run_name, run_uid, stage - 1),
         decision.model_dump_json(by_alias=True),
+        checkpoint_sha256,
     )
 
 

@@ -184,6 +184,7 @@ def job_manifest_for(
     recreation: int,
     resume: int = 0,
     decision: ResumeDecision | None = None,
+    checkpoint_sha256: str = "",
 ) -> dict[str, Any]:
     return jobs.build_job(
         run=ref,
@@ -194,7 +195,7 @@ def job_manifest_for(
         flow_data_keys=rendered.flow_data_keys,
         recreation=recreation,
         resume=resume,
-        resume_files=resume_files(ref.name, ref.uid, resume, decision),
+        resume_files=resume_files(ref.name, ref.uid, resume, decision, checkpoint_sha256),
         bundle_sha256=bundles.bundle_file_sha256(rendered),
     )
 
@@ -214,7 +215,10 @@ async def create_job(
     """Create the Job of stage ``resume`` (recreation ``recreation``; a resumed stage
     with ``decision``, from its Review) and record it."""
     await ensure_policy(ref, rendered)  # gone with a lost Job? the new one gets it back
-    manifest = job_manifest_for(st, ref, rendered, cm_name, recreation, resume, decision)
+    checkpoint_sha256 = str(run.status.get("checkpointSha256") or "")
+    manifest = job_manifest_for(
+        st, ref, rendered, cm_name, recreation, resume, decision, checkpoint_sha256
+    )
     created = await k8s.create_start_object(k8s.batch_path("jobs", run.namespace), manifest)
     return await record_job(
         st, run, rendered, manifest, created, cm_name, recreation, verdict, extra
