@@ -173,7 +173,11 @@ async def _mount_problem(
     pod = pods[0]
     waited = age(pod)
     uid = str((pod.get("metadata") or {}).get("uid") or "")
-    if waited is None or waited < NO_POD_EVENTS_AFTER or not uid or verdict.quiet:
+    creating = any(
+        ((c.get("state") or {}).get("waiting") or {}).get("reason") == "ContainerCreating"
+        for c in (pod.get("status") or {}).get("containerStatuses") or ()
+    )  # on the node, mounting: not waiting to be scheduled (no Events GET for those)
+    if waited is None or waited < NO_POD_EVENTS_AFTER or not uid or verdict.quiet or not creating:
         return verdict
     found = run_pod.failed_mount(await k8s.object_events(run.namespace, uid))
     if found is None:
