@@ -34,6 +34,12 @@ BUNDLE_SCHEMA_VERSION = 1
 #: Where the operator mounts the bundle and the skills in the runner's pod.
 BUNDLE_MOUNT = "/etc/swarmkit/bundle"
 BUNDLE_FILE = "bundle.json"
+#: A Run's Job sets it to the sha256 of the bundle.json the operator wrote: the runner
+#: refuses a mounted bundle with another digest (a ConfigMap re-created by someone else).
+BUNDLE_SHA256_ENV = "SWARMKIT_BUNDLE_SHA256"
+#: A resumed stage's Job: the sha256 the runner reported for the checkpoint it resumes
+#: from (the Run's status.checkpointSha256); the runner refuses another file.
+CHECKPOINT_SHA256_ENV = "SWARMKIT_CHECKPOINT_SHA256"
 SKILLS_MOUNT = "/etc/swarmkit/skills"
 SCRATCH_MOUNT = "/scratch"
 TERMINATION_LOG = "/dev/termination-log"

@@ -125,6 +125,11 @@ REASON_DISABLED: Final[str] = "Disabled"
 REASON_PENDING: Final[str] = "Pending"
 REASON_RUNNING: Final[str] = "Running"
 REASON_JOB_LOST: Final[str] = "JobLost"
+#: An object the run uses (bundle, checkpoint) bears its name but not the content, owner or
+#: digest the operator recorded when it wrote it: never used (the message names it).
+REASON_TAMPERED_OBJECT: Final[str] = "TamperedObject"
+#: Something the run pinned (its bundle, a skill revision, its checkpoint) is gone.
+REASON_PINNED_REVISION_MISSING: Final[str] = "PinnedRevisionMissing"
 #: A Run whose spec.startAfter is still ahead (created by the schedule tool).
 REASON_SCHEDULED: Final[str] = "Scheduled"
 REASON_AWAITING_REVIEW: Final[str] = "AwaitingReview"
@@ -206,6 +211,7 @@ __all__ = [
     "REASON_NO_READY_REPLICAS",
     "REASON_NO_SCRIPTS",
     "REASON_PENDING",
+    "REASON_PINNED_REVISION_MISSING",
     "REASON_PIN_MISMATCH",
     "REASON_POD_CREATION_FAILED",
     "REASON_QUORUM_UNREACHABLE",
@@ -225,6 +231,7 @@ __all__ = [
     "REASON_STALE",
     "REASON_STARTING",
     "REASON_SUCCEEDED",
+    "REASON_TAMPERED_OBJECT",
     "REASON_THRESHOLD_REACHED",
     "REASON_TIMED_OUT",
     "REASON_TOO_LARGE",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swarmkit_api.bundle import BUNDLE_SHA256_ENV, CHECKPOINT_SHA256_ENV
 from swarmkit_api.review import Checkpoint, ResumeDecision
 
 from . import __version__, spans
@@ -131,7 +133,7 @@ def _run_id_hint(path: str) -> tuple[str, str]:
 
 async def _main_async(args: argparse.Namespace, paths: RunnerPaths, secrets: SecretStore) -> int:
     try:
-        bundle = load_bundle(paths.bundle_file)
+        bundle = load_bundle(paths.bundle_file, os.environ.get(BUNDLE_SHA256_ENV))
     except BundleError as exc:
         uid, correlation = _run_id_hint(str(paths.bundle_file))
         audit = AuditLog(uid, correlation, secrets)
@@ -178,7 +180,9 @@ async def _run(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, cancel.set)
     try:
-        journal = load_journal(args.checkpoint, args.decision, bundle.run.uid)
+        journal = load_journal(
+            args.checkpoint, args.decision, bundle.run.uid, os.environ.get(CHECKPOINT_SHA256_ENV)
+        )
     except ValueError as exc:
         result = make_result("ValidationFailed", str(exc), secrets=secrets)
         audit.emit("run.end", outcome=result.outcome, message=result.message)
@@ -228,14 +232,25 @@ async def _serve_gateway(
     return 0
 
 
-def load_journal(checkpoint: str | None, decision: str | None, run_uid: str) -> Journal | None:
-    """The journal of a resumed run (None for a fresh one); ValueError names what is wrong."""
+def load_journal(
+    checkpoint: str | None, decision: str | None, run_uid: str, sha256: str | None = None
+) -> Journal | None:
+    """The journal of a resumed run (None for a fresh one); ValueError names what is wrong.
+    With ``sha256`` (set by the operator in the Job), only the checkpoint this runner's
+    earlier stage reported: a ConfigMap re-created under its name is refused."""
     if checkpoint is None:
         if decision is not None:
             raise ValueError("--decision needs --checkpoint")
         return None
     try:
-        saved = Checkpoint.decode(Path(checkpoint).read_text(encoding="utf-8").strip())
+        text = Path(checkpoint).read_text(encoding="utf-8").strip()
+        found_sha = hashlib.sha256(text.encode()).hexdigest()
+        if sha256 and found_sha != sha256:
+            raise ValueError(
+                f"the checkpoint {checkpoint} is not the one the run reported (sha256 "
+                f"{found_sha[:12]}, the Job says {sha256[:12]}): it was replaced"
+            )
+        saved = Checkpoint.decode(text)
         found = (
             ResumeDecision.model_validate_json(Path(decision).read_bytes())
             if decision is not None

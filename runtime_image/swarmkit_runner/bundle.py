@@ -6,6 +6,7 @@ outcome ValidationFailed, and that line is the message the Run shows.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -26,14 +27,21 @@ def _format_validation_error(err: ValidationError) -> str:
     return f"{loc}: {first.get('msg', 'invalid')}{more}"
 
 
-def load_bundle(path: Path) -> RunBundle:
-    """Read and validate ``path`` (bundle.json) with the shared model."""
+def load_bundle(path: Path, sha256: str | None = None) -> RunBundle:
+    """Read and validate ``path`` (bundle.json) with the shared model; with ``sha256``
+    (what the operator put in the Job, ``SWARMKIT_BUNDLE_SHA256``), only that very file."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise BundleError(f"bundle not found: {path}") from None
     except OSError as exc:
         raise BundleError(f"bundle unreadable: {path}: {exc.strerror or exc}") from None
+    found = hashlib.sha256(raw).hexdigest()
+    if sha256 and found != sha256:
+        raise BundleError(
+            f"bundle {path} is not the one the operator wrote (sha256 {found[:12]}, "
+            f"the Job says {sha256[:12]}): it was replaced; refusing to run it"
+        )
     try:
         data = json.loads(raw)
     except ValueError as exc:

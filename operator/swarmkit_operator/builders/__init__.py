@@ -104,12 +104,15 @@ def rendered_config_map(
     binary_data: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """An immutable, content-addressed ConfigMap owned by ``owner``."""
+    """An immutable, content-addressed ConfigMap rendered from ``owner`` (its labels name
+    it). No ownerReference: a Run pins a render for as long as it lives, whatever happens
+    to its source, so deleting the Skill (Agent, Workspace) must not have Kubernetes
+    collect it; the operator's pin-aware GC (:mod:`..reconcile.gc`) deletes renders
+    nothing refers to and no unfinished Run pins."""
     meta: dict[str, Any] = {
         "name": config_map_name(owner, digest),
         "namespace": owner.namespace,
         "labels": rendered_labels(owner),
-        "ownerReferences": [owner_reference(owner)],
     }
     if annotations:
         meta["annotations"] = dict(annotations)

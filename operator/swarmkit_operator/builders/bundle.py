@@ -54,6 +54,7 @@ from swarmkit_api.workspace import (
 )
 
 from ..config import OperatorConfig
+from ..hashing import sha256_hex
 from . import PINNED_ANNOTATION, RUN_FINISHED_LABEL
 from .job import (
     FLOW_DATA_MOUNT,
@@ -376,12 +377,23 @@ def render_bundle(
     )
 
 
+def bundle_data(rendered: RenderedBundle) -> dict[str, str]:
+    """The bundle ConfigMap's ``data`` (its digest is the Run's ``status.bundleSha256``)."""
+    return {BUNDLE_FILE: rendered.bundle_json or rendered.bundle.to_json(), **rendered.flow_data}
+
+
+def bundle_file_sha256(rendered: RenderedBundle) -> str:
+    """sha256 of bundle.json as written: the Job's ``SWARMKIT_BUNDLE_SHA256`` (the runner
+    refuses another file)."""
+    return sha256_hex(bundle_data(rendered)[BUNDLE_FILE])
+
+
 def build_bundle_config_map(run: RunRef, rendered: RenderedBundle) -> dict[str, Any]:
     """The run's immutable bundle ConfigMap, owned by the Run."""
     labels = run_labels(run, rendered.bundle)
     labels[RUN_LABEL] = label_value(run.name)
     labels[RUN_UID_LABEL] = label_value(run.uid)
-    data = {BUNDLE_FILE: rendered.bundle_json or rendered.bundle.to_json(), **rendered.flow_data}
+    data = bundle_data(rendered)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -436,6 +448,7 @@ def rendered_from_config_map(
         flow_data_keys=keys,
         flow_data=flow,
         pinned_config_maps=tuple(c for c in annotation.split(",") if c),
+        bundle_json=data[BUNDLE_FILE],  # as written: its digest is the Run's bundleSha256
     )
 
 
@@ -446,6 +459,8 @@ __all__ = [
     "RenderedBundle",
     "RunInput",
     "build_bundle_config_map",
+    "bundle_data",
+    "bundle_file_sha256",
     "effective_governance",
     "effective_timeout",
     "render_bundle",

@@ -26,7 +26,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from swarmkit_api.bundle import BUNDLE_MOUNT, RunBundle
+from swarmkit_api.bundle import (
+    BUNDLE_MOUNT,
+    BUNDLE_SHA256_ENV,
+    CHECKPOINT_SHA256_ENV,
+    RunBundle,
+)
 from swarmkit_api.review import CHECKPOINT_FILE, DECISION_FILE, RESUME_MOUNT
 
 from ..config import OperatorConfig
@@ -71,6 +76,9 @@ MANAGED_BY_LABELS = {
 RUN_NAME_ANNOTATION = "swarmkit.dev/run-name"
 CORRELATION_ANNOTATION = "swarmkit.dev/correlation-id"
 BUNDLE_ANNOTATION = "swarmkit.dev/bundle-config-map"
+#: On a resumed stage's pod template: the decision (JSON) the runner resumes with, derived
+#: from the Review by the operator, mounted as decision.json through the downward API.
+DECISION_ANNOTATION = "swarmkit.dev/resume-decision"
 
 #: Keeps the pod (and its termination message) until the operator recorded the outcome.
 POD_FINALIZER = "swarmkit.dev/run-outcome"
@@ -149,11 +157,17 @@ def user_labels(labels: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
 
 @dataclass(frozen=True)
 class ResumeFiles:
-    """What a resumed stage mounts: the previous stage's checkpoint and the decision
-    (immutable ConfigMaps, see :mod:`.review`)."""
+    """What a resumed stage mounts: the previous stage's checkpoint (an immutable
+    ConfigMap, checked against ``status.checkpointSha256`` first, see :mod:`.review`) and
+    the decision, taken from the Review and carried in the pod template's annotation
+    :data:`DECISION_ANNOTATION` (a downward API file): no object a namespace editor can
+    create decides a Review."""
 
     checkpoint_config_map: str
-    decision_config_map: str
+    decision_json: str
+    #: What the runner reported for that checkpoint (``status.checkpointSha256``): the
+    #: resumed runner refuses another file (``SWARMKIT_CHECKPOINT_SHA256``).
+    checkpoint_sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -200,6 +214,50 @@ def run_labels(run: RunRef, bundle: RunBundle | None = None) -> dict[str, str]:
     return labels
 
 
+def _checkpoint_env(resume_files: ResumeFiles | None) -> list[dict[str, Any]]:
+    if resume_files is None or not resume_files.checkpoint_sha256:
+        return []
+    return [{"name": CHECKPOINT_SHA256_ENV, "value": resume_files.checkpoint_sha256}]
+
+
+def _resume_mounts(
+    resume_files: ResumeFiles | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """A resumed stage's volumes, mounts and runner arguments: the checkpoint ConfigMap,
+    and the decision from the pod's own annotation (:data:`DECISION_ANNOTATION`)."""
+    volumes: list[dict[str, Any]] = []
+    mounts: list[dict[str, Any]] = []
+    args: list[str] = []
+    if resume_files is None:
+        return volumes, mounts, args
+    decision_field = f"metadata.annotations['{DECISION_ANNOTATION}']"
+    for volume, source, key in (
+        (
+            "resume-checkpoint",
+            {"configMap": {"name": resume_files.checkpoint_config_map}},
+            CHECKPOINT_FILE,
+        ),
+        ("resume-decision", {"downwardAPI": {"fieldRef": decision_field}}, DECISION_FILE),
+    ):
+        volumes.append({"name": volume, **_resume_volume(source, key)})
+        where = f"{RESUME_MOUNT}/{volume.removeprefix('resume-')}"
+        mounts.append({"name": volume, "mountPath": where, "readOnly": True})
+        args += [f"--{volume.removeprefix('resume-')}", f"{where}/{key}"]
+    return volumes, mounts, args
+
+
+def _resume_volume(source: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """A read-only volume holding one file ``key``: a ConfigMap key, or a downward API
+    field (``{"downwardAPI": {"fieldRef": path}}``)."""
+    if "configMap" in source:
+        name = source["configMap"]["name"]
+        keys = [{"key": key, "path": key}]
+        return {"configMap": {"name": name, "defaultMode": 0o444, "items": keys}}
+    field = source["downwardAPI"]["fieldRef"]
+    items: list[dict[str, Any]] = [{"path": key, "fieldRef": {"fieldPath": field}}]
+    return {"downwardAPI": {"defaultMode": 0o444, "items": items}}
+
+
 def active_deadline_seconds(timeout_seconds: int) -> int:
     return timeout_seconds + DEADLINE_GRACE_SECONDS
 
@@ -215,9 +273,11 @@ def build_job(
     recreation: int = 0,
     resume: int = 0,
     resume_files: ResumeFiles | None = None,
+    bundle_sha256: str | None = None,
 ) -> dict[str, Any]:
     """The Run's Job. ``flow_data_keys`` maps bundle ConfigMap keys → flow data paths;
-    ``resume``/``resume_files``: the n-th resume after a review, from those files."""
+    ``resume``/``resume_files``: the n-th resume after a review, from those files;
+    ``bundle_sha256``: of the bundle.json written, checked by the runner before it runs."""
     workspace = bundle.workspace
     runtime = runtime_defaults(workspace)
     name = job_name(run.name, run.uid, recreation, resume)
@@ -234,25 +294,11 @@ def build_job(
     }
 
     args = ["run", "--bundle", BUNDLE_MOUNT]
-    resume_volumes, resume_mounts = [], []
+    resume_volumes, resume_mounts, resume_args = _resume_mounts(resume_files)
+    args += resume_args
+    pod_annotations = dict(annotations)
     if resume_files is not None:
-        for volume, config_map, key in (
-            ("resume-checkpoint", resume_files.checkpoint_config_map, CHECKPOINT_FILE),
-            ("resume-decision", resume_files.decision_config_map, DECISION_FILE),
-        ):
-            resume_volumes.append(
-                {
-                    "name": volume,
-                    "configMap": {
-                        "name": config_map,
-                        "defaultMode": 0o444,
-                        "items": [{"key": key, "path": key}],
-                    },
-                }
-            )
-            where = f"{RESUME_MOUNT}/{volume.removeprefix('resume-')}"
-            resume_mounts.append({"name": volume, "mountPath": where, "readOnly": True})
-            args += [f"--{volume.removeprefix('resume-')}", f"{where}/{key}"]
+        pod_annotations[DECISION_ANNOTATION] = resume_files.decision_json
     pod_spec = runner_pod_spec(
         workspace=workspace,
         config=config,
@@ -261,7 +307,11 @@ def build_job(
         skill_mounts=skill_mounts,
         flow_data_keys=flow_data_keys,
         runtime_class_name=runtime_class(bundle),
-        extra_env=tracing_env(run.uid, workspace.tracing),  # tracing hook: the Run's trace
+        extra_env=[
+            *tracing_env(run.uid, workspace.tracing),  # tracing hook: the Run's trace
+            *([{"name": BUNDLE_SHA256_ENV, "value": bundle_sha256}] if bundle_sha256 else []),
+            *_checkpoint_env(resume_files),
+        ],
     )
     # A resumed stage also mounts its checkpoint and the decision (read-only).
     pod_spec["volumes"] += resume_volumes
@@ -297,7 +347,7 @@ def build_job(
                 ]
             },
             "template": pod_template(
-                pod_spec, labels=labels, annotations=annotations, finalizers=[POD_FINALIZER]
+                pod_spec, labels=labels, annotations=pod_annotations, finalizers=[POD_FINALIZER]
             ),
         },
     }
@@ -306,6 +356,7 @@ def build_job(
 __all__ = [
     "BUNDLE_ANNOTATION",
     "CONTAINER_NAME",
+    "DECISION_ANNOTATION",
     "DEFAULT_RESOURCES",
     "FLOW_DATA_MOUNT",
     "POD_FINALIZER",

@@ -7,8 +7,9 @@ new Job (``run-<name>-<uid5>-resume-<n>``). When stage n parks:
   becomes the immutable ConfigMap ``run-<name>-<uid5>-ckpt-<n>``;
 * the question becomes the Review ``<name>-<uid5>-<n+1>``, owned by the Run, labelled
   with its uid, its deadline = when the run parked + the item's review timeout;
-* the decision becomes the immutable ConfigMap ``run-<name>-<uid5>-decision-<n+1>``,
-  mounted with the checkpoint into stage n+1's Job.
+* the decision, read from the Review (what the admission policy checked), goes into stage
+  n+1's Job template (an annotation mounted as ``decision.json`` through the downward API),
+  with the checkpoint ConfigMap, checked first against the sha256 the runner reported.
 
 :func:`decision_of` reads what a person wrote (``spec.decision``; the admission policy has
 checked ``decidedBy``) and when (the apiserver's ``managedFields`` entry of that write).
@@ -25,7 +26,6 @@ from swarmkit_api.bundle import ReviewItem
 from swarmkit_api.review import (
     CHECKPOINT_FILE,
     CHECKPOINT_LINE_PREFIX,
-    DECISION_FILE,
     REVIEW_KIND_LABEL,
     TIMEOUT_DECIDER,
     ResumeDecision,
@@ -64,18 +64,22 @@ def checkpoint_config_map_name(run_name: str, run_uid: str, stage: int) -> str:
     return f"{_base(run_name, run_uid)}-ckpt-{stage}"
 
 
-def decision_config_map_name(run_name: str, run_uid: str, stage: int) -> str:
-    """The decision stage ``stage`` (≥ 1) resumes with."""
-    return f"{_base(run_name, run_uid)}-decision-{stage}"
-
-
-def resume_files(run_name: str, run_uid: str, stage: int) -> ResumeFiles | None:
-    """The files stage ``stage`` resumes from (None for stage 0)."""
-    if stage <= 0:
+def resume_files(
+    run_name: str,
+    run_uid: str,
+    stage: int,
+    decision: ResumeDecision | None,
+    checkpoint_sha256: str = "",
+) -> ResumeFiles | None:
+    """The files stage ``stage`` resumes from (None for stage 0): the checkpoint of stage
+    ``stage - 1`` (its sha256 as the runner reported it) and ``decision`` (what the Review
+    says, never a ConfigMap)."""
+    if stage <= 0 or decision is None:
         return None
     return ResumeFiles(
         checkpoint_config_map_name(run_name, run_uid, stage - 1),
-        decision_config_map_name(run_name, run_uid, stage),
+        decision.model_dump_json(by_alias=True),
+        checkpoint_sha256,
     )
 
 
@@ -106,21 +110,6 @@ def build_checkpoint_config_map(run: RunRef, stage: int, encoded: str) -> dict[s
         },
         "immutable": True,
         "data": {CHECKPOINT_FILE: encoded},
-    }
-
-
-def build_decision_config_map(run: RunRef, stage: int, decision: ResumeDecision) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": decision_config_map_name(run.name, run.uid, stage),
-            "namespace": run.namespace,
-            "labels": _labels(run),
-            "ownerReferences": [owner_reference(run)],
-        },
-        "immutable": True,
-        "data": {DECISION_FILE: decision.model_dump_json(by_alias=True)},
     }
 
 
@@ -190,14 +179,12 @@ __all__ = [
     "ResumeFiles",
     "approves",
     "build_checkpoint_config_map",
-    "build_decision_config_map",
     "build_review",
     "build_skill_review",
     "checkpoint_config_map_name",
     "checkpoint_from_log",
     "deadline_of",
     "decided_at",
-    "decision_config_map_name",
     "decision_of",
     "resume_files",
     "review_name",

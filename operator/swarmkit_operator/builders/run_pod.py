@@ -9,6 +9,7 @@ whose pod creation keeps being refused, gives a failure once its grace has passe
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -225,6 +226,29 @@ def pod_start_problem(
         )
         return verdict, max(grace - age, 1.0)
     return None, None
+
+
+#: The kubelet's FailedMount message naming a missing ConfigMap (real kubelet and process
+#: node: ``configmap "x" not found`` / ``configmap x not found``).
+_MISSING_CONFIG_MAP = re.compile(r'configmaps? "?([a-z0-9][a-z0-9.-]*)"? not found', re.I)
+
+
+def failed_mount(events: Sequence[Mapping[str, Any]]) -> tuple[str, str | None] | None:
+    """The newest ``FailedMount`` message among a pod's Events, and the ConfigMap it says
+    is missing (None when it names none): the pod waits in ContainerCreating with no
+    container state, so only its Events say why."""
+    failed = [e for e in events if e.get("reason") == "FailedMount"]
+    if not failed:
+        return None
+    newest = max(
+        failed,
+        key=lambda e: str(
+            e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp") or ""
+        ),
+    )
+    message = one_line(str(newest.get("message") or newest.get("note") or ""))
+    missing = _MISSING_CONFIG_MAP.search(message)
+    return message, missing.group(1) if missing else None
 
 
 def failed_create(

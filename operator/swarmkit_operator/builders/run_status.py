@@ -27,6 +27,10 @@ False              ValidationFailed  bundle or configuration invalid (exit code 
 False              PodCreationFailed  the pod could not be created or configured
 False              ImagePullFailed    the runtime image cannot be pulled
 False              JobLost      the Job vanished more often than allowed
+False              TamperedObject  a bundle or checkpoint bears the run's name but not
+                                the digest the operator recorded (never used)
+False              PinnedRevisionMissing  a bundle, skill revision or checkpoint the run
+                                pinned is gone
 =================  ===========  ===================================================
 """
 

@@ -20,16 +20,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
 from pydantic import ValidationError
 
-from swarmkit_api.conditions import REASON_CANCELLED, REASON_VALIDATION_FAILED
+from swarmkit_api.conditions import REASON_CANCELLED, REASON_PENDING, REASON_VALIDATION_FAILED
 from swarmkit_api.run import RunSpec
 
 from .. import k8s
 from ..builders import job as jobs
+from ..builders import run_pod, trust
 from ..builders import run_status as rs
 from . import cleanup, effects, review, start, status
 from .model import (
@@ -46,7 +48,21 @@ from .summaries import job_summary
 
 
 async def reconcile(st: RunState, uid: str) -> float | None:
-    """Reconcile Run ``uid`` once; see the module docstring."""
+    """Reconcile Run ``uid`` once; see the module docstring. An object the run depends on
+    that is not the one the operator wrote, or is gone (:class:`.trust.Refused`), ends the
+    run at once with that reason (and an Event): it is never used, and never waited for."""
+    try:
+        return await _reconcile(st, uid)
+    except trust.Refused as refused:
+        run = st.run_view(uid)
+        if run is None:
+            return None
+        await status.write(st, run, rs.final(refused.reason, refused.message))
+        await cleanup.release_pods(st, st.pods_of(uid))
+        return None
+
+
+async def _reconcile(st: RunState, uid: str) -> float | None:
     run = st.run_view(uid)
     pods = st.pods_of(uid)
     if run is None or run.deleting:
@@ -115,6 +131,7 @@ async def reconcile(st: RunState, uid: str) -> float | None:
         timeout_seconds=timeout,
         pod_start_grace_seconds=POD_START_GRACE,
     )
+    verdict = await _mount_problem(run, job_pods, verdict)
     if verdict.phase == "Parked":
         await effects.settle(st, run, verdict)  # the stage's outbox, before the pod goes
         return await review.parked(st, run, spec, verdict, job_pods)
@@ -138,6 +155,45 @@ async def reconcile(st: RunState, uid: str) -> float | None:
     if verdict.phase == "Pending" and not job_pods:
         return NO_POD_EVENTS_AFTER + 0.5
     return None
+
+
+#: How often a pod still pending (past the quiet time) has its Events read for FailedMount.
+MOUNT_RECHECK_SECONDS = 5.0
+
+
+async def _mount_problem(
+    run: RunView, pods: list[dict[str, Any]], verdict: rs.Verdict
+) -> rs.Verdict:
+    """A pending pod that has waited to start for a while: its FailedMount Events say why,
+    in the Run's condition (the kubelet's message); a ConfigMap it mounts that is gone for
+    good (a pinned revision, the bundle, a checkpoint) fails the run at once
+    (``trust.missing``), never at the run's timeout."""
+    if verdict.phase != "Pending" or len(pods) != 1:
+        return verdict
+    pod = pods[0]
+    waited = age(pod)
+    uid = str((pod.get("metadata") or {}).get("uid") or "")
+    creating = any(
+        ((c.get("state") or {}).get("waiting") or {}).get("reason") == "ContainerCreating"
+        for c in (pod.get("status") or {}).get("containerStatuses") or ()
+    )  # on the node, mounting: not waiting to be scheduled (no Events GET for those)
+    if waited is None or waited < NO_POD_EVENTS_AFTER or not uid or verdict.quiet or not creating:
+        return verdict
+    found = run_pod.failed_mount(await k8s.object_events(run.namespace, uid))
+    if found is None:
+        # Nothing changes on the pod while the kubelet retries a mount: look again.
+        recheck = verdict.recheck_after or MOUNT_RECHECK_SECONDS
+        return dataclasses.replace(verdict, recheck_after=recheck)
+    message, missing = found
+    if missing is not None and await k8s.read_config_map(run.namespace, missing) is None:
+        raise trust.missing("a ConfigMap the run's pod mounts", missing)
+    name = (pod.get("metadata") or {}).get("name")
+    return dataclasses.replace(
+        verdict,
+        reason=REASON_PENDING,
+        message=f"pod {name} cannot start: FailedMount: {message}",
+        recheck_after=MOUNT_RECHECK_SECONDS,
+    )
 
 
 async def _lost(
@@ -174,7 +230,9 @@ async def _lost(
             "status": fresh_status,
         }
         return 0.05
-    return await start.recreate(st, run, spec, recreation, current)
+    resumes = int(run.status.get("resumes") or 0)
+    decision = await review.decision_for(run, resumes) if resumes else None
+    return await start.recreate(st, run, spec, recreation, current, decision)
 
 
 async def cancel(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
-from swarmkit_api.conditions import READY
+from swarmkit_api.conditions import READY, REASON_TAMPERED_OBJECT
 from swarmkit_api.funnel import FunnelSpec
 from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import TopologySpec
@@ -24,7 +24,7 @@ from swarmkit_api.workspace import WorkspaceSpec
 from .. import k8s
 from ..builders import bundle as bundles
 from ..builders import job as jobs
-from ..builders import pinned
+from ..builders import pinned, trust
 from ..builders.funnel import funnel_version, parse_funnel
 from ..builders.review import approves
 from ..builders.skill import SKILL_MD, load_rendered_skill
@@ -310,24 +310,39 @@ class Resolver:
             self._cm_cache[key] = data
         return data
 
-    async def existing_bundle(self, namespace: str, cm_name: str) -> bundles.RenderedBundle | None:
-        """What an earlier start pinned, read back from its bundle ConfigMap (None if gone).
+    async def existing_bundle(
+        self, namespace: str, cm_name: str, digest: str | None
+    ) -> bundles.RenderedBundle:
+        """What an earlier start pinned, read back from its bundle ConfigMap.
 
         A recreated Job, or a start retried after a crash, must run with exactly what the
-        Run pinned the first time, not with what the target resolves to now.
+        Run pinned the first time, not with what the target resolves to now; and only with
+        the ConfigMap the operator wrote: its data must have ``digest`` (the Run's
+        ``status.bundleSha256``), else :class:`~swarmkit_operator.builders.trust.Refused`
+        (``TamperedObject``; gone: ``PinnedRevisionMissing``). Without a recorded digest
+        nothing proves who wrote it: refused too.
         """
         cm = await k8s.read_config_map(namespace, cm_name)
         if cm is None:
-            return None
+            raise trust.missing("the run's bundle", cm_name)
+        if not digest:
+            raise trust.Refused(
+                REASON_TAMPERED_OBJECT,
+                f"the run's bundle ConfigMap {cm_name} exists but the run recorded no digest "
+                "of a bundle the operator wrote: it is not used",
+            )
+        trust.check("the run's bundle", cm_name, cm, digest)
         data = cm.get("data") or {}
         bundle = RunBundle.model_validate_json(data[BUNDLE_FILE])
         files: dict[str, tuple[jobs.SkillFileItem, ...]] = {}
         for skill in bundle.skills.values():
             if not skill.config_map:
                 continue
-            skill_data = await self.config_map_data(namespace, skill.config_map)
-            if skill_data is None:
-                raise ValueError(f"pinned skill ConfigMap {skill.config_map} is gone")
+            # Read, not the cache: the revision must still exist for the pod to mount it.
+            skill_cm = await k8s.read_config_map(namespace, skill.config_map)
+            if skill_cm is None:
+                raise trust.missing(f"skill {skill.name}'s pinned revision", skill.config_map)
+            skill_data = {str(k): str(v) for k, v in (skill_cm.get("data") or {}).items()}
             rendered = load_rendered_skill(skill_data)
             files[skill.config_map] = pinned.skill_file_items(
                 rendered.files, with_skill_md=SKILL_MD in skill_data

@@ -14,11 +14,12 @@ and Job gone), each reconcile looks at the Review (kicked by its watch events): 
 admission policy refuses decisions) and the run resumes with verdict ``timeout``;
 otherwise the reconcile asks to be run again at the deadline.
 
-:func:`resume` writes the decision ConfigMap, creates stage n+1's Job (the bundle, the
-checkpoint and the decision mounted), records the decision (who, when) in the Run's
-``status.decisions`` and the Review's status. Every step is idempotent by name, so a crash
-anywhere is repaired by the next reconcile. A run cancelled while it waits closes its
-Review (:func:`close`).
+:func:`resume` checks the checkpoint and the bundle against the digests in the Run's
+status, creates stage n+1's Job (the bundle, the checkpoint and the decision mounted; the
+decision is read from the Review, never from a ConfigMap), records the decision (who,
+when) in the Run's ``status.decisions`` and the Review's status. Every step is idempotent
+by name, so a crash anywhere is repaired by the next reconcile. A run cancelled while it
+waits closes its Review (:func:`close`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from swarmkit_api.bundle import ReviewItem
-from swarmkit_api.conditions import REASON_FAILED, REASON_RESUMED
+from swarmkit_api.conditions import REASON_FAILED, REASON_PINNED_REVISION_MISSING, REASON_RESUMED
 from swarmkit_api.review import CHECKPOINT_FILE, Checkpoint, ResumeDecision
 from swarmkit_api.run import RunSpec
 
@@ -38,6 +39,7 @@ from .. import k8s
 from ..builders import job as jobs
 from ..builders import review as rv
 from ..builders import run_status as rs
+from ..builders import trust
 from . import cleanup, funnel_gate, status
 from .model import RunView, run_ref
 from .start import create_job
@@ -102,6 +104,9 @@ async def parked(
     review = await _mark_pending(run.namespace, review)
     items = [_item_of(review)]
     fields: dict[str, Any] = {"checkpointConfigMap": cm_name, "reviewItems": items}
+    reported = verdict.result.checkpoint_sha256 if verdict.result is not None else None
+    if reported:  # what the resume checks the checkpoint against (check_checkpoint)
+        fields["checkpointSha256"] = reported
     gates = funnel_gate.gates_after(run.status.get("gates") or [], review, None)
     if gates is not None:
         fields["gates"] = gates
@@ -124,12 +129,21 @@ async def _mark_pending(namespace: str, review: dict[str, Any]) -> dict[str, Any
 async def _store_checkpoint(
     st: RunState, run: RunView, ref: jobs.RunRef, stage: int, verdict: rs.Verdict
 ) -> str | None:
-    """The checkpoint of stage ``stage``: from its ConfigMap, else from the pod's log."""
+    """The checkpoint of stage ``stage``: from its ConfigMap, else from the pod's log.
+
+    An existing ConfigMap is used only when it holds what the runner reported (the sha256
+    in its result): anyone who may edit the namespace can create one by that name, and the
+    reviewer would be shown its question (TamperedObject)."""
     cm_name = rv.checkpoint_config_map_name(run.name, run.uid, stage)
+    sha = verdict.result.checkpoint_sha256 if verdict.result is not None else None
     existing = await k8s.read_config_map(run.namespace, cm_name)
     if existing is not None:
-        return str((existing.get("data") or {}).get(CHECKPOINT_FILE) or "")
-    sha = verdict.result.checkpoint_sha256 if verdict.result is not None else None
+        stored = str((existing.get("data") or {}).get(CHECKPOINT_FILE) or "")
+        recorded = sha or str(run.status.get("checkpointSha256") or "")
+        found = trust.text_digest(stored)
+        if found != recorded:
+            raise trust.tampered("the run's checkpoint", cm_name, recorded or "none", found)
+        return stored
     text = None
     if sha and verdict.pod_name:
         text = await k8s.read_pod_log(run.namespace, verdict.pod_name, jobs.CONTAINER_NAME)
@@ -162,10 +176,12 @@ async def _funnel_gate(st: RunState, run: RunView, item: ReviewItem) -> dict[str
     cm_name = str(
         run.status.get("bundleConfigMap") or jobs.bundle_config_map_name(run.name, run.uid)
     )
-    rendered = await st.resolver.existing_bundle(run.namespace, cm_name)
+    rendered = await st.resolver.existing_bundle(
+        run.namespace, cm_name, run.status.get("bundleSha256")
+    )
     obj = await k8s.get_custom("runs", run.namespace, run.name)
-    if rendered is None or obj is None:
-        return f"the funnel approval cannot open: the run's bundle {cm_name} is gone"
+    if obj is None:
+        return "the funnel approval cannot open: the Run is gone"
     # A revision was the run's last funnel decision: this is the gate's next round, and
     # the earlier rounds' signatures come from their Reviews (onRevision, quorum.py).
     revised = funnel_gate.revised_review(list(run.status.get("decisions") or ()))
@@ -237,16 +253,13 @@ async def resume(
     st.mark(run.uid, "decision_seen")
     nxt = stage + 1
     ref = run_ref(run, spec)
-    await k8s.create_config_map(rv.build_decision_config_map(ref, nxt, found))
+    await check_checkpoint(run, stage)
     cm_name = str(
         run.status.get("bundleConfigMap") or jobs.bundle_config_map_name(run.name, run.uid)
     )
-    rendered = await st.resolver.existing_bundle(run.namespace, cm_name)
-    if rendered is None:
-        await status.write(
-            st, run, rs.final(REASON_FAILED, f"cannot resume: the run's bundle {cm_name} is gone")
-        )
-        return None
+    rendered = await st.resolver.existing_bundle(
+        run.namespace, cm_name, run.status.get("bundleSha256")
+    )
     recreation = int(run.status.get("jobRecreations") or 0)
     job = jobs.job_name(run.name, run.uid, recreation, nxt)
     name = review["metadata"]["name"]
@@ -281,13 +294,46 @@ async def resume(
     if gates is not None:
         fields["gates"] = gates
     again = await create_job(
-        st, run, ref, rendered, cm_name, recreation, verdict, resume=nxt, extra=fields
+        st, run, ref, rendered, cm_name, recreation, verdict, nxt, fields, decision=found
     )
     st.mark(run.uid, "resumed_job_created")
     log.info(
         "run %s/%s: resumed as %s after review %s (%s)", run.namespace, run.name, job, name, who
     )
     return again
+
+
+async def check_checkpoint(run: RunView, stage: int) -> None:
+    """The checkpoint stage ``stage`` parked with is still the runner's (its sha256 is in
+    ``status.checkpointSha256``, recorded when it parked), before a resumed Job mounts it:
+    else :class:`~swarmkit_operator.builders.trust.Refused`."""
+    name = rv.checkpoint_config_map_name(run.name, run.uid, stage)
+    cm = await k8s.read_config_map(run.namespace, name)
+    if cm is None:
+        raise trust.missing("the run's checkpoint", name)
+    recorded = run.status.get("checkpointSha256")
+    found = trust.text_digest(str((cm.get("data") or {}).get(CHECKPOINT_FILE) or ""))
+    if recorded and found != recorded:  # none: parked before digests were recorded
+        raise trust.tampered("the run's checkpoint", name, str(recorded), found)
+
+
+async def decision_for(run: RunView, resume: int) -> ResumeDecision:
+    """What resumed stage ``resume`` (≥ 1) goes on with, read again from its Review (a lost
+    resumed Job is recreated with the same decision; the Review's spec was checked by the
+    admission policy, its status is written only by the operator)."""
+    name = rv.review_name(run.name, run.uid, resume - 1)
+    review = await k8s.get_custom(REVIEWS, run.namespace, name)
+    if review is None:
+        raise trust.Refused(
+            REASON_PINNED_REVISION_MISSING,
+            f"the Review {name} the run resumed after is gone: its Job cannot be recreated",
+        )
+    found = rv.decision_of(review) or funnel_gate.decision(review)
+    if found is not None:
+        return found
+    # Expired: the timeout decision, at the time the operator recorded.
+    when = rs.parse_time((review.get("status") or {}).get("decidedAt")) or datetime.now(UTC)
+    return rv.timeout_decision(review, when)
 
 
 async def close(st: RunState, run: RunView) -> None:

@@ -22,10 +22,11 @@ from swarmkit_api.conditions import (
     REASON_RUNTIME_CLASS_NOT_FOUND,
     REASON_VALIDATION_FAILED,
 )
+from swarmkit_api.review import ResumeDecision
 from swarmkit_api.run import RunSpec
 
 from .. import egress, k8s, sandbox
-from ..builders import RUN_LABEL, netpol
+from ..builders import RUN_LABEL, netpol, trust
 from ..builders import bundle as bundles
 from ..builders import job as jobs
 from ..builders import run_status as rs
@@ -118,11 +119,28 @@ async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
         return await record_job(st, run, rendered, job_manifest, job_res, cm_name, 0)
     # A bundle may exist already (an earlier attempt): create it first, then the Job from
     # whichever bundle is there.
+    rendered = await _bundle_again(st, run, cm_manifest, rendered)
+    return await create_job(st, run, ref, rendered, cm_name, recreation=0)
+
+
+async def _bundle_again(
+    st: RunState,
+    run: RunView,
+    cm_manifest: Mapping[str, Any],
+    rendered: bundles.RenderedBundle,
+) -> bundles.RenderedBundle:
+    """Create the bundle, or take the one an earlier attempt made: the run keeps what it
+    pinned then, if it is provably ours: the digest recorded in status, else (a crash
+    before that write) the same content as rendered now. Anything else was created by
+    someone else (``TamperedObject``, raised by the resolver)."""
+    cm_path = k8s.core_path("configmaps", run.namespace)
     created = await k8s.create_start_object(cm_path, cm_manifest)
     st.mark(run.uid, "bundle_created")
-    if created is None:  # an earlier attempt made it: the run keeps what it pinned then
-        rendered = await st.resolver.existing_bundle(run.namespace, cm_name) or rendered
-    return await create_job(st, run, ref, rendered, cm_name, recreation=0)
+    if created is not None:
+        return rendered
+    recorded = run.status.get("bundleSha256") or trust.data_digest(cm_manifest["data"])
+    name = str(cm_manifest["metadata"]["name"])
+    return await st.resolver.existing_bundle(run.namespace, name, str(recorded))
 
 
 async def with_egress(rendered: bundles.RenderedBundle) -> bundles.RenderedBundle:
@@ -165,6 +183,8 @@ def job_manifest_for(
     cm_name: str,
     recreation: int,
     resume: int = 0,
+    decision: ResumeDecision | None = None,
+    checkpoint_sha256: str = "",
 ) -> dict[str, Any]:
     return jobs.build_job(
         run=ref,
@@ -175,7 +195,8 @@ def job_manifest_for(
         flow_data_keys=rendered.flow_data_keys,
         recreation=recreation,
         resume=resume,
-        resume_files=resume_files(ref.name, ref.uid, resume),
+        resume_files=resume_files(ref.name, ref.uid, resume, decision, checkpoint_sha256),
+        bundle_sha256=bundles.bundle_file_sha256(rendered),
     )
 
 
@@ -189,10 +210,15 @@ async def create_job(
     verdict: rs.Verdict | None = None,
     resume: int = 0,
     extra: Mapping[str, Any] | None = None,
+    decision: ResumeDecision | None = None,
 ) -> float | None:
-    """Create the Job of stage ``resume`` (recreation ``recreation``) and record it."""
+    """Create the Job of stage ``resume`` (recreation ``recreation``; a resumed stage
+    with ``decision``, from its Review) and record it."""
     await ensure_policy(ref, rendered)  # gone with a lost Job? the new one gets it back
-    manifest = job_manifest_for(st, ref, rendered, cm_name, recreation, resume)
+    checkpoint_sha256 = str(run.status.get("checkpointSha256") or "")
+    manifest = job_manifest_for(
+        st, ref, rendered, cm_name, recreation, resume, decision, checkpoint_sha256
+    )
     created = await k8s.create_start_object(k8s.batch_path("jobs", run.namespace), manifest)
     return await record_job(
         st, run, rendered, manifest, created, cm_name, recreation, verdict, extra
@@ -220,6 +246,7 @@ async def record_job(
     fields: dict[str, Any] = {
         "jobName": name,
         "bundleConfigMap": cm_name,
+        "bundleSha256": trust.data_digest(bundles.bundle_data(rendered)),
         "pinned": rendered.pinned.wire(),
         "jobRecreations": recreation,
         # Tracing hook: status.traceId of a traced Run (its uid: resumes keep it).
@@ -238,10 +265,16 @@ async def record_job(
 
 
 async def recreate(
-    st: RunState, run: RunView, spec: RunSpec, recreation: int, lost: str
+    st: RunState,
+    run: RunView,
+    spec: RunSpec,
+    recreation: int,
+    lost: str,
+    decision: ResumeDecision | None = None,
 ) -> float | None:
     """Job ``lost`` vanished before the run finished: recreate it from the pinned bundle
-    (up to ``maxJobRecreations`` times), or fail the run with ``JobLost``."""
+    (up to ``maxJobRecreations`` times), or fail the run with ``JobLost``. A resumed
+    stage's Job is recreated with ``decision`` (from its Review)."""
     limit = st.config.max_job_recreations
     if recreation >= limit:
         message = (
@@ -254,14 +287,9 @@ async def recreate(
     cm_name = str(
         run.status.get("bundleConfigMap") or jobs.bundle_config_map_name(run.name, run.uid)
     )
-    rendered = await st.resolver.existing_bundle(run.namespace, cm_name)
-    if rendered is None:
-        await status.write(
-            st,
-            run,
-            rs.final(REASON_JOB_LOST, f"Job {lost} was deleted and its bundle {cm_name} is gone"),
-        )
-        return None
+    rendered = await st.resolver.existing_bundle(
+        run.namespace, cm_name, run.status.get("bundleSha256")
+    )
     nxt = recreation + 1
     resume = int(run.status.get("resumes") or 0)
     message = (
@@ -270,5 +298,5 @@ async def recreate(
     )
     verdict = rs.Verdict(phase="Pending", status="Unknown", reason=REASON_JOB_LOST, message=message)
     return await create_job(
-        st, run, run_ref(run, spec), rendered, cm_name, nxt, verdict, resume=resume
+        st, run, run_ref(run, spec), rendered, cm_name, nxt, verdict, resume, decision=decision
     )

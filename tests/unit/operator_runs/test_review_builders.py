@@ -8,12 +8,27 @@ from datetime import UTC, datetime
 from typing import Any
 
 from swarmkit_api.bundle import ReviewItem
-from swarmkit_api.review import CHECKPOINT_LINE_PREFIX, TIMEOUT_DECIDER
+from swarmkit_api.review import CHECKPOINT_LINE_PREFIX, TIMEOUT_DECIDER, ResumeDecision
 from swarmkit_operator.builders import review as rv
-from swarmkit_operator.builders.job import build_job, bundle_config_map_name, job_name
+from swarmkit_operator.builders.job import (
+    DECISION_ANNOTATION,
+    build_job,
+    bundle_config_map_name,
+    job_name,
+)
 from swarmkit_operator.config import OperatorConfig
 
 from .fixtures import NAMESPACE, RUN_UID, example_bundle
+
+DECISION = ResumeDecision(
+    review="ship-0a1b2-1",
+    key="e.0.1",
+    kind="escalation",
+    verdict="answer",
+    text="deployed by hand — à 10:02",
+    decided_by="alice",
+    decided_at="2026-12-05T10:02:00Z",
+)
 
 
 def test_names_of_stages_reviews_and_their_config_maps() -> None:
@@ -21,11 +36,19 @@ def test_names_of_stages_reviews_and_their_config_maps() -> None:
     assert job_name("ship", RUN_UID, 2, 1) == "run-ship-0a1b2-resume-1-r2"
     assert rv.review_name("ship", RUN_UID, 0) == "ship-0a1b2-1"
     assert len(rv.review_name("x" * 200, RUN_UID, 9)) <= 63
-    files = rv.resume_files("ship", RUN_UID, 2)
+    files = rv.resume_files("ship", RUN_UID, 2, DECISION)
     assert files is not None
     assert files.checkpoint_config_map == "run-ship-0a1b2-ckpt-1"
-    assert files.decision_config_map == "run-ship-0a1b2-decision-2"
-    assert rv.resume_files("ship", RUN_UID, 0) is None
+    assert ResumeDecision.model_validate_json(files.decision_json) == DECISION
+    assert rv.resume_files("ship", RUN_UID, 0, DECISION) is None
+    assert rv.resume_files("ship", RUN_UID, 2, None) is None
+
+
+def test_no_decision_config_map_exists_for_anyone_to_forge() -> None:
+    """The decision reaches the resumed pod only through the Job template the operator
+    wrote (issue 46): there is no ConfigMap name an editor could pre-create."""
+    assert not hasattr(rv, "build_decision_config_map")
+    assert not hasattr(rv, "decision_config_map_name")
 
 
 def test_resumed_job_mounts_the_checkpoint_and_the_decision_read_only() -> None:
@@ -37,14 +60,23 @@ def test_resumed_job_mounts_the_checkpoint_and_the_decision_read_only() -> None:
         config=OperatorConfig(),
         bundle_config_map=bundle_config_map_name(run.name, run.uid),
         resume=1,
-        resume_files=rv.resume_files(run.name, run.uid, 1),
+        resume_files=rv.resume_files(run.name, run.uid, 1, DECISION),
     )
     assert job["metadata"]["name"].endswith("-resume-1")
-    pod = job["spec"]["template"]["spec"]
+    template = job["spec"]["template"]
+    pod = template["spec"]
     container = pod["containers"][0]
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["resume-checkpoint"]["configMap"]["name"].endswith("-ckpt-0")
-    assert volumes["resume-decision"]["configMap"]["name"].endswith("-decision-1")
+    # the decision: the pod template's own annotation (the operator's), a downward API file
+    annotation = template["metadata"]["annotations"][DECISION_ANNOTATION]
+    assert ResumeDecision.model_validate_json(annotation) == DECISION
+    [item] = volumes["resume-decision"]["downwardAPI"]["items"]
+    assert item == {
+        "path": "decision.json",
+        "fieldRef": {"fieldPath": f"metadata.annotations['{DECISION_ANNOTATION}']"},
+    }
+    assert "configMap" not in volumes["resume-decision"]
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     assert mounts["resume-checkpoint"]["readOnly"] and mounts["resume-decision"]["readOnly"]
     args = container["args"]

@@ -107,7 +107,12 @@ def writes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
     monkeypatch.setattr(k8s, "label_config_map", label)
     monkeypatch.setattr(k8s, "post_event", nothing)
     monkeypatch.setattr(k8s, "remove_pod_finalizer", nothing)
+    monkeypatch.setattr(k8s, "object_events", no_events)
     return seen
+
+
+async def no_events(namespace: str, uid: str) -> list[dict[str, Any]]:
+    return []
 
 
 async def test_a_pod_just_created_and_starting_costs_no_status_write(
@@ -145,3 +150,37 @@ async def test_a_finished_runs_bundle_is_labelled_once_while_the_index_lags(
     fresh = controller(final, [], bundles=bundles)
     await reconcile(fresh.state, UID)
     assert writes == [("label", BUNDLE), ("label", BUNDLE)]
+
+
+async def test_a_pod_stuck_on_a_mount_says_so_and_a_missing_pin_fails_at_once(
+    writes: list[tuple[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 47: the kubelet's FailedMount reaches the Run's condition within seconds; a
+    ConfigMap the pod mounts that is gone fails the run PinnedRevisionMissing, naming it
+    (never the run's timeout)."""
+    message = 'MountVolume.SetUp failed for volume "skill-0" : configmap "skill-d-1a2b" not found'
+
+    async def events(namespace: str, uid: str) -> list[dict[str, Any]]:
+        assert uid == "p-1"
+        return [{"reason": "FailedMount", "message": message}]
+
+    present: dict[str, Any] = {"skill-d-1a2b": {"data": {}}}
+
+    async def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:
+        return present.get(name)
+
+    monkeypatch.setattr(k8s, "object_events", events)
+    monkeypatch.setattr(k8s, "read_config_map", read_config_map)
+    ctl = controller(started_status(), [pending_pod(age=5)])
+    again = await reconcile(ctl.state, UID)
+    condition = writes[-1][1]["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("Unknown", "Pending")
+    assert condition["message"] == f"pod {JOB}-p1 cannot start: FailedMount: {message}"
+    assert again is not None and again <= 5.0  # looked at again while it waits
+
+    present.clear()  # gone for good
+    ctl = controller(started_status(), [pending_pod(age=5)])
+    await reconcile(ctl.state, UID)
+    condition = writes[-1][1]["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("False", "PinnedRevisionMissing")
+    assert "skill-d-1a2b" in condition["message"]

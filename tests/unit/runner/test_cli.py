@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -83,6 +84,23 @@ def test_missing_bundle_and_broken_json_exit_2(tmp_path: Path) -> None:
     out = run_subprocess(layout)
     assert out.exit_code == 2
     assert out.result["message"].startswith("bundle not found")
+
+
+def test_a_bundle_other_than_the_one_the_job_names_is_refused(tmp_path: Path) -> None:
+    """The Job carries the sha256 of the bundle.json the operator wrote; a ConfigMap
+    re-created under that name by someone else is never run (issue 46)."""
+    b = bundle(agents=[agent("solo", replay=[{"text": "the operator's"}])])
+    layout = write_bundle(b, tmp_path)
+    path = layout.bundle_dir / "bundle.json"
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    ok = run_subprocess(layout, {"SWARMKIT_BUNDLE_SHA256": digest})
+    assert (ok.exit_code, ok.result["output"]) == (0, "the operator's"), ok.stderr
+
+    path.write_text(path.read_text().replace("the operator's", "eve's"))
+    out = run_subprocess(layout, {"SWARMKIT_BUNDLE_SHA256": digest})
+    assert (out.exit_code, out.result["outcome"]) == (2, "ValidationFailed")
+    assert "is not the one the operator wrote" in out.result["message"]
+    assert not [e for e in out.audit if e["event"] == "model.call"]
 
 
 def test_inconsistent_bundle_exits_2_naming_the_problem(tmp_path: Path) -> None:

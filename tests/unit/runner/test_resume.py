@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from swarmkit_api.review import CHECKPOINT_LINE_PREFIX, Checkpoint, ResumeDecision
 from tests.support.bundles import agent, bundle, openai_provider, skill, write_bundle
 from tests.support.model_server import ScriptedModelServer, text, tool_call
@@ -237,3 +239,20 @@ def test_secrets_never_reach_the_review_item_or_the_checkpoint(tmp_path: Path) -
     line = next(x for x in printed.splitlines() if x.startswith(CHECKPOINT_LINE_PREFIX))
     saved = Checkpoint.decode(line[len(CHECKPOINT_LINE_PREFIX) :])
     assert saved.entries["e.0"]["value"]["content"] == "token=[REDACTED]"
+
+
+def test_a_checkpoint_other_than_the_one_the_job_names_is_refused(tmp_path: Path) -> None:
+    """The resumed Job carries the sha256 the runner reported when it parked: a checkpoint
+    ConfigMap re-created under its name by someone else is never resumed from (issue 46)."""
+    from swarmkit_runner.__main__ import load_journal
+
+    ours = Checkpoint(run_uid="u-1", parked_key="e.0.1").encode()
+    path = tmp_path / "checkpoint"
+    path.write_text(ours + "\n")
+    digest = hashlib.sha256(ours.encode()).hexdigest()
+    journal = load_journal(str(path), None, "u-1", digest)
+    assert journal is not None and journal.resume == 1
+
+    path.write_text(Checkpoint(run_uid="u-1", parked_key="e.9.9").encode())
+    with pytest.raises(ValueError, match="is not the one the run reported"):
+        load_journal(str(path), None, "u-1", digest)
