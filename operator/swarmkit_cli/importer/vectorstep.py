@@ -24,6 +24,7 @@ from swarmkit_api.skill import SkillSpec
 from .collected import Collected, Piece, source_annotation
 from .frontmatter import parse_skill_md
 from .mapping import Fields, Src, check
+from .safefs import Refused, read_text
 from .sizes import chunk
 from .skilldir import SKILL_MD, bundled_files, symlinks
 from .yamlsrc import Doc, YamlError
@@ -62,8 +63,8 @@ def _annotations(f: Fields) -> dict[str, str]:
 def skill_name_of(skill_dir: Path) -> str:
     """The skill's name: front-matter ``name``, else the directory name."""
     try:
-        md = parse_skill_md((skill_dir / SKILL_MD).read_text(encoding="utf-8"), str(skill_dir))
-    except (YamlError, UnicodeDecodeError):
+        md = parse_skill_md(read_text(skill_dir / SKILL_MD), str(skill_dir))
+    except (YamlError, UnicodeDecodeError, Refused):
         return skill_dir.resolve().name
     if md.front is not None and isinstance(md.front.value, dict):
         name = md.front.value.get("name")
@@ -72,13 +73,22 @@ def skill_name_of(skill_dir: Path) -> str:
     return skill_dir.resolve().name
 
 
+def shown_rel(skill_dir: Path, shown: str, path: str) -> str:
+    """``path`` (a file of the skill) named as findings name the skill's files."""
+    return str(Path(shown).parent / Path(path).relative_to(skill_dir))
+
+
 def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
     """Map one SKILL.md directory; ``shown`` is how its SKILL.md is named in findings."""
     report = col.report
     dir_name = skill_dir.resolve().name
     try:
-        text = (skill_dir / SKILL_MD).read_text(encoding="utf-8")
+        text = read_text(skill_dir / SKILL_MD)
         md = parse_skill_md(text, shown)
+    except Refused as exc:
+        # A symlinked SKILL.md (or a special or oversized one): nothing of the skill is read.
+        report.warn(shown, None, "", f"{exc.reason}; the skill is not imported")
+        return
     except UnicodeDecodeError:
         report.error(shown, None, "", "SKILL.md is not UTF-8 text")
         return
@@ -134,7 +144,17 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
             "",
             "symlink inside a skill is not followed; not imported",
         )
-    for bf in bundled_files(skill_dir):
+    try:
+        bundled = bundled_files(skill_dir)
+    except Refused as exc:
+        report.error(
+            shown_rel(skill_dir, shown, exc.path),
+            None,
+            "",
+            f"{exc.reason}; the skill is not imported",
+        )
+        return
+    for bf in bundled:
         entry: dict[str, Any] = {"path": bf.path}
         content = bf.text()
         if content is None:
