@@ -13,6 +13,7 @@ tables of the docs' how-to "Import a workspace". Apply the result with server-si
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ from ..importer.emit import write_dir, write_stream
 from ..importer.findings import Finding
 from ..importer.pipeline import Options
 from ..importer.pipeline import run as run_import
-from ..plugin import EXIT_FINDINGS, EXIT_OK, UsageError, add_command
+from ..plugin import EXIT_FINDINGS, EXIT_OK, CommandError, UsageError, add_command
 
 SKIPPED_REPORT = "import-skipped.yaml"
 
@@ -99,6 +100,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"--workspace {workspace!r}: must be lowercase-kebab")
     prefixes = tuple((Path(p), prefix) for p, prefix in _pairs(args.prefix, "--prefix", KEBAB))
     aliases = dict(_pairs(args.model_alias, "--model-alias", r"^[a-z0-9-]+/\S+$"))
+    for path in args.paths:
+        if not os.path.lexists(path):
+            raise CommandError(f"{path}: no such file or directory")
     started = time.perf_counter()
     options = Options(
         workspace=workspace,
