@@ -11,7 +11,9 @@
 * **Credentials**: ``credentialsRef`` names a Workspace ``credentials`` entry whose Secret
   value is sent as ``Authorization: Bearer …`` to the card URL and to the endpoint, but only
   when the endpoint has the card's origin (scheme, host, port): a card cannot redirect the
-  token elsewhere.
+  token elsewhere. The card URL's host must be one of the credential's ``allowedHosts``
+  (the Workspace admin's list; empty = nowhere), else the call is refused
+  (``CredentialNotAllowed``) before anything is sent.
 * **Call**: ``message/send`` with the task text, our run id as ``contextId`` (so the two
   sides' records join on it), ``configuration.blocking: false`` (1.0:
   ``returnImmediately: true``) and ``metadata {skillId, correlationId}``; then ``tasks/get``
@@ -146,6 +148,14 @@ def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> 
     def token() -> str | None:
         if impl.credentials_ref is None or credential is None:
             return None
+        if not credential.allows(card_url):
+            # The operator refuses such a Skill at reconcile; a bundle that says otherwise
+            # still does not get the token out.
+            raise ToolRefused(
+                f"skill {skill.name} would send Workspace credential {credential.name!r} to "
+                f"{card_url}, a host its allowedHosts does not list",
+                "CredentialNotAllowed",
+            )
         try:
             return ctx.secrets.get(credential.secret_key_ref)
         except MissingSecret as exc:
