@@ -94,15 +94,21 @@ def _pairs(values: list[str], flag: str, check: str) -> list[tuple[str, str]]:
     return out
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
-    workspace = args.workspace or "default"
+def _checked_arguments(args: argparse.Namespace) -> str:
+    """The Workspace name, once the arguments a user can get wrong are checked."""
+    workspace: str = args.workspace or "default"
     if not re.match(KEBAB, workspace):
         raise UsageError(f"--workspace {workspace!r}: must be lowercase-kebab")
-    prefixes = tuple((Path(p), prefix) for p, prefix in _pairs(args.prefix, "--prefix", KEBAB))
-    aliases = dict(_pairs(args.model_alias, "--model-alias", r"^[a-z0-9-]+/\S+$"))
     for path in args.paths:
         if not os.path.lexists(path):
             raise CommandError(f"{path}: no such file or directory")
+    return workspace
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    workspace = _checked_arguments(args)
+    prefixes = tuple((Path(p), prefix) for p, prefix in _pairs(args.prefix, "--prefix", KEBAB))
+    aliases = dict(_pairs(args.model_alias, "--model-alias", r"^[a-z0-9-]+/\S+$"))
     started = time.perf_counter()
     options = Options(
         workspace=workspace,

@@ -36,7 +36,6 @@ class Output:
 
 
 def assemble(col: Collected, namespace: str | None) -> Output:
-    report = col.report
     swarmkit_agents.finalize(col)
     swarm.finalize(col)
     for label, pieces in (
@@ -52,7 +51,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
     if col.agents and not col.model_providers:
         first = col.agents[0].src
         ensure_provider(col, "anthropic", first)
-        report.warn(
+        col.report.warn(
             first.file,
             first.line,
             first.field("model"),
@@ -64,6 +63,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
     for p in col.topologies:
         p.body["workspaceRef"] = {"name": col.workspace}
     _cross_check(col)
+    _allowed_hosts(col)
     _sizes(col)
     out = Output()
     meta = _meta_factory(namespace)
@@ -111,7 +111,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
         except ManifestError as exc:
             src = _origin(col, m)
             for err in exc.errors:
-                report.error(
+                col.report.error(
                     src[0],
                     src[1],
                     err.path,
@@ -260,7 +260,6 @@ def _cross_check(col: Collected) -> None:
                 f"credentials {impl['credentialsRef']!r} is not a credentials "
                 "entry of the imported workspace",
             )
-    _allowed_hosts(col)
 
 
 def _allowed_hosts(col: Collected) -> None:

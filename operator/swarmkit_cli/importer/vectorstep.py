@@ -22,7 +22,7 @@ from typing import Any
 from swarmkit_api.skill import SkillSpec
 
 from .collected import Collected, Piece, source_annotation
-from .frontmatter import parse_skill_md
+from .frontmatter import SkillMarkdown, parse_skill_md
 from .mapping import Fields, Src, check
 from .safefs import Refused, read_text
 from .sizes import chunk
@@ -78,29 +78,37 @@ def shown_rel(skill_dir: Path, shown: str, path: str) -> str:
     return str(Path(shown).parent / Path(path).relative_to(skill_dir))
 
 
-def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
-    """Map one SKILL.md directory; ``shown`` is how its SKILL.md is named in findings."""
+def _read_skill_md(col: Collected, skill_dir: Path, shown: str) -> SkillMarkdown | None:
+    """SKILL.md with front matter, or None (reported)."""
     report = col.report
-    dir_name = skill_dir.resolve().name
     try:
-        text = read_text(skill_dir / SKILL_MD)
-        md = parse_skill_md(text, shown)
+        md = parse_skill_md(read_text(skill_dir / SKILL_MD), shown)
     except Refused as exc:
         # A symlinked SKILL.md (or a special or oversized one): nothing of the skill is read.
         report.warn(shown, None, "", f"{exc.reason}; the skill is not imported")
-        return
+        return None
     except UnicodeDecodeError:
         report.error(shown, None, "", "SKILL.md is not UTF-8 text")
-        return
+        return None
     except YamlError as exc:
         report.error(exc.file, exc.line, "front matter", exc.message)
-        return
-    doc = md.front or Doc(shown, {}, start_line=1)
+        return None
     if md.front is None:
         report.error(
             shown, 1, "front matter", "SKILL.md needs YAML front matter (--- name, description ---)"
         )
+        return None
+    return md
+
+
+def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
+    """Map one SKILL.md directory; ``shown`` is how its SKILL.md is named in findings."""
+    report = col.report
+    dir_name = skill_dir.resolve().name
+    md = _read_skill_md(col, skill_dir, shown)
+    if md is None:
         return
+    doc = md.front or Doc(shown, {}, start_line=1)
     for path, line in doc.duplicates:
         report.warn(shown, line, ".".join(map(str, path)), "duplicate key: the last one wins")
     f = Fields(report, Src(doc))
