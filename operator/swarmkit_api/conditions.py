@@ -53,6 +53,9 @@ REASON_UNKNOWN_MODEL_PROVIDER: Final[str] = "UnknownModelProvider"
 REASON_UNSUPPORTED_MODEL_SETTING: Final[str] = "UnsupportedModelSetting"
 REASON_UNKNOWN_FLOW_DATA: Final[str] = "UnknownFlowData"
 REASON_UNKNOWN_COMMAND_PACK: Final[str] = "UnknownCommandPack"
+#: Agent: a granted Skill would send a Workspace credential to a host its `allowedHosts`
+#: does not list (or names a credential the Workspace does not declare).
+REASON_CREDENTIAL_NOT_ALLOWED: Final[str] = "CredentialNotAllowed"
 
 # --- Ready (Skill, Agent, Topology, Workspace) ---------------------------------------------
 
@@ -184,6 +187,7 @@ __all__ = [
     "REASON_CHILD_TOPOLOGY_NOT_READY",
     "REASON_CONFIG_MAP_NOT_FOUND",
     "REASON_CREATING",
+    "REASON_CREDENTIAL_NOT_ALLOWED",
     "REASON_CYCLE",
     "REASON_DENIED_BY_WORKSPACE",
     "REASON_DEPTH_EXCEEDED",

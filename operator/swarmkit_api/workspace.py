@@ -7,9 +7,10 @@ flow reference data, runtime defaults for Run Jobs, and governance limits.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from .base import ApiModel, CelRule, KindSpec
 from .common import (
@@ -212,11 +213,71 @@ class Mailbox(ApiModel):
     )
 
 
+#: An ``allowedHosts`` entry: a host name or IP, optionally ``*.`` (any subdomain) and
+#: ``:port``.
+ALLOWED_HOST = r"^(\*\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?$"
+AllowedHost = Annotated[str, StringConstraints(pattern=ALLOWED_HOST, max_length=261)]
+
+
+def host_allowed(allowed: list[str], url: str) -> bool:
+    """Whether ``url``'s host is one of ``allowed`` (see :class:`Credential`)."""
+    try:
+        parts = urlsplit(url)
+        host, port = (parts.hostname or "").lower(), parts.port
+    except ValueError:
+        return False
+    # Userinfo and backslashes are where URL parsers disagree on the host: refused.
+    if not host or "\\" in url or "@" in parts.netloc:
+        return False
+    for entry in allowed:
+        name, _, entry_port = entry.lower().partition(":")
+        if entry_port and (port or _DEFAULT_PORTS.get(parts.scheme)) != int(entry_port):
+            continue
+        if name.startswith("*."):
+            if host.endswith(name[1:]) and host != name[2:]:
+                return True
+        elif host == name:
+            return True
+    return False
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+# ``allowedHosts`` is the Workspace admin's word on where a credential may go: a Skill (an
+# editor's object) that would send it to any other host is refused at reconcile (its
+# granting Agents get Accepted=False CredentialNotAllowed) and the runner refuses to send
+# it. Absent or empty, the credential goes nowhere: it is sent only where someone who may
+# edit the Workspace said it may be.
 class Credential(ApiModel):
-    """A named credential: a Secret key, referenced by tools and remote agents."""
+    """A named credential: a Secret key, sent only to the hosts its allowedHosts lists."""
 
     name: str = Field(pattern=KEBAB, max_length=63, description="Credential name.")
     secret_key_ref: SecretKeyRef = Field(description="Where the value lives.")
+    allowed_hosts: list[AllowedHost] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Hosts the credential may be sent to: 'api.example.com', "
+        "'*.example.com' (any subdomain, not the domain itself), with ':port' to allow one "
+        "port only (else any). Absent or empty: sent nowhere; every Skill naming it is "
+        "refused.",
+    )
+
+    def allows(self, url: str) -> bool:
+        """Whether this credential may be sent to ``url``."""
+        return host_allowed(self.allowed_hosts, url)
+
+
+def credential_refused(credentials: list[Credential], ref: SecretKeyRef, url: str) -> str | None:
+    """The name of a credential holding the Secret key ``ref`` that may not go to ``url``.
+
+    A Workspace tool or MCP server that sends the same Secret key as a named credential is
+    held to that credential's ``allowedHosts`` too: the key is the secret, whoever sends it.
+    """
+    for credential in credentials:
+        if credential.secret_key_ref == ref and not credential.allows(url):
+            return credential.name
+    return None
 
 
 class PackCommand(ApiModel):

@@ -11,6 +11,7 @@ SKILL_DIR`` work without it.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,20 @@ import yaml
 
 from swarmkit_api import GROUP, KINDS_BY_NAME, VERSION
 
-from .plugin import CommandError
+from .plugin import CommandError, UsageError
+
+#: A Kubernetes object name (DNS subdomain).
+OBJECT_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+def check_name(kind: str, name: str) -> str:
+    """``name`` when it can name an object of ``kind``, else UsageError (before any call)."""
+    if not OBJECT_NAME.match(name):
+        raise UsageError(
+            f"{name!r} is not a {kind} name (lowercase letters, digits, '-' and '.', "
+            "at most 253 characters)"
+        )
+    return name
 
 
 @dataclass
@@ -43,8 +57,14 @@ class Kube:
         return client.CustomObjectsApi(self.api_client)
 
     def get(self, kind: str, name: str) -> dict[str, Any]:
-        """One swarmkit.dev object of ``kind`` (e.g. ``Run``) by name, or CommandError."""
+        """One swarmkit.dev object of ``kind`` (e.g. ``Run``) by name, or CommandError.
+
+        A name that is no object name at all (empty, as ``skill/`` gives, or with a slash)
+        is a UsageError: asking the apiserver would list the kind instead.
+        """
         from kubernetes.client.exceptions import ApiException
+
+        check_name(kind, name)
 
         plural = KINDS_BY_NAME[kind].plural
         try:

@@ -6,15 +6,24 @@ kubectl's global flags (``-n/--namespace``, ``--context``, ``--kubeconfig``, ``-
 mean the same as with the flag at the end. They are taken out of the arguments before
 argparse sees them (up to a ``--``), in the forms ``-n X``, ``-nX``, ``--flag X`` and
 ``--flag=X``.
+
+:func:`main` is the one place where a failure becomes what the user sees: ONE line on
+stderr and an exit code, never a traceback. A usage problem (argparse's, or a handler's
+:class:`~.plugin.UsageError`) exits 2; a runtime problem (:class:`~.plugin.CommandError`,
+an unreadable or unwritable file, a cluster that cannot be reached, anything unexpected)
+exits 1. Handlers raise; they do not catch to print. ``SWARMKIT_CLI_TRACEBACK=1`` re-raises
+an unexpected error with its traceback, for whoever debugs the plugin.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from . import commands
 from .console import Console
@@ -75,8 +84,16 @@ def command_modules() -> list[str]:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises its usage errors (subparsers inherit the class), so that
+    :func:`main` prints them the one way it prints every error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Daily chores for swarmkit.dev workspaces: import, pin, logs, status.",
         epilog="Exit codes: 0 ok, 1 findings or errors, 2 usage. The global flags "
@@ -94,25 +111,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
+def one_line(text: str) -> str:
+    """``text`` with its line breaks folded: an error is one line."""
+    return " ".join(text.split())
+
+
+def _describe(exc: BaseException) -> str:
+    """What went wrong, for an error no handler turned into a CommandError."""
+    module = type(exc).__module__
+    if module.startswith("urllib3"):  # the kubernetes client's transport (not imported here)
+        return f"cannot reach the Kubernetes API server: {getattr(exc, 'reason', None) or exc}"
+    if module.startswith("kubernetes") and hasattr(exc, "status"):
+        return f"the Kubernetes API server answered {exc.status} {getattr(exc, 'reason', '')}"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return f"{where}{exc.strerror}"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def run(argv: Sequence[str], console: Console) -> int:
+    """Parse ``argv`` and run its subcommand (errors propagate to :func:`main`)."""
     parser = build_parser()
-    found, rest = split_globals(sys.argv[1:] if argv is None else argv)
+    found, rest = split_globals(argv)
     args = parser.parse_args(rest)
     for dest in set(GLOBAL_FLAGS.values()):
         setattr(args, dest, found.get(dest))
+    code: int = args.handler(args, console)
+    return code
+
+
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     con = console or Console()
     try:
-        code: int = args.handler(args, con)
+        return run(sys.argv[1:] if argv is None else argv, con)
     except UsageError as exc:
-        parser.print_usage(con.err)
-        con.error(str(exc))
+        con.error(one_line(str(exc)))
         return EXIT_USAGE
     except CommandError as exc:
-        con.error(str(exc))
+        con.error(one_line(str(exc)))
         return EXIT_FINDINGS
     except KeyboardInterrupt:
         return 130
-    return code
+    except BrokenPipeError:  # the reader went away (| head): nothing left to tell it
+        return EXIT_FINDINGS
+    except Exception as exc:
+        if os.environ.get("SWARMKIT_CLI_TRACEBACK") == "1":
+            raise
+        con.error(one_line(_describe(exc)))
+        return EXIT_FINDINGS
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@
 * **Credentials**: ``credentialsRef`` names a Workspace ``credentials`` entry whose Secret
   value is sent as ``Authorization: Bearer …`` to the card URL and to the endpoint, but only
   when the endpoint has the card's origin (scheme, host, port): a card cannot redirect the
-  token elsewhere.
+  token elsewhere. The card URL's host must be one of the credential's ``allowedHosts``
+  (the Workspace admin's list; empty = nowhere), else the call is refused
+  (``CredentialNotAllowed``) before anything is sent.
 * **Call**: ``message/send`` with the task text, our run id as ``contextId`` (so the two
   sides' records join on it), ``configuration.blocking: false`` (1.0:
   ``returnImmediately: true``) and ``metadata {skillId, correlationId}``; then ``tasks/get``
@@ -130,6 +132,27 @@ async def fetch_card(ctx: RunContext, url: str, token: str | None) -> Card:
     return card
 
 
+def bearer_token(ctx: RunContext, skill: str, ref: str | None, card_url: str) -> str | None:
+    """The Workspace credential ``ref``'s value, when its allowedHosts lists the card's host.
+
+    The operator refuses such a Skill at reconcile; a bundle that says otherwise still does
+    not get the token out (the endpoint shares the card's origin, checked by the client).
+    """
+    credential = next((c for c in ctx.bundle.workspace.credentials if c.name == ref), None)
+    if ref is None or credential is None:
+        return None
+    if not credential.allows(card_url):
+        raise ToolRefused(
+            f"skill {skill} would send Workspace credential {credential.name!r} to "
+            f"{card_url}, a host its allowedHosts does not list",
+            "CredentialNotAllowed",
+        )
+    try:
+        return ctx.secrets.get(credential.secret_key_ref)
+    except MissingSecret as exc:
+        raise ToolError(str(exc), "MissingSecret") from None
+
+
 def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> SkillTool:
     impl = skill.spec.implementation
     assert impl is not None and impl.card_url
@@ -139,20 +162,9 @@ def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> 
     max_answers = (
         impl.max_agent_answers if impl.max_agent_answers is not None else DEFAULT_MAX_AGENT_ANSWERS
     )
-    credential = next(
-        (c for c in ctx.bundle.workspace.credentials if c.name == impl.credentials_ref), None
-    )
-
-    def token() -> str | None:
-        if impl.credentials_ref is None or credential is None:
-            return None
-        try:
-            return ctx.secrets.get(credential.secret_key_ref)
-        except MissingSecret as exc:
-            raise ToolError(str(exc), "MissingSecret") from None
 
     async def client() -> tuple[Client, Card]:
-        bearer = token()
+        bearer = bearer_token(ctx, skill.name, impl.credentials_ref, card_url)
         card = await fetch_card(ctx, card_url, bearer)
         if impl.skill_id is not None and impl.skill_id not in card.skills:
             raise ToolError(

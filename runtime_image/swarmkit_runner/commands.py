@@ -8,9 +8,12 @@
 * **Inputs** are validated against the command's ``inputs`` schema, then each ``{name}``
   placeholder of the argv template is filled with the input's value (numbers and booleans
   as JSON text; an element that is exactly ``{name}`` and gets a list becomes one argv
-  element per item). A value that fills a whole element and starts with ``-`` is refused
-  unless the template has a literal ``--`` before it (no option injection). A placeholder
-  without a value is an ``InvalidArguments`` error.
+  element per item; a placeholder inside literal text takes a scalar only). A value that
+  would start an argv element with ``-`` is refused unless the template has a literal
+  ``--`` element before it, whether it fills the whole element (``"{x}"``) or begins it
+  (``"{x}.py"``, ``"{a}{b}"`` with ``a`` empty, ``"{a}-x"``): no option injection. A template's own
+  literal prefix (``"--out={path}"``) is the author's and is kept. A value with a NUL
+  character, or a placeholder without a value, is an ``InvalidArguments`` error.
 * **Running**: ``argv[0]`` resolved on ``PATH``, exec'd directly (no shell) in the run's
   working directory (``<scratch>/work``, shared with ``bash``/``file_io``) with a minimal
   environment (``PATH``, ``HOME``, ``LANG``; never a secret), the command's
@@ -119,40 +122,59 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _checked(name: str, text: str, after_dashdash: bool) -> str:
+    """``text`` as (the start of) an argv element, or InvalidArguments."""
+    if "\x00" in text:
+        raise InvalidArguments(f"{name}: a NUL character cannot be passed on a command line")
+    if text.startswith("-") and not after_dashdash:
+        raise InvalidArguments(
+            f"{name}: {text!r} starts with '-' and would be read as an option (the "
+            "command's template has no '--' before it)"
+        )
+    return text
+
+
+def _fill_part(element: str, args: dict[str, Any], after_dashdash: bool) -> str:
+    """One element with placeholders inside literal text: scalars only. The element may
+    start with '-' only when the template's own text does (``"--out={path}"``): values,
+    even empty ones (``"{a}-x"``), never make an option of it."""
+    first: str | None = None
+
+    def sub(match: re.Match[str]) -> str:
+        nonlocal first
+        name = match.group(1)
+        first = first or name
+        if name not in args:
+            raise InvalidArguments(f"missing input {name!r} for the command line")
+        value = args[name]
+        if isinstance(value, list | dict):
+            raise InvalidArguments(f"{name}: a list or object cannot fill part of {element!r}")
+        return _checked(name, _text(value), True)  # the option check is on the element
+
+    filled = _PLACEHOLDER.sub(sub, element)
+    if first is not None and not element.startswith("-"):
+        _checked(first, filled, after_dashdash)
+    return filled
+
+
 def fill_argv(template: list[str], args: dict[str, Any]) -> list[str]:
     """The argv for ``args`` (see the module doc for the rules)."""
-    argv: list[str] = []
+    if _PLACEHOLDER.search(template[0]):
+        raise InvalidArguments("argv[0] must be a literal program, not a placeholder")
+    argv = [template[0]]
     after_dashdash = False
-    for n, element in enumerate(template):
-        whole = _WHOLE.match(element) if n > 0 else None
-        if whole is not None:
-            name = whole.group(1)
-            if name not in args:
-                raise InvalidArguments(f"missing input {name!r} for the command line")
-            value = args[name]
-            values = value if isinstance(value, list) else [value]
-            for item in values:
-                text = _text(item)
-                if text.startswith("-") and not after_dashdash:
-                    raise InvalidArguments(
-                        f"{name}: {text!r} starts with '-' and would be read as an option"
-                    )
-                argv.append(text)
+    for element in template[1:]:
+        whole = _WHOLE.match(element)
+        if whole is None:
+            argv.append(_fill_part(element, args, after_dashdash))
+            after_dashdash = after_dashdash or element == "--"
             continue
-
-        def sub(match: re.Match[str], element: str = element) -> str:
-            name = match.group(1)
-            if name not in args:
-                raise InvalidArguments(f"missing input {name!r} for the command line")
-            value = args[name]
-            if isinstance(value, list | dict):
-                raise InvalidArguments(f"{name}: a list or object cannot fill part of {element!r}")
-            return _text(value)
-
-        filled = _PLACEHOLDER.sub(sub, element)
-        argv.append(filled)
-        if element == "--":
-            after_dashdash = True
+        name = whole.group(1)
+        if name not in args:
+            raise InvalidArguments(f"missing input {name!r} for the command line")
+        value = args[name]
+        for item in value if isinstance(value, list) else [value]:
+            argv.append(_checked(name, _text(item), after_dashdash))
     return argv
 
 

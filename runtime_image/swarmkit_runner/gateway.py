@@ -128,7 +128,7 @@ class Gateway:
         self.paths = paths
         self.audit = audit
         self.secrets = secrets
-        self.mcp = McpManager(needed_servers(bundle), secrets, audit)
+        self.mcp = McpManager(needed_servers(bundle), secrets, audit, bundle.workspace.credentials)
         self.root = self._context(audit)
         self.root.mcp = self.mcp
         # Agent skills running a local topology start child runs through this loop (the

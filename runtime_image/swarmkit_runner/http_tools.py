@@ -3,7 +3,9 @@
 Arguments are validated against ``inputSchema``; ``{name}`` placeholders in ``http.url``
 are filled (URL-encoded) from them; the remaining arguments become the query string (GET,
 DELETE) or the JSON body (POST, PUT, PATCH). ``credentials`` adds a header whose value comes
-from a Secret. A non-2xx answer is a tool error with the status and a capped body. With a
+from a Secret; when that Secret key is also a Workspace ``credentials`` entry, the filled
+URL's host must be in its ``allowedHosts`` (a placeholder in the host cannot carry it away).
+A non-2xx answer is a tool error with the status and a capped body. With a
 ``responseMapping`` the result is ``{field: value at dotted path}``; otherwise the body.
 """
 
@@ -15,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from swarmkit_api.bundle import BundleAgent
-from swarmkit_api.workspace import Tool
+from swarmkit_api.workspace import Tool, credential_refused
 
 from .catalog import EMPTY_OBJECT_SCHEMA, ToolEntry, as_text
 from .context import RunContext
@@ -80,6 +82,15 @@ def http_tool(ctx: RunContext, tool: Tool, agent: BundleAgent) -> ToolEntry:
         rest = {k: v for k, v in args.items() if k not in used}
         headers = dict(spec.headers)
         if tool.credentials is not None:
+            refused = credential_refused(
+                ctx.bundle.workspace.credentials, tool.credentials.secret_key_ref, url
+            )
+            if refused is not None:
+                raise ToolError(
+                    f"{spec.method} {url}: tool {tool.name}'s credential is Workspace credential "
+                    f"{refused!r}, whose allowedHosts does not list this host; not sent",
+                    "CredentialNotAllowed",
+                )
             value = tool.credentials.prefix + ctx.secrets.get(tool.credentials.secret_key_ref)
             ctx.secrets.remember(value)
             headers[tool.credentials.header] = value

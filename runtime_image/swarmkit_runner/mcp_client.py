@@ -6,7 +6,9 @@
   ``SWARMKIT_SECRET_*`` value) is inherited. They are spawned *before* the ``mcp`` SDK is
   imported, so server boot overlaps the SDK import (cold start).
 * streamable-HTTP servers get the Workspace's ``headers`` (values from Secrets) on an
-  ``httpx2`` client, which is what ``mcp`` 2.x expects.
+  ``httpx2`` client, which is what ``mcp`` 2.x expects. A header whose Secret key is also a
+  Workspace ``credentials`` entry goes only to a server URL in that entry's
+  ``allowedHosts``; otherwise the server is not connected (``mcp.unavailable`` says why).
 * Discovery (``tools/list``, paginated) happens at start-up, concurrently, bounded by each
   server's ``timeoutSeconds`` but never less than :data:`MIN_STARTUP_SECONDS` (booting an
   ``npx``/Python server takes seconds on a busy node; the per-call timeout is another
@@ -30,12 +32,12 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from swarmkit_api.workspace import McpServer
+from swarmkit_api.workspace import Credential, McpServer, credential_refused
 
 from . import traced
 from .audit import AuditLog
@@ -205,9 +207,12 @@ async def process_transport(process: anyio.abc.Process) -> AsyncIterator[Any]:
 class _Connection:
     """One server: its task owns the SDK client for the whole run."""
 
-    def __init__(self, server: McpServer, secrets: SecretStore) -> None:
+    def __init__(
+        self, server: McpServer, secrets: SecretStore, credentials: Sequence[Credential] = ()
+    ) -> None:
         self.server = server
         self.secrets = secrets
+        self.credentials = list(credentials)
         self.ready = asyncio.Event()
         self.stop = asyncio.Event()
         self.client: Client | None = None
@@ -234,6 +239,16 @@ class _Connection:
     def http_headers(self) -> dict[str, str]:
         headers: dict[str, str] = {}
         for header in self.server.headers:
+            refused = credential_refused(
+                self.credentials, header.secret_key_ref, self.server.url or ""
+            )
+            if refused is not None:
+                raise ToolError(
+                    f"MCP server {self.server.id}: header {header.name} carries Workspace "
+                    f"credential {refused!r}, whose allowedHosts does not list "
+                    f"{self.server.url}; not connected",
+                    "CredentialNotAllowed",
+                )
             value = header.prefix + self.secrets.get(header.secret_key_ref)
             self.secrets.remember(value)
             headers[header.name] = value
@@ -301,7 +316,7 @@ class _Connection:
         assert self.server.url
         try:
             headers = self.http_headers()
-        except MissingSecret as exc:
+        except (MissingSecret, ToolError) as exc:
             self.error = str(exc)
             return
         timeout = httpx2.Timeout(float(self.server.timeout_seconds), read=300.0)
@@ -336,8 +351,14 @@ class _Connection:
 class McpManager:
     """The MCP servers of one run."""
 
-    def __init__(self, servers: list[McpServer], secrets: SecretStore, audit: AuditLog) -> None:
-        self._conns = {s.id: _Connection(s, secrets) for s in servers}
+    def __init__(
+        self,
+        servers: list[McpServer],
+        secrets: SecretStore,
+        audit: AuditLog,
+        credentials: Sequence[Credential] = (),
+    ) -> None:
+        self._conns = {s.id: _Connection(s, secrets, credentials) for s in servers}
         self._audit = audit
         self._by_prefix = {s.tool_prefix: s.id for s in servers}
 

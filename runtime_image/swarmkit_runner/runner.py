@@ -108,7 +108,7 @@ async def execute(
     output = ""
     review_items: list[ReviewItem] = []
     runner = AgentRunner(ctx)
-    mcp = McpManager(needed_servers(bundle), secrets, audit)
+    mcp = McpManager(needed_servers(bundle), secrets, audit, bundle.workspace.credentials)
     ctx.mcp = mcp
     timeout = run_deadline(bundle.run.timeout_seconds)
 

@@ -267,7 +267,13 @@ def test_served_topology_answers_a_run_of_another_namespace(
             ns_a,
             workspace(
                 model.server.openai_base_url,
-                credentials=[{"name": "oracle", "secretKeyRef": {"name": "peer", "key": "token"}}],
+                credentials=[
+                    {
+                        "name": "oracle",
+                        "secretKeyRef": {"name": "peer", "key": "token"},
+                        "allowedHosts": [pod.status.pod_ip],
+                    }
+                ],
             ),
         )
         apply(

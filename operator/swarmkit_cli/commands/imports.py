@@ -13,6 +13,7 @@ tables of the docs' how-to "Import a workspace". Apply the result with server-si
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ from ..importer.emit import write_dir, write_stream
 from ..importer.findings import Finding
 from ..importer.pipeline import Options
 from ..importer.pipeline import run as run_import
-from ..plugin import EXIT_FINDINGS, EXIT_OK, UsageError, add_command
+from ..plugin import EXIT_FINDINGS, EXIT_OK, CommandError, UsageError, add_command
 
 SKIPPED_REPORT = "import-skipped.yaml"
 
@@ -93,10 +94,19 @@ def _pairs(values: list[str], flag: str, check: str) -> list[tuple[str, str]]:
     return out
 
 
-def run(args: argparse.Namespace, console: Console) -> int:
-    workspace = args.workspace or "default"
+def _checked_arguments(args: argparse.Namespace) -> str:
+    """The Workspace name, once the arguments a user can get wrong are checked."""
+    workspace: str = args.workspace or "default"
     if not re.match(KEBAB, workspace):
         raise UsageError(f"--workspace {workspace!r}: must be lowercase-kebab")
+    for path in args.paths:
+        if not os.path.lexists(path):
+            raise CommandError(f"{path}: no such file or directory")
+    return workspace
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    workspace = _checked_arguments(args)
     prefixes = tuple((Path(p), prefix) for p, prefix in _pairs(args.prefix, "--prefix", KEBAB))
     aliases = dict(_pairs(args.model_alias, "--model-alias", r"^[a-z0-9-]+/\S+$"))
     started = time.perf_counter()

@@ -19,6 +19,7 @@ import yaml
 from ..console import Console
 from ..importer.skilldir import is_skill_dir, scripts
 from ..importer.vectorstep import skill_name_of
+from ..kube import check_name, connect
 from ..plugin import EXIT_FINDINGS, EXIT_OK, CommandError, add_command, add_namespace_flag
 
 
@@ -53,9 +54,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
             if path.is_dir():
                 entries.extend(_from_dir(path, args.namespace if args.with_namespace else None))
                 continue
+            name = target.split("/", 1)[1] if target.lower().startswith("skill/") else target
+            check_name("Skill", name)
             if kube is None:
-                from ..kube import connect
-
                 kube = connect(
                     args.kubeconfig,
                     args.namespace,
@@ -63,7 +64,6 @@ def run(args: argparse.Namespace, console: Console) -> int:
                     as_user=args.as_user,
                     as_group=args.as_group,
                 )
-            name = target.split("/", 1)[1] if target.lower().startswith("skill/") else target
             entries.extend(_from_cluster(kube.get("Skill", name), console))
     finally:
         if kube is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from swarmkit_api import API_VERSION, ManifestError, validate_manifest
 from swarmkit_api.workspace import PLATFORM_BUILTINS
@@ -35,7 +36,6 @@ class Output:
 
 
 def assemble(col: Collected, namespace: str | None) -> Output:
-    report = col.report
     swarmkit_agents.finalize(col)
     swarm.finalize(col)
     for label, pieces in (
@@ -51,7 +51,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
     if col.agents and not col.model_providers:
         first = col.agents[0].src
         ensure_provider(col, "anthropic", first)
-        report.warn(
+        col.report.warn(
             first.file,
             first.line,
             first.field("model"),
@@ -63,6 +63,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
     for p in col.topologies:
         p.body["workspaceRef"] = {"name": col.workspace}
     _cross_check(col)
+    _allowed_hosts(col)
     _sizes(col)
     out = Output()
     meta = _meta_factory(namespace)
@@ -110,7 +111,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
         except ManifestError as exc:
             src = _origin(col, m)
             for err in exc.errors:
-                report.error(
+                col.report.error(
                     src[0],
                     src[1],
                     err.path,
@@ -258,6 +259,40 @@ def _cross_check(col: Collected) -> None:
                 *where,
                 f"credentials {impl['credentialsRef']!r} is not a credentials "
                 "entry of the imported workspace",
+            )
+
+
+def _allowed_hosts(col: Collected) -> None:
+    """A credential goes only to its ``allowedHosts``: the hosts of the imported skills
+    and HTTP MCP servers that send it are what the source workspace meant; listed, and
+    said so."""
+    by_name = {p.name: p for p in col.credentials}
+    sends: list[tuple[Piece | None, str]] = [
+        (
+            by_name.get((p.body.get("implementation") or {}).get("credentialsRef") or ""),
+            str((p.body.get("implementation") or {}).get("cardUrl") or ""),
+        )
+        for p in col.skills
+    ]
+    for server in col.mcp_servers:
+        for header in server.body.get("headers") or ():
+            piece = next(
+                (c for c in col.credentials if c.body["secretKeyRef"] == header["secretKeyRef"]),
+                None,
+            )
+            sends.append((piece, str(server.body.get("url") or "")))
+    for piece, url in sends:
+        host = urlsplit(url).hostname
+        if piece is None or not host:
+            continue
+        hosts = piece.body.setdefault("allowedHosts", [])
+        if host.lower() not in hosts:
+            hosts.append(host.lower())
+    for piece in col.credentials:
+        if piece.body.get("allowedHosts"):
+            col.report.note(
+                f"credential {piece.name!r}: allowedHosts {', '.join(piece.body['allowedHosts'])}"
+                " (the hosts of the skills and MCP servers that send it); it goes nowhere else"
             )
 
 

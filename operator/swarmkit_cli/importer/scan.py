@@ -23,6 +23,7 @@ from pathlib import Path
 from . import swarm, swarmkit, swarmkit_agents, swarmkit_ws
 from .collected import Collected
 from .mapping import Src
+from .safefs import SYMLINK, Refused, read_text
 from .skilldir import SKILL_MD, is_skill_dir
 from .vectorstep import read_skill_dir
 from .yamlsrc import Doc, YamlError, load_docs
@@ -85,8 +86,9 @@ YAML_SUFFIXES = (".yaml", ".yml")
 
 def shown_path(path: Path) -> str:
     """How a file is named in findings: relative to the working directory when inside it."""
+    # The parent is resolved, never the file itself: a symlink is named as the link.
     try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return (path.parent.resolve() / path.name).relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         return path.as_posix()
 
@@ -111,6 +113,9 @@ class _Scan:
             here = Path(dirpath)
             keep = []
             for d in sorted(dirs):
+                if (here / d).is_symlink():
+                    self.col.report.warn(shown_path(here / d), None, "", SYMLINK)
+                    continue
                 if d in NOISE_DIRS or (here.name == ".github" and d == "workflows"):
                     # .github/skills holds skills; its workflows are CI configuration
                     continue
@@ -128,6 +133,9 @@ class _Scan:
                     keep.append(d)
             dirs[:] = keep
             for name in sorted(files):
+                if (here / name).is_symlink():
+                    self.col.report.warn(shown_path(here / name), None, "", SYMLINK)
+                    continue
                 self.file(here / name)
 
     def skill_dir(self, path: Path, shown: str) -> None:
@@ -141,7 +149,10 @@ class _Scan:
             self.passed_over.append(shown)
             return
         try:
-            docs = load_docs(path.read_text(encoding="utf-8"), shown)
+            docs = load_docs(read_text(path), shown)
+        except Refused as exc:
+            col.report.error(shown, None, "", exc.reason)
+            return
         except YamlError as exc:
             col.report.error(exc.file, exc.line, "", exc.message)
             return

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .safefs import read_bytes
+
 SKILL_MD = "SKILL.md"
 SCRIPTS_DIR = "scripts/"
 #: Directories and files that are tooling noise, never skill content.
@@ -45,14 +47,19 @@ class BundledFile:
 
 
 def is_skill_dir(path: Path) -> bool:
-    return (path / SKILL_MD).is_file()
+    """A directory holding SKILL.md (a symlinked SKILL.md counts: it is refused when read,
+    so that the directory is reported as a skill not imported, not read file by file)."""
+    skill_md = path / SKILL_MD
+    return skill_md.is_symlink() or skill_md.is_file()
 
 
 def bundled_files(skill_dir: Path) -> list[BundledFile]:
     """Every regular file under ``skill_dir`` except SKILL.md, sorted by path.
 
-    Symlinks are skipped (a link could point outside the skill); hidden tooling directories
-    too. Callers report what they skip.
+    Symlinks are skipped (a link could point outside the skill; :func:`symlinks` lists them
+    for the caller to report); hidden tooling directories too. Each file is read without
+    following a link and within the size cap (:class:`~.safefs.Refused` otherwise: a
+    special file, a file too large).
     """
     found: list[BundledFile] = []
     for root, dirs, files in os.walk(skill_dir):
@@ -62,8 +69,8 @@ def bundled_files(skill_dir: Path) -> list[BundledFile]:
             rel = full.relative_to(skill_dir).as_posix()
             if rel == SKILL_MD or name in IGNORED_NAMES or full.is_symlink():
                 continue
-            mode = full.stat().st_mode
-            found.append(BundledFile(rel, full.read_bytes(), bool(mode & 0o111)))
+            mode = full.lstat().st_mode
+            found.append(BundledFile(rel, read_bytes(full), bool(mode & 0o111)))
     return sorted(found, key=lambda f: f.path)
 
 

@@ -22,6 +22,7 @@ from swarmkit_api.workspace import McpServer, PermissionBundle
 from .collected import DISPLAY_NAME_ANNOTATION, Collected, Piece, source_annotation
 from .common_map import ensure_provider, mcp_server
 from .mapping import Fields, Src, check, to_camel
+from .safefs import Refused, read_inside
 from .swarm_tools import read_tools
 
 __all__ = ["finalize", "read_agents", "read_package", "read_policy", "read_tools"]
@@ -215,11 +216,13 @@ def _intent(col: Collected, af: Fields) -> str | None:
         if rel.is_absolute() or ".." in rel.parts or "\\" in value or not value.strip():
             af.error("intent", f"{value!r} must be a relative path inside the bundle")
             return None
-        path = Path(af.src.file).parent / value
         try:
-            text = path.read_text(encoding="utf-8")
+            path, text = read_inside(Path(af.src.file).parent, value)
             col.used_files.add(str(path))
-        except (OSError, UnicodeDecodeError) as exc:
+        except Refused as exc:
+            af.error("intent", f"the intent file {value!r} is not read: {exc}")
+            return None
+        except UnicodeDecodeError as exc:
             af.error("intent", f"cannot read the intent file {value!r}: {exc}")
             return None
     elif isinstance(value, dict) and set(value) == {"inline"}:

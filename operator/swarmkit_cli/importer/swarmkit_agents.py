@@ -19,8 +19,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from swarmkit_api.common import KEBAB_RE
 
 from .collected import (
@@ -32,6 +30,8 @@ from .collected import (
 )
 from .common_map import model_selection
 from .mapping import Fields, Src
+from .safefs import Refused, read_inside
+from .yamlsrc import YamlError, load_docs
 
 #: node fields that make a node its own Agent
 OVERRIDES = ("model", "prompt", "skills", "skills_additional", "iam", "output_schema")
@@ -87,11 +87,20 @@ def _output_schema(f: Fields) -> dict[str, Any] | None:
     if value is None or isinstance(value, dict):
         return value
     if isinstance(value, str):
-        path = Path(f.src.file).parent / value
         try:
-            text = path.read_text(encoding="utf-8")
-            loaded = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-        except (OSError, ValueError, yaml.YAMLError) as exc:
+            path, text = read_inside(Path(f.src.file).parent, value)
+            if path.suffix == ".json":
+                loaded = json.loads(text)
+            else:
+                docs = load_docs(text, str(path))
+                loaded = docs[0].value if docs else None
+        except Refused as exc:
+            f.error("output_schema", f"the schema file {value!r} is not read: {exc}")
+            return None
+        except YamlError as exc:
+            f.error("output_schema", f"cannot read the schema file {value!r}: {exc.message}")
+            return None
+        except ValueError as exc:
             f.error("output_schema", f"cannot read the schema file {value!r}: {exc}")
             return None
         if isinstance(loaded, dict):

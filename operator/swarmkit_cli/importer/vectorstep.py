@@ -22,8 +22,9 @@ from typing import Any
 from swarmkit_api.skill import SkillSpec
 
 from .collected import Collected, Piece, source_annotation
-from .frontmatter import parse_skill_md
+from .frontmatter import SkillMarkdown, parse_skill_md
 from .mapping import Fields, Src, check
+from .safefs import Refused, read_text
 from .sizes import chunk
 from .skilldir import SKILL_MD, bundled_files, symlinks
 from .yamlsrc import Doc, YamlError
@@ -62,8 +63,8 @@ def _annotations(f: Fields) -> dict[str, str]:
 def skill_name_of(skill_dir: Path) -> str:
     """The skill's name: front-matter ``name``, else the directory name."""
     try:
-        md = parse_skill_md((skill_dir / SKILL_MD).read_text(encoding="utf-8"), str(skill_dir))
-    except (YamlError, UnicodeDecodeError):
+        md = parse_skill_md(read_text(skill_dir / SKILL_MD), str(skill_dir))
+    except (YamlError, UnicodeDecodeError, Refused):
         return skill_dir.resolve().name
     if md.front is not None and isinstance(md.front.value, dict):
         name = md.front.value.get("name")
@@ -72,25 +73,42 @@ def skill_name_of(skill_dir: Path) -> str:
     return skill_dir.resolve().name
 
 
-def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
-    """Map one SKILL.md directory; ``shown`` is how its SKILL.md is named in findings."""
+def shown_rel(skill_dir: Path, shown: str, path: str) -> str:
+    """``path`` (a file of the skill) named as findings name the skill's files."""
+    return str(Path(shown).parent / Path(path).relative_to(skill_dir))
+
+
+def _read_skill_md(col: Collected, skill_dir: Path, shown: str) -> SkillMarkdown | None:
+    """SKILL.md with front matter, or None (reported)."""
     report = col.report
-    dir_name = skill_dir.resolve().name
     try:
-        text = (skill_dir / SKILL_MD).read_text(encoding="utf-8")
-        md = parse_skill_md(text, shown)
+        md = parse_skill_md(read_text(skill_dir / SKILL_MD), shown)
+    except Refused as exc:
+        # A symlinked SKILL.md (or a special or oversized one): nothing of the skill is read.
+        report.warn(shown, None, "", f"{exc.reason}; the skill is not imported")
+        return None
     except UnicodeDecodeError:
         report.error(shown, None, "", "SKILL.md is not UTF-8 text")
-        return
+        return None
     except YamlError as exc:
         report.error(exc.file, exc.line, "front matter", exc.message)
-        return
-    doc = md.front or Doc(shown, {}, start_line=1)
+        return None
     if md.front is None:
         report.error(
             shown, 1, "front matter", "SKILL.md needs YAML front matter (--- name, description ---)"
         )
+        return None
+    return md
+
+
+def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
+    """Map one SKILL.md directory; ``shown`` is how its SKILL.md is named in findings."""
+    report = col.report
+    dir_name = skill_dir.resolve().name
+    md = _read_skill_md(col, skill_dir, shown)
+    if md is None:
         return
+    doc = md.front or Doc(shown, {}, start_line=1)
     for path, line in doc.duplicates:
         report.warn(shown, line, ".".join(map(str, path)), "duplicate key: the last one wins")
     f = Fields(report, Src(doc))
@@ -134,7 +152,17 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
             "",
             "symlink inside a skill is not followed; not imported",
         )
-    for bf in bundled_files(skill_dir):
+    try:
+        bundled = bundled_files(skill_dir)
+    except Refused as exc:
+        report.error(
+            shown_rel(skill_dir, shown, exc.path),
+            None,
+            "",
+            f"{exc.reason}; the skill is not imported",
+        )
+        return
+    for bf in bundled:
         entry: dict[str, Any] = {"path": bf.path}
         content = bf.text()
         if content is None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from swarmkit_api import ManifestError, validate_spec
 from swarmkit_api.agent import AgentSpec
@@ -42,6 +43,7 @@ from swarmkit_api.conditions import (
     ACCEPTED,
     READY,
     REASON_ALL_RESOLVED,
+    REASON_CREDENTIAL_NOT_ALLOWED,
     REASON_INVALID,
     REASON_RENDERED,
     REASON_SKILL_NOT_FOUND,
@@ -87,6 +89,8 @@ class SkillView:
     reason: str = ""
     scripts: tuple[ScriptVerdict, ...] = ()
     composes: tuple[str, ...] = ()
+    #: A remote agent skill's (credentialsRef, cardUrl): checked against the Workspace.
+    credential: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -229,6 +233,21 @@ class _Expansion:
     seen: set[str] = field(default_factory=set)
 
 
+def credential_problem(skill: str, ref: str, url: str, workspace: WorkspaceSpec) -> str | None:
+    """Why Skill ``skill`` may not send Workspace credential ``ref`` to ``url`` (or None)."""
+    credential = next((c for c in workspace.credentials if c.name == ref), None)
+    if credential is None:
+        return f"Skill {skill!r}: credentialsRef {ref!r} is not a credential of the workspace"
+    if credential.allows(url):
+        return None
+    host = urlsplit(url).hostname or url
+    allowed = ", ".join(credential.allowed_hosts) or "none: allowedHosts is empty"
+    return (
+        f"Skill {skill!r} would send Workspace credential {ref!r} to host {host!r}, which "
+        f"its allowedHosts does not list (allowed: {allowed})"
+    )
+
+
 def _expand(
     spec: AgentSpec,
     skills: Mapping[str, SkillView],
@@ -259,6 +278,10 @@ def _expand(
             out.not_ready.append(f"{name} ({view.reason or 'not Ready'})")
             return
         out.entries.append((name, view.content_hash))
+        if view.credential is not None and ws_spec is not None:
+            problem = credential_problem(name, *view.credential, ws_spec)
+            if problem is not None:
+                out.problems.append((REASON_CREDENTIAL_NOT_ALLOWED, problem))
         governance = ws_spec.governance if ws_spec is not None else None
         scripts = tuple(workspace_script_verdict(s, name, governance) for s in view.scripts)
         out.resolved.append(ResolvedGrant(name, view.content_hash, view.config_map, via, scripts))

@@ -142,6 +142,7 @@ def skill_view(name: str, view: dict[str, Any]) -> SkillView:
         reason=view["reason"],
         scripts=tuple(ScriptVerdict(p, s, a, r) for p, s, a, r in view["scripts"]),
         composes=view["composes"],
+        credential=view.get("credential"),
     )
 
 

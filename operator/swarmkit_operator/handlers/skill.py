@@ -26,6 +26,14 @@ def _implementation(body: Any) -> dict[str, Any]:
     return impl if isinstance(impl, dict) else {}
 
 
+def _remote_credential(impl: dict[str, Any]) -> tuple[str, str] | None:
+    """(credentialsRef, cardUrl) of a remote agent skill that sends a credential."""
+    ref, url = impl.get("credentialsRef"), impl.get("cardUrl")
+    if impl.get("type") == "agent" and isinstance(ref, str) and isinstance(url, str):
+        return (ref, url)
+    return None
+
+
 @index("skills", id="skill_views")
 def skill_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, name) → what agents and topologies need of the skill."""
@@ -43,6 +51,8 @@ def skill_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
         ),
         composes=tuple(c for c in composes or () if isinstance(c, str)),
         target=target if isinstance(target, str) else None,
+        # A remote agent skill's credential and where it would send it (builders.agent).
+        credential=_remote_credential(impl),
         category=(body.get("spec") or {}).get("category"),
         # For the read-only check of funnel reviewers (builders.reviewer).
         facts=SkillFacts.of(

@@ -143,7 +143,12 @@ mcp_servers:
     }
     assert r.workspace("desk")["credentials"] == [
         {"name": "github-pat", "secretKeyRef": ref},
-        {"name": "rynko-key", "secretKeyRef": {"name": "desk-credentials", "key": "RYNKO_API_KEY"}},
+        {
+            "name": "rynko-key",
+            "secretKeyRef": {"name": "desk-credentials", "key": "RYNKO_API_KEY"},
+            # the host of the HTTP MCP server that sends it (issue 46 item 7)
+            "allowedHosts": ["mcp.rynko.dev"],
+        },
     ]
 
 

@@ -7,9 +7,10 @@ import pytest
 from tests.unit.cli.support import run_cli
 
 
-def test_ack_needs_the_item_name(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_cli("ack").code == 2
-    assert "the following arguments are required: name" in capsys.readouterr().err
+def test_ack_needs_the_item_name() -> None:
+    result = run_cli("ack")
+    assert result.code == 2
+    assert "the following arguments are required: name" in result.err
 
 
 @pytest.mark.parametrize("command", ["inbox", "ack"])

@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from swarmkit_cli.console import Console, wants_color
 from swarmkit_cli.main import build_parser, command_modules
 
@@ -24,15 +22,16 @@ def test_every_command_module_registers_a_subcommand() -> None:
     assert len(choices) == len(command_modules())
 
 
-def test_unknown_subcommand_is_a_usage_error_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_subcommand_is_a_usage_error_exit_2() -> None:
     result = run_cli("frobnicate")
     assert result.code == 2
-    assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+    assert "invalid choice: 'frobnicate'" in result.err
 
 
-def test_missing_argument_is_a_usage_error_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_cli("pin").code == 2
-    assert "the following arguments are required" in capsys.readouterr().err
+def test_missing_argument_is_a_usage_error_exit_2() -> None:
+    result = run_cli("pin")
+    assert result.code == 2
+    assert "the following arguments are required" in result.err
 
 
 def test_no_color_on_a_pipe_even_without_no_color() -> None:

@@ -18,6 +18,7 @@ import yaml
 
 from swarmkit_api.resources import CATEGORY, KINDS
 from swarmkit_cli import main as cli_main
+from swarmkit_cli.plugin import UsageError
 
 REPO = Path(__file__).resolve().parents[3]
 README = REPO / "README.md"
@@ -39,7 +40,7 @@ def _check_make(argv: list[str]) -> None:
 
 def _check_plugin(argv: list[str]) -> None:
     _found, rest = cli_main.split_globals(argv[2:])
-    cli_main.build_parser().parse_args(rest)  # SystemExit(2) on a usage error
+    cli_main.build_parser().parse_args(rest)  # UsageError on a usage error
 
 
 def _check_helm(argv: list[str]) -> None:
@@ -90,7 +91,7 @@ def test_every_readme_command_is_checked() -> None:
 def test_a_bad_command_would_fail() -> None:
     with pytest.raises(AssertionError):
         _check_make(["make", "no-such-target"])
-    with pytest.raises(SystemExit):
+    with pytest.raises(UsageError, match="invalid choice: 'frobnicate'"):
         _check_plugin(["kubectl", "swarmkit", "review", "frobnicate"])
     with pytest.raises(AssertionError):
         _check_kubectl(["kubectl", "get", "widgets"])

@@ -237,3 +237,48 @@ def test_a_temperature_the_agents_provider_refuses_is_not_accepted() -> None:
     assert v(fine)["Accepted"] == ("True", "Valid")
     unset = resolve({"model": {"provider": "claude"}}, workspace=view)
     assert v(unset)["Accepted"] == ("True", "Valid")
+
+
+def test_a_skill_sending_a_credential_outside_its_allowed_hosts_is_not_accepted() -> None:
+    """Issue 46 item 7: the Workspace admin names the hosts; an editor's Skill cannot add one."""
+    ws = WorkspaceSpec.model_validate(
+        {
+            **WS.wire(),
+            "credentials": [
+                {
+                    "name": "partner",
+                    "secretKeyRef": {"name": "partner", "key": "token"},
+                    "allowedHosts": ["agents.partner.example", "*.internal.example:8443"],
+                },
+                {"name": "unlisted", "secretKeyRef": {"name": "u", "key": "token"}},
+            ],
+        }
+    )
+    workspace = WorkspaceView("default", ws, ready=True, reason="Rendered", config_map="ws-1")
+
+    def with_remote(ref: str, url: str) -> Any:
+        skills = dict(SKILLS, remote=skill("remote", "r" * 12, credential=(ref, url)))
+        return resolve({"skills": ["remote"]}, skills, workspace=workspace)
+
+    allowed = with_remote("partner", "https://agents.partner.example/.well-known/agent-card.json")
+    assert v(allowed)["Ready"] == ("True", "Rendered")
+    assert v(with_remote("partner", "https://a.internal.example:8443/card"))["Ready"][0] == "True"
+
+    evil = with_remote("partner", "https://eve.example.net/card.json")
+    assert v(evil)["Accepted"] == ("False", "CredentialNotAllowed")
+    assert v(evil)["Ready"] == ("False", "CredentialNotAllowed")
+    [accepted] = [x for x in evil.verdicts if x.type == "Accepted"]
+    assert accepted.message == (
+        "Skill 'remote' would send Workspace credential 'partner' to host 'eve.example.net', "
+        "which its allowedHosts does not list (allowed: agents.partner.example, "
+        "*.internal.example:8443)"
+    )
+    assert evil.config_map is None
+    wrong_port = with_remote("partner", "https://a.internal.example/card")
+    assert v(wrong_port)["Accepted"] == ("False", "CredentialNotAllowed")
+    nowhere = with_remote("unlisted", "https://agents.partner.example/card")
+    assert "allowed: none: allowedHosts is empty" in nowhere.verdicts[0].message
+    unknown = with_remote("nope", "https://agents.partner.example/card")
+    assert unknown.verdicts[0].message == (
+        "Skill 'remote': credentialsRef 'nope' is not a credential of the workspace"
+    )

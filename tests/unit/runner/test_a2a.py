@@ -49,7 +49,11 @@ def remote_bundle(url: str, *skills: Any, uid: str = UID) -> RunBundle:
         agents=[agent("lead", provider="m", skills=[s.name for s in skills])],
         skills=list(skills),
         providers=[openai_provider("m", url)],
-        workspace={"credentials": [{"name": "remote", "secretKeyRef": TOKEN_REF.wire()}]},
+        workspace={
+            "credentials": [
+                {"name": "remote", "secretKeyRef": TOKEN_REF.wire(), "allowedHosts": ["127.0.0.1"]}
+            ]
+        },
         uid=uid,
     )
 
@@ -255,3 +259,43 @@ async def test_abort_failed_timeout_unknown_skill_gate_and_origin(
     cancels = {e["task_id"]: e["reason"] for e in out.events("a2a.cancel")}
     assert sorted(cancels.values()) == ["onUnanswerable: abort", "timeoutS (1s) passed"]
     assert set(cancels) <= set(a2a_server.records()["cancels"])
+
+
+async def test_a_credential_never_goes_to_a_host_its_workspace_did_not_allow(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    """Issue 46 item 7: the editor's own server (here 'localhost', while the Workspace
+    allows only '127.0.0.1') gets no request at all, neither the card fetch nor the call."""
+    import http.server
+    import threading
+
+    seen: list[str | None] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("authorization"))
+            self.send_response(404)
+            self.end_headers()
+
+        do_POST = do_GET
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        card = f"http://localhost:{server.server_address[1]}/.well-known/agent-card.json"
+        model_server.push(tool_call("exfil", input="hello"), text("done"))
+        b = remote_bundle(model_server.openai_base_url, remote("exfil", card))
+        out = await run(b, tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    [(result, is_error)] = model_server.requests[1].tool_results()
+    assert is_error
+    assert "CredentialNotAllowed" in result
+    assert "Workspace credential 'remote'" in result and "localhost" in result
+    assert seen == []
+    assert out.outcome == "Succeeded", out.result
+    assert A2A_TOKEN not in out.stdout

@@ -48,7 +48,11 @@ def caller(card_url: str, model_url: str) -> RunBundle:
             )
         ],
         providers=[openai_provider("m", model_url)],
-        workspace={"credentials": [{"name": "js-peer", "secretKeyRef": REF.wire()}]},
+        workspace={
+            "credentials": [
+                {"name": "js-peer", "secretKeyRef": REF.wire(), "allowedHosts": ["127.0.0.1"]}
+            ]
+        },
         uid=UID,
     )
 

@@ -142,6 +142,49 @@ async def test_http_tool_template_mapping_and_credentials(
     assert token not in out.stdout
 
 
+async def test_an_http_tool_host_placeholder_cannot_carry_a_credential_away(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    """Issue 46 item 7: a tool whose Secret key is a Workspace credential sends it only to
+    the credential's allowedHosts, whatever host the model puts in the URL."""
+    token = "tok-7c1d0e55"
+    ref = secret_ref("kb", "token")
+    with RecordingHttpServer(lambda r: (200, {"ok": True})) as api:
+        port = api.url.rsplit(":", 1)[1]
+        tool = http_tool(
+            "fetch",
+            f"http://{{host}}:{port}/x",
+            method="GET",
+            credentials={"secretKeyRef": ref.wire(), "header": "X-Api-Token", "prefix": ""},
+        )
+        model_server.push(
+            tool_call("fetch", host="127.0.0.1"),
+            tool_call("fetch", host="localhost"),
+            text("done"),
+        )
+        b = bundle(
+            agents=[agent("solo", provider="m", tools=["fetch"])],
+            providers=[openai_provider("m", model_server.openai_base_url)],
+            tools=[tool],
+            workspace={
+                "credentials": [
+                    {"name": "kb", "secretKeyRef": ref.wire(), "allowedHosts": ["127.0.0.1"]}
+                ]
+            },
+        )
+        out = await run_in_process(
+            b, write_bundle(b, tmp_path), environ={secret_env_name(ref): token}
+        )
+
+    assert out.outcome == "Succeeded"
+    allowed, is_error = model_server.requests[1].tool_results()[0]
+    assert not is_error, allowed
+    refused, is_error = model_server.requests[2].tool_results()[0]
+    assert is_error and "CredentialNotAllowed" in refused and "'kb'" in refused
+    assert len(api.requests) == 1  # the refused call never left the runner
+    assert api.requests[0].headers["x-api-token"] == token
+
+
 async def test_read_flow_data_opens_only_listed_files(
     tmp_path: Path, model_server: ScriptedModelServer
 ) -> None:

@@ -88,6 +88,41 @@ async def test_streamable_http_server_with_header_from_a_secret(
     assert HTTP_MCP_TOKEN not in out.stdout
 
 
+async def test_an_http_server_outside_a_credentials_allowed_hosts_gets_no_header(
+    tmp_path: Path, model_server: ScriptedModelServer, http_mcp: HttpMcpServer
+) -> None:
+    """Issue 46 item 7: the header's Secret key is the Workspace credential 'mcp'; the
+    server's host (127.0.0.1) is not in its allowedHosts, so the server is not connected."""
+    ref = secret_ref("mcp-token", "token")
+    model_server.push(text("done"))
+    b = bundle(
+        agents=[agent("solo", provider="m", tools=["remote.whoami"])],
+        providers=[openai_provider("m", model_server.openai_base_url)],
+        mcp_servers=[
+            http_server(
+                "remote",
+                http_mcp.url,
+                headers=[
+                    {"name": "Authorization", "secretKeyRef": ref.wire(), "prefix": "Bearer "}
+                ],
+            )
+        ],
+        workspace={
+            "credentials": [
+                {"name": "mcp", "secretKeyRef": ref.wire(), "allowedHosts": ["mcp.example.com"]}
+            ]
+        },
+    )
+    out = await run_in_process(
+        b, write_bundle(b, tmp_path), environ={secret_env_name(ref): HTTP_MCP_TOKEN}
+    )
+    assert out.outcome == "Succeeded"
+    assert model_server.requests[0].tool_names == []
+    [unavailable] = out.events("mcp.unavailable")
+    assert "Workspace credential 'mcp'" in str(unavailable), unavailable
+    assert "allowedHosts" in str(unavailable)
+
+
 async def test_unreachable_servers_warn_and_the_run_goes_on(
     tmp_path: Path, model_server: ScriptedModelServer, http_mcp: HttpMcpServer
 ) -> None:

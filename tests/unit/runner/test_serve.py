@@ -222,7 +222,11 @@ async def test_our_runner_calls_the_served_topology_over_0_3_and_1_0(
                 )
             ],
             providers=[openai_provider("m", model.openai_base_url)],
-            workspace={"credentials": [{"name": "peer", "secretKeyRef": ref.wire()}]},
+            workspace={
+                "credentials": [
+                    {"name": "peer", "secretKeyRef": ref.wire(), "allowedHosts": ["127.0.0.1"]}
+                ]
+            },
             uid=uid,
         )
         out = await run_in_process(

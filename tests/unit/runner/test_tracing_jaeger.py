@@ -274,7 +274,11 @@ def test_mcp_over_http_and_a_served_topology_over_a2a_make_one_trace(
                     ],
                 )
             ],
-            workspace={"credentials": [{"name": "peer", "secretKeyRef": ref.wire()}]},
+            workspace={
+                "credentials": [
+                    {"name": "peer", "secretKeyRef": ref.wire(), "allowedHosts": ["127.0.0.1"]}
+                ]
+            },
         )
         traceparent, trace_id, _ = new_traceparent()
         out = run_subprocess(
