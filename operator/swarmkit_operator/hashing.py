@@ -17,5 +17,10 @@ def sha256_hex(data: str | bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
+def hash_of(value: Any) -> str:
+    """sha256 of the canonical JSON of ``value``."""
+    return sha256_hex(canonical_json(value))
+
+
 def short(digest: str, length: int = 8) -> str:
     return digest[:length]
