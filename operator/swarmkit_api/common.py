@@ -14,6 +14,66 @@ KEBAB = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 KEBAB_RE = re.compile(KEBAB)
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
+#: Kubernetes label syntax, as the apiserver checks it: a value (and a key's name part) is at
+#: most 63 characters of ``[A-Za-z0-9_.-]`` starting and ending alphanumeric; a key's optional
+#: prefix is a DNS subdomain of at most 253 characters. Written once as RE2-compatible regular
+#: expressions so the CEL rule and its Python twin are the same check.
+MAX_LABEL = 63
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
+LABEL_KEY = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+#: A key whose prefix is longer than 253 characters (a key without '/' that long already
+#: fails LABEL_KEY).
+LABEL_PREFIX_TOO_LONG = r"^[^/]{254}"
+_LABEL_VALUE = re.compile(LABEL_VALUE)
+_LABEL_KEY = re.compile(LABEL_KEY)
+_LABEL_PREFIX_TOO_LONG = re.compile(LABEL_PREFIX_TOO_LONG)
+#: Label prefixes users may not set through Run.spec.labels (they would spoof our links).
+RESERVED_LABEL_DOMAINS = ("swarmkit.dev", "kubernetes.io", "k8s.io")
+#: The same as a regular expression on a key (the domain or a subdomain of it, then '/').
+RESERVED_LABEL_KEY = r"^([^/]*\.)?(swarmkit\.dev|kubernetes\.io|k8s\.io)/"
+#: Most labels a Run or a selector may carry (bounds the CEL cost of checking each one).
+MAX_LABELS = 64
+#: A label value, bounded so the apiserver can afford the CEL check of every one.
+LabelValue = Annotated[str, Field(max_length=MAX_LABEL)]
+
+
+def cel_string(regex: str) -> str:
+    """``regex`` as a single-quoted CEL string literal."""
+    return "'" + regex.replace("\\", "\\\\") + "'"
+
+
+def is_label_value(text: str) -> bool:
+    """Whether ``text`` is a valid label value."""
+    return bool(_LABEL_VALUE.fullmatch(text))
+
+
+def is_valid_label(key: str, value: str) -> bool:
+    """Whether ``key: value`` is a syntactically valid Kubernetes label."""
+    return (
+        bool(_LABEL_KEY.fullmatch(key))
+        and not _LABEL_PREFIX_TOO_LONG.match(key)
+        and is_label_value(value)
+    )
+
+
+def labels_rule(field: str, what: str) -> CelRule:
+    """The admission check of a map of labels ``field`` (camelCase), with its Python twin."""
+    attr = re.sub(r"[A-Z]", lambda m: "_" + m.group(0).lower(), field)
+    return CelRule(
+        rule=f"!has(self.{field}) || self.{field}.all(k, k.matches({cel_string(LABEL_KEY)}) "
+        f"&& !k.matches({cel_string(LABEL_PREFIX_TOO_LONG)}) "
+        f"&& self.{field}[k].matches({cel_string(LABEL_VALUE)}))",
+        message=f"{what}: every key must be a label key ([prefix/]name, the name at most 63 "
+        "characters of [A-Za-z0-9_.-] starting and ending alphanumeric, the prefix a DNS "
+        "subdomain) and every value a label value (at most 63 such characters, or empty)",
+        field_path=f".{field}",
+        check=lambda m: all(is_valid_label(k, v) for k, v in getattr(m, attr).items()),
+    )
+
+
 ConditionStatus = Literal["True", "False", "Unknown"]
 PermissionTier = Literal["open", "cautious", "strict", "readonly"]
 Effects = Literal["read", "write", "unknown"]

@@ -348,7 +348,8 @@ def render_bundle(
     size = len(bundle_json.encode()) + sum(len(v.encode()) for v in content.values())
     if size > MAX_BUNDLE_BYTES:
         raise BundleTooLarge(
-            f"the run bundle is {size} bytes, more than a ConfigMap holds ({MAX_BUNDLE_BYTES})"
+            f"the run bundle is {size} bytes, more than a ConfigMap holds ({MAX_BUNDLE_BYTES}); "
+            f"spec.input is {len(info.input.encode())} bytes of it"
         )
     mounts = tuple(
         SkillMount(skill=s.name, config_map=s.config_map, items=s.files)
