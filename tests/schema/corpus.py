@@ -530,6 +530,22 @@ INVALID: tuple[Invalid, ...] = (
     Invalid("run-negative-max-cost", "spec.maxCost", run(maxCost="-0.5")),
     Invalid("run-float-max-cost", "spec.maxCost", run(maxCost="1e3")),
     Invalid("run-zero-max-tokens", "spec.maxTokens", run(maxTokens=0)),
+    # Issue 47.6: a schedule that could never fire is refused by its shape at admission.
+    Invalid(
+        "topology-cron-words",
+        "spec.schedule.cron",
+        topology(schedule={"cron": "every tuesday"}),
+    ),
+    Invalid(
+        "topology-cron-six-fields",
+        "spec.schedule.cron",
+        topology(schedule={"cron": "0 0 * * * *"}),
+    ),
+    Invalid(
+        "topology-timezone-not-a-zone-name",
+        "spec.schedule.timezone",
+        topology(schedule={"cron": "0 * * * *", "timezone": "Mars Olympus!"}),
+    ),
     # Issue 47: labels are checked at admission, not dropped from the Job and pod in silence.
     Invalid("run-label-bad-key", "spec.labels", run(labels={"bad key!": "x"})),
     Invalid("run-label-bad-value", "spec.labels", run(labels={"team": "a b"})),

@@ -21,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
 
 from swarmkit_api import ManifestError, validate_spec
 from swarmkit_api.conditions import (
@@ -32,13 +35,14 @@ from swarmkit_api.conditions import (
     REASON_CHILD_TOPOLOGY_NOT_READY,
     REASON_CYCLE,
     REASON_DEPTH_EXCEEDED,
+    REASON_INVALID,
     REASON_RESOLVED,
     REASON_VALID,
     REASON_WORKSPACE_MISMATCH,
     REASON_WORKSPACE_NOT_FOUND,
     REASON_WORKSPACE_NOT_READY,
 )
-from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH, TopologySpec
+from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH, Schedule, TopologySpec
 
 from ..hashing import canonical_json, sha256_hex
 from . import Verdict, invalid_verdict
@@ -179,6 +183,18 @@ def topology_agent_names(raw_spec: Mapping[str, Any]) -> list[str]:
     return names
 
 
+def schedule_problem(schedule: Schedule) -> str | None:
+    """What the apiserver's pattern cannot see in a schedule: a cron field out of range or
+    an unknown time zone (the schedule would never fire), naming the field; None when valid."""
+    if not croniter.is_valid(schedule.cron):
+        return f"spec.schedule.cron: {schedule.cron!r} is not a valid five-field cron expression"
+    try:
+        ZoneInfo(schedule.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return f"spec.schedule.timezone: {schedule.timezone!r} is not a known IANA time zone"
+    return None
+
+
 def resolve_topology(
     name: str,
     raw_spec: Mapping[str, Any],
@@ -220,6 +236,9 @@ def resolve_topology(
             children=children,
         )
 
+    bad_schedule = schedule_problem(model.schedule) if model.schedule else None
+    if bad_schedule is not None:
+        return rejected(REASON_INVALID, bad_schedule)
     problem = check_graph(name, unique_agents, graph)
     if problem is not None:
         return rejected(problem.reason, problem.message)
