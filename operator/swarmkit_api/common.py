@@ -139,6 +139,10 @@ class ResourceRequirements(ApiModel):
     )
 
 
+#: The JSON Schema types (``{type: banana}`` is refused at admission, naming the field).
+JsonSchemaType = Literal["object", "array", "string", "number", "integer", "boolean", "null"]
+
+
 class JsonSchema(ApiModel):
     """A JSON Schema object. Only the top-level keywords the operator inspects are typed;
     any other JSON Schema keyword is kept as written."""
@@ -148,7 +152,10 @@ class JsonSchema(ApiModel):
         "json_schema_extra": {"x-kubernetes-preserve-unknown-fields": True},
     }
 
-    type: str | None = Field(default=None, description="JSON Schema type, usually 'object'.")
+    type: JsonSchemaType | None = Field(
+        default=None,
+        description="JSON Schema type, usually 'object' (one of the seven JSON Schema types).",
+    )
     properties: dict[str, dict[str, Any]] | None = Field(
         default=None, description="Property name to its JSON Schema."
     )

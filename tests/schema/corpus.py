@@ -530,6 +530,12 @@ INVALID: tuple[Invalid, ...] = (
     Invalid("run-negative-max-cost", "spec.maxCost", run(maxCost="-0.5")),
     Invalid("run-float-max-cost", "spec.maxCost", run(maxCost="1e3")),
     Invalid("run-zero-max-tokens", "spec.maxTokens", run(maxTokens=0)),
+    # Issue 47.7: a JSON Schema's type is one of JSON Schema's seven.
+    Invalid(
+        "skill-outputs-type-banana",
+        "spec.outputs.type",
+        skill(outputs={"type": "banana"}),
+    ),
     # Issue 47.6: a schedule that could never fire is refused by its shape at admission.
     Invalid(
         "topology-cron-words",
