@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from swarmkit_api import ManifestError, validate_spec
+from swarmkit_api import FieldError, ManifestError, validate_spec
 from swarmkit_api.conditions import (
     ACCEPTED,
     READY,
@@ -35,7 +35,6 @@ from swarmkit_api.conditions import (
     REASON_CHILD_TOPOLOGY_NOT_READY,
     REASON_CYCLE,
     REASON_DEPTH_EXCEEDED,
-    REASON_INVALID,
     REASON_RESOLVED,
     REASON_VALID,
     REASON_WORKSPACE_MISMATCH,
@@ -183,16 +182,30 @@ def topology_agent_names(raw_spec: Mapping[str, Any]) -> list[str]:
     return names
 
 
-def schedule_problem(schedule: Schedule) -> str | None:
+def schedule_problem(schedule: Schedule) -> FieldError | None:
     """What the apiserver's pattern cannot see in a schedule: a cron field out of range or
     an unknown time zone (the schedule would never fire), naming the field; None when valid."""
     if not croniter.is_valid(schedule.cron):
-        return f"spec.schedule.cron: {schedule.cron!r} is not a valid five-field cron expression"
+        return FieldError(
+            "spec.schedule.cron", f"{schedule.cron!r} is not a valid five-field cron expression"
+        )
     try:
         ZoneInfo(schedule.timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        return f"spec.schedule.timezone: {schedule.timezone!r} is not a known IANA time zone"
+        return FieldError(
+            "spec.schedule.timezone", f"{schedule.timezone!r} is not a known IANA time zone"
+        )
     return None
+
+
+def validated_topology(raw_spec: Mapping[str, Any]) -> TopologySpec:
+    """The spec validated by its model, then its schedule (raises :class:`ManifestError`)."""
+    model = validate_spec("Topology", dict(raw_spec))
+    assert isinstance(model, TopologySpec)
+    problem = schedule_problem(model.schedule) if model.schedule else None
+    if problem is not None:
+        raise ManifestError([problem])
+    return model
 
 
 def resolve_topology(
@@ -215,13 +228,12 @@ def resolve_topology(
     read-only (:mod:`.reviewer`).
     """
     try:
-        model = validate_spec("Topology", dict(raw_spec))
+        model = validated_topology(raw_spec)
     except ManifestError as exc:
         verdict = invalid_verdict(exc)
         return TopologyRender(
             verdicts=(verdict, Verdict(READY, "False", verdict.reason, verdict.message))
         )
-    assert isinstance(model, TopologySpec)
     agent_names = [n.agent_ref.name for n in model.agents]
     unique_agents = list(dict.fromkeys(agent_names))
     children = tuple(graph.children(name, unique_agents))
@@ -236,9 +248,6 @@ def resolve_topology(
             children=children,
         )
 
-    bad_schedule = schedule_problem(model.schedule) if model.schedule else None
-    if bad_schedule is not None:
-        return rejected(REASON_INVALID, bad_schedule)
     problem = check_graph(name, unique_agents, graph)
     if problem is not None:
         return rejected(problem.reason, problem.message)
