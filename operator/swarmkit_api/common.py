@@ -6,7 +6,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field, model_validator
 
 from .base import ApiModel, CelRule
 
@@ -139,6 +139,40 @@ class ResourceRequirements(ApiModel):
     )
 
 
+#: Deepest nesting of an embedded JSON Schema or free JSON value (objects and lists): well
+#: inside what every builder serializes (pydantic stops near 128 levels). The apiserver
+#: cannot count levels (CEL has no recursion), so the operator refuses deeper ones with a
+#: condition naming the field.
+MAX_JSON_DEPTH = 64
+
+
+def json_depth(value: Any) -> int:
+    """Levels of objects and lists in ``value`` (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest  # enough to refuse; a hostile value may be very deep
+        stack.extend((c, depth + 1) for c in children)
+    return deepest
+
+
+def bounded_depth(value: Any) -> Any:
+    """``value`` when it nests at most :data:`MAX_JSON_DEPTH` levels (pydantic validator)."""
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise ValueError(f"nests deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+#: A free JSON object whose depth is bounded.
+BoundedJson = Annotated[dict[str, Any], AfterValidator(bounded_depth)]
+
 #: The JSON Schema types (``{type: banana}`` is refused at admission, naming the field).
 JsonSchemaType = Literal["object", "array", "string", "number", "integer", "boolean", "null"]
 
@@ -160,6 +194,11 @@ class JsonSchema(ApiModel):
         default=None, description="Property name to its JSON Schema."
     )
     required: list[str] | None = Field(default=None, description="Required property names.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded(cls, data: Any) -> Any:
+        return bounded_depth(data)
 
     def as_dict(self) -> dict[str, Any]:
         """The schema as a plain JSON Schema document."""
