@@ -8,13 +8,14 @@ every granted skill.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
 from . import model_rules
-from .base import ApiModel, CelRule, KindSpec
+from .base import ApiModel, CelRule
 from .common import (
+    BoundedJson,
     Conditions,
     JsonSchema,
     LocalObjectReference,
@@ -90,7 +91,7 @@ class ReplayToolCall(ApiModel):
     """A tool call the replay provider makes."""
 
     name: str = Field(min_length=1, description="Tool name as the agent sees it.")
-    arguments: dict[str, Any] = Field(
+    arguments: BoundedJson = Field(
         default_factory=dict,
         description="Tool arguments.",
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
@@ -201,7 +202,7 @@ class GatewaySpec(ApiModel):
     )
 
 
-class AgentSpec(KindSpec):
+class AgentSpec(ApiModel):
     """An agent: model, system prompt and grants."""
 
     cel_rules = (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, GetJsonSchemaHandler, model_validator
 from pydantic.alias_generators import to_camel
@@ -83,52 +83,3 @@ class ApiModel(BaseModel):
     def wire(self) -> dict[str, Any]:
         """The object as it appears in a manifest: camelCase, unset fields left out."""
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
-#: How deep a kind's spec may nest, counting each object and list (the spec itself is level
-#: 1). The free JSON a spec carries (a Skill's ``outputs`` schema, an Agent's replayed tool
-#: arguments, a command's ``inputs``, a Funnel's ``validate.schema``) is where depth comes
-#: from; the API server admits 10,000 levels, while the operator's builders serialize up to
-#: about 250 and Python's JSON decoder about 1,000. A deeper spec is refused with the field
-#: named (``Accepted=False``), never retried.
-MAX_SPEC_DEPTH: Final[int] = 64
-
-
-def deepest(value: Any, prefix: str = "spec") -> tuple[int, str]:
-    """How many objects and lists nest in ``value`` at most, and the path of the first
-    deepest one (iterative: a hostile value cannot exhaust the stack)."""
-    best = (0, prefix)
-    stack: list[tuple[Any, int, str]] = [(value, 1, prefix)]
-    while stack:
-        node, depth, path = stack.pop()
-        if isinstance(node, dict):
-            children = [(v, f"{path}.{k}") for k, v in node.items()]
-        elif isinstance(node, list):
-            children = [(v, f"{path}[{i}]") for i, v in enumerate(node)]
-        else:
-            continue
-        if depth > best[0]:
-            best = (depth, path)
-        stack.extend((v, depth + 1, p) for v, p in reversed(children))
-    return best
-
-
-def _field_of(path: str) -> str:
-    """``spec.outputs`` of ``spec.outputs.properties.a...``: the field a person edits."""
-    return ".".join(path.split(".")[:2]).split("[")[0]
-
-
-class KindSpec(ApiModel):
-    """Base of a kind's ``spec``: its nesting is bounded (:data:`MAX_SPEC_DEPTH`)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bounded_depth(cls, data: Any) -> Any:
-        depth, path = deepest(data)
-        if depth > MAX_SPEC_DEPTH:
-            raise PydanticCustomError(
-                "too_deep",
-                "{field} nests {depth} levels deep, over the limit of {limit} for a spec",
-                {"field": _field_of(path), "depth": depth, "limit": MAX_SPEC_DEPTH},
-            )
-        return data

@@ -193,7 +193,9 @@ class RunBundle(ApiModel):
     )
 
     def to_json(self) -> str:
-        return json.dumps(self.wire(), sort_keys=True, separators=(",", ":"))
+        # UTF-8 as it is: escaping non-ASCII as \uXXXX would take 6 bytes a character and
+        # let an input inside the CRD's limit overflow the ConfigMap.
+        return json.dumps(self.wire(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def summarise_skills(

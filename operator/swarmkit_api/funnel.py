@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import ApiModel, CelRule, KindSpec
+from .base import ApiModel, CelRule
 from .common import KEBAB, Conditions, JsonSchema
 
 Severity = Literal["low", "medium", "high", "critical"]
@@ -181,7 +181,7 @@ class ApproveLayer(ApiModel):
     )
 
 
-class FunnelSpec(KindSpec):
+class FunnelSpec(ApiModel):
     """The layers of a gate (validate, judge, review optional; approve required)."""
 
     validate_: ValidateLayer | None = Field(

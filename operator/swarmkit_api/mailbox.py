@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import ApiModel, CelRule, KindSpec
+from .base import ApiModel, CelRule
 from .common import Conditions
 
 
@@ -45,7 +45,7 @@ def _unchanged(_: object) -> bool:
     return True  # a transition rule: only the apiserver sees the old object
 
 
-class MailboxMessageSpec(KindSpec):
+class MailboxMessageSpec(ApiModel):
     """The item (immutable) and, once a person read it, the acknowledgement."""
 
     cel_rules = (

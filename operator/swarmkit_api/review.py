@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .base import ApiModel, CelRule, KindSpec
+from .base import ApiModel, CelRule
 from .common import Conditions, LocalObjectReference
 from .funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer, GateReport
 
@@ -163,7 +163,7 @@ def _unchanged_request(_: Any) -> bool:
     return True  # a transition rule: only the apiserver sees the old object
 
 
-class ReviewSpec(KindSpec):
+class ReviewSpec(ApiModel):
     """The question (``request``) and, once answered, the ``decision``."""
 
     cel_rules = (

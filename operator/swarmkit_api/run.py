@@ -7,14 +7,32 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import ApiModel, CelRule, KindSpec
-from .common import Conditions, LocalObjectReference
+from .base import ApiModel, CelRule
+from .common import (
+    MAX_LABELS,
+    RESERVED_LABEL_DOMAINS,
+    RESERVED_LABEL_KEY,
+    Conditions,
+    LabelValue,
+    LocalObjectReference,
+    cel_string,
+    labels_rule,
+)
 from .effects import RunEffect
 from .funnel import GateReport
 from .spend import MONEY_PATTERN, ModelUsage
 
+#: Most bytes of UTF-8 in Run.spec.input: it fits the run bundle's ConfigMap with room left
+#: for the agents, skills and workspace policy it travels with (see docs/concepts limits).
+MAX_INPUT_BYTES = 524288
 
-class RunSpec(KindSpec):
+
+def _reserved(key: str) -> bool:
+    prefix = key.rpartition("/")[0]
+    return any(prefix == d or prefix.endswith("." + d) for d in RESERVED_LABEL_DOMAINS)
+
+
+class RunSpec(ApiModel):
     """What to run, with which input."""
 
     cel_rules = (
@@ -24,21 +42,47 @@ class RunSpec(KindSpec):
             field_path=".topologyRef",
             check=lambda m: (m.topology_ref is None) != (m.agent_ref is None),
         ),
+        CelRule(
+            # The run bundle carries the input as UTF-8 in a ConfigMap (1 MiB in all): the
+            # character limit alone would let 262,144 four-byte characters through.
+            rule=f"!has(self.input) || size(bytes(self.input)) <= {MAX_INPUT_BYTES}",
+            message=f"input must be at most {MAX_INPUT_BYTES} bytes of UTF-8",
+            field_path=".input",
+            check=lambda m: len(m.input.encode()) <= MAX_INPUT_BYTES,
+        ),
+        labels_rule("labels", "labels"),
+        CelRule(
+            rule="!has(self.labels) || "
+            f"self.labels.all(k, !k.matches({cel_string(RESERVED_LABEL_KEY)}))",
+            message="labels: keys under "
+            + ", ".join(RESERVED_LABEL_DOMAINS)
+            + " are the operator's (they link the Job and pod to their Run)",
+            field_path=".labels",
+            check=lambda m: not any(_reserved(k) for k in m.labels),
+        ),
     )
 
     topology_ref: LocalObjectReference | None = Field(default=None, description="Topology to run.")
     agent_ref: LocalObjectReference | None = Field(
         default=None, description="Or a single Agent to run."
     )
-    input: str = Field(default="", max_length=262144, description="Input given to the root agent.")
+    input: str = Field(
+        default="",
+        max_length=262144,
+        description=f"Input given to the root agent: at most 262,144 characters and "
+        f"{MAX_INPUT_BYTES} bytes of UTF-8.",
+    )
     timeout_seconds: int | None = Field(
         default=None, ge=1, le=86400, description="Deadline; defaults to the Workspace's."
     )
     correlation_id: str | None = Field(
         default=None, max_length=128, description="Joins this run with records elsewhere."
     )
-    labels: dict[str, str] = Field(
-        default_factory=dict, description="Labels copied to the Job and pod."
+    labels: dict[str, LabelValue] = Field(
+        default_factory=dict,
+        max_length=MAX_LABELS,
+        description="Labels copied to the Job and pod (valid label keys and values; not under "
+        "the operator's swarmkit.dev, kubernetes.io or k8s.io prefixes).",
     )
     cancelled: bool = Field(default=False, description="Set true to stop the run.")
     start_after: datetime | None = Field(
@@ -203,11 +247,6 @@ class RunStatus(ApiModel):
     job_name: str | None = Field(default=None, description="The Run's Job.")
     pod_name: str | None = Field(default=None, description="The Job's pod.")
     bundle_config_map: str | None = Field(default=None, description="The immutable bundle.")
-    bundle_sha256: str | None = Field(
-        default=None,
-        description="sha256 of the bundle ConfigMap's data, recorded when the operator wrote "
-        "it: a bundle with another digest is never used (TamperedObject).",
-    )
     trace_id: str | None = Field(
         default=None, description="The Run's OpenTelemetry trace id (when traced)."
     )
@@ -229,11 +268,6 @@ class RunStatus(ApiModel):
     resumes: int = Field(default=0, ge=0, description="How often the run resumed after a review.")
     checkpoint_config_map: str | None = Field(
         default=None, description="The immutable checkpoint of the latest park."
-    )
-    checkpoint_sha256: str | None = Field(
-        default=None,
-        description="sha256 of that checkpoint as the runner reported it: checked before it "
-        "is shown to a reviewer or mounted (TamperedObject).",
     )
     decisions: list[RecordedDecision] = Field(
         default_factory=list, description="Every review decision the run went on with."

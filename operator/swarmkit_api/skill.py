@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import ApiModel, CelRule, KindSpec
+from .base import ApiModel, CelRule
 from .common import (
     KEBAB,
     Conditions,
@@ -268,7 +268,7 @@ def _decision_has_reasoning(spec: SkillSpec) -> bool:
     return props is not None and "reasoning" in props
 
 
-class SkillSpec(KindSpec):
+class SkillSpec(ApiModel):
     """A SwarmKit skill with SKILL.md-style instructions and bundled files."""
 
     cel_rules = (

@@ -19,8 +19,8 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from .base import ApiModel, CelRule, KindSpec
-from .common import Conditions
+from .base import ApiModel, CelRule
+from .common import MAX_LABELS, Conditions, LabelValue, labels_rule
 
 #: A non-negative decimal amount with at most 6 decimals (micro-units).
 MONEY_PATTERN: Final[str] = r"^[0-9]{1,12}(\.[0-9]{1,6})?$"
@@ -120,12 +120,16 @@ OnExhausted = Literal["queue", "hold", "fail"]
 class LabelSelector(ApiModel):
     """Which Topologies/Agents (by their labels) a quota covers."""
 
-    match_labels: dict[str, str] = Field(
-        default_factory=dict, description="Labels the Run's Topology or Agent must carry."
+    cel_rules = (labels_rule("matchLabels", "matchLabels"),)
+
+    match_labels: dict[str, LabelValue] = Field(
+        default_factory=dict,
+        max_length=MAX_LABELS,
+        description="Labels the Run's Topology or Agent must carry (valid label keys and values).",
     )
 
 
-class SpendQuotaSpec(KindSpec):
+class SpendQuotaSpec(ApiModel):
     """How much the Runs of a namespace may spend over a window."""
 
     cel_rules = (

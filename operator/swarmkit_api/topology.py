@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import ApiModel, CelRule, KindSpec
+from .base import ApiModel, CelRule
 from .common import (
     KEBAB,
     Conditions,
@@ -47,13 +47,30 @@ class TopologyNode(ApiModel):
     )
 
 
+#: Five fields of cron characters (numbers, names, * ? , / - #); the values themselves are
+#: checked by the operator (croniter), which the apiserver cannot run.
+CRON_PATTERN = r"^ *[0-9A-Za-z*?,/#-]+( +[0-9A-Za-z*?,/#-]+){4} *$"
+#: The shape of an IANA zone name; whether the zone exists is checked by the operator.
+TIMEZONE_PATTERN = r"^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$"
+
+
 class Schedule(ApiModel):
     """Create Runs on a cron schedule."""
 
     cron: str = Field(
-        min_length=9, max_length=100, description="Five-field cron expression, e.g. '0 * * * *'."
+        min_length=9,
+        max_length=100,
+        pattern=CRON_PATTERN,
+        description="Five-field cron expression, e.g. '0 * * * *' (the operator also checks "
+        "each field's values: Accepted=False naming spec.schedule.cron).",
     )
-    timezone: str = Field(default="UTC", description="IANA time zone of the cron expression.")
+    timezone: str = Field(
+        default="UTC",
+        max_length=64,
+        pattern=TIMEZONE_PATTERN,
+        description="IANA time zone of the cron expression, e.g. Europe/Paris (the operator "
+        "checks it is a known zone: Accepted=False naming spec.schedule.timezone).",
+    )
     input: str = Field(default="", description="Input of each scheduled Run.")
     concurrency_policy: Literal["Allow", "Forbid", "Replace"] = Field(
         default="Forbid", description="What to do when the previous Run is still running."
@@ -164,7 +181,7 @@ def _tree_is_well_formed(spec: TopologySpec) -> bool:
     return True
 
 
-class TopologySpec(KindSpec):
+class TopologySpec(ApiModel):
     """A tree of agents run together."""
 
     cel_rules = (

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, StringConstraints
 
-from .base import ApiModel, CelRule, KindSpec
+from .base import ApiModel, CelRule
 from .common import (
     ENV_NAME,
     KEBAB,
@@ -464,7 +464,7 @@ class Governance(ApiModel):
     )
 
 
-class WorkspaceSpec(KindSpec):
+class WorkspaceSpec(ApiModel):
     """Shared configuration of a namespace's agents."""
 
     cel_rules = (

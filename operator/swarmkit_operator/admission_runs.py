@@ -82,12 +82,19 @@ def mutating_policy() -> dict[str, Any]:
             "failurePolicy": "Fail",
             "reinvocationPolicy": "Never",
             "matchConstraints": _match(["CREATE"]),
+            # A JSON patch, not an apply configuration: applying one converts the whole
+            # object to its typed form first, so a wrong-typed field (timeoutSeconds: "60")
+            # failed here with the converter's words before the CRD schema could name it.
             "mutations": [
                 {
-                    "patchType": "ApplyConfiguration",
-                    "applyConfiguration": {
-                        "expression": "Object{metadata: Object.metadata{annotations: "
-                        f"{{'{ANNOTATION}': request.userInfo.username}}}}}}"
+                    "patchType": "JSONPatch",
+                    "jsonPatch": {
+                        "expression": "has(object.metadata.annotations) ? "
+                        "[JSONPatch{op: 'add', path: '/metadata/annotations/' + "
+                        f"jsonpatch.escapeKey('{ANNOTATION}'), "
+                        "value: request.userInfo.username}] : "
+                        "[JSONPatch{op: 'add', path: '/metadata/annotations', "
+                        f"value: {{'{ANNOTATION}': request.userInfo.username}}}}]"
                     },
                 }
             ],

@@ -12,8 +12,8 @@ from kubernetes.client.exceptions import ApiException
 
 from swarmkit_api import KINDS_BY_NAME
 from swarmkit_devcluster.cluster import LocalCluster
-from swarmkit_devcluster.testing import Kube
-from tests.schema.corpus import INVALID, Invalid, example_manifests
+from swarmkit_devcluster.testing import Kube, wait_for
+from tests.schema.corpus import INVALID, Invalid, example_manifests, run
 
 
 def _create(kube: Kube, namespace: str, doc: dict[str, Any], dry_run: bool = True) -> Any:
@@ -89,3 +89,33 @@ def test_kubectl_explain_shows_descriptions(cluster: LocalCluster, crds: list[Pa
 def test_category_lists_every_kind(cluster: LocalCluster, crds: list[Path], namespace: str) -> None:
     res = cluster.kubectl("get", "swarmkit", "-n", namespace, check=False)
     assert res.returncode == 0, res.stderr
+
+
+RUN_AUTHOR = Path(__file__).resolve().parents[2] / "deploy" / "admission" / "run-author.yaml"
+
+
+def test_wrong_type_is_named_by_the_schema_behind_the_run_author_policy(
+    cluster: LocalCluster, kube: Kube, crds: list[Path], namespace: str
+) -> None:
+    """Issue 47.10: the mutating run-author policy runs before the schema; a wrong-typed
+    field must still be reported by the schema with its name, not by the policy."""
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(RUN_AUTHOR))
+    try:
+        forged = {"a": "b", "swarmkit.dev/created-by": "mallory"}
+        valid = {**run(), "metadata": {"name": "typed", "annotations": forged}}
+
+        def records_the_creator() -> bool:
+            annotations = _create(kube, namespace, valid)["metadata"].get("annotations", {})
+            return annotations.get("swarmkit.dev/created-by") not in (None, "mallory")
+
+        wait_for(records_the_creator, 60, interval=0.5, message="the run-author policy")
+        # The annotations the request carried stay; only the author is the apiserver's.
+        created = _create(kube, namespace, valid)["metadata"]["annotations"]
+        assert created["a"] == "b" and created["swarmkit.dev/created-by"] != "mallory"
+        with pytest.raises(ApiException) as info:
+            _create(kube, namespace, run(timeoutSeconds="60"))
+        text = json.loads(info.value.body).get("message", "")
+        assert "spec.timeoutSeconds" in text and "must be of type integer" in text, text
+        assert "swarmkit-run-author" not in text, text
+    finally:
+        cluster.kubectl("delete", "--ignore-not-found", "-f", str(RUN_AUTHOR), check=False)

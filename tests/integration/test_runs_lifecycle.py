@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -369,6 +370,20 @@ def test_output_over_4kib_is_truncated_with_marker(
     assert status["outputTruncated"] is True
     assert status["output"].endswith(TRUNCATION_MARKER)
     assert len(status["output"].encode()) <= 4096
+
+
+def test_input_of_250000_non_ascii_characters_runs(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    # Issue 47.8: inside the CRD's limits (262,144 characters, 524,288 bytes of UTF-8), 500 KB
+    # of 'é' used to become 1.5 MB of \u00e9 in the bundle and fail at start.
+    ns = examples_ns
+    text = "é" * 250_000
+    create(kube, ns, run_manifest("accents", input=text))
+    run = wait_run(kube, ns, "accents", finished, operator=operator)
+    assert succeeded(run)["reason"] == "Succeeded", debug(kube, ns, operator)  # type: ignore[index]
+    bundle = kube.core.read_namespaced_config_map(run["status"]["bundleConfigMap"], ns)
+    assert json.loads(bundle.data["bundle.json"])["run"]["input"] == text
 
 
 def _with_runtime(kube: Kube, ns: str, **runtime: Any) -> None:

@@ -530,6 +530,49 @@ INVALID: tuple[Invalid, ...] = (
     Invalid("run-negative-max-cost", "spec.maxCost", run(maxCost="-0.5")),
     Invalid("run-float-max-cost", "spec.maxCost", run(maxCost="1e3")),
     Invalid("run-zero-max-tokens", "spec.maxTokens", run(maxTokens=0)),
+    # Issue 47.7: a JSON Schema's type is one of JSON Schema's seven.
+    Invalid(
+        "skill-outputs-type-banana",
+        "spec.outputs.type",
+        skill(outputs={"type": "banana"}),
+    ),
+    # Issue 47.6: a schedule that could never fire is refused by its shape at admission.
+    Invalid(
+        "topology-cron-words",
+        "spec.schedule.cron",
+        topology(schedule={"cron": "every tuesday"}),
+    ),
+    Invalid(
+        "topology-cron-six-fields",
+        "spec.schedule.cron",
+        topology(schedule={"cron": "0 0 * * * *"}),
+    ),
+    Invalid(
+        "topology-timezone-not-a-zone-name",
+        "spec.schedule.timezone",
+        topology(schedule={"cron": "0 * * * *", "timezone": "Mars Olympus!"}),
+    ),
+    # Issue 47: labels are checked at admission, not dropped from the Job and pod in silence.
+    Invalid("run-label-bad-key", "spec.labels", run(labels={"bad key!": "x"})),
+    Invalid("run-label-bad-value", "spec.labels", run(labels={"team": "a b"})),
+    Invalid("run-label-long-value", "spec.labels.team", run(labels={"team": "x" * 64})),
+    Invalid("run-label-long-prefix", "spec.labels", run(labels={"a" * 254 + "/x": "y"})),
+    Invalid("run-label-reserved", "spec.labels", run(labels={"swarmkit.dev/run": "x"})),
+    Invalid("run-label-reserved-sub", "spec.labels", run(labels={"app.kubernetes.io/x": "y"})),
+    Invalid("run-too-many-labels", "spec.labels", run(labels={f"l{i}": "x" for i in range(65)})),
+    # 131,073 four-byte characters: inside the character limit, over the 512 KiB of UTF-8.
+    Invalid("run-input-over-bytes", "spec.input", run(input="\U0001f600" * 131073)),
+    Invalid("run-input-over-chars", "spec.input", run(input="a" * 262145)),
+    Invalid(
+        "quota-selector-bad-key",
+        "spec.selector.matchLabels",
+        quota(selector={"matchLabels": {"bad key!": "x"}}),
+    ),
+    Invalid(
+        "quota-selector-bad-value",
+        "spec.selector.matchLabels",
+        quota(selector={"matchLabels": {"team": "-x"}}),
+    ),
     Invalid(
         "workspace-currency-mix",
         "spec.modelProviders",

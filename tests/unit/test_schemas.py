@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,9 +10,10 @@ import pytest
 import yaml
 
 from swarmkit_api import KINDS, ManifestError, validate_manifest
+from swarmkit_api.common import MAX_JSON_DEPTH
 from swarmkit_operator import crdgen
 from tests.schema import kube_schema
-from tests.schema.corpus import INVALID, Invalid, example_manifests
+from tests.schema.corpus import INVALID, Invalid, agent, example_manifests, funnel, skill
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -152,3 +154,36 @@ def test_chart_crds_are_guarded_by_values() -> None:
                 if "{{" not in line and "resource-policy" not in line
             )
             assert yaml.safe_load(body)["kind"] == "CustomResourceDefinition"
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    """An object nesting ``levels`` levels of objects and lists (alternating)."""
+    value: Any = {}
+    for i in range(levels - 1):
+        value = {"v": value} if i % 2 else [value]
+    return value if isinstance(value, dict) else {"v": value}
+
+
+def _agent_with_arguments(value: Any) -> dict[str, Any]:
+    return agent(replay=[{"toolCalls": [{"name": "t", "arguments": value}]}])
+
+
+@pytest.mark.parametrize(
+    ("field", "manifest_of"),
+    [
+        ("spec.outputs", lambda v: skill(outputs={"type": "object", "default": v})),
+        ("spec.validate.schema", lambda v: funnel(validate={"schema": {"default": v}})),
+        ("spec.replay[0].toolCalls[0].arguments", _agent_with_arguments),
+    ],
+)
+def test_free_json_deeper_than_the_limit_is_refused_naming_the_field(
+    field: str, manifest_of: Any
+) -> None:
+    # Issue 47.1/2: the limit is within what every builder serializes (pydantic stops near
+    # 128 levels); the apiserver cannot count levels, the models refuse for the operator.
+    ok = validate_manifest(manifest_of(_nested(MAX_JSON_DEPTH - 2)))
+    json.dumps(ok.model_dump(by_alias=True, mode="json"))  # serializes
+    for levels in (MAX_JSON_DEPTH + 1, 5000):  # a hostile depth too, not a RecursionError
+        with pytest.raises(ManifestError) as info:
+            validate_manifest(manifest_of(_nested(levels)))
+        assert [e.path for e in info.value.errors] == [field], info.value.errors

@@ -274,6 +274,15 @@ def flow_data_keys(paths: Sequence[str]) -> dict[str, str]:
     return {f"{FLOW_KEY_PREFIX}{i}": p for i, p in enumerate(sorted(paths))}
 
 
+def too_large_message(size: int, input_bytes: int) -> str:
+    """Why a bundle does not fit, with the share of the Run's own input (the field a user
+    can shorten) by its name."""
+    return (
+        f"the run bundle is {size} bytes, more than a ConfigMap holds ({MAX_BUNDLE_BYTES}); "
+        f"spec.input is {input_bytes} bytes of it"
+    )
+
+
 def render_bundle(
     *,
     run: RunInput,
@@ -348,9 +357,7 @@ def render_bundle(
     bundle_json = bundle.to_json()
     size = len(bundle_json.encode()) + sum(len(v.encode()) for v in content.values())
     if size > MAX_BUNDLE_BYTES:
-        raise BundleTooLarge(
-            f"the run bundle is {size} bytes, more than a ConfigMap holds ({MAX_BUNDLE_BYTES})"
-        )
+        raise BundleTooLarge(too_large_message(size, len(info.input.encode())))
     mounts = tuple(
         SkillMount(skill=s.name, config_map=s.config_map, items=s.files)
         for s in sorted(skills, key=lambda s: s.name)

@@ -32,6 +32,7 @@ from swarmkit_api.bundle import (
     CHECKPOINT_SHA256_ENV,
     RunBundle,
 )
+from swarmkit_api.common import RESERVED_LABEL_DOMAINS, is_label_value, is_valid_label
 from swarmkit_api.review import CHECKPOINT_FILE, DECISION_FILE, RESUME_MOUNT
 
 from ..config import OperatorConfig
@@ -88,12 +89,6 @@ EXIT_VALIDATION_FAILED = 2
 DEADLINE_GRACE_SECONDS = 10
 MAX_NAME = 63
 
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-#: Label prefixes users may not set through Run.spec.labels (they would spoof our links).
-_RESERVED_LABEL_DOMAINS = ("swarmkit.dev", "kubernetes.io", "k8s.io")
-
 
 def _dns_label(text: str) -> str:
     """``text`` reduced to DNS-label characters (dots and others become dashes)."""
@@ -123,21 +118,11 @@ def bundle_config_map_name(run_name: str, run_uid: str) -> str:
 
 def label_value(text: str) -> str:
     """``text`` as a valid label value: kept when it is one, else shortened with a hash."""
-    if len(text) <= MAX_NAME and _LABEL_VALUE.match(text):
+    if is_label_value(text):
         return text
     digest = sha256_hex(text)[:10]
     body = re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[: MAX_NAME - 11].strip("-_.")
     return f"{body}-{digest}" if body else digest
-
-
-def is_valid_label(key: str, value: str) -> bool:
-    """Whether ``key: value`` is a syntactically valid Kubernetes label."""
-    prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        return False
-    if not name or len(name) > MAX_NAME or not _LABEL_NAME.match(name):
-        return False
-    return len(value) <= MAX_NAME and bool(_LABEL_VALUE.match(value))
 
 
 def user_labels(labels: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -146,7 +131,7 @@ def user_labels(labels: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     refused: list[str] = []
     for key, value in sorted(labels.items()):
         prefix = key.rpartition("/")[0]
-        if any(prefix == d or prefix.endswith("." + d) for d in _RESERVED_LABEL_DOMAINS):
+        if any(prefix == d or prefix.endswith("." + d) for d in RESERVED_LABEL_DOMAINS):
             refused.append(f"{key} (reserved prefix)")
         elif not is_valid_label(key, value):
             refused.append(f"{key} (not a valid label)")

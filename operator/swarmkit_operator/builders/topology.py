@@ -21,8 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from swarmkit_api import ManifestError, validate_spec
+from croniter import croniter
+
+from swarmkit_api import FieldError, ManifestError, validate_spec
 from swarmkit_api.conditions import (
     ACCEPTED,
     READY,
@@ -38,7 +41,7 @@ from swarmkit_api.conditions import (
     REASON_WORKSPACE_NOT_FOUND,
     REASON_WORKSPACE_NOT_READY,
 )
-from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH, TopologySpec
+from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH, Schedule, TopologySpec
 
 from ..hashing import canonical_json, sha256_hex
 from . import Verdict, invalid_verdict
@@ -179,6 +182,32 @@ def topology_agent_names(raw_spec: Mapping[str, Any]) -> list[str]:
     return names
 
 
+def schedule_problem(schedule: Schedule) -> FieldError | None:
+    """What the apiserver's pattern cannot see in a schedule: a cron field out of range or
+    an unknown time zone (the schedule would never fire), naming the field; None when valid."""
+    if not croniter.is_valid(schedule.cron):
+        return FieldError(
+            "spec.schedule.cron", f"{schedule.cron!r} is not a valid five-field cron expression"
+        )
+    try:
+        ZoneInfo(schedule.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return FieldError(
+            "spec.schedule.timezone", f"{schedule.timezone!r} is not a known IANA time zone"
+        )
+    return None
+
+
+def validated_topology(raw_spec: Mapping[str, Any]) -> TopologySpec:
+    """The spec validated by its model, then its schedule (raises :class:`ManifestError`)."""
+    model = validate_spec("Topology", dict(raw_spec))
+    assert isinstance(model, TopologySpec)
+    problem = schedule_problem(model.schedule) if model.schedule else None
+    if problem is not None:
+        raise ManifestError([problem])
+    return model
+
+
 def resolve_topology(
     name: str,
     raw_spec: Mapping[str, Any],
@@ -199,13 +228,12 @@ def resolve_topology(
     read-only (:mod:`.reviewer`).
     """
     try:
-        model = validate_spec("Topology", dict(raw_spec))
+        model = validated_topology(raw_spec)
     except ManifestError as exc:
         verdict = invalid_verdict(exc)
         return TopologyRender(
             verdicts=(verdict, Verdict(READY, "False", verdict.reason, verdict.message))
         )
-    assert isinstance(model, TopologySpec)
     agent_names = [n.agent_ref.name for n in model.agents]
     unique_agents = list(dict.fromkeys(agent_names))
     children = tuple(graph.children(name, unique_agents))

@@ -34,6 +34,7 @@ from swarmkit_api.topology import Schedule
 
 from .. import k8s
 from ..builders import run_status as rs
+from ..builders.topology import schedule_problem
 from .controller import RunController
 from .model import GROUP, VERSION, RunView, one
 
@@ -146,8 +147,8 @@ async def schedule_topology(ctl: RunController, topo: dict[str, Any], now: datet
         schedule = Schedule.model_validate(spec["schedule"])
     except ValidationError:
         return  # the reconcile loop reports the invalid spec
-    if schedule.suspend or topo.get("deletionTimestamp"):
-        return
+    if schedule.suspend or topo.get("deletionTimestamp") or schedule_problem(schedule):
+        return  # an invalid schedule: the Topology's Accepted=False names the field
     status = topo.get("status") or {}
     last = rs.parse_time(status.get("lastScheduleTime")) or rs.parse_time(
         topo.get("creationTimestamp")

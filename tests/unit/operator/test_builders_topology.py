@@ -119,3 +119,21 @@ def test_composed_and_explicit_topology_grants_are_followed() -> None:
     )
     assert graph.children("t1") == ["t2"]
     assert graph.children("t2") == ["t3"]
+
+
+def test_a_schedule_that_would_never_fire_is_not_accepted() -> None:
+    # Issue 47.6: the apiserver checks the shape; the values and the zone are checked here.
+    graph, topologies = chain_graph({"t1": "t2"})
+    agents = agents_for(topologies)
+    cases = {
+        ("99 * * * *", "UTC"): "spec.schedule.cron: '99 * * * *'",
+        ("0 9 * * tue", "Mars/Olympus"): "spec.schedule.timezone: 'Mars/Olympus'",
+    }
+    for (cron, tz), named in cases.items():
+        spec = dict(tree("a-t1"), schedule={"cron": cron, "timezone": tz})
+        render = resolve_topology("t1", spec, agents, topologies, graph, WS)
+        assert v(render)["Accepted"] == ("False", "Invalid")
+        assert v(render)["Ready"] == ("False", "Invalid")
+        assert any(named in x.message for x in render.verdicts), render.verdicts
+    fine = dict(tree("a-t1"), schedule={"cron": "0 9 * * tue", "timezone": "Europe/Paris"})
+    assert v(resolve_topology("t1", fine, agents, topologies, graph, WS))["Accepted"][0] == "True"

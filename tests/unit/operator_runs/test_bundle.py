@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
 from swarmkit_operator.builders import PINNED_ANNOTATION, RUN_LABEL
 from swarmkit_operator.builders.bundle import (
+    MAX_BUNDLE_BYTES,
     BundleTooLarge,
     build_bundle_config_map,
     rendered_from_config_map,
@@ -20,6 +22,7 @@ from swarmkit_operator.builders.pinned import (
 )
 from swarmkit_operator.config import AllowedScript, OperatorConfig
 from swarmkit_operator.hashing import sha256_hex
+from swarmkit_runner.bundle import load_bundle
 
 from .fixtures import NAMESPACE, RUN_UID, example_bundle, examples, pinned_skill
 
@@ -147,8 +150,21 @@ def test_provenance_locks_swarm_authored_skills() -> None:
 
 
 def test_too_large_bundle_is_refused() -> None:
-    with pytest.raises(BundleTooLarge):
+    with pytest.raises(BundleTooLarge) as info:
         example_bundle(
             run_patch={"input": "x" * 200_000},
             workspace_patch={"flowData": [{"path": "exclusions.yaml", "content": "y" * 900_000}]},
         )
+    # The message says how much of it is the Run's input, by the field's name.
+    assert "spec.input is 200000 bytes" in str(info.value)
+
+
+def test_non_ascii_input_travels_as_utf8_and_reads_back(tmp_path: Path) -> None:
+    # Issue 47.8: 250,000 'é' (inside the CRD's limits) used to become 1.5 MB of \u00e9.
+    text = "é" * 250_000
+    run, rendered = example_bundle(run_patch={"input": text})
+    data = build_bundle_config_map(run.ref, rendered)["data"][BUNDLE_FILE]
+    assert "\\u00e9" not in data and len(data.encode()) < MAX_BUNDLE_BYTES
+    path = tmp_path / BUNDLE_FILE
+    path.write_text(data, encoding="utf-8")  # what the kubelet mounts from the ConfigMap
+    assert load_bundle(path).run.input == text
