@@ -129,7 +129,9 @@ node-apt:
 node-binaries: $(RUN_STAMP) node-apt ## build (once, cached) the real node: kubelet, kube-proxy, containerd, runc, CNI, kube-router
 	$(PY) -m swarmkit_devcluster build --node
 
-cluster-up: cluster-binaries ## start the local control plane + process node (idempotent)
+# REAL_NODE=1 make cluster-up: the real node too (root; one per machine, queued by a lock).
+REAL_NODE_PREREQ := $(if $(filter 1,$(REAL_NODE)),node-binaries)
+cluster-up: cluster-binaries $(REAL_NODE_PREREQ) ## start the local control plane + process node (REAL_NODE=1: + the real node) (idempotent)
 	$(PY) -m swarmkit_devcluster up
 
 cluster-down: $(RUN_STAMP) ## stop the operator, the control plane and the process node; remove state
