@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes.client import NetworkingV1Api
 
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.realnode import GUARD_CHAIN, NODE_NAME, TAINT_KEY
@@ -136,3 +137,56 @@ def test_traffic_to_an_outside_address_is_dropped_on_the_bridge(
     finished(kube, namespace, "leak")
     assert kube.core.read_namespaced_pod_log("leak", namespace).strip() == "BLOCKED"
     assert guard_drops() > before  # dropped by the guard, not merely unanswered
+
+
+def running_ip(kube: Kube, ns: str, name: str) -> str:
+    pod = wait_for(
+        lambda: (p := kube.core.read_namespaced_pod(name, ns)).status.phase == "Running" and p,
+        60,
+        message=lambda: str(kube.core.read_namespaced_pod(name, ns).status),
+    )
+    return str(pod.status.pod_ip)
+
+
+def connect(cluster: LocalCluster, ns: str, pod: str, ip: str) -> str:
+    """What ``pod`` reads from ``ip:8080`` (empty when the connection is refused or dropped)."""
+    res = cluster.kubectl(
+        "exec", "-n", ns, pod, "--", "sh", "-c", f"nc -w 2 {ip} 8080 </dev/null", check=False
+    )
+    return res.stdout.strip()
+
+
+def kube_router_filters(ip: str) -> bool:
+    """kube-router has programmed a pod firewall chain for ``ip``."""
+    rules = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
+    return any("KUBE-POD-FW" in ln and ip in ln for ln in rules.splitlines())
+
+
+def test_network_policy_blocks_undeclared_egress_and_admits_the_declared_one(
+    real_node: str, cluster: LocalCluster, kube: Kube, namespace: str
+) -> None:
+    serve = "while true; do echo hello | nc -l -p 8080; done"
+    kube.core.create_namespaced_pod(namespace, pod_on_real_node("web", serve))
+    for name in ("client", "other"):
+        kube.core.create_namespaced_pod(namespace, pod_on_real_node(name, "sleep 3600"))
+    web = running_ip(kube, namespace, "web")
+    client, other = (running_ip(kube, namespace, n) for n in ("client", "other"))
+    # Without a policy both reach the server: what follows is the policy's doing.
+    wait_for(lambda: connect(cluster, namespace, "other", web) == "hello", 30)
+    deny = {"podSelector": {}, "policyTypes": ["Egress"]}
+    allow = {
+        "podSelector": {"matchLabels": {"app": "client"}},
+        "policyTypes": ["Egress"],
+        "egress": [
+            {
+                "to": [{"podSelector": {"matchLabels": {"app": "web"}}}],
+                "ports": [{"protocol": "TCP", "port": 8080}],
+            }
+        ],
+    }
+    net = NetworkingV1Api(kube.api_client)
+    for name, spec in (("default-deny-egress", deny), ("client-to-web", allow)):
+        net.create_namespaced_network_policy(namespace, {"metadata": {"name": name}, "spec": spec})
+    wait_for(lambda: kube_router_filters(client) and kube_router_filters(other), 30)
+    wait_for(lambda: connect(cluster, namespace, "client", web) == "hello", 30)
+    assert connect(cluster, namespace, "other", web) == ""
