@@ -47,10 +47,11 @@ FIXED_PATHS = (
     Path("/var/lib/cni"),
     Path("/run/containerd"),
 )
+# What the kernel must offer, as files that show it (built in or loaded; no modprobe here).
 KERNEL_FEATURES = {
-    "overlay": "overlayfs (the containerd snapshotter)",
-    "bridge": "the Linux bridge (the pod network)",
-    "br_netfilter": "bridge netfilter (NetworkPolicy and Services on the bridge)",
+    "/sys/module/overlay": "overlayfs (the containerd snapshotter)",
+    "/sys/module/bridge": "the Linux bridge (the pod network)",
+    "/proc/sys/net/bridge/bridge-nf-call-iptables": "bridge netfilter (policies on the bridge)",
 }
 
 
@@ -246,13 +247,9 @@ def check_host() -> None:
     for tool in ("iptables", "ip6tables", "ipset", "conntrack", "ip", "gcc"):
         if shutil.which(tool) is None:
             raise RealNodeError(f"`{tool}` is missing: run `make node-binaries` (installs it)")
-    for mod, what in KERNEL_FEATURES.items():
-        present = (
-            Path(f"/sys/module/{mod}").exists()
-            or _run("modprobe", mod, check=False).returncode == 0
-        )
-        if not present:
-            raise RealNodeError(f"the kernel lacks {what} (module {mod}); the real node needs it")
+    for path, what in KERNEL_FEATURES.items():
+        if not Path(path).exists():
+            raise RealNodeError(f"the kernel lacks {what} ({path} is missing)")
 
 
 def acquire_machine_lock(say: object = print) -> int:
@@ -284,7 +281,6 @@ def host_setup(p: NodePaths) -> None:
     _run("ip", "link", "set", BRIDGE, "up")
     # A service IP without a DNAT rule stays on the bridge instead of the default route.
     _run("ip", "route", "replace", SERVICE_CIDR, "dev", BRIDGE)
-    _run("modprobe", "br_netfilter", check=False)
     _run("sysctl", "-qw", "net.bridge.bridge-nf-call-iptables=1")
     for rule in guard_rules():
         _run("iptables", *rule)
