@@ -350,6 +350,8 @@ def teardown(p: NodePaths, api_port: int | None = None) -> None:
     _run("iptables", "-X", API_CHAIN, check=False)
     _run("ip6tables", "-t", "raw", "-D", "PREROUTING", "-i", BRIDGE, "-j", "DROP", check=False)
     _remove_kube_router_rules()
+    for tool in ("iptables", "ip6tables"):
+        _remove_kubelet_chains(tool)
     _run("ip", "link", "del", BRIDGE, check=False)
     _run("ip", "route", "del", SERVICE_CIDR, check=False)
     if p.sysctl_file.exists():
@@ -357,9 +359,26 @@ def teardown(p: NodePaths, api_port: int | None = None) -> None:
             _run("sysctl", "-qw", f"{k}={v}", check=False)
     for d in (p.root, p.run, *FIXED_PATHS):
         shutil.rmtree(d, ignore_errors=True)
-    for d in (Path("/var/lib/kubelet"),):
+    for d in (Path("/var/lib/kubelet"), Path("/run/netns")):
         with contextlib.suppress(OSError):
             d.rmdir()  # only when empty: someone else's kubelet state is not ours
+
+
+# The chains the kubelet itself creates (it blocks localnet connections, canaries for flushes).
+_KUBELET_CHAINS = {
+    "filter": ("KUBE-FIREWALL", "KUBE-KUBELET-CANARY"),
+    "mangle": ("KUBE-IPTABLES-HINT", "KUBE-KUBELET-CANARY"),
+    "nat": ("KUBE-KUBELET-CANARY",),
+}
+
+
+def _remove_kubelet_chains(tool: str) -> None:
+    for table, chains in _KUBELET_CHAINS.items():
+        for chain in chains:
+            for builtin in ("INPUT", "OUTPUT"):
+                _delete_rules(table, builtin, chain, tool)
+            _run(tool, "-t", table, "-F", chain, check=False)
+            _run(tool, "-t", table, "-X", chain, check=False)
 
 
 def _remove_kube_router_rules() -> None:
