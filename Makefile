@@ -14,6 +14,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients node \
+	node-apt node-binaries \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
         bench-runner bench-funnel bench-tracing bench-providers bench-import bench-gateway bench-review bench-spend bench-serve bench-webview bench-clients bench-images bench-ab bench chaos chart-lint \
         test-helm kind-e2e clean chromium botocore checkov images images-if-built jaeger
@@ -112,7 +113,25 @@ node:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
 	else echo "warning: node/npm missing; the third-party SDK tests need them (apt-get install nodejs npm)"; fi
 
-cluster-up: cluster-binaries ## start the local control plane + process node (idempotent)
+# The real node (issue 38, opt-in): kubelet, kube-proxy, containerd, runc (cgo + seccomp),
+# CNI plugins and kube-router (firewall only), each from a wrapper module under hack/ with a
+# committed go.mod/go.sum, cached in ~/.cache/swarmkit-operator like the control plane.
+# The host packages it needs come from apt-get when missing (as root).
+NODE_APT := iptables ipset conntrack libseccomp-dev busybox-static
+node-apt:
+	@missing=$$(for p in $(NODE_APT); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -z "$$missing" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing $$missing (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	else echo "error: the real node needs $$missing (apt-get install $$missing, as root)"; exit 1; fi
+
+node-binaries: $(RUN_STAMP) node-apt ## build (once, cached) the real node: kubelet, kube-proxy, containerd, runc, CNI, kube-router
+	$(PY) -m swarmkit_devcluster build --node
+
+# REAL_NODE=1 make cluster-up: the real node too (root; one per machine, queued by a lock).
+REAL_NODE_PREREQ := $(if $(filter 1,$(REAL_NODE)),node-binaries)
+cluster-up: cluster-binaries $(REAL_NODE_PREREQ) ## start the local control plane + process node (REAL_NODE=1: + the real node) (idempotent)
 	$(PY) -m swarmkit_devcluster up
 
 cluster-down: $(RUN_STAMP) ## stop the operator, the control plane and the process node; remove state

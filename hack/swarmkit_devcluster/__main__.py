@@ -10,7 +10,7 @@ import time
 from swarmkit_devcluster.build import BuildError, build
 from swarmkit_devcluster.cluster import ClusterError, LocalCluster
 from swarmkit_devcluster.imagebuild import ImageBuildError, build_images, image_status
-from swarmkit_devcluster.paths import repo_root
+from swarmkit_devcluster.paths import NODE_BINARIES, repo_root
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="build the binaries once into ~/.cache/swarmkit-operator")
     b.add_argument("--force", action="store_true", help="rebuild even when cached")
     b.add_argument("names", nargs="*", help="only these binaries")
+    b.add_argument(
+        "--node",
+        action="store_true",
+        help="the real node's binaries (kubelet, kube-proxy, containerd, runc, CNI, kube-router)",
+    )
     sub.add_parser(
         "clients",
         help="build/install the third-party A2A and MCP SDK clients the tests drive (cached)",
@@ -55,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "build":
             t0 = time.monotonic()
             print("building cluster binaries (cached after the first build):", file=sys.stderr)
-            build(a.names or None, force=a.force)
+            build(a.names or (list(NODE_BINARIES) if a.node else None), force=a.force)
             print(f"build: done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
             return 0
         if a.cmd == "clients":

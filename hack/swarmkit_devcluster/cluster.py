@@ -32,6 +32,7 @@ import yaml
 
 from swarmkit_devcluster import jaeger
 from swarmkit_devcluster import pki as pkimod
+from swarmkit_devcluster import realnode as rn
 from swarmkit_devcluster.build import BuildError, ensure_built
 from swarmkit_devcluster.components import (
     COMPONENTS,
@@ -106,6 +107,7 @@ class LocalCluster:
         apiserver_port: int | None = None,
         start_timeout: float = 90.0,
         verbose: bool = True,
+        real_node: bool | None = None,
     ) -> None:
         self.state_dir = Path(state_dir).resolve() if state_dir else default_state_dir()
         self.node_name = node_name
@@ -114,6 +116,8 @@ class LocalCluster:
         self.apiserver_port = apiserver_port or (int(env_port) if env_port else None)
         self.start_timeout = start_timeout
         self.verbose = verbose
+        # Opt-in (issue 38): a kubelet node beside the process node; root, one per machine.
+        self.real_node = os.environ.get("REAL_NODE") == "1" if real_node is None else real_node
         self.state: dict[str, Any] = {}
         self._popen: dict[str, subprocess.Popen[bytes]] = {}
         self._client: KubeClient | None = None
@@ -278,6 +282,8 @@ class LocalCluster:
             "node": self.node_name,
         }
         self._save()
+        if self.real_node:
+            self._claim_real_node()
         pki = pkimod.generate(self.state_dir / "pki")
         ids = pkimod.make_identities(self.node_name)
         pkimod.write_token_file(pki.tokens_csv, ids)
@@ -294,15 +300,19 @@ class LocalCluster:
         self._spawn("etcd", etcd_cmd(self.state_dir / "etcd", etcd_url, peer_url))
         self._wait_http("etcd", f"{etcd_url}/health", ["etcd"], timeout=30)
 
-        self._spawn("kube-apiserver", apiserver_cmd(pki, etcd_url, api_port))
+        api_cmd = apiserver_cmd(pki, etcd_url, api_port)
+        if self.real_node:
+            api_cmd += self._real_node_apiserver_args(pki)
+        self._spawn("kube-apiserver", api_cmd)
         self._wait_http("kube-apiserver", f"{self.server}/readyz", ["etcd", "kube-apiserver"], 60)
 
-        self._spawn(
-            "kube-controller-manager",
-            controller_manager_cmd(
-                pki, kcdir / "controller-manager.kubeconfig", ports["controller_manager"]
-            ),
+        cm_cmd = controller_manager_cmd(
+            pki, kcdir / "controller-manager.kubeconfig", ports["controller_manager"]
         )
+        if self.real_node:
+            # The not-ready taint a new kubelet node gets is removed the way a cluster does it.
+            cm_cmd.append(f"--controllers={','.join([*CONTROLLERS, 'node-lifecycle-controller'])}")
+        self._spawn("kube-controller-manager", cm_cmd)
         self._spawn(
             "kube-scheduler", scheduler_cmd(kcdir / "scheduler.kubeconfig", ports["scheduler"])
         )
@@ -326,6 +336,128 @@ class LocalCluster:
         self._wait_for(
             "the default ServiceAccount (controller-manager)", self._default_sa, everything, 60
         )
+        if self.real_node:
+            self._start_real_node(pki, everything)
+
+    # -- the real node (issue 38) -----------------------------------------------------------
+
+    def _claim_real_node(self) -> None:
+        """Take the machine's real node (queue behind another cluster), then the host set-up.
+        The lock lives in a holder process so it outlasts `make cluster-up`; it is released
+        last at `make cluster-down`, after the host is clean."""
+        try:
+            rn.check_host()
+            rn.build_check()
+        except rn.RealNodeError as exc:
+            raise ClusterError(f"the real node (REAL_NODE=1) cannot start: {exc}") from exc
+        fd = rn.acquire_machine_lock(self._say)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"cluster {self.state_dir} (pid {os.getpid()})".encode(), 0)
+            holder = [sys.executable, "-c", "import time\nwhile True: time.sleep(3600)"]
+            self._spawn("realnode-lock", holder, pass_fds=(fd,))
+        finally:
+            os.close(fd)
+        self.state["real_node"] = True
+        self._save()
+        rn.teardown(rn.NodePaths())  # whatever a crashed earlier run left
+        rn.host_setup(rn.NodePaths())
+
+    def _real_node_apiserver_args(self, pki: pkimod.Pki) -> list[str]:
+        """Pods reach the apiserver on the bridge address (the `kubernetes` Service endpoints);
+        it authenticates to kubelets with a client certificate. Later flags win."""
+        crt, key = pkimod.issue_leaf(
+            pki, "apiserver-kubelet-client", "kube-apiserver-kubelet-client",
+            orgs=("system:masters",),
+        )  # fmt: skip
+        return [
+            "--bind-address=0.0.0.0",
+            f"--advertise-address={rn.BRIDGE_IP}",
+            f"--kubelet-client-certificate={crt}",
+            f"--kubelet-client-key={key}",
+        ]
+
+    def _start_real_node(self, pki: pkimod.Pki, watch: list[str]) -> None:
+        t0 = time.monotonic()
+        p = rn.NodePaths()
+        for rule in rn.api_rules(int(self.state["ports"]["apiserver"])):
+            rn.run_iptables(rule)
+        self._real_node_rbac()
+        kc = self._real_node_kubeconfigs(pki)
+        (p.root / "containerd.toml").write_text(rn.containerd_config(p))
+        env = {**os.environ, "PATH": f"{binary('containerd').parent}:{os.environ['PATH']}"}
+        self._spawn("containerd", rn.containerd_cmd(p.root / "containerd.toml"), env=env)
+        watch = [*watch, "containerd"]
+        self._wait_for("containerd's socket", p.containerd_sock.exists, watch, 30)
+        rn.import_images(p, cache_root() / "realnode-images")
+        crt, key = pkimod.issue_leaf(
+            pki, "kubelet-serving", rn.NODE_NAME, ips=(rn.BRIDGE_IP,), server=True
+        )
+        resolv = p.root / "resolv.conf"
+        resolv.write_text("")  # pods must not inherit the host's external nameserver
+        (p.root / "kubelet.json").write_text(rn.kubelet_config(p, pki.ca_crt, crt, key, resolv))
+        self._spawn("kubelet", rn.kubelet_cmd(p, p.root / "kubelet.json", kc["kubelet"]))
+        watch.append("kubelet")
+        self._wait_for("the real node to register", self._real_node_registered, watch, 60)
+        self.client().merge_patch(
+            f"/api/v1/nodes/{rn.NODE_NAME}", {"spec": {"podCIDR": rn.POD_CIDR}}
+        )
+        (p.root / "kube-proxy.json").write_text(rn.kube_proxy_config(kc["kube-proxy"]))
+        self._spawn("kube-proxy", rn.kube_proxy_cmd(p.root / "kube-proxy.json"))
+        self._spawn("kube-router", rn.kube_router_cmd(kc["kube-router"]))
+        watch += ["kube-proxy", "kube-router"]
+        self._wait_for("the real node to be Ready, untainted", self._real_node_ready, watch, 90)
+        self.state["real_node_startup_seconds"] = round(time.monotonic() - t0, 2)
+        self._save()
+        self._say(f"real node {rn.NODE_NAME} Ready in {time.monotonic() - t0:.1f}s")
+
+    def _real_node_kubeconfigs(self, pki: pkimod.Pki) -> dict[str, Path]:
+        """Client-certificate kubeconfigs from the cluster CA; the Node authorizer and the
+        default system:node-proxier binding apply to the first two unchanged."""
+        who = {
+            "kubelet": (f"system:node:{rn.NODE_NAME}", ("system:nodes",)),
+            "kube-proxy": ("system:kube-proxy", ()),
+            "kube-router": ("swarmkit:kube-router", ()),
+        }
+        out: dict[str, Path] = {}
+        for name, (cn, orgs) in who.items():
+            crt, key = pkimod.issue_leaf(pki, f"{name}-client", cn, orgs=orgs)
+            path = self.state_dir / "kubeconfigs" / f"{name}.kubeconfig"
+            path.write_text(rn.cert_kubeconfig(self.server, pki.ca_crt, crt, key, name))
+            out[name] = path
+        return out
+
+    def _real_node_rbac(self) -> None:
+        """kube-router reads policies, pods, namespaces, nodes, services; the kubelet checks
+        the apiserver's requests to it with SubjectAccessReviews (auth-delegator)."""
+        for obj in rn.rbac_objects():
+            kind = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
+            with contextlib.suppress(ApiError):
+                self.client().create(f"/apis/rbac.authorization.k8s.io/v1/{kind}", obj)
+
+    def _real_node_registered(self) -> bool:
+        try:
+            self.client().get(f"/api/v1/nodes/{rn.NODE_NAME}")
+        except ApiError:
+            return False
+        return True
+
+    def _real_node_ready(self) -> bool:
+        node = self.client().get(f"/api/v1/nodes/{rn.NODE_NAME}")
+        conds = node.get("status", {}).get("conditions") or []
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+        taints = {t["key"] for t in node.get("spec", {}).get("taints") or []}
+        return ready and taints == {rn.TAINT_KEY}
+
+    def _release_real_node(self, lock: Proc) -> None:
+        """After the node's processes are gone: clean the host, then free the machine lock."""
+        try:
+            rn.teardown(rn.NodePaths())
+        finally:
+            with contextlib.suppress(OSError):
+                if lock.alive():
+                    os.killpg(lock.pid, signal.SIGKILL)
+            self._reap("realnode-lock")
 
     def _link_tools(self) -> None:
         self.bin_dir.mkdir(exist_ok=True)
@@ -335,7 +467,14 @@ class LocalCluster:
                 link.unlink()
             link.symlink_to(binary(tool))
 
-    def _spawn(self, name: str, cmd: list[str], *, env: dict[str, str] | None = None) -> Proc:
+    def _spawn(
+        self,
+        name: str,
+        cmd: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        pass_fds: tuple[int, ...] = (),
+    ) -> Proc:
         log = self.log_path(name)
         log.parent.mkdir(parents=True, exist_ok=True)
         full_env = dict(env if env is not None else os.environ)
@@ -349,6 +488,7 @@ class LocalCluster:
                 start_new_session=True,
                 env=full_env,
                 cwd=self.state_dir,
+                pass_fds=pass_fds,
             )
         self._popen[name] = p
         proc = Proc(name, p.pid, proc_start_time(p.pid), str(log), cmd)
@@ -441,6 +581,8 @@ class LocalCluster:
         procs = self._procs()
         groups: list[tuple[str, ...]] = [
             ("operator", "jaeger"),
+            ("kube-router", "kube-proxy", "kubelet"),
+            ("containerd",),
             ("process-node",),
             ("kube-scheduler", "kube-controller-manager"),
             ("kube-apiserver",),
@@ -462,6 +604,8 @@ class LocalCluster:
                 with contextlib.suppress(OSError):
                     os.killpg(p.pid, signal.SIGKILL)  # anything left in its group
                 self._reap(p.name)
+        if "realnode-lock" in procs:  # before the marker sweep: the lock holder carries it
+            self._release_real_node(procs["realnode-lock"])
         marker = self.state.get("id")
         if marker:
             for _ in range(3):

@@ -9,6 +9,11 @@ from pathlib import Path
 KUBERNETES_VERSION = "v1.36.3"
 ETCD_VERSION = "v3.6.16"
 HELM_VERSION = "v4.3.2"
+# The real node (issue 38): the versions tried on this machine.
+CONTAINERD_VERSION = "v2.4.2"
+RUNC_VERSION = "v1.5.3"
+CNI_PLUGINS_VERSION = "v1.10.0"
+KUBE_ROUTER_VERSION = "v2.1.0"
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -33,6 +38,8 @@ class Binary:
     component: str  # cache sub-directory (k8s, etcd, helm)
     version: str
     ldflags: str = ""
+    cgo: bool = False  # runc needs cgo (nsexec) and links libseccomp
+    tags: str = ""  # Go build tags
 
     @property
     def path(self) -> Path:
@@ -52,10 +59,10 @@ def _k8s_ldflags() -> str:
     return " ".join(parts)
 
 
-def _kube(name: str) -> Binary:
+def _kube(name: str, module_dir: str = "k8s") -> Binary:
     return Binary(
         name=name,
-        module_dir="k8s",
+        module_dir=module_dir,
         package=f"k8s.io/kubernetes/cmd/{name}",
         component="k8s",
         version=KUBERNETES_VERSION,
@@ -80,8 +87,55 @@ BINARIES: dict[str, Binary] = {
 }
 
 
+_CNI = "github.com/containernetworking/plugins/plugins"
+_CONTAINERD = "github.com/containerd/containerd/v2/cmd"
+
+# The real node's binaries; built only by `make node-binaries` (root-only machinery).
+NODE_BINARIES: dict[str, Binary] = {
+    "kubelet": _kube("kubelet", "node"),
+    "kube-proxy": _kube("kube-proxy", "node"),
+    **{
+        n: Binary(
+            n,
+            "containerd",
+            f"{_CONTAINERD}/{n}",
+            "containerd",
+            CONTAINERD_VERSION,
+            ldflags=f"-X github.com/containerd/containerd/v2/version.Version={CONTAINERD_VERSION}",
+        )
+        for n in ("containerd", "containerd-shim-runc-v2", "ctr")
+    },
+    "runc": Binary(
+        "runc",
+        "runc",
+        "github.com/opencontainers/runc",
+        "runc",
+        RUNC_VERSION,
+        ldflags=f"-X main.version={RUNC_VERSION.lstrip('v')}",
+        cgo=True,
+        tags="seccomp",
+    ),
+    **{
+        n: Binary(n, "cni", f"{_CNI}/{kind}/{n}", "cni", CNI_PLUGINS_VERSION)
+        for kind, n in (
+            ("main", "bridge"),
+            ("ipam", "host-local"),
+            ("main", "loopback"),
+            ("meta", "portmap"),
+        )
+    },
+    "kube-router": Binary(
+        "kube-router",
+        "kube-router",
+        "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router",
+        "kube-router",
+        KUBE_ROUTER_VERSION,
+    ),
+}
+
+
 def binary(name: str) -> Path:
-    return BINARIES[name].path
+    return (BINARIES.get(name) or NODE_BINARIES[name]).path
 
 
 def hack_dir() -> Path:

@@ -181,3 +181,48 @@ def write_token_file(path: Path, identities: dict[str, Identity]) -> None:
             line += f',"{groups}"'
         lines.append(line)
     _write(path, ("\n".join(lines) + "\n").encode())
+
+
+def issue_leaf(
+    pki: Pki,
+    name: str,
+    common_name: str,
+    *,
+    orgs: tuple[str, ...] = (),
+    ips: tuple[str, ...] = (),
+    server: bool = False,
+) -> tuple[Path, Path]:
+    """A certificate signed by the cluster CA for one node component (the real node's kubelet
+    serving and client certificates, kube-proxy, kube-router, the apiserver's kubelet client);
+    written as ``<name>.crt``/``<name>.key`` beside the CA. Returns (cert, key)."""
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    ca_cert = x509.load_pem_x509_certificate(pki.ca_crt.read_bytes())
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise TypeError(f"{pki.ca_key} is not the EC key generate() writes")
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
+    subject.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    usage = [ExtendedKeyUsageOID.SERVER_AUTH] if server else [ExtendedKeyUsageOID.CLIENT_AUTH]
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(subject))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + dt.timedelta(days=365))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage(usage), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+    )
+    if ips:
+        sans = [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
+    crt_path, key_path = pki.dir / f"{name}.crt", pki.dir / f"{name}.key"
+    _write(key_path, _key_pem(key))
+    _write(crt_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    return crt_path, key_path
