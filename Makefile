@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients node \
-	node-apt node-binaries \
+	node-apt node-binaries test-real-node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
         bench-runner bench-funnel bench-tracing bench-providers bench-import bench-gateway bench-review bench-spend bench-serve bench-webview bench-clients bench-images bench-ab bench chaos chart-lint \
         test-helm kind-e2e clean chromium botocore checkov images images-if-built jaeger
@@ -147,7 +147,13 @@ test-unit: clients jaeger
 	$(PY) -m pytest tests/unit -q
 
 test-integration: $(STAMP) cluster-binaries clients jaeger
-	$(PY) -m pytest tests/integration -q
+	$(PY) -m pytest tests/integration -q -m 'not real_node'
+
+# The tests where a kernel boundary is the point, on a private cluster with the real node (root;
+# one real node per machine: a second cluster waits for the machine's lock). Not yet part of
+# `make test` (issue 38: CoreDNS, the operator's pods and the demo on the real node come first).
+test-real-node: $(STAMP) cluster-binaries node-binaries images ## the real-node tests (kubelet + containerd; root)
+	REAL_NODE=1 $(PY) -m pytest tests -q -p no:cacheprovider -m real_node
 
 # The runtime and operator images, built for real without a Docker daemon (buildah + debootstrap
 # from Debian's packages, installed when missing; needs root). Cached under
@@ -167,7 +173,7 @@ test: $(STAMP) ## lint + verify + docs + the whole test suite (prints the 20 slo
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory lint verify docs cluster-binaries clients jaeger images; \
 	echo "make test: lint, verify, docs and the builds took $$(( $$(date +%s) - start )) s; pytest follows"
-	$(PY) -m pytest tests -q -p no:cacheprovider --durations=20 --durations-min=1
+	$(PY) -m pytest tests -q -p no:cacheprovider --durations=20 --durations-min=1 -m 'not real_node'
 
 demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output (TRACING=1: + Jaeger, the trace)
 	$(PY) -m swarmkit_devcluster demo
