@@ -113,8 +113,14 @@ def _rule_tally(index: int, rule: ApprovalRule, approvals: Iterable[Approval]) -
 
 def _counts(policy: ApproveLayer, a: Approval, author: str | None) -> str | None:
     """Why signature ``a`` does not count (None: it counts)."""
-    if a.role not in policy.roles:
+    members = policy.roles.get(a.role)
+    if members is None:
         return f"{a.decided_by}: unknown role {a.role}"
+    # Admission checked the signer against the role; the operator re-checks what it can
+    # see itself (a role held only by user names), so a signature that slipped past an
+    # older policy or a disabled one does not count (group membership it cannot see).
+    if not members.groups and a.decided_by not in members.users:
+        return f"{a.decided_by}: does not hold role {a.role}"
     if policy.exclude_author and author and a.decided_by == author:
         return f"{a.decided_by}: created the run (excludeAuthor)"
     return None

@@ -19,7 +19,9 @@ requires a revise's text): one new signature per write, its
 ``gate.approve.roles`` by user name or by one of the request's groups, the caller not the
 Run's author when ``excludeAuthor``, none on a Review that is Expired, Closed or already
 Resumed, and no ``spec.decision`` on such a Review at all (one person cannot stand for a
-quorum). Earlier signatures cannot change (the CRD's transition rule refuses that too).
+quorum). The earlier signatures must stay an exact prefix of the new list: nothing
+inserted, reordered, replaced or removed (the CRD's transition rule refuses that too), so
+the one new signature is always the last element, the one every rule above checks.
 
 ``make generate`` writes it to ``deploy/admission/review-decisions.yaml`` (what the tests
 and plain-kubectl installs apply) and into the chart; ``make verify`` checks both.
@@ -79,6 +81,15 @@ def approval_validations() -> list[dict[str, Any]]:
             "request.operation != 'CREATE' || !has(object.spec.approvals)",
             "'a Review is created without spec.approvals'",
             "Invalid",
+        ),
+        _validation(
+            "variables.signed == 0 || (has(object.spec.approvals) && "
+            "size(object.spec.approvals) >= variables.signed && "
+            "object.spec.approvals.slice(0, variables.signed) == oldObject.spec.approvals)",
+            "'spec.approvals of review ' + object.metadata.name + ': the ' + "
+            "string(variables.signed) + ' earlier signature(s) must stay exactly as they are "
+            "(append yours; never insert, reorder, replace or remove one)'",
+            "Forbidden",
         ),
         _validation(
             "!variables.signing || size(object.spec.approvals) == variables.signed + 1",

@@ -372,3 +372,14 @@ def test_gate_status_and_metrics_follow_the_approval() -> None:
     assert (count("AwaitingApproval"), count("Approved")) == (1.0, 1.0)
     assert count("RevisionRequested") == 1.0
     assert gates_after([], {"spec": {"request": {"kind": "escalation"}}}, None) is None
+
+
+def test_a_signature_by_someone_outside_a_user_named_role_does_not_count() -> None:
+    # Admission refuses it; the operator re-checks what it can see (issue 46 item 2), so a
+    # forged "bob as security" slipped in by another path never opens the gate.
+    p = policy({"roles": ["security"], "kOf": 2})
+    forged = tally(p, [sig("bob", "security"), sig("sam", "security")], author=None)
+    assert not forged.approved
+    assert "bob: does not hold role security" in forged.ignored
+    assert forged.missing == ["rule 1 (2 of security): 1 more distinct signer(s)"]
+    assert tally(p, [sig("pat", "security"), sig("sam", "security")], author=None).approved
