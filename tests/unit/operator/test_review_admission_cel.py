@@ -55,7 +55,7 @@ def refusals(old: list[dict[str, str]] | None, new: list[dict[str, str]], user: 
         activation["variables"] = celtypes.MapType(computed)
         try:
             computed[celtypes.StringType(var["name"])] = _eval(var["expression"], activation)
-        except Exception:  # noqa: BLE001 - lazily evaluated in the apiserver: unused here
+        except celpy.CELEvalError:  # lazily evaluated in the apiserver: unused here
             continue
     activation["variables"] = celtypes.MapType(computed)
     out = []
