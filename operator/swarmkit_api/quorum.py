@@ -39,6 +39,10 @@ from dataclasses import dataclass
 
 from .funnel import Approval, ApprovalRound, ApprovalRule, ApproveLayer
 
+#: The user names Kubernetes gives ServiceAccounts: not people (anyone who may create the
+#: account's token acts as it), so their signatures never count.
+SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+
 
 @dataclass(frozen=True)
 class RuleTally:
@@ -113,6 +117,9 @@ def _rule_tally(index: int, rule: ApprovalRule, approvals: Iterable[Approval]) -
 
 def _counts(policy: ApproveLayer, a: Approval, author: str | None) -> str | None:
     """Why signature ``a`` does not count (None: it counts)."""
+    if a.decided_by.startswith(SERVICE_ACCOUNT_PREFIX):
+        # Anyone who may create its token signs as it: not a person (issue 46 item 6).
+        return f"{a.decided_by}: a ServiceAccount, not a person"
     members = policy.roles.get(a.role)
     if members is None:
         return f"{a.decided_by}: unknown role {a.role}"
@@ -186,4 +193,4 @@ def tally(
     )
 
 
-__all__ = ["RuleTally", "Tally", "carried_over", "tally"]
+__all__ = ["SERVICE_ACCOUNT_PREFIX", "RuleTally", "Tally", "carried_over", "tally"]

@@ -16,7 +16,8 @@ Funnel approvals (``spec.request.gate`` set; people sign by appending to
 ``spec.approvals``) are checked per signature (approve, reject or revise alike; the CRD
 requires a revise's text): one new signature per write, its
 ``decidedBy`` the caller, the caller holding its ``role`` in the pinned
-``gate.approve.roles`` by user name or by one of the request's groups, the caller not the
+``gate.approve.roles`` by user name or by one of the request's groups, the caller a person
+(not a ServiceAccount: whoever may create its token acts as it), the caller not the
 Run's author when ``excludeAuthor``, none on a Review that is Expired, Closed or already
 Resumed, and no ``spec.decision`` on such a Review at all (one person cannot stand for a
 quorum). The earlier signatures must stay an exact prefix of the new list: nothing
@@ -113,6 +114,12 @@ def approval_validations() -> list[dict[str, Any]]:
             "!variables.signing || variables.signature.decidedBy == request.userInfo.username",
             "'spec.approvals[].decidedBy must be your authenticated user name ' + "
             "request.userInfo.username + ', not ' + variables.signature.decidedBy",
+            "Forbidden",
+        ),
+        _validation(
+            "!variables.signing || !request.userInfo.username.startsWith('system:serviceaccount:')",
+            "'a ServiceAccount does not sign a funnel approval: anyone who may create its "
+            "token can act as it; sign as yourself'",
             "Forbidden",
         ),
         _validation(

@@ -99,3 +99,9 @@ def test_reordering_or_removing_is_refused() -> None:
 def test_a_new_signature_in_someone_elses_name_is_still_refused() -> None:
     messages = refusals([sig("alice")], [sig("alice"), sig("bob")], "alice")
     assert any("must be your authenticated user name alice, not bob" in m for m in messages)
+
+
+def test_a_service_account_cannot_sign() -> None:
+    ci = "system:serviceaccount:team/ci"
+    messages = refusals([sig("alice")], [sig("alice"), sig(ci)], ci)
+    assert any("a ServiceAccount does not sign a funnel approval" in m for m in messages)
