@@ -455,6 +455,50 @@ def test_one_signer_cannot_insert_replace_or_remove_another_signature(
 
 
 @pytest.mark.usefixtures("review_admission", "run_author")
+def test_a_run_created_through_a_service_accounts_token_does_not_pass_an_exclude_author_gate(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    """Issue 46 item 6: eve mints the token of a CI ServiceAccount (built-in edit may) and
+    creates the Run as it, to sign its gate as herself: the gate refuses such a Run."""
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    apply(kube, ns, _funnel())
+    wait_ready(kube, ns, "Topology", "notes")
+    ci = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ci"}}
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "ci-edit", "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"kind": "ServiceAccount", "name": "ci", "namespace": ns}],
+    }
+    cluster.kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(ci))
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
+    minted = kubectl_as(cluster, EDITOR, "-n", ns, "create", "token", "ci")
+    assert minted.returncode == 0, minted.stderr  # what Kubernetes' edit grants
+    as_ci = ["--kubeconfig=/dev/null", f"--server={cluster.server}", "--insecure-skip-tls-verify"]
+    doc = run_manifest("notes-ci", "notes", input="Write the release notes for v2.")
+    model.push(text(BETTER), _judged(0.9, "Fine."))
+    created = cluster.kubectl(
+        *as_ci, f"--token={minted.stdout.strip()}", "-n", ns, "create", "-f", "-",
+        input=json.dumps(doc), check=False,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    author = f"system:serviceaccount:{ns}:ci"
+    run = get(kube, ns, "Run", "notes-ci") or {}
+    assert run["metadata"]["annotations"]["swarmkit.dev/created-by"] == author
+    done = wait_run(kube, ns, "notes-ci", finished, operator=operator, timeout=120)
+    cond = succeeded(done) or {}
+    assert cond.get("status") == "False", cond
+    assert f"was created by ServiceAccount {author}" in cond["message"], cond
+    assert "create the Run as a person to pass this gate" in cond["message"]
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
 def test_a_rejection_fails_the_run(
     cluster: LocalCluster,
     kube: Kube,
