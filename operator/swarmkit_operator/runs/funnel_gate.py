@@ -85,8 +85,9 @@ def rounds_before(previous: Mapping[str, Any] | None, item: ReviewItem) -> list[
     return [*gate.rounds, last][-MAX_ROUNDS:]
 
 
-def author_refusal(funnel: str, approve: ApproveLayer, author: str) -> str | None:
-    """Why a gate excluding its author cannot open for a run by ``author`` (None: it can)."""
+def author_refusal(funnel: str, approve: ApproveLayer, author: str, namespace: str) -> str | None:
+    """Why a gate excluding its author cannot open for a run in ``namespace`` by
+    ``author`` (None: it can)."""
     if not approve.exclude_author:
         return None
     if not author:
@@ -95,9 +96,10 @@ def author_refusal(funnel: str, approve: ApproveLayer, author: str) -> str | Non
             f"funnel {funnel} excludes the run's author, but the Run has no "
             f"{CREATED_BY_ANNOTATION} annotation (the admission policies set it at creation)"
         )
-    if author.startswith(SERVICE_ACCOUNT_PREFIX):
-        # Whoever may `create token` for it acted as it: the author could be any of them,
-        # so excluding "the author" would exclude no person (issue 46 item 6).
+    if author.startswith(f"{SERVICE_ACCOUNT_PREFIX}{namespace}:"):
+        # Every editor of the namespace may `create token` for it: the author could be any
+        # of them, so excluding "the author" would exclude no person (issue 46 item 6).
+        # The operator's own account (scheduled Runs) lives in its own namespace.
         return (
             f"funnel {funnel} excludes the run's author, but the Run was created by "
             f"ServiceAccount {author}: anyone who may create its token can act as it, so "
@@ -111,6 +113,7 @@ def gate_request(
     bundle: RunBundle,
     author: str,
     rounds: list[ApprovalRound] | None = None,
+    namespace: str = "",
 ) -> dict[str, Any] | str:
     """``spec.request.gate`` of the Review for ``item``, or why it cannot be opened."""
     if item.gate is None:
@@ -118,7 +121,7 @@ def gate_request(
     approve = pinned_approve(bundle, item.gate.funnel)
     if approve is None:
         return f"funnel {item.gate.funnel} is not pinned in the run's bundle"
-    refused = author_refusal(item.gate.funnel, approve, author)
+    refused = author_refusal(item.gate.funnel, approve, author, namespace)
     if refused is not None:
         return refused
     gate = FunnelGate(

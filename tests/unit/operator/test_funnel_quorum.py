@@ -390,7 +390,7 @@ def test_a_signature_by_someone_outside_a_user_named_role_does_not_count() -> No
     assert tally(p, [sig("pat", "security"), sig("sam", "security")], author=None).approved
 
 
-CI = "system:serviceaccount:team/ci"
+CI = "system:serviceaccount:team:ci"
 
 
 def test_a_service_account_signature_never_counts() -> None:
@@ -403,12 +403,15 @@ def test_a_service_account_signature_never_counts() -> None:
 
 def test_a_gate_excluding_its_author_refuses_a_run_created_by_a_service_account() -> None:
     excluding = policy({"roles": ["leads"], "kOf": 1}, excludeAuthor=True)
-    why = author_refusal("notes-gate", excluding, CI)
+    why = author_refusal("notes-gate", excluding, CI, "team")
     assert why is not None
     assert f"created by ServiceAccount {CI}" in why and "create the Run as a person" in why
-    assert author_refusal("notes-gate", excluding, "eve") is None
+    assert author_refusal("notes-gate", excluding, "eve", "team") is None
     assert "has no swarmkit.dev/created-by annotation" in (
-        author_refusal("notes-gate", excluding, "") or ""
+        author_refusal("notes-gate", excluding, "", "team") or ""
     )
+    # the operator's own account (a scheduled Run) lives in its own namespace
+    operator = "system:serviceaccount:swarmkit-system:swarmkit-operator"
+    assert author_refusal("notes-gate", excluding, operator, "team") is None
     open_to_all = policy({"roles": ["leads"], "kOf": 1}, excludeAuthor=False)
-    assert author_refusal("notes-gate", open_to_all, CI) is None
+    assert author_refusal("notes-gate", open_to_all, CI, "team") is None

@@ -102,6 +102,6 @@ def test_a_new_signature_in_someone_elses_name_is_still_refused() -> None:
 
 
 def test_a_service_account_cannot_sign() -> None:
-    ci = "system:serviceaccount:team/ci"
+    ci = "system:serviceaccount:team:ci"
     messages = refusals([sig("alice")], [sig("alice"), sig(ci)], ci)
     assert any("a ServiceAccount does not sign a funnel approval" in m for m in messages)
