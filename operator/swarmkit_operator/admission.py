@@ -10,7 +10,9 @@ apiserver evaluates this ValidatingAdmissionPolicy on every create and update of
   too, for everyone);
 * a decision on a Review the operator marked ``Expired`` (its deadline passed; the run has
   taken its failure path) or ``Closed`` (its run was cancelled while it waited);
-* a Review created with a decision already in it.
+* a Review created with a decision already in it;
+* a Review labelled as a gateway's (``swarmkit.dev/gateway``) created by anyone but a
+  ServiceAccount of its namespace, or by another gateway's ``gw-<agent>`` account.
 
 Funnel approvals (``spec.request.gate`` set; people sign by appending to
 ``spec.approvals``) are checked per signature (approve, reject or revise alike; the CRD
@@ -31,6 +33,8 @@ and plain-kubectl installs apply) and into the chart; ``make verify`` checks bot
 from __future__ import annotations
 
 from typing import Any
+
+from swarmkit_api.review import GATEWAY_LABEL
 
 from . import mailbox_admission
 
@@ -151,9 +155,39 @@ def approval_validations() -> list[dict[str, Any]]:
     ]
 
 
+_SA = "'system:serviceaccount:' + request.namespace + ':'"
+_GATEWAY = "object.metadata.labels['" + GATEWAY_LABEL + "']"
+
+
+def origin_validations() -> list[dict[str, Any]]:
+    """A Review labelled as a gateway's is created by a ServiceAccount of its namespace, and
+    a gateway's own account ``gw-<agent>`` speaks only for its agent (issue 46 item 5)."""
+    labelled = (
+        "request.operation == 'CREATE' && has(object.metadata.labels) && "
+        "'" + GATEWAY_LABEL + "' in object.metadata.labels"
+    )
+    return [
+        _validation(
+            "!(" + labelled + ") || request.userInfo.username.startsWith(" + _SA + ")",
+            "'a Review labelled " + GATEWAY_LABEL + "=' + " + _GATEWAY + " + ' is opened by "
+            "that gateway, not by ' + request.userInfo.username",
+            "Forbidden",
+        ),
+        _validation(
+            "!(" + labelled + ") || !request.userInfo.username.startsWith(" + _SA + " + 'gw-') "
+            "|| ('gw-' + " + _GATEWAY + ").startsWith("
+            "request.userInfo.username.substring(size(" + _SA + ")))",
+            "request.userInfo.username + ' may open Reviews only for its own gateway, not "
+            "for ' + " + _GATEWAY,
+            "Forbidden",
+        ),
+    ]
+
+
 def validations() -> list[dict[str, Any]]:
     """The rules, in the order the apiserver reports them."""
     return [
+        *origin_validations(),
         _validation(
             "request.operation != 'CREATE' || !has(object.spec.decision)",
             "'a Review is created without spec.decision; decide it with an update'",

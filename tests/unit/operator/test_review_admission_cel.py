@@ -29,9 +29,15 @@ def _slice(target: Any, start: Any, end: Any) -> Any:
     return celtypes.ListType(target[int(start) : int(end)])
 
 
+def _substring(target: Any, start: Any) -> Any:
+    # Kubernetes' CEL strings library (strings.substring)
+    return celtypes.StringType(str(target)[int(start) :])
+
+
 def _eval(expression: str, activation: dict[str, Any]) -> Any:
     env = celpy.Environment()
-    return env.program(env.compile(expression), functions={"slice": _slice}).evaluate(activation)
+    functions = {"slice": _slice, "substring": _substring}
+    return env.program(env.compile(expression), functions=functions).evaluate(activation)
 
 
 def _review(approvals: list[dict[str, str]] | None) -> dict[str, Any]:
@@ -105,3 +111,34 @@ def test_a_service_account_cannot_sign() -> None:
     ci = "system:serviceaccount:team:ci"
     messages = refusals([sig("alice")], [sig("alice"), sig(ci)], ci)
     assert any("a ServiceAccount does not sign a funnel approval" in m for m in messages)
+
+
+def _created(user: str, labels: dict[str, str]) -> list[str]:
+    activation: dict[str, Any] = {
+        "request": celpy.json_to_cel(
+            {"operation": "CREATE", "namespace": "team", "userInfo": {"username": user}}
+        ),
+        "object": celpy.json_to_cel({**_review(None), "metadata": {"name": "r", "labels": labels}}),
+        "variables": celtypes.MapType({}),
+    }
+    rules = [r for r in validations() if "swarmkit.dev/gateway" in r["expression"]]
+    return [
+        str(_eval(r["messageExpression"], activation))
+        for r in rules
+        if not bool(_eval(r["expression"], activation))
+    ]
+
+
+def test_a_review_labelled_as_a_gateways_is_opened_by_that_gateway_only() -> None:
+    gw = {"swarmkit.dev/gateway": "deployer"}
+    assert _created("system:serviceaccount:team:gw-deployer", gw) == []
+    assert _created("system:serviceaccount:team:workspace-runner", gw) == []  # its Workspace's
+    assert _created("eve", {}) == []
+    assert _created("eve", gw) == [
+        "a Review labelled swarmkit.dev/gateway=deployer is opened by that gateway, not by eve"
+    ]
+    assert _created("system:serviceaccount:team:gw-other", gw) == [
+        "system:serviceaccount:team:gw-other may open Reviews only for its own gateway, "
+        "not for deployer"
+    ]
+    assert _created("system:serviceaccount:elsewhere:gw-deployer", gw) != []
