@@ -39,6 +39,10 @@ from dataclasses import dataclass
 
 from .funnel import Approval, ApprovalRound, ApprovalRule, ApproveLayer
 
+#: The user names Kubernetes gives ServiceAccounts: not people (anyone who may create the
+#: account's token acts as it), so their signatures never count.
+SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
+
 
 @dataclass(frozen=True)
 class RuleTally:
@@ -113,8 +117,17 @@ def _rule_tally(index: int, rule: ApprovalRule, approvals: Iterable[Approval]) -
 
 def _counts(policy: ApproveLayer, a: Approval, author: str | None) -> str | None:
     """Why signature ``a`` does not count (None: it counts)."""
-    if a.role not in policy.roles:
+    if a.decided_by.startswith(SERVICE_ACCOUNT_PREFIX):
+        # Anyone who may create its token signs as it: not a person (issue 46 item 6).
+        return f"{a.decided_by}: a ServiceAccount, not a person"
+    members = policy.roles.get(a.role)
+    if members is None:
         return f"{a.decided_by}: unknown role {a.role}"
+    # Admission checked the signer against the role; the operator re-checks what it can
+    # see itself (a role held only by user names), so a signature that slipped past an
+    # older policy or a disabled one does not count (group membership it cannot see).
+    if not members.groups and a.decided_by not in members.users:
+        return f"{a.decided_by}: does not hold role {a.role}"
     if policy.exclude_author and author and a.decided_by == author:
         return f"{a.decided_by}: created the run (excludeAuthor)"
     return None
@@ -180,4 +193,4 @@ def tally(
     )
 
 
-__all__ = ["RuleTally", "Tally", "carried_over", "tally"]
+__all__ = ["SERVICE_ACCOUNT_PREFIX", "RuleTally", "Tally", "carried_over", "tally"]

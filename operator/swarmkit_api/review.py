@@ -174,10 +174,12 @@ class ReviewSpec(ApiModel):
             check=_unchanged_request,
         ),
         CelRule(
+            # An exact prefix, not "every old entry still present": that let a signer
+            # insert a forged entry before hers or replace a duplicate in place.
             rule="!has(oldSelf.approvals) || (has(self.approvals) && "
             "size(self.approvals) >= size(oldSelf.approvals) && "
-            "oldSelf.approvals.all(a, a in self.approvals))",
-            message="signatures are appended, never changed or removed",
+            "self.approvals.slice(0, size(oldSelf.approvals)) == oldSelf.approvals)",
+            message="signatures are appended, never inserted, reordered, changed or removed",
             field_path=".approvals",
             check=_unchanged_request,
         ),

@@ -10,16 +10,21 @@ apiserver evaluates this ValidatingAdmissionPolicy on every create and update of
   too, for everyone);
 * a decision on a Review the operator marked ``Expired`` (its deadline passed; the run has
   taken its failure path) or ``Closed`` (its run was cancelled while it waited);
-* a Review created with a decision already in it.
+* a Review created with a decision already in it;
+* a Review labelled as a gateway's (``swarmkit.dev/gateway``) created by anyone but a
+  ServiceAccount of its namespace, or by another gateway's ``gw-<agent>`` account.
 
 Funnel approvals (``spec.request.gate`` set; people sign by appending to
 ``spec.approvals``) are checked per signature (approve, reject or revise alike; the CRD
 requires a revise's text): one new signature per write, its
 ``decidedBy`` the caller, the caller holding its ``role`` in the pinned
-``gate.approve.roles`` by user name or by one of the request's groups, the caller not the
+``gate.approve.roles`` by user name or by one of the request's groups, the caller a person
+(not a ServiceAccount: whoever may create its token acts as it), the caller not the
 Run's author when ``excludeAuthor``, none on a Review that is Expired, Closed or already
 Resumed, and no ``spec.decision`` on such a Review at all (one person cannot stand for a
-quorum). Earlier signatures cannot change (the CRD's transition rule refuses that too).
+quorum). The earlier signatures must stay an exact prefix of the new list: nothing
+inserted, reordered, replaced or removed (the CRD's transition rule refuses that too), so
+the one new signature is always the last element, the one every rule above checks.
 
 ``make generate`` writes it to ``deploy/admission/review-decisions.yaml`` (what the tests
 and plain-kubectl installs apply) and into the chart; ``make verify`` checks both.
@@ -28,6 +33,8 @@ and plain-kubectl installs apply) and into the chart; ``make verify`` checks bot
 from __future__ import annotations
 
 from typing import Any
+
+from swarmkit_api.review import GATEWAY_LABEL
 
 from . import mailbox_admission
 
@@ -81,6 +88,15 @@ def approval_validations() -> list[dict[str, Any]]:
             "Invalid",
         ),
         _validation(
+            "variables.signed == 0 || (has(object.spec.approvals) && "
+            "size(object.spec.approvals) >= variables.signed && "
+            "object.spec.approvals.slice(0, variables.signed) == oldObject.spec.approvals)",
+            "'spec.approvals of review ' + object.metadata.name + ': the ' + "
+            "string(variables.signed) + ' earlier signature(s) must stay exactly as they are "
+            "(append yours; never insert, reorder, replace or remove one)'",
+            "Forbidden",
+        ),
+        _validation(
             "!variables.signing || size(object.spec.approvals) == variables.signed + 1",
             "'add one signature per write (your own)'",
             "Forbidden",
@@ -102,6 +118,12 @@ def approval_validations() -> list[dict[str, Any]]:
             "!variables.signing || variables.signature.decidedBy == request.userInfo.username",
             "'spec.approvals[].decidedBy must be your authenticated user name ' + "
             "request.userInfo.username + ', not ' + variables.signature.decidedBy",
+            "Forbidden",
+        ),
+        _validation(
+            "!variables.signing || !request.userInfo.username.startsWith('system:serviceaccount:')",
+            "'a ServiceAccount does not sign a funnel approval: anyone who may create its "
+            "token can act as it; sign as yourself'",
             "Forbidden",
         ),
         _validation(
@@ -133,9 +155,39 @@ def approval_validations() -> list[dict[str, Any]]:
     ]
 
 
+_SA = "'system:serviceaccount:' + request.namespace + ':'"
+_GATEWAY = "object.metadata.labels['" + GATEWAY_LABEL + "']"
+
+
+def origin_validations() -> list[dict[str, Any]]:
+    """A Review labelled as a gateway's is created by a ServiceAccount of its namespace, and
+    a gateway's own account ``gw-<agent>`` speaks only for its agent (issue 46 item 5)."""
+    labelled = (
+        "request.operation == 'CREATE' && has(object.metadata.labels) && "
+        "'" + GATEWAY_LABEL + "' in object.metadata.labels"
+    )
+    return [
+        _validation(
+            "!(" + labelled + ") || request.userInfo.username.startsWith(" + _SA + ")",
+            "'a Review labelled " + GATEWAY_LABEL + "=' + " + _GATEWAY + " + ' is opened by "
+            "that gateway, not by ' + request.userInfo.username",
+            "Forbidden",
+        ),
+        _validation(
+            "!(" + labelled + ") || !request.userInfo.username.startsWith(" + _SA + " + 'gw-') "
+            "|| ('gw-' + " + _GATEWAY + ").startsWith("
+            "request.userInfo.username.substring(size(" + _SA + ")))",
+            "request.userInfo.username + ' may open Reviews only for its own gateway, not "
+            "for ' + " + _GATEWAY,
+            "Forbidden",
+        ),
+    ]
+
+
 def validations() -> list[dict[str, Any]]:
     """The rules, in the order the apiserver reports them."""
     return [
+        *origin_validations(),
         _validation(
             "request.operation != 'CREATE' || !has(object.spec.decision)",
             "'a Review is created without spec.decision; decide it with an update'",

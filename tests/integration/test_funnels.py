@@ -391,6 +391,113 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     assert len(model.requests) == 5, "the resumed run replays; it asks the model nothing"
 
 
+def _json_patch(cluster: LocalCluster, ns: str, review: str, user: str, ops: Any) -> Any:
+    return kubectl_as(
+        cluster, user, f"--as-group={LEADS}", "-n", ns, "patch", "review", review,
+        "--type=json", "-p", json.dumps(ops),
+    )  # fmt: skip
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_one_signer_cannot_insert_replace_or_remove_another_signature(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    """Issue 46 item 2: the old signatures are an exact prefix of the new list."""
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    apply(kube, ns, _funnel())
+    wait_ready(kube, ns, "Topology", "notes")
+    model.push(text(BETTER), _judged(0.9, "Fine."))
+    _create_run_as(cluster, ns, EDITOR, "notes-v6")
+    wait_run(kube, ns, "notes-v6", reason_is("AwaitingReview"), operator=operator, timeout=120)
+    name = parked_review(kube, ns, "notes-v6")["metadata"]["name"]
+    refused = "signatures are appended, never inserted, reordered, changed or removed"
+    bob = {"verdict": "approve", "role": "release-lead", "decidedBy": "bob"}
+    assert _sign(cluster, ns, name, "alice").returncode == 0
+    # alice puts a "bob" signature before hers: the list grew by one and its last element
+    # is hers, which is all the policy used to look at
+    insert = _json_patch(
+        cluster, ns, name, "alice", [{"op": "add", "path": "/spec/approvals/0", "value": bob}]
+    )
+    assert insert.returncode != 0 and refused in insert.stderr, insert.stderr
+    # she signs twice (allowed: it counts once), then replaces the copy in place
+    assert _sign(cluster, ns, name, "alice").returncode == 0
+    replace = _json_patch(
+        cluster, ns, name, "alice", [{"op": "replace", "path": "/spec/approvals/1", "value": bob}]
+    )
+    assert replace.returncode != 0 and refused in replace.stderr, replace.stderr
+    swap = _json_patch(
+        cluster, ns, name, "alice",
+        [
+            {"op": "remove", "path": "/spec/approvals/1"},
+            {"op": "add", "path": "/spec/approvals/0", "value": bob},
+        ],
+    )  # fmt: skip
+    assert swap.returncode != 0 and refused in swap.stderr, swap.stderr
+    remove = _json_patch(
+        cluster, ns, name, "alice", [{"op": "remove", "path": "/spec/approvals/0"}]
+    )
+    assert remove.returncode != 0 and refused in remove.stderr, remove.stderr
+    body = review_of_cluster(cluster, ns, name)
+    assert [a["decidedBy"] for a in body["spec"]["approvals"]] == ["alice", "alice"]
+    run = get(kube, ns, "Run", "notes-v6") or {}
+    assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
+    # the legitimate path: bob signs himself and the kOf 2 gate opens
+    assert _sign(cluster, ns, name, "bob").returncode == 0
+    done = wait_run(kube, ns, "notes-v6", finished, operator=operator, timeout=120)
+    assert (succeeded(done) or {}).get("status") == "True", succeeded(done)
+    [recorded] = done["status"]["decisions"]
+    assert (recorded["verdict"], recorded["decidedBy"]) == ("approve", "alice, bob")
+
+
+@pytest.mark.usefixtures("review_admission", "run_author")
+def test_a_run_created_through_a_service_accounts_token_does_not_pass_an_exclude_author_gate(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    """Issue 46 item 6: eve mints the token of a CI ServiceAccount (built-in edit may) and
+    creates the Run as it, to sign its gate as herself: the gate refuses such a Run."""
+    ns = namespace
+    _setup(kube, ns, cluster, model.openai_base_url)
+    apply(kube, ns, _funnel())
+    wait_ready(kube, ns, "Topology", "notes")
+    ci = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ci"}}
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "ci-edit", "namespace": ns},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"kind": "ServiceAccount", "name": "ci", "namespace": ns}],
+    }
+    cluster.kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(ci))
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
+    minted = kubectl_as(cluster, EDITOR, "-n", ns, "create", "token", "ci")
+    assert minted.returncode == 0, minted.stderr  # what Kubernetes' edit grants
+    as_ci = ["--kubeconfig=/dev/null", f"--server={cluster.server}", "--insecure-skip-tls-verify"]
+    doc = run_manifest("notes-ci", "notes", input="Write the release notes for v2.")
+    model.push(text(BETTER), _judged(0.9, "Fine."))
+    created = cluster.kubectl(
+        *as_ci, f"--token={minted.stdout.strip()}", "-n", ns, "create", "-f", "-",
+        input=json.dumps(doc), check=False,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    author = f"system:serviceaccount:{ns}:ci"
+    run = get(kube, ns, "Run", "notes-ci") or {}
+    assert run["metadata"]["annotations"]["swarmkit.dev/created-by"] == author
+    done = wait_run(kube, ns, "notes-ci", finished, operator=operator, timeout=120)
+    cond = succeeded(done) or {}
+    assert cond.get("status") == "False", cond
+    assert f"was created by ServiceAccount {author}" in cond["message"], cond
+    assert "create the Run as a person to pass this gate" in cond["message"]
+
+
 @pytest.mark.usefixtures("review_admission", "run_author")
 def test_a_rejection_fails_the_run(
     cluster: LocalCluster,

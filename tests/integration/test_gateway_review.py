@@ -250,3 +250,49 @@ async def test_no_decision_in_time_fails_the_call_and_expires_the_review(
     wait_for(expired, timeout=30, message=lambda: operator.tail())
     late = decide(cluster, ns, name, "bob", "approve")
     assert late.returncode != 0 and "expired" in late.stderr
+
+
+def test_a_review_labelled_as_a_gateways_comes_only_from_that_gateways_account(
+    kube: Kube, cluster: LocalCluster, served: tuple[str, str]
+) -> None:
+    """Issue 46 item 5 (the admission half): a person, even one allowed to create Reviews,
+    cannot open one labelled as gateway coder's, nor can another gateway's account."""
+    ns, _ = served
+    review = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Review",
+        "metadata": {"name": "forged", "labels": {"swarmkit.dev/gateway": "coder"}},
+        "spec": {"request": {"kind": "approval", "question": "Approve deploy of checkout?"}},
+    }
+    me = cluster.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}").stdout
+    as_person = cluster.kubectl(
+        "-n", ns, "create", "-f", "-", input=json.dumps(review), check=False
+    )
+    assert as_person.returncode != 0
+    assert (
+        f"a Review labelled swarmkit.dev/gateway=coder is opened by that gateway, not by {me}"
+        in as_person.stderr
+    ), as_person.stderr
+    # eve (edit) mints the token of another gateway's account (allowed to create Reviews)
+    other = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "gw-other"}}
+    cluster.kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(other))
+    cluster.kubectl(
+        "-n", ns, "create", "role", "gw-other-reviews", "--verb=create",
+        "--resource=reviews.swarmkit.dev",
+    )  # fmt: skip
+    cluster.kubectl(
+        "-n", ns, "create", "rolebinding", "gw-other-create", "--role=gw-other-reviews",
+        "--serviceaccount", f"{ns}:gw-other",
+    )  # fmt: skip
+    minted = cluster.kubectl("--as=eve", "-n", ns, "create", "token", "gw-other", check=False)
+    assert minted.returncode == 0, minted.stderr
+    as_other = cluster.kubectl(
+        "--kubeconfig=/dev/null", f"--server={cluster.server}", "--insecure-skip-tls-verify",
+        f"--token={minted.stdout.strip()}", "-n", ns, "create", "-f", "-",
+        input=json.dumps(review), check=False,
+    )  # fmt: skip
+    assert as_other.returncode != 0
+    assert (
+        f"system:serviceaccount:{ns}:gw-other may open Reviews only for its own gateway, "
+        "not for coder" in as_other.stderr
+    ), as_other.stderr

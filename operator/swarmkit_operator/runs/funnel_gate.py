@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from swarmkit_api.bundle import ReviewItem, RunBundle
 from swarmkit_api.funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer
-from swarmkit_api.quorum import Tally, tally
+from swarmkit_api.quorum import SERVICE_ACCOUNT_PREFIX, Tally, tally
 from swarmkit_api.review import FunnelGate, ResumeDecision, decided_at
 
 from .. import metrics
@@ -85,11 +85,35 @@ def rounds_before(previous: Mapping[str, Any] | None, item: ReviewItem) -> list[
     return [*gate.rounds, last][-MAX_ROUNDS:]
 
 
+def author_refusal(funnel: str, approve: ApproveLayer, author: str, namespace: str) -> str | None:
+    """Why a gate excluding its author cannot open for a run in ``namespace`` by
+    ``author`` (None: it can)."""
+    if not approve.exclude_author:
+        return None
+    if not author:
+        # Never guess: a gate that must exclude its author cannot open without knowing who.
+        return (
+            f"funnel {funnel} excludes the run's author, but the Run has no "
+            f"{CREATED_BY_ANNOTATION} annotation (the admission policies set it at creation)"
+        )
+    if author.startswith(f"{SERVICE_ACCOUNT_PREFIX}{namespace}:"):
+        # Every editor of the namespace may `create token` for it: the author could be any
+        # of them, so excluding "the author" would exclude no person (issue 46 item 6).
+        # The operator's own account (scheduled Runs) lives in its own namespace.
+        return (
+            f"funnel {funnel} excludes the run's author, but the Run was created by "
+            f"ServiceAccount {author}: anyone who may create its token can act as it, so "
+            "its author is not one person; create the Run as a person to pass this gate"
+        )
+    return None
+
+
 def gate_request(
     item: ReviewItem,
     bundle: RunBundle,
     author: str,
     rounds: list[ApprovalRound] | None = None,
+    namespace: str = "",
 ) -> dict[str, Any] | str:
     """``spec.request.gate`` of the Review for ``item``, or why it cannot be opened."""
     if item.gate is None:
@@ -97,12 +121,9 @@ def gate_request(
     approve = pinned_approve(bundle, item.gate.funnel)
     if approve is None:
         return f"funnel {item.gate.funnel} is not pinned in the run's bundle"
-    if approve.exclude_author and not author:
-        # Never guess: a gate that must exclude its author cannot open without knowing who.
-        return (
-            f"funnel {item.gate.funnel} excludes the run's author, but the Run has no "
-            f"{CREATED_BY_ANNOTATION} annotation (the admission policies set it at creation)"
-        )
+    refused = author_refusal(item.gate.funnel, approve, author, namespace)
+    if refused is not None:
+        return refused
     gate = FunnelGate(
         funnel=item.gate.funnel,
         approve=approve,
@@ -231,6 +252,7 @@ __all__ = [
     "CREATED_BY_ANNOTATION",
     "FUNNEL_APPROVAL",
     "author_of",
+    "author_refusal",
     "decision",
     "gate_of",
     "gate_request",

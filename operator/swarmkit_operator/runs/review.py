@@ -187,7 +187,8 @@ async def _funnel_gate(st: RunState, run: RunView, item: ReviewItem) -> dict[str
     revised = funnel_gate.revised_review(list(run.status.get("decisions") or ()))
     previous = await k8s.get_custom(REVIEWS, run.namespace, revised) if revised else None
     rounds = funnel_gate.rounds_before(previous, item)
-    return funnel_gate.gate_request(item, rendered.bundle, funnel_gate.author_of(obj), rounds)
+    author = funnel_gate.author_of(obj)
+    return funnel_gate.gate_request(item, rendered.bundle, author, rounds, run.namespace)
 
 
 def _item_of(review: dict[str, Any]) -> dict[str, Any]:

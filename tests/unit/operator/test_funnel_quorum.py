@@ -17,7 +17,12 @@ from swarmkit_operator.builders.funnel import (
     parse_funnel,
     unreachable,
 )
-from swarmkit_operator.runs.funnel_gate import decision, revised_review, rounds_before
+from swarmkit_operator.runs.funnel_gate import (
+    author_refusal,
+    decision,
+    revised_review,
+    rounds_before,
+)
 
 ROLES = {
     "security": {"users": ["sam", "pat"]},
@@ -372,3 +377,41 @@ def test_gate_status_and_metrics_follow_the_approval() -> None:
     assert (count("AwaitingApproval"), count("Approved")) == (1.0, 1.0)
     assert count("RevisionRequested") == 1.0
     assert gates_after([], {"spec": {"request": {"kind": "escalation"}}}, None) is None
+
+
+def test_a_signature_by_someone_outside_a_user_named_role_does_not_count() -> None:
+    # Admission refuses it; the operator re-checks what it can see (issue 46 item 2), so a
+    # forged "bob as security" slipped in by another path never opens the gate.
+    p = policy({"roles": ["security"], "kOf": 2})
+    forged = tally(p, [sig("bob", "security"), sig("sam", "security")], author=None)
+    assert not forged.approved
+    assert "bob: does not hold role security" in forged.ignored
+    assert forged.missing == ["rule 1 (2 of security): 1 more distinct signer(s)"]
+    assert tally(p, [sig("pat", "security"), sig("sam", "security")], author=None).approved
+
+
+CI = "system:serviceaccount:team:ci"
+
+
+def test_a_service_account_signature_never_counts() -> None:
+    # eve may mint the CI account's token: its signature would be a second eve (item 6)
+    p = policy({"roles": ["leads"], "kOf": 2})
+    two = tally(p, [sig("ann", "leads"), sig(CI, "leads")], author=None)
+    assert not two.approved
+    assert f"{CI}: a ServiceAccount, not a person" in two.ignored
+
+
+def test_a_gate_excluding_its_author_refuses_a_run_created_by_a_service_account() -> None:
+    excluding = policy({"roles": ["leads"], "kOf": 1}, excludeAuthor=True)
+    why = author_refusal("notes-gate", excluding, CI, "team")
+    assert why is not None
+    assert f"created by ServiceAccount {CI}" in why and "create the Run as a person" in why
+    assert author_refusal("notes-gate", excluding, "eve", "team") is None
+    assert "has no swarmkit.dev/created-by annotation" in (
+        author_refusal("notes-gate", excluding, "", "team") or ""
+    )
+    # the operator's own account (a scheduled Run) lives in its own namespace
+    operator = "system:serviceaccount:swarmkit-system:swarmkit-operator"
+    assert author_refusal("notes-gate", excluding, operator, "team") is None
+    open_to_all = policy({"roles": ["leads"], "kOf": 1}, excludeAuthor=False)
+    assert author_refusal("notes-gate", open_to_all, CI, "team") is None
