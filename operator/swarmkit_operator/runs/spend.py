@@ -35,6 +35,7 @@ from swarmkit_api.conditions import (
     BUDGET_WARNING,
     REASON_BUDGET_EXHAUSTED,
     REASON_BUDGET_HOLD,
+    REASON_INVALID,
     REASON_MATCHED,
     REASON_NO_MATCH,
     REASON_VALIDATION_FAILED,
@@ -258,36 +259,73 @@ async def settle(run: RunView, result: RunResult | None) -> None:
 
 
 async def refresh(namespaces: Sequence[str], exists: Callable[[str], bool]) -> None:
-    """One pass over every quota of ``namespaces`` (none: all; see the module docstring)."""
+    """One pass over every quota of ``namespaces`` (none: all; see the module docstring).
+
+    A quota that fails is that quota's problem: it is logged and the pass goes on to the
+    next one (one bad selector must not leave every other quota without a refresh)."""
     docs = [d for n in namespaces for d in await _list(n)] if namespaces else await _list(None)
     for doc in docs:
-        spec = _spec(doc)
-        if spec is None:
-            continue
-        meta = doc["metadata"]
-        status = doc.get("status") or {}
-        entries = [
-            e
-            for e in status.get("entries") or []
-            if e.get("state") == "spent" or exists(str(e.get("uid")))
-        ]
-        generation = int(meta.get("generation") or 0)
-        fields = quota.summary(spec, entries, clock(), status.get("conditions"), generation)
-        if spec.selector is not None:
-            matched = await _selector_matches(meta["namespace"], spec.selector.match_labels)
-            fields["conditions"] = set_condition(
-                fields["conditions"],
-                type_=SELECTOR_UNMATCHED,
-                status="False" if matched else "True",
-                reason=REASON_MATCHED if matched else REASON_NO_MATCH,
-                message="the selector matches a Topology or Agent"
-                if matched
-                else "the selector matches no Topology or Agent in the namespace: the quota "
-                "covers no Run",
-                generation=generation,
+        try:
+            await _refresh_one(doc, exists)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            meta = doc.get("metadata") or {}
+            log.warning(
+                "SpendQuota %s/%s: refresh failed: %s", meta.get("namespace"), meta.get("name"), exc
             )
-        if any(status.get(k) != v for k, v in fields.items()):
-            await _write(doc, fields)  # a conflict: someone just wrote it; next pass
+
+
+async def _refresh_one(doc: Mapping[str, Any], exists: Callable[[str], bool]) -> None:
+    spec = _spec(doc)
+    if spec is None:
+        return
+    meta = doc["metadata"]
+    status = doc.get("status") or {}
+    entries = [
+        e
+        for e in status.get("entries") or []
+        if e.get("state") == "spent" or exists(str(e.get("uid")))
+    ]
+    generation = int(meta.get("generation") or 0)
+    fields = quota.summary(spec, entries, clock(), status.get("conditions"), generation)
+    if spec.selector is not None:
+        fields["conditions"] = set_condition(
+            fields["conditions"],
+            generation=generation,
+            **await _selector_condition(meta["namespace"], spec.selector.match_labels),
+        )
+    if any(status.get(k) != v for k, v in fields.items()):
+        await _write(doc, fields)  # a conflict: someone just wrote it; next pass
+
+
+async def _selector_condition(namespace: str, labels: Mapping[str, str]) -> dict[str, str]:
+    """``SelectorUnmatched`` of a quota's selector; an invalid one (the apiserver refuses it,
+    400) says so, naming the field, instead of failing the refresh."""
+    try:
+        matched = await _selector_matches(namespace, labels)
+    except k8s.ApiError as exc:
+        if exc.status != 400:
+            raise
+        return {
+            "type_": SELECTOR_UNMATCHED,
+            "status": "True",
+            "reason": REASON_INVALID,
+            "message": "spec.selector.matchLabels is not a valid label selector: "
+            + _first_line(str(exc)),
+        }
+    return {
+        "type_": SELECTOR_UNMATCHED,
+        "status": "False" if matched else "True",
+        "reason": REASON_MATCHED if matched else REASON_NO_MATCH,
+        "message": "the selector matches a Topology or Agent"
+        if matched
+        else "the selector matches no Topology or Agent in the namespace: the quota covers no Run",
+    }
+
+
+def _first_line(text: str) -> str:
+    return str(text).strip().splitlines()[0][:300] if str(text).strip() else "refused"
 
 
 async def _selector_matches(namespace: str, labels: Mapping[str, str]) -> bool:
