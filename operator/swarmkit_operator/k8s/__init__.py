@@ -36,6 +36,7 @@ from .client import (
     wait_for_api,
     write_refusal,
 )
+from .decoding import TOO_DEEP, too_deep
 from .objects import (
     apply,
     apply_status,
@@ -79,6 +80,7 @@ from .paths import (
     rbac_path,
 )
 from .streams import (
+    Undecodable,
     close_streams,
     stream,
 )
@@ -97,10 +99,12 @@ __all__ = [
     "SA_DIR",
     "SCHEDULER_MANAGER",
     "SKILL_GRANTS_MANAGER",
+    "TOO_DEEP",
     "WRITE_VERBS",
     "ApiError",
     "InCluster",
     "NotLeader",
+    "Undecodable",
     "apiserver_host",
     "apply",
     "apply_status",
@@ -149,6 +153,7 @@ __all__ = [
     "set_write_gate",
     "shutdown",
     "stream",
+    "too_deep",
     "wait_for_api",
     "write_refusal",
 ]

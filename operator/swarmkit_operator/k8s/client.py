@@ -35,6 +35,7 @@ from kubernetes import config as kconfig
 from kubernetes.config import incluster_config
 
 from .. import metrics
+from .decoding import loads
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +265,7 @@ def _request_sync(
                 if 200 <= status < 300:
                     if raw:
                         return status, text
-                    return status, json.loads(text) if text else None
+                    return status, loads(text) if text else None
                 return status, text
             header = response.headers.get("Retry-After") if response.headers else None
             if header and header.isdigit():
