@@ -30,7 +30,7 @@ from swarmkit_api.bundle import BUNDLE_MOUNT, RunBundle
 from swarmkit_api.review import CHECKPOINT_FILE, DECISION_FILE, RESUME_MOUNT
 
 from ..config import OperatorConfig
-from ..hashing import sha256_hex
+from ..hashing import label_value
 from . import RUN_LABEL
 from .pod import (
     CONTAINER_NAME,
@@ -111,15 +111,6 @@ def job_name(run_name: str, run_uid: str, recreation: int = 0, resume: int = 0) 
 def bundle_config_map_name(run_name: str, run_uid: str) -> str:
     """``run-<name>-<uid5>-bundle``: the run's immutable bundle ConfigMap."""
     return f"{job_name(run_name, run_uid)}-bundle"
-
-
-def label_value(text: str) -> str:
-    """``text`` as a valid label value: kept when it is one, else shortened with a hash."""
-    if len(text) <= MAX_NAME and _LABEL_VALUE.match(text):
-        return text
-    digest = sha256_hex(text)[:10]
-    body = re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[: MAX_NAME - 11].strip("-_.")
-    return f"{body}-{digest}" if body else digest
 
 
 def is_valid_label(key: str, value: str) -> bool:

@@ -279,8 +279,9 @@ class Controller:
         since = self.deferred_since.get(key)
         force = since is not None and started - since > self.max_defer
         try:
-            index = VIEW_INDEXES.get(kind)
-            fault = faults.decoded_fault(self.lookup(index, (namespace, name)) if index else None)
+            index = VIEW_INDEXES.get(kind, "")
+            known = index in self.indexes.data
+            fault = faults.decoded_fault(self.lookup(index, (namespace, name)) if known else None)
             if fault is not None:  # cut when decoded: reported, never reconciled
                 await faults.report(self, kind, namespace, name, fault)
                 outcome = "invalid"

@@ -82,7 +82,10 @@ async def report(ctl: FaultBook, kind: str, namespace: str, name: str, verdict: 
     """Write ``verdict`` (and Ready=False with its reason) on the object; whether the
     object still exists (a kind without a view cannot carry a condition: False)."""
     index = VIEW_INDEXES.get(kind)
-    view = ctl.lookup(index, (namespace, name)) if index else None
+    try:
+        view = ctl.lookup(index, (namespace, name)) if index else None
+    except KeyError:  # no such index (a controller without the kind's handlers)
+        return False
     if not isinstance(view, dict):
         return False
     current = dict(view.get("status") or {})

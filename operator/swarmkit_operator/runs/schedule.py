@@ -34,6 +34,7 @@ from swarmkit_api.topology import Schedule
 
 from .. import k8s
 from ..builders import run_status as rs
+from ..hashing import label_value
 from .controller import RunController
 from .model import GROUP, VERSION, RunView, one
 
@@ -109,7 +110,7 @@ def scheduled_run(
             "name": name,
             "namespace": namespace,
             "labels": {
-                TOPOLOGY_LABEL: topology,
+                TOPOLOGY_LABEL: label_value(topology),
                 SCHEDULED_LABEL: "true",
                 "app.kubernetes.io/managed-by": "swarmkit-operator",
             },

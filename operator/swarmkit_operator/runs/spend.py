@@ -47,6 +47,7 @@ from swarmkit_api.spend import SpendQuotaSpec, parse_money
 from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s
+from ..builders import Verdict as Condition
 from ..builders import run_status as rs
 from ..builders import spend as quota
 from ..conditions import get_condition, set_condition
@@ -290,16 +291,20 @@ async def _refresh_one(doc: Mapping[str, Any], exists: Callable[[str], bool]) ->
     generation = int(meta.get("generation") or 0)
     fields = quota.summary(spec, entries, clock(), status.get("conditions"), generation)
     if spec.selector is not None:
+        verdict = await _selector_verdict(meta["namespace"], spec.selector.match_labels)
         fields["conditions"] = set_condition(
             fields["conditions"],
+            type_=SELECTOR_UNMATCHED,
+            status=verdict.status,
+            reason=verdict.reason,
+            message=verdict.message,
             generation=generation,
-            **await _selector_condition(meta["namespace"], spec.selector.match_labels),
         )
     if any(status.get(k) != v for k, v in fields.items()):
         await _write(doc, fields)  # a conflict: someone just wrote it; next pass
 
 
-async def _selector_condition(namespace: str, labels: Mapping[str, str]) -> dict[str, str]:
+async def _selector_verdict(namespace: str, labels: Mapping[str, str]) -> Condition:
     """``SelectorUnmatched`` of a quota's selector; an invalid one (the apiserver refuses it,
     400) says so, naming the field, instead of failing the refresh."""
     try:
@@ -307,21 +312,22 @@ async def _selector_condition(namespace: str, labels: Mapping[str, str]) -> dict
     except k8s.ApiError as exc:
         if exc.status != 400:
             raise
-        return {
-            "type_": SELECTOR_UNMATCHED,
-            "status": "True",
-            "reason": REASON_INVALID,
-            "message": "spec.selector.matchLabels is not a valid label selector: "
-            + _first_line(str(exc)),
-        }
-    return {
-        "type_": SELECTOR_UNMATCHED,
-        "status": "False" if matched else "True",
-        "reason": REASON_MATCHED if matched else REASON_NO_MATCH,
-        "message": "the selector matches a Topology or Agent"
-        if matched
-        else "the selector matches no Topology or Agent in the namespace: the quota covers no Run",
-    }
+        return Condition(
+            SELECTOR_UNMATCHED,
+            "True",
+            REASON_INVALID,
+            "spec.selector.matchLabels is not a valid label selector: " + _first_line(str(exc)),
+        )
+    if matched:
+        return Condition(
+            SELECTOR_UNMATCHED, "False", REASON_MATCHED, "the selector matches a Topology or Agent"
+        )
+    return Condition(
+        SELECTOR_UNMATCHED,
+        "True",
+        REASON_NO_MATCH,
+        "the selector matches no Topology or Agent in the namespace: the quota covers no Run",
+    )
 
 
 def _first_line(text: str) -> str:

@@ -43,6 +43,7 @@ def controller(
 ) -> tuple[Controller, Recorded]:
     ctl = Controller(config=OperatorConfig(), workers=2, resync_seconds=0)
     ctl.reconcilers = {"Skill": reconcile}
+    ctl.indexes.data["skill_views"] = {}  # the kind's index exists; its views are below
     recorded = Recorded()
     ctl.lookup = lambda index, key: views.get(key) if index == "skill_views" else None  # type: ignore[method-assign]
     ctl.write_status = recorded  # type: ignore[method-assign]
