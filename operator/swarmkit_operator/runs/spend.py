@@ -51,6 +51,7 @@ from ..builders import Verdict as Condition
 from ..builders import run_status as rs
 from ..builders import spend as quota
 from ..conditions import get_condition, set_condition
+from . import passes
 from .model import RunView
 
 log = logging.getLogger("swarmkit_operator.spend")
@@ -265,16 +266,12 @@ async def refresh(namespaces: Sequence[str], exists: Callable[[str], bool]) -> N
     A quota that fails is that quota's problem: it is logged and the pass goes on to the
     next one (one bad selector must not leave every other quota without a refresh)."""
     docs = [d for n in namespaces for d in await _list(n)] if namespaces else await _list(None)
-    for doc in docs:
-        try:
-            await _refresh_one(doc, exists)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            meta = doc.get("metadata") or {}
-            log.warning(
-                "SpendQuota %s/%s: refresh failed: %s", meta.get("namespace"), meta.get("name"), exc
-            )
+    await passes.each("SpendQuota refresh", docs, lambda d: _refresh_one(d, exists), _ident)
+
+
+def _ident(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
 async def _refresh_one(doc: Mapping[str, Any], exists: Callable[[str], bool]) -> None:
