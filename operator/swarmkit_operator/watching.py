@@ -16,7 +16,7 @@ resources are watched here instead, the way client-go's reflector does it:
   apiserver restarting) retries the watch from the same version after a backoff. An
   event that is not JSON is skipped and the resource listed again (resuming from the same
   version would deliver it again, forever); one nested too deep for Python is decoded
-  with that value cut and its object marked (:mod:`.k8s.decoding`), so it flows on to be
+  with that value cut and its object marked (:mod:`swarmkit_api.decoding`), so it flows on to be
   reported as that object's condition.
 
 A resource's events are delivered one at a time, in order: the handlers do not block on

@@ -7,6 +7,8 @@ call site reads ``k8s.apply_status(...)`` whatever module defines it (and a test
 replaces ``k8s.request`` sees the calls made through this package's attribute).
 """
 
+from swarmkit_api.decoding import TOO_DEEP, too_deep
+
 from .client import (
     COMPONENT,
     DELIVERY_MANAGER,
@@ -36,7 +38,6 @@ from .client import (
     wait_for_api,
     write_refusal,
 )
-from .decoding import TOO_DEEP, too_deep
 from .objects import (
     apply,
     apply_status,

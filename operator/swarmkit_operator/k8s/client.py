@@ -34,8 +34,9 @@ from kubernetes import client as kclient
 from kubernetes import config as kconfig
 from kubernetes.config import incluster_config
 
+from swarmkit_api.decoding import loads
+
 from .. import metrics
-from .decoding import loads
 
 log = logging.getLogger(__name__)
 

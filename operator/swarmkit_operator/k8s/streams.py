@@ -11,9 +11,10 @@ from typing import Any
 import aiohttp
 from kubernetes import client as kclient
 
+from swarmkit_api.decoding import loads
+
 from .. import metrics
 from .client import ApiError, _resource_of, _state
-from .decoding import loads
 
 
 class Undecodable(ValueError):
@@ -62,7 +63,7 @@ async def stream(
     Raises :class:`ApiError` for an answer other than 2xx, ``aiohttp.ClientError`` or
     ``TimeoutError`` when the connection fails or stays silent for ``read_timeout``,
     :class:`Undecodable` for a line that is not JSON. A value nested too deep for Python
-    is cut and its object marked (:mod:`.decoding`), never an error.
+    is cut and its object marked (:mod:`swarmkit_api.decoding`), never an error.
     """
     api = _state.api
     if api is None:

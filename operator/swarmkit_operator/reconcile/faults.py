@@ -3,7 +3,7 @@
 Two kinds of fault end in the object's own condition (``Accepted=False``, ``Ready=False``,
 with a Warning Event from the status write) instead of a retry loop (issue 47 items 1, 2):
 
-* an object whose value was nested too deep to decode (:mod:`..k8s.decoding` cut it and
+* an object whose value was nested too deep to decode (:mod:`swarmkit_api.decoding` cut it and
   marked the fields): never reconciled, reported at once (``DepthExceeded``);
 * a reconcile that raises ``RecursionError`` or ``ValueError`` (a builder's "Maximum
   serialization depth exceeded", a value no model accepts): reported (``Invalid``) after

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from swarmkit_operator.k8s import decoding
+from swarmkit_api import decoding
 
 
 def deep_skill(name: str, levels: int) -> str:

@@ -7,7 +7,8 @@ decoded again with every value below :data:`MAX_DEPTH` levels replaced by a mark
 each object carrying one gets :data:`TOO_DEEP` (the fields cut, e.g.
 ``spec.outputs.properties.a``): the object still flows to its index and reconcile, which
 report it (``Accepted=False DepthExceeded`` naming the field) instead of the whole
-resource's stream looping on one event.
+resource's stream looping on one event. The operator's API layer (``k8s``) and the kubectl
+plugin both decode with it (here: the one package both may import).
 """
 
 from __future__ import annotations
