@@ -5,6 +5,10 @@ object of the same answer decoded whole."""
 from __future__ import annotations
 
 import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swarmkit_api import decoding
 
@@ -65,3 +69,34 @@ def test_an_ordinary_answer_is_json_loads() -> None:
     text = deep_skill("fine", 50)
     assert decoding.loads(text) == json.loads(text)
     assert decoding.too_deep(decoding.loads(text)) == []
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='ab{}[]"\\:,é\n '),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(alphabet='ab{}[]"\\é', max_size=4), inner, max_size=4)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(value=JSON, depth=st.integers(min_value=1, max_value=6))
+def test_pruning_keeps_every_value_within_the_depth_and_cuts_the_rest(
+    value: Any, depth: int
+) -> None:
+    text = json.dumps(value, ensure_ascii=False)
+    assert json.loads(decoding.pruned(text, 1000)) == value  # nothing that deep: unchanged
+    cut = json.loads(decoding.pruned(text, depth))  # always JSON, whatever the strings hold
+    body = {"spec": cut}
+    decoding._mark(body)
+    assert bool(decoding.too_deep(body)) == (_depth(value) > depth)
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
