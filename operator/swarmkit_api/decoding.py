@@ -86,10 +86,12 @@ def _mark(obj: Any) -> None:
     cut = []
     for path in _cuts(obj, ""):
         cut.append(path)
-        if len(cut) >= _REPORTED:
+        if len(cut) >= 4 * _REPORTED:
             break
+    # The user's field first: metadata.managedFields mirrors every field set, cut too.
+    cut.sort(key=lambda p: p.startswith("metadata."))
     if cut:
-        obj[TOO_DEEP] = cut
+        obj[TOO_DEEP] = cut[:_REPORTED]
 
 
 def _cuts(value: Any, path: str) -> Iterator[str]:

@@ -84,14 +84,16 @@ def operator(
 def post_raw(kube: Kube, namespace: str, plural: str, text: str) -> str:
     """Create from JSON text (the client's json.dumps cannot encode 2,000 levels); the
     field the apiserver named when it refused, or "" when it admitted the object."""
-    host = kube.api_client.configuration.host
-    response = kube.api_client.rest_client.request(
-        "POST",
-        f"{host}/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}",
-        headers={"Content-Type": "application/json", "Accept": "application/json"},
-        body=text,
-        _preload_content=True,
+    # Serialized as is (a str), with the client's credentials.
+    method, full, headers, _, _ = kube.api_client.param_serialize(
+        method="POST",
+        resource_path=f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}",
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        auth_settings=["BearerToken"],
     )
+    # The pool itself: the REST layer would json.dumps the text again.
+    pool = kube.api_client.rest_client.pool_manager
+    response = pool.request(method, full, body=text.encode(), headers=headers)
     if response.status == 201:
         return ""
     return _named_field(response.status, response.data)
