@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from swarmkit_api.decoding import loads
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
 
@@ -141,8 +142,11 @@ def conditioned(
     ok: Callable[[dict[str, Any]], bool],
 ) -> Callable[[], bool]:
     def check() -> bool:
-        o = kube.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
-        c = condition(o, type_)
+        # Read as the operator reads it: the client's own json.loads fails on the poison.
+        answer = kube.custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, plural, name, _preload_content=False
+        )
+        c = condition(loads(answer.data), type_)
         return c is not None and ok(c)
 
     return check
@@ -285,11 +289,17 @@ def test_a_253_character_name_gets_its_condition(
         },
     }
     doc = {**docs[kind], "metadata": {"name": LONG_NAME}}
-    assert post(kube, poison_ns, doc) == ""
-    ready = conditioned(
-        kube, poison_ns, PLURALS[kind], LONG_NAME, "Ready", lambda c: c["status"] == "True"
-    )
-    hold(kube, operator, canary_ns, kind, [ready])
+    field = post(kube, poison_ns, doc)
+    admitted = []
+    if field == "":
+        admitted.append(
+            conditioned(
+                kube, poison_ns, PLURALS[kind], LONG_NAME, "Ready", lambda c: c["status"] == "True"
+            )
+        )
+    else:  # a kind whose names are shorter by its schema says so, naming the field
+        assert field == "metadata.name"
+    hold(kube, operator, canary_ns, kind, admitted)
 
 
 @pytest.mark.xfail(
