@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from swarmkit_api import GROUP, KINDS_BY_NAME, VERSION
+from swarmkit_api.decoding import loads
 
 from .plugin import CommandError, UsageError
 
@@ -93,9 +94,12 @@ class Kube:
             if token:
                 kwargs["_continue"] = token
             try:
-                page = self.custom.list_namespaced_custom_object(
-                    GROUP, VERSION, self.namespace, plural, **kwargs
+                # Decoded here: an object nested too deep for json.loads is read with
+                # that value cut (swarmkit_api.decoding), never a traceback.
+                response = self.custom.list_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, plural, _preload_content=False, **kwargs
                 )
+                page = loads(response.data)
             except ApiException as exc:
                 raise CommandError(
                     f"listing {plural} in {self.namespace!r}: {exc.status} {exc.reason}"

@@ -13,7 +13,11 @@ resources are watched here instead, the way client-go's reflector does it:
 * WATCH from the list's resourceVersion, with bookmarks, delivering ADDED / MODIFIED /
   DELETED in order; a stream the server ends (``timeoutSeconds``) resumes where it was.
 * ``410 Gone`` (that version was compacted away) lists again; a failed connection (the
-  apiserver restarting) retries the watch from the same version after a backoff.
+  apiserver restarting) retries the watch from the same version after a backoff. An
+  event that is not JSON is skipped and the resource listed again (resuming from the same
+  version would deliver it again, forever); one nested too deep for Python is decoded
+  with that value cut and its object marked (:mod:`swarmkit_api.decoding`), so it flows on to be
+  reported as that object's condition.
 
 A resource's events are delivered one at a time, in order: the handlers do not block on
 the API (they update indexes and queue work). A metadata-only reflector asks for
@@ -96,6 +100,10 @@ class Reflector:
             except Gone:
                 log.info("watch of %s: resourceVersion expired, listing again", self.where)
                 version = None
+            except k8s.Undecodable as exc:
+                # Skipped, never retried from the same version (it would come again).
+                log.warning("watch of %s: %s; listing again", self.where, exc)
+                version = None
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a connection lost, the apiserver restarting, a 5xx
@@ -125,7 +133,24 @@ class Reflector:
             self.known.pop(uid, None)
         else:
             self.known[uid] = _minimal(body)
-        await self.deliver(type_, body)
+        try:
+            await self.deliver(type_, body)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # One object's event that its handlers cannot take is that object's problem:
+            # raising here would restart the stream at the same version, forever.
+            meta = body.get("metadata") or {}
+            log.warning(
+                "watch of %s: the event %s of %s/%s failed (%s: %s); skipped",
+                self.where,
+                type_ or "LISTED",
+                meta.get("namespace", ""),
+                meta.get("name", ""),
+                type(exc).__name__,
+                exc,
+                exc_info=True,
+            )
 
     async def list(self) -> str:
         """Deliver every object (type ``None``) and a DELETED for each one gone; the

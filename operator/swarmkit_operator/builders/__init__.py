@@ -23,7 +23,7 @@ from swarmkit_api import API_VERSION, FieldError, ManifestError
 from swarmkit_api.conditions import ACCEPTED, REASON_INVALID
 
 from ..conditions import Status
-from ..hashing import canonical_json, sha256_hex
+from ..hashing import MAX_SUBDOMAIN, canonical_json, fitted, label_value, sha256_hex
 
 #: Labels every object the operator creates carries.
 MANAGED_BY = {"app.kubernetes.io/managed-by": "swarmkit-operator"}
@@ -83,7 +83,7 @@ def owner_reference(owner: ObjectRef) -> dict[str, Any]:
 def rendered_labels(owner: ObjectRef) -> dict[str, str]:
     labels = dict(MANAGED_BY)
     labels[COMPONENT_LABEL] = COMPONENTS[owner.kind]
-    labels[OWNER_LABELS[owner.kind]] = owner.name
+    labels[OWNER_LABELS[owner.kind]] = label_value(owner.name)  # a name can be 253 long
     return labels
 
 
@@ -93,8 +93,10 @@ def content_digest(data: Mapping[str, str], binary_data: Mapping[str, str] | Non
 
 
 def config_map_name(owner: ObjectRef, digest: str) -> str:
-    """``<prefix>-<name>-<digest[:8]>``: content-addressed, so it never needs updating."""
-    return f"{PREFIXES[owner.kind]}-{owner.name}-{digest[:8]}"
+    """``<prefix>-<name>-<digest[:8]>``: content-addressed, so it never needs updating (the
+    name part is cut and hashed when the whole would pass the 253 characters of a name)."""
+    suffix = f"-{digest[:8]}"
+    return fitted(f"{PREFIXES[owner.kind]}-{owner.name}", MAX_SUBDOMAIN - len(suffix)) + suffix
 
 
 def rendered_config_map(

@@ -32,6 +32,8 @@ from swarmkit_api.effects import (
 )
 from swarmkit_api.resources import API_VERSION
 
+from ..hashing import label_value
+
 MANAGED = {"app.kubernetes.io/managed-by": "swarmkit-operator"}
 TOPOLOGY_LABEL = "swarmkit.dev/topology"
 
@@ -62,7 +64,11 @@ def scheduled_run(
     """The Run a ``schedule`` effect creates (owned by its Topology)."""
     name = object_name(run_name, run_uid, effect.seq)
     meta = _meta(
-        name, namespace, run_uid, effect, {SCHEDULED_BY_LABEL: run_name, TOPOLOGY_LABEL: effect.to}
+        name,
+        namespace,
+        run_uid,
+        effect,
+        {SCHEDULED_BY_LABEL: label_value(run_name), TOPOLOGY_LABEL: label_value(effect.to)},
     )
     meta["ownerReferences"] = [
         {
@@ -89,7 +95,7 @@ def message_run(
 ) -> dict[str, Any]:
     """The single-agent Run an ``agent_message`` effect creates."""
     name = object_name(run_name, run_uid, effect.seq)
-    meta = _meta(name, namespace, run_uid, effect, {MESSAGED_BY_LABEL: run_name})
+    meta = _meta(name, namespace, run_uid, effect, {MESSAGED_BY_LABEL: label_value(run_name)})
     spec = {
         "agentRef": {"name": effect.to},
         "input": effect.message,
@@ -109,7 +115,7 @@ def mailbox_message(
     """The MailboxMessage a ``mailbox_send`` effect creates (``webhook``: its mailbox posts
     to a webhook, so the item is labelled for delivery)."""
     name = object_name(run_name, run_uid, effect.seq)
-    labels = {MAILBOX_LABEL: effect.to}
+    labels = {MAILBOX_LABEL: label_value(effect.to)}
     if webhook:
         labels[DELIVERY_LABEL] = DELIVERY_PENDING
     meta = _meta(name, namespace, run_uid, effect, labels)

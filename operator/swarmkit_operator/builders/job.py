@@ -32,11 +32,11 @@ from swarmkit_api.bundle import (
     CHECKPOINT_SHA256_ENV,
     RunBundle,
 )
-from swarmkit_api.common import RESERVED_LABEL_DOMAINS, is_label_value, is_valid_label
+from swarmkit_api.common import RESERVED_LABEL_DOMAINS, is_valid_label
 from swarmkit_api.review import CHECKPOINT_FILE, DECISION_FILE, RESUME_MOUNT
 
 from ..config import OperatorConfig
-from ..hashing import sha256_hex
+from ..hashing import label_value
 from . import RUN_LABEL
 from .pod import (
     CONTAINER_NAME,
@@ -114,15 +114,6 @@ def job_name(run_name: str, run_uid: str, recreation: int = 0, resume: int = 0) 
 def bundle_config_map_name(run_name: str, run_uid: str) -> str:
     """``run-<name>-<uid5>-bundle``: the run's immutable bundle ConfigMap."""
     return f"{job_name(run_name, run_uid)}-bundle"
-
-
-def label_value(text: str) -> str:
-    """``text`` as a valid label value: kept when it is one, else shortened with a hash."""
-    if is_label_value(text):
-        return text
-    digest = sha256_hex(text)[:10]
-    body = re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[: MAX_NAME - 11].strip("-_.")
-    return f"{body}-{digest}" if body else digest
 
 
 def user_labels(labels: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:

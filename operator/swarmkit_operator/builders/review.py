@@ -33,6 +33,7 @@ from swarmkit_api.review import (
     decision_of,
 )
 
+from ..hashing import label_value
 from .job import (
     MANAGED_BY_LABELS,
     RUN_API_VERSION,
@@ -222,7 +223,7 @@ def build_skill_review(
             "namespace": namespace,
             "labels": {
                 **MANAGED_BY_LABELS,
-                SKILL_LABEL: skill,
+                SKILL_LABEL: label_value(skill),
                 REVIEW_KIND_LABEL: SKILL_REVIEW_KIND,
             },
             "ownerReferences": [

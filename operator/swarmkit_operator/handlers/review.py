@@ -54,7 +54,10 @@ def skill_reviews(
 ) -> dict[Any, Any]:
     """(namespace, skill) → its skill reviews (content hash, decision)."""
     spec = body.get("spec") or {}
-    return {(namespace, labels[rv.SKILL_LABEL]): {"spec": dict(spec)}}
+    # The owner names the Skill; the label is only a selector (hashed for a long name).
+    owners = (body.get("metadata") or {}).get("ownerReferences") or ()
+    skill = next((o.get("name") for o in owners if o.get("kind") == "Skill"), None)
+    return {(namespace, skill or labels[rv.SKILL_LABEL]): {"spec": dict(spec)}}
 
 
 def _leadership(memo: Any) -> Leadership:

@@ -7,6 +7,8 @@ call site reads ``k8s.apply_status(...)`` whatever module defines it (and a test
 replaces ``k8s.request`` sees the calls made through this package's attribute).
 """
 
+from swarmkit_api.decoding import TOO_DEEP, too_deep
+
 from .client import (
     COMPONENT,
     DELIVERY_MANAGER,
@@ -79,6 +81,7 @@ from .paths import (
     rbac_path,
 )
 from .streams import (
+    Undecodable,
     close_streams,
     stream,
 )
@@ -97,10 +100,12 @@ __all__ = [
     "SA_DIR",
     "SCHEDULER_MANAGER",
     "SKILL_GRANTS_MANAGER",
+    "TOO_DEEP",
     "WRITE_VERBS",
     "ApiError",
     "InCluster",
     "NotLeader",
+    "Undecodable",
     "apiserver_host",
     "apply",
     "apply_status",
@@ -149,6 +154,7 @@ __all__ = [
     "set_write_gate",
     "shutdown",
     "stream",
+    "too_deep",
     "wait_for_api",
     "write_refusal",
 ]

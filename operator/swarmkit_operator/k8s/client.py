@@ -34,6 +34,8 @@ from kubernetes import client as kclient
 from kubernetes import config as kconfig
 from kubernetes.config import incluster_config
 
+from swarmkit_api.decoding import loads
+
 from .. import metrics
 
 log = logging.getLogger(__name__)
@@ -264,7 +266,7 @@ def _request_sync(
                 if 200 <= status < 300:
                     if raw:
                         return status, text
-                    return status, json.loads(text) if text else None
+                    return status, loads(text) if text else None
                 return status, text
             header = response.headers.get("Retry-After") if response.headers else None
             if header and header.isdigit():

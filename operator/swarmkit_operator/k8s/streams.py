@@ -4,7 +4,6 @@ stream is open for minutes, and cancelling it must close it at once."""
 from __future__ import annotations
 
 import asyncio
-import json
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -12,8 +11,14 @@ from typing import Any
 import aiohttp
 from kubernetes import client as kclient
 
+from swarmkit_api.decoding import loads
+
 from .. import metrics
 from .client import ApiError, _resource_of, _state
+
+
+class Undecodable(ValueError):
+    """A watch line that is not JSON (the stream is out of step: list again)."""
 
 
 def _ssl_context(cfg: kclient.Configuration) -> ssl.SSLContext | bool:
@@ -56,7 +61,9 @@ async def stream(
     """GET ``path`` and yield each JSON line of the answer (a watch) as it arrives.
 
     Raises :class:`ApiError` for an answer other than 2xx, ``aiohttp.ClientError`` or
-    ``TimeoutError`` when the connection fails or stays silent for ``read_timeout``.
+    ``TimeoutError`` when the connection fails or stays silent for ``read_timeout``,
+    :class:`Undecodable` for a line that is not JSON. A value nested too deep for Python
+    is cut and its object marked (:mod:`swarmkit_api.decoding`), never an error.
     """
     api = _state.api
     if api is None:
@@ -78,8 +85,13 @@ async def stream(
                 continue
             *lines, tail = (tail + chunk).split(b"\n")
             for line in lines:
-                if line.strip():
-                    yield json.loads(line)
+                if not line.strip():
+                    continue
+                try:
+                    event = loads(line)
+                except ValueError as exc:
+                    raise Undecodable(f"WATCH {path}: an event is not JSON: {exc}") from None
+                yield event
 
 
 async def close_streams() -> None:

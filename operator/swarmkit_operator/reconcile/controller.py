@@ -25,6 +25,7 @@ from ..indexes import Indexes, Listing, populate
 from ..marks import mark
 from ..runtime.leader import Leadership
 from ..runtime.workqueue import Workers
+from . import faults
 from .status import same_status
 from .status import write_status as _write_status
 from .views import MISSING, VIEW_INDEXES
@@ -278,7 +279,14 @@ class Controller:
         since = self.deferred_since.get(key)
         force = since is not None and started - since > self.max_defer
         try:
-            outcome = await fn(self, namespace, name, force)
+            index = VIEW_INDEXES.get(kind, "")
+            known = index in self.indexes.data
+            fault = faults.decoded_fault(self.lookup(index, (namespace, name)) if known else None)
+            if fault is not None:  # cut when decoded: reported, never reconciled
+                await faults.report(self, kind, namespace, name, fault)
+                outcome = "invalid"
+            else:
+                outcome = await fn(self, namespace, name, force)
         except Deferred as exc:
             self.deferred_since.setdefault(key, started)
             metrics.RECONCILES.labels(kind, "deferred").inc()
@@ -294,6 +302,8 @@ class Controller:
             failures = self.failures.get(key, 0) + 1
             self.failures[key] = failures
             delay = min(0.5 * 2 ** (failures - 1), 60.0) * random.uniform(0.8, 1.2)
+            if await self._report_fault(key, exc):
+                delay = 60.0  # the object's own fault, now its condition: a fix re-enqueues
             metrics.RECONCILES.labels(kind, "error").inc()
             metrics.RETRIES.labels(kind).inc()
             log.warning(
@@ -313,6 +323,19 @@ class Controller:
         self.failures.pop(key, None)
         self.deferred_since.pop(key, None)
         metrics.RECONCILES.labels(kind, outcome).inc()
+
+    async def _report_fault(self, key: Key, exc: Exception) -> bool:
+        """Whether ``exc`` is the object's fault and now its condition (:mod:`.faults`)."""
+        verdict = faults.raised_fault(exc)
+        if verdict is None:
+            return False
+        try:
+            return await faults.report(self, *key, verdict)
+        except asyncio.CancelledError:
+            raise
+        except Exception as failed:  # the retry below reports it again
+            log.warning("reporting %s %s/%s's fault failed: %s", *key, failed)
+            return False
 
     async def _event_poster(self) -> None:
         while True:

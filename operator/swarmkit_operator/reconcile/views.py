@@ -12,6 +12,7 @@ from typing import Any
 
 from swarmkit_api.conditions import READY
 
+from .. import k8s
 from ..indexes import Indexes
 
 #: kopf's own bookkeeping (only ever used if a change-detecting handler is added).
@@ -49,6 +50,8 @@ def base_view(body: Mapping[str, Any]) -> dict[str, Any]:
         "ready": ready == "True",
         "reason": reason,
         "status": status,
+        # Fields cut when it was decoded (nested too deep): reported, never reconciled.
+        "tooDeep": tuple(k8s.too_deep(body)),
     }
 
 

@@ -34,6 +34,7 @@ from swarmkit_api.effects import DELIVERY_LABEL, DELIVERY_PENDING
 
 from .. import k8s
 from ..builders import run_status as rs
+from . import passes
 from .controller import RunController
 from .model import GROUP, VERSION
 
@@ -99,8 +100,12 @@ class Delivery:
     async def tick(self, session: aiohttp.ClientSession, now: datetime) -> None:
         for namespace in sorted(self.namespaces()):
             path = k8s.custom_path(PLURAL, namespace)
-            for item in await k8s.list_objects(path, f"{DELIVERY_LABEL}={DELIVERY_PENDING}"):
+            items = await k8s.list_objects(path, f"{DELIVERY_LABEL}={DELIVERY_PENDING}")
+
+            async def step(item: dict[str, Any]) -> None:
                 await self.deliver(session, item, now)
+
+            await passes.each("mailbox delivery", items, step, _ident)
 
     async def deliver(
         self, session: aiohttp.ClientSession, item: dict[str, Any], now: datetime
@@ -218,3 +223,8 @@ class Delivery:
 
 
 __all__ = ["Delivery", "backoff", "payload", "webhook_ref"]
+
+
+def _ident(item: dict[str, Any]) -> str:
+    meta = item.get("metadata") or {}
+    return f"message {meta.get('namespace')}/{meta.get('name')}"

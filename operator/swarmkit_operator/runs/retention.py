@@ -27,6 +27,7 @@ from swarmkit_api.topology import HistoryLimit
 from .. import k8s
 from ..builders import run_status as rs
 from ..conditions import get_condition
+from . import passes
 from .controller import RunController
 from .model import one
 from .schedule import SCHEDULED_LABEL
@@ -140,7 +141,9 @@ class Retention:
                 groups.setdefault((r.namespace, str(topo)), []).append(
                     (r.name, outcome, done, scheduled)
                 )
-        for (namespace, topo), members in groups.items():
+
+        async def history(group: tuple[tuple[str, str], list[tuple[str, str, str, bool]]]) -> None:
+            (namespace, topo), members = group
             view = one(self.ctl.idx.topologies, (namespace, topo))
             raw = ((view or {}).get("spec") or {}).get("historyLimit")
             if raw is not None:
@@ -150,6 +153,12 @@ class Retention:
                 limit = HistoryLimit()
                 candidates = [(n, o, d) for n, o, d, s in members if s]
             doomed.extend((namespace, n) for n in history_victims(candidates, limit))
-        for namespace, name in doomed:
-            if await k8s.delete_custom("runs", namespace, name):
-                log.info("deleted finished Run %s/%s (retention)", namespace, name)
+
+        async def delete(run: tuple[str, str]) -> None:
+            if await k8s.delete_custom("runs", *run):
+                log.info("deleted finished Run %s/%s (retention)", *run)
+
+        await passes.each(
+            "retention", list(groups.items()), history, lambda g: f"Topology {g[0][0]}/{g[0][1]}"
+        )
+        await passes.each("retention", doomed, delete, lambda r: f"Run {r[0]}/{r[1]}")

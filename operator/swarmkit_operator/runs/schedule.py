@@ -35,6 +35,8 @@ from swarmkit_api.topology import Schedule
 from .. import k8s
 from ..builders import run_status as rs
 from ..builders.topology import schedule_problem
+from ..hashing import label_value
+from . import passes
 from .controller import RunController
 from .model import GROUP, VERSION, RunView, one
 
@@ -110,7 +112,7 @@ def scheduled_run(
             "name": name,
             "namespace": namespace,
             "labels": {
-                TOPOLOGY_LABEL: topology,
+                TOPOLOGY_LABEL: label_value(topology),
                 SCHEDULED_LABEL: "true",
                 "app.kubernetes.io/managed-by": "swarmkit-operator",
             },
@@ -205,8 +207,18 @@ class Scheduler:
             await asyncio.sleep(SCHEDULE_INTERVAL)
 
     async def tick(self, now: datetime) -> None:
+        scheduled = []
         for key in list(self.ctl.idx.topologies.keys()):
             topo = one(self.ctl.idx.topologies, key)
-            if topo is None or not (topo.get("spec") or {}).get("schedule"):
-                continue
+            if topo is not None and (topo.get("spec") or {}).get("schedule"):
+                scheduled.append(topo)
+
+        async def step(topo: dict[str, Any]) -> None:
             await schedule_topology(self.ctl, topo, now)
+
+        await passes.each("schedules", scheduled, step, _ident)
+
+
+def _ident(topo: dict[str, Any]) -> str:
+    meta = topo.get("metadata") or {}
+    return f"Topology {meta.get('namespace')}/{meta.get('name')}"

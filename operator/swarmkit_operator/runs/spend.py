@@ -35,6 +35,7 @@ from swarmkit_api.conditions import (
     BUDGET_WARNING,
     REASON_BUDGET_EXHAUSTED,
     REASON_BUDGET_HOLD,
+    REASON_INVALID,
     REASON_MATCHED,
     REASON_NO_MATCH,
     REASON_VALIDATION_FAILED,
@@ -46,9 +47,11 @@ from swarmkit_api.spend import SpendQuotaSpec, parse_money
 from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s
+from ..builders import Verdict as Condition
 from ..builders import run_status as rs
 from ..builders import spend as quota
 from ..conditions import get_condition, set_condition
+from . import passes
 from .model import RunView
 
 log = logging.getLogger("swarmkit_operator.spend")
@@ -258,36 +261,74 @@ async def settle(run: RunView, result: RunResult | None) -> None:
 
 
 async def refresh(namespaces: Sequence[str], exists: Callable[[str], bool]) -> None:
-    """One pass over every quota of ``namespaces`` (none: all; see the module docstring)."""
+    """One pass over every quota of ``namespaces`` (none: all; see the module docstring).
+
+    A quota that fails is that quota's problem: it is logged and the pass goes on to the
+    next one (one bad selector must not leave every other quota without a refresh)."""
     docs = [d for n in namespaces for d in await _list(n)] if namespaces else await _list(None)
-    for doc in docs:
-        spec = _spec(doc)
-        if spec is None:
-            continue
-        meta = doc["metadata"]
-        status = doc.get("status") or {}
-        entries = [
-            e
-            for e in status.get("entries") or []
-            if e.get("state") == "spent" or exists(str(e.get("uid")))
-        ]
-        generation = int(meta.get("generation") or 0)
-        fields = quota.summary(spec, entries, clock(), status.get("conditions"), generation)
-        if spec.selector is not None:
-            matched = await _selector_matches(meta["namespace"], spec.selector.match_labels)
-            fields["conditions"] = set_condition(
-                fields["conditions"],
-                type_=SELECTOR_UNMATCHED,
-                status="False" if matched else "True",
-                reason=REASON_MATCHED if matched else REASON_NO_MATCH,
-                message="the selector matches a Topology or Agent"
-                if matched
-                else "the selector matches no Topology or Agent in the namespace: the quota "
-                "covers no Run",
-                generation=generation,
-            )
-        if any(status.get(k) != v for k, v in fields.items()):
-            await _write(doc, fields)  # a conflict: someone just wrote it; next pass
+    await passes.each("SpendQuota refresh", docs, lambda d: _refresh_one(d, exists), _ident)
+
+
+def _ident(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+async def _refresh_one(doc: Mapping[str, Any], exists: Callable[[str], bool]) -> None:
+    spec = _spec(doc)
+    if spec is None:
+        return
+    meta = doc["metadata"]
+    status = doc.get("status") or {}
+    entries = [
+        e
+        for e in status.get("entries") or []
+        if e.get("state") == "spent" or exists(str(e.get("uid")))
+    ]
+    generation = int(meta.get("generation") or 0)
+    fields = quota.summary(spec, entries, clock(), status.get("conditions"), generation)
+    if spec.selector is not None:
+        verdict = await _selector_verdict(meta["namespace"], spec.selector.match_labels)
+        fields["conditions"] = set_condition(
+            fields["conditions"],
+            type_=SELECTOR_UNMATCHED,
+            status=verdict.status,
+            reason=verdict.reason,
+            message=verdict.message,
+            generation=generation,
+        )
+    if any(status.get(k) != v for k, v in fields.items()):
+        await _write(doc, fields)  # a conflict: someone just wrote it; next pass
+
+
+async def _selector_verdict(namespace: str, labels: Mapping[str, str]) -> Condition:
+    """``SelectorUnmatched`` of a quota's selector; an invalid one (the apiserver refuses it,
+    400) says so, naming the field, instead of failing the refresh."""
+    try:
+        matched = await _selector_matches(namespace, labels)
+    except k8s.ApiError as exc:
+        if exc.status != 400:
+            raise
+        return Condition(
+            SELECTOR_UNMATCHED,
+            "True",
+            REASON_INVALID,
+            "spec.selector.matchLabels is not a valid label selector: " + _first_line(str(exc)),
+        )
+    if matched:
+        return Condition(
+            SELECTOR_UNMATCHED, "False", REASON_MATCHED, "the selector matches a Topology or Agent"
+        )
+    return Condition(
+        SELECTOR_UNMATCHED,
+        "True",
+        REASON_NO_MATCH,
+        "the selector matches no Topology or Agent in the namespace: the quota covers no Run",
+    )
+
+
+def _first_line(text: str) -> str:
+    return str(text).strip().splitlines()[0][:300] if str(text).strip() else "refused"
 
 
 async def _selector_matches(namespace: str, labels: Mapping[str, str]) -> bool:
