@@ -247,6 +247,11 @@ class RunStatus(ApiModel):
     job_name: str | None = Field(default=None, description="The Run's Job.")
     pod_name: str | None = Field(default=None, description="The Job's pod.")
     bundle_config_map: str | None = Field(default=None, description="The immutable bundle.")
+    bundle_sha256: str | None = Field(
+        default=None,
+        description="sha256 of the bundle ConfigMap's data, recorded when the operator wrote "
+        "it: a bundle with another digest is never used (TamperedObject).",
+    )
     trace_id: str | None = Field(
         default=None, description="The Run's OpenTelemetry trace id (when traced)."
     )
@@ -268,6 +273,11 @@ class RunStatus(ApiModel):
     resumes: int = Field(default=0, ge=0, description="How often the run resumed after a review.")
     checkpoint_config_map: str | None = Field(
         default=None, description="The immutable checkpoint of the latest park."
+    )
+    checkpoint_sha256: str | None = Field(
+        default=None,
+        description="sha256 of that checkpoint as the runner reported it: checked before it "
+        "is shown to a reviewer or mounted (TamperedObject).",
     )
     decisions: list[RecordedDecision] = Field(
         default_factory=list, description="Every review decision the run went on with."

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from swarmkit_api import decoding
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube
 from tests.support import planted
@@ -52,7 +53,12 @@ def test_no_secret_value_in_configmaps_status_events_pod_specs_or_logs(
             text = json.dumps({"data": cm.data, "meta": cm.metadata.to_dict()}, default=str)
             found += [f"ConfigMap {ns}/{cm.metadata.name}" for _ in _hits(text)]
         for kind, plural in PLURALS.items():
-            for o in kube.custom.list_namespaced_custom_object(GROUP, VERSION, ns, plural)["items"]:
+            # Read raw and decoded as the operator does: the poison tests leave objects
+            # nested deeper than Python's own decoder takes (swarmkit_api.decoding).
+            raw = kube.custom.list_namespaced_custom_object(
+                GROUP, VERSION, ns, plural, _preload_content=False
+            )
+            for o in decoding.loads(raw.data)["items"]:
                 scanned["objects"] += 1
                 text = json.dumps(o.get("status") or {})
                 found += [f"{kind} {ns}/{o['metadata']['name']} status" for _ in _hits(text)]
