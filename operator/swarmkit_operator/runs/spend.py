@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from swarmkit_api.bundle import RunResult
 from swarmkit_api.conditions import (
     BUDGET_WARNING,
+    READY,
     REASON_BUDGET_EXHAUSTED,
     REASON_BUDGET_HOLD,
     REASON_INVALID,
@@ -275,8 +276,10 @@ def _ident(doc: Mapping[str, Any]) -> str:
 
 
 async def _refresh_one(doc: Mapping[str, Any], exists: Callable[[str], bool]) -> None:
-    spec = _spec(doc)
-    if spec is None:
+    try:
+        spec = SpendQuotaSpec.model_validate(doc.get("spec") or {})
+    except ValidationError as exc:
+        await _refuse(doc, exc)  # admitted before today's schema: said, not skipped
         return
     meta = doc["metadata"]
     status = doc.get("status") or {}
@@ -299,6 +302,32 @@ async def _refresh_one(doc: Mapping[str, Any], exists: Callable[[str], bool]) ->
         )
     if any(status.get(k) != v for k, v in fields.items()):
         await _write(doc, fields)  # a conflict: someone just wrote it; next pass
+
+
+async def _refuse(doc: Mapping[str, Any], exc: ValidationError) -> None:
+    """A quota whose spec the model refuses: ``Ready=False Invalid`` naming the fields (and
+    ``SelectorUnmatched=True Invalid`` when the selector is what is wrong)."""
+    errors = exc.errors()
+    message = "; ".join(f"{_field_of(e)}: {e['msg']}" for e in errors[:3])
+    generation = int((doc.get("metadata") or {}).get("generation") or 0)
+    status = doc.get("status") or {}
+    conditions = set_condition(
+        status.get("conditions"), READY, "False", REASON_INVALID, message, generation
+    )
+    if any(e["loc"] and e["loc"][0] == "selector" for e in errors):
+        conditions = set_condition(
+            conditions, SELECTOR_UNMATCHED, "True", REASON_INVALID, message, generation
+        )
+    fields = {"conditions": conditions, "observedGeneration": generation}
+    if any(status.get(k) != v for k, v in fields.items()):
+        await _write(doc, fields)
+
+
+def _field_of(error: Any) -> str:
+    """``spec.<loc>``, with a cross-field rule's own ``fieldPath`` (``.matchLabels``)."""
+    field = ".".join(["spec", *(str(p) for p in error["loc"])])
+    rule_path = str((error.get("ctx") or {}).get("field_path") or "")
+    return field + rule_path if rule_path.startswith(".") else field
 
 
 async def _selector_verdict(namespace: str, labels: Mapping[str, str]) -> Condition:
