@@ -42,13 +42,14 @@ from swarmkit_api.conditions import (
     REASON_VALIDATION_FAILED,
     SELECTOR_UNMATCHED,
 )
-from swarmkit_api.resources import GROUP, VERSION
+from swarmkit_api.resources import GROUP, VERSION, field_errors
 from swarmkit_api.run import RunSpec
 from swarmkit_api.spend import SpendQuotaSpec, parse_money
 from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s
 from ..builders import Verdict as Condition
+from ..builders import errors_message
 from ..builders import run_status as rs
 from ..builders import spend as quota
 from ..conditions import get_condition, set_condition
@@ -307,27 +308,20 @@ async def _refresh_one(doc: Mapping[str, Any], exists: Callable[[str], bool]) ->
 async def _refuse(doc: Mapping[str, Any], exc: ValidationError) -> None:
     """A quota whose spec the model refuses: ``Ready=False Invalid`` naming the fields (and
     ``SelectorUnmatched=True Invalid`` when the selector is what is wrong)."""
-    errors = exc.errors()
-    message = "; ".join(f"{_field_of(e)}: {e['msg']}" for e in errors[:3])
+    errors = field_errors(exc, ("spec",))
+    message = errors_message(errors, limit=3)
     generation = int((doc.get("metadata") or {}).get("generation") or 0)
     status = doc.get("status") or {}
     conditions = set_condition(
         status.get("conditions"), READY, "False", REASON_INVALID, message, generation
     )
-    if any(e["loc"] and e["loc"][0] == "selector" for e in errors):
+    if any(e.path.startswith("spec.selector") for e in errors):
         conditions = set_condition(
             conditions, SELECTOR_UNMATCHED, "True", REASON_INVALID, message, generation
         )
     fields = {"conditions": conditions, "observedGeneration": generation}
     if any(status.get(k) != v for k, v in fields.items()):
         await _write(doc, fields)
-
-
-def _field_of(error: Any) -> str:
-    """``spec.<loc>``, with a cross-field rule's own ``fieldPath`` (``.matchLabels``)."""
-    field = ".".join(["spec", *(str(p) for p in error["loc"])])
-    rule_path = str((error.get("ctx") or {}).get("field_path") or "")
-    return field + rule_path if rule_path.startswith(".") else field
 
 
 async def _selector_verdict(namespace: str, labels: Mapping[str, str]) -> Condition:
