@@ -400,7 +400,8 @@ class Controller:
         if recent is not None and time.monotonic() - recent < 30:
             return False
         created = await k8s.create_config_map(manifest)
-        self.created_config_maps[ident] = time.monotonic()
+        if created:  # a 409 is someone's ConfigMap of that name, not ours on its way
+            self.created_config_maps[ident] = time.monotonic()
         if len(self.created_config_maps) > 10000:
             cutoff = time.monotonic() - 30
             for k in [k for k, t in self.created_config_maps.items() if t < cutoff]:
@@ -410,15 +411,20 @@ class Controller:
     async def foreign_render(self, manifest: Mapping[str, Any], owner: Key) -> str | None:
         """Why the ConfigMap bearing a render's name (one :meth:`ensure_config_map` did not
         create) is not that render, e.g. created under the name first by a namespace editor;
-        None when it is exactly the render, or is gone (the owner's next reconcile creates
-        it). Names are content-addressed, so comparing with ``manifest`` is the proof."""
+        None when it is exactly the render, or was gone and is now the render written.
+        Names are content-addressed, so comparing with ``manifest`` is the proof."""
         ident = (manifest["metadata"]["namespace"], manifest["metadata"]["name"])
         uid = self.lookup("rendered_config_map_names", ident)
         if uid is not None and self.verified_renders.get(ident) == uid:
             return None
         found = await k8s.read_config_map(*ident)
-        if found is None:
-            return None
+        if found is None:  # deleted since: write the render now
+            if await k8s.create_config_map(manifest):
+                self.created_config_maps[ident] = time.monotonic()
+                return None
+            found = await k8s.read_config_map(*ident)
+            if found is None:
+                return "it was deleted and re-created while being read back"
         why = trust.render_mismatch(manifest, found)
         if why is None:
             self.verified_renders[ident] = str((found.get("metadata") or {}).get("uid", ""))

@@ -135,3 +135,32 @@ async def test_the_right_bytes_in_a_mutable_config_map_are_not_adopted(
     await reconcile_skill(ctl, NS, "triage", False)
     cond = ready(api.statuses[-1])
     assert cond["reason"] == "TamperedObject" and "it is not immutable" in cond["message"]
+
+
+async def test_a_foreign_config_map_deleted_before_the_read_back_is_replaced_by_the_render(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The 409 came from a ConfigMap deleted since (eve's, removed to recover): the render
+    is written then, not taken as present, so the Skill never names a missing render."""
+    api = Api(monkeypatch, {})
+    created: list[str] = []
+    first = True
+
+    async def create_config_map(manifest: Mapping[str, Any]) -> bool:
+        nonlocal first
+        if first:  # the reconcile's own attempt: eve's ConfigMap was still there
+            first = False
+            return False
+        created.append(manifest["metadata"]["name"])
+        return True
+
+    async def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:
+        return None  # deleted in between
+
+    monkeypatch.setattr(k8s, "create_config_map", create_config_map)
+    monkeypatch.setattr(k8s, "read_config_map", read_config_map)
+    ctl = controller()
+    await reconcile_skill(ctl, NS, "triage", False)
+    assert created == [NAME]
+    cond = ready(api.statuses[-1])
+    assert (cond["status"], cond["reason"]) == ("True", "Rendered")
