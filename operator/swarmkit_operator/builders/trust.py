@@ -10,6 +10,11 @@ before it mounts it or shows it to a reviewer: :func:`check` raises :class:`Refu
 ``TamperedObject`` when the digest differs, ``PinnedRevisionMissing`` when it is gone. The
 reconcile turns :class:`Refused` into the run's final condition and an Event
 (:func:`swarmkit_operator.runs.observe.reconcile`).
+
+A render (``skill-<name>-<hash8>``) is content-addressed: the name follows from the content,
+so the operator can tell its own from a ConfigMap someone created under that name first
+without recording anything: :func:`render_mismatch` compares what it finds with what it
+rendered (data, binary data, immutability).
 """
 
 from __future__ import annotations
@@ -68,4 +73,40 @@ def check(
     return config_map
 
 
-__all__ = ["Refused", "check", "data_digest", "missing", "tampered", "text_digest"]
+def render_mismatch(rendered: Mapping[str, Any], found: Mapping[str, Any]) -> str | None:
+    """Why ``found`` (the ConfigMap bearing a render's name) is not ``rendered``, the
+    manifest the operator renders under that name; None when it is exactly that.
+
+    Immutability is part of it: a mutable ConfigMap holding the right bytes today could be
+    edited in place tomorrow without its uid changing."""
+    expected = data_digest(rendered.get("data") or {})
+    got = data_digest(found.get("data") or {})
+    if got != expected:
+        return f"its data has sha256 {got[:12]}, the render {expected[:12]}"
+    if data_digest(found.get("binaryData") or {}) != data_digest(rendered.get("binaryData") or {}):
+        return "its binaryData differs from the render's"
+    if found.get("immutable") is not True:
+        return "it is not immutable"
+    return None
+
+
+def tampered_render(kind: str, owner: str, name: str, why: str) -> Refused:
+    """The refusal of a ConfigMap bearing ``owner``'s render name that the operator did not
+    write (:func:`render_mismatch` says ``why``)."""
+    return Refused(
+        REASON_TAMPERED_OBJECT,
+        f"ConfigMap {name} bears the name of {kind} {owner}'s render but is not the one the "
+        f"operator rendered ({why}): it is not used; delete it and the operator writes its own",
+    )
+
+
+__all__ = [
+    "Refused",
+    "check",
+    "data_digest",
+    "missing",
+    "render_mismatch",
+    "tampered",
+    "tampered_render",
+    "text_digest",
+]

@@ -217,6 +217,11 @@ async def config_map_event(
         return
     if type == "DELETED":
         ctl.indexes.delete("configmaps", uid)
+        ctl.verified_renders.pop((namespace, name), None)
+        # a ConfigMap that took a render's name is gone: its owner can render its own now
+        took = ctl.foreign_renders.pop((namespace, name), None)
+        if took is not None:
+            ctl.enqueue(*took)
     else:
         ctl.indexes.update("configmaps", body)
     if (

@@ -12,7 +12,12 @@ from swarmkit_api import GROUP, VERSION
 from .. import k8s
 from ..builders import ObjectRef
 from ..builders.reviewer import SkillFacts
-from ..builders.skill import SourceConfigMap, referenced_config_maps, render_skill
+from ..builders.skill import (
+    SourceConfigMap,
+    foreign_config_map,
+    referenced_config_maps,
+    render_skill,
+)
 from ..indexes import index
 from ..library.records import granted_by_field
 from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
@@ -172,6 +177,11 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
     created = False
     if render.config_map is not None:
         created = await ctl.ensure_config_map(render.config_map)
+        # A ConfigMap under the render's name that this process did not just create may be
+        # anyone's (built-in edit creates ConfigMaps): adopted only if it is the render.
+        foreign = None if created else await ctl.foreign_render(render.config_map, key)
+        if foreign is not None:
+            render = foreign_config_map(name, str(render.config_map_name), foreign)
     # The index is at least as fresh as the body (it is updated on every event).
     current = view["status"] if view["uid"] == owner.uid else body.get("status") or {}
     fields = {

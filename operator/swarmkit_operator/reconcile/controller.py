@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import k8s, metrics
-from ..builders import Verdict
+from ..builders import Verdict, trust
 from ..config import OperatorConfig
 from ..indexes import Indexes, Listing, populate
 from ..marks import mark
@@ -98,6 +98,12 @@ class Controller:
     reconciled_generation: dict[Key, int] = field(default_factory=dict)
     unreferenced_since: dict[tuple[str, str], float] = field(default_factory=dict)
     created_config_maps: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: (namespace, render name) → the uid of the ConfigMap found to be exactly the render
+    #: (immutable: that uid cannot change content), so it is read back once, not per reconcile.
+    verified_renders: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: (namespace, ConfigMap) → the owner whose render name it took: deleting it re-queues
+    #: the owner (an unlabelled ConfigMap's deletion would not).
+    foreign_renders: dict[tuple[str, str], Key] = field(default_factory=dict)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     events: asyncio.Queue[tuple[dict[str, Any], str, str, str]] = field(
         default_factory=lambda: asyncio.Queue(maxsize=10000)
@@ -394,12 +400,39 @@ class Controller:
         if recent is not None and time.monotonic() - recent < 30:
             return False
         created = await k8s.create_config_map(manifest)
-        self.created_config_maps[ident] = time.monotonic()
+        if created:  # a 409 is someone's ConfigMap of that name, not ours on its way
+            self.created_config_maps[ident] = time.monotonic()
         if len(self.created_config_maps) > 10000:
             cutoff = time.monotonic() - 30
             for k in [k for k, t in self.created_config_maps.items() if t < cutoff]:
                 del self.created_config_maps[k]
         return created
+
+    async def foreign_render(self, manifest: Mapping[str, Any], owner: Key) -> str | None:
+        """Why the ConfigMap bearing a render's name (one :meth:`ensure_config_map` did not
+        create) is not that render, e.g. created under the name first by a namespace editor;
+        None when it is exactly the render, or was gone and is now the render written.
+        Names are content-addressed, so comparing with ``manifest`` is the proof."""
+        ident = (manifest["metadata"]["namespace"], manifest["metadata"]["name"])
+        uid = self.lookup("rendered_config_map_names", ident)
+        if uid is not None and self.verified_renders.get(ident) == uid:
+            return None
+        found = await k8s.read_config_map(*ident)
+        if found is None:  # deleted since: write the render now
+            if await k8s.create_config_map(manifest):
+                self.created_config_maps[ident] = time.monotonic()
+                return None
+            found = await k8s.read_config_map(*ident)
+            if found is None:
+                return "it was deleted and re-created while being read back"
+        why = trust.render_mismatch(manifest, found)
+        if why is None:
+            self.verified_renders[ident] = str((found.get("metadata") or {}).get("uid", ""))
+            self.foreign_renders.pop(ident, None)
+        else:
+            self.verified_renders.pop(ident, None)
+            self.foreign_renders[ident] = owner
+        return why
 
     async def write_status(
         self,
