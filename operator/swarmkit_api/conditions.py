@@ -93,7 +93,8 @@ REASON_SKILL_NOT_READY: Final[str] = "SkillNotReady"
 
 REASON_NO_SCRIPTS: Final[str] = "NoScripts"
 REASON_APPROVED: Final[str] = "Approved"
-#: Unknown until the skill renders (nothing to check yet).
+#: Unknown until the skill renders (nothing to check yet). Also an Agent's SkillsResolved
+#: while a ConfigMap bearing its render's name is not the render (Ready says which).
 REASON_NOT_RENDERED: Final[str] = "NotRendered"
 REASON_PIN_MISMATCH: Final[str] = "PinMismatch"
 REASON_EXECUTION_DISABLED: Final[str] = "ExecutionDisabled"
@@ -130,7 +131,8 @@ REASON_RUNNING: Final[str] = "Running"
 REASON_JOB_LOST: Final[str] = "JobLost"
 #: An object the run uses (bundle, checkpoint) bears its name but not the content, owner or
 #: digest the operator recorded when it wrote it: never used (the message names it). Also
-#: Skill Ready=False: a ConfigMap bearing its render's name is not the render.
+#: Skill, Agent and Workspace Ready=False: a ConfigMap bearing its render's name is not the
+#: render.
 REASON_TAMPERED_OBJECT: Final[str] = "TamperedObject"
 #: Something the run pinned (its bundle, a skill revision, its checkpoint) is gone.
 REASON_PINNED_REVISION_MISSING: Final[str] = "PinnedRevisionMissing"

@@ -28,10 +28,14 @@ from typing import Any
 
 import pytest
 
+from swarmkit_api import validate_spec
+from swarmkit_api.workspace import WorkspaceSpec
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 from swarmkit_operator.builders import ObjectRef
+from swarmkit_operator.builders.agent import WorkspaceView, resolve_agent
 from swarmkit_operator.builders.skill import render_skill
+from swarmkit_operator.builders.workspace import render_workspace
 from swarmkit_operator.config import OperatorConfig
 from tests.support.mcp_servers import free_port
 
@@ -237,6 +241,141 @@ def test_an_editors_config_map_under_a_skill_render_name_is_never_adopted(
     own = kube.core.read_namespaced_config_map(name, ns)
     assert own.immutable and own.data == render.config_map["data"]
     wait_ready(kube, ns, "Agent", "oncall")
+
+
+def dry_run(
+    cluster: LocalCluster, user: str, ns: str, *args: str, input: str | None = None
+) -> dict[str, Any]:
+    """What the apiserver would store (defaults applied), without storing it: the spec the
+    operator will render, as anyone allowed to write the object can compute it."""
+    res = kubectl_as(cluster, user, "-n", ns, *args, "--dry-run=server", "-o", "json", input=input)
+    assert res.returncode == 0, res.stderr
+    out: dict[str, Any] = json.loads(res.stdout)
+    return out
+
+
+def forge(cluster: LocalCluster, ns: str, name: str, data: dict[str, str]) -> None:
+    """eve creates ConfigMap ``name`` (built-in edit grants it)."""
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+    created = as_user(cluster, EDITOR, ns, "create", cm)
+    assert created.returncode == 0, created.stderr
+
+
+def test_an_editors_config_map_under_an_agent_render_name_is_never_adopted(
+    cluster: LocalCluster, kube: Kube, people: str, operator: OperatorProcess
+) -> None:
+    """eve computes the render of an Agent about to be created (from the apiserver's dry
+    run and the Workspace, as the operator does) and creates that ConfigMap with another
+    system prompt first. The Agent is Ready=False TamperedObject naming it, with a Warning
+    Event, no renderedConfigMap or version: a Run of it waits and pins nothing. She deletes
+    it: the operator writes its own render, the Agent is Ready and the Run runs on it."""
+    ns = people
+    apply_examples(kube, ns)
+    wait_ready(kube, ns, "Workspace", "default")
+    workspace = validate_spec("Workspace", (get(kube, ns, "Workspace", "default") or {})["spec"])
+    assert isinstance(workspace, WorkspaceSpec)
+    agent = agent_with("scribe", [{"text": "done"}])
+    spec = dry_run(cluster, EDITOR, ns, "create", "-f", "-", input=json.dumps(agent))["spec"]
+    render = resolve_agent(
+        ObjectRef("Agent", "scribe", ns, ""),
+        spec,
+        {},
+        WorkspaceView("default", workspace, ready=True),
+        {},
+    )
+    assert render.config_map is not None
+    name = str(render.config_map_name)
+    data = render.config_map["data"]
+    forged = {**data, "agent.yaml": data["agent.yaml"].replace("a test agent", "eve's agent")}
+    assert forged != data
+    forge(cluster, ns, name, forged)
+    assert as_user(cluster, EDITOR, ns, "create", agent).returncode == 0
+
+    ready = wait_condition(kube, ns, "Agent", "scribe", "Ready", "TamperedObject")
+    assert ready["status"] == "False"
+    assert ready["message"].startswith(
+        f"ConfigMap {name} bears the name of Agent scribe's render but is not the one the "
+        "operator rendered (its data has sha256"
+    ), ready["message"]
+    assert name in warning(kube, ns, "scribe", "TamperedObject")
+    status = (get(kube, ns, "Agent", "scribe") or {})["status"]
+    assert status.get("renderedConfigMap") is None and status.get("version") is None, status
+
+    # a Run of it waits, naming why, and no pod starts on eve's ConfigMap
+    created = as_user(cluster, EDITOR, ns, "create", run_manifest("scribe-1", agent="scribe"))
+    assert created.returncode == 0, created.stderr
+    pending = wait_run(
+        kube,
+        ns,
+        "scribe-1",
+        lambda r: "TamperedObject" in str((succeeded(r) or {}).get("message")),
+        operator=operator,
+    )
+    waiting = succeeded(pending) or {}
+    assert waiting.get("status") == "Unknown", waiting
+    assert "waiting for Agent scribe to be Ready" in waiting["message"], waiting
+    assert not pending["status"].get("podName"), pending["status"]
+
+    deleted = kubectl_as(cluster, EDITOR, "-n", ns, "delete", "configmap", name)
+    assert deleted.returncode == 0, deleted.stderr
+    wait_ready(kube, ns, "Agent", "scribe")
+    status = (get(kube, ns, "Agent", "scribe") or {})["status"]
+    assert (status["renderedConfigMap"], status["version"]) == (name, render.version)
+    own = kube.core.read_namespaced_config_map(name, ns)
+    assert own.immutable and own.data == data
+    run = wait_run(kube, ns, "scribe-1", finished, operator=operator)
+    assert (succeeded(run) or {}).get("reason") == "Succeeded", succeeded(run)
+    assert run["status"]["pinned"]["agents"] == {"scribe": render.version}
+
+
+def test_a_config_map_under_a_workspace_render_name_is_never_adopted_after_an_edit(
+    cluster: LocalCluster, kube: Kube, people: str, operator: OperatorProcess
+) -> None:
+    """adam's next Workspace edit (a flow-data file) is known; eve computes its render
+    (adam's dry run, as the operator renders it) and creates that ConfigMap with her own
+    file first. After adam's edit the Workspace is Ready=False TamperedObject naming it,
+    with a Warning Event and no renderedConfigMap (the previous one is not kept either), and
+    its Agents are not Ready. eve deletes it: the Workspace and its Agents are Ready again
+    on the operator's render."""
+    ns = people
+    apply_examples(kube, ns)
+    wait_ready(kube, ns, "Workspace", "default")
+    wait_ready(kube, ns, "Agent", "reviewer")
+    before = (get(kube, ns, "Workspace", "default") or {})["status"]["renderedConfigMap"]
+    flow = (get(kube, ns, "Workspace", "default") or {})["spec"].get("flowData") or []
+    added = {"path": "owners.md", "content": "checkout: adam\n"}
+    patch = json.dumps({"spec": {"flowData": [*flow, added]}})
+    args = ("patch", "workspace", "default", "--type=merge", "-p", patch)
+    spec = dry_run(cluster, ADMIN, ns, *args)["spec"]
+    render = render_workspace(ObjectRef("Workspace", "default", ns, ""), spec, {}, {})
+    assert render.config_map is not None
+    name = str(render.config_map_name)
+    assert name != before
+    data = render.config_map["data"]
+    forged = {k: v.replace("checkout: adam", "checkout: eve") for k, v in data.items()}
+    assert forged != data
+    forge(cluster, ns, name, forged)
+    assert kubectl_as(cluster, ADMIN, "-n", ns, *args).returncode == 0
+
+    ready = wait_condition(kube, ns, "Workspace", "default", "Ready", "TamperedObject")
+    assert ready["status"] == "False"
+    assert ready["message"].startswith(
+        f"ConfigMap {name} bears the name of Workspace default's render but is not the one "
+        "the operator rendered (its data has sha256"
+    ), ready["message"]
+    assert name in warning(kube, ns, "default", "TamperedObject")
+    status = (get(kube, ns, "Workspace", "default") or {})["status"]
+    assert status.get("renderedConfigMap") is None and status.get("version") is None, status
+    agent = wait_condition(kube, ns, "Agent", "reviewer", "Ready", "WorkspaceNotReady")
+    assert "TamperedObject" in agent["message"], agent
+
+    deleted = kubectl_as(cluster, EDITOR, "-n", ns, "delete", "configmap", name)
+    assert deleted.returncode == 0, deleted.stderr
+    wait_ready(kube, ns, "Workspace", "default")
+    assert (get(kube, ns, "Workspace", "default") or {})["status"]["renderedConfigMap"] == name
+    own = kube.core.read_namespaced_config_map(name, ns)
+    assert own.immutable and own.data == data
+    wait_ready(kube, ns, "Agent", "reviewer")
 
 
 # --- item 4: a placeholder inside an argument never makes an option ------------------------

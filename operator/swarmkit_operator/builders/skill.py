@@ -70,7 +70,6 @@ from . import (
     invalid_verdict,
     rendered_config_map,
 )
-from .trust import tampered_render
 
 #: Skill names starting with this are synthesized by ``pack:workspace`` (one per Topology).
 SYNTHESIZED_TOPOLOGY_PREFIX = "topology-"
@@ -261,21 +260,6 @@ def _rejected(accepted: Verdict) -> SkillRender:
             accepted,
             _NOT_RENDERED,
             Verdict(READY, "False", accepted.reason, accepted.message),
-        )
-    )
-
-
-def foreign_config_map(skill: str, config_map: str, why: str) -> SkillRender:
-    """Skill ``skill``'s render, whose ConfigMap name ``config_map`` is taken by one the
-    operator did not write (``why``, from :func:`.trust.render_mismatch`): nothing is
-    usable, so no ``renderedConfigMap`` an Agent or a Run could pin; Ready=False
-    ``TamperedObject`` names the ConfigMap (and the status write posts it as an Event)."""
-    refused = tampered_render("Skill", skill, config_map, why)
-    return SkillRender(
-        verdicts=(
-            Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid"),
-            _NOT_RENDERED,
-            Verdict(READY, "False", refused.reason, refused.message),
         )
     )
 

@@ -11,20 +11,28 @@ before it mounts it or shows it to a reviewer: :func:`check` raises :class:`Refu
 reconcile turns :class:`Refused` into the run's final condition and an Event
 (:func:`swarmkit_operator.runs.observe.reconcile`).
 
-A render (``skill-<name>-<hash8>``) is content-addressed: the name follows from the content,
-so the operator can tell its own from a ConfigMap someone created under that name first
-without recording anything: :func:`render_mismatch` compares what it finds with what it
-rendered (data, binary data, immutability).
+A render (``skill-<name>-<hash8>``, ``agent-<name>-<hash8>``, ``ws-<name>-<hash8>``) is
+content-addressed: the name follows from the content, so the operator can tell its own from
+a ConfigMap someone created under that name first without recording anything:
+:func:`render_mismatch` compares what it finds with what it rendered (data, binary data,
+immutability), and :func:`foreign_config_map` turns any kind's render into the refusal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from swarmkit_api.conditions import REASON_PINNED_REVISION_MISSING, REASON_TAMPERED_OBJECT
+from swarmkit_api.conditions import (
+    ACCEPTED,
+    READY,
+    REASON_NOT_RENDERED,
+    REASON_PINNED_REVISION_MISSING,
+    REASON_TAMPERED_OBJECT,
+)
 
 from ..hashing import hash_of, sha256_hex
+from . import Verdict
 
 
 class Refused(Exception):
@@ -100,10 +108,51 @@ def tampered_render(kind: str, owner: str, name: str, why: str) -> Refused:
     )
 
 
+class Render(Protocol):
+    """What a kind's render (SkillRender, AgentRender, WorkspaceRender) has in common: its
+    verdicts, the manifest it would adopt, and every other field defaulted when built from
+    its verdicts alone (the shape of "nothing rendered")."""
+
+    @property
+    def verdicts(self) -> tuple[Verdict, ...]: ...
+
+    @property
+    def config_map_name(self) -> str | None: ...
+
+    def __init__(self, verdicts: tuple[Verdict, ...]) -> None: ...
+
+
+R = TypeVar("R", bound=Render)
+
+
+def foreign_config_map(render: R, kind: str, owner: str, why: str) -> R:
+    """``render`` of ``kind`` ``owner``, whose ConfigMap name is taken by one the operator
+    did not write (``why``, from :func:`render_mismatch`), as the owner's status must show
+    it: nothing rendered, so no ``renderedConfigMap``, version or hash an Agent, Topology
+    or Run could pin (every field but the verdicts at its default); ``Ready=False
+    TamperedObject`` names the ConfigMap (the status write posts it as an Event); the
+    other conditions that describe the render (ScriptsApproved, SkillsResolved) are
+    Unknown, ``Accepted`` stands (the spec is valid)."""
+    name = str(render.config_map_name)
+    refused = tampered_render(kind, owner, name, why)
+    unknown = f"unknown while ConfigMap {name} is not the operator's render (see Ready)"
+
+    def verdict(v: Verdict) -> Verdict:
+        if v.type == READY:
+            return Verdict(READY, "False", refused.reason, refused.message)
+        if v.type == ACCEPTED:
+            return v
+        return Verdict(v.type, "Unknown", REASON_NOT_RENDERED, unknown)
+
+    return type(render)(verdicts=tuple(verdict(v) for v in render.verdicts))
+
+
 __all__ = [
     "Refused",
+    "Render",
     "check",
     "data_digest",
+    "foreign_config_map",
     "missing",
     "render_mismatch",
     "tampered",

@@ -21,6 +21,7 @@ from ..builders.agent import (
     workspace_name,
 )
 from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX, ScriptVerdict
+from ..builders.trust import foreign_config_map
 from ..indexes import index
 from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
 from ..reconcile.views import MISSING, base_view
@@ -202,6 +203,11 @@ async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: boo
     created = False
     if render.config_map is not None:
         created = await ctl.ensure_config_map(render.config_map)
+        # Adopted only if it is the render: built-in edit creates ConfigMaps (as for Skills).
+        key: Key = ("Agent", namespace, name)
+        foreign = None if created else await ctl.foreign_render(render.config_map, key)
+        if foreign is not None:
+            render = foreign_config_map(render, "Agent", name, foreign)
     written = await ctl.write_status(
         "Agent",
         namespace,

@@ -12,12 +12,8 @@ from swarmkit_api import GROUP, VERSION
 from .. import k8s
 from ..builders import ObjectRef
 from ..builders.reviewer import SkillFacts
-from ..builders.skill import (
-    SourceConfigMap,
-    foreign_config_map,
-    referenced_config_maps,
-    render_skill,
-)
+from ..builders.skill import SourceConfigMap, referenced_config_maps, render_skill
+from ..builders.trust import foreign_config_map
 from ..indexes import index
 from ..library.records import granted_by_field
 from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
@@ -181,7 +177,7 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
         # anyone's (built-in edit creates ConfigMaps): adopted only if it is the render.
         foreign = None if created else await ctl.foreign_render(render.config_map, key)
         if foreign is not None:
-            render = foreign_config_map(name, str(render.config_map_name), foreign)
+            render = foreign_config_map(render, "Skill", name, foreign)
     # The index is at least as fresh as the body (it is updated on every event).
     current = view["status"] if view["uid"] == owner.uid else body.get("status") or {}
     fields = {

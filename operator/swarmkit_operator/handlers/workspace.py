@@ -10,6 +10,7 @@ from swarmkit_api import GROUP, VERSION
 from swarmkit_api.conditions import READY
 
 from ..builders import ObjectRef
+from ..builders.trust import foreign_config_map
 from ..builders.workspace import referenced_config_maps, referenced_secrets, render_workspace
 from ..indexes import index
 from ..reconcile.controller import Controller, controller_of, reconciler
@@ -131,6 +132,11 @@ async def reconcile_workspace(ctl: Controller, namespace: str, name: str, force:
     created = False
     if render.config_map is not None:
         created = await ctl.ensure_config_map(render.config_map)
+        # Adopted only if it is the render: built-in edit creates ConfigMaps (as for Skills).
+        key = ("Workspace", namespace, name)
+        foreign = None if created else await ctl.foreign_render(render.config_map, key)
+        if foreign is not None:
+            render = foreign_config_map(render, "Workspace", name, foreign)
     written = await ctl.write_status(
         "Workspace",
         namespace,

@@ -243,12 +243,12 @@ def test_a_config_map_under_the_render_name_is_adopted_only_if_it_is_the_render(
 
 
 def test_a_foreign_config_map_leaves_nothing_to_pin_and_names_it() -> None:
-    from swarmkit_operator.builders.skill import foreign_config_map
+    from swarmkit_operator.builders.trust import foreign_config_map
 
     render = render_skill(OWNER, spec(), {}, OperatorConfig())
     name = render.config_map_name
     assert name is not None
-    refused = foreign_config_map(OWNER.name, name, "it is not immutable")
+    refused = foreign_config_map(render, "Skill", OWNER.name, "it is not immutable")
     assert verdicts(refused)["Ready"] == ("False", "TamperedObject")
     assert verdicts(refused)["Accepted"] == ("True", "Valid")
     ready = next(v for v in refused.verdicts if v.type == "Ready")
