@@ -1,11 +1,12 @@
 """Content hashing: canonical JSON and sha256 helpers for content-addressed names, and the
 one way a name or label derived from a user's name is kept within the API's limits (any
 name the apiserver accepts, up to 253 characters, must work end to end: issue 47 item 5):
-:func:`label_value` for a label value, :func:`dns_label` for a name that must be a DNS
-label (a Service, a Deployment whose pods carry it, a name used as a label), :func:`fitted`
-for a DNS subdomain (most object names). Each keeps a name that already fits as it is and
-otherwise cuts it and appends a hash of the whole, never a bare cut (two long names sharing
-a prefix would collide)."""
+:func:`label_value` for a label value; :func:`dns_label` (from :mod:`swarmkit_api.names`,
+the kubectl plugin's importer needs it too) for a name that must be a DNS label (a
+Service, a Deployment whose pods carry it, a name used as a label); :func:`fitted` for a
+DNS subdomain (most object names). Each keeps a name that already fits as it is and
+otherwise cuts it and appends a hash of the whole, never a bare cut (two long names
+sharing a prefix would collide)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import hashlib
 import json
 import re
 from typing import Any
+
+from swarmkit_api.names import dns_label as dns_label  # re-exported: one helper
 
 
 def canonical_json(value: Any) -> str:
@@ -48,22 +51,6 @@ def label_value(text: str) -> str:
     digest = sha256_hex(text)[:10]
     body = re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[: MAX_LABEL - 11].strip("-_.")
     return f"{body}-{digest}" if body else digest
-
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-def dns_label(name: str, suffix: str = "", limit: int = MAX_LABEL) -> str:
-    """``name + suffix`` as a DNS label of at most ``limit`` characters (a Service's,
-    a volume's, a label value's rules): kept when it is one, else ``name`` made one
-    (characters outside ``[a-z0-9-]`` become ``-``), cut, and ended with a hash of the whole
-    ``name``, so two names that differ anywhere (``a.b`` and ``a-b`` too) stay distinct."""
-    room = limit - len(suffix)
-    if len(name) <= room and _DNS_LABEL.match(name):
-        return name + suffix
-    body = re.sub(r"[^a-z0-9-]+", "-", name.lower())[: room - 11].strip("-")
-    digest = sha256_hex(name)[:10]
-    return f"{body}-{digest}{suffix}" if body else f"{digest}{suffix}"
 
 
 def fitted(name: str, limit: int) -> str:

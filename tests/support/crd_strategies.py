@@ -7,8 +7,10 @@ optional ones, arrays up to a few items, strings from their ``enum``, ``pattern`
 regular expression) and ``maxLength``, numbers within their bounds, free JSON where the
 schema preserves unknown fields. CEL rules are not modelled: a generated spec may break
 one, and the apiserver then refuses it naming the field, which is one of the outcomes the
-fuzz tests accept. :func:`hostile` mutates a generated spec the way a careless or hostile
-author would (a wrong type, a value nested deep, a long string, a huge list) at one place.
+fuzz tests accept. :func:`hostile` mutates a spec the way a careless or hostile author
+would (a wrong type, a value nested deep, a long string, a huge list) at one place; the
+kind's own examples (``examples/*.yaml``, which pass every CEL rule) are mutated too, so
+kinds whose CEL rules refuse almost every generated spec (Funnel) are fuzzed past admission.
 """
 
 from __future__ import annotations
@@ -220,10 +222,35 @@ def hostile(draw: st.DrawFn, base: Strategy) -> Any:
     return _replaced(value, path, draw(HOSTILE_VALUES))
 
 
+@cache
+def example_specs(kind: str) -> tuple[dict[str, Any], ...]:
+    """The specs of ``kind`` in ``examples/*.yaml`` (none for the operator-made kinds)."""
+    docs = [
+        d
+        for path in sorted((REPO / "examples").glob("*.yaml"))
+        for d in yaml.safe_load_all(path.read_text())
+        if d and d.get("kind") == kind
+    ]
+    return tuple(d["spec"] for d in docs)
+
+
 def fuzz_spec(kind: str) -> Strategy:
-    """What the fuzz tests post as a ``kind``'s spec: schema-shaped, or hostile at a place."""
+    """What the fuzz tests post as a ``kind``'s spec: schema-shaped, or hostile at a place,
+    or one of its examples made hostile at a place."""
     base = spec_strategy(kind)
-    return st.one_of(base, hostile(base))
+    examples = example_specs(kind)
+    if not examples:
+        return st.one_of(base, hostile(base))
+    return st.one_of(base, hostile(base), hostile(st.sampled_from(examples)))
 
 
-__all__ = ["FREE_JSON", "Kind", "from_schema", "fuzz_spec", "hostile", "kinds", "spec_strategy"]
+__all__ = [
+    "FREE_JSON",
+    "Kind",
+    "example_specs",
+    "from_schema",
+    "fuzz_spec",
+    "hostile",
+    "kinds",
+    "spec_strategy",
+]
