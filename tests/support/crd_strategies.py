@@ -236,12 +236,13 @@ def example_specs(kind: str) -> tuple[dict[str, Any], ...]:
 
 def fuzz_spec(kind: str) -> Strategy:
     """What the fuzz tests post as a ``kind``'s spec: schema-shaped, or hostile at a place,
-    or one of its examples made hostile at a place."""
+    or one of its examples as it is or made hostile at a place."""
     base = spec_strategy(kind)
     examples = example_specs(kind)
     if not examples:
         return st.one_of(base, hostile(base))
-    return st.one_of(base, hostile(base), hostile(st.sampled_from(examples)))
+    seeds = st.sampled_from(examples)
+    return st.one_of(base, hostile(base), seeds, hostile(seeds), hostile(seeds))
 
 
 __all__ = [
