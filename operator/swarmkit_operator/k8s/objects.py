@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
+import json
 import os
+import re
 import socket
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -118,6 +120,21 @@ async def list_custom(plural: str, namespace: str | None) -> list[dict[str, Any]
     return list(_check("GET", path, status, payload).get("items") or [])
 
 
+#: Characters YAML may not carry raw, or would fold as line breaks (the apiserver reads an
+#: apply body as YAML).
+_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def apply_body(body: Mapping[str, Any]) -> str:
+    """A server-side apply body as YAML-safe JSON text. The client's own encoder escapes a
+    character outside the BMP (an emoji in a message) as a UTF-16 surrogate pair, which
+    the apiserver's YAML reader refuses ("invalid Unicode character escape code"): the
+    write failed, and was retried, for as long as the text stayed. Written as UTF-8 instead,
+    with the few characters YAML may not hold raw escaped."""
+    text = json.dumps(dict(body), ensure_ascii=False, separators=(",", ":"))
+    return _NOT_YAML_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 async def apply_status(
     kind: str,
     plural: str,
@@ -144,7 +161,7 @@ async def apply_status(
     code, payload = await request(
         "PATCH",
         path,
-        body,
+        apply_body(body),
         content_type="application/apply-patch+yaml",
         query=[("fieldManager", manager), ("force", "true")],
     )
@@ -387,7 +404,7 @@ async def apply(path: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
     status, payload = await request(
         "PATCH",
         path,
-        dict(manifest),
+        apply_body(manifest),
         content_type="application/apply-patch+yaml",
         query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
     )

@@ -35,7 +35,7 @@ from swarmkit_api.topology import Schedule
 from .. import k8s
 from ..builders import run_status as rs
 from ..builders.topology import schedule_problem
-from ..hashing import label_value
+from ..hashing import dns_label, label_value
 from . import passes
 from .controller import RunController
 from .model import GROUP, VERSION, RunView, one
@@ -97,8 +97,10 @@ def concurrency_action(
 
 
 def scheduled_run_name(topology: str, when: datetime) -> str:
+    """``<topology>-<minutes since the epoch>`` (hashed past 63 characters: two
+    Topologies sharing a long prefix must not fire into one Run name)."""
     minutes = int(when.timestamp() // 60)
-    return f"{topology[:40].rstrip('-')}-{minutes}"
+    return dns_label(topology, f"-{minutes}")
 
 
 def scheduled_run(
