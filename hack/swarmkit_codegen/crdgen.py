@@ -110,17 +110,6 @@ def model_schema(model: type[Any]) -> dict[str, Any]:
     return schema
 
 
-def _status_schema(info: KindInfo) -> dict[str, Any]:
-    schema = model_schema(info.status)
-    schema["properties"]["kopf"] = {
-        "type": "object",
-        "description": "Operator bookkeeping (handler progress and last-handled state), kept "
-        "in status so user objects are never annotated.",
-        "x-kubernetes-preserve-unknown-fields": True,
-    }
-    return schema
-
-
 def crd_for(info: KindInfo) -> dict[str, Any]:
     """The CustomResourceDefinition of one kind."""
     metadata_schema: dict[str, Any] = {"type": "object"}
@@ -176,7 +165,7 @@ def crd_for(info: KindInfo) -> dict[str, Any]:
                                 "kind": {"type": "string", "description": f"Kind: {info.kind}."},
                                 "metadata": metadata_schema,
                                 "spec": model_schema(info.spec),
-                                "status": _status_schema(info),
+                                "status": model_schema(info.status),
                             },
                         }
                     },
