@@ -19,9 +19,9 @@ from swarmkit_api import conditions
 from swarmkit_api.resources import KINDS
 from swarmkit_api.topology import ServeSpec
 from swarmkit_codegen import chart_values
-from swarmkit_operator import metrics
 from swarmkit_codegen.docgen import REFERENCE, cli, render_all, verify
 from swarmkit_codegen.docgen.schema import rows
+from swarmkit_operator import metrics
 
 REPO = Path(__file__).resolve().parents[3]
 
