@@ -71,12 +71,13 @@ chromium:
 
 venv: $(STAMP) ## create .venv and install every Python dependency
 
-lint: $(STAMP) ## ruff, mypy --strict, import-linter, function length (hack/lint)
+lint: $(STAMP) ## ruff, mypy --strict, import-linter, function length, dead code (hack/lint)
 	$(VENV)/bin/ruff check operator runtime_image hack tests bench
 	$(VENV)/bin/ruff format --check operator runtime_image hack tests bench
 	$(VENV)/bin/mypy operator/swarmkit_api operator/swarmkit_operator operator/swarmkit_cli runtime_image/swarmkit_runner hack/swarmkit_devcluster hack/swarmkit_codegen
 	$(VENV)/bin/lint-imports
 	$(PY) hack/lint/function_length.py
+	$(PY) hack/lint/dead_code.py
 
 # The generators are dev-only (hack/swarmkit_codegen, never in an image).
 generate: $(STAMP) ## write every generated file (CRDs, chart templates, values schema, docs reference)
