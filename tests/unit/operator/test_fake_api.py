@@ -182,3 +182,27 @@ async def test_writes_pass_the_write_gate_and_faults_can_be_injected(api: FakeAp
     assert refused.value.status == 500
     assert await k8s.create_config_map(cm()) is True
     assert [v for v, _ in api.writes()] == ["POST", "POST"]
+
+
+async def test_apply_creates_a_workload_and_another_controller_writes_its_status(
+    api: FakeApi,
+) -> None:
+    path = k8s.apps_path("deployments", NS, "served")
+
+    def deployment(**labels: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "served", "namespace": NS, "labels": labels},
+            "spec": {"replicas": 1},
+        }
+
+    created = await k8s.apply(path, deployment(a="1", b="2"))
+    assert created["metadata"]["generation"] == 1
+    api.set_status("Deployment", NS, "served", {"readyReplicas": 1})
+    again = await k8s.apply(path, deployment(a="1"))  # b left out: removed
+    assert again["metadata"]["labels"] == {"a": "1"}
+    assert again["metadata"]["generation"] == 1  # labels are not the spec
+    assert again["status"] == {"readyReplicas": 1}  # apply of the object keeps status
+    same = await k8s.apply(path, deployment(a="1"))
+    assert same["metadata"]["resourceVersion"] == again["metadata"]["resourceVersion"]  # no-op
