@@ -22,15 +22,17 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-$(RUN_STAMP): pyproject.toml
+# The product distribution (pyproject.toml) and, beside it, the dev-only one (hack/: the local
+# cluster, the image builds, the generators; hack/pyproject.toml), both editable.
+$(RUN_STAMP): pyproject.toml hack/pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli,devcluster]'
+	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli]' -e ./hack
 	touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP)
-	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli,devcluster,test,dev,docs]'
+	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli,test,dev,docs]' -e ./hack
 	$(MAKE) --no-print-directory chromium botocore checkov
 	touch $(STAMP)
 
@@ -69,20 +71,22 @@ chromium:
 
 venv: $(STAMP) ## create .venv and install every Python dependency
 
-lint: $(STAMP) ## ruff, mypy --strict, import-linter, function length (hack/lint)
+lint: $(STAMP) ## ruff, mypy --strict, import-linter, function length, dead code (hack/lint)
 	$(VENV)/bin/ruff check operator runtime_image hack tests bench
 	$(VENV)/bin/ruff format --check operator runtime_image hack tests bench
-	$(VENV)/bin/mypy operator/swarmkit_api operator/swarmkit_operator operator/swarmkit_cli runtime_image/swarmkit_runner hack/swarmkit_devcluster
+	$(VENV)/bin/mypy operator/swarmkit_api operator/swarmkit_operator operator/swarmkit_cli runtime_image/swarmkit_runner hack/swarmkit_devcluster hack/swarmkit_codegen
 	$(VENV)/bin/lint-imports
 	$(PY) hack/lint/function_length.py
+	$(PY) hack/lint/dead_code.py
 
+# The generators are dev-only (hack/swarmkit_codegen, never in an image).
 generate: $(STAMP) ## write every generated file (CRDs, chart templates, values schema, docs reference)
-	$(PY) -m swarmkit_operator.crdgen --out .
-	$(PY) -m swarmkit_operator.docgen --out .
+	$(PY) -m swarmkit_codegen.crdgen --out .
+	$(PY) -m swarmkit_codegen.docgen --out .
 
 verify: $(STAMP) ## regenerate into a temp dir and fail on any difference
-	$(PY) -m swarmkit_operator.crdgen --verify .
-	$(PY) -m swarmkit_operator.docgen --verify .
+	$(PY) -m swarmkit_codegen.crdgen --verify .
+	$(PY) -m swarmkit_codegen.docgen --verify .
 
 # The documentation site: broken links, missing pages and nav entries are errors (--strict).
 # Built into site/ (ignored by git); tests/unit/test_docs_site.py opens it in Chromium.

@@ -93,7 +93,7 @@ def _say(msg: str) -> None:
 class LocalCluster:
     """A local control plane in ``state_dir``.
 
-    >>> c = LocalCluster("/tmp/x").start()   # or reuse: LocalCluster(".cluster").attach()
+    >>> c = LocalCluster("/tmp/x").start()   # reuses one already running there
     >>> c.kubectl("get", "nodes").stdout
     >>> c.stop()
     """
@@ -213,14 +213,6 @@ class LocalCluster:
         return self._client
 
     # -- start -----------------------------------------------------------------------------
-
-    def attach(self) -> LocalCluster:
-        """Use an already-running cluster in ``state_dir`` (raises ClusterError if none)."""
-        if not self.is_running():
-            raise ClusterError(
-                f"no running cluster in {self.state_dir}; start one with `make cluster-up`"
-            )
-        return self
 
     def start(self) -> LocalCluster:
         """Start the cluster, or reuse the one already running in ``state_dir`` (idempotent)."""

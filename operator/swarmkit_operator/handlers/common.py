@@ -52,7 +52,6 @@ from ..reconcile.gc import (
 )
 from ..reconcile.status import PLURALS, describe, same_status
 from ..reconcile.views import (
-    KOPF_STATUS_FIELD,
     MISSING,
     VIEW_INDEXES,
     base_view,
@@ -72,7 +71,6 @@ _same = same_status
 __all__ = [
     "COMPONENT_KINDS",
     "GROUP",
-    "KOPF_STATUS_FIELD",
     "MISSING",
     "PLURALS",
     "PRESENT",
@@ -142,21 +140,6 @@ def _env_float(name: str, default: float) -> float:
         return default
 
 
-class EventOnlyDiffBase(kopf.StatusDiffBaseStorage):
-    """kopf's diff base for an operator whose handlers all react to watch events.
-
-    Every handler here is ``kopf.on.event`` (or an index fed by it); none reacts to changes
-    (``on.create/update/resume``), so nothing reads the "essence" kopf builds for each
-    event, and building it deep-copies the whole object, pods and Jobs included: about 7% of
-    the operator's CPU under ``make bench-runs`` (py-spy). The essence is left empty.
-    A change handler would need kopf's own storage back
-    (``tests/unit/operator/test_kopf_settings.py`` fails until it is switched).
-    """
-
-    def build(self, *, body: Any, extra_fields: Any = None) -> kopf.BodyEssence:
-        return kopf.BodyEssence()
-
-
 class _QuietSuccess(logging.Filter):
     """Drop kopf's per-event "Handler 'x' succeeded." lines (one per watch event)."""
 
@@ -165,16 +148,12 @@ class _QuietSuccess(logging.Filter):
 
 
 def configure_kopf(settings: kopf.OperatorSettings) -> None:
-    """kopf's settings for an operator whose events come through its own streams."""
-    # Never write annotations on user objects (Argo CD would see drift): kopf keeps any
-    # bookkeeping in status.kopf. No handler here uses it, but a future one might.
-    settings.persistence.progress_storage = kopf.StatusProgressStorage(
-        field=f"status.{KOPF_STATUS_FIELD}.progress"
-    )
-    settings.persistence.diffbase_storage = EventOnlyDiffBase(
-        field=f"status.{KOPF_STATUS_FIELD}.lastHandledConfiguration"
-    )
-    settings.persistence.finalizer = "swarmkit.dev/operator"
+    """kopf's settings for an operator whose events come through its own streams.
+
+    kopf has no handler of any resource (only start-up, clean-up and the probes:
+    ``tests/unit/operator/test_kopf_settings.py``), so it never reads, annotates, finalizes
+    or patches an object: no persistence settings. The watch settings below are the
+    operator's own reflectors' (the composition root reads them)."""
     # Watches: the server ends each watch after ~4.5 minutes, the client gives up after 5
     # without bytes; a dead connection is noticed and re-established quickly.
     settings.watching.server_timeout = int(_env_float("SWARMKIT_WATCH_SERVER_TIMEOUT", 270))

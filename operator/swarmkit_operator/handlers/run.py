@@ -26,9 +26,8 @@ def _runs(memo: Any) -> RunController | None:
     return built.runs if built is not None else None
 
 
-# The indexes use the shared index machinery of handlers/common.py (filled by a paged LIST at
-# start-up, then kept current by the operator's own watch streams, like the reconcile loop's):
-# kopf's own indexes were not used, their pre-population being quadratic in the object count.
+# The indexes use the shared index machinery (swarmkit_operator.indexes: filled by a paged
+# LIST at start-up, then kept current by the operator's own watch streams).
 
 
 @index("runs", id="runs_by_uid", group=GROUP, version=VERSION)

@@ -27,7 +27,7 @@ queued or has an unobserved write, so an Agent is versioned once with its skills
 hashes rather than once per skill landing. kopf neither watches nor writes our objects: it
 runs the entry point, the start-up and clean-up handlers, the probes and logging.
 
-Nothing here imports kopf (import-linter contract ``kopf-in-handlers``). The kind modules in
+Nothing here imports kopf (import-linter contract ``kopf-allow-list``). The kind modules in
 ``swarmkit_operator.handlers`` register their indexes and reconcilers with this machinery
 (marks the composition root collects); ``handlers.root`` builds and starts it from kopf's
 start-up handler, and opens the watch streams that feed it.

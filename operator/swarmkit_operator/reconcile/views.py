@@ -15,9 +15,6 @@ from swarmkit_api.conditions import READY
 from .. import k8s
 from ..indexes import Indexes
 
-#: kopf's own bookkeeping (only ever used if a change-detecting handler is added).
-KOPF_STATUS_FIELD = "kopf"
-
 #: kind → the index of per-object views (populated by the kind's module).
 VIEW_INDEXES = {
     "Workspace": "workspace_views",
@@ -41,7 +38,7 @@ def condition_status(status: Mapping[str, Any] | None, type_: str) -> tuple[str,
 def base_view(body: Mapping[str, Any]) -> dict[str, Any]:
     """The fields every view carries: identity, generations and our status."""
     meta = body.get("metadata") or {}
-    status = {k: v for k, v in (body.get("status") or {}).items() if k != KOPF_STATUS_FIELD}
+    status = dict(body.get("status") or {})
     ready, reason = condition_status(status, READY)
     return {
         "uid": meta.get("uid", ""),
