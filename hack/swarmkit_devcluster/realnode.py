@@ -470,7 +470,7 @@ def build_check() -> None:
 
 NODE_BINARY_NAMES = (
     "kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "runc",
-    "bridge", "host-local", "loopback", "portmap", "kube-router",
+    "bridge", "host-local", "loopback", "portmap", "kube-router", "coredns",
 )  # fmt: skip
 
 
@@ -479,19 +479,25 @@ def run_iptables(rule: list[str]) -> None:
 
 
 def import_images(p: NodePaths, cache: Path) -> None:
-    """The pause and busybox archives (built once into ``cache``) into containerd's k8s.io
-    namespace; pods use ``imagePullPolicy: Never``."""
-    from swarmkit_devcluster.realnode_images import busybox_archive, pause_archive
+    """The pause, busybox and CoreDNS archives (built once into ``cache``) and the project's
+    images from ``make images`` into containerd's k8s.io namespace; pods use
+    ``imagePullPolicy: Never`` or ``IfNotPresent``."""
+    from swarmkit_devcluster import realnode_dns as dns
+    from swarmkit_devcluster import realnode_images as img
 
     cache.mkdir(parents=True, exist_ok=True)
-    archives = [cache / "pause.oci.tar", cache / "busybox.oci.tar"]
-    if not archives[0].exists():
-        pause_archive(cache)
-    if not archives[1].exists():
-        busybox_archive(cache)
+    archives = [
+        (cache / "pause.oci.tar", img.pause_archive),
+        (img.busybox_path(cache), img.busybox_archive),
+        (dns.archive_path(cache), dns.coredns_archive),
+    ]
     ctr = [str(binary("ctr")), f"--address={p.containerd_sock}", "-n", "k8s.io"]
-    for a in archives:
-        _run(*ctr, "images", "import", str(a))
+    for path, make in archives:
+        if not path.exists():
+            make(cache)
+        _run(*ctr, "images", "import", str(path))
+    for path in img.project_archives(cache):  # `make images`: the runtime and operator
+        _run(*ctr, "images", "import", str(path))
 
 
 def rbac_objects() -> list[dict[str, object]]:
@@ -539,3 +545,13 @@ def rbac_objects() -> list[dict[str, object]]:
         binding("swarmkit:kube-router", "swarmkit:kube-router", user),
         binding("swarmkit:realnode-auth-delegator", "system:auth-delegator", nodes),
     ]
+
+
+def namespace_annotations() -> dict[str, str]:
+    """What puts a namespace's pods on the real node (the apiserver's PodNodeSelector and
+    PodTolerationRestriction admission plugins): the operator's pods need no change."""
+    toleration = {"key": TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+    return {
+        "scheduler.alpha.kubernetes.io/node-selector": f"kubernetes.io/hostname={NODE_NAME}",
+        "scheduler.alpha.kubernetes.io/defaultTolerations": json.dumps([toleration]),
+    }

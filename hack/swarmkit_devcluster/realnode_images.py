@@ -30,7 +30,10 @@ int main(void) {
 }
 """
 
-_APPLETS = ("sh", "id", "cat", "ls", "touch", "nc", "sleep", "echo", "grep", "head", "tr", "true")
+_APPLETS = (
+    "sh", "id", "cat", "ls", "touch", "nc", "sleep", "echo", "grep", "head", "tr", "true",
+    "nslookup",
+)  # fmt: skip
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
@@ -45,7 +48,7 @@ def _dir(tar: tarfile.TarFile, name: str, mode: int = 0o755) -> None:
     tar.addfile(info, None)
 
 
-def _layer(
+def image_layer(
     files: dict[str, tuple[bytes, int]], links: dict[str, str], dirs: dict[str, int]
 ) -> bytes:
     buf = io.BytesIO()
@@ -125,8 +128,14 @@ def pause_archive(out_dir: Path) -> Path:
         src, exe = Path(tmp) / "pause.c", Path(tmp) / "pause"
         src.write_text(_PAUSE_C)
         subprocess.run(["gcc", "-static", "-Os", "-s", "-o", str(exe), str(src)], check=True)
-        layer = _layer({"pause": (exe.read_bytes(), 0o755)}, {}, {})
+        layer = image_layer({"pause": (exe.read_bytes(), 0o755)}, {}, {})
     return write_archive(out_dir / "pause.oci.tar", PAUSE_REF, layer, {"Entrypoint": ["/pause"]})
+
+
+def busybox_path(out_dir: Path) -> Path:
+    """Keyed by the applet list: a new applet makes a new archive, not a stale cached one."""
+    key = hashlib.sha256(" ".join(_APPLETS).encode()).hexdigest()[:12]
+    return out_dir / f"busybox-{key}.oci.tar"
 
 
 def busybox_archive(out_dir: Path, busybox: Path = Path("/bin/busybox")) -> Path:
@@ -137,7 +146,29 @@ def busybox_archive(out_dir: Path, busybox: Path = Path("/bin/busybox")) -> Path
         "etc/group": (b"root:x:0:\nnonroot:x:65532:\n", 0o644),
     }
     links = {f"bin/{a}": "busybox" for a in _APPLETS}
-    layer = _layer(files, links, {"bin": 0o755, "etc": 0o755, "tmp": 0o1777})
+    layer = image_layer(files, links, {"bin": 0o755, "etc": 0o755, "tmp": 0o1777})
     return write_archive(
-        out_dir / "busybox.oci.tar", BUSYBOX_REF, layer, {"Cmd": ["sh"], "User": "65532"}
+        busybox_path(out_dir), BUSYBOX_REF, layer, {"Cmd": ["sh"], "User": "65532"}
     )
+
+
+def project_archives(out_dir: Path) -> list[Path]:
+    """The images ``make images`` built (the process node's store index), each pushed once
+    per build key from buildah's storage as an OCI archive (``buildah push … oci-archive:``);
+    archives of older keys are removed. Empty when no image was built yet."""
+    from swarmkit_devcluster.imagebuild.build import INDEX_FILE, read_json, store_dir
+    from swarmkit_devcluster.imagebuild.tools import Buildah
+
+    images = read_json(store_dir() / INDEX_FILE).get("images") or {}
+    out: list[Path] = []
+    for ref, entry in sorted(images.items()):
+        stem = ref.rsplit("/", 1)[-1].split(":")[0]
+        path = out_dir / f"{stem}-{entry['key']}.oci.tar"
+        if not path.exists():
+            for stale in out_dir.glob(f"{stem}-*.oci.tar"):
+                stale.unlink()
+            tmp = path.with_suffix(".tmp")
+            Buildah(store_dir() / "buildah")("push", "--quiet", ref, f"oci-archive:{tmp}:{ref}")
+            tmp.replace(path)
+        out.append(path)
+    return out
