@@ -153,15 +153,20 @@ def busybox_archive(out_dir: Path, busybox: Path = Path("/bin/busybox")) -> Path
 
 
 def project_archives(out_dir: Path) -> list[Path]:
-    """The images ``make images`` built (the process node's store index), each pushed once
-    per build key from buildah's storage as an OCI archive (``buildah push … oci-archive:``);
-    archives of older keys are removed. Empty when no image was built yet."""
-    from swarmkit_devcluster.imagebuild.build import INDEX_FILE, read_json, store_dir
+    """The images ``make images`` built whose build is current (a stale one, sources changed
+    since, is left out: a test never runs old code), each pushed once per build key from
+    buildah's storage as an OCI archive (``buildah push … oci-archive:``); archives of older
+    keys are removed. Empty when no image was built yet."""
+    from swarmkit_devcluster.imagebuild.build import INDEX_FILE, image_status, read_json, store_dir
     from swarmkit_devcluster.imagebuild.tools import Buildah
+    from swarmkit_devcluster.paths import repo_root
 
     images = read_json(store_dir() / INDEX_FILE).get("images") or {}
+    status = image_status(repo_root())
     out: list[Path] = []
     for ref, entry in sorted(images.items()):
+        if status.get(ref) != "ok":
+            continue
         stem = ref.rsplit("/", 1)[-1].split(":")[0]
         path = out_dir / f"{stem}-{entry['key']}.oci.tar"
         if not path.exists():
