@@ -130,7 +130,7 @@ node-binaries: $(RUN_STAMP) node-apt ## build (once, cached) the real node: kube
 	$(PY) -m swarmkit_devcluster build --node
 
 # REAL_NODE=1 make cluster-up: the real node too (root; one per machine, queued by a lock).
-REAL_NODE_PREREQ := $(if $(filter 1,$(REAL_NODE)),node-binaries)
+REAL_NODE_PREREQ := $(if $(filter 1,$(REAL_NODE)),node-binaries images)
 cluster-up: cluster-binaries $(REAL_NODE_PREREQ) ## start the local control plane + process node (REAL_NODE=1: + the real node) (idempotent)
 	$(PY) -m swarmkit_devcluster up
 
