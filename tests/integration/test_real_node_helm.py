@@ -1,4 +1,5 @@
-"""The operator from its image as the chart installs it, on the real node (issue 38 item 3).
+"""The operator from its image as the chart installs it, and `make demo`, on the real node
+(issue 38 item 3).
 
 `helm install` places the chart's Deployment on ``realnode`` with the chart's own
 ``nodeSelector`` and ``tolerations`` values, as a user pins an operator to a node pool. The
@@ -156,3 +157,29 @@ def test_the_operator_pod_reconciles_examples_and_a_run_through_the_service(
     assert run_pod.spec.node_name == NODE_NAME
     log = installed.full_log()
     assert "Forbidden" not in log, installed.log()
+
+
+def test_make_demo_runs_its_run_in_the_runtime_image_on_the_real_node(
+    real_node: str, cluster: LocalCluster, kube: Kube, crds: Any
+) -> None:
+    """What `REAL_NODE=1 make demo` does (``run_demo``), in a namespace of its own: the
+    background operator, the examples, the Run, whose pod runs on the real node."""
+    import io
+
+    from swarmkit_devcluster.demo import run_demo
+
+    out = io.StringIO()
+    started = not cluster.operator_running()
+    with temp_namespace(kube, "rn-demo") as ns:
+        try:
+            code = run_demo(cluster, namespace=ns, timeout=180, out=out)
+        finally:
+            if started:
+                cluster.stop_operator()
+        text = out.getvalue()
+        assert code == 0, text
+        assert f"real node: the Run's pod goes to {NODE_NAME}" in text, text
+        assert (
+            f"pod ran on node {NODE_NAME}, image ghcr.io/swarmkit-operator/swarmkit-runtime:"
+            in (text)
+        ), text
