@@ -394,7 +394,11 @@ class LocalCluster:
         self._spawn("containerd", rn.containerd_cmd(p.root / "containerd.toml"), env=env)
         watch = [*watch, "containerd"]
         self._wait_for("containerd's socket", p.containerd_sock.exists, watch, 30)
-        rn.import_images(p, cache_root() / "realnode-images")
+        # The project images of this checkout (tests check for them: a missing one would be
+        # pulled from its registry instead).
+        self.state["real_node_images"] = rn.import_images(
+            p, cache_root() / "realnode-images", repo_root()
+        )
         crt, key = pkimod.issue_leaf(
             pki, "kubelet-serving", rn.NODE_NAME, ips=(rn.BRIDGE_IP,), server=True
         )

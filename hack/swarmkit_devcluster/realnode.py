@@ -478,10 +478,11 @@ def run_iptables(rule: list[str]) -> None:
     _run("iptables", *rule)
 
 
-def import_images(p: NodePaths, cache: Path) -> None:
+def import_images(p: NodePaths, cache: Path, repo: Path) -> list[str]:
     """The pause, busybox and CoreDNS archives (built once into ``cache``) and the project's
-    images from ``make images`` into containerd's k8s.io namespace; pods use
-    ``imagePullPolicy: Never`` or ``IfNotPresent``."""
+    images ``make images`` built from ``repo``'s sources into containerd's k8s.io namespace;
+    pods use ``imagePullPolicy: Never`` or ``IfNotPresent``. Returns the project images
+    imported."""
     from swarmkit_devcluster import realnode_dns as dns
     from swarmkit_devcluster import realnode_images as img
 
@@ -496,8 +497,11 @@ def import_images(p: NodePaths, cache: Path) -> None:
         if not path.exists():
             make(cache)
         _run(*ctr, "images", "import", str(path))
-    for path in img.project_archives(cache):  # `make images`: the runtime and operator
+    imported = []
+    for ref, path in img.project_archives(cache, repo):  # `make images`: runtime, operator
         _run(*ctr, "images", "import", str(path))
+        imported.append(ref)
+    return imported
 
 
 def rbac_objects() -> list[dict[str, object]]:

@@ -152,28 +152,47 @@ def busybox_archive(out_dir: Path, busybox: Path = Path("/bin/busybox")) -> Path
     )
 
 
-def project_archives(out_dir: Path) -> list[Path]:
-    """The images ``make images`` built whose build is current (a stale one, sources changed
-    since, is left out: a test never runs old code), each pushed once per build key from
-    buildah's storage as an OCI archive (``buildah push … oci-archive:``); archives of older
-    keys are removed. Empty when no image was built yet."""
-    from swarmkit_devcluster.imagebuild.build import INDEX_FILE, image_status, read_json, store_dir
-    from swarmkit_devcluster.imagebuild.tools import Buildah
-    from swarmkit_devcluster.paths import repo_root
+def project_archives(out_dir: Path, repo: Path) -> list[tuple[str, Path]]:
+    """(reference, archive) of each image ``make images`` built from *this* checkout's sources.
 
-    images = read_json(store_dir() / INDEX_FILE).get("images") or {}
-    status = image_status(repo_root())
-    out: list[Path] = []
-    for ref, entry in sorted(images.items()):
-        if status.get(ref) != "ok":
-            continue
-        stem = ref.rsplit("/", 1)[-1].split(":")[0]
-        path = out_dir / f"{stem}-{entry['key']}.oci.tar"
+    The image store is machine-wide: another worktree's ``make images`` retags the same
+    references with its own build. So the archive is keyed by the build key of this checkout
+    (the key ``image_status`` computes): pushed from buildah's storage (``buildah push …
+    oci-archive:``) while the store holds that build, then reused from the archive even after
+    another worktree rebuilt. An image with neither (never built from these sources) is left
+    out, never replaced by someone else's build. The newest :data:`KEEP` archives per image
+    stay (worktrees alternate)."""
+    from swarmkit_devcluster.imagebuild import pins
+    from swarmkit_devcluster.imagebuild.build import (
+        INDEX_FILE,
+        RECORD_FILE,
+        input_key,
+        read_json,
+        store_dir,
+    )
+    from swarmkit_devcluster.imagebuild.tools import Buildah
+
+    index = read_json(store_dir() / INDEX_FILE).get("images") or {}
+    records = read_json(store_dir() / RECORD_FILE)
+    out: list[tuple[str, Path]] = []
+    for spec in pins.IMAGES:
+        rec = records.get(spec.name) or {}
+        key = input_key(repo, spec, rec.get("baseIds") or {}, str(rec.get("builder", "")))
+        path = out_dir / f"{spec.name}-{key}.oci.tar"
         if not path.exists():
-            for stale in out_dir.glob(f"{stem}-*.oci.tar"):
-                stale.unlink()
+            if (index.get(spec.reference) or {}).get("key") != key:
+                continue
             tmp = path.with_suffix(".tmp")
+            ref = spec.reference
             Buildah(store_dir() / "buildah")("push", "--quiet", ref, f"oci-archive:{tmp}:{ref}")
             tmp.replace(path)
-        out.append(path)
+        path.touch()
+        old = sorted(out_dir.glob(f"{spec.name}-*.oci.tar"), key=lambda f: -f.stat().st_mtime)
+        for stale in old[KEEP:]:
+            stale.unlink()
+        out.append((spec.reference, path))
     return out
+
+
+#: Archives kept per project image (one per build key; a few worktrees alternate).
+KEEP = 4

@@ -41,6 +41,17 @@ def real_node(cluster: LocalCluster, kube: Kube) -> Iterator[str]:
     yield NODE_NAME
 
 
+def require_image(cluster: LocalCluster, ref: str) -> None:
+    """Fail (with what to do) unless the real node imported ``ref`` built from this checkout."""
+    if ref not in cluster.state.get("real_node_images", []):
+        pytest.fail(
+            f"the real node has no {ref} built from this checkout's sources: `make images`, "
+            "then start the cluster again (another worktree may have rebuilt the shared "
+            "image store before this cluster imported it)",
+            pytrace=False,
+        )
+
+
 def pod_on_real_node(
     name: str, command: str, *, memory: str = "64Mi", labels: dict[str, str] | None = None
 ) -> dict[str, Any]:

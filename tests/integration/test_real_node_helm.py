@@ -26,13 +26,12 @@ from typing import Any
 import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster
-from swarmkit_devcluster.imagebuild import image_status
 from swarmkit_devcluster.paths import binary
 from swarmkit_devcluster.realnode import BRIDGE_IP, NODE_NAME, TAINT_KEY, namespace_annotations
 from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
 
 from .runs_support import REPO, examples, get, succeeded
-from .test_real_node import real_node
+from .test_real_node import real_node, require_image
 
 pytestmark = pytest.mark.real_node
 __all__ = ["real_node"]
@@ -40,6 +39,7 @@ __all__ = ["real_node"]
 CHART = REPO / "charts" / "swarmkit-operator"
 RELEASE = "rn"
 OPERATOR_IMAGE = "ghcr.io/swarmkit-operator/swarmkit-operator:0.1.0"
+RUNTIME = "ghcr.io/swarmkit-operator/swarmkit-runtime:0.1.0"
 
 
 class Installed:
@@ -73,8 +73,8 @@ class Installed:
 
 @pytest.fixture(scope="module")
 def installed(real_node: str, cluster: LocalCluster, kube: Kube, crds: Any) -> Iterator[Installed]:
-    if image_status(REPO).get(OPERATOR_IMAGE) != "ok":
-        pytest.fail(f"{OPERATOR_IMAGE} is not current: `make images` builds it", pytrace=False)
+    require_image(cluster, OPERATOR_IMAGE)
+    require_image(cluster, RUNTIME)
     api_port = int(cluster.server.rsplit(":", 1)[1])
     with temp_namespace(kube, "rn-system") as system, temp_namespace(kube, "rn-team") as team:
         kube.core.patch_namespace(team, {"metadata": {"annotations": namespace_annotations()}})
@@ -168,6 +168,7 @@ def test_make_demo_runs_its_run_in_the_runtime_image_on_the_real_node(
 
     from swarmkit_devcluster.demo import run_demo
 
+    require_image(cluster, RUNTIME)
     out = io.StringIO()
     started = not cluster.operator_running()
     with temp_namespace(kube, "rn-demo") as ns:

@@ -24,14 +24,12 @@ import pytest
 from swarmkit_api.bundle import secret_env_name
 from swarmkit_api.common import SecretKeyRef
 from swarmkit_devcluster.cluster import LocalCluster
-from swarmkit_devcluster.imagebuild import image_status
 from swarmkit_devcluster.realnode import NODE_NAME, namespace_annotations
 from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.planted import NEVER_READ_PREFIX, never_read
 
 from .runs_support import (
     GROUP,
-    REPO,
     VERSION,
     OperatorProcess,
     agent_with,
@@ -46,7 +44,7 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
-from .test_real_node import pod_on_real_node, real_node, running_ip
+from .test_real_node import pod_on_real_node, real_node, require_image, running_ip
 from .test_runs_scrubbing import ANCESTORS, RUNTIME
 
 pytestmark = pytest.mark.real_node
@@ -98,10 +96,9 @@ def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
 
 
 @pytest.fixture
-def on_real_node(real_node: str, kube: Kube, namespace: str) -> str:
+def on_real_node(real_node: str, cluster: LocalCluster, kube: Kube, namespace: str) -> str:
     """The test namespace (Pod Security ``restricted``), every pod of it on the real node."""
-    if image_status(REPO).get(RUNTIME) != "ok":
-        pytest.fail(f"{RUNTIME} is not current: `make images` builds it", pytrace=False)
+    require_image(cluster, RUNTIME)
     labels = kube.core.read_namespace(namespace).metadata.labels
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
     kube.core.patch_namespace(namespace, {"metadata": {"annotations": namespace_annotations()}})
