@@ -170,15 +170,17 @@ images-if-built: $(STAMP)
 # It prints how long the steps before pytest took, then pytest's 20 slowest tests and its own
 # total (the closing line stays pytest's, which CI reads): a change that slows the suite shows.
 # The real-node tests run first, in their own session (a private cluster with the real node,
-# taken under the machine's lock), then everything else on the process node; the closing line
-# stays the second pytest's.
+# taken under the machine's lock), then everything else on the process node, whatever the
+# first session's outcome; the closing line stays the second pytest's, and make fails if
+# either failed.
 test: $(STAMP) ## lint + verify + docs + the whole test suite (prints the 20 slowest tests and the times)
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory lint verify docs cluster-binaries clients jaeger images node-binaries; \
 	echo "make test: lint, verify, docs and the builds took $$(( $$(date +%s) - start )) s; pytest follows"
-	@start=$$(date +%s); $(REAL_NODE_PYTEST) && \
-	echo "make test: the real-node tests took $$(( $$(date +%s) - start )) s"
-	$(PY) -m pytest tests -q -p no:cacheprovider --durations=20 --durations-min=1 -m 'not real_node'
+	@start=$$(date +%s); rn=0; $(REAL_NODE_PYTEST) || rn=$$?; \
+	echo "make test: the real-node tests took $$(( $$(date +%s) - start )) s (exit $$rn)"; \
+	$(PY) -m pytest tests -q -p no:cacheprovider --durations=20 --durations-min=1 -m 'not real_node' \
+	&& exit $$rn
 
 demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output (TRACING=1: + Jaeger, the trace)
 	$(PY) -m swarmkit_devcluster demo

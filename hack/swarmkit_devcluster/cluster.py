@@ -396,9 +396,9 @@ class LocalCluster:
         self._wait_for("containerd's socket", p.containerd_sock.exists, watch, 30)
         # The project images of this checkout (tests check for them: a missing one would be
         # pulled from its registry instead).
-        self.state["real_node_images"] = rn.import_images(
-            p, cache_root() / "realnode-images", repo_root()
-        )
+        cache = cache_root() / "realnode-images"
+        dns_image = (rn_dns.archive_path(cache), rn_dns.coredns_archive)
+        self.state["real_node_images"] = rn.import_images(p, cache, repo_root(), [dns_image])
         crt, key = pkimod.issue_leaf(
             pki, "kubelet-serving", rn.NODE_NAME, ips=(rn.BRIDGE_IP,), server=True
         )

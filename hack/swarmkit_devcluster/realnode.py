@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -478,19 +479,23 @@ def run_iptables(rule: list[str]) -> None:
     _run("iptables", *rule)
 
 
-def import_images(p: NodePaths, cache: Path, repo: Path) -> list[str]:
-    """The pause, busybox and CoreDNS archives (built once into ``cache``) and the project's
-    images ``make images`` built from ``repo``'s sources into containerd's k8s.io namespace;
-    pods use ``imagePullPolicy: Never`` or ``IfNotPresent``. Returns the project images
-    imported."""
-    from swarmkit_devcluster import realnode_dns as dns
+def import_images(
+    p: NodePaths,
+    cache: Path,
+    repo: Path,
+    extra: Sequence[tuple[Path, Callable[[Path], Path]]] = (),
+) -> list[str]:
+    """The pause and busybox archives and ``extra`` ones (each (archive, the function that
+    writes it into ``cache``), built once) and the project's images ``make images`` built
+    from ``repo``'s sources into containerd's k8s.io namespace; pods use
+    ``imagePullPolicy: Never`` or ``IfNotPresent``. Returns the project images imported."""
     from swarmkit_devcluster import realnode_images as img
 
     cache.mkdir(parents=True, exist_ok=True)
     archives = [
         (cache / "pause.oci.tar", img.pause_archive),
         (img.busybox_path(cache), img.busybox_archive),
-        (dns.archive_path(cache), dns.coredns_archive),
+        *extra,
     ]
     ctr = [str(binary("ctr")), f"--address={p.containerd_sock}", "-n", "k8s.io"]
     for path, make in archives:
