@@ -134,7 +134,7 @@ node-binaries: $(RUN_STAMP) node-apt ## build (once, cached) the real node: kube
 	$(PY) -m swarmkit_devcluster build --node
 
 # REAL_NODE=1 make cluster-up: the real node too (root; one per machine, queued by a lock).
-REAL_NODE_PREREQ := $(if $(filter 1,$(REAL_NODE)),node-binaries)
+REAL_NODE_PREREQ := $(if $(filter 1,$(REAL_NODE)),node-binaries images)
 cluster-up: cluster-binaries $(REAL_NODE_PREREQ) ## start the local control plane + process node (REAL_NODE=1: + the real node) (idempotent)
 	$(PY) -m swarmkit_devcluster up
 
@@ -154,10 +154,10 @@ test-integration: $(STAMP) cluster-binaries clients jaeger
 	$(PY) -m pytest tests/integration -q -m 'not real_node'
 
 # The tests where a kernel boundary is the point, on a private cluster with the real node (root;
-# one real node per machine: a second cluster waits for the machine's lock). Not yet part of
-# `make test` (issue 38: CoreDNS, the operator's pods and the demo on the real node come first).
+# one real node per machine: a second cluster waits for the machine's lock). Part of `make test`.
+REAL_NODE_PYTEST := REAL_NODE=1 $(PY) -m pytest tests -q -p no:cacheprovider -m real_node
 test-real-node: $(STAMP) cluster-binaries node-binaries images ## the real-node tests (kubelet + containerd; root)
-	REAL_NODE=1 $(PY) -m pytest tests -q -p no:cacheprovider -m real_node
+	$(REAL_NODE_PYTEST)
 
 # The runtime and operator images, built for real without a Docker daemon (buildah + debootstrap
 # from Debian's packages, installed when missing; needs root). Cached under
@@ -173,11 +173,18 @@ images-if-built: $(STAMP)
 # root; cached after), so the image tests run everywhere and the suite skips nothing.
 # It prints how long the steps before pytest took, then pytest's 20 slowest tests and its own
 # total (the closing line stays pytest's, which CI reads): a change that slows the suite shows.
+# The real-node tests run first, in their own session (a private cluster with the real node,
+# taken under the machine's lock), then everything else on the process node, whatever the
+# first session's outcome; the closing line stays the second pytest's, and make fails if
+# either failed.
 test: $(STAMP) ## lint + verify + docs + the whole test suite (prints the 20 slowest tests and the times)
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory lint verify docs cluster-binaries clients jaeger images; \
+	$(MAKE) --no-print-directory lint verify docs cluster-binaries clients jaeger images node-binaries; \
 	echo "make test: lint, verify, docs and the builds took $$(( $$(date +%s) - start )) s; pytest follows"
-	$(PY) -m pytest tests -q -p no:cacheprovider --durations=20 --durations-min=1 -m 'not real_node'
+	@start=$$(date +%s); rn=0; $(REAL_NODE_PYTEST) || rn=$$?; \
+	echo "make test: the real-node tests took $$(( $$(date +%s) - start )) s (exit $$rn)"; \
+	$(PY) -m pytest tests -q -p no:cacheprovider --durations=20 --durations-min=1 -m 'not real_node' \
+	&& exit $$rn
 
 demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output (TRACING=1: + Jaeger, the trace)
 	$(PY) -m swarmkit_devcluster demo
