@@ -22,9 +22,10 @@ from ..builders.agent import (
 )
 from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX, ScriptVerdict
 from ..indexes import index
-from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
+from ..reconcile.controller import Controller, Deferred, reconciler
 from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
+from .common import App
 from .events import on_event
 
 
@@ -80,11 +81,11 @@ async def agent_event(
     body: kopf.Body,
     namespace: str | None,
     name: str,
-    memo: kopf.Memo,
+    app: App,
     **_: Any,
 ) -> None:
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
+    ctl = app.controller
+    if namespace is None:
         return
     seen = ctl.observe_event("Agent", "agents", type, body, namespace, name, dependents_view)
     if seen.changed:

@@ -1,18 +1,20 @@
-"""Shared kopf glue: kopf's settings and the ConfigMap watch.
+"""Shared glue: the application context, kopf's settings and the ConfigMap watch.
 
 The reconcile machinery itself lives outside the handlers, without kopf: the indexes
 (:mod:`swarmkit_operator.indexes`), the work queue, the controller, status writes and
 garbage collection (:mod:`swarmkit_operator.reconcile`, whose docstring tells how
-reconciling works). The composition root (:mod:`.root`) builds and starts it; this module
-gives it kopf's settings (:func:`configure_kopf`) and the ConfigMap events' function.
+reconciling works). The composition root (:mod:`.root`) builds and starts it, and hands
+every event function the one :class:`App` it built (the ``app`` keyword argument); this
+module defines that context, kopf's settings (:func:`configure_kopf`) and the ConfigMap
+events' function.
 
 Every name the handler modules used to import from here is still importable from here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +24,7 @@ import kopf
 from swarmkit_api import GROUP, VERSION
 
 from ..builders import COMPONENT_LABEL, MANAGED_BY, RUN_LABEL
+from ..config import Settings
 from ..gateways import GatewayController
 from ..indexes import (
     PRESENT,
@@ -40,7 +43,6 @@ from ..reconcile.controller import (
     Controller,
     Deferred,
     Reconciler,
-    controller_of,
     reconciler,
 )
 from ..reconcile.gc import (
@@ -61,6 +63,8 @@ from ..reconcile.views import (
 )
 from ..reconcile.workqueue import PRIORITY, Key, WorkQueue
 from ..runs import RunController
+from ..runtime import Leadership, Manager
+from ..webview import WebView
 from .events import on_event
 
 log = logging.getLogger("swarmkit_operator")
@@ -82,7 +86,7 @@ __all__ = [
     "VERSION",
     "VIEW_INDEXES",
     "_MISSING",
-    "Components",
+    "App",
     "Controller",
     "Deferred",
     "IndexFn",
@@ -95,11 +99,9 @@ __all__ = [
     "_same",
     "base_view",
     "collect_garbage",
-    "components_of",
     "condition_status",
     "config_map_event",
     "configure_kopf",
-    "controller_of",
     "count_objects",
     "describe",
     "index",
@@ -113,33 +115,36 @@ __all__ = [
 ]
 
 
-# --- the components the composition root built ---------------------------------------------
+# --- the application context ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Components:
-    """What the composition root (:mod:`.root`) built, kept in kopf's memo: how an event
-    function reaches the controller it kicks (no module-level globals)."""
+class App:
+    """The application context (cert-manager's ``controller.Context``): everything the
+    composition root built, whole before any event arrives. Every event function gets it
+    as its ``app`` argument; kopf's memo holds it and nothing else the root built, so no
+    component is looked up by name and none gets an attribute after it was constructed."""
 
+    settings: Settings
+    manager: Manager
+    controller: Controller
     runs: RunController
     gateways: GatewayController
     library: SkillLibrary
+    web_view: WebView | None
+    #: The component stops, in the order :meth:`close` awaits them (the build's reverse).
+    closing: contextlib.AsyncExitStack
+
+    @property
+    def leadership(self) -> Leadership:
+        return self.manager.leadership
+
+    async def close(self) -> None:
+        """Stop every component, in the reverse order of the build."""
+        await self.closing.aclose()
 
 
-def components_of(memo: Any) -> Components | None:
-    """The components in kopf's memo (None before the root built them)."""
-    found = getattr(memo, "components", None)
-    return found if isinstance(found, Components) else None
-
-
-# --- operator settings and lifecycle --------------------------------------------------------
-
-
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
+# --- kopf's settings ---------------------------------------------------------------------------
 
 
 class EventOnlyDiffBase(kopf.StatusDiffBaseStorage):
@@ -164,7 +169,7 @@ class _QuietSuccess(logging.Filter):
         return not (record.levelno <= logging.INFO and str(record.msg).endswith("succeeded."))
 
 
-def configure_kopf(settings: kopf.OperatorSettings) -> None:
+def configure_kopf(settings: kopf.OperatorSettings, ours: Settings) -> None:
     """kopf's settings for an operator whose events come through its own streams."""
     # Never write annotations on user objects (Argo CD would see drift): kopf keeps any
     # bookkeeping in status.kopf. No handler here uses it, but a future one might.
@@ -177,8 +182,8 @@ def configure_kopf(settings: kopf.OperatorSettings) -> None:
     settings.persistence.finalizer = "swarmkit.dev/operator"
     # Watches: the server ends each watch after ~4.5 minutes, the client gives up after 5
     # without bytes; a dead connection is noticed and re-established quickly.
-    settings.watching.server_timeout = int(_env_float("SWARMKIT_WATCH_SERVER_TIMEOUT", 270))
-    settings.watching.client_timeout = _env_float("SWARMKIT_WATCH_CLIENT_TIMEOUT", 300)
+    settings.watching.server_timeout = ours.watch_server_timeout
+    settings.watching.client_timeout = ours.watch_client_timeout
     settings.watching.connect_timeout = 10
     settings.watching.reconnect_backoff = 1.0
     settings.networking.request_timeout = 60
@@ -186,7 +191,7 @@ def configure_kopf(settings: kopf.OperatorSettings) -> None:
     settings.networking.error_backoffs = [1, 2, 4, 8, 16, 30]
     # We post our own Events (one per condition transition); kopf's per-log-line Events off.
     settings.posting.enabled = False
-    if not os.environ.get("SWARMKIT_LOG_HANDLER_SUCCESS"):
+    if not ours.log_handler_success:
         objects = logging.getLogger("kopf.objects")
         objects.addFilter(_QuietSuccess())
         if not objects.isEnabledFor(logging.DEBUG):
@@ -209,11 +214,11 @@ async def config_map_event(
     name: str,
     uid: str,
     labels: Mapping[str, str],
-    memo: kopf.Memo,
+    app: App,
     **_: Any,
 ) -> None:
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
+    ctl = app.controller
+    if namespace is None:
         return
     if type == "DELETED":
         ctl.indexes.delete("configmaps", uid)

@@ -26,8 +26,9 @@ from swarmkit_api.conditions import (
 from ..builders import Verdict
 from ..builders.funnel import funnel_version, parse_funnel, unreachable
 from ..indexes import index
-from ..reconcile.controller import Controller, controller_of, reconciler
+from ..reconcile.controller import Controller, reconciler
 from ..reconcile.views import base_view
+from .common import App
 from .events import on_event
 
 
@@ -67,9 +68,9 @@ def funnel_names(spec: Any) -> set[str]:
 
 
 @on_event(GROUP, VERSION, "funnels")
-async def funnel_event(namespace: str | None, name: str, memo: kopf.Memo, **_: Any) -> None:
-    ctl = controller_of(memo)
-    if ctl is not None and namespace is not None:
+async def funnel_event(namespace: str | None, name: str, app: App, **_: Any) -> None:
+    ctl = app.controller
+    if namespace is not None:
         ctl.enqueue("Funnel", namespace, name)
         ctl.enqueue_many(
             "Topology", namespace, set(ctl.lookup_all("topology_by_funnel", (namespace, name)))

@@ -15,8 +15,9 @@ from ..builders.reviewer import SkillFacts
 from ..builders.skill import SourceConfigMap, referenced_config_maps, render_skill
 from ..indexes import index
 from ..library.records import granted_by_field
-from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
+from ..reconcile.controller import Controller, Deferred, reconciler
 from ..reconcile.views import MISSING, base_view
+from .common import App
 from .events import on_event
 
 
@@ -125,11 +126,11 @@ async def skill_event(
     body: kopf.Body,
     namespace: str | None,
     name: str,
-    memo: kopf.Memo,
+    app: App,
     **_: Any,
 ) -> None:
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
+    ctl = app.controller
+    if namespace is None:
         return
     seen = ctl.observe_event(
         "Skill", "skills", type, body, namespace, name, dependents_view, keep_body=True

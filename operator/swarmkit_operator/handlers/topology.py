@@ -29,11 +29,12 @@ from ..builders.topology import (
 )
 from ..conditions import get_condition
 from ..indexes import PRESENT, index
-from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
+from ..reconcile.controller import Controller, Deferred, reconciler
 from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
 from ..runs.resolve import Resolver
 from .agent import workspace_view
+from .common import App
 from .events import on_event
 from .funnel import funnel_names
 from .skill import granting_agents
@@ -111,11 +112,11 @@ async def topology_event(
     body: kopf.Body,
     namespace: str | None,
     name: str,
-    memo: kopf.Memo,
+    app: App,
     **_: Any,
 ) -> None:
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
+    ctl = app.controller
+    if namespace is None:
         return
     seen = ctl.observe_event("Topology", "topologies", type, body, namespace, name, dependents_view)
     old, view = seen.previous, seen.view
@@ -152,11 +153,11 @@ def _serving_waits_for_itself(body: Mapping[str, Any]) -> bool:
 
 @on_event("apps", "v1", "deployments", labels={SERVE_LABEL: PRESENT})
 async def served_deployment_event(
-    namespace: str | None, labels: Mapping[str, str], memo: kopf.Memo, **_: Any
+    namespace: str | None, labels: Mapping[str, str], app: App, **_: Any
 ) -> None:
     """A served Deployment changed (readiness, rollout, deletion): update its Topology."""
-    ctl = controller_of(memo)
-    if ctl is not None and namespace is not None:
+    ctl = app.controller
+    if namespace is not None:
         ctl.enqueue("Topology", namespace, str(labels[SERVE_LABEL]))
 
 

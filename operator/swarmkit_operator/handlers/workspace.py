@@ -12,8 +12,9 @@ from swarmkit_api.conditions import READY
 from ..builders import ObjectRef
 from ..builders.workspace import referenced_config_maps, referenced_secrets, render_workspace
 from ..indexes import index
-from ..reconcile.controller import Controller, controller_of, reconciler
+from ..reconcile.controller import Controller, reconciler
 from ..reconcile.views import MISSING, base_view
+from .common import App
 from .events import on_event
 from .skill import read_sources
 
@@ -71,11 +72,11 @@ async def workspace_event(
     body: kopf.Body,
     namespace: str | None,
     name: str,
-    memo: kopf.Memo,
+    app: App,
     **_: Any,
 ) -> None:
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
+    ctl = app.controller
+    if namespace is None:
         return
     seen = ctl.observe_event(
         "Workspace", "workspaces", type, body, namespace, name, dependents_view
@@ -97,12 +98,12 @@ async def secret_event(
     namespace: str | None,
     name: str,
     uid: str,
-    memo: kopf.Memo,
+    app: App,
     **_: Any,
 ) -> None:
     """A Secret appeared, changed keys or went: re-check exactly the workspaces using it."""
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
+    ctl = app.controller
+    if namespace is None:
         return
     if type == "DELETED":
         ctl.indexes.delete("secrets", uid)

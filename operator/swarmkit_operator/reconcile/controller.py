@@ -4,7 +4,7 @@
 and is not yet observed, who defers on whom) and the loop: workers, the Event poster and
 the periodic resync. Kind modules mark their reconcilers with :func:`reconciler`; the
 composition root (``handlers/root.py``) collects them and builds one controller at
-start-up, kept in kopf's memo.
+start-up, with everything it needs in its constructor.
 """
 
 from __future__ import annotations
@@ -12,19 +12,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import k8s, metrics
+from .. import k8s
 from ..builders import Verdict
 from ..config import OperatorConfig
 from ..indexes import Indexes, Listing, populate
 from ..marks import mark
 from ..runtime.leader import Leadership
-from ..runtime.workqueue import Workers
+from ..runtime.workqueue import Result, Workers
 from . import faults
 from .status import same_status
 from .status import write_status as _write_status
@@ -73,7 +72,8 @@ class Observation:
 
 @dataclass
 class Controller:
-    """The in-process reconcile machinery shared by the handlers (kept in kopf's memo)."""
+    """The in-process reconcile machinery shared by the handlers (in the application
+    context, :class:`~swarmkit_operator.handlers.common.App`)."""
 
     config: OperatorConfig
     indexes: Indexes = field(default_factory=lambda: Indexes(()))
@@ -87,7 +87,6 @@ class Controller:
     resync_seconds: float = 600.0
     queue: WorkQueue[Key] = field(default_factory=reconcile_queue)
     bodies: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    failures: dict[Key, int] = field(default_factory=dict)
     deferred_since: dict[Key, float] = field(default_factory=dict)
     # key → (resourceVersion or "", until when, the status written): a write not yet seen.
     awaiting: dict[Key, tuple[str, float, dict[str, Any]]] = field(default_factory=dict)
@@ -106,10 +105,10 @@ class Controller:
     #: The start-up's LISTs, until the watch streams start from them (then emptied).
     listings: list[Listing] = field(default_factory=list)
     #: How a served Topology resolves its target, as a Run would: the Runs controller's
-    #: ``Resolver``, set by the composition root (typed loosely: the Runs controller sits
-    #: above this layer; ``handlers/topology.py`` narrows it).
+    #: ``Resolver``, given by the composition root (typed loosely: the Runs controller
+    #: sits above this layer; ``handlers/topology.py`` narrows it).
     resolver: object | None = None
-    #: A Skill's ``status.usage`` (the skill library's, set by the composition root).
+    #: A Skill's ``status.usage`` (the skill library's, given by the composition root).
     skill_usage: Callable[[str, str], Any] | None = None
     #: Whether this replica leads (a standby posts no Events: its workers do not run).
     leadership: Leadership = field(default_factory=Leadership.always)
@@ -180,10 +179,10 @@ class Controller:
             self.reconciled_generation,
             self.written,
             self.awaiting,
-            self.failures,
             self.deferred_since,
         ):
             memory.pop(key, None)
+        self.queue.forget(key)
         self._wake(key)
 
     def changed(self, key: Key, view: Any, fresh: bool = True) -> bool:
@@ -243,11 +242,17 @@ class Controller:
     # --- the loop ---
 
     async def start(self) -> None:
-        workers = Workers(self.queue, self._process, "swarmkit-worker", after=self._wake)
+        workers = Workers(
+            self.queue,
+            self._process,
+            "swarmkit-worker",
+            kind=lambda key: key[0],
+            after=self._wake,
+            on_error=self._retry_delay,
+            describe=lambda key: f"{key[1]}/{key[2]}",
+        )
         self.tasks += workers.start(self.workers)
         self.tasks.append(asyncio.create_task(self._event_poster(), name="swarmkit-events"))
-        if self.resync_seconds > 0:
-            self.tasks.append(asyncio.create_task(self._resync(), name="swarmkit-resync"))
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop taking work, let in-flight reconciles finish (up to ``timeout``), cancel."""
@@ -270,11 +275,11 @@ class Controller:
         for waiter in self.waiters.pop(key):
             self.queue.add(waiter)
 
-    async def _process(self, key: Key) -> None:
+    async def _process(self, key: Key) -> Result:
         kind, namespace, name = key
         fn = self.reconcilers.get(kind)
         if fn is None:
-            return
+            return Result("unknown")
         started = time.monotonic()
         since = self.deferred_since.get(key)
         force = since is not None and started - since > self.max_defer
@@ -289,40 +294,18 @@ class Controller:
                 outcome = await fn(self, namespace, name, force)
         except Deferred as exc:
             self.deferred_since.setdefault(key, started)
-            metrics.RECONCILES.labels(kind, "deferred").inc()
             log.debug("deferring %s %s/%s: %s", kind, namespace, name, exc)
             for waited in exc.keys:  # woken as soon as each settles; the delay is a backstop
                 self.waiters.setdefault(waited, set()).add(key)
                 self.queue.promote(waited)  # a background check someone waits for
-            self.queue.add(key, self.defer_delay)
-            return
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            failures = self.failures.get(key, 0) + 1
-            self.failures[key] = failures
-            delay = min(0.5 * 2 ** (failures - 1), 60.0) * random.uniform(0.8, 1.2)
-            if await self._report_fault(key, exc):
-                delay = 60.0  # the object's own fault, now its condition: a fix re-enqueues
-            metrics.RECONCILES.labels(kind, "error").inc()
-            metrics.RETRIES.labels(kind).inc()
-            log.warning(
-                "reconciling %s %s/%s failed (attempt %d, retrying in %.1fs): %s",
-                kind,
-                namespace,
-                name,
-                failures,
-                delay,
-                exc,
-                exc_info=failures == 1 and not isinstance(exc, k8s.ApiError),
-            )
-            self.queue.add(key, delay)
-            return
-        finally:
-            metrics.RECONCILE_SECONDS.labels(kind).observe(time.monotonic() - started)
-        self.failures.pop(key, None)
+            return Result("deferred", self.defer_delay, forget=False)
         self.deferred_since.pop(key, None)
-        metrics.RECONCILES.labels(kind, outcome).inc()
+        return Result(outcome)
+
+    async def _retry_delay(self, key: Key, exc: Exception) -> float | None:
+        """A failed reconcile's retry: the queue's backoff, unless the failure is the
+        object's own fault, now its condition (then a minute: a fix re-enqueues it)."""
+        return 60.0 if await self._report_fault(key, exc) else None
 
     async def _report_fault(self, key: Key, exc: Exception) -> bool:
         """Whether ``exc`` is the object's fault and now its condition (:mod:`.faults`)."""
@@ -347,14 +330,13 @@ class Controller:
             except Exception as exc:  # Events are best effort
                 log.warning("posting an Event failed: %s", exc)
 
-    async def _resync(self) -> None:
-        """A safety net: now and then, enqueue every object (no-ops cost no writes)."""
-        while True:
-            await asyncio.sleep(self.resync_seconds)
-            await populate(self.indexes, self.namespaces, prune=True)
-            for kind, index in VIEW_INDEXES.items():
-                for ns, name in self.indexes.keys(index):
-                    self.enqueue(kind, ns, name, background=True)
+    async def resync(self) -> None:
+        """A safety net, every ``resync_seconds`` (a Periodic of the leader's): re-LIST,
+        drop what vanished, and enqueue every object (no-ops cost no writes)."""
+        await self.prune()
+        for kind, index in VIEW_INDEXES.items():
+            for ns, name in self.indexes.keys(index):
+                self.enqueue(kind, ns, name, background=True)
 
     def enqueue_unsettled(self) -> int:
         """Enqueue every indexed object whose status lags its spec (created or edited while
@@ -369,9 +351,9 @@ class Controller:
                     count += 1
         return count
 
-    async def prune_later(self, delay: float) -> None:
-        """Re-LIST after ``delay`` and drop what vanished from the indexes meanwhile."""
-        await asyncio.sleep(delay)
+    async def prune(self) -> None:
+        """Re-LIST and drop from the indexes what vanished since they were filled (an
+        object deleted between a LIST and its watch's start never sends DELETED)."""
         await populate(self.indexes, self.namespaces, prune=True)
 
     # --- writing ---
@@ -418,9 +400,3 @@ class Controller:
         return await _write_status(
             self, kind, namespace, name, uid, generation, current, fields, verdicts, manager
         )
-
-
-def controller_of(memo: Any) -> Controller | None:
-    """The controller kept in kopf's memo (None before the start-up handler ran)."""
-    ctl = getattr(memo, "swarmkit", None)
-    return ctl if isinstance(ctl, Controller) else None

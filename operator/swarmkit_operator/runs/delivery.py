@@ -2,14 +2,16 @@
 
 A Workspace mailbox may name a webhook (``spec.mailboxes[].webhook.urlSecretRef``): its
 items are created labelled ``swarmkit.dev/webhook-delivery=pending`` (:mod:`.effects`).
-Every :data:`DELIVERY_INTERVAL` seconds, in the leader only, this loop lists the pending
+Every ``delivery_interval`` seconds (:class:`~swarmkit_operator.config.RunsSettings`), in
+the leader only, this pass lists the pending
 items of the namespaces whose Workspaces have such a mailbox and POSTs each due one as a
 Slack-compatible ``{"text": ...}`` JSON body to the URL read from the Secret at that moment.
 
 * 2xx: ``status.delivery`` Delivered, the label ``delivered``, an Event on the item;
 * anything else (an HTTP status, a connection error, the Secret missing): ``attempts`` + 1
-  and ``nextAttemptTime`` after an exponential backoff (:data:`BACKOFF_SECONDS` doubled per
-  attempt, at most :data:`MAX_BACKOFF_SECONDS`); after :data:`MAX_ATTEMPTS` it is Failed
+  and ``nextAttemptTime`` after an exponential backoff (``webhook_backoff_seconds`` doubled
+  per attempt, at most :data:`MAX_BACKOFF_SECONDS`); after ``webhook_max_attempts`` it is
+  Failed
   (label ``failed``, a Warning Event).
 
 The URL is a credential (a Slack webhook URL is its own token): it is never written to
@@ -22,9 +24,7 @@ successful POST and the status write posts it again: webhooks are at-least-once)
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -40,17 +40,19 @@ from .model import GROUP, VERSION
 
 log = logging.getLogger("swarmkit_operator.delivery")
 
-DELIVERY_INTERVAL = float(os.environ.get("SWARMKIT_DELIVERY_INTERVAL_SECONDS", "2"))
-BACKOFF_SECONDS = float(os.environ.get("SWARMKIT_WEBHOOK_BACKOFF_SECONDS", "2"))
+#: The defaults of the first retry delay and of the attempts (:class:`~..config.RunsSettings`).
+BACKOFF_SECONDS = 2.0
 MAX_BACKOFF_SECONDS = 300.0
-MAX_ATTEMPTS = int(os.environ.get("SWARMKIT_WEBHOOK_MAX_ATTEMPTS", "6"))
+MAX_ATTEMPTS = 6
 POST_TIMEOUT = aiohttp.ClientTimeout(total=10)
 PLURAL = "mailboxmessages"
 
 
-def backoff(attempts: int) -> float:
-    """Seconds before attempt ``attempts`` + 1 (exponential, capped)."""
-    return float(min(BACKOFF_SECONDS * 2 ** max(attempts - 1, 0), MAX_BACKOFF_SECONDS))
+def backoff(attempts: int, base: float = BACKOFF_SECONDS) -> float:
+    """Seconds before attempt ``attempts`` + 1 (exponential, capped). Not the work queue's
+    backoff: this schedule is the message's own, kept in its status (``nextAttemptTime``),
+    so it survives a restart and a failover."""
+    return float(min(base * 2 ** max(attempts - 1, 0), MAX_BACKOFF_SECONDS))
 
 
 def payload(item: dict[str, Any]) -> dict[str, str]:
@@ -71,22 +73,23 @@ def webhook_ref(workspace: dict[str, Any] | None, mailbox: str) -> dict[str, str
 
 
 class Delivery:
-    """The loop (see the module docstring)."""
+    """The deliveries (see the module docstring): one :meth:`tick` every
+    ``delivery_interval`` seconds, a :class:`~swarmkit_operator.runtime.Periodic` of the
+    leader's built by the composition root; :meth:`close` ends its HTTP session."""
 
     def __init__(self, ctl: RunController) -> None:
         self.ctl = ctl
+        self._session: aiohttp.ClientSession | None = None
 
-    async def loop(self) -> None:
-        await self.ctl.ready.wait()
-        async with aiohttp.ClientSession(timeout=POST_TIMEOUT) as session:
-            while True:
-                try:
-                    await self.tick(session, datetime.now(UTC))
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # type only: a message could carry the URL
-                    log.warning("webhook delivery tick failed: %s", type(exc).__name__)
-                await asyncio.sleep(DELIVERY_INTERVAL)
+    async def tick_now(self) -> None:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=POST_TIMEOUT)
+        await self.tick(self._session, datetime.now(UTC))
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     def namespaces(self) -> set[str]:
         """Namespaces with a Workspace that routes a mailbox to a webhook."""
@@ -154,7 +157,7 @@ class Delivery:
                 f"posted to the webhook of mailbox {spec.get('mailbox')} (attempt {attempts})",
             )
             return
-        if attempts >= MAX_ATTEMPTS:
+        if attempts >= self.ctl.settings.webhook_max_attempts:
             status = {
                 "state": "Failed",
                 "attempts": attempts,
@@ -170,7 +173,9 @@ class Delivery:
                 involved, "Warning", "WebhookFailed", f"gave up after {attempts} attempts: {error}"
             )
             return
-        retry = now + timedelta(seconds=backoff(attempts))
+        retry = now + timedelta(
+            seconds=backoff(attempts, self.ctl.settings.webhook_backoff_seconds)
+        )
         status = {
             "state": "Pending",
             "attempts": attempts,

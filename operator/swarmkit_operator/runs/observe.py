@@ -37,7 +37,6 @@ from . import cleanup, effects, review, start, status
 from .model import (
     HINT_SECONDS,
     NO_POD_EVENTS_AFTER,
-    POD_START_GRACE,
     RunView,
     age,
     pod_job,
@@ -129,7 +128,7 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
         pods=job_pods,
         events=events,
         timeout_seconds=timeout,
-        pod_start_grace_seconds=POD_START_GRACE,
+        pod_start_grace_seconds=st.settings.pod_start_grace_seconds,
     )
     verdict = await _mount_problem(run, job_pods, verdict)
     if verdict.phase == "Parked":

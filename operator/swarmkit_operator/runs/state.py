@@ -16,8 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..config import OperatorConfig
-from .model import TRACE, Indexes, RunView, one, rv
+from ..config import OperatorConfig, RunsSettings
+from .model import Indexes, RunView, one, rv
 from .resolve import Resolver
 
 log = logging.getLogger("swarmkit_operator.runs")
@@ -26,10 +26,17 @@ log = logging.getLogger("swarmkit_operator.runs")
 class RunState:
     """The controller's memory (see the module docstring), shared by the Runs modules."""
 
-    def __init__(self, config: OperatorConfig, indexes: Indexes) -> None:
+    def __init__(
+        self,
+        config: OperatorConfig,
+        indexes: Indexes,
+        settings: RunsSettings | None = None,
+        resolver: Resolver | None = None,
+    ) -> None:
         self.config = config
+        self.settings = settings or RunsSettings()
         self.idx = indexes
-        self.resolver = Resolver(config, indexes)
+        self.resolver = resolver or Resolver(config, indexes)
         #: run uid → {resourceVersion, status} of this process's latest status write, used
         #: while the Runs index has not caught up with it.
         self.overlay: dict[str, dict[str, Any]] = {}
@@ -122,6 +129,6 @@ class RunState:
         """With ``$SWARMKIT_RUNS_TRACE``, log ``uid``'s milestones so far: one line
         ``trace <uid> <json>`` of CLOCK_MONOTONIC seconds, the clock every process on the
         machine shares (``bench/bench_runs.py --trace`` lines them up with its own watches)."""
-        if TRACE:
+        if self.settings.trace:
             marks = {k: round(v, 6) for k, v in self.milestones.get(uid, {}).items()}
             log.info("trace %s %s", uid, json.dumps(marks, sort_keys=True))
