@@ -177,6 +177,9 @@ class RunsSettings:
     webhook_backoff_seconds: float = 2.0
     #: Webhook attempts before a message fails (``$SWARMKIT_WEBHOOK_MAX_ATTEMPTS``).
     webhook_max_attempts: int = 6
+    #: The process's ``OTEL_*`` variables: whether and where the operator exports its own
+    #: spans of traced Runs (``runs/tracing.py``; the OpenTelemetry SDK's own convention).
+    otel: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,7 @@ def runs_settings(env: Mapping[str, str]) -> RunsSettings:
         delivery_interval=_number(env, "SWARMKIT_DELIVERY_INTERVAL_SECONDS", 2.0),
         webhook_backoff_seconds=_number(env, "SWARMKIT_WEBHOOK_BACKOFF_SECONDS", 2.0),
         webhook_max_attempts=_number(env, "SWARMKIT_WEBHOOK_MAX_ATTEMPTS", 6, int),
+        otel=tuple(sorted((k, v) for k, v in env.items() if k.startswith("OTEL_"))),
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from ..config import OperatorConfig, RunsSettings
 from .model import Indexes, RunView, one, rv
 from .resolve import Resolver
+from .tracing import RunSpans
 
 log = logging.getLogger("swarmkit_operator.runs")
 
@@ -37,6 +38,8 @@ class RunState:
         self.settings = settings or RunsSettings()
         self.idx = indexes
         self.resolver = resolver or Resolver(config, indexes)
+        #: The operator's own spans of traced Runs (on when ``OTEL_*`` names an endpoint).
+        self.spans = RunSpans(dict(self.settings.otel))
         #: run uid → {resourceVersion, status} of this process's latest status write, used
         #: while the Runs index has not caught up with it.
         self.overlay: dict[str, dict[str, Any]] = {}

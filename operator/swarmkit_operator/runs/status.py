@@ -65,7 +65,7 @@ async def write(
         st.mark(run.uid, "condition_final")
         st.trace(run.uid)
         # Tracing hook: the operator's spans of a traced Run (a no-op unless both are on).
-        tracing.SPANS.export(run, verdict.reason, verdict.status, st.milestones.get(run.uid, {}))
+        st.spans.export(run, verdict.reason, verdict.status, st.milestones.get(run.uid, {}))
         cm = run.status.get("bundleConfigMap")
         if cm:
             st.spawn(label_finished(st, run.namespace, str(cm)))
