@@ -7,8 +7,6 @@ reconciling works). The composition root (:mod:`.root`) builds and starts it, an
 every event function the one :class:`App` it built (the ``app`` keyword argument); this
 module defines that context, kopf's settings (:func:`configure_kopf`) and the ConfigMap
 events' function.
-
-Every name the handler modules used to import from here is still importable from here.
 """
 
 from __future__ import annotations
@@ -21,97 +19,35 @@ from typing import Any
 
 import kopf
 
-from swarmkit_api import GROUP, VERSION
-
 from ..builders import COMPONENT_LABEL, MANAGED_BY, RUN_LABEL
 from ..config import Settings
 from ..gateways import GatewayController
-from ..indexes import (
-    PRESENT,
-    RESOURCES,
-    SELF_MAINTAINED,
-    Indexes,
-    IndexFn,
-    IndexSpec,
-    Resource,
-    index,
-    list_all,
-    populate,
-)
+from ..indexes import PRESENT, Indexes, IndexSpec, index
 from ..library import SkillLibrary
-from ..reconcile.controller import (
-    Controller,
-    Deferred,
-    Reconciler,
-    reconciler,
-)
-from ..reconcile.gc import (
-    COMPONENT_KINDS,
-    collect_garbage,
-    pinned_config_maps,
-    rendered_config_map_names,
-    rendered_config_maps,
-)
-from ..reconcile.status import PLURALS, describe, same_status
-from ..reconcile.views import (
-    KOPF_STATUS_FIELD,
-    MISSING,
-    VIEW_INDEXES,
-    base_view,
-    condition_status,
-    count_objects,
-)
-from ..reconcile.workqueue import PRIORITY, Key, WorkQueue
+from ..reconcile.controller import Controller, Kind
+from ..reconcile.status import same_status
+from ..reconcile.views import KOPF_STATUS_FIELD, MISSING
 from ..runs import RunController
 from ..runtime import Leadership, Manager
 from ..webview import WebView
-from .events import on_event
+from .events import EventFn, on_event
 
 log = logging.getLogger("swarmkit_operator")
 
-# The names' old spellings, for modules and tests that import them from here.
-_MISSING = MISSING
+# The old spelling, for the test that imports it from here.
 _same = same_status
 
 __all__ = [
-    "COMPONENT_KINDS",
-    "GROUP",
-    "KOPF_STATUS_FIELD",
-    "MISSING",
-    "PLURALS",
     "PRESENT",
-    "PRIORITY",
-    "RESOURCES",
-    "SELF_MAINTAINED",
-    "VERSION",
-    "VIEW_INDEXES",
-    "_MISSING",
     "App",
     "Controller",
-    "Deferred",
-    "IndexFn",
     "IndexSpec",
     "Indexes",
-    "Key",
-    "Reconciler",
-    "Resource",
-    "WorkQueue",
     "_same",
-    "base_view",
-    "collect_garbage",
-    "condition_status",
     "config_map_event",
     "configure_kopf",
-    "count_objects",
-    "describe",
     "index",
-    "list_all",
-    "pinned_config_maps",
-    "populate",
-    "reconciler",
-    "rendered_config_map_names",
-    "rendered_config_maps",
-    "same_status",
+    "kind_event",
 ]
 
 
@@ -142,6 +78,39 @@ class App:
     async def close(self) -> None:
         """Stop every component, in the reverse order of the build."""
         await self.closing.aclose()
+
+
+# --- the kinds' own events ---------------------------------------------------------------------
+
+
+def kind_event(kind: Kind) -> EventFn:
+    """The one function on a declared kind's stream, the same for every kind: the
+    controller's bookkeeping (indexes, a reconcile unless the event is our own status
+    echo, whether what dependents compare changed), then the kind's ``dependents``."""
+    view_of = kind.dependents_view or (lambda view: MISSING if view is None else (True,))
+    dependents = kind.dependents
+
+    async def event(
+        type: str | None,
+        body: Mapping[str, Any],
+        namespace: str | None,
+        name: str,
+        app: App,
+        **_: Any,
+    ) -> None:
+        if namespace is None:
+            return
+        ctl = app.controller
+        seen = ctl.observe_event(
+            kind.kind, kind.plural, type, body, namespace, name, view_of, kind.keep_body
+        )
+        if dependents is not None:
+            dependents(ctl, namespace, name, seen, body)
+
+    # Named after the kind, in its module (logs, and the order tests read).
+    event.__name__ = event.__qualname__ = f"{kind.kind.lower()}_event"
+    event.__module__ = kind.reconcile.__module__
+    return event
 
 
 # --- kopf's settings ---------------------------------------------------------------------------
@@ -230,7 +199,7 @@ async def config_map_event(
     ):
         if type == "DELETED":  # deleted under us: let its owner re-create it if still used
             ctl.created_config_maps.pop((namespace, name), None)
-            owner_kind = COMPONENT_KINDS.get(labels.get(COMPONENT_LABEL, ""))
+            owner_kind = ctl.component_kind(labels.get(COMPONENT_LABEL, ""))
             owner = labels.get(f"swarmkit.dev/{labels.get(COMPONENT_LABEL)}")
             if owner_kind and owner:
                 ctl.enqueue(owner_kind, namespace, owner)

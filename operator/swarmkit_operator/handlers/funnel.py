@@ -5,11 +5,14 @@ A Funnel's shape is checked at admission (CRD schema and CEL); its reconciler wr
 ``status.version`` (sha256[:12] of the canonical spec). What a Funnel means for a Topology
 (found, judge skill granted, reviewer present, its version folded into the Topology's) is
 the Topology reconciler's (:mod:`.topology`, :mod:`swarmkit_operator.builders.funnel`).
-Every watch event of a Funnel enqueues it and the Topologies that name it.
+A Funnel is declared like every other kind (:data:`KIND`): its own status echo enqueues
+nothing; a spec change enqueues it, and the Topologies that name it once its new
+``status.version`` (or readiness) shows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
@@ -22,14 +25,13 @@ from swarmkit_api.conditions import (
     REASON_QUORUM_UNREACHABLE,
     REASON_VALID,
 )
+from swarmkit_api.resources import FUNNEL
 
 from ..builders import Verdict
 from ..builders.funnel import funnel_version, parse_funnel, unreachable
 from ..indexes import index
-from ..reconcile.controller import Controller, reconciler
-from ..reconcile.views import base_view
-from .common import App
-from .events import on_event
+from ..reconcile.controller import Controller, Kind, Observation
+from ..reconcile.views import MISSING, base_view
 
 
 @index("funnels", id="funnel_views", group=GROUP, version=VERSION)
@@ -67,17 +69,29 @@ def funnel_names(spec: Any) -> set[str]:
     }
 
 
-@on_event(GROUP, VERSION, "funnels")
-async def funnel_event(namespace: str | None, name: str, app: App, **_: Any) -> None:
-    ctl = app.controller
-    if namespace is not None:
-        ctl.enqueue("Funnel", namespace, name)
+def dependents_view(view: dict[str, Any] | None) -> Any:
+    """What the Topologies naming the Funnel read of it: its version (a hash of the spec)
+    and readiness."""
+    if view is None:
+        return MISSING
+    return (
+        view["status"].get("version"),
+        view["ready"],
+        view["reason"],
+        view["observed"] == view["generation"],
+    )
+
+
+def dependents(
+    ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
+) -> None:
+    """The Topologies whose nodes name the Funnel."""
+    if seen.changed:
         ctl.enqueue_many(
             "Topology", namespace, set(ctl.lookup_all("topology_by_funnel", (namespace, name)))
         )
 
 
-@reconciler("Funnel")
 async def reconcile_funnel(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     view = ctl.lookup("funnel_views", (namespace, name))
     if view is None:
@@ -111,3 +125,14 @@ async def reconcile_funnel(ctl: Controller, namespace: str, name: str, force: bo
         verdicts,
     )
     return "changed" if written else "unchanged"
+
+
+KIND = Kind(
+    "Funnel",
+    priority=2,  # before the Topologies that name it
+    reconcile=reconcile_funnel,
+    api=FUNNEL,
+    indexes=(funnel_views, funnel_by_reviewer),
+    dependents_view=dependents_view,
+    dependents=dependents,
+)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,11 +52,19 @@ from ..config import (
     settings_from,
 )
 from ..gateways import GatewayController
-from ..indexes import SELF_MAINTAINED, Indexes, IndexSpec, Listing, Resource, populate
+from ..indexes import (
+    CORE_MAINTAINED,
+    RESOURCES,
+    Indexes,
+    IndexSpec,
+    Listing,
+    Resource,
+    populate,
+)
 from ..library import SkillLibrary
-from ..marks import marked
+from ..marks import marked, marks_of
 from ..reconcile import gc
-from ..reconcile.controller import Controller, Reconciler, ReconcilerMark
+from ..reconcile.controller import Controller, Kind
 from ..reconcile.views import count_objects
 from ..runs import Indexes as RunIndexes
 from ..runs import RunController, spend
@@ -78,46 +87,61 @@ from . import (
     workspace,
 )
 from .common import App
-from .events import EventMark, EventRegistry, Stream, selector_of
+from .events import EventFn, EventMark, EventRegistry, Stream, selector_of
 
 log = logging.getLogger("swarmkit_operator")
 
-#: Every module whose marks the operator runs, in the order their functions run on one
-#: stream: the shared ConfigMap watch, the reconcile kinds (each keeps its indexes current
-#: from its own events), then what only reads those indexes and kicks its controller.
-MODULES: tuple[ModuleType, ...] = (
-    common,
-    gc,
-    serving,
-    workspace,
-    skill,
-    agent,
-    funnel,
-    topology,
-    review,
-    run,
-    gateway,
-    library,
+#: Every reconciled kind, declared once in its module (:class:`Kind`): what a new kind
+#: needs is its declaration and its place here, in the order its events are handled.
+KINDS: tuple[Kind, ...] = (
+    workspace.KIND,
+    skill.KIND,
+    skill.GRANTS,
+    agent.KIND,
+    funnel.KIND,
+    topology.KIND,
+    gc.GC,
 )
+#: The shared watches, whose functions run first on their streams (the ConfigMaps, the
+#: renders' collection, the served Deployments' builders).
+SHARED: tuple[ModuleType, ...] = (common, gc, serving)
+#: What only reads the kinds' indexes and kicks its own controller, after the kinds.
+CONTROLLERS: tuple[ModuleType, ...] = (review, run, gateway, library)
+
+
+def _kind_modules(kinds: Sequence[Kind]) -> tuple[ModuleType, ...]:
+    found = (sys.modules[k.reconcile.__module__] for k in kinds)
+    return tuple(m for m in dict.fromkeys(found) if m not in SHARED)
+
+
+#: Every module whose marks the operator runs, in the order their functions run on one
+#: stream: the shared watches, the kinds' modules (each kind's event function first: it
+#: keeps the indexes over its plural current), then the controllers that read them.
+MODULES: tuple[ModuleType, ...] = (*SHARED, *_kind_modules(KINDS), *CONTROLLERS)
 
 
 @dataclass(frozen=True)
 class Wiring:
-    """What the marks of :data:`MODULES` add up to."""
+    """What the kinds' declarations and the marks of :data:`MODULES` add up to."""
 
     index_specs: tuple[IndexSpec, ...]
-    reconcilers: Mapping[str, Reconciler]
+    kinds: Mapping[str, Kind]
     events: EventRegistry
 
     def indexes(self) -> Indexes:
-        """New, empty indexes of every marked index function."""
+        """New, empty indexes of every declared and marked index function."""
         return Indexes(self.index_specs)
 
     def controller(self, config: OperatorConfig, **kwargs: Any) -> Controller:
-        """A reconcile controller over every marked reconciler (and, unless ``indexes`` is
+        """A reconcile controller over every declared kind (and, unless ``indexes`` is
         given, new indexes)."""
         kwargs.setdefault("indexes", self.indexes())
-        return Controller(config=config, reconcilers=self.reconcilers, **kwargs)
+        return Controller(config=config, kinds=self.kinds, **kwargs)
+
+    @property
+    def priority(self) -> Mapping[str, int]:
+        """kind → its lane in the reconcile queue."""
+        return {k.kind: k.priority for k in self.kinds.values()}
 
 
 def stream_of(resource: Resource, selector: str) -> Stream:
@@ -127,34 +151,50 @@ def stream_of(resource: Resource, selector: str) -> Stream:
     return ((resource.version, resource.plural), selector)
 
 
-def wiring(modules: Sequence[ModuleType] = MODULES) -> Wiring:
-    """Collect the marks of ``modules``, in order, into index specs, reconcilers and the
-    watch streams' functions."""
-    specs: list[IndexSpec] = []
-    reconcilers: dict[str, Reconciler] = {}
-    marks: list[tuple[Any, EventMark]] = []
+def _declared_specs(kind: Kind) -> list[IndexSpec]:
+    """The index specs a kind declares, each over its own plural."""
+    specs = [one for fn in kind.indexes for one in marks_of(fn) if isinstance(one, IndexSpec)]
+    if len(specs) != len(kind.indexes) or any(s.resource != kind.plural for s in specs):
+        raise RuntimeError(f"{kind.kind}: every declared index is an @index over {kind.plural}")
+    if kind.view_index and (not specs or specs[0].id != kind.view_index):
+        raise RuntimeError(f"{kind.kind}: its first index is {kind.view_index}")
+    return specs
+
+
+def wiring(modules: Sequence[ModuleType] = MODULES, kinds: Sequence[Kind] = KINDS) -> Wiring:
+    """The kinds' declarations and the marks of ``modules``, in order, as index specs and
+    the watch streams' functions."""
+    by_name: dict[str, Kind] = {}
+    specs: dict[str, IndexSpec] = {}
+    for kind in kinds:
+        if kind.kind in by_name:
+            raise RuntimeError(f"two declarations of {kind.kind}")
+        by_name[kind.kind] = kind
+        specs.update((s.id, s) for s in _declared_specs(kind))
+    functions: list[tuple[EventFn, Stream, bool]] = []
     for module in modules:
+        for kind in kinds:  # a kind's own event function first in its module
+            if kind.api is not None and kind.reconcile.__module__ == module.__name__:
+                stream = stream_of(RESOURCES[kind.plural], "")
+                functions.append((common.kind_event(kind), stream, False))
         for fn, one in marked(module):
             if isinstance(one, IndexSpec):
-                specs.append(one)
-            elif isinstance(one, ReconcilerMark):
-                if one.kind in reconcilers:
-                    raise RuntimeError(f"two reconcilers of {one.kind}: {module.__name__}")
-                reconcilers[one.kind] = fn
+                specs.setdefault(one.id, one)
             elif isinstance(one, EventMark):
-                marks.append((fn, one))
-    events = EventRegistry(index_specs=tuple(specs))
-    # An index over a resource no kind module watches gets a function keeping it current,
-    # first on its stream: every other function of that stream reads the index updated.
-    for spec in specs:
-        if spec.resource in SELF_MAINTAINED:
+                functions.append((fn, one.stream, one.metadata_only))
+    events = EventRegistry(index_specs=tuple(specs.values()))
+    # An index over a resource neither a kind nor a shared module watches gets a function
+    # keeping it current, first on its stream: the others read the index updated.
+    maintained = CORE_MAINTAINED | {k.plural for k in kinds if k.api is not None}
+    for spec in specs.values():
+        if spec.resource in maintained:
             continue
         stream = stream_of(spec.listed, selector_of(spec.labels))
         if _maintain_index not in events.registered(*stream[0], selector=stream[1]):
             events.add(stream, _maintain_index, metadata_only=spec.metadata_only)
-    for fn, event in marks:
-        events.add(event.stream, fn, metadata_only=event.metadata_only)
-    return Wiring(tuple(specs), reconcilers, events)
+    for fn, stream, metadata_only in functions:
+        events.add(stream, fn, metadata_only=metadata_only)
+    return Wiring(tuple(specs.values()), by_name, events)
 
 
 async def _maintain_index(
@@ -278,7 +318,8 @@ async def _build(
         skill_usage=lib.usage_field,
     )
     closing.push_async_callback(ctl.stop)
-    metrics.set_object_counts(lambda: count_objects(ctl.indexes))
+    counted = [kind for kind, _ in ctl.with_views()]
+    metrics.set_object_counts(lambda: count_objects(ctl.indexes, counted))
     closing.callback(metrics.set_object_counts, None)
     # 6. The gateways controller, seeded with the Agents that have a gateway.
     view = indexes.view

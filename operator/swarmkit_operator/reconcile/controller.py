@@ -1,10 +1,12 @@
 """The reconcile controller: workers running each kind's reconciler off the work queue.
 
 :class:`Controller` owns the shared in-process state (indexes, queue, what was written
-and is not yet observed, who defers on whom) and the loop: workers, the Event poster and
-the periodic resync. Kind modules mark their reconcilers with :func:`reconciler`; the
-composition root (``handlers/root.py``) collects them and builds one controller at
-start-up, with everything it needs in its constructor.
+and is not yet observed, who defers on whom) and the loop: workers and the Event poster
+(the resync is a Periodic of the manager's). Each reconciled kind is declared once, as a
+:class:`Kind` in its module (its API kind and so its plural, its lane, its indexes, what
+its dependents compare and who they are, its reconcile function); the composition root
+(``handlers/root.py``) collects the declarations and builds one controller at start-up,
+with everything it needs in its constructor.
 """
 
 from __future__ import annotations
@@ -17,20 +19,30 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import k8s
+from swarmkit_api.resources import KindInfo
+
+from .. import k8s, metrics
 from ..builders import Verdict
 from ..config import OperatorConfig
-from ..indexes import Indexes, Listing, populate
-from ..marks import mark
+from ..indexes import Indexes, IndexFn, Listing, populate
 from ..runtime.leader import Leadership
-from ..runtime.workqueue import Result, Workers
+from ..runtime.workqueue import Result, Workers, WorkQueue
 from . import faults
 from .status import same_status
 from .status import write_status as _write_status
-from .views import MISSING, VIEW_INDEXES
-from .workqueue import Key, WorkQueue, reconcile_queue
+from .views import MISSING, Key, view_index
 
 log = logging.getLogger("swarmkit_operator")
+
+
+def reconcile_queue(priority: Mapping[str, int]) -> WorkQueue[Key]:
+    """The reconcile work queue: a lane per kind priority (a kind not declared: lane 0),
+    its depth a metric."""
+    return WorkQueue(
+        lane=lambda key: priority.get(key[0], 0),
+        lanes=max(priority.values(), default=0) + 1,
+        depth=metrics.QUEUE_DEPTH.set,
+    )
 
 
 class Deferred(Exception):
@@ -46,28 +58,59 @@ Reconciler = Callable[["Controller", str, str, bool], Awaitable[str]]
 
 
 @dataclass(frozen=True)
-class ReconcilerMark:
-    """``fn`` reconciles the work queue's keys of ``kind``."""
-
-    kind: str
-
-
-def reconciler(kind: str) -> Callable[[Reconciler], Reconciler]:
-    """Mark ``fn`` as the reconciler of ``kind`` (the composition root collects it)."""
-
-    def register(fn: Reconciler) -> Reconciler:
-        return mark(fn, ReconcilerMark(kind))
-
-    return register
-
-
-@dataclass(frozen=True)
 class Observation:
     """What a watch event changed for an object's dependents."""
 
     changed: bool
     previous: Any
     view: Any
+
+
+#: ``fn(ctl, namespace, name, observation, body)``: after the bookkeeping of an event of
+#: the kind's own object, enqueue what depends on it (``observation.changed``: what the
+#: dependents compare changed).
+Dependents = Callable[["Controller", str, str, Observation, Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One reconciled kind, declared once (controller-runtime's ``For``/``Watches`` and
+    ``Reconciler`` in one value). What a new kind needs is one of these in its module and
+    its name in the composition root's ``KINDS``; nothing else lists kinds.
+
+    A kind with an ``api`` has objects: their watch stream gets one event function
+    (:meth:`Controller.observe_event`, then ``dependents``), which keeps the indexes over
+    its plural current, enqueues the object when its spec changed (never for its own
+    status echo) and wakes its dependents when ``dependents_view`` changed. A kind without
+    one (``GC``, ``SkillGrants``) is only a key others enqueue.
+    """
+
+    kind: str
+    #: Its lane in the work queue: inputs before their dependents, so a burst settles
+    #: bottom-up (a Workspace before the Agents using it, garbage collection last).
+    priority: int
+    reconcile: Reconciler
+    #: The API kind (its plural is where status goes and what is watched).
+    api: KindInfo | None = None
+    #: The index functions (``@index``) over its objects, the views index first.
+    indexes: tuple[IndexFn, ...] = ()
+    #: A view (its entry in the views index, None when gone) → what dependents compare,
+    #: its last element whether the status is fresh.
+    dependents_view: Callable[[Any], Any] | None = None
+    dependents: Dependents | None = None
+    #: Keep the event's body for the reconcile (saves it a GET; the Skill's sources).
+    keep_body: bool = False
+    #: The ``swarmkit.dev/component`` label value of its rendered ConfigMaps ("" if none).
+    component: str = ""
+
+    @property
+    def plural(self) -> str:
+        return self.api.plural if self.api is not None else ""
+
+    @property
+    def view_index(self) -> str:
+        """The index of its per-object views ("" for a kind without objects)."""
+        return view_index(self.kind) if self.api is not None else ""
 
 
 @dataclass
@@ -77,7 +120,9 @@ class Controller:
 
     config: OperatorConfig
     indexes: Indexes = field(default_factory=lambda: Indexes(()))
-    #: kind → its reconciler (the composition root's, from the marks it collected).
+    #: kind → its declaration (the composition root's ``KINDS``).
+    kinds: Mapping[str, Kind] = field(default_factory=dict)
+    #: kind → its reconciler (by default each declaration's).
     reconcilers: Mapping[str, Reconciler] = field(default_factory=dict)
     namespaces: tuple[str, ...] = ()
     workers: int = 16
@@ -85,7 +130,7 @@ class Controller:
     max_defer: float = 15.0
     gc_grace: float = 10.0
     resync_seconds: float = 600.0
-    queue: WorkQueue[Key] = field(default_factory=reconcile_queue)
+    queue: WorkQueue[Key] = field(default_factory=lambda: reconcile_queue({}))
     bodies: dict[Key, dict[str, Any]] = field(default_factory=dict)
     deferred_since: dict[Key, float] = field(default_factory=dict)
     # key → (resourceVersion or "", until when, the status written): a write not yet seen.
@@ -112,6 +157,20 @@ class Controller:
     skill_usage: Callable[[str, str], Any] | None = None
     #: Whether this replica leads (a standby posts no Events: its workers do not run).
     leadership: Leadership = field(default_factory=Leadership.always)
+
+    def __post_init__(self) -> None:
+        if self.kinds:
+            self.queue = reconcile_queue({k.kind: k.priority for k in self.kinds.values()})
+            if not self.reconcilers:
+                self.reconcilers = {k.kind: k.reconcile for k in self.kinds.values()}
+
+    def component_kind(self, component: str) -> str:
+        """The kind whose render carries the ``swarmkit.dev/component`` label value."""
+        return next((k.kind for k in self.kinds.values() if k.component == component), "")
+
+    def with_views(self) -> list[tuple[str, str]]:
+        """(kind, views index) of every declared kind with objects."""
+        return [(k.kind, k.view_index) for k in self.kinds.values() if k.view_index]
 
     # --- indexes ---
 
@@ -235,7 +294,7 @@ class Controller:
                 generation = (body.get("metadata") or {}).get("generation")
                 settled = (body.get("status") or {}).get("observedGeneration") == generation
                 self.enqueue(kind, namespace, name, background=event_type is None and settled)
-            view = view_of(self.lookup(f"{kind.lower()}_views", (namespace, name)))
+            view = view_of(self.lookup(view_index(kind), (namespace, name)))
         fresh = view is MISSING or view[-1]
         return Observation(self.changed(key, view, fresh=fresh), previous, view)
 
@@ -284,7 +343,7 @@ class Controller:
         since = self.deferred_since.get(key)
         force = since is not None and started - since > self.max_defer
         try:
-            index = VIEW_INDEXES.get(kind, "")
+            index = view_index(kind)
             known = index in self.indexes.data
             fault = faults.decoded_fault(self.lookup(index, (namespace, name)) if known else None)
             if fault is not None:  # cut when decoded: reported, never reconciled
@@ -334,7 +393,7 @@ class Controller:
         """A safety net, every ``resync_seconds`` (a Periodic of the leader's): re-LIST,
         drop what vanished, and enqueue every object (no-ops cost no writes)."""
         await self.prune()
-        for kind, index in VIEW_INDEXES.items():
+        for kind, index in self.with_views():
             for ns, name in self.indexes.keys(index):
                 self.enqueue(kind, ns, name, background=True)
 
@@ -343,7 +402,7 @@ class Controller:
         no operator ran), without waiting for the watches' own listing: the indexes are
         complete already. How many were enqueued."""
         count = 0
-        for kind, index in VIEW_INDEXES.items():
+        for kind, index in self.with_views():
             for ns, name in self.indexes.keys(index):
                 view = self.lookup(index, (ns, name))
                 if view is not None and view.get("observed") != view.get("generation"):

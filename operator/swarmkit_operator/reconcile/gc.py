@@ -23,15 +23,12 @@ from ..builders import (
     RUN_LABEL,
 )
 from ..indexes import PRESENT, index
-from .controller import Controller, reconciler
-from .views import VIEW_INDEXES
-from .workqueue import Key
+from .controller import Controller, Kind
+from .views import Key
 
 log = logging.getLogger("swarmkit_operator")
 
 _RENDERED: dict[str, Any] = {COMPONENT_LABEL: PRESENT, **MANAGED_BY}
-#: The component label's value → the kind whose render the ConfigMap is.
-COMPONENT_KINDS = {"skill": "Skill", "agent": "Agent", "workspace": "Workspace"}
 
 
 @index("configmaps", id="rendered_config_maps", labels=_RENDERED, metadata_only=True)
@@ -44,7 +41,7 @@ def rendered_config_maps(
         namespace: {
             "name": name,
             "uid": uid,
-            "kind": COMPONENT_KINDS.get(component, ""),
+            "component": component,
             "owner": labels.get(f"swarmkit.dev/{component}", ""),
         }
     }
@@ -72,7 +69,6 @@ def pinned_config_maps(
     return {namespace: {"bundle": name, "pins": pins, "finished": finished}}
 
 
-@reconciler("GC")
 async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bool) -> str:
     """Delete rendered ConfigMaps nothing refers to any more, after a grace period.
 
@@ -81,7 +77,7 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
     just created for an owner whose status write is still on its way.
     """
     keep: set[str] = set()
-    for index_id in VIEW_INDEXES.values():
+    for _, index_id in ctl.with_views():
         for key in ctl.indexes.keys(index_id):
             if key[0] != namespace:
                 continue
@@ -101,7 +97,7 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
     for cm in ctl.lookup_all("rendered_config_maps", namespace):
         ident = (namespace, cm["name"])
         created = ctl.created_config_maps.get(ident)
-        owner: Key = (cm["kind"], namespace, cm["owner"])
+        owner: Key = (ctl.component_kind(cm["component"]), namespace, cm["owner"])
         in_flight = created is not None and now - created < 60 and ctl.pending(owner, None)
         if cm["name"] in keep or in_flight:
             ctl.unreferenced_since.pop(ident, None)
@@ -122,3 +118,8 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
     if next_check is not None:
         ctl.enqueue_gc(namespace, delay=next_check + 0.1)
     return "changed" if deleted else "unchanged"
+
+
+#: Garbage collection as a kind: one key per namespace, after every other kind's (its lane
+#: last: it must know the renders the others keep).
+GC = Kind("GC", priority=4, reconcile=collect_garbage)

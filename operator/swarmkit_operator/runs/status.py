@@ -16,7 +16,7 @@ from .. import genai_metrics, k8s, metrics
 from ..builders import RUN_FINISHED_LABEL
 from ..builders import run_status as rs
 from ..conditions import get_condition
-from . import spend, tracing
+from . import spend
 from .model import RunView
 from .state import RunState
 

@@ -206,5 +206,3 @@ class RunSpans:
     def flush(self) -> None:
         if self._provider is not None:
             self._provider.force_flush()
-
-

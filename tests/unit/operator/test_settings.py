@@ -56,9 +56,7 @@ def _environment_reads(tree: ast.AST) -> list[tuple[int, bool]]:
     found: list[tuple[int, bool]] = []
 
     def visit(node: ast.AST, in_function: bool) -> None:
-        inner = in_function or isinstance(
-            node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
-        )
+        inner = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
@@ -66,9 +64,12 @@ def _environment_reads(tree: ast.AST) -> list[tuple[int, bool]]:
             and node.attr in ("environ", "getenv", "environb", "putenv")
         ):
             found.append((node.lineno, not in_function))
-        if isinstance(node, ast.ImportFrom) and node.module == "os":
-            if any(a.name in ("environ", "getenv", "environb") for a in node.names):
-                found.append((node.lineno, not in_function))
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "os"
+            and any(a.name in ("environ", "getenv", "environb") for a in node.names)
+        ):
+            found.append((node.lineno, not in_function))
         for child in ast.iter_child_nodes(node):
             visit(child, inner)
 
