@@ -213,5 +213,4 @@ KIND = Kind(
     indexes=(agent_views, agent_by_grant, agent_by_workspace),
     dependents_view=dependents_view,
     dependents=dependents,
-    component="agent",
 )

@@ -25,6 +25,7 @@ from ..gateways import GatewayController
 from ..indexes import PRESENT, Indexes, IndexSpec, index
 from ..library import SkillLibrary
 from ..reconcile.controller import Controller, Kind
+from ..reconcile.gc import component_kind
 from ..reconcile.status import same_status
 from ..reconcile.views import KOPF_STATUS_FIELD, MISSING
 from ..runs import RunController
@@ -199,7 +200,7 @@ async def config_map_event(
     ):
         if type == "DELETED":  # deleted under us: let its owner re-create it if still used
             ctl.created_config_maps.pop((namespace, name), None)
-            owner_kind = ctl.component_kind(labels.get(COMPONENT_LABEL, ""))
+            owner_kind = component_kind(labels.get(COMPONENT_LABEL, ""))
             owner = labels.get(f"swarmkit.dev/{labels.get(COMPONENT_LABEL)}")
             if owner_kind and owner:
                 ctl.enqueue(owner_kind, namespace, owner)

@@ -223,7 +223,6 @@ KIND = Kind(
     dependents_view=dependents_view,
     dependents=dependents,
     keep_body=True,  # the render reads the whole spec: no GET
-    component="skill",
 )
 #: A Skill's ``status.grantedBy`` alone, after an Agent's grants changed (ranks with Skills).
 GRANTS = Kind("SkillGrants", priority=1, reconcile=reconcile_skill_grants)

@@ -144,5 +144,4 @@ KIND = Kind(
     indexes=(workspace_views, workspace_by_secret, workspace_by_config_map),
     dependents_view=dependents_view,
     dependents=dependents,
-    component="workspace",
 )

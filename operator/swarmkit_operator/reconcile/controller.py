@@ -100,8 +100,6 @@ class Kind:
     dependents: Dependents | None = None
     #: Keep the event's body for the reconcile (saves it a GET; the Skill's sources).
     keep_body: bool = False
-    #: The ``swarmkit.dev/component`` label value of its rendered ConfigMaps ("" if none).
-    component: str = ""
 
     @property
     def plural(self) -> str:
@@ -163,10 +161,6 @@ class Controller:
             self.queue = reconcile_queue({k.kind: k.priority for k in self.kinds.values()})
             if not self.reconcilers:
                 self.reconcilers = {k.kind: k.reconcile for k in self.kinds.values()}
-
-    def component_kind(self, component: str) -> str:
-        """The kind whose render carries the ``swarmkit.dev/component`` label value."""
-        return next((k.kind for k in self.kinds.values() if k.component == component), "")
 
     def with_views(self) -> list[tuple[str, str]]:
         """(kind, views index) of every declared kind with objects."""

@@ -14,6 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from swarmkit_api.resources import KINDS
+
 from .. import k8s
 from ..builders import (
     COMPONENT_LABEL,
@@ -31,6 +33,12 @@ log = logging.getLogger("swarmkit_operator")
 _RENDERED: dict[str, Any] = {COMPONENT_LABEL: PRESENT, **MANAGED_BY}
 
 
+def component_kind(component: str) -> str:
+    """The kind whose render carries the ``swarmkit.dev/component`` label value (its
+    singular: ``skill`` → ``Skill``, from the API's table of kinds), "" if none."""
+    return next((k.kind for k in KINDS if k.singular == component), "")
+
+
 @index("configmaps", id="rendered_config_maps", labels=_RENDERED, metadata_only=True)
 def rendered_config_maps(
     namespace: str | None, name: str, uid: str, labels: Mapping[str, str], **_: Any
@@ -41,7 +49,7 @@ def rendered_config_maps(
         namespace: {
             "name": name,
             "uid": uid,
-            "component": component,
+            "kind": component_kind(component),
             "owner": labels.get(f"swarmkit.dev/{component}", ""),
         }
     }
@@ -97,7 +105,7 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
     for cm in ctl.lookup_all("rendered_config_maps", namespace):
         ident = (namespace, cm["name"])
         created = ctl.created_config_maps.get(ident)
-        owner: Key = (ctl.component_kind(cm["component"]), namespace, cm["owner"])
+        owner: Key = (cm["kind"], namespace, cm["owner"])
         in_flight = created is not None and now - created < 60 and ctl.pending(owner, None)
         if cm["name"] in keep or in_flight:
             ctl.unreferenced_since.pop(ident, None)

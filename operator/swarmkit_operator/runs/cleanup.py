@@ -59,7 +59,4 @@ async def run_gone(
     """The Run is gone (``deleted``) or being deleted: its Job and pods follow by garbage
     collection, but nothing will record their outcome, so release them."""
     await release_pods(st, pods)
-    for ws in st.waiting.values():
-        ws.discard(uid)
-    if deleted:
-        st.created_jobs.pop(uid, None)
+    st.forget(uid, gone=deleted)

@@ -97,8 +97,11 @@ class RunController:
 
     async def _work(self, uid: str) -> Result:
         self.state.changed.discard(uid)
-        again = await self.reconcile(uid)
-        return Result("changed" if uid in self.state.changed else "unchanged", again)
+        try:
+            again = await self.reconcile(uid)
+            return Result("changed" if uid in self.state.changed else "unchanged", again)
+        finally:
+            self.state.changed.discard(uid)
 
     def _unstarted(self, uid: str) -> bool:
         view = self.run_view(uid)

@@ -5,6 +5,11 @@ only what saves work or bridges the short time an index lags behind the controll
 writes: its latest status write per Run (the *overlay*), the Jobs it just created, which
 Runs wait for their target, which pod finalizers it already released. Lost on a restart,
 and every decision is then recomputed from the API objects.
+
+Bounded: :meth:`RunState.forget` drops a Run's entries once it is final (all but the
+overlay, which bridges the index's lag behind the final write and goes when the index
+catches up) and every entry once it is gone, so the leader's memory follows the live,
+unfinished Runs, not every Run it ever saw.
 """
 
 from __future__ import annotations
@@ -108,6 +113,29 @@ class RunState:
         if self.idx.reviews is None:
             return []
         return [dict(r) for r in self.idx.reviews.get(uid) or ()]
+
+    def per_run(self) -> dict[str, int]:
+        """How many Runs each per-Run memory holds (what :meth:`forget` bounds)."""
+        return {
+            "overlay": len(self.overlay),
+            "created_jobs": len(self.created_jobs),
+            "waiting": sum(len(uids) for uids in self.waiting.values()),
+            "start_attempts": len(self.start_attempts),
+            "milestones": len(self.milestones),
+        }
+
+    def forget(self, uid: str, gone: bool = False) -> None:
+        """Drop what this process remembers of Run ``uid``: it is final (nothing will start,
+        wait or be traced for it again) or, ``gone``, deleted (its overlay too)."""
+        self.created_jobs.pop(uid, None)
+        self.start_attempts.discard(uid)
+        self.milestones.pop(uid, None)
+        for namespace in [ns for ns, uids in self.waiting.items() if uid in uids]:
+            self.waiting[namespace].discard(uid)
+            if not self.waiting[namespace]:
+                del self.waiting[namespace]
+        if gone:
+            self.overlay.pop(uid, None)
 
     # -- small services --------------------------------------------------------------------
     def spawn(self, coro: Awaitable[Any]) -> None:
