@@ -18,7 +18,7 @@ import logging
 import socket
 import sys
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import kopf
 
@@ -37,6 +37,37 @@ from .config import (
 )
 from .runtime.manager import lease_settings
 from .webview.server import parse_address
+
+
+def _lease_timing_flags(parser: argparse.ArgumentParser, env: Callable[[str, str], str]) -> None:
+    """The Lease's three timings, each defaulting to its variable."""
+    for flag, var, default, text in (
+        (
+            "--lease-duration",
+            "SWARMKIT_LEASE_DURATION",
+            DEFAULT_LEASE_DURATION,
+            "how long a standby waits for a silent leader before taking the Lease",
+        ),
+        (
+            "--renew-deadline",
+            "SWARMKIT_RENEW_DEADLINE",
+            DEFAULT_RENEW_DEADLINE,
+            "how long the leader keeps writing without renewing the Lease",
+        ),
+        (
+            "--retry-period",
+            "SWARMKIT_RETRY_PERIOD",
+            DEFAULT_RETRY_PERIOD,
+            "how often the leader renews and a standby retries",
+        ),
+    ):
+        parser.add_argument(
+            flag,
+            type=float,
+            default=float(env(var, str(default))),
+            metavar="SECONDS",
+            help=f"{text} (${var}, default {default:g})",
+        )
 
 
 def parse_args(
@@ -87,33 +118,7 @@ def parse_args(
         help="the Lease's namespace ($SWARMKIT_LEASE_NAMESPACE; default $POD_NAMESPACE, "
         "else the service account's namespace)",
     )
-    for flag, var, default, text in (
-        (
-            "--lease-duration",
-            "SWARMKIT_LEASE_DURATION",
-            DEFAULT_LEASE_DURATION,
-            "how long a standby waits for a silent leader before taking the Lease",
-        ),
-        (
-            "--renew-deadline",
-            "SWARMKIT_RENEW_DEADLINE",
-            DEFAULT_RENEW_DEADLINE,
-            "how long the leader keeps writing without renewing the Lease",
-        ),
-        (
-            "--retry-period",
-            "SWARMKIT_RETRY_PERIOD",
-            DEFAULT_RETRY_PERIOD,
-            "how often the leader renews and a standby retries",
-        ),
-    ):
-        parser.add_argument(
-            flag,
-            type=float,
-            default=float(env(var, str(default))),
-            metavar="SECONDS",
-            help=f"{text} (${var}, default {default:g})",
-        )
+    _lease_timing_flags(parser, env)
     parser.add_argument(
         "--log-format",
         choices=["json", "plain", "full"],

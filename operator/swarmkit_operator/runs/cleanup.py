@@ -6,7 +6,8 @@
   the Job the pod belongs to, is gone and nothing will read it) the finalizer is removed.
 * A finished Run's bundle ConfigMap is labelled finished by the status write; if the
   operator died in between, :func:`ensure_finished_label` repairs it.
-* A deleted Run is forgotten by the in-memory state.
+* A final Run is forgotten by the in-memory state, and a deleted one entirely
+  (:meth:`~.state.RunState.forget`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ async def ensure_finished_label(st: RunState, run: RunView) -> None:
         if entry.get("bundle") == cm and not entry.get("finished"):
             await status.label_finished(st, run.namespace, str(cm))
             return
+
+
+async def finished(st: RunState, run: RunView, pods: Iterable[Mapping[str, Any]]) -> None:
+    """A final Run: its pods released, its bundle labelled, nothing more remembered of it
+    (its overlay goes by itself once the index shows the final write)."""
+    await release_pods(st, pods)
+    await ensure_finished_label(st, run)
+    st.forget(run.uid)
 
 
 async def run_gone(

@@ -110,6 +110,10 @@ class Delivery:
 
             await passes.each("mailbox delivery", items, step, _ident)
 
+    def _retry_at(self, now: datetime, attempts: int) -> datetime:
+        """When attempt ``attempts`` + 1 is due (the settings' backoff)."""
+        return now + timedelta(seconds=backoff(attempts, self.ctl.settings.webhook_backoff_seconds))
+
     async def deliver(
         self, session: aiohttp.ClientSession, item: dict[str, Any], now: datetime
     ) -> None:
@@ -173,9 +177,7 @@ class Delivery:
                 involved, "Warning", "WebhookFailed", f"gave up after {attempts} attempts: {error}"
             )
             return
-        retry = now + timedelta(
-            seconds=backoff(attempts, self.ctl.settings.webhook_backoff_seconds)
-        )
+        retry = self._retry_at(now, attempts)
         status = {
             "state": "Pending",
             "attempts": attempts,

@@ -70,9 +70,7 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
     run_status = run.status
     conditions = run_status.get("conditions")
     if rs.is_final(conditions):
-        await cleanup.release_pods(st, pods)
-        await cleanup.ensure_finished_label(st, run)
-        st.forget(uid)  # final: nothing more to remember of it (its overlay goes by itself)
+        await cleanup.finished(st, run, pods)
         return None
     try:
         spec = RunSpec.model_validate(run.spec)
