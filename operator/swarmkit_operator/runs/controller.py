@@ -48,8 +48,7 @@ class RunController:
         self.settings = self.state.settings
         self.config = config
         self.idx = indexes
-        #: Set by :meth:`start` (this replica leads): the scheduler and retention loops wait
-        #: for it too.
+        #: Set by :meth:`start` (this replica leads and its workers run).
         self.ready = asyncio.Event()
         #: Lane 0: Runs not started yet; lane 1: the others. Each has its own budget.
         self.queue: WorkQueue[str] = WorkQueue(
