@@ -8,8 +8,9 @@ operator's own watch streams (:mod:`swarmkit_operator.k8s.streams`, one reflecto
 resource and watched namespace, opened by the composition root ``handlers.root``) hand
 every event of a kind's objects to its one event function
 (``handlers.common.kind_event``). It keeps in-memory **indexes**
-(:mod:`swarmkit_operator.indexes`, filled by one paged LIST at start-up) of what the reconcilers need: per object a small *view*
-(:mod:`.views`: spec and status fields), and reverse indexes for fan-out (skill → agents
+(:mod:`swarmkit_operator.indexes`, filled by one paged LIST at start-up) of what the
+reconcilers need: per object a small *view* (:mod:`.views`: spec and status fields), and
+reverse indexes for fan-out (skill → agents
 granting it, agent → topologies using it, secret → workspaces referencing it, topology →
 skills calling it, ...). Then it **enqueues keys** ``(kind, namespace, name)`` into the
 work queue (:mod:`swarmkit_operator.runtime.workqueue`, a lane per kind): the object itself
