@@ -171,8 +171,6 @@ class RunsSettings:
     schedule_interval: float = 5.0
     #: Seconds between retention sweeps (``$SWARMKIT_RETENTION_SWEEP_SECONDS``).
     retention_sweep_seconds: float = 10.0
-    #: Seconds between mailbox delivery passes (``$SWARMKIT_DELIVERY_INTERVAL_SECONDS``).
-    delivery_interval: float = 2.0
     #: First webhook retry delay, doubled per attempt (``$SWARMKIT_WEBHOOK_BACKOFF_SECONDS``).
     webhook_backoff_seconds: float = 2.0
     #: Webhook attempts before a message fails (``$SWARMKIT_WEBHOOK_MAX_ATTEMPTS``).
@@ -239,7 +237,6 @@ def runs_settings(env: Mapping[str, str]) -> RunsSettings:
         trace=bool(env.get("SWARMKIT_RUNS_TRACE")),
         schedule_interval=_number(env, "SWARMKIT_SCHEDULE_INTERVAL_SECONDS", 5.0),
         retention_sweep_seconds=_number(env, "SWARMKIT_RETENTION_SWEEP_SECONDS", 10.0),
-        delivery_interval=_number(env, "SWARMKIT_DELIVERY_INTERVAL_SECONDS", 2.0),
         webhook_backoff_seconds=_number(env, "SWARMKIT_WEBHOOK_BACKOFF_SECONDS", 2.0),
         webhook_max_attempts=_number(env, "SWARMKIT_WEBHOOK_MAX_ATTEMPTS", 6, int),
         otel=tuple(sorted((k, v) for k, v in env.items() if k.startswith("OTEL_"))),

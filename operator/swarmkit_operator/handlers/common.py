@@ -21,6 +21,7 @@ import kopf
 
 from ..builders import COMPONENT_LABEL, MANAGED_BY, RUN_LABEL
 from ..config import Settings
+from ..delivery import Delivery
 from ..gateways import GatewayController
 from ..indexes import PRESENT, Indexes, IndexSpec, index
 from ..library import SkillLibrary
@@ -67,6 +68,7 @@ class App:
     controller: Controller
     runs: RunController
     gateways: GatewayController
+    delivery: Delivery
     library: SkillLibrary
     web_view: WebView | None
     #: The component stops, in the order :meth:`close` awaits them (the build's reverse).

@@ -51,6 +51,7 @@ from ..config import (
     load_config,
     settings_from,
 )
+from ..delivery import PENDING_DELIVERIES, Delivery
 from ..gateways import GatewayController
 from ..indexes import (
     CORE_MAINTAINED,
@@ -68,7 +69,6 @@ from ..reconcile.controller import Controller, Kind
 from ..reconcile.views import count_objects
 from ..runs import Indexes as RunIndexes
 from ..runs import RunController, spend
-from ..runs.delivery import Delivery
 from ..runs.retention import Retention
 from ..runs.schedule import Scheduler
 from ..runtime import LeaseSettings, Manager, Periodic, Runnable, lease_settings
@@ -77,6 +77,7 @@ from ..webview import Sources, WebView, parse_address
 from . import (
     agent,
     common,
+    delivery,
     funnel,
     gateway,
     library,
@@ -106,7 +107,7 @@ KINDS: tuple[Kind, ...] = (
 #: renders' collection, the served Deployments' builders).
 SHARED: tuple[ModuleType, ...] = (common, gc, serving)
 #: What only reads the kinds' indexes and kicks its own controller, after the kinds.
-CONTROLLERS: tuple[ModuleType, ...] = (review, run, gateway, library)
+CONTROLLERS: tuple[ModuleType, ...] = (review, run, gateway, delivery, library)
 
 
 def _kind_modules(kinds: Sequence[Kind]) -> tuple[ModuleType, ...]:
@@ -331,6 +332,9 @@ async def _build(
         agent_view = ctl.lookup("agent_views", (namespace, name))
         if agent_view is not None:
             gateways.agent_changed(namespace, name, agent_view["spec"])
+    # Mailbox webhooks: kicked by their items' events.
+    mail = Delivery(view(PENDING_DELIVERIES), view("runs_workspaces"), ours.runs)
+    closing.push_async_callback(mail.stop)
     # 7. The web view, when asked for.
     web = None
     if ours.web_view:
@@ -344,6 +348,7 @@ async def _build(
         controller=ctl,
         runs=runs,
         gateways=gateways,
+        delivery=mail,
         library=lib,
         web_view=web,
         closing=closing,
@@ -391,10 +396,7 @@ def _add_runnables(app: App) -> None:
     runs.on_finished.append(sweeps.poke)
     manager.add(sweeps)
     manager.add(Periodic("scheduler", Scheduler(runs).tick_now, ours.runs.schedule_interval))
-    delivery = Delivery(runs)
-    app.closing.push_async_callback(delivery.close)
-    # Mailbox webhooks: a failure's message could carry the webhook URL (runs/delivery.py).
-    manager.add(Periodic("delivery", delivery.tick_now, ours.runs.delivery_interval, redact=True))
+    manager.add(Runnable("mailbox delivery", _started(app.delivery.start)))
     # SpendQuota windows and reservations follow the clock (runs/spend.py).
     manager.add(Periodic("spend quotas", runs.refresh_quotas, spend.REFRESH_SECONDS))
     log.info("runs controller built (max %d Job recreations)", ours.config.max_job_recreations)

@@ -104,7 +104,6 @@ class Periodic:
         needs_leader: bool = True,
         settle: float = 0.0,
         first_after: float = 0.0,
-        redact: bool = False,
     ) -> None:
         self.name = name
         self.fn = fn
@@ -112,8 +111,6 @@ class Periodic:
         self.needs_leader = needs_leader
         self.settle = settle
         self.first_after = first_after
-        #: Log a failure's type only (its message could carry a secret, e.g. a webhook URL).
-        self.redact = redact
         self.passes = 0
         self._wake = asyncio.Event()
 
@@ -136,8 +133,7 @@ class Periodic:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                why = type(exc).__name__ if self.redact else f"{type(exc).__name__}: {exc}"
-                log.warning("%s failed: %s", self.name, why)
+                log.warning("%s failed: %s: %s", self.name, type(exc).__name__, exc)
             self.passes += 1
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.every)

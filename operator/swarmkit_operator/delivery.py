@@ -1,18 +1,18 @@
 """Mailbox webhooks: post each item of a mailbox that a Workspace routes to a webhook.
 
 A Workspace mailbox may name a webhook (``spec.mailboxes[].webhook.urlSecretRef``): its
-items are created labelled ``swarmkit.dev/webhook-delivery=pending`` (:mod:`.effects`).
-Every ``delivery_interval`` seconds (:class:`~swarmkit_operator.config.RunsSettings`), in
-the leader only, this pass lists the pending
-items of the namespaces whose Workspaces have such a mailbox and POSTs each due one as a
-Slack-compatible ``{"text": ...}`` JSON body to the URL read from the Secret at that moment.
+items are created labelled ``swarmkit.dev/webhook-delivery=pending`` (:mod:`.runs.effects`).
+Driven by their watch, not by polling: the pending items are indexed
+(``handlers/delivery.py``), every event of one kicks it into this controller's queue, and
+:data:`WORKERS` workers of the leader POST each due one as a Slack-compatible
+``{"text": ...}`` JSON body to the URL read from the Secret at that moment:
 
 * 2xx: ``status.delivery`` Delivered, the label ``delivered``, an Event on the item;
 * anything else (an HTTP status, a connection error, the Secret missing): ``attempts`` + 1
   and ``nextAttemptTime`` after an exponential backoff (``webhook_backoff_seconds`` doubled
-  per attempt, at most :data:`MAX_BACKOFF_SECONDS`); after ``webhook_max_attempts`` it is
-  Failed
-  (label ``failed``, a Warning Event).
+  per attempt, at most :data:`MAX_BACKOFF_SECONDS`; the item's key is queued again for
+  that time); after ``webhook_max_attempts`` it is Failed (label ``failed``, a Warning
+  Event).
 
 The URL is a credential (a Slack webhook URL is its own token): it is never written to
 status, Events or logs. Errors are recorded as an HTTP status or an exception *type*,
@@ -25,18 +25,19 @@ successful POST and the status write posts it again: webhooks are at-least-once)
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
 
-from swarmkit_api.effects import DELIVERY_LABEL, DELIVERY_PENDING
+from swarmkit_api import GROUP, VERSION
+from swarmkit_api.effects import DELIVERY_LABEL
 
-from .. import k8s
-from ..builders import run_status as rs
-from . import passes
-from .controller import RunController
-from .model import GROUP, VERSION
+from . import k8s
+from .builders import run_status as rs
+from .config import RunsSettings
+from .runtime.workqueue import Result, Workers, WorkQueue
 
 log = logging.getLogger("swarmkit_operator.delivery")
 
@@ -45,7 +46,11 @@ BACKOFF_SECONDS = 2.0
 MAX_BACKOFF_SECONDS = 300.0
 MAX_ATTEMPTS = 6
 POST_TIMEOUT = aiohttp.ClientTimeout(total=10)
+#: Deliveries at once (one item is never posted twice at once: the queue sees to that).
+WORKERS = 4
 PLURAL = "mailboxmessages"
+#: The index of the pending items (``handlers/delivery.py``).
+PENDING_DELIVERIES = "pending_deliveries"
 
 
 def backoff(attempts: int, base: float = BACKOFF_SECONDS) -> float:
@@ -73,59 +78,76 @@ def webhook_ref(workspace: dict[str, Any] | None, mailbox: str) -> dict[str, str
 
 
 class Delivery:
-    """The deliveries (see the module docstring): one :meth:`tick` every
-    ``delivery_interval`` seconds, a :class:`~swarmkit_operator.runtime.Periodic` of the
-    leader's built by the composition root; :meth:`close` ends its HTTP session."""
+    """The deliveries (see the module docstring): a queue-backed controller of the pending
+    items, kicked by their watch events."""
 
-    def __init__(self, ctl: RunController) -> None:
-        self.ctl = ctl
+    def __init__(
+        self,
+        pending: Mapping[Any, list[Any]],
+        workspaces: Mapping[Any, list[Any]],
+        settings: RunsSettings,
+    ) -> None:
+        #: (namespace, name) → the pending item (``handlers/delivery.py`` keeps it current).
+        self.pending = pending
+        #: (namespace, name) → the Runs' Workspace summaries (its mailboxes' routes).
+        self.workspaces = workspaces
+        self.settings = settings
+        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
+        self._workers = Workers(
+            self.queue,
+            self._work,
+            "swarmkit-delivery",
+            kind=lambda _: "MailboxDelivery",
+            describe=lambda key: f"{key[0]}/{key[1]}",
+        )
         self._session: aiohttp.ClientSession | None = None
 
-    async def tick_now(self) -> None:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=POST_TIMEOUT)
-        await self.tick(self._session, datetime.now(UTC))
+    def kick(self, namespace: str, name: str, delay: float = 0.0) -> None:
+        self.queue.add((namespace, name), delay)
 
-    async def close(self) -> None:
+    def start(self) -> None:
+        """Start the workers (the manager calls it once this replica leads) and look at
+        every item pending now (the start-up's listing filled the index)."""
+        self._session = aiohttp.ClientSession(timeout=POST_TIMEOUT)
+        self._workers.start(WORKERS)
+        for namespace, name in list(self.pending):
+            self.kick(namespace, name)
+
+    async def stop(self) -> None:
+        await self._workers.stop()
         if self._session is not None:
             await self._session.close()
             self._session = None
 
-    def namespaces(self) -> set[str]:
-        """Namespaces with a Workspace that routes a mailbox to a webhook."""
-        found = set()
-        for key, entries in self.ctl.idx.workspaces.items():
-            for ws in entries:
-                if any(m.get("webhook") for m in (ws.get("spec") or {}).get("mailboxes") or ()):
-                    found.add(str(key[0]))
-        return found
-
-    async def tick(self, session: aiohttp.ClientSession, now: datetime) -> None:
-        for namespace in sorted(self.namespaces()):
-            path = k8s.custom_path(PLURAL, namespace)
-            items = await k8s.list_objects(path, f"{DELIVERY_LABEL}={DELIVERY_PENDING}")
-
-            async def step(item: dict[str, Any]) -> None:
-                await self.deliver(session, item, now)
-
-            await passes.each("mailbox delivery", items, step, _ident)
+    async def _work(self, key: tuple[str, str]) -> Result:
+        entries = self.pending.get(key)
+        if not entries or self._session is None:
+            return Result("gone")  # delivered, failed for good, or deleted
+        item = dict(next(iter(entries)))
+        now = datetime.now(UTC)
+        delivery = (item.get("status") or {}).get("delivery") or {}
+        due = rs.parse_time(delivery.get("nextAttemptTime"))
+        if due is not None and due > now:
+            return Result("deferred", (due - now).total_seconds())
+        retry = await self.deliver(self._session, item, now)
+        if retry is None:
+            return Result("changed")
+        return Result("changed", max((retry - now).total_seconds(), 0.0))
 
     def _retry_at(self, now: datetime, attempts: int) -> datetime:
         """When attempt ``attempts`` + 1 is due (the settings' backoff)."""
-        return now + timedelta(seconds=backoff(attempts, self.ctl.settings.webhook_backoff_seconds))
+        return now + timedelta(seconds=backoff(attempts, self.settings.webhook_backoff_seconds))
 
     async def deliver(
         self, session: aiohttp.ClientSession, item: dict[str, Any], now: datetime
-    ) -> None:
+    ) -> datetime | None:
+        """Post ``item`` once and record the attempt; when to try again (None: done)."""
         meta = item.get("metadata") or {}
         namespace, name = str(meta.get("namespace")), str(meta.get("name"))
         delivery = dict((item.get("status") or {}).get("delivery") or {})
-        due = rs.parse_time(delivery.get("nextAttemptTime"))
-        if due is not None and due > now:
-            return
         spec = item.get("spec") or {}
         ws = None
-        for entry in self.ctl.idx.workspaces.get((namespace, spec.get("workspace"))) or ():
+        for entry in self.workspaces.get((namespace, spec.get("workspace"))) or ():
             ws = dict(entry)
         ref = webhook_ref(ws, str(spec.get("mailbox") or ""))
         error = await self._post(session, namespace, ref, item)
@@ -160,8 +182,8 @@ class Delivery:
                 "WebhookDelivered",
                 f"posted to the webhook of mailbox {spec.get('mailbox')} (attempt {attempts})",
             )
-            return
-        if attempts >= self.ctl.settings.webhook_max_attempts:
+            return None
+        if attempts >= self.settings.webhook_max_attempts:
             status = {
                 "state": "Failed",
                 "attempts": attempts,
@@ -176,7 +198,7 @@ class Delivery:
             await k8s.post_event(
                 involved, "Warning", "WebhookFailed", f"gave up after {attempts} attempts: {error}"
             )
-            return
+            return None
         retry = self._retry_at(now, attempts)
         status = {
             "state": "Pending",
@@ -194,6 +216,7 @@ class Delivery:
             error,
             rs.rfc3339(retry),
         )
+        return retry
 
     async def _post(
         self,
@@ -230,8 +253,3 @@ class Delivery:
 
 
 __all__ = ["Delivery", "backoff", "payload", "webhook_ref"]
-
-
-def _ident(item: dict[str, Any]) -> str:
-    meta = item.get("metadata") or {}
-    return f"message {meta.get('namespace')}/{meta.get('name')}"
