@@ -274,16 +274,7 @@ async def _build(
     # 2. The wiring, its indexes (one LIST per resource) and the manager: nothing built
     # below writes before the manager says this replica leads.
     wired = wiring()
-    indexes = wired.indexes()
-    listings: list[Listing] = []
-    started = time.monotonic()
-    took = await populate(indexes, ours.namespaces, listings=listings)
-    log.info(
-        "indexes pre-populated in %.2fs (%s): %s",
-        time.monotonic() - started,
-        ", ".join(f"{r} {s:.2f}s" for r, s in sorted(took.items(), key=lambda x: -x[1])),
-        ", ".join(f"{k}={len(v)}" for k, v in sorted(indexes.data.items())),
-    )
+    indexes, listings = await _listed(wired, ours.namespaces)
     manager = Manager.build(lease)
     # 3. The Runs controller (its resolver serves Topologies too) and its loops.
     runs = RunController(config, _run_indexes(indexes, reviews=True), settings=ours.runs)
@@ -322,17 +313,10 @@ async def _build(
     counted = [kind for kind, _ in ctl.with_views()]
     metrics.set_object_counts(lambda: count_objects(ctl.indexes, counted))
     closing.callback(metrics.set_object_counts, None)
-    # 6. The gateways controller, seeded with the Agents that have a gateway.
-    view = indexes.view
-    gateways = GatewayController(
-        config, _run_indexes(indexes), view("agent_views"), view("secret_keys")
-    )
+    # 6. The gateways controller, and the mailbox webhooks (kicked by their items' events).
+    gateways = _gateways(ctl)
     closing.push_async_callback(gateways.stop)
-    for namespace, name in indexes.keys("agent_views"):
-        agent_view = ctl.lookup("agent_views", (namespace, name))
-        if agent_view is not None:
-            gateways.agent_changed(namespace, name, agent_view["spec"])
-    # Mailbox webhooks: kicked by their items' events.
+    view = indexes.view
     mail = Delivery(view(PENDING_DELIVERIES), view("runs_workspaces"), ours.runs)
     closing.push_async_callback(mail.stop)
     # 7. The web view, when asked for.
@@ -367,6 +351,36 @@ async def _build(
         len(config.allowed_scripts),
     )
     return app
+
+
+async def _listed(wired: Wiring, namespaces: Sequence[str]) -> tuple[Indexes, list[Listing]]:
+    """New indexes of ``wired``, filled by one paged LIST per resource (the listings are
+    kept: the watch streams start from them)."""
+    indexes = wired.indexes()
+    listings: list[Listing] = []
+    started = time.monotonic()
+    took = await populate(indexes, namespaces, listings=listings)
+    log.info(
+        "indexes pre-populated in %.2fs (%s): %s",
+        time.monotonic() - started,
+        ", ".join(f"{r} {s:.2f}s" for r, s in sorted(took.items(), key=lambda x: -x[1])),
+        ", ".join(f"{k}={len(v)}" for k, v in sorted(indexes.data.items())),
+    )
+    return indexes, listings
+
+
+def _gateways(ctl: Controller) -> GatewayController:
+    """The gateways controller over the shared indexes, seeded with the Agents that have a
+    gateway."""
+    view = ctl.indexes.view
+    gateways = GatewayController(
+        ctl.config, _run_indexes(ctl.indexes), view("agent_views"), view("secret_keys")
+    )
+    for namespace, name in ctl.indexes.keys("agent_views"):
+        agent_view = ctl.lookup("agent_views", (namespace, name))
+        if agent_view is not None:
+            gateways.agent_changed(namespace, name, agent_view["spec"])
+    return gateways
 
 
 async def _close_streams() -> None:
