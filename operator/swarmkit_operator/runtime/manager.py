@@ -179,10 +179,11 @@ class Manager:
         return [r.name for r in self.runnables if r.needs_leader]
 
     async def start(self) -> None:
-        """Start what every replica runs; install the write gate; elect (or just lead) and
-        start the writers."""
-        await self._start(needs_leader=False)
+        """Install the write gate; start what every replica runs; elect (or just lead) and
+        start the writers. The gate comes first: an event a standby's streams deliver must
+        find its writes refused."""
         k8s.set_write_gate(self.leadership.write_refusal)
+        await self._start(needs_leader=False)
         if self.lease is None:
             self.leadership.start_leading()
             await self._start_writers()
