@@ -101,6 +101,9 @@ class Delivery:
             describe=lambda key: f"{key[0]}/{key[1]}",
         )
         self._session: aiohttp.ClientSession | None = None
+        #: Items this process recorded as done (Delivered or Failed) while the index may
+        #: still show them pending (the label is a second write): never posted again.
+        self._done: set[tuple[str, str]] = set()
 
     def kick(self, namespace: str, name: str, delay: float = 0.0) -> None:
         self.queue.add((namespace, name), delay)
@@ -108,7 +111,6 @@ class Delivery:
     def start(self) -> None:
         """Start the workers (the manager calls it once this replica leads) and look at
         every item pending now (the start-up's listing filled the index)."""
-        self._session = aiohttp.ClientSession(timeout=POST_TIMEOUT)
         self._workers.start(WORKERS)
         for namespace, name in list(self.pending):
             self.kick(namespace, name)
@@ -121,16 +123,27 @@ class Delivery:
 
     async def _work(self, key: tuple[str, str]) -> Result:
         entries = self.pending.get(key)
-        if not entries or self._session is None:
+        if not entries:
+            self._done.discard(key)
             return Result("gone")  # delivered, failed for good, or deleted
         item = dict(next(iter(entries)))
         now = datetime.now(UTC)
         delivery = (item.get("status") or {}).get("delivery") or {}
+        if key in self._done:
+            return Result("unchanged")  # done: its label's change is on its way
+        final = {"Delivered": "delivered", "Failed": "failed"}.get(str(delivery.get("state")))
+        if final is not None:  # recorded, but the label write failed: repair it, post nothing
+            await k8s.patch_custom_labels(PLURAL, key[0], key[1], {DELIVERY_LABEL: final})
+            self._done.add(key)
+            return Result("changed")
         due = rs.parse_time(delivery.get("nextAttemptTime"))
         if due is not None and due > now:
             return Result("deferred", (due - now).total_seconds())
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=POST_TIMEOUT)
         retry = await self.deliver(self._session, item, now)
         if retry is None:
+            self._done.add(key)
             return Result("changed")
         return Result("changed", max((retry - now).total_seconds(), 0.0))
 
