@@ -104,6 +104,8 @@ class Delivery:
         #: Items this process recorded as done (Delivered or Failed) while the index may
         #: still show them pending (the label is a second write): never posted again.
         self._done: set[tuple[str, str]] = set()
+        #: (namespace, name) → the last attempt's status, labelled but not written yet.
+        self._unrecorded: dict[tuple[str, str], dict[str, Any]] = {}
 
     def kick(self, namespace: str, name: str, delay: float = 0.0) -> None:
         self.queue.add((namespace, name), delay)
@@ -122,6 +124,10 @@ class Delivery:
             self._session = None
 
     async def _work(self, key: tuple[str, str]) -> Result:
+        unrecorded = self._unrecorded.get(key)
+        if unrecorded is not None:  # labelled done, its status write failed: write it now
+            await self._record(*key, unrecorded, None)
+            return Result("changed")
         entries = self.pending.get(key)
         if not entries:
             self._done.discard(key)
@@ -132,7 +138,7 @@ class Delivery:
         if key in self._done:
             return Result("unchanged")  # done: its label's change is on its way
         final = {"Delivered": "delivered", "Failed": "failed"}.get(str(delivery.get("state")))
-        if final is not None:  # recorded, but the label write failed: repair it, post nothing
+        if final is not None:  # recorded, not labelled (an older operator's order): label it
             await k8s.patch_custom_labels(PLURAL, key[0], key[1], {DELIVERY_LABEL: final})
             self._done.add(key)
             return Result("changed")
@@ -258,11 +264,18 @@ class Delivery:
     async def _record(
         self, namespace: str, name: str, delivery: dict[str, Any], label: str | None
     ) -> None:
+        """Write the attempt to the item's status; a last attempt's label first, so whoever
+        reads ``Delivered`` (or ``Failed``) reads the label too. The label takes the item
+        out of the pending index: until its status is written it is kept here, and a
+        retry writes it from here."""
+        key = (namespace, name)
+        if label is not None:
+            self._unrecorded[key] = delivery
+            await k8s.patch_custom_labels(PLURAL, namespace, name, {DELIVERY_LABEL: label})
         await k8s.patch_status(
             PLURAL, namespace, name, {"delivery": delivery}, k8s.DELIVERY_MANAGER
         )
-        if label is not None:
-            await k8s.patch_custom_labels(PLURAL, namespace, name, {DELIVERY_LABEL: label})
+        self._unrecorded.pop(key, None)
 
 
 __all__ = ["Delivery", "backoff", "payload", "webhook_ref"]
