@@ -397,6 +397,8 @@ class FakeApi:
         params: Mapping[str, str],
         accept: str = "application/json",
     ) -> Any:
+        if isinstance(body, str | bytes):  # a body sent as text (apply: UTF-8 JSON), parsed
+            body = json.loads(body)  # as the apiserver does
         if path.endswith("/log") and verb == "GET":
             return self._pod_log(path, params)
         if verb == "GET" and (discovery := self._discovery(path)) is not None:

@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from types import TracebackType
-from typing import Any
+from types import SimpleNamespace, TracebackType
+from typing import Any, cast
 
 import kopf
 
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.handlers import root
+from swarmkit_operator.handlers.common import App
 from swarmkit_operator.indexes import populate
 from swarmkit_operator.reconcile.controller import Controller
+from swarmkit_operator.runtime import Manager, Runnable
 
 from .fake_k8s import FakeApi
 
@@ -52,6 +54,7 @@ class Reconciling:
         # Quick retries and no grace: a test waits for the outcome, not for the clock.
         self.options = {"workers": 4, "defer_delay": 0.05, "gc_grace": 0.0} | controller
         self.ctl: Controller | None = None
+        self.manager: Manager | None = None
 
     async def __aenter__(self) -> Reconciling:
         await self.start()
@@ -66,21 +69,37 @@ class Reconciling:
         await self.stop()
 
     async def start(self) -> Controller:
-        """Build and start the controller as the composition root does (its steps 2, 3, 8)."""
-        wired = root.wiring()
+        """Build and start the controller as the composition root does (its steps 2, 5, 8
+        and 9: the kinds' and the shared modules' streams, the reconcile runnable), without
+        the controllers that only read the kinds' indexes (Runs, gateways, mailbox delivery,
+        skill library): their event functions would need the whole application context."""
+        wired = root.wiring(modules=(*root.SHARED, *root.kind_modules(root.KINDS)))
+        manager = Manager.build(None)
         ctl = wired.controller(
-            self.config, namespaces=self.namespaces, resync_seconds=0.0, **self.options
+            self.config,
+            namespaces=self.namespaces,
+            resync_seconds=0.0,
+            leadership=manager.leadership,
+            **self.options,
         )
         await populate(ctl.indexes, self.namespaces, listings=ctl.listings)
-        memo = kopf.Memo()
-        memo.swarmkit = ctl
-        root._open_streams(kopf.OperatorSettings(), memo, ctl, wired.events)
-        await ctl.start()
-        ctl.enqueue_unsettled()
-        self.ctl = ctl
+        # Only the two fields the streams and the shared/kind event functions read.
+        app = cast(App, SimpleNamespace(controller=ctl, manager=manager))
+        root._open_streams(kopf.OperatorSettings(), app, wired.events)
+
+        async def start_reconcile() -> None:
+            await ctl.start()
+            ctl.enqueue_unsettled()
+
+        manager.add(Runnable("reconcile", start_reconcile))
+        await manager.start()
+        self.manager, self.ctl = manager, ctl
         return ctl
 
     async def stop(self) -> None:
+        if self.manager is not None:
+            await self.manager.stop()
+            self.manager = None
         if self.ctl is not None:
             await self.ctl.stop()
             self.ctl = None

@@ -7,23 +7,26 @@ while the judge skill does not exist) and ``status.version`` (sha256[:12] of the
 spec). What a Funnel means for a Topology
 (found, judge skill granted, reviewer present, its version folded into the Topology's) is
 the Topology reconciler's (:mod:`.topology`, :mod:`swarmkit_operator.builders.funnel`).
-Every watch event of a Funnel enqueues it and the Topologies that name it; every watch event
-of a Skill enqueues the Funnels judging with it.
+A Funnel is declared like every other kind (:data:`KIND`): its own status echo enqueues
+nothing; a spec change enqueues it, and the Topologies that name it once its new
+``status.version`` (or readiness) shows. A Skill created or deleted enqueues the Funnels
+judging with it (the Skill's ``dependents``, index ``funnel_by_judge``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
 from swarmkit_api import GROUP, VERSION
+from swarmkit_api.resources import FUNNEL
 
 from ..builders.funnel import funnel_status
 from ..indexes import index
-from ..reconcile.controller import Controller, controller_of, reconciler
-from ..reconcile.views import base_view
-from .events import on_event
+from ..reconcile.controller import Controller, Kind, Observation
+from ..reconcile.views import MISSING, base_view
 
 
 @index("funnels", id="funnel_views", group=GROUP, version=VERSION)
@@ -69,29 +72,29 @@ def funnel_names(spec: Any) -> set[str]:
     }
 
 
-@on_event(GROUP, VERSION, "funnels")
-async def funnel_event(namespace: str | None, name: str, memo: kopf.Memo, **_: Any) -> None:
-    ctl = controller_of(memo)
-    if ctl is not None and namespace is not None:
-        ctl.enqueue("Funnel", namespace, name)
+def dependents_view(view: dict[str, Any] | None) -> Any:
+    """What the Topologies naming the Funnel read of it: its version (a hash of the spec)
+    and readiness."""
+    if view is None:
+        return MISSING
+    return (
+        view["status"].get("version"),
+        view["ready"],
+        view["reason"],
+        view["observed"] == view["generation"],
+    )
+
+
+def dependents(
+    ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
+) -> None:
+    """The Topologies whose nodes name the Funnel."""
+    if seen.changed:
         ctl.enqueue_many(
             "Topology", namespace, set(ctl.lookup_all("topology_by_funnel", (namespace, name)))
         )
 
 
-@on_event(GROUP, VERSION, "skills", metadata_only=True)
-async def judge_skill_event(
-    type: str | None, namespace: str | None, name: str, memo: kopf.Memo, **_: Any
-) -> None:
-    """A Skill created or deleted: the Funnels judging with it re-check it exists."""
-    ctl = controller_of(memo)
-    if ctl is not None and namespace is not None and type in (None, "ADDED", "DELETED"):
-        ctl.enqueue_many(
-            "Funnel", namespace, set(ctl.lookup_all("funnel_by_judge", (namespace, name)))
-        )
-
-
-@reconciler("Funnel")
 async def reconcile_funnel(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     view = ctl.lookup("funnel_views", (namespace, name))
     if view is None:
@@ -110,3 +113,14 @@ async def reconcile_funnel(ctl: Controller, namespace: str, name: str, force: bo
         status.verdicts,
     )
     return "changed" if written else "unchanged"
+
+
+KIND = Kind(
+    "Funnel",
+    priority=2,  # before the Topologies that name it
+    reconcile=reconcile_funnel,
+    api=FUNNEL,
+    indexes=(funnel_views, funnel_by_reviewer, funnel_by_judge),
+    dependents_view=dependents_view,
+    dependents=dependents,
+)

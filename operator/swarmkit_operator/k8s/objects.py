@@ -9,9 +9,7 @@ import asyncio
 import base64
 import functools
 import json
-import os
 import re
-import socket
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -253,9 +251,6 @@ async def list_config_maps(namespace: str | None, selector: str) -> list[dict[st
     return [dict(i) for i in _check("GET", path, status, payload).get("items") or ()]
 
 
-_INSTANCE = os.environ.get("POD_NAME") or socket.gethostname()
-
-
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -274,7 +269,7 @@ async def post_event(involved: Mapping[str, Any], type_: str, reason: str, messa
         "message": message if len(message) <= 1024 else message[:1021] + "...",
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
-        "reportingInstance": _INSTANCE[:128],
+        "reportingInstance": _state.instance[:128],
         "firstTimestamp": now,
         "lastTimestamp": now,
         "count": 1,

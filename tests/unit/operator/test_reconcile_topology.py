@@ -14,7 +14,9 @@ from swarmkit_api.conditions import (
     REASON_AGENT_NOT_READY,
     REASON_CYCLE,
     REASON_DEPTH_EXCEEDED,
+    REASON_SKILL_NOT_FOUND,
 )
+from tests.schema.corpus import funnel
 from tests.support.fake_k8s import FakeApi
 from tests.support.reconciling import Reconciling
 
@@ -112,3 +114,25 @@ async def test_a_deleted_agent_makes_its_topology_not_ready(
     await operator.settle()
     ready = condition(api, "Topology", "t", READY)
     assert (ready["status"], ready["reason"]) == ("False", REASON_AGENT_NOT_FOUND)
+
+
+async def test_a_funnel_follows_its_judge_skill_being_created_and_deleted(
+    api: FakeApi, operator: Reconciling
+) -> None:
+    """The Skill's own declaration kicks the Funnels judging with it (index funnel_by_judge):
+    no event function of the Funnel's module on the Skills' stream."""
+    api.apply_spec(
+        "Funnel", NS, "gate", funnel(judge={"skill": "grader", "threshold": 0.7})["spec"]
+    )
+    await operator.settle()
+    ready = condition(api, "Funnel", "gate", READY)
+    assert (ready["status"], ready["reason"]) == ("False", REASON_SKILL_NOT_FOUND)
+
+    api.apply_spec("Skill", NS, "grader", skill_spec())
+    await operator.settle()
+    assert condition(api, "Funnel", "gate", READY)["status"] == "True"
+
+    api.delete("Skill", NS, "grader")
+    await operator.settle()
+    ready = condition(api, "Funnel", "gate", READY)
+    assert (ready["status"], ready["reason"]) == ("False", REASON_SKILL_NOT_FOUND)
