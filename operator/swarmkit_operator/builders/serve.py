@@ -45,11 +45,13 @@ from .job import TOPOLOGY_LABEL, TOPOLOGY_VERSION_LABEL, label_value
 from .pod import pod_template, runner_pod_spec, runtime_class
 from .tracing import serving_env
 from .workload import (
+    Target,
     build_deployment,
     build_service,
     deployment_readiness,
     service_url,
 )
+from .workload import owner_reference as workload_owner
 
 #: On every object of a served topology: the Topology's name.
 SERVE_LABEL = "swarmkit.dev/serve"
@@ -89,15 +91,15 @@ def bundle_config_map_name(topology: str, rendered: RenderedBundle) -> str:
     return f"{serve_name(topology)}-{bundle_hash(rendered)[:8]}"
 
 
+def target_of(topology: TopologyRef) -> Target:
+    """The served Topology as the owner of its workload."""
+    return Target(
+        "Topology", topology.namespace, topology.name, topology.uid, serve_name(topology.name)
+    )
+
+
 def owner_reference(topology: TopologyRef) -> dict[str, Any]:
-    return {
-        "apiVersion": "swarmkit.dev/v1alpha1",
-        "kind": "Topology",
-        "name": topology.name,
-        "uid": topology.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return workload_owner(target_of(topology))
 
 
 def serve_labels(topology: str) -> dict[str, str]:
@@ -288,4 +290,5 @@ __all__ = [
     "card_url",
     "serve_name",
     "serving_verdict",
+    "target_of",
 ]

@@ -252,8 +252,8 @@ async def _build(settings: kopf.OperatorSettings, memo: kopf.Memo) -> None:
 
     manager.add_writer("reconcile", start_reconcile)
     # 5. The Runs controller, its scheduler and retention loops (they wait for it).
-    runs = RunController(config, _run_indexes(ctl.indexes, reviews=True))
-    ctl.resolver = runs.state.resolver  # serving a Topology resolves it like a Run
+    runs = RunController(config, _run_indexes(ctl.indexes))
+    ctl.resolver = runs.state.resolver  # the one resolver (Runs, serving, gateways)
     manager.add_writer("runs", _started(runs.start))
     retention = Retention(runs)
     runs.on_finished.append(retention.poke)
@@ -272,7 +272,7 @@ async def _build(settings: kopf.OperatorSettings, memo: kopf.Memo) -> None:
     # 6. The gateways controller, seeded with the Agents that have a gateway.
     view = ctl.indexes.view
     gateways = GatewayController(
-        config, _run_indexes(ctl.indexes), view("agent_views"), view("secret_keys")
+        config, runs.state.resolver, view("agent_views"), view("secret_keys")
     )
     manager.add_writer("gateways", _started(gateways.start))
     for namespace, name in ctl.indexes.keys("agent_views"):
@@ -321,20 +321,9 @@ def _started(start: Callable[[], None]) -> Callable[[], Awaitable[None]]:
     return run
 
 
-def _run_indexes(indexes: Indexes, reviews: bool = False) -> RunIndexes:
-    """The shared indexes as the Runs controller reads them (with ``reviews``, also the
-    ones only it needs: Run bundles and Reviews)."""
+def _run_indexes(indexes: Indexes) -> RunIndexes:
+    """The shared indexes as the Runs controller (and its resolver) reads them."""
     view = indexes.view
-    # Every resolver pins the Funnels a topology names (a gateway's too: without them it
-    # waited forever on "Funnel not found" instead of refusing a gated node).
-    extra: dict[str, Any] = {"funnels": view("funnel_views")}
-    if reviews:
-        extra |= {
-            "bundles": view("pinned_config_maps"),
-            "reviews": view("runs_reviews_by_run"),
-            "skill_reviews": view("skill_reviews"),
-            "spend_quotas": view("spend_quotas"),
-        }
     return RunIndexes(
         runs=view("runs_by_uid"),
         jobs=view("runs_jobs_by_run"),
@@ -343,7 +332,11 @@ def _run_indexes(indexes: Indexes, reviews: bool = False) -> RunIndexes:
         agents=view("runs_agents"),
         skills=view("runs_skills"),
         workspaces=view("runs_workspaces"),
-        **extra,
+        funnels=view("funnel_views"),
+        bundles=view("pinned_config_maps"),
+        reviews=view("runs_reviews_by_run"),
+        skill_reviews=view("skill_reviews"),
+        spend_quotas=view("spend_quotas"),
     )
 
 

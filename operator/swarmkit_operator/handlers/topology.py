@@ -32,7 +32,7 @@ from ..indexes import PRESENT, index
 from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
 from ..reconcile.views import MISSING, base_view
 from ..reconcile.workqueue import Key
-from ..runs.resolve import Resolver
+from ..workload.resolve import Resolver
 from .agent import workspace_view
 from .events import on_event
 from .funnel import funnel_names

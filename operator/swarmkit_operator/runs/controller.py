@@ -18,14 +18,11 @@ import logging
 import time
 from collections.abc import Callable
 
-from swarmkit_api.run import RunSpec
-
 from .. import metrics
 from ..config import OperatorConfig
 from ..runtime.workqueue import Workers, WorkQueue
 from . import observe, spend
 from .model import MAX_CONCURRENCY, TRACE, Indexes, RunView
-from .resolve import Resolved, Waiting
 from .state import RunState
 
 log = logging.getLogger("swarmkit_operator.runs")
@@ -128,7 +125,3 @@ class RunController:
     async def reconcile(self, uid: str) -> float | None:
         """One reconcile of Run ``uid`` (:func:`.observe.reconcile`)."""
         return await observe.reconcile(self.state, uid)
-
-    async def resolve(self, run: RunView, spec: RunSpec) -> Waiting | Resolved:
-        """The Run's target (:meth:`.resolve.Resolver.resolve`)."""
-        return await self.state.resolver.resolve(run, spec)

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +21,7 @@ from swarmkit_api.run import RunSpec
 
 from ..builders import job as jobs
 from ..builders import run_status as rs
+from ..indexes import IndexLike, ResolverIndexes
 
 GROUP = "swarmkit.dev"
 VERSION = "v1alpha1"
@@ -33,8 +34,6 @@ WORKSPACES = (GROUP, VERSION, "workspaces")
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 #: Seconds a Job may exist without a pod before its Events are consulted.
 NO_POD_EVENTS_AFTER = 3.0
-#: How often a Pending Run whose target is not Ready is re-checked without any event.
-PENDING_RECHECK = 30.0
 #: How long a pod may wait on its image or configuration before the run fails.
 POD_START_GRACE = float(
     os.environ.get("SWARMKIT_POD_START_GRACE_SECONDS", rs.DEFAULT_POD_START_GRACE_SECONDS)
@@ -72,10 +71,6 @@ class RunView:
         }
 
 
-#: An index as the controller reads it: key → the values of every object under that key.
-IndexLike = Mapping[Any, Iterable[Any]]
-
-
 @dataclass
 class Indexes:
     """The indexes the controller reads (their entries: :mod:`.summaries`)."""
@@ -100,13 +95,16 @@ class Indexes:
     #: budget gate, so a Run's start makes no LIST for it.
     spend_quotas: IndexLike | None = None
 
-
-def one(index: IndexLike, key: Any) -> dict[str, Any] | None:
-    """The (first) entry under ``key``, as a copy, or None."""
-    values = index.get(key)
-    if not values:
-        return None
-    return dict(next(iter(values)))
+    def resolver(self) -> ResolverIndexes:
+        """The indexes the runner-workload resolver reads (every one it needs)."""
+        return ResolverIndexes(
+            topologies=self.topologies,
+            agents=self.agents,
+            skills=self.skills,
+            workspaces=self.workspaces,
+            funnels=self.funnels or {},
+            skill_reviews=self.skill_reviews or {},
+        )
 
 
 def rv(obj: Mapping[str, Any] | None) -> int:

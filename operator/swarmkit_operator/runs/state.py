@@ -17,8 +17,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..config import OperatorConfig
-from .model import TRACE, Indexes, RunView, one, rv
-from .resolve import Resolver
+from ..indexes import one
+from ..workload.resolve import Resolver
+from .model import TRACE, Indexes, RunView, rv
 
 log = logging.getLogger("swarmkit_operator.runs")
 
@@ -29,7 +30,8 @@ class RunState:
     def __init__(self, config: OperatorConfig, indexes: Indexes) -> None:
         self.config = config
         self.idx = indexes
-        self.resolver = Resolver(config, indexes)
+        #: The operator's one resolver (served Topologies and gateways share it).
+        self.resolver = Resolver(config, indexes.resolver())
         #: run uid → {resourceVersion, status} of this process's latest status write, used
         #: while the Runs index has not caught up with it.
         self.overlay: dict[str, dict[str, Any]] = {}

@@ -1,0 +1,120 @@
+"""The runner-workload pipeline's kinds: a Run's Job, a served Topology and an Agent gateway
+build their pods with one builder and belong to their target the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from swarmkit_api.agent import GatewaySpec
+from swarmkit_api.conditions import REASON_TAMPERED_OBJECT
+from swarmkit_api.topology import ServeSpec
+from swarmkit_operator.builders import gateway as gw
+from swarmkit_operator.builders import pod, trust
+from swarmkit_operator.builders import serve as sb
+from swarmkit_operator.builders.job import build_job, bundle_config_map_name, target_of
+from swarmkit_operator.config import OperatorConfig
+from swarmkit_operator.gateways import Gateway
+from swarmkit_operator.serving import ServedTopology
+
+from .fixtures import example_bundle
+from .test_gateway_builder import rendered as agent_bundle
+
+TOPOLOGY = sb.TopologyRef("review-pipeline", "team-b", "uid-topo")
+AGENT = gw.AgentRef("reviewer", "team-b", "uid-agent", 3)
+SERVE = ServeSpec.model_validate({"auth": {"bearerTokens": [{"name": "tokens", "key": "a"}]}})
+GATEWAY = GatewaySpec.model_validate(
+    {
+        "enabled": True,
+        "auth": {"tokens": [{"name": "ci", "secretKeyRef": {"name": "gw", "key": "ci"}}]},
+    }
+)
+
+
+def _job() -> dict[str, Any]:
+    run, rendered = example_bundle()
+    return build_job(
+        run=run.ref,
+        bundle=rendered.bundle,
+        skill_mounts=rendered.skill_mounts,
+        config=OperatorConfig(),
+        bundle_config_map=bundle_config_map_name(run.name, run.uid),
+        flow_data_keys=rendered.flow_data_keys,
+    )
+
+
+def _served() -> dict[str, Any]:
+    """The served Topology's Deployment, as the pipeline asks its kind for it."""
+    kind = ServedTopology(TOPOLOGY, SERVE, OperatorConfig())
+    shaped = kind.shape(example_bundle()[1])
+    name = kind.bundle_config_map(shaped)["metadata"]["name"]
+    return kind.manifests(shaped, name).deployment
+
+
+def _gateway() -> dict[str, Any]:
+    """The Agent gateway's Deployment, as the pipeline asks its kind for it."""
+    kind = Gateway(AGENT, GATEWAY, OperatorConfig())
+    shaped = kind.shape(agent_bundle())
+    name = kind.bundle_config_map(shaped)["metadata"]["name"]
+    return kind.manifests(shaped, name).deployment
+
+
+def _env(workload: dict[str, Any]) -> dict[str, Any]:
+    [container] = workload["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e.get("value") for e in container["env"]}
+
+
+WORKLOADS = {"run": _job, "serve": _served, "gateway": _gateway}
+
+
+def test_a_new_env_var_of_the_runner_pod_reaches_all_three_workloads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for build in WORKLOADS.values():
+        assert "SWARMKIT_NEW_SETTING" not in _env(build())
+    # One line in one builder (the shared runner pod) ...
+    monkeypatch.setattr(
+        pod, "RUNNER_ENV", (*pod.RUNNER_ENV, {"name": "SWARMKIT_NEW_SETTING", "value": "on"})
+    )
+    # ... and the Job, the served Deployment and the gateway's Deployment all carry it.
+    for kind, build in WORKLOADS.items():
+        assert _env(build()).get("SWARMKIT_NEW_SETTING") == "on", kind
+
+
+def test_every_workload_is_controlled_by_its_target() -> None:
+    run, _ = example_bundle()
+    targets = {
+        "run": target_of(run.ref),
+        "serve": sb.target_of(TOPOLOGY),
+        "gateway": gw.target_of(AGENT),
+    }
+    for kind, build in WORKLOADS.items():
+        workload = build()
+        assert trust.owned_by(workload, targets[kind]), kind
+        trust.check_owned("Deployment", workload, targets[kind])  # adopted: no error
+        others = [t for k, t in targets.items() if k != kind]
+        assert not any(trust.owned_by(workload, t) for t in others), kind
+    assert (targets["serve"].workload, targets["gateway"].workload) == (
+        "serve-review-pipeline",
+        "gw-reviewer",
+    )
+
+
+def test_an_object_the_operator_did_not_make_is_refused_by_name() -> None:
+    target = sb.target_of(TOPOLOGY)
+    forged = {"metadata": {"name": "serve-review-pipeline", "ownerReferences": []}}
+    with pytest.raises(trust.Refused) as refused:
+        trust.check_owned("Deployment", forged, target)
+    assert refused.value.reason == REASON_TAMPERED_OBJECT
+    assert "Deployment serve-review-pipeline" in refused.value.message
+    assert "Topology review-pipeline" in refused.value.message
+    # A copied uid without being the controller is not enough either.
+    copied = {
+        "metadata": {
+            "name": "serve-review-pipeline",
+            "ownerReferences": [{"kind": "Topology", "uid": TOPOLOGY.uid, "controller": False}],
+        }
+    }
+    assert not trust.owned_by(copied, target)
+    trust.check_owned("Deployment", None, target)  # nothing there: nothing to refuse
