@@ -96,7 +96,7 @@ async def ensure_bundle(manifest: Mapping[str, Any]) -> bool:
     return False
 
 
-# -- 4./5. egress policy and workload objects --------------------------------------------
+# -- 4./5. egress policy and workload objects (a served workload's: served.apply_owned) -
 async def create_owned(manifest: Mapping[str, Any], target: Target) -> dict[str, Any] | None:
     """Create a workload object (through the start pool: Run starts have their own lane);
     None when it existed already, and then only if the operator made it for ``target``."""
@@ -105,14 +105,6 @@ async def create_owned(manifest: Mapping[str, Any], target: Target) -> dict[str,
         found = await k8s.get_object(k8s.object_path(manifest))
         trust.check_owned(str(manifest["kind"]), found, target)
     return created
-
-
-async def apply_owned(manifest: Mapping[str, Any], target: Target) -> dict[str, Any]:
-    """Server-side apply a workload object, never over one of that name the operator did
-    not make for ``target`` (it would adopt whatever else that object holds)."""
-    path = k8s.object_path(manifest)
-    trust.check_owned(str(manifest["kind"]), await k8s.get_object(path), target)
-    return await k8s.apply(path, manifest)
 
 
 # -- 7. prune ----------------------------------------------------------------------------
@@ -128,7 +120,6 @@ async def prune_bundles(
 
 __all__ = [
     "Stop",
-    "apply_owned",
     "create_owned",
     "ensure_bundle",
     "missing_secret_keys",

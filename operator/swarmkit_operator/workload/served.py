@@ -125,11 +125,19 @@ async def _apply(target: Target, rendered: RenderedBundle, m: Manifests) -> dict
     if policy is None:
         await egress.delete_policy(meta["namespace"], meta["name"])
     else:
-        await pipeline.apply_owned(policy, target)
+        await apply_owned(policy, target)
     for doc in m.extra:
-        await pipeline.apply_owned(doc, target)
-    await pipeline.apply_owned(m.service, target)
-    return await pipeline.apply_owned(m.deployment, target)
+        await apply_owned(doc, target)
+    await apply_owned(m.service, target)
+    return await apply_owned(m.deployment, target)
+
+
+async def apply_owned(manifest: Mapping[str, Any], target: Target) -> dict[str, Any]:
+    """Server-side apply a workload object, never over one of that name the operator did
+    not make for ``target`` (it would adopt whatever else that object holds)."""
+    path = k8s.object_path(manifest)
+    trust.check_owned(str(manifest["kind"]), await k8s.get_object(path), target)
+    return await k8s.apply(path, manifest)
 
 
 async def observe(namespace: str, name: str) -> dict[str, Any] | None:
@@ -138,4 +146,4 @@ async def observe(namespace: str, name: str) -> dict[str, Any] | None:
     return deployment_summary(found) if found is not None else None
 
 
-__all__ = ["Manifests", "Rollout", "Served", "observe", "roll_out"]
+__all__ = ["Manifests", "Rollout", "Served", "apply_owned", "observe", "roll_out"]
