@@ -116,8 +116,12 @@ async def _roll_out(
 
 
 async def _apply(target: Target, rendered: RenderedBundle, m: Manifests) -> dict[str, Any]:
-    """Steps 4 and 5: the NetworkPolicy (before any new pod), the extra objects, the Service
-    and the Deployment, each only over an object the operator made for ``target``."""
+    """Steps 4 and 5: the NetworkPolicy (before any new pod), the extra objects, the
+    Service and the Deployment, each only over an object the operator made for
+    ``target``; the Deployment is checked first, so nothing is written for a workload
+    that is not the operator's."""
+    found = await k8s.get_object(k8s.object_path(m.deployment))
+    trust.check_owned("Deployment", found, target)
     meta = m.deployment["metadata"]
     policy = await egress.workload_policy(
         m.deployment, rendered.bundle, m.port, needs_apiserver=m.needs_apiserver
@@ -129,7 +133,7 @@ async def _apply(target: Target, rendered: RenderedBundle, m: Manifests) -> dict
     for doc in m.extra:
         await apply_owned(doc, target)
     await apply_owned(m.service, target)
-    return await apply_owned(m.deployment, target)
+    return await k8s.apply(k8s.object_path(m.deployment), m.deployment)
 
 
 async def apply_owned(manifest: Mapping[str, Any], target: Target) -> dict[str, Any]:
