@@ -6,24 +6,28 @@ token).
 The kicks go into a :class:`~.runtime.workqueue.WorkQueue` (the operator's one work-queue
 type: one pass per Agent at a time, kicks coalesced), taken off by :data:`WORKERS` workers
 the manager starts once this replica leads; a failed reconcile is retried with backoff.
-A reconcile:
+A reconcile runs the Agent's gateway (a :class:`Gateway`) through the runner-workload
+pipeline (:mod:`.workload.served`), like a served Topology:
 
 1. disabled (or no ``spec.gateway``): deletes the Deployment, Service, RBAC objects and
    bundle ConfigMaps, and reports ``Serving=False`` ``Disabled`` if it ever reported anything;
 2. with a token's Secret key missing, reports ``Serving=False`` ``SecretNotFound`` (and
    leaves a running gateway alone); then resolves the agent exactly as a Run of it would
-   (:class:`~.runs.resolve.Resolver`); while that waits (the agent or a skill not Ready
-   yet), ``Serving`` keeps its previous status with the waiting message, so a gateway
-   that serves keeps serving;
-3. creates the content-addressed bundle ConfigMap, then server-side applies the gateway's
-   ServiceAccount, Role and RoleBinding (create/get/watch Reviews: a call that waits for a
-   person opens one), the Service and the Deployment (a new pod template checksum rolls
-   it; :mod:`.builders.gateway`);
+   (the operator's one :class:`~.workload.resolve.Resolver`); while that waits (the agent
+   or a skill not Ready yet), ``Serving`` keeps its previous status with the waiting
+   message, so a gateway that serves keeps serving;
+3. when the observed Deployment does not run the new pod template (its checksum) at the
+   wanted replica count: creates the content-addressed bundle ConfigMap, then
+   server-side applies the NetworkPolicy, the gateway's ServiceAccount, Role and
+   RoleBinding (create/get/watch Reviews: a call that waits for a person opens one), the
+   Service and the Deployment (:mod:`.builders.gateway`), never over an object of that
+   name the operator did not make for the Agent (``TamperedObject``);
 4. writes ``Serving``, ``gatewayUrl`` and ``gatewayVersion`` to the Agent's status: a
    server-side apply of exactly those as the field manager ``swarmkit-gateways`` (the
    ``Serving`` entry of the conditions list is this controller's, the Agent reconciler's
-   conditions are the reconcile manager's), skipped when unchanged; once rolled out it
-   deletes the superseded bundle ConfigMaps.
+   conditions are the reconcile manager's), skipped when unchanged, with a Warning Event
+   on a transition to ``False``; once rolled out it deletes the superseded bundle
+   ConfigMaps.
 """
 
 from __future__ import annotations
