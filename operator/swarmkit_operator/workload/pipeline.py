@@ -96,7 +96,7 @@ async def ensure_bundle(manifest: Mapping[str, Any]) -> bool:
     return False
 
 
-# -- 4./5. egress policy and workload objects (a served workload's: served.apply_owned) -
+# -- 4./5. egress policy and workload objects (a served workload's: served._apply) -----
 async def create_owned(manifest: Mapping[str, Any], target: Target) -> dict[str, Any] | None:
     """Create a workload object (through the start pool: Run starts have their own lane);
     None when it existed already, and then only if the operator made it for ``target``."""

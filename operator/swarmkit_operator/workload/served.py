@@ -117,31 +117,23 @@ async def _roll_out(
 
 async def _apply(target: Target, rendered: RenderedBundle, m: Manifests) -> dict[str, Any]:
     """Steps 4 and 5: the NetworkPolicy (before any new pod), the extra objects, the
-    Service and the Deployment, each only over an object the operator made for
-    ``target``; the Deployment is checked first, so nothing is written for a workload
-    that is not the operator's."""
-    found = await k8s.get_object(k8s.object_path(m.deployment))
-    trust.check_owned("Deployment", found, target)
+    Service and the Deployment (returned as applied). Every one of them is checked first:
+    nothing is written for a workload one of whose objects (by name) the operator did not
+    make for ``target``."""
     meta = m.deployment["metadata"]
     policy = await egress.workload_policy(
         m.deployment, rendered.bundle, m.port, needs_apiserver=m.needs_apiserver
     )
+    docs = [*([policy] if policy is not None else []), *m.extra, m.service, m.deployment]
+    for doc in reversed(docs):  # the Deployment first: what a refusal names when it can
+        found = await k8s.get_object(k8s.object_path(doc))
+        trust.check_owned(str(doc["kind"]), found, target)
     if policy is None:
         await egress.delete_policy(meta["namespace"], meta["name"])
-    else:
-        await apply_owned(policy, target)
-    for doc in m.extra:
-        await apply_owned(doc, target)
-    await apply_owned(m.service, target)
-    return await k8s.apply(k8s.object_path(m.deployment), m.deployment)
-
-
-async def apply_owned(manifest: Mapping[str, Any], target: Target) -> dict[str, Any]:
-    """Server-side apply a workload object, never over one of that name the operator did
-    not make for ``target`` (it would adopt whatever else that object holds)."""
-    path = k8s.object_path(manifest)
-    trust.check_owned(str(manifest["kind"]), await k8s.get_object(path), target)
-    return await k8s.apply(path, manifest)
+    applied: dict[str, Any] = {}
+    for doc in docs:
+        applied = await k8s.apply(k8s.object_path(doc), doc)
+    return applied
 
 
 async def observe(namespace: str, name: str) -> dict[str, Any] | None:
@@ -150,4 +142,4 @@ async def observe(namespace: str, name: str) -> dict[str, Any] | None:
     return deployment_summary(found) if found is not None else None
 
 
-__all__ = ["Manifests", "Rollout", "Served", "apply_owned", "observe", "roll_out"]
+__all__ = ["Manifests", "Rollout", "Served", "observe", "roll_out"]
