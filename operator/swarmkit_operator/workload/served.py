@@ -81,8 +81,9 @@ async def roll_out(
     observed: Mapping[str, Any] | None,
 ) -> Rollout | Stop:
     """Steps 1 to 5 for ``served``: ``observed`` is its Deployment now (a
-    ``deployment_summary``, None when there is none). An object that is not the
-    operator stops it with ``TamperedObject``: it is neither used nor changed."""
+    ``deployment_summary``, None when there is none). An object under one of its
+    names that the operator did not make for it stops it with ``TamperedObject``: that
+    object is neither used nor changed."""
     try:
         return await _roll_out(resolver, served, observed)
     except trust.Refused as refused:  # its Serving condition says so (and its Event)
