@@ -211,7 +211,7 @@ async def reconcile_serving(
     elif resolver is None:
         now.waiting, now.recheck = "the Runs controller has not started yet", 2.0
     else:
-        stopped = await _roll_out(resolver, served, now)
+        stopped = await _roll_out(ctl, resolver, served, now)
         if stopped is not None:
             return stopped
     return await _verdict(ctl, served, now)
@@ -228,10 +228,14 @@ class _Now:
     bundle_cm: str | None = None
 
 
-async def _roll_out(resolver: Resolver, served: ServedTopology, now: _Now) -> ServingResult | None:
+async def _roll_out(
+    ctl: Lookups, resolver: Resolver, served: ServedTopology, now: _Now
+) -> ServingResult | None:
     """The pipeline's steps 1 to 5; a result when it stopped for good, else ``now`` updated."""
     topology = served.topology
-    result = await roll_out(resolver, served, now.deployment)
+    key = (topology.namespace, topology.name)
+    known = [b["name"] for b in ctl.lookup_all(SERVE_BUNDLES, key)]
+    result = await roll_out(resolver, served, now.deployment, known)
     if isinstance(result, Stop):
         if result.waiting:  # a running Deployment keeps serving its version
             now.waiting, now.recheck = result.message, result.recheck

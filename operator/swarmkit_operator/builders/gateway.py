@@ -214,6 +214,7 @@ def workload(
         termination_grace_seconds=30,
         service_account_name=service_account(agent.name, rendered),
         api_access=True,
+        bundle_sha256=sha256_hex(bundle.to_json()),
     )
     labels = {**MANAGED_BY, **COMPONENT, **selector(agent.name)}
     pod_labels = {**labels, AGENT_VERSION_LABEL: label_value(version)}

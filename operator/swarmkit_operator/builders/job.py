@@ -28,7 +28,6 @@ from typing import Any
 
 from swarmkit_api.bundle import (
     BUNDLE_MOUNT,
-    BUNDLE_SHA256_ENV,
     CHECKPOINT_SHA256_ENV,
     RunBundle,
 )
@@ -309,9 +308,9 @@ def build_job(
         runtime_class_name=runtime_class(bundle),
         extra_env=[
             *tracing_env(run.uid, workspace.tracing),  # tracing hook: the Run's trace
-            *([{"name": BUNDLE_SHA256_ENV, "value": bundle_sha256}] if bundle_sha256 else []),
             *_checkpoint_env(resume_files),
         ],
+        bundle_sha256=bundle_sha256,
     )
     # A resumed stage also mounts its checkpoint and the decision (read-only).
     pod_spec["volumes"] += resume_volumes

@@ -32,6 +32,7 @@ from typing import Any
 from swarmkit_api.bundle import (
     BUNDLE_FILE,
     BUNDLE_MOUNT,
+    BUNDLE_SHA256_ENV,
     SCRATCH_MOUNT,
     SKILLS_MOUNT,
     TERMINATION_LOG,
@@ -228,11 +229,14 @@ def runner_pod_spec(
     service_account_name: str | None = None,
     api_access: bool = False,
     runtime_class_name: str | None = None,
+    bundle_sha256: str | None = None,
 ) -> dict[str, Any]:
     """The runner's pod spec. ``flow_data_keys`` maps bundle ConfigMap keys → flow data paths;
     ``probes`` holds ``readinessProbe``/``livenessProbe``/``startupProbe`` entries.
     ``api_access`` mounts the service account's token (only the MCP gateway, which opens
-    Reviews; its ``service_account_name`` replaces the Workspace's)."""
+    Reviews; its ``service_account_name`` replaces the Workspace's). ``bundle_sha256``: of
+    the bundle.json written (:data:`~swarmkit_api.bundle.BUNDLE_SHA256_ENV`): the runner
+    refuses any other mounted file, in a Job and in a served pod alike."""
     runtime = runtime_defaults(workspace)
     volumes, mounts = _volumes(bundle_config_map, flow_data_keys, skill_mounts)
     container: dict[str, Any] = {
@@ -241,7 +245,7 @@ def runner_pod_spec(
         "imagePullPolicy": runtime.image_pull_policy,
         "args": list(args),
         "workingDir": SCRATCH_MOUNT,
-        "env": runner_env(workspace, extra_env, extra_secret_env),
+        "env": runner_env(workspace, extra_env, extra_secret_env, bundle_sha256),
         "volumeMounts": mounts,
         "resources": resources(runtime, resource_override),
         "securityContext": container_security_context(),
@@ -273,15 +277,19 @@ def runner_env(
     workspace: WorkspaceSpec,
     extra_env: Sequence[Mapping[str, Any]] = (),
     extra_secret_env: Sequence[SecretKeyRef] = (),
+    bundle_sha256: str | None = None,
 ) -> list[dict[str, Any]]:
     """The runner container's environment: :data:`RUNNER_ENV`, the caller's ``extra_env``,
-    then every Secret reference (the Workspace's and ``extra_secret_env``) by reference."""
+    the bundle's digest, then every Secret reference (the Workspace's and
+    ``extra_secret_env``) by reference."""
     secret_refs = workspace_secret_refs(workspace)
     if extra_secret_env:
         secret_refs = unique_refs([*secret_refs, *extra_secret_env])
+    digest = [{"name": BUNDLE_SHA256_ENV, "value": bundle_sha256}] if bundle_sha256 else []
     return [
         *(dict(e) for e in RUNNER_ENV),
         *(dict(e) for e in extra_env),
+        *digest,
         *secret_env_entries(secret_refs),
     ]
 

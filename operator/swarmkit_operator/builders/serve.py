@@ -40,7 +40,7 @@ from swarmkit_api.topology import ServeSpec
 from ..config import OperatorConfig
 from ..hashing import sha256_hex
 from . import MANAGED_BY, PINNED_ANNOTATION, RUN_LABEL, Verdict
-from .bundle import RenderedBundle
+from .bundle import RenderedBundle, bundle_file_sha256
 from .job import TOPOLOGY_LABEL, TOPOLOGY_VERSION_LABEL, label_value
 from .pod import pod_template, runner_pod_spec, runtime_class
 from .tracing import serving_env
@@ -203,6 +203,7 @@ def build_serve_workload(
             },
         },
         termination_grace_seconds=serve.drain_seconds + DRAIN_MARGIN_SECONDS,
+        bundle_sha256=bundle_file_sha256(rendered),
     )
     pod_labels = {**serve_labels(topology.name), TOPOLOGY_LABEL: label_value(topology.name)}
     if version:

@@ -13,7 +13,7 @@ once the Deployment rolled out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -79,13 +79,16 @@ async def roll_out(
     resolver: Resolver,
     served: Served,
     observed: Mapping[str, Any] | None,
+    bundles: Collection[str] | None = None,
 ) -> Rollout | Stop:
     """Steps 1 to 5 for ``served``: ``observed`` is its Deployment now (a
-    ``deployment_summary``, None when there is none). An object under one of its
+    ``deployment_summary``, None when there is none); ``bundles``: the names of its
+    bundle ConfigMaps known to exist (an index's; None: not known), so a bundle deleted
+    under an up-to-date Deployment is created again. An object under one of its
     names that the operator did not make for it stops it with ``TamperedObject``: that
     object is neither used nor changed."""
     try:
-        return await _roll_out(resolver, served, observed)
+        return await _roll_out(resolver, served, observed, bundles)
     except trust.Refused as refused:  # its Serving condition says so (and its Event)
         return Stop(refused.reason, refused.message)
 
@@ -94,6 +97,7 @@ async def _roll_out(
     resolver: Resolver,
     served: Served,
     observed: Mapping[str, Any] | None,
+    bundles: Collection[str] | None,
 ) -> Rollout | Stop:
     target = served.target
     if observed is not None:
@@ -110,6 +114,8 @@ async def _roll_out(
     manifests = served.manifests(rendered, name)
     if up_to_date(observed, manifests.deployment):
         # Its pod template names this bundle: created (and checked) when it was applied.
+        if bundles is not None and name not in bundles:
+            await pipeline.ensure_bundle(config_map)
         return Rollout(rendered, name, observed)
     await pipeline.ensure_bundle(config_map)
     applied = await _apply(target, rendered, manifests)

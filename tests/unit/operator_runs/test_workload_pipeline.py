@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from swarmkit_api.agent import GatewaySpec
+from swarmkit_api.bundle import BUNDLE_FILE, BUNDLE_SHA256_ENV
 from swarmkit_api.conditions import REASON_TAMPERED_OBJECT
 from swarmkit_api.topology import ServeSpec
 from swarmkit_operator.builders import gateway as gw
@@ -16,6 +17,7 @@ from swarmkit_operator.builders import serve as sb
 from swarmkit_operator.builders.job import build_job, bundle_config_map_name, target_of
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.gateways import Gateway
+from swarmkit_operator.hashing import sha256_hex
 from swarmkit_operator.serving import ServedTopology
 
 from .fixtures import example_bundle
@@ -118,3 +120,18 @@ def test_an_object_the_operator_did_not_make_is_refused_by_name() -> None:
     }
     assert not trust.owned_by(copied, target)
     trust.check_owned("Deployment", None, target)  # nothing there: nothing to refuse
+
+
+def test_served_pods_run_only_the_bundle_the_operator_wrote() -> None:
+    """Like a Run's Job, a served pod carries the sha256 of the bundle.json its ConfigMap
+    holds: the runner refuses a file replaced under that name."""
+    kinds = {
+        "serve": (ServedTopology(TOPOLOGY, SERVE, OperatorConfig()), example_bundle()[1]),
+        "gateway": (Gateway(AGENT, GATEWAY, OperatorConfig()), agent_bundle()),
+    }
+    for label, (kind, resolved) in kinds.items():
+        shaped = kind.shape(resolved)
+        config_map = kind.bundle_config_map(shaped)
+        deployment = kind.manifests(shaped, config_map["metadata"]["name"]).deployment
+        written = config_map["data"][BUNDLE_FILE]
+        assert _env(deployment)[BUNDLE_SHA256_ENV] == sha256_hex(written), label
