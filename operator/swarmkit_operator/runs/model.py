@@ -102,8 +102,9 @@ class Indexes:
             agents=self.agents,
             skills=self.skills,
             workspaces=self.workspaces,
-            funnels=self.funnels or {},
-            skill_reviews=self.skill_reviews or {},
+            # `is None`, not `or`: a live index view that is empty now is still the index.
+            funnels=self.funnels if self.funnels is not None else {},
+            skill_reviews=self.skill_reviews if self.skill_reviews is not None else {},
         )
 
 
