@@ -18,6 +18,7 @@ from swarmkit_operator.builders.job import build_job, bundle_config_map_name, ta
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.gateways import Gateway
 from swarmkit_operator.hashing import sha256_hex
+from swarmkit_operator.runs.model import Indexes
 from swarmkit_operator.serving import ServedTopology
 
 from .fixtures import example_bundle
@@ -135,3 +136,24 @@ def test_served_pods_run_only_the_bundle_the_operator_wrote() -> None:
         deployment = kind.manifests(shaped, config_map["metadata"]["name"]).deployment
         written = config_map["data"][BUNDLE_FILE]
         assert _env(deployment)[BUNDLE_SHA256_ENV] == sha256_hex(written), label
+
+
+def test_the_one_resolver_reads_the_live_indexes_even_when_they_start_empty() -> None:
+    funnels: dict[Any, list[Any]] = {}
+    reviews: dict[Any, list[Any]] = {}
+    empty: dict[Any, list[Any]] = {}
+    indexes = Indexes(
+        runs=empty,
+        jobs=empty,
+        pods=empty,
+        topologies=empty,
+        agents=empty,
+        skills=empty,
+        workspaces=empty,
+        funnels=funnels,
+        skill_reviews=reviews,
+    ).resolver()
+    funnels[("team-b", "release")] = [{"spec": {}}]  # a Funnel appears after start-up
+    reviews[("team-b", "notes")] = [{"status": {}}]
+    assert indexes.funnels[("team-b", "release")] == [{"spec": {}}]
+    assert indexes.skill_reviews[("team-b", "notes")] == [{"status": {}}]
