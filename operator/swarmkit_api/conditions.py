@@ -136,7 +136,8 @@ REASON_JOB_LOST: Final[str] = "JobLost"
 #: An object the run uses (bundle, checkpoint) bears its name but not the content, owner or
 #: digest the operator recorded when it wrote it: never used (the message names it). Also
 #: Skill, Agent and Workspace Ready=False: a ConfigMap bearing its render's name is not the
-#: render.
+#: render. Also Serving (Topology serve, Agent gateway), and for a Job, Deployment, Service or
+#: NetworkPolicy under a name the operator derives that it did not make for that owner.
 REASON_TAMPERED_OBJECT: Final[str] = "TamperedObject"
 #: Something the run pinned (its bundle, a skill revision, its checkpoint) is gone.
 REASON_PINNED_REVISION_MISSING: Final[str] = "PinnedRevisionMissing"

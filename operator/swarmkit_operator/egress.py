@@ -105,34 +105,21 @@ async def plan_for(
     return netpol.plan(bundle, egress, lambda h: table.get(h, []), api, named)
 
 
-async def create_run_policy(manifest: Mapping[str, Any]) -> None:
-    """Create a Run's NetworkPolicy (an existing one, from an earlier attempt, is kept)."""
-    namespace = str(manifest["metadata"]["namespace"])
-    await k8s.create_start_object(k8s.networking_path("networkpolicies", namespace), manifest)
-
-
-async def apply_policy(manifest: Mapping[str, Any]) -> None:
-    """Server-side apply a served Topology's or a gateway's NetworkPolicy."""
-    meta = manifest["metadata"]
-    path = k8s.networking_path("networkpolicies", meta["namespace"], meta["name"])
-    await k8s.apply(path, manifest)
-
-
 async def delete_policy(namespace: str, name: str) -> None:
     await k8s.delete_object(k8s.networking_path("networkpolicies", namespace, name))
 
 
-async def apply_workload_policy(
+async def workload_policy(
     deployment: Mapping[str, Any], bundle: RunBundle, port: int, needs_apiserver: bool = False
-) -> None:
+) -> dict[str, Any] | None:
     """The NetworkPolicy of a served Topology's or a gateway's Deployment: its pods, its
-    owner, ingress on ``port`` only; applied before the Deployment (none: policy none)."""
+    owner, ingress on ``port`` only (None: the Workspace's policy is ``none``). The
+    pipeline applies it before the Deployment (:mod:`swarmkit_operator.workload`)."""
     plan = await plan_for(bundle, needs_apiserver=needs_apiserver)
-    meta = deployment["metadata"]
     if plan is None:
-        await delete_policy(meta["namespace"], meta["name"])
-        return
-    manifest = netpol.build_network_policy(
+        return None
+    meta = deployment["metadata"]
+    return netpol.build_network_policy(
         name=meta["name"],
         namespace=meta["namespace"],
         owner=meta["ownerReferences"][0],
@@ -141,4 +128,3 @@ async def apply_workload_policy(
         egress_plan=plan,
         ingress_ports=[port],
     )
-    await apply_policy(manifest)

@@ -6,53 +6,56 @@ token).
 The kicks go into a :class:`~.runtime.workqueue.WorkQueue` (the operator's one work-queue
 type: one pass per Agent at a time, kicks coalesced), taken off by :data:`WORKERS` workers
 the manager starts once this replica leads; a failed reconcile is retried by the queue.
-A reconcile:
+A reconcile runs the Agent's gateway (a :class:`Gateway`) through the runner-workload
+pipeline (:mod:`.workload.served`), like a served Topology:
 
 1. disabled (or no ``spec.gateway``): deletes the Deployment, Service, RBAC objects and
    bundle ConfigMaps, and reports ``Serving=False`` ``Disabled`` if it ever reported anything;
 2. with a token's Secret key missing, reports ``Serving=False`` ``SecretNotFound`` (and
    leaves a running gateway alone); then resolves the agent exactly as a Run of it would
-   (:class:`~.runs.resolve.Resolver`); while that waits (the agent or a skill not Ready
-   yet), ``Serving`` keeps its previous status with the waiting message, so a gateway
-   that serves keeps serving;
-3. creates the content-addressed bundle ConfigMap, then server-side applies the gateway's
-   ServiceAccount, Role and RoleBinding (create/get/watch Reviews: a call that waits for a
-   person opens one), the Service and the Deployment (a new pod template checksum rolls
-   it; :mod:`.builders.gateway`);
+   (the operator's one :class:`~.workload.resolve.Resolver`); while that waits (the agent
+   or a skill not Ready yet), ``Serving`` keeps its previous status with the waiting
+   message, so a gateway that serves keeps serving;
+3. when the observed Deployment does not run the new pod template (its checksum) at the
+   wanted replica count: creates the content-addressed bundle ConfigMap, then
+   server-side applies the NetworkPolicy, the gateway's ServiceAccount, Role and
+   RoleBinding (create/get/watch Reviews: a call that waits for a person opens one), the
+   Service and the Deployment (:mod:`.builders.gateway`), never over an object of that
+   name the operator did not make for the Agent (``TamperedObject``);
 4. writes ``Serving``, ``gatewayUrl`` and ``gatewayVersion`` to the Agent's status: a
    server-side apply of exactly those as the field manager ``swarmkit-gateways`` (the
    ``Serving`` entry of the conditions list is this controller's, the Agent reconciler's
-   conditions are the reconcile manager's), skipped when unchanged; once rolled out it
-   deletes the superseded bundle ConfigMaps.
+   conditions are the reconcile manager's), skipped when unchanged, with a Warning Event
+   on a transition to ``False``; once rolled out it deletes the superseded bundle
+   ConfigMaps.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
 from swarmkit_api.agent import AgentSpec, GatewaySpec
-from swarmkit_api.conditions import (
-    REASON_DISABLED,
-    REASON_FUNNEL_NOT_SERVABLE,
-    REASON_RUNTIME_CLASS_NOT_FOUND,
-    REASON_SECRET_NOT_FOUND,
-    REASON_WAITING,
-)
+from swarmkit_api.conditions import REASON_DISABLED
 from swarmkit_api.run import RunSpec
 
-from . import egress, k8s, sandbox
+from . import egress, k8s
 from .builders import gateway as gw
-from .builders import unservable
+from .builders.bundle import RenderedBundle
+from .builders.workload import Target, involved
 from .conditions import get_condition, set_condition
 from .config import OperatorConfig
 from .reconcile.status import apply_status
-from .runs.model import Indexes, RunView
-from .runs.resolve import Resolver, Waiting
 from .runtime.workqueue import Result, Workers, WorkQueue
+from .workload import pipeline, served
+from .workload.pipeline import Stop
+from .workload.resolve import Resolver
+from .workload.served import Manifests
 
 log = logging.getLogger("swarmkit_operator.gateways")
 
@@ -70,12 +73,13 @@ class GatewayController:
     def __init__(
         self,
         config: OperatorConfig,
-        indexes: Indexes,
+        resolver: Resolver,
         agents: Mapping[Any, list[Any]],
         secret_keys: Mapping[Any, list[Any]],
     ) -> None:
         self.config = config
-        self.resolver = Resolver(config, indexes)
+        #: The operator's one resolver (shared with the Runs controller and serving).
+        self.resolver = resolver
         #: (namespace, name) → the reconcile loop's agent view (spec, uid, status).
         self.agents = agents
         #: (namespace, Secret) → the names of its keys (never values).
@@ -143,89 +147,48 @@ class GatewayController:
             # Torn down: only its own next event (a re-enable) brings it back.
             self.served.get(namespace, set()).discard(name)
             return None
-        missing = self._missing_tokens(namespace, spec)
-        if missing:
+        assert spec.auth is not None
+        tokens = [t.secret_key_ref for t in spec.auth.tokens]
+        missing = pipeline.missing_secret_keys(self._keys, namespace, tokens, "gateway token")
+        if missing is not None:
             # No pod could start (its env names the key); a running gateway keeps running.
-            message = f"gateway token Secret key(s) not found: {', '.join(missing)}"
-            await self._write(agent, status, "False", REASON_SECRET_NOT_FOUND, message, {})
+            await self._write(agent, status, "False", missing.reason, missing.message, {})
             return SECRET_RECHECK
-        resolution = await self.resolver.resolve(self._run_view(agent), self._run_spec(agent))
-        if isinstance(resolution, Waiting):
-            previous = get_condition(status.get("conditions"), gw.SERVING)
-            state = previous["status"] if previous else "False"
-            await self._write(agent, status, state, REASON_WAITING, resolution.message, {})
-            return resolution.recheck
-        rendered = resolution.rendered
-        bundle = gw.gateway_bundle(rendered, spec)
-        refused = unservable.refusal(bundle, f"agent {name}'s gateway")
-        if refused is not None:  # no gateway, not even an older, ungated one
-            await self._disable(agent, status, (REASON_FUNNEL_NOT_SERVABLE, refused))
-            return None
-        missing_rc = await sandbox.missing_runtime_class(bundle)
-        if missing_rc is not None:  # a running gateway keeps its pods
-            reason = REASON_RUNTIME_CLASS_NOT_FOUND
-            await self._write(agent, status, "False", reason, missing_rc, {})
-            return sandbox.RECHECK_SECONDS
-        config_map = gw.bundle_config_map(agent, rendered, bundle)
-        cm_name = str(config_map["metadata"]["name"])
-        await k8s.create_object(k8s.core_path("configmaps", namespace), config_map)
-        deployment, service = gw.workload(agent, spec, rendered, bundle, cm_name, self.config)
-        for doc in gw.review_rbac(agent, gw.service_account(name, rendered)):
-            await k8s.apply(k8s.object_path(doc), doc)
-        await egress.apply_workload_policy(deployment, bundle, spec.port, needs_apiserver=True)
-        observed = await self._apply(deployment, service)
-        version = bundle.agents[name].version
-        verdict = gw.serving(observed, version)
+        gateway = Gateway(agent, spec, self.config)
+        observed = await served.observe(namespace, gw.gateway_name(name))
+        result = await served.roll_out(self.resolver, gateway, observed)
+        if isinstance(result, Stop):
+            return await self._stopped(agent, status, result)
+        version = result.rendered.bundle.agents[name].version
+        verdict = gw.serving(result.deployment, version)
         fields: dict[str, Any] = {"gatewayUrl": gw.gateway_url(agent, spec)}
         if verdict.version is not None:
             fields["gatewayVersion"] = verdict.version
         await self._write(agent, status, verdict.status, verdict.reason, verdict.message, fields)
         if verdict.rolled:
-            await self._delete_bundles(agent, keep=cm_name)
+            await self._delete_bundles(agent, keep=result.config_map)
             return None
         return ROLLOUT_RECHECK
 
-    def _missing_tokens(self, namespace: str, spec: GatewaySpec) -> list[str]:
-        missing: list[str] = []
-        for token in spec.auth.tokens if spec.auth is not None else ():
-            ref = token.secret_key_ref
-            values = self.secret_keys.get((namespace, ref.name))
-            keys = next(iter(values)) if values else frozenset()
-            if ref.key not in keys:
-                missing.append(f"{ref.name}/{ref.key}")
-        return missing
+    async def _stopped(
+        self, agent: gw.AgentRef, status: Mapping[str, Any], stop: Stop
+    ) -> float | None:
+        """``Serving`` when the pipeline stopped before the workload."""
+        if stop.waiting:  # a gateway that serves keeps serving: its status stays
+            previous = get_condition(status.get("conditions"), gw.SERVING)
+            state = previous["status"] if previous else "False"
+            await self._write(agent, status, state, stop.reason, stop.message, {})
+            return stop.recheck
+        if stop.remove:  # no gateway, not even an older, ungated one
+            await self._disable(agent, status, (stop.reason, stop.message))
+            return None
+        # A running gateway keeps its pods (a missing RuntimeClass, a tampered object).
+        await self._write(agent, status, "False", stop.reason, stop.message, {})
+        return stop.recheck
 
-    @staticmethod
-    def _run_view(agent: gw.AgentRef) -> RunView:
-        """The gateway as the resolver's "run" of the agent (its id is the Agent's uid)."""
-        return RunView(
-            name=gw.gateway_name(agent.name),
-            namespace=agent.namespace,
-            uid=agent.uid,
-            generation=1,
-            spec={},
-            status={},
-            labels={},
-            deleting=False,
-            resource_version=0,
-        )
-
-    @staticmethod
-    def _run_spec(agent: gw.AgentRef) -> RunSpec:
-        return RunSpec.model_validate({"agentRef": {"name": agent.name}})
-
-    async def _apply(
-        self, deployment: dict[str, Any], service: dict[str, Any]
-    ) -> dict[str, Any] | None:
-        """Server-side apply the Service and the Deployment; the observed Deployment.
-
-        Applying the same manifest again changes nothing; a new pod template (its checksum)
-        rolls the Deployment.
-        """
-        namespace = deployment["metadata"]["namespace"]
-        name = deployment["metadata"]["name"]
-        await k8s.apply(k8s.core_path("services", namespace, name), service)
-        return await k8s.apply(k8s.apps_path("deployments", namespace, name), deployment)
+    def _keys(self, namespace: str, secret: str) -> Collection[str]:
+        values = self.secret_keys.get((namespace, secret))
+        return next(iter(values)) if values else frozenset()
 
     async def _write(
         self,
@@ -258,6 +221,13 @@ class GatewayController:
         # An empty field is cleared (after the apply: one an older operator wrote).
         desired = {"conditions": serving, **{k: v or None for k, v in owned.items()}}
         await apply_status("Agent", agent.namespace, agent.name, desired, k8s.GATEWAYS_MANAGER)
+        changed = current is None or (current.get("status"), current.get("reason")) != (
+            state,
+            reason,
+        )
+        if state == "False" and changed:  # like every reconciler: a transition to False
+            who = involved(gw.target_of(agent))
+            await k8s.post_event(who, "Warning", reason, f"{gw.SERVING}: {message}")
 
     async def _disable(
         self, agent: gw.AgentRef, status: Mapping[str, Any], why: tuple[str, str] | None = None
@@ -282,10 +252,47 @@ class GatewayController:
     async def _delete_bundles(self, agent: gw.AgentRef, keep: str | None) -> None:
         selector = ",".join(f"{k}={v}" for k, v in gw.selector(agent.name).items())
         path = k8s.core_path("configmaps", agent.namespace)
-        for cm in await k8s.list_objects(path, selector):
-            cm_name = cm["metadata"]["name"]
-            if cm_name != keep:
-                await k8s.delete_object(k8s.core_path("configmaps", agent.namespace, cm_name))
+        listed = [
+            (str(cm["metadata"]["name"]), str(cm["metadata"].get("uid") or ""))
+            for cm in await k8s.list_objects(path, selector)
+        ]
+        await pipeline.prune_bundles(agent.namespace, listed, keep)
 
 
-__all__ = ["GatewayController"]
+@dataclass(frozen=True)
+class Gateway:
+    """An Agent's ``spec.gateway`` as the runner-workload pipeline sees it
+    (:class:`~.workload.served.Served`)."""
+
+    agent: gw.AgentRef
+    spec: GatewaySpec
+    config: OperatorConfig
+
+    @property
+    def target(self) -> Target:
+        return gw.target_of(self.agent)
+
+    @property
+    def what(self) -> str:
+        return f"agent {self.agent.name}'s gateway"
+
+    def run_spec(self) -> RunSpec:
+        return RunSpec.model_validate({"agentRef": {"name": self.agent.name}})
+
+    def shape(self, rendered: RenderedBundle) -> RenderedBundle:
+        """The Agent's bundle with the gateway's port and tokens."""
+        bundle = gw.gateway_bundle(rendered, self.spec)
+        return dataclasses.replace(rendered, bundle=bundle, bundle_json=bundle.to_json())
+
+    def bundle_config_map(self, rendered: RenderedBundle) -> dict[str, Any]:
+        return gw.bundle_config_map(self.agent, rendered, rendered.bundle)
+
+    def manifests(self, rendered: RenderedBundle, config_map: str) -> Manifests:
+        deployment, service = gw.workload(
+            self.agent, self.spec, rendered, rendered.bundle, config_map, self.config
+        )
+        rbac = gw.review_rbac(self.agent, gw.service_account(self.agent.name, rendered))
+        return Manifests(deployment, service, self.spec.port, tuple(rbac), needs_apiserver=True)
+
+
+__all__ = ["Gateway", "GatewayController"]

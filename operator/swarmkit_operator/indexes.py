@@ -364,3 +364,33 @@ async def populate(
 
     await asyncio.gather(*(one(r, specs) for r, specs in indexes.specs.items()))
     return took
+
+
+#: An index as a reader sees it: key → the values of every object under that key.
+IndexLike = Mapping[Any, Iterable[Any]]
+
+
+def one(index: IndexLike, key: Any) -> dict[str, Any] | None:
+    """The (first) entry under ``key``, as a copy, or None."""
+    values = index.get(key)
+    if not values:
+        return None
+    return dict(next(iter(values)))
+
+
+@dataclass(frozen=True)
+class ResolverIndexes:
+    """The one set of indexes the runner-workload resolver reads
+    (:class:`swarmkit_operator.workload.resolve.Resolver`): every field is required, so no
+    workload can be resolved over fewer of them (a gateway's resolver once lacked the
+    Funnels and waited forever on "Funnel not found")."""
+
+    #: (namespace, name) → summaries of Topologies, Agents, Skills and Workspaces.
+    topologies: IndexLike
+    agents: IndexLike
+    skills: IndexLike
+    workspaces: IndexLike
+    #: (namespace, name) → Funnel specs (Topology nodes' funnels, pinned like agents).
+    funnels: IndexLike
+    #: (namespace, skill) → Reviews of swarm-authored skills.
+    skill_reviews: IndexLike

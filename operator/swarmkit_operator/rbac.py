@@ -170,7 +170,7 @@ GRANTS: tuple[Grant, ...] = (
     Grant(
         "apps",
         ("deployments",),
-        ("create", "list", "watch", "patch", "delete"),
+        ("create", "get", "list", "watch", "patch", "delete"),
         "A served Topology (spec.serve) and an Agent's MCP gateway (spec.gateway): "
         "server-side applied (patch, and create when missing), owned by the Topology or "
         "Agent, deleted when the field goes.",
@@ -178,19 +178,20 @@ GRANTS: tuple[Grant, ...] = (
     Grant(
         "",
         ("services",),
-        ("create", "patch", "delete"),
-        "Their Services (server-side applied).",
+        ("create", "get", "patch", "delete"),
+        "Their Services (server-side applied; get: an existing one is applied over only when "
+        "the operator made it for that owner).",
     ),
     Grant(
         "",
         ("serviceaccounts",),
-        ("create", "patch", "delete"),
+        ("create", "get", "patch", "delete"),
         "A gateway's own ServiceAccount gw-<agent>: it opens Reviews as itself.",
     ),
     Grant(
         "rbac.authorization.k8s.io",
         ("roles", "rolebindings"),
-        ("create", "patch", "delete"),
+        ("create", "get", "patch", "delete"),
         "The gateway's Role + RoleBinding (create/get/watch Reviews only: verbs the operator "
         "holds, so RBAC lets it grant them without escalate or bind).",
     ),
@@ -251,7 +252,7 @@ GRANTS: tuple[Grant, ...] = (
     Grant(
         "networking.k8s.io",
         ("networkpolicies",),
-        ("create", "patch", "delete"),
+        ("create", "get", "patch", "delete"),
         "Run isolation: a NetworkPolicy per Run (owned by it), per served Topology and per "
         "Agent gateway lets their pods reach only DNS and the declared destinations.",
     ),

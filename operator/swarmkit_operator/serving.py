@@ -1,11 +1,12 @@
 """Serving a Topology over A2A (``spec.serve``): the I/O around :mod:`.builders.serve`.
 
-Run by the Topology reconciler (so one writer owns the Topology's status): it resolves the
-topology exactly as a Run would (the Runs controller's resolver: indexes + immutable
-rendered ConfigMaps), creates the content-addressed bundle ConfigMap, server-side applies
-the Deployment and Service when their checksum or replica count differs from what the
-Deployments index shows, and reports the Deployment's readiness as the ``Serving``
-condition, ``status.serving`` and ``status.url``.
+Run by the Topology reconciler (so one writer owns the Topology's status): the Topology is
+a :class:`ServedTopology` for the runner-workload pipeline (:mod:`.workload.served`), which
+resolves it exactly as a Run would (the one resolver), creates the content-addressed
+bundle ConfigMap and server-side applies the Deployment and Service when their checksum
+or replica count differs from what the Deployments index shows; this module reports the
+Deployment's readiness as the ``Serving`` condition, ``status.serving`` and
+``status.url``.
 
 While the topology is not Ready (or its new version cannot be resolved yet) the running
 Deployment is left alone: the pinned old version keeps serving, and the condition says why
@@ -24,26 +25,21 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from swarmkit_api.conditions import (
-    REASON_FUNNEL_NOT_SERVABLE,
-    REASON_INVALID_SERVE_SPEC,
-    REASON_NOT_SERVED,
-    REASON_RUNTIME_CLASS_NOT_FOUND,
-    REASON_SECRET_NOT_FOUND,
-    SERVING,
-)
+from swarmkit_api.conditions import REASON_INVALID_SERVE_SPEC, REASON_NOT_SERVED, SERVING
 from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import ServeSpec
 
-from . import egress, k8s, sandbox
-from .builders import Verdict, unservable
+from . import egress, k8s
+from .builders import Verdict
 from .builders import serve as sb
 from .builders.bundle import RenderedBundle
-from .builders.workload import CHECKSUM_ANNOTATION
+from .builders.workload import Target, deployment_summary
 from .config import OperatorConfig
 from .indexes import PRESENT, index
-from .runs.model import RunView
-from .runs.resolve import Resolver, Waiting
+from .workload import pipeline
+from .workload.pipeline import Stop
+from .workload.resolve import Resolver
+from .workload.served import Manifests, roll_out
 
 log = logging.getLogger("swarmkit_operator.serving")
 
@@ -69,19 +65,9 @@ class Lookups(Protocol):
 def serve_deployments(
     body: Mapping[str, Any], namespace: str | None, labels: Mapping[str, str], **_: Any
 ) -> dict[Any, Any]:
-    """(namespace, topology) → the served Deployment's spec replicas, status, annotations."""
-    meta = body.get("metadata") or {}
-    template = ((body.get("spec") or {}).get("template") or {}).get("metadata") or {}
-    summary = {
-        "metadata": {
-            "name": meta.get("name"),
-            "generation": meta.get("generation"),
-            "annotations": dict(meta.get("annotations") or {}),
-        },
-        "spec": {"replicas": (body.get("spec") or {}).get("replicas", 1)},
-        "status": dict(body.get("status") or {}),
-        "checksum": (template.get("annotations") or {}).get(CHECKSUM_ANNOTATION),
-    }
+    """(namespace, topology) → the served Deployment's summary (owners, annotations,
+    replicas, status, pod template checksum)."""
+    summary = deployment_summary(body)
     return {(namespace, labels[sb.SERVE_LABEL]): summary}
 
 
@@ -104,15 +90,54 @@ class ServingResult:
     events: tuple[tuple[str, str, str], ...] = field(default_factory=tuple)
 
 
-def _strip_serve(rendered: RenderedBundle) -> RenderedBundle:
-    """The bundle without ``spec.serve`` (replicas or tokens never change what is served)."""
-    bundle = rendered.bundle
-    topologies = {
-        name: t.model_copy(update={"spec": t.spec.model_copy(update={"serve": None})})
-        for name, t in bundle.topologies.items()
-    }
-    stripped = bundle.model_copy(update={"topologies": topologies})
-    return dataclasses.replace(rendered, bundle=stripped, bundle_json=stripped.to_json())
+@dataclass(frozen=True)
+class ServedTopology:
+    """A Topology's ``spec.serve`` as the runner-workload pipeline sees it
+    (:class:`~.workload.served.Served`)."""
+
+    topology: sb.TopologyRef
+    serve: ServeSpec
+    config: OperatorConfig
+
+    @property
+    def target(self) -> Target:
+        return sb.target_of(self.topology)
+
+    @property
+    def what(self) -> str:
+        return f"served topology {self.topology.name}"
+
+    def run_spec(self) -> RunSpec:
+        return RunSpec.model_validate(
+            {
+                "topologyRef": {"name": self.topology.name},
+                "timeoutSeconds": self.serve.task_timeout_seconds,
+            }
+        )
+
+    def shape(self, rendered: RenderedBundle) -> RenderedBundle:
+        """The bundle without ``spec.serve`` (replicas or tokens never change what is
+        served)."""
+        bundle = rendered.bundle
+        topologies = {
+            name: t.model_copy(update={"spec": t.spec.model_copy(update={"serve": None})})
+            for name, t in bundle.topologies.items()
+        }
+        stripped = bundle.model_copy(update={"topologies": topologies})
+        return dataclasses.replace(rendered, bundle=stripped, bundle_json=stripped.to_json())
+
+    def bundle_config_map(self, rendered: RenderedBundle) -> dict[str, Any]:
+        return sb.build_serve_config_map(self.topology, rendered)
+
+    def manifests(self, rendered: RenderedBundle, config_map: str) -> Manifests:
+        deployment, service = sb.build_serve_workload(
+            topology=self.topology,
+            serve=self.serve,
+            rendered=rendered,
+            bundle_config_map=config_map,
+            config=self.config,
+        )
+        return Manifests(deployment, service, self.serve.port)
 
 
 def _had_serving(view: Mapping[str, Any]) -> bool:
@@ -124,6 +149,30 @@ async def _delete_workload(namespace: str, name: str) -> None:
     await k8s.delete_object(k8s.apps_path("deployments", namespace, svc))
     await k8s.delete_object(k8s.core_path("services", namespace, svc))
     await egress.delete_policy(namespace, svc)
+
+
+def _parse(raw: Any) -> ServeSpec | Verdict:
+    try:
+        return ServeSpec.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        message = f"spec.serve.{loc}: {err.get('msg')}" if loc else str(err.get("msg"))
+        return Verdict(SERVING, "False", REASON_INVALID_SERVE_SPEC, message)
+
+
+async def _unserved(
+    namespace: str, name: str, view: Mapping[str, Any], deployment: Any
+) -> ServingResult:
+    """Without ``spec.serve``: no workload, and ``NotServed`` once anything was reported."""
+    if deployment is not None:
+        await _delete_workload(namespace, name)
+    verdicts = (
+        (Verdict(SERVING, "False", REASON_NOT_SERVED, "spec.serve is not set"),)
+        if _had_serving(view)
+        else ()
+    )
+    return ServingResult({"url": None, "serving": None}, verdicts)
 
 
 async def reconcile_serving(
@@ -139,134 +188,107 @@ async def reconcile_serving(
     raw = (view.get("spec") or {}).get("serve")
     deployment = ctl.lookup(SERVE_DEPLOYMENTS, (namespace, name))
     if raw is None:
-        if deployment is not None:
-            await _delete_workload(namespace, name)
-        verdicts = (
-            (Verdict(SERVING, "False", REASON_NOT_SERVED, "spec.serve is not set"),)
-            if _had_serving(view)
-            else ()
-        )
-        return ServingResult({"url": None, "serving": None}, verdicts)
-    try:
-        serve = ServeSpec.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        message = f"spec.serve.{loc}: {err.get('msg')}" if loc else str(err.get("msg"))
-        return ServingResult({}, (Verdict(SERVING, "False", REASON_INVALID_SERVE_SPEC, message),))
-    topology = sb.TopologyRef(name, namespace, str(view["uid"]))
+        return await _unserved(namespace, name, view, deployment)
+    serve = _parse(raw)
+    if isinstance(serve, Verdict):
+        return ServingResult({}, (serve,))
+    served = ServedTopology(sb.TopologyRef(name, namespace, str(view["uid"])), serve, config)
+    url = sb.card_url(served.topology)
+    secrets = pipeline.missing_secret_keys(
+        lambda ns, secret: ctl.lookup("secret_keys", (ns, secret)) or (),
+        namespace,
+        serve.auth.bearer_tokens,
+        "bearer token",
+    )
+    if secrets is not None and deployment is None:
+        verdict = Verdict(SERVING, "False", secrets.reason, secrets.message)
+        return ServingResult({"url": url}, (verdict,))
+    now = _Now(str(view["status"].get("version") or ""), deployment)
+    if secrets is not None:
+        now.waiting = secrets.message
+    elif not ready:
+        now.waiting = "the Topology is not Ready"
+    elif resolver is None:
+        now.waiting, now.recheck = "the Runs controller has not started yet", 2.0
+    else:
+        stopped = await _roll_out(ctl, resolver, served, now)
+        if stopped is not None:
+            return stopped
+    return await _verdict(ctl, served, now)
+
+
+@dataclass
+class _Now:
+    """What one serving reconcile found so far (the version, the Deployment, why not)."""
+
+    version: str
+    deployment: Any
     waiting: str | None = None
     recheck: float | None = None
-    version = str(view["status"].get("version") or "")
-    missing = [
-        f"{ref.name}/{ref.key}"
-        for ref in serve.auth.bearer_tokens
-        if ref.key not in (ctl.lookup("secret_keys", (namespace, ref.name)) or ())
-    ]
     bundle_cm: str | None = None
-    if missing:
-        message = f"bearer token Secret key(s) not found: {', '.join(missing)}"
-        if deployment is None:
-            return ServingResult(
-                {"url": sb.card_url(topology)},
-                (Verdict(SERVING, "False", REASON_SECRET_NOT_FOUND, message),),
-            )
-        waiting = message
-    elif not ready:
-        waiting = "the Topology is not Ready"
-    elif resolver is None:
-        waiting, recheck = "the Runs controller has not started yet", 2.0
-    else:
-        run = RunView(
-            name=sb.serve_name(name),
-            namespace=namespace,
-            uid=topology.uid,
-            generation=1,
-            spec={},
-            status={},
-            labels={},
-            deleting=False,
-            resource_version=0,
+
+
+async def _roll_out(
+    ctl: Lookups, resolver: Resolver, served: ServedTopology, now: _Now
+) -> ServingResult | None:
+    """The pipeline's steps 1 to 5; a result when it stopped for good, else ``now`` updated."""
+    topology = served.topology
+    key = (topology.namespace, topology.name)
+    known = [b["name"] for b in ctl.lookup_all(SERVE_BUNDLES, key)]
+    result = await roll_out(resolver, served, now.deployment, known)
+    if isinstance(result, Stop):
+        if result.waiting:  # a running Deployment keeps serving its version
+            now.waiting, now.recheck = result.message, result.recheck
+            return None
+        if result.remove:  # never serve an older, ungated version either
+            if now.deployment is not None:
+                await _delete_workload(topology.namespace, topology.name)
+            verdict = Verdict(SERVING, "False", result.reason, result.message)
+            return ServingResult({"url": None, "serving": None}, (verdict,))
+        # A running Deployment keeps its pods (a missing RuntimeClass, a tampered object).
+        verdict = Verdict(SERVING, "False", result.reason, result.message)
+        return ServingResult({"url": sb.card_url(topology)}, (verdict,), result.recheck)
+    now.version = result.rendered.pinned.topology or now.version
+    now.bundle_cm = result.config_map
+    if result.applied:
+        log.info(
+            "served topology %s/%s: applied Deployment at version %s (%s)",
+            topology.namespace,
+            topology.name,
+            now.version,
+            result.config_map,
         )
-        spec = RunSpec.model_validate(
-            {"topologyRef": {"name": name}, "timeoutSeconds": serve.task_timeout_seconds}
-        )
-        resolution = await resolver.resolve(run, spec)
-        if isinstance(resolution, Waiting):
-            waiting, recheck = resolution.message, resolution.recheck
-        else:
-            rendered = _strip_serve(resolution.rendered)
-            refused = unservable.refusal(rendered.bundle, f"served topology {name}")
-            if refused is not None:  # never serve an older, ungated version either
-                if deployment is not None:
-                    await _delete_workload(namespace, name)
-                verdict = Verdict(SERVING, "False", REASON_FUNNEL_NOT_SERVABLE, refused)
-                return ServingResult({"url": None, "serving": None}, (verdict,))
-            missing_rc = await sandbox.missing_runtime_class(rendered.bundle)
-            if missing_rc is not None:  # a running Deployment keeps its pods
-                return ServingResult(
-                    {"url": sb.card_url(topology)},
-                    (Verdict(SERVING, "False", REASON_RUNTIME_CLASS_NOT_FOUND, missing_rc),),
-                    sandbox.RECHECK_SECONDS,
-                )
-            version = rendered.pinned.topology or version
-            cm = sb.build_serve_config_map(topology, rendered)
-            bundle_cm = str(cm["metadata"]["name"])
-            known = {b["name"] for b in ctl.lookup_all(SERVE_BUNDLES, (namespace, name))}
-            if bundle_cm not in known:
-                await k8s.create_config_map(cm)
-            dep, svc = sb.build_serve_workload(
-                topology=topology,
-                serve=serve,
-                rendered=rendered,
-                bundle_config_map=bundle_cm,
-                config=config,
-            )
-            want = dep["spec"]["template"]["metadata"]["annotations"][CHECKSUM_ANNOTATION]
-            have = (deployment or {}).get("checksum")
-            have_replicas = ((deployment or {}).get("spec") or {}).get("replicas")
-            if deployment is None or have != want or have_replicas != serve.replicas:
-                await egress.apply_workload_policy(dep, rendered.bundle, serve.port)
-                applied = await k8s.apply(
-                    k8s.apps_path("deployments", namespace, sb.serve_name(name)), dep
-                )
-                await k8s.apply(k8s.core_path("services", namespace, sb.serve_name(name)), svc)
-                log.info(
-                    "served topology %s/%s: applied Deployment at version %s (%s)",
-                    namespace,
-                    name,
-                    version,
-                    bundle_cm,
-                )
-                if deployment is None:
-                    deployment = serve_deployments(
-                        applied, namespace, applied["metadata"]["labels"]
-                    )[(namespace, applied["metadata"]["labels"][sb.SERVE_LABEL])]
-    verdict, counts = sb.serving_verdict(deployment, version, waiting)
-    running_cm = (((deployment or {}).get("metadata") or {}).get("annotations") or {}).get(
-        sb.BUNDLE_ANNOTATION
-    )
-    if counts["updated"] and bundle_cm is not None and running_cm == bundle_cm:
+        if now.deployment is None:
+            now.deployment = result.deployment
+    return None
+
+
+async def _verdict(ctl: Lookups, served: ServedTopology, now: _Now) -> ServingResult:
+    """Step 6 (``Serving`` from the Deployment) and 7 (prune once rolled out)."""
+    topology = served.topology
+    key = (topology.namespace, topology.name)
+    verdict, counts = sb.serving_verdict(now.deployment, now.version, now.waiting)
+    annotations = ((now.deployment or {}).get("metadata") or {}).get("annotations") or {}
+    running_cm = annotations.get(sb.BUNDLE_ANNOTATION)
+    if counts["updated"] and now.bundle_cm is not None and running_cm == now.bundle_cm:
         # Rolled out: older bundles pin nothing any more (their pods are gone).
-        for old in ctl.lookup_all(SERVE_BUNDLES, (namespace, name)):
-            if old["name"] != bundle_cm:
-                await k8s.delete_config_map(namespace, old["name"], old["uid"])
-    running_version = (((deployment or {}).get("metadata") or {}).get("annotations") or {}).get(
-        sb.VERSION_ANNOTATION
-    )
+        bundles = [(b["name"], b["uid"]) for b in ctl.lookup_all(SERVE_BUNDLES, key)]
+        await pipeline.prune_bundles(topology.namespace, bundles, keep=now.bundle_cm)
     serving = {
-        "deployment": sb.serve_name(name),
-        "service": sb.serve_name(name),
-        "bundleConfigMap": str(running_cm or bundle_cm or ""),
-        "version": str(running_version or version),
+        "deployment": sb.serve_name(topology.name),
+        "service": sb.serve_name(topology.name),
+        "bundleConfigMap": str(running_cm or now.bundle_cm or ""),
+        "version": str(annotations.get(sb.VERSION_ANNOTATION) or now.version),
         **counts,
     }
-    return ServingResult({"url": sb.card_url(topology), "serving": serving}, (verdict,), recheck)
+    url = sb.card_url(topology)
+    return ServingResult({"url": url, "serving": serving}, (verdict,), now.recheck)
 
 
 __all__ = [
     "SERVE_BUNDLES",
     "SERVE_DEPLOYMENTS",
+    "ServedTopology",
     "ServingResult",
     "reconcile_serving",
     "serve_bundles",

@@ -449,3 +449,44 @@ def test_a_missing_runtime_class_is_reported_then_the_gateway_runs_under_it_conf
         assert api_port in opened  # the apiserver, named for the gateway's Reviews
     finally:
         node_api.delete_runtime_class(rc_name)
+
+
+def test_a_service_the_operator_did_not_make_is_never_adopted(
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    kb: RecordingHttpServer,
+) -> None:
+    """A Service named gw-<agent> made by someone else (Kubernetes' ``edit`` creates
+    Services) before the gateway is enabled: the operator neither applies over it nor
+    writes anything else for the gateway; ``Serving`` says why, with an Event."""
+    ns = namespace
+    planted = {
+        "metadata": {"name": "gw-coder"},
+        "spec": {"selector": {"app": "planted"}, "ports": [{"name": "x", "port": 9}]},
+    }
+    kube.core.create_namespaced_service(ns, planted)
+    token_secret(kube, ns)
+    for manifest in manifests(model.openai_base_url, kb.url, free_port()):
+        apply(kube, ns, manifest)
+    wait_for(
+        lambda: condition(kube, ns) == ("False", "TamperedObject"),
+        timeout=90,
+        message=lambda: debug(kube, ns, operator),
+    )
+    agent = get(kube, ns, "Agent", "coder") or {}
+    [cond] = [c for c in agent["status"]["conditions"] if c["type"] == "Serving"]
+    assert "Service gw-coder" in cond["message"] and "Agent coder" in cond["message"]
+    service = kube.core.read_namespaced_service("gw-coder", ns)
+    assert not service.metadata.owner_references
+    assert service.spec.selector == {"app": "planted"}
+    assert not kube.apps.list_namespaced_deployment(ns).items
+
+    def warned() -> str | None:
+        for e in kube.core.list_namespaced_event(ns).items:
+            if (e.involved_object.name, e.reason) == ("coder", "TamperedObject"):
+                return str(e.message)
+        return None
+
+    assert "gw-coder" in wait_for(warned, 30, message="a TamperedObject Event")

@@ -307,3 +307,39 @@ def test_a_deleted_skill_revision_fails_the_resume_naming_it_at_once(
     cond = _refused(run, "PinnedRevisionMissing", revision)
     assert "skill deploy's pinned revision" in cond["message"]
     assert time.monotonic() - started < 30  # not the run's 600 s timeout
+
+
+def test_a_job_the_operator_did_not_make_is_never_adopted(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    # eve (edit) creates Jobs too: the delayed Run's Job name, with her own pod template
+    # (suspended: it starts nothing). The start finds it there and does not take it for
+    # the Run's: the Run fails TamperedObject naming it, and eve's Job stays as it is.
+    ns = namespace
+    _escalating_agent(kube, ns, cluster)
+    create(kube, ns, _delayed("later-job", 6))
+    uid = _uid(kube, ns, "later-job")
+    name = job_name("later-job", uid)
+    forged = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "planted", "image": "planted:1"}],
+                }
+            },
+        },
+    }
+    res = kubectl_as(cluster, EDITOR, "-n", ns, "create", "-f", "-", input=json.dumps(forged))
+    assert res.returncode == 0, res.stderr
+
+    run = wait_run(kube, ns, "later-job", finished, operator=operator)
+    _refused(run, "TamperedObject", f"Job {name}")
+    assert name in _warning_event(kube, ns, "later-job", "TamperedObject")
+    job = kube.batch.read_namespaced_job(name, ns)
+    assert not job.metadata.owner_references and job.spec.suspend is True
+    assert [c.name for c in job.spec.template.spec.containers] == ["planted"]

@@ -576,3 +576,53 @@ def test_serve_added_to_a_ready_topology_is_served_within_seconds(
         return cond if cond is not None and cond["status"] == "True" else None
 
     wait_for(serving_true, 60, message=lambda: debug(kube, ns, operator))
+
+
+def test_a_deployment_the_operator_did_not_make_is_never_adopted(
+    kube: Kube, operator: OperatorProcess, team_b: dict[str, Any]
+) -> None:
+    # Someone who may create Deployments in the namespace (Kubernetes' `edit`) makes
+    # serve-<topology> before the Topology is served: server-side apply would adopt it and
+    # keep every field the operator does not set. The operator neither uses nor changes it.
+    ns = team_b["ns"]
+    labels = {"app": "planted"}
+    planted = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "serve-oracle-three", "labels": labels},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "planted", "image": "planted:1"}]},
+            },
+        },
+    }
+    kube.apps.create_namespaced_deployment(ns, planted)
+    other = served_topology(free_port())
+    other["metadata"]["name"] = "oracle-three"
+    apply(kube, ns, other)
+
+    def refused() -> dict[str, Any] | None:
+        cond = serving(get(kube, ns, "Topology", "oracle-three"))
+        return cond if cond is not None and cond["reason"] == "TamperedObject" else None
+
+    cond = wait_for(refused, 120, message=lambda: debug(kube, ns, operator))
+    assert cond["status"] == "False"
+    assert "Deployment serve-oracle-three" in cond["message"], cond["message"]
+    assert "Topology oracle-three" in cond["message"], cond["message"]
+    dep = kube.apps.read_namespaced_deployment("serve-oracle-three", ns)
+    assert not dep.metadata.owner_references
+    assert [c.name for c in dep.spec.template.spec.containers] == ["planted"]
+    assert dep.spec.replicas == 0
+    services = [s.metadata.name for s in kube.core.list_namespaced_service(ns).items]
+    assert "serve-oracle-three" not in services
+
+    def warned() -> str | None:
+        for e in kube.core.list_namespaced_event(ns).items:
+            if (e.involved_object.name, e.reason) == ("oracle-three", "TamperedObject"):
+                return str(e.message)
+        return None
+
+    assert "serve-oracle-three" in wait_for(warned, 30, message="a TamperedObject Event")

@@ -95,20 +95,21 @@
 # field goes.
 - apiGroups: [apps]
   resources: [deployments]
-  verbs: [create, list, watch, patch, delete]
-# Their Services (server-side applied).
+  verbs: [create, get, list, watch, patch, delete]
+# Their Services (server-side applied; get: an existing one is applied over only when the
+# operator made it for that owner).
 - apiGroups: [""]
   resources: [services]
-  verbs: [create, patch, delete]
+  verbs: [create, get, patch, delete]
 # A gateway's own ServiceAccount gw-<agent>: it opens Reviews as itself.
 - apiGroups: [""]
   resources: [serviceaccounts]
-  verbs: [create, patch, delete]
+  verbs: [create, get, patch, delete]
 # The gateway's Role + RoleBinding (create/get/watch Reviews only: verbs the operator holds,
 # so RBAC lets it grant them without escalate or bind).
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [roles, rolebindings]
-  verbs: [create, patch, delete]
+  verbs: [create, get, patch, delete]
 # Workspace credential references: which Secrets and keys exist. Values are never copied
 # (Run pods get them through secretKeyRef). One exception: a mailbox webhook's URL is read
 # (a list narrowed to the Secret's name) when the operator posts an item; it is never
@@ -124,7 +125,7 @@
 # gateway lets their pods reach only DNS and the declared destinations.
 - apiGroups: [networking.k8s.io]
   resources: [networkpolicies]
-  verbs: [create, patch, delete]
+  verbs: [create, get, patch, delete]
 {{- end }}
 
 {{/* Cluster-scoped reads; the namespaces only when watching a list of them. */}}

@@ -302,36 +302,14 @@ def render_bundle(
     """
     ws = workspace.spec
     governance = effective_governance(ws)
-    info = RunInfo(
-        name=run.name,
-        namespace=run.namespace,
-        uid=run.uid,
-        correlation_id=run.spec.correlation_id or run.uid,
-        input=run.spec.input,
-        timeout_seconds=effective_timeout(run.spec, ws),
-        # the runner checks the cap before every model call (swarmkit_runner.spend)
-        max_cost=run.spec.max_cost or governance.max_cost_per_run,
-        max_tokens=run.spec.max_tokens,
-    )
+    info = _run_info(run, ws, governance)
     used_skills = {s for a in agents for s in a.skills}
     bundle_skills = {
         s.name: _bundle_skill(s, run.namespace, ws, config)
         for s in sorted(skills, key=lambda s: s.name)
         if s.name in used_skills
     }
-    bundle_agents = {
-        a.name: BundleAgent(
-            name=a.name,
-            version=a.version,
-            spec=a.spec,
-            skills=[s for s in a.skills if s in bundle_skills],
-            commands=list(a.commands) if a.commands is not None else agent_commands(a.spec, ws),
-            permissions=(
-                list(a.permissions) if a.permissions is not None else agent_permissions(a.spec, ws)
-            ),
-        )
-        for a in sorted(agents, key=lambda a: a.name)
-    }
+    bundle_agents = _bundle_agents(agents, bundle_skills, ws)
     bundle_topologies = {
         t.name: BundleTopology(name=t.name, version=t.version, spec=t.spec, funnels=dict(t.funnels))
         for t in sorted(topologies, key=lambda t: t.name)
@@ -382,6 +360,41 @@ def render_bundle(
         pinned_config_maps=tuple(dict.fromkeys(cms)),
         bundle_json=bundle_json,
     )
+
+
+def _run_info(run: RunInput, ws: WorkspaceSpec, governance: Governance) -> RunInfo:
+    """The bundle's ``run``: identity, input, the effective timeout and spend caps."""
+    return RunInfo(
+        name=run.name,
+        namespace=run.namespace,
+        uid=run.uid,
+        correlation_id=run.spec.correlation_id or run.uid,
+        input=run.spec.input,
+        timeout_seconds=effective_timeout(run.spec, ws),
+        # the runner checks the cap before every model call (swarmkit_runner.spend)
+        max_cost=run.spec.max_cost or governance.max_cost_per_run,
+        max_tokens=run.spec.max_tokens,
+    )
+
+
+def _bundle_agents(
+    agents: Sequence[PinnedAgent], bundle_skills: Mapping[str, BundleSkill], ws: WorkspaceSpec
+) -> dict[str, BundleAgent]:
+    """The pinned agents with the skills the bundle carries, their commands and
+    permissions (as pinned, else derived from the Workspace)."""
+    return {
+        a.name: BundleAgent(
+            name=a.name,
+            version=a.version,
+            spec=a.spec,
+            skills=[s for s in a.skills if s in bundle_skills],
+            commands=list(a.commands) if a.commands is not None else agent_commands(a.spec, ws),
+            permissions=(
+                list(a.permissions) if a.permissions is not None else agent_permissions(a.spec, ws)
+            ),
+        )
+        for a in sorted(agents, key=lambda a: a.name)
+    }
 
 
 def bundle_data(rendered: RenderedBundle) -> dict[str, str]:

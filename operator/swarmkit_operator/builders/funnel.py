@@ -8,7 +8,7 @@ exists. Otherwise the Topology is ``Ready=False`` with reason ``FunnelNotFound``
 read-only (:mod:`.reviewer`) makes it ``ReviewerNotReadOnly``, naming what. Each
 funnel's version is sha256[:12] of its canonical spec; the Topology folds these into its
 own version (only when a node names a funnel, so topologies without one keep their
-versions), and a Run pins the content (:mod:`swarmkit_operator.runs.resolve`).
+versions), and a Run pins the content (:mod:`swarmkit_operator.workload.resolve`).
 
 A Funnel's own status (:func:`funnel_status`): ``Accepted=False`` with the model's reason
 (``InvalidSchema`` for a ``validate.schema`` the metaschema refuses, naming the nested

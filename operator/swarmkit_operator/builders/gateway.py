@@ -47,7 +47,8 @@ from .bundle import RenderedBundle
 from .job import label_value
 from .pod import pod_template, runner_pod_spec, runtime_class
 from .tracing import serving_env
-from .workload import build_deployment, build_service, deployment_readiness, service_url
+from .workload import Target, build_deployment, build_service, deployment_readiness, service_url
+from .workload import owner_reference as workload_owner
 
 GATEWAY_LABEL = "swarmkit.dev/gateway"
 AGENT_VERSION_LABEL = "swarmkit.dev/agent-version"
@@ -72,15 +73,13 @@ def gateway_name(agent: str) -> str:
     return dns_label(f"gw-{agent}")
 
 
+def target_of(agent: AgentRef) -> Target:
+    """The Agent as the owner of its gateway's workload."""
+    return Target("Agent", agent.namespace, agent.name, agent.uid, gateway_name(agent.name))
+
+
 def owner_reference(agent: AgentRef) -> dict[str, Any]:
-    return {
-        "apiVersion": "swarmkit.dev/v1alpha1",
-        "kind": "Agent",
-        "name": agent.name,
-        "uid": agent.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return workload_owner(target_of(agent))
 
 
 def service_account(agent: str, rendered: RenderedBundle) -> str:
@@ -215,6 +214,7 @@ def workload(
         termination_grace_seconds=30,
         service_account_name=service_account(agent.name, rendered),
         api_access=True,
+        bundle_sha256=sha256_hex(bundle.to_json()),
     )
     labels = {**MANAGED_BY, **COMPONENT, **selector(agent.name)}
     pod_labels = {**labels, AGENT_VERSION_LABEL: label_value(version)}
@@ -262,13 +262,14 @@ class Serving:
 
 
 def serving(deployment: Mapping[str, Any] | None, version: str) -> Serving:
-    """What the observed Deployment says about the gateway of agent ``version``."""
+    """What the observed Deployment (a
+    :func:`~swarmkit_operator.builders.workload.deployment_summary`) says about the
+    gateway of agent ``version``."""
     if deployment is None:
         return Serving("False", REASON_CREATING, "the gateway Deployment is being created")
     ready, desired, rolled = deployment_readiness(deployment)
-    template = (deployment.get("spec") or {}).get("template") or {}
-    labels = (template.get("metadata") or {}).get("labels") or {}
-    current = labels.get(AGENT_VERSION_LABEL) == label_value(version)
+    annotations = (deployment.get("metadata") or {}).get("annotations") or {}
+    current = annotations.get(AGENT_VERSION_LABEL) == version
     if desired == 0:
         return Serving("False", REASON_SCALED_TO_ZERO, "spec.gateway.replicas is 0", rolled=rolled)
     if rolled and current:
@@ -298,5 +299,6 @@ __all__ = [
     "selector",
     "service_account",
     "serving",
+    "target_of",
     "workload",
 ]

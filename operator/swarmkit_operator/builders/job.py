@@ -28,7 +28,6 @@ from typing import Any
 
 from swarmkit_api.bundle import (
     BUNDLE_MOUNT,
-    BUNDLE_SHA256_ENV,
     CHECKPOINT_SHA256_ENV,
     RunBundle,
 )
@@ -56,6 +55,8 @@ from .pod import (
     workspace_secret_refs,
 )
 from .tracing import tracing_env
+from .workload import Target
+from .workload import owner_reference as workload_owner
 
 API_GROUP = "swarmkit.dev"
 RUN_API_VERSION = "swarmkit.dev/v1alpha1"
@@ -157,16 +158,14 @@ class RunRef:
     correlation_id: str | None = None
 
 
+def target_of(run: RunRef) -> Target:
+    """The Run as the owner of its workload (its Job, bundle and NetworkPolicy)."""
+    return Target("Run", run.namespace, run.name, run.uid, run.name, run.labels)
+
+
 def owner_reference(run: RunRef) -> dict[str, Any]:
     """The ownerReference of every Run child (Job and bundle ConfigMap)."""
-    return {
-        "apiVersion": RUN_API_VERSION,
-        "kind": "Run",
-        "name": run.name,
-        "uid": run.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return workload_owner(target_of(run))
 
 
 def run_labels(run: RunRef, bundle: RunBundle | None = None) -> dict[str, str]:
@@ -234,6 +233,35 @@ def _resume_volume(source: Mapping[str, Any], key: str) -> dict[str, Any]:
     return {"downwardAPI": {"defaultMode": 0o444, "items": items}}
 
 
+def pod_failure_policy() -> dict[str, Any]:
+    """An invalid bundle (exit code 2) fails the Job at once; a disrupted pod is retried
+    without counting against ``backoffLimit``."""
+    return {
+        "rules": [
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+            {
+                "action": "FailJob",
+                "onExitCodes": {
+                    "containerName": CONTAINER_NAME,
+                    "operator": "In",
+                    "values": [EXIT_VALIDATION_FAILED],
+                },
+            },
+        ]
+    }
+
+
+def _job_labels(run: RunRef, bundle: RunBundle, recreation: int, resume: int) -> dict[str, str]:
+    """The Job's (and its pod's) labels: the Run's own valid ones under the operator's."""
+    extra_labels, _refused = user_labels(run.labels)
+    labels = {**extra_labels, **run_labels(run, bundle)}
+    if recreation:
+        labels[RECREATION_LABEL] = str(recreation)
+    if resume:
+        labels[RESUME_LABEL] = str(resume)
+    return labels
+
+
 def active_deadline_seconds(timeout_seconds: int) -> int:
     return timeout_seconds + DEADLINE_GRACE_SECONDS
 
@@ -257,12 +285,7 @@ def build_job(
     workspace = bundle.workspace
     runtime = runtime_defaults(workspace)
     name = job_name(run.name, run.uid, recreation, resume)
-    extra_labels, _refused = user_labels(run.labels)
-    labels = {**extra_labels, **run_labels(run, bundle)}
-    if recreation:
-        labels[RECREATION_LABEL] = str(recreation)
-    if resume:
-        labels[RESUME_LABEL] = str(resume)
+    labels = _job_labels(run, bundle, recreation, resume)
     annotations = {
         RUN_NAME_ANNOTATION: run.name,
         BUNDLE_ANNOTATION: bundle_config_map,
@@ -285,9 +308,9 @@ def build_job(
         runtime_class_name=runtime_class(bundle),
         extra_env=[
             *tracing_env(run.uid, workspace.tracing),  # tracing hook: the Run's trace
-            *([{"name": BUNDLE_SHA256_ENV, "value": bundle_sha256}] if bundle_sha256 else []),
             *_checkpoint_env(resume_files),
         ],
+        bundle_sha256=bundle_sha256,
     )
     # A resumed stage also mounts its checkpoint and the decision (read-only).
     pod_spec["volumes"] += resume_volumes
@@ -309,19 +332,7 @@ def build_job(
             "activeDeadlineSeconds": active_deadline_seconds(bundle.run.timeout_seconds),
             "ttlSecondsAfterFinished": runtime.job_ttl_seconds_after_finished,
             "podReplacementPolicy": "Failed",
-            "podFailurePolicy": {
-                "rules": [
-                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
-                    {
-                        "action": "FailJob",
-                        "onExitCodes": {
-                            "containerName": CONTAINER_NAME,
-                            "operator": "In",
-                            "values": [EXIT_VALIDATION_FAILED],
-                        },
-                    },
-                ]
-            },
+            "podFailurePolicy": pod_failure_policy(),
             "template": pod_template(
                 pod_spec, labels=labels, annotations=pod_annotations, finalizers=[POD_FINALIZER]
             ),
@@ -352,6 +363,7 @@ __all__ = [
     "run_labels",
     "secret_env",
     "skill_directory",
+    "target_of",
     "user_labels",
     "workspace_image",
     "workspace_secret_refs",

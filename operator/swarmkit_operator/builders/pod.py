@@ -32,6 +32,7 @@ from typing import Any
 from swarmkit_api.bundle import (
     BUNDLE_FILE,
     BUNDLE_MOUNT,
+    BUNDLE_SHA256_ENV,
     SCRATCH_MOUNT,
     SKILLS_MOUNT,
     TERMINATION_LOG,
@@ -201,6 +202,15 @@ def pod_security_context() -> dict[str, Any]:
     }
 
 
+#: The environment of every runner container, before the caller's and the Secrets'.
+RUNNER_ENV: tuple[Mapping[str, str], ...] = (
+    {"name": "HOME", "value": SCRATCH_MOUNT},
+    {"name": "TMPDIR", "value": TMP_MOUNT},
+    {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+    {"name": "PYTHONUNBUFFERED", "value": "1"},
+)
+
+
 def runner_pod_spec(
     *,
     workspace: WorkspaceSpec,
@@ -219,65 +229,23 @@ def runner_pod_spec(
     service_account_name: str | None = None,
     api_access: bool = False,
     runtime_class_name: str | None = None,
+    bundle_sha256: str | None = None,
 ) -> dict[str, Any]:
     """The runner's pod spec. ``flow_data_keys`` maps bundle ConfigMap keys → flow data paths;
     ``probes`` holds ``readinessProbe``/``livenessProbe``/``startupProbe`` entries.
     ``api_access`` mounts the service account's token (only the MCP gateway, which opens
-    Reviews; its ``service_account_name`` replaces the Workspace's)."""
+    Reviews; its ``service_account_name`` replaces the Workspace's). ``bundle_sha256``: of
+    the bundle.json written (:data:`~swarmkit_api.bundle.BUNDLE_SHA256_ENV`): the runner
+    refuses any other mounted file, in a Job and in a served pod alike."""
     runtime = runtime_defaults(workspace)
-    volumes: list[dict[str, Any]] = [
-        {
-            "name": "bundle",
-            "configMap": {
-                "name": bundle_config_map,
-                "defaultMode": 0o444,
-                "items": [{"key": BUNDLE_FILE, "path": BUNDLE_FILE}],
-            },
-        },
-        {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}},
-        {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
-    ]
-    mounts: list[dict[str, Any]] = [
-        {"name": "bundle", "mountPath": BUNDLE_MOUNT, "readOnly": True},
-        {"name": "scratch", "mountPath": SCRATCH_MOUNT},
-        {"name": "tmp", "mountPath": TMP_MOUNT},
-    ]
-    if flow_data_keys:
-        volumes.append(
-            {
-                "name": "flow-data",
-                "configMap": {
-                    "name": bundle_config_map,
-                    "defaultMode": 0o444,
-                    "items": [
-                        {"key": key, "path": path} for key, path in sorted(flow_data_keys.items())
-                    ],
-                },
-            }
-        )
-        mounts.append({"name": "flow-data", "mountPath": FLOW_DATA_MOUNT, "readOnly": True})
-    for i, mount in enumerate(sorted(skill_mounts, key=lambda m: m.skill)):
-        volumes.append(_skill_volume(i, mount))
-        mounts.append({"name": f"skill-{i}", "mountPath": mount.directory, "readOnly": True})
-
-    secret_refs = workspace_secret_refs(workspace)
-    if extra_secret_env:
-        secret_refs = unique_refs([*secret_refs, *extra_secret_env])
-    env: list[dict[str, Any]] = [
-        {"name": "HOME", "value": SCRATCH_MOUNT},
-        {"name": "TMPDIR", "value": TMP_MOUNT},
-        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
-        {"name": "PYTHONUNBUFFERED", "value": "1"},
-        *(dict(e) for e in extra_env),
-        *secret_env_entries(secret_refs),
-    ]
+    volumes, mounts = _volumes(bundle_config_map, flow_data_keys, skill_mounts)
     container: dict[str, Any] = {
         "name": CONTAINER_NAME,
         "image": workspace_image(workspace, config),
         "imagePullPolicy": runtime.image_pull_policy,
         "args": list(args),
         "workingDir": SCRATCH_MOUNT,
-        "env": env,
+        "env": runner_env(workspace, extra_env, extra_secret_env, bundle_sha256),
         "volumeMounts": mounts,
         "resources": resources(runtime, resource_override),
         "securityContext": container_security_context(),
@@ -305,6 +273,66 @@ def runner_pod_spec(
     return pod_spec
 
 
+def runner_env(
+    workspace: WorkspaceSpec,
+    extra_env: Sequence[Mapping[str, Any]] = (),
+    extra_secret_env: Sequence[SecretKeyRef] = (),
+    bundle_sha256: str | None = None,
+) -> list[dict[str, Any]]:
+    """The runner container's environment: :data:`RUNNER_ENV`, the caller's ``extra_env``,
+    the bundle's digest, then every Secret reference (the Workspace's and
+    ``extra_secret_env``) by reference."""
+    secret_refs = workspace_secret_refs(workspace)
+    if extra_secret_env:
+        secret_refs = unique_refs([*secret_refs, *extra_secret_env])
+    digest = [{"name": BUNDLE_SHA256_ENV, "value": bundle_sha256}] if bundle_sha256 else []
+    return [
+        *(dict(e) for e in RUNNER_ENV),
+        *(dict(e) for e in extra_env),
+        *digest,
+        *secret_env_entries(secret_refs),
+    ]
+
+
+def _volumes(
+    bundle_config_map: str,
+    flow_data_keys: Mapping[str, str] | None,
+    skill_mounts: Sequence[SkillMount],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The pod's volumes and the container's mounts: the bundle, scratch and tmp, the
+    flow data files (from the bundle ConfigMap), each pinned skill ConfigMap."""
+    volumes: list[dict[str, Any]] = [
+        {
+            "name": "bundle",
+            "configMap": {
+                "name": bundle_config_map,
+                "defaultMode": 0o444,
+                "items": [{"key": BUNDLE_FILE, "path": BUNDLE_FILE}],
+            },
+        },
+        {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
+    ]
+    mounts: list[dict[str, Any]] = [
+        {"name": "bundle", "mountPath": BUNDLE_MOUNT, "readOnly": True},
+        {"name": "scratch", "mountPath": SCRATCH_MOUNT},
+        {"name": "tmp", "mountPath": TMP_MOUNT},
+    ]
+    if flow_data_keys:
+        items = [{"key": key, "path": path} for key, path in sorted(flow_data_keys.items())]
+        volumes.append(
+            {
+                "name": "flow-data",
+                "configMap": {"name": bundle_config_map, "defaultMode": 0o444, "items": items},
+            }
+        )
+        mounts.append({"name": "flow-data", "mountPath": FLOW_DATA_MOUNT, "readOnly": True})
+    for i, mount in enumerate(sorted(skill_mounts, key=lambda m: m.skill)):
+        volumes.append(_skill_volume(i, mount))
+        mounts.append({"name": f"skill-{i}", "mountPath": mount.directory, "readOnly": True})
+    return volumes, mounts
+
+
 def pod_template(
     spec: Mapping[str, Any],
     *,
@@ -325,12 +353,14 @@ __all__ = [
     "CONTAINER_NAME",
     "DEFAULT_RESOURCES",
     "FLOW_DATA_MOUNT",
+    "RUNNER_ENV",
     "RUNNER_UID",
     "TMP_MOUNT",
     "SkillFileItem",
     "SkillMount",
     "pod_template",
     "resources",
+    "runner_env",
     "runner_pod_spec",
     "runtime_defaults",
     "secret_env",

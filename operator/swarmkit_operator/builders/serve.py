@@ -40,16 +40,18 @@ from swarmkit_api.topology import ServeSpec
 from ..config import OperatorConfig
 from ..hashing import dns_label, sha256_hex
 from . import MANAGED_BY, PINNED_ANNOTATION, RUN_LABEL, Verdict
-from .bundle import RenderedBundle
+from .bundle import RenderedBundle, bundle_file_sha256
 from .job import TOPOLOGY_LABEL, TOPOLOGY_VERSION_LABEL, label_value
 from .pod import pod_template, runner_pod_spec, runtime_class
 from .tracing import serving_env
 from .workload import (
+    Target,
     build_deployment,
     build_service,
     deployment_readiness,
     service_url,
 )
+from .workload import owner_reference as workload_owner
 
 #: On every object of a served topology: the Topology's name.
 SERVE_LABEL = "swarmkit.dev/serve"
@@ -89,15 +91,15 @@ def bundle_config_map_name(topology: str, rendered: RenderedBundle) -> str:
     return f"{serve_name(topology)}-{bundle_hash(rendered)[:8]}"
 
 
+def target_of(topology: TopologyRef) -> Target:
+    """The served Topology as the owner of its workload."""
+    return Target(
+        "Topology", topology.namespace, topology.name, topology.uid, serve_name(topology.name)
+    )
+
+
 def owner_reference(topology: TopologyRef) -> dict[str, Any]:
-    return {
-        "apiVersion": "swarmkit.dev/v1alpha1",
-        "kind": "Topology",
-        "name": topology.name,
-        "uid": topology.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return workload_owner(target_of(topology))
 
 
 def serve_labels(topology: str) -> dict[str, str]:
@@ -201,6 +203,7 @@ def build_serve_workload(
             },
         },
         termination_grace_seconds=serve.drain_seconds + DRAIN_MARGIN_SECONDS,
+        bundle_sha256=bundle_file_sha256(rendered),
     )
     pod_labels = {**serve_labels(topology.name), TOPOLOGY_LABEL: label_value(topology.name)}
     if version:
@@ -288,4 +291,5 @@ __all__ = [
     "card_url",
     "serve_name",
     "serving_verdict",
+    "target_of",
 ]

@@ -16,6 +16,15 @@ content-addressed: the name follows from the content, so the operator can tell i
 a ConfigMap someone created under that name first without recording anything:
 :func:`render_mismatch` compares what it finds with what it rendered (data, binary data,
 immutability), and :func:`foreign_config_map` turns any kind's render into the refusal.
+
+The workload objects the operator creates or applies under a name it derives (a Run's Job,
+a served Topology's or a gateway's Deployment, Service and NetworkPolicy, every bundle
+ConfigMap) get one more check before they are adopted, :func:`check_owned`: an object
+already there under that name is used (or applied over) only when the operator made it
+for that owner: its controller ownerReference names the owner's uid (the content-addressed
+bundle ConfigMaps are checked by their data digest instead, :func:`check`). Anything else
+is ``TamperedObject`` too: a Run fails, a served Topology or a gateway reports it in
+``Serving`` (:mod:`swarmkit_operator.workload`).
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from swarmkit_api.conditions import (
 
 from ..hashing import hash_of, sha256_hex
 from . import Verdict
+from .workload import Target
 
 
 class Refused(Exception):
@@ -147,13 +157,35 @@ def foreign_config_map(render: R, kind: str, owner: str, why: str) -> R:
     return type(render)(verdicts=tuple(verdict(v) for v in render.verdicts))
 
 
+def owned_by(obj: Mapping[str, Any], target: Target) -> bool:
+    """Whether ``obj``'s managing controller is ``target`` (an ownerReference with its uid
+    and ``controller: true``), as on every object of a workload the operator writes."""
+    owners = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return any(o.get("uid") == target.uid and o.get("controller") for o in owners)
+
+
+def check_owned(kind: str, obj: Mapping[str, Any] | None, target: Target) -> None:
+    """Raise :class:`Refused` (``TamperedObject``) when ``obj``, found under a name the
+    operator derives for ``target``'s workload, is not one the operator made for it."""
+    if obj is None or owned_by(obj, target):
+        return
+    name = (obj.get("metadata") or {}).get("name")
+    raise Refused(
+        REASON_TAMPERED_OBJECT,
+        f"{kind} {name} exists but was not created by the operator for {target.kind} "
+        f"{target.name} (no controller ownerReference to it): it is not used or changed",
+    )
+
+
 __all__ = [
     "Refused",
     "Render",
     "check",
+    "check_owned",
     "data_digest",
     "foreign_config_map",
     "missing",
+    "owned_by",
     "render_mismatch",
     "tampered",
     "tampered_render",

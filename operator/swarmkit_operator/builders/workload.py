@@ -15,9 +15,47 @@ task (poll, answer, cancel) reach the replica that holds it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from ..hashing import canonical_json, sha256_hex
+
+#: The kinds that own a runner workload (a Run's Job, a served Topology's or an Agent
+#: gateway's Deployment and Service).
+TargetKind = Literal["Run", "Topology", "Agent"]
+API_VERSION = "swarmkit.dev/v1alpha1"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The object a runner workload belongs to: its owner in the API, its identity in
+    the bundle.
+
+    ``workload`` is the name the bundle gives the run (and the workload's objects take):
+    a Run's own name, ``serve-<topology>``, ``gw-<agent>``; ``uid`` is the owner's (a
+    served Topology's or a gateway's bundle is pinned to its owner like a Run's)."""
+
+    kind: TargetKind
+    namespace: str
+    name: str
+    uid: str
+    workload: str
+    #: A Run's ``spec.labels`` (copied into its bundle; the served kinds have none).
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def owner_reference(target: Target, controller: bool = True) -> dict[str, Any]:
+    """The ownerReference every object of ``target``'s workload carries (``controller``:
+    whether the target is its managing controller, which the adoption check requires)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": target.kind,
+        "name": target.name,
+        "uid": target.uid,
+        "controller": controller,
+        "blockOwnerDeletion": True,
+    }
+
 
 #: On the pod template: changes whenever what the pods run changes (and rolls them).
 CHECKSUM_ANNOTATION = "swarmkit.dev/checksum"
@@ -123,6 +161,49 @@ def service_url(name: str, namespace: str, port: int, path: str = "") -> str:
     return f"http://{name}.{namespace}.svc:{port}{path}"
 
 
+def deployment_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What the pipeline keeps of an observed Deployment: its owners (the adoption check),
+    annotations, replicas, status and the pod template's checksum (is it up to date?)."""
+    meta = body.get("metadata") or {}
+    spec = body.get("spec") or {}
+    template = (spec.get("template") or {}).get("metadata") or {}
+    return {
+        "metadata": {
+            "name": meta.get("name"),
+            "generation": meta.get("generation"),
+            "annotations": dict(meta.get("annotations") or {}),
+            "ownerReferences": [dict(o) for o in meta.get("ownerReferences") or ()],
+        },
+        "spec": {"replicas": spec.get("replicas", 1)},
+        "status": dict(body.get("status") or {}),
+        "checksum": (template.get("annotations") or {}).get(CHECKSUM_ANNOTATION),
+    }
+
+
+def up_to_date(observed: Mapping[str, Any] | None, desired: Mapping[str, Any]) -> bool:
+    """Whether the observed Deployment (a :func:`deployment_summary`) runs ``desired``'s
+    pod template (its checksum) at its replica count: nothing to apply."""
+    if observed is None:
+        return False
+    template = desired["spec"]["template"]["metadata"]["annotations"]
+    replicas = (observed.get("spec") or {}).get("replicas")
+    return bool(
+        observed.get("checksum") == template[CHECKSUM_ANNOTATION]
+        and replicas == desired["spec"]["replicas"]
+    )
+
+
+def involved(target: Target) -> dict[str, str]:
+    """``target`` as the ``involvedObject`` of an Event."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": target.kind,
+        "name": target.name,
+        "namespace": target.namespace,
+        "uid": target.uid,
+    }
+
+
 def deployment_readiness(deployment: Mapping[str, Any] | None) -> tuple[int, int, bool]:
     """``(ready replicas, desired replicas, rolled out)`` of an observed Deployment.
 
@@ -145,11 +226,18 @@ def deployment_readiness(deployment: Mapping[str, Any] | None) -> tuple[int, int
 
 
 __all__ = [
+    "API_VERSION",
     "CHECKSUM_ANNOTATION",
+    "Target",
+    "TargetKind",
     "build_deployment",
     "build_service",
     "deployment_readiness",
+    "deployment_summary",
+    "involved",
+    "owner_reference",
     "service_url",
     "template_checksum",
+    "up_to_date",
     "with_checksum",
 ]

@@ -10,11 +10,12 @@ passes each what it needs in its constructor:
    modules in :data:`MODULES`, collected in that order, so the functions of one watch
    stream run in that order), its indexes from one paged LIST per resource, and the
    :class:`~swarmkit_operator.runtime.Manager` (leader election and the write gate);
-3. the Runs controller (its resolver serves Topologies too);
+3. the one :class:`~swarmkit_operator.workload.resolve.Resolver` (Runs, served Topologies
+   and gateways resolve through it) and the Runs controller;
 4. the skill library;
 5. the reconcile :class:`~swarmkit_operator.reconcile.controller.Controller` over the
    indexes and reconcilers, with the leadership, the resolver and the library's usage;
-6. the gateways controller, and 7. the web view when asked for;
+6. the gateways controller (with the same resolver), and 7. the web view when asked for;
 8. the :class:`~.common.App` context holding all of them (every event function gets it as
    ``app``; kopf's memo holds nothing else), every loop as one of the manager's runnables
    (the writers and every :class:`~swarmkit_operator.runtime.Periodic` only in the
@@ -74,6 +75,7 @@ from ..runs.schedule import Scheduler
 from ..runtime import LeaseSettings, Manager, Periodic, Runnable, lease_settings
 from ..watching import Reflector, reflectors
 from ..webview import Sources, WebView, parse_address
+from ..workload.resolve import Resolver
 from . import (
     agent,
     common,
@@ -277,8 +279,8 @@ async def _build(
     wired = wiring()
     indexes, listings = await _listed(wired, ours.namespaces)
     manager = Manager.build(lease)
-    # 3. The Runs controller (its resolver serves Topologies too) and its loops.
-    runs = RunController(config, _run_indexes(indexes, reviews=True), settings=ours.runs)
+    # 3. The one resolver and the Runs controller.
+    resolver, runs = _runs(ours, indexes)
     closing.push_async_callback(runs.stop)
     # 4. The skill library (after the Runs index: it counts finished Runs).
 
@@ -307,7 +309,7 @@ async def _build(
         resync_seconds=ours.resync_seconds,
         listings=listings,
         leadership=manager.leadership,
-        resolver=runs.state.resolver,  # serving a Topology resolves it like a Run
+        resolver=resolver,  # serving a Topology resolves it like a Run
         skill_usage=lib.usage_field,
     )
     closing.push_async_callback(ctl.stop)
@@ -315,7 +317,7 @@ async def _build(
     metrics.set_object_counts(lambda: count_objects(ctl.indexes, counted))
     closing.callback(metrics.set_object_counts, None)
     # 6. The gateways controller, and the mailbox webhooks (kicked by their items' events).
-    gateways = _gateways(ctl)
+    gateways = _gateways(ctl, resolver)
     closing.push_async_callback(gateways.stop)
     view = indexes.view
     mail = Delivery(view(PENDING_DELIVERIES), view("runs_workspaces"), ours.runs)
@@ -370,13 +372,19 @@ async def _listed(wired: Wiring, namespaces: Sequence[str]) -> tuple[Indexes, li
     return indexes, listings
 
 
-def _gateways(ctl: Controller) -> GatewayController:
-    """The gateways controller over the shared indexes, seeded with the Agents that have a
-    gateway."""
+def _runs(ours: Settings, indexes: Indexes) -> tuple[Resolver, RunController]:
+    """The operator's one resolver (Runs, served Topologies and gateways resolve through it,
+    over one set of indexes) and the Runs controller built with it."""
+    run_indexes = _run_indexes(indexes)
+    resolver = Resolver(ours.config, run_indexes.resolver())
+    return resolver, RunController(ours.config, run_indexes, settings=ours.runs, resolver=resolver)
+
+
+def _gateways(ctl: Controller, resolver: Resolver) -> GatewayController:
+    """The gateways controller over the shared indexes and the one resolver, seeded with
+    the Agents that have a gateway."""
     view = ctl.indexes.view
-    gateways = GatewayController(
-        ctl.config, _run_indexes(ctl.indexes), view("agent_views"), view("secret_keys")
-    )
+    gateways = GatewayController(ctl.config, resolver, view("agent_views"), view("secret_keys"))
     for namespace, name in ctl.indexes.keys("agent_views"):
         agent_view = ctl.lookup("agent_views", (namespace, name))
         if agent_view is not None:
@@ -442,20 +450,9 @@ def _started(start: Callable[[], None]) -> Callable[[], Awaitable[None]]:
     return run
 
 
-def _run_indexes(indexes: Indexes, reviews: bool = False) -> RunIndexes:
-    """The shared indexes as the Runs controller reads them (with ``reviews``, also the
-    ones only it needs: Run bundles and Reviews)."""
+def _run_indexes(indexes: Indexes) -> RunIndexes:
+    """The shared indexes as the Runs controller (and its resolver) reads them."""
     view = indexes.view
-    # Every resolver pins the Funnels a topology names (a gateway's too: without them it
-    # waited forever on "Funnel not found" instead of refusing a gated node).
-    extra: dict[str, Any] = {"funnels": view("funnel_views")}
-    if reviews:
-        extra |= {
-            "bundles": view("pinned_config_maps"),
-            "reviews": view("runs_reviews_by_run"),
-            "skill_reviews": view("skill_reviews"),
-            "spend_quotas": view("spend_quotas"),
-        }
     return RunIndexes(
         runs=view("runs_by_uid"),
         jobs=view("runs_jobs_by_run"),
@@ -464,7 +461,11 @@ def _run_indexes(indexes: Indexes, reviews: bool = False) -> RunIndexes:
         agents=view("runs_agents"),
         skills=view("runs_skills"),
         workspaces=view("runs_workspaces"),
-        **extra,
+        funnels=view("funnel_views"),
+        bundles=view("pinned_config_maps"),
+        reviews=view("runs_reviews_by_run"),
+        skill_reviews=view("skill_reviews"),
+        spend_quotas=view("spend_quotas"),
     )
 
 

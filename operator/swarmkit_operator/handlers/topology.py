@@ -31,7 +31,7 @@ from ..conditions import get_condition
 from ..indexes import PRESENT, index
 from ..reconcile.controller import Controller, Deferred, Kind, Observation
 from ..reconcile.views import MISSING, Key, base_view
-from ..runs.resolve import Resolver
+from ..workload.resolve import Resolver
 from .agent import workspace_view
 from .common import App
 from .events import on_event

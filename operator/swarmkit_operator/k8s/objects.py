@@ -424,6 +424,14 @@ async def create_object(path: str, manifest: Mapping[str, Any]) -> dict[str, Any
     return dict(_check("POST", path, status, payload))
 
 
+async def get_object(path: str) -> dict[str, Any] | None:
+    """The object at ``path``, or None when there is none."""
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    return dict(_check("GET", path, status, payload))
+
+
 async def list_objects(path: str, label_selector: str) -> list[dict[str, Any]]:
     """The objects of the collection ``path`` matching ``label_selector``."""
     status, payload = await request("GET", path, query=[("labelSelector", label_selector)])

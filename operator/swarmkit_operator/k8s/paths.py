@@ -43,11 +43,22 @@ def node_path(plural: str, name: str | None = None) -> str:
     return f"{base}/{name}" if name else base
 
 
-def object_path(manifest: Mapping[str, Any]) -> str:
-    """The path of a namespaced ServiceAccount, Role or RoleBinding manifest."""
+#: kind → (path builder, plural) of every namespaced object a runner workload consists of.
+_WORKLOAD_KINDS = {
+    "ConfigMap": (core_path, "configmaps"),
+    "Service": (core_path, "services"),
+    "ServiceAccount": (core_path, "serviceaccounts"),
+    "Job": (batch_path, "jobs"),
+    "Deployment": (apps_path, "deployments"),
+    "Role": (rbac_path, "roles"),
+    "RoleBinding": (rbac_path, "rolebindings"),
+    "NetworkPolicy": (networking_path, "networkpolicies"),
+}
+
+
+def object_path(manifest: Mapping[str, Any], collection: bool = False) -> str:
+    """The path of a namespaced workload object's manifest (``collection``: of its kind's
+    collection in that namespace, where it is created)."""
     meta = manifest["metadata"]
-    plural = {"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings"}
-    kind = str(manifest["kind"])
-    if kind == "ServiceAccount":
-        return core_path(plural[kind], meta["namespace"], meta["name"])
-    return rbac_path(plural[kind], meta["namespace"], meta["name"])
+    build, plural = _WORKLOAD_KINDS[str(manifest["kind"])]
+    return build(plural, meta["namespace"], None if collection else meta["name"])

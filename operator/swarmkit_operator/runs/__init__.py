@@ -11,8 +11,9 @@ is here, one job per module, in the order a Run meets them:
 * :mod:`.controller` — :class:`RunController`: one coalescing worker per kicked Run;
 * :mod:`.observe` — one reconcile: finished, cancelled, not started, or derive the verdict
   from the Job and its pods (and recreate a lost Job);
-* :mod:`.resolve` — the target, from the indexes and the immutable rendered ConfigMaps;
-* :mod:`.start` — the bundle ConfigMap and the Job (and a lost Job's replacement);
+* :mod:`.start` — the runner-workload pipeline for a Run (:mod:`swarmkit_operator.workload`:
+  the target resolved by the operator's one resolver, the bundle ConfigMap, the
+  NetworkPolicy and the Job, and a lost Job's replacement);
 * :mod:`.status` — writing a verdict to ``status`` (Event, finish hooks);
 * :mod:`.cleanup` — pod outcome finalizers, the finished label, forgetting deleted Runs;
 * :mod:`.schedule` and :mod:`.retention` — scheduled Runs, and deleting finished ones.

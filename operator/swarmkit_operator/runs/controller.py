@@ -18,13 +18,11 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from swarmkit_api.run import RunSpec
-
 from ..config import OperatorConfig, RunsSettings
 from ..runtime.workqueue import Result, Workers, WorkQueue
+from ..workload.resolve import Resolver
 from . import observe, spend
 from .model import MAX_CONCURRENCY, Indexes, RunView
-from .resolve import Resolved, Resolver, Waiting
 from .state import RunState
 
 log = logging.getLogger("swarmkit_operator.runs")
@@ -125,7 +123,3 @@ class RunController:
     async def reconcile(self, uid: str) -> float | None:
         """One reconcile of Run ``uid`` (:func:`.observe.reconcile`)."""
         return await observe.reconcile(self.state, uid)
-
-    async def resolve(self, run: RunView, spec: RunSpec) -> Waiting | Resolved:
-        """The Run's target (:meth:`.resolve.Resolver.resolve`)."""
-        return await self.state.resolver.resolve(run, spec)

@@ -30,8 +30,9 @@ from .. import k8s
 from ..builders import effects as fx
 from ..builders import job as jobs
 from ..builders import run_status as rs
+from ..indexes import one
 from . import spend_approval, status
-from .model import RunView, one
+from .model import RunView
 from .state import RunState
 
 log = logging.getLogger("swarmkit_operator.runs")

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +20,7 @@ from swarmkit_api.run import RunSpec
 
 from ..builders import job as jobs
 from ..builders import run_status as rs
+from ..indexes import IndexLike, ResolverIndexes
 
 GROUP = "swarmkit.dev"
 VERSION = "v1alpha1"
@@ -32,8 +33,6 @@ WORKSPACES = (GROUP, VERSION, "workspaces")
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 #: Seconds a Job may exist without a pod before its Events are consulted.
 NO_POD_EVENTS_AFTER = 3.0
-#: How often a Pending Run whose target is not Ready is re-checked without any event.
-PENDING_RECHECK = 30.0
 #: How long a Job this process just created is trusted before the Jobs index shows it.
 HINT_SECONDS = 2.0
 #: Concurrent reconciles (bounded by the API client's thread pool anyway).
@@ -66,10 +65,6 @@ class RunView:
         }
 
 
-#: An index as the controller reads it: key → the values of every object under that key.
-IndexLike = Mapping[Any, Iterable[Any]]
-
-
 @dataclass
 class Indexes:
     """The indexes the controller reads (their entries: :mod:`.summaries`)."""
@@ -94,13 +89,17 @@ class Indexes:
     #: budget gate, so a Run's start makes no LIST for it.
     spend_quotas: IndexLike | None = None
 
-
-def one(index: IndexLike, key: Any) -> dict[str, Any] | None:
-    """The (first) entry under ``key``, as a copy, or None."""
-    values = index.get(key)
-    if not values:
-        return None
-    return dict(next(iter(values)))
+    def resolver(self) -> ResolverIndexes:
+        """The indexes the runner-workload resolver reads (every one it needs)."""
+        return ResolverIndexes(
+            topologies=self.topologies,
+            agents=self.agents,
+            skills=self.skills,
+            workspaces=self.workspaces,
+            # `is None`, not `or`: a live index view that is empty now is still the index.
+            funnels=self.funnels if self.funnels is not None else {},
+            skill_reviews=self.skill_reviews if self.skill_reviews is not None else {},
+        )
 
 
 def rv(obj: Mapping[str, Any] | None) -> int:

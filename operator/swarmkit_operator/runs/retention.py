@@ -26,9 +26,9 @@ from swarmkit_api.topology import HistoryLimit
 from .. import k8s
 from ..builders import run_status as rs
 from ..conditions import get_condition
+from ..indexes import one
 from . import passes
 from .controller import RunController
-from .model import one
 from .schedule import SCHEDULED_LABEL
 
 log = logging.getLogger("swarmkit_operator.schedule")

@@ -34,9 +34,10 @@ from .. import k8s
 from ..builders import run_status as rs
 from ..builders.topology import schedule_problem
 from ..hashing import dns_label, label_value
+from ..indexes import one
 from . import passes
 from .controller import RunController
-from .model import GROUP, VERSION, RunView, one
+from .model import GROUP, VERSION, RunView
 
 log = logging.getLogger("swarmkit_operator.schedule")
 

@@ -42,7 +42,8 @@ from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s
 from ..builders.bundle import agent_permissions
-from .model import RunView, one
+from ..indexes import one
+from .model import RunView
 from .state import RunState
 
 log = logging.getLogger("swarmkit_operator.spend")

@@ -1,8 +1,12 @@
 """Starting a Run: its immutable bundle ConfigMap and its Job; and recreating a lost Job.
 
-Both objects are idempotent by name (derived from the Run's name and uid, and for the Job
-the recreation count): AlreadyExists means "already done", and an existing bundle is reused
-as it is, so a start retried after a crash runs with what the Run pinned the first time.
+A Run goes through the runner-workload pipeline (:mod:`swarmkit_operator.workload`) like a
+served Topology or a gateway, with its budget gate between the refusals and the bundle.
+Its objects are idempotent by name (derived from the Run's name and uid, and for the Job
+the recreation count): AlreadyExists means "already done" when the object is provably the
+operator's (a bundle with the digest the Run recorded, a Job or NetworkPolicy whose
+controller is the Run; else ``TamperedObject``), and an existing bundle is reused as it
+is, so a start retried after a crash runs with what the Run pinned the first time.
 The Job's name, the bundle's name and what was pinned go to ``status`` at once, so a later
 reconcile (or another operator process) knows which Job is current.
 """
@@ -17,24 +21,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from swarmkit_api.conditions import (
-    REASON_JOB_LOST,
-    REASON_RUNTIME_CLASS_NOT_FOUND,
-    REASON_VALIDATION_FAILED,
-)
+from swarmkit_api.conditions import REASON_JOB_LOST, REASON_VALIDATION_FAILED
 from swarmkit_api.review import ResumeDecision
 from swarmkit_api.run import RunSpec
 
-from .. import egress, k8s, sandbox
+from .. import egress, k8s
 from ..builders import RUN_LABEL, netpol, trust
 from ..builders import bundle as bundles
 from ..builders import job as jobs
 from ..builders import run_status as rs
 from ..builders.review import resume_files
+from ..workload import pipeline
 from . import budget, status, tracing
 from .cleanup import release_pods
 from .model import NO_POD_EVENTS_AFTER, RunView, error_line, run_ref
-from .resolve import Waiting
 from .state import RunState
 from .summaries import job_summary
 
@@ -43,35 +43,34 @@ EVENT_EGRESS_UNRESOLVED = "EgressUnresolved"
 
 
 async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
-    """Resolve the target; Pending while it is not Ready, else create the bundle and Job."""
+    """The runner-workload pipeline for a Run (:mod:`swarmkit_operator.workload`): resolve
+    (Pending while the target is not Ready), refusals, the budget gate, the egress plan,
+    then the bundle, its NetworkPolicy and the Job."""
     st.mark(run.uid, "reconcile_start")
+    ref = run_ref(run, spec)
+    target = jobs.target_of(ref)
     try:
-        resolution = await st.resolver.resolve(run, spec)
+        resolution = await pipeline.resolve(st.resolver, target, spec)
     except (ValidationError, bundles.BundleTooLarge, ValueError, KeyError) as exc:
         message = error_line(exc)
         await status.write(
             st, run, rs.final(REASON_VALIDATION_FAILED, f"cannot build the bundle: {message}")
         )
         return None
-    if isinstance(resolution, Waiting):
+    if isinstance(resolution, pipeline.Stop):
         # Re-kicked by any change to a Topology, Agent, Skill or Workspace of the namespace.
         st.waiting.setdefault(run.namespace, set()).add(run.uid)
         await status.write(st, run, rs.pending(resolution.message))
         return resolution.recheck
     st.waiting.get(run.namespace, set()).discard(run.uid)
-    ref = run_ref(run, spec)
-    cm_name = jobs.bundle_config_map_name(run.name, run.uid)
     st.mark(run.uid, "resolved")
-    missing = await sandbox.missing_runtime_class(resolution.rendered.bundle)
-    if missing is not None:
+    refused = await pipeline.refusals(resolution.rendered.bundle)
+    if refused is not None:
         verdict = rs.Verdict(
-            phase="Pending",
-            status="Unknown",
-            reason=REASON_RUNTIME_CLASS_NOT_FOUND,
-            message=missing,
+            phase="Pending", status="Unknown", reason=refused.reason, message=refused.message
         )
         await status.write(st, run, verdict)
-        return sandbox.RECHECK_SECONDS
+        return refused.recheck
     # SpendQuotas: reserve the Run's cap before anything is created (or wait / fail).
     st.mark(run.uid, "budget_start")
     admitted, recheck = await budget.gate(st, run, spec, resolution.rendered.bundle.workspace)
@@ -80,47 +79,60 @@ async def start(st: RunState, run: RunView, spec: RunSpec) -> float | None:
     st.mark(run.uid, "budget_checked")
     rendered = await with_egress(resolution.rendered)
     st.mark(run.uid, "egress_planned")
+    _warn_unresolved(st, run, rendered)
+    return await _create(st, run, ref, rendered)
+
+
+def _warn_unresolved(st: RunState, run: RunView, rendered: bundles.RenderedBundle) -> None:
+    """A Warning Event (on the first attempt) for declared destinations that did not
+    resolve: the NetworkPolicy has no rule for them."""
     plan = rendered.bundle.egress
-    if plan is not None and plan.unresolved and run.uid not in st.start_attempts:
-        message = (
-            f"declared destination(s) {', '.join(plan.unresolved)} did not resolve when the "
-            "Run was rendered: its NetworkPolicy has no rule for them (list their addresses "
-            "in the Workspace's egress.allow)"
-        )
-        st.spawn(k8s.post_event(run.involved, "Warning", EVENT_EGRESS_UNRESOLVED, message))
+    if plan is None or not plan.unresolved or run.uid in st.start_attempts:
+        return
+    message = (
+        f"declared destination(s) {', '.join(plan.unresolved)} did not resolve when the "
+        "Run was rendered: its NetworkPolicy has no rule for them (list their addresses "
+        "in the Workspace's egress.allow)"
+    )
+    st.spawn(k8s.post_event(run.involved, "Warning", EVENT_EGRESS_UNRESOLVED, message))
+
+
+async def _create(
+    st: RunState, run: RunView, ref: jobs.RunRef, rendered: bundles.RenderedBundle
+) -> float | None:
+    """The bundle, the NetworkPolicy and the Job (steps 3 to 5 of the pipeline)."""
+    cm_name = jobs.bundle_config_map_name(run.name, run.uid)
     cm_manifest = bundles.build_bundle_config_map(ref, rendered)
-    cm_path = k8s.core_path("configmaps", run.namespace)
     first = run.uid not in st.start_attempts and bundle_absent(st, run.namespace, cm_name)
     st.start_attempts.add(run.uid)
-    if first:
-        # Nothing was created for this Run before (the bundle index, pre-populated at
-        # start-up, does not know its bundle): create the bundle and the Job together,
-        # after the NetworkPolicy (the pod never runs unconfined).
-        await ensure_policy(ref, rendered)
-        st.mark(run.uid, "policy_created")
-        job_manifest = job_manifest_for(st, ref, rendered, cm_name, recreation=0)
-        cm_task = asyncio.ensure_future(k8s.create_start_object(cm_path, cm_manifest))
-        job_task = asyncio.ensure_future(
-            k8s.create_start_object(k8s.batch_path("jobs", run.namespace), job_manifest)
-        )
-        await asyncio.wait([cm_task, job_task])
-        st.mark(run.uid, "bundle_created")
-        cm_error, job_error = cm_task.exception(), job_task.exception()
-        job_res = None if job_error else job_task.result()
-        if cm_error is not None or cm_task.result() is None:
-            # No bundle of ours: the Job must not run without (or with another) one.
-            if job_res is not None:
-                await k8s.delete_job(run.namespace, str(job_manifest["metadata"]["name"]))
-            if cm_error is not None:
-                raise cm_error
-            raise RuntimeError(f"bundle {cm_name} appeared concurrently; starting again")
-        if job_error is not None:
-            raise job_error
-        return await record_job(st, run, rendered, job_manifest, job_res, cm_name, 0)
-    # A bundle may exist already (an earlier attempt): create it first, then the Job from
-    # whichever bundle is there.
-    rendered = await _bundle_again(st, run, cm_manifest, rendered)
-    return await create_job(st, run, ref, rendered, cm_name, recreation=0)
+    if not first:
+        # A bundle may exist already (an earlier attempt): create it first, then the Job
+        # from whichever bundle is there.
+        rendered = await _bundle_again(st, run, cm_manifest, rendered)
+        return await create_job(st, run, ref, rendered, cm_name, recreation=0)
+    # Nothing was created for this Run before (the bundle index, pre-populated at
+    # start-up, does not know its bundle): create the bundle and the Job together,
+    # after the NetworkPolicy (the pod never runs unconfined).
+    await ensure_policy(ref, rendered)
+    st.mark(run.uid, "policy_created")
+    job_manifest = job_manifest_for(st, ref, rendered, cm_name, recreation=0)
+    cm_path = k8s.core_path("configmaps", run.namespace)
+    cm_task = asyncio.ensure_future(k8s.create_start_object(cm_path, cm_manifest))
+    job_task = asyncio.ensure_future(pipeline.create_owned(job_manifest, jobs.target_of(ref)))
+    await asyncio.wait([cm_task, job_task])
+    st.mark(run.uid, "bundle_created")
+    cm_error, job_error = cm_task.exception(), job_task.exception()
+    job_res = None if job_error else job_task.result()
+    if cm_error is not None or cm_task.result() is None:
+        # No bundle of ours: the Job must not run without (or with another) one.
+        if job_res is not None:
+            await k8s.delete_job(run.namespace, str(job_manifest["metadata"]["name"]))
+        if cm_error is not None:
+            raise cm_error
+        raise RuntimeError(f"bundle {cm_name} appeared concurrently; starting again")
+    if job_error is not None:
+        raise job_error
+    return await record_job(st, run, rendered, job_manifest, job_res, cm_name, 0)
 
 
 async def _bundle_again(
@@ -154,7 +166,8 @@ async def with_egress(rendered: bundles.RenderedBundle) -> bundles.RenderedBundl
 
 
 async def ensure_policy(ref: jobs.RunRef, rendered: bundles.RenderedBundle) -> None:
-    """Create the Run's NetworkPolicy from the plan its bundle pins (none: policy none)."""
+    """Create the Run's NetworkPolicy from the plan its bundle pins (none: policy none);
+    one already there is kept only if the operator made it for the Run."""
     plan = rendered.bundle.egress
     if plan is None:
         return
@@ -166,7 +179,7 @@ async def ensure_policy(ref: jobs.RunRef, rendered: bundles.RenderedBundle) -> N
         labels={RUN_LABEL: jobs.label_value(ref.name)},
         egress_plan=plan,
     )
-    await egress.create_run_policy(manifest)
+    await pipeline.create_owned(manifest, jobs.target_of(ref))
 
 
 def bundle_absent(st: RunState, namespace: str, cm_name: str) -> bool:
@@ -219,7 +232,7 @@ async def create_job(
     manifest = job_manifest_for(
         st, ref, rendered, cm_name, recreation, resume, decision, checkpoint_sha256
     )
-    created = await k8s.create_start_object(k8s.batch_path("jobs", run.namespace), manifest)
+    created = await pipeline.create_owned(manifest, jobs.target_of(ref))
     return await record_job(
         st, run, rendered, manifest, created, cm_name, recreation, verdict, extra
     )

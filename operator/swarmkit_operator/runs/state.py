@@ -22,8 +22,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..config import OperatorConfig, RunsSettings
-from .model import Indexes, RunView, one, rv
-from .resolve import Resolver
+from ..indexes import one
+from ..workload.resolve import Resolver
+from .model import Indexes, RunView, rv
 from .tracing import RunSpans
 
 log = logging.getLogger("swarmkit_operator.runs")
@@ -42,7 +43,9 @@ class RunState:
         self.config = config
         self.settings = settings or RunsSettings()
         self.idx = indexes
-        self.resolver = resolver or Resolver(config, indexes)
+        #: The operator's one resolver (the root builds it and hands it to the Runs
+        #: controller, serving and the gateways; a controller built alone makes its own).
+        self.resolver = resolver or Resolver(config, indexes.resolver())
         #: The operator's own spans of traced Runs (on when ``OTEL_*`` names an endpoint).
         self.spans = RunSpans(dict(self.settings.otel))
         #: run uid → {resourceVersion, status} of this process's latest status write, used

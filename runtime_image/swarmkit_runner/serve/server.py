@@ -21,7 +21,7 @@ from types import FrameType
 
 import uvicorn
 
-from swarmkit_api.bundle import SERVE_TOKEN_ENV_PREFIX
+from swarmkit_api.bundle import BUNDLE_SHA256_ENV, SERVE_TOKEN_ENV_PREFIX
 
 from .. import spans
 from ..audit import AuditLog, warn_short_secrets
@@ -96,7 +96,8 @@ async def serve(
 ) -> int:
     secrets = SecretStore()
     try:
-        bundle = load_bundle(paths.bundle_file)
+        # Only the very file the operator wrote (its Deployment's SWARMKIT_BUNDLE_SHA256).
+        bundle = load_bundle(paths.bundle_file, os.environ.get(BUNDLE_SHA256_ENV))
     except BundleError as exc:
         print(f"swarmkit-runner serve: {exc}", file=sys.stderr)
         return EXIT_BAD_BUNDLE

@@ -65,7 +65,7 @@ FIELDS = {"type", "reason"}
 ALLOWED = {
     # A display fallback for another object's Ready condition without a reason, only ever
     # part of a Run's waiting message.
-    ("runs/resolve.py", "NotReady"),
+    ("workload/resolve.py", "NotReady"),
 }
 
 

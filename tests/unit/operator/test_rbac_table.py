@@ -45,13 +45,25 @@ VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"
 DYNAMIC: dict[tuple[str, str], set[str]] = {
     # write_status's PLURALS[kind]: the five kinds the reconcile controller writes
     ("reconcile/status.py", "plural"): {"workspaces", "skills", "agents", "topologies", "funnels"},
-    # a gateway's ServiceAccount, Role and RoleBinding (builders/gateway.py review_rbac)
-    ("gateways.py", "object_path"): {"serviceaccounts", "roles", "rolebindings"},
+    # the runner-workload pipeline: a Run's Job and NetworkPolicy, created once ...
+    ("workload/pipeline.py", "object_path"): {"jobs", "networkpolicies"},
+    # ... a served workload's Deployment, Service, NetworkPolicy and a gateway's
+    # ServiceAccount, Role and RoleBinding (builders/gateway.py review_rbac), applied
+    ("workload/served.py", "object_path"): {
+        "deployments",
+        "services",
+        "networkpolicies",
+        "serviceaccounts",
+        "roles",
+        "rolebindings",
+    },
     # a Run's effects: scheduled / messaged Runs and MailboxMessages (runs/effects.py)
     ("runs/effects.py", "plural"): {"runs", "mailboxmessages"},
 }
 OBJECT_PATH_GROUPS = {"serviceaccounts": "", "roles": PATH_GROUPS["rbac_path"]}
 OBJECT_PATH_GROUPS["rolebindings"] = PATH_GROUPS["rbac_path"]
+OBJECT_PATH_GROUPS |= {"services": "", "jobs": "batch", "deployments": "apps"}
+OBJECT_PATH_GROUPS["networkpolicies"] = PATH_GROUPS["networking_path"]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from swarmkit_operator.builders.pinned import (
     PinnedAgent,
     PinnedWorkspace,
 )
-from swarmkit_operator.builders.workload import CHECKSUM_ANNOTATION
+from swarmkit_operator.builders.workload import CHECKSUM_ANNOTATION, deployment_summary
 from swarmkit_operator.config import OperatorConfig
 
 from .fixtures import NAMESPACE, examples, pinned_skill
@@ -188,20 +188,23 @@ def test_gateway_url_is_the_services_mcp_endpoint() -> None:
 
 
 def observed(version: str, ready: int, updated: int, replicas: int = 1) -> dict[str, Any]:
-    return {
-        "metadata": {"generation": 2},
-        "spec": {
-            "replicas": replicas,
-            "template": {"metadata": {"labels": {"swarmkit.dev/agent-version": version}}},
-        },
-        "status": {
-            "observedGeneration": 2,
-            "replicas": replicas,
-            "readyReplicas": ready,
-            "availableReplicas": ready,
-            "updatedReplicas": updated,
-        },
-    }
+    """The gateway's Deployment as the pipeline observes it (its summary)."""
+    return deployment_summary(
+        {
+            "metadata": {"generation": 2, "annotations": {"swarmkit.dev/agent-version": version}},
+            "spec": {
+                "replicas": replicas,
+                "template": {"metadata": {"labels": {"swarmkit.dev/agent-version": version}}},
+            },
+            "status": {
+                "observedGeneration": 2,
+                "replicas": replicas,
+                "readyReplicas": ready,
+                "availableReplicas": ready,
+                "updatedReplicas": updated,
+            },
+        }
+    )
 
 
 def test_serving_condition_follows_the_rollout() -> None:

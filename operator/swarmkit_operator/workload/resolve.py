@@ -1,4 +1,7 @@
-"""Resolving a Run's target: everything the run will pin, or what it is still waiting for.
+"""Resolving a runner workload's target: everything it will pin, or what it still waits for.
+
+A Run, a served Topology and an Agent gateway are resolved here alike, by one
+:class:`Resolver` (:mod:`swarmkit_operator.workload`).
 
 The live objects come from the in-memory indexes (their readiness and versions) and their
 content from the immutable rendered ConfigMaps their reconcilers wrote: an Agent's spec as
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
@@ -28,9 +31,13 @@ from ..builders import pinned, trust
 from ..builders.funnel import funnel_version, parse_funnel
 from ..builders.review import approves
 from ..builders.skill import SKILL_MD, load_rendered_skill
+from ..builders.workload import Target
 from ..conditions import get_condition
 from ..config import OperatorConfig
-from .model import PENDING_RECHECK, Indexes, RunView, one
+from ..indexes import ResolverIndexes, one
+
+#: How often a target that is not Ready is looked at again without any event.
+PENDING_RECHECK = 30.0
 
 #: Bound on each cache; cleared wholesale when exceeded (entries are cheap to re-read).
 CACHE_LIMIT = 4096
@@ -47,6 +54,19 @@ class Waiting:
 @dataclass(frozen=True)
 class Resolved:
     rendered: bundles.RenderedBundle
+
+
+@dataclass
+class _Walk:
+    """What one resolution has pinned so far, and what it still has to visit."""
+
+    topologies: dict[str, pinned.PinnedTopology] = field(default_factory=dict)
+    agents: dict[str, pinned.RenderedAgent] = field(default_factory=dict)
+    skills: dict[str, pinned.PinnedSkill] = field(default_factory=dict)
+    #: agent → the version the Topologies that name it were made Ready with.
+    expected: dict[str, str] = field(default_factory=dict)
+    topo_queue: list[str] = field(default_factory=list)
+    agent_queue: list[str] = field(default_factory=list)
 
 
 def ready(summary: Mapping[str, Any]) -> tuple[bool, str]:
@@ -67,128 +87,142 @@ def ready(summary: Mapping[str, Any]) -> tuple[bool, str]:
 
 
 class Resolver:
-    """Resolves targets; caches what it parsed of immutable ConfigMaps (never live state)."""
+    """Resolves targets; caches what it parsed of immutable ConfigMaps (never live state).
 
-    def __init__(self, config: OperatorConfig, indexes: Indexes) -> None:
+    One per operator: the Runs controller, the served Topologies and the gateways share
+    it (and its caches), over one :class:`~swarmkit_operator.indexes.ResolverIndexes`."""
+
+    def __init__(self, config: OperatorConfig, indexes: ResolverIndexes) -> None:
         self.config = config
         self.idx = indexes
         self._cm_cache: dict[tuple[str, str], dict[str, str]] = {}
         self._parsed: dict[Any, Any] = {}
 
-    async def resolve(self, run: RunView, spec: RunSpec) -> Waiting | Resolved:
-        """Everything the run pins, from the indexes and the immutable rendered ConfigMaps.
+    async def resolve(self, target: Target, spec: RunSpec) -> Waiting | Resolved:
+        """Everything ``target``'s workload pins, from the indexes and the immutable
+        rendered ConfigMaps.
 
         A fixpoint over topologies (the target and every one reachable through
         ``childTopologies``, synthesized ``topology-<name>`` skills and agent-type skills),
         their agents (as their rendered ConfigMaps pin them) and those agents' skills.
         """
-        ns = run.namespace
-        target_kind: Literal["Topology", "Agent"]
-        topologies: dict[str, pinned.PinnedTopology] = {}
-        agents: dict[str, pinned.RenderedAgent] = {}
-        skills: dict[str, pinned.PinnedSkill] = {}
-        expected: dict[str, str] = {}
-        topo_queue: list[str] = []
-        agent_queue: list[str] = []
-        ws_name: str | None = None
+        ns = target.namespace
+        walk = _Walk()
         if spec.topology_ref is not None:
-            target_kind, target = "Topology", spec.topology_ref.name
-            topo_queue.append(target)
+            kind: Literal["Topology", "Agent"] = "Topology"
+            root = spec.topology_ref.name
+            walk.topo_queue.append(root)
         else:
             assert spec.agent_ref is not None
-            target_kind, target = "Agent", spec.agent_ref.name
-            agent_queue.append(target)
-
-        while topo_queue or agent_queue:
-            while topo_queue:
-                tname = topo_queue.pop(0)
-                if tname in topologies:
-                    continue
-                topo = one(self.idx.topologies, (ns, tname))
-                if topo is None:
-                    return Waiting(f"waiting for Topology {tname}: not found")
-                ok, why = ready(topo)
-                if not ok:
-                    return Waiting(f"waiting for Topology {tname} to be Ready ({why})")
-                tstatus = topo.get("status") or {}
-                version = tstatus.get("version")
-                if not version:
-                    return Waiting(f"waiting for Topology {tname}: no version yet", 2.0)
-                tspec = TopologySpec.model_validate(topo.get("spec") or {})
-                funnels = self._funnels(ns, tspec, tstatus)
-                if isinstance(funnels, Waiting):
-                    return funnels
-                for f in funnels.values():
-                    if f.review is not None:
-                        agent_queue.append(f.review.agent)
-                topologies[tname] = pinned.PinnedTopology(tname, str(version), tspec, funnels)
-                if tname == target and target_kind == "Topology":
-                    ws_name = tspec.workspace_ref.name
-                agent_queue.extend(n.agent_ref.name for n in tspec.agents)
-                for aname, aversion in (tstatus.get("agentVersions") or {}).items():
-                    expected.setdefault(str(aname), str(aversion))
-                topo_queue.extend(str(c) for c in tstatus.get("childTopologies") or ())
-            # Agents (then their skills) of this round are read concurrently: each may cost a
-            # ConfigMap GET the first time.
-            pending = list(dict.fromkeys(a for a in agent_queue if a not in agents))
-            agent_queue.clear()
-            results = await asyncio.gather(*(self._resolve_agent(ns, a) for a in pending))
-            new_refs: dict[str, pinned.SkillRef] = {}
-            for aname, result in zip(pending, results, strict=True):
-                if isinstance(result, Waiting):
-                    return result
-                # A Topology pins the Agent versions it was made Ready with: a newer Agent
-                # must first be picked up by it, or the run would mix versions.
-                want = expected.get(aname)
-                if want is not None and want != result.agent.version:
-                    return Waiting(
-                        f"waiting for the Topology to pick up Agent {aname}'s new version", 1.0
-                    )
-                agents[aname] = result
-                topo_queue.extend(t for t in result.topologies if t not in topologies)
-                for synth in result.synthesized:
-                    skills.setdefault(synth.name, synth)
-                for ref in result.skills:
-                    if ref.name not in skills:
-                        new_refs.setdefault(ref.name, ref)
-            skill_results = await asyncio.gather(
-                *(self._resolve_skill(ns, ref) for ref in new_refs.values())
-            )
-            for res in skill_results:
-                if isinstance(res, Waiting):
-                    return res
-                skills[res.name] = res
-                impl = res.spec.implementation
-                if impl is not None and impl.type == "agent" and impl.topology:
-                    topo_queue.append(impl.topology)
-
-        if target_kind == "Agent":
-            ws_name = agents[target].agent.spec.workspace_name
-        assert ws_name is not None
-        ws = one(self.idx.workspaces, (ns, ws_name))
-        if ws is None:
-            return Waiting(f"waiting for Workspace {ws_name}: not found")
-        ok, why = ready(ws)
-        if not ok:
-            return Waiting(f"waiting for Workspace {ws_name} to be Ready ({why})")
-        ws_spec = WorkspaceSpec.model_validate(ws.get("spec") or {})
-        ws_cm = (ws.get("status") or {}).get("renderedConfigMap")
-
-        flow = await self._flow_data(ns, ws_spec, agents.values())
+            kind, root = "Agent", spec.agent_ref.name
+            walk.agent_queue.append(root)
+        while walk.topo_queue or walk.agent_queue:
+            waiting = self._walk_topologies(ns, walk)
+            waiting = waiting or await self._walk_agents(ns, walk)
+            if waiting is not None:
+                return waiting
+        if kind == "Agent":
+            ws_name = walk.agents[root].agent.spec.workspace_name
+        else:
+            ws_name = walk.topologies[root].spec.workspace_ref.name
+        workspace = self._workspace(ns, ws_name)
+        if isinstance(workspace, Waiting):
+            return workspace
+        flow = await self._flow_data(ns, workspace.spec, walk.agents.values())
         if isinstance(flow, Waiting):
             return flow
         rendered = bundles.render_bundle(
-            run=bundles.RunInput(run.name, ns, run.uid, spec, run.labels),
-            target_kind=target_kind,
-            target=target,
-            topologies=list(topologies.values()),
-            agents=[ra.agent for ra in agents.values()],
-            skills=list(skills.values()),
-            workspace=pinned.PinnedWorkspace(ws_name, ws_spec, str(ws_cm) if ws_cm else None),
+            run=bundles.RunInput(target.workload, ns, target.uid, spec, target.labels),
+            target_kind=kind,
+            target=root,
+            topologies=list(walk.topologies.values()),
+            agents=[ra.agent for ra in walk.agents.values()],
+            skills=list(walk.skills.values()),
+            workspace=workspace,
             config=self.config,
             flow_data=flow,
         )
         return Resolved(rendered)
+
+    def _walk_topologies(self, ns: str, walk: _Walk) -> Waiting | None:
+        """Pin every queued topology (Ready, at its version, with its funnels); queue its
+        agents and child topologies."""
+        while walk.topo_queue:
+            tname = walk.topo_queue.pop(0)
+            if tname in walk.topologies:
+                continue
+            topo = one(self.idx.topologies, (ns, tname))
+            if topo is None:
+                return Waiting(f"waiting for Topology {tname}: not found")
+            ok, why = ready(topo)
+            if not ok:
+                return Waiting(f"waiting for Topology {tname} to be Ready ({why})")
+            tstatus = topo.get("status") or {}
+            version = tstatus.get("version")
+            if not version:
+                return Waiting(f"waiting for Topology {tname}: no version yet", 2.0)
+            tspec = TopologySpec.model_validate(topo.get("spec") or {})
+            funnels = self._funnels(ns, tspec, tstatus)
+            if isinstance(funnels, Waiting):
+                return funnels
+            for f in funnels.values():
+                if f.review is not None:
+                    walk.agent_queue.append(f.review.agent)
+            walk.topologies[tname] = pinned.PinnedTopology(tname, str(version), tspec, funnels)
+            walk.agent_queue.extend(n.agent_ref.name for n in tspec.agents)
+            for aname, aversion in (tstatus.get("agentVersions") or {}).items():
+                walk.expected.setdefault(str(aname), str(aversion))
+            walk.topo_queue.extend(str(c) for c in tstatus.get("childTopologies") or ())
+        return None
+
+    async def _walk_agents(self, ns: str, walk: _Walk) -> Waiting | None:
+        """Pin the queued agents, then their skills; queue the topologies they reach.
+
+        Agents (then their skills) of one round are read concurrently: each may cost a
+        ConfigMap GET the first time."""
+        pending = list(dict.fromkeys(a for a in walk.agent_queue if a not in walk.agents))
+        walk.agent_queue.clear()
+        results = await asyncio.gather(*(self._resolve_agent(ns, a) for a in pending))
+        new_refs: dict[str, pinned.SkillRef] = {}
+        for aname, result in zip(pending, results, strict=True):
+            if isinstance(result, Waiting):
+                return result
+            # A Topology pins the Agent versions it was made Ready with: a newer Agent
+            # must first be picked up by it, or the run would mix versions.
+            want = walk.expected.get(aname)
+            if want is not None and want != result.agent.version:
+                return Waiting(
+                    f"waiting for the Topology to pick up Agent {aname}'s new version", 1.0
+                )
+            walk.agents[aname] = result
+            walk.topo_queue.extend(t for t in result.topologies if t not in walk.topologies)
+            for synth in result.synthesized:
+                walk.skills.setdefault(synth.name, synth)
+            for ref in result.skills:
+                if ref.name not in walk.skills:
+                    new_refs.setdefault(ref.name, ref)
+        skill_results = await asyncio.gather(
+            *(self._resolve_skill(ns, ref) for ref in new_refs.values())
+        )
+        for res in skill_results:
+            if isinstance(res, Waiting):
+                return res
+            walk.skills[res.name] = res
+            impl = res.spec.implementation
+            if impl is not None and impl.type == "agent" and impl.topology:
+                walk.topo_queue.append(impl.topology)
+        return None
+
+    def _workspace(self, ns: str, name: str) -> pinned.PinnedWorkspace | Waiting:
+        ws = one(self.idx.workspaces, (ns, name))
+        if ws is None:
+            return Waiting(f"waiting for Workspace {name}: not found")
+        ok, why = ready(ws)
+        if not ok:
+            return Waiting(f"waiting for Workspace {name} to be Ready ({why})")
+        spec = WorkspaceSpec.model_validate(ws.get("spec") or {})
+        cm = (ws.get("status") or {}).get("renderedConfigMap")
+        return pinned.PinnedWorkspace(name, spec, str(cm) if cm else None)
 
     def _funnels(
         self, ns: str, tspec: TopologySpec, tstatus: Mapping[str, Any]
@@ -201,7 +235,7 @@ class Resolver:
             if node.funnel is None or node.funnel.name in pinned:
                 continue
             name = node.funnel.name
-            view = one(self.idx.funnels or {}, (ns, name))
+            view = one(self.idx.funnels, (ns, name))
             parsed = parse_funnel(view["spec"]) if view else f"Funnel {name} not found"
             if isinstance(parsed, str):
                 return Waiting(f"waiting for Funnel {name}: {parsed}")
@@ -240,8 +274,7 @@ class Resolver:
         # Review is the one live fact a pinned skill carries, so it is part of the cache key:
         # an approved Review of exactly this content version (swarm-authored skills).
         reviewed = any(
-            approves(r, ref.content_hash)
-            for r in (self.idx.skill_reviews or {}).get((ns, ref.name)) or ()
+            approves(r, ref.content_hash) for r in self.idx.skill_reviews.get((ns, ref.name)) or ()
         )
         key = (ns, ref, reviewed)
         cached = self._parsed.get(key)

@@ -1,0 +1,129 @@
+"""The steps of the runner-workload pipeline (see the package docstring), each with its I/O.
+
+Every step is the same for a Run's Job, a served Topology and an Agent gateway; what a
+kind adds is passed in (the Secret references it needs, whether it is served, its
+manifests). A step that cannot go on returns a :class:`Stop` (a condition reason and
+message, when to look again); an object that bears a name the operator derives but is
+not the operator's raises :class:`~swarmkit_operator.builders.trust.Refused`
+(``TamperedObject``), which the caller turns into its failure (a Run) or its ``Serving``
+condition and an Event (a served Topology, a gateway).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from swarmkit_api.bundle import RunBundle
+from swarmkit_api.common import SecretKeyRef
+from swarmkit_api.conditions import (
+    REASON_FUNNEL_NOT_SERVABLE,
+    REASON_RUNTIME_CLASS_NOT_FOUND,
+    REASON_SECRET_NOT_FOUND,
+    REASON_WAITING,
+)
+from swarmkit_api.run import RunSpec
+
+from .. import k8s, sandbox
+from ..builders import trust, unservable
+from ..builders.workload import Target
+from .resolve import Resolved, Resolver, Waiting
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The pipeline stopped before the workload: a condition reason and message."""
+
+    reason: str
+    message: str
+    #: Seconds until the target should be looked at again without an event (None: events).
+    recheck: float | None = None
+    #: The target is not ready yet: a running workload keeps the version it pins.
+    waiting: bool = False
+    #: No workload may run it at all, not even an older version: a running one goes.
+    remove: bool = False
+
+
+# -- 1. resolve --------------------------------------------------------------------------
+async def resolve(resolver: Resolver, target: Target, spec: RunSpec) -> Resolved | Stop:
+    """What ``target``'s workload pins, or why it waits (``Waiting`` as a :class:`Stop`)."""
+    resolution = await resolver.resolve(target, spec)
+    if isinstance(resolution, Waiting):
+        return Stop(REASON_WAITING, resolution.message, resolution.recheck, waiting=True)
+    return resolution
+
+
+# -- 2. refusals -------------------------------------------------------------------------
+def missing_secret_keys(
+    keys_of: Callable[[str, str], Collection[str]],
+    namespace: str,
+    refs: Sequence[SecretKeyRef],
+    what: str,
+) -> Stop | None:
+    """``refs`` (a served workload's tokens) whose key its Secret lacks: no pod could
+    start (its env names the key). ``keys_of(namespace, secret)``: the Secret's keys."""
+    missing = [f"{r.name}/{r.key}" for r in refs if r.key not in keys_of(namespace, r.name)]
+    if not missing:
+        return None
+    return Stop(REASON_SECRET_NOT_FOUND, f"{what} Secret key(s) not found: {', '.join(missing)}")
+
+
+async def refusals(bundle: RunBundle, served: str | None = None) -> Stop | None:
+    """Why no pod may run ``bundle``: a funnel-gated node a served workload (``served``
+    names it) could reach, then a RuntimeClass that does not exist."""
+    if served is not None:
+        refused = unservable.refusal(bundle, served)
+        if refused is not None:
+            return Stop(REASON_FUNNEL_NOT_SERVABLE, refused, remove=True)
+    missing = await sandbox.missing_runtime_class(bundle)
+    if missing is not None:
+        return Stop(REASON_RUNTIME_CLASS_NOT_FOUND, missing, sandbox.RECHECK_SECONDS)
+    return None
+
+
+# -- 3. bundle ---------------------------------------------------------------------------
+async def ensure_bundle(manifest: Mapping[str, Any]) -> bool:
+    """Create the immutable, content-addressed bundle ConfigMap (True: created now).
+
+    One already there under its name is used only when its data is exactly what the
+    operator would write: else ``TamperedObject``."""
+    if await k8s.create_config_map(manifest):
+        return True
+    name = str(manifest["metadata"]["name"])
+    found = await k8s.read_config_map(str(manifest["metadata"]["namespace"]), name)
+    trust.check("the workload's bundle", name, found, trust.data_digest(manifest["data"]))
+    return False
+
+
+# -- 4./5. egress policy and workload objects (a served workload's: served._apply) -----
+async def create_owned(manifest: Mapping[str, Any], target: Target) -> dict[str, Any] | None:
+    """Create a workload object (through the start pool: Run starts have their own lane);
+    None when it existed already, and then only if the operator made it for ``target``."""
+    created = await k8s.create_start_object(k8s.object_path(manifest, collection=True), manifest)
+    if created is None:
+        found = await k8s.get_object(k8s.object_path(manifest))
+        trust.check_owned(str(manifest["kind"]), found, target)
+    return created
+
+
+# -- 7. prune ----------------------------------------------------------------------------
+async def prune_bundles(
+    namespace: str, bundles: Iterable[tuple[str, str]], keep: str | None
+) -> None:
+    """Delete the bundle ConfigMaps ``(name, uid)`` but ``keep``: a rolled-out workload's
+    pods no longer mount them (and with them go their pins on rendered ConfigMaps)."""
+    for name, uid in bundles:
+        if name != keep:
+            await k8s.delete_config_map(namespace, name, uid or None)
+
+
+__all__ = [
+    "Stop",
+    "create_owned",
+    "ensure_bundle",
+    "missing_secret_keys",
+    "prune_bundles",
+    "refusals",
+    "resolve",
+]

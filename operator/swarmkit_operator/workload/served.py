@@ -1,0 +1,152 @@
+"""The pipeline for a served workload: a Deployment behind a Service (package docstring).
+
+A served Topology (:mod:`swarmkit_operator.serving`) and an Agent gateway
+(:mod:`swarmkit_operator.gateways`) each describe themselves as a :class:`Served` (their
+target, what they resolve, how they shape the bundle, their pure manifests) and call
+:func:`roll_out`. It resolves, refuses, creates the bundle, and applies the NetworkPolicy,
+the extra objects (a gateway's RBAC), the Service and the Deployment only when the
+observed Deployment does not already run that pod template at that replica count (the
+bundle ConfigMap is created, or checked, right before: the new template mounts it). Each
+caller turns the result into its ``Serving`` verdict and prunes the superseded bundles
+once the Deployment rolled out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from swarmkit_api.run import RunSpec
+
+from .. import egress, k8s
+from ..builders import trust
+from ..builders.bundle import RenderedBundle
+from ..builders.workload import Target, deployment_summary, up_to_date
+from . import pipeline
+from .pipeline import Stop
+from .resolve import Resolver
+
+
+@dataclass(frozen=True)
+class Manifests:
+    """A served workload's objects, as its builder made them."""
+
+    deployment: dict[str, Any]
+    service: dict[str, Any]
+    #: The port its pods serve on (the NetworkPolicy's only ingress).
+    port: int
+    #: Applied before the Service (a gateway's ServiceAccount, Role and RoleBinding).
+    extra: tuple[dict[str, Any], ...] = ()
+    #: Whether its pods talk to the apiserver (a gateway opens Reviews).
+    needs_apiserver: bool = False
+
+
+class Served(Protocol):
+    """What a served kind tells the pipeline."""
+
+    @property
+    def target(self) -> Target: ...
+
+    @property
+    def what(self) -> str:
+        """How a refusal names it ("served topology x", "agent x's gateway")."""
+        ...
+
+    def run_spec(self) -> RunSpec: ...
+
+    def shape(self, rendered: RenderedBundle) -> RenderedBundle:
+        """The resolved bundle as it is served (without ``spec.serve``, with the gateway)."""
+        ...
+
+    def bundle_config_map(self, rendered: RenderedBundle) -> dict[str, Any]: ...
+
+    def manifests(self, rendered: RenderedBundle, config_map: str) -> Manifests: ...
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """What :func:`roll_out` made current."""
+
+    rendered: RenderedBundle
+    config_map: str
+    #: The Deployment as observed (or as just applied), a ``deployment_summary``.
+    deployment: Mapping[str, Any] | None
+    applied: bool = False
+
+
+async def roll_out(
+    resolver: Resolver,
+    served: Served,
+    observed: Mapping[str, Any] | None,
+    bundles: Collection[str] | None = None,
+) -> Rollout | Stop:
+    """Steps 1 to 5 for ``served``: ``observed`` is its Deployment now (a
+    ``deployment_summary``, None when there is none); ``bundles``: the names of its
+    bundle ConfigMaps known to exist (an index's; None: not known), so a bundle deleted
+    under an up-to-date Deployment is created again. An object under one of its
+    names that the operator did not make for it stops it with ``TamperedObject``: that
+    object is neither used nor changed."""
+    try:
+        return await _roll_out(resolver, served, observed, bundles)
+    except trust.Refused as refused:  # its Serving condition says so (and its Event)
+        return Stop(refused.reason, refused.message)
+
+
+async def _roll_out(
+    resolver: Resolver,
+    served: Served,
+    observed: Mapping[str, Any] | None,
+    bundles: Collection[str] | None,
+) -> Rollout | Stop:
+    target = served.target
+    if observed is not None:
+        trust.check_owned("Deployment", observed, target)
+    resolved = await pipeline.resolve(resolver, target, served.run_spec())
+    if isinstance(resolved, Stop):
+        return resolved
+    rendered = served.shape(resolved.rendered)
+    stop = await pipeline.refusals(rendered.bundle, served.what)
+    if stop is not None:
+        return stop
+    config_map = served.bundle_config_map(rendered)
+    name = str(config_map["metadata"]["name"])
+    manifests = served.manifests(rendered, name)
+    if up_to_date(observed, manifests.deployment):
+        # Its pod template names this bundle: created (and checked) when it was applied.
+        if bundles is not None and name not in bundles:
+            await pipeline.ensure_bundle(config_map)
+        return Rollout(rendered, name, observed)
+    await pipeline.ensure_bundle(config_map)
+    applied = await _apply(target, rendered, manifests)
+    return Rollout(rendered, name, deployment_summary(applied), applied=True)
+
+
+async def _apply(target: Target, rendered: RenderedBundle, m: Manifests) -> dict[str, Any]:
+    """Steps 4 and 5: the NetworkPolicy (before any new pod), the extra objects, the
+    Service and the Deployment (returned as applied). Every one of them is checked first:
+    nothing is written for a workload one of whose objects (by name) the operator did not
+    make for ``target``."""
+    meta = m.deployment["metadata"]
+    policy = await egress.workload_policy(
+        m.deployment, rendered.bundle, m.port, needs_apiserver=m.needs_apiserver
+    )
+    docs = [*([policy] if policy is not None else []), *m.extra, m.service, m.deployment]
+    for doc in reversed(docs):  # the Deployment first: what a refusal names when it can
+        found = await k8s.get_object(k8s.object_path(doc))
+        trust.check_owned(str(doc["kind"]), found, target)
+    if policy is None:
+        await egress.delete_policy(meta["namespace"], meta["name"])
+    applied: dict[str, Any] = {}
+    for doc in docs:
+        applied = await k8s.apply(k8s.object_path(doc), doc)
+    return applied
+
+
+async def observe(namespace: str, name: str) -> dict[str, Any] | None:
+    """The Deployment ``name`` as it is now (a ``deployment_summary``), or None."""
+    found = await k8s.get_object(k8s.apps_path("deployments", namespace, name))
+    return deployment_summary(found) if found is not None else None
+
+
+__all__ = ["Manifests", "Rollout", "Served", "observe", "roll_out"]
