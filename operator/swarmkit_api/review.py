@@ -29,12 +29,21 @@ from pydantic import Field
 from .base import ApiModel, CelRule
 from .common import Conditions, LocalObjectReference
 from .funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer, GateReport
+from .quorum import Tally, tally
 
 #: Labels on every Review: its kind; a gateway session's Review also names its Agent (the
 #: label the gateway's pods carry) and the session's correlation id.
 REVIEW_KIND_LABEL = "swarmkit.dev/review-kind"
 GATEWAY_LABEL = "swarmkit.dev/gateway"
 CORRELATION_LABEL = "swarmkit.dev/correlation-id"
+#: Who created the Review: the admission policy requires it to be the authenticated
+#: creator, and the operator uses a Review it expects only when it names the operator.
+CREATED_BY_ANNOTATION = "swarmkit.dev/created-by"
+#: The labels that say on whose behalf the operator opened a Review (a Run's, a Skill's,
+#: a gateway's): only the operator may create a Review bearing one.
+RUN_UID_LABEL = "swarmkit.dev/run-uid"
+SKILL_LABEL = "swarmkit.dev/skill"
+ORIGIN_LABELS = (GATEWAY_LABEL, RUN_UID_LABEL, SKILL_LABEL)
 
 ReviewKind = Literal[
     "escalation",
@@ -85,6 +94,22 @@ class FunnelGate(ApiModel):
         "by the operator from their Reviews); the quorum counts their signatures per "
         "approve.onRevision.",
     )
+
+    @classmethod
+    def of(cls, review: Mapping[str, Any]) -> tuple[FunnelGate, list[Approval]] | None:
+        """The gate of a ``funnel_approval`` Review and its signatures (None: the Review is
+        no funnel approval). Raises ``ValueError`` (pydantic's ValidationError) when the gate
+        or a signature does not parse: the operator then sees no decision, the CLI says so."""
+        spec = review.get("spec") or {}
+        raw = (spec.get("request") or {}).get("gate")
+        if not raw:
+            return None
+        gate = cls.model_validate(raw)
+        return gate, [Approval.model_validate(a) for a in spec.get("approvals") or ()]
+
+    def tally(self, approvals: list[Approval]) -> Tally:
+        """The quorum as ``approvals`` leave it (:func:`swarmkit_api.quorum.tally`)."""
+        return tally(self.approve, approvals, self.author, self.rounds)
 
 
 class ReviewRequest(ApiModel):
@@ -252,22 +277,57 @@ def decided_at(review: Mapping[str, Any]) -> str:
 
 
 def decision_of(review: Mapping[str, Any]) -> ResumeDecision | None:
-    """The decision written on a Review object (None while it has none). The operator (a
-    parked Run) and the MCP gateway (a waiting call) read decisions with this."""
+    """The decision a Review holds, None while it holds none: the one way to read it.
+
+    ``spec.decision`` (one person; the admission policy checked ``decidedBy``), or for a
+    funnel approval what its signatures add up to (:meth:`FunnelGate.tally`): approve once
+    the quorum holds, reject on a rejection, revise on a revision request. The operator (a
+    parked Run, a skill review, a spend hold, a gateway Review's status), the MCP gateway
+    (a waiting call) and ``kubectl swarmkit review`` all read decisions with this."""
     spec = review.get("spec") or {}
-    decision = spec.get("decision")
-    if not decision:
-        return None
     request = spec.get("request") or {}
+    name = str((review.get("metadata") or {}).get("name") or "")
+    key = str(request.get("key") or "")
+    decision = spec.get("decision")
+    if decision:
+        return ResumeDecision(
+            review=name,
+            key=key,
+            kind=request.get("kind") or "escalation",
+            verdict=decision.get("verdict") or "reject",
+            text=str(decision.get("text") or ""),
+            decided_by=str(decision.get("decidedBy") or ""),
+            decided_at=decided_at(review),
+            task_id=request.get("taskId"),
+        )
+    try:
+        found = FunnelGate.of(review)
+    except ValueError:
+        return None  # an unreadable gate never opens (the CLI shows why)
+    if found is None:
+        return None
+    gate, approvals = found
+    result = gate.tally(approvals)
+    if result.rejected_by is not None:
+        who = result.rejected_by
+        text = next(
+            (a.text or "" for a in approvals if a.decided_by == who and a.verdict == "reject"), ""
+        )
+        verdict: Literal["approve", "reject", "revise"] = "reject"
+    elif result.revision is not None:
+        who, text, verdict = result.revision.decided_by, result.revision.text or "", "revise"
+    elif result.approved:
+        who, text, verdict = ", ".join(result.approvers), "", "approve"
+    else:
+        return None
     return ResumeDecision(
-        review=str((review.get("metadata") or {}).get("name") or ""),
-        key=str(request.get("key") or ""),
-        kind=request.get("kind") or "escalation",
-        verdict=decision.get("verdict") or "reject",
-        text=str(decision.get("text") or ""),
-        decided_by=str(decision.get("decidedBy") or ""),
+        review=name,
+        key=key,
+        kind="funnel_approval",
+        verdict=verdict,
+        text=text,
+        decided_by=who,
         decided_at=decided_at(review),
-        task_id=request.get("taskId"),
     )
 
 
@@ -310,10 +370,14 @@ __all__ = [
     "CHECKPOINT_FILE",
     "CHECKPOINT_LINE_PREFIX",
     "CORRELATION_LABEL",
+    "CREATED_BY_ANNOTATION",
     "DECISION_FILE",
     "GATEWAY_LABEL",
+    "ORIGIN_LABELS",
     "RESUME_MOUNT",
     "REVIEW_KIND_LABEL",
+    "RUN_UID_LABEL",
+    "SKILL_LABEL",
     "TIMEOUT_DECIDER",
     "Checkpoint",
     "FunnelGate",

@@ -27,6 +27,7 @@ from swarmkit_api.review import (
     CHECKPOINT_FILE,
     CHECKPOINT_LINE_PREFIX,
     REVIEW_KIND_LABEL,
+    SKILL_LABEL,
     TIMEOUT_DECIDER,
     ResumeDecision,
     decided_at,
@@ -196,7 +197,6 @@ __all__ = [
 
 # --- swarm-authored skills --------------------------------------------------------------------
 
-SKILL_LABEL = "swarmkit.dev/skill"
 SKILL_REVIEW_KIND = "skill_review"
 
 

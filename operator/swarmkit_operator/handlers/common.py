@@ -60,6 +60,7 @@ from ..reconcile.views import (
     count_objects,
 )
 from ..reconcile.workqueue import PRIORITY, Key, WorkQueue
+from ..reviews import ReviewsController
 from ..runs import RunController
 from .events import on_event
 
@@ -124,6 +125,7 @@ class Components:
     runs: RunController
     gateways: GatewayController
     library: SkillLibrary
+    reviews: ReviewsController
 
 
 def components_of(memo: Any) -> Components | None:

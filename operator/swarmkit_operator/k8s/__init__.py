@@ -69,6 +69,7 @@ from .objects import (
     read_pod_log,
     read_secret_key,
     remove_pod_finalizer,
+    whoami,
 )
 from .paths import (
     apps_path,
@@ -156,5 +157,6 @@ __all__ = [
     "stream",
     "too_deep",
     "wait_for_api",
+    "whoami",
     "write_refusal",
 ]

@@ -153,6 +153,16 @@ async def apply_status(
     return dict(_check("PATCH", path, code, payload))
 
 
+async def whoami() -> str:
+    """The user name the apiserver authenticates this client as (a SelfSubjectReview, what
+    ``kubectl auth whoami`` asks; every authenticated user may). Not a write: unfenced."""
+    path = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    status, payload = await request("POST", path, body, fenced=False)
+    found = _check("POST", path, status, payload)
+    return str(((found.get("status") or {}).get("userInfo") or {}).get("username") or "")
+
+
 async def read_pod_log(namespace: str, pod: str, container: str) -> str | None:
     """A container's whole log as text (None when the pod or its log is gone)."""
     path = core_path("pods", namespace, pod) + "/log"

@@ -22,6 +22,7 @@ from swarmkit_api.run import RunSpec
 
 from .. import metrics
 from ..config import OperatorConfig
+from ..reviews import ReviewsController
 from ..runtime.workqueue import Workers, WorkQueue
 from . import observe, spend
 from .model import MAX_CONCURRENCY, TRACE, Indexes, RunView
@@ -34,8 +35,10 @@ log = logging.getLogger("swarmkit_operator.runs")
 class RunController:
     """Reconciles Runs; see the module docstring and :mod:`swarmkit_operator.runs`."""
 
-    def __init__(self, config: OperatorConfig, indexes: Indexes) -> None:
-        self.state = RunState(config, indexes)
+    def __init__(
+        self, config: OperatorConfig, indexes: Indexes, reviews: ReviewsController | None = None
+    ) -> None:
+        self.state = RunState(config, indexes, reviews)
         self.config = config
         self.idx = indexes
         #: Set by :meth:`start` (this replica leads): the scheduler and retention loops wait

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..config import OperatorConfig
+from ..reviews import ReviewsController
 from .model import TRACE, Indexes, RunView, one, rv
 from .resolve import Resolver
 
@@ -26,10 +27,14 @@ log = logging.getLogger("swarmkit_operator.runs")
 class RunState:
     """The controller's memory (see the module docstring), shared by the Runs modules."""
 
-    def __init__(self, config: OperatorConfig, indexes: Indexes) -> None:
+    def __init__(
+        self, config: OperatorConfig, indexes: Indexes, reviews: ReviewsController | None = None
+    ) -> None:
         self.config = config
         self.idx = indexes
         self.resolver = Resolver(config, indexes)
+        #: The Reviews' owner: Runs ask it to open their Reviews and move their status on.
+        self.reviews = reviews or ReviewsController()
         #: run uid → {resourceVersion, status} of this process's latest status write, used
         #: while the Runs index has not caught up with it.
         self.overlay: dict[str, dict[str, Any]] = {}
