@@ -1,15 +1,17 @@
 """The Review resource: one question a person must answer, and the runner's resume contract.
 
-A Review is created by the operator from what a parked run reported (the runner of a Run
-has no API access), owned by its Run (or, for a swarm-authored skill, by the Skill); or by
-an Agent's MCP gateway itself, for a call of one of its sessions that waits for a person
-(``request.gatewaySession``; the gateway's own service account may create, get and watch
-Reviews in its namespace, nothing else). ``spec.request`` is what is asked; it never
-changes. A person answers by writing ``spec.decision {verdict, text, decidedBy}``; the
-ValidatingAdmissionPolicy shipped with the chart (``swarmkit-review-decisions``) requires
-``decidedBy`` to be the authenticated user of that very request, refuses a second
-decision and a decision on an expired review. The CRD itself (CEL transition rules,
-below) also refuses any change to a decided review.
+A Review is created by the operator only: from what a parked run reported (the runner of
+a Run has no API access), owned by its Run (or, for a swarm-authored skill, by the Skill);
+or, for a call of an Agent's MCP gateway session that waits for a person
+(``request.gatewaySession``), from what the gateway's own pod asked on its log
+(:class:`GatewayReviewAsk`), owned by the Agent (the gateway's service account may only get
+and watch Reviews: anyone who may edit the namespace can mint its token). ``spec.request``
+is what is asked; it never changes. A person answers by writing
+``spec.decision {verdict, text, decidedBy}``; the ValidatingAdmissionPolicy shipped with
+the chart (``swarmkit-review-decisions``) requires ``decidedBy`` to be the authenticated
+user of that very request, refuses a second decision and a decision on an expired review,
+and lets only the operator create a Review labelled as a Run's, a Skill's or a gateway's.
+The CRD itself (CEL transition rules, below) also refuses any change to a decided review.
 
 :class:`Checkpoint` and :class:`ResumeDecision` are the files a resumed runner reads: the
 run's journal so far (what every model call and tool call returned) and the decision.
@@ -331,6 +333,46 @@ def decision_of(review: Mapping[str, Any]) -> ResumeDecision | None:
     )
 
 
+# --- a gateway session's question (gateway side) ----------------------------------------------
+
+#: The stdout line prefix an Agent's MCP gateway asks the operator to open a Review on
+#: (one line, read by the operator from the log of the gateway's own pods: the gateway
+#: has no identity of its own that could create one, see :class:`GatewayReviewAsk`).
+REVIEW_ASK_LINE_PREFIX = "swarmkit.review-ask "
+MAX_NAME = 63
+
+
+def gateway_review_name(agent: str, correlation_id: str, n: int) -> str:
+    """``gw-<agent>-<correlation id[:8]>-<n>`` (at most 63 characters): the n-th question
+    of a gateway session (the gateway waits on it, the operator opens it)."""
+    suffix = f"-{correlation_id.replace('-', '')[:8]}-{n}"
+    return f"gw-{agent}"[: MAX_NAME - len(suffix)].rstrip("-") + suffix
+
+
+class GatewayReviewAsk(ApiModel):
+    """What a gateway prints (after :data:`REVIEW_ASK_LINE_PREFIX`) for the operator to open
+    the Review a waiting call needs: the n-th question of its session and what is asked.
+
+    The operator opens it only for a pod of that Agent's gateway, for an ``approval`` or
+    ``escalation`` of that gateway's session, under the name :func:`gateway_review_name`
+    gives, owned by the Agent (:func:`swarmkit_operator.builders.review.
+    build_gateway_review`); the gateway's ServiceAccount may only get and watch Reviews."""
+
+    n: int = Field(ge=1, le=100000, description="The question's number in its session.")
+    request: ReviewRequest = Field(description="What is asked (request.gatewaySession set).")
+
+    def line(self) -> str:
+        return REVIEW_ASK_LINE_PREFIX + json.dumps(self.wire(), separators=(",", ":"))
+
+    @classmethod
+    def from_line(cls, line: str) -> GatewayReviewAsk | None:
+        """The ask on a log line (None: the line is no ask). Raises ``ValueError`` when it
+        is one but does not parse."""
+        if not line.startswith(REVIEW_ASK_LINE_PREFIX):
+            return None
+        return cls.model_validate_json(line[len(REVIEW_ASK_LINE_PREFIX) :])
+
+
 class Checkpoint(ApiModel):
     """Where a parked run stands: every recorded effect (model call, tool call) by key."""
 
@@ -375,12 +417,14 @@ __all__ = [
     "GATEWAY_LABEL",
     "ORIGIN_LABELS",
     "RESUME_MOUNT",
+    "REVIEW_ASK_LINE_PREFIX",
     "REVIEW_KIND_LABEL",
     "RUN_UID_LABEL",
     "SKILL_LABEL",
     "TIMEOUT_DECIDER",
     "Checkpoint",
     "FunnelGate",
+    "GatewayReviewAsk",
     "GatewaySessionRef",
     "ResumeDecision",
     "ReviewDecision",
@@ -391,4 +435,5 @@ __all__ = [
     "ReviewStatus",
     "decided_at",
     "decision_of",
+    "gateway_review_name",
 ]

@@ -37,7 +37,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from swarmkit_api.review import CREATED_BY_ANNOTATION, GATEWAY_LABEL, decision_of
+from swarmkit_api.review import (
+    CREATED_BY_ANNOTATION,
+    GATEWAY_LABEL,
+    GatewayReviewAsk,
+    decision_of,
+    gateway_review_name,
+)
 
 from . import k8s
 from .builders import review as rv
@@ -128,13 +134,18 @@ class ReviewsController:
         self._failures: dict[Key, int] = {}
         #: The operator's own user name (who it creates Reviews as), asked once.
         self.identity: str | None = None
+        #: The gateway pods whose logs ask for Reviews.
+        self.asks = GatewayAsks(self)
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the workers (the manager calls it once this replica leads)."""
+        """Start the workers and follow the gateway pods (the manager calls it once this
+        replica leads)."""
         self._workers.start(WORKERS)
+        self.asks.start()
 
     async def stop(self) -> None:
+        await self.asks.stop()
         await self._workers.stop()
         for waiters in self._waiters.values():
             for future in waiters:
@@ -276,6 +287,111 @@ class ReviewsController:
         self._failures.pop(key, None)
 
 
+class GatewayAsks:
+    """Follows the log of every running pod of an Agent's gateway (in the leader) and opens
+    the Reviews its sessions ask for (:class:`~swarmkit_api.review.GatewayReviewAsk` lines):
+    the gateway's ServiceAccount may not create Reviews, since anyone who may edit the
+    namespace can mint its token; a line in its own pod's log is what only it writes."""
+
+    def __init__(self, reviews: ReviewsController) -> None:
+        self.reviews = reviews
+        #: (namespace, pod) → the running gateway pod, from its watch events.
+        self.pods: dict[Key, Mapping[str, Any]] = {}
+        self._follows: dict[Key, asyncio.Task[None]] = {}
+        #: (namespace, pod) → the Reviews its log asked for already (a reconnect re-reads).
+        self._handled: dict[Key, set[str]] = {}
+        self.leading = False
+
+    def start(self) -> None:
+        self.leading = True
+        for key in list(self.pods):
+            self._follow(key)
+
+    async def stop(self) -> None:
+        self.leading = False
+        tasks = list(self._follows.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._follows.clear()
+
+    def pod_event(self, type_: str | None, pod: Mapping[str, Any]) -> None:
+        """A gateway pod's watch event: follow it while it runs."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        running = (pod.get("status") or {}).get("phase") == "Running"
+        if type_ == "DELETED" or not running or meta.get("deletionTimestamp"):
+            self.pods.pop(key, None)
+            self._handled.pop(key, None)
+            task = self._follows.pop(key, None)
+            if task is not None:
+                task.cancel()
+            return
+        self.pods[key] = pod
+        if self.leading:
+            self._follow(key)
+
+    def _follow(self, key: Key) -> None:
+        if key not in self._follows or self._follows[key].done():
+            name = f"swarmkit-review-asks-{key[0]}-{key[1]}"
+            self._follows[key] = asyncio.get_running_loop().create_task(self._read(key), name=name)
+
+    async def _read(self, key: Key) -> None:
+        namespace, pod = key
+        path = k8s.core_path("pods", namespace, pod) + "/log"
+        since: float | None = None
+        while key in self.pods:
+            query = [("container", "runner"), ("follow", "true")]
+            if since is not None:  # a reconnect: what was written meanwhile (and a little)
+                query.append(
+                    ("sinceSeconds", str(int(self.reviews.clock().timestamp() - since) + 5))
+                )
+            since = self.reviews.clock().timestamp()
+            try:
+                async for line in k8s.text_lines(path, query, read_timeout=3600.0):
+                    await self.asked(namespace, pod, line)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the pod restarted, the stream broke: read again
+                log.info("gateway pod %s/%s: log stream ended: %s", namespace, pod, exc)
+            await asyncio.sleep(1.0)
+
+    async def asked(self, namespace: str, pod_name: str, line: str) -> None:
+        """One log line of a gateway pod: open the Review it asks for, if it is an ask."""
+        try:
+            ask = GatewayReviewAsk.from_line(line)
+        except ValueError as exc:
+            log.warning("gateway pod %s/%s: an unreadable review ask: %s", namespace, pod_name, exc)
+            return
+        if ask is None or ask.request.gateway_session is None:
+            return
+        agent = ask.request.gateway_session.agent
+        handled = self._handled.setdefault((namespace, pod_name), set())
+        name = gateway_review_name(agent, ask.request.gateway_session.correlation_id, ask.n)
+        if name in handled:
+            return
+        handled.add(name)
+        opened = await self._manifest(namespace, pod_name, agent, ask)
+        if isinstance(opened, str):
+            log.warning(
+                "gateway pod %s/%s: review %s not opened: %s", namespace, pod_name, name, opened
+            )
+            return
+        await self.reviews.open(opened, wait=False)
+
+    async def _manifest(
+        self, namespace: str, pod_name: str, agent: str, ask: GatewayReviewAsk
+    ) -> dict[str, Any] | str:
+        """The Review ``ask`` opens, or why none (the pod, the Agent, the ask itself)."""
+        refusal = rv.gateway_pod_refusal(self.pods.get((namespace, pod_name)) or {}, agent)
+        if refusal is not None:
+            return refusal
+        found = await k8s.get_custom("agents", namespace, agent)
+        if found is None or not (found.get("spec") or {}).get("gateway"):
+            return f"agent {agent} has no gateway"
+        return rv.build_gateway_review(namespace, agent, str(found["metadata"]["uid"]), ask)
+
+
 def check_created_by(review: Mapping[str, Any], operator: str) -> None:
     """``review`` was created by ``operator`` (see the module docstring), else
     :class:`~.builders.trust.Refused` naming it."""
@@ -299,4 +415,4 @@ def _settle(
             future.set_result(result)
 
 
-__all__ = ["ReviewsController", "Transition", "check_created_by", "derived"]
+__all__ = ["GatewayAsks", "ReviewsController", "Transition", "check_created_by", "derived"]

@@ -92,3 +92,12 @@ async def review_observed(type: str | None, body: Mapping[str, Any], memo: Any, 
     reviews = _reviews(memo)
     if reviews is not None:
         reviews.observed(type, body)
+
+
+@on_event("v1", "pods", labels={GATEWAY_LABEL: PRESENT})
+async def gateway_pod(type: str | None, body: Mapping[str, Any], memo: Any, **_: Any) -> None:
+    """A pod of an Agent's gateway: the Reviews controller follows its log while it runs
+    (the gateway asks for its Reviews there, :class:`swarmkit_operator.reviews.GatewayAsks`)."""
+    reviews = _reviews(memo)
+    if reviews is not None:
+        reviews.asks.pod_event(type, body)

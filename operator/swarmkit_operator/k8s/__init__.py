@@ -85,6 +85,7 @@ from .streams import (
     Undecodable,
     close_streams,
     stream,
+    text_lines,
 )
 
 __all__ = [
@@ -155,6 +156,7 @@ __all__ = [
     "set_write_gate",
     "shutdown",
     "stream",
+    "text_lines",
     "too_deep",
     "wait_for_api",
     "whoami",
