@@ -22,11 +22,11 @@ from swarmkit_api.review import (
     ReviewSpec,
     gateway_review_name,
 )
+from swarmkit_operator.builders.review import build_gateway_review, gateway_pod_refusal
 from swarmkit_runner import pipeline
 from swarmkit_runner.audit import AuditLog
 from swarmkit_runner.context import Budget, RunContext
 from swarmkit_runner.errors import ReviewUnavailable, RunFailed, ToolRefused
-from swarmkit_operator.builders.review import build_gateway_review, gateway_pod_refusal
 from swarmkit_runner.gateway_review import ask_for, settled
 from swarmkit_runner.kube import KubeApi, KubeUnavailable
 from swarmkit_runner.paths import RunnerPaths
