@@ -252,11 +252,8 @@ async def _build(settings: kopf.OperatorSettings, memo: kopf.Memo) -> None:
             log.info("%d object(s) changed while no leader ran: reconciling them first", count)
 
     manager.add_writer("reconcile", start_reconcile)
-    # 5. The Reviews controller (the one writer of Reviews, which Runs ask), the Runs
-    # controller, its scheduler and retention loops (they wait for it).
-    reviews = ReviewsController()
-    manager.add_writer("reviews", _started(reviews.start))
-    runs = RunController(config, _run_indexes(ctl.indexes, reviews=True), reviews)
+    # 5. The Runs controller (with the Reviews controller it asks), its loops (they wait for it).
+    runs = RunController(config, _run_indexes(ctl.indexes, reviews=True), ReviewsController())
     ctl.resolver = runs.state.resolver  # serving a Topology resolves it like a Run
     manager.add_writer("runs", _started(runs.start))
     retention = Retention(runs)
@@ -297,7 +294,7 @@ async def _build(settings: kopf.OperatorSettings, memo: kopf.Memo) -> None:
     lib.seed()
     manager.add_writer("skill library", _started(lib.start))
     ctl.skill_usage = lib.usage_field
-    memo.components = Components(runs=runs, gateways=gateways, library=lib, reviews=reviews)
+    memo.components = Components(runs, gateways, lib, runs.state.reviews)
     address = os.environ.get(WEB_VIEW_ENV, "")
     if address:
         host, port = parse_address(address)
@@ -441,7 +438,6 @@ async def _take_down(memo: kopf.Memo, close_client: bool) -> None:
         await built.library.stop()
         await built.gateways.stop()
         await built.runs.stop()
-        await built.reviews.stop()
     ctl = controller_of(memo)
     if ctl is not None:
         await ctl.stop()

@@ -67,12 +67,15 @@ class RunController:
 
     # -- scheduling ------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the workers (the manager calls it once this replica leads)."""
+        """Start the Reviews controller the Runs ask, then the workers (the manager calls it
+        once this replica leads)."""
+        self.state.reviews.start()
         self._workers.start(2 * MAX_CONCURRENCY)
         self.ready.set()
 
     async def stop(self) -> None:
         await self._workers.stop()
+        await self.state.reviews.stop()
 
     def kick(self, uid: str, delay: float = 0.0) -> None:
         """Reconcile Run ``uid`` soon (coalesced: one pass per Run at a time)."""
