@@ -48,6 +48,7 @@ from swarmkit_api.review import (
 from . import k8s
 from .builders import review as rv
 from .builders import trust
+from .builders.pod import CONTAINER_NAME
 from .runtime.workqueue import Workers, WorkQueue
 
 log = logging.getLogger("swarmkit_operator.reviews")
@@ -338,17 +339,15 @@ class GatewayAsks:
 
     async def _read(self, key: Key) -> None:
         namespace, pod = key
-        path = k8s.core_path("pods", namespace, pod) + "/log"
         since: float | None = None
         while key in self.pods:
-            query = [("container", "runner"), ("follow", "true")]
-            if since is not None:  # a reconnect: what was written meanwhile (and a little)
-                query.append(
-                    ("sinceSeconds", str(int(self.reviews.clock().timestamp() - since) + 5))
-                )
-            since = self.reviews.clock().timestamp()
+            now = self.reviews.clock().timestamp()
+            # A reconnect reads what was written meanwhile (and a little more: asks already
+            # handled are skipped by name); the first read takes the whole log.
+            back = int(now - since) + 5 if since is not None else None
+            since = now
             try:
-                async for line in k8s.text_lines(path, query, read_timeout=3600.0):
+                async for line in k8s.follow_pod_log(namespace, pod, CONTAINER_NAME, back):
                     await self.asked(namespace, pod, line)
             except asyncio.CancelledError:
                 raise

@@ -10,7 +10,7 @@ import base64
 import functools
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ from .client import (
     request_start,
 )
 from .paths import batch_path, core_path, custom_path, node_path
+from .streams import text_lines
 
 
 async def get_custom(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
@@ -174,6 +175,19 @@ async def read_pod_log(namespace: str, pod: str, container: str) -> str | None:
     if status in (400, 404):
         return None
     return str(_check("GET", path, status, payload))
+
+
+async def follow_pod_log(
+    namespace: str, pod: str, container: str, since_seconds: int | None = None
+) -> AsyncIterator[str]:
+    """A container's log line by line as it is written (``follow``; from ``since_seconds``
+    ago, else from the start), until the container ends or the stream breaks."""
+    path = core_path("pods", namespace, pod) + "/log"
+    query = [("container", container), ("follow", "true")]
+    if since_seconds is not None:
+        query.append(("sinceSeconds", str(since_seconds)))
+    async for line in text_lines(path, query, read_timeout=3600.0):
+        yield line
 
 
 async def create_config_map(manifest: Mapping[str, Any]) -> bool:

@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 
 from swarmkit_api.conditions import REASON_TAMPERED_OBJECT
-from swarmkit_api.review import CREATED_BY_ANNOTATION, GATEWAY_LABEL, SKILL_LABEL
+from swarmkit_api.review import (
+    CREATED_BY_ANNOTATION,
+    GATEWAY_LABEL,
+    SKILL_LABEL,
+    GatewayReviewAsk,
+    GatewaySessionRef,
+    ReviewRequest,
+)
 from swarmkit_operator import k8s, reviews
 from swarmkit_operator.builders import trust
 from swarmkit_operator.reviews import ReviewsController, Transition
@@ -197,3 +204,62 @@ async def test_a_review_created_by_someone_else_under_the_expected_name_is_never
     with pytest.raises(trust.Refused, match="Review r-4"):
         await controller.adopt(store.objects["r-4"])
     assert store.attempts == 0  # nothing was written to it
+
+
+def _gateway_pod(name: str, agent: str, owner: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": {GATEWAY_LABEL: agent},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": owner, "controller": True}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def _ask_line(agent: str, n: int = 1) -> str:
+    session = GatewaySessionRef(agent=agent, correlation_id="6f1c2d3e-aaaa", identity="alice")
+    request = ReviewRequest(
+        kind="approval",
+        question="skill ship is strict. Approve this call?",
+        gateway_session=session,
+        tool="ship",
+        deadline=datetime.now(UTC) + timedelta(seconds=60),
+    )
+    return GatewayReviewAsk(n=n, request=request).line()
+
+
+async def test_an_ask_on_a_gateway_pods_log_is_opened_by_the_operator_once(
+    store: Store, controller: ReviewsController, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agents = {"coder": {"metadata": {"uid": "uid-coder"}, "spec": {"gateway": {"enabled": True}}}}
+    get_review = store.get_custom
+
+    async def get_custom(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        if plural == "agents":
+            return agents.get(name)
+        return await get_review(plural, namespace, name)
+
+    monkeypatch.setattr(reviews.k8s, "get_custom", get_custom)
+    asks = controller.asks
+    asks.pods[(NS, "gw-coder-7d9f-x2x")] = _gateway_pod(
+        "gw-coder-7d9f-x2x", "coder", "gw-coder-7d9f"
+    )
+    # An editor's own pod labelled as the gateway but run by nothing of the gateway's.
+    asks.pods[(NS, "eves-pod")] = _gateway_pod("eves-pod", "coder", "eves-rs")
+
+    await asks.asked(NS, "eves-pod", _ask_line("coder"))
+    await asks.asked(NS, "gw-coder-7d9f-x2x", _ask_line("billing"))  # not its agent
+    await asks.asked(NS, "gw-coder-7d9f-x2x", '{"event": "tool.call"}')  # an audit line
+    await asyncio.sleep(0.2)
+    assert store.objects == {}
+
+    await asks.asked(NS, "gw-coder-7d9f-x2x", _ask_line("coder"))
+    await asks.asked(NS, "gw-coder-7d9f-x2x", _ask_line("coder"))  # a reconnect re-reads it
+    await eventually(lambda: "gw-coder-6f1c2d3e-1" in store.objects)
+    opened = store.objects["gw-coder-6f1c2d3e-1"]
+    assert opened["metadata"]["annotations"][CREATED_BY_ANNOTATION] == OPERATOR
+    assert opened["metadata"]["ownerReferences"][0]["uid"] == "uid-coder"
+    assert opened["spec"]["request"]["gatewaySession"]["agent"] == "coder"
+    assert len(store.objects) == 1
