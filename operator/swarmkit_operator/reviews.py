@@ -19,7 +19,10 @@ key at a time, its workers started only in the leader):
   awaits the transition gets the error of that pass (its own reconcile fails and is
   retried too);
 * a gateway Review's expiry is the same key added with a delay (until its deadline), not
-  a timer: on a standby the key waits in the queue until this replica leads.
+  a timer: on a standby the key waits in the queue until this replica leads;
+* each pass is counted like every controller's (``swarmkit_reconcile_total`` and
+  ``swarmkit_reconcile_duration_seconds`` with kind ``Review``, retries in
+  ``swarmkit_workqueue_retries_total``).
 
 A Review the operator expects to open but finds already there is used only when the
 operator created it: its annotation ``swarmkit.dev/created-by`` (which the admission policy
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,7 +49,7 @@ from swarmkit_api.review import (
     gateway_review_name,
 )
 
-from . import k8s
+from . import k8s, metrics
 from .builders import review as rv
 from .builders import trust
 from .builders.pod import CONTAINER_NAME
@@ -133,6 +137,8 @@ class ReviewsController:
         #: Askers awaiting the next pass of a key.
         self._waiters: dict[Key, list[asyncio.Future[dict[str, Any] | None]]] = {}
         self._failures: dict[Key, int] = {}
+        #: Keys whose current pass wrote something (the reconcile metrics' outcome).
+        self._changed: set[Key] = set()
         #: The operator's own user name (who it creates Reviews as), asked once.
         self.identity: str | None = None
         #: The gateway pods whose logs ask for Reviews.
@@ -206,25 +212,33 @@ class ReviewsController:
     async def _work(self, key: Key) -> None:
         waiters = self._waiters.pop(key, [])
         asked = self._asked.get(key)
+        started = time.monotonic()
         try:
-            written = await self.reconcile(key, asked)
+            written, outcome = await self.reconcile(key, asked), "unchanged"
+            if key in self._changed:
+                outcome = "changed"
         except trust.Refused as refused:  # never retried: the object is not the operator's
             log.warning("review %s/%s: %s", *key, refused.message)
             self._forget(key)
+            written, outcome = None, "error"
             _settle(waiters, error=refused)
-            return
         except Exception as exc:  # retried with backoff until it lands, never dropped
             failures = self._failures.get(key, 0) + 1
             self._failures[key] = failures
             again = min(0.5 * 2 ** (failures - 1), MAX_BACKOFF)
             log.warning("review %s/%s: %s (retry in %.1fs)", *key, exc, again)
+            metrics.RETRIES.labels("Review").inc()
             self.queue.add(key, again)
+            written, outcome = None, "error"
             _settle(waiters, error=exc)
-            return
-        self._failures.pop(key, None)
-        if self._asked.get(key) is asked:
-            self._asked.pop(key, None)
-        _settle(waiters, result=written)
+        else:
+            self._failures.pop(key, None)
+            if self._asked.get(key) is asked:
+                self._asked.pop(key, None)
+            _settle(waiters, result=written)
+        self._changed.discard(key)
+        metrics.RECONCILES.labels("Review", outcome).inc()
+        metrics.RECONCILE_SECONDS.labels("Review").observe(time.monotonic() - started)
 
     async def reconcile(self, key: Key, asked: Transition | None) -> dict[str, Any] | None:
         """One pass over Review ``key``: open it if asked, write what is due."""
@@ -232,6 +246,8 @@ class ReviewsController:
         review = await k8s.get_custom(PLURAL, namespace, name)
         manifest = self._opening.get(key)
         if manifest is not None:
+            if review is None:
+                self._changed.add(key)
             review = await self._opened(manifest, review)
             self._opening.pop(key, None)
         if review is None:
@@ -245,6 +261,7 @@ class ReviewsController:
             if written is None:
                 return None
             review = written
+            self._changed.add(key)
             log.info("review %s/%s: %s", namespace, name, due.state)
         self._expire_later(key, review, derived(review, self.clock()))
         return review

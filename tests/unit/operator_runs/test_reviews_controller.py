@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from swarmkit_api.conditions import REASON_TAMPERED_OBJECT
 from swarmkit_api.review import (
@@ -103,6 +104,14 @@ def review(name: str, labels: dict[str, str] | None = None, **request: Any) -> d
     }
 
 
+def _count(what: str) -> float:
+    if what == "retries":
+        name, labels = "swarmkit_workqueue_retries_total", {"kind": "Review"}
+    else:
+        name, labels = "swarmkit_reconcile_total", {"kind": "Review", "outcome": what}
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
 async def eventually(check: Any, seconds: float = 5.0) -> None:
     deadline = asyncio.get_running_loop().time() + seconds
     while not check():
@@ -115,6 +124,7 @@ async def test_a_refused_status_write_is_retried_through_the_queue_and_lands(
 ) -> None:
     store.objects["r-1"] = review("r-1")
     store.refuse = 1
+    retries, changed = _count("retries"), _count("changed")
     with pytest.raises(k8s.ApiError, match="403"):
         await controller.transition(NS, "r-1", Transition("Closed"))
     # Nobody asks again: the queue retries the write (backoff) until it lands.
@@ -122,6 +132,9 @@ async def test_a_refused_status_write_is_retried_through_the_queue_and_lands(
     assert store.attempts == 2
     assert store.writes == [{"state": "Closed"}]
     assert not controller._asked and not controller._failures  # forgotten once written
+    # Counted like every controller's passes: one retry, one pass that changed it.
+    await eventually(lambda: _count("changed") == changed + 1)
+    assert _count("retries") == retries + 1
 
 
 async def test_an_asked_transition_is_written_once_and_returned(
