@@ -209,8 +209,10 @@ def render_all() -> dict[Path, str]:
         files[CHART_CRD_DIR / f"{info.plural}.yaml"] = _chart_template(info, HEADER + body)
     policy = "---\n".join(_dump(doc) for doc in admission.manifests())
     files[ADMISSION_FILE] = HEADER + policy
+    # The chart names its own release's operator account (who alone opens Reviews).
+    chart_policy = "---\n".join(_dump(d) for d in admission.manifests(admission.CHART_OPERATOR))
     files[CHART_ADMISSION_FILE] = (
-        "{{- if .Values.reviews.admissionPolicy }}\n" + HEADER + policy + "{{- end }}\n"
+        "{{- if .Values.reviews.admissionPolicy }}\n" + HEADER + chart_policy + "{{- end }}\n"
     )
     validating = "---\n".join(_dump(d) for d in admission_runs.validating_manifests())
     mutating = "---\n".join(_dump(d) for d in admission_runs.mutating_manifests())

@@ -1,15 +1,17 @@
 """The Review resource: one question a person must answer, and the runner's resume contract.
 
-A Review is created by the operator from what a parked run reported (the runner of a Run
-has no API access), owned by its Run (or, for a swarm-authored skill, by the Skill); or by
-an Agent's MCP gateway itself, for a call of one of its sessions that waits for a person
-(``request.gatewaySession``; the gateway's own service account may create, get and watch
-Reviews in its namespace, nothing else). ``spec.request`` is what is asked; it never
-changes. A person answers by writing ``spec.decision {verdict, text, decidedBy}``; the
-ValidatingAdmissionPolicy shipped with the chart (``swarmkit-review-decisions``) requires
-``decidedBy`` to be the authenticated user of that very request, refuses a second
-decision and a decision on an expired review. The CRD itself (CEL transition rules,
-below) also refuses any change to a decided review.
+A Review is created by the operator only: from what a parked run reported (the runner of
+a Run has no API access), owned by its Run (or, for a swarm-authored skill, by the Skill);
+or, for a call of an Agent's MCP gateway session that waits for a person
+(``request.gatewaySession``), from what the gateway's own pod asked on its log
+(:class:`GatewayReviewAsk`), owned by the Agent (the gateway's service account may only get
+and watch Reviews: anyone who may edit the namespace can mint its token). ``spec.request``
+is what is asked; it never changes. A person answers by writing
+``spec.decision {verdict, text, decidedBy}``; the ValidatingAdmissionPolicy shipped with
+the chart (``swarmkit-review-decisions``) requires ``decidedBy`` to be the authenticated
+user of that very request, refuses a second decision and a decision on an expired review,
+and lets only the operator create a Review labelled as a Run's, a Skill's or a gateway's.
+The CRD itself (CEL transition rules, below) also refuses any change to a decided review.
 
 :class:`Checkpoint` and :class:`ResumeDecision` are the files a resumed runner reads: the
 run's journal so far (what every model call and tool call returned) and the decision.
@@ -29,12 +31,21 @@ from pydantic import Field
 from .base import ApiModel, CelRule
 from .common import Conditions, LocalObjectReference
 from .funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer, GateReport
+from .quorum import Tally, tally
 
 #: Labels on every Review: its kind; a gateway session's Review also names its Agent (the
 #: label the gateway's pods carry) and the session's correlation id.
 REVIEW_KIND_LABEL = "swarmkit.dev/review-kind"
 GATEWAY_LABEL = "swarmkit.dev/gateway"
 CORRELATION_LABEL = "swarmkit.dev/correlation-id"
+#: Who created the Review: the admission policy requires it to be the authenticated
+#: creator, and the operator uses a Review it expects only when it names the operator.
+CREATED_BY_ANNOTATION = "swarmkit.dev/created-by"
+#: The labels that say on whose behalf the operator opened a Review (a Run's, a Skill's,
+#: a gateway's): only the operator may create a Review bearing one.
+RUN_UID_LABEL = "swarmkit.dev/run-uid"
+SKILL_LABEL = "swarmkit.dev/skill"
+ORIGIN_LABELS = (GATEWAY_LABEL, RUN_UID_LABEL, SKILL_LABEL)
 
 ReviewKind = Literal[
     "escalation",
@@ -85,6 +96,22 @@ class FunnelGate(ApiModel):
         "by the operator from their Reviews); the quorum counts their signatures per "
         "approve.onRevision.",
     )
+
+    @classmethod
+    def of(cls, review: Mapping[str, Any]) -> tuple[FunnelGate, list[Approval]] | None:
+        """The gate of a ``funnel_approval`` Review and its signatures (None: the Review is
+        no funnel approval). Raises ``ValueError`` (pydantic's ValidationError) when the gate
+        or a signature does not parse: the operator then sees no decision, the CLI says so."""
+        spec = review.get("spec") or {}
+        raw = (spec.get("request") or {}).get("gate")
+        if not raw:
+            return None
+        gate = cls.model_validate(raw)
+        return gate, [Approval.model_validate(a) for a in spec.get("approvals") or ()]
+
+    def tally(self, approvals: list[Approval]) -> Tally:
+        """The quorum as ``approvals`` leave it (:func:`swarmkit_api.quorum.tally`)."""
+        return tally(self.approve, approvals, self.author, self.rounds)
 
 
 class ReviewRequest(ApiModel):
@@ -252,23 +279,98 @@ def decided_at(review: Mapping[str, Any]) -> str:
 
 
 def decision_of(review: Mapping[str, Any]) -> ResumeDecision | None:
-    """The decision written on a Review object (None while it has none). The operator (a
-    parked Run) and the MCP gateway (a waiting call) read decisions with this."""
+    """The decision a Review holds, None while it holds none: the one way to read it.
+
+    ``spec.decision`` (one person; the admission policy checked ``decidedBy``), or for a
+    funnel approval what its signatures add up to (:meth:`FunnelGate.tally`): approve once
+    the quorum holds, reject on a rejection, revise on a revision request. The operator (a
+    parked Run, a skill review, a spend hold, a gateway Review's status), the MCP gateway
+    (a waiting call) and ``kubectl swarmkit review`` all read decisions with this."""
     spec = review.get("spec") or {}
-    decision = spec.get("decision")
-    if not decision:
-        return None
     request = spec.get("request") or {}
+    name = str((review.get("metadata") or {}).get("name") or "")
+    key = str(request.get("key") or "")
+    decision = spec.get("decision")
+    if decision:
+        return ResumeDecision(
+            review=name,
+            key=key,
+            kind=request.get("kind") or "escalation",
+            verdict=decision.get("verdict") or "reject",
+            text=str(decision.get("text") or ""),
+            decided_by=str(decision.get("decidedBy") or ""),
+            decided_at=decided_at(review),
+            task_id=request.get("taskId"),
+        )
+    try:
+        found = FunnelGate.of(review)
+    except ValueError:
+        return None  # an unreadable gate never opens (the CLI shows why)
+    if found is None:
+        return None
+    gate, approvals = found
+    result = gate.tally(approvals)
+    if result.rejected_by is not None:
+        who = result.rejected_by
+        text = next(
+            (a.text or "" for a in approvals if a.decided_by == who and a.verdict == "reject"), ""
+        )
+        verdict: Literal["approve", "reject", "revise"] = "reject"
+    elif result.revision is not None:
+        who, text, verdict = result.revision.decided_by, result.revision.text or "", "revise"
+    elif result.approved:
+        who, text, verdict = ", ".join(result.approvers), "", "approve"
+    else:
+        return None
     return ResumeDecision(
-        review=str((review.get("metadata") or {}).get("name") or ""),
-        key=str(request.get("key") or ""),
-        kind=request.get("kind") or "escalation",
-        verdict=decision.get("verdict") or "reject",
-        text=str(decision.get("text") or ""),
-        decided_by=str(decision.get("decidedBy") or ""),
+        review=name,
+        key=key,
+        kind="funnel_approval",
+        verdict=verdict,
+        text=text,
+        decided_by=who,
         decided_at=decided_at(review),
-        task_id=request.get("taskId"),
     )
+
+
+# --- a gateway session's question (gateway side) ----------------------------------------------
+
+#: The stdout line prefix an Agent's MCP gateway asks the operator to open a Review on
+#: (one line, read by the operator from the log of the gateway's own pods: the gateway
+#: has no identity of its own that could create one, see :class:`GatewayReviewAsk`).
+REVIEW_ASK_LINE_PREFIX = "swarmkit.review-ask "
+MAX_NAME = 63
+
+
+def gateway_review_name(agent: str, correlation_id: str, n: int) -> str:
+    """``gw-<agent>-<correlation id[:8]>-<n>`` (at most 63 characters): the n-th question
+    of a gateway session (the gateway waits on it, the operator opens it)."""
+    suffix = f"-{correlation_id.replace('-', '')[:8]}-{n}"
+    return f"gw-{agent}"[: MAX_NAME - len(suffix)].rstrip("-") + suffix
+
+
+class GatewayReviewAsk(ApiModel):
+    """What a gateway prints (after :data:`REVIEW_ASK_LINE_PREFIX`) for the operator to open
+    the Review a waiting call needs: the n-th question of its session and what is asked.
+
+    The operator opens it only for a pod of that Agent's gateway, for an ``approval`` or
+    ``escalation`` of that gateway's session, under the name :func:`gateway_review_name`
+    gives, owned by the Agent (:func:`swarmkit_operator.builders.review.
+    build_gateway_review`); the gateway's ServiceAccount may only get and watch Reviews."""
+
+    n: int = Field(ge=1, le=100000, description="The question's number in its session.")
+    request: ReviewRequest = Field(description="What is asked (request.gatewaySession set).")
+
+    def line(self) -> str:
+        return REVIEW_ASK_LINE_PREFIX + json.dumps(self.wire(), separators=(",", ":"))
+
+    @classmethod
+    def from_line(cls, line: str) -> GatewayReviewAsk | None:
+        """The ask on a log line (None: the line is no ask). Raises ``ValueError`` when it
+        is one but does not parse."""
+        if not line.startswith(REVIEW_ASK_LINE_PREFIX):
+            return None
+        return cls.model_validate_json(line[len(REVIEW_ASK_LINE_PREFIX) :])
 
 
 class Checkpoint(ApiModel):
@@ -310,13 +412,19 @@ __all__ = [
     "CHECKPOINT_FILE",
     "CHECKPOINT_LINE_PREFIX",
     "CORRELATION_LABEL",
+    "CREATED_BY_ANNOTATION",
     "DECISION_FILE",
     "GATEWAY_LABEL",
+    "ORIGIN_LABELS",
     "RESUME_MOUNT",
+    "REVIEW_ASK_LINE_PREFIX",
     "REVIEW_KIND_LABEL",
+    "RUN_UID_LABEL",
+    "SKILL_LABEL",
     "TIMEOUT_DECIDER",
     "Checkpoint",
     "FunnelGate",
+    "GatewayReviewAsk",
     "GatewaySessionRef",
     "ResumeDecision",
     "ReviewDecision",
@@ -327,4 +435,5 @@ __all__ = [
     "ReviewStatus",
     "decided_at",
     "decision_of",
+    "gateway_review_name",
 ]

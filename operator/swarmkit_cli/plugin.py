@@ -12,6 +12,7 @@ Exit codes (kubectl plugin convention, the same for every subcommand):
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,16 @@ class UsageError(Exception):
 
 class CommandError(Exception):
     """Raised by a handler for an error worth one clear line; exits 1 with the message."""
+
+
+def api_reason(exc: Any) -> str:
+    """What the apiserver said when it refused a request (an ``ApiException``): its
+    ``message`` (an admission policy's or RBAC's words, as is), else the status line."""
+    try:
+        message = json.loads(exc.body or "{}").get("message")
+    except ValueError:
+        message = None
+    return str(message or f"{exc.status} {exc.reason}")
 
 
 def add_command(

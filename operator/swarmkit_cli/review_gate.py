@@ -24,24 +24,19 @@ from pydantic import ValidationError
 
 from swarmkit_api import GROUP, VERSION
 from swarmkit_api.funnel import Approval, ApprovalRound
-from swarmkit_api.quorum import tally
 from swarmkit_api.review import FunnelGate
 
 from .console import Console
-from .plugin import EXIT_OK, CommandError, UsageError
+from .plugin import EXIT_OK, CommandError, UsageError, api_reason
 
 PLURAL = "reviews"
 
 
 def gate_of(review: dict[str, Any]) -> tuple[FunnelGate, list[Approval]] | None:
-    spec = review.get("spec") or {}
-    raw = (spec.get("request") or {}).get("gate")
-    if not raw:
-        return None
+    """:meth:`FunnelGate.of` (the operator reads the gate the same way), an unreadable gate
+    being an error worth a line."""
     try:
-        return FunnelGate.model_validate(raw), [
-            Approval.model_validate(a) for a in spec.get("approvals") or ()
-        ]
+        return FunnelGate.of(review)
     except ValidationError as exc:
         raise CommandError(f"review {review['metadata']['name']}: invalid gate: {exc}") from None
 
@@ -67,7 +62,7 @@ def show(review: dict[str, Any], console: Console) -> None:
         console.print(f"Finding:     [{finding.severity}] {finding.message}")
     console.print(f"Author:      {gate.author or '(unknown)'}")
     _history(gate.rounds, report.round, gate.approve.on_revision, console)
-    result = tally(gate.approve, approvals, gate.author, gate.rounds)
+    result = gate.tally(approvals)
     state = (
         "rejected"
         if result.rejected_by
@@ -141,8 +136,6 @@ def sign(
 ) -> int:
     from kubernetes.client.exceptions import ApiException
 
-    from .commands.review import _reason
-
     found = gate_of(review)
     assert found is not None
     gate, _ = found
@@ -175,7 +168,7 @@ def sign(
             break
         except ApiException as exc:
             if exc.status != 409:
-                raise CommandError(f"review {name}: {_reason(exc)}") from None
+                raise CommandError(f"review {name}: {api_reason(exc)}") from None
             if attempt == SIGN_ATTEMPTS:
                 raise CommandError(
                     f"review {name} kept changing while signing ({SIGN_ATTEMPTS} attempts): "

@@ -11,8 +11,12 @@ apiserver evaluates this ValidatingAdmissionPolicy on every create and update of
 * a decision on a Review the operator marked ``Expired`` (its deadline passed; the run has
   taken its failure path) or ``Closed`` (its run was cancelled while it waited);
 * a Review created with a decision already in it;
-* a Review labelled as a gateway's (``swarmkit.dev/gateway``) created by anyone but a
-  ServiceAccount of its namespace, or by another gateway's ``gw-<agent>`` account.
+* a Review whose ``swarmkit.dev/created-by`` annotation is not its authenticated creator,
+  and a Review labelled as a Run's, a Skill's or a gateway's (``swarmkit.dev/run-uid``,
+  ``swarmkit.dev/skill``, ``swarmkit.dev/gateway``) created by anyone but the operator
+  (:data:`OPERATOR`; the chart names its own release's account): a gateway asks the
+  operator on its pod's log, and its ServiceAccount may not create Reviews; neither the
+  annotation nor those labels may change afterwards.
 
 Funnel approvals (``spec.request.gate`` set; people sign by appending to
 ``spec.approvals``) are checked per signature (approve, reject or revise alike; the CRD
@@ -34,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from swarmkit_api.review import GATEWAY_LABEL
+from swarmkit_api.review import CREATED_BY_ANNOTATION, ORIGIN_LABELS
 
 from . import mailbox_admission
 
@@ -155,39 +159,87 @@ def approval_validations() -> list[dict[str, Any]]:
     ]
 
 
-_SA = "'system:serviceaccount:' + request.namespace + ':'"
-_GATEWAY = "object.metadata.labels['" + GATEWAY_LABEL + "']"
+#: Who the operator is, as the apiserver authenticates it: the chart's ServiceAccount of
+#: the default release (``deploy/admission`` as applied by hand and by the tests); the chart
+#: renders its own release's account in its place (:data:`CHART_OPERATOR`).
+OPERATOR = "system:serviceaccount:swarmkit-system:swarmkit-operator"
+CHART_OPERATOR = (
+    "system:serviceaccount:{{ .Release.Namespace }}:"
+    "{{ include `swarmkit-operator.serviceAccountName` . }}"
+)
+_ORIGINS = "[" + ", ".join(f"'{label}'" for label in ORIGIN_LABELS) + "]"
 
 
-def origin_validations() -> list[dict[str, Any]]:
-    """A Review labelled as a gateway's is created by a ServiceAccount of its namespace, and
-    a gateway's own account ``gw-<agent>`` speaks only for its agent (issue 46 item 5)."""
-    labelled = (
-        "request.operation == 'CREATE' && has(object.metadata.labels) && "
-        "'" + GATEWAY_LABEL + "' in object.metadata.labels"
-    )
+def _entry(field: str, obj: str, key: str) -> str:
+    """``obj.metadata.<field>[key]``, '' when absent (CEL)."""
+    where = f"{obj}.metadata.{field}"
+    return f"(has({where}) && {key} in {where} ? {where}[{key}] : '')"
+
+
+def origin_variables() -> list[dict[str, str]]:
+    return [
+        {
+            "name": "origin",
+            "expression": "has(object.metadata.labels) ? "
+            + _ORIGINS
+            + ".filter(k, k in object.metadata.labels) : []",
+        }
+    ]
+
+
+def origin_validations(operator: str = OPERATOR) -> list[dict[str, Any]]:
+    """Who opened a Review (issue 46 items 1 and 5): its ``swarmkit.dev/created-by``
+    annotation, when set, is its authenticated creator; a Review labelled as a Run's, a
+    Skill's or a gateway's is created by the operator only (a gateway asks the operator on
+    its pod's log: its ServiceAccount's token is anyone's who may edit the namespace); and
+    neither the annotation nor those labels change afterwards."""
+    created_by = "'" + CREATED_BY_ANNOTATION + "'"
     return [
         _validation(
-            "!(" + labelled + ") || request.userInfo.username.startsWith(" + _SA + ")",
-            "'a Review labelled " + GATEWAY_LABEL + "=' + " + _GATEWAY + " + ' is opened by "
-            "that gateway, not by ' + request.userInfo.username",
+            "request.operation != 'CREATE' || !(has(object.metadata.annotations) && "
+            + created_by
+            + " in object.metadata.annotations) || object.metadata.annotations["
+            + created_by
+            + "] == request.userInfo.username",
+            "'metadata.annotations[" + CREATED_BY_ANNOTATION + "] must be your authenticated "
+            "user name ' + request.userInfo.username",
             "Forbidden",
         ),
         _validation(
-            "!(" + labelled + ") || !request.userInfo.username.startsWith(" + _SA + " + 'gw-') "
-            "|| ('gw-' + " + _GATEWAY + ").startsWith("
-            "request.userInfo.username.substring(size(" + _SA + ")))",
-            "request.userInfo.username + ' may open Reviews only for its own gateway, not "
-            "for ' + " + _GATEWAY,
+            "request.operation != 'CREATE' || size(variables.origin) == 0 || "
+            "request.userInfo.username == '" + operator + "'",
+            "'a Review labelled ' + variables.origin[0] + '=' + "
+            "object.metadata.labels[variables.origin[0]] + ' is opened only by the operator ("
+            + operator
+            + ") on its behalf, not by ' + request.userInfo.username",
+            "Forbidden",
+        ),
+        _validation(
+            "request.operation != 'UPDATE' || ("
+            + _ORIGINS
+            + ".all(k, "
+            + _entry("labels", "object", "k")
+            + " == "
+            + _entry("labels", "oldObject", "k")
+            + ") && "
+            + _entry("annotations", "object", created_by)
+            + " == "
+            + _entry("annotations", "oldObject", created_by)
+            + ")",
+            "'who opened review ' + object.metadata.name + ' (its labels "
+            + ", ".join(ORIGIN_LABELS)
+            + " and its annotation "
+            + CREATED_BY_ANNOTATION
+            + ") cannot be added, changed or removed'",
             "Forbidden",
         ),
     ]
 
 
-def validations() -> list[dict[str, Any]]:
+def validations(operator: str = OPERATOR) -> list[dict[str, Any]]:
     """The rules, in the order the apiserver reports them."""
     return [
-        *origin_validations(),
+        *origin_validations(operator),
         _validation(
             "request.operation != 'CREATE' || !has(object.spec.decision)",
             "'a Review is created without spec.decision; decide it with an update'",
@@ -221,7 +273,7 @@ def validations() -> list[dict[str, Any]]:
     ]
 
 
-def policy() -> dict[str, Any]:
+def policy(operator: str = OPERATOR) -> dict[str, Any]:
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
@@ -241,8 +293,8 @@ def policy() -> dict[str, Any]:
                     }
                 ]
             },
-            "variables": variables(),
-            "validations": validations(),
+            "variables": [*variables(), *origin_variables()],
+            "validations": validations(operator),
         },
     }
 
@@ -259,9 +311,19 @@ def binding() -> dict[str, Any]:
     }
 
 
-def manifests() -> list[dict[str, Any]]:
-    # The mailbox acknowledgement policy ships beside it (same file, same chart switch).
-    return [policy(), binding(), *mailbox_admission.manifests()]
+def manifests(operator: str = OPERATOR) -> list[dict[str, Any]]:
+    """The policies (``operator``: who the operator is; the chart passes
+    :data:`CHART_OPERATOR`). The mailbox acknowledgement policy ships beside it (same file,
+    same chart switch)."""
+    return [policy(operator), binding(), *mailbox_admission.manifests()]
 
 
-__all__ = ["POLICY_NAME", "binding", "manifests", "policy", "validations"]
+__all__ = [
+    "CHART_OPERATOR",
+    "OPERATOR",
+    "POLICY_NAME",
+    "binding",
+    "manifests",
+    "policy",
+    "validations",
+]

@@ -73,8 +73,9 @@ GRANTS: tuple[Grant, ...] = (
         "swarmkit.dev",
         ("reviews",),
         ("create", "get", "list", "watch"),
-        "Human review: it opens a Review for each question a parked Run (or a swarm-authored "
-        "Skill) reports; it never writes spec.decision (the admission policy refuses it).",
+        "Human review: it opens every Review, for each question a parked Run, a swarm-authored "
+        "Skill or an Agent gateway's session (asked on its pod's log) reports; it never "
+        "writes spec.decision (the admission policy refuses it).",
     ),
     Grant(
         "swarmkit.dev",
@@ -165,7 +166,8 @@ GRANTS: tuple[Grant, ...] = (
         "",
         ("pods/log",),
         ("get",),
-        "A parked run's checkpoint line (stored in an immutable ConfigMap).",
+        "A parked run's checkpoint line (stored in an immutable ConfigMap), and the review "
+        "asks an Agent gateway's pods print (followed while they run).",
     ),
     Grant(
         "apps",

@@ -135,7 +135,7 @@ class Gateway:
         # loop's import also registers every skill executor).
         self.root.shared.loop_factory = AgentRunner
         self.sessions: OrderedDict[str, Session] = OrderedDict()
-        #: Opens the Reviews a waiting call asks (the pod's service account; lazily).
+        #: Follows the Reviews the operator opens for waiting calls (get/watch; lazily).
         self.reviews = ReviewClient(bundle.run.namespace)
         self.ready = False
         #: Why start-up failed (reported by :func:`serve`).
@@ -208,7 +208,7 @@ class Gateway:
             identity=identity,
             pod=os.environ.get("HOSTNAME", ""),
         )
-        ctx.reviewer = SessionReviewer(self.reviews, ref, self.bundle.run.uid, audit)
+        ctx.reviewer = SessionReviewer(self.reviews, ref, audit)
         catalog, _skills, _prompt = agent_catalog(ctx, self.agent)
         tools = {listed_name(e, self.bundle): e for e in catalog.entries()}
         created = Session(session_id, identity, correlation, ctx, catalog, tools)

@@ -1,20 +1,22 @@
 """A gateway call that needs a person waits on a Review (the MCP gateway's human review).
 
 A Run that needs a person parks and the operator opens its Review. A gateway session has
-no Run to park, so the gateway asks itself: for a ``strict`` call without a standing
-approval (kind ``approval``) or a skill that fails with ``onFailure: escalate_to_human``
-(kind ``escalation``) it creates the Review through the Kubernetes API with its pod's
-service account (the operator's Role for it allows create/get/watch on Reviews in its
-namespace, nothing else) and blocks that one MCP call until a reviewer decides; every
-other call and session keeps being served (it is an ``await`` on a watch).
+no Run to park: for a ``strict`` call without a standing approval (kind ``approval``) or a
+skill that fails with ``onFailure: escalate_to_human`` (kind ``escalation``) the gateway
+asks the operator to open one, and blocks that one MCP call until a reviewer decides;
+every other call and session keeps being served (it is an ``await`` on a watch).
 
-The Review (:func:`build_review`), built from the same :class:`~swarmkit_api.review.ReviewRequest`
-fields as a parked Run's:
+**The ask is a line on the pod's own log**, :class:`~swarmkit_api.review.GatewayReviewAsk`
+after ``swarmkit.review-ask `` (:func:`ask_for`), like the checkpoint line of a parked Run.
+The gateway has no API identity that may create a Review: its ServiceAccount may only get
+and watch them, because anyone who may edit the namespace can mint that account's token
+(``kubectl create token``). The operator follows the logs of the gateway's own pods, checks
+the ask (that Agent's gateway, its session, an approval or escalation) and opens the Review
+itself (:func:`swarmkit_operator.builders.review.build_gateway_review`):
 
 * name ``gw-<agent>-<correlation id[:8]>-<n>`` (the n-th question of that session);
-* owned by the Agent (deleted with it; no ``blockOwnerDeletion``), labelled
-  ``swarmkit.dev/gateway=<agent>``, ``swarmkit.dev/correlation-id=<session correlation id>``
-  and ``swarmkit.dev/review-kind``;
+* owned by the Agent, labelled ``swarmkit.dev/gateway=<agent>``,
+  ``swarmkit.dev/correlation-id=<session correlation id>`` and ``swarmkit.dev/review-kind``;
 * ``spec.request.gatewaySession {agent, correlationId, session, identity, pod}`` says which
   session waits (no ``runRef``); question, skill, tool, scrubbed and capped arguments and
   context as for a Run; ``deadline`` = now + the wait.
@@ -29,9 +31,10 @@ counts (one last read at the deadline).
 
 Audited as ``review.requested`` (the Review's name, the wait) and ``review.decided``
 (verdict, the reviewer's authenticated identity, when, the wait in ms), both with the
-session's correlation id, session and token identity. Where no Review can be created (no
-API access, no RBAC, no Review CRD) :class:`~.errors.ReviewUnavailable` carries the reason
-and the call falls back to the refusal.
+session's correlation id, session and token identity. Where no Review can be waited on (no
+API access, no RBAC, no Review CRD, or the operator did not open it within
+:data:`OPEN_SECONDS`) :class:`~.errors.ReviewUnavailable` carries the reason and the call
+falls back to the refusal.
 """
 
 from __future__ import annotations
@@ -46,13 +49,12 @@ from urllib.parse import quote
 from swarmkit_api.bundle import ReviewItem
 from swarmkit_api.common import LocalObjectReference
 from swarmkit_api.review import (
-    CORRELATION_LABEL,
-    GATEWAY_LABEL,
-    REVIEW_KIND_LABEL,
+    GatewayReviewAsk,
     GatewaySessionRef,
     ResumeDecision,
     ReviewRequest,
     decision_of,
+    gateway_review_name,
 )
 
 from .audit import AuditLog
@@ -65,30 +67,14 @@ API_VERSION = "swarmkit.dev/v1alpha1"
 GATEWAY_TIMEOUT_DECIDER = "system:swarmkit-gateway:review-timeout"
 #: Seconds before a watch that broke (a network error, an apiserver restart) is resumed.
 REWATCH_DELAY = 1.0
-MAX_NAME = 63
+#: Seconds the operator has to open an asked Review before the call gives up on it.
+OPEN_SECONDS = 30.0
 
 
-def review_name(agent: str, correlation_id: str, n: int) -> str:
-    """``gw-<agent>-<correlation id[:8]>-<n>`` (at most 63 characters)."""
-    suffix = f"-{correlation_id.replace('-', '')[:8]}-{n}"
-    return f"gw-{agent}"[: MAX_NAME - len(suffix)].rstrip("-") + suffix
-
-
-def _label(value: str) -> str:
-    return value[:63].strip("-_.") or "x"
-
-
-def build_review(
-    *,
-    name: str,
-    namespace: str,
-    agent_uid: str,
-    session: GatewaySessionRef,
-    item: ReviewItem,
-    wait_seconds: int,
-    now: datetime,
-) -> dict[str, Any]:
-    """The Review asking ``item`` for a gateway session (pure; see the module doc)."""
+def ask_for(
+    *, n: int, session: GatewaySessionRef, item: ReviewItem, wait_seconds: int, now: datetime
+) -> GatewayReviewAsk:
+    """The ask for the n-th question of ``session`` (pure; see the module doc)."""
     request = ReviewRequest(
         kind=item.kind,
         question=item.question[:4096],
@@ -102,25 +88,7 @@ def build_review(
         key=item.key or "",
         deadline=now + timedelta(seconds=wait_seconds),
     )
-    labels = {
-        "app.kubernetes.io/part-of": "swarmkit-operator",
-        "app.kubernetes.io/component": "gateway",
-        GATEWAY_LABEL: _label(session.agent),
-        CORRELATION_LABEL: _label(session.correlation_id),
-        REVIEW_KIND_LABEL: item.kind,
-    }
-    owner = {"apiVersion": API_VERSION, "kind": "Agent", "name": session.agent, "uid": agent_uid}
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "Review",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": labels,
-            "ownerReferences": [owner],
-        },
-        "spec": {"request": request.wire()},
-    }
+    return GatewayReviewAsk(n=n, request=request)
 
 
 def settled(review: Mapping[str, Any]) -> bool:
@@ -130,8 +98,8 @@ def settled(review: Mapping[str, Any]) -> bool:
 
 
 class ReviewClient:
-    """Creates Reviews in the gateway's namespace and waits for their decisions (shared
-    by every session of the gateway process)."""
+    """Waits for the decisions of the Reviews the operator opened for the gateway (shared
+    by every session of the gateway process; get and watch only)."""
 
     def __init__(self, namespace: str, api: KubeApi | None = None) -> None:
         self.namespace = namespace
@@ -149,17 +117,6 @@ class ReviewClient:
         base = f"/apis/{API_VERSION}/namespaces/{self.namespace}/reviews"
         return base if name is None else f"{base}/{name}"
 
-    async def create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            return await self.api().request("POST", self.path(), manifest)
-        except KubeUnavailable as exc:
-            raise ReviewUnavailable(f"no Kubernetes API access: {exc}") from None
-        except KubeError as exc:
-            raise ReviewUnavailable(f"the Review could not be created ({exc})") from None
-        except Exception as exc:  # a transport error (connection refused, TLS, timeout)
-            detail = str(exc) or type(exc).__name__
-            raise ReviewUnavailable(f"the Kubernetes API is unreachable: {detail}") from None
-
     async def get(self, name: str) -> dict[str, Any] | None:
         try:
             return await self.api().request("GET", self.path(name))
@@ -168,13 +125,17 @@ class ReviewClient:
                 return None
             raise
 
-    async def wait(self, name: str, resource_version: str, seconds: float) -> dict[str, Any]:
-        """The Review once settled, or as it stands after ``seconds``."""
+    async def wait(self, name: str, seconds: float) -> dict[str, Any]:
+        """The Review once settled, or as it stands after ``seconds``; it must be opened
+        (by the operator) within :data:`OPEN_SECONDS`."""
         deadline = time.monotonic() + seconds
+        opened_by = time.monotonic() + min(OPEN_SECONDS, seconds)
         latest: dict[str, Any] | None = None
-        version = resource_version
+        version = ""  # from a listing: the Review may not exist yet
         params = {"fieldSelector": f"metadata.name={quote(name)}"}
         while (remaining := deadline - time.monotonic()) > 0:
+            if latest is None:
+                remaining = min(remaining, max(0.0, opened_by - time.monotonic()))
             try:
                 async with asyncio.timeout(remaining):
                     async for event in self.api().watch(
@@ -191,28 +152,37 @@ class ReviewClient:
                         if settled(obj):
                             return obj
             except TimeoutError:
-                break
+                pass
             except ReviewUnavailable:
                 raise
             except Exception:  # a broken watch: read the object, then watch again
                 await asyncio.sleep(min(REWATCH_DELAY, max(0.0, deadline - time.monotonic())))
-            current = await self._read(name)
-            if settled(current):
-                return current
-            latest = current
-            version = str((current.get("metadata") or {}).get("resourceVersion") or "")
+            current = await self._read(name, seen=latest is not None)
+            if current is None and time.monotonic() >= opened_by:
+                raise ReviewUnavailable(
+                    f"the operator did not open review {name} within {OPEN_SECONDS:g}s"
+                )
+            if current is not None:
+                if settled(current):
+                    return current
+                latest = current
+                version = str((current.get("metadata") or {}).get("resourceVersion") or "")
         # One last read: a decision admitted just before the deadline still counts.
-        final = await self._read(name, fallback=latest)
+        final = await self._read(name, seen=True, fallback=latest)
+        assert final is not None
         return final
 
-    async def _read(self, name: str, fallback: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def _read(
+        self, name: str, seen: bool, fallback: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        """The Review now (None: not opened yet); once seen, gone is an error."""
         try:
             found = await self.get(name)
         except Exception:
             if fallback is not None:
                 return fallback
             raise
-        if found is None:
+        if found is None and seen:
             raise ReviewUnavailable(f"review {name} was deleted while waiting")
         return found
 
@@ -229,29 +199,21 @@ class SessionReviewer:
         self,
         client: ReviewClient,
         session: GatewaySessionRef,
-        agent_uid: str,
         audit: AuditLog,
     ) -> None:
         self.client = client
         self.session = session
-        self.agent_uid = agent_uid
         self.audit = audit
         self.asked = 0
 
     async def __call__(self, item: ReviewItem) -> ResumeDecision:
         self.asked += 1
-        name = review_name(self.session.agent, self.session.correlation_id, self.asked)
+        name = gateway_review_name(self.session.agent, self.session.correlation_id, self.asked)
         wait = int(item.timeout_seconds or 1)
-        manifest = build_review(
-            name=name,
-            namespace=self.client.namespace,
-            agent_uid=self.agent_uid,
-            session=self.session,
-            item=item,
-            wait_seconds=wait,
-            now=datetime.now(UTC),
+        ask = ask_for(
+            n=self.asked, session=self.session, item=item, wait_seconds=wait, now=datetime.now(UTC)
         )
-        created = await self.client.create(manifest)
+        self.audit.write_raw(ask.line())  # the operator opens it (module docstring)
         started = time.monotonic()
         self.audit.emit(
             "review.requested",
@@ -264,9 +226,8 @@ class SessionReviewer:
             timeout_s=wait,
             outcome="waiting",
         )
-        version = str((created.get("metadata") or {}).get("resourceVersion") or "")
         try:
-            review = await self.client.wait(name, version, wait)
+            review = await self.client.wait(name, wait)
         except ReviewUnavailable:
             raise
         except Exception as exc:
@@ -292,9 +253,9 @@ class SessionReviewer:
 
 __all__ = [
     "GATEWAY_TIMEOUT_DECIDER",
+    "OPEN_SECONDS",
     "ReviewClient",
     "SessionReviewer",
-    "build_review",
-    "review_name",
+    "ask_for",
     "settled",
 ]

@@ -1,7 +1,8 @@
 """A strict call through an Agent's MCP gateway waits for a person, on the real control plane.
 
 The operator runs as a process; the gateway is the real runner in a process-node pod of a
-real Deployment, as its own ServiceAccount (the operator's Role: create/get/watch Reviews);
+real Deployment, as its own ServiceAccount (the operator's Role: get/watch Reviews; the
+gateway asks the operator for each Review on its pod's log and the operator opens it);
 the harness is the public ``mcp`` client over streamable HTTP. A reviewer is a user bound
 to the chart's ``swarmkit-reviewer`` role, deciding with the documented ``kubectl patch``
 through the real admission policy (``review_support``).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -146,6 +148,10 @@ async def test_a_strict_call_waits_for_a_reviewer_and_runs_once_approved(
         session = request["gatewaySession"]
         assert (session["agent"], session["identity"]) == ("coder", "alice")
         assert review["metadata"]["ownerReferences"][0]["kind"] == "Agent"
+        # The operator opened it, on the gateway's behalf (issue 46 item 5).
+        assert review["metadata"]["annotations"]["swarmkit.dev/created-by"] == (
+            "system:serviceaccount:swarmkit-system:swarmkit-operator"
+        )
         assert not call.done()
 
         # The waiting call blocks nothing else: another session is served meanwhile.
@@ -252,11 +258,24 @@ async def test_no_decision_in_time_fails_the_call_and_expires_the_review(
     assert late.returncode != 0 and "expired" in late.stderr
 
 
-def test_a_review_labelled_as_a_gateways_comes_only_from_that_gateways_account(
+def _as_token(
+    cluster: LocalCluster, token: str, ns: str, doc: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
+    return cluster.kubectl(
+        "--kubeconfig=/dev/null", f"--server={cluster.server}", "--insecure-skip-tls-verify",
+        f"--token={token}", "-n", ns, "create", "-f", "-", input=json.dumps(doc), check=False,
+    )  # fmt: skip
+
+
+def test_an_editor_minting_the_gateways_token_cannot_open_a_review(
     kube: Kube, cluster: LocalCluster, served: tuple[str, str]
 ) -> None:
-    """Issue 46 item 5 (the admission half): a person, even one allowed to create Reviews,
-    cannot open one labelled as gateway coder's, nor can another gateway's account."""
+    """Issue 46 item 5, as the adversary: eve (Kubernetes' built-in ``edit``) enables a
+    gateway and mints its ServiceAccount's token, which ``edit`` allows. That account may
+    not create a Review at all (the operator opens a gateway's Reviews, asked on its pod's
+    log); an account an admin did allow to create Reviews, and a person allowed to, are
+    refused by the admission policy: only the operator opens a Review labelled as a
+    gateway's. The gateway's own path works (the other tests of this module)."""
     ns, _ = served
     review = {
         "apiVersion": f"{GROUP}/{VERSION}",
@@ -264,16 +283,23 @@ def test_a_review_labelled_as_a_gateways_comes_only_from_that_gateways_account(
         "metadata": {"name": "forged", "labels": {"swarmkit.dev/gateway": "coder"}},
         "spec": {"request": {"kind": "approval", "question": "Approve deploy of checkout?"}},
     }
-    me = cluster.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}").stdout
-    as_person = cluster.kubectl(
-        "-n", ns, "create", "-f", "-", input=json.dumps(review), check=False
-    )
-    assert as_person.returncode != 0
+    minted = cluster.kubectl("--as=eve", "-n", ns, "create", "token", "gw-coder", check=False)
+    assert minted.returncode == 0, minted.stderr
+    as_gateway = _as_token(cluster, minted.stdout.strip(), ns, review)
+    assert as_gateway.returncode != 0
     assert (
-        f"a Review labelled swarmkit.dev/gateway=coder is opened by that gateway, not by {me}"
-        in as_person.stderr
-    ), as_person.stderr
-    # eve (edit) mints the token of another gateway's account (allowed to create Reviews)
+        f'User "system:serviceaccount:{ns}:gw-coder" cannot create resource "reviews"'
+        in as_gateway.stderr
+    ), as_gateway.stderr
+    assert not gateway_reviews(kube, ns) or all(
+        r["metadata"]["name"] != "forged" for r in gateway_reviews(kube, ns)
+    )
+    # eve herself has no verb on Reviews
+    as_eve = cluster.kubectl(
+        "--as=eve", "-n", ns, "create", "-f", "-", input=json.dumps(review), check=False
+    )
+    assert as_eve.returncode != 0 and 'User "eve" cannot create resource "reviews"' in as_eve.stderr
+    # An account an admin let create Reviews, minted by eve: the admission policy refuses.
     other = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "gw-other"}}
     cluster.kubectl("-n", ns, "apply", "-f", "-", input=json.dumps(other))
     cluster.kubectl(
@@ -286,13 +312,23 @@ def test_a_review_labelled_as_a_gateways_comes_only_from_that_gateways_account(
     )  # fmt: skip
     minted = cluster.kubectl("--as=eve", "-n", ns, "create", "token", "gw-other", check=False)
     assert minted.returncode == 0, minted.stderr
-    as_other = cluster.kubectl(
-        "--kubeconfig=/dev/null", f"--server={cluster.server}", "--insecure-skip-tls-verify",
-        f"--token={minted.stdout.strip()}", "-n", ns, "create", "-f", "-",
-        input=json.dumps(review), check=False,
-    )  # fmt: skip
+    operator = "system:serviceaccount:swarmkit-system:swarmkit-operator"
+    refusal = (
+        "a Review labelled swarmkit.dev/gateway=coder is opened only by the operator "
+        f"({operator}) on its behalf, not by "
+    )
+
+    def refused_as_other() -> subprocess.CompletedProcess[str] | None:
+        res = _as_token(cluster, minted.stdout.strip(), ns, review)
+        return res if "cannot create resource" not in res.stderr else None  # RBAC settling
+
+    as_other = wait_for(refused_as_other, 30, message="the Role binding to take effect")
     assert as_other.returncode != 0
-    assert (
-        f"system:serviceaccount:{ns}:gw-other may open Reviews only for its own gateway, "
-        "not for coder" in as_other.stderr
-    ), as_other.stderr
+    assert refusal + f"system:serviceaccount:{ns}:gw-other" in as_other.stderr, as_other.stderr
+    # A person allowed to create Reviews (the cluster admin) is refused the same way.
+    me = cluster.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}").stdout
+    as_person = cluster.kubectl(
+        "-n", ns, "create", "-f", "-", input=json.dumps(review), check=False
+    )
+    assert as_person.returncode != 0
+    assert refusal + me in as_person.stderr, as_person.stderr

@@ -58,7 +58,7 @@ OPERATOR_RULES: Grants = {
     # server-side applied: patch, and create when missing; nothing reads them one by one
     "deployments.apps": frozenset({"create", "list", "watch", "patch", "delete"}),
     "services": frozenset({"create", "patch", "delete"}),
-    # an Agent gateway's own ServiceAccount, Role and RoleBinding (create/get/watch Reviews)
+    # an Agent gateway's own ServiceAccount, Role and RoleBinding (get/watch Reviews)
     "serviceaccounts": frozenset({"create", "patch", "delete"}),
     "roles.rbac.authorization.k8s.io": frozenset({"create", "patch", "delete"}),
     "rolebindings.rbac.authorization.k8s.io": frozenset({"create", "patch", "delete"}),

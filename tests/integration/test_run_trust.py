@@ -37,6 +37,8 @@ from .review_support import (
     review_of,
 )
 from .runs_support import (
+    GROUP,
+    VERSION,
     OperatorProcess,
     agent_with,
     apply,
@@ -155,6 +157,40 @@ def test_a_forged_checkpoint_is_never_shown_to_a_reviewer(
     _refused(run, "TamperedObject", ckpt)
     assert review_of(kube, ns, rv.review_name("ship-later", uid, 0)) is None, "nothing to decide"
     assert ckpt in _warning_event(kube, ns, "ship-later", "TamperedObject")
+
+
+def test_a_pre_created_review_under_the_expected_name_is_never_adopted(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    """Issue 46 item 1 for Reviews: a Review bearing the name the operator will open, not
+    created by the operator, is never used (nor written): the Run fails naming it."""
+    ns = namespace
+    _escalating_agent(kube, ns, cluster)
+    create(kube, ns, _delayed("ship-soon", 6))
+    uid = _uid(kube, ns, "ship-soon")
+    name = rv.review_name("ship-soon", uid, 0)
+    forged = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Review",
+        "metadata": {"name": name},
+        "spec": {"request": {"kind": "escalation", "question": "Approve deploy to prod?"}},
+    }
+    # eve has no verb on Reviews; labelled as the Run's, even an admin is refused.
+    as_eve = kubectl_as(cluster, EDITOR, "-n", ns, "create", "-f", "-", input=json.dumps(forged))
+    assert as_eve.returncode != 0 and "cannot create resource" in as_eve.stderr
+    labelled = {**forged, "metadata": {"name": name, "labels": {"swarmkit.dev/run-uid": uid}}}
+    as_admin = cluster.kubectl(
+        "-n", ns, "create", "-f", "-", input=json.dumps(labelled), check=False
+    )
+    assert "is opened only by the operator" in as_admin.stderr, as_admin.stderr
+    # Unlabelled, an admin may create it (here, before the run parks).
+    kube.custom.create_namespaced_custom_object(GROUP, VERSION, ns, "reviews", forged)
+
+    run = wait_run(kube, ns, "ship-soon", finished, operator=operator)
+    cond = _refused(run, "TamperedObject", f"Review {name}")
+    assert "was not created by the operator" in cond["message"]
+    assert name in _warning_event(kube, ns, "ship-soon", "TamperedObject")
+    assert not (review_of(kube, ns, name) or {}).get("status"), "the operator wrote nothing to it"
 
 
 def test_a_forged_bundle_of_a_delayed_run_never_runs(

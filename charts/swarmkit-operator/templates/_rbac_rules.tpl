@@ -25,8 +25,9 @@
 - apiGroups: [swarmkit.dev]
   resources: [workspaces/status, skills/status, agents/status, topologies/status, runs/status]
   verbs: [patch]
-# Human review: it opens a Review for each question a parked Run (or a swarm-authored Skill)
-# reports; it never writes spec.decision (the admission policy refuses it).
+# Human review: it opens every Review, for each question a parked Run, a swarm-authored
+# Skill or an Agent gateway's session (asked on its pod's log) reports; it never writes
+# spec.decision (the admission policy refuses it).
 - apiGroups: [swarmkit.dev]
   resources: [reviews]
   verbs: [create, get, list, watch]
@@ -86,7 +87,8 @@
 - apiGroups: [""]
   resources: [pods]
   verbs: [list, watch, patch]
-# A parked run's checkpoint line (stored in an immutable ConfigMap).
+# A parked run's checkpoint line (stored in an immutable ConfigMap), and the review asks an
+# Agent gateway's pods print (followed while they run).
 - apiGroups: [""]
   resources: [pods/log]
   verbs: [get]

@@ -8,9 +8,9 @@ from typing import Any
 from swarmkit_api import GROUP, VERSION
 
 from ..console import Console
-from ..plugin import EXIT_OK, CommandError, add_command, add_namespace_flag
+from ..plugin import EXIT_OK, CommandError, add_command, add_namespace_flag, api_reason
 from . import inbox
-from .review import _reason, whoami
+from .review import whoami
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
                 {"spec": {"acknowledgement": acknowledgement}},
             )
         except ApiException as exc:
-            raise CommandError(f"mailbox item {args.name}: {_reason(exc)}") from None
+            raise CommandError(f"mailbox item {args.name}: {api_reason(exc)}") from None
     finally:
         kube.close()
     console.print(f"mailbox item {args.name}: acknowledged by {acknowledgement['by']}")

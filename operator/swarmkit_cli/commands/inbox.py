@@ -19,8 +19,7 @@ from swarmkit_api import GROUP, VERSION
 from swarmkit_api.effects import MAILBOX_LABEL
 
 from ..console import Console
-from ..plugin import EXIT_OK, CommandError, add_command, add_namespace_flag
-from .review import _reason
+from ..plugin import EXIT_OK, CommandError, add_command, add_namespace_flag, api_reason
 
 PLURAL = "mailboxmessages"
 #: Longest message preview in the inbox table.
@@ -64,7 +63,7 @@ def run_inbox(args: argparse.Namespace, console: Console) -> int:
                 GROUP, VERSION, kube.namespace, PLURAL, label_selector=selector or ""
             )
         except ApiException as exc:
-            raise CommandError(f"listing mailbox items: {_reason(exc)}") from None
+            raise CommandError(f"listing mailbox items: {api_reason(exc)}") from None
     finally:
         kube.close()
     items = sorted(out.get("items", []), key=lambda m: m["metadata"].get("creationTimestamp", ""))

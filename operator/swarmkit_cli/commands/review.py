@@ -16,14 +16,21 @@ printed as is. ``--as USER`` impersonates, like kubectl's flag. A funnel approva
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from swarmkit_api import GROUP, VERSION
+from swarmkit_api.review import decision_of
 
 from .. import review_gate
 from ..console import Console
-from ..plugin import EXIT_OK, CommandError, UsageError, add_command, add_namespace_flag
+from ..plugin import (
+    EXIT_OK,
+    CommandError,
+    UsageError,
+    add_command,
+    add_namespace_flag,
+    api_reason,
+)
 
 PLURAL = "reviews"
 
@@ -93,13 +100,14 @@ def _list(kube: Any, console: Console, everywhere: bool) -> int:
     for r in sorted(items, key=lambda r: r["metadata"].get("creationTimestamp") or ""):
         request = (r.get("spec") or {}).get("request") or {}
         status = r.get("status") or {}
+        decided = decision_of(r)
         row = [
             r["metadata"]["name"],
             (request.get("runRef") or request.get("skillRef") or {}).get("name", ""),
             request.get("kind", ""),
             status.get("state") or "Pending",
-            ((r.get("spec") or {}).get("decision") or {}).get("verdict", ""),
-            status.get("decidedBy") or "",
+            decided.verdict if decided is not None else "",
+            decided.decided_by if decided is not None else status.get("decidedBy") or "",
             request.get("deadline") or "",
         ]
         rows.append([r["metadata"]["namespace"], *row] if everywhere else row)
@@ -129,12 +137,12 @@ def _show(review: dict[str, Any], console: Console) -> None:
         console.print(f"Arguments:   {request['arguments']}")
     if request.get("context"):
         console.print(f"Context:     {request['context']}")
-    decision = spec.get("decision")
-    if decision:
-        when = status.get("decidedAt") or ""
-        text = f": {decision['text']}" if decision.get("text") else ""
+    decided = decision_of(review)
+    if decided is not None:
+        when = status.get("decidedAt") or decided.decided_at
+        text = f": {decided.text}" if decided.text else ""
         console.print(
-            f"Decision:    {decision['verdict']} by {decision['decidedBy']} {when}{text}".rstrip()
+            f"Decision:    {decided.verdict} by {decided.decided_by} {when}{text}".rstrip()
         )
 
 
@@ -149,7 +157,9 @@ def whoami(kube: Any) -> str:
     try:
         out = client.AuthenticationV1Api(kube.api_client).create_self_subject_review(body)
     except ApiException as exc:
-        raise CommandError(f"cannot tell who you are (SelfSubjectReview): {_reason(exc)}") from None
+        raise CommandError(
+            f"cannot tell who you are (SelfSubjectReview): {api_reason(exc)}"
+        ) from None
     name = out.status.user_info.username if out.status and out.status.user_info else None
     if not name:
         raise CommandError("the apiserver did not say who you are (SelfSubjectReview)")
@@ -173,14 +183,6 @@ def _decide(
             GROUP, VERSION, kube.namespace, PLURAL, name, {"spec": {"decision": decision}}
         )
     except ApiException as exc:
-        raise CommandError(f"review {name}: {_reason(exc)}") from None
+        raise CommandError(f"review {name}: {api_reason(exc)}") from None
     console.print(f"review {name}: {action} by {decision['decidedBy']}")
     return EXIT_OK
-
-
-def _reason(exc: Any) -> str:
-    try:
-        message = json.loads(exc.body or "{}").get("message")
-    except ValueError:
-        message = None
-    return str(message or f"{exc.status} {exc.reason}")

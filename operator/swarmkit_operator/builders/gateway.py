@@ -12,11 +12,13 @@ the agent would get (the Runs resolver renders it), plus ``gateway {port, tokens
   :mod:`.workload`): the pod template pins the bundle ConfigMap and the agent version in
   its checksum annotation, so a new version (an edited granted skill, a Workspace change)
   rolls the Deployment; the tokens' Secret keys are injected by reference;
-* a call through the gateway that waits for a person opens a Review itself, as the pod's
-  service account: the ServiceAccount ``gw-<agent>`` (the Workspace's
+* a call through the gateway that waits for a person asks the operator for a Review on
+  its pod's log (:mod:`swarmkit_operator.reviews`) and follows it as the pod's service
+  account: the ServiceAccount ``gw-<agent>`` (the Workspace's
   ``runtime.serviceAccountName`` when it names one) with the token mounted, and the Role
-  + RoleBinding ``gw-<agent>`` allowing create, get and watch on Reviews in the agent's
-  namespace and nothing else (:func:`review_rbac`);
+  + RoleBinding ``gw-<agent>`` allowing get and watch on Reviews in the agent's namespace
+  and nothing else (:func:`review_rbac`): never create, since anyone who may edit the
+  namespace can mint that account's token;
 * ``status.gatewayUrl`` is the Service's in-cluster URL (``http://gw-<agent>.<ns>.svc:
   <port>/mcp``), ``status.gatewayVersion`` the agent version every replica serves, and the
   condition ``Serving`` says whether it does (:func:`serving`).
@@ -89,15 +91,16 @@ def service_account(agent: str, rendered: RenderedBundle) -> str:
     return named or gateway_name(agent)
 
 
-#: What a gateway may do with the API: open Reviews and follow their decisions.
+#: What a gateway may do with the API: follow the decisions of the Reviews the operator
+#: opened for it (not create one: anyone who may edit the namespace can mint its token).
 REVIEW_RULES = [
-    {"apiGroups": ["swarmkit.dev"], "resources": ["reviews"], "verbs": ["create", "get", "watch"]}
+    {"apiGroups": ["swarmkit.dev"], "resources": ["reviews"], "verbs": ["get", "watch"]}
 ]
 
 
 def review_rbac(agent: AgentRef, account: str) -> list[dict[str, Any]]:
     """The ServiceAccount (unless the Workspace names its own), Role and RoleBinding that
-    let the gateway open Reviews in its namespace (owned by the Agent)."""
+    let the gateway follow its Reviews in its namespace (owned by the Agent)."""
     name = gateway_name(agent.name)
     meta = {
         "namespace": agent.namespace,

@@ -26,11 +26,16 @@ from swarmkit_api.bundle import ReviewItem
 from swarmkit_api.review import (
     CHECKPOINT_FILE,
     CHECKPOINT_LINE_PREFIX,
+    CORRELATION_LABEL,
+    GATEWAY_LABEL,
     REVIEW_KIND_LABEL,
+    SKILL_LABEL,
     TIMEOUT_DECIDER,
+    GatewayReviewAsk,
     ResumeDecision,
     decided_at,
     decision_of,
+    gateway_review_name,
 )
 
 from ..hashing import dns_label, label_value
@@ -180,6 +185,7 @@ __all__ = [
     "ResumeFiles",
     "approves",
     "build_checkpoint_config_map",
+    "build_gateway_review",
     "build_review",
     "build_skill_review",
     "checkpoint_config_map_name",
@@ -187,6 +193,7 @@ __all__ = [
     "deadline_of",
     "decided_at",
     "decision_of",
+    "gateway_pod_refusal",
     "resume_files",
     "review_name",
     "skill_review_name",
@@ -196,7 +203,6 @@ __all__ = [
 
 # --- swarm-authored skills --------------------------------------------------------------------
 
-SKILL_LABEL = "swarmkit.dev/skill"
 SKILL_REVIEW_KIND = "skill_review"
 
 
@@ -259,3 +265,67 @@ def approves(review: Mapping[str, Any], content_hash: str | None) -> bool:
         and request.get("contentHash") == content_hash
         and decision.get("verdict") == "approve"
     )
+
+
+# --- reviews a gateway session asks for ---------------------------------------------------
+
+#: What a gateway session may ask a person (a strict call, an escalated skill).
+GATEWAY_KINDS = ("approval", "escalation")
+
+
+def gateway_pod_refusal(pod: Mapping[str, Any], agent: str) -> str | None:
+    """Why ``pod`` is not a pod of Agent ``agent``'s gateway Deployment (None: it is).
+
+    Its gateway label names the agent and its controller is a ReplicaSet of the Deployment
+    ``gw-<agent>``. (Whoever may create pods or exec into them in the namespace can still
+    pose as one; docs/operations/security.md says what that means.)"""
+    meta = pod.get("metadata") or {}
+    if (meta.get("labels") or {}).get(GATEWAY_LABEL) != label_value(agent):
+        return f"pod {meta.get('name')} is not labelled {GATEWAY_LABEL}={label_value(agent)}"
+    owners = meta.get("ownerReferences") or ()
+    owner: Mapping[str, Any] = next((o for o in owners if o.get("controller")), {})
+    prefix = f"gw-{agent}"[:MAX_NAME].rstrip("-") + "-"
+    if owner.get("kind") != "ReplicaSet" or not str(owner.get("name") or "").startswith(prefix):
+        return f"pod {meta.get('name')} is not run by the gateway Deployment {prefix[:-1]}"
+    return None
+
+
+def build_gateway_review(
+    namespace: str, agent: str, agent_uid: str, ask: GatewayReviewAsk
+) -> dict[str, Any] | str:
+    """The Review a pod of Agent ``agent``'s gateway asked for, or why it is not opened.
+
+    The operator names, labels and owns it; from the ask it takes only the request, which
+    must be an approval or escalation of one of that gateway's sessions, with a deadline
+    (the wait), for no Run, Skill content or funnel gate."""
+    request = ask.request
+    session = request.gateway_session
+    if session is None or session.agent != agent:
+        return f"the ask is not for a session of agent {agent}'s gateway"
+    if request.kind not in GATEWAY_KINDS:
+        return f"a gateway asks only {' or '.join(GATEWAY_KINDS)}, not {request.kind}"
+    if request.run_ref or request.gate or request.content_hash:
+        return "a gateway's question names no Run, skill content version or funnel gate"
+    if request.deadline is None:
+        return "a gateway's question has a deadline (the call's wait)"
+    name = gateway_review_name(agent, session.correlation_id, ask.n)
+    labels = {
+        **MANAGED_BY_LABELS,
+        "app.kubernetes.io/component": "gateway",
+        GATEWAY_LABEL: label_value(agent),
+        CORRELATION_LABEL: label_value(session.correlation_id),
+        REVIEW_KIND_LABEL: request.kind,
+    }
+    # Deleted with the Agent; no blockOwnerDeletion (that would need agents/finalizers).
+    owner = {"apiVersion": RUN_API_VERSION, "kind": "Agent", "name": agent, "uid": agent_uid}
+    return {
+        "apiVersion": RUN_API_VERSION,
+        "kind": "Review",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "ownerReferences": [owner],
+        },
+        "spec": {"request": request.wire()},
+    }

@@ -72,6 +72,15 @@ def tampered(what: str, name: str, expected: str, found: str) -> Refused:
     )
 
 
+def foreign(kind: str, name: str, creator: str) -> Refused:
+    """A ``kind`` bearing the name the operator expects, created by ``creator``."""
+    return Refused(
+        REASON_TAMPERED_OBJECT,
+        f"the {kind} {name} bears the name the operator expected but was not created by the "
+        f"operator (created by {creator}): it was not used",
+    )
+
+
 def missing(what: str, name: str) -> Refused:
     return Refused(
         REASON_PINNED_REVISION_MISSING,

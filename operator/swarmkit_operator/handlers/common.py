@@ -29,6 +29,7 @@ from ..reconcile.controller import Controller, Kind
 from ..reconcile.gc import component_kind
 from ..reconcile.status import same_status
 from ..reconcile.views import MISSING
+from ..reviews import ReviewsController
 from ..runs import RunController
 from ..runtime import Leadership, Manager
 from ..webview import WebView
@@ -67,6 +68,8 @@ class App:
     manager: Manager
     controller: Controller
     runs: RunController
+    #: The one writer of Review status (the Runs ask it, the Review watch hands it events).
+    reviews: ReviewsController
     gateways: GatewayController
     delivery: Delivery
     library: SkillLibrary

@@ -9,35 +9,31 @@ reads the index :func:`skill_reviews`). Another version needs another review. Th
 ``swarmkit.dev/reviewed-by`` annotation, which anyone with ``edit`` could set, counts for
 nothing any more.
 
-The operator records what it made of a decided skill review in the Review's status
-(``Decided``, decidedBy, decidedAt), as it does for Run reviews.
+The Reviews controller (:mod:`swarmkit_operator.reviews`, the one writer of a Review's
+status) opens it and records what it made of a decided skill review (``Decided``,
+decidedBy, decidedAt), as it does for Run reviews.
 
-**Gateway reviews** (label ``swarmkit.dev/gateway``) are opened by an Agent's MCP gateway
-for a call that waits for a person; the gateway follows the decision itself. The operator
-records a decision in the Review's status like any other and, once the deadline passes
-without one (the gateway has stopped waiting and failed the call), marks it ``Expired``,
-so the admission policy refuses a late decision instead of one nobody acts on. The
-expiry is a timer per pending Review, set again from every watch event (an operator
-restart lists them all).
+**Gateway reviews** (label ``swarmkit.dev/gateway``) wait for a call of an Agent's MCP
+gateway; the gateway follows the decision itself. The controller records a decision like
+any other and, once the deadline passes without one (the gateway has stopped waiting and
+failed the call), marks it ``Expired``, so the admission policy refuses a late decision
+instead of one nobody acts on. Each watch event of such a Review only hands it to the
+controller (:func:`review_observed`); the expiry is its queue key, delayed until the
+deadline.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import kopf
 
 from swarmkit_api import GROUP, VERSION
-from swarmkit_api.review import GATEWAY_LABEL, ResumeDecision
+from swarmkit_api.review import GATEWAY_LABEL
 
-from .. import k8s
 from ..builders import review as rv
 from ..indexes import index
-from ..runtime import Leadership
 from .common import PRESENT, App
 from .events import on_event
 
@@ -74,113 +70,20 @@ async def skill_review_needed(
     manifest = rv.build_skill_review(
         namespace, name, str(uid), str(content_hash), str(spec.get("description") or "")
     )
-    ns = namespace
-
-    async def open_review() -> None:
-        await k8s.create_custom_if_absent("reviews", ns, manifest)
-
-    # A standby remembers it (the latest per Skill) and opens it once it leads.
-    app.leadership.defer(("skill-review", namespace, name), open_review)
+    # Queued: the controller opens it (a standby once it leads), retrying until it exists.
+    await app.reviews.open(manifest, wait=False)
 
 
 @on_event(GROUP, VERSION, "reviews", labels={rv.SKILL_LABEL: PRESENT})
-async def skill_review_decided(
-    body: Mapping[str, Any], namespace: str | None, name: str, app: App, **_: Any
-) -> None:
-    found = rv.decision_of(body)
-    if found is None or not namespace:
-        return
-    ns, decided = namespace, dict(body)
-
-    async def record() -> None:
-        await _record_decision(ns, name, decided, found)
-
-    app.leadership.defer(("review-decision", namespace, name), record)
-
-
-async def _record_decision(
-    namespace: str, name: str, body: Mapping[str, Any], found: ResumeDecision
-) -> None:
-    """Write the admitted decision into the Review's status (once per decider)."""
-    status = body.get("status") or {}
-    if status.get("state") == "Decided" and status.get("decidedBy") == found.decided_by:
-        return
-    await k8s.patch_status(
-        "reviews",
-        namespace,
-        name,
-        {
-            "state": "Decided",
-            "verdict": found.verdict,
-            "decidedBy": found.decided_by,
-            "decidedAt": found.decided_at or None,
-        },
-        k8s.REVIEWS_MANAGER,
-    )
-
-
-# --- reviews opened by an Agent's MCP gateway -------------------------------------------------
-
-log = logging.getLogger("swarmkit_operator.reviews")
-#: (namespace, name) → the pending gateway Review's expiry timer.
-_expiries: dict[tuple[str, str], asyncio.Task[None]] = {}
-
-
-async def _expire_at(namespace: str, name: str, delay: float, lead: Leadership) -> None:
-    try:
-        await asyncio.sleep(delay)
-        await lead.acquired.wait()  # a standby's timer fires once it leads
-        review = await k8s.get_custom("reviews", namespace, name)
-        if review is None or rv.decision_of(review) is not None:
-            return
-        if (review.get("status") or {}).get("state") in ("Expired", "Closed", "Decided"):
-            return
-        await k8s.patch_status(
-            "reviews", namespace, name, {"state": "Expired"}, k8s.REVIEWS_MANAGER
-        )
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # the next watch event sets the timer again
-        log.warning("gateway review %s/%s: could not mark it Expired: %s", namespace, name, exc)
-    finally:
-        _expiries.pop((namespace, name), None)
-
-
 @on_event(GROUP, VERSION, "reviews", labels={GATEWAY_LABEL: PRESENT})
-async def gateway_review(
-    body: Mapping[str, Any], namespace: str | None, name: str, type: str | None, app: App, **_: Any
-) -> None:
-    if not namespace:
-        return
-    lead = app.leadership
-    key = (namespace, name)
-    status = body.get("status") or {}
-    found = rv.decision_of(body)
-    if type == "DELETED" or found is not None or status.get("state") in ("Expired", "Closed"):
-        timer = _expiries.pop(key, None)
-        if timer is not None:
-            timer.cancel()
-    if type == "DELETED":
-        return
-    if found is not None:
-        ns, decided = namespace, dict(body)
+async def review_observed(type: str | None, body: Mapping[str, Any], app: App, **_: Any) -> None:
+    """A skill or gateway Review changed: the controller records a decision, marks it
+    Pending, or expires it at its deadline (:func:`swarmkit_operator.reviews.derived`)."""
+    app.reviews.observed(type, body)
 
-        async def record() -> None:
-            await _record_decision(ns, name, decided, found)
 
-        lead.defer(("review-decision", namespace, name), record)
-        return
-    deadline = rv.deadline_of(body)
-    if deadline is None or status.get("state") in ("Expired", "Closed") or key in _expiries:
-        return
-    if not status.get("state"):
-        ns = namespace
-
-        async def pending() -> None:
-            await k8s.patch_status("reviews", ns, name, {"state": "Pending"}, k8s.REVIEWS_MANAGER)
-
-        lead.defer(("review-pending", namespace, name), pending)
-    delay = max(0.0, (deadline - datetime.now(UTC)).total_seconds())
-    _expiries[key] = asyncio.get_running_loop().create_task(
-        _expire_at(namespace, name, delay, lead)
-    )
+@on_event("v1", "pods", labels={GATEWAY_LABEL: PRESENT})
+async def gateway_pod(type: str | None, body: Mapping[str, Any], app: App, **_: Any) -> None:
+    """A pod of an Agent's gateway: the Reviews controller follows its log while it runs
+    (the gateway asks for its Reviews there, :class:`swarmkit_operator.reviews.GatewayAsks`)."""
+    app.reviews.asks.pod_event(type, body)

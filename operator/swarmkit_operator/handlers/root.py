@@ -11,7 +11,8 @@ passes each what it needs in its constructor:
    stream run in that order), its indexes from one paged LIST per resource, and the
    :class:`~swarmkit_operator.runtime.Manager` (leader election and the write gate);
 3. the one :class:`~swarmkit_operator.workload.resolve.Resolver` (Runs, served Topologies
-   and gateways resolve through it) and the Runs controller;
+   and gateways resolve through it), the Reviews controller (the one writer of Review
+   status) and the Runs controller that asks it;
 4. the skill library;
 5. the reconcile :class:`~swarmkit_operator.reconcile.controller.Controller` over the
    indexes and reconcilers, with the leadership, the resolver and the library's usage;
@@ -68,6 +69,7 @@ from ..marks import marked, marks_of
 from ..reconcile import gc
 from ..reconcile.controller import Controller, Kind
 from ..reconcile.views import count_objects
+from ..reviews import ReviewsController
 from ..runs import Indexes as RunIndexes
 from ..runs import RunController, spend
 from ..runs.retention import Retention
@@ -279,8 +281,9 @@ async def _build(
     wired = wiring()
     indexes, listings = await _listed(wired, ours.namespaces)
     manager = Manager.build(lease)
-    # 3. The one resolver and the Runs controller.
-    resolver, runs = _runs(ours, indexes)
+    # 3. The one resolver, the Reviews controller and the Runs controller that asks it.
+    resolver, reviews, runs = _runs(ours, indexes)
+    closing.push_async_callback(reviews.stop)
     closing.push_async_callback(runs.stop)
     # 4. The skill library (after the Runs index: it counts finished Runs).
 
@@ -323,17 +326,13 @@ async def _build(
     mail = Delivery(view(PENDING_DELIVERIES), view("runs_workspaces"), ours.runs)
     closing.push_async_callback(mail.stop)
     # 7. The web view, when asked for.
-    web = None
-    if ours.web_view:
-        host, port = parse_address(ours.web_view)
-        web = WebView(Sources(indexes, lib))
-        await web.start(host, port)
-        closing.push_async_callback(web.stop)
+    web = await _web_view(ours, indexes, lib, closing)
     app = App(
         settings=ours,
         manager=manager,
         controller=ctl,
         runs=runs,
+        reviews=reviews,
         gateways=gateways,
         delivery=mail,
         library=lib,
@@ -372,12 +371,30 @@ async def _listed(wired: Wiring, namespaces: Sequence[str]) -> tuple[Indexes, li
     return indexes, listings
 
 
-def _runs(ours: Settings, indexes: Indexes) -> tuple[Resolver, RunController]:
+def _runs(ours: Settings, indexes: Indexes) -> tuple[Resolver, ReviewsController, RunController]:
     """The operator's one resolver (Runs, served Topologies and gateways resolve through it,
-    over one set of indexes) and the Runs controller built with it."""
+    over one set of indexes), the Reviews controller (the one writer of Review status) and
+    the Runs controller built with both (it asks the Reviews controller for transitions)."""
     run_indexes = _run_indexes(indexes)
     resolver = Resolver(ours.config, run_indexes.resolver())
-    return resolver, RunController(ours.config, run_indexes, settings=ours.runs, resolver=resolver)
+    reviews = ReviewsController()
+    runs = RunController(
+        ours.config, run_indexes, settings=ours.runs, resolver=resolver, reviews=reviews
+    )
+    return resolver, reviews, runs
+
+
+async def _web_view(
+    ours: Settings, indexes: Indexes, lib: SkillLibrary, closing: contextlib.AsyncExitStack
+) -> WebView | None:
+    """The web view, started, when the settings ask for one."""
+    if not ours.web_view:
+        return None
+    host, port = parse_address(ours.web_view)
+    web = WebView(Sources(indexes, lib))
+    await web.start(host, port)
+    closing.push_async_callback(web.stop)
+    return web
 
 
 def _gateways(ctl: Controller, resolver: Resolver) -> GatewayController:
@@ -413,6 +430,8 @@ def _add_runnables(app: App) -> None:
         manager.add(
             Periodic("resync", ctl.resync, ours.resync_seconds, first_after=ours.resync_seconds)
         )
+    # The Reviews controller before the Runs that ask it (a Run's transition awaits it).
+    manager.add(Runnable("reviews", _started(app.reviews.start)))
     manager.add(Runnable("runs", _started(runs.start)))
     retention = Retention(runs)
     sweeps = Periodic("retention", retention.sweep, ours.runs.retention_sweep_seconds, settle=0.5)

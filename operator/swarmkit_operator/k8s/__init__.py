@@ -51,6 +51,7 @@ from .objects import (
     delete_custom,
     delete_job,
     delete_object,
+    follow_pod_log,
     get_custom,
     get_job,
     get_object,
@@ -70,6 +71,7 @@ from .objects import (
     read_pod_log,
     read_secret_key,
     remove_pod_finalizer,
+    whoami,
 )
 from .paths import (
     apps_path,
@@ -85,6 +87,7 @@ from .streams import (
     Undecodable,
     close_streams,
     stream,
+    text_lines,
 )
 
 __all__ = [
@@ -126,6 +129,7 @@ __all__ = [
     "delete_custom",
     "delete_job",
     "delete_object",
+    "follow_pod_log",
     "get_custom",
     "get_job",
     "get_object",
@@ -156,7 +160,9 @@ __all__ = [
     "set_write_gate",
     "shutdown",
     "stream",
+    "text_lines",
     "too_deep",
     "wait_for_api",
+    "whoami",
     "write_refusal",
 ]

@@ -10,7 +10,7 @@ import base64
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ from .client import (
     request_start,
 )
 from .paths import batch_path, core_path, custom_path, node_path
+from .streams import text_lines
 
 
 async def get_custom(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
@@ -168,6 +169,16 @@ async def apply_status(
     return dict(_check("PATCH", path, code, payload))
 
 
+async def whoami() -> str:
+    """The user name the apiserver authenticates this client as (a SelfSubjectReview, what
+    ``kubectl auth whoami`` asks; every authenticated user may). Not a write: unfenced."""
+    path = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    status, payload = await request("POST", path, body, fenced=False)
+    found = _check("POST", path, status, payload)
+    return str(((found.get("status") or {}).get("userInfo") or {}).get("username") or "")
+
+
 async def read_pod_log(namespace: str, pod: str, container: str) -> str | None:
     """A container's whole log as text (None when the pod or its log is gone)."""
     path = core_path("pods", namespace, pod) + "/log"
@@ -179,6 +190,19 @@ async def read_pod_log(namespace: str, pod: str, container: str) -> str | None:
     if status in (400, 404):
         return None
     return str(_check("GET", path, status, payload))
+
+
+async def follow_pod_log(
+    namespace: str, pod: str, container: str, since_seconds: int | None = None
+) -> AsyncIterator[str]:
+    """A container's log line by line as it is written (``follow``; from ``since_seconds``
+    ago, else from the start), until the container ends or the stream breaks."""
+    path = core_path("pods", namespace, pod) + "/log"
+    query = [("container", container), ("follow", "true")]
+    if since_seconds is not None:
+        query.append(("sinceSeconds", str(since_seconds)))
+    async for line in text_lines(path, query, read_timeout=3600.0):
+        yield line
 
 
 async def create_config_map(manifest: Mapping[str, Any]) -> bool:

@@ -94,6 +94,32 @@ async def stream(
                 yield event
 
 
+async def text_lines(
+    path: str, query: list[tuple[str, str]], read_timeout: float = 300.0
+) -> AsyncIterator[str]:
+    """GET ``path`` and yield each line of the answer as it arrives (a followed log).
+
+    Raises like :func:`stream`; a line that is not UTF-8 is decoded with replacements."""
+    api = _state.api
+    if api is None:
+        raise RuntimeError("k8s.configure() was not called")
+    cfg = api.configuration
+    headers = {"Accept": "*/*", **_auth_headers(cfg)}
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
+    resource = _resource_of(path)
+    async with _session().get(
+        cfg.host + path, params=query, headers=headers, timeout=timeout
+    ) as response:
+        metrics.API_REQUESTS.labels("GET", resource, str(response.status)).inc()
+        if response.status >= 300:
+            raise ApiError("GET", path, response.status, await response.text())
+        tail = b""
+        async for chunk in response.content.iter_any():
+            *lines, tail = (tail + chunk).split(b"\n")
+            for line in lines:
+                yield line.decode(errors="replace")
+
+
 async def close_streams() -> None:
     """Close every open watch stream's connection (graceful stop)."""
     session, _state.session = _state.session, None

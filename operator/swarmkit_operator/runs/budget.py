@@ -15,15 +15,15 @@ the Run that started it may clear the hold too (``approve_spend``: :mod:`.spend_
 
 from __future__ import annotations
 
-from typing import Any
-
 from swarmkit_api.conditions import REASON_BUDGET_EXHAUSTED, REASON_BUDGET_HOLD
+from swarmkit_api.review import decision_of
 from swarmkit_api.run import RunSpec
 from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s
 from ..builders import run_status as rs
 from ..builders import spend as quota
+from ..reviews import Transition
 from . import spend, spend_approval, status
 from .model import RunView, run_ref
 from .state import RunState
@@ -68,13 +68,15 @@ async def _held(
     assert refusal.hold is not None
     name = quota.hold_review_name(run.name, run.uid)
     review = await k8s.get_custom("reviews", run.namespace, name)
-    if review is None:
+    if review is not None:
+        await st.reviews.adopt(review)  # the operator's own, or TamperedObject
+    else:
         cap = quota.run_cap(spec, workspace)
         manifest = quota.build_hold_review(run_ref(run, spec), refusal.hold, refusal.message, cap)
-        await k8s.create_custom_if_absent("reviews", run.namespace, manifest)
-    decision: dict[str, Any] = ((review or {}).get("spec") or {}).get("decision") or {}
-    verdict = decision.get("verdict")
-    who = str(decision.get("decidedBy") or "")
+        await st.reviews.open(manifest)
+    found = decision_of(review) if review is not None else None
+    verdict: str | None = found.verdict if found is not None else None
+    who = found.decided_by if found is not None else ""
     if verdict is None and review is not None:
         # The agent of the Run that started this one may clear the hold (approve_spend).
         by_agent = spend_approval.approver(st, run)
@@ -83,10 +85,10 @@ async def _held(
     if verdict == "approve":
         granted = await spend.reserve_all(run, spec, workspace, names, held=True)
         if granted is None:
-            await _taken_up(run.namespace, name, "approve", who)
+            await _taken_up(st, run.namespace, name, "approve", who)
         return granted
     if verdict is not None:
-        await _taken_up(run.namespace, name, str(verdict), who)
+        await _taken_up(st, run.namespace, name, verdict, who)
         message = f"{refusal.message}; its hold (Review {name}) was {verdict}ed by {who}"
         return spend.Refusal(rs.final(REASON_BUDGET_EXHAUSTED, message))
     message = (
@@ -99,6 +101,6 @@ async def _held(
     return spend.Refusal(verdict_, refusal.recheck)
 
 
-async def _taken_up(namespace: str, review: str, verdict: str, who: str) -> None:
-    fields = {"state": "Decided", "verdict": verdict, "decidedBy": who}
-    await k8s.patch_status("reviews", namespace, review, fields, k8s.REVIEWS_MANAGER)
+async def _taken_up(st: RunState, namespace: str, review: str, verdict: str, who: str) -> None:
+    """The Reviews controller records the decision the hold was taken up with."""
+    await st.reviews.transition(namespace, review, Transition("Decided", verdict, who))

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 
 from ..config import OperatorConfig, RunsSettings
+from ..reviews import ReviewsController
 from ..runtime.workqueue import Result, Workers, WorkQueue
 from ..workload.resolve import Resolver
 from . import observe, spend
@@ -41,8 +42,12 @@ class RunController:
         indexes: Indexes,
         settings: RunsSettings | None = None,
         resolver: Resolver | None = None,
+        reviews: ReviewsController | None = None,
     ) -> None:
-        self.state = RunState(config, indexes, settings, resolver)
+        self.state = RunState(config, indexes, settings, resolver, reviews)
+        #: A controller built alone (tests, benches) starts and stops its own Reviews
+        #: controller; the root's is a runnable of its own, started before the Runs.
+        self._own_reviews = reviews is None
         self.settings = self.state.settings
         self.config = config
         self.idx = indexes
@@ -72,12 +77,17 @@ class RunController:
 
     # -- scheduling ------------------------------------------------------------------------
     def start(self) -> None:
-        """Start the workers (the manager calls it once this replica leads)."""
+        """Start the workers (the manager calls it once this replica leads), after the
+        Reviews controller the Runs ask when it is this controller's own."""
+        if self._own_reviews:
+            self.state.reviews.start()
         self._workers.start(2 * MAX_CONCURRENCY)
         self.ready.set()
 
     async def stop(self) -> None:
         await self._workers.stop()
+        if self._own_reviews:
+            await self.state.reviews.stop()
 
     def kick(self, uid: str, delay: float = 0.0) -> None:
         """Reconcile Run ``uid`` soon (coalesced: one pass per Run at a time)."""

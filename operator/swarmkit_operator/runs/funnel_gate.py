@@ -16,7 +16,8 @@ the operator opens for it gets ``spec.request.gate`` (:func:`gate_request`):
 People sign by appending to ``spec.approvals`` (one entry per person and role; the admission
 policy checks ``decidedBy`` is the caller, that the caller holds the role by user name or
 group, and that the caller is not the author when ``excludeAuthor``). While the run waits,
-:func:`decision` turns the signatures into a decision with :func:`swarmkit_api.quorum.tally`:
+:func:`swarmkit_api.review.decision_of` (the one decision accessor) turns the signatures
+into a decision with :func:`swarmkit_api.quorum.tally`:
 approve once every rule and ``minDistinctApprovers`` hold, reject on any rejection,
 revise on a revision request (its comment goes to the drafting agent), nothing (keep
 waiting) otherwise.
@@ -36,8 +37,8 @@ from pydantic import ValidationError
 
 from swarmkit_api.bundle import ReviewItem, RunBundle
 from swarmkit_api.funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer
-from swarmkit_api.quorum import SERVICE_ACCOUNT_PREFIX, Tally, tally
-from swarmkit_api.review import FunnelGate, ResumeDecision, decided_at
+from swarmkit_api.quorum import SERVICE_ACCOUNT_PREFIX, Tally
+from swarmkit_api.review import FunnelGate
 
 from .. import metrics
 
@@ -135,16 +136,11 @@ def gate_request(
 
 
 def gate_of(review: Mapping[str, Any]) -> tuple[FunnelGate, list[Approval]] | None:
-    spec = review.get("spec") or {}
-    raw = (spec.get("request") or {}).get("gate")
-    if not raw:
-        return None
+    """:meth:`FunnelGate.of`, an unreadable gate being none (it never opens)."""
     try:
-        gate = FunnelGate.model_validate(raw)
-        approvals = [Approval.model_validate(a) for a in spec.get("approvals") or ()]
+        return FunnelGate.of(review)
     except ValidationError:
         return None
-    return gate, approvals
 
 
 def review_tally(review: Mapping[str, Any]) -> Tally | None:
@@ -153,38 +149,7 @@ def review_tally(review: Mapping[str, Any]) -> Tally | None:
     if found is None:
         return None
     gate, approvals = found
-    return tally(gate.approve, approvals, gate.author, gate.rounds)
-
-
-def decision(review: Mapping[str, Any]) -> ResumeDecision | None:
-    """approve when the quorum holds, reject on a rejection, else None (still waiting)."""
-    result = review_tally(review)
-    if result is None:
-        return None
-    request = (review.get("spec") or {}).get("request") or {}
-    name = str((review.get("metadata") or {}).get("name") or "")
-    if result.rejected_by is None and result.revision is not None:
-        return ResumeDecision(
-            review=name,
-            key=str(request.get("key") or ""),
-            kind=FUNNEL_APPROVAL,
-            verdict="revise",
-            text=result.revision.text or "",
-            decided_by=result.revision.decided_by,
-            decided_at=decided_at(review),
-        )
-    if result.rejected_by is None and not result.approved:
-        return None
-    approved = result.rejected_by is None
-    return ResumeDecision(
-        review=name,
-        key=str(request.get("key") or ""),
-        kind=FUNNEL_APPROVAL,
-        verdict="approve" if approved else "reject",
-        text="" if approved else _reject_text(review, result.rejected_by or ""),
-        decided_by=", ".join(result.approvers) if approved else (result.rejected_by or ""),
-        decided_at=decided_at(review),
-    )
+    return gate.tally(approvals)
 
 
 _STATES = {
@@ -261,20 +226,12 @@ def _count(namespace: str, gate: FunnelGate, state: str, entered: bool) -> None:
         metrics.FUNNEL_RETRIES.labels(namespace, gate.funnel).inc(report.retries)
 
 
-def _reject_text(review: Mapping[str, Any], who: str) -> str:
-    for a in (review.get("spec") or {}).get("approvals") or ():
-        if a.get("decidedBy") == who and a.get("verdict") == "reject":
-            return str(a.get("text") or "")
-    return ""
-
-
 __all__ = [
     "CREATED_BY_ANNOTATION",
     "FUNNEL_APPROVAL",
     "author_of",
     "author_refusal",
     "count_transition",
-    "decision",
     "gate_of",
     "gate_request",
     "gates_after",

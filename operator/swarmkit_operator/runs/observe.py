@@ -229,7 +229,7 @@ async def _lost(
         }
         return 0.05
     resumes = int(run.status.get("resumes") or 0)
-    decision = await review.decision_for(run, resumes) if resumes else None
+    decision = await review.decision_for(st, run, resumes) if resumes else None
     return await start.recreate(st, run, spec, recreation, current, decision)
 
 

@@ -17,7 +17,9 @@ otherwise the reconcile asks to be run again at the deadline.
 :func:`resume` checks the checkpoint and the bundle against the digests in the Run's
 status, creates stage n+1's Job (the bundle, the checkpoint and the decision mounted; the
 decision is read from the Review, never from a ConfigMap), records the decision (who,
-when) in the Run's ``status.decisions`` and the Review's status. Every step is idempotent
+when) in the Run's ``status.decisions`` and asks the Reviews controller
+(:mod:`swarmkit_operator.reviews`, the one writer of a Review's status) to record it in
+the Review's status. Every step is idempotent
 by name, so a crash anywhere is repaired by the next reconcile. A run cancelled while it
 waits closes its Review (:func:`close`).
 """
@@ -40,6 +42,7 @@ from ..builders import job as jobs
 from ..builders import review as rv
 from ..builders import run_status as rs
 from ..builders import trust
+from ..reviews import Transition
 from . import cleanup, funnel_gate, status
 from .model import RunView, run_ref
 from .start import create_job
@@ -74,7 +77,9 @@ async def parked(
     review = _review_entry(st, run, stage) or await k8s.get_custom(
         REVIEWS, run.namespace, rv.review_name(run.name, run.uid, stage)
     )
-    if review is None:
+    if review is not None:
+        await st.reviews.adopt(review)  # the operator's own, or TamperedObject
+    else:
         encoded = await _store_checkpoint(st, run, ref, stage, verdict)
         if encoded is None:
             return None  # failed, status written
@@ -93,15 +98,13 @@ async def parked(
                 await status.write(st, run, rs.final(REASON_FAILED, gate))
                 return None
             manifest["spec"]["request"]["gate"] = gate
-        review = await k8s.create_custom_if_absent(REVIEWS, run.namespace, manifest)
-        if review is None:
-            review = await k8s.get_custom(REVIEWS, run.namespace, manifest["metadata"]["name"])
+        review = await st.reviews.open(manifest)
         if review is None:
             raise RuntimeError(f"Review {manifest['metadata']['name']} vanished")
         st.mark(run.uid, "review_created")
     # The Review shows Pending before the Run says AwaitingReview: whoever sees the Run
     # parked and lists the Reviews finds it waiting on people, never a blank state.
-    review = await _mark_pending(run.namespace, review)
+    review = await _mark_pending(st, run.namespace, review)
     items = [_item_of(review)]
     fields: dict[str, Any] = {"checkpointConfigMap": cm_name, "reviewItems": items}
     reported = verdict.result.checkpoint_sha256 if verdict.result is not None else None
@@ -115,14 +118,12 @@ async def parked(
     return await waiting(st, run, spec, review)
 
 
-async def _mark_pending(namespace: str, review: dict[str, Any]) -> dict[str, Any]:
+async def _mark_pending(st: RunState, namespace: str, review: dict[str, Any]) -> dict[str, Any]:
     """``review`` with ``status.state: Pending`` written (a no-op once it says so)."""
     if ((review.get("status") or {}).get("state")) == "Pending":
         return review
     name = review["metadata"]["name"]
-    written = await k8s.patch_status_object(
-        REVIEWS, namespace, name, {"state": "Pending"}, k8s.REVIEWS_MANAGER
-    )
+    written = await st.reviews.transition(namespace, name, Transition("Pending"))
     return written or review
 
 
@@ -222,22 +223,18 @@ async def waiting(
                 st, run, rs.final(REASON_FAILED, f"the run cannot resume: {message}")
             )
             return None
-    found = rv.decision_of(review) or funnel_gate.decision(review)
+    await st.reviews.adopt(review)
+    found = rv.decision_of(review)
     now = datetime.now(UTC)
     if found is None:
         deadline = rv.deadline_of(review)
         if deadline is not None and now >= deadline:
-            expired = await k8s.patch_status_object(
-                REVIEWS,
-                run.namespace,
-                review["metadata"]["name"],
-                {"state": "Expired"},
-                k8s.REVIEWS_MANAGER,
-            )
+            name = review["metadata"]["name"]
+            expired = await st.reviews.transition(run.namespace, name, Transition("Expired"))
             # A decision admitted before the Review was marked Expired still counts.
             found = rv.decision_of(expired or {}) or rv.timeout_decision(review, now)
         else:
-            await _mark_pending(run.namespace, review)
+            await _mark_pending(st, run.namespace, review)
             return max((deadline - now).total_seconds(), 0.5) if deadline else None
     return await resume(st, run, spec, stage, found, review)
 
@@ -282,14 +279,8 @@ async def resume(
     decisions = [d for d in run.status.get("decisions") or () if d.get("review") != name]
     decisions.append({k: v for k, v in recorded.items() if v is not None})
     state = "Expired" if found.verdict == "timeout" else "Resumed"
-    review_status = {
-        "state": state,
-        "verdict": found.verdict,
-        "decidedBy": found.decided_by,
-        "decidedAt": found.decided_at or None,
-        "resumedJob": job,
-    }
-    await k8s.patch_status(REVIEWS, run.namespace, name, review_status, k8s.REVIEWS_MANAGER)
+    taken_up = Transition(state, found.verdict, found.decided_by, found.decided_at, job)
+    await st.reviews.transition(run.namespace, name, taken_up)
     fields: dict[str, Any] = {"resumes": nxt, "decisions": decisions, "reviewItems": []}
     gates = funnel_gate.gates_after(run.status.get("gates") or [], review, found.verdict)
     if gates is not None:
@@ -318,7 +309,7 @@ async def check_checkpoint(run: RunView, stage: int) -> None:
         raise trust.tampered("the run's checkpoint", name, str(recorded), found)
 
 
-async def decision_for(run: RunView, resume: int) -> ResumeDecision:
+async def decision_for(st: RunState, run: RunView, resume: int) -> ResumeDecision:
     """What resumed stage ``resume`` (≥ 1) goes on with, read again from its Review (a lost
     resumed Job is recreated with the same decision; the Review's spec was checked by the
     admission policy, its status is written only by the operator)."""
@@ -329,7 +320,8 @@ async def decision_for(run: RunView, resume: int) -> ResumeDecision:
             REASON_PINNED_REVISION_MISSING,
             f"the Review {name} the run resumed after is gone: its Job cannot be recreated",
         )
-    found = rv.decision_of(review) or funnel_gate.decision(review)
+    await st.reviews.adopt(review)
+    found = rv.decision_of(review)
     if found is not None:
         return found
     # Expired: the timeout decision, at the time the operator recorded.
@@ -341,7 +333,7 @@ async def close(st: RunState, run: RunView) -> None:
     """The run ended while its Review waited (cancelled): the Review is ``Closed``, and the
     admission policy refuses decisions on it from then on."""
     name = rv.review_name(run.name, run.uid, stage_of(run))
-    await k8s.patch_status(REVIEWS, run.namespace, name, {"state": "Closed"}, k8s.REVIEWS_MANAGER)
+    await st.reviews.transition(run.namespace, name, Transition("Closed"))
 
 
 __all__ = ["close", "parked", "resume", "waiting"]

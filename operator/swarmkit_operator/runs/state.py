@@ -23,6 +23,7 @@ from typing import Any
 
 from ..config import OperatorConfig, RunsSettings
 from ..indexes import one
+from ..reviews import ReviewsController
 from ..workload.resolve import Resolver
 from .model import Indexes, RunView, rv
 from .tracing import RunSpans
@@ -39,6 +40,7 @@ class RunState:
         indexes: Indexes,
         settings: RunsSettings | None = None,
         resolver: Resolver | None = None,
+        reviews: ReviewsController | None = None,
     ) -> None:
         self.config = config
         self.settings = settings or RunsSettings()
@@ -48,6 +50,8 @@ class RunState:
         self.resolver = resolver or Resolver(config, indexes.resolver())
         #: The operator's own spans of traced Runs (on when ``OTEL_*`` names an endpoint).
         self.spans = RunSpans(dict(self.settings.otel))
+        #: The Reviews' owner: Runs ask it to open their Reviews and move their status on.
+        self.reviews = reviews or ReviewsController()
         #: run uid → {resourceVersion, status} of this process's latest status write, used
         #: while the Runs index has not caught up with it.
         self.overlay: dict[str, dict[str, Any]] = {}

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from swarmkit_api.review import CREATED_BY_ANNOTATION
+
 
 def meta_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     """The metadata every summary starts from."""
@@ -137,6 +139,12 @@ def review_summary(body: Mapping[str, Any]) -> dict[str, Any]:
             "uid": meta.get("uid"),
             "resourceVersion": meta.get("resourceVersion"),
             "deletionTimestamp": meta.get("deletionTimestamp"),
+            # Who opened it (the operator uses only its own: swarmkit_operator.reviews).
+            "annotations": {
+                k: v
+                for k, v in (meta.get("annotations") or {}).items()
+                if k == CREATED_BY_ANNOTATION
+            },
             # Only the entries that own spec.decision (when it was written).
             "managedFields": [
                 e

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from swarmkit_api.conditions import REASON_FUNNEL_INVALID, REASON_FUNNEL_NOT_FOUND
 from swarmkit_api.funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer
 from swarmkit_api.quorum import tally
+from swarmkit_api.review import decision_of as decision
 from swarmkit_api.topology import TopologySpec
 from swarmkit_operator.builders.funnel import (
     check_funnels,
@@ -19,7 +20,6 @@ from swarmkit_operator.builders.funnel import (
 )
 from swarmkit_operator.runs.funnel_gate import (
     author_refusal,
-    decision,
     revised_review,
     rounds_before,
 )

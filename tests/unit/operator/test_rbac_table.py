@@ -182,6 +182,9 @@ GENERIC = ("request", "stream", "request_start")
 #: Helpers that read a non-resource path, which no Role grants: the API group's discovery
 #: document, which every authenticated user may read (the built-in ``system:discovery``).
 NON_RESOURCE = ("wait_for_api",)
+#: Helpers whose request every authenticated user may send (the built-in
+#: ``system:basic-user`` grants SelfSubjectReviews): no Role of the chart needs to.
+BUILT_IN = ("whoami",)
 
 
 def _helpers() -> dict[str, Helper]:
@@ -333,7 +336,7 @@ def code_calls() -> Iterator[Call]:
                 continue
             helper = helpers[node.func.attr]
             where = f"{rel}:{node.lineno} k8s.{node.func.attr}"
-            if node.func.attr in GENERIC + NON_RESOURCE:
+            if node.func.attr in GENERIC + NON_RESOURCE + BUILT_IN:
                 continue  # generic: the leader election, indexes and watches (below)
             if helper.group is None:  # the path is an argument
                 pairs, collection = _path_resources(node.args[0], rel, consts, loops)

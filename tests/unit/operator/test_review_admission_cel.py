@@ -12,7 +12,12 @@ from typing import Any
 import celpy
 from celpy import celtypes
 
-from swarmkit_operator.admission import validations, variables
+from swarmkit_operator.admission import (
+    origin_validations,
+    origin_variables,
+    validations,
+    variables,
+)
 
 GATE = {
     "funnel": "notes-gate",
@@ -113,32 +118,76 @@ def test_a_service_account_cannot_sign() -> None:
     assert any("a ServiceAccount does not sign a funnel approval" in m for m in messages)
 
 
-def _created(user: str, labels: dict[str, str]) -> list[str]:
+OPERATOR = "system:serviceaccount:swarmkit-system:swarmkit-operator"
+
+
+def _origin(
+    operation: str,
+    user: str,
+    meta: dict[str, Any],
+    old_meta: dict[str, Any] | None = None,
+) -> list[str]:
+    """The messages of the origin rules refusing ``user`` (the policy as deploy/ has it)."""
     activation: dict[str, Any] = {
         "request": celpy.json_to_cel(
-            {"operation": "CREATE", "namespace": "team", "userInfo": {"username": user}}
+            {"operation": operation, "namespace": "team", "userInfo": {"username": user}}
         ),
-        "object": celpy.json_to_cel({**_review(None), "metadata": {"name": "r", "labels": labels}}),
-        "variables": celtypes.MapType({}),
+        "object": celpy.json_to_cel({**_review(None), "metadata": {"name": "r", **meta}}),
     }
-    rules = [r for r in validations() if "swarmkit.dev/gateway" in r["expression"]]
+    if old_meta is not None:
+        activation["oldObject"] = celpy.json_to_cel(
+            {**_review(None), "metadata": {"name": "r", **old_meta}}
+        )
+    computed: dict[str, Any] = {}
+    for var in origin_variables():
+        activation["variables"] = celtypes.MapType(computed)
+        computed[celtypes.StringType(var["name"])] = _eval(var["expression"], activation)
+    activation["variables"] = celtypes.MapType(computed)
     return [
         str(_eval(r["messageExpression"], activation))
-        for r in rules
+        for r in origin_validations()
         if not bool(_eval(r["expression"], activation))
     ]
 
 
-def test_a_review_labelled_as_a_gateways_is_opened_by_that_gateway_only() -> None:
+def _created(user: str, labels: dict[str, str]) -> list[str]:
+    return _origin("CREATE", user, {"labels": labels})
+
+
+def test_a_review_labelled_as_a_gateways_is_opened_by_the_operator_only() -> None:
+    """Issue 46 item 5: not by a person, not by the gateway's own account (an editor can
+    mint its token), not by another gateway's."""
     gw = {"swarmkit.dev/gateway": "deployer"}
-    assert _created("system:serviceaccount:team:gw-deployer", gw) == []
-    assert _created("system:serviceaccount:team:workspace-runner", gw) == []  # its Workspace's
-    assert _created("eve", {}) == []
-    assert _created("eve", gw) == [
-        "a Review labelled swarmkit.dev/gateway=deployer is opened by that gateway, not by eve"
-    ]
-    assert _created("system:serviceaccount:team:gw-other", gw) == [
-        "system:serviceaccount:team:gw-other may open Reviews only for its own gateway, "
-        "not for deployer"
-    ]
-    assert _created("system:serviceaccount:elsewhere:gw-deployer", gw) != []
+    assert _created(OPERATOR, gw) == []
+    assert _created("eve", {}) == []  # no origin label: RBAC alone says who may
+    expected = (
+        "a Review labelled swarmkit.dev/gateway=deployer is opened only by the operator "
+        f"({OPERATOR}) on its behalf, not by "
+    )
+    for user in (
+        "eve",
+        "system:serviceaccount:team:gw-deployer",
+        "system:serviceaccount:team:gw-other",
+        "system:serviceaccount:team:workspace-runner",
+    ):
+        assert _created(user, gw) == [expected + user]
+
+
+def test_a_review_labelled_as_a_runs_or_a_skills_is_opened_by_the_operator_only() -> None:
+    for label in ("swarmkit.dev/run-uid", "swarmkit.dev/skill"):
+        assert _created(OPERATOR, {label: "x"}) == []
+        [message] = _created("adam", {label: "x"})
+        assert f"labelled {label}=x is opened only by the operator" in message
+
+
+def test_created_by_names_the_creator_and_never_changes() -> None:
+    mine = {"annotations": {"swarmkit.dev/created-by": OPERATOR}}
+    assert _origin("CREATE", OPERATOR, mine) == []
+    [forged] = _origin("CREATE", "adam", mine)
+    assert "must be your authenticated user name adam" in forged
+    for changed in ({"annotations": {"swarmkit.dev/created-by": "adam"}}, {}):
+        [message] = _origin("UPDATE", "alice", changed, mine)
+        assert "who opened review r" in message and "cannot be added, changed" in message
+    relabelled = {**mine, "labels": {"swarmkit.dev/gateway": "deployer"}}
+    assert _origin("UPDATE", "alice", relabelled, mine) != []
+    assert _origin("UPDATE", "alice", mine, mine) == []

@@ -132,7 +132,7 @@ def test_deployment_runs_the_gateway_pinned_and_rolls_on_a_new_version() -> None
     assert scaled["spec"]["template"]["metadata"]["annotations"][CHECKSUM_ANNOTATION] == checksum
 
 
-def test_the_gateway_may_only_create_get_and_watch_reviews_in_its_namespace() -> None:
+def test_the_gateway_may_only_get_and_watch_reviews_in_its_namespace() -> None:
     render = rendered()
     account = gw.service_account("reviewer", render)
     assert account == "gw-reviewer"
@@ -142,12 +142,14 @@ def test_the_gateway_may_only_create_get_and_watch_reviews_in_its_namespace() ->
         meta = doc["metadata"]
         assert (meta["name"], meta["namespace"]) == ("gw-reviewer", NAMESPACE)
         assert meta["ownerReferences"][0]["kind"] == "Agent"
-    # Nothing but Reviews, and no update/patch: a decision is never the gateway's to write.
+    # Nothing but Reviews, and no update/patch: a decision is never the gateway's to write;
+    # no create either: anyone who may edit the namespace can mint this account's token, so
+    # the operator opens a gateway's Reviews (issue 46 item 5).
     assert docs["Role"]["rules"] == [
         {
             "apiGroups": ["swarmkit.dev"],
             "resources": ["reviews"],
-            "verbs": ["create", "get", "watch"],
+            "verbs": ["get", "watch"],
         }
     ]
     assert docs["RoleBinding"]["roleRef"] == {

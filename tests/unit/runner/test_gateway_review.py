@@ -15,12 +15,19 @@ import pytest
 
 from swarmkit_api.agent import GatewayToken
 from swarmkit_api.bundle import BundleGateway, ReviewItem, RunBundle, secret_env_name
-from swarmkit_api.review import GatewaySessionRef, ResumeDecision, ReviewSpec
+from swarmkit_api.review import (
+    GatewayReviewAsk,
+    GatewaySessionRef,
+    ResumeDecision,
+    ReviewSpec,
+    gateway_review_name,
+)
+from swarmkit_operator.builders.review import build_gateway_review, gateway_pod_refusal
 from swarmkit_runner import pipeline
 from swarmkit_runner.audit import AuditLog
 from swarmkit_runner.context import Budget, RunContext
 from swarmkit_runner.errors import ReviewUnavailable, RunFailed, ToolRefused
-from swarmkit_runner.gateway_review import build_review, review_name, settled
+from swarmkit_runner.gateway_review import ask_for, settled
 from swarmkit_runner.kube import KubeApi, KubeUnavailable
 from swarmkit_runner.paths import RunnerPaths
 from swarmkit_runner.secrets import SecretStore
@@ -52,21 +59,23 @@ def item(**kw: object) -> ReviewItem:
 
 
 def test_review_name_names_the_agent_and_the_session_and_fits_a_name() -> None:
-    assert review_name("coder", SESSION.correlation_id, 1) == "gw-coder-6f1c2d3e-1"
-    long = review_name("a" * 63, SESSION.correlation_id, 12)
+    assert gateway_review_name("coder", SESSION.correlation_id, 1) == "gw-coder-6f1c2d3e-1"
+    long = gateway_review_name("a" * 63, SESSION.correlation_id, 12)
     assert len(long) <= 63 and long.endswith("-6f1c2d3e-12")
 
 
+def _asked() -> GatewayReviewAsk:
+    """The ask as the gateway prints it and the operator reads it back from the pod's log."""
+    line = ask_for(n=1, session=SESSION, item=item(), wait_seconds=90, now=NOW).line()
+    assert line.startswith("swarmkit.review-ask ") and "\n" not in line
+    found = GatewayReviewAsk.from_line(line)
+    assert found is not None
+    return found
+
+
 def test_the_review_points_at_the_session_and_its_agent_never_at_a_run() -> None:
-    manifest = build_review(
-        name="gw-coder-6f1c2d3e-1",
-        namespace="team",
-        agent_uid="uid-coder",
-        session=SESSION,
-        item=item(),
-        wait_seconds=90,
-        now=NOW,
-    )
+    manifest = build_gateway_review("team", "coder", "uid-coder", _asked())
+    assert isinstance(manifest, dict)
     meta = manifest["metadata"]
     assert (manifest["apiVersion"], manifest["kind"]) == ("swarmkit.dev/v1alpha1", "Review")
     assert (meta["name"], meta["namespace"]) == ("gw-coder-6f1c2d3e-1", "team")
@@ -95,6 +104,41 @@ def test_the_review_points_at_the_session_and_its_agent_never_at_a_run() -> None
     assert (request["tool"], request["arguments"]) == ("deploy", '{"target": "prod"}')
     spec = ReviewSpec.model_validate(manifest["spec"])  # what the CRD's schema is built from
     assert spec.request.deadline == NOW + timedelta(seconds=90)
+
+
+def test_the_operator_opens_only_what_a_gateway_session_may_ask() -> None:
+    """An ask is for the pod's own agent, an approval or escalation, with a deadline; the
+    operator names and labels the Review itself (issue 46 item 5)."""
+    asked = _asked()
+    other = build_gateway_review("team", "billing", "uid-billing", asked)
+    assert other == "the ask is not for a session of agent billing's gateway"
+    spend = asked.model_copy(update={"request": asked.request.model_copy(update={"kind": "spend"})})
+    assert build_gateway_review("team", "coder", "u", spend) == (
+        "a gateway asks only approval or escalation, not spend"
+    )
+    no_deadline = asked.model_copy(
+        update={"request": asked.request.model_copy(update={"deadline": None})}
+    )
+    assert "deadline" in str(build_gateway_review("team", "coder", "u", no_deadline))
+    assert GatewayReviewAsk.from_line('{"event": "tool.call"}') is None  # an audit line
+    with pytest.raises(ValueError):
+        GatewayReviewAsk.from_line("swarmkit.review-ask {not json")
+
+
+def test_only_a_pod_of_the_agents_gateway_deployment_asks() -> None:
+    pod = {
+        "metadata": {
+            "name": "gw-coder-7d9f-x2x",
+            "labels": {"swarmkit.dev/gateway": "coder"},
+            "ownerReferences": [
+                {"kind": "ReplicaSet", "name": "gw-coder-7d9f", "controller": True}
+            ],
+        }
+    }
+    assert gateway_pod_refusal(pod, "coder") is None
+    assert "not labelled swarmkit.dev/gateway=billing" in str(gateway_pod_refusal(pod, "billing"))
+    bare = {"metadata": {**pod["metadata"], "ownerReferences": []}}
+    assert "not run by the gateway Deployment gw-coder" in str(gateway_pod_refusal(bare, "coder"))
 
 
 def test_settled_means_decided_or_ended_by_the_operator() -> None:
