@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,18 +48,17 @@ from swarmkit_api.review import (
     gateway_review_name,
 )
 
-from . import k8s, metrics
+from . import k8s
 from .builders import review as rv
 from .builders import trust
 from .builders.pod import CONTAINER_NAME
-from .runtime.workqueue import Workers, WorkQueue
+from .runtime.workqueue import Result, Workers, WorkQueue
 
 log = logging.getLogger("swarmkit_operator.reviews")
 
 PLURAL = "reviews"
 #: Reviews written at once (one Review is never written by two passes at once).
 WORKERS = 2
-MAX_BACKOFF = 30.0
 #: States after which nothing is derived any more (only an asker moves them on).
 SETTLED = ("Expired", "Closed", "Resumed")
 
@@ -129,14 +127,20 @@ class ReviewsController:
     def __init__(self, clock: Callable[[], datetime] = _now) -> None:
         self.clock = clock
         self.queue: WorkQueue[Key] = WorkQueue()
-        self._workers = Workers(self.queue, self._work, "swarmkit-reviews")
+        # The same retry rule and metrics as every controller (kind "Review").
+        self._workers = Workers(
+            self.queue,
+            self._work,
+            "swarmkit-reviews",
+            kind=lambda _: "Review",
+            describe=lambda key: f"{key[0]}/{key[1]}",
+        )
         #: The transition asked for last, per Review, until it is written.
         self._asked: dict[Key, Transition] = {}
         #: Reviews to open (their manifests), until they exist.
         self._opening: dict[Key, dict[str, Any]] = {}
         #: Askers awaiting the next pass of a key.
         self._waiters: dict[Key, list[asyncio.Future[dict[str, Any] | None]]] = {}
-        self._failures: dict[Key, int] = {}
         #: Keys whose current pass wrote something (the reconcile metrics' outcome).
         self._changed: set[Key] = set()
         #: The operator's own user name (who it creates Reviews as), asked once.
@@ -209,36 +213,27 @@ class ReviewsController:
         self.queue.add(key)
         return await future
 
-    async def _work(self, key: Key) -> None:
+    async def _work(self, key: Key) -> Result:
         waiters = self._waiters.pop(key, [])
         asked = self._asked.get(key)
-        started = time.monotonic()
+        self._changed.discard(key)
         try:
-            written, outcome = await self.reconcile(key, asked), "unchanged"
-            if key in self._changed:
-                outcome = "changed"
+            written = await self.reconcile(key, asked)
         except trust.Refused as refused:  # never retried: the object is not the operator's
             log.warning("review %s/%s: %s", *key, refused.message)
             self._forget(key)
-            written, outcome = None, "error"
             _settle(waiters, error=refused)
-        except Exception as exc:  # retried with backoff until it lands, never dropped
-            failures = self._failures.get(key, 0) + 1
-            self._failures[key] = failures
-            again = min(0.5 * 2 ** (failures - 1), MAX_BACKOFF)
-            log.warning("review %s/%s: %s (retry in %.1fs)", *key, exc, again)
-            metrics.RETRIES.labels("Review").inc()
-            self.queue.add(key, again)
-            written, outcome = None, "error"
+            return Result("error")
+        except Exception as exc:  # retried by the queue (rate-limited) until it lands
             _settle(waiters, error=exc)
-        else:
-            self._failures.pop(key, None)
-            if self._asked.get(key) is asked:
-                self._asked.pop(key, None)
-            _settle(waiters, result=written)
-        self._changed.discard(key)
-        metrics.RECONCILES.labels("Review", outcome).inc()
-        metrics.RECONCILE_SECONDS.labels("Review").observe(time.monotonic() - started)
+            raise
+        finally:
+            changed = key in self._changed
+            self._changed.discard(key)
+        if self._asked.get(key) is asked:
+            self._asked.pop(key, None)
+        _settle(waiters, result=written)
+        return Result("changed" if changed else "unchanged")
 
     async def reconcile(self, key: Key, asked: Transition | None) -> dict[str, Any] | None:
         """One pass over Review ``key``: open it if asked, write what is due."""
@@ -302,7 +297,6 @@ class ReviewsController:
     def _forget(self, key: Key) -> None:
         self._asked.pop(key, None)
         self._opening.pop(key, None)
-        self._failures.pop(key, None)
 
 
 class GatewayAsks:
