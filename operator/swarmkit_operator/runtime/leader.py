@@ -93,9 +93,6 @@ class Leadership:
     #: monotonic time until which a write is allowed (the last renewal + renew deadline).
     fenced_at: float = float("inf")
     acquired: asyncio.Event = field(default_factory=asyncio.Event)
-    #: Writes asked for while a standby, by key (the latest per key), run on acquisition.
-    deferred: dict[Any, Callable[[], Awaitable[None]]] = field(default_factory=dict)
-    tasks: set[asyncio.Task[None]] = field(default_factory=set)
     clock: Callable[[], float] = time.monotonic
 
     @classmethod
@@ -117,30 +114,6 @@ class Leadership:
     def start_leading(self) -> None:
         self.leading = True
         self.acquired.set()
-        for _key, fn in list(self.deferred.items()):
-            self._spawn(fn)
-        self.deferred.clear()
-
-    def defer(self, key: Any, fn: Callable[[], Awaitable[None]]) -> None:
-        """Run the write ``fn`` now when leading, else once this replica leads (the latest
-        ``fn`` per ``key``: a standby remembers what to do, not every event)."""
-        if self.leading:
-            self._spawn(fn)
-        else:
-            self.deferred[key] = fn
-
-    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
-        async def run() -> None:
-            try:
-                await fn()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("a deferred write failed: %s", exc)
-
-        task = asyncio.get_running_loop().create_task(run())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
 
 
 class LeaderElector:

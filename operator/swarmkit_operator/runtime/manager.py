@@ -12,8 +12,8 @@ library) and hands the manager each one's loops as :class:`Runnable` values
   (the work queue de-duplicates them: at most one entry per object);
 * a runnable that needs the lease (every writer: the reconcile, Runs and gateways workers,
   every periodic loop) starts only once this replica leads (:mod:`.leader` opens the API
-  client's write gate), in the root's order, then the writes event functions deferred
-  while this replica stood by;
+  client's write gate), in the root's order (what a standby's events asked to write, such
+  as opening a skill Review, waits in its controller's queue until then);
 * a leader that loses its Lease stops writing at once (the gate) and exits, so it comes
   back as a standby with fresh state (controller-runtime does the same).
 
