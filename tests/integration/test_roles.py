@@ -545,19 +545,13 @@ def test_only_the_workspace_admin_says_where_a_credential_may_go(
     wait_ready(kube, ns, "Agent", "asker")
 
 
-# --- item 5: a gateway's identity is out of an editor's reach (being fixed elsewhere) -------
+# --- item 5: a gateway's identity is out of an editor's reach -----------------------------
 
 
 class ForgedReviewAccepted(AssertionError):
     """The apiserver accepted a Review labelled as a gateway's from an identity eve minted."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ForgedReviewAccepted,
-    reason="issue 46 item 5 (open, being fixed on another branch): an editor can still mint "
-    "the token of the account a gateway runs as and open Reviews in its name",
-)
 def test_an_editor_cannot_open_a_review_in_a_gateways_name(
     cluster: LocalCluster, kube: Kube, people: str, operator: OperatorProcess
 ) -> None:
