@@ -188,13 +188,13 @@ GRANTS: tuple[Grant, ...] = (
         "",
         ("serviceaccounts",),
         ("create", "get", "patch", "delete"),
-        "A gateway's own ServiceAccount gw-<agent>: it opens Reviews as itself.",
+        "A gateway's own ServiceAccount gw-<agent>: it follows its Reviews as itself.",
     ),
     Grant(
         "rbac.authorization.k8s.io",
         ("roles", "rolebindings"),
         ("create", "get", "patch", "delete"),
-        "The gateway's Role + RoleBinding (create/get/watch Reviews only: verbs the operator "
+        "The gateway's Role + RoleBinding (get/watch Reviews only: verbs the operator "
         "holds, so RBAC lets it grant them without escalate or bind).",
     ),
     Grant(

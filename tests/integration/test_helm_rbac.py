@@ -55,13 +55,15 @@ OPERATOR_RULES: Grants = {
     "agents.swarmkit.dev/finalizers": frozenset({"update"}),
     "runs.swarmkit.dev/finalizers": frozenset({"update"}),
     "topologies.swarmkit.dev/finalizers": frozenset({"update"}),
-    # server-side applied: patch, and create when missing; nothing reads them one by one
-    "deployments.apps": frozenset({"create", "list", "watch", "patch", "delete"}),
-    "services": frozenset({"create", "patch", "delete"}),
+    # server-side applied: patch, and create when missing; get: an object already under
+    # that name is applied over only when the operator made it for that owner (the
+    # runner-workload pipeline's adoption check, docs/design/workload-pipeline.md)
+    "deployments.apps": frozenset({"create", "get", "list", "watch", "patch", "delete"}),
+    "services": frozenset({"create", "get", "patch", "delete"}),
     # an Agent gateway's own ServiceAccount, Role and RoleBinding (get/watch Reviews)
-    "serviceaccounts": frozenset({"create", "patch", "delete"}),
-    "roles.rbac.authorization.k8s.io": frozenset({"create", "patch", "delete"}),
-    "rolebindings.rbac.authorization.k8s.io": frozenset({"create", "patch", "delete"}),
+    "serviceaccounts": frozenset({"create", "get", "patch", "delete"}),
+    "roles.rbac.authorization.k8s.io": frozenset({"create", "get", "patch", "delete"}),
+    "rolebindings.rbac.authorization.k8s.io": frozenset({"create", "get", "patch", "delete"}),
     # update: the skill library and its shards swarmkit-skill-library-<i>, rewritten in
     # place (RBAC cannot name a prefix; the shards were refused before)
     "configmaps": frozenset({"create", "get", "list", "watch", "patch", "update", "delete"}),
@@ -70,8 +72,9 @@ OPERATOR_RULES: Grants = {
     "pods/log": frozenset({"get"}),
     "secrets": frozenset({"list", "watch"}),
     "events": frozenset({"create", "list"}),
-    # a NetworkPolicy per Run (created), per served Topology and gateway (applied, deleted)
-    "networkpolicies.networking.k8s.io": frozenset({"create", "patch", "delete"}),
+    # a NetworkPolicy per Run (created), per served Topology and gateway (applied, deleted;
+    # get: the same adoption check)
+    "networkpolicies.networking.k8s.io": frozenset({"create", "get", "patch", "delete"}),
 }
 CLUSTER_RULES: Grants = {
     "customresourcedefinitions.apiextensions.k8s.io": frozenset({"get", "list", "watch"}),

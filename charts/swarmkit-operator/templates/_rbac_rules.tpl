@@ -103,12 +103,12 @@
 - apiGroups: [""]
   resources: [services]
   verbs: [create, get, patch, delete]
-# A gateway's own ServiceAccount gw-<agent>: it opens Reviews as itself.
+# A gateway's own ServiceAccount gw-<agent>: it follows its Reviews as itself.
 - apiGroups: [""]
   resources: [serviceaccounts]
   verbs: [create, get, patch, delete]
-# The gateway's Role + RoleBinding (create/get/watch Reviews only: verbs the operator holds,
-# so RBAC lets it grant them without escalate or bind).
+# The gateway's Role + RoleBinding (get/watch Reviews only: verbs the operator holds, so
+# RBAC lets it grant them without escalate or bind).
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [roles, rolebindings]
   verbs: [create, get, patch, delete]
