@@ -37,6 +37,8 @@ AuthoredBy = Literal[
 REVIEWED_ANNOTATION = "swarmkit.dev/reviewed-by"
 #: Largest total content (spec + files) of one Skill, in bytes.
 MAX_SKILL_BYTES = 1024 * 1024
+#: Longest ``description`` (the Agent Skills specification's limit; level 1 of every grant).
+MAX_DESCRIPTION_CHARS = 1024
 
 
 def _is_safe_relative_path(path: str) -> bool:
@@ -293,7 +295,7 @@ class SkillSpec(ApiModel):
     )
     description: str = Field(
         min_length=1,
-        max_length=1024,
+        max_length=MAX_DESCRIPTION_CHARS,
         description="Written like a router: when to use this skill. Shown to every granted "
         "agent (level 1 of progressive disclosure).",
     )

@@ -58,6 +58,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
             "no model provider in the sources: added provider 'anthropic' (API key "
             f"{PROVIDER_KEYS['anthropic']} in Secret {col.secret}); edit it if you use another",
         )
+    swarm.default_models(col)
     for p in col.agents:
         p.body["workspaceRef"] = {"name": col.workspace}
     for p in col.topologies:

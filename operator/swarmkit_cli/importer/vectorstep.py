@@ -22,6 +22,7 @@ from typing import Any
 from swarmkit_api.skill import SkillSpec
 
 from .collected import Collected, Piece, source_annotation
+from .description import fit_description
 from .frontmatter import SkillMarkdown, parse_skill_md
 from .mapping import Fields, Src, check
 from .safefs import Refused, read_text
@@ -136,11 +137,16 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
     if description is None:
         f.error(None, "description is required (write it like a router: when to use it)")
         return
+    instructions = md.body
+    if isinstance(description, str):
+        description, instructions = fit_description(
+            f, "description", description.strip(), instructions
+        )
     spec: dict[str, Any] = {
-        "description": description.strip() if isinstance(description, str) else description,
+        "description": description,
         "category": category,
         "provenance": {"authoredBy": authored_by, "version": str(version)},
-        "instructions": md.body,
+        "instructions": instructions,
     }
     files: list[dict[str, Any]] = []
     binary: dict[str, bytes] = {}
