@@ -81,3 +81,19 @@ def test_a_long_swarmkit_skill_description_is_cut_the_same_way(tmp_path: Path) -
     assert str(spec["instructions"]).startswith(CONTINUED)
     assert str(spec["instructions"]).endswith("\n\nStep one.")
     assert len(r.warnings) == 1 and "skills/s1.yaml:3: metadata:" in r.warnings[0]
+
+
+def test_the_level_one_catalog_of_a_cut_skill_stays_within_the_limit(tmp_path: Path) -> None:
+    # The runner's level-1 catalog (one line per granted skill) of the imported skill: the
+    # description is at most 1,024 characters, the carried rest is only in load_skill's body.
+    from swarmkit_api.bundle import BundleSkill
+    from swarmkit_api.skill import SkillSpec
+    from swarmkit_runner.skills import catalog_section
+
+    md = f"---\nname: long\ndescription: {LONG}\n---\nBody.\n"
+    r = import_tree(tmp_path, {"skills/long/SKILL.md": md})
+    spec = SkillSpec.model_validate(r.spec("Skill", "long"))
+    skill = BundleSkill(name="long", content_hash="0" * 64, spec=spec, directory="/skills/long")
+    (line,) = [ln for ln in catalog_section([skill]).splitlines() if ln.startswith("- long:")]
+    assert len(line) <= len("- long: ") + MAX_DESCRIPTION_CHARS
+    assert "word174" not in line and "word174" in spec.instructions
