@@ -313,6 +313,7 @@ def _sizes(col: Collected) -> None:
     for cm in col.config_maps:
         data = cm.body.get("binaryData", {})
         size = sum(len(k) + len(v) * 3 // 4 for k, v in data.items())
+        size += sum(len(k) + len(v.encode()) for k, v in cm.body.get("data", {}).items())
         if size > CONFIG_MAP_LIMIT:
             col.report.error(
                 cm.src.file,

@@ -26,7 +26,7 @@ from .description import fit_description
 from .frontmatter import SkillMarkdown, parse_skill_md
 from .mapping import Fields, Src, check
 from .safefs import Refused, read_text
-from .sizes import chunk
+from .sizes import SPEC_INLINE_BUDGET, chunk
 from .skilldir import SKILL_MD, bundled_files, symlinks
 from .yamlsrc import Doc, YamlError
 
@@ -168,14 +168,20 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
             f"{exc.reason}; the skill is not imported",
         )
         return
-    for bf in bundled:
+    # Text stays inline unless the Skill object would grow past SPEC_INLINE_BUDGET (a
+    # Kubernetes object is at most ~1.5 MiB in etcd): then every file goes to ConfigMaps.
+    texts = [bf.text() for bf in bundled]
+    inline = sum(len(t.encode()) for t in texts if t is not None) <= SPEC_INLINE_BUDGET
+    text_keys: set[str] = set()
+    for bf, content in zip(bundled, texts, strict=True):
         entry: dict[str, Any] = {"path": bf.path}
-        content = bf.text()
-        if content is None:
+        if content is None or not inline:
             key = "f" + str(len(binary)) + "." + bf.path.rsplit("/", 1)[-1]
             key = "".join(c if c.isalnum() or c in "-._" else "-" for c in key)
             binary[key] = bf.data
             entries[key] = entry
+            if content is not None:
+                text_keys.add(key)
         else:
             entry["content"] = content
         if bf.executable and not bf.path.startswith("scripts/"):
@@ -187,8 +193,14 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
         cm = f"{name}-files" if len(groups) == 1 else f"{name}-files-{i}"
         for key in keys:
             entries[key]["configMapRef"] = {"name": cm, "key": key}
-        data = {k: base64.b64encode(binary[k]).decode("ascii") for k in keys}
-        maps.append(Piece(cm, {"binaryData": data}, Src(doc), source_annotation(Src(doc))))
+        body: dict[str, Any] = {}
+        text = {k: binary[k].decode() for k in keys if k in text_keys}
+        data = {k: base64.b64encode(binary[k]).decode("ascii") for k in keys if k not in text}
+        if text:
+            body["data"] = text
+        if data:
+            body["binaryData"] = data
+        maps.append(Piece(cm, body, Src(doc), source_annotation(Src(doc))))
     if files:
         spec["files"] = files
     src = Src(doc)

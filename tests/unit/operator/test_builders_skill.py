@@ -175,7 +175,9 @@ def test_a_large_skill_renders_into_parts_each_within_one_config_map() -> None:
     assert verdicts(render)["Ready"] == ("True", "Rendered")
     head = render.config_map
     assert head is not None and len(render.parts) == 9
-    assert "and 9 part ConfigMap(s)" in next(v.message for v in render.verdicts if v.type == "Ready")
+    assert "and 9 part ConfigMap(s)" in next(
+        v.message for v in render.verdicts if v.type == "Ready"
+    )
     for cm in (head, *render.parts):
         assert cm["immutable"] is True
         assert config_map_size(cm["data"], cm.get("binaryData")) <= PART_BUDGET
