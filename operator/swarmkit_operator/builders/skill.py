@@ -328,7 +328,8 @@ def lay_out(
     else in part ConfigMaps of at most :data:`PART_BUDGET` bytes each (in path order), the
     revision's ConfigMap keeping the spec, SKILL.md and files.json (which names each
     file's part). Returns ``(files, data, binaryData, parts, size)``, or why it is refused."""
-    data, binary = dict(meta), {}
+    data: dict[str, str] = dict(meta)
+    binary: dict[str, str] = {}
     for entry, raw in zip(files, contents, strict=True):
         _put(entry, raw, data, binary)
     data[FILES_JSON] = dump_json([f.wire() for f in files])

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from swarmkit_api.workspace import Governance, ScriptDeny
 from swarmkit_api.skill import MAX_SKILL_BYTES
+from swarmkit_api.workspace import Governance, ScriptDeny
 from swarmkit_operator.builders import ObjectRef, config_map_size
 from swarmkit_operator.builders.skill import (
     PART_BUDGET,
