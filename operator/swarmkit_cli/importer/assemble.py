@@ -48,17 +48,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
         ("credential", col.credentials),
     ):
         _unique(col, label, pieces)
-    if col.agents and not col.model_providers:
-        first = col.agents[0].src
-        ensure_provider(col, "anthropic", first)
-        col.report.warn(
-            first.file,
-            first.line,
-            first.field("model"),
-            "no model provider in the sources: added provider 'anthropic' (API key "
-            f"{PROVIDER_KEYS['anthropic']} in Secret {col.secret}); edit it if you use another",
-        )
-    swarm.default_models(col)
+    _providers(col)
     for p in col.agents:
         p.body["workspaceRef"] = {"name": col.workspace}
     for p in col.topologies:
@@ -128,6 +118,22 @@ def assemble(col: Collected, namespace: str | None) -> Output:
         }
         out.secret_hints = {k: v for k, v in col.secret_hints.items() if k in col.secret_keys}
     return out
+
+
+def _providers(col: Collected) -> None:
+    """Agents and no provider: upstream's own (anthropic); then agents naming no model get
+    the Workspace's default model (:func:`swarm.default_models`)."""
+    if col.agents and not col.model_providers:
+        first = col.agents[0].src
+        ensure_provider(col, "anthropic", first)
+        col.report.warn(
+            first.file,
+            first.line,
+            first.field("model"),
+            "no model provider in the sources: added provider 'anthropic' (API key "
+            f"{PROVIDER_KEYS['anthropic']} in Secret {col.secret}); edit it if you use another",
+        )
+    swarm.default_models(col)
 
 
 def _manifest(kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
