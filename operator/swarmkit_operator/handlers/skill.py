@@ -182,6 +182,8 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
         # anyone's (built-in edit creates ConfigMaps): adopted only if it is the render.
         foreign = None if made else await ctl.foreign_render(manifest, key)
         if foreign is not None:
+            if manifest is not render.config_map:  # a part: say which
+                foreign = f"its part ConfigMap {manifest['metadata']['name']}: {foreign}"
             render = foreign_config_map(render, "Skill", name, foreign)
             break
     # The index is at least as fresh as the body (it is updated on every event).
