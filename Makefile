@@ -22,15 +22,17 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
-$(RUN_STAMP): pyproject.toml
+# The product distribution (pyproject.toml) and, beside it, the dev-only one (hack/: the local
+# cluster, the image builds, the generators; hack/pyproject.toml), both editable.
+$(RUN_STAMP): pyproject.toml hack/pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11+"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli,devcluster]'
+	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli]' -e ./hack
 	touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP)
-	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli,devcluster,test,dev,docs]'
+	$(PY) -m pip install --quiet -e '.[operator,runtime,tracing,cli,test,dev,docs]' -e ./hack
 	$(MAKE) --no-print-directory chromium botocore checkov
 	touch $(STAMP)
 
@@ -69,20 +71,22 @@ chromium:
 
 venv: $(STAMP) ## create .venv and install every Python dependency
 
-lint: $(STAMP) ## ruff, mypy --strict, import-linter, function length (hack/lint)
+lint: $(STAMP) ## ruff, mypy --strict, import-linter, function length, dead code (hack/lint)
 	$(VENV)/bin/ruff check operator runtime_image hack tests bench
 	$(VENV)/bin/ruff format --check operator runtime_image hack tests bench
-	$(VENV)/bin/mypy operator/swarmkit_api operator/swarmkit_operator operator/swarmkit_cli runtime_image/swarmkit_runner hack/swarmkit_devcluster
+	$(VENV)/bin/mypy operator/swarmkit_api operator/swarmkit_operator operator/swarmkit_cli runtime_image/swarmkit_runner hack/swarmkit_devcluster hack/swarmkit_codegen
 	$(VENV)/bin/lint-imports
 	$(PY) hack/lint/function_length.py
+	$(PY) hack/lint/dead_code.py
 
+# The generators are dev-only (hack/swarmkit_codegen, never in an image).
 generate: $(STAMP) ## write every generated file (CRDs, chart templates, values schema, docs reference)
-	$(PY) -m swarmkit_operator.crdgen --out .
-	$(PY) -m swarmkit_operator.docgen --out .
+	$(PY) -m swarmkit_codegen.crdgen --out .
+	$(PY) -m swarmkit_codegen.docgen --out .
 
 verify: $(STAMP) ## regenerate into a temp dir and fail on any difference
-	$(PY) -m swarmkit_operator.crdgen --verify .
-	$(PY) -m swarmkit_operator.docgen --verify .
+	$(PY) -m swarmkit_codegen.crdgen --verify .
+	$(PY) -m swarmkit_codegen.docgen --verify .
 
 # The documentation site: broken links, missing pages and nav entries are errors (--strict).
 # Built into site/ (ignored by git); tests/unit/test_docs_site.py opens it in Chromium.
@@ -130,7 +134,7 @@ node-binaries: $(RUN_STAMP) node-apt ## build (once, cached) the real node: kube
 	$(PY) -m swarmkit_devcluster build --node
 
 # REAL_NODE=1 make cluster-up: the real node too (root; one per machine, queued by a lock).
-REAL_NODE_PREREQ := $(if $(filter 1,$(REAL_NODE)),node-binaries)
+REAL_NODE_PREREQ := $(if $(filter 1,$(REAL_NODE)),node-binaries images)
 cluster-up: cluster-binaries $(REAL_NODE_PREREQ) ## start the local control plane + process node (REAL_NODE=1: + the real node) (idempotent)
 	$(PY) -m swarmkit_devcluster up
 
@@ -150,10 +154,10 @@ test-integration: $(STAMP) cluster-binaries clients jaeger
 	$(PY) -m pytest tests/integration -q -m 'not real_node'
 
 # The tests where a kernel boundary is the point, on a private cluster with the real node (root;
-# one real node per machine: a second cluster waits for the machine's lock). Not yet part of
-# `make test` (issue 38: CoreDNS, the operator's pods and the demo on the real node come first).
+# one real node per machine: a second cluster waits for the machine's lock). Part of `make test`.
+REAL_NODE_PYTEST := REAL_NODE=1 $(PY) -m pytest tests -q -p no:cacheprovider -m real_node
 test-real-node: $(STAMP) cluster-binaries node-binaries images ## the real-node tests (kubelet + containerd; root)
-	REAL_NODE=1 $(PY) -m pytest tests -q -p no:cacheprovider -m real_node
+	$(REAL_NODE_PYTEST)
 
 # The runtime and operator images, built for real without a Docker daemon (buildah + debootstrap
 # from Debian's packages, installed when missing; needs root). Cached under
@@ -169,11 +173,18 @@ images-if-built: $(STAMP)
 # root; cached after), so the image tests run everywhere and the suite skips nothing.
 # It prints how long the steps before pytest took, then pytest's 20 slowest tests and its own
 # total (the closing line stays pytest's, which CI reads): a change that slows the suite shows.
+# The real-node tests run first, in their own session (a private cluster with the real node,
+# taken under the machine's lock), then everything else on the process node, whatever the
+# first session's outcome; the closing line stays the second pytest's, and make fails if
+# either failed.
 test: $(STAMP) ## lint + verify + docs + the whole test suite (prints the 20 slowest tests and the times)
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory lint verify docs cluster-binaries clients jaeger images; \
+	$(MAKE) --no-print-directory lint verify docs cluster-binaries clients jaeger images node-binaries; \
 	echo "make test: lint, verify, docs and the builds took $$(( $$(date +%s) - start )) s; pytest follows"
-	$(PY) -m pytest tests -q -p no:cacheprovider --durations=20 --durations-min=1 -m 'not real_node'
+	@start=$$(date +%s); rn=0; $(REAL_NODE_PYTEST) || rn=$$?; \
+	echo "make test: the real-node tests took $$(( $$(date +%s) - start )) s (exit $$rn)"; \
+	$(PY) -m pytest tests -q -p no:cacheprovider --durations=20 --durations-min=1 -m 'not real_node' \
+	&& exit $$rn
 
 demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output (TRACING=1: + Jaeger, the trace)
 	$(PY) -m swarmkit_devcluster demo

@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument(
         "--node",
         action="store_true",
-        help="the real node's binaries (kubelet, kube-proxy, containerd, runc, CNI, kube-router)",
+        help="the real node's binaries (kubelet, kube-proxy, containerd, runc, CNI, kube-router,"
+        " CoreDNS)",
     )
     sub.add_parser(
         "clients",

@@ -33,6 +33,7 @@ import yaml
 from swarmkit_devcluster import jaeger
 from swarmkit_devcluster import pki as pkimod
 from swarmkit_devcluster import realnode as rn
+from swarmkit_devcluster import realnode_dns as rn_dns
 from swarmkit_devcluster.build import BuildError, ensure_built
 from swarmkit_devcluster.components import (
     COMPONENTS,
@@ -93,7 +94,7 @@ def _say(msg: str) -> None:
 class LocalCluster:
     """A local control plane in ``state_dir``.
 
-    >>> c = LocalCluster("/tmp/x").start()   # or reuse: LocalCluster(".cluster").attach()
+    >>> c = LocalCluster("/tmp/x").start()   # reuses one already running there
     >>> c.kubectl("get", "nodes").stdout
     >>> c.stop()
     """
@@ -213,14 +214,6 @@ class LocalCluster:
         return self._client
 
     # -- start -----------------------------------------------------------------------------
-
-    def attach(self) -> LocalCluster:
-        """Use an already-running cluster in ``state_dir`` (raises ClusterError if none)."""
-        if not self.is_running():
-            raise ClusterError(
-                f"no running cluster in {self.state_dir}; start one with `make cluster-up`"
-            )
-        return self
 
     def start(self) -> LocalCluster:
         """Start the cluster, or reuse the one already running in ``state_dir`` (idempotent)."""
@@ -365,7 +358,10 @@ class LocalCluster:
 
     def _real_node_apiserver_args(self, pki: pkimod.Pki) -> list[str]:
         """Pods reach the apiserver on the bridge address (the `kubernetes` Service endpoints);
-        it authenticates to kubelets with a client certificate. Later flags win."""
+        it authenticates to kubelets with a client certificate. Later flags win. A namespace
+        annotated the way an administrator pins tenants to nodes (PodNodeSelector,
+        PodTolerationRestriction) sends every pod created in it, the operator's included, to
+        the real node."""
         crt, key = pkimod.issue_leaf(
             pki, "apiserver-kubelet-client", "kube-apiserver-kubelet-client",
             orgs=("system:masters",),
@@ -373,6 +369,7 @@ class LocalCluster:
         return [
             "--bind-address=0.0.0.0",
             f"--advertise-address={rn.BRIDGE_IP}",
+            "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
             f"--kubelet-client-certificate={crt}",
             f"--kubelet-client-key={key}",
         ]
@@ -389,7 +386,11 @@ class LocalCluster:
         self._spawn("containerd", rn.containerd_cmd(p.root / "containerd.toml"), env=env)
         watch = [*watch, "containerd"]
         self._wait_for("containerd's socket", p.containerd_sock.exists, watch, 30)
-        rn.import_images(p, cache_root() / "realnode-images")
+        # The project images of this checkout (tests check for them: a missing one would be
+        # pulled from its registry instead).
+        cache = cache_root() / "realnode-images"
+        dns_image = (rn_dns.archive_path(cache), rn_dns.coredns_archive)
+        self.state["real_node_images"] = rn.import_images(p, cache, repo_root(), [dns_image])
         crt, key = pkimod.issue_leaf(
             pki, "kubelet-serving", rn.NODE_NAME, ips=(rn.BRIDGE_IP,), server=True
         )
@@ -407,6 +408,10 @@ class LocalCluster:
         self._spawn("kube-router", rn.kube_router_cmd(kc["kube-router"]))
         watch += ["kube-proxy", "kube-router"]
         self._wait_for("the real node to be Ready, untainted", self._real_node_ready, watch, 90)
+        for path, obj in rn_dns.dns_objects():
+            with contextlib.suppress(ApiError):  # already there: `up` is idempotent
+                self.client().create(path, obj)
+        self._wait_for("the cluster DNS (CoreDNS) to be Ready", self._cluster_dns_ready, watch, 90)
         self.state["real_node_startup_seconds"] = round(time.monotonic() - t0, 2)
         self._save()
         self._say(f"real node {rn.NODE_NAME} Ready in {time.monotonic() - t0:.1f}s")
@@ -448,6 +453,18 @@ class LocalCluster:
         ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
         taints = {t["key"] for t in node.get("spec", {}).get("taints") or []}
         return ready and taints == {rn.TAINT_KEY}
+
+    def _cluster_dns_ready(self) -> bool:
+        """A ready CoreDNS endpoint behind the kube-dns Service (kube-proxy routes to it)."""
+        slices = self.client().get(
+            f"/apis/discovery.k8s.io/v1/namespaces/{rn_dns.NAMESPACE}/endpointslices",
+            labelSelector="kubernetes.io/service-name=kube-dns",
+        )
+        return any(
+            (e.get("conditions") or {}).get("ready")
+            for s in slices.get("items") or []
+            for e in s.get("endpoints") or []
+        )
 
     def _release_real_node(self, lock: Proc) -> None:
         """After the node's processes are gone: clean the host, then free the machine lock."""

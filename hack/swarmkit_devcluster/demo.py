@@ -18,6 +18,9 @@ installed, operator running). Steps, each shown as it happens:
    rate), print it, and end with the URL of the operator's read-only web view.
 
 The cluster stays up; the last lines say how to use kubectl against it and how to stop it.
+With the real node (``REAL_NODE=1``), the demo namespace is annotated so that its pods (the
+Run's) run there, in the runtime image under containerd + runc; the Run's lines name the node
+and the image.
 """
 
 from __future__ import annotations
@@ -145,6 +148,12 @@ class Demo:
             if exc.status != 404:
                 raise
             self.client.create("/api/v1/namespaces", {"metadata": {"name": self.ns}})
+        if self.cluster.state.get("real_node"):
+            from swarmkit_devcluster.realnode import NODE_NAME, namespace_annotations
+
+            meta = {"metadata": {"annotations": namespace_annotations()}}
+            self.client.merge_patch(f"/api/v1/namespaces/{self.ns}", meta)
+            self.step(f"real node: the Run's pod goes to {NODE_NAME} (containerd + runc)")
 
     def store_key(self, key: str) -> None:
         body = {
@@ -265,6 +274,10 @@ class Demo:
         for key in ("jobName", "podName", "startTime", "completionTime", "bundleConfigMap"):
             if status.get(key):
                 self.say(f"   {key}: {status[key]}")
+        if status.get("podName"):
+            pod = self.client.get(f"/api/v1/namespaces/{self.ns}/pods/{status['podName']}")
+            image = pod["spec"]["containers"][0]["image"]
+            self.say(f"   pod ran on node {pod['spec'].get('nodeName')}, image {image}")
         pinned = status.get("pinned") or {}
         if pinned:
             agents = ", ".join(f"{a}@{v}" for a, v in sorted((pinned.get("agents") or {}).items()))

@@ -184,16 +184,9 @@ class Jaeger:
         return f"http://127.0.0.1:{self.ports['otlp_http']}"
 
     @property
-    def otlp_grpc_endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.ports['otlp_grpc']}"
-
-    @property
     def query_url(self) -> str:
         """The query API and UI."""
         return f"http://127.0.0.1:{self.ports['query']}"
-
-    def trace_url(self, trace_id: str) -> str:
-        return f"{self.query_url}/trace/{trace_id}"
 
     def start(self, timeout: float = 60.0) -> Jaeger:
         binary = self.binary or build_jaeger()

@@ -206,11 +206,6 @@ class KubeClient:
     def merge_patch(self, path: str, body: JSON) -> JSON:
         return self.request("PATCH", path, body, content_type="application/merge-patch+json")
 
-    def strategic_patch(self, path: str, body: JSON) -> JSON:
-        return self.request(
-            "PATCH", path, body, content_type="application/strategic-merge-patch+json"
-        )
-
     def delete(self, path: str, body: JSON | None = None, **params: Any) -> JSON:
         return self.request("DELETE", path, body, params=params)
 

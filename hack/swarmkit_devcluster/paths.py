@@ -14,6 +14,7 @@ CONTAINERD_VERSION = "v2.4.2"
 RUNC_VERSION = "v1.5.3"
 CNI_PLUGINS_VERSION = "v1.10.0"
 KUBE_ROUTER_VERSION = "v2.1.0"
+COREDNS_VERSION = "v1.15.0"
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -130,6 +131,15 @@ NODE_BINARIES: dict[str, Binary] = {
         "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router",
         "kube-router",
         KUBE_ROUTER_VERSION,
+    ),
+    # The cluster DNS: a lean CoreDNS main in the wrapper module (its plugins, no `forward`).
+    "coredns": Binary(
+        "coredns",
+        "coredns",
+        "github.com/swarmkit-operator/hack/coredns",
+        "coredns",
+        COREDNS_VERSION,
+        ldflags=f"-X github.com/coredns/coredns/coremain.GitCommit={COREDNS_VERSION}",
     ),
 }
 

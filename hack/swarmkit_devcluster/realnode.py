@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -470,7 +471,7 @@ def build_check() -> None:
 
 NODE_BINARY_NAMES = (
     "kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "runc",
-    "bridge", "host-local", "loopback", "portmap", "kube-router",
+    "bridge", "host-local", "loopback", "portmap", "kube-router", "coredns",
 )  # fmt: skip
 
 
@@ -478,20 +479,34 @@ def run_iptables(rule: list[str]) -> None:
     _run("iptables", *rule)
 
 
-def import_images(p: NodePaths, cache: Path) -> None:
-    """The pause and busybox archives (built once into ``cache``) into containerd's k8s.io
-    namespace; pods use ``imagePullPolicy: Never``."""
-    from swarmkit_devcluster.realnode_images import busybox_archive, pause_archive
+def import_images(
+    p: NodePaths,
+    cache: Path,
+    repo: Path,
+    extra: Sequence[tuple[Path, Callable[[Path], Path]]] = (),
+) -> list[str]:
+    """The pause and busybox archives and ``extra`` ones (each (archive, the function that
+    writes it into ``cache``), built once) and the project's images ``make images`` built
+    from ``repo``'s sources into containerd's k8s.io namespace; pods use
+    ``imagePullPolicy: Never`` or ``IfNotPresent``. Returns the project images imported."""
+    from swarmkit_devcluster import realnode_images as img
 
     cache.mkdir(parents=True, exist_ok=True)
-    archives = [cache / "pause.oci.tar", cache / "busybox.oci.tar"]
-    if not archives[0].exists():
-        pause_archive(cache)
-    if not archives[1].exists():
-        busybox_archive(cache)
+    archives = [
+        (cache / "pause.oci.tar", img.pause_archive),
+        (img.busybox_path(cache), img.busybox_archive),
+        *extra,
+    ]
     ctr = [str(binary("ctr")), f"--address={p.containerd_sock}", "-n", "k8s.io"]
-    for a in archives:
-        _run(*ctr, "images", "import", str(a))
+    for path, make in archives:
+        if not path.exists():
+            make(cache)
+        _run(*ctr, "images", "import", str(path))
+    imported = []
+    for ref, path in img.project_archives(cache, repo):  # `make images`: runtime, operator
+        _run(*ctr, "images", "import", str(path))
+        imported.append(ref)
+    return imported
 
 
 def rbac_objects() -> list[dict[str, object]]:
@@ -539,3 +554,13 @@ def rbac_objects() -> list[dict[str, object]]:
         binding("swarmkit:kube-router", "swarmkit:kube-router", user),
         binding("swarmkit:realnode-auth-delegator", "system:auth-delegator", nodes),
     ]
+
+
+def namespace_annotations() -> dict[str, str]:
+    """What puts a namespace's pods on the real node (the apiserver's PodNodeSelector and
+    PodTolerationRestriction admission plugins): the operator's pods need no change."""
+    toleration = {"key": TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+    return {
+        "scheduler.alpha.kubernetes.io/node-selector": f"kubernetes.io/hostname={NODE_NAME}",
+        "scheduler.alpha.kubernetes.io/defaultTolerations": json.dumps([toleration]),
+    }

@@ -30,7 +30,10 @@ int main(void) {
 }
 """
 
-_APPLETS = ("sh", "id", "cat", "ls", "touch", "nc", "sleep", "echo", "grep", "head", "tr", "true")
+_APPLETS = (
+    "sh", "id", "cat", "ls", "touch", "nc", "sleep", "echo", "grep", "head", "tr", "true",
+    "nslookup",
+)  # fmt: skip
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
@@ -45,7 +48,7 @@ def _dir(tar: tarfile.TarFile, name: str, mode: int = 0o755) -> None:
     tar.addfile(info, None)
 
 
-def _layer(
+def image_layer(
     files: dict[str, tuple[bytes, int]], links: dict[str, str], dirs: dict[str, int]
 ) -> bytes:
     buf = io.BytesIO()
@@ -125,8 +128,14 @@ def pause_archive(out_dir: Path) -> Path:
         src, exe = Path(tmp) / "pause.c", Path(tmp) / "pause"
         src.write_text(_PAUSE_C)
         subprocess.run(["gcc", "-static", "-Os", "-s", "-o", str(exe), str(src)], check=True)
-        layer = _layer({"pause": (exe.read_bytes(), 0o755)}, {}, {})
+        layer = image_layer({"pause": (exe.read_bytes(), 0o755)}, {}, {})
     return write_archive(out_dir / "pause.oci.tar", PAUSE_REF, layer, {"Entrypoint": ["/pause"]})
+
+
+def busybox_path(out_dir: Path) -> Path:
+    """Keyed by the applet list: a new applet makes a new archive, not a stale cached one."""
+    key = hashlib.sha256(" ".join(_APPLETS).encode()).hexdigest()[:12]
+    return out_dir / f"busybox-{key}.oci.tar"
 
 
 def busybox_archive(out_dir: Path, busybox: Path = Path("/bin/busybox")) -> Path:
@@ -137,7 +146,53 @@ def busybox_archive(out_dir: Path, busybox: Path = Path("/bin/busybox")) -> Path
         "etc/group": (b"root:x:0:\nnonroot:x:65532:\n", 0o644),
     }
     links = {f"bin/{a}": "busybox" for a in _APPLETS}
-    layer = _layer(files, links, {"bin": 0o755, "etc": 0o755, "tmp": 0o1777})
+    layer = image_layer(files, links, {"bin": 0o755, "etc": 0o755, "tmp": 0o1777})
     return write_archive(
-        out_dir / "busybox.oci.tar", BUSYBOX_REF, layer, {"Cmd": ["sh"], "User": "65532"}
+        busybox_path(out_dir), BUSYBOX_REF, layer, {"Cmd": ["sh"], "User": "65532"}
     )
+
+
+def project_archives(out_dir: Path, repo: Path) -> list[tuple[str, Path]]:
+    """(reference, archive) of each image ``make images`` built from *this* checkout's sources.
+
+    The image store is machine-wide: another worktree's ``make images`` retags the same
+    references with its own build. So the archive is keyed by the build key of this checkout
+    (the key ``image_status`` computes): pushed from buildah's storage (``buildah push …
+    oci-archive:``) while the store holds that build, then reused from the archive even after
+    another worktree rebuilt. An image with neither (never built from these sources) is left
+    out, never replaced by someone else's build. The newest :data:`KEEP` archives per image
+    stay (worktrees alternate)."""
+    from swarmkit_devcluster.imagebuild import pins
+    from swarmkit_devcluster.imagebuild.build import (
+        INDEX_FILE,
+        RECORD_FILE,
+        input_key,
+        read_json,
+        store_dir,
+    )
+    from swarmkit_devcluster.imagebuild.tools import Buildah
+
+    index = read_json(store_dir() / INDEX_FILE).get("images") or {}
+    records = read_json(store_dir() / RECORD_FILE)
+    out: list[tuple[str, Path]] = []
+    for spec in pins.IMAGES:
+        rec = records.get(spec.name) or {}
+        key = input_key(repo, spec, rec.get("baseIds") or {}, str(rec.get("builder", "")))
+        path = out_dir / f"{spec.name}-{key}.oci.tar"
+        if not path.exists():
+            if (index.get(spec.reference) or {}).get("key") != key:
+                continue
+            tmp = path.with_suffix(".tmp")
+            ref = spec.reference
+            Buildah(store_dir() / "buildah")("push", "--quiet", ref, f"oci-archive:{tmp}:{ref}")
+            tmp.replace(path)
+        path.touch()
+        old = sorted(out_dir.glob(f"{spec.name}-*.oci.tar"), key=lambda f: -f.stat().st_mtime)
+        for stale in old[KEEP:]:
+            stale.unlink()
+        out.append((spec.reference, path))
+    return out
+
+
+#: Archives kept per project image (one per build key; a few worktrees alternate).
+KEEP = 4

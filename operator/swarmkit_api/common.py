@@ -7,8 +7,10 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from .base import ApiModel, CelRule
+from .metaschema import schema_problem
 
 KEBAB = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 KEBAB_RE = re.compile(KEBAB)
@@ -177,9 +179,15 @@ BoundedJson = Annotated[dict[str, Any], AfterValidator(bounded_depth)]
 JsonSchemaType = Literal["object", "array", "string", "number", "integer", "boolean", "null"]
 
 
+#: The pydantic error type of a JSON Schema that breaks the metaschema (its field errors
+#: become ``Accepted=False InvalidSchema``).
+INVALID_SCHEMA_ERROR = "invalid_schema"
+
+
 class JsonSchema(ApiModel):
     """A JSON Schema object. Only the top-level keywords the operator inspects are typed;
-    any other JSON Schema keyword is kept as written."""
+    any other JSON Schema keyword is kept as written. The whole document, every nested
+    subschema included, must satisfy the 2020-12 metaschema (:mod:`.metaschema`)."""
 
     model_config = ApiModel.model_config | {
         "extra": "allow",
@@ -198,7 +206,16 @@ class JsonSchema(ApiModel):
     @model_validator(mode="before")
     @classmethod
     def _bounded(cls, data: Any) -> Any:
-        return bounded_depth(data)
+        bounded_depth(data)  # first: the metaschema walk is sized by the value
+        problem = schema_problem(data)
+        if problem is not None:
+            where, what = problem
+            raise PydanticCustomError(
+                INVALID_SCHEMA_ERROR,
+                "not a valid JSON Schema: {what}",
+                {"field_path": where, "what": what},
+            )
+        return data
 
     def as_dict(self) -> dict[str, Any]:
         """The schema as a plain JSON Schema document."""

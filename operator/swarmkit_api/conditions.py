@@ -35,6 +35,9 @@ SUCCEEDED: Final[str] = "Succeeded"
 REASON_VALID: Final[str] = "Valid"
 #: The spec fails its schema (also SkillsResolved=Unknown of an invalid Agent).
 REASON_INVALID: Final[str] = "Invalid"
+#: An embedded JSON Schema (a Skill's inputs/outputs, a command's inputs, an Agent's
+#: outputSchema, a Funnel's validate.schema), or one nested in it, breaks the metaschema.
+REASON_INVALID_SCHEMA: Final[str] = "InvalidSchema"
 #: The rendered ConfigMap would be over the apiserver's size limit.
 REASON_TOO_LARGE: Final[str] = "TooLarge"
 #: Skill: the name is reserved for the skills ``pack:workspace`` synthesizes.
@@ -86,6 +89,7 @@ REASON_CHILD_TOPOLOGY_NOT_READY: Final[str] = "ChildTopologyNotReady"
 # --- SkillsResolved (Agent) ----------------------------------------------------------------
 
 REASON_ALL_RESOLVED: Final[str] = "AllResolved"
+#: Also a Funnel's Ready=False while its judge skill does not exist.
 REASON_SKILL_NOT_FOUND: Final[str] = "SkillNotFound"
 REASON_SKILL_NOT_READY: Final[str] = "SkillNotReady"
 
@@ -203,6 +207,7 @@ __all__ = [
     "REASON_FUNNEL_NOT_SERVABLE",
     "REASON_IMAGE_PULL_FAILED",
     "REASON_INVALID",
+    "REASON_INVALID_SCHEMA",
     "REASON_INVALID_SERVE_SPEC",
     "REASON_IN_FORCE",
     "REASON_JOB_LOST",

@@ -346,10 +346,12 @@ RESOURCE_MODELS: dict[str, type[_Resource]] = {
 
 @dataclass(frozen=True)
 class FieldError:
-    """One validation problem: where (Kubernetes-style path) and what."""
+    """One validation problem: where (Kubernetes-style path), what, and pydantic's error
+    type (``code``: ``invalid_schema`` for a JSON Schema the metaschema refuses)."""
 
     path: str
     message: str
+    code: str = ""
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
@@ -383,7 +385,9 @@ def field_errors(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> li
         ctx = err.get("ctx") or {}
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function")))
         result.append(
-            FieldError(format_loc(prefix + loc, str(ctx.get("field_path", ""))), err["msg"])
+            FieldError(
+                format_loc(prefix + loc, str(ctx.get("field_path", ""))), err["msg"], err["type"]
+            )
         )
     return result
 

@@ -5,34 +5,76 @@ liveness endpoint, a Prometheus metrics port, leader election on a Lease with
 ``--leader-elect`` (several replicas, one writes),
 and every namespace unless the configuration (``watchNamespaces``) or ``--namespace`` names
 some. The configuration file (script approvals, defaults) is ``--config`` or
-``$SWARMKIT_OPERATOR_CONFIG``; it is read once at start-up.
+``$SWARMKIT_OPERATOR_CONFIG``. Flags, environment and file are parsed once, here, into one
+:class:`~swarmkit_operator.config.Settings` that kopf's memo carries to the composition
+root; nothing reads the environment after that.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
-import os
 import socket
 import sys
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import kopf
 
-from .config import CONFIG_ENV, ConfigError, load_config
-from .runtime.manager import (
+from .config import (
+    CONFIG_ENV,
     DEFAULT_LEASE_DURATION,
     DEFAULT_RENEW_DEADLINE,
     DEFAULT_RETRY_PERIOD,
     LEADER_ELECT_ENV,
-    lease_settings_from_env,
+    ConfigError,
+    LeaderElection,
+    Settings,
+    environment,
+    load_config,
+    settings_from,
 )
+from .runtime.manager import lease_settings
 from .webview.server import parse_address
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    env = os.environ.get
+def _lease_timing_flags(parser: argparse.ArgumentParser, env: Callable[[str, str], str]) -> None:
+    """The Lease's three timings, each defaulting to its variable."""
+    for flag, var, default, text in (
+        (
+            "--lease-duration",
+            "SWARMKIT_LEASE_DURATION",
+            DEFAULT_LEASE_DURATION,
+            "how long a standby waits for a silent leader before taking the Lease",
+        ),
+        (
+            "--renew-deadline",
+            "SWARMKIT_RENEW_DEADLINE",
+            DEFAULT_RENEW_DEADLINE,
+            "how long the leader keeps writing without renewing the Lease",
+        ),
+        (
+            "--retry-period",
+            "SWARMKIT_RETRY_PERIOD",
+            DEFAULT_RETRY_PERIOD,
+            "how often the leader renews and a standby retries",
+        ),
+    ):
+        parser.add_argument(
+            flag,
+            type=float,
+            default=float(env(var, str(default))),
+            metavar="SECONDS",
+            help=f"{text} (${var}, default {default:g})",
+        )
+
+
+def parse_args(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> argparse.Namespace:
+    """The command line; each flag's default is its environment variable's value."""
+    env = (environment() if environ is None else environ).get
     parser = argparse.ArgumentParser(
         prog="swarmkit-operator", description="Reconcile swarmkit.dev resources."
     )
@@ -76,33 +118,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="the Lease's namespace ($SWARMKIT_LEASE_NAMESPACE; default $POD_NAMESPACE, "
         "else the service account's namespace)",
     )
-    for flag, var, default, text in (
-        (
-            "--lease-duration",
-            "SWARMKIT_LEASE_DURATION",
-            DEFAULT_LEASE_DURATION,
-            "how long a standby waits for a silent leader before taking the Lease",
-        ),
-        (
-            "--renew-deadline",
-            "SWARMKIT_RENEW_DEADLINE",
-            DEFAULT_RENEW_DEADLINE,
-            "how long the leader keeps writing without renewing the Lease",
-        ),
-        (
-            "--retry-period",
-            "SWARMKIT_RETRY_PERIOD",
-            DEFAULT_RETRY_PERIOD,
-            "how often the leader renews and a standby retries",
-        ),
-    ):
-        parser.add_argument(
-            flag,
-            type=float,
-            default=float(env(var, str(default))),
-            metavar="SECONDS",
-            help=f"{text} (${var}, default {default:g})",
-        )
+    _lease_timing_flags(parser, env)
     parser.add_argument(
         "--log-format",
         choices=["json", "plain", "full"],
@@ -138,15 +154,40 @@ def _unbindable(url: str | None) -> str | None:
     return None
 
 
+def _fail(message: str) -> int:
+    print(f"swarmkit-operator: {message}", file=sys.stderr)
+    return 2
+
+
+def settings_of(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
+    """The operator's settings: the flags over the environment over the file's defaults.
+    Raises ConfigError or OSError (the file) and ValueError (leader election)."""
+    leader = LeaderElection(
+        enabled=args.leader_elect,
+        name=args.leader_election_id,
+        namespace=args.leader_election_namespace,
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
+    )
+    settings = settings_from(
+        env,
+        load_config(args.config),
+        namespaces=tuple(args.namespace),
+        leader=leader,
+        web_view=args.web_view,
+    )
+    lease_settings(settings)  # refuses unsafe lease settings now, not in the start-up
+    return settings
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.config:
-        os.environ[CONFIG_ENV] = args.config  # the start-up handler reads it from there
+    env = environment()
+    args = parse_args(argv, env)
     try:
-        config = load_config()
-    except (ConfigError, OSError) as exc:
-        print(f"swarmkit-operator: {exc}", file=sys.stderr)
-        return 2
+        settings = settings_of(args, env)
+    except (ConfigError, OSError, ValueError) as exc:
+        return _fail(str(exc))
     formats = {
         "json": kopf.LogFormat.JSON,
         "plain": kopf.LogFormat.PLAIN,
@@ -164,48 +205,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     # its health reporter and then linger in shutdown, so check the port before it starts.
     problem = _unbindable(args.liveness)
     if problem:
-        print(f"swarmkit-operator: --liveness {args.liveness}: {problem}", file=sys.stderr)
-        return 2
+        return _fail(f"--liveness {args.liveness}: {problem}")
     if args.web_view:
         try:
             host, port = parse_address(args.web_view)
         except ValueError as exc:
-            print(f"swarmkit-operator: --web-view: {exc}", file=sys.stderr)
-            return 2
+            return _fail(f"--web-view: {exc}")
         shown = f"[{host}]" if ":" in host else host
         problem = _unbindable(f"http://{shown}:{port}/")
         if problem:
-            print(f"swarmkit-operator: --web-view {args.web_view}: {problem}", file=sys.stderr)
-            return 2
-        os.environ["SWARMKIT_WEB_VIEW"] = f"{shown}:{port}"  # the start-up handler serves it
+            return _fail(f"--web-view {args.web_view}: {problem}")
+        settings = dataclasses.replace(settings, web_view=f"{shown}:{port}")
     try:
         metrics.serve(args.metrics_port)
     except OSError as exc:
-        print(f"swarmkit-operator: --metrics-port {args.metrics_port}: {exc}", file=sys.stderr)
-        return 2
-    # The start-up handler reads the leader election's settings from the environment.
-    os.environ[LEADER_ELECT_ENV] = "true" if args.leader_elect else ""
-    os.environ["SWARMKIT_LEASE_NAME"] = args.leader_election_id
-    if args.leader_election_namespace:
-        os.environ["SWARMKIT_LEASE_NAMESPACE"] = args.leader_election_namespace
-    os.environ["SWARMKIT_LEASE_DURATION"] = str(args.lease_duration)
-    os.environ["SWARMKIT_RENEW_DEADLINE"] = str(args.renew_deadline)
-    os.environ["SWARMKIT_RETRY_PERIOD"] = str(args.retry_period)
-    try:
-        lease_settings_from_env(os.environ)
-    except ValueError as exc:
-        print(f"swarmkit-operator: {exc}", file=sys.stderr)
-        return 2
-    namespaces = list(args.namespace) or list(config.watch_namespaces)
-    if namespaces:  # the start-up handler pre-populates its indexes from these
-        os.environ["SWARMKIT_WATCH_NAMESPACES"] = ",".join(namespaces)
+        return _fail(f"--metrics-port {args.metrics_port}: {exc}")
     # kopf runs standalone in every replica: its peering would pause only its own watches,
     # while the writers are ours; the Lease gates them (docs/design/operator-runtime.md).
+    # kopf's memo carries the settings to the composition root (handlers/root.py).
     kopf.run(
         standalone=True,
         liveness_endpoint=args.liveness or None,
-        clusterwide=not namespaces,
-        namespaces=namespaces,
+        clusterwide=not settings.namespaces,
+        namespaces=list(settings.namespaces),
+        memo=kopf.Memo(settings=settings),
     )
     return 0
 

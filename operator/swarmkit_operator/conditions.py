@@ -67,11 +67,6 @@ def get_condition(conditions: Sequence[dict[str, Any]] | None, type_: str) -> di
     return None
 
 
-def is_true(conditions: Sequence[dict[str, Any]] | None, type_: str) -> bool:
-    cond = get_condition(conditions, type_)
-    return cond is not None and cond.get("status") == "True"
-
-
 def transitions(
     before: Sequence[dict[str, Any]] | None, after: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ Topology, Workspace or Secret change there may give a served agent a new version
 token).
 The kicks go into a :class:`~.runtime.workqueue.WorkQueue` (the operator's one work-queue
 type: one pass per Agent at a time, kicks coalesced), taken off by :data:`WORKERS` workers
-the manager starts once this replica leads; a failed reconcile is retried with backoff.
+the manager starts once this replica leads; a failed reconcile is retried by the queue.
 A reconcile:
 
 1. disabled (or no ``spec.gateway``): deletes the Deployment, Service, RBAC objects and
@@ -52,7 +52,7 @@ from .config import OperatorConfig
 from .reconcile.status import apply_status
 from .runs.model import Indexes, RunView
 from .runs.resolve import Resolver, Waiting
-from .runtime.workqueue import Workers, WorkQueue
+from .runtime.workqueue import Result, Workers, WorkQueue
 
 log = logging.getLogger("swarmkit_operator.gateways")
 
@@ -60,7 +60,6 @@ log = logging.getLogger("swarmkit_operator.gateways")
 ROLLOUT_RECHECK = 5.0
 #: Seconds between looks for a missing token Secret.
 SECRET_RECHECK = 5.0
-MAX_BACKOFF = 60.0
 #: Gateway reconciles at once (an Agent's is never run twice at once).
 WORKERS = 4
 
@@ -82,8 +81,14 @@ class GatewayController:
         #: (namespace, Secret) → the names of its keys (never values).
         self.secret_keys = secret_keys
         self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
-        self._failures: dict[tuple[str, str], int] = {}
-        self._workers = Workers(self.queue, self._work, "swarmkit-gateways")
+        # The same retry rule and metrics as every controller (kind "Gateway").
+        self._workers = Workers(
+            self.queue,
+            self._work,
+            "swarmkit-gateways",
+            kind=lambda _: "Gateway",
+            describe=lambda key: f"{key[0]}/{key[1]}",
+        )
         #: namespace → agents there with a ``spec.gateway`` (or one still being torn down):
         #: the only ones a namespace-wide kick reconciles (events cost O(gateways), not
         #: O(agents)).
@@ -112,17 +117,10 @@ class GatewayController:
         for name in list(self.served.get(namespace or "", ())):
             self.kick(namespace or "", name)
 
-    async def _work(self, key: tuple[str, str]) -> None:
-        try:
-            again = await self.reconcile(*key)
-            self._failures.pop(key, None)
-        except Exception as exc:  # retried with backoff, never lost
-            failures = self._failures.get(key, 0) + 1
-            self._failures[key] = failures
-            again = min(0.5 * 2**failures, MAX_BACKOFF)
-            log.warning("gateway of agent %s/%s: %s (retry in %.1fs)", *key, exc, again)
-        if again is not None:
-            self.kick(*key, delay=again)
+    async def _work(self, key: tuple[str, str]) -> Result:
+        # A failure is retried by the queue (rate-limited), never lost.
+        again = await self.reconcile(*key)
+        return Result("reconciled", again)
 
     def _view(self, key: tuple[str, str]) -> dict[str, Any] | None:
         values = self.agents.get(key)

@@ -1,6 +1,12 @@
 """Content hashing: canonical JSON and sha256 helpers for content-addressed names, and the
 one way a name or label derived from a user's name is kept within the API's limits (any
-name the apiserver accepts, up to 253 characters, must work end to end: issue 47 item 5)."""
+name the apiserver accepts, up to 253 characters, must work end to end: issue 47 item 5):
+:func:`label_value` for a label value; :func:`dns_label` (from :mod:`swarmkit_api.names`,
+the kubectl plugin's importer needs it too) for a name that must be a DNS label (a
+Service, a Deployment whose pods carry it, a name used as a label); :func:`fitted` for a
+DNS subdomain (most object names). Each keeps a name that already fits as it is and
+otherwise cuts it and appends a hash of the whole, never a bare cut (two long names
+sharing a prefix would collide)."""
 
 from __future__ import annotations
 
@@ -8,6 +14,8 @@ import hashlib
 import json
 import re
 from typing import Any
+
+from swarmkit_api.names import dns_label as dns_label  # re-exported: one helper
 
 
 def canonical_json(value: Any) -> str:

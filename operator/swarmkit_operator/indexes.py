@@ -9,8 +9,8 @@ replaced or dropped when it changes or goes. Both the reconcile loop
 :func:`populate` fills every index with one paged LIST at start-up (and again at resync,
 pruning what vanished); from then on the watch streams' functions feed each event through
 :meth:`Indexes.update` / :meth:`Indexes.delete`. This module does not import kopf: for a
-resource no kind module watches (:data:`SELF_MAINTAINED`), the composition root adds a
-watch function keeping its indexes current.
+resource no declared kind nor shared module watches (:data:`CORE_MAINTAINED`), the
+composition root adds a watch function keeping its indexes current.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from swarmkit_api import GROUP, VERSION
+from swarmkit_api.resources import KINDS
 
 from . import k8s
 from .marks import mark
@@ -51,18 +52,20 @@ class Resource:
         )
 
 
-#: The resources the kind modules watch anyway (read-only: an index over another resource
+#: Where an index over one of our kinds' plurals LISTs (the API's table of kinds), and the
+#: two core resources the shared modules watch (read-only: an index over another resource
 #: names its group and version, see :func:`index`).
 RESOURCES: Mapping[str, Resource] = MappingProxyType(
     {
-        "workspaces": Resource(GROUP, VERSION, "workspaces"),
-        "skills": Resource(GROUP, VERSION, "skills"),
-        "agents": Resource(GROUP, VERSION, "agents"),
-        "topologies": Resource(GROUP, VERSION, "topologies"),
+        **{k.plural: Resource(GROUP, VERSION, k.plural) for k in KINDS},
         "configmaps": Resource("", "v1", "configmaps"),
         "secrets": Resource("", "v1", "secrets"),
     }
 )
+#: The core resources whose indexes a shared module keeps current from its own events
+#: (``handlers/common.py`` the ConfigMaps, ``handlers/workspace.py`` the Secrets); a
+#: declared kind's are kept current by its event function.
+CORE_MAINTAINED = frozenset({"configmaps", "secrets"})
 IndexFn = Callable[..., Mapping[Any, Any]]
 
 
@@ -93,10 +96,6 @@ class IndexSpec:
         return ",".join(k if v is PRESENT else f"{k}={v}" for k, v in self.labels.items())
 
 
-#: Resources whose kind module maintains the indexes from its own event function.
-SELF_MAINTAINED = frozenset(RESOURCES)
-
-
 def index(
     resource: str,
     *,
@@ -111,8 +110,8 @@ def index(
     ``fn(body=, meta=, spec=, status=, namespace=, name=, uid=, labels=, annotations=,
     logger=)`` returns ``{key: value}`` for one object. Read it with
     ``Controller.lookup(id, key)`` / ``lookup_all`` or ``Controller.indexes.view(id)`` (a
-    mapping key → values, like a kopf index). For a resource other than the six the kind
-    modules watch anyway (:data:`RESOURCES`), pass ``group``/``version``: the composition
+    mapping key → values, like a kopf index). For a resource other than our kinds and the
+    two core ones (:data:`RESOURCES`), pass ``group``/``version``: the composition
     root then watches it with a function keeping its indexes current, which runs before
     every other function of that watch.
     """

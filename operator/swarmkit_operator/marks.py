@@ -1,12 +1,12 @@
 """Marks on functions for the composition root: nothing is registered at import.
 
-``@index`` (:mod:`.indexes`), ``@reconciler`` (:mod:`.reconcile.controller`) and
-``@on_event`` (:mod:`.handlers.events`) only attach a mark to the function they decorate.
-The composition root (:mod:`.handlers.root`) collects the marks of the modules it names,
-in the order it names them, and builds the index specs, the reconcilers and the watch
-streams from them. So what the operator runs is written in one place, as code, and no
-module-level registry changes when some module happens to be imported (a test importing
-a handler module twice, or in another order, wires nothing by accident).
+``@index`` (:mod:`.indexes`) and ``@on_event`` (:mod:`.handlers.events`) only attach a
+mark to the function they decorate. The composition root (:mod:`.handlers.root`) collects
+the marks of the modules it names, in the order it names them, and builds the index specs
+and the watch streams from them (with the kinds it declares: ``root.KINDS``). So what the
+operator runs is written in one place, as code, and no module-level registry changes when
+some module happens to be imported (a test importing a handler module twice, or in another
+order, wires nothing by accident).
 """
 
 from __future__ import annotations

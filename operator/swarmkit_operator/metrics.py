@@ -2,7 +2,10 @@
 
 * ``swarmkit_reconcile_total{kind, outcome}``: reconciles by kind and outcome (``changed``
   wrote status or a ConfigMap, ``unchanged``, ``deferred`` waited for an input still being
-  reconciled, ``gone``, ``error``).
+  reconciled, ``gone``, ``error``; the gateways controller, kind ``Gateway``, counts
+  ``reconciled`` and ``error``; the mailbox webhook deliveries are kind
+  ``MailboxDelivery``). Every controller's workers count them the same way
+  (``runtime/workqueue.py``).
 * ``swarmkit_reconcile_duration_seconds{kind}``: reconcile latency.
 * ``swarmkit_objects{kind, condition, status}``: objects by condition, computed at scrape
   time from the operator's in-memory indexes.

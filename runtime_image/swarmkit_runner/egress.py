@@ -44,10 +44,6 @@ def install(plan: EgressPlan | None) -> None:
     _plan = plan
 
 
-def installed() -> EgressPlan | None:
-    return _plan
-
-
 async def resolve(host: str, port: int) -> list[str]:
     """The addresses ``host`` resolves to now, in the resolver's order (a literal: itself)."""
     try:

@@ -10,8 +10,11 @@ same operator watches. For every shape the test asserts what a user would notice
   usual time, and the operator is alive throughout.
 
 Some shapes are refused at admission (cron and time zone shapes, a JSON Schema's ``type``,
-label selectors), others get their condition from the operator: either way the field is
-named.
+label selectors, lists past their ``maxItems``), others get their condition from the
+operator (a JSON Schema broken deep inside: ``InvalidSchema``; a Funnel whose judge skill is
+missing: ``SkillNotFound`` until it is created): either way the field is named. Generated
+specs of every kind are fuzzed in ``test_fuzz.py``; deleting what a parked Run pins is
+``tests/integration/test_run_trust.py`` (kept, or ``PinnedRevisionMissing`` at once).
 
 ``make test`` runs the reduced sizes (one poison of each shape, the Python-breaking depth
 at 2,000 levels); ``make chaos`` (``SWARMKIT_CHAOS=full``) nests 4,000 levels, creates
@@ -28,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes.client.exceptions import ApiException
 
 from swarmkit_api.decoding import loads
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
+from tests.support.fuzzing import named_field, post
 
 from ..integration.runs_support import GROUP, PLURALS, VERSION
 from .support import (
@@ -97,29 +100,7 @@ def post_raw(kube: Kube, namespace: str, plural: str, text: str) -> str:
     response = pool.request(method, full, body=text.encode(), headers=headers)
     if response.status == 201:
         return ""
-    return _named_field(response.status, response.data)
-
-
-def _named_field(status: int, data: bytes | str) -> str:
-    assert status in (400, 422), f"HTTP {status}: {data!r:.400}"
-    body = json.loads(data or "{}")
-    causes = (body.get("details") or {}).get("causes") or ()
-    named = [c.get("field", "") for c in causes if c.get("field")]
-    text = str(body.get("message", ""))
-    assert named or "spec." in text, f"refused without naming a field: {text:.400}"
-    return named[0] if named else text
-
-
-def post(kube: Kube, namespace: str, doc: dict[str, Any]) -> str:
-    """Create ``doc``; the field named by a refusal, "" when admitted."""
-    body = {**doc, "metadata": {**doc["metadata"], "namespace": namespace}}
-    try:
-        kube.custom.create_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURALS[doc["kind"]], body
-        )
-    except ApiException as exc:
-        return _named_field(exc.status, exc.body or "")
-    return ""
+    return named_field(response.status, response.data)
 
 
 def deep_skill(name: str, levels: int) -> str:
@@ -360,3 +341,128 @@ def test_a_skill_whose_outputs_is_no_json_schema_is_refused_or_not_accepted(
     else:
         assert "outputs" in field
     hold(kube, operator, canary_ns, "Skill", admitted)
+
+
+@pytest.mark.parametrize("where", ["outputs", "funnel", "command"])
+def test_a_json_schema_broken_deep_inside_is_invalid_schema_naming_the_field(
+    kube: Kube, operator: ChaosOperator, namespaces: tuple[str, str], where: str
+) -> None:
+    """``{type: banana}`` three levels inside a Skill's outputs, a Funnel's validate.schema or
+    a command's inputs: admitted (the apiserver cannot see inside), then ``Accepted=False
+    InvalidSchema`` naming the nested field."""
+    poison_ns, canary_ns = namespaces
+    broken = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "banana"}}}}
+    name = f"schema-{where}"
+    if where == "outputs":
+        doc, plural = skill(name), "skills"
+        doc["spec"]["outputs"] = broken
+        field = "spec.outputs.properties.a.items.type"
+    elif where == "funnel":
+        doc, plural = funnel(name, "no-such-judge"), "funnels"
+        doc["spec"]["validate"] = {"schema": broken}
+        field = "spec.validate.schema.properties.a.items.type"
+    else:
+        doc, plural = {**workspace(), "metadata": {"name": name}}, "workspaces"
+        command = {"name": "count", "description": "Count.", "argv": ["wc"], "inputs": broken}
+        doc["spec"]["commandPacks"] = [{"id": "t", "description": "T.", "commands": [command]}]
+        field = "spec.commandPacks[0].commands[0].inputs.properties.a.items.type"
+    assert post(kube, poison_ns, doc) == ""
+    admitted = [
+        conditioned(
+            kube,
+            poison_ns,
+            plural,
+            name,
+            "Accepted",
+            lambda c: c["reason"] == "InvalidSchema" and c["message"].startswith(field),
+        )
+    ]
+    hold(kube, operator, canary_ns, "JsonSchema", admitted)
+
+
+def test_a_funnel_whose_judge_skill_is_missing_waits_for_it(
+    kube: Kube, operator: ChaosOperator, namespaces: tuple[str, str]
+) -> None:
+    poison_ns, canary_ns = namespaces
+    assert post(kube, poison_ns, funnel("judged", "ghost-judge")) == ""
+    missing = conditioned(
+        kube,
+        poison_ns,
+        "funnels",
+        "judged",
+        "Ready",
+        lambda c: c["reason"] == "SkillNotFound" and "'ghost-judge'" in c["message"],
+    )
+    hold(kube, operator, canary_ns, "Funnel", [missing])
+    create(kube, poison_ns, {**skill("ghost-judge"), "metadata": {"name": "ghost-judge"}})
+    wait_for(
+        conditioned(kube, poison_ns, "funnels", "judged", "Ready", lambda c: c["status"] == "True"),
+        CANARY_SECONDS,
+        interval=0.2,
+        message=operator.tail,
+    )
+
+
+HUGE = size(2_000, 20_000)
+
+
+@pytest.mark.parametrize(
+    ("kind", "path"),
+    [
+        ("Skill", ("files",)),
+        ("Agent", ("skills",)),
+        ("Workspace", ("flowData",)),
+    ],
+)
+def test_a_huge_list_is_refused_at_admission_naming_it(
+    kube: Kube,
+    operator: ChaosOperator,
+    namespaces: tuple[str, str],
+    kind: str,
+    path: tuple[str, ...],
+) -> None:
+    """Thousands of items: a list with a ``maxItems`` is refused by the apiserver naming
+    it; one without (``Workspace.spec.flowData`` today, bounded only by the 3 MiB request)
+    is admitted and gets its condition within seconds, never a hang."""
+    poison_ns, canary_ns = namespaces
+    items: dict[str, Any] = {
+        "files": [{"path": f"f{i}.md", "content": "x"} for i in range(HUGE)],
+        "skills": [f"s{i}" for i in range(HUGE)],
+        "flowData": [{"path": f"d{i}.txt", "content": "x"} for i in range(HUGE)],
+    }
+    docs = {"Skill": skill("huge"), "Workspace": {**workspace(), "metadata": {"name": "huge"}}}
+    doc = docs.get(kind) or {
+        "apiVersion": API,
+        "kind": "Agent",
+        "metadata": {"name": "huge"},
+        "spec": {
+            "workspaceRef": {"name": "default"},
+            "model": {"provider": "replay"},
+            "systemPrompt": "You are huge.",
+        },
+    }
+    doc["spec"][path[0]] = items[path[0]]
+    field = post(kube, poison_ns, doc)
+    admitted = []
+    if field == "":
+        admitted.append(
+            conditioned(kube, poison_ns, PLURALS[kind], "huge", "Ready", lambda c: bool(c))
+        )
+    else:
+        assert field.startswith(f"spec.{path[0]}"), field
+    hold(kube, operator, canary_ns, kind, admitted)
+
+
+def funnel(name: str, judge: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "Funnel",
+        "metadata": {"name": name},
+        "spec": {
+            "judge": {"skill": judge},
+            "approve": {
+                "rules": [{"roles": ["leads"], "kOf": 1}],
+                "roles": {"leads": {"groups": ["release-leads"]}},
+            },
+        },
+    }

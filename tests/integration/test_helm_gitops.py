@@ -212,7 +212,7 @@ def test_the_operator_causes_no_drift(git: Git) -> None:
         for entry in meta["managedFields"]:
             if entry["manager"] != FIELD_MANAGER:
                 assert entry.get("subresource") == "status", entry  # the operator's writes
-        assert "kopf" not in json.dumps(meta)  # no kopf annotations: its storage is status
+        assert "kopf" not in json.dumps(meta)  # no kopf annotations (kopf handles no object)
     res = git.cluster.kubectl(
         "diff", "--server-side", f"--field-manager={FIELD_MANAGER}", "-n", git.ns, "-f", "-",
         input="\n---\n".join(json.dumps(d) for d in manifests), check=False,

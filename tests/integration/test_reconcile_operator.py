@@ -336,7 +336,7 @@ def test_skill_renders_an_immutable_content_addressed_config_map(api: Api) -> No
     assert script["sha256"] == hashlib.sha256(GOOD_SCRIPT.encode()).hexdigest()
     assert (script["approved"], script["reason"]) == (False, "NotAllowListed")
     # The operator never writes spec, labels or annotations (no Argo CD drift), and keeps
-    # nothing in annotations (kopf's bookkeeping would live in status.kopf).
+    # nothing in annotations or finalizers (kopf handles no object).
     obj = api.get("Skill", "triage")
     assert obj["spec"] == applied["spec"]
     assert obj["metadata"]["labels"] == {"team": "a"}

@@ -12,4 +12,9 @@
   write them (with skill files) to disk the way the operator mounts them.
 * :mod:`tests.support.runner` — run ``python -m swarmkit_runner`` as a real subprocess (or
   in-process) and read back its result and audit lines.
+* :mod:`tests.support.fake_k8s` — an in-memory Kubernetes API (controller-runtime's fake
+  client in spirit) behind the operator's own ``k8s.request``/``k8s.stream`` seam:
+  resourceVersions, generations, 404/409, the status subresource, apply, watches, faults.
+* :mod:`tests.support.reconciling` — the operator's reconcile controller (its wiring,
+  indexes, reflectors, workers) running against that fake, with ``settle()``.
 """

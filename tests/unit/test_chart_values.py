@@ -13,8 +13,8 @@ import yaml
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 from pydantic import BaseModel, ValidationError
 
-from swarmkit_operator import chart_values
-from swarmkit_operator.chart_values import ChartValues
+from swarmkit_codegen import chart_values
+from swarmkit_codegen.chart_values import ChartValues
 from swarmkit_operator.config import ConfigError, parse_config
 from tests.unit.test_chart_render import PIN, render_error
 

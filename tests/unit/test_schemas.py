@@ -11,7 +11,7 @@ import yaml
 
 from swarmkit_api import KINDS, ManifestError, validate_manifest
 from swarmkit_api.common import MAX_JSON_DEPTH
-from swarmkit_operator import crdgen
+from swarmkit_codegen import crdgen
 from tests.schema import kube_schema
 from tests.schema.corpus import INVALID, Invalid, agent, example_manifests, funnel, skill
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmkit_api.common import KEBAB_RE
+from swarmkit_api.names import dns_label
 
 from .collected import (
     DISPLAY_NAME_ANNOTATION,
@@ -224,7 +225,7 @@ def _node(
     if own or agent is None:
         # SwarmKit merges the node over its archetype; this node gets that merge as its own
         # Agent (built at assembly, when the archetype has been read).
-        own_name = f"{topology}-{node_id}"[:63].rstrip("-")
+        own_name = dns_label(f"{topology}-{node_id}")  # hashed, never cut: nodes stay apart
         extra = {"archetype": False, "base": agent, "parts": parts, "node": node_id}
         col.agents.append(Piece(own_name, {}, nf.src, source_annotation(nf.src), extra))
         agent = own_name

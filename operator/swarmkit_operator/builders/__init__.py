@@ -20,7 +20,8 @@ from typing import Any
 import yaml
 
 from swarmkit_api import API_VERSION, FieldError, ManifestError
-from swarmkit_api.conditions import ACCEPTED, REASON_INVALID
+from swarmkit_api.common import INVALID_SCHEMA_ERROR
+from swarmkit_api.conditions import ACCEPTED, REASON_INVALID, REASON_INVALID_SCHEMA
 
 from ..conditions import Status
 from ..hashing import MAX_SUBDOMAIN, canonical_json, fitted, label_value, sha256_hex
@@ -147,7 +148,12 @@ def errors_message(errors: list[FieldError], limit: int = 5) -> str:
 
 
 def invalid_verdict(exc: ManifestError) -> Verdict:
-    return Verdict(ACCEPTED, "False", REASON_INVALID, errors_message(exc.errors))
+    """``Accepted=False`` listing the field errors; the reason is the first error's
+    (``InvalidSchema`` for an embedded JSON Schema the metaschema refuses, else ``Invalid``)."""
+    first = exc.errors[0] if exc.errors else None
+    schema = first is not None and first.code == INVALID_SCHEMA_ERROR
+    reason = REASON_INVALID_SCHEMA if schema else REASON_INVALID
+    return Verdict(ACCEPTED, "False", reason, errors_message(exc.errors))
 
 
 def dump_json(value: Any) -> str:

@@ -9,6 +9,12 @@ read-only (:mod:`.reviewer`) makes it ``ReviewerNotReadOnly``, naming what. Each
 funnel's version is sha256[:12] of its canonical spec; the Topology folds these into its
 own version (only when a node names a funnel, so topologies without one keep their
 versions), and a Run pins the content (:mod:`swarmkit_operator.runs.resolve`).
+
+A Funnel's own status (:func:`funnel_status`): ``Accepted=False`` with the model's reason
+(``InvalidSchema`` for a ``validate.schema`` the metaschema refuses, naming the nested
+field), ``Ready=False QuorumUnreachable``, or ``Ready=False SkillNotFound`` while its judge
+skill does not exist in the namespace (it turns Ready when the Skill appears: the Skill's
+watch events enqueue the Funnels judging with it).
 """
 
 from __future__ import annotations
@@ -19,16 +25,20 @@ from typing import Any
 
 from swarmkit_api import ManifestError, validate_spec
 from swarmkit_api.conditions import (
+    ACCEPTED,
     READY,
     REASON_FUNNEL_INVALID,
     REASON_FUNNEL_NOT_FOUND,
+    REASON_QUORUM_UNREACHABLE,
     REASON_REVIEWER_NOT_READ_ONLY,
+    REASON_SKILL_NOT_FOUND,
+    REASON_VALID,
 )
 from swarmkit_api.funnel import FunnelSpec
 from swarmkit_api.topology import TopologySpec
 
 from ..hashing import canonical_json, sha256_hex
-from . import Verdict
+from . import Verdict, invalid_verdict
 
 
 def funnel_version(spec: FunnelSpec) -> str:
@@ -67,6 +77,43 @@ def parse_funnel(raw: Mapping[str, Any]) -> FunnelSpec | str:
         return str(exc.errors[0]) if exc.errors else str(exc)
     assert isinstance(model, FunnelSpec)
     return model
+
+
+@dataclass(frozen=True)
+class FunnelStatus:
+    """What a Funnel's reconcile writes: status fields and the two verdicts."""
+
+    fields: Mapping[str, Any]
+    verdicts: tuple[Verdict, Verdict]
+
+
+def funnel_status(raw: Mapping[str, Any], skill_exists: Callable[[str], bool]) -> FunnelStatus:
+    """The Funnel's own status (see the module docstring); ``skill_exists`` says whether a
+    Skill of that name exists in the Funnel's namespace."""
+    try:
+        model = validate_spec("Funnel", dict(raw))
+    except ManifestError as exc:
+        refused = invalid_verdict(exc)
+        return FunnelStatus({}, (refused, Verdict(READY, "False", refused.reason, refused.message)))
+    assert isinstance(model, FunnelSpec)
+    layers = [n for n in ("validate", "judge", "review") if raw.get(n)]
+    message = f"layers: {', '.join([*layers, 'approve'])}; {len(model.approve.rules)} rule(s)"
+    accepted = Verdict(ACCEPTED, "True", REASON_VALID, message)
+    why = unreachable(model)
+    judge = model.judge.skill if model.judge is not None else None
+    if why is not None:
+        ready = Verdict(READY, "False", REASON_QUORUM_UNREACHABLE, why)
+    elif judge is not None and not skill_exists(judge):
+        ready = Verdict(
+            READY,
+            "False",
+            REASON_SKILL_NOT_FOUND,
+            f"spec.judge.skill: Skill {judge!r} not found in the namespace (the funnel turns "
+            "Ready when it is created)",
+        )
+    else:
+        ready = Verdict(READY, "True", REASON_VALID, message)
+    return FunnelStatus({"version": funnel_version(model)}, (accepted, ready))
 
 
 @dataclass(frozen=True)
@@ -147,4 +194,12 @@ def check_funnels(
     return FunnelCheck(Verdict(READY, "False", reason, "; ".join(m for _, m in problems)), versions)
 
 
-__all__ = ["FunnelCheck", "check_funnels", "funnel_version", "parse_funnel", "unreachable"]
+__all__ = [
+    "FunnelCheck",
+    "FunnelStatus",
+    "check_funnels",
+    "funnel_status",
+    "funnel_version",
+    "parse_funnel",
+    "unreachable",
+]

@@ -41,7 +41,7 @@ from swarmkit_api.conditions import (
 )
 
 from ..config import OperatorConfig
-from ..hashing import sha256_hex
+from ..hashing import dns_label, sha256_hex
 from . import MANAGED_BY, PINNED_ANNOTATION, RUN_LABEL
 from .bundle import RenderedBundle
 from .job import label_value
@@ -68,8 +68,8 @@ class AgentRef:
 
 
 def gateway_name(agent: str) -> str:
-    """``gw-<agent>``: the Deployment and the Service (agent names are DNS labels)."""
-    return f"gw-{agent}"[:63].rstrip("-")
+    """``gw-<agent>``: the Deployment and the Service (a DNS label: hashed past 63)."""
+    return dns_label(f"gw-{agent}")
 
 
 def owner_reference(agent: AgentRef) -> dict[str, Any]:
@@ -156,7 +156,7 @@ def bundle_config_map(
     """The gateway's immutable, content-addressed bundle ConfigMap."""
     data = {BUNDLE_FILE: bundle.to_json(), **rendered.flow_data}
     digest = sha256_hex(json.dumps(data, sort_keys=True))[:8]
-    name = f"{gateway_name(agent.name)[:54]}-{digest}"
+    name = dns_label(f"gw-{agent.name}", f"-{digest}")
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -33,7 +33,7 @@ from swarmkit_api.review import (
     decision_of,
 )
 
-from ..hashing import label_value
+from ..hashing import dns_label, label_value
 from .job import (
     MANAGED_BY_LABELS,
     RUN_API_VERSION,
@@ -202,8 +202,7 @@ SKILL_REVIEW_KIND = "skill_review"
 
 def skill_review_name(skill: str, content_hash: str) -> str:
     """``skill-<name>-<hash8>``: one Review per content version of a swarm-authored skill."""
-    suffix = f"-{content_hash[:8]}"
-    return f"skill-{skill}"[: MAX_NAME - len(suffix)] + suffix
+    return dns_label(f"skill-{skill}", f"-{content_hash[:8]}", MAX_NAME)
 
 
 def build_skill_review(

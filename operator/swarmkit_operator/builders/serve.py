@@ -38,7 +38,7 @@ from swarmkit_api.conditions import (
 from swarmkit_api.topology import ServeSpec
 
 from ..config import OperatorConfig
-from ..hashing import sha256_hex
+from ..hashing import dns_label, sha256_hex
 from . import MANAGED_BY, PINNED_ANNOTATION, RUN_LABEL, Verdict
 from .bundle import RenderedBundle
 from .job import TOPOLOGY_LABEL, TOPOLOGY_VERSION_LABEL, label_value
@@ -73,9 +73,9 @@ class TopologyRef:
 
 
 def serve_name(topology: str) -> str:
-    """``serve-<topology>``: the Deployment and the Service (a DNS label, ≤ 63 chars)."""
-    body = topology[: MAX_NAME - len("serve-") - 9].rstrip("-")
-    return f"serve-{body}"
+    """``serve-<topology>``: the Deployment and the Service (a DNS label, hashed past 54
+    characters: the bundle ConfigMap appends ``-<hash8>`` and stays within 63)."""
+    return dns_label(f"serve-{topology}", limit=MAX_NAME - 9)
 
 
 def bundle_hash(rendered: RenderedBundle) -> str:

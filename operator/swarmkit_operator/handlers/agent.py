@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
-from swarmkit_api import GROUP, VERSION, ManifestError, validate_spec
+from swarmkit_api import ManifestError, validate_spec
 from swarmkit_api.conditions import READY
+from swarmkit_api.resources import AGENT
 from swarmkit_api.workspace import WorkspaceSpec
 
 from ..builders import ObjectRef
@@ -23,10 +25,8 @@ from ..builders.agent import (
 from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX, ScriptVerdict
 from ..builders.trust import foreign_config_map
 from ..indexes import index
-from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
-from ..reconcile.views import MISSING, base_view
-from ..reconcile.workqueue import Key
-from .events import on_event
+from ..reconcile.controller import Controller, Deferred, Kind, Observation
+from ..reconcile.views import MISSING, Key, base_view
 
 
 @index("agents", id="agent_views")
@@ -75,19 +75,10 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
     )
 
 
-@on_event(GROUP, VERSION, "agents")
-async def agent_event(
-    type: str | None,
-    body: kopf.Body,
-    namespace: str | None,
-    name: str,
-    memo: kopf.Memo,
-    **_: Any,
+def dependents(
+    ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
 ) -> None:
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
-        return
-    seen = ctl.observe_event("Agent", "agents", type, body, namespace, name, dependents_view)
+    """The Topologies running the Agent, and those whose funnels it reviews for."""
     if seen.changed:
         ctl.enqueue_many(
             "Topology", namespace, ctl.lookup_all("topology_by_agent", (namespace, name))
@@ -158,7 +149,6 @@ def workspace_topologies(ctl: Controller, namespace: str, workspace: str) -> dic
     return out
 
 
-@reconciler("Agent")
 async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     view = ctl.lookup("agent_views", (namespace, name))
     if view is None:
@@ -219,3 +209,14 @@ async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: boo
         render.verdicts,
     )
     return "changed" if written or created else "unchanged"
+
+
+KIND = Kind(
+    "Agent",
+    priority=2,  # after its Workspace and Skills, before the Topologies running it
+    reconcile=reconcile_agent,
+    api=AGENT,
+    indexes=(agent_views, agent_by_grant, agent_by_workspace),
+    dependents_view=dependents_view,
+    dependents=dependents,
+)

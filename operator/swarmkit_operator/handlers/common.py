@@ -1,160 +1,122 @@
-"""Shared kopf glue: kopf's settings and the ConfigMap watch.
+"""Shared glue: the application context, kopf's settings and the ConfigMap watch.
 
 The reconcile machinery itself lives outside the handlers, without kopf: the indexes
 (:mod:`swarmkit_operator.indexes`), the work queue, the controller, status writes and
 garbage collection (:mod:`swarmkit_operator.reconcile`, whose docstring tells how
-reconciling works). The composition root (:mod:`.root`) builds and starts it; this module
-gives it kopf's settings (:func:`configure_kopf`) and the ConfigMap events' function.
-
-Every name the handler modules used to import from here is still importable from here.
+reconciling works). The composition root (:mod:`.root`) builds and starts it, and hands
+every event function the one :class:`App` it built (the ``app`` keyword argument); this
+module defines that context, kopf's settings (:func:`configure_kopf`) and the ConfigMap
+events' function.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import kopf
 
-from swarmkit_api import GROUP, VERSION
-
 from ..builders import COMPONENT_LABEL, MANAGED_BY, RUN_LABEL
+from ..config import Settings
+from ..delivery import Delivery
 from ..gateways import GatewayController
-from ..indexes import (
-    PRESENT,
-    RESOURCES,
-    SELF_MAINTAINED,
-    Indexes,
-    IndexFn,
-    IndexSpec,
-    Resource,
-    index,
-    list_all,
-    populate,
-)
+from ..indexes import PRESENT, Indexes, IndexSpec, index
 from ..library import SkillLibrary
-from ..reconcile.controller import (
-    Controller,
-    Deferred,
-    Reconciler,
-    controller_of,
-    reconciler,
-)
-from ..reconcile.gc import (
-    COMPONENT_KINDS,
-    collect_garbage,
-    pinned_config_maps,
-    rendered_config_map_names,
-    rendered_config_maps,
-)
-from ..reconcile.status import PLURALS, describe, same_status
-from ..reconcile.views import (
-    KOPF_STATUS_FIELD,
-    MISSING,
-    VIEW_INDEXES,
-    base_view,
-    condition_status,
-    count_objects,
-)
-from ..reconcile.workqueue import PRIORITY, Key, WorkQueue
+from ..reconcile.controller import Controller, Kind
+from ..reconcile.gc import component_kind
+from ..reconcile.status import same_status
+from ..reconcile.views import MISSING
 from ..runs import RunController
-from .events import on_event
+from ..runtime import Leadership, Manager
+from ..webview import WebView
+from .events import EventFn, on_event
 
 log = logging.getLogger("swarmkit_operator")
 
-# The names' old spellings, for modules and tests that import them from here.
-_MISSING = MISSING
+# The old spelling, for the test that imports it from here.
 _same = same_status
 
 __all__ = [
-    "COMPONENT_KINDS",
-    "GROUP",
-    "KOPF_STATUS_FIELD",
-    "MISSING",
-    "PLURALS",
     "PRESENT",
-    "PRIORITY",
-    "RESOURCES",
-    "SELF_MAINTAINED",
-    "VERSION",
-    "VIEW_INDEXES",
-    "_MISSING",
-    "Components",
+    "App",
     "Controller",
-    "Deferred",
-    "IndexFn",
     "IndexSpec",
     "Indexes",
-    "Key",
-    "Reconciler",
-    "Resource",
-    "WorkQueue",
     "_same",
-    "base_view",
-    "collect_garbage",
-    "components_of",
-    "condition_status",
     "config_map_event",
     "configure_kopf",
-    "controller_of",
-    "count_objects",
-    "describe",
     "index",
-    "list_all",
-    "pinned_config_maps",
-    "populate",
-    "reconciler",
-    "rendered_config_map_names",
-    "rendered_config_maps",
-    "same_status",
+    "kind_event",
 ]
 
 
-# --- the components the composition root built ---------------------------------------------
+# --- the application context ---------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Components:
-    """What the composition root (:mod:`.root`) built, kept in kopf's memo: how an event
-    function reaches the controller it kicks (no module-level globals)."""
+class App:
+    """The application context (cert-manager's ``controller.Context``): everything the
+    composition root built, whole before any event arrives. Every event function gets it
+    as its ``app`` argument; kopf's memo holds it and nothing else the root built, so no
+    component is looked up by name and none gets an attribute after it was constructed."""
 
+    settings: Settings
+    manager: Manager
+    controller: Controller
     runs: RunController
     gateways: GatewayController
+    delivery: Delivery
     library: SkillLibrary
+    web_view: WebView | None
+    #: The component stops, in the order :meth:`close` awaits them (the build's reverse).
+    closing: contextlib.AsyncExitStack
+
+    @property
+    def leadership(self) -> Leadership:
+        return self.manager.leadership
+
+    async def close(self) -> None:
+        """Stop every component, in the reverse order of the build."""
+        await self.closing.aclose()
 
 
-def components_of(memo: Any) -> Components | None:
-    """The components in kopf's memo (None before the root built them)."""
-    found = getattr(memo, "components", None)
-    return found if isinstance(found, Components) else None
+# --- the kinds' own events ---------------------------------------------------------------------
 
 
-# --- operator settings and lifecycle --------------------------------------------------------
+def kind_event(kind: Kind) -> EventFn:
+    """The one function on a declared kind's stream, the same for every kind: the
+    controller's bookkeeping (indexes, a reconcile unless the event is our own status
+    echo, whether what dependents compare changed), then the kind's ``dependents``."""
+    view_of = kind.dependents_view or (lambda view: MISSING if view is None else (True,))
+    dependents = kind.dependents
+
+    async def event(
+        type: str | None,
+        body: Mapping[str, Any],
+        namespace: str | None,
+        name: str,
+        app: App,
+        **_: Any,
+    ) -> None:
+        if namespace is None:
+            return
+        ctl = app.controller
+        seen = ctl.observe_event(
+            kind.kind, kind.plural, type, body, namespace, name, view_of, kind.keep_body
+        )
+        if dependents is not None:
+            dependents(ctl, namespace, name, seen, body)
+
+    # Named after the kind, in its module (logs, and the order tests read).
+    event.__name__ = event.__qualname__ = f"{kind.kind.lower()}_event"
+    event.__module__ = kind.reconcile.__module__
+    return event
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
-class EventOnlyDiffBase(kopf.StatusDiffBaseStorage):
-    """kopf's diff base for an operator whose handlers all react to watch events.
-
-    Every handler here is ``kopf.on.event`` (or an index fed by it); none reacts to changes
-    (``on.create/update/resume``), so nothing reads the "essence" kopf builds for each
-    event, and building it deep-copies the whole object, pods and Jobs included: about 7% of
-    the operator's CPU under ``make bench-runs`` (py-spy). The essence is left empty.
-    A change handler would need kopf's own storage back
-    (``tests/unit/operator/test_kopf_settings.py`` fails until it is switched).
-    """
-
-    def build(self, *, body: Any, extra_fields: Any = None) -> kopf.BodyEssence:
-        return kopf.BodyEssence()
+# --- kopf's settings ---------------------------------------------------------------------------
 
 
 class _QuietSuccess(logging.Filter):
@@ -164,21 +126,17 @@ class _QuietSuccess(logging.Filter):
         return not (record.levelno <= logging.INFO and str(record.msg).endswith("succeeded."))
 
 
-def configure_kopf(settings: kopf.OperatorSettings) -> None:
-    """kopf's settings for an operator whose events come through its own streams."""
-    # Never write annotations on user objects (Argo CD would see drift): kopf keeps any
-    # bookkeeping in status.kopf. No handler here uses it, but a future one might.
-    settings.persistence.progress_storage = kopf.StatusProgressStorage(
-        field=f"status.{KOPF_STATUS_FIELD}.progress"
-    )
-    settings.persistence.diffbase_storage = EventOnlyDiffBase(
-        field=f"status.{KOPF_STATUS_FIELD}.lastHandledConfiguration"
-    )
-    settings.persistence.finalizer = "swarmkit.dev/operator"
+def configure_kopf(settings: kopf.OperatorSettings, ours: Settings) -> None:
+    """kopf's settings for an operator whose events come through its own streams.
+
+    kopf has no handler of any resource (only start-up, clean-up and the probes:
+    ``tests/unit/operator/test_kopf_settings.py``), so it never reads, annotates, finalizes
+    or patches an object: no persistence settings. The watch settings below are the
+    operator's own reflectors' (the composition root reads them)."""
     # Watches: the server ends each watch after ~4.5 minutes, the client gives up after 5
     # without bytes; a dead connection is noticed and re-established quickly.
-    settings.watching.server_timeout = int(_env_float("SWARMKIT_WATCH_SERVER_TIMEOUT", 270))
-    settings.watching.client_timeout = _env_float("SWARMKIT_WATCH_CLIENT_TIMEOUT", 300)
+    settings.watching.server_timeout = ours.watch_server_timeout
+    settings.watching.client_timeout = ours.watch_client_timeout
     settings.watching.connect_timeout = 10
     settings.watching.reconnect_backoff = 1.0
     settings.networking.request_timeout = 60
@@ -186,7 +144,7 @@ def configure_kopf(settings: kopf.OperatorSettings) -> None:
     settings.networking.error_backoffs = [1, 2, 4, 8, 16, 30]
     # We post our own Events (one per condition transition); kopf's per-log-line Events off.
     settings.posting.enabled = False
-    if not os.environ.get("SWARMKIT_LOG_HANDLER_SUCCESS"):
+    if not ours.log_handler_success:
         objects = logging.getLogger("kopf.objects")
         objects.addFilter(_QuietSuccess())
         if not objects.isEnabledFor(logging.DEBUG):
@@ -209,11 +167,11 @@ async def config_map_event(
     name: str,
     uid: str,
     labels: Mapping[str, str],
-    memo: kopf.Memo,
+    app: App,
     **_: Any,
 ) -> None:
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
+    ctl = app.controller
+    if namespace is None:
         return
     if type == "DELETED":
         ctl.indexes.delete("configmaps", uid)
@@ -230,7 +188,7 @@ async def config_map_event(
     ):
         if type == "DELETED":  # deleted under us: let its owner re-create it if still used
             ctl.created_config_maps.pop((namespace, name), None)
-            owner_kind = COMPONENT_KINDS.get(labels.get(COMPONENT_LABEL, ""))
+            owner_kind = component_kind(labels.get(COMPONENT_LABEL, ""))
             owner = labels.get(f"swarmkit.dev/{labels.get(COMPONENT_LABEL)}")
             if owner_kind and owner:
                 ctl.enqueue(owner_kind, namespace, owner)

@@ -5,8 +5,8 @@ the handler modules that asked for them (:func:`on_event`).
 marks of the modules it names, in its written order, into one :class:`EventRegistry`.
 Each (resource, label selector) stream has one dispatcher calling its functions with
 kopf's keyword arguments (``type``, ``body``, ``namespace``, ``name``, ``uid``,
-``labels``, ``spec``, ``memo``, ...), in that order. A function that raises is logged and
-the others still run: kopf never retries an event handler either.
+``labels``, ``spec``, and ``app``, the application context), in that order. A function
+that raises is logged and the others still run: kopf never retries an event handler either.
 
 The events do not come from kopf: kopf pays for every event a per-object worker, a cause,
 an object logger and its handler bookkeeping (~40% of the event loop at 6,000 objects), and

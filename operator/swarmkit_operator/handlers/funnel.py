@@ -1,34 +1,32 @@
 """Funnels: checked and versioned, indexed for the Topologies whose nodes name them.
 
 A Funnel's shape is checked at admission (CRD schema and CEL); its reconciler writes
-``Accepted``/``Ready`` (reason ``Valid``, or ``Invalid`` with the first problem) and
-``status.version`` (sha256[:12] of the canonical spec). What a Funnel means for a Topology
+``Accepted``/``Ready`` (:func:`~swarmkit_operator.builders.funnel.funnel_status`: ``Valid``,
+``Invalid``/``InvalidSchema`` naming the field, ``QuorumUnreachable``, ``SkillNotFound``
+while the judge skill does not exist) and ``status.version`` (sha256[:12] of the canonical
+spec). What a Funnel means for a Topology
 (found, judge skill granted, reviewer present, its version folded into the Topology's) is
 the Topology reconciler's (:mod:`.topology`, :mod:`swarmkit_operator.builders.funnel`).
-Every watch event of a Funnel enqueues it and the Topologies that name it.
+A Funnel is declared like every other kind (:data:`KIND`): its own status echo enqueues
+nothing; a spec change enqueues it, and the Topologies that name it once its new
+``status.version`` (or readiness) shows. A Skill created or deleted enqueues the Funnels
+judging with it (the Skill's ``dependents``, index ``funnel_by_judge``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
 from swarmkit_api import GROUP, VERSION
-from swarmkit_api.conditions import (
-    ACCEPTED,
-    READY,
-    REASON_INVALID,
-    REASON_QUORUM_UNREACHABLE,
-    REASON_VALID,
-)
+from swarmkit_api.resources import FUNNEL
 
-from ..builders import Verdict
-from ..builders.funnel import funnel_version, parse_funnel, unreachable
+from ..builders.funnel import funnel_status
 from ..indexes import index
-from ..reconcile.controller import Controller, controller_of, reconciler
-from ..reconcile.views import base_view
-from .events import on_event
+from ..reconcile.controller import Controller, Kind, Observation
+from ..reconcile.views import MISSING, base_view
 
 
 @index("funnels", id="funnel_views", group=GROUP, version=VERSION)
@@ -57,6 +55,14 @@ def funnel_by_reviewer(
     return {(namespace, agent): name} if isinstance(agent, str) else {}
 
 
+@index("funnels", id="funnel_by_judge", group=GROUP, version=VERSION)
+def funnel_by_judge(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    """(namespace, skill) → funnels whose judge layer runs it (Ready waits for it)."""
+    judge = (body.get("spec") or {}).get("judge")
+    skill = judge.get("skill") if isinstance(judge, dict) else None
+    return {(namespace, skill): name} if isinstance(skill, str) else {}
+
+
 def funnel_names(spec: Any) -> set[str]:
     """The funnels a Topology spec's nodes name."""
     return {
@@ -66,39 +72,36 @@ def funnel_names(spec: Any) -> set[str]:
     }
 
 
-@on_event(GROUP, VERSION, "funnels")
-async def funnel_event(namespace: str | None, name: str, memo: kopf.Memo, **_: Any) -> None:
-    ctl = controller_of(memo)
-    if ctl is not None and namespace is not None:
-        ctl.enqueue("Funnel", namespace, name)
+def dependents_view(view: dict[str, Any] | None) -> Any:
+    """What the Topologies naming the Funnel read of it: its version (a hash of the spec)
+    and readiness."""
+    if view is None:
+        return MISSING
+    return (
+        view["status"].get("version"),
+        view["ready"],
+        view["reason"],
+        view["observed"] == view["generation"],
+    )
+
+
+def dependents(
+    ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
+) -> None:
+    """The Topologies whose nodes name the Funnel."""
+    if seen.changed:
         ctl.enqueue_many(
             "Topology", namespace, set(ctl.lookup_all("topology_by_funnel", (namespace, name)))
         )
 
 
-@reconciler("Funnel")
 async def reconcile_funnel(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     view = ctl.lookup("funnel_views", (namespace, name))
     if view is None:
         return "gone"
-    parsed = parse_funnel(view["spec"])
-    if isinstance(parsed, str):
-        fields: dict[str, Any] = {}
-        verdicts = (
-            Verdict(ACCEPTED, "False", REASON_INVALID, parsed),
-            Verdict(READY, "False", REASON_INVALID, parsed),
-        )
-    else:
-        fields = {"version": funnel_version(parsed)}
-        layers = [n for n in ("validate", "judge", "review") if view["spec"].get(n)]
-        message = f"layers: {', '.join([*layers, 'approve'])}; {len(parsed.approve.rules)} rule(s)"
-        why = unreachable(parsed)
-        verdicts = (
-            Verdict(ACCEPTED, "True", REASON_VALID, message),
-            Verdict(READY, "False", REASON_QUORUM_UNREACHABLE, why)
-            if why
-            else Verdict(READY, "True", REASON_VALID, message),
-        )
+    status = funnel_status(
+        view["spec"], lambda s: ctl.lookup("skill_views", (namespace, s)) is not None
+    )
     written = await ctl.write_status(
         "Funnel",
         namespace,
@@ -106,7 +109,18 @@ async def reconcile_funnel(ctl: Controller, namespace: str, name: str, force: bo
         view["uid"],
         int(view["generation"]),
         view["status"],
-        fields,
-        verdicts,
+        dict(status.fields),
+        status.verdicts,
     )
     return "changed" if written else "unchanged"
+
+
+KIND = Kind(
+    "Funnel",
+    priority=2,  # before the Topologies that name it
+    reconcile=reconcile_funnel,
+    api=FUNNEL,
+    indexes=(funnel_views, funnel_by_reviewer, funnel_by_judge),
+    dependents_view=dependents_view,
+    dependents=dependents,
+)

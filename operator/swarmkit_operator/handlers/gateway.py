@@ -13,49 +13,42 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..builders.gateway import GATEWAY_LABEL
-from ..gateways import GatewayController
 from ..indexes import PRESENT
 from ..runs.model import AGENTS, SKILLS, TOPOLOGIES, WORKSPACES
-from .common import components_of
+from .common import App
 from .events import on_event
-
-
-def _gateways(memo: Any) -> GatewayController | None:
-    """The gateways controller (None before the composition root built it)."""
-    built = components_of(memo)
-    return built.gateways if built is not None else None
 
 
 @on_event(*AGENTS)
 async def gateways_on_agent_event(
-    namespace: str | None, name: str | None, spec: Mapping[str, Any], memo: Any, **_: Any
+    namespace: str | None, name: str | None, spec: Mapping[str, Any], app: App, **_: Any
 ) -> None:
-    ctl = _gateways(memo)
-    if ctl is not None and namespace and name:
+    ctl = app.gateways
+    if namespace and name:
         ctl.agent_changed(namespace, name, spec or {})
 
 
 @on_event("v1", "secrets")
-async def gateways_on_secret_event(namespace: str | None, memo: Any, **_: Any) -> None:
-    ctl = _gateways(memo)
-    if ctl is not None and namespace:
+async def gateways_on_secret_event(namespace: str | None, app: App, **_: Any) -> None:
+    ctl = app.gateways
+    if namespace:
         ctl.kick_namespace(namespace)
 
 
 @on_event(*TOPOLOGIES)
 @on_event(*SKILLS)
 @on_event(*WORKSPACES)
-async def gateways_on_dependency_event(namespace: str | None, memo: Any, **_: Any) -> None:
-    ctl = _gateways(memo)
-    if ctl is not None and namespace:
+async def gateways_on_dependency_event(namespace: str | None, app: App, **_: Any) -> None:
+    ctl = app.gateways
+    if namespace:
         ctl.kick_namespace(namespace)
 
 
 @on_event("apps", "v1", "deployments", labels={GATEWAY_LABEL: PRESENT})
 async def gateways_on_deployment_event(
-    namespace: str | None, labels: Mapping[str, str], memo: Any, **_: Any
+    namespace: str | None, labels: Mapping[str, str], app: App, **_: Any
 ) -> None:
-    ctl = _gateways(memo)
+    ctl = app.gateways
     agent = labels.get(GATEWAY_LABEL)
-    if ctl is not None and namespace and agent:
+    if namespace and agent:
         ctl.kick(namespace, agent)

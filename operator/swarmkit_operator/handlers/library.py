@@ -17,21 +17,13 @@ import kopf
 from swarmkit_api import GROUP, VERSION
 
 from ..indexes import index
-from ..library import SkillLibrary
-from ..reconcile.controller import controller_of
 from ..webview.mailboxes import MAILBOX_ITEMS, item_summary
 from ..webview.pages import SKILL_SPECS
-from .common import components_of
+from .common import App
 from .events import on_event
 
 #: Longest instructions body kept in memory for the skill page.
 MAX_INSTRUCTIONS = 64 * 1024
-
-
-def _library(memo: Any) -> SkillLibrary | None:
-    """The skill library (None before the composition root built it)."""
-    built = components_of(memo)
-    return built.library if built is not None else None
 
 
 @index("skills", id=SKILL_SPECS)
@@ -78,10 +70,10 @@ def library_mailbox_items(body: kopf.Body, namespace: str | None, **_: Any) -> d
 
 @on_event(GROUP, VERSION, "skills")
 async def library_skill_event(
-    type: str | None, body: kopf.Body, namespace: str | None, name: str, memo: Any, **_: Any
+    type: str | None, body: kopf.Body, namespace: str | None, name: str, app: App, **_: Any
 ) -> None:
-    lib = _library(memo)
-    if lib is None or namespace is None:
+    lib = app.library
+    if namespace is None:
         return
     if type == "DELETED":
         lib.skill_deleted(namespace, name)
@@ -95,12 +87,11 @@ async def library_agent_event(
     body: kopf.Body,
     namespace: str | None,
     name: str,
-    memo: kopf.Memo,
+    app: App,
     **_: Any,
 ) -> None:
-    lib = _library(memo)
-    ctl = controller_of(memo)
-    if lib is None or ctl is None or namespace is None:
+    lib, ctl = app.library, app.controller
+    if namespace is None:
         return
     if type == "DELETED":
         regranted = lib.agent_deleted(namespace, name)
@@ -119,10 +110,10 @@ async def library_run_event(
     body: kopf.Body,
     namespace: str | None,
     uid: str | None,
-    memo: Any,
+    app: App,
     **_: Any,
 ) -> None:
-    lib = _library(memo)
-    if lib is None or namespace is None or not uid or type == "DELETED":
+    lib = app.library
+    if namespace is None or not uid or type == "DELETED":
         return
     lib.run_seen(namespace, uid, body.get("status") or {})

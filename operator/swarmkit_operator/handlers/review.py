@@ -37,8 +37,8 @@ from swarmkit_api.review import GATEWAY_LABEL, ResumeDecision
 from .. import k8s
 from ..builders import review as rv
 from ..indexes import index
-from ..runtime import Leadership, manager_of
-from .common import PRESENT
+from ..runtime import Leadership
+from .common import PRESENT, App
 from .events import on_event
 
 
@@ -60,14 +60,9 @@ def skill_reviews(
     return {(namespace, skill or labels[rv.SKILL_LABEL]): {"spec": dict(spec)}}
 
 
-def _leadership(memo: Any) -> Leadership:
-    manager = manager_of(memo)
-    return manager.leadership if manager is not None else Leadership.always()
-
-
 @on_event(GROUP, VERSION, "skills")
 async def skill_review_needed(
-    body: kopf.Body, namespace: str | None, name: str, uid: str | None, memo: Any, **_: Any
+    body: kopf.Body, namespace: str | None, name: str, uid: str | None, app: App, **_: Any
 ) -> None:
     spec = body.get("spec") or {}
     provenance = spec.get("provenance") or {}
@@ -85,12 +80,12 @@ async def skill_review_needed(
         await k8s.create_custom_if_absent("reviews", ns, manifest)
 
     # A standby remembers it (the latest per Skill) and opens it once it leads.
-    _leadership(memo).defer(("skill-review", namespace, name), open_review)
+    app.leadership.defer(("skill-review", namespace, name), open_review)
 
 
 @on_event(GROUP, VERSION, "reviews", labels={rv.SKILL_LABEL: PRESENT})
 async def skill_review_decided(
-    body: Mapping[str, Any], namespace: str | None, name: str, memo: Any, **_: Any
+    body: Mapping[str, Any], namespace: str | None, name: str, app: App, **_: Any
 ) -> None:
     found = rv.decision_of(body)
     if found is None or not namespace:
@@ -100,7 +95,7 @@ async def skill_review_decided(
     async def record() -> None:
         await _record_decision(ns, name, decided, found)
 
-    _leadership(memo).defer(("review-decision", namespace, name), record)
+    app.leadership.defer(("review-decision", namespace, name), record)
 
 
 async def _record_decision(
@@ -153,11 +148,11 @@ async def _expire_at(namespace: str, name: str, delay: float, lead: Leadership) 
 
 @on_event(GROUP, VERSION, "reviews", labels={GATEWAY_LABEL: PRESENT})
 async def gateway_review(
-    body: Mapping[str, Any], namespace: str | None, name: str, type: str | None, memo: Any, **_: Any
+    body: Mapping[str, Any], namespace: str | None, name: str, type: str | None, app: App, **_: Any
 ) -> None:
     if not namespace:
         return
-    lead = _leadership(memo)
+    lead = app.leadership
     key = (namespace, name)
     status = body.get("status") or {}
     found = rv.decision_of(body)

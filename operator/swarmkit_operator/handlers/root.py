@@ -1,34 +1,36 @@
 """The composition root: the one place that builds the operator, in an order written as code.
 
-kopf runs the operator (entry point, lifecycle, probes, logging) and calls one start-up
-handler, :func:`start`, which builds every component in this order:
+``__main__`` parses the settings (:class:`~swarmkit_operator.config.Settings`) and hands
+them to kopf's memo; kopf runs the operator (entry point, lifecycle, probes, logging) and
+calls one start-up handler, :func:`start`, which builds every component in this order and
+passes each what it needs in its constructor:
 
-1. kopf's settings (:func:`.common.configure_kopf`), the operator configuration and the
-   API client;
-2. the wiring (:func:`wiring`): the marks (``@index``, ``@reconciler``, ``@on_event``) of
-   the modules in :data:`MODULES`, collected in that order, so the functions of one
-   watch stream run in that order (the kind modules, which keep the indexes current,
-   before the controllers they kick);
-3. the reconcile :class:`~swarmkit_operator.reconcile.controller.Controller` over those
-   indexes and reconcilers, and one paged LIST of every indexed resource;
-4. the :class:`~swarmkit_operator.runtime.Manager` (leader election and the write gate),
-   which holds every writer built next;
-5. the Runs controller over the shared indexes, and its scheduler, retention, mailbox
-   delivery and SpendQuota loops;
-6. the gateways controller;
-7. the skill library and, when asked for, the web view;
-8. the watch streams, starting from the LISTs of step 3;
-9. :meth:`Manager.start`: elect (or lead at once), then start the writers.
+1. kopf's settings (:func:`.common.configure_kopf`) and the API client;
+2. the wiring (:func:`wiring`: the marks ``@index``, ``@reconciler``, ``@on_event`` of the
+   modules in :data:`MODULES`, collected in that order, so the functions of one watch
+   stream run in that order), its indexes from one paged LIST per resource, and the
+   :class:`~swarmkit_operator.runtime.Manager` (leader election and the write gate);
+3. the Runs controller (its resolver serves Topologies too);
+4. the skill library;
+5. the reconcile :class:`~swarmkit_operator.reconcile.controller.Controller` over the
+   indexes and reconcilers, with the leadership, the resolver and the library's usage;
+6. the gateways controller, and 7. the web view when asked for;
+8. the :class:`~.common.App` context holding all of them (every event function gets it as
+   ``app``; kopf's memo holds nothing else), every loop as one of the manager's runnables
+   (the writers and every :class:`~swarmkit_operator.runtime.Periodic` only in the
+   leader; the watch streams, from step 2's LISTs, in every replica);
+9. :meth:`Manager.start`: start the streams, elect (or lead at once), start the writers.
 
-:func:`stop` takes them down in the reverse order. Nothing is registered when a module is
-imported: what runs is what this module names.
+:func:`stop` takes them down in the reverse order (:meth:`.common.App.close`). Nothing is
+registered when a module is imported: what runs is what this module names.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import os
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,25 +42,42 @@ import kopf
 from swarmkit_api import GROUP, VERSION
 
 from .. import k8s, metrics, serving
-from ..config import OperatorConfig, load_config
+from ..config import (
+    CONFIG_ENV,
+    ConfigError,
+    OperatorConfig,
+    Settings,
+    environment,
+    load_config,
+    settings_from,
+)
+from ..delivery import PENDING_DELIVERIES, Delivery
 from ..gateways import GatewayController
-from ..indexes import SELF_MAINTAINED, Indexes, IndexSpec, Resource, populate
+from ..indexes import (
+    CORE_MAINTAINED,
+    RESOURCES,
+    Indexes,
+    IndexSpec,
+    Listing,
+    Resource,
+    populate,
+)
 from ..library import SkillLibrary
-from ..marks import marked
+from ..marks import marked, marks_of
 from ..reconcile import gc
-from ..reconcile.controller import Controller, Reconciler, ReconcilerMark, controller_of
+from ..reconcile.controller import Controller, Kind
 from ..reconcile.views import count_objects
 from ..runs import Indexes as RunIndexes
-from ..runs import RunController
-from ..runs.delivery import Delivery
+from ..runs import RunController, spend
 from ..runs.retention import Retention
 from ..runs.schedule import Scheduler
-from ..runtime import Manager, lease_settings_from_env, manager_of
-from ..watching import reflectors
+from ..runtime import LeaseSettings, Manager, Periodic, Runnable, lease_settings
+from ..watching import Reflector, reflectors
 from ..webview import Sources, WebView, parse_address
 from . import (
     agent,
     common,
+    delivery,
     funnel,
     gateway,
     library,
@@ -68,50 +87,63 @@ from . import (
     topology,
     workspace,
 )
-from .common import Components, components_of
-from .events import EventMark, EventRegistry, Stream, selector_of
+from .common import App
+from .events import EventFn, EventMark, EventRegistry, Stream, selector_of
 
 log = logging.getLogger("swarmkit_operator")
 
-#: Every module whose marks the operator runs, in the order their functions run on one
-#: stream: the shared ConfigMap watch, the reconcile kinds (each keeps its indexes current
-#: from its own events), then what only reads those indexes and kicks its controller.
-MODULES: tuple[ModuleType, ...] = (
-    common,
-    gc,
-    serving,
-    workspace,
-    skill,
-    agent,
-    funnel,
-    topology,
-    review,
-    run,
-    gateway,
-    library,
+#: Every reconciled kind, declared once in its module (:class:`Kind`): what a new kind
+#: needs is its declaration and its place here, in the order its events are handled.
+KINDS: tuple[Kind, ...] = (
+    workspace.KIND,
+    skill.KIND,
+    skill.GRANTS,
+    agent.KIND,
+    funnel.KIND,
+    topology.KIND,
+    gc.GC,
 )
+#: The shared watches, whose functions run first on their streams (the ConfigMaps, the
+#: renders' collection, the served Deployments' builders).
+SHARED: tuple[ModuleType, ...] = (common, gc, serving)
+#: What only reads the kinds' indexes and kicks its own controller, after the kinds.
+CONTROLLERS: tuple[ModuleType, ...] = (review, run, gateway, delivery, library)
 
-WEB_VIEW_ENV = "SWARMKIT_WEB_VIEW"
-FLUSH_ENV = "SWARMKIT_LIBRARY_FLUSH_SECONDS"
+
+def kind_modules(kinds: Sequence[Kind]) -> tuple[ModuleType, ...]:
+    """The modules declaring ``kinds``, in order, apart from the shared ones."""
+    found = (sys.modules[k.reconcile.__module__] for k in kinds)
+    return tuple(m for m in dict.fromkeys(found) if m not in SHARED)
+
+
+#: Every module whose marks the operator runs, in the order their functions run on one
+#: stream: the shared watches, the kinds' modules (each kind's event function first: it
+#: keeps the indexes over its plural current), then the controllers that read them.
+MODULES: tuple[ModuleType, ...] = (*SHARED, *kind_modules(KINDS), *CONTROLLERS)
 
 
 @dataclass(frozen=True)
 class Wiring:
-    """What the marks of :data:`MODULES` add up to."""
+    """What the kinds' declarations and the marks of :data:`MODULES` add up to."""
 
     index_specs: tuple[IndexSpec, ...]
-    reconcilers: Mapping[str, Reconciler]
+    kinds: Mapping[str, Kind]
     events: EventRegistry
 
     def indexes(self) -> Indexes:
-        """New, empty indexes of every marked index function."""
+        """New, empty indexes of every declared and marked index function."""
         return Indexes(self.index_specs)
 
     def controller(self, config: OperatorConfig, **kwargs: Any) -> Controller:
-        """A reconcile controller over new indexes and every marked reconciler."""
-        return Controller(
-            config=config, indexes=self.indexes(), reconcilers=self.reconcilers, **kwargs
-        )
+        """A reconcile controller over every declared kind (and, unless ``indexes`` is
+        given, new indexes)."""
+        kwargs.setdefault("indexes", self.indexes())
+        return Controller(config=config, kinds=self.kinds, **kwargs)
+
+    @property
+    def priority(self) -> Mapping[str, int]:
+        """kind → its lane in the reconcile queue."""
+        return {k.kind: k.priority for k in self.kinds.values()}
 
 
 def stream_of(resource: Resource, selector: str) -> Stream:
@@ -121,48 +153,64 @@ def stream_of(resource: Resource, selector: str) -> Stream:
     return ((resource.version, resource.plural), selector)
 
 
-def wiring(modules: Sequence[ModuleType] = MODULES) -> Wiring:
-    """Collect the marks of ``modules``, in order, into index specs, reconcilers and the
-    watch streams' functions."""
-    specs: list[IndexSpec] = []
-    reconcilers: dict[str, Reconciler] = {}
-    marks: list[tuple[Any, EventMark]] = []
+def _declared_specs(kind: Kind) -> list[IndexSpec]:
+    """The index specs a kind declares, each over its own plural."""
+    specs = [one for fn in kind.indexes for one in marks_of(fn) if isinstance(one, IndexSpec)]
+    if len(specs) != len(kind.indexes) or any(s.resource != kind.plural for s in specs):
+        raise RuntimeError(f"{kind.kind}: every declared index is an @index over {kind.plural}")
+    if kind.view_index and (not specs or specs[0].id != kind.view_index):
+        raise RuntimeError(f"{kind.kind}: its first index is {kind.view_index}")
+    return specs
+
+
+def wiring(modules: Sequence[ModuleType] = MODULES, kinds: Sequence[Kind] = KINDS) -> Wiring:
+    """The kinds' declarations and the marks of ``modules``, in order, as index specs and
+    the watch streams' functions."""
+    by_name: dict[str, Kind] = {}
+    specs: dict[str, IndexSpec] = {}
+    for kind in kinds:
+        if kind.kind in by_name:
+            raise RuntimeError(f"two declarations of {kind.kind}")
+        by_name[kind.kind] = kind
+        specs.update((s.id, s) for s in _declared_specs(kind))
+    functions: list[tuple[EventFn, Stream, bool]] = []
     for module in modules:
+        for kind in kinds:  # a kind's own event function first in its module
+            if kind.api is not None and kind.reconcile.__module__ == module.__name__:
+                stream = stream_of(RESOURCES[kind.plural], "")
+                functions.append((common.kind_event(kind), stream, False))
         for fn, one in marked(module):
             if isinstance(one, IndexSpec):
-                specs.append(one)
-            elif isinstance(one, ReconcilerMark):
-                if one.kind in reconcilers:
-                    raise RuntimeError(f"two reconcilers of {one.kind}: {module.__name__}")
-                reconcilers[one.kind] = fn
+                specs.setdefault(one.id, one)
             elif isinstance(one, EventMark):
-                marks.append((fn, one))
-    events = EventRegistry(index_specs=tuple(specs))
-    # An index over a resource no kind module watches gets a function keeping it current,
-    # first on its stream: every other function of that stream reads the index updated.
-    for spec in specs:
-        if spec.resource in SELF_MAINTAINED:
+                functions.append((fn, one.stream, one.metadata_only))
+    events = EventRegistry(index_specs=tuple(specs.values()))
+    # An index over a resource neither a kind nor a shared module watches gets a function
+    # keeping it current, first on its stream: the others read the index updated.
+    maintained = CORE_MAINTAINED | {k.plural for k in kinds if k.api is not None}
+    for spec in specs.values():
+        if spec.resource in maintained:
             continue
         stream = stream_of(spec.listed, selector_of(spec.labels))
         if _maintain_index not in events.registered(*stream[0], selector=stream[1]):
             events.add(stream, _maintain_index, metadata_only=spec.metadata_only)
-    for fn, event in marks:
-        events.add(event.stream, fn, metadata_only=event.metadata_only)
-    return Wiring(tuple(specs), reconcilers, events)
+    for fn, stream, metadata_only in functions:
+        events.add(stream, fn, metadata_only=metadata_only)
+    return Wiring(tuple(specs.values()), by_name, events)
 
 
 async def _maintain_index(
     type: str | None,
     body: Mapping[str, Any],
     uid: str,
-    memo: Any,
+    app: App,
     resource_plural: str = "",
     **_: Any,
 ) -> None:
     """Keep the indexes over a resource no kind module watches current (its stream's
     plural comes with every event, :func:`_open_streams`)."""
-    ctl = controller_of(memo)
-    if ctl is None or not resource_plural:
+    ctl = app.controller
+    if not resource_plural:
         return
     if type == "DELETED":
         ctl.indexes.delete(resource_plural, uid)
@@ -170,15 +218,21 @@ async def _maintain_index(
         ctl.indexes.update(resource_plural, body)
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
 #: Seconds kopf waits before it calls a failed start-up again (its default is 60 s).
 START_RETRY_SECONDS = 2.0
+#: Seconds after the start-up LISTs before the one re-LIST that drops what vanished
+#: meanwhile (the streams surely listed everything by then).
+PRUNE_AFTER_SECONDS = 30.0
+
+
+def settings_of(memo: kopf.Memo) -> Settings:
+    """The settings ``__main__`` parsed (kopf's memo carries them), or, under a plain
+    ``kopf run -m swarmkit_operator.handlers``, the same parsed from the environment."""
+    found = getattr(memo, "settings", None)
+    if isinstance(found, Settings):
+        return found
+    env = environment()
+    return settings_from(env, load_config(env.get(CONFIG_ENV)))
 
 
 @kopf.on.startup(backoff=START_RETRY_SECONDS)
@@ -188,61 +242,157 @@ async def start(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> N
     All or nothing: a start that fails half-way (the API server went away during it) takes
     down what it built before kopf calls it again, so a retry never runs two of a loop.
     """
+    memo.pop("app", None)
     try:
-        await _build(settings, memo)
+        ours = settings_of(memo)
+        lease = lease_settings(ours)
+    except (ConfigError, ValueError) as exc:
+        raise kopf.PermanentError(str(exc)) from exc
+    closing = contextlib.AsyncExitStack()
+    try:
+        memo.app = await _build(settings, ours, lease, closing)
     except BaseException:
-        await _take_down(memo, close_client=False)
-        for built in ("manager", "components", "swarmkit", "web_view", "wiring"):
-            memo.pop(built, None)
+        await closing.aclose()
         raise
 
 
-async def _build(settings: kopf.OperatorSettings, memo: kopf.Memo) -> None:
-    # 1. kopf's settings, the configuration, the API client, and an API server that answers:
-    # started while it is down or still warming up (a restarted kube-apiserver refuses
-    # everything until its authorizer's caches fill), every LIST below would fail.
-    common.configure_kopf(settings)
-    config = load_config()
-    workers = int(os.environ.get("SWARMKIT_WORKERS", "16"))
-    k8s.configure(workers=workers + 4)
+async def _build(
+    settings: kopf.OperatorSettings,
+    ours: Settings,
+    lease: LeaseSettings | None,
+    closing: contextlib.AsyncExitStack,
+) -> App:
+    # 1. kopf's settings, the API client, and an API server that answers: started while it
+    # is down or still warming up (a restarted kube-apiserver refuses everything until its
+    # authorizer's caches fill), every LIST below would fail.
+    common.configure_kopf(settings, ours)
+    config = ours.config
+    k8s.configure(workers=ours.workers + 4, instance=ours.instance)
+    closing.push_async_callback(_close_streams)
     waited = await k8s.wait_for_api(f"/apis/{GROUP}/{VERSION}")
     if waited >= 1.0:
         log.info("the API server answered after %.1fs", waited)
-    namespaces = tuple(
-        n for n in os.environ.get("SWARMKIT_WATCH_NAMESPACES", "").split(",") if n.strip()
-    ) or tuple(config.watch_namespaces)
-    # 2. The wiring.
+    # 2. The wiring, its indexes (one LIST per resource) and the manager: nothing built
+    # below writes before the manager says this replica leads.
     wired = wiring()
-    memo.wiring = wired
-    # 3. The reconcile controller and its indexes, from one LIST per resource.
+    indexes, listings = await _listed(wired, ours.namespaces)
+    manager = Manager.build(lease)
+    # 3. The Runs controller (its resolver serves Topologies too) and its loops.
+    runs = RunController(config, _run_indexes(indexes, reviews=True), settings=ours.runs)
+    closing.push_async_callback(runs.stop)
+    # 4. The skill library (after the Runs index: it counts finished Runs).
+
+    def skill_pending(namespace: str, name: str) -> bool:
+        # Bound late, to the controller built in step 5: the library's flushes start with
+        # the writers, long after it (the two need each other: usage and pending).
+        return ctl.pending(("Skill", namespace, name), ctl.lookup("skill_views", (namespace, name)))
+
+    lib = SkillLibrary(
+        config,
+        indexes,
+        ours.namespaces,
+        flush_seconds=ours.library_flush_seconds,
+        pending=skill_pending,
+    )
+    await lib.load()
+    lib.seed()
+    closing.push_async_callback(lib.stop)
+    # 5. The reconcile controller over those indexes, with what its reconcilers call.
     ctl = wired.controller(
         config,
-        namespaces=namespaces,
-        workers=workers,
-        gc_grace=_env_float("SWARMKIT_GC_GRACE_SECONDS", 10.0),
-        resync_seconds=_env_float("SWARMKIT_RESYNC_SECONDS", 600.0),
+        indexes=indexes,
+        namespaces=ours.namespaces,
+        workers=ours.workers,
+        gc_grace=ours.gc_grace_seconds,
+        resync_seconds=ours.resync_seconds,
+        listings=listings,
+        leadership=manager.leadership,
+        resolver=runs.state.resolver,  # serving a Topology resolves it like a Run
+        skill_usage=lib.usage_field,
     )
+    closing.push_async_callback(ctl.stop)
+    counted = [kind for kind, _ in ctl.with_views()]
+    metrics.set_object_counts(lambda: count_objects(ctl.indexes, counted))
+    closing.callback(metrics.set_object_counts, None)
+    # 6. The gateways controller, and the mailbox webhooks (kicked by their items' events).
+    gateways = _gateways(ctl)
+    closing.push_async_callback(gateways.stop)
+    view = indexes.view
+    mail = Delivery(view(PENDING_DELIVERIES), view("runs_workspaces"), ours.runs)
+    closing.push_async_callback(mail.stop)
+    # 7. The web view, when asked for.
+    web = None
+    if ours.web_view:
+        host, port = parse_address(ours.web_view)
+        web = WebView(Sources(indexes, lib))
+        await web.start(host, port)
+        closing.push_async_callback(web.stop)
+    app = App(
+        settings=ours,
+        manager=manager,
+        controller=ctl,
+        runs=runs,
+        gateways=gateways,
+        delivery=mail,
+        library=lib,
+        web_view=web,
+        closing=closing,
+    )
+    # 8. The runnables, in the order they start, and the watch streams from step 2's LISTs.
+    _add_runnables(app)
+    _open_streams(settings, app, wired.events)
+    # 9. Elect (or lead at once) and start the writers. Stopping starts with the manager
+    # (the Lease handed over, every loop cancelled), then the components in reverse order.
+    closing.push_async_callback(manager.stop)
+    await manager.start()
+    log.info(
+        "swarmkit-operator started: %d workers, script execution %s, %d pinned script(s)",
+        ours.workers,
+        "allowed" if config.allow_script_execution else "disabled",
+        len(config.allowed_scripts),
+    )
+    return app
+
+
+async def _listed(wired: Wiring, namespaces: Sequence[str]) -> tuple[Indexes, list[Listing]]:
+    """New indexes of ``wired``, filled by one paged LIST per resource (the listings are
+    kept: the watch streams start from them)."""
+    indexes = wired.indexes()
+    listings: list[Listing] = []
     started = time.monotonic()
-    took = await populate(ctl.indexes, namespaces, listings=ctl.listings)
+    took = await populate(indexes, namespaces, listings=listings)
     log.info(
         "indexes pre-populated in %.2fs (%s): %s",
         time.monotonic() - started,
         ", ".join(f"{r} {s:.2f}s" for r, s in sorted(took.items(), key=lambda x: -x[1])),
-        ", ".join(f"{k}={len(v)}" for k, v in sorted(ctl.indexes.data.items())),
+        ", ".join(f"{k}={len(v)}" for k, v in sorted(indexes.data.items())),
     )
-    memo.swarmkit = ctl
-    metrics.set_object_counts(lambda: count_objects(ctl.indexes))
-    # Objects deleted between the LIST and the streams' start never send DELETED: drop them
-    # once the streams surely listed everything (and again at every resync).
-    ctl.tasks.append(asyncio.create_task(ctl.prune_later(30.0), name="swarmkit-prune"))
-    # 4. The manager: nothing below writes before it says this replica leads.
-    try:
-        lease = lease_settings_from_env(os.environ)
-    except ValueError as exc:
-        raise kopf.PermanentError(str(exc)) from exc
-    manager = Manager.build(lease)
-    ctl.leadership = manager.leadership
-    memo.manager = manager
+    return indexes, listings
+
+
+def _gateways(ctl: Controller) -> GatewayController:
+    """The gateways controller over the shared indexes, seeded with the Agents that have a
+    gateway."""
+    view = ctl.indexes.view
+    gateways = GatewayController(
+        ctl.config, _run_indexes(ctl.indexes), view("agent_views"), view("secret_keys")
+    )
+    for namespace, name in ctl.indexes.keys("agent_views"):
+        agent_view = ctl.lookup("agent_views", (namespace, name))
+        if agent_view is not None:
+            gateways.agent_changed(namespace, name, agent_view["spec"])
+    return gateways
+
+
+async def _close_streams() -> None:
+    await k8s.close_streams()
+
+
+def _add_runnables(app: App) -> None:
+    """Every loop of the operator as one of the manager's runnables, in start order: the
+    writers (only in the leader) each after the controller it feeds, then the start-up's
+    one re-LIST (every replica)."""
+    ctl, runs, manager, ours = app.controller, app.runs, app.manager, app.settings
 
     async def start_reconcile() -> None:
         await ctl.start()
@@ -250,70 +400,41 @@ async def _build(settings: kopf.OperatorSettings, memo: kopf.Memo) -> None:
         if count:
             log.info("%d object(s) changed while no leader ran: reconciling them first", count)
 
-    manager.add_writer("reconcile", start_reconcile)
-    # 5. The Runs controller, its scheduler and retention loops (they wait for it).
-    runs = RunController(config, _run_indexes(ctl.indexes, reviews=True))
-    ctl.resolver = runs.state.resolver  # serving a Topology resolves it like a Run
-    manager.add_writer("runs", _started(runs.start))
+    manager.add(Runnable("reconcile", start_reconcile))
+    if ours.resync_seconds > 0:
+        manager.add(
+            Periodic("resync", ctl.resync, ours.resync_seconds, first_after=ours.resync_seconds)
+        )
+    manager.add(Runnable("runs", _started(runs.start)))
     retention = Retention(runs)
-    runs.on_finished.append(retention.poke)
-    manager.tasks.append(asyncio.create_task(retention.loop(), name="swarmkit-retention"))
-    manager.tasks.append(asyncio.create_task(Scheduler(runs).loop(), name="swarmkit-scheduler"))
-    # Mailbox webhooks (runs/delivery.py): they too wait for the Runs controller (the leader).
-    manager.tasks.append(asyncio.create_task(Delivery(runs).loop(), name="swarmkit-delivery"))
+    sweeps = Periodic("retention", retention.sweep, ours.runs.retention_sweep_seconds, settle=0.5)
+    runs.on_finished.append(sweeps.poke)
+    manager.add(sweeps)
+    manager.add(Periodic("scheduler", Scheduler(runs).tick_now, ours.runs.schedule_interval))
+    manager.add(Runnable("mailbox delivery", _started(app.delivery.start)))
+    # SpendQuota windows and reservations follow the clock (runs/spend.py).
+    manager.add(Periodic("spend quotas", runs.refresh_quotas, spend.REFRESH_SECONDS))
+    log.info("runs controller built (max %d Job recreations)", ours.config.max_job_recreations)
+    manager.add(Runnable("gateways", _started(app.gateways.start)))
+    lib = app.library
+    manager.add(
+        Periodic("skill library", lib.flush, lib.flush_seconds, first_after=lib.flush_seconds)
+    )
 
-    async def spend_quotas() -> None:
-        # SpendQuota windows and reservations follow the clock (runs/spend.py); the leader's.
-        await runs.ready.wait()
-        await runs.spend_loop()
+    async def prune_once() -> asyncio.Task[Any]:
+        async def later() -> None:
+            await asyncio.sleep(PRUNE_AFTER_SECONDS)
+            await ctl.prune()
 
-    manager.tasks.append(asyncio.create_task(spend_quotas(), name="swarmkit-spend"))
-    log.info("runs controller built (max %d Job recreations)", config.max_job_recreations)
-    # 6. The gateways controller, seeded with the Agents that have a gateway.
-    view = ctl.indexes.view
-    gateways = GatewayController(
-        config, _run_indexes(ctl.indexes), view("agent_views"), view("secret_keys")
-    )
-    manager.add_writer("gateways", _started(gateways.start))
-    for namespace, name in ctl.indexes.keys("agent_views"):
-        agent_view = ctl.lookup("agent_views", (namespace, name))
-        if agent_view is not None:
-            gateways.agent_changed(namespace, name, agent_view["spec"])
-    # 7. The skill library (after the Runs index: it counts finished Runs) and web view.
-    lib = SkillLibrary(
-        config,
-        ctl.indexes,
-        namespaces,
-        flush_seconds=float(os.environ.get(FLUSH_ENV, "2.0")),
-        pending=lambda ns, name: ctl.pending(
-            ("Skill", ns, name), ctl.lookup("skill_views", (ns, name))
-        ),
-    )
-    await lib.load()
-    lib.seed()
-    manager.add_writer("skill library", _started(lib.start))
-    ctl.skill_usage = lib.usage_field
-    memo.components = Components(runs=runs, gateways=gateways, library=lib)
-    address = os.environ.get(WEB_VIEW_ENV, "")
-    if address:
-        host, port = parse_address(address)
-        web = WebView(Sources(ctl.indexes, lib))
-        await web.start(host, port)
-        memo.web_view = web
-    # 8. The watch streams, from step 3's LISTs.
-    _open_streams(settings, memo, ctl, wired.events)
-    # 9. Elect (or lead at once) and start the writers.
-    await manager.start()
-    log.info(
-        "swarmkit-operator started: %d workers, script execution %s, %d pinned script(s)",
-        workers,
-        "allowed" if config.allow_script_execution else "disabled",
-        len(config.allowed_scripts),
-    )
+        return asyncio.create_task(later(), name="swarmkit-prune")
+
+    # Objects deleted between the LIST and the streams' start never send DELETED: drop them
+    # once the streams surely listed everything (and again at every resync).
+    manager.add(Runnable("prune", prune_once, needs_leader=False))
 
 
 def _started(start: Callable[[], None]) -> Callable[[], Awaitable[None]]:
-    """A writer's start for the manager (which awaits each in turn)."""
+    """A component's synchronous start as a runnable's."""
 
     async def run() -> None:
         start()
@@ -353,39 +474,15 @@ def _resource(key: tuple[str, ...]) -> Resource:
     return Resource(key[0], key[1], key[2])
 
 
-def _open_streams(
-    settings: kopf.OperatorSettings, memo: Any, ctl: Controller, events: EventRegistry
-) -> None:
-    """One reflector per stream (and watched namespace), the controller's tasks."""
+def _open_streams(settings: kopf.OperatorSettings, app: App, events: EventRegistry) -> None:
+    """One reflector per stream (and watched namespace), each a runnable of every replica
+    (the standbys keep their indexes current too), started from the start-up's LISTs."""
+    ctl = app.controller
     opened = []
     for key, selector in events.streams():
         dispatch = events.dispatcher(*key, selector=selector)
         assert dispatch is not None
-        plural = key[-1]
-
-        async def deliver(
-            type_: str | None,
-            body: dict[str, Any],
-            dispatch: Any = dispatch,
-            plural: str = plural,
-        ) -> None:
-            meta = body.get("metadata") or {}
-            await dispatch(
-                type=type_,
-                body=body,
-                meta=meta,
-                spec=body.get("spec") or {},
-                status=body.get("status") or {},
-                namespace=meta.get("namespace"),
-                name=meta.get("name", ""),
-                uid=meta.get("uid", ""),
-                labels=meta.get("labels") or {},
-                annotations=meta.get("annotations") or {},
-                memo=memo,
-                logger=log,
-                resource_plural=plural,
-            )
-
+        deliver = _deliverer(dispatch, app, key[-1])
         metadata_only = events.metadata_only(*key, selector=selector)
         for reflector in reflectors(
             _resource(key),
@@ -397,7 +494,7 @@ def _open_streams(
             read_timeout=float(settings.watching.client_timeout or 300),
             backoff=float(settings.watching.reconnect_backoff or 1.0),
         ):
-            # Step 3 LISTed it moments ago (for the indexes): start from that.
+            # Step 2 LISTed it moments ago (for the indexes): start from that.
             reflector.seed = next(
                 (
                     listing
@@ -408,8 +505,8 @@ def _open_streams(
                 ),
                 None,
             )
-            ctl.tasks.append(
-                asyncio.create_task(reflector.run(), name=f"swarmkit-watch-{reflector.where}")
+            app.manager.add(
+                Runnable(f"watch {reflector.where}", _watching(reflector), needs_leader=False)
             )
             seeded = " from the start-up listing" if reflector.seed is not None else ""
             opened.append(reflector.where + (" (metadata)" if metadata_only else "") + seeded)
@@ -417,41 +514,66 @@ def _open_streams(
     log.info("watching %s", ", ".join(opened))
 
 
+def _watching(reflector: Reflector) -> Callable[[], Awaitable[asyncio.Task[Any]]]:
+    async def start() -> asyncio.Task[Any]:
+        return asyncio.create_task(reflector.run(), name=f"swarmkit-watch-{reflector.where}")
+
+    return start
+
+
+def _deliverer(
+    dispatch: Callable[..., Awaitable[None]], app: App, plural: str
+) -> Callable[[str | None, dict[str, Any]], Awaitable[None]]:
+    """A reflector's event, as the keyword arguments every event function takes (kopf's
+    names, plus ``app``, the one context, and the stream's ``resource_plural``)."""
+
+    async def deliver(type_: str | None, body: dict[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        await dispatch(
+            type=type_,
+            body=body,
+            meta=meta,
+            spec=body.get("spec") or {},
+            status=body.get("status") or {},
+            namespace=meta.get("namespace"),
+            name=meta.get("name", ""),
+            uid=meta.get("uid", ""),
+            labels=meta.get("labels") or {},
+            annotations=meta.get("annotations") or {},
+            app=app,
+            logger=log,
+            resource_plural=plural,
+        )
+
+    return deliver
+
+
 @kopf.on.cleanup()
 async def stop(memo: kopf.Memo, **_: Any) -> None:
-    """Graceful shutdown, in the reverse order: hand the lease over (and stop the loops),
-    the web view, the skill library, the gateways and Runs workers, the reconcile
-    controller (finishing in-flight reconciles, flushing Events), the streams, the client."""
-    await _take_down(memo, close_client=True)
+    """Graceful shutdown, in the reverse order: hand the lease over (and stop the loops and
+    streams), the web view, the gateways workers, the reconcile controller (finishing
+    in-flight reconciles, flushing Events), the skill library, the Runs workers, the
+    streams' session, then the client."""
+    app = _app_of(memo)
+    if app is not None:
+        await app.close()
+    k8s.shutdown()
 
 
-async def _take_down(memo: kopf.Memo, close_client: bool) -> None:
-    manager = manager_of(memo)
-    if manager is not None:
-        await manager.stop()
-    web = getattr(memo, "web_view", None)
-    if isinstance(web, WebView):
-        await web.stop()
-    built = components_of(memo)
-    if built is not None:
-        await built.library.stop()
-        await built.gateways.stop()
-        await built.runs.stop()
-    ctl = controller_of(memo)
-    if ctl is not None:
-        await ctl.stop()
-    await k8s.close_streams()
-    metrics.set_object_counts(None)
-    if close_client:
-        k8s.shutdown()
+def _app_of(memo: kopf.Memo) -> App | None:
+    """The context the start-up handler built (None before it succeeded): the one thing
+    the root keeps in kopf's memo."""
+    found = getattr(memo, "app", None)
+    return found if isinstance(found, App) else None
 
 
 @kopf.on.probe(id="workqueue")
 def probe_queue(memo: kopf.Memo, **_: Any) -> dict[str, int]:
     """Liveness detail: queue depth and live workers (the probe fails if all died)."""
-    ctl = controller_of(memo)
-    if ctl is None:
+    app = _app_of(memo)
+    if app is None:
         return {"depth": 0, "workers": 0}
+    ctl = app.controller
     alive = sum(1 for t in ctl.tasks if not t.done())
     if ctl.tasks and alive == 0:
         raise RuntimeError("every reconcile worker has stopped")

@@ -15,20 +15,12 @@ from typing import Any
 
 from ..builders import job as jobs
 from ..runs import Indexes, RunController, RunView, summaries
-from ..runs.model import AGENTS, GROUP, RUNS, SKILLS, TOPOLOGIES, TRACE, VERSION, WORKSPACES
-from .common import PRESENT, components_of, index
+from ..runs.model import AGENTS, GROUP, RUNS, SKILLS, TOPOLOGIES, VERSION, WORKSPACES
+from .common import PRESENT, App, index
 from .events import on_event
 
-
-def _runs(memo: Any) -> RunController | None:
-    """The Runs controller (None before the composition root built it)."""
-    built = components_of(memo)
-    return built.runs if built is not None else None
-
-
-# The indexes use the shared index machinery of handlers/common.py (filled by a paged LIST at
-# start-up, then kept current by the operator's own watch streams, like the reconcile loop's):
-# kopf's own indexes were not used, their pre-population being quadratic in the object count.
+# The indexes use the shared index machinery (swarmkit_operator.indexes: filled by a paged
+# LIST at start-up, then kept current by the operator's own watch streams).
 
 
 @index("runs", id="runs_by_uid", group=GROUP, version=VERSION)
@@ -100,57 +92,47 @@ def runs_workspaces(
 
 
 @on_event(*RUNS)
-async def runs_on_run_event(uid: str | None, memo: Any, **_: Any) -> None:
-    ctl = _runs(memo)
-    if ctl is not None and uid:
-        ctl.kick(uid)
+async def runs_on_run_event(uid: str | None, app: App, **_: Any) -> None:
+    if uid:
+        app.runs.kick(uid)
 
 
 # Only our Jobs and pods (a server-side label selector), not every pod of the cluster.
 @on_event("batch", "v1", "jobs", labels={jobs.RUN_UID_LABEL: PRESENT})
-async def runs_on_job_event(labels: Mapping[str, str], memo: Any, **_: Any) -> None:
-    ctl = _runs(memo)
-    if ctl is not None:
-        ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
+async def runs_on_job_event(labels: Mapping[str, str], app: App, **_: Any) -> None:
+    app.runs.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
 
 
 @on_event("v1", "pods", labels={jobs.RUN_UID_LABEL: PRESENT})
 async def runs_on_pod_event(
-    labels: Mapping[str, str], status: Mapping[str, Any], memo: Any, **_: Any
+    labels: Mapping[str, str], status: Mapping[str, Any], app: App, **_: Any
 ) -> None:
-    ctl = _runs(memo)
-    if ctl is not None:
-        uid = str(labels.get(jobs.RUN_UID_LABEL, ""))
-        if TRACE and uid and status.get("phase") in ("Succeeded", "Failed"):
-            ctl.state.mark(uid, "pod_done_seen")
-        ctl.kick(uid)
+    ctl = app.runs
+    uid = str(labels.get(jobs.RUN_UID_LABEL, ""))
+    if ctl.settings.trace and uid and status.get("phase") in ("Succeeded", "Failed"):
+        ctl.state.mark(uid, "pod_done_seen")
+    ctl.kick(uid)
 
 
 @on_event(GROUP, VERSION, "reviews", labels={jobs.RUN_UID_LABEL: PRESENT})
-async def runs_on_review_event(labels: Mapping[str, str], memo: Any, **_: Any) -> None:
+async def runs_on_review_event(labels: Mapping[str, str], app: App, **_: Any) -> None:
     # A decision (or the operator's own status write) on a parked Run's Review.
-    ctl = _runs(memo)
-    if ctl is not None:
-        ctl.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
+    app.runs.kick(str(labels.get(jobs.RUN_UID_LABEL, "")))
 
 
 # A SpendQuota created, edited (its limit raised) or deleted: Runs waiting on a budget
 # look again at once (the leader's quota loop is the backstop).
 @on_event(GROUP, VERSION, "spendquotas", metadata_only=True)
-async def runs_on_spend_quota_event(namespace: str | None, memo: Any, **_: Any) -> None:
-    ctl = _runs(memo)
-    if ctl is not None:
-        ctl.kick_waiting(namespace)
+async def runs_on_spend_quota_event(namespace: str | None, app: App, **_: Any) -> None:
+    app.runs.kick_waiting(namespace)
 
 
 @on_event(*TOPOLOGIES)
 @on_event(*AGENTS)
 @on_event(*SKILLS)
 @on_event(*WORKSPACES)
-async def runs_on_target_event(namespace: str | None, memo: Any, **_: Any) -> None:
-    ctl = _runs(memo)
-    if ctl is not None:
-        ctl.kick_waiting(namespace)
+async def runs_on_target_event(namespace: str | None, app: App, **_: Any) -> None:
+    app.runs.kick_waiting(namespace)
 
 
 # Re-exported: the names this module offered before the controller moved to runs/.

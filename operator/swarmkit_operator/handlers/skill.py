@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
-from swarmkit_api import GROUP, VERSION
+from swarmkit_api.resources import SKILL
 
 from .. import k8s
 from ..builders import ObjectRef
@@ -16,9 +17,8 @@ from ..builders.skill import SourceConfigMap, referenced_config_maps, render_ski
 from ..builders.trust import foreign_config_map
 from ..indexes import index
 from ..library.records import granted_by_field
-from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
+from ..reconcile.controller import Controller, Deferred, Kind, Observation
 from ..reconcile.views import MISSING, base_view
-from .events import on_event
 
 
 def _implementation(body: Any) -> dict[str, Any]:
@@ -120,24 +120,17 @@ def granting_agents(ctl: Controller, namespace: str, skill: str) -> set[str]:
     return agents
 
 
-@on_event(GROUP, VERSION, "skills")
-async def skill_event(
-    type: str | None,
-    body: kopf.Body,
-    namespace: str | None,
-    name: str,
-    memo: kopf.Memo,
-    **_: Any,
+def dependents(
+    ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
 ) -> None:
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
-        return
-    seen = ctl.observe_event(
-        "Skill", "skills", type, body, namespace, name, dependents_view, keep_body=True
-    )
+    """The Agents granting the Skill (directly or through composed skills); when it was
+    created or deleted, the Funnels judging with it (their Ready says whether it exists)."""
     if seen.changed:
         ctl.enqueue_many("Agent", namespace, granting_agents(ctl, namespace, name))
         ctl.enqueue_gc(namespace)
+    if (seen.view is MISSING) != (seen.previous is None or seen.previous is MISSING):
+        judging = ctl.lookup_all("funnel_by_judge", (namespace, name))
+        ctl.enqueue_many("Funnel", namespace, set(judging))
 
 
 async def read_sources(namespace: str, names: set[str]) -> dict[str, SourceConfigMap | None]:
@@ -154,7 +147,6 @@ async def read_sources(namespace: str, names: set[str]) -> dict[str, SourceConfi
     return out
 
 
-@reconciler("Skill")
 async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     key = ("Skill", namespace, name)
     body = ctl.bodies.pop(key, None)
@@ -209,7 +201,6 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
     return "changed" if written or created else "unchanged"
 
 
-@reconciler("SkillGrants")
 async def reconcile_skill_grants(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     """Only ``status.grantedBy``, after an Agent's grants changed (no render, no GET)."""
     view = ctl.lookup("skill_views", (namespace, name))
@@ -239,3 +230,17 @@ async def reconcile_skill_grants(ctl: Controller, namespace: str, name: str, for
         manager=k8s.SKILL_GRANTS_MANAGER,
     )
     return "changed" if written else "unchanged"
+
+
+KIND = Kind(
+    "Skill",
+    priority=1,  # after the Workspaces, before the Agents granting it
+    reconcile=reconcile_skill,
+    api=SKILL,
+    indexes=(skill_views, skill_by_config_map, skill_by_component, skill_by_target),
+    dependents_view=dependents_view,
+    dependents=dependents,
+    keep_body=True,  # the render reads the whole spec: no GET
+)
+#: A Skill's ``status.grantedBy`` alone, after an Agent's grants changed (ranks with Skills).
+GRANTS = Kind("SkillGrants", priority=1, reconcile=reconcile_skill_grants)

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import kopf
 
-from swarmkit_api import GROUP, VERSION
 from swarmkit_api.conditions import ACCEPTED, READY, REASON_PENDING, SERVING
+from swarmkit_api.resources import TOPOLOGY
 
 from .. import serving
 from ..builders.agent import WORKSPACE_PACK, granted_skill_names
@@ -29,13 +29,13 @@ from ..builders.topology import (
 )
 from ..conditions import get_condition
 from ..indexes import PRESENT, index
-from ..reconcile.controller import Controller, Deferred, controller_of, reconciler
-from ..reconcile.views import MISSING, base_view
-from ..reconcile.workqueue import Key
+from ..reconcile.controller import Controller, Deferred, Kind, Observation
+from ..reconcile.views import MISSING, Key, base_view
 from ..runs.resolve import Resolver
 from .agent import workspace_view
+from .common import App
 from .events import on_event
-from .funnel import funnel_names
+from .funnel import funnel_names, topology_by_funnel
 from .skill import granting_agents
 
 V = TypeVar("V")
@@ -105,19 +105,11 @@ def calling_topologies(ctl: Controller, namespace: str, topology: str) -> set[st
     return parents
 
 
-@on_event(GROUP, VERSION, "topologies")
-async def topology_event(
-    type: str | None,
-    body: kopf.Body,
-    namespace: str | None,
-    name: str,
-    memo: kopf.Memo,
-    **_: Any,
+def dependents(
+    ctl: Controller, namespace: str, name: str, seen: Observation, body: Mapping[str, Any]
 ) -> None:
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
-        return
-    seen = ctl.observe_event("Topology", "topologies", type, body, namespace, name, dependents_view)
+    """The Topologies calling it as a child, the Agents granting its synthesized skill,
+    and its own served Deployment once its new version shows."""
     old, view = seen.previous, seen.view
     if seen.changed:
         ctl.enqueue_many("Topology", namespace, calling_topologies(ctl, namespace, name) - {name})
@@ -152,11 +144,11 @@ def _serving_waits_for_itself(body: Mapping[str, Any]) -> bool:
 
 @on_event("apps", "v1", "deployments", labels={SERVE_LABEL: PRESENT})
 async def served_deployment_event(
-    namespace: str | None, labels: Mapping[str, str], memo: kopf.Memo, **_: Any
+    namespace: str | None, labels: Mapping[str, str], app: App, **_: Any
 ) -> None:
     """A served Deployment changed (readiness, rollout, deletion): update its Topology."""
-    ctl = controller_of(memo)
-    if ctl is not None and namespace is not None:
+    ctl = app.controller
+    if namespace is not None:
         ctl.enqueue("Topology", namespace, str(labels[SERVE_LABEL]))
 
 
@@ -182,7 +174,6 @@ class _Lazy(Mapping[str, V]):
         return sum(1 for v in self._cache.values() if v is not None)
 
 
-@reconciler("Topology")
 async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     view = ctl.lookup("topology_views", (namespace, name))
     if view is None:
@@ -291,3 +282,14 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         verdicts,
     )
     return "changed" if written else "unchanged"
+
+
+KIND = Kind(
+    "Topology",
+    priority=3,  # after everything it runs: Agents, Funnels, child Topologies' inputs
+    reconcile=reconcile_topology,
+    api=TOPOLOGY,
+    indexes=(topology_views, topology_by_agent, topology_by_workspace, topology_by_funnel),
+    dependents_view=dependents_view,
+    dependents=dependents,
+)

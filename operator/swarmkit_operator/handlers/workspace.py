@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
-from swarmkit_api import GROUP, VERSION
 from swarmkit_api.conditions import READY
+from swarmkit_api.resources import WORKSPACE
 
 from ..builders import ObjectRef
 from ..builders.trust import foreign_config_map
 from ..builders.workspace import referenced_config_maps, referenced_secrets, render_workspace
 from ..indexes import index
-from ..reconcile.controller import Controller, controller_of, reconciler
+from ..reconcile.controller import Controller, Kind, Observation
 from ..reconcile.views import MISSING, base_view
+from .common import App
 from .events import on_event
 from .skill import read_sources
 
@@ -66,21 +68,10 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
     )
 
 
-@on_event(GROUP, VERSION, "workspaces")
-async def workspace_event(
-    type: str | None,
-    body: kopf.Body,
-    namespace: str | None,
-    name: str,
-    memo: kopf.Memo,
-    **_: Any,
+def dependents(
+    ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
 ) -> None:
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
-        return
-    seen = ctl.observe_event(
-        "Workspace", "workspaces", type, body, namespace, name, dependents_view
-    )
+    """The Agents and Topologies using the Workspace, and its old render's collection."""
     if seen.changed:
         ctl.enqueue_many(
             "Agent", namespace, ctl.lookup_all("agent_by_workspace", (namespace, name))
@@ -98,12 +89,12 @@ async def secret_event(
     namespace: str | None,
     name: str,
     uid: str,
-    memo: kopf.Memo,
+    app: App,
     **_: Any,
 ) -> None:
     """A Secret appeared, changed keys or went: re-check exactly the workspaces using it."""
-    ctl = controller_of(memo)
-    if ctl is None or namespace is None:
+    ctl = app.controller
+    if namespace is None:
         return
     if type == "DELETED":
         ctl.indexes.delete("secrets", uid)
@@ -117,7 +108,6 @@ async def secret_event(
         )
 
 
-@reconciler("Workspace")
 async def reconcile_workspace(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     view = ctl.lookup("workspace_views", (namespace, name))
     if view is None:
@@ -150,3 +140,14 @@ async def reconcile_workspace(ctl: Controller, namespace: str, name: str, force:
     if render.config_map_name != view["status"].get("renderedConfigMap"):
         ctl.enqueue_gc(namespace)
     return "changed" if written or created else "unchanged"
+
+
+KIND = Kind(
+    "Workspace",
+    priority=0,  # the first input: Agents and Topologies read it
+    reconcile=reconcile_workspace,
+    api=WORKSPACE,
+    indexes=(workspace_views, workspace_by_secret, workspace_by_config_map),
+    dependents_view=dependents_view,
+    dependents=dependents,
+)

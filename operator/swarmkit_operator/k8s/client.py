@@ -21,10 +21,11 @@ import json
 import logging
 import os
 import random
+import socket
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -110,6 +111,8 @@ class _State:
     session_loop: asyncio.AbstractEventLoop | None = None
     #: () → why writes are refused now, or None (the leader election's fence).
     write_gate: Callable[[], str | None] = _always_write
+    #: This process's name in the Events it posts (``reportingInstance``; the settings').
+    instance: str = field(default_factory=socket.gethostname)
 
 
 _state = _State()
@@ -159,8 +162,11 @@ def configure(
     request_timeout: float = 30.0,
     retries: int = 5,
     kubeconfig: str | None = None,
+    instance: str | None = None,
 ) -> None:
     """Load credentials and size the connection pool and thread pool (idempotent)."""
+    if instance:
+        _state.instance = instance
     if _state.api is not None:
         return
     cfg = kclient.Configuration()

@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
-import os
-import socket
+import json
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -118,6 +118,21 @@ async def list_custom(plural: str, namespace: str | None) -> list[dict[str, Any]
     return list(_check("GET", path, status, payload).get("items") or [])
 
 
+#: Characters YAML may not carry raw, or would fold as line breaks (the apiserver reads an
+#: apply body as YAML).
+_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def apply_body(body: Mapping[str, Any]) -> str:
+    """A server-side apply body as YAML-safe JSON text. The client's own encoder escapes a
+    character outside the BMP (an emoji in a message) as a UTF-16 surrogate pair, which
+    the apiserver's YAML reader refuses ("invalid Unicode character escape code"): the
+    write failed, and was retried, for as long as the text stayed. Written as UTF-8 instead,
+    with the few characters YAML may not hold raw escaped."""
+    text = json.dumps(dict(body), ensure_ascii=False, separators=(",", ":"))
+    return _NOT_YAML_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 async def apply_status(
     kind: str,
     plural: str,
@@ -144,7 +159,7 @@ async def apply_status(
     code, payload = await request(
         "PATCH",
         path,
-        body,
+        apply_body(body),
         content_type="application/apply-patch+yaml",
         query=[("fieldManager", manager), ("force", "true")],
     )
@@ -236,9 +251,6 @@ async def list_config_maps(namespace: str | None, selector: str) -> list[dict[st
     return [dict(i) for i in _check("GET", path, status, payload).get("items") or ()]
 
 
-_INSTANCE = os.environ.get("POD_NAME") or socket.gethostname()
-
-
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -257,7 +269,7 @@ async def post_event(involved: Mapping[str, Any], type_: str, reason: str, messa
         "message": message if len(message) <= 1024 else message[:1021] + "...",
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
-        "reportingInstance": _INSTANCE[:128],
+        "reportingInstance": _state.instance[:128],
         "firstTimestamp": now,
         "lastTimestamp": now,
         "count": 1,
@@ -387,7 +399,7 @@ async def apply(path: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
     status, payload = await request(
         "PATCH",
         path,
-        dict(manifest),
+        apply_body(manifest),
         content_type="application/apply-patch+yaml",
         query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
     )

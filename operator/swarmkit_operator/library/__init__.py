@@ -5,7 +5,7 @@
 * :mod:`.store` — :class:`SkillLibrary`: fed by watch events, flushed in batches (the
   ConfigMap, and each Skill's ``status.grantedBy`` / ``status.usage``), metrics.
 
-Kopf-free (import-linter contract ``kopf-in-handlers``); ``handlers.library`` wires it up.
+Kopf-free (import-linter contract ``kopf-allow-list``); ``handlers.library`` wires it up.
 """
 
 from .store import SkillLibrary

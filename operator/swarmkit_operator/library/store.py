@@ -20,7 +20,6 @@ was deleted while no operator ran is not counted (its status is gone with it).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
@@ -85,7 +84,6 @@ class SkillLibrary:
         #: Writes made so far (what the roll-ups cost the API).
         self.map_writes = 0
         self.status_writes = 0
-        self._task: asyncio.Task[None] | None = None
 
     # -- reading -----------------------------------------------------------------------------
     def library(self, namespace: str) -> Library:
@@ -355,26 +353,11 @@ class SkillLibrary:
                 self._written_status.clear()
 
     # -- the loop ----------------------------------------------------------------------------
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._loop(), name="skill-library")
-
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.flush_seconds)
-            try:
-                await self.flush()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # never let the loop die; what failed is still dirty
-                log.warning("skill library flush failed: %s", exc)
+    # :meth:`flush` every ``flush_seconds`` is a Periodic of the leader's (the composition
+    # root builds it: the manager runs every periodic loop the same way).
 
     async def stop(self) -> None:
-        """Stop the loop and flush once more (graceful shutdown loses nothing; a standby's
-        flush is refused by the write gate before anything is sent)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Flush once more, after the manager stopped the loop (graceful shutdown loses
+        nothing; a standby's flush is refused by the write gate before anything is sent)."""
         with contextlib.suppress(Exception):
             await self.flush(final=True)

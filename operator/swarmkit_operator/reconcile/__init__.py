@@ -1,17 +1,22 @@
-"""The reconcile loop for Workspaces, Skills, Agents and Topologies, without kopf.
+"""The reconcile loop for Workspaces, Skills, Agents, Funnels and Topologies, without kopf.
 
 How reconciling works
 ---------------------
-The operator's own watch streams (:mod:`swarmkit_operator.k8s.streams`, one reflector per
-kind and watched namespace, opened by the composition root ``handlers.root``) hand every
-event to the functions the kind modules of ``swarmkit_operator.handlers`` registered with
-``on_event``. They keep in-memory **indexes** (:mod:`swarmkit_operator.indexes`, filled
-by one paged LIST at start-up) of what the reconcilers need: per object a small *view*
-(:mod:`.views`: spec and status fields), and reverse indexes for fan-out (skill → agents
+Each reconciled kind is declared once (:class:`~.controller.Kind`, in its module of
+``swarmkit_operator.handlers``; the composition root lists them in ``KINDS``). The
+operator's own watch streams (:mod:`swarmkit_operator.k8s.streams`, one reflector per
+resource and watched namespace, opened by the composition root ``handlers.root``) hand
+every event of a kind's objects to its one event function
+(``handlers.common.kind_event``). It keeps in-memory **indexes**
+(:mod:`swarmkit_operator.indexes`, filled by one paged LIST at start-up) of what the
+reconcilers need: per object a small *view* (:mod:`.views`: spec and status fields), and
+reverse indexes for fan-out (skill → agents
 granting it, agent → topologies using it, secret → workspaces referencing it, topology →
-skills calling it, ...). Then they **enqueue keys** ``(kind, namespace, name)`` into the work queue
-(:mod:`.workqueue`): the object itself when its spec changed, and its dependents (found
-through the reverse indexes, never by scanning) when what they depend on changed.
+skills calling it, ...). Then it **enqueues keys** ``(kind, namespace, name)`` into the
+work queue (:mod:`swarmkit_operator.runtime.workqueue`, a lane per kind): the object itself
+when its spec changed (never for its own status echo), and its dependents (the kind's
+``dependents``, through the reverse indexes, never by scanning) when what they compare
+changed.
 
 A few workers of the :class:`~.controller.Controller` take keys off the queue (workspaces,
 then skills, then agents, then topologies, then garbage collection, :mod:`.gc`), one key at
@@ -19,16 +24,16 @@ a time per key, and run the kind's reconciler: it reads the indexes, calls the p
 builders, creates the content-addressed ConfigMap if it is missing and applies ``status``
 (server-side apply, one field manager per controller) if it differs (:mod:`.status`).
 Everything is level-triggered and idempotent, so an operator restart recomputes the same
-statuses (no writes), errors are retried with exponential backoff, and nothing is kept in a
-status field as a hidden state machine.
+statuses (no writes), errors are retried by the queue (rate-limited, the same rule for
+every controller), and nothing is kept in a status field as a hidden state machine.
 
 A reconciler *defers* (and is retried shortly) while an input it would read is itself still
 queued or has an unobserved write, so an Agent is versioned once with its skills' final
 hashes rather than once per skill landing. kopf neither watches nor writes our objects: it
 runs the entry point, the start-up and clean-up handlers, the probes and logging.
 
-Nothing here imports kopf (import-linter contract ``kopf-in-handlers``). The kind modules in
-``swarmkit_operator.handlers`` register their indexes and reconcilers with this machinery
-(marks the composition root collects); ``handlers.root`` builds and starts it from kopf's
-start-up handler, and opens the watch streams that feed it.
+Nothing here imports kopf (import-linter contract ``kopf-allow-list``). The kind modules in
+``swarmkit_operator.handlers`` declare their kinds (and mark their index functions);
+``handlers.root`` builds the controller from the declarations in kopf's start-up handler,
+and opens the watch streams that feed it.
 """

@@ -1,10 +1,12 @@
 """The reconcile controller: workers running each kind's reconciler off the work queue.
 
 :class:`Controller` owns the shared in-process state (indexes, queue, what was written
-and is not yet observed, who defers on whom) and the loop: workers, the Event poster and
-the periodic resync. Kind modules mark their reconcilers with :func:`reconciler`; the
-composition root (``handlers/root.py``) collects them and builds one controller at
-start-up, kept in kopf's memo.
+and is not yet observed, who defers on whom) and the loop: workers and the Event poster
+(the resync is a Periodic of the manager's). Each reconciled kind is declared once, as a
+:class:`Kind` in its module (its API kind and so its plural, its lane, its indexes, what
+its dependents compare and who they are, its reconcile function); the composition root
+(``handlers/root.py``) collects the declarations and builds one controller at start-up,
+with everything it needs in its constructor.
 """
 
 from __future__ import annotations
@@ -12,26 +14,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from swarmkit_api.resources import KindInfo
+
 from .. import k8s, metrics
 from ..builders import Verdict, trust
 from ..config import OperatorConfig
-from ..indexes import Indexes, Listing, populate
-from ..marks import mark
+from ..indexes import Indexes, IndexFn, Listing, populate
 from ..runtime.leader import Leadership
-from ..runtime.workqueue import Workers
+from ..runtime.workqueue import Result, Workers, WorkQueue
 from . import faults
 from .status import same_status
 from .status import write_status as _write_status
-from .views import MISSING, VIEW_INDEXES
-from .workqueue import Key, WorkQueue, reconcile_queue
+from .views import MISSING, Key, view_index
 
 log = logging.getLogger("swarmkit_operator")
+
+
+def reconcile_queue(priority: Mapping[str, int]) -> WorkQueue[Key]:
+    """The reconcile work queue: a lane per kind priority (a kind not declared: lane 0),
+    its depth a metric."""
+    return WorkQueue(
+        lane=lambda key: priority.get(key[0], 0),
+        lanes=max(priority.values(), default=0) + 1,
+        depth=metrics.QUEUE_DEPTH.set,
+    )
 
 
 class Deferred(Exception):
@@ -47,22 +58,6 @@ Reconciler = Callable[["Controller", str, str, bool], Awaitable[str]]
 
 
 @dataclass(frozen=True)
-class ReconcilerMark:
-    """``fn`` reconciles the work queue's keys of ``kind``."""
-
-    kind: str
-
-
-def reconciler(kind: str) -> Callable[[Reconciler], Reconciler]:
-    """Mark ``fn`` as the reconciler of ``kind`` (the composition root collects it)."""
-
-    def register(fn: Reconciler) -> Reconciler:
-        return mark(fn, ReconcilerMark(kind))
-
-    return register
-
-
-@dataclass(frozen=True)
 class Observation:
     """What a watch event changed for an object's dependents."""
 
@@ -71,13 +66,61 @@ class Observation:
     view: Any
 
 
+#: ``fn(ctl, namespace, name, observation, body)``: after the bookkeeping of an event of
+#: the kind's own object, enqueue what depends on it (``observation.changed``: what the
+#: dependents compare changed).
+Dependents = Callable[["Controller", str, str, Observation, Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One reconciled kind, declared once (controller-runtime's ``For``/``Watches`` and
+    ``Reconciler`` in one value). What a new kind needs is one of these in its module and
+    its name in the composition root's ``KINDS``; nothing else lists kinds.
+
+    A kind with an ``api`` has objects: their watch stream gets one event function
+    (:meth:`Controller.observe_event`, then ``dependents``), which keeps the indexes over
+    its plural current, enqueues the object when its spec changed (never for its own
+    status echo) and wakes its dependents when ``dependents_view`` changed. A kind without
+    one (``GC``, ``SkillGrants``) is only a key others enqueue.
+    """
+
+    kind: str
+    #: Its lane in the work queue: inputs before their dependents, so a burst settles
+    #: bottom-up (a Workspace before the Agents using it, garbage collection last).
+    priority: int
+    reconcile: Reconciler
+    #: The API kind (its plural is where status goes and what is watched).
+    api: KindInfo | None = None
+    #: The index functions (``@index``) over its objects, the views index first.
+    indexes: tuple[IndexFn, ...] = ()
+    #: A view (its entry in the views index, None when gone) → what dependents compare,
+    #: its last element whether the status is fresh.
+    dependents_view: Callable[[Any], Any] | None = None
+    dependents: Dependents | None = None
+    #: Keep the event's body for the reconcile (saves it a GET; the Skill's sources).
+    keep_body: bool = False
+
+    @property
+    def plural(self) -> str:
+        return self.api.plural if self.api is not None else ""
+
+    @property
+    def view_index(self) -> str:
+        """The index of its per-object views ("" for a kind without objects)."""
+        return view_index(self.kind) if self.api is not None else ""
+
+
 @dataclass
 class Controller:
-    """The in-process reconcile machinery shared by the handlers (kept in kopf's memo)."""
+    """The in-process reconcile machinery shared by the handlers (in the application
+    context, :class:`~swarmkit_operator.handlers.common.App`)."""
 
     config: OperatorConfig
     indexes: Indexes = field(default_factory=lambda: Indexes(()))
-    #: kind → its reconciler (the composition root's, from the marks it collected).
+    #: kind → its declaration (the composition root's ``KINDS``).
+    kinds: Mapping[str, Kind] = field(default_factory=dict)
+    #: kind → its reconciler (by default each declaration's).
     reconcilers: Mapping[str, Reconciler] = field(default_factory=dict)
     namespaces: tuple[str, ...] = ()
     workers: int = 16
@@ -85,9 +128,8 @@ class Controller:
     max_defer: float = 15.0
     gc_grace: float = 10.0
     resync_seconds: float = 600.0
-    queue: WorkQueue[Key] = field(default_factory=reconcile_queue)
+    queue: WorkQueue[Key] = field(default_factory=lambda: reconcile_queue({}))
     bodies: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    failures: dict[Key, int] = field(default_factory=dict)
     deferred_since: dict[Key, float] = field(default_factory=dict)
     # key → (resourceVersion or "", until when, the status written): a write not yet seen.
     awaiting: dict[Key, tuple[str, float, dict[str, Any]]] = field(default_factory=dict)
@@ -112,13 +154,23 @@ class Controller:
     #: The start-up's LISTs, until the watch streams start from them (then emptied).
     listings: list[Listing] = field(default_factory=list)
     #: How a served Topology resolves its target, as a Run would: the Runs controller's
-    #: ``Resolver``, set by the composition root (typed loosely: the Runs controller sits
-    #: above this layer; ``handlers/topology.py`` narrows it).
+    #: ``Resolver``, given by the composition root (typed loosely: the Runs controller
+    #: sits above this layer; ``handlers/topology.py`` narrows it).
     resolver: object | None = None
-    #: A Skill's ``status.usage`` (the skill library's, set by the composition root).
+    #: A Skill's ``status.usage`` (the skill library's, given by the composition root).
     skill_usage: Callable[[str, str], Any] | None = None
     #: Whether this replica leads (a standby posts no Events: its workers do not run).
     leadership: Leadership = field(default_factory=Leadership.always)
+
+    def __post_init__(self) -> None:
+        if self.kinds:
+            self.queue = reconcile_queue({k.kind: k.priority for k in self.kinds.values()})
+            if not self.reconcilers:
+                self.reconcilers = {k.kind: k.reconcile for k in self.kinds.values()}
+
+    def with_views(self) -> list[tuple[str, str]]:
+        """(kind, views index) of every declared kind with objects."""
+        return [(k.kind, k.view_index) for k in self.kinds.values() if k.view_index]
 
     # --- indexes ---
 
@@ -186,10 +238,10 @@ class Controller:
             self.reconciled_generation,
             self.written,
             self.awaiting,
-            self.failures,
             self.deferred_since,
         ):
             memory.pop(key, None)
+        self.queue.forget(key)
         self._wake(key)
 
     def changed(self, key: Key, view: Any, fresh: bool = True) -> bool:
@@ -242,18 +294,24 @@ class Controller:
                 generation = (body.get("metadata") or {}).get("generation")
                 settled = (body.get("status") or {}).get("observedGeneration") == generation
                 self.enqueue(kind, namespace, name, background=event_type is None and settled)
-            view = view_of(self.lookup(f"{kind.lower()}_views", (namespace, name)))
+            view = view_of(self.lookup(view_index(kind), (namespace, name)))
         fresh = view is MISSING or view[-1]
         return Observation(self.changed(key, view, fresh=fresh), previous, view)
 
     # --- the loop ---
 
     async def start(self) -> None:
-        workers = Workers(self.queue, self._process, "swarmkit-worker", after=self._wake)
+        workers = Workers(
+            self.queue,
+            self._process,
+            "swarmkit-worker",
+            kind=lambda key: key[0],
+            after=self._wake,
+            on_error=self._retry_delay,
+            describe=lambda key: f"{key[1]}/{key[2]}",
+        )
         self.tasks += workers.start(self.workers)
         self.tasks.append(asyncio.create_task(self._event_poster(), name="swarmkit-events"))
-        if self.resync_seconds > 0:
-            self.tasks.append(asyncio.create_task(self._resync(), name="swarmkit-resync"))
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop taking work, let in-flight reconciles finish (up to ``timeout``), cancel."""
@@ -276,16 +334,16 @@ class Controller:
         for waiter in self.waiters.pop(key):
             self.queue.add(waiter)
 
-    async def _process(self, key: Key) -> None:
+    async def _process(self, key: Key) -> Result:
         kind, namespace, name = key
         fn = self.reconcilers.get(kind)
         if fn is None:
-            return
+            return Result("unknown")
         started = time.monotonic()
         since = self.deferred_since.get(key)
         force = since is not None and started - since > self.max_defer
         try:
-            index = VIEW_INDEXES.get(kind, "")
+            index = view_index(kind)
             known = index in self.indexes.data
             fault = faults.decoded_fault(self.lookup(index, (namespace, name)) if known else None)
             if fault is not None:  # cut when decoded: reported, never reconciled
@@ -295,40 +353,18 @@ class Controller:
                 outcome = await fn(self, namespace, name, force)
         except Deferred as exc:
             self.deferred_since.setdefault(key, started)
-            metrics.RECONCILES.labels(kind, "deferred").inc()
             log.debug("deferring %s %s/%s: %s", kind, namespace, name, exc)
             for waited in exc.keys:  # woken as soon as each settles; the delay is a backstop
                 self.waiters.setdefault(waited, set()).add(key)
                 self.queue.promote(waited)  # a background check someone waits for
-            self.queue.add(key, self.defer_delay)
-            return
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            failures = self.failures.get(key, 0) + 1
-            self.failures[key] = failures
-            delay = min(0.5 * 2 ** (failures - 1), 60.0) * random.uniform(0.8, 1.2)
-            if await self._report_fault(key, exc):
-                delay = 60.0  # the object's own fault, now its condition: a fix re-enqueues
-            metrics.RECONCILES.labels(kind, "error").inc()
-            metrics.RETRIES.labels(kind).inc()
-            log.warning(
-                "reconciling %s %s/%s failed (attempt %d, retrying in %.1fs): %s",
-                kind,
-                namespace,
-                name,
-                failures,
-                delay,
-                exc,
-                exc_info=failures == 1 and not isinstance(exc, k8s.ApiError),
-            )
-            self.queue.add(key, delay)
-            return
-        finally:
-            metrics.RECONCILE_SECONDS.labels(kind).observe(time.monotonic() - started)
-        self.failures.pop(key, None)
+            return Result("deferred", self.defer_delay, forget=False)
         self.deferred_since.pop(key, None)
-        metrics.RECONCILES.labels(kind, outcome).inc()
+        return Result(outcome)
+
+    async def _retry_delay(self, key: Key, exc: Exception) -> float | None:
+        """A failed reconcile's retry: the queue's backoff, unless the failure is the
+        object's own fault, now its condition (then a minute: a fix re-enqueues it)."""
+        return 60.0 if await self._report_fault(key, exc) else None
 
     async def _report_fault(self, key: Key, exc: Exception) -> bool:
         """Whether ``exc`` is the object's fault and now its condition (:mod:`.faults`)."""
@@ -353,21 +389,20 @@ class Controller:
             except Exception as exc:  # Events are best effort
                 log.warning("posting an Event failed: %s", exc)
 
-    async def _resync(self) -> None:
-        """A safety net: now and then, enqueue every object (no-ops cost no writes)."""
-        while True:
-            await asyncio.sleep(self.resync_seconds)
-            await populate(self.indexes, self.namespaces, prune=True)
-            for kind, index in VIEW_INDEXES.items():
-                for ns, name in self.indexes.keys(index):
-                    self.enqueue(kind, ns, name, background=True)
+    async def resync(self) -> None:
+        """A safety net, every ``resync_seconds`` (a Periodic of the leader's): re-LIST,
+        drop what vanished, and enqueue every object (no-ops cost no writes)."""
+        await self.prune()
+        for kind, index in self.with_views():
+            for ns, name in self.indexes.keys(index):
+                self.enqueue(kind, ns, name, background=True)
 
     def enqueue_unsettled(self) -> int:
         """Enqueue every indexed object whose status lags its spec (created or edited while
         no operator ran), without waiting for the watches' own listing: the indexes are
         complete already. How many were enqueued."""
         count = 0
-        for kind, index in VIEW_INDEXES.items():
+        for kind, index in self.with_views():
             for ns, name in self.indexes.keys(index):
                 view = self.lookup(index, (ns, name))
                 if view is not None and view.get("observed") != view.get("generation"):
@@ -375,9 +410,9 @@ class Controller:
                     count += 1
         return count
 
-    async def prune_later(self, delay: float) -> None:
-        """Re-LIST after ``delay`` and drop what vanished from the indexes meanwhile."""
-        await asyncio.sleep(delay)
+    async def prune(self) -> None:
+        """Re-LIST and drop from the indexes what vanished since they were filled (an
+        object deleted between a LIST and its watch's start never sends DELETED)."""
         await populate(self.indexes, self.namespaces, prune=True)
 
     # --- writing ---
@@ -451,9 +486,3 @@ class Controller:
         return await _write_status(
             self, kind, namespace, name, uid, generation, current, fields, verdicts, manager
         )
-
-
-def controller_of(memo: Any) -> Controller | None:
-    """The controller kept in kopf's memo (None before the start-up handler ran)."""
-    ctl = getattr(memo, "swarmkit", None)
-    return ctl if isinstance(ctl, Controller) else None

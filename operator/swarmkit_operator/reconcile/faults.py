@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from swarmkit_api.conditions import ACCEPTED, READY, REASON_DEPTH_EXCEEDED, REASON_INVALID
 
 from ..builders import Verdict
-from .views import VIEW_INDEXES
+from .views import view_index
 
 log = logging.getLogger("swarmkit_operator")
 
@@ -81,9 +81,8 @@ def raised_fault(exc: BaseException) -> Verdict | None:
 async def report(ctl: FaultBook, kind: str, namespace: str, name: str, verdict: Verdict) -> bool:
     """Write ``verdict`` (and Ready=False with its reason) on the object; whether the
     object still exists (a kind without a view cannot carry a condition: False)."""
-    index = VIEW_INDEXES.get(kind)
     try:
-        view = ctl.lookup(index, (namespace, name)) if index else None
+        view = ctl.lookup(view_index(kind), (namespace, name))
     except KeyError:  # no such index (a controller without the kind's handlers)
         return False
     if not isinstance(view, dict):

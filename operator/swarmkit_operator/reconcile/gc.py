@@ -14,6 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from swarmkit_api.resources import KINDS
+
 from .. import k8s
 from ..builders import (
     COMPONENT_LABEL,
@@ -24,15 +26,18 @@ from ..builders import (
 )
 from ..builders.skill import PART_OF
 from ..indexes import PRESENT, index
-from .controller import Controller, reconciler
-from .views import VIEW_INDEXES
-from .workqueue import Key
+from .controller import Controller, Kind
+from .views import Key
 
 log = logging.getLogger("swarmkit_operator")
 
 _RENDERED: dict[str, Any] = {COMPONENT_LABEL: PRESENT, **MANAGED_BY}
-#: The component label's value → the kind whose render the ConfigMap is.
-COMPONENT_KINDS = {"skill": "Skill", "agent": "Agent", "workspace": "Workspace"}
+
+
+def component_kind(component: str) -> str:
+    """The kind whose render carries the ``swarmkit.dev/component`` label value (its
+    singular: ``skill`` → ``Skill``, from the API's table of kinds), "" if none."""
+    return next((k.kind for k in KINDS if k.singular == component), "")
 
 
 @index("configmaps", id="rendered_config_maps", labels=_RENDERED, metadata_only=True)
@@ -51,7 +56,7 @@ def rendered_config_maps(
         namespace: {
             "name": name,
             "uid": uid,
-            "kind": COMPONENT_KINDS.get(component, ""),
+            "kind": component_kind(component),
             "owner": labels.get(f"swarmkit.dev/{component}", ""),
             "partOf": annotations.get(PART_OF, ""),
         }
@@ -80,7 +85,6 @@ def pinned_config_maps(
     return {namespace: {"bundle": name, "pins": pins, "finished": finished}}
 
 
-@reconciler("GC")
 async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bool) -> str:
     """Delete rendered ConfigMaps nothing refers to any more, after a grace period.
 
@@ -89,7 +93,7 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
     just created for an owner whose status write is still on its way.
     """
     keep: set[str] = set()
-    for index_id in VIEW_INDEXES.values():
+    for _, index_id in ctl.with_views():
         for key in ctl.indexes.keys(index_id):
             if key[0] != namespace:
                 continue
@@ -131,3 +135,8 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
     if next_check is not None:
         ctl.enqueue_gc(namespace, delay=next_check + 0.1)
     return "changed" if deleted else "unchanged"
+
+
+#: Garbage collection as a kind: one key per namespace, after every other kind's (its lane
+#: last: it must know the renders the others keep).
+GC = Kind("GC", priority=4, reconcile=collect_garbage)

@@ -20,12 +20,13 @@ from typing import Any, Protocol
 
 from swarmkit_api import GROUP, VERSION
 from swarmkit_api.conditions import READY
+from swarmkit_api.resources import KINDS_BY_NAME
 
 from .. import k8s
 from ..builders import Verdict
 from ..conditions import set_condition, transitions
 from ..hashing import canonical_json
-from .workqueue import Key
+from .views import Key
 
 
 class StatusBook(Protocol):
@@ -46,15 +47,6 @@ log = logging.getLogger("swarmkit_operator.status")
 
 def _by_type(cond: Mapping[str, Any]) -> str:
     return str(cond.get("type", ""))
-
-
-PLURALS = {
-    "Workspace": "workspaces",
-    "Skill": "skills",
-    "Agent": "agents",
-    "Topology": "topologies",
-    "Funnel": "funnels",
-}
 
 
 async def write_status(
@@ -151,7 +143,7 @@ async def apply_status(
     that the object still shows (written by another manager, e.g. the merge patches of an
     operator older than server-side apply) is then cleared with a merge patch.
     """
-    plural = PLURALS[kind]
+    plural = KINDS_BY_NAME[kind].plural  # the API's kinds: one table of plurals
     applied = {k: v for k, v in desired.items() if v is not None and v != {}}
     written = await k8s.apply_status(kind, plural, namespace, name, applied, manager)
     if written is None:

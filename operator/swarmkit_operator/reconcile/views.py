@@ -2,12 +2,12 @@
 
 A view carries what reconcilers and dependents read (identity, generations, our status,
 the spec fields the kind needs), so nothing re-reads the API to decide. The kind modules
-build theirs on :func:`base_view`; :data:`VIEW_INDEXES` names where each kind's live.
+build theirs on :func:`base_view`; :func:`view_index` names where each kind's live.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from swarmkit_api.conditions import READY
@@ -15,17 +15,15 @@ from swarmkit_api.conditions import READY
 from .. import k8s
 from ..indexes import Indexes
 
-#: kopf's own bookkeeping (only ever used if a change-detecting handler is added).
-KOPF_STATUS_FIELD = "kopf"
+#: A work queue key of the reconcile controller: (kind, namespace, name).
+Key = tuple[str, str, str]
 
-#: kind → the index of per-object views (populated by the kind's module).
-VIEW_INDEXES = {
-    "Workspace": "workspace_views",
-    "Skill": "skill_views",
-    "Agent": "agent_views",
-    "Topology": "topology_views",
-    "Funnel": "funnel_views",
-}
+
+def view_index(kind: str) -> str:
+    """Where a kind's per-object views live (``skill_views``...), filled by the index
+    function its declaration names first (``handlers/<kind>.py``)."""
+    return f"{kind.lower()}_views"
+
 
 #: "No view": the object is gone (distinct from any view, None included).
 MISSING: Any = object()
@@ -41,7 +39,7 @@ def condition_status(status: Mapping[str, Any] | None, type_: str) -> tuple[str,
 def base_view(body: Mapping[str, Any]) -> dict[str, Any]:
     """The fields every view carries: identity, generations and our status."""
     meta = body.get("metadata") or {}
-    status = {k: v for k, v in (body.get("status") or {}).items() if k != KOPF_STATUS_FIELD}
+    status = dict(body.get("status") or {})
     ready, reason = condition_status(status, READY)
     return {
         "uid": meta.get("uid", ""),
@@ -55,9 +53,11 @@ def base_view(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def count_objects(indexes: Indexes) -> Iterator[tuple[str, str, str, int]]:
-    """(kind, condition type, status, how many): the objects-by-condition metric, at scrape."""
-    for kind, index in VIEW_INDEXES.items():
+def count_objects(indexes: Indexes, kinds: Iterable[str]) -> Iterator[tuple[str, str, str, int]]:
+    """(kind, condition type, status, how many) of ``kinds``: the objects-by-condition
+    metric, at scrape."""
+    for kind in kinds:
+        index = view_index(kind)
         counts: dict[tuple[str, str], int] = {}
         for key in indexes.keys(index):
             values = indexes.values(index, key)

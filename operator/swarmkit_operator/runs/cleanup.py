@@ -6,7 +6,8 @@
   the Job the pod belongs to, is gone and nothing will read it) the finalizer is removed.
 * A finished Run's bundle ConfigMap is labelled finished by the status write; if the
   operator died in between, :func:`ensure_finished_label` repairs it.
-* A deleted Run is forgotten by the in-memory state.
+* A final Run is forgotten by the in-memory state, and a deleted one entirely
+  (:meth:`~.state.RunState.forget`).
 """
 
 from __future__ import annotations
@@ -53,13 +54,18 @@ async def ensure_finished_label(st: RunState, run: RunView) -> None:
             return
 
 
+async def finished(st: RunState, run: RunView, pods: Iterable[Mapping[str, Any]]) -> None:
+    """A final Run: its pods released, its bundle labelled, nothing more remembered of it
+    (its overlay goes by itself once the index shows the final write)."""
+    await release_pods(st, pods)
+    await ensure_finished_label(st, run)
+    st.forget(run.uid)
+
+
 async def run_gone(
     st: RunState, uid: str, pods: Iterable[Mapping[str, Any]], deleted: bool
 ) -> None:
     """The Run is gone (``deleted``) or being deleted: its Job and pods follow by garbage
     collection, but nothing will record their outcome, so release them."""
     await release_pods(st, pods)
-    for ws in st.waiting.values():
-        ws.discard(uid)
-    if deleted:
-        st.created_jobs.pop(uid, None)
+    st.forget(uid, gone=deleted)

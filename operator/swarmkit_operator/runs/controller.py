@@ -6,8 +6,9 @@ type), and :data:`~.model.MAX_CONCURRENCY` workers per lane run each Run's recon
 (:func:`.observe.reconcile`): kicks that arrive while a reconcile runs make one more pass,
 not one per kick, and one Run is never reconciled twice at once. Runs not started yet have
 a lane (and a budget) of their own, so starting never waits behind updates. A failed
-reconcile is retried with backoff, and a reconcile may ask to be run again after some
-seconds (a delayed key, replaced by any earlier kick). The workers start with
+reconcile is retried by the queue (rate-limited, the same rule as every controller's), and
+a reconcile may ask to be run again after some seconds (a delayed key, replaced by any
+earlier kick). The workers start with
 :meth:`RunController.start`, which the manager calls once this replica leads.
 """
 
@@ -15,31 +16,39 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 
 from swarmkit_api.run import RunSpec
 
-from .. import metrics
-from ..config import OperatorConfig
-from ..runtime.workqueue import Workers, WorkQueue
+from ..config import OperatorConfig, RunsSettings
+from ..runtime.workqueue import Result, Workers, WorkQueue
 from . import observe, spend
-from .model import MAX_CONCURRENCY, TRACE, Indexes, RunView
-from .resolve import Resolved, Waiting
+from .model import MAX_CONCURRENCY, Indexes, RunView
+from .resolve import Resolved, Resolver, Waiting
 from .state import RunState
 
 log = logging.getLogger("swarmkit_operator.runs")
 
 
+def _run_key(uid: str) -> str:
+    return f"run {uid}"
+
+
 class RunController:
     """Reconciles Runs; see the module docstring and :mod:`swarmkit_operator.runs`."""
 
-    def __init__(self, config: OperatorConfig, indexes: Indexes) -> None:
-        self.state = RunState(config, indexes)
+    def __init__(
+        self,
+        config: OperatorConfig,
+        indexes: Indexes,
+        settings: RunsSettings | None = None,
+        resolver: Resolver | None = None,
+    ) -> None:
+        self.state = RunState(config, indexes, settings, resolver)
+        self.settings = self.state.settings
         self.config = config
         self.idx = indexes
-        #: Set by :meth:`start` (this replica leads): the scheduler and retention loops wait
-        #: for it too.
+        #: Set by :meth:`start` (this replica leads and its workers run).
         self.ready = asyncio.Event()
         #: Lane 0: Runs not started yet; lane 1: the others. Each has its own budget.
         self.queue: WorkQueue[str] = WorkQueue(
@@ -47,8 +56,9 @@ class RunController:
             lanes=2,
             limits=(MAX_CONCURRENCY, MAX_CONCURRENCY),
         )
-        self._failures: dict[str, int] = {}
-        self._workers = Workers(self.queue, self._work, "swarmkit-runs")
+        self._workers = Workers(
+            self.queue, self._work, "swarmkit-runs", kind=lambda _: "Run", describe=_run_key
+        )
         # A Run that ended may have freed a SpendQuota: Runs waiting on one look again.
         self.state.on_finished.append(lambda namespace, _topology: self.kick_waiting(namespace))
 
@@ -75,7 +85,7 @@ class RunController:
         """Reconcile Run ``uid`` soon (coalesced: one pass per Run at a time)."""
         if not uid:
             return
-        if TRACE:
+        if self.settings.trace:
             self.state.mark(uid, "kicked")
         self.queue.add(uid, delay)
 
@@ -84,39 +94,26 @@ class RunController:
         for uid in list(self.state.waiting.get(namespace or "", ())):
             self.kick(uid)
 
-    async def _work(self, uid: str) -> None:
-        started = time.monotonic()
+    async def _work(self, uid: str) -> Result:
         self.state.changed.discard(uid)
         try:
             again = await self.reconcile(uid)
-            self._failures.pop(uid, None)
-            outcome = "changed" if uid in self.state.changed else "unchanged"
-        except Exception as exc:  # retried with backoff; never lost
-            failures = self._failures.get(uid, 0) + 1
-            self._failures[uid] = failures
-            again = min(0.5 * 2**failures, 60.0)
-            outcome = "error"
-            metrics.RETRIES.labels("Run").inc()
-            log.warning("run %s: reconcile failed (retry in %.1fs): %s", uid, again, exc)
-        metrics.RECONCILES.labels("Run", outcome).inc()
-        metrics.RECONCILE_SECONDS.labels("Run").observe(time.monotonic() - started)
-        if again is not None:
-            self.queue.add(uid, again)
+            return Result("changed" if uid in self.state.changed else "unchanged", again)
+        finally:
+            self.state.changed.discard(uid)
 
     def _unstarted(self, uid: str) -> bool:
         view = self.run_view(uid)
         return view is not None and not view.status.get("jobName") and not self.state.jobs_of(uid)
 
-    async def spend_loop(self) -> None:
-        """The leader's SpendQuota loop (:func:`.spend.refresh_loop`)."""
-
-        def kick() -> None:
-            for namespace in list(self.state.waiting):
-                self.kick_waiting(namespace)
-
-        await spend.refresh_loop(
-            self.config.watch_namespaces, lambda uid: self.run_view(uid) is not None, kick
+    async def refresh_quotas(self) -> None:
+        """One pass of the leader's SpendQuota loop (:func:`.spend.refresh`), then a look
+        by every Run waiting on a budget."""
+        await spend.refresh(
+            self.config.watch_namespaces, lambda uid: self.run_view(uid) is not None
         )
+        for namespace in list(self.state.waiting):
+            self.kick_waiting(namespace)
 
     # -- views and single steps ------------------------------------------------------------
     def run_view(self, uid: str) -> RunView | None:

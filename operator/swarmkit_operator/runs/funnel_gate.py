@@ -199,9 +199,9 @@ def gates_after(
     gates: list[dict[str, Any]], review: Mapping[str, Any], verdict: str | None
 ) -> list[dict[str, Any]] | None:
     """``status.gates`` with this Review's gate entered (``verdict`` None: it waits) or
-    settled, counted in ``swarmkit_funnel_gates_total`` (and, entered, its drafts in
-    ``swarmkit_funnel_gate_attempts``, its report's layer results and retries) once per
-    transition of ``gates``; None when the Review is not a funnel approval."""
+    settled; None when the Review is not a funnel approval. Pure: the transition is
+    counted by the status write that records it (:func:`new_transitions`,
+    :func:`count_transition`), once it went through."""
     found = gate_of(review)
     if found is None:
         return None
@@ -219,12 +219,32 @@ def gates_after(
         "state": state,
     }
     kept = [g for g in gates if g.get("review") != name]
-    namespace = str((review.get("metadata") or {}).get("namespace") or "")
-    # Count a transition once: not when the status read already shows this state (a
-    # restarted leader re-reading the Run, a retried write).
-    if not any(g.get("review") == name and g.get("state") == state for g in gates):
-        _count(namespace, gate, state, entered=verdict is None)
     return [*kept, {k: v for k, v in entry.items() if v is not None}]
+
+
+def new_transitions(
+    before: list[dict[str, Any]], after: list[dict[str, Any]]
+) -> list[tuple[str, str]]:
+    """(review, state) of every gate entry ``after`` shows and ``before`` did not: each is
+    counted once, by the write that made it (not when a restarted leader re-reads a Run
+    that shows it, nor by a retried write that failed the first time)."""
+    shown = {(g.get("review"), g.get("state")) for g in before}
+    return [
+        (str(g.get("review")), str(g.get("state")))
+        for g in after
+        if (g.get("review"), g.get("state")) not in shown
+    ]
+
+
+def count_transition(review: Mapping[str, Any], state: str) -> None:
+    """Count ``review``'s gate reaching ``state`` in ``swarmkit_funnel_gates_total`` (and,
+    entered, its drafts in ``swarmkit_funnel_gate_attempts``, its report's layer results
+    and retries)."""
+    found = gate_of(review)
+    if found is None:
+        return
+    namespace = str((review.get("metadata") or {}).get("namespace") or "")
+    _count(namespace, found[0], state, entered=state == "AwaitingApproval")
 
 
 def _count(namespace: str, gate: FunnelGate, state: str, entered: bool) -> None:
@@ -253,10 +273,12 @@ __all__ = [
     "FUNNEL_APPROVAL",
     "author_of",
     "author_refusal",
+    "count_transition",
     "decision",
     "gate_of",
     "gate_request",
     "gates_after",
+    "new_transitions",
     "pinned_approve",
     "review_tally",
     "revised_review",

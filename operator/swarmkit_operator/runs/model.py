@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,11 +34,6 @@ JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 NO_POD_EVENTS_AFTER = 3.0
 #: How often a Pending Run whose target is not Ready is re-checked without any event.
 PENDING_RECHECK = 30.0
-#: How long a pod may wait on its image or configuration before the run fails.
-POD_START_GRACE = float(
-    os.environ.get("SWARMKIT_POD_START_GRACE_SECONDS", rs.DEFAULT_POD_START_GRACE_SECONDS)
-)
-TRACE = bool(os.environ.get("SWARMKIT_RUNS_TRACE"))
 #: How long a Job this process just created is trusted before the Jobs index shows it.
 HINT_SECONDS = 2.0
 #: Concurrent reconciles (bounded by the API client's thread pool anyway).

@@ -37,7 +37,6 @@ from . import cleanup, effects, review, start, status
 from .model import (
     HINT_SECONDS,
     NO_POD_EVENTS_AFTER,
-    POD_START_GRACE,
     RunView,
     age,
     pod_job,
@@ -71,8 +70,7 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
     run_status = run.status
     conditions = run_status.get("conditions")
     if rs.is_final(conditions):
-        await cleanup.release_pods(st, pods)
-        await cleanup.ensure_finished_label(st, run)
+        await cleanup.finished(st, run, pods)
         return None
     try:
         spec = RunSpec.model_validate(run.spec)
@@ -129,7 +127,7 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
         pods=job_pods,
         events=events,
         timeout_seconds=timeout,
-        pod_start_grace_seconds=POD_START_GRACE,
+        pod_start_grace_seconds=st.settings.pod_start_grace_seconds,
     )
     verdict = await _mount_problem(run, job_pods, verdict)
     if verdict.phase == "Parked":

@@ -1,7 +1,8 @@
 """Run retention: deleting finished Runs (TTL and ``historyLimit``).
 
-Every :data:`SWEEP_SECONDS`, and right after a Run finishes (:meth:`Retention.poke` is one
-of the controller's ``on_finished`` callbacks):
+Every ``retention_sweep_seconds`` (:class:`~swarmkit_operator.config.RunsSettings`), and
+right after a Run finishes (the composition root pokes this
+:class:`~swarmkit_operator.runtime.Periodic` from the controller's ``on_finished``):
 
 * ``runtime.runTtlSecondsAfterFinished`` of the run's Workspace: finished Runs older than
   that (since ``completionTime``) are deleted;
@@ -15,9 +16,7 @@ A deleted Run takes its Job, pods and bundle ConfigMap with it (owner references
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -34,7 +33,6 @@ from .schedule import SCHEDULED_LABEL
 
 log = logging.getLogger("swarmkit_operator.schedule")
 
-SWEEP_SECONDS = float(os.environ.get("SWARMKIT_RETENTION_SWEEP_SECONDS", "10"))
 #: A sweep gives the event loop back after this many Runs: with thousands of finished Runs
 #: one pass takes tens of milliseconds (more on a busy node), and Run starts must not wait.
 SWEEP_BATCH = 100
@@ -69,23 +67,6 @@ class Retention:
 
     def __init__(self, ctl: RunController) -> None:
         self.ctl = ctl
-        self.wake = asyncio.Event()
-        self.task: asyncio.Task[None] | None = None
-
-    def poke(self, namespace: str, topology: str | None) -> None:
-        self.wake.set()
-
-    async def loop(self) -> None:
-        await self.ctl.ready.wait()
-        while True:
-            try:
-                await self.sweep()
-            except Exception as exc:
-                log.warning("retention sweep failed: %s", exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), SWEEP_SECONDS)
-            self.wake.clear()
-            await asyncio.sleep(0.5)  # let a burst of finishing runs settle
 
     def _workspace_ttl(
         self, namespace: str, spec: dict[str, Any], memo: dict[tuple[str, str, str], int | None]

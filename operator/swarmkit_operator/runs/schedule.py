@@ -1,9 +1,9 @@
 """Scheduled Runs: a Topology's ``spec.schedule`` creates Runs, like a CronJob its Jobs.
 
-Every :data:`SCHEDULE_INTERVAL` seconds, for each Topology with a schedule (from the Runs
-controller's Topology index), find the most recent scheduled time at or before now
-(``croniter`` in the schedule's IANA time zone) and, when it is later than
-``status.lastScheduleTime`` (or the Topology's creation), create the Run
+Every ``schedule_interval`` seconds (:class:`~swarmkit_operator.config.RunsSettings`), for
+each Topology with a schedule (from the Runs controller's Topology index), find the most
+recent scheduled time at or before now (``croniter`` in the schedule's IANA time zone)
+and, when it is later than ``status.lastScheduleTime`` (or the Topology's creation), create the Run
 ``<topology>-<minutes since the epoch of that time>``. The name makes creation idempotent
 across operator restarts, and taking only the most recent missed time means that after
 downtime at most one missed run is caught up. ``concurrencyPolicy``: ``Forbid`` (the
@@ -19,9 +19,7 @@ finalizer on their object, and the operator writes nothing but status to user ob
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -35,7 +33,7 @@ from swarmkit_api.topology import Schedule
 from .. import k8s
 from ..builders import run_status as rs
 from ..builders.topology import schedule_problem
-from ..hashing import label_value
+from ..hashing import dns_label, label_value
 from . import passes
 from .controller import RunController
 from .model import GROUP, VERSION, RunView, one
@@ -45,7 +43,6 @@ log = logging.getLogger("swarmkit_operator.schedule")
 SCHEDULED_LABEL = "swarmkit.dev/scheduled"
 SCHEDULED_AT_ANNOTATION = "swarmkit.dev/scheduled-at"
 TOPOLOGY_LABEL = "swarmkit.dev/topology"
-SCHEDULE_INTERVAL = float(os.environ.get("SWARMKIT_SCHEDULE_INTERVAL_SECONDS", "5"))
 
 
 # --- pure helpers (unit-tested) --------------------------------------------------------------
@@ -97,8 +94,10 @@ def concurrency_action(
 
 
 def scheduled_run_name(topology: str, when: datetime) -> str:
+    """``<topology>-<minutes since the epoch>`` (hashed past 63 characters: two
+    Topologies sharing a long prefix must not fire into one Run name)."""
     minutes = int(when.timestamp() // 60)
-    return f"{topology[:40].rstrip('-')}-{minutes}"
+    return dns_label(topology, f"-{minutes}")
 
 
 def scheduled_run(
@@ -192,19 +191,15 @@ async def schedule_topology(ctl: RunController, topo: dict[str, Any], now: datet
 
 
 class Scheduler:
-    """Every :data:`SCHEDULE_INTERVAL` seconds: create the due Runs of scheduled Topologies."""
+    """Create the due Runs of scheduled Topologies: one :meth:`tick` every
+    ``schedule_interval`` seconds (a :class:`~swarmkit_operator.runtime.Periodic` of the
+    leader's, built by the composition root)."""
 
     def __init__(self, ctl: RunController) -> None:
         self.ctl = ctl
 
-    async def loop(self) -> None:
-        await self.ctl.ready.wait()
-        while True:
-            try:
-                await self.tick(datetime.now(UTC))
-            except Exception as exc:
-                log.warning("schedule tick failed: %s", exc)
-            await asyncio.sleep(SCHEDULE_INTERVAL)
+    async def tick_now(self) -> None:
+        await self.tick(datetime.now(UTC))
 
     async def tick(self, now: datetime) -> None:
         scheduled = []

@@ -14,14 +14,14 @@ second operator process during a leader handover) never reserve more than the li
   the Run waits (``Succeeded=Unknown BudgetExhausted``, rechecked every few seconds and
   when another Run settles) or fails.
 * :func:`settle` (when the Run's verdict is final): its reservation becomes what it spent.
-* :func:`refresh_loop`: every quota's status follows the clock (the window turns), drops
-  reservations of Runs that no longer exist, says when its selector matches nothing, and
-  posts a Warning Event when use reaches ``warningPercent``.
+* :func:`refresh` (a :class:`~swarmkit_operator.runtime.Periodic` pass of the leader,
+  every :data:`REFRESH_SECONDS`): every quota's status follows the clock (the window
+  turns), drops reservations of Runs that no longer exist, says when its selector
+  matches nothing, and posts a Warning Event when use reaches ``warningPercent``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -362,27 +362,11 @@ async def _selector_matches(namespace: str, labels: Mapping[str, str]) -> bool:
     return False
 
 
-async def refresh_loop(
-    namespaces: Sequence[str], exists: Callable[[str], bool], kick: Callable[[], None]
-) -> None:
-    """The leader's quota loop: :func:`refresh`, then kick the Runs waiting on a budget."""
-    while True:
-        try:
-            await refresh(namespaces, exists)
-            kick()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the next pass tries again
-            log.warning("spend quotas: refresh failed: %s", exc)
-        await asyncio.sleep(REFRESH_SECONDS)
-
-
 __all__ = [
     "BUDGET_RECHECK_SECONDS",
     "Refusal",
     "covering",
     "refresh",
-    "refresh_loop",
     "release",
     "reserve_all",
     "settle",

@@ -5,6 +5,11 @@ only what saves work or bridges the short time an index lags behind the controll
 writes: its latest status write per Run (the *overlay*), the Jobs it just created, which
 Runs wait for their target, which pod finalizers it already released. Lost on a restart,
 and every decision is then recomputed from the API objects.
+
+Bounded: :meth:`RunState.forget` drops a Run's entries once it is final (all but the
+overlay, which bridges the index's lag behind the final write and goes when the index
+catches up) and every entry once it is gone, so the leader's memory follows the live,
+unfinished Runs, not every Run it ever saw.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..config import OperatorConfig
-from .model import TRACE, Indexes, RunView, one, rv
+from ..config import OperatorConfig, RunsSettings
+from .model import Indexes, RunView, one, rv
 from .resolve import Resolver
+from .tracing import RunSpans
 
 log = logging.getLogger("swarmkit_operator.runs")
 
@@ -26,10 +32,19 @@ log = logging.getLogger("swarmkit_operator.runs")
 class RunState:
     """The controller's memory (see the module docstring), shared by the Runs modules."""
 
-    def __init__(self, config: OperatorConfig, indexes: Indexes) -> None:
+    def __init__(
+        self,
+        config: OperatorConfig,
+        indexes: Indexes,
+        settings: RunsSettings | None = None,
+        resolver: Resolver | None = None,
+    ) -> None:
         self.config = config
+        self.settings = settings or RunsSettings()
         self.idx = indexes
-        self.resolver = Resolver(config, indexes)
+        self.resolver = resolver or Resolver(config, indexes)
+        #: The operator's own spans of traced Runs (on when ``OTEL_*`` names an endpoint).
+        self.spans = RunSpans(dict(self.settings.otel))
         #: run uid → {resourceVersion, status} of this process's latest status write, used
         #: while the Runs index has not caught up with it.
         self.overlay: dict[str, dict[str, Any]] = {}
@@ -99,6 +114,19 @@ class RunState:
             return []
         return [dict(r) for r in self.idx.reviews.get(uid) or ()]
 
+    def forget(self, uid: str, gone: bool = False) -> None:
+        """Drop what this process remembers of Run ``uid``: it is final (nothing will start,
+        wait or be traced for it again) or, ``gone``, deleted (its overlay too)."""
+        self.created_jobs.pop(uid, None)
+        self.start_attempts.discard(uid)
+        self.milestones.pop(uid, None)
+        for namespace in [ns for ns, uids in self.waiting.items() if uid in uids]:
+            self.waiting[namespace].discard(uid)
+            if not self.waiting[namespace]:
+                del self.waiting[namespace]
+        if gone:
+            self.overlay.pop(uid, None)
+
     # -- small services --------------------------------------------------------------------
     def spawn(self, coro: Awaitable[Any]) -> None:
         """Run ``coro`` in the background (Events, labels: nothing a reconcile waits for)."""
@@ -122,6 +150,6 @@ class RunState:
         """With ``$SWARMKIT_RUNS_TRACE``, log ``uid``'s milestones so far: one line
         ``trace <uid> <json>`` of CLOCK_MONOTONIC seconds, the clock every process on the
         machine shares (``bench/bench_runs.py --trace`` lines them up with its own watches)."""
-        if TRACE:
+        if self.settings.trace:
             marks = {k: round(v, 6) for k, v in self.milestones.get(uid, {}).items()}
             log.info("trace %s %s", uid, json.dumps(marks, sort_keys=True))

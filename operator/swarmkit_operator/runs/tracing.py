@@ -25,7 +25,6 @@ the root span is created with an id generator that hands out the Run's ids.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -59,9 +58,8 @@ def status_fields(run_uid: str, spec: TracingSpec | None) -> dict[str, Any]:
     return {"traceId": trace_id} if sampled(trace_id, spec.sampling_ratio) else {}
 
 
-def exporting(environ: Mapping[str, str] | None = None) -> bool:
+def exporting(env: Mapping[str, str]) -> bool:
     """Whether the operator exports its own spans (an OTLP endpoint in its environment)."""
-    env = os.environ if environ is None else environ
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
     return bool(
@@ -73,7 +71,10 @@ def exporting(environ: Mapping[str, str] | None = None) -> bool:
 class RunSpans:
     """Exports a finished Run's operator spans (the SDK is imported on first use)."""
 
-    def __init__(self) -> None:
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        #: The ``OTEL_*`` settings, read once at start-up (``RunsSettings.otel``).
+        self._env = dict(environ)
+        self._exporting = exporting(self._env)
         self._provider: Any = None
         self._broken = False
 
@@ -102,7 +103,7 @@ class RunSpans:
                 return super().generate_span_id()
 
         self._ids = RunIds()
-        service = os.environ.get("OTEL_SERVICE_NAME") or "swarmkit-operator"
+        service = self._env.get("OTEL_SERVICE_NAME") or "swarmkit-operator"
         provider = TracerProvider(
             resource=Resource.create({"service.name": service}), id_generator=self._ids
         )
@@ -120,7 +121,7 @@ class RunSpans:
     ) -> bool:
         """Export the operator's spans of the final ``run`` (a RunView); False when off."""
         trace_id = str(run.status.get("traceId") or "")
-        if not trace_id or self._broken or not exporting():
+        if not trace_id or self._broken or not self._exporting:
             return False
         try:
             provider = self._provider or self._setup()
@@ -205,6 +206,3 @@ class RunSpans:
     def flush(self) -> None:
         if self._provider is not None:
             self._provider.force_flush()
-
-
-SPANS = RunSpans()

@@ -1,14 +1,16 @@
-"""What the operator does itself beside kopf: leader election and the manager that starts
-the writing loops only in the leader (``docs/design/operator-runtime.md`` says why)."""
+"""What the operator does itself beside kopf: leader election, the manager that starts the
+runnables (the writers only in the leader) and the one rate-limited work queue
+(``docs/design/operator-runtime.md`` says why)."""
 
 from .leader import LeaderElector, Leadership, LeaseSettings
-from .manager import Manager, lease_settings_from_env, manager_of
+from .manager import Manager, Periodic, Runnable, lease_settings
 
 __all__ = [
     "LeaderElector",
     "Leadership",
     "LeaseSettings",
     "Manager",
-    "lease_settings_from_env",
-    "manager_of",
+    "Periodic",
+    "Runnable",
+    "lease_settings",
 ]

@@ -1,12 +1,19 @@
-"""The operator's one work-queue type: keys deduplicated, delayed, in priority lanes.
+"""The operator's one work queue: keys deduplicated, delayed, rate-limited, in priority lanes.
 
-Every controller of the operator works off one (client-go's workqueue in spirit): the
-reconcile :class:`~swarmkit_operator.reconcile.controller.Controller` (keys ``(kind,
-namespace, name)``, a lane per kind), the Runs controller (a Run's uid; a lane for Runs
-not started yet) and the gateways controller (an Agent's namespace and name). Watch
-functions add keys; a controller's workers take them off. A key stands for "look at this
-object again", never for an event, so adding one that is already queued is free and a
-burst of events costs one reconcile.
+Every controller of the operator works off one (client-go's rate-limiting workqueue in
+spirit): the reconcile :class:`~swarmkit_operator.reconcile.controller.Controller` (keys
+``(kind, namespace, name)``, a lane per kind), the Runs controller (a Run's uid; a lane for
+Runs not started yet) and the gateways controller (an Agent's namespace and name). Watch
+functions add keys; a controller's :class:`Workers` take them off. A key stands for "look
+at this object again", never for an event, so adding one that is already queued is free
+and a burst of events costs one reconcile.
+
+Retries are the queue's, one rule for every controller (controller-runtime's
+``AddRateLimited``/``Forget`` with ``Result{RequeueAfter}``): a process function returns a
+:class:`Result` (its outcome for the metrics, and when to look again); one that raises is
+re-added after :func:`backoff` of its failures so far, and a success forgets them. The
+workers count every reconcile the same way (``swarmkit_reconcile_total{kind, outcome}``,
+its duration, ``swarmkit_workqueue_retries_total{kind}``), whatever the controller.
 """
 
 from __future__ import annotations
@@ -14,12 +21,42 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import logging
+import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from .. import k8s, metrics
+
 K = TypeVar("K", bound=Hashable)
+
+log = logging.getLogger("swarmkit_operator")
+
+#: The first retry's delay and the longest one (seconds).
+BASE_DELAY = 0.5
+MAX_DELAY = 60.0
+
+
+def backoff(failures: int) -> float:
+    """Seconds before retrying a key that failed ``failures`` times in a row: doubled per
+    failure from :data:`BASE_DELAY` up to :data:`MAX_DELAY`, with ±20% jitter so keys that
+    failed together (an apiserver restart) do not retry in lockstep."""
+    return float(min(BASE_DELAY * 2 ** max(failures - 1, 0), MAX_DELAY) * random.uniform(0.8, 1.2))
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one process call of a key came to: ``outcome`` (a label of
+    ``swarmkit_reconcile_total``) and, when set, seconds after which to look again."""
+
+    outcome: str
+    requeue_after: float | None = None
+    #: Whether the key's failures are forgotten (a reconcile that only waited for its
+    #: inputs neither failed nor succeeded: its backoff stays).
+    forget: bool = True
 
 
 class WorkQueue(Generic[K]):
@@ -59,6 +96,7 @@ class WorkQueue(Generic[K]):
         self._processing: dict[K, int] = {}  # key → its lane, while a worker has it
         self._busy = [0] * lanes  # keys being processed, per lane
         self._again: dict[K, float] = {}  # added while processing: re-add when done
+        self._failures: dict[K, int] = {}  # key → failures in a row (add_rate_limited)
         self._wakeup = asyncio.Event()
         self._seq = 0
         self.closed = False
@@ -95,6 +133,23 @@ class WorkQueue(Generic[K]):
             heapq.heappush(self._delayed, (when, self._seq, key))
         self._depth(len(self._scheduled))
         self._wakeup.set()
+
+    def add_rate_limited(self, key: K, delay: float | None = None) -> tuple[int, float]:
+        """Re-add ``key`` after a failure: after :func:`backoff` of its failures in a row
+        (or ``delay``). Returns (failures so far, the delay)."""
+        failures = self._failures.get(key, 0) + 1
+        self._failures[key] = failures
+        wait = backoff(failures) if delay is None else delay
+        self.add(key, wait)
+        return failures, wait
+
+    def forget(self, key: K) -> None:
+        """``key`` succeeded: its next failure starts from the first delay again."""
+        self._failures.pop(key, None)
+
+    def failures(self, key: K) -> int:
+        """How many times in a row ``key`` failed (0 after :meth:`forget`)."""
+        return self._failures.get(key, 0)
 
     def promote(self, key: K) -> None:
         """Move a background key to its lane (something waits for it now)."""
@@ -157,22 +212,37 @@ class WorkQueue(Generic[K]):
         return len(self._processing)
 
 
+#: What a failed key is retried after instead of its backoff (None: the backoff).
+OnError = Callable[[Hashable, Exception], Awaitable[float | None]]
+
+
 class Workers(Generic[K]):
     """``count`` tasks taking keys off a :class:`WorkQueue` and processing each (one key
-    at a time per key: the queue sees to that), started once this replica leads."""
+    at a time per key: the queue sees to that), started once this replica leads.
+
+    ``process`` returns a :class:`Result`; the workers record it under ``kind(key)``,
+    forget the key's failures and re-add it after ``requeue_after``. A ``process`` that
+    raises is counted as an ``error`` and re-added rate-limited (``on_error`` may choose
+    the delay: an object's own fault, reported as its condition, waits longer)."""
 
     def __init__(
         self,
         queue: WorkQueue[K],
-        process: Callable[[K], Awaitable[None]],
+        process: Callable[[K], Awaitable[Result]],
         name: str,
+        kind: Callable[[K], str],
         after: Callable[[K], None] | None = None,
+        on_error: Callable[[K, Exception], Awaitable[float | None]] | None = None,
+        describe: Callable[[K], str] = str,
     ) -> None:
         self.queue = queue
         self._process = process
         self._name = name
+        self._kind = kind
         #: Called with each key once the queue has it back (``done``).
         self._after = after
+        self._on_error = on_error
+        self._describe = describe
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -195,12 +265,43 @@ class Workers(Generic[K]):
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
 
+    async def process(self, key: K) -> None:
+        """Process ``key`` once: record it, then requeue it as its result (or error) says."""
+        kind = self._kind(key)
+        started = time.monotonic()
+        try:
+            result = await self._process(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            delay = await self._on_error(key, exc) if self._on_error is not None else None
+            failures, wait = self.queue.add_rate_limited(key, delay)
+            metrics.RECONCILES.labels(kind, "error").inc()
+            metrics.RETRIES.labels(kind).inc()
+            log.warning(
+                "reconciling %s %s failed (attempt %d, retrying in %.1fs): %s",
+                kind,
+                self._describe(key),
+                failures,
+                wait,
+                exc,
+                exc_info=failures == 1 and not isinstance(exc, k8s.ApiError),
+            )
+            return
+        finally:
+            metrics.RECONCILE_SECONDS.labels(kind).observe(time.monotonic() - started)
+        if result.forget:
+            self.queue.forget(key)
+        metrics.RECONCILES.labels(kind, result.outcome).inc()
+        if result.requeue_after is not None:
+            self.queue.add(key, result.requeue_after)
+
     async def _run(self) -> None:
         while True:
             key = await self.queue.get()
             try:
                 if not self.queue.closed:
-                    await self._process(key)
+                    await self.process(key)
             finally:
                 self.queue.done(key)
                 if self._after is not None:

@@ -5,7 +5,7 @@
 * :mod:`.server` — :class:`WebView`, an aiohttp server in the operator's event loop
   answering GET and HEAD only.
 
-Kopf-free (import-linter contract ``kopf-in-handlers``); ``handlers.library`` starts it when
+Kopf-free (import-linter contract ``kopf-allow-list``); ``handlers.library`` starts it when
 the operator runs with ``--web-view HOST:PORT``.
 """
 

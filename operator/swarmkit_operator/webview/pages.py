@@ -4,13 +4,19 @@ Nothing here calls the API: the indexes (filled by one LIST at start-up, then ke
 by watch events) already hold each object's spec and status, and the skill library holds
 usage and version history. Each function returns plain dicts for the templates; the
 templates escape every string (Jinja2 autoescape), so user text is shown, never run.
+
+A list page builds each object's row on its own (:func:`rows`): an object whose view has a
+shape the page does not expect (an older operator's status, a value cut when decoded) is
+left out, logged, and counted on the page, and every other object of every namespace is
+still shown (issue 47 item 1: a fault stays with its object).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from swarmkit_api.conditions import READY, SUCCEEDED
 
@@ -20,6 +26,27 @@ from ..library.records import SkillRecord
 
 #: The index of the Skill fields the pages show (registered by ``handlers.library``).
 SKILL_SPECS = "library_skill_specs"
+
+log = logging.getLogger("swarmkit_operator.webview")
+T = TypeVar("T")
+
+
+def rows(
+    what: str, items: Iterable[T], build: Callable[[T], dict[str, Any]], name: Callable[[T], str]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """``build`` each item's row; an item that fails is logged and named in the second list
+    (shown as "could not be shown") instead of failing the whole page."""
+    built: list[dict[str, Any]] = []
+    failed: list[str] = []
+    for item in items:
+        try:
+            built.append(build(item))
+        except Exception as exc:  # the object's fault, not the page's
+            failed.append(name(item))
+            log.warning(
+                "web view: %s %s not shown (%s: %s)", what, name(item), type(exc).__name__, exc
+            )
+    return built, failed
 
 
 @dataclass(frozen=True)
@@ -56,38 +83,37 @@ def _rate(usage: Mapping[str, Any]) -> str:
 
 def skills_list(src: Sources) -> dict[str, Any]:
     """Every Skill: category, description, load rate, grants; and deleted ones with history."""
-    rows = []
-    present: set[tuple[str, str]] = set()
-    for ns, name in sorted(src.keys("skill_views")):
-        view = src.one("skill_views", (ns, name))
-        if view is None:
-            continue
-        present.add((ns, name))
-        spec = src.one(SKILL_SPECS, (ns, name)) or {}
-        status = view["status"]
-        usage = status.get("usage") or {}
-        rows.append(
-            {
-                "namespace": ns,
-                "name": name,
-                "display_name": spec.get("displayName") or "",
-                "category": spec.get("category") or "",
-                "description": spec.get("description") or "",
-                "ready": condition(status, READY),
-                "version": status.get("version") or "",
-                "grants": (status.get("grantedBy") or {}).get("count", 0),
-                "runs_granted": usage.get("runsGranted", 0),
-                "runs_loaded": usage.get("runsLoaded", 0),
-                "load_rate": _rate(usage),
-            }
-        )
+    present = {
+        key for key in sorted(src.keys("skill_views")) if src.one("skill_views", key) is not None
+    }
+    shown, failed = rows("Skill", sorted(present), lambda k: _skill_row(src, *k), "/".join)
     deleted = []
     if src.library is not None:
         for ns, lib in sorted(src.library.libraries.items()):
             for name, record in sorted(lib.skills.items()):
                 if record.deleted_at and (ns, name) not in present:
                     deleted.append({"namespace": ns, "name": name, "deleted_at": record.deleted_at})
-    return {"skills": rows, "deleted": deleted}
+    return {"skills": shown, "deleted": deleted, "unreadable": failed}
+
+
+def _skill_row(src: Sources, ns: str, name: str) -> dict[str, Any]:
+    view = src.one("skill_views", (ns, name))
+    spec = src.one(SKILL_SPECS, (ns, name)) or {}
+    status = view["status"]
+    usage = status.get("usage") or {}
+    return {
+        "namespace": ns,
+        "name": name,
+        "display_name": spec.get("displayName") or "",
+        "category": spec.get("category") or "",
+        "description": spec.get("description") or "",
+        "ready": condition(status, READY),
+        "version": status.get("version") or "",
+        "grants": (status.get("grantedBy") or {}).get("count", 0),
+        "runs_granted": usage.get("runsGranted", 0),
+        "runs_loaded": usage.get("runsLoaded", 0),
+        "load_rate": _rate(usage),
+    }
 
 
 def _history(record: SkillRecord | None, current: str | None) -> list[dict[str, Any]]:
@@ -185,25 +211,27 @@ def _runs(src: Sources) -> list[dict[str, Any]]:
 
 
 def runs_list(src: Sources) -> dict[str, Any]:
-    rows = []
-    for run in _runs(src):
-        status = run.get("status") or {}
-        kind, target = _target(run.get("spec") or {})
-        loaded = sorted({s for a in status.get("skills") or () for s in a.get("loaded") or ()})
-        rows.append(
-            {
-                "namespace": run.get("namespace"),
-                "name": run.get("name"),
-                "created": run.get("creationTimestamp") or "",
-                "target_kind": kind,
-                "target": target,
-                "succeeded": condition(status, SUCCEEDED),
-                "completion": status.get("completionTime") or "",
-                "skills_loaded": loaded,
-            }
-        )
-    rows.sort(key=lambda r: (str(r["created"]), str(r["name"])), reverse=True)
-    return {"runs": rows}
+    shown, failed = rows(
+        "Run", _runs(src), _run_row, lambda r: f"{r.get('namespace')}/{r.get('name')}"
+    )
+    shown.sort(key=lambda r: (str(r["created"]), str(r["name"])), reverse=True)
+    return {"runs": shown, "unreadable": failed}
+
+
+def _run_row(run: Mapping[str, Any]) -> dict[str, Any]:
+    status = run.get("status") or {}
+    kind, target = _target(run.get("spec") or {})
+    loaded = sorted({s for a in status.get("skills") or () for s in a.get("loaded") or ()})
+    return {
+        "namespace": run.get("namespace"),
+        "name": run.get("name"),
+        "created": run.get("creationTimestamp") or "",
+        "target_kind": kind,
+        "target": target,
+        "succeeded": condition(status, SUCCEEDED),
+        "completion": status.get("completionTime") or "",
+        "skills_loaded": loaded,
+    }
 
 
 def run_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:

@@ -700,3 +700,21 @@ def test_the_swarmkit_fixture_workspace_imports_and_validates() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         empty = import_tree(Path(tmp))
         assert not empty.objects and not empty.findings
+
+
+def test_nodes_of_long_ids_sharing_a_prefix_get_distinct_agents(tmp_path: Path) -> None:
+    """Issue 47 item 5: the Agent name of a node is hashed past 63 characters, never cut
+    (two nodes sharing their first 60 characters became one Agent)."""
+    long = "n" * 60
+    node = "    model: {provider: openai, name: gpt-4.1}\n    prompt: {system: Plan.}\n"
+    agents = (
+        f"  root:\n    id: {long}-a\n    role: root\n{node}    children:\n"
+        f"      - id: {long}-b\n        role: worker\n"
+        "        model: {provider: openai, name: gpt-4.1}\n        prompt: {system: Do.}\n"
+    )
+    r = import_tree(tmp_path, {"topologies/t.yaml": topology(agents)})
+    names = sorted(name for kind, name in r.objects if kind == "Agent")
+    assert len(names) == 2 and all(len(n) <= 63 for n in names), names
+    nodes = r.spec("Topology", "t")["agents"]
+    assert isinstance(nodes, list)
+    assert sorted(n["agentRef"]["name"] for n in nodes) == names

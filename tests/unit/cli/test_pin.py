@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from swarmkit_operator.chart_values import SecurityValues
+from swarmkit_codegen.chart_values import SecurityValues
 
 from .support import INCIDENT_TRIAGE, run_cli
 

@@ -18,9 +18,10 @@ from pathlib import Path
 from swarmkit_api import conditions
 from swarmkit_api.resources import KINDS
 from swarmkit_api.topology import ServeSpec
-from swarmkit_operator import chart_values, metrics
-from swarmkit_operator.docgen import REFERENCE, cli, render_all, verify
-from swarmkit_operator.docgen.schema import rows
+from swarmkit_codegen import chart_values
+from swarmkit_codegen.docgen import REFERENCE, cli, render_all, verify
+from swarmkit_codegen.docgen.schema import rows
+from swarmkit_operator import metrics
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -156,7 +157,7 @@ def test_every_committed_result_with_a_headline_shows_in_the_readme() -> None:
     """A benchmark whose JSON changed shape would silently drop out of the README's
     figures: every committed result that has a headline must still produce its rows, and
     each row's value is the benchmark's own number."""
-    from swarmkit_operator.docgen import headlines
+    from swarmkit_codegen.docgen import headlines
 
     root = Path(__file__).resolve().parents[3]
     shown = {row[2] for row in headlines.rows(root)}

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from swarmkit_operator import chart_values
-from swarmkit_operator.docgen import blocks, figures, render_all, verify
+from swarmkit_codegen import chart_values
+from swarmkit_codegen.docgen import blocks, figures, render_all, verify
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -56,7 +56,6 @@ RUN_VERDICT: Spec = ({2: R}, {"reason": R})
 # same helpers read Kubernetes' own conditions of Pods and Jobs, e.g. "PodScheduled").
 READERS: dict[str, Spec] = {
     "get_condition": ({1: T}, {"type_": T}),
-    "is_true": ({1: T}, {"type_": T}),
     "condition_status": ({1: T}, {"type_": T}),
     "condition": ({1: T}, {"type_": T}),
 }

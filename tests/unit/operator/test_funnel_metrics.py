@@ -12,7 +12,7 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
-from swarmkit_operator.runs.funnel_gate import gates_after
+from swarmkit_operator.runs import funnel_gate
 
 LAYERS = [
     {"layer": "validate", "outcome": "autocorrect", "count": 1},
@@ -38,6 +38,18 @@ def _review(name: str, namespace: str) -> dict[str, Any]:
     }
     request = {"kind": "funnel_approval", "question": "?", "key": "e.0.1", "gate": gate}
     return {"metadata": {"name": name, "namespace": namespace}, "spec": {"request": request}}
+
+
+def gates_after(
+    gates: list[dict[str, Any]], review: dict[str, Any], verdict: str | None
+) -> list[dict[str, Any]] | None:
+    """The gates a Run's status write records, counted as that write counts them once it
+    went through (``runs/status.py``: the transitions it shows first)."""
+    after = funnel_gate.gates_after(gates, review, verdict)
+    if after is not None:
+        for _, state in funnel_gate.new_transitions(gates, after):
+            funnel_gate.count_transition(review, state)
+    return after
 
 
 def _value(name: str, **labels: str) -> float:

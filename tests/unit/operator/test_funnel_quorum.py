@@ -355,7 +355,15 @@ def test_a_judge_that_is_not_a_decision_skill_is_refused() -> None:
 def test_gate_status_and_metrics_follow_the_approval() -> None:
     from prometheus_client import REGISTRY
 
-    from swarmkit_operator.runs.funnel_gate import gates_after
+    from swarmkit_operator.runs import funnel_gate
+
+    def gates_after(gates: Any, review: Any, verdict: str | None) -> Any:
+        # As a Run's status write records the gates and, once it went through, counts the
+        # transitions it shows first (runs/status.py).
+        after = funnel_gate.gates_after(gates, review, verdict)
+        for _, state in funnel_gate.new_transitions(gates, after or []):
+            funnel_gate.count_transition(review, state)
+        return after
 
     review = _review([])
     review["metadata"]["namespace"] = "team-q"

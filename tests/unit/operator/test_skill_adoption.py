@@ -101,9 +101,9 @@ async def test_a_forged_render_is_refused_naming_it_and_its_deletion_requeues_th
     assert (type_, reason) == ("Warning", "TamperedObject") and NAME in message
 
     # eve deletes it (metadata-only watch event, labels or not): the Skill is queued again
-    memo = SimpleNamespace(swarmkit=ctl)
+    app = SimpleNamespace(controller=ctl)
     await config_map_event(
-        type="DELETED", body=forged, namespace=NS, name=NAME, uid="eve-uid", labels={}, memo=memo
+        type="DELETED", body=forged, namespace=NS, name=NAME, uid="eve-uid", labels={}, app=app
     )
     assert ctl.queue.pending(("Skill", NS, "triage"))
     assert (NS, NAME) not in ctl.foreign_renders

@@ -7,7 +7,13 @@ import asyncio
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.handlers.common import Controller, _same
 from swarmkit_operator.handlers.root import wiring
-from swarmkit_operator.reconcile.workqueue import reconcile_queue
+from swarmkit_operator.reconcile.controller import reconcile_queue as queue_of
+
+PRIORITY = wiring().priority  # the kinds' declared lanes
+
+
+def reconcile_queue():  # type: ignore[no-untyped-def]
+    return queue_of(PRIORITY)
 
 
 async def test_dedupes_and_orders_by_priority() -> None:

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 from swarmkit_api import validate_manifest
 from swarmkit_api.effects import Effect, RunEffect, object_name, outbox_from_log, outbox_line
+from swarmkit_operator import delivery
 from swarmkit_operator.builders import effects as fx
-from swarmkit_operator.runs import delivery
 
 UID = "1a2b3c4d-0000-4000-8000-000000000001"
 

@@ -8,6 +8,7 @@ cluster (``tests/integration/test_runs_tracing.py`` checks them with one).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 
@@ -54,7 +55,7 @@ def _export(jaeger: Jaeger, run: RunView, monkeypatch: pytest.MonkeyPatch) -> No
         "pod_done_seen": now - 0.2,
         "condition_final": now - 0.1,
     }
-    spans = run_tracing.RunSpans()
+    spans = run_tracing.RunSpans(os.environ)
     assert spans.export(run, "Succeeded", "True", marks, now)
     spans.flush()
 
@@ -100,11 +101,11 @@ def test_nothing_is_exported_without_an_endpoint_or_a_trace_id(
 ) -> None:
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
-    assert not run_tracing.RunSpans().export(_run({}), "Succeeded", "True", {})
+    assert not run_tracing.RunSpans(os.environ).export(_run({}), "Succeeded", "True", {})
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
     untraced = _run({})
     untraced.status.pop("traceId")
-    assert not run_tracing.RunSpans().export(untraced, "Succeeded", "True", {})
+    assert not run_tracing.RunSpans(os.environ).export(untraced, "Succeeded", "True", {})
 
 
 def test_the_schedule_label_is_the_one_the_schedule_controller_sets() -> None:

@@ -42,10 +42,6 @@ def _page(info: KindInfo) -> str:
         out.append("")
         out += [f"- {code(r.rule)}: {cell(r.message)}" for r in spec_rules]
     out += ["", "## spec", "", table(spec), "## status", "", table(status)]
-    out.append(
-        "`status.kopf` (object): operator bookkeeping (handler progress), kept in status so "
-        "user objects are never annotated.\n"
-    )
     return "\n".join(out)
 
 

@@ -7,7 +7,7 @@ objects, so Argo CD sees no drift), optional-null branches collapsed, free-form 
 marked ``x-kubernetes-preserve-unknown-fields``, and every model's cross-field rules emitted
 as ``x-kubernetes-validations`` (CEL).
 
-``python -m swarmkit_operator.crdgen --out DIR`` writes ``crds/`` and the chart's CRD
+``python -m swarmkit_codegen.crdgen --out DIR`` writes ``crds/`` and the chart's CRD
 templates (wrapped so ``crds.install`` / ``crds.keep`` control them). ``--verify DIR``
 regenerates into a temp dir and fails on any difference. Output is byte-for-byte
 deterministic.
@@ -24,7 +24,8 @@ import yaml
 
 from swarmkit_api.common import KEBAB
 from swarmkit_api.resources import CATEGORY, GROUP, KINDS, VERSION, KindInfo
-from swarmkit_operator import admission, admission_runs, chart_values, generate, rbac
+from swarmkit_codegen import chart_values, generate
+from swarmkit_operator import admission, admission_runs, rbac
 
 CHART_CRD_DIR = Path("charts/swarmkit-operator/templates/crds")
 CRD_DIR = Path("crds")
@@ -109,17 +110,6 @@ def model_schema(model: type[Any]) -> dict[str, Any]:
     return schema
 
 
-def _status_schema(info: KindInfo) -> dict[str, Any]:
-    schema = model_schema(info.status)
-    schema["properties"]["kopf"] = {
-        "type": "object",
-        "description": "Operator bookkeeping (handler progress and last-handled state), kept "
-        "in status so user objects are never annotated.",
-        "x-kubernetes-preserve-unknown-fields": True,
-    }
-    return schema
-
-
 def crd_for(info: KindInfo) -> dict[str, Any]:
     """The CustomResourceDefinition of one kind."""
     metadata_schema: dict[str, Any] = {"type": "object"}
@@ -175,7 +165,7 @@ def crd_for(info: KindInfo) -> dict[str, Any]:
                                 "kind": {"type": "string", "description": f"Kind: {info.kind}."},
                                 "metadata": metadata_schema,
                                 "spec": model_schema(info.spec),
-                                "status": _status_schema(info),
+                                "status": model_schema(info.status),
                             },
                         }
                     },

@@ -1,6 +1,6 @@
 """Docs generator: the reference pages of the docs site, and the chart's README.
 
-``python -m swarmkit_operator.docgen --out .`` writes ``docs/reference/`` (every CRD field,
+``python -m swarmkit_codegen.docgen --out .`` writes ``docs/reference/`` (every CRD field,
 every ``kubectl swarmkit`` command, every Helm value, every metric, condition and Event
 reason), ``docs/performance/index.md`` (from the committed ``bench/results/*.json``),
 ``charts/swarmkit-operator/README.md``, the figures block of ``README.md`` and the figures

@@ -1,0 +1,22 @@
+"""Fixtures of the reconciler tests: a fake API server and the operator's reconcile
+controller running against it (:mod:`tests.support.fake_k8s`, :mod:`tests.support.reconciling`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.support.fake_k8s import FakeApi, fake_api
+from tests.support.reconciling import Reconciling
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
+    return fake_api(monkeypatch)
+
+
+@pytest.fixture
+async def operator(api: FakeApi) -> AsyncIterator[Reconciling]:
+    async with Reconciling(api) as running:
+        yield running

@@ -1,0 +1,154 @@
+"""Kinds are declared once (``Kind`` in each kind's module, listed in ``root.KINDS``).
+
+The Funnel, the newest kind, goes through the same event function as every other: its own
+status echo reconciles nothing (it used to re-enqueue itself and every Topology naming it
+on every event, its own status writes included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from swarmkit_api import GROUP, VERSION
+from swarmkit_api.resources import KINDS_BY_NAME
+from swarmkit_operator import k8s
+from swarmkit_operator.config import OperatorConfig
+from swarmkit_operator.handlers import root
+from swarmkit_operator.reconcile.controller import Controller, Kind
+
+NS = "ns"
+FUNNEL_SPEC = {
+    "approve": {"roles": {"lead": ["alice"]}, "rules": [{"role": "lead", "min": 1}]},
+}
+
+
+def funnel(rv: str, generation: int = 1, status: Mapping[str, Any] | None = None) -> Any:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Funnel",
+        "metadata": {
+            "uid": "funnel-uid",
+            "name": "f",
+            "namespace": NS,
+            "generation": generation,
+            "resourceVersion": rv,
+        },
+        "spec": FUNNEL_SPEC,
+        "status": dict(status or {}),
+    }
+
+
+def topology() -> dict[str, Any]:
+    return {
+        "metadata": {"uid": "topo-uid", "name": "t", "namespace": NS, "generation": 1},
+        "spec": {"agents": [{"name": "a", "agentRef": {"name": "a"}, "funnel": {"name": "f"}}]},
+    }
+
+
+@pytest.fixture
+def applied(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = []
+
+    async def apply_status(
+        kind: str, plural: str, namespace: str, name: str, body: Mapping[str, Any], manager: str
+    ) -> dict[str, Any]:
+        sent.append(dict(body))
+        return {"metadata": {"resourceVersion": str(10 + len(sent))}, "status": dict(body)}
+
+    monkeypatch.setattr(k8s, "apply_status", apply_status)
+    return sent
+
+
+async def queued(ctl: Controller) -> list[tuple[str, str, str]]:
+    keys = []
+    while len(ctl.queue):
+        key = await ctl.queue.get()
+        ctl.queue.done(key)
+        keys.append(key)
+    return keys
+
+
+async def test_a_funnels_own_status_echo_reconciles_nothing(applied: list[dict[str, Any]]) -> None:
+    wired = root.wiring()
+    ctl = wired.controller(OperatorConfig())
+    app = SimpleNamespace(controller=ctl)
+    dispatch = wired.events.dispatcher(GROUP, VERSION, "funnels")
+    assert dispatch is not None
+    ctl.indexes.update("topologies", topology())
+    reconciles: list[tuple[str, str, str]] = []
+
+    async def event(type_: str | None, body: dict[str, Any]) -> None:
+        meta = body["metadata"]
+        await dispatch(
+            type=type_, body=body, namespace=meta["namespace"], name=meta["name"],
+            uid=meta["uid"], labels={}, spec=body["spec"], status=body["status"], app=app,
+        )  # fmt: skip
+
+    async def run_queue() -> list[tuple[str, str, str]]:
+        keys = await queued(ctl)
+        for key in keys:
+            if key[0] == "Funnel":
+                reconciles.append(key)
+                await ctl._process(key)
+        return keys
+
+    # Created: reconciled once, which writes its status.
+    await event("ADDED", funnel("1"))
+    assert await run_queue() == [("Funnel", NS, "f")]
+    assert len(applied) == 1 and applied[0]["observedGeneration"] == 1
+    # The echo of that write: nothing of the Funnel's to do; the Topology naming it
+    # hears of its version once (what it reads of the Funnel changed).
+    await event("MODIFIED", funnel("11", status=applied[0]))
+    assert await run_queue() == [("Topology", NS, "t")]
+    # The same status again (a re-list, a label edit): nothing at all.
+    await event("MODIFIED", funnel("12", status=applied[0]))
+    assert await run_queue() == []
+    assert reconciles == [("Funnel", NS, "f")]
+    assert len(applied) == 1
+    # A spec edit (a new generation) is reconciled, as for every kind.
+    await event("MODIFIED", funnel("13", generation=2, status=applied[0]))
+    assert await run_queue() == [("Funnel", NS, "f")]
+    assert reconciles == [("Funnel", NS, "f"), ("Funnel", NS, "f")]
+
+
+def test_every_kind_is_declared_once_and_the_tables_come_from_the_declarations() -> None:
+    wired = root.wiring()
+    kinds = wired.kinds
+    assert list(kinds) == ["Workspace", "Skill", "SkillGrants", "Agent", "Funnel", "Topology", "GC"]
+    for kind in kinds.values():
+        assert isinstance(kind, Kind)
+        if kind.api is not None:
+            assert KINDS_BY_NAME[kind.kind].plural == kind.plural
+            # Its first declared index is its views index; every declared one is wired.
+            assert kind.view_index == f"{kind.kind.lower()}_views"
+            ids = {s.id for s in wired.index_specs}
+            assert kind.view_index in ids
+            # One function on its stream, ahead of the other modules' functions.
+            first = wired.events.registered(GROUP, VERSION, kind.plural)[0]
+            assert first.__name__ == f"{kind.kind.lower()}_event"
+    # Lanes: inputs before dependents, garbage collection last.
+    lanes = wired.priority
+    assert lanes["Workspace"] < lanes["Skill"] < lanes["Agent"] < lanes["Topology"] < lanes["GC"]
+    assert lanes["Funnel"] < lanes["Topology"]
+    # The funnels' stream is a kind's now: no generic index keeper in front of it.
+    assert root._maintain_index not in wired.events.registered(GROUP, VERSION, "funnels")
+
+
+def test_a_declaration_whose_index_is_over_another_resource_is_refused() -> None:
+    from swarmkit_operator.handlers import funnel, topology
+
+    wrong = Kind(
+        "Funnel",
+        priority=2,
+        reconcile=funnel.reconcile_funnel,
+        api=KINDS_BY_NAME["Funnel"],
+        indexes=(funnel.funnel_views, topology.topology_views),
+    )
+    with pytest.raises(RuntimeError, match="every declared index"):
+        root.wiring(kinds=(wrong,))
+    with pytest.raises(RuntimeError, match="two declarations"):
+        root.wiring(kinds=(funnel.KIND, funnel.KIND))

@@ -1,0 +1,123 @@
+"""The Skill and Workspace reconcilers over the fake API: renders, re-renders when a
+referenced ConfigMap or Secret changes, and the conditions that name what is wrong."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from swarmkit_api.conditions import (
+    ACCEPTED,
+    READY,
+    REASON_NAME_COLLISION,
+    REASON_SECRET_NOT_FOUND,
+    REASON_TOO_LARGE,
+    REASON_WORKSPACE_NOT_READY,
+)
+from tests.support.fake_k8s import FakeApi
+from tests.support.reconciling import Reconciling
+
+from .reconcile_cases import NS, WORKSPACE, condition, skill_spec, status
+
+
+def config_map(api: FakeApi, name: str, data: dict[str, str]) -> None:
+    api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": NS},
+            "data": data,
+        }
+    )
+
+
+async def test_a_skill_renders_a_content_addressed_config_map_and_rerenders_on_its_sources(
+    api: FakeApi, operator: Reconciling
+) -> None:
+    config_map(api, "refs", {"matrix": "| Sev1 | all |\n"})
+    files = [{"path": "reference/matrix.md", "configMapRef": {"name": "refs", "key": "matrix"}}]
+    api.apply_spec("Skill", NS, "triage", skill_spec(instructions="# Triage\n", files=files))
+    await operator.settle()
+    shown = status(api, "Skill", "triage")
+    assert condition(api, "Skill", "triage", READY)["status"] == "True"
+    name = shown["renderedConfigMap"]
+    assert name == f"skill-triage-{shown['contentHash'][:8]}"
+    rendered = api.get("ConfigMap", NS, name)
+    assert rendered is not None and rendered["immutable"] is True
+    listed = {f["path"]: f for f in json.loads(rendered["data"]["files.json"])}
+    assert rendered["data"][listed["reference/matrix.md"]["key"]] == "| Sev1 | all |\n"
+    assert rendered["data"]["SKILL.md"].endswith("# Triage\n")
+    skill = api.get("Skill", NS, "triage")
+    assert skill is not None and skill["spec"]["files"] == files  # spec is never written
+
+    refs = api.get("ConfigMap", NS, "refs")
+    assert refs is not None
+    refs["data"] = {"matrix": "changed\n"}
+    api.replace(refs)
+    await operator.settle()
+    again = status(api, "Skill", "triage")["renderedConfigMap"]
+    assert again != name
+    assert api.get("ConfigMap", NS, again) is not None
+    assert api.get("ConfigMap", NS, name) is None  # the old render: collected
+
+
+async def test_a_skill_over_one_mebibyte_is_too_large_and_renders_nothing(
+    api: FakeApi, operator: Reconciling
+) -> None:
+    chunk = "x" * (768 * 1024)
+    config_map(api, "big-a", {"k": chunk})
+    config_map(api, "big-b", {"k": chunk})
+    files = [
+        {"path": "data/a.txt", "configMapRef": {"name": "big-a", "key": "k"}},
+        {"path": "data/b.txt", "configMapRef": {"name": "big-b", "key": "k"}},
+    ]
+    api.apply_spec("Skill", NS, "huge", skill_spec(files=files))
+    await operator.settle()
+    accepted = condition(api, "Skill", "huge", ACCEPTED)
+    assert (accepted["status"], accepted["reason"]) == ("False", REASON_TOO_LARGE)
+    assert "1048576-byte limit" in accepted["message"]
+    assert not status(api, "Skill", "huge").get("renderedConfigMap")
+    assert not [c for c in api.list("ConfigMap", NS) if c["metadata"]["name"].startswith("skill-")]
+
+
+async def test_a_skill_named_like_a_synthesized_topology_skill_collides(
+    api: FakeApi, operator: Reconciling
+) -> None:
+    api.apply_spec("Skill", NS, "topology-review", skill_spec())
+    await operator.settle()
+    accepted = condition(api, "Skill", "topology-review", ACCEPTED)
+    assert (accepted["status"], accepted["reason"]) == ("False", REASON_NAME_COLLISION)
+
+
+async def test_a_missing_secret_is_named_and_a_new_secret_fixes_it(
+    api: FakeApi, operator: Reconciling
+) -> None:
+    provider = {"name": "claude", "type": "anthropic", "apiKey": {"name": "keys", "key": "k"}}
+    spec: dict[str, Any] = dict(WORKSPACE, modelProviders=[provider])
+    api.apply_spec("Workspace", NS, "default", spec)
+    api.apply_spec("Agent", NS, "uses-it", {})
+    await operator.settle()
+    ready = condition(api, "Workspace", "default", READY)
+    assert (ready["status"], ready["reason"]) == ("False", REASON_SECRET_NOT_FOUND)
+    assert "keys" in ready["message"]
+    agent_ready = condition(api, "Agent", "uses-it", READY)
+    assert (agent_ready["status"], agent_ready["reason"]) == ("False", REASON_WORKSPACE_NOT_READY)
+
+    secret_value = "sk-very-secret-value"
+    api.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "keys", "namespace": NS},
+            "stringData": {"k": secret_value},
+        }
+    )
+    await operator.settle()
+    assert condition(api, "Workspace", "default", READY)["status"] == "True"
+    assert condition(api, "Agent", "uses-it", READY)["status"] == "True"
+    rendered = api.get("ConfigMap", NS, status(api, "Workspace", "default")["renderedConfigMap"])
+    assert rendered is not None and secret_value not in json.dumps(rendered)
+
+    api.delete("Secret", NS, "keys")
+    await operator.settle()
+    assert condition(api, "Workspace", "default", READY)["reason"] == REASON_SECRET_NOT_FOUND

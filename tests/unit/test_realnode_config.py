@@ -1,0 +1,74 @@
+"""The real node's pure builders (issue 38): the cluster DNS is the one the kubelet names and the
+one the operator's NetworkPolicies admit; what pins a namespace to the node; image archives
+keyed so that a change is never served from a stale cache."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from swarmkit_devcluster import realnode as rn
+from swarmkit_devcluster import realnode_dns as dns
+from swarmkit_devcluster import realnode_images as img
+from swarmkit_operator.builders.netpol import DNS_PEER, DNS_PORTS
+
+
+def _objects() -> dict[str, dict]:  # type: ignore[type-arg]
+    return {obj["kind"]: obj for _, obj in dns.dns_objects()}
+
+
+def test_the_dns_service_is_the_kubelets_cluster_dns() -> None:
+    cfg = json.loads(rn.kubelet_config(rn.NodePaths(), Path("ca"), Path("c"), Path("k"), Path("r")))
+    service = _objects()["Service"]
+    assert cfg["clusterDNS"] == [service["spec"]["clusterIP"]] == [rn.DNS_IP]
+    assert cfg["clusterDomain"] == "cluster.local" and "cluster.local" in dns.COREFILE
+    assert {(p["protocol"], p["port"]) for p in service["spec"]["ports"]} == {
+        ("UDP", 53),
+        ("TCP", 53),
+    }
+
+
+def test_the_operators_policies_admit_the_dns_pods() -> None:
+    """Every Run/serve/gateway policy allows egress to DNS_PEER on DNS_PORTS: the CoreDNS pods
+    must be what that peer selects, listening on those ports (after the Service's DNAT)."""
+    deployment = _objects()["Deployment"]
+    ns = DNS_PEER["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+    assert deployment["metadata"]["namespace"] == ns
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert DNS_PEER["podSelector"]["matchLabels"].items() <= labels.items()
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    ports = {(p["protocol"], p["containerPort"]) for p in container["ports"]}
+    assert ports == {(p["protocol"], p["port"]) for p in DNS_PORTS}
+    assert "forward" not in dns.COREFILE  # nothing leaves the machine
+
+
+def test_the_dns_pod_is_restricted_and_pinned_to_the_real_node() -> None:
+    spec = _objects()["Deployment"]["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"kubernetes.io/hostname": rn.NODE_NAME}
+    assert spec["tolerations"][0]["key"] == rn.TAINT_KEY
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    sc = spec["containers"][0]["securityContext"]
+    assert sc == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+def test_namespace_annotations_pin_every_pod_to_the_real_node() -> None:
+    notes = rn.namespace_annotations()
+    selector = notes["scheduler.alpha.kubernetes.io/node-selector"]
+    assert selector == f"kubernetes.io/hostname={rn.NODE_NAME}"
+    (toleration,) = json.loads(notes["scheduler.alpha.kubernetes.io/defaultTolerations"])
+    assert toleration == {"key": rn.TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+
+
+def test_the_busybox_archive_name_changes_with_its_applets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    before = img.busybox_path(Path("/c"))
+    monkeypatch.setattr(img, "_APPLETS", (*img._APPLETS, "wget"))
+    assert img.busybox_path(Path("/c")) != before
