@@ -105,6 +105,16 @@ async def test_a_skill_over_one_mebibyte_renders_into_its_revision_and_parts(
         assert part["metadata"]["annotations"]["swarmkit.dev/part-of"] == head
         assert part["data"][listed[path]["key"]] == char * (768 * 1024)
 
+    # An edit: a new revision with its own parts; the old revision and its parts collected.
+    old = {head, *(f["configMap"] for f in listed.values())}
+    api.apply_spec("Skill", NS, "large", skill_spec(instructions="# v2\n", files=files))
+    await operator.settle()
+    new_head = status(api, "Skill", "large")["renderedConfigMap"]
+    assert new_head != head
+    new = json.loads(api.get("ConfigMap", NS, new_head)["data"]["files.json"])  # type: ignore[index]
+    assert all(api.get("ConfigMap", NS, f["configMap"]) is not None for f in new)
+    assert all(api.get("ConfigMap", NS, name) is None for name in old)
+
 
 async def test_a_skill_named_like_a_synthesized_topology_skill_collides(
     api: FakeApi, operator: Reconciling
