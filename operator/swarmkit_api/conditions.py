@@ -38,7 +38,8 @@ REASON_INVALID: Final[str] = "Invalid"
 #: An embedded JSON Schema (a Skill's inputs/outputs, a command's inputs, an Agent's
 #: outputSchema, a Funnel's validate.schema), or one nested in it, breaks the metaschema.
 REASON_INVALID_SCHEMA: Final[str] = "InvalidSchema"
-#: The rendered ConfigMap would be over the apiserver's size limit.
+#: The render would be over its size limit: an Agent's or Workspace's ConfigMap over the
+#: apiserver's 1 MiB, a Skill over 16 MiB in all or with a file over one ConfigMap.
 REASON_TOO_LARGE: Final[str] = "TooLarge"
 #: Skill: the name is reserved for the skills ``pack:workspace`` synthesizes.
 REASON_NAME_COLLISION: Final[str] = "NameCollision"

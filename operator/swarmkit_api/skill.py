@@ -35,8 +35,11 @@ AuthoredBy = Literal[
 ]
 #: The annotation a reviewer sets to record the human review of a swarm-authored skill.
 REVIEWED_ANNOTATION = "swarmkit.dev/reviewed-by"
-#: Largest total content (spec + files) of one Skill, in bytes.
-MAX_SKILL_BYTES = 1024 * 1024
+#: Largest total content (spec + files) of one Skill, in bytes: rendered over as many
+#: ConfigMaps of at most 1 MiB as it needs (a revision's parts, mounted together).
+MAX_SKILL_BYTES = 16 * 1024 * 1024
+#: Longest ``description`` (the Agent Skills specification's limit; level 1 of every grant).
+MAX_DESCRIPTION_CHARS = 1024
 
 
 def _is_safe_relative_path(path: str) -> bool:
@@ -293,7 +296,7 @@ class SkillSpec(ApiModel):
     )
     description: str = Field(
         min_length=1,
-        max_length=1024,
+        max_length=MAX_DESCRIPTION_CHARS,
         description="Written like a router: when to use this skill. Shown to every granted "
         "agent (level 1 of progressive disclosure).",
     )

@@ -24,6 +24,7 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
+from swarmkit_api.skill import MAX_SKILL_BYTES
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.identity import NAMESPACE as IDENTITY_NAMESPACE
 from swarmkit_devcluster.identity import chart_operator_kubeconfig, rbac_denials
@@ -396,18 +397,20 @@ def test_a_workspace_can_narrow_script_approval_never_widen_it(api: Api) -> None
     api.wait_condition("Skill", "unpinned", "ScriptsApproved", "False", "NotAllowListed")
 
 
-def test_skill_over_one_mebibyte_is_too_large(api: Api) -> None:
-    chunk = "x" * (768 * 1024)  # 2 x 0.75 MiB = 1.5 MiB, each ConfigMap under the limit
-    api.create_config_map("big-a", {"k": chunk})
-    api.create_config_map("big-b", {"k": chunk})
+def test_skill_over_the_size_limit_is_too_large(api: Api) -> None:
+    # 17 files of 1,000,000 bytes: each fits one ConfigMap, together past MAX_SKILL_BYTES
+    # (16 MiB). Under it, a skill renders into several ConfigMaps (test_large_skill.py).
+    chunk = "x" * 1_000_000
+    for i in range(17):
+        api.create_config_map(f"big-{i}", {"k": chunk})
     files = [
-        {"path": "data/a.txt", "configMapRef": {"name": "big-a", "key": "k"}},
-        {"path": "data/b.txt", "configMapRef": {"name": "big-b", "key": "k"}},
+        {"path": f"data/{i:02d}.txt", "configMapRef": {"name": f"big-{i}", "key": "k"}}
+        for i in range(17)
     ]
     api.apply("Skill", "huge", skill_spec(files=files))
     status = api.wait_condition("Skill", "huge", "Accepted", "False", "TooLarge")
     message = next(c for c in status["conditions"] if c["type"] == "Accepted")["message"]
-    assert "1048576-byte limit" in message
+    assert f"{MAX_SKILL_BYTES}-byte limit; nothing rendered" in message
     assert api.condition("Skill", "huge", "Ready")["reason"] == "TooLarge"
     assert not status.get("renderedConfigMap") and not status.get("contentHash")
     names = [c.metadata.name for c in api.kube.core.list_namespaced_config_map(api.ns).items]

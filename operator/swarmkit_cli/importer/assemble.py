@@ -48,16 +48,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
         ("credential", col.credentials),
     ):
         _unique(col, label, pieces)
-    if col.agents and not col.model_providers:
-        first = col.agents[0].src
-        ensure_provider(col, "anthropic", first)
-        col.report.warn(
-            first.file,
-            first.line,
-            first.field("model"),
-            "no model provider in the sources: added provider 'anthropic' (API key "
-            f"{PROVIDER_KEYS['anthropic']} in Secret {col.secret}); edit it if you use another",
-        )
+    _providers(col)
     for p in col.agents:
         p.body["workspaceRef"] = {"name": col.workspace}
     for p in col.topologies:
@@ -127,6 +118,22 @@ def assemble(col: Collected, namespace: str | None) -> Output:
         }
         out.secret_hints = {k: v for k, v in col.secret_hints.items() if k in col.secret_keys}
     return out
+
+
+def _providers(col: Collected) -> None:
+    """Agents and no provider: upstream's own (anthropic); then agents naming no model get
+    the Workspace's default model (:func:`swarm.default_models`)."""
+    if col.agents and not col.model_providers:
+        first = col.agents[0].src
+        ensure_provider(col, "anthropic", first)
+        col.report.warn(
+            first.file,
+            first.line,
+            first.field("model"),
+            "no model provider in the sources: added provider 'anthropic' (API key "
+            f"{PROVIDER_KEYS['anthropic']} in Secret {col.secret}); edit it if you use another",
+        )
+    swarm.default_models(col)
 
 
 def _manifest(kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
@@ -312,6 +319,7 @@ def _sizes(col: Collected) -> None:
     for cm in col.config_maps:
         data = cm.body.get("binaryData", {})
         size = sum(len(k) + len(v) * 3 // 4 for k, v in data.items())
+        size += sum(len(k) + len(v.encode()) for k, v in cm.body.get("data", {}).items())
         if size > CONFIG_MAP_LIMIT:
             col.report.error(
                 cm.src.file,

@@ -1,10 +1,11 @@
 """The apiserver's and the operator's size limits, known at import time.
 
-A ConfigMap holds at most 1 MiB (keys and decoded values): a skill's binary files are
-spread over as many ``<skill>-files-<n>`` ConfigMaps as they need. The operator renders a
-Skill (spec, SKILL.md, every file) into one ConfigMap and refuses one over
-``MAX_SKILL_BYTES`` (``TooLarge``); :func:`rendered_skill_bytes` estimates that size from
-above, so a skill the operator would refuse is reported by ``import`` instead.
+A ConfigMap holds at most 1 MiB (keys and decoded values): a skill's binary files (and all
+its files, once its text would make the Skill object large) are spread over as many
+``<skill>-files-<n>`` ConfigMaps as they need. The operator renders a Skill (spec,
+SKILL.md, every file) into one ConfigMap, or a revision's parts past 1 MiB, and refuses
+one over ``MAX_SKILL_BYTES`` (``TooLarge``); :func:`rendered_skill_bytes` estimates that
+size from above, so a skill the operator would refuse is reported by ``import`` instead.
 """
 
 from __future__ import annotations
@@ -18,10 +19,20 @@ from swarmkit_api.skill import MAX_SKILL_BYTES
 CONFIG_MAP_LIMIT = 1024 * 1024
 #: What one generated files ConfigMap may carry (room for metadata and keys).
 CHUNK_BUDGET = CONFIG_MAP_LIMIT - 16 * 1024
+#: Text files a Skill object carries inline at most; past it every file goes to ConfigMaps
+#: (etcd stores an object of at most ~1.5 MiB, the Skill's status and metadata included).
+SPEC_INLINE_BUDGET = 512 * 1024
 #: Per-file overhead of the rendered skill (its key, its files.json entry).
 _PER_FILE = 256
 
-__all__ = ["CHUNK_BUDGET", "CONFIG_MAP_LIMIT", "MAX_SKILL_BYTES", "chunk", "rendered_skill_bytes"]
+__all__ = [
+    "CHUNK_BUDGET",
+    "CONFIG_MAP_LIMIT",
+    "MAX_SKILL_BYTES",
+    "SPEC_INLINE_BUDGET",
+    "chunk",
+    "rendered_skill_bytes",
+]
 
 
 def rendered_skill_bytes(spec: dict[str, Any], external: int) -> int:

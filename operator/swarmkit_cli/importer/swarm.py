@@ -25,7 +25,7 @@ from .mapping import Fields, Src, check, to_camel
 from .safefs import Refused, read_inside
 from .swarm_tools import read_tools
 
-__all__ = ["finalize", "read_agents", "read_package", "read_policy", "read_tools"]
+__all__ = ["default_models", "finalize", "read_agents", "read_package", "read_policy", "read_tools"]
 
 #: Upstream's built-in aliases and their Anthropic defaults (model_alias_authority).
 BUILTIN_ALIASES = {
@@ -202,7 +202,8 @@ def _agent(col: Collected, af: Fields, key: str) -> None:
     af.unsupported("workspace_class", "every Run has its own scratch workspace")
     af.unsupported("mock", "test doubles are not imported; use the Agent's replay turns")
     af.finish(AGENT_FIELDS)
-    col.agents.append(Piece(name, spec, af.src, annotations, extra={"scope": _scope(af.src)}))
+    extra = {"scope": _scope(af.src), "default_model": "model" not in af}
+    col.agents.append(Piece(name, spec, af.src, annotations, extra=extra))
 
 
 def _intent(col: Collected, af: Fields) -> str | None:
@@ -245,7 +246,7 @@ def _intent(col: Collected, af: Fields) -> str | None:
 
 def _model(col: Collected, af: Fields) -> dict[str, Any] | None:
     if "model" not in af:
-        af.error(None, "model is required (an alias such as regular, resolved per provider)")
+        # The Workspace's default model; :func:`default_models` names it once providers are known.
         return None
     alias = af.take("model")
     if not isinstance(alias, str) or not alias:
@@ -271,6 +272,31 @@ def _model(col: Collected, af: Fields) -> dict[str, Any] | None:
     provider, _, name = target.partition("/")
     ensure_provider(col, provider, af.src.at("model"))
     return {"provider": provider, "name": name}
+
+
+def default_models(col: Collected) -> None:
+    """Agents that name no model run on the Workspace's default: its first provider's
+    ``defaultModel``. A provider the import added for upstream (no ``defaultModel``) gets
+    the model of upstream's ``regular`` alias; each such agent is warned, the model named."""
+    agents = [a for a in col.agents if a.extra.get("default_model")]
+    if not agents or not col.model_providers:
+        return
+    provider = col.model_providers[0]
+    model = provider.body.get("defaultModel")
+    regular_provider, _, regular = BUILTIN_ALIASES["regular"].partition("/")
+    if model is None and provider.name == regular_provider:
+        model = provider.body["defaultModel"] = regular
+    for agent in agents:
+        col.report.warn(
+            agent.src.file,
+            agent.src.line,
+            agent.src.field("model"),
+            f"no model: imported with the Workspace's default model, {provider.name}/{model} "
+            "(its first provider's defaultModel); name one with model: ALIAS"
+            if model is not None
+            else f"no model: imported with the Workspace's default model, but provider "
+            f"{provider.name!r} names no defaultModel; set one or its Runs fail",
+        )
 
 
 def _in_flow(agent: Piece, scope: str) -> bool:

@@ -17,6 +17,7 @@ from swarmkit_api.skill import SkillSpec
 
 from .collected import DISPLAY_NAME_ANNOTATION, Collected, Piece, source_annotation
 from .common_map import ensure_provider, json_schema
+from .description import fit_description
 from .mapping import Fields, Src, check, to_camel
 
 SWARMKIT_API = "swarmkit/v1"
@@ -68,6 +69,16 @@ def _audit(audit: Fields) -> dict[str, Any]:
         out["redact"] = audit.take("redact")
     audit.finish("log_inputs, log_outputs, redact")
     return out
+
+
+def _fit_description(f: Fields, spec: dict[str, Any]) -> None:
+    """A description over the limit: cut, its remainder opening the instructions."""
+    desc, body = spec.get("description"), spec.get("instructions", "")
+    if isinstance(desc, str) and isinstance(body, str):
+        key = "description" if "description" in f else "metadata"
+        spec["description"], body = fit_description(f, key, desc, body)
+        if body:
+            spec["instructions"] = body
 
 
 def read_skill(col: Collected, src: Src) -> None:
@@ -135,6 +146,7 @@ def read_skill(col: Collected, src: Src) -> None:
         spec["audit"] = _audit(f.sub("audit"))
     if "instructions" in f:
         spec["instructions"] = f.take("instructions")
+    _fit_description(f, spec)
     f.unsupported("requires", "skill prerequisites are checked by the runtime image, not the API")
     f.finish(
         "metadata, description, category, implementation, inputs, outputs, constraints, "

@@ -22,11 +22,12 @@ from typing import Any
 from swarmkit_api.skill import SkillSpec
 
 from .collected import Collected, Piece, source_annotation
+from .description import fit_description
 from .frontmatter import SkillMarkdown, parse_skill_md
 from .mapping import Fields, Src, check
 from .safefs import Refused, read_text
-from .sizes import chunk
-from .skilldir import SKILL_MD, bundled_files, symlinks
+from .sizes import SPEC_INLINE_BUDGET, chunk
+from .skilldir import SKILL_MD, BundledFile, bundled_files, symlinks
 from .yamlsrc import Doc, YamlError
 
 DEFAULT_VERSION = "1.0.0"
@@ -101,6 +102,50 @@ def _read_skill_md(col: Collected, skill_dir: Path, shown: str) -> SkillMarkdown
     return md
 
 
+def _place_files(
+    name: str, bundled: list[BundledFile], src: Src
+) -> tuple[list[dict[str, Any]], list[Piece], int]:
+    """``spec.files`` entries, the generated ``<name>-files[-<n>]`` ConfigMaps and the bytes
+    they hold. Binary files go to the ConfigMaps (base64 under ``binaryData``); text stays
+    inline unless the Skill object would grow past SPEC_INLINE_BUDGET (a Kubernetes object
+    is at most ~1.5 MiB in etcd): then every file goes to them (text under ``data``)."""
+    files: list[dict[str, Any]] = []
+    binary: dict[str, bytes] = {}
+    entries: dict[str, dict[str, Any]] = {}
+    texts = [bf.text() for bf in bundled]
+    inline = sum(len(t.encode()) for t in texts if t is not None) <= SPEC_INLINE_BUDGET
+    text_keys: set[str] = set()
+    for bf, content in zip(bundled, texts, strict=True):
+        entry: dict[str, Any] = {"path": bf.path}
+        if content is None or not inline:
+            key = "f" + str(len(binary)) + "." + bf.path.rsplit("/", 1)[-1]
+            key = "".join(c if c.isalnum() or c in "-._" else "-" for c in key)
+            binary[key] = bf.data
+            entries[key] = entry
+            if content is not None:
+                text_keys.add(key)
+        else:
+            entry["content"] = content
+        if bf.executable and not bf.path.startswith("scripts/"):
+            entry["executable"] = True
+        files.append(entry)
+    groups = chunk([(k, len(v)) for k, v in binary.items()]) if binary else []
+    maps = []
+    for i, keys in enumerate(groups):
+        cm = f"{name}-files" if len(groups) == 1 else f"{name}-files-{i}"
+        for key in keys:
+            entries[key]["configMapRef"] = {"name": cm, "key": key}
+        body: dict[str, Any] = {}
+        text = {k: binary[k].decode() for k in keys if k in text_keys}
+        data = {k: base64.b64encode(binary[k]).decode("ascii") for k in keys if k not in text}
+        if text:
+            body["data"] = text
+        if data:
+            body["binaryData"] = data
+        maps.append(Piece(cm, body, src, source_annotation(src)))
+    return files, maps, sum(len(v) for v in binary.values())
+
+
 def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
     """Map one SKILL.md directory; ``shown`` is how its SKILL.md is named in findings."""
     report = col.report
@@ -136,15 +181,17 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
     if description is None:
         f.error(None, "description is required (write it like a router: when to use it)")
         return
+    instructions = md.body
+    if isinstance(description, str):
+        description, instructions = fit_description(
+            f, "description", description.strip(), instructions
+        )
     spec: dict[str, Any] = {
-        "description": description.strip() if isinstance(description, str) else description,
+        "description": description,
         "category": category,
         "provenance": {"authoredBy": authored_by, "version": str(version)},
-        "instructions": md.body,
+        "instructions": instructions,
     }
-    files: list[dict[str, Any]] = []
-    binary: dict[str, bytes] = {}
-    entries: dict[str, dict[str, Any]] = {}
     for link in symlinks(skill_dir):
         report.warn(
             f"{Path(shown).parent / link}",
@@ -162,33 +209,12 @@ def read_skill_dir(col: Collected, skill_dir: Path, shown: str) -> None:
             f"{exc.reason}; the skill is not imported",
         )
         return
-    for bf in bundled:
-        entry: dict[str, Any] = {"path": bf.path}
-        content = bf.text()
-        if content is None:
-            key = "f" + str(len(binary)) + "." + bf.path.rsplit("/", 1)[-1]
-            key = "".join(c if c.isalnum() or c in "-._" else "-" for c in key)
-            binary[key] = bf.data
-            entries[key] = entry
-        else:
-            entry["content"] = content
-        if bf.executable and not bf.path.startswith("scripts/"):
-            entry["executable"] = True
-        files.append(entry)
-    groups = chunk([(k, len(v)) for k, v in binary.items()]) if binary else []
-    maps = []
-    for i, keys in enumerate(groups):
-        cm = f"{name}-files" if len(groups) == 1 else f"{name}-files-{i}"
-        for key in keys:
-            entries[key]["configMapRef"] = {"name": cm, "key": key}
-        data = {k: base64.b64encode(binary[k]).decode("ascii") for k in keys}
-        maps.append(Piece(cm, {"binaryData": data}, Src(doc), source_annotation(Src(doc))))
+    files, maps, external = _place_files(str(name), bundled, Src(doc))
     if files:
         spec["files"] = files
     src = Src(doc)
     if not check(report, SkillSpec, spec, src, f"Skill {name!r}"):
         return
-    external = sum(len(v) for v in binary.values())
     col.skills.append(
         Piece(
             str(name),

@@ -103,7 +103,7 @@ def skill_file_items(
     files: Iterable[FileEntry], with_skill_md: bool = True
 ) -> tuple[SkillFileItem, ...]:
     """Volume items of a rendered skill ConfigMap: every bundled file, then ``SKILL.md``."""
-    items = [SkillFileItem(f.key, f.path, f.is_script, f.sha256) for f in files]
+    items = [SkillFileItem(f.key, f.path, f.is_script, f.sha256, f.config_map) for f in files]
     if with_skill_md and all(i.path != SKILL_MD for i in items):
         items.append(SkillFileItem(SKILL_MD, SKILL_MD))
     return tuple(items)
@@ -129,7 +129,7 @@ def pinned_skill_from_config_map(
             "files": [
                 SkillFile(
                     path=f.path,
-                    config_map_ref=ConfigMapKeyRef(name=config_map, key=f.key),
+                    config_map_ref=ConfigMapKeyRef(name=f.config_map or config_map, key=f.key),
                     executable=f.is_script,
                 )
                 for f in rendered.files

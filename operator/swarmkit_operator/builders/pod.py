@@ -43,6 +43,7 @@ from swarmkit_api.common import ResourceRequirements, SecretKeyRef
 from swarmkit_api.workspace import RuntimeDefaults, WorkspaceSpec
 
 from ..config import OperatorConfig
+from .skill import skill_projection
 
 CONTAINER_NAME = "runner"
 #: Where the flow data files (copied into the bundle ConfigMap) are mounted.
@@ -64,6 +65,8 @@ class SkillFileItem:
     path: str
     is_script: bool = False
     sha256: str = ""
+    #: The part ConfigMap holding it (a large skill); "" = the mount's own ConfigMap.
+    config_map: str = ""
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,10 @@ def _skill_volume(index: int, mount: SkillMount) -> dict[str, Any]:
     volume["configMap"]["defaultMode"] = 0o444
     if items:
         volume["configMap"]["items"] = items
+    parts = {i.key: i.config_map for i in mount.items if i.config_map}
+    if parts:  # a large skill: its revision's ConfigMaps, projected into one directory
+        volume["projected"] = skill_projection(mount.config_map, items, parts)
+        del volume["configMap"]
     return volume
 
 

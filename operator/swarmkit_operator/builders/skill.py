@@ -32,7 +32,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -59,11 +59,13 @@ from swarmkit_api.skill import MAX_SKILL_BYTES, SkillSpec
 from swarmkit_api.workspace import Governance
 
 from ..config import OperatorConfig
-from ..hashing import canonical_json, sha256_hex
+from ..hashing import MAX_SUBDOMAIN, canonical_json, fitted, sha256_hex
 from . import (
+    PREFIXES,
     RENDER_FORMAT,
     ObjectRef,
     Verdict,
+    config_map_name,
     config_map_size,
     dump_json,
     dump_yaml,
@@ -77,6 +79,10 @@ SKILL_YAML = "skill.yaml"
 SKILL_MD = "SKILL.md"
 FILES_JSON = "files.json"
 FILE_KEY_PREFIX = "file."
+#: What the apiserver lets one ConfigMap hold (keys and decoded values).
+PART_BUDGET = 1024 * 1024
+#: On a part ConfigMap: the revision's ConfigMap it belongs to (GC keeps it while that is kept).
+PART_OF = "swarmkit.dev/part-of"
 
 
 @dataclass(frozen=True)
@@ -97,9 +103,11 @@ class FileEntry:
     size: int
     is_script: bool
     binary: bool = False
+    #: The part ConfigMap holding the content; "" = the revision's own ConfigMap.
+    config_map: str = ""
 
     def wire(self) -> dict[str, Any]:
-        return {
+        out = {
             "key": self.key,
             "path": self.path,
             "sha256": self.sha256,
@@ -107,6 +115,9 @@ class FileEntry:
             "isScript": self.is_script,
             "binary": self.binary,
         }
+        if self.config_map:
+            out["configMap"] = self.config_map
+        return out
 
 
 @dataclass(frozen=True)
@@ -135,6 +146,8 @@ class SkillRender:
     verdicts: tuple[Verdict, ...]
     content_hash: str | None = None
     config_map: dict[str, Any] | None = None
+    #: A large skill's part ConfigMaps (written before ``config_map``, which lists them).
+    parts: tuple[dict[str, Any], ...] = ()
     scripts: tuple[ScriptVerdict, ...] = ()
     files: tuple[FileEntry, ...] = ()
     size: int = 0
@@ -290,6 +303,99 @@ def content_hash(normalized: Mapping[str, Any], files: Sequence[FileEntry]) -> s
     )
 
 
+def _put(entry: FileEntry, raw: bytes, data: dict[str, str], binary: dict[str, str]) -> None:
+    if entry.binary:
+        binary[entry.key] = base64.b64encode(raw).decode()
+    else:
+        data[entry.key] = raw.decode()
+
+
+def part_name(owner: ObjectRef, digest: str, index: int) -> str:
+    """``skill-<name>-<hash8>-<n>``: the revision's part ``n`` (named from the revision's
+    content hash, so a part is never shared between revisions and leaves with its own)."""
+    suffix = f"-{digest[:8]}-{index}"
+    return fitted(f"{PREFIXES[owner.kind]}-{owner.name}", MAX_SUBDOMAIN - len(suffix)) + suffix
+
+
+def lay_out(
+    owner: ObjectRef,
+    digest: str,
+    meta: Mapping[str, str],
+    files: Sequence[FileEntry],
+    contents: Sequence[bytes],
+) -> tuple[list[FileEntry], dict[str, str], dict[str, str], list[dict[str, Any]], int] | str:
+    """Where each file's bytes go: all in the revision's ConfigMap when they fit in one;
+    else in part ConfigMaps of at most :data:`PART_BUDGET` bytes each (in path order), the
+    revision's ConfigMap keeping the spec, SKILL.md and files.json (which names each
+    file's part). Returns ``(files, data, binaryData, parts, size)``, or why it is refused."""
+    data: dict[str, str] = dict(meta)
+    binary: dict[str, str] = {}
+    for entry, raw in zip(files, contents, strict=True):
+        _put(entry, raw, data, binary)
+    data[FILES_JSON] = dump_json([f.wire() for f in files])
+    size = config_map_size(data, binary)
+    if size <= PART_BUDGET:
+        return list(files), data, binary, [], size
+    total = sum(f.size for f in files)
+    too_big = [f for f in files if f.size + len(f.key) > PART_BUDGET]
+    if size > MAX_SKILL_BYTES or too_big:
+        what = f"file {too_big[0].path} is {too_big[0].size} bytes" if too_big else ""
+        return (
+            f"the rendered skill is {size} bytes ({total} in {len(files)} file(s)), over the "
+            f"{MAX_SKILL_BYTES}-byte limit; nothing rendered"
+            if not too_big
+            else f"{what}, over the {PART_BUDGET} bytes one ConfigMap holds; nothing rendered"
+        )
+    groups: list[list[int]] = [[]]
+    used = 0
+    for i, f in enumerate(files):
+        if groups[-1] and used + f.size + len(f.key) > PART_BUDGET:
+            groups.append([])
+            used = 0
+        groups[-1].append(i)
+        used += f.size + len(f.key)
+    placed = list(files)
+    parts: list[dict[str, Any]] = []
+    for n, group in enumerate(groups):
+        name = part_name(owner, digest, n)
+        part_data: dict[str, str] = {}
+        part_binary: dict[str, str] = {}
+        for i in group:
+            placed[i] = replace(files[i], config_map=name)
+            _put(files[i], contents[i], part_data, part_binary)
+        part = rendered_config_map(owner, digest, part_data, part_binary, {PART_OF: ""})
+        part["metadata"]["name"] = name
+        parts.append(part)
+    data = {**meta, FILES_JSON: dump_json([f.wire() for f in placed])}
+    head = config_map_size(data)
+    if head > PART_BUDGET:
+        return (
+            f"the skill's spec, SKILL.md and file list are {head} bytes, over the "
+            f"{PART_BUDGET} bytes one ConfigMap holds; nothing rendered"
+        )
+    for part in parts:
+        part["metadata"]["annotations"][PART_OF] = config_map_name(owner, digest)
+    size = head + sum(config_map_size(p["data"], p.get("binaryData")) for p in parts)
+    return placed, data, {}, parts, size
+
+
+def skill_projection(
+    head: str, items: Sequence[Mapping[str, Any]], parts: Mapping[str, str]
+) -> dict[str, Any]:
+    """The projected volume source of a large skill revision: its own ConfigMap (SKILL.md
+    and any file kept there) and each part ConfigMap, with the volume items (``key``,
+    ``path``, ``mode``) each holds; ``parts`` maps a file key to its part's name."""
+    by_map: dict[str, list[Mapping[str, Any]]] = {head: []}
+    for item in items:
+        by_map.setdefault(parts.get(str(item["key"]), head), []).append(item)
+    sources = [
+        {"configMap": {"name": name, "items": [dict(i) for i in held]}}
+        for name, held in by_map.items()
+        if held
+    ]
+    return {"defaultMode": 0o444, "sources": sources}
+
+
 def render_skill(
     owner: ObjectRef,
     raw_spec: Mapping[str, Any],
@@ -343,34 +449,21 @@ def render_skill(
         )
 
     contents.sort(key=lambda c: c[0])
-    files: list[FileEntry] = []
-    data: dict[str, str] = {}
-    binary: dict[str, str] = {}
-    for i, (path, is_script, raw, is_binary) in enumerate(contents):
-        key = f"{FILE_KEY_PREFIX}{i}"
-        files.append(FileEntry(key, path, sha256_hex(raw), len(raw), is_script, is_binary))
-        if is_binary:
-            binary[key] = base64.b64encode(raw).decode()
-        else:
-            data[key] = raw.decode()
-
+    files = [
+        FileEntry(f"{FILE_KEY_PREFIX}{i}", path, sha256_hex(raw), len(raw), script, is_binary)
+        for i, (path, script, raw, is_binary) in enumerate(contents)
+    ]
     normalized = normalized_spec(model)
     digest = content_hash(normalized, files)
     on_disk = {k: v for k, v in normalized.items() if k != "instructions"}
-    data[SKILL_YAML] = dump_yaml(on_disk)
-    data[SKILL_MD] = skill_md(owner.name, model.description, model.instructions)
-    data[FILES_JSON] = dump_json([f.wire() for f in files])
-
-    size = config_map_size(data, binary)
-    if size > MAX_SKILL_BYTES:
-        verdict = Verdict(
-            ACCEPTED,
-            "False",
-            REASON_TOO_LARGE,
-            f"the rendered skill is {size} bytes ({sum(f.size for f in files)} in "
-            f"{len(files)} file(s)), over the {MAX_SKILL_BYTES}-byte limit; nothing rendered",
-        )
-        return _rejected(verdict)
+    meta = {
+        SKILL_YAML: dump_yaml(on_disk),
+        SKILL_MD: skill_md(owner.name, model.description, model.instructions),
+    }
+    layout = lay_out(owner, digest, meta, files, [c[2] for c in contents])
+    if isinstance(layout, str):
+        return _rejected(Verdict(ACCEPTED, "False", REASON_TOO_LARGE, layout))
+    files, data, binary, parts, size = layout
 
     scripts = tuple(
         script_verdict(config, owner.namespace, owner.name, f.path, f.sha256)
@@ -378,6 +471,9 @@ def render_skill(
         if f.is_script
     )
     manifest = rendered_config_map(owner, digest, data, binary)
+    where = f"ConfigMap {manifest['metadata']['name']}" + (
+        f" and {len(parts)} part ConfigMap(s)" if parts else ""
+    )
     return SkillRender(
         verdicts=(
             Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid"),
@@ -386,12 +482,12 @@ def render_skill(
                 READY,
                 "True",
                 REASON_RENDERED,
-                f"rendered into ConfigMap {manifest['metadata']['name']} "
-                f"({len(files)} file(s), {size} bytes)",
+                f"rendered into {where} ({len(files)} file(s), {size} bytes)",
             ),
         ),
         content_hash=digest,
         config_map=manifest,
+        parts=tuple(parts),
         scripts=scripts,
         files=tuple(files),
         size=size,
@@ -426,6 +522,7 @@ def load_rendered_skill(data: Mapping[str, str]) -> RenderedSkill:
             size=e["size"],
             is_script=e["isScript"],
             binary=e.get("binary", False),
+            config_map=e.get("configMap", ""),
         )
         for e in json.loads(data.get(FILES_JSON, "[]"))
     )

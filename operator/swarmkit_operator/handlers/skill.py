@@ -163,13 +163,21 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
     sources = await read_sources(namespace, referenced_config_maps(spec))
     render = render_skill(owner, spec, sources, ctl.config)
     created = False
-    if render.config_map is not None:
-        created = await ctl.ensure_config_map(render.config_map)
+    # A large skill's parts first, its revision's ConfigMap (which lists them) last: a
+    # revision that exists is complete. Each is adopted only if it is the render.
+    for manifest in (*render.parts, render.config_map):
+        if manifest is None:
+            break
+        made = await ctl.ensure_config_map(manifest)
+        created = created or made
         # A ConfigMap under the render's name that this process did not just create may be
         # anyone's (built-in edit creates ConfigMaps): adopted only if it is the render.
-        foreign = None if created else await ctl.foreign_render(render.config_map, key)
+        foreign = None if made else await ctl.foreign_render(manifest, key)
         if foreign is not None:
+            if manifest is not render.config_map:  # a part: say which
+                foreign = f"its part ConfigMap {manifest['metadata']['name']}: {foreign}"
             render = foreign_config_map(render, "Skill", name, foreign)
+            break
     # The index is at least as fresh as the body (it is updated on every event).
     current = view["status"] if view["uid"] == owner.uid else body.get("status") or {}
     fields = {

@@ -24,6 +24,7 @@ from ..builders import (
     RUN_FINISHED_LABEL,
     RUN_LABEL,
 )
+from ..builders.skill import PART_OF
 from ..indexes import PRESENT, index
 from .controller import Controller, Kind
 from .views import Key
@@ -41,9 +42,15 @@ def component_kind(component: str) -> str:
 
 @index("configmaps", id="rendered_config_maps", labels=_RENDERED, metadata_only=True)
 def rendered_config_maps(
-    namespace: str | None, name: str, uid: str, labels: Mapping[str, str], **_: Any
+    namespace: str | None,
+    name: str,
+    uid: str,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    **_: Any,
 ) -> dict[Any, Any]:
-    """namespace → the rendered skill/agent/workspace ConfigMaps in it."""
+    """namespace → the rendered skill/agent/workspace ConfigMaps in it (a large skill's
+    part names the revision it belongs to: it lives as long as that revision)."""
     component = labels.get(COMPONENT_LABEL, "")
     return {
         namespace: {
@@ -51,6 +58,7 @@ def rendered_config_maps(
             "uid": uid,
             "kind": component_kind(component),
             "owner": labels.get(f"swarmkit.dev/{component}", ""),
+            "partOf": annotations.get(PART_OF, ""),
         }
     }
 
@@ -107,7 +115,8 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
         created = ctl.created_config_maps.get(ident)
         owner: Key = (cm["kind"], namespace, cm["owner"])
         in_flight = created is not None and now - created < 60 and ctl.pending(owner, None)
-        if cm["name"] in keep or in_flight:
+        part_of = cm.get("partOf")
+        if cm["name"] in keep or (part_of and part_of in keep) or in_flight:
             ctl.unreferenced_since.pop(ident, None)
             if in_flight:
                 next_check = ctl.gc_grace if next_check is None else min(next_check, ctl.gc_grace)

@@ -37,19 +37,33 @@ def test_binary_files_are_spread_over_config_maps_of_at_most_1_mib(tmp_path: Pat
 def test_a_skill_the_operator_would_refuse_as_too_large_is_an_error_now(
     tmp_path: Path,
 ) -> None:
-    big = "x" * (MAX_SKILL_BYTES // 2)
+    # Files of 1,000,000 bytes (each fits one ConfigMap), together past MAX_SKILL_BYTES.
+    big = "x" * 1_000_000
+    refs = {
+        f"skills/huge/reference/{i:02d}.md": big for i in range(MAX_SKILL_BYTES // len(big) + 1)
+    }
     r = import_tree(
-        tmp_path,
-        {
-            "skills/huge/SKILL.md": md("huge"),
-            "skills/huge/reference/a.md": big,
-            "skills/huge/reference/b.md": big,
-            "skills/ok/SKILL.md": md("ok"),
-        },
+        tmp_path, {"skills/huge/SKILL.md": md("huge"), **refs, "skills/ok/SKILL.md": md("ok")}
     )
     (e,) = r.errors
     assert e.startswith("skills/huge/SKILL.md:2: Skill 'huge' renders to about ")
     assert f"over the operator's {MAX_SKILL_BYTES}-byte limit (it would end TooLarge)" in e
+
+
+def test_a_skill_of_8_mib_of_text_imports_with_its_files_in_config_maps(tmp_path: Path) -> None:
+    # Inline, 8 MiB of text would make the Skill object too large for etcd (~1.5 MiB).
+    files = {f"skills/docs/reference/{i}.md": f"{i}" * 900_000 for i in range(9)}
+    r = import_tree(tmp_path, {"skills/docs/SKILL.md": md("docs"), **files})
+    assert not r.errors
+    spec = r.spec("Skill", "docs")
+    assert all("content" not in f for f in spec["files"])  # type: ignore[union-attr]
+    maps = {n: m for (k, n), m in r.objects.items() if k == "ConfigMap"}
+    assert len(maps) == 9
+    for f in spec["files"]:  # type: ignore[union-attr]
+        ref = f["configMapRef"]  # type: ignore[index]
+        text = maps[ref["name"]]["data"][ref["key"]]  # type: ignore[index]
+        assert text == files["skills/docs/" + f["path"]]  # type: ignore[index, operator]
+    assert len(yaml.safe_dump(r.objects[("Skill", "docs")])) < 64 * 1024
 
 
 def test_skip_invalid_writes_the_rest_and_says_what_was_left_out(tmp_path: Path) -> None:

@@ -484,3 +484,42 @@ def test_model_alias_is_a_cli_option() -> None:
     assert agents["analysis-agent"] == {"provider": "openai", "name": "gpt-4.1-mini"}
     assert "alias 'regular'" not in res.err and "alias 'frontier'" in res.err
     assert run_cli("import", str(FIXTURES / "swarm"), "--model-alias", "regular").code == 2
+
+
+def test_an_agent_without_a_model_runs_on_the_workspace_default_named_in_a_warning(
+    tmp_path: Path,
+) -> None:
+    # Upstream's runtime test bundles name no model: the agent is kept, never refused.
+    agents = "bare:\n  intent: {inline: You help.}\n" + AGENT.format(name="named", extra="")
+    r = import_tree(tmp_path, {"agents.yaml": agents})
+    assert not r.errors
+    assert "model" not in r.spec("Agent", "bare")
+    assert r.spec("Agent", "named")["model"] == {"provider": "openai", "name": "gpt-4.1"}
+    providers = r.workspace()["modelProviders"]  # type: ignore[index]
+    # openai is the first provider (from the named agent); it declares no defaultModel
+    assert [p["name"] for p in providers] == ["openai"]  # type: ignore[union-attr, index]
+    assert [w for w in r.warnings if "bare" in w] == [
+        "agents.yaml:1: bare.model: no model: imported with the Workspace's default model, "
+        "but provider 'openai' names no defaultModel; set one or its Runs fail"
+    ]
+
+
+def test_without_any_provider_the_default_is_upstreams_regular_model(tmp_path: Path) -> None:
+    r = import_tree(tmp_path, {"agents.yaml": "bare:\n  intent: {inline: You help.}\n"})
+    assert not r.errors
+    assert "model" not in r.spec("Agent", "bare")
+    (provider,) = r.workspace()["modelProviders"]  # type: ignore[misc]
+    assert provider["name"] == "anthropic"
+    assert provider["defaultModel"] == "claude-3-5-sonnet"
+    assert (
+        "agents.yaml:1: bare.model: no model: imported with the Workspace's default model, "
+        "anthropic/claude-3-5-sonnet (its first provider's defaultModel); name one with "
+        "model: ALIAS"
+    ) in r.warnings
+
+
+def test_a_model_alias_that_does_not_resolve_keeps_its_error(tmp_path: Path) -> None:
+    agents = AGENT.format(name="a", extra="").replace("model: openai/gpt-4.1", "model: [x]")
+    r = import_tree(tmp_path, {"agents.yaml": agents})
+    assert r.errors == ["agents.yaml:3: a.model: expected a model alias, got ['x']"]
+    assert not [w for w in r.warnings if "no model:" in w]

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from typing import Any
 
 import yaml
 
+from swarmkit_api.skill import MAX_SKILL_BYTES
 from swarmkit_api.workspace import Governance, ScriptDeny
-from swarmkit_operator.builders import ObjectRef
+from swarmkit_operator.builders import ObjectRef, config_map_size
 from swarmkit_operator.builders.skill import (
+    PART_BUDGET,
+    PART_OF,
     SourceConfigMap,
     load_rendered_skill,
     referenced_config_maps,
@@ -133,18 +137,77 @@ def test_missing_config_map_is_not_ready_and_renders_nothing() -> None:
 
 
 def test_too_large_is_rejected_and_nothing_rendered() -> None:
-    half = "x" * (768 * 1024)
+    # 17 files of 1,000,000 bytes: past MAX_SKILL_BYTES (16 MiB) all together.
+    chunk = "x" * 1_000_000
     s = spec(
         files=[
-            {"path": "big/a.txt", "configMapRef": {"name": "a", "key": "k"}},
-            {"path": "big/b.txt", "configMapRef": {"name": "b", "key": "k"}},
+            {"path": f"big/{i:02d}.txt", "configMapRef": {"name": f"m{i}", "key": "k"}}
+            for i in range(17)
         ]
     )
-    maps = {"a": SourceConfigMap({"k": half}), "b": SourceConfigMap({"k": half})}
+    maps = {f"m{i}": SourceConfigMap({"k": chunk}) for i in range(17)}
     render = render_skill(OWNER, s, maps, OperatorConfig())
     assert verdicts(render)["Accepted"] == ("False", "TooLarge")
     assert verdicts(render)["Ready"] == ("False", "TooLarge")
+    message = next(v.message for v in render.verdicts if v.type == "Accepted")
+    assert "17000000 in 17 file(s)" in message
+    assert f"over the {MAX_SKILL_BYTES}-byte limit; nothing rendered" in message
     assert render.config_map is None and render.status_fields()["renderedConfigMap"] is None
+    assert render.parts == ()
+
+
+def _large(n: int, size: int) -> tuple[dict[str, object], dict[str, SourceConfigMap | None]]:
+    """A skill of ``n`` binary files of ``size`` bytes each (distinct bytes per file)."""
+    files = [
+        {"path": f"assets/{i:02d}.bin", "configMapRef": {"name": f"m{i}", "key": "k"}}
+        for i in range(n)
+    ]
+    maps: dict[str, SourceConfigMap | None] = {
+        f"m{i}": SourceConfigMap(binary_data={"k": base64.b64encode(bytes([i]) * size).decode()})
+        for i in range(n)
+    }
+    return spec(files=files), maps
+
+
+def test_a_large_skill_renders_into_parts_each_within_one_config_map() -> None:
+    s, maps = _large(9, 900_000)  # 8.1 MB of files
+    render = render_skill(OWNER, s, maps, OperatorConfig())
+    assert verdicts(render)["Ready"] == ("True", "Rendered")
+    head = render.config_map
+    assert head is not None and len(render.parts) == 9
+    assert "and 9 part ConfigMap(s)" in next(
+        v.message for v in render.verdicts if v.type == "Ready"
+    )
+    for cm in (head, *render.parts):
+        assert cm["immutable"] is True
+        assert config_map_size(cm["data"], cm.get("binaryData")) <= PART_BUDGET
+    entries = json.loads(head["data"]["files.json"])
+    names = {p["metadata"]["name"] for p in render.parts}
+    assert {e["configMap"] for e in entries} == names
+    for part in render.parts:
+        assert part["metadata"]["annotations"][PART_OF] == head["metadata"]["name"]
+        assert part["metadata"]["name"].startswith(head["metadata"]["name"] + "-")
+    # Byte for byte: every file's bytes are in the part files.json names, under its key.
+    for i, e in enumerate(entries):
+        part = next(p for p in render.parts if p["metadata"]["name"] == e["configMap"])
+        raw = base64.b64decode(part["binaryData"][e["key"]])
+        assert raw == bytes([i]) * 900_000
+        assert hashlib.sha256(raw).hexdigest() == e["sha256"]
+    # The revision's name and hash depend on the content only, as for a small skill.
+    again = render_skill(OWNER, s, maps, OperatorConfig())
+    assert again.config_map == head and again.parts == render.parts
+
+
+def test_a_single_file_over_one_config_map_is_refused_naming_it() -> None:
+    s, maps = _large(1, PART_BUDGET + 1)
+    render = render_skill(OWNER, s, maps, OperatorConfig())
+    assert verdicts(render)["Accepted"] == ("False", "TooLarge")
+    message = next(v.message for v in render.verdicts if v.type == "Accepted")
+    assert message == (
+        f"file assets/00.bin is {PART_BUDGET + 1} bytes, over the {PART_BUDGET} bytes one "
+        "ConfigMap holds; nothing rendered"
+    )
+    assert render.config_map is None and render.parts == ()
 
 
 def test_invalid_spec_names_the_field() -> None:
@@ -258,3 +321,48 @@ def test_a_foreign_config_map_leaves_nothing_to_pin_and_names_it() -> None:
     )
     assert refused.status_fields()["renderedConfigMap"] is None
     assert refused.status_fields()["contentHash"] is None
+
+
+def test_a_large_revision_mounts_as_one_projected_volume_of_its_config_maps() -> None:
+    from swarmkit_api.workspace import WorkspaceSpec
+    from swarmkit_operator.builders.pinned import pinned_skill_from_config_map
+    from swarmkit_operator.builders.pod import SkillMount, runner_pod_spec
+
+    s, maps = _large(3, 700_000)
+    render = render_skill(OWNER, s, maps, OperatorConfig())
+    head = render.config_map
+    assert head is not None and render.content_hash is not None
+    pinned = pinned_skill_from_config_map(
+        name=OWNER.name,
+        content_hash=render.content_hash,
+        config_map=head["metadata"]["name"],
+        data=head["data"],
+    )
+    mount = SkillMount(skill=OWNER.name, config_map=pinned.config_map, items=pinned.files)
+    pod = runner_pod_spec(
+        workspace=WorkspaceSpec.model_validate({}),
+        config=OperatorConfig(),
+        args=[],
+        bundle_config_map="bundle",
+        skill_mounts=[mount],
+    )
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "skill-0"]
+    assert "configMap" not in volume
+    sources = [src["configMap"] for src in volume["projected"]["sources"]]
+    assert [src["name"] for src in sources] == [head["metadata"]["name"]] + [
+        p["metadata"]["name"] for p in render.parts
+    ]
+    assert sources[0]["items"] == [{"key": "SKILL.md", "path": "SKILL.md", "mode": 0o444}]
+    paths = [(src["name"], i["key"], i["path"]) for src in sources[1:] for i in src["items"]]
+    entries = json.loads(head["data"]["files.json"])
+    assert paths == [(e["configMap"], e["key"], e["path"]) for e in entries]
+    for part, src in zip(render.parts, sources[1:], strict=True):
+        assert {i["key"] for i in src["items"]} == set(part["binaryData"])
+
+
+def test_a_small_skill_still_mounts_as_one_config_map() -> None:
+    s, maps = _large(2, 1000)
+    render = render_skill(OWNER, s, maps, OperatorConfig())
+    assert render.parts == ()
+    assert render.config_map is not None
+    assert all("configMap" not in e for e in json.loads(render.config_map["data"]["files.json"]))

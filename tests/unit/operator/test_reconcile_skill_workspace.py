@@ -14,6 +14,7 @@ from swarmkit_api.conditions import (
     REASON_TOO_LARGE,
     REASON_WORKSPACE_NOT_READY,
 )
+from swarmkit_api.skill import MAX_SKILL_BYTES
 from tests.support.fake_k8s import FakeApi
 from tests.support.reconciling import Reconciling
 
@@ -61,23 +62,58 @@ async def test_a_skill_renders_a_content_addressed_config_map_and_rerenders_on_i
     assert api.get("ConfigMap", NS, name) is None  # the old render: collected
 
 
-async def test_a_skill_over_one_mebibyte_is_too_large_and_renders_nothing(
+async def test_a_skill_over_the_limit_is_too_large_and_renders_nothing(
     api: FakeApi, operator: Reconciling
 ) -> None:
-    chunk = "x" * (768 * 1024)
-    config_map(api, "big-a", {"k": chunk})
-    config_map(api, "big-b", {"k": chunk})
+    # 17 files of 1,000,000 bytes: each fits one ConfigMap, together past MAX_SKILL_BYTES.
+    chunk = "x" * 1_000_000
+    for i in range(17):
+        config_map(api, f"big-{i}", {"k": chunk})
     files = [
-        {"path": "data/a.txt", "configMapRef": {"name": "big-a", "key": "k"}},
-        {"path": "data/b.txt", "configMapRef": {"name": "big-b", "key": "k"}},
+        {"path": f"data/{i:02d}.txt", "configMapRef": {"name": f"big-{i}", "key": "k"}}
+        for i in range(17)
     ]
     api.apply_spec("Skill", NS, "huge", skill_spec(files=files))
     await operator.settle()
     accepted = condition(api, "Skill", "huge", ACCEPTED)
     assert (accepted["status"], accepted["reason"]) == ("False", REASON_TOO_LARGE)
-    assert "1048576-byte limit" in accepted["message"]
+    assert f"{MAX_SKILL_BYTES}-byte limit; nothing rendered" in accepted["message"]
     assert not status(api, "Skill", "huge").get("renderedConfigMap")
     assert not [c for c in api.list("ConfigMap", NS) if c["metadata"]["name"].startswith("skill-")]
+
+
+async def test_a_skill_over_one_mebibyte_renders_into_its_revision_and_parts(
+    api: FakeApi, operator: Reconciling
+) -> None:
+    chunk = "x" * (768 * 1024)
+    config_map(api, "big-a", {"k": chunk})
+    config_map(api, "big-b", {"k": chunk.replace("x", "y")})
+    files = [
+        {"path": "data/a.txt", "configMapRef": {"name": "big-a", "key": "k"}},
+        {"path": "data/b.txt", "configMapRef": {"name": "big-b", "key": "k"}},
+    ]
+    api.apply_spec("Skill", NS, "large", skill_spec(files=files))
+    await operator.settle()
+    assert condition(api, "Skill", "large", READY)["status"] == "True"
+    head = status(api, "Skill", "large")["renderedConfigMap"]
+    rendered = api.get("ConfigMap", NS, head)
+    assert rendered is not None and rendered["immutable"] is True
+    listed = {f["path"]: f for f in json.loads(rendered["data"]["files.json"])}
+    for path, char in (("data/a.txt", "x"), ("data/b.txt", "y")):
+        part = api.get("ConfigMap", NS, listed[path]["configMap"])
+        assert part is not None and part["immutable"] is True
+        assert part["metadata"]["annotations"]["swarmkit.dev/part-of"] == head
+        assert part["data"][listed[path]["key"]] == char * (768 * 1024)
+
+    # An edit: a new revision with its own parts; the old revision and its parts collected.
+    old = {head, *(f["configMap"] for f in listed.values())}
+    api.apply_spec("Skill", NS, "large", skill_spec(instructions="# v2\n", files=files))
+    await operator.settle()
+    new_head = status(api, "Skill", "large")["renderedConfigMap"]
+    assert new_head != head
+    new = json.loads(api.get("ConfigMap", NS, new_head)["data"]["files.json"])  # type: ignore[index]
+    assert all(api.get("ConfigMap", NS, f["configMap"]) is not None for f in new)
+    assert all(api.get("ConfigMap", NS, name) is None for name in old)
 
 
 async def test_a_skill_named_like_a_synthesized_topology_skill_collides(
