@@ -25,6 +25,8 @@ from swarmkit_operator.handlers.common import config_map_event
 from swarmkit_operator.handlers.root import wiring
 from swarmkit_operator.handlers.skill import reconcile_skill
 
+from .test_render_adoption import Api
+
 WIRED = wiring()
 NS = "team-a"
 SPEC: dict[str, Any] = {
@@ -40,30 +42,6 @@ BODY = {
 RENDER = render_skill(ObjectRef("Skill", "triage", NS, "skill-uid"), SPEC, {}, OperatorConfig())
 assert RENDER.config_map is not None
 NAME = str(RENDER.config_map_name)
-
-
-class Api:
-    """The few calls a Skill reconcile makes, over one ConfigMap ``existing``."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, existing: dict[str, Any]) -> None:
-        self.existing = existing
-        self.reads = 0
-        self.statuses: list[dict[str, Any]] = []
-        monkeypatch.setattr(k8s, "create_config_map", self.create_config_map)
-        monkeypatch.setattr(k8s, "read_config_map", self.read_config_map)
-        monkeypatch.setattr(k8s, "apply_status", self.apply_status)
-
-    async def create_config_map(self, manifest: Mapping[str, Any]) -> bool:
-        return False  # 409: a ConfigMap of that name exists
-
-    async def read_config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
-        self.reads += 1
-        return copy.deepcopy(self.existing) if name == NAME else None
-
-    async def apply_status(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        body = args[4] if len(args) > 4 else kwargs["body"]
-        self.statuses.append(dict(body))
-        return {"metadata": {"resourceVersion": str(len(self.statuses))}, "status": dict(body)}
 
 
 def ready(status: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,7 +66,7 @@ async def test_a_forged_render_is_refused_naming_it_and_its_deletion_requeues_th
 ) -> None:
     assert RENDER.config_map is not None
     forged = labelled({**RENDER.config_map["data"], "SKILL.md": "eve's instructions"}, "eve-uid")
-    api = Api(monkeypatch, forged)
+    api = Api(monkeypatch, NAME, forged)
     ctl = controller()
     ctl.indexes.update("configmaps", forged)  # it carries the operator's labels, too
     await reconcile_skill(ctl, NS, "triage", False)
@@ -114,7 +92,7 @@ async def test_the_operators_own_render_is_adopted_and_read_back_once_per_uid(
 ) -> None:
     assert RENDER.config_map is not None
     own = labelled(RENDER.config_map["data"], "own-uid")
-    api = Api(monkeypatch, own)
+    api = Api(monkeypatch, NAME, own)
     ctl = controller()
     ctl.indexes.update("configmaps", own)
     await reconcile_skill(ctl, NS, "triage", False)
@@ -130,7 +108,7 @@ async def test_the_right_bytes_in_a_mutable_config_map_are_not_adopted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert RENDER.config_map is not None
-    api = Api(monkeypatch, labelled(RENDER.config_map["data"], "eve-uid", immutable=False))
+    api = Api(monkeypatch, NAME, labelled(RENDER.config_map["data"], "eve-uid", immutable=False))
     ctl = controller()
     await reconcile_skill(ctl, NS, "triage", False)
     cond = ready(api.statuses[-1])
@@ -142,7 +120,7 @@ async def test_a_foreign_config_map_deleted_before_the_read_back_is_replaced_by_
 ) -> None:
     """The 409 came from a ConfigMap deleted since (eve's, removed to recover): the render
     is written then, not taken as present, so the Skill never names a missing render."""
-    api = Api(monkeypatch, {})
+    api = Api(monkeypatch, NAME, {})
     created: list[str] = []
     first = True
 
