@@ -146,8 +146,6 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
             continue
         key = input_key(repo, spec, base_ids, tool)
         rootfs = store / "rootfs" / f"{spec.name}-{key}"
-        # An index from before per-key entries: its one build becomes the first kept one.
-        index.setdefault("builds", {})[spec.reference] = key_entries(index, records, spec)
         old = records.get(spec.name) or {}
         fresh = (
             old.get("key") == key and (rootfs / "usr").is_dir() and buildah.image_id(spec.reference)
@@ -155,8 +153,8 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
         if fresh and not force:
             log(f"{spec.reference}: up to date ({key})")
             entry = key_entries(index, records, spec).get(key) or {}
-            record_build(index, spec, {**entry, "config": old["config"], "key": key,
-                                       "rootfs": f"rootfs/{rootfs.name}"})  # fmt: skip
+            record_build(index, records, spec, {**entry, "config": old["config"], "key": key,
+                                                "rootfs": f"rootfs/{rootfs.name}"})  # fmt: skip
             continue
         log(f"building {spec.reference} ({spec.dockerfile})")
         t1 = time.monotonic()
@@ -167,6 +165,11 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
             export_rootfs(buildah, spec.reference, rootfs)
         seconds = round(time.monotonic() - t1, 1)
         config = image_config(buildah, spec.reference)
+        built_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        record_build(index, records, spec, {
+            "rootfs": f"rootfs/{rootfs.name}", "config": config, "key": key,
+            "builtAt": built_at, "baseIds": base_ids, "builder": tool,
+        })  # fmt: skip
         records[spec.name] = {
             "reference": spec.reference,
             "key": key,
@@ -175,14 +178,10 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
             "rootfsBytes": tree_size(rootfs),
             "buildSeconds": seconds,
             "baseSeconds": base_seconds,
-            "builtAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "builtAt": built_at,
             "builder": tool,
             "baseIds": base_ids,
         }
-        record_build(index, spec, {
-            "rootfs": f"rootfs/{rootfs.name}", "config": config, "key": key,
-            "builtAt": records[spec.name]["builtAt"], "baseIds": base_ids, "builder": tool,
-        })  # fmt: skip
         write_json(store / RECORD_FILE, records)
         write_json(store / INDEX_FILE, index)
         prune_builds(store, index, spec)
@@ -212,10 +211,14 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
 KEEP = 3
 
 
-def record_build(index: JSON, spec: pins.ImageSpec, entry: JSON) -> None:
-    """Make ``entry`` the reference's most recent build and keep it among its per-key builds."""
+def record_build(index: JSON, records: JSON, spec: pins.ImageSpec, entry: JSON) -> None:
+    """Make ``entry`` the reference's most recent build and keep it among its per-key builds
+    (``records``: ``builds.json`` before this build; an index from before per-key entries has
+    one build, which becomes the first kept one)."""
+    builds = key_entries(index, records, spec)
+    builds[entry["key"]] = entry
+    index.setdefault("builds", {})[spec.reference] = builds
     index.setdefault("images", {})[spec.reference] = entry
-    index.setdefault("builds", {}).setdefault(spec.reference, {})[entry["key"]] = entry
 
 
 def prune_builds(store: Path, index: JSON, spec: pins.ImageSpec) -> list[str]:
