@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
@@ -26,7 +28,8 @@ from swarmkit_devcluster.imagebuild.build import (
     write_json,
 )
 from swarmkit_devcluster.imagebuild.pins import IMAGES, ImageSpec
-from swarmkit_devcluster.process_node.images import ImageStore
+from swarmkit_devcluster.process_node.images import ImageMap, ImageRule, ImageStore
+from swarmkit_devcluster.process_node.pod import NodeContext, PodWorker
 
 OPERATOR = next(s for s in IMAGES if s.name == "operator")
 RUNTIME = next(s for s in IMAGES if s.name == "runtime")
@@ -168,3 +171,30 @@ def test_without_a_checkout_the_most_recent_build_resolves(tmp_path: Path, store
     key_b = build(store, b, OPERATOR, "2026-12-05T20:05:00Z")
     found = ImageStore(store).resolve(OPERATOR.reference)
     assert found is not None and found.rootfs.name == f"operator-{key_b}"
+
+
+def pod_worker(images: ImageStore, tmp_path: Path, image: str) -> PodWorker:
+    """A pod worker over a node that only has image tables (the image decision needs no
+    apiserver: it runs before the pod's first status write)."""
+    node = SimpleNamespace(client=None, pods_dir=tmp_path / "pods", image_store=images,
+                           image_map=ImageMap.load(None))  # fmt: skip
+    pod = {"metadata": {"namespace": "ns", "name": "p", "uid": "u"},
+           "spec": {"containers": [{"name": "c", "image": image}]}}  # fmt: skip
+    return PodWorker(cast(NodeContext, node), pod)
+
+
+def test_the_pod_fails_to_pull_rather_than_run_the_host_command(
+    tmp_path: Path, store: Path
+) -> None:
+    """Another checkout's build only: no fallback to the built-in host-command rule (which
+    matches ``*swarmkit-operator``); the ErrImagePull message is the store's, naming
+    ``make images``. Never built: the host-command rule, as before."""
+    a, b = checkout(tmp_path / "a", "a"), checkout(tmp_path / "b", "b")
+    build(store, b, OPERATOR, "2026-12-05T20:05:00Z")
+    worker = pod_worker(ImageStore(store, a), tmp_path, OPERATOR.reference)
+    c = worker.containers["c"]
+    assert worker._image(c) is None
+    message = worker._unknown_image_message(c)
+    assert "`make images`" in message and str(a) in message and "key " in message
+    runtime = pod_worker(ImageStore(store, a), tmp_path, RUNTIME.reference)
+    assert isinstance(runtime._image(runtime.containers["c"]), ImageRule)
