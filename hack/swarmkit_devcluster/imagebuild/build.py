@@ -16,6 +16,7 @@ import shutil
 import time
 from pathlib import Path
 
+from swarmkit_devcluster.build import _lock
 from swarmkit_devcluster.imagebuild import pins
 from swarmkit_devcluster.imagebuild.bases import make_bases
 from swarmkit_devcluster.imagebuild.tools import Buildah, ImageBuildError, ensure_tools, log, run
@@ -131,6 +132,13 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
             "make images needs root (debootstrap, and buildah's vfs storage mounts); "
             "run it as root, e.g. `sudo make images`"
         )
+    # Checkouts share the store: two builds at once would each rewrite index.json from what
+    # they read, and prune the root filesystem the other just recorded.
+    with _lock(store_dir() / ".build.lock"):
+        return build_locked(repo, names, force)
+
+
+def build_locked(repo: Path, names: list[str] | None, force: bool) -> JSON:
     ensure_tools()
     store = store_dir()
     store.mkdir(parents=True, exist_ok=True)
