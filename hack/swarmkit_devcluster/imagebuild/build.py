@@ -16,6 +16,7 @@ import shutil
 import time
 from pathlib import Path
 
+from swarmkit_devcluster.build import _lock
 from swarmkit_devcluster.imagebuild import pins
 from swarmkit_devcluster.imagebuild.bases import make_bases
 from swarmkit_devcluster.imagebuild.tools import Buildah, ImageBuildError, ensure_tools, log, run
@@ -125,12 +126,19 @@ def image_config(buildah: Buildah, reference: str) -> JSON:
 
 
 def build_images(repo: Path, names: list[str] | None = None, force: bool = False) -> JSON:
-    """Build (or reuse) each image and (re)write its index entry; returns the build records."""
+    """Build (or reuse) each image and (re)write its index entries; returns the build records."""
     if os.geteuid() != 0:
         raise ImageBuildError(
             "make images needs root (debootstrap, and buildah's vfs storage mounts); "
             "run it as root, e.g. `sudo make images`"
         )
+    # Checkouts share the store: two builds at once would each rewrite index.json from what
+    # they read, and prune the root filesystem the other just recorded.
+    with _lock(store_dir() / ".build.lock"):
+        return build_locked(repo, names, force)
+
+
+def build_locked(repo: Path, names: list[str] | None, force: bool) -> JSON:
     ensure_tools()
     store = store_dir()
     store.mkdir(parents=True, exist_ok=True)
@@ -141,7 +149,6 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
     base_seconds = round(time.monotonic() - t0, 1)
     records = read_json(store / RECORD_FILE)
     index = read_json(store / INDEX_FILE)
-    images = index.setdefault("images", {})
     for spec in pins.IMAGES:
         if names and spec.name not in names:
             continue
@@ -153,15 +160,24 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
         )
         if fresh and not force:
             log(f"{spec.reference}: up to date ({key})")
-            images[spec.reference] = {"rootfs": f"rootfs/{rootfs.name}", "config": old["config"],
-                                      "key": key}  # fmt: skip
+            entry = key_entries(index, records, spec).get(key) or {}
+            record_build(index, records, spec, {**entry, "config": old["config"], "key": key,
+                                                "rootfs": f"rootfs/{rootfs.name}"})  # fmt: skip
             continue
         log(f"building {spec.reference} ({spec.dockerfile})")
         t1 = time.monotonic()
         build_one(buildah, repo, spec)
-        export_rootfs(buildah, spec.reference, rootfs)
+        # Another checkout with the same inputs may be running pods on this key's root
+        # filesystem: an existing one is identical, so it stays (unless forced).
+        if force or not (rootfs / "usr").is_dir():
+            export_rootfs(buildah, spec.reference, rootfs)
         seconds = round(time.monotonic() - t1, 1)
         config = image_config(buildah, spec.reference)
+        built_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        record_build(index, records, spec, {
+            "rootfs": f"rootfs/{rootfs.name}", "config": config, "key": key,
+            "builtAt": built_at, "baseIds": base_ids, "builder": tool,
+        })  # fmt: skip
         records[spec.name] = {
             "reference": spec.reference,
             "key": key,
@@ -170,16 +186,14 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
             "rootfsBytes": tree_size(rootfs),
             "buildSeconds": seconds,
             "baseSeconds": base_seconds,
-            "builtAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "builtAt": built_at,
             "builder": tool,
             "baseIds": base_ids,
         }
-        images[spec.reference] = {"rootfs": f"rootfs/{rootfs.name}", "config": config, "key": key}
         write_json(store / RECORD_FILE, records)
         write_json(store / INDEX_FILE, index)
-        for stale in (store / "rootfs").glob(f"{spec.name}-*"):
-            if stale != rootfs and not stale.name.endswith(".tmp"):
-                shutil.rmtree(stale, ignore_errors=True)
+        prune_builds(store, index, spec)
+        write_json(store / INDEX_FILE, index)
         mib = records[spec.name]["rootfsBytes"] / 2**20
         log(f"{spec.reference}: built in {seconds:.0f}s, root filesystem {mib:.0f} MiB")
     write_json(store / INDEX_FILE, index)
@@ -190,37 +204,120 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
     return records
 
 
+# -- several checkouts, one store ------------------------------------------------------------
+#
+# ``index.json`` holds, per image reference, the builds of the last :data:`KEEP` input keys
+# (``builds[reference][key]``: root filesystem, config, build time, the base ids and builder
+# the key was computed with) and, under ``images[reference]``, the most recent build (what a
+# reader without a checkout takes, e.g. the real node's archive export). Each checkout (a
+# worktree, a CI clone) resolves a reference to the build of *its own* inputs' key, so one
+# checkout's ``make images`` neither deletes the root filesystem another's pods run on nor
+# points the other's next pods at its code, as long as at most KEEP keys are built in between.
+
+#: Root filesystems kept per image (one per input key, newest by build time). Disk cost per
+#: kept key: operator ~224 MiB, runtime ~460 MiB.
+KEEP = 3
+
+
+def record_build(index: JSON, records: JSON, spec: pins.ImageSpec, entry: JSON) -> None:
+    """Make ``entry`` the reference's most recent build and keep it among its per-key builds
+    (``records``: ``builds.json`` before this build; an index from before per-key entries has
+    one build, which becomes the first kept one)."""
+    builds = key_entries(index, records, spec)
+    builds[entry["key"]] = entry
+    index.setdefault("builds", {})[spec.reference] = builds
+    index.setdefault("images", {})[spec.reference] = entry
+
+
+def prune_builds(store: Path, index: JSON, spec: pins.ImageSpec) -> list[str]:
+    """Keep the :data:`KEEP` newest builds of ``spec`` (by ``builtAt``); delete the others'
+    root filesystems and entries, and any ``rootfs/<image>-*`` no entry names (left by a
+    build before per-key entries). Returns the deleted directory names."""
+    builds = index.setdefault("builds", {}).setdefault(spec.reference, {})
+    newest = sorted(builds, key=lambda k: str(builds[k].get("builtAt", "")), reverse=True)
+    for key in newest[KEEP:]:
+        del builds[key]
+    kept = {Path(str(e.get("rootfs", ""))).name for e in builds.values()}
+    deleted = []
+    for stale in sorted((store / "rootfs").glob(f"{spec.name}-*")):
+        if stale.name not in kept and not stale.name.endswith(".tmp"):
+            shutil.rmtree(stale, ignore_errors=True)
+            deleted.append(stale.name)
+    return deleted
+
+
+def key_entries(index: JSON, records: JSON, spec: pins.ImageSpec) -> dict[str, JSON]:
+    """The kept builds of ``spec`` by key (an index written before per-key entries has only
+    the most recent one, under ``images``; its base ids and builder are in ``builds.json``)."""
+    entries: dict[str, JSON] = dict((index.get("builds") or {}).get(spec.reference) or {})
+    latest = (index.get("images") or {}).get(spec.reference) or {}
+    if latest.get("key") and latest["key"] not in entries:
+        rec = records.get(spec.name) or {}
+        entries[latest["key"]] = {
+            **latest, "baseIds": rec.get("baseIds") or {}, "builder": rec.get("builder", ""),
+            "builtAt": rec.get("builtAt", ""),
+        }  # fmt: skip
+    return entries
+
+
+def checkout_key(repo: Path, spec: pins.ImageSpec, entries: dict[str, JSON], record: JSON) -> str:
+    """The key of ``repo``'s inputs for ``spec``. It also hashes the base ids and the builder
+    version, which only a build knows: tried with those of the latest build record, then of
+    each kept build (they differ only when the bases were rebuilt); the first that names a
+    kept build wins, else the latest record's."""
+    tried: set[str] = set()
+    first = ""
+    for e in (record, *entries.values()):
+        base_ids, builder = e.get("baseIds") or {}, str(e.get("builder", ""))
+        combo = json.dumps([base_ids, builder], sort_keys=True)
+        if combo in tried:
+            continue
+        tried.add(combo)
+        key = input_key(repo, spec, base_ids, builder)
+        if key in entries:
+            return key
+        first = first or key
+    return first
+
+
+def checkout_build(repo: Path, store: Path, spec: pins.ImageSpec) -> tuple[str, JSON | None, int]:
+    """(``repo``'s key for ``spec``, its kept build if that root filesystem exists else None,
+    how many builds of ``spec`` the store keeps)."""
+    index, records = read_json(store / INDEX_FILE), read_json(store / RECORD_FILE)
+    entries = key_entries(index, records, spec)
+    key = checkout_key(repo, spec, entries, records.get(spec.name) or {})
+    entry = entries.get(key)
+    if entry and (store / str(entry.get("rootfs")) / "usr").is_dir():
+        return key, entry, len(entries)
+    return key, None, len(entries)
+
+
 def image_status(repo: Path) -> dict[str, str]:
-    """Per image reference: ``ok``, ``stale`` (inputs changed since the build) or ``missing``,
-    without running buildah (fast: what tests and ``make test`` consult)."""
-    store = store_dir()
-    index = read_json(store / INDEX_FILE).get("images") or {}
-    records = read_json(store / RECORD_FILE)
+    """Per image reference: ``ok`` (the store keeps a build of this checkout's inputs),
+    ``stale`` (it keeps only builds of other inputs: sources changed, or another checkout's)
+    or ``missing``, without running buildah (fast: what tests and ``make test`` consult)."""
     out = {}
     for spec in pins.IMAGES:
-        entry, rec = index.get(spec.reference), records.get(spec.name) or {}
-        if not entry or not (store / str(entry.get("rootfs")) / "usr").is_dir():
-            out[spec.reference] = "missing"
-            continue
-        base_ids = rec.get("baseIds") or {}
-        key = input_key(repo, spec, base_ids, str(rec.get("builder", "")))
-        out[spec.reference] = "ok" if key == entry.get("key") else "stale"
+        _, entry, kept = checkout_build(repo, store_dir(), spec)
+        out[spec.reference] = "ok" if entry else "stale" if kept else "missing"
     return out
 
 
 def current_images_store(repo: Path, dest: Path) -> dict[str, str]:
-    """Write an image store at ``dest`` listing only the images whose build is current (their
-    root filesystems stay where ``make images`` put them): a test session's process node uses
-    it, so a stale image (sources changed since the build) never runs old code in a test; those
-    pods use the host-command fallback instead. Returns :func:`image_status`."""
-    status = image_status(repo)
+    """Write an image store at ``dest`` listing only the images built from this checkout's
+    inputs (their root filesystems stay where ``make images`` put them): a test session's
+    process node uses it, so a stale image (sources changed since the build, or another
+    checkout's build) never runs in a test; those pods use the host-command fallback instead.
+    Returns :func:`image_status`."""
     store = store_dir()
-    index = read_json(store / INDEX_FILE).get("images") or {}
-    current = {
-        ref: {**entry, "rootfs": str((store / str(entry["rootfs"])).resolve())}
-        for ref, entry in index.items()
-        if status.get(ref) == "ok"
-    }
+    current, status = {}, {}
+    for spec in pins.IMAGES:
+        _, entry, kept = checkout_build(repo, store, spec)
+        status[spec.reference] = "ok" if entry else "stale" if kept else "missing"
+        if entry:
+            rootfs = str((store / str(entry["rootfs"])).resolve())
+            current[spec.reference] = {"rootfs": rootfs, "config": entry.get("config") or {},
+                                       "key": entry["key"]}  # fmt: skip
     dest.mkdir(parents=True, exist_ok=True)
     write_json(dest / INDEX_FILE, {"images": current})
     return status

@@ -14,7 +14,9 @@ An image whose reference (exactly as the pod spells it) is in the *image store*
 (``--image-store DIR``, default ``$SWARMKIT_NODE_IMAGE_STORE`` or
 ``~/.cache/swarmkit-operator/images``, filled by ``make images``; ``index.json`` maps each
 reference to a root filesystem and its OCI config: Entrypoint, Cmd, Env, WorkingDir, User)
-runs *in that root filesystem*. Any other image is mapped to a local command by a table (the
+runs *in that root filesystem* (the repository's own images, in the store ``make images``
+writes, resolve to the build of the checkout the node runs from: :class:`images.ImageStore`).
+Any other image is mapped to a local command by a table (the
 host-command fallback). The built-in table (override with ``--image-map FILE`` or
 ``$SWARMKIT_NODE_IMAGE_MAP``, a YAML/JSON file ``{"images": [{"match": GLOB, "entrypoint":
 [...], "cmd": [...], "env": {...}}]}``; rules are matched in order against the image

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from swarmkit_devcluster.kubeapi import KubeClient
+from swarmkit_devcluster.paths import repo_root
 from swarmkit_devcluster.process_node.images import ImageMap, ImageStore, default_store_dir
 from swarmkit_devcluster.process_node.node import DEFAULT_NODE_NAME, ProcessNode
 
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         name=args.name,
         state_dir=state_dir,
         image_map=image_map,
-        image_store=ImageStore(Path(args.image_store)),
+        image_store=ImageStore(Path(args.image_store), repo_root()),
         api_host=client.host,
         api_port=client.port,
         tls_cert=args.tls_cert,

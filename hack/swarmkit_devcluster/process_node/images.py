@@ -11,11 +11,15 @@ import os
 import re
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from swarmkit_devcluster.imagebuild.build import INDEX_FILE, RECORD_FILE, checkout_build
+from swarmkit_devcluster.imagebuild.pins import IMAGES, ImageSpec
+from swarmkit_devcluster.imagebuild.tools import ImageBuildError
 from swarmkit_devcluster.kubeapi import JSON
 from swarmkit_devcluster.paths import cache_root
 
@@ -107,8 +111,6 @@ def build_argv(rule: ImageRule, container: JSON) -> list[str]:
 
 # -- local root filesystems ------------------------------------------------------------------
 
-INDEX_FILE = "index.json"
-
 
 @dataclass(frozen=True)
 class LocalImage:
@@ -146,13 +148,20 @@ def local_image(reference: str, entry: JSON, base: Path) -> LocalImage:
 class ImageStore:
     """The images with a local root filesystem: ``<dir>/index.json`` maps image references
     (exactly as a pod spells them) to a root filesystem and its config. Re-read when the file
-    changes, so images built while the node runs are picked up."""
+    changes, so images built while the node runs are picked up.
 
-    def __init__(self, directory: Path | None) -> None:
+    Given the checkout it runs from (``repo``), a store ``make images`` writes (it has
+    ``builds.json``) resolves the repository's own images to the build of *that checkout's*
+    inputs (``rootfs/<image>-<key>``), never to the most recent build, which may be another
+    checkout's on this machine (see ``imagebuild/build.py``)."""
+
+    def __init__(self, directory: Path | None, repo: Path | None = None) -> None:
         self.directory = directory
+        self.repo = repo
         self._stamp: tuple[int, int] | None = None
         self._images: dict[str, LocalImage] = {}
         self._lock = threading.Lock()
+        self._keyed: dict[str, tuple[float, LocalImage | str | None]] = {}
 
     def _reload(self) -> None:
         if self.directory is None:
@@ -176,13 +185,67 @@ class ImageStore:
             return  # being rewritten: keep what we had
         self._images, self._stamp = images, stamp
 
-    def resolve(self, image: str) -> LocalImage | None:
+    def lookup(self, image: str) -> LocalImage | str | None:
+        """The image's local root filesystem; else, for a repository image the store keeps
+        only other checkouts' builds of, why not (a message naming ``make images``); else
+        None (the host-command table may know it)."""
+        if image in project_images() and self._holds_checkouts():
+            return self._checkout_image(image)
         with self._lock:
             self._reload()
             found = self._images.get(image)
         if found is not None and (found.rootfs / "usr").is_dir():
             return found
         return None
+
+    def _holds_checkouts(self) -> bool:
+        """A store ``make images`` writes (``builds.json``), read from a known checkout."""
+        if self.directory is None or self.repo is None:
+            return False
+        return (self.directory / RECORD_FILE).is_file()
+
+    def resolve(self, image: str) -> LocalImage | None:
+        found = self.lookup(image)
+        return found if isinstance(found, LocalImage) else None
+
+    def _checkout_image(self, image: str) -> LocalImage | str | None:
+        # A pod start asks several times; hashing the inputs takes 3-21 ms here, a source edit
+        # followed by `make images` takes far longer than this cache lives.
+        now = time.monotonic()
+        with self._lock:
+            cached = self._keyed.get(image)
+            if cached is not None and now - cached[0] < KEY_CACHE_SECONDS:
+                return cached[1]
+        found = self._checkout_build(image)
+        with self._lock:
+            self._keyed[image] = (now, found)
+        return found
+
+    def _checkout_build(self, image: str) -> LocalImage | str | None:
+        assert self.directory is not None and self.repo is not None
+        spec = project_images()[image]
+        try:
+            key, entry, kept = checkout_build(self.repo, self.directory, spec)
+        except (OSError, ImageBuildError) as exc:  # e.g. an input missing from the checkout
+            return f"image {image!r}: cannot compute the build key of {self.repo}: {exc}"
+        if entry is not None:
+            return local_image(image, entry, self.directory)
+        if not kept:
+            return None  # never built on this machine: the host-command table applies
+        return (
+            f"image {image!r}: {self.directory} has no root filesystem built from this "
+            f"checkout's sources ({self.repo}, key {key}); it keeps {kept} build(s) of other "
+            f"sources (another checkout's, or before an edit); run `make images` in {self.repo}"
+        )
+
+
+#: How long a repository image's resolution (its inputs' key) is reused.
+KEY_CACHE_SECONDS = 2.0
+
+
+def project_images() -> dict[str, ImageSpec]:
+    """The repository's own images (``make images`` builds them), by reference."""
+    return {spec.reference: spec for spec in IMAGES}
 
 
 def default_store_dir() -> Path:

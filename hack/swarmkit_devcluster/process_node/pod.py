@@ -196,12 +196,7 @@ class PodWorker(threading.Thread):
         unknown = [c for c in self.containers.values() if self._image(c) is None]
         if unknown:
             for c in unknown:
-                message = (
-                    f'image "{c.spec.get("image")}" is not known to the process node (no '
-                    f"local root filesystem in {self.node.image_store.directory}, no rule in "
-                    f"{self.node.image_map.source}); build it with `make images` or add a rule "
-                    "with --image-map/$SWARMKIT_NODE_IMAGE_MAP"
-                )
+                message = self._unknown_image_message(c)
                 c.state = {"waiting": {"reason": "ErrImagePull", "message": message}}
                 self._event(c, "Warning", "Failed", f'Failed to pull image "{c.spec.get("image")}"')
                 self._event(c, "Warning", "Failed", "Error: ErrImagePull")
@@ -264,9 +259,24 @@ class PodWorker(threading.Thread):
                     os.killpg(pid, signal.SIGKILL)
 
     def _image(self, c: ContainerRun) -> LocalImage | ImageRule | None:
-        """The container's image: a local root filesystem, else a host-command rule."""
+        """The container's image: a local root filesystem, else a host-command rule (not for
+        a repository image built only from another checkout's sources: that is an error)."""
         image = c.spec.get("image", "")
-        return self.node.image_store.resolve(image) or self.node.image_map.resolve(image)
+        found = self.node.image_store.lookup(image)
+        if isinstance(found, str):
+            return None
+        return found or self.node.image_map.resolve(image)
+
+    def _unknown_image_message(self, c: ContainerRun) -> str:
+        image = c.spec.get("image", "")
+        not_built = self.node.image_store.lookup(image)
+        if isinstance(not_built, str):  # built only from other checkouts' sources
+            return not_built
+        return (
+            f'image "{image}" is not known to the process node (no local root filesystem in '
+            f"{self.node.image_store.directory}, no rule in {self.node.image_map.source}); "
+            "build it with `make images` or add a rule with --image-map/$SWARMKIT_NODE_IMAGE_MAP"
+        )
 
     def _event(self, c: ContainerRun | None, typ: str, reason: str, message: str) -> None:
         if c is None:
