@@ -186,8 +186,14 @@ test: $(STAMP) ## lint + verify + docs + the whole test suite (prints the 20 slo
 	$(PY) -m pytest tests -q -p no:cacheprovider --durations=20 --durations-min=1 -m 'not real_node' \
 	&& exit $$rn
 
-demo: operator-up ## the whole thing: cluster, operator, examples, one Run, its output (TRACING=1: + Jaeger, the trace)
-	$(PY) -m swarmkit_devcluster demo
+# `make demo` runs its Run on the real node (kubelet + containerd, the runtime image) where the
+# machine can run one: as root. REAL_NODE=0 keeps it on the process node (no node build, no lock);
+# a non-root user gets the process node. The choice is made here, before `cluster-up`'s
+# prerequisites are read, so the real node's builds come only when it is used.
+DEMO_REAL_NODE := $(if $(REAL_NODE),$(REAL_NODE),$(if $(filter 0,$(shell id -u)),1,0))
+demo: $(RUN_STAMP) ## the whole thing: cluster (as root with the real node), operator, examples, one Run, its output (TRACING=1: + Jaeger, the trace)
+	@$(MAKE) --no-print-directory REAL_NODE=$(DEMO_REAL_NODE) operator-up
+	REAL_NODE=$(DEMO_REAL_NODE) $(PY) -m swarmkit_devcluster demo
 
 bench-reconcile: $(STAMP) cluster-binaries ## benchmark: reconcile 1,000 skills / 200 agents / 20 topologies
 	$(PY) bench/bench_reconcile.py

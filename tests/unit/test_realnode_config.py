@@ -5,6 +5,8 @@ keyed so that a change is never served from a stale cache."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,30 @@ def test_the_busybox_archive_name_changes_with_its_applets(
     before = img.busybox_path(Path("/c"))
     monkeypatch.setattr(img, "_APPLETS", (*img._APPLETS, "wget"))
     assert img.busybox_path(Path("/c")) != before
+
+
+def _demo_commands(env: dict[str, str]) -> list[str]:
+    """What `make demo` would run (``make -n``: nothing runs, the sub-make is listed too)."""
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        ["make", "-n", "--no-print-directory", "demo"],
+        cwd=repo,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [line for line in out.splitlines() if "swarmkit_devcluster" in line]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the real node is chosen for root")
+def test_make_demo_as_root_runs_its_run_on_the_real_node() -> None:
+    """As root, `make demo` builds the real node and its images and starts the cluster with it;
+    `REAL_NODE=0` keeps the process node: no node build, no image import, no lock."""
+    real = _demo_commands({"REAL_NODE": ""})  # empty: as if unset
+    assert any(c.endswith("swarmkit_devcluster build --node") for c in real), real
+    assert any(c.endswith("swarmkit_devcluster images") for c in real), real
+    assert real[-1].startswith("REAL_NODE=1 ") and real[-1].endswith("swarmkit_devcluster demo")
+    process = _demo_commands({"REAL_NODE": "0"})
+    assert not any("build --node" in c or c.endswith(" images") for c in process), process
+    assert process[-1].startswith("REAL_NODE=0 ")
