@@ -91,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "down":
             was = cluster.state_file.exists()
             t0 = time.monotonic()
-            cluster.stop()
+            laps = cluster.stop()
             msg = "cluster stopped" if was else "no cluster state found; nothing to stop"
-            print(f"{msg} ({time.monotonic() - t0:.1f}s)", file=sys.stderr)
+            print(f"{msg} ({time.monotonic() - t0:.1f}s: {laps.line()})", file=sys.stderr)
             return 0
         if a.cmd == "status":
             if cluster.is_running():

@@ -45,6 +45,7 @@ from swarmkit_devcluster.components import (
     scheduler_cmd,
 )
 from swarmkit_devcluster.kubeapi import ApiError, KubeClient
+from swarmkit_devcluster.laps import Laps
 from swarmkit_devcluster.paths import binary, cache_root, default_state_dir, repo_root
 from swarmkit_devcluster.process_node import DEFAULT_NODE_NAME, MARKER_ENV
 from swarmkit_devcluster.procs import (
@@ -227,7 +228,7 @@ class LocalCluster:
                 return self
             if self.state_file.exists():
                 self._say("found a stale cluster state; cleaning it up first")
-                self._stop_locked()
+                self._stop_locked(Laps())
             if self.apiserver_port and port_in_use(self.apiserver_port):
                 raise ClusterError(
                     f"port {self.apiserver_port} on 127.0.0.1 is already in use, so "
@@ -241,7 +242,7 @@ class LocalCluster:
             except BaseException:
                 self._say("start-up failed; stopping what was started")
                 logs = self.logs_dir
-                self._stop_locked(remove_state=False)
+                self._stop_locked(Laps(), remove_state=False)
                 with contextlib.suppress(OSError):
                     self.state_file.unlink()
                 self._say(f"(component logs kept in {logs})")
@@ -466,10 +467,10 @@ class LocalCluster:
             for e in s.get("endpoints") or []
         )
 
-    def _release_real_node(self, lock: Proc) -> None:
+    def _release_real_node(self, lock: Proc, laps: Laps | None = None) -> None:
         """After the node's processes are gone: clean the host, then free the machine lock."""
         try:
-            rn.teardown(rn.NodePaths())
+            rn.teardown(rn.NodePaths(), laps=laps)
         finally:
             with contextlib.suppress(OSError):
                 if lock.alive():
@@ -587,12 +588,15 @@ class LocalCluster:
 
     # -- stop ------------------------------------------------------------------------------
 
-    def stop(self, *, remove_state: bool = True) -> None:
-        """Stop every process this cluster started (and any stray carrying its marker)."""
+    def stop(self, *, remove_state: bool = True) -> Laps:
+        """Stop every process this cluster started (and any stray carrying its marker);
+        returns where the time went."""
+        laps = Laps()
         with self._locked():
-            self._stop_locked(remove_state=remove_state)
+            self._stop_locked(laps, remove_state=remove_state)
+        return laps
 
-    def _stop_locked(self, *, remove_state: bool = True) -> None:
+    def _stop_locked(self, laps: Laps, *, remove_state: bool = True) -> None:
         if not self.state:
             self._load()
         procs = self._procs()
@@ -621,8 +625,9 @@ class LocalCluster:
                 with contextlib.suppress(OSError):
                     os.killpg(p.pid, signal.SIGKILL)  # anything left in its group
                 self._reap(p.name)
+            laps.lap("/".join(group))
         if "realnode-lock" in procs:  # before the marker sweep: the lock holder carries it
-            self._release_real_node(procs["realnode-lock"])
+            self._release_real_node(procs["realnode-lock"], laps)
         marker = self.state.get("id")
         if marker:
             for _ in range(3):

@@ -101,3 +101,20 @@ def test_make_demo_as_root_runs_its_run_on_the_real_node() -> None:
     process = _demo_commands({"REAL_NODE": "0"})
     assert not any("build --node" in c or c.endswith(" images") for c in process), process
     assert process[-1].startswith("REAL_NODE=0 ")
+
+
+def test_the_saved_sysctls_outlive_the_state_tmpfs() -> None:
+    """The node's state is a tmpfs that teardown unmounts before it restores the sysctls the
+    kubelet rewrote: the saved values must not live on it."""
+    p = rn.NodePaths()
+    assert not p.sysctl_file.is_relative_to(p.root)
+    assert p.sysctl_file.is_relative_to(p.run)
+
+
+def test_cluster_down_says_where_its_time_went() -> None:
+    from swarmkit_devcluster.laps import Laps
+
+    laps = Laps()
+    laps.parts += [("kube-apiserver", 5.04), ("mounts", 0.01), ("host directories", 0.12)]
+    assert laps.line() == "kube-apiserver 5.0s, host directories 0.1s"
+    assert round(laps.total(), 2) == 5.17
