@@ -420,6 +420,9 @@ def _add_runnables(app: App) -> None:
     ctl, runs, manager, ours = app.controller, app.runs, app.manager, app.settings
 
     async def start_reconcile() -> None:
+        # The first writer: from now on the pipelines remember what they create (a served
+        # Topology's objects are applied by the reconcile, before the Runs start).
+        runs.state.resolver.ledger.start()
         await ctl.start()
         count = ctl.enqueue_unsettled()
         if count:

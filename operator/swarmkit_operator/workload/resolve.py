@@ -35,6 +35,7 @@ from ..builders.workload import Target
 from ..conditions import get_condition
 from ..config import OperatorConfig
 from ..indexes import ResolverIndexes, one
+from .ledger import Ledger
 
 #: How often a target that is not Ready is looked at again without any event.
 PENDING_RECHECK = 30.0
@@ -97,6 +98,8 @@ class Resolver:
         self.idx = indexes
         self._cm_cache: dict[tuple[str, str], dict[str, str]] = {}
         self._parsed: dict[Any, Any] = {}
+        #: What the pipelines (Runs, serving, gateways) created, until recorded.
+        self.ledger = Ledger()
 
     async def resolve(self, target: Target, spec: RunSpec) -> Waiting | Resolved:
         """Everything ``target``'s workload pins, from the indexes and the immutable
