@@ -135,7 +135,7 @@ async def _create(
         raise RuntimeError(f"bundle {cm_name} appeared concurrently; starting again")
     if job_error is not None:
         raise job_error
-    return await record_job(st, run, rendered, job_manifest, job_res, cm_name, 0)
+    return await record_job(st, run, rendered, job_manifest, job_task.result(), cm_name, 0)
 
 
 async def _bundle_again(
