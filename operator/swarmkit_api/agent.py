@@ -300,6 +300,12 @@ class AgentStatus(ApiModel):
     gateway_version: str | None = Field(
         default=None, description="The agent version the gateway serves."
     )
+    created_uids: dict[str, str] = Field(
+        default_factory=dict,
+        description="<Kind>/<name> → uid of each gateway object the operator created "
+        "(Deployment, Service, NetworkPolicy, ServiceAccount, Role, RoleBinding): an object "
+        "under one of those names that is not the one recorded is never used (TamperedObject).",
+    )
     conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 

@@ -252,6 +252,12 @@ class RunStatus(ApiModel):
         description="sha256 of the bundle ConfigMap's data, recorded when the operator wrote "
         "it: a bundle with another digest is never used (TamperedObject).",
     )
+    created_uids: dict[str, str] = Field(
+        default_factory=dict,
+        description="<Kind>/<name> → uid of each object the operator created for the run "
+        "(its Jobs, its NetworkPolicy), recorded right after the create: an object under one "
+        "of those names that is not the one recorded is never used (TamperedObject).",
+    )
     trace_id: str | None = Field(
         default=None, description="The Run's OpenTelemetry trace id (when traced)."
     )

@@ -269,6 +269,12 @@ class TopologyStatus(ApiModel):
     serving: ServingStatus | None = Field(
         default=None, description="The served Deployment (spec.serve)."
     )
+    created_uids: dict[str, str] = Field(
+        default_factory=dict,
+        description="<Kind>/<name> → uid of each served object the operator created "
+        "(Deployment, Service, NetworkPolicy): an object under one of those names that is "
+        "not the one recorded is never used (TamperedObject).",
+    )
     conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 

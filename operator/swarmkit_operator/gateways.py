@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -101,6 +101,7 @@ class GatewayController:
     # -- scheduling ------------------------------------------------------------------------
     def start(self) -> None:
         """Start the workers (the manager calls it once this replica leads)."""
+        self.resolver.ledger.start()  # what it applies from now on, it remembers
         self._workers.start(WORKERS)
 
     async def stop(self) -> None:
@@ -154,14 +155,17 @@ class GatewayController:
             # No pod could start (its env names the key); a running gateway keeps running.
             await self._write(agent, status, "False", missing.reason, missing.message, {})
             return SECRET_RECHECK
-        gateway = Gateway(agent, spec, self.config)
+        gateway = Gateway(agent, spec, self.config, dict(status.get("createdUids") or {}))
         observed = await served.observe(namespace, gw.gateway_name(name))
         result = await served.roll_out(self.resolver, gateway, observed)
         if isinstance(result, Stop):
             return await self._stopped(agent, status, result)
         version = result.rendered.bundle.agents[name].version
         verdict = gw.serving(result.deployment, version)
-        fields: dict[str, Any] = {"gatewayUrl": gw.gateway_url(agent, spec)}
+        fields: dict[str, Any] = {
+            "gatewayUrl": gw.gateway_url(agent, spec),
+            "createdUids": dict(result.created_uids),
+        }
         if verdict.version is not None:
             fields["gatewayVersion"] = verdict.version
         await self._write(agent, status, verdict.status, verdict.reason, verdict.message, fields)
@@ -213,6 +217,7 @@ class GatewayController:
         owned: dict[str, Any] = {
             "gatewayUrl": status.get("gatewayUrl"),
             "gatewayVersion": status.get("gatewayVersion"),
+            "createdUids": status.get("createdUids"),
             **fields,
         }
         current = get_condition(status.get("conditions"), gw.SERVING)
@@ -242,12 +247,12 @@ class GatewayController:
             await k8s.delete_object(k8s.rbac_path(plural, agent.namespace, name))
         await k8s.delete_object(k8s.core_path("serviceaccounts", agent.namespace, name))
         await self._delete_bundles(agent, keep=None)
+        self.resolver.ledger.forget(agent.uid)
         if why is None and get_condition(status.get("conditions"), gw.SERVING) is None:
             return
         reason, message = why or (REASON_DISABLED, "spec.gateway is not enabled")
-        await self._write(
-            agent, status, "False", reason, message, {"gatewayUrl": None, "gatewayVersion": None}
-        )
+        gone = {"gatewayUrl": None, "gatewayVersion": None, "createdUids": None}
+        await self._write(agent, status, "False", reason, message, gone)
 
     async def _delete_bundles(self, agent: gw.AgentRef, keep: str | None) -> None:
         selector = ",".join(f"{k}={v}" for k, v in gw.selector(agent.name).items())
@@ -267,6 +272,8 @@ class Gateway:
     agent: gw.AgentRef
     spec: GatewaySpec
     config: OperatorConfig
+    #: The Agent's ``status.createdUids`` (its gateway's objects, as the operator made them).
+    recorded: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def target(self) -> Target:

@@ -98,6 +98,8 @@ class ServedTopology:
     topology: sb.TopologyRef
     serve: ServeSpec
     config: OperatorConfig
+    #: The Topology's ``status.createdUids`` (its served objects, as the operator made them).
+    recorded: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def target(self) -> Target:
@@ -172,7 +174,7 @@ async def _unserved(
         if _had_serving(view)
         else ()
     )
-    return ServingResult({"url": None, "serving": None}, verdicts)
+    return ServingResult({"url": None, "serving": None, "createdUids": None}, verdicts)
 
 
 async def reconcile_serving(
@@ -184,7 +186,27 @@ async def reconcile_serving(
     view: Mapping[str, Any],
     ready: bool,
 ) -> ServingResult:
-    """Make the served Deployment match ``spec.serve`` at the Topology's current version."""
+    """Make the served Deployment match ``spec.serve`` at the Topology's current version;
+    every status write keeps ``status.createdUids`` (the uids of the served objects the
+    operator made: what proves them its own), cleared with the workload."""
+    result = await _reconcile_serving(ctl, resolver, config, namespace, name, view, ready)
+    if "createdUids" in result.fields:
+        if result.fields["createdUids"] is None and resolver is not None:
+            resolver.ledger.forget(str(view["uid"]))
+        return result
+    recorded = view["status"].get("createdUids") or None
+    return dataclasses.replace(result, fields={**result.fields, "createdUids": recorded})
+
+
+async def _reconcile_serving(
+    ctl: Lookups,
+    resolver: Resolver | None,
+    config: OperatorConfig,
+    namespace: str,
+    name: str,
+    view: Mapping[str, Any],
+    ready: bool,
+) -> ServingResult:
     raw = (view.get("spec") or {}).get("serve")
     deployment = ctl.lookup(SERVE_DEPLOYMENTS, (namespace, name))
     if raw is None:
@@ -192,7 +214,9 @@ async def reconcile_serving(
     serve = _parse(raw)
     if isinstance(serve, Verdict):
         return ServingResult({}, (serve,))
-    served = ServedTopology(sb.TopologyRef(name, namespace, str(view["uid"])), serve, config)
+    recorded = dict(view["status"].get("createdUids") or {})
+    topology = sb.TopologyRef(name, namespace, str(view["uid"]))
+    served = ServedTopology(topology, serve, config, recorded)
     url = sb.card_url(served.topology)
     secrets = pipeline.missing_secret_keys(
         lambda ns, secret: ctl.lookup("secret_keys", (ns, secret)) or (),
@@ -226,6 +250,7 @@ class _Now:
     waiting: str | None = None
     recheck: float | None = None
     bundle_cm: str | None = None
+    created_uids: dict[str, str] | None = None
 
 
 async def _roll_out(
@@ -244,12 +269,13 @@ async def _roll_out(
             if now.deployment is not None:
                 await _delete_workload(topology.namespace, topology.name)
             verdict = Verdict(SERVING, "False", result.reason, result.message)
-            return ServingResult({"url": None, "serving": None}, (verdict,))
+            return ServingResult({"url": None, "serving": None, "createdUids": None}, (verdict,))
         # A running Deployment keeps its pods (a missing RuntimeClass, a tampered object).
         verdict = Verdict(SERVING, "False", result.reason, result.message)
         return ServingResult({"url": sb.card_url(topology)}, (verdict,), result.recheck)
     now.version = result.rendered.pinned.topology or now.version
     now.bundle_cm = result.config_map
+    now.created_uids = dict(result.created_uids)
     if result.applied:
         log.info(
             "served topology %s/%s: applied Deployment at version %s (%s)",
@@ -281,8 +307,10 @@ async def _verdict(ctl: Lookups, served: ServedTopology, now: _Now) -> ServingRe
         "version": str(annotations.get(sb.VERSION_ANNOTATION) or now.version),
         **counts,
     }
-    url = sb.card_url(topology)
-    return ServingResult({"url": url, "serving": serving}, (verdict,), now.recheck)
+    fields: dict[str, Any] = {"url": sb.card_url(topology), "serving": serving}
+    if now.created_uids is not None:
+        fields["createdUids"] = now.created_uids or None
+    return ServingResult(fields, (verdict,), now.recheck)
 
 
 __all__ = [

@@ -257,6 +257,10 @@ def test_the_legitimate_resume_still_works_and_records_the_digests(
     env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert len(env["SWARMKIT_BUNDLE_SHA256"]) == 64
     assert env["SWARMKIT_CHECKPOINT_SHA256"] == parked["checkpointSha256"]
+    # Each stage's Job is recorded by uid as the operator made it (what proves it its own).
+    made = run["status"]["createdUids"]
+    assert made[f"Job/{job['metadata']['name']}"] == job["metadata"]["uid"]
+    assert len([k for k in made if k.startswith("Job/")]) == 2, made
 
 
 def test_a_deleted_checkpoint_fails_the_parked_run_at_once(
@@ -379,3 +383,58 @@ def test_a_job_the_operator_did_not_make_is_never_adopted(
     job = kube.batch.read_namespaced_job(name, ns)
     assert not job.metadata.owner_references and job.spec.suspend is True
     assert [c.name for c in job.spec.template.spec.containers] == ["planted"]
+
+
+def test_a_job_with_a_copied_owner_reference_is_never_adopted(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    # eve copies the delayed Run's uid into a controller ownerReference of her own Job (and
+    # its label, so the operator's Jobs index shows it as the Run's): an ownerReference
+    # proves nothing, whoever may create the object writes it. Only the uid the operator
+    # recorded in the Run's status (which eve cannot write) does: the Run fails
+    # TamperedObject naming her Job, which stays as she made it, and no pod of hers counts.
+    ns = namespace
+    _escalating_agent(kube, ns, cluster)
+    create(kube, ns, _delayed("later-owned", 8))
+    run = get(kube, ns, "Run", "later-owned") or {}
+    uid = run["metadata"]["uid"]
+    name = job_name("later-owned", uid)
+    forged = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "labels": {"swarmkit.dev/run-uid": uid},
+            "ownerReferences": [
+                {
+                    "apiVersion": f"{GROUP}/{VERSION}",
+                    "kind": "Run",
+                    "name": "later-owned",
+                    "uid": uid,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "planted", "image": "planted:1"}],
+                }
+            },
+        },
+    }
+    res = kubectl_as(cluster, EDITOR, "-n", ns, "create", "-f", "-", input=json.dumps(forged))
+    assert res.returncode == 0, res.stderr
+
+    done = wait_run(kube, ns, "later-owned", finished, operator=operator)
+    cond = _refused(done, "TamperedObject", f"Job {name}")
+    assert "no record of creating it" in cond["message"], cond["message"]
+    assert name in _warning_event(kube, ns, "later-owned", "TamperedObject")
+    assert not (done.get("status") or {}).get("createdUids")  # nothing of the run was made
+    job = kube.batch.read_namespaced_job(name, ns)
+    assert job.spec.suspend is True
+    assert [c.name for c in job.spec.template.spec.containers] == ["planted"]
+    jobs_of_run = kube.batch.list_namespaced_job(ns, label_selector=f"swarmkit.dev/run-uid={uid}")
+    assert [j.metadata.name for j in jobs_of_run.items] == [name]

@@ -494,6 +494,30 @@ def render_skill(
     )
 
 
+def revision_mismatch(data: Mapping[str, str], immutable: bool, digest: str) -> str | None:
+    """Why ``data`` (a skill revision ConfigMap's) is not the operator's render of content
+    ``digest``; None when it is: immutable, its spec and file list hash to ``digest``, and
+    every text file it holds itself has the sha256 its list records (binary files and
+    parts live elsewhere: the runner checks what it mounts against the bundle's pins).
+    A Skill's reconcile adopts a render only when it is exactly that
+    (:func:`~.trust.render_mismatch`); this is the check of whoever mounts it later."""
+    if not immutable:
+        return "it is not immutable"
+    try:
+        rendered = load_rendered_skill(data)
+    except (KeyError, ValueError, TypeError, yaml.YAMLError) as exc:
+        return f"it is not a skill render ({type(exc).__name__})"
+    found = content_hash(normalized_spec(rendered.spec), rendered.files)
+    if found != digest:
+        return f"its content hashes to {found[:12]}, the pinned contentHash is {digest[:12]}"
+    for f in rendered.files:
+        if f.binary or f.config_map:
+            continue
+        if f.key not in data or sha256_hex(data[f.key]) != f.sha256:
+            return f"its file {f.path} does not have the sha256 its file list records"
+    return None
+
+
 @dataclass(frozen=True)
 class RenderedSkill:
     """A rendered skill ConfigMap read back: the spec and its files."""

@@ -17,19 +17,23 @@ a ConfigMap someone created under that name first without recording anything:
 :func:`render_mismatch` compares what it finds with what it rendered (data, binary data,
 immutability), and :func:`foreign_config_map` turns any kind's render into the refusal.
 
-The workload objects the operator creates or applies under a name it derives (a Run's Job,
-a served Topology's or a gateway's Deployment, Service and NetworkPolicy, every bundle
-ConfigMap) get one more check before they are adopted, :func:`check_owned`: an object
-already there under that name is used (or applied over) only when the operator made it
-for that owner: its controller ownerReference names the owner's uid (the content-addressed
-bundle ConfigMaps are checked by their data digest instead, :func:`check`). Anything else
+The workload objects the operator creates or applies under a name it derives (a Run's Job
+and NetworkPolicy, a served Topology's or a gateway's Deployment, Service, NetworkPolicy
+and RBAC objects) cannot prove themselves by content or owner: whoever creates one writes
+its ``ownerReferences`` too. So the operator records the uid of each one it creates in the
+owner's ``status.createdUids``, and :func:`check_made` adopts an object found under such a
+name only when its uid is recorded there, or is one this process created and has not
+recorded yet, or (a predecessor stopped between the create and the record) it predates
+this process's leadership and carries the owner's controller ownerReference. Anything else
 is ``TamperedObject`` too: a Run fails, a served Topology or a gateway reports it in
 ``Serving`` (:mod:`swarmkit_operator.workload`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from swarmkit_api.conditions import (
@@ -42,6 +46,7 @@ from swarmkit_api.conditions import (
 
 from ..hashing import hash_of, sha256_hex
 from . import Verdict
+from .run_verdict import parse_time
 from .workload import Target
 
 
@@ -173,26 +178,86 @@ def owned_by(obj: Mapping[str, Any], target: Target) -> bool:
     return any(o.get("uid") == target.uid and o.get("controller") for o in owners)
 
 
-def check_owned(kind: str, obj: Mapping[str, Any] | None, target: Target) -> None:
-    """Raise :class:`Refused` (``TamperedObject``) when ``obj``, found under a name the
-    operator derives for ``target``'s workload, is not one the operator made for it."""
-    if obj is None or owned_by(obj, target):
-        return
-    name = (obj.get("metadata") or {}).get("name")
-    raise Refused(
+@dataclass(frozen=True)
+class Made:
+    """What proves that an object under a name the operator derives for a target is one
+    the operator created for it (:func:`check_made`).
+
+    ``recorded`` is the target's ``status.createdUids`` ("<Kind>/<name>" → uid), written
+    right after each create: only the operator's ServiceAccount may write a target's status,
+    while anyone who may create the object may also copy the target's uid into its
+    ownerReferences. ``created``: the uids this process created for the target and has not
+    recorded yet (a status write that failed is retried). ``leading_since``: when this
+    process started writing (None: unknown); ``not_before``: the earliest time the operator
+    may create the target's objects (a Run's ``spec.startAfter``)."""
+
+    recorded: Mapping[str, str] = field(default_factory=dict)
+    created: Collection[str] = ()
+    leading_since: datetime | None = None
+    not_before: datetime | None = None
+
+
+def made_key(kind: str, name: str) -> str:
+    """The key of an object in ``status.createdUids``."""
+    return f"{kind}/{name}"
+
+
+def check_made(kind: str, obj: Mapping[str, Any] | None, target: Target, made: Made) -> str:
+    """The uid of ``obj`` (found under a name the operator derives for ``target``) when it
+    is the one the operator created for it ("" when there is none); else :class:`Refused`
+    (``TamperedObject``), naming it.
+
+    Proof, in this order: its uid is the one recorded in the target's status; it is one this
+    process created; else it carries the target's controller ownerReference *and* was made
+    before this process started writing (a predecessor that stopped between its create and
+    its record), and not before ``not_before``. An unrecorded object made while this
+    process writes is never its own: this process remembers what it creates until the
+    record is written."""
+    if obj is None:
+        return ""
+    meta = obj.get("metadata") or {}
+    name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
+    recorded = made.recorded.get(made_key(kind, name))
+    if recorded is not None:
+        if uid == recorded:
+            return uid
+        raise _unproven(kind, name, target, f"its uid {uid} is not the {recorded} recorded")
+    if uid and uid in made.created:
+        return uid
+    if not owned_by(obj, target):
+        raise _unproven(kind, name, target, "no controller ownerReference to it")
+    created = parse_time(meta.get("creationTimestamp"))
+    # creationTimestamp is whole seconds, rounded down: the same second counts as "since".
+    since = made.leading_since.replace(microsecond=0) if made.leading_since else None
+    if created is None or since is None or created >= since:
+        raise _unproven(
+            kind,
+            name,
+            target,
+            "its controller ownerReference was copied: the operator has no record of creating it",
+        )
+    if made.not_before is not None and created < made.not_before.replace(microsecond=0):
+        raise _unproven(kind, name, target, "it was made before the operator could make it")
+    return uid
+
+
+def _unproven(kind: str, name: str, target: Target, why: str) -> Refused:
+    return Refused(
         REASON_TAMPERED_OBJECT,
         f"{kind} {name} exists but was not created by the operator for {target.kind} "
-        f"{target.name} (no controller ownerReference to it): it is not used or changed",
+        f"{target.name} ({why}): it is not used or changed",
     )
 
 
 __all__ = [
+    "Made",
     "Refused",
     "Render",
     "check",
-    "check_owned",
+    "check_made",
     "data_digest",
     "foreign_config_map",
+    "made_key",
     "missing",
     "owned_by",
     "render_mismatch",

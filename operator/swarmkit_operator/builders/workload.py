@@ -170,6 +170,8 @@ def deployment_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "metadata": {
             "name": meta.get("name"),
+            "uid": meta.get("uid"),
+            "creationTimestamp": meta.get("creationTimestamp"),
             "generation": meta.get("generation"),
             "annotations": dict(meta.get("annotations") or {}),
             "ownerReferences": [dict(o) for o in meta.get("ownerReferences") or ()],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from ..delivery import Delivery
 from ..gateways import GatewayController
 from ..indexes import PRESENT, Indexes, IndexSpec, index
 from ..library import SkillLibrary
-from ..reconcile.controller import Controller, Kind
+from ..reconcile.controller import Controller, Kind, Watch
 from ..reconcile.gc import component_kind
 from ..reconcile.status import same_status
 from ..reconcile.views import MISSING
@@ -89,10 +89,12 @@ class App:
 # --- the kinds' own events ---------------------------------------------------------------------
 
 
-def kind_event(kind: Kind) -> EventFn:
+def kind_event(kind: Kind, watchers: Sequence[tuple[str, Watch]] = ()) -> EventFn:
     """The one function on a declared kind's stream, the same for every kind: the
     controller's bookkeeping (indexes, a reconcile unless the event is our own status
-    echo, whether what dependents compare changed), then the kind's ``dependents``."""
+    echo, whether what dependents compare changed), then the kind's ``dependents``, then
+    the other kinds' :class:`~swarmkit_operator.reconcile.controller.Watch` of it
+    (``watchers``: (the watching kind, its watch))."""
     view_of = kind.dependents_view or (lambda view: MISSING if view is None else (True,))
     dependents = kind.dependents
 
@@ -112,6 +114,10 @@ def kind_event(kind: Kind) -> EventFn:
         )
         if dependents is not None:
             dependents(ctl, namespace, name, seen, body)
+        for watcher, watch in watchers:
+            if watch.when(seen):
+                names = set(ctl.lookup_all(watch.index, (namespace, name)))
+                ctl.enqueue_many(watcher, namespace, names)
 
     # Named after the kind, in its module (logs, and the order tests read).
     event.__name__ = event.__qualname__ = f"{kind.kind.lower()}_event"

@@ -10,7 +10,8 @@ the Topology reconciler's (:mod:`.topology`, :mod:`swarmkit_operator.builders.fu
 A Funnel is declared like every other kind (:data:`KIND`): its own status echo enqueues
 nothing; a spec change enqueues it, and the Topologies that name it once its new
 ``status.version`` (or readiness) shows. A Skill created or deleted enqueues the Funnels
-judging with it (the Skill's ``dependents``, index ``funnel_by_judge``).
+judging with it: a :class:`~swarmkit_operator.reconcile.controller.Watch` of Skills on this
+declaration (index ``funnel_by_judge``), so what wakes a Funnel is declared here.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from swarmkit_api.resources import FUNNEL
 
 from ..builders.funnel import funnel_status
 from ..indexes import index
-from ..reconcile.controller import Controller, Kind, Observation
+from ..reconcile.controller import Controller, Kind, Observation, Watch, existence_changed
 from ..reconcile.views import MISSING, base_view
 
 
@@ -123,4 +124,6 @@ KIND = Kind(
     indexes=(funnel_views, funnel_by_reviewer, funnel_by_judge),
     dependents_view=dependents_view,
     dependents=dependents,
+    # Ready says whether the judge skill exists: a Skill created or deleted re-checks it.
+    watches=(Watch("Skill", "funnel_by_judge", when=existence_changed),),
 )

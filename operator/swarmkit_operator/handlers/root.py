@@ -67,7 +67,7 @@ from ..indexes import (
 from ..library import SkillLibrary
 from ..marks import marked, marks_of
 from ..reconcile import gc
-from ..reconcile.controller import Controller, Kind
+from ..reconcile.controller import Controller, Kind, Watch
 from ..reconcile.views import count_objects
 from ..reviews import ReviewsController
 from ..runs import Indexes as RunIndexes
@@ -177,12 +177,14 @@ def wiring(modules: Sequence[ModuleType] = MODULES, kinds: Sequence[Kind] = KIND
             raise RuntimeError(f"two declarations of {kind.kind}")
         by_name[kind.kind] = kind
         specs.update((s.id, s) for s in _declared_specs(kind))
+    watchers = _watchers(by_name)
     functions: list[tuple[EventFn, Stream, bool]] = []
     for module in modules:
         for kind in kinds:  # a kind's own event function first in its module
             if kind.api is not None and kind.reconcile.__module__ == module.__name__:
                 stream = stream_of(RESOURCES[kind.plural], "")
-                functions.append((common.kind_event(kind), stream, False))
+                event = common.kind_event(kind, watchers.get(kind.kind, ()))
+                functions.append((event, stream, False))
         for fn, one in marked(module):
             if isinstance(one, IndexSpec):
                 specs.setdefault(one.id, one)
@@ -201,6 +203,19 @@ def wiring(modules: Sequence[ModuleType] = MODULES, kinds: Sequence[Kind] = KIND
     for fn, stream, metadata_only in functions:
         events.add(stream, fn, metadata_only=metadata_only)
     return Wiring(tuple(specs.values()), by_name, events)
+
+
+def _watchers(kinds: Mapping[str, Kind]) -> dict[str, list[tuple[str, Watch]]]:
+    """source kind → (the kind watching it, the watch), from every declaration's
+    ``watches``; a watch of a kind that is not declared with objects is a start-up error."""
+    out: dict[str, list[tuple[str, Watch]]] = {}
+    for kind in kinds.values():
+        for watch in kind.watches:
+            source = kinds.get(watch.source)
+            if source is None or source.api is None:
+                raise RuntimeError(f"{kind.kind} watches {watch.source}: no such kind")
+            out.setdefault(watch.source, []).append((kind.kind, watch))
+    return out
 
 
 async def _maintain_index(
@@ -420,6 +435,9 @@ def _add_runnables(app: App) -> None:
     ctl, runs, manager, ours = app.controller, app.runs, app.manager, app.settings
 
     async def start_reconcile() -> None:
+        # The first writer: from now on the pipelines remember what they create (a served
+        # Topology's objects are applied by the reconcile, before the Runs start).
+        runs.state.resolver.ledger.start()
         await ctl.start()
         count = ctl.enqueue_unsettled()
         if count:

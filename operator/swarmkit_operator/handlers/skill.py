@@ -123,14 +123,11 @@ def granting_agents(ctl: Controller, namespace: str, skill: str) -> set[str]:
 def dependents(
     ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
 ) -> None:
-    """The Agents granting the Skill (directly or through composed skills); when it was
-    created or deleted, the Funnels judging with it (their Ready says whether it exists)."""
+    """The Agents granting the Skill (directly or through composed skills). (The Funnels
+    judging with it declare their own watch of it: ``funnel.KIND.watches``.)"""
     if seen.changed:
         ctl.enqueue_many("Agent", namespace, granting_agents(ctl, namespace, name))
         ctl.enqueue_gc(namespace)
-    if (seen.view is MISSING) != (seen.previous is None or seen.previous is MISSING):
-        judging = ctl.lookup_all("funnel_by_judge", (namespace, name))
-        ctl.enqueue_many("Funnel", namespace, set(judging))
 
 
 async def read_sources(namespace: str, names: set[str]) -> dict[str, SourceConfigMap | None]:

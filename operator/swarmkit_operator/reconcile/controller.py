@@ -72,6 +72,24 @@ class Observation:
 Dependents = Callable[["Controller", str, str, Observation, Mapping[str, Any]], None]
 
 
+def existence_changed(seen: Observation) -> bool:
+    """The event created or deleted the object (a :class:`Watch`'s ``when``)."""
+    return (seen.view is MISSING) != (seen.previous is None or seen.previous is MISSING)
+
+
+@dataclass(frozen=True)
+class Watch:
+    """controller-runtime's ``Watches(source, EnqueueRequestsFromMapFunc)``: an event of
+    another kind's object enqueues objects of the declaring kind, those ``index`` maps it
+    to (``(namespace, source name)`` → their names), when ``when`` holds of the event's
+    :class:`Observation`. Declared on the kind that is enqueued, so a kind says in one place
+    what wakes it; the source kind's event function runs it after its own ``dependents``."""
+
+    source: str
+    index: str
+    when: Callable[[Observation], bool] = lambda seen: seen.changed
+
+
 @dataclass(frozen=True)
 class Kind:
     """One reconciled kind, declared once (controller-runtime's ``For``/``Watches`` and
@@ -98,6 +116,8 @@ class Kind:
     #: its last element whether the status is fresh.
     dependents_view: Callable[[Any], Any] | None = None
     dependents: Dependents | None = None
+    #: Other kinds' events that enqueue objects of this one (:class:`Watch`).
+    watches: tuple[Watch, ...] = ()
     #: Keep the event's body for the reconcile (saves it a GET; the Skill's sources).
     keep_body: bool = False
 

@@ -81,6 +81,7 @@ class RunController:
         Reviews controller the Runs ask when it is this controller's own."""
         if self._own_reviews:
             self.state.reviews.start()
+        self.state.resolver.ledger.start()  # what it creates from now on, it remembers
         self._workers.start(2 * MAX_CONCURRENCY)
         self.ready.set()
 

@@ -40,6 +40,7 @@ from .model import (
     RunView,
     age,
     pod_job,
+    run_ref,
     timeout_of,
 )
 from .state import RunState
@@ -83,20 +84,8 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
     resumes = int(run_status.get("resumes") or 0)
     current = jobs.job_name(run.name, uid, recreation, resumes)
     all_jobs = st.jobs_of(uid)
-    job = next(
-        (j for j in all_jobs if j.get("name") == current and not j.get("deletionTimestamp")),
-        None,
-    )
-    # A Job this process just created stands in for the index entry that has not arrived
-    # yet, for a short while; it is never used to conclude that a Job is gone.
-    hint = st.created_jobs.get(uid)
-    if job is None and any(j.get("name") == current for j in all_jobs):
-        hint = None  # the index has seen it: it is being deleted
-    if hint is not None and (hint[1] != current or job is not None):
-        st.created_jobs.pop(uid, None)
-    elif job is None and hint is not None and time.monotonic() - hint[0] < HINT_SECONDS:
-        job = hint[2]
-    job_pods = [p for p in pods if pod_job(p) == current]
+    job = _current_job(st, uid, all_jobs, current)
+    job_pods = _proven(st, run, spec, job, [p for p in pods if pod_job(p) == current], current)
     # Pods of Jobs this Run no longer uses (lost, replaced): nothing to record.
     await cleanup.release_pods(st, [p for p in pods if pod_job(p) != current])
 
@@ -138,13 +127,14 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
         if not isinstance(lost, rs.Verdict):
             return lost
         verdict = lost
-    if verdict.quiet:
+    record = start.unrecorded(st, run)  # a Job proven but not recorded yet: write it now
+    if verdict.quiet and not record:
         return verdict.recheck_after
     if verdict.stop_job and job is not None:
         await k8s.delete_job(run.namespace, current)
     if verdict.final:
         await effects.settle(st, run, verdict)  # the last stage's outbox
-    await status.write(st, run, verdict)
+    await status.write(st, run, verdict, record)
     if verdict.final:
         await cleanup.release_pods(st, pods)
         return None
@@ -153,6 +143,55 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
     if verdict.phase == "Pending" and not job_pods:
         return NO_POD_EVENTS_AFTER + 0.5
     return None
+
+
+def _current_job(
+    st: RunState, uid: str, all_jobs: list[dict[str, Any]], current: str
+) -> dict[str, Any] | None:
+    """The Run's current Job from the index, or the one this process just created."""
+    job = next(
+        (j for j in all_jobs if j.get("name") == current and not j.get("deletionTimestamp")),
+        None,
+    )
+    # A Job this process just created stands in for the index entry that has not arrived
+    # yet, for a short while; it is never used to conclude that a Job is gone.
+    hint = st.created_jobs.get(uid)
+    if job is None and any(j.get("name") == current for j in all_jobs):
+        hint = None  # the index has seen it: it is being deleted
+    if hint is not None and (hint[1] != current or job is not None):
+        st.created_jobs.pop(uid, None)
+    elif job is None and hint is not None and time.monotonic() - hint[0] < HINT_SECONDS:
+        job = hint[2]
+    return job
+
+
+def _proven(
+    st: RunState,
+    run: RunView,
+    spec: RunSpec,
+    job: dict[str, Any] | None,
+    pods: list[dict[str, Any]],
+    current: str,
+) -> list[dict[str, Any]]:
+    """``pods`` (under the current Job's name) that are the Run's: the current Job is the
+    Run's only when the operator provably made it (its uid recorded, or made by this
+    process: :func:`~swarmkit_operator.builders.trust.check_made`; else ``TamperedObject``,
+    never its verdict), and a pod only when that Job is its controller."""
+    made, key = start.proof(st, run), trust.made_key("Job", current)
+    job_uid = trust.check_made("Job", job, jobs.target_of(run_ref(run, spec)), made)
+    if job_uid and made.recorded.get(key) != job_uid:  # recorded with the next write
+        start.remember(st, run, "Job", current, job_uid)
+    job_uid = job_uid or made.recorded.get(key, "")
+    return [p for p in pods if _made_by(p, job_uid)]
+
+
+def _made_by(pod: dict[str, Any], job_uid: str) -> bool:
+    """Whether ``pod``'s controller is the Run's Job ``job_uid`` (not known yet: any pod
+    under its name, as the Job's pods carry no other proof before the Job is known)."""
+    if not job_uid:
+        return True
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
+    return any(o.get("uid") == job_uid and o.get("controller") for o in owners)
 
 
 #: How often a pod still pending (past the quiet time) has its Events read for FailedMount.
@@ -210,6 +249,10 @@ async def _lost(
     """
     live = await k8s.get_job(run.namespace, current)
     if live is not None and not (live.get("metadata") or {}).get("deletionTimestamp"):
+        target = jobs.target_of(run_ref(run, spec))
+        start.remember(
+            st, run, "Job", current, trust.check_made("Job", live, target, start.proof(st, run))
+        )
         return rs.derive(job=job_summary(live), pods=job_pods, events=(), timeout_seconds=timeout)
     # Decide from the API, not from what the indexes showed so far: the Run's own latest
     # status says which Job is current (a stale view must never recreate a Job that was

@@ -31,6 +31,7 @@ from ..builders import bundle as bundles
 from ..builders import job as jobs
 from ..builders import run_status as rs
 from ..builders.review import resume_files
+from ..builders.workload import Target
 from ..workload import pipeline
 from . import budget, status, tracing
 from .cleanup import release_pods
@@ -113,26 +114,28 @@ async def _create(
     # Nothing was created for this Run before (the bundle index, pre-populated at
     # start-up, does not know its bundle): create the bundle and the Job together,
     # after the NetworkPolicy (the pod never runs unconfined).
-    await ensure_policy(ref, rendered)
+    await ensure_policy(st, run, ref, rendered)
     st.mark(run.uid, "policy_created")
     job_manifest = job_manifest_for(st, ref, rendered, cm_name, recreation=0)
     cm_path = k8s.core_path("configmaps", run.namespace)
     cm_task = asyncio.ensure_future(k8s.create_start_object(cm_path, cm_manifest))
-    job_task = asyncio.ensure_future(pipeline.create_owned(job_manifest, jobs.target_of(ref)))
+    job_task = asyncio.ensure_future(
+        pipeline.create_owned(job_manifest, jobs.target_of(ref), proof(st, run))
+    )
     await asyncio.wait([cm_task, job_task])
     st.mark(run.uid, "bundle_created")
     cm_error, job_error = cm_task.exception(), job_task.exception()
     job_res = None if job_error else job_task.result()
     if cm_error is not None or cm_task.result() is None:
         # No bundle of ours: the Job must not run without (or with another) one.
-        if job_res is not None:
+        if job_res is not None and job_res.created is not None:
             await k8s.delete_job(run.namespace, str(job_manifest["metadata"]["name"]))
         if cm_error is not None:
             raise cm_error
         raise RuntimeError(f"bundle {cm_name} appeared concurrently; starting again")
     if job_error is not None:
         raise job_error
-    return await record_job(st, run, rendered, job_manifest, job_res, cm_name, 0)
+    return await record_job(st, run, rendered, job_manifest, job_task.result(), cm_name, 0)
 
 
 async def _bundle_again(
@@ -165,9 +168,11 @@ async def with_egress(rendered: bundles.RenderedBundle) -> bundles.RenderedBundl
     return dataclasses.replace(rendered, bundle=bundle, bundle_json=bundle.to_json())
 
 
-async def ensure_policy(ref: jobs.RunRef, rendered: bundles.RenderedBundle) -> None:
+async def ensure_policy(
+    st: RunState, run: RunView, ref: jobs.RunRef, rendered: bundles.RenderedBundle
+) -> None:
     """Create the Run's NetworkPolicy from the plan its bundle pins (none: policy none);
-    one already there is kept only if the operator made it for the Run."""
+    one already there is kept only if the operator provably made it for the Run."""
     plan = rendered.bundle.egress
     if plan is None:
         return
@@ -179,7 +184,36 @@ async def ensure_policy(ref: jobs.RunRef, rendered: bundles.RenderedBundle) -> N
         labels={RUN_LABEL: jobs.label_value(ref.name)},
         egress_plan=plan,
     )
-    await pipeline.create_owned(manifest, jobs.target_of(ref))
+    owned = await pipeline.create_owned(manifest, jobs.target_of(ref), proof(st, run))
+    remember(st, run, "NetworkPolicy", str(manifest["metadata"]["name"]), owned.uid)
+
+
+def run_target(run: RunView) -> Target:
+    """The Run as the owner of its workload objects."""
+    return Target("Run", run.namespace, run.name, run.uid, run.name)
+
+
+def proof(st: RunState, run: RunView) -> trust.Made:
+    """What proves that an object under one of ``run``'s derived names (its Jobs, its
+    NetworkPolicy) is the operator's (:func:`~swarmkit_operator.builders.trust.check_made`):
+    the uids recorded in its status, those this process created, and the earliest time the
+    operator starts it (``spec.startAfter``)."""
+    recorded = run.status.get("createdUids") or {}
+    when = rs.parse_time(run.spec.get("startAfter"))
+    return st.resolver.ledger.proof(run_target(run), recorded, when)
+
+
+def remember(st: RunState, run: RunView, kind: str, name: str, made: str) -> None:
+    """This process created (or proved) ``kind`` ``name`` (uid ``made``) for ``run``: the
+    record in its status follows with the next write."""
+    st.resolver.ledger.remember(run_target(run), kind, name, made)
+
+
+def unrecorded(st: RunState, run: RunView) -> dict[str, Any]:
+    """``createdUids`` for the next status write when it lacks an object this process made
+    or proved (a record write that failed, a predecessor's Job); else nothing."""
+    uids = st.resolver.ledger.record(run_target(run), run.status.get("createdUids") or {})
+    return {} if uids is None else {"createdUids": uids}
 
 
 def bundle_absent(st: RunState, namespace: str, cm_name: str) -> bool:
@@ -227,12 +261,12 @@ async def create_job(
 ) -> float | None:
     """Create the Job of stage ``resume`` (recreation ``recreation``; a resumed stage
     with ``decision``, from its Review) and record it."""
-    await ensure_policy(ref, rendered)  # gone with a lost Job? the new one gets it back
+    await ensure_policy(st, run, ref, rendered)  # gone with a lost Job? the new one gets it back
     checkpoint_sha256 = str(run.status.get("checkpointSha256") or "")
     manifest = job_manifest_for(
         st, ref, rendered, cm_name, recreation, resume, decision, checkpoint_sha256
     )
-    created = await pipeline.create_owned(manifest, jobs.target_of(ref))
+    created = await pipeline.create_owned(manifest, jobs.target_of(ref), proof(st, run))
     return await record_job(
         st, run, rendered, manifest, created, cm_name, recreation, verdict, extra
     )
@@ -243,17 +277,19 @@ async def record_job(
     run: RunView,
     rendered: bundles.RenderedBundle,
     manifest: Mapping[str, Any],
-    created: dict[str, Any] | None,
+    owned: pipeline.Owned,
     cm_name: str,
     recreation: int,
     verdict: rs.Verdict | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> float | None:
-    """Write the started Job (``created`` is None when it existed already) to ``status``."""
+    """Write the started Job (created now, or there already and proven the operator's) to
+    ``status``, with its uid in ``createdUids``: what proves it the operator's from then on."""
     name = str(manifest["metadata"]["name"])
-    if created is not None:
+    remember(st, run, "Job", name, owned.uid)
+    if owned.created is not None:
         # Trusted briefly, until the Jobs index shows the Job (see observe.reconcile).
-        st.created_jobs[run.uid] = (time.monotonic(), name, job_summary(created))
+        st.created_jobs[run.uid] = (time.monotonic(), name, job_summary(owned.created))
     st.mark(run.uid, "job_created")
     st.trace(run.uid)
     fields: dict[str, Any] = {
@@ -262,6 +298,7 @@ async def record_job(
         "bundleSha256": trust.data_digest(bundles.bundle_data(rendered)),
         "pinned": rendered.pinned.wire(),
         "jobRecreations": recreation,
+        **unrecorded(st, run),
         # Tracing hook: status.traceId of a traced Run (its uid: resumes keep it).
         **tracing.status_fields(run.uid, rendered.bundle.workspace.tracing),
         **(extra or {}),

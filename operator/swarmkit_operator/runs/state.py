@@ -126,6 +126,7 @@ class RunState:
         wait or be traced for it again) or, ``gone``, deleted (its overlay too)."""
         self.created_jobs.pop(uid, None)
         self.start_attempts.discard(uid)
+        self.resolver.ledger.forget(uid)
         self.milestones.pop(uid, None)
         for namespace in [ns for ns, uids in self.waiting.items() if uid in uids]:
             self.waiting[namespace].discard(uid)

@@ -37,6 +37,15 @@ def run_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def controller_refs(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """An object's controller ownerReference (as a list, its API shape), uid and kind."""
+    return [
+        {"kind": o.get("kind"), "uid": o.get("uid"), "controller": True}
+        for o in meta.get("ownerReferences") or ()
+        if isinstance(o, Mapping) and o.get("controller")
+    ]
+
+
 def job_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     """What the controller keeps of a Job (also the shape of the Jobs index)."""
     meta = body.get("metadata") or {}
@@ -49,6 +58,8 @@ def job_summary(body: Mapping[str, Any]) -> dict[str, Any]:
             "uid": meta.get("uid"),
             "creationTimestamp": meta.get("creationTimestamp"),
             "deletionTimestamp": meta.get("deletionTimestamp"),
+            # Whose it is: checked against what the Run recorded (trust.check_made).
+            "ownerReferences": controller_refs(meta),
         },
         "deletionTimestamp": meta.get("deletionTimestamp"),
         "spec": {
@@ -71,6 +82,8 @@ def pod_summary(body: Mapping[str, Any]) -> dict[str, Any]:
             "uid": meta.get("uid"),
             "labels": dict(meta.get("labels") or {}),
             "finalizers": list(meta.get("finalizers") or ()),
+            # Its Job: a pod is the Run's only when its controller is the Run's Job.
+            "ownerReferences": controller_refs(meta),
             "creationTimestamp": meta.get("creationTimestamp"),
             "deletionTimestamp": meta.get("deletionTimestamp"),
         },

@@ -97,14 +97,25 @@ async def ensure_bundle(manifest: Mapping[str, Any]) -> bool:
 
 
 # -- 4./5. egress policy and workload objects (a served workload's: served._apply) -----
-async def create_owned(manifest: Mapping[str, Any], target: Target) -> dict[str, Any] | None:
-    """Create a workload object (through the start pool: Run starts have their own lane);
-    None when it existed already, and then only if the operator made it for ``target``."""
+@dataclass(frozen=True)
+class Owned:
+    """A workload object that is the operator's: ``created`` now (as the API returned it),
+    or there already and proven (:func:`~swarmkit_operator.builders.trust.check_made`);
+    ``uid`` is what the target's ``status.createdUids`` records for it ("": it vanished)."""
+
+    uid: str
+    created: dict[str, Any] | None = None
+
+
+async def create_owned(manifest: Mapping[str, Any], target: Target, made: trust.Made) -> Owned:
+    """Create a workload object (through the start pool: Run starts have their own lane).
+    One already under its name is used only when ``made`` proves the operator created it
+    for ``target``; else :class:`~swarmkit_operator.builders.trust.Refused`."""
     created = await k8s.create_start_object(k8s.object_path(manifest, collection=True), manifest)
-    if created is None:
-        found = await k8s.get_object(k8s.object_path(manifest))
-        trust.check_owned(str(manifest["kind"]), found, target)
-    return created
+    if created is not None:
+        return Owned(str((created.get("metadata") or {}).get("uid") or ""), created)
+    found = await k8s.get_object(k8s.object_path(manifest))
+    return Owned(trust.check_made(str(manifest["kind"]), found, target, made))
 
 
 # -- 7. prune ----------------------------------------------------------------------------
@@ -119,6 +130,7 @@ async def prune_bundles(
 
 
 __all__ = [
+    "Owned",
     "Stop",
     "create_owned",
     "ensure_bundle",

@@ -30,11 +30,12 @@ from ..builders import job as jobs
 from ..builders import pinned, trust
 from ..builders.funnel import funnel_version, parse_funnel
 from ..builders.review import approves
-from ..builders.skill import SKILL_MD, load_rendered_skill
+from ..builders.skill import SKILL_MD, load_rendered_skill, revision_mismatch
 from ..builders.workload import Target
 from ..conditions import get_condition
 from ..config import OperatorConfig
 from ..indexes import ResolverIndexes, one
+from .ledger import Ledger
 
 #: How often a target that is not Ready is looked at again without any event.
 PENDING_RECHECK = 30.0
@@ -97,6 +98,8 @@ class Resolver:
         self.idx = indexes
         self._cm_cache: dict[tuple[str, str], dict[str, str]] = {}
         self._parsed: dict[Any, Any] = {}
+        #: What the pipelines (Runs, serving, gateways) created, until recorded.
+        self.ledger = Ledger()
 
     async def resolve(self, target: Target, spec: RunSpec) -> Waiting | Resolved:
         """Everything ``target``'s workload pins, from the indexes and the immutable
@@ -280,7 +283,7 @@ class Resolver:
         cached = self._parsed.get(key)
         if isinstance(cached, pinned.PinnedSkill):
             return cached
-        data = await self.config_map_data(ns, ref.config_map)
+        data = await self.skill_revision(ns, ref.name, ref.config_map, ref.content_hash)
         if data is None:
             return Waiting(
                 f"waiting for Skill {ref.name}: ConfigMap {ref.config_map} not found", 2.0
@@ -328,10 +331,15 @@ class Resolver:
 
     async def config_map_data(self, namespace: str, name: str) -> dict[str, str] | None:
         """Data of an immutable rendered ConfigMap (cached forever by name)."""
+        found = await self._read(namespace, name)
+        return found[0] if found is not None else None
+
+    async def _read(self, namespace: str, name: str) -> tuple[dict[str, str], bool] | None:
+        """(data, immutable) of a ConfigMap; only an immutable one is cached (by name)."""
         key = (namespace, name)
         cached = self._cm_cache.get(key)
         if cached is not None:
-            return cached
+            return cached, True
         cm = await k8s.read_config_map(namespace, name)
         if cm is None:
             return None
@@ -341,7 +349,24 @@ class Resolver:
             if len(self._cm_cache) > CACHE_LIMIT:
                 self._cm_cache.clear()
             self._cm_cache[key] = data
-        return data
+        return data, bool(cm.get("immutable"))
+
+    async def skill_revision(
+        self, namespace: str, skill: str, name: str, content_hash: str
+    ) -> dict[str, str] | None:
+        """The data of skill ``skill``'s revision ConfigMap ``name`` (None: gone), only when
+        it is the operator's render of ``content_hash``, the hash the Agent (or the Run's
+        bundle) pinned: anyone who may create ConfigMaps may delete that one and create
+        another under its name. Else :class:`~swarmkit_operator.builders.trust.Refused`
+        (``TamperedObject``) naming it: a Run fails, a served workload reports it."""
+        found = await self._read(namespace, name)
+        if found is None:
+            return None
+        why = revision_mismatch(found[0], found[1], content_hash)
+        if why is not None:
+            self._cm_cache.pop((namespace, name), None)
+            raise trust.tampered_render("Skill", skill, name, why)
+        return found[0]
 
     async def existing_bundle(
         self, namespace: str, cm_name: str, digest: str | None
@@ -376,6 +401,9 @@ class Resolver:
             if skill_cm is None:
                 raise trust.missing(f"skill {skill.name}'s pinned revision", skill.config_map)
             skill_data = {str(k): str(v) for k, v in (skill_cm.get("data") or {}).items()}
+            why = revision_mismatch(skill_data, bool(skill_cm.get("immutable")), skill.content_hash)
+            if why is not None:
+                raise trust.tampered_render("Skill", skill.name, skill.config_map, why)
             rendered = load_rendered_skill(skill_data)
             files[skill.config_map] = pinned.skill_file_items(
                 rendered.files, with_skill_md=SKILL_MD in skill_data

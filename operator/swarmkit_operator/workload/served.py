@@ -24,6 +24,7 @@ from ..builders import trust
 from ..builders.bundle import RenderedBundle
 from ..builders.workload import Target, deployment_summary, up_to_date
 from . import pipeline
+from .ledger import Ledger
 from .pipeline import Stop
 from .resolve import Resolver
 
@@ -53,6 +54,11 @@ class Served(Protocol):
         """How a refusal names it ("served topology x", "agent x's gateway")."""
         ...
 
+    @property
+    def recorded(self) -> Mapping[str, str]:
+        """The target's ``status.createdUids``: what proves its objects the operator's."""
+        ...
+
     def run_spec(self) -> RunSpec: ...
 
     def shape(self, rendered: RenderedBundle) -> RenderedBundle:
@@ -72,6 +78,9 @@ class Rollout:
     config_map: str
     #: The Deployment as observed (or as just applied), a ``deployment_summary``.
     deployment: Mapping[str, Any] | None
+    #: ``status.createdUids`` as the target's status write must record it (every object
+    #: of the workload the operator created, by uid).
+    created_uids: Mapping[str, str]
     applied: bool = False
 
 
@@ -85,8 +94,9 @@ async def roll_out(
     ``deployment_summary``, None when there is none); ``bundles``: the names of its
     bundle ConfigMaps known to exist (an index's; None: not known), so a bundle deleted
     under an up-to-date Deployment is created again. An object under one of its
-    names that the operator did not make for it stops it with ``TamperedObject``: that
-    object is neither used nor changed."""
+    names that the operator did not provably make for it (its uid is not in
+    ``served.recorded`` nor in the ledger: :func:`~swarmkit_operator.builders.trust.check_made`)
+    stops it with ``TamperedObject``: that object is neither used nor changed."""
     try:
         return await _roll_out(resolver, served, observed, bundles)
     except trust.Refused as refused:  # its Serving condition says so (and its Event)
@@ -99,9 +109,13 @@ async def _roll_out(
     observed: Mapping[str, Any] | None,
     bundles: Collection[str] | None,
 ) -> Rollout | Stop:
-    target = served.target
+    target, ledger = served.target, resolver.ledger
+    made = ledger.proof(target, served.recorded)
     if observed is not None:
-        trust.check_owned("Deployment", observed, target)
+        name = str((observed.get("metadata") or {}).get("name"))
+        ledger.remember(
+            target, "Deployment", name, trust.check_made("Deployment", observed, target, made)
+        )
     resolved = await pipeline.resolve(resolver, target, served.run_spec())
     if isinstance(resolved, Stop):
         return resolved
@@ -116,17 +130,23 @@ async def _roll_out(
         # Its pod template names this bundle: created (and checked) when it was applied.
         if bundles is not None and name not in bundles:
             await pipeline.ensure_bundle(config_map)
-        return Rollout(rendered, name, observed)
+        return Rollout(rendered, name, observed, _uids(ledger, served))
     await pipeline.ensure_bundle(config_map)
-    applied = await _apply(target, rendered, manifests)
-    return Rollout(rendered, name, deployment_summary(applied), applied=True)
+    applied = await _apply(ledger, made, target, rendered, manifests)
+    return Rollout(rendered, name, deployment_summary(applied), _uids(ledger, served), applied=True)
 
 
-async def _apply(target: Target, rendered: RenderedBundle, m: Manifests) -> dict[str, Any]:
+def _uids(ledger: Ledger, served: Served) -> dict[str, str]:
+    return ledger.record(served.target, served.recorded) or dict(served.recorded)
+
+
+async def _apply(
+    ledger: Ledger, made: trust.Made, target: Target, rendered: RenderedBundle, m: Manifests
+) -> dict[str, Any]:
     """Steps 4 and 5: the NetworkPolicy (before any new pod), the extra objects, the
     Service and the Deployment (returned as applied). Every one of them is checked first:
     nothing is written for a workload one of whose objects (by name) the operator did not
-    make for ``target``."""
+    provably make for ``target``; each applied one is remembered by uid until recorded."""
     meta = m.deployment["metadata"]
     policy = await egress.workload_policy(
         m.deployment, rendered.bundle, m.port, needs_apiserver=m.needs_apiserver
@@ -134,12 +154,15 @@ async def _apply(target: Target, rendered: RenderedBundle, m: Manifests) -> dict
     docs = [*([policy] if policy is not None else []), *m.extra, m.service, m.deployment]
     for doc in reversed(docs):  # the Deployment first: what a refusal names when it can
         found = await k8s.get_object(k8s.object_path(doc))
-        trust.check_owned(str(doc["kind"]), found, target)
+        kind, name = str(doc["kind"]), str(doc["metadata"]["name"])
+        ledger.remember(target, kind, name, trust.check_made(kind, found, target, made))
     if policy is None:
         await egress.delete_policy(meta["namespace"], meta["name"])
     applied: dict[str, Any] = {}
     for doc in docs:
         applied = await k8s.apply(k8s.object_path(doc), doc)
+        uid = str((applied.get("metadata") or {}).get("uid") or "")
+        ledger.remember(target, str(doc["kind"]), str(doc["metadata"]["name"]), uid)
     return applied
 
 

@@ -17,6 +17,12 @@ def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
 
 
 @pytest.fixture
+def fake(api: FakeApi) -> FakeApi:
+    """The same fake, for tests whose own helper is called ``api``."""
+    return api
+
+
+@pytest.fixture
 async def operator(api: FakeApi) -> AsyncIterator[Reconciling]:
     async with Reconciling(api) as running:
         yield running

@@ -152,3 +152,14 @@ def test_a_declaration_whose_index_is_over_another_resource_is_refused() -> None
         root.wiring(kinds=(wrong,))
     with pytest.raises(RuntimeError, match="two declarations"):
         root.wiring(kinds=(funnel.KIND, funnel.KIND))
+
+
+def test_what_wakes_a_funnel_is_declared_on_the_funnel_and_needs_a_declared_source() -> None:
+    from swarmkit_operator.handlers import funnel
+
+    # The Funnel says it watches Skills; the Skill's declaration names no Funnel.
+    assert [(w.source, w.index) for w in funnel.KIND.watches] == [("Skill", "funnel_by_judge")]
+    assert root._watchers(root.wiring().kinds) == {"Skill": [("Funnel", funnel.KIND.watches[0])]}
+    # A watch of a kind the operator does not declare is a start-up error, not a silent no-op.
+    with pytest.raises(RuntimeError, match="Funnel watches Skill: no such kind"):
+        root.wiring(kinds=(funnel.KIND,))

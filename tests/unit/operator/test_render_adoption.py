@@ -12,7 +12,6 @@ the one refusal of all three kinds); deleting it re-queues the owner.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -21,7 +20,6 @@ from typing import Any
 import pytest
 
 from swarmkit_api.workspace import WorkspaceSpec
-from swarmkit_operator import k8s
 from swarmkit_operator.builders import ObjectRef
 from swarmkit_operator.builders.agent import WorkspaceView, resolve_agent
 from swarmkit_operator.builders.skill import render_skill
@@ -32,6 +30,7 @@ from swarmkit_operator.handlers.agent import reconcile_agent
 from swarmkit_operator.handlers.common import config_map_event
 from swarmkit_operator.handlers.root import wiring
 from swarmkit_operator.handlers.workspace import reconcile_workspace
+from tests.support.fake_k8s import FakeApi
 
 WIRED = wiring()
 NS = "team-a"
@@ -94,6 +93,11 @@ class Case:
     def render_name(self) -> str:
         return str(self.render.config_map_name)
 
+    @property
+    def owner(self) -> dict[str, Any]:
+        """The object whose render it is, as the user created it."""
+        return next(b for _, b in self.indexed if b["kind"] == self.kind)
+
 
 AGENT = Case(
     "Agent",
@@ -113,28 +117,38 @@ CASES = [pytest.param(AGENT, id="agent"), pytest.param(WORKSPACE, id="workspace"
 
 
 class Api:
-    """The few calls a reconcile makes, over one ConfigMap ``existing`` under the name."""
+    """The fake API server (:mod:`tests.support.fake_k8s`) holding the owner and, under the
+    render's name, ``existing`` (None: nothing there); what the reconcile wrote and how
+    often it read that ConfigMap, read back from the fake's requests."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, name: str, existing: Any) -> None:
+    def __init__(self, fake: FakeApi, owner: Mapping[str, Any], name: str, existing: Any) -> None:
+        self.fake = fake
         self.name = name
-        self.existing = existing
-        self.reads = 0
-        self.statuses: list[dict[str, Any]] = []
-        monkeypatch.setattr(k8s, "create_config_map", self.create_config_map)
-        monkeypatch.setattr(k8s, "read_config_map", self.read_config_map)
-        monkeypatch.setattr(k8s, "apply_status", self.apply_status)
+        meta = owner["metadata"]
+        self.kind, self.owner = str(owner["kind"]), str(meta["name"])
+        fake.apply_spec(self.kind, NS, self.owner, owner["spec"])
+        #: ``existing`` as the API server stored it (its own uid, resourceVersion).
+        self.existing = fake.create(existing) if existing is not None else None
 
-    async def create_config_map(self, manifest: Mapping[str, Any]) -> bool:
-        return False  # 409: a ConfigMap of that name exists
+    @property
+    def reads(self) -> int:
+        """GETs of the ConfigMap under the render's name."""
+        return sum(
+            1
+            for verb, path in self.fake.requests
+            if verb == "GET" and path.endswith(f"/configmaps/{self.name}")
+        )
 
-    async def read_config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
-        self.reads += 1
-        return copy.deepcopy(self.existing) if name == self.name else None
-
-    async def apply_status(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        status = args[4] if len(args) > 4 else kwargs["body"]
-        self.statuses.append(dict(status))
-        return {"metadata": {"resourceVersion": str(len(self.statuses))}, "status": dict(status)}
+    @property
+    def statuses(self) -> list[dict[str, Any]]:
+        """One entry per status write of the owner (the status as it is after the last)."""
+        written = [
+            path
+            for verb, path in self.fake.requests
+            if verb == "PATCH" and path.endswith(f"/{self.owner}/status")
+        ]
+        found = self.fake.get(self.kind, NS, self.owner) or {}
+        return [dict(found.get("status") or {}) for _ in written]
 
 
 def controller(case: Case) -> Any:
@@ -157,14 +171,14 @@ def found(case: Case, data: Mapping[str, str], uid: str, immutable: bool = True)
 
 @pytest.mark.parametrize("case", CASES)
 async def test_a_forged_render_is_refused_naming_it_and_its_deletion_requeues_the_owner(
-    monkeypatch: pytest.MonkeyPatch, case: Case
+    fake: FakeApi, case: Case
 ) -> None:
     data = dict(case.config_map["data"])
     first = sorted(data)[0]
     forged = found(case, {**data, first: data[first] + "\n# eve was here\n"}, "eve-uid")
-    api = Api(monkeypatch, case.render_name, forged)
+    api = Api(fake, case.owner, case.render_name, forged)
     ctl = controller(case)
-    ctl.indexes.update("configmaps", forged)  # it even carries the operator's labels
+    ctl.indexes.update("configmaps", api.existing)  # it even carries the operator's labels
     await case.reconcile(ctl, NS, case.name, False)
     [status] = api.statuses
     ready = conditions(status)["Ready"]
@@ -195,12 +209,12 @@ async def test_a_forged_render_is_refused_naming_it_and_its_deletion_requeues_th
 
 @pytest.mark.parametrize("case", CASES)
 async def test_the_operators_own_render_is_adopted_and_read_back_once_per_uid(
-    monkeypatch: pytest.MonkeyPatch, case: Case
+    fake: FakeApi, case: Case
 ) -> None:
     own = found(case, case.config_map["data"], "own-uid")
-    api = Api(monkeypatch, case.render_name, own)
+    api = Api(fake, case.owner, case.render_name, own)
     ctl = controller(case)
-    ctl.indexes.update("configmaps", own)
+    ctl.indexes.update("configmaps", api.existing)
     await case.reconcile(ctl, NS, case.name, False)
     status = api.statuses[-1]
     assert status["renderedConfigMap"] == case.render_name
@@ -212,11 +226,10 @@ async def test_the_operators_own_render_is_adopted_and_read_back_once_per_uid(
 
 @pytest.mark.parametrize("case", CASES)
 async def test_the_right_bytes_in_a_mutable_config_map_are_not_adopted(
-    monkeypatch: pytest.MonkeyPatch, case: Case
+    fake: FakeApi, case: Case
 ) -> None:
-    api = Api(
-        monkeypatch, case.render_name, found(case, case.config_map["data"], "eve", immutable=False)
-    )
+    mutable = found(case, case.config_map["data"], "eve", immutable=False)
+    api = Api(fake, case.owner, case.render_name, mutable)
     await case.reconcile(controller(case), NS, case.name, False)
     ready = conditions(api.statuses[-1])["Ready"]
     assert ready["reason"] == "TamperedObject" and "it is not immutable" in ready["message"]

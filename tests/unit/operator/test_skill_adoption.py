@@ -15,15 +15,13 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-
-from swarmkit_operator import k8s
 from swarmkit_operator.builders import ObjectRef
 from swarmkit_operator.builders.skill import render_skill
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.handlers.common import config_map_event
 from swarmkit_operator.handlers.root import wiring
 from swarmkit_operator.handlers.skill import reconcile_skill
+from tests.support.fake_k8s import FakeApi
 
 from .test_render_adoption import Api
 
@@ -36,6 +34,7 @@ SPEC: dict[str, Any] = {
     "provenance": {"authoredBy": "human", "version": "1.0.0"},
 }
 BODY = {
+    "kind": "Skill",
     "metadata": {"uid": "skill-uid", "name": "triage", "namespace": NS, "generation": 1},
     "spec": SPEC,
 }
@@ -62,13 +61,13 @@ def labelled(data: Mapping[str, str], uid: str, immutable: bool = True) -> dict[
 
 
 async def test_a_forged_render_is_refused_naming_it_and_its_deletion_requeues_the_skill(
-    monkeypatch: pytest.MonkeyPatch,
+    fake: FakeApi,
 ) -> None:
     assert RENDER.config_map is not None
     forged = labelled({**RENDER.config_map["data"], "SKILL.md": "eve's instructions"}, "eve-uid")
-    api = Api(monkeypatch, NAME, forged)
+    api = Api(fake, BODY, NAME, forged)
     ctl = controller()
-    ctl.indexes.update("configmaps", forged)  # it carries the operator's labels, too
+    ctl.indexes.update("configmaps", api.existing)  # it carries the operator's labels, too
     await reconcile_skill(ctl, NS, "triage", False)
     [status] = api.statuses
     cond = ready(status)
@@ -88,13 +87,13 @@ async def test_a_forged_render_is_refused_naming_it_and_its_deletion_requeues_th
 
 
 async def test_the_operators_own_render_is_adopted_and_read_back_once_per_uid(
-    monkeypatch: pytest.MonkeyPatch,
+    fake: FakeApi,
 ) -> None:
     assert RENDER.config_map is not None
     own = labelled(RENDER.config_map["data"], "own-uid")
-    api = Api(monkeypatch, NAME, own)
+    api = Api(fake, BODY, NAME, own)
     ctl = controller()
-    ctl.indexes.update("configmaps", own)
+    ctl.indexes.update("configmaps", api.existing)
     await reconcile_skill(ctl, NS, "triage", False)
     cond = ready(api.statuses[-1])
     assert (cond["status"], cond["reason"]) == ("True", "Rendered")
@@ -105,10 +104,10 @@ async def test_the_operators_own_render_is_adopted_and_read_back_once_per_uid(
 
 
 async def test_the_right_bytes_in_a_mutable_config_map_are_not_adopted(
-    monkeypatch: pytest.MonkeyPatch,
+    fake: FakeApi,
 ) -> None:
     assert RENDER.config_map is not None
-    api = Api(monkeypatch, NAME, labelled(RENDER.config_map["data"], "eve-uid", immutable=False))
+    api = Api(fake, BODY, NAME, labelled(RENDER.config_map["data"], "eve-uid", immutable=False))
     ctl = controller()
     await reconcile_skill(ctl, NS, "triage", False)
     cond = ready(api.statuses[-1])
@@ -116,29 +115,16 @@ async def test_the_right_bytes_in_a_mutable_config_map_are_not_adopted(
 
 
 async def test_a_foreign_config_map_deleted_before_the_read_back_is_replaced_by_the_render(
-    monkeypatch: pytest.MonkeyPatch,
+    fake: FakeApi,
 ) -> None:
     """The 409 came from a ConfigMap deleted since (eve's, removed to recover): the render
     is written then, not taken as present, so the Skill never names a missing render."""
-    api = Api(monkeypatch, NAME, {})
-    created: list[str] = []
-    first = True
-
-    async def create_config_map(manifest: Mapping[str, Any]) -> bool:
-        nonlocal first
-        if first:  # the reconcile's own attempt: eve's ConfigMap was still there
-            first = False
-            return False
-        created.append(manifest["metadata"]["name"])
-        return True
-
-    async def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:
-        return None  # deleted in between
-
-    monkeypatch.setattr(k8s, "create_config_map", create_config_map)
-    monkeypatch.setattr(k8s, "read_config_map", read_config_map)
+    api = Api(fake, BODY, NAME, None)
+    # The reconcile's own create: eve's ConfigMap was still there; it is gone by the read.
+    fake.refuse("POST", r"/namespaces/team-a/configmaps$", status=409)
     ctl = controller()
     await reconcile_skill(ctl, NS, "triage", False)
-    assert created == [NAME]
+    posts = [p for verb, p in fake.requests if verb == "POST" and p.endswith("/configmaps")]
+    assert len(posts) == 2 and fake.get("ConfigMap", NS, NAME) is not None
     cond = ready(api.statuses[-1])
     assert (cond["status"], cond["reason"]) == ("True", "Rendered")

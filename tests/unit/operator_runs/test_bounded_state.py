@@ -70,6 +70,7 @@ def per_run(state: Any) -> dict[str, int]:
         "waiting": sum(len(uids) for uids in state.waiting.values()),
         "start_attempts": len(state.start_attempts),
         "milestones": len(state.milestones),
+        "made": len(state.resolver.ledger),
     }
 
 
@@ -102,6 +103,7 @@ async def test_2000_runs_created_finished_and_deleted_leave_no_per_run_state(
         "waiting": 0,
         "start_attempts": 0,
         "milestones": 0,
+        "made": 0,
     }
     for uid in uids:  # deleted: the DELETED event's kick finds it gone
         del runs[uid]
@@ -112,6 +114,7 @@ async def test_2000_runs_created_finished_and_deleted_leave_no_per_run_state(
         "waiting": 0,
         "start_attempts": 0,
         "milestones": 0,
+        "made": 0,
     }
     assert not ctl.state.changed
     assert all(ctl.queue.failures(uid) == 0 for uid in uids)

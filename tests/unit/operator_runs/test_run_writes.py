@@ -38,6 +38,7 @@ def started_status() -> dict[str, Any]:
     return {
         "jobName": JOB,
         "bundleConfigMap": BUNDLE,
+        "createdUids": {f"Job/{JOB}": "j-1"},  # what proves the Job the operator's
         "conditions": [
             {
                 "type": "Succeeded",
@@ -57,6 +58,7 @@ def pending_pod(age: float) -> dict[str, Any]:
                 "namespace": "ns",
                 "uid": "p-1",
                 "labels": {"batch.kubernetes.io/job-name": JOB},
+                "ownerReferences": [{"kind": "Job", "uid": "j-1", "controller": True}],
                 "creationTimestamp": ts(age),
             },
             "status": {

@@ -95,7 +95,11 @@ def test_every_workload_is_controlled_by_its_target() -> None:
     for kind, build in WORKLOADS.items():
         workload = build()
         assert trust.owned_by(workload, targets[kind]), kind
-        trust.check_owned("Deployment", workload, targets[kind])  # adopted: no error
+        # adopted once its uid is the one its target recorded: no error
+        made = {**workload, "metadata": {**workload["metadata"], "uid": "w-1"}}
+        key = trust.made_key(workload["kind"], workload["metadata"]["name"])
+        proof = trust.Made(recorded={key: "w-1"})
+        assert trust.check_made(workload["kind"], made, targets[kind], proof) == "w-1"
         others = [t for k, t in targets.items() if k != kind]
         assert not any(trust.owned_by(workload, t) for t in others), kind
     assert (targets["serve"].workload, targets["gateway"].workload) == (
@@ -108,7 +112,7 @@ def test_an_object_the_operator_did_not_make_is_refused_by_name() -> None:
     target = sb.target_of(TOPOLOGY)
     forged = {"metadata": {"name": "serve-review-pipeline", "ownerReferences": []}}
     with pytest.raises(trust.Refused) as refused:
-        trust.check_owned("Deployment", forged, target)
+        trust.check_made("Deployment", forged, target, trust.Made())
     assert refused.value.reason == REASON_TAMPERED_OBJECT
     assert "Deployment serve-review-pipeline" in refused.value.message
     assert "Topology review-pipeline" in refused.value.message
@@ -120,7 +124,18 @@ def test_an_object_the_operator_did_not_make_is_refused_by_name() -> None:
         }
     }
     assert not trust.owned_by(copied, target)
-    trust.check_owned("Deployment", None, target)  # nothing there: nothing to refuse
+    # Nor is a copied controller reference: only a uid the target recorded proves it.
+    controlled = {
+        "metadata": {
+            "name": "serve-review-pipeline",
+            "uid": "eve",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "ownerReferences": [{"kind": "Topology", "uid": TOPOLOGY.uid, "controller": True}],
+        }
+    }
+    with pytest.raises(trust.Refused, match="no record of creating it"):
+        trust.check_made("Deployment", controlled, target, trust.Made())
+    assert trust.check_made("Deployment", None, target, trust.Made()) == ""  # nothing there
 
 
 def test_served_pods_run_only_the_bundle_the_operator_wrote() -> None:
