@@ -38,6 +38,7 @@ from .client import (
     wait_for_api,
     write_refusal,
 )
+from .events import coalesce as coalesce_events
 from .objects import (
     apply,
     apply_status,
@@ -149,6 +150,7 @@ __all__ = [
     "patch_status_guarded",
     "patch_status_object",
     "post_event",
+    "coalesce_events",
     "put_config_map",
     "rbac_path",
     "read_config_map",

@@ -10,6 +10,7 @@ import base64
 import functools
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from swarmkit_api import GROUP, VERSION
 
 from .. import metrics
+from .events import Correlated, EventCorrelator, correlation_key
 from .client import (
     COMPONENT,
     FIELD_MANAGER,
@@ -275,34 +277,79 @@ async def list_config_maps(namespace: str | None, selector: str) -> list[dict[st
     return [dict(i) for i in _check("GET", path, status, payload).get("items") or ()]
 
 
+#: The Events posted by this process, by (object, type, reason) (see :mod:`.events`).
+_correlator = EventCorrelator()
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-async def post_event(involved: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-    """A core/v1 Event about ``involved`` (apiVersion, kind, name, namespace, uid)."""
+async def post_event(
+    involved: Mapping[str, Any], type_: str, reason: str, message: str, count: int = 1
+) -> None:
+    """A core/v1 Event about ``involved`` (apiVersion, kind, name, namespace, uid), ``count``
+    occurrences of it; a repeat of the same reason about the same object within
+    :data:`.events.WINDOW` adds to the count of the Event already posted (:mod:`.events`)."""
+    message = message if len(message) <= 1024 else message[:1021] + "..."
+    reason = reason[:128]
+    key = correlation_key(involved, type_, reason)
+    entry = _correlator.occurred(key, message, time.monotonic(), count)
+    metrics.EVENTS.labels(type_).inc(count)
+    async with entry.lock:
+        if entry.written >= entry.count:
+            return  # a write made while this one waited already counted it
+        before, entry.written = entry.written, entry.count
+        if entry.name is not None and await _patch_event(involved, entry):
+            return
+        entry.name = await _create_event(involved, type_, reason, entry)
+        if entry.name is None:
+            entry.written = before  # not posted: the next occurrence tries again
+
+
+async def _create_event(
+    involved: Mapping[str, Any], type_: str, reason: str, entry: Correlated
+) -> str | None:
+    """POST the Event of ``entry``; its name (None if the POST failed)."""
     namespace = str(involved["namespace"])
     now = _now()
+    entry.first_timestamp = now
     body = {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
         "involvedObject": dict(involved),
         "type": type_,
-        "reason": reason[:128],
-        "message": message if len(message) <= 1024 else message[:1021] + "...",
+        "reason": reason,
+        "message": entry.message,
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
         "reportingInstance": _state.instance[:128],
         "firstTimestamp": now,
         "lastTimestamp": now,
-        "count": 1,
+        "count": entry.count,
     }
     path = core_path("events", namespace)
     status, payload = await request("POST", path, body)
-    metrics.EVENTS.labels(type_).inc()
-    if status >= 300 and status != 404:
-        log.warning("posting an Event failed: %s", ApiError("POST", path, status, str(payload)))
+    if status >= 300:
+        if status != 404:
+            log.warning("posting an Event failed: %s", ApiError("POST", path, status, str(payload)))
+        return None
+    return str(((payload or {}).get("metadata") or {}).get("name") or "") or None
+
+
+async def _patch_event(involved: Mapping[str, Any], entry: Correlated) -> bool:
+    """Add ``entry``'s occurrences to its Event; False when the Event is gone (expired)."""
+    path = core_path("events", str(involved["namespace"]), str(entry.name))
+    patch = {"count": entry.count, "lastTimestamp": _now(), "message": entry.message}
+    status, payload = await request(
+        "PATCH", path, patch, content_type="application/merge-patch+json"
+    )
+    if status == 404:
+        return False
+    if status >= 300:
+        log.warning("updating an Event failed: %s", ApiError("PATCH", path, status, str(payload)))
+    return True
 
 
 async def get_job(namespace: str, name: str) -> dict[str, Any] | None:
