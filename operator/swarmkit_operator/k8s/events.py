@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,7 +95,7 @@ class EventCorrelator:
 Pending = tuple[Mapping[str, Any], str, str, str]
 
 
-def coalesce(batch: list[Pending]) -> list[tuple[Mapping[str, Any], str, str, str, int]]:
+def coalesce(batch: Sequence[Pending]) -> list[tuple[Mapping[str, Any], str, str, str, int]]:
     """Queued Events (involved, type, reason, message) → one per (object, type, reason),
     in first-queued order, with the newest message and how many were queued."""
     merged: dict[Key, tuple[Mapping[str, Any], str, str, str, int]] = {}
