@@ -57,8 +57,6 @@ class Correlated:
     written: int = 0
     #: The newest occurrence's message (what the next write sends).
     message: str = ""
-    #: When the Event was first posted (its ``firstTimestamp``, kept by PATCHes).
-    first_timestamp: str = ""
     #: Monotonic time of the latest occurrence.
     last_seen: float = 0.0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)

@@ -313,7 +313,6 @@ async def _create_event(
     """POST the Event of ``entry``; its name (None if the POST failed)."""
     namespace = str(involved["namespace"])
     now = _now()
-    entry.first_timestamp = now
     body = {
         "apiVersion": "v1",
         "kind": "Event",
