@@ -300,19 +300,29 @@ async def post_event(
         if entry.written >= entry.count:
             return  # a write made while this one waited already counted it
         before, entry.written = entry.written, entry.count
-        if entry.name is not None and await _patch_event(involved, entry):
-            return
-        entry.name = await _create_event(involved, type_, reason, entry)
-        if entry.name is None:
+        if not await _write_event(involved, type_, reason, entry):
             entry.written = before  # not posted: the next occurrence tries again
 
 
-async def _create_event(
+async def _write_event(
     involved: Mapping[str, Any], type_: str, reason: str, entry: Correlated
-) -> str | None:
-    """POST the Event of ``entry``; its name (None if the POST failed)."""
+) -> bool:
+    """Add ``entry``'s occurrences to its Event, or POST it (first, or the Event expired);
+    whether it is written."""
     namespace = str(involved["namespace"])
     now = _now()
+    if entry.name is not None:
+        path = core_path("events", namespace, entry.name)
+        patch = {"count": entry.count, "lastTimestamp": now, "message": entry.message}
+        status, payload = await request(
+            "PATCH", path, patch, content_type="application/merge-patch+json"
+        )
+        if status != 404:  # 404: removed by the apiserver's Event TTL, posted anew
+            if status >= 300:
+                log.warning(
+                    "updating an Event failed: %s", ApiError("PATCH", path, status, str(payload))
+                )
+            return True
     body = {
         "apiVersion": "v1",
         "kind": "Event",
@@ -333,22 +343,10 @@ async def _create_event(
     if status >= 300:
         if status != 404:
             log.warning("posting an Event failed: %s", ApiError("POST", path, status, str(payload)))
-        return None
-    return str(((payload or {}).get("metadata") or {}).get("name") or "") or None
-
-
-async def _patch_event(involved: Mapping[str, Any], entry: Correlated) -> bool:
-    """Add ``entry``'s occurrences to its Event; False when the Event is gone (expired)."""
-    path = core_path("events", str(involved["namespace"]), str(entry.name))
-    patch = {"count": entry.count, "lastTimestamp": _now(), "message": entry.message}
-    status, payload = await request(
-        "PATCH", path, patch, content_type="application/merge-patch+json"
-    )
-    if status == 404:
+        entry.name = None
         return False
-    if status >= 300:
-        log.warning("updating an Event failed: %s", ApiError("PATCH", path, status, str(payload)))
-    return True
+    entry.name = str(((payload or {}).get("metadata") or {}).get("name") or "") or None
+    return entry.name is not None
 
 
 async def get_job(namespace: str, name: str) -> dict[str, Any] | None:
