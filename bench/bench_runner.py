@@ -253,9 +253,7 @@ def cold_start_image(runs: int) -> dict[str, Any]:
                     a.replace(str(tmp), IN_IMAGE) for a in layout.cli_args()
                 ]  # the same paths, as the container sees them
                 start = time.time()
-                proc = _in_image(
-                    image, [*image.entrypoint, "run", *inside], env, tmp, 2 * n + 1
-                )
+                proc = _in_image(image, [*image.entrypoint, "run", *inside], env, tmp, 2 * n + 1)
                 _, err = proc.communicate(timeout=120)
                 if proc.returncode != 0 or not server.requests:
                     raise SystemExit(f"runner in the image failed: {err[-2000:]}")
@@ -510,7 +508,8 @@ def main() -> None:
         print(
             f"| in the runtime image, 20 granted skills ({image['runs']} runs) | "
             f"{fmt_spread(image['runner_ms'])} | bare interpreter in the image "
-            f"{fmt_spread(image['bare_interpreter_ms'])} | ratio {fmt_spread(image['x_bare'], 'x')} "
+            f"{fmt_spread(image['bare_interpreter_ms'])} | "
+            f"ratio {fmt_spread(image['x_bare'], 'x')} "
             f"| <= {image['target_x']}x |"
         )
     if not args.cold_only:

@@ -31,9 +31,7 @@ def _apply(kube: Kube, ns: str, kind: str, name: str, spec: dict[str, Any]) -> N
             GROUP, VERSION, ns, plural, {**body, "spec": spec}
         )
         return
-    kube.custom.patch_namespaced_custom_object(
-        GROUP, VERSION, ns, plural, name, {"spec": spec}
-    )
+    kube.custom.patch_namespaced_custom_object(GROUP, VERSION, ns, plural, name, {"spec": spec})
 
 
 def _condition(kube: Kube, ns: str, plural: str, name: str, type_: str) -> dict[str, Any]:
@@ -45,11 +43,7 @@ def _condition(kube: Kube, ns: str, plural: str, name: str, type_: str) -> dict[
 
 
 def _events(kube: Kube, ns: str, name: str) -> list[Any]:
-    return [
-        e
-        for e in kube.core.list_namespaced_event(ns).items
-        if e.involved_object.name == name
-    ]
+    return [e for e in kube.core.list_namespaced_event(ns).items if e.involved_object.name == name]
 
 
 def test_a_repeated_warning_is_one_event_with_a_count_and_new_objects_post_none(
@@ -72,15 +66,18 @@ def test_a_repeated_warning_is_one_event_with_a_count_and_new_objects_post_none(
     for _ in range(flips):
         _apply(kube, ns, "Agent", "flapping", {"skills": ["ghost"]})
         wait_for(
-            lambda: _condition(kube, ns, "agents", "flapping", "SkillsResolved").get("reason")
-            == "SkillNotFound",
+            lambda: (
+                _condition(kube, ns, "agents", "flapping", "SkillsResolved").get("reason")
+                == "SkillNotFound"
+            ),
             TIMEOUT,
             message="SkillsResolved False SkillNotFound",
         )
         _apply(kube, ns, "Agent", "flapping", {"skills": ["s0"]})
         wait_for(
-            lambda: _condition(kube, ns, "agents", "flapping", "SkillsResolved").get("status")
-            == "True",
+            lambda: (
+                _condition(kube, ns, "agents", "flapping", "SkillsResolved").get("status") == "True"
+            ),
             TIMEOUT,
             message="SkillsResolved True",
         )
@@ -102,5 +99,6 @@ def test_a_repeated_warning_is_one_event_with_a_count_and_new_objects_post_none(
     assert normal and len(normal) == len({e.reason for e in normal})
     assert sum(e.count for e in normal) >= flips
     # the 20 Skills created Ready posted nothing
-    assert not [e for e in kube.core.list_namespaced_event(ns).items
-                if e.involved_object.kind == "Skill"]
+    assert not [
+        e for e in kube.core.list_namespaced_event(ns).items if e.involved_object.kind == "Skill"
+    ]

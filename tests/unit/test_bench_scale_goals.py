@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-import bench_scale  # noqa: E402
+import bench_scale
 
 
 def test_at_20000_skills_every_one_of_the_4000_agents_grants_the_hot_skill() -> None:

@@ -3,9 +3,10 @@
 First the headline table (:mod:`.goals`: each goal, its figure and ratio to its floor), then
 each ``bench/results/<make target>.json`` (written by ``bench/record.py`` from a benchmark's
 own ``--json`` output) becomes one section (a scale record with its plot of the time to
-Ready against N beside its floor, a Runs record with its latency distribution): the command, date and machine it was measured
-with, then its figures as tables. Nothing here is typed by hand: a figure on the page is one
-a benchmark printed. Benchmarks of the Makefile with no recorded result are listed as such.
+Ready against N beside its floor, a Runs record with its latency distribution): the
+command, date and machine it was measured with, then its figures as tables. Nothing here
+is typed by hand: a figure on the page is one a benchmark printed. Benchmarks of the
+Makefile with no recorded result are listed as such.
 """
 
 from __future__ import annotations

@@ -27,11 +27,12 @@ def scale_goals(root: Path) -> list[Goal]:
     """``GOALS`` of ``bench/bench_scale.py`` (a literal tuple), read without importing it."""
     tree = ast.parse((root / "bench" / "bench_scale.py").read_text())
     for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else None
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target = node.targets[0]
-        if isinstance(target, ast.Name) and target.id == "GOALS" and node.value is not None:
-            return [(str(k), str(label), float(limit)) for k, label, limit in ast.literal_eval(node.value)]
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "GOALS" for t in targets):
+            goals = ast.literal_eval(node.value)
+            return [(str(k), str(label), float(limit)) for k, label, limit in goals]
     raise ValueError("bench/bench_scale.py declares no GOALS")
 
 
@@ -54,15 +55,21 @@ def _scale_rows(root: Path, records: Mapping[str, Mapping[str, Any]]) -> list[li
             figure = at.get(key)
             if not isinstance(figure, Mapping):
                 rows.append(
-                    [label, f"{where}: not in this record", f"≤ {limit:g}", "",
-                     f"`{SCALE_COMMAND}`"]
+                    [
+                        label,
+                        f"{where}: not in this record",
+                        f"≤ {limit:g}",
+                        "",
+                        f"`{SCALE_COMMAND}`",
+                    ]
                 )
                 continue
             met = "yes" if float(figure["max"]) <= limit else "**no**"
             rows.append(
                 [
                     label,
-                    f"{where}: {_fmt(float(figure['median']))} (worst {_fmt(float(figure['max']))})",
+                    f"{where}: {_fmt(float(figure['median']))} "
+                    f"(worst {_fmt(float(figure['max']))})",
                     f"≤ {limit:g}",
                     met,
                     f"`bench/results/{name}.json`",
@@ -116,5 +123,7 @@ def render(root: Path, records: Mapping[str, Mapping[str, Any]]) -> list[str]:
         "| what | figure: median (worst repeat) | goal | met | from |",
         "|---|---|---|---|---|",
     ]
-    out += ["| " + " | ".join(cell(c) if i == 0 else c for i, c in enumerate(r)) + " |" for r in rows]
+    out += [
+        "| " + " | ".join(cell(c) if i == 0 else c for i, c in enumerate(r)) + " |" for r in rows
+    ]
     return [*out, ""]

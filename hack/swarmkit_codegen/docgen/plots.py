@@ -116,8 +116,7 @@ def is_runs_record(results: Any) -> bool:
     """Whether ``results`` is a ``bench_runs`` result (``series`` of runs with latencies)."""
     series = results.get("series") if isinstance(results, dict) else None
     return isinstance(series, dict) and any(
-        isinstance(runs, list) and runs and _LATENCIES[0][0] in runs[0]
-        for runs in series.values()
+        isinstance(runs, list) and runs and _LATENCIES[0][0] in runs[0] for runs in series.values()
     )
 
 
@@ -146,7 +145,7 @@ def latency_svg(results: dict[str, Any]) -> str:
         f'<text x="{left}" y="14" font-size="12" fill="currentColor">milliseconds '
         f"(axis 0 to {x_max:g}); bar p50 to p95, whisker to max</text>",
     ]
-    for i, (key, label, colour) in enumerate(_LATENCIES):
+    for i, (_, label, colour) in enumerate(_LATENCIES):
         parts.append(
             f'<rect x="{left + 250 * i}" y="22" width="10" height="10" fill="{colour}"/>'
             f'<text x="{left + 250 * i + 14}" y="31" font-size="11" '
@@ -161,8 +160,7 @@ def latency_svg(results: dict[str, Any]) -> str:
                 f'fill="currentColor">{label}</text>'
             )
         parts.append(
-            f'<line x1="{px(p95)}" y1="{y + 4}" x2="{px(most)}" y2="{y + 4}" '
-            f'stroke="{colour}"/>'
+            f'<line x1="{px(p95)}" y1="{y + 4}" x2="{px(most)}" y2="{y + 4}" stroke="{colour}"/>'
         )
         parts.append(
             f'<rect x="{px(p50)}" y="{y}" width="{max(1.0, round(px(p95) - px(p50), 1))}" '

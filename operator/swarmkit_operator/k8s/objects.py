@@ -18,7 +18,6 @@ from typing import Any
 from swarmkit_api import GROUP, VERSION
 
 from .. import metrics
-from .events import Correlated, EventCorrelator, correlation_key
 from .client import (
     COMPONENT,
     FIELD_MANAGER,
@@ -30,6 +29,7 @@ from .client import (
     request,
     request_start,
 )
+from .events import Correlated, EventCorrelator, correlation_key
 from .paths import batch_path, core_path, custom_path, node_path
 from .streams import text_lines
 

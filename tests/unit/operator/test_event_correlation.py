@@ -5,6 +5,7 @@ posts no Normal Event (its Warnings stay), and a later transition still posts on
 from __future__ import annotations
 
 import asyncio
+
 from swarmkit_api.conditions import READY
 from swarmkit_operator import k8s
 from swarmkit_operator.k8s.events import EventCorrelator, coalesce, correlation_key
