@@ -102,7 +102,8 @@ def render(root: Path, records: Mapping[str, Mapping[str, Any]]) -> list[str]:
                 f"MCP gateway call / a direct call to the same upstream, {q[:3]}",
                 ("gateway_tool_x_direct", q),
                 1.5,
-                "make bench-gateway",
+                "python bench/record.py bench-gateway -- .venv/bin/python bench/bench_gateway.py "
+                "--json",
             )
         )
     rows.append(
@@ -111,7 +112,7 @@ def render(root: Path, records: Mapping[str, Mapping[str, Any]]) -> list[str]:
             "runner cold start in the runtime image / a bare interpreter start in it",
             ("cold_start_image", "x_bare"),
             1.5,
-            "make bench-runner",
+            "python bench/record.py bench-runner -- .venv/bin/python bench/bench_runner.py --json",
         )
     )
     out = [
