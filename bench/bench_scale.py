@@ -510,7 +510,15 @@ async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
                     names = [x["metadata"]["name"] for x in (payload or {}).get("items", [])]
                     return not [x for x in names if x.startswith(("bench-scale-", "bench-floor-"))]
 
-                await br.wait_until(gone, 600, 1.0, "earlier benchmark namespaces to be gone")
+                # The previous run's two namespaces (its objects, renders and the floor's)
+                # are collected at the apiserver's pace: ~50k objects after N = 20,000.
+                previous = runs[-1]["objects"] if runs else 0
+                await br.wait_until(
+                    gone,
+                    max(600.0, 0.05 * previous),
+                    1.0,
+                    "earlier benchmark namespaces to be gone",
+                )
                 quiet = await asyncio.to_thread(wait_quiet_apiserver, apiserver_metrics(kubeconfig))
                 result = await one(n, kubeconfig, args.timeout)
                 result["quietBefore"] = quiet
