@@ -1,7 +1,8 @@
 """``make bench``: every scale benchmark in one command, one table, ``bench/results.json``.
 
-Runs :mod:`bench_scale` (reconcile 100 / 1,000 / 5,000 Skills with Agents and Topologies in
-proportion against a bare-client floor, hot-skill fan-out, restart) and :mod:`bench_burst`
+Runs :mod:`bench_scale` (reconcile 1,000 / 5,000 / 20,000 Skills with Agents and Topologies
+in proportion against a bare-client floor, hot-skill fan-out, restart; issue 43's goals as
+ratios to their floors) and :mod:`bench_burst`
 (500 Runs at once against the Job controller alone) on one control plane, prints one
 table (min / median / max over the repeats, the load average around every run) and writes
 the raw numbers with the machine's load and core count to ``--out``.
@@ -32,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1000, 5000]
+        "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 5000, 20000]
     )
     parser.add_argument("--repeat", type=int, default=3, help="repeats of the reconcile benchmark")
     parser.add_argument("--runs", type=int, default=500)
@@ -74,6 +75,7 @@ def main() -> int:
         f"{machine['wallSeconds']} s"
     )
     print(bs.table(scale["summary"], args.sizes))
+    print(bs.goals_table(scale["goals"]))
     print(bb.table(burst["summary"]))
     Path(args.out).write_text(
         json.dumps({"machine": machine, "reconcile": scale, "runs": burst}, indent=1)

@@ -10,7 +10,8 @@ a public ``mcp`` SDK client session over streamable HTTP calling ``echo``:
 * **gateway, skill**: the same through an ``mcp_tool`` skill (the full skill pipeline:
   provenance, scopes, tiers, constraints, audit).
 
-Each run makes ``--calls`` sequential calls per path after a warm-up and reports p50/p95,
+Each run makes ``--calls`` sequential calls per path after a warm-up and reports p50/p95
+(and each gateway path's ratio to the direct call of the same run: the goal is <= 1.5x),
 and the gateway process's CPU time per call (user + system, from ``/proc``: what the
 gateway costs, barely moved by other load, unlike latency on a shared machine);
 ``--runs`` runs (default 3) give min/median/max of each. The machine's load average is
@@ -179,6 +180,12 @@ def main() -> None:
         summary[f"{path}_overhead"] = {
             q: spread([r[path][q] - r["direct"][q] for r in runs]) for q in ("p50_ms", "p95_ms")
         }
+    for path in ("gateway_tool", "gateway_skill"):
+        # Issue 43's goal (<= 1.5x at p50 and p95): each run's ratio to the direct call
+        # measured in that run, so a run on a loaded machine is compared with itself.
+        summary[f"{path}_x_direct"] = {
+            q: spread([r[path][q] / r["direct"][q] for r in runs]) for q in ("p50_ms", "p95_ms")
+        }
     if args.json:
         print(json.dumps(summary, indent=2))
         return
@@ -199,6 +206,13 @@ def main() -> None:
         print(
             f"  {label}: p50 {p50['median']} ms (min {p50['min']}, max {p50['max']}); "
             f"p95 {p95['median']} ms (min {p95['min']}, max {p95['max']})"
+        )
+    for path, label in (("gateway_tool", "listed tool"), ("gateway_skill", "skill")):
+        x = summary[f"{path}_x_direct"]
+        print(
+            f"  ratio to the direct call, {label} (goal <= 1.5x): "
+            f"p50 {x['p50_ms']['median']}x (max {x['p50_ms']['max']}x); "
+            f"p95 {x['p95_ms']['median']}x (max {x['p95_ms']['max']}x)"
         )
     for path, label in (("gateway_tool", "listed tool"), ("gateway_skill", "skill")):
         cpu = summary[f"{path}_cpu_ms"]

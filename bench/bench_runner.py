@@ -7,7 +7,9 @@
    target: under 1.5 s). ``--runs`` (9) runs each after a warm-up; min / median / max, with
    the load average (1 min) before each run and the CPU (user + system) each run used (the
    runner, and the stdio server it starts): less sensitive to the machine's load than wall
-   time.
+   time. Then the same in the runtime image (``make images``; its root filesystem under
+   the process node's launcher, as a pod starts) as a ratio to a bare interpreter start in
+   that image through the same launcher (target: 1.5x), alternately.
 2. Level-1 catalog cost: the system prompt of 100 granted skills at level 1 (plus the two
    synthetic tool schemas) versus inlining every SKILL.md body.
 3. MCP per-call overhead: a tool call through the runner's catalog + MCP client (audit
@@ -168,6 +170,116 @@ def cold_start(runs: int, with_mcp: bool) -> dict[str, Any]:
         "cpu_ms": spread(cpu),
         "mcp_ready_median_ms": round(statistics.median(ready), 1) if ready else None,
         "target_ms": 800 if not with_mcp else 1500,
+    }
+
+
+# --------------------------------------------------------------------------- in the image
+
+SANDBOX = ROOT / "hack" / "swarmkit_devcluster" / "process_node" / "sandbox.py"
+IN_IMAGE = "/bench"  # where the run's bundle directory is bound inside the image
+#: The runner's entry module imported, nothing run (its ``main()`` is behind ``__main__``).
+IMPORTS = "import swarmkit_runner.__main__"
+
+
+def _in_image(image: Any, argv: list[str], env: dict[str, str], tmp: Path, n: int) -> Any:
+    """Start ``argv`` in ``image``'s root filesystem through the process node's launcher (a
+    mount namespace, the rootfs under a writable overlay, ``tmp`` bound at /bench, the
+    image's user and working directory), as a pod's container starts: the Popen."""
+    uid, _, gid = (image.user or "0:0").partition(":")
+    spec = {
+        "image": str(image.rootfs),
+        "upper": str(tmp / f"upper-{n}"),
+        "root": str(tmp / f"root-{n}"),
+        "errorFile": str(tmp / f"error-{n}"),
+        "argv": argv,
+        "mounts": [{"source": str(tmp), "target": IN_IMAGE}],
+        "cwd": IN_IMAGE,
+        "envKeys": sorted(env),
+        "user": [int(uid), int(gid or uid), []],
+        "noNewPrivs": True,
+    }
+    path = tmp / f"spec-{n}.json"
+    path.write_text(json.dumps(spec))
+    return subprocess.Popen(
+        [sys.executable, "-I", "-S", str(SANDBOX), str(path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def runtime_image() -> Any:
+    """This checkout's runtime image as ``make images`` built it (None: not built)."""
+    from swarmkit_devcluster.imagebuild.build import store_dir
+    from swarmkit_devcluster.imagebuild.pins import IMAGES
+    from swarmkit_devcluster.process_node.images import ImageStore
+
+    spec = next(s for s in IMAGES if s.name == "runtime")
+    return ImageStore(store_dir(), ROOT).resolve(spec.reference)
+
+
+def cold_start_image(runs: int) -> dict[str, Any]:
+    """The runner's cold start inside the runtime image (process start → first model
+    request, 20 granted skills) as a ratio to a bare interpreter start in the same image
+    through the same launcher (``python -c pass``: start → exit), measured alternately."""
+    image = runtime_image()
+    if image is None:
+        return {"skipped": "the runtime image of this checkout is not built: make images"}
+    skills = [skill(f"guide-{i}", _description(20 + i), instructions=_body(i)) for i in range(20)]
+    env = dict(kv.split("=", 1) for kv in (f"{k}={v}" for k, v in image.env))
+    python = image.entrypoint[0] if image.entrypoint else "python3"
+    runner: list[float] = []
+    bare: list[float] = []
+    imports: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="bench-runner-image-") as name:
+        tmp = Path(name)
+        os.chmod(tmp, 0o777)  # the image's user writes its scratch and termination log here
+        for n in range(runs + 1):  # the first pair warms the page cache and is not counted
+            start = time.time()
+            proc = _in_image(image, [python, "-c", "pass"], env, tmp, 3 * n)
+            _, err = proc.communicate(timeout=60)
+            if proc.returncode != 0:
+                raise SystemExit(f"bare interpreter in the image failed: {err[-2000:]}")
+            if n:
+                bare.append(time.time() - start)
+            # Why the ratio is what it is: the entry module's imports alone, same launcher.
+            start = time.time()
+            proc = _in_image(image, [python, "-c", IMPORTS], env, tmp, 3 * n + 1)
+            _, err = proc.communicate(timeout=60)
+            if proc.returncode != 0:
+                raise SystemExit(f"importing the runner in the image failed: {err[-2000:]}")
+            if n:
+                imports.append(time.time() - start)
+            with ScriptedModelServer([text("done")]) as server:
+                b = bundle(
+                    agents=[agent("bench", provider="m", skills=[s.name for s in skills])],
+                    skills=skills,
+                    providers=[openai_provider("m", server.openai_base_url)],
+                )
+                layout = write_bundle(b, tmp / f"run-{n}")
+                for d in (layout.root, layout.scratch, *layout.root.rglob("*")):
+                    os.chmod(d, 0o777 if d.is_dir() else 0o666)
+                inside = [
+                    a.replace(str(tmp), IN_IMAGE) for a in layout.cli_args()
+                ]  # the same paths, as the container sees them
+                start = time.time()
+                proc = _in_image(image, [*image.entrypoint, "run", *inside], env, tmp, 3 * n + 2)
+                _, err = proc.communicate(timeout=120)
+                if proc.returncode != 0 or not server.requests:
+                    raise SystemExit(f"runner in the image failed: {err[-2000:]}")
+                if n:
+                    runner.append(server.requests[0].at - start)
+    ratios = [r / b for r, b in zip(runner, bare, strict=True)]
+    return {
+        "runs": runs,
+        "granted_skills": len(skills),
+        "image": str(image.rootfs),
+        "runner_ms": spread([v * 1000 for v in runner]),
+        "bare_interpreter_ms": spread([v * 1000 for v in bare]),
+        "entry_imports_ms": spread([v * 1000 for v in imports]),
+        "x_bare": spread(ratios),
+        "target_x": 1.5,
     }
 
 
@@ -375,6 +487,7 @@ def main() -> None:
         "machine_before": before,
         "cold_start": cold_start(args.runs, with_mcp=False),
         "cold_start_mcp": cold_start(args.runs, with_mcp=True),
+        "cold_start_image": cold_start_image(args.runs),
     }
     if not args.cold_only:
         report["level1_catalog"] = level_one_cost()
@@ -399,6 +512,17 @@ def main() -> None:
             f"| {title} ({cs['runs']} runs{extra}) | {fmt_spread(cs['ms'])} "
             f"| {fmt_spread(cs['cpu_ms'])} | {fmt_spread(cs['loadavg_1m'], '')} "
             f"| < {cs['target_ms']} ms |"
+        )
+    image = report["cold_start_image"]
+    if "skipped" in image:
+        print(f"| in the runtime image | skipped: {image['skipped']} | | | |")
+    else:
+        print(
+            f"| in the runtime image, 20 granted skills ({image['runs']} runs) | "
+            f"{fmt_spread(image['runner_ms'])} | bare interpreter in the image "
+            f"{fmt_spread(image['bare_interpreter_ms'])} | "
+            f"ratio {fmt_spread(image['x_bare'], 'x')} (the entry module's imports alone "
+            f"{fmt_spread(image['entry_imports_ms'])}) | <= {image['target_x']}x |"
         )
     if not args.cold_only:
         l1, mo, sp = report["level1_catalog"], report["mcp_call_overhead"], report["skill_pipeline"]

@@ -209,8 +209,9 @@ GRANTS: tuple[Grant, ...] = (
     Grant(
         "",
         ("events",),
-        ("create", "list"),
-        "An Event for every condition transition; a Job's warning Events explain a failed pod.",
+        ("create", "list", "patch"),
+        "An Event for every condition transition (a repeat of one within 10 minutes patches "
+        "its count); a Job's warning Events explain a failed pod.",
     ),
     Grant(
         "apiextensions.k8s.io",

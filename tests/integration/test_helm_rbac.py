@@ -71,7 +71,7 @@ OPERATOR_RULES: Grants = {
     "pods": frozenset({"list", "watch", "patch"}),
     "pods/log": frozenset({"get"}),
     "secrets": frozenset({"list", "watch"}),
-    "events": frozenset({"create", "list"}),
+    "events": frozenset({"create", "list", "patch"}),
     # a NetworkPolicy per Run (created), per served Topology and gateway (applied, deleted;
     # get: the same adoption check)
     "networkpolicies.networking.k8s.io": frozenset({"create", "get", "patch", "delete"}),

@@ -232,12 +232,18 @@ def test_effects_are_materialized_once_and_the_scheduled_run_starts_at_its_time(
         f"{prefix}1",
     ]
     assert len(_list(kube, ns, "mailboxmessages", selector)) == 1
-    reasons = sorted(
-        e.reason
+    effect_events = [
+        e
         for e in _events(kube, ns, "plan")
         if e.reason in ("RunScheduled", "AgentMessaged", "MailboxPosted")
-    )
-    assert reasons == ["AgentMessaged", "MailboxPosted", "RunScheduled"]
+    ]
+    assert sorted(e.reason for e in effect_events) == [
+        "AgentMessaged",
+        "MailboxPosted",
+        "RunScheduled",
+    ]
+    # a repeat would raise an Event's count (the same reason about the same object)
+    assert [e.count for e in effect_events] == [1, 1, 1]
 
     # The messaged agent ran with the message as its input and the sender's correlation id.
     messaged = wait_run(kube, ns, f"{prefix}1", finished, operator=operator)

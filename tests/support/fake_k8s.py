@@ -195,6 +195,7 @@ class FakeApi:
         """Route the operator's API client to this fake for the rest of the test."""
         from swarmkit_operator import k8s
         from swarmkit_operator.k8s import client, objects, streams
+        from swarmkit_operator.k8s.events import EventCorrelator
 
         self._write_gate = client.write_refusal
         for module in (k8s, client, objects):
@@ -204,6 +205,8 @@ class FakeApi:
         for module in (k8s, streams):
             monkeypatch.setattr(module, "stream", self.stream)
         monkeypatch.setattr(k8s, "configure", lambda *a, **k: None)
+        # The Events posted before are another API's: nothing to add a count to here.
+        monkeypatch.setattr(objects, "_correlator", EventCorrelator())
         return self
 
     # --- the test's side: seeding, reading, faults ---

@@ -119,10 +119,11 @@
 - apiGroups: [""]
   resources: [secrets]
   verbs: [list, watch]
-# An Event for every condition transition; a Job's warning Events explain a failed pod.
+# An Event for every condition transition (a repeat of one within 10 minutes patches its
+# count); a Job's warning Events explain a failed pod.
 - apiGroups: [""]
   resources: [events]
-  verbs: [create, list]
+  verbs: [create, list, patch]
 # Run isolation: a NetworkPolicy per Run (owned by it), per served Topology and per Agent
 # gateway lets their pods reach only DNS and the declared destinations.
 - apiGroups: [networking.k8s.io]

@@ -1,9 +1,12 @@
 """The performance page, rendered from the committed benchmark results.
 
-Each ``bench/results/<make target>.json`` (written by ``bench/record.py`` from a benchmark's
-own ``--json`` output) becomes one section: the command, date and machine it was measured
-with, then its figures as tables. Nothing here is typed by hand: a figure on the page is one
-a benchmark printed. Benchmarks of the Makefile with no recorded result are listed as such.
+First the headline table (:mod:`.goals`: each goal, its figure and ratio to its floor), then
+each ``bench/results/<make target>.json`` (written by ``bench/record.py`` from a benchmark's
+own ``--json`` output) becomes one section (a scale record with its plot of the time to
+Ready against N beside its floor, a Runs record with its latency distribution): the
+command, date and machine it was measured with, then its figures as tables. Nothing here
+is typed by hand: a figure on the page is one a benchmark printed. Benchmarks of the
+Makefile with no recorded result are listed as such.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from . import plots
+from . import goals, plots
 from .schema import cell, code
 
 RESULTS = Path("bench/results")
@@ -120,6 +123,10 @@ def render(root: Path) -> str:
         "renders it here with its date, machine and command, and the benchmark's own "
         "description of what it measures. The README's figures are headlines of these.",
         "",
+        *goals.render(root, records),
+        "The records follow, one section each: the command, date and machine, the plots, "
+        "then the raw figures.",
+        "",
     ]
     for name, record in records.items():
         machine = record.get("machine", {})
@@ -127,6 +134,8 @@ def render(root: Path) -> str:
         if plots.is_scale_summary(results):
             # Only the summary: the per-run raw numbers stay in the JSON file.
             body = ["", plots.svg(results["summary"]), "", *plots.table(results["summary"])]
+        elif plots.is_runs_record(results):
+            body = ["", plots.latency_svg(results), "", *_render(results, "", 0)]
         else:
             body = _render(results, "", 0)
         out += [

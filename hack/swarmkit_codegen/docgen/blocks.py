@@ -345,3 +345,51 @@ def runtime_ab(records: Records) -> list[str]:
         f"{_num(sb['xFloor']['median'])}x against {_num(sa['xFloor']['median'])}x. "
         f"Load (1 / 5 / 15 min) before each run: B {loads['b']}; A {loads['a']}.",
     ]
+
+
+def _per_size(runs: Sequence[Mapping[str, Any]], n: str, key: str) -> list[float]:
+    return [float(r[key]) for r in runs if str(r.get("n")) == n and key in r]
+
+
+def scale_limits(records: Records) -> list[str]:
+    """``bench_scale.py``: what one leader spends per object at each N, from the runs."""
+    record = records["bench-scale"]
+    runs = record["results"]["runs"]
+    sizes = sorted({str(r["n"]) for r in runs}, key=int)
+    rows = []
+    for n in sizes:
+        at = [r for r in runs if str(r["n"]) == n]
+        objects = int(at[0]["objects"])
+        ready = statistics.median(_per_size(at, n, "readySeconds"))
+        cpu = statistics.median(_per_size(at, n, "cpuSeconds"))
+        rss = statistics.median(_per_size(at, n, "peakRssMB"))
+        writes = statistics.median(_per_size(at, n, "operatorWrites"))
+        floor = statistics.median(float(r["floor"]["seconds"]) for r in at)
+        floor_writes = statistics.median(float(r["floor"]["writes"]) for r in at)
+        rows.append(
+            (
+                f"{_num(int(n))} ({_num(objects)})",
+                f"{_num(ready)} s / {_num(floor)} s",
+                f"{cpu / ready:.2f} cores ({_num(cpu)} s)",
+                f"{_num(rss)} MB ({rss * 2**20 / objects / 1024:.1f} KiB)",
+                f"{_num(round(writes / ready))}/s",
+                f"{_num(round(floor_writes / floor))}/s",
+            )
+        )
+    return [
+        provenance("bench-scale", record),
+        "",
+        "Medians over the repeats at each size (N Skills, objects in all):",
+        "",
+        *_table(
+            (
+                "N (objects)",
+                "time to Ready / its floor",
+                "operator CPU while reconciling",
+                "peak RSS (per object)",
+                "operator writes",
+                "a bare client's writes (the apiserver's rate here)",
+            ),
+            rows,
+        ),
+    ]

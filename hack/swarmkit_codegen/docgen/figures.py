@@ -72,6 +72,12 @@ BLOCKS: dict[str, Block] = {
         blocks.image_build,
         "python bench/record.py bench-images -- python bench/bench_images.py --json",
     ),
+    "scale-limits": Block(
+        Path("docs/design/scale.md"),
+        ("bench-scale",),
+        blocks.scale_limits,
+        "make bench-scale",
+    ),
     "runtime-ab": Block(
         Path("docs/design/operator-runtime.md"),
         ("bench-ab",),

@@ -104,20 +104,39 @@ def _review(r: Mapping[str, Any]) -> list[Row]:
 
 def _runner(r: Mapping[str, Any]) -> list[Row]:
     cold = r["cold_start"]
-    return [
+    rows = [
         (
             f"runner cold start, {cold['granted_skills']} granted skills (process start → "
             "first model request)",
             _triple(cold["ms"], "ms", ("min", "median", "max")),
         )
     ]
+    image = r.get("cold_start_image") or {}
+    if "x_bare" in image:
+        rows.append(
+            (
+                "runner cold start in the runtime image, ratio to a bare interpreter start there",
+                _triple(image["x_bare"], "x", ("min", "median", "max")),
+            )
+        )
+    return rows
 
 
 def _gateway(r: Mapping[str, Any]) -> list[Row]:
     over = r["gateway_tool_overhead"]["p50_ms"]
-    return [
+    rows = [
         ("MCP gateway overhead per tool call, p50", _triple(over, "ms", ("min", "median", "max")))
     ]
+    ratio = r.get("gateway_tool_x_direct")
+    if ratio:
+        rows.append(
+            (
+                "MCP gateway call, ratio to a direct call to the same upstream: p50; p95",
+                f"{_triple(ratio['p50_ms'], 'x', ('min', 'median', 'max'))}; "
+                f"{_triple(ratio['p95_ms'], 'x', ('min', 'median', 'max'))}",
+            )
+        )
+    return rows
 
 
 def _webview(r: Mapping[str, Any]) -> list[Row]:

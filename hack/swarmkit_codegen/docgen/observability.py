@@ -128,9 +128,14 @@ def render_reasons() -> str:
         "",
         "Every change of a condition posts an Event on the object with the condition's "
         "reason: a transition to `False` is a `Warning` of its own; the other transitions of "
-        "one reconcile share one `Normal` Event (the `Ready` reason when it is among them). "
-        "A Run's Events carry the reason of its `Succeeded` condition. The operator also "
-        "posts these Events of its own:",
+        "one reconcile share one `Normal` Event (the `Ready` reason when it is among them), "
+        "except on an object's first status, which posts its `Warning`s only (that a new "
+        "object is Ready is its `Ready` condition: no Event per created object trails a bulk "
+        "apply). A Run's Events carry the reason of its `Succeeded` condition. The same "
+        "reason about the same object within 10 minutes of the previous one is not a new "
+        "Event: the one posted gets its `count` raised, its `lastTimestamp` and the newest "
+        "message (as client-go's event recorder does). The operator also posts these Events "
+        "of its own:",
         "",
         "| Type | Reason | Posted by |",
         "|---|---|---|",

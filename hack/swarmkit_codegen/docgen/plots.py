@@ -103,3 +103,68 @@ def svg(summary: dict[str, Any]) -> str:
         )
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+#: The Run latencies a ``bench_runs`` record holds per series run: (key, label, colour).
+_LATENCIES = (
+    ("run_created_to_job_created", "Run created → Job created", "#3f51b5"),
+    ("pod_finished_to_run_condition", "pod finished → Run condition", "#ef6c00"),
+)
+
+
+def is_runs_record(results: Any) -> bool:
+    """Whether ``results`` is a ``bench_runs`` result (``series`` of runs with latencies)."""
+    series = results.get("series") if isinstance(results, dict) else None
+    return isinstance(series, dict) and any(
+        isinstance(runs, list) and runs and _LATENCIES[0][0] in runs[0] for runs in series.values()
+    )
+
+
+def latency_svg(results: dict[str, Any]) -> str:
+    """The Run latency distribution of every series run: a bar from p50 to p95 and a
+    whisker to the maximum, per latency, on one linear axis in milliseconds."""
+    rows = [
+        (str(run.get("label", name)), key, colour, run[key])
+        for name, runs in sorted(results["series"].items())
+        for run in runs
+        for key, _, colour in _LATENCIES
+        if isinstance(run.get(key), dict) and float(run[key].get("p50_ms", -1)) >= 0
+    ]
+    step, top = 14, 40
+    height = top + step * len(rows) + PAD
+    x_max = max((float(r[3]["max_ms"]) for r in rows), default=1.0) or 1.0
+    left = 90
+
+    def px(ms: float) -> float:
+        return round(left + (WIDTH - left - 24) * ms / x_max, 1)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" role="img" '
+        'aria-label="Run latency distribution per benchmark run: p50 to p95, whisker to max">',
+        f'<text x="{left}" y="14" font-size="12" fill="currentColor">milliseconds '
+        f"(axis 0 to {x_max:g}); bar p50 to p95, whisker to max</text>",
+    ]
+    for i, (_, label, colour) in enumerate(_LATENCIES):
+        parts.append(
+            f'<rect x="{left + 250 * i}" y="22" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{left + 250 * i + 14}" y="31" font-size="11" '
+            f'fill="currentColor">{label}</text>'
+        )
+    for i, (label, key, colour, stats) in enumerate(rows):
+        y = top + step * i + 6
+        p50, p95, most = (float(stats[k]) for k in ("p50_ms", "p95_ms", "max_ms"))
+        if key == _LATENCIES[0][0]:
+            parts.append(
+                f'<text x="{left - 6}" y="{y + 8}" text-anchor="end" font-size="11" '
+                f'fill="currentColor">{label}</text>'
+            )
+        parts.append(
+            f'<line x1="{px(p95)}" y1="{y + 4}" x2="{px(most)}" y2="{y + 4}" stroke="{colour}"/>'
+        )
+        parts.append(
+            f'<rect x="{px(p50)}" y="{y}" width="{max(1.0, round(px(p95) - px(p50), 1))}" '
+            f'height="8" fill="{colour}"/>'
+        )
+    parts.append("</svg>")
+    return "\n".join(parts)

@@ -2,7 +2,8 @@
 
 :mod:`.client` (configuration, credentials, the leader election's write gate, requests with
 retries), :mod:`.streams` (watch streams on the event loop), :mod:`.paths` (API paths) and
-:mod:`.objects` (one helper per resource and verb). Every name is re-exported here, so a
+:mod:`.objects` (one helper per resource and verb; an Event's repeats correlated by
+:mod:`.events`). Every name is re-exported here, so a
 call site reads ``k8s.apply_status(...)`` whatever module defines it (and a test that
 replaces ``k8s.request`` sees the calls made through this package's attribute).
 """
@@ -38,6 +39,7 @@ from .client import (
     wait_for_api,
     write_refusal,
 )
+from .events import coalesce as coalesce_events
 from .objects import (
     apply,
     apply_status,
@@ -116,6 +118,7 @@ __all__ = [
     "apps_path",
     "batch_path",
     "close_streams",
+    "coalesce_events",
     "configure",
     "core_path",
     "create_config_map",

@@ -10,6 +10,7 @@ import base64
 import functools
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +29,7 @@ from .client import (
     request,
     request_start,
 )
+from .events import Correlated, EventCorrelator, correlation_key
 from .paths import batch_path, core_path, custom_path, node_path
 from .streams import text_lines
 
@@ -275,34 +277,76 @@ async def list_config_maps(namespace: str | None, selector: str) -> list[dict[st
     return [dict(i) for i in _check("GET", path, status, payload).get("items") or ()]
 
 
+#: The Events posted by this process, by (object, type, reason) (see :mod:`.events`).
+_correlator = EventCorrelator()
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-async def post_event(involved: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
-    """A core/v1 Event about ``involved`` (apiVersion, kind, name, namespace, uid)."""
+async def post_event(
+    involved: Mapping[str, Any], type_: str, reason: str, message: str, count: int = 1
+) -> None:
+    """A core/v1 Event about ``involved`` (apiVersion, kind, name, namespace, uid), ``count``
+    occurrences of it; a repeat of the same reason about the same object within
+    :data:`.events.WINDOW` adds to the count of the Event already posted (:mod:`.events`)."""
+    message = message if len(message) <= 1024 else message[:1021] + "..."
+    reason = reason[:128]
+    key = correlation_key(involved, type_, reason)
+    entry = _correlator.occurred(key, message, time.monotonic(), count)
+    metrics.EVENTS.labels(type_).inc(count)
+    async with entry.lock:
+        if entry.written >= entry.count:
+            return  # a write made while this one waited already counted it
+        before, entry.written = entry.written, entry.count
+        if not await _write_event(involved, type_, reason, entry):
+            entry.written = before  # not posted: the next occurrence tries again
+
+
+async def _write_event(
+    involved: Mapping[str, Any], type_: str, reason: str, entry: Correlated
+) -> bool:
+    """Add ``entry``'s occurrences to its Event, or POST it (first, or the Event expired);
+    whether it is written."""
     namespace = str(involved["namespace"])
     now = _now()
+    if entry.name is not None:
+        path = core_path("events", namespace, entry.name)
+        patch = {"count": entry.count, "lastTimestamp": now, "message": entry.message}
+        status, payload = await request(
+            "PATCH", path, patch, content_type="application/merge-patch+json"
+        )
+        if status != 404:  # 404: removed by the apiserver's Event TTL, posted anew
+            if status >= 300:
+                log.warning(
+                    "updating an Event failed: %s", ApiError("PATCH", path, status, str(payload))
+                )
+            return True
     body = {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"generateName": f"{involved['name']}.", "namespace": namespace},
         "involvedObject": dict(involved),
         "type": type_,
-        "reason": reason[:128],
-        "message": message if len(message) <= 1024 else message[:1021] + "...",
+        "reason": reason,
+        "message": entry.message,
         "source": {"component": COMPONENT},
         "reportingComponent": COMPONENT,
         "reportingInstance": _state.instance[:128],
         "firstTimestamp": now,
         "lastTimestamp": now,
-        "count": 1,
+        "count": entry.count,
     }
     path = core_path("events", namespace)
     status, payload = await request("POST", path, body)
-    metrics.EVENTS.labels(type_).inc()
-    if status >= 300 and status != 404:
-        log.warning("posting an Event failed: %s", ApiError("POST", path, status, str(payload)))
+    if status >= 300:
+        if status != 404:
+            log.warning("posting an Event failed: %s", ApiError("POST", path, status, str(payload)))
+        entry.name = None
+        return False
+    entry.name = str(((payload or {}).get("metadata") or {}).get("name") or "") or None
+    return entry.name is not None
 
 
 async def get_job(namespace: str, name: str) -> dict[str, Any] | None:

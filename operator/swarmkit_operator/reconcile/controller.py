@@ -401,13 +401,18 @@ class Controller:
 
     async def _event_poster(self) -> None:
         while True:
-            involved, type_, reason, message = await self.events.get()
-            try:
-                await k8s.post_event(involved, type_, reason, message)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # Events are best effort
-                log.warning("posting an Event failed: %s", exc)
+            # What queued up meanwhile goes together: the same reason about the same
+            # object is one write with a count (k8s.post_event correlates across batches).
+            batch = [await self.events.get()]
+            while not self.events.empty():
+                batch.append(self.events.get_nowait())
+            for involved, type_, reason, message, count in k8s.coalesce_events(batch):
+                try:
+                    await k8s.post_event(involved, type_, reason, message, count)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # Events are best effort
+                    log.warning("posting an Event failed: %s", exc)
 
     async def resync(self) -> None:
         """A safety net, every ``resync_seconds`` (a Periodic of the leader's): re-LIST,

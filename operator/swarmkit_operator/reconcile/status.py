@@ -1,4 +1,5 @@
-"""Writing a reconcile's outcome: a server-side apply of status, and an Event per transition.
+"""Writing a reconcile's outcome: a server-side apply of status, and an Event per transition
+(an object's first status: its Warnings only).
 
 A reconciler computes the status it wants (fields plus condition verdicts);
 :func:`write_status` applies it only if that differs from what the object shows, so a
@@ -118,18 +119,31 @@ async def write_status(
         "namespace": namespace,
         "uid": uid,
     }
-    changed = transitions(before, mine)
-    # Every transition to False is its own Warning; the other transitions of one
-    # reconcile share one Normal Event (reason of Ready if it is among them).
+    first = not own_conditions(before, [v.type for v in verdicts])
+    post_transitions(ctl, involved, transitions(before, mine), first)
+    return True
+
+
+def post_transitions(
+    ctl: StatusBook, involved: dict[str, Any], changed: list[dict[str, Any]], first: bool
+) -> None:
+    """The Events of one status write's condition transitions (``first``: the object's
+    first status).
+
+    Every transition to False is its own Warning; the other transitions of one reconcile
+    share one Normal Event (reason of Ready if it is among them), except on the object's
+    first status: that a new object is Ready is what its Ready condition says, and an
+    Event per created object is a burst trailing every bulk apply (one per object: 24,000
+    at 20,000 Skills). A Normal Event marks a change from a state the object showed
+    (recovered, re-rendered)."""
     for cond in changed:
         if cond["status"] == "False":
             ctl.post_event(involved, "Warning", cond["reason"], describe(cond))
     normal = [c for c in changed if c["status"] != "False"]
-    if normal:
+    if normal and not first:
         main = next((c for c in normal if c["type"] == READY), normal[0])
         text = "; ".join(describe(c) for c in [main, *(c for c in normal if c is not main)])
         ctl.post_event(involved, "Normal", main["reason"], text)
-    return True
 
 
 async def apply_status(
