@@ -39,6 +39,7 @@ from .client import (
     write_refusal,
 )
 from .objects import (
+    SecretNotGranted,
     apply,
     apply_status,
     create_config_map,
@@ -109,6 +110,7 @@ __all__ = [
     "ApiError",
     "InCluster",
     "NotLeader",
+    "SecretNotGranted",
     "Undecodable",
     "apiserver_host",
     "apply",
