@@ -68,8 +68,7 @@ REASON_RENDERED: Final[str] = "Rendered"
 #: Topology: every agent and child topology is Ready.
 REASON_RESOLVED: Final[str] = "Resolved"
 REASON_CONFIG_MAP_NOT_FOUND: Final[str] = "ConfigMapNotFound"
-#: A Secret (key) a pod's env names is missing, read from the pod's CreateContainerConfigError
-#: (Run: Succeeded Unknown, then False after the pod start grace; Serving: gateway, serve).
+#: A referenced Secret (key) is missing (also Serving, for gateway and serve tokens).
 REASON_SECRET_NOT_FOUND: Final[str] = "SecretNotFound"
 REASON_WORKSPACE_NOT_FOUND: Final[str] = "WorkspaceNotFound"
 REASON_WORKSPACE_NOT_READY: Final[str] = "WorkspaceNotReady"
