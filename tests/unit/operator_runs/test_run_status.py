@@ -18,6 +18,7 @@ from swarmkit_operator.builders.run_status import (
     pending,
     status_patch,
 )
+from swarmkit_operator.runs.summaries import pod_summary
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -277,6 +278,14 @@ def test_a_missing_secret_is_named_from_the_pod_then_fails_after_grace() -> None
         "(create it in namespace team-a)"
     )
     assert early.recheck_after and 50 <= early.recheck_after <= 60 and not early.stop_job
+    # the Runs controller's pod index keeps just enough for this: the Secret-key env entries
+    summary = pod_summary(_env_pod(missing, age=5))
+    assert [e["name"] for e in summary["spec"]["containers"][0]["env"]] == [
+        "SWARMKIT_SECRET_0",
+        "SWARMKIT_SECRET_1",
+        "SWARMKIT_SECRET_2",
+    ]
+    assert derive(job=job(), pods=[summary], now=NOW).message == early.message
     late = derive(job=job(), pods=[_env_pod(missing, age=90)], now=NOW)
     assert (late.status, late.reason, late.stop_job) == ("False", "SecretNotFound", True)
     assert late.message == (
