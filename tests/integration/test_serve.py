@@ -531,6 +531,8 @@ def test_missing_token_secret_and_removing_serve(
     deployments = {d.metadata.name: d for d in kube.apps.list_namespaced_deployment(ns).items}
     assert sorted(deployments) == ["serve-oracle", "serve-oracle-two"]
     assert not deployments["serve-oracle-two"].status.ready_replicas
+    # (its Deployment, with the waiting pods, goes with the Topology)
+    kube.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "topologies", "oracle-two")
 
     kube.custom.patch_namespaced_custom_object(
         GROUP, VERSION, ns, "topologies", "oracle", {"spec": {"serve": None}}
