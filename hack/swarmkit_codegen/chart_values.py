@@ -232,7 +232,7 @@ class RbacValues(_Values):
 
     create: bool = _desc(
         "Create the operator's (Cluster)Role and binding. With watchNamespaces set they are a "
-        "Role + RoleBinding per namespace plus a small ClusterRole (CRD and namespace watch)."
+        "Role + RoleBinding per namespace plus a small ClusterRole (RuntimeClass get)."
     )
     aggregate_to_user_roles: bool = _desc(
         "Create ClusterRoles aggregated into the built-in view, edit and admin roles: view "

@@ -25,59 +25,39 @@ from swarmkit_devcluster.kubeapi import KubeClient
 from swarmkit_devcluster.paths import binary, repo_root
 
 #: The release the tests' operators stand for, and where its ServiceAccount lives.
-RELEASE = "swarmkit-operator"
+CHART = "swarmkit-operator"
+RELEASE = CHART
 NAMESPACE = "swarmkit-system"
 RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 #: Only the operator's own objects: the chart's user-facing roles are for people.
 OPERATOR_ROLE_SUFFIXES = ("", "-leader-election")
 
 
-def chart_rbac(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def fullname(release: str) -> str:
+    """The chart's ``swarmkit-operator.fullname`` of ``release`` (its ServiceAccount, its
+    (Cluster)Roles and its default Lease name)."""
+    return release if CHART in release else f"{release}-{CHART}"
+
+
+def chart_rbac(
+    values: dict[str, Any] | None = None, release: str = RELEASE
+) -> list[dict[str, Any]]:
     """The operator's ServiceAccount and RBAC objects as ``helm template`` renders them.
 
-    Default values (every namespace), plus what the chart adds for ``watchNamespaces``
-    at cluster scope (reading the namespaces), as the ClusterRole ``<release>-namespaces``:
-    the tests' operators watch all namespaces or a list of their test namespaces, and
-    rendering the chart per test namespace would only repeat the same rules.
-    """
-    docs = _render(values)
-    for doc in _render({**(values or {}), "watchNamespaces": ["swarmkit-rbac-probe"]}):
-        if doc.get("kind") == "ClusterRole" and doc["metadata"]["name"] == RELEASE:
-            rules = [r for r in doc["rules"] if "namespaces" in r.get("resources", ())]
-            docs.append(
-                {
-                    "apiVersion": "rbac.authorization.k8s.io/v1",
-                    "kind": "ClusterRole",
-                    "metadata": {"name": f"{RELEASE}-namespaces"},
-                    "rules": rules,
-                }
-            )
-            docs.append(
-                {
-                    "apiVersion": "rbac.authorization.k8s.io/v1",
-                    "kind": "ClusterRoleBinding",
-                    "metadata": {"name": f"{RELEASE}-namespaces"},
-                    "roleRef": {
-                        "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "ClusterRole",
-                        "name": f"{RELEASE}-namespaces",
-                    },
-                    "subjects": [
-                        {"kind": "ServiceAccount", "name": RELEASE, "namespace": NAMESPACE}
-                    ],
-                }
-            )
-    return docs
+    Default values: every namespace, with the ClusterRole. With ``watchNamespaces`` a Role
+    and RoleBinding in each of them, plus the small ClusterRole every mode has (no grant on
+    Namespaces: the operator follows none, issue 41)."""
+    return _render(values, release)
 
 
-def _render(values: dict[str, Any] | None) -> list[dict[str, Any]]:
-    args = [str(binary("helm")), "template", RELEASE, str(repo_root() / "charts" / RELEASE)]
+def _render(values: dict[str, Any] | None, release: str = RELEASE) -> list[dict[str, Any]]:
+    args = [str(binary("helm")), "template", release, str(repo_root() / "charts" / CHART)]
     args += ["--namespace", NAMESPACE]
     for key, value in (values or {}).items():
         args += ["--set-json", f"{key}={json.dumps(value)}"]
     out = subprocess.run(args, capture_output=True, text=True, timeout=120, check=True).stdout
     docs = [d for d in yaml.safe_load_all(out) if d]
-    names = {RELEASE + suffix for suffix in OPERATOR_ROLE_SUFFIXES}
+    names = {fullname(release) + suffix for suffix in OPERATOR_ROLE_SUFFIXES}
     picked = []
     for doc in docs:
         if doc.get("kind") not in RBAC_KINDS:
@@ -88,17 +68,58 @@ def _render(values: dict[str, Any] | None) -> list[dict[str, Any]]:
     return picked
 
 
-def chart_operator_kubeconfig(admin_kubeconfig: Path, *, refresh: bool = False) -> Path:
+def team_secret_grant(namespace: str, secret: str, release: str = RELEASE) -> list[dict[str, Any]]:
+    """The Role + RoleBinding a team applies so the operator may ``get`` the one Secret a
+    Workspace mailbox's webhook names (``rbac.py``'s ``team`` grant; the chart grants no verb
+    on Secrets). The same manifest as docs/reference/rbac.md shows."""
+    name = f"swarmkit-operator-secret-{secret}"
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace},
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["secrets"],
+                    "resourceNames": [secret],
+                    "verbs": ["get"],
+                }
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [
+                {"kind": "ServiceAccount", "name": fullname(release), "namespace": NAMESPACE}
+            ],
+        },
+    ]
+
+
+def chart_operator_kubeconfig(
+    admin_kubeconfig: Path,
+    *,
+    refresh: bool = False,
+    values: dict[str, Any] | None = None,
+    release: str = RELEASE,
+) -> Path:
     """A kubeconfig holding a token of the chart's operator ServiceAccount, next to the
-    cluster's admin kubeconfig (cached; the RBAC is applied again when ``refresh``)."""
+    cluster's admin kubeconfig (cached; the RBAC is applied again when ``refresh``).
+
+    Another ``release`` (with its ``values``, e.g. ``watchNamespaces``) is another
+    ServiceAccount with only that release's grants: an operator installed per namespace."""
     admin_kubeconfig = Path(admin_kubeconfig)
-    path = admin_kubeconfig.with_name("operator-chart.kubeconfig")
+    suffix = "" if release == RELEASE else f"-{release}"
+    path = admin_kubeconfig.with_name(f"operator-chart{suffix}.kubeconfig")
     lock = admin_kubeconfig.with_name("operator-chart.lock")
     with open(lock, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         if path.exists() and not refresh:
             return path
-        docs = chart_rbac()
+        docs = chart_rbac(values, release)
         kubectl = [str(binary("kubectl")), f"--kubeconfig={admin_kubeconfig}"]
         subprocess.run([*kubectl, "create", "namespace", NAMESPACE], capture_output=True)
         subprocess.run(

@@ -5,10 +5,13 @@ items are created labelled ``swarmkit.dev/webhook-delivery=pending`` (:mod:`.run
 Driven by their watch, not by polling: the pending items are indexed
 (``handlers/delivery.py``), every event of one kicks it into this controller's queue, and
 :data:`WORKERS` workers of the leader POST each due one as a Slack-compatible
-``{"text": ...}`` JSON body to the URL read from the Secret at that moment:
+``{"text": ...}`` JSON body to the URL read from the Secret at that moment (a GET of that
+one Secret, which the namespace's team grants the operator by name: the chart grants no
+verb on Secrets, see ``rbac.py``):
 
 * 2xx: ``status.delivery`` Delivered, the label ``delivered``, an Event on the item;
-* anything else (an HTTP status, a connection error, the Secret missing): ``attempts`` + 1
+* anything else (an HTTP status, a connection error, the Secret missing or not granted to
+  the operator): ``attempts`` + 1
   and ``nextAttemptTime`` after an exponential backoff (``webhook_backoff_seconds`` doubled
   per attempt, at most :data:`MAX_BACKOFF_SECONDS`; the item's key is queued again for
   that time); after ``webhook_max_attempts`` it is Failed (label ``failed``, a Warning
@@ -250,9 +253,12 @@ class Delivery:
         refusal = k8s.write_refusal()
         if refusal is not None:  # a deposed leader posts nothing (the new one will)
             raise k8s.NotLeader("POST", "mailbox webhook", refusal)
-        url = await k8s.read_secret_key(namespace, ref.get("name", ""), ref.get("key", ""))
+        try:
+            url = await k8s.read_secret_key(namespace, ref.get("name", ""), ref.get("key", ""))
+        except k8s.SecretNotGranted as exc:
+            return str(exc)  # names the Secret and the grant, never a value
         if not url:
-            return f"Secret {ref.get('name')} has no key {ref.get('key')}"
+            return f"Secret {ref.get('name')} not found or has no key {ref.get('key')}"
         try:
             async with session.post(url.strip(), json=payload(item)) as response:
                 if 200 <= response.status < 300:

@@ -1,8 +1,7 @@
 """The gateways controller: each Agent's ``spec.gateway`` as a Deployment + Service (kopf-free).
 
 Kicked per Agent (its gateway Deployment's events) and per namespace (any Skill, Agent,
-Topology, Workspace or Secret change there may give a served agent a new version or its
-token).
+Topology or Workspace change there may give a served agent a new version).
 The kicks go into a :class:`~.runtime.workqueue.WorkQueue` (the operator's one work-queue
 type: one pass per Agent at a time, kicks coalesced), taken off by :data:`WORKERS` workers
 the manager starts once this replica leads; a failed reconcile is retried by the queue.
@@ -11,8 +10,7 @@ pipeline (:mod:`.workload.served`), like a served Topology:
 
 1. disabled (or no ``spec.gateway``): deletes the Deployment, Service, RBAC objects and
    bundle ConfigMaps, and reports ``Serving=False`` ``Disabled`` if it ever reported anything;
-2. with a token's Secret key missing, reports ``Serving=False`` ``SecretNotFound`` (and
-   leaves a running gateway alone); then resolves the agent exactly as a Run of it would
+2. resolves the agent exactly as a Run of it would
    (the operator's one :class:`~.workload.resolve.Resolver`); while that waits (the agent
    or a skill not Ready yet), ``Serving`` keeps its previous status with the waiting
    message, so a gateway that serves keeps serving;
@@ -27,21 +25,23 @@ pipeline (:mod:`.workload.served`), like a served Topology:
    ``Serving`` entry of the conditions list is this controller's, the Agent reconciler's
    conditions are the reconcile manager's), skipped when unchanged, with a Warning Event
    on a transition to ``False``; once rolled out it deletes the superseded bundle
-   ConfigMaps.
+   ConfigMaps. While no replica is ready and its pods wait for a token's Secret (key),
+   ``Serving=False`` ``SecretNotFound`` names it: read from the pods' status
+   (:func:`.workload.served.secret_wait`), as the operator reads no Secret (issue 41).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from swarmkit_api.agent import AgentSpec, GatewaySpec
-from swarmkit_api.conditions import REASON_DISABLED
+from swarmkit_api.conditions import REASON_DISABLED, REASON_SECRET_NOT_FOUND, REASON_STARTING
 from swarmkit_api.run import RunSpec
 
 from . import egress, k8s
@@ -61,8 +61,6 @@ log = logging.getLogger("swarmkit_operator.gateways")
 
 #: Seconds between looks at a Deployment that is still rolling out (events kick sooner).
 ROLLOUT_RECHECK = 5.0
-#: Seconds between looks for a missing token Secret.
-SECRET_RECHECK = 5.0
 #: Gateway reconciles at once (an Agent's is never run twice at once).
 WORKERS = 4
 
@@ -75,15 +73,12 @@ class GatewayController:
         config: OperatorConfig,
         resolver: Resolver,
         agents: Mapping[Any, list[Any]],
-        secret_keys: Mapping[Any, list[Any]],
     ) -> None:
         self.config = config
         #: The operator's one resolver (shared with the Runs controller and serving).
         self.resolver = resolver
         #: (namespace, name) → the reconcile loop's agent view (spec, uid, status).
         self.agents = agents
-        #: (namespace, Secret) → the names of its keys (never values).
-        self.secret_keys = secret_keys
         self.queue: WorkQueue[tuple[str, str]] = WorkQueue()
         # The same retry rule and metrics as every controller (kind "Gateway").
         self._workers = Workers(
@@ -149,12 +144,6 @@ class GatewayController:
             self.served.get(namespace, set()).discard(name)
             return None
         assert spec.auth is not None
-        tokens = [t.secret_key_ref for t in spec.auth.tokens]
-        missing = pipeline.missing_secret_keys(self._keys, namespace, tokens, "gateway token")
-        if missing is not None:
-            # No pod could start (its env names the key); a running gateway keeps running.
-            await self._write(agent, status, "False", missing.reason, missing.message, {})
-            return SECRET_RECHECK
         gateway = Gateway(agent, spec, self.config, dict(status.get("createdUids") or {}))
         observed = await served.observe(namespace, gw.gateway_name(name))
         result = await served.roll_out(self.resolver, gateway, observed)
@@ -162,6 +151,12 @@ class GatewayController:
             return await self._stopped(agent, status, result)
         version = result.rendered.bundle.agents[name].version
         verdict = gw.serving(result.deployment, version)
+        if verdict.reason == REASON_STARTING:
+            secret = await served.secret_wait(namespace, gw.selector(name))
+            if secret is not None:
+                verdict = dataclasses.replace(
+                    verdict, reason=REASON_SECRET_NOT_FOUND, message=f"{verdict.message}: {secret}"
+                )
         fields: dict[str, Any] = {
             "gatewayUrl": gw.gateway_url(agent, spec),
             "createdUids": dict(result.created_uids),
@@ -189,10 +184,6 @@ class GatewayController:
         # A running gateway keeps its pods (a missing RuntimeClass, a tampered object).
         await self._write(agent, status, "False", stop.reason, stop.message, {})
         return stop.recheck
-
-    def _keys(self, namespace: str, secret: str) -> Collection[str]:
-        values = self.secret_keys.get((namespace, secret))
-        return next(iter(values)) if values else frozenset()
 
     async def _write(
         self,

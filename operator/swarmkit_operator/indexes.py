@@ -53,19 +53,19 @@ class Resource:
 
 
 #: Where an index over one of our kinds' plurals LISTs (the API's table of kinds), and the
-#: two core resources the shared modules watch (read-only: an index over another resource
-#: names its group and version, see :func:`index`).
+#: core resource the shared modules watch (read-only: an index over another resource
+#: names its group and version, see :func:`index`). Never Secrets: the operator holds no
+#: verb on them (issue 41).
 RESOURCES: Mapping[str, Resource] = MappingProxyType(
     {
         **{k.plural: Resource(GROUP, VERSION, k.plural) for k in KINDS},
         "configmaps": Resource("", "v1", "configmaps"),
-        "secrets": Resource("", "v1", "secrets"),
     }
 )
 #: The core resources whose indexes a shared module keeps current from its own events
-#: (``handlers/common.py`` the ConfigMaps, ``handlers/workspace.py`` the Secrets); a
-#: declared kind's are kept current by its event function.
-CORE_MAINTAINED = frozenset({"configmaps", "secrets"})
+#: (``handlers/common.py`` the ConfigMaps); a declared kind's are kept current by its
+#: event function.
+CORE_MAINTAINED = frozenset({"configmaps"})
 IndexFn = Callable[..., Mapping[Any, Any]]
 
 
@@ -111,7 +111,7 @@ def index(
     logger=)`` returns ``{key: value}`` for one object. Read it with
     ``Controller.lookup(id, key)`` / ``lookup_all`` or ``Controller.indexes.view(id)`` (a
     mapping key → values, like a kopf index). For a resource other than our kinds and the
-    two core ones (:data:`RESOURCES`), pass ``group``/``version``: the composition
+    core one (:data:`RESOURCES`), pass ``group``/``version``: the composition
     root then watches it with a function keeping its indexes current, which runs before
     every other function of that watch.
     """

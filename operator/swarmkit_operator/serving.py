@@ -10,7 +10,9 @@ Deployment's readiness as the ``Serving`` condition, ``status.serving`` and
 
 While the topology is not Ready (or its new version cannot be resolved yet) the running
 Deployment is left alone: the pinned old version keeps serving, and the condition says why
-the new one is not rolled out. Once a version has rolled out completely, the bundle
+the new one is not rolled out. While no replica is ready, a bearer token's Secret (key) the
+pods wait for is named (``Serving=False`` ``SecretNotFound``), read from their status: the
+operator reads no Secret (issue 41). Once a version has rolled out completely, the bundle
 ConfigMaps of older versions are deleted (and with them their pins on rendered ConfigMaps).
 Without ``spec.serve`` the Deployment and Service are deleted.
 """
@@ -25,7 +27,13 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from swarmkit_api.conditions import REASON_INVALID_SERVE_SPEC, REASON_NOT_SERVED, SERVING
+from swarmkit_api.conditions import (
+    REASON_INVALID_SERVE_SPEC,
+    REASON_NO_READY_REPLICAS,
+    REASON_NOT_SERVED,
+    REASON_SECRET_NOT_FOUND,
+    SERVING,
+)
 from swarmkit_api.run import RunSpec
 from swarmkit_api.topology import ServeSpec
 
@@ -37,6 +45,7 @@ from .builders.workload import Target, deployment_summary
 from .config import OperatorConfig
 from .indexes import PRESENT, index
 from .workload import pipeline
+from .workload import served as served_pipeline
 from .workload.pipeline import Stop
 from .workload.resolve import Resolver
 from .workload.served import Manifests, roll_out
@@ -45,6 +54,9 @@ log = logging.getLogger("swarmkit_operator.serving")
 
 SERVE_DEPLOYMENTS = "serve_deployments"
 SERVE_BUNDLES = "serve_bundles"
+#: Seconds between looks at a Deployment with no ready replica (its pods' waiting state,
+#: e.g. a missing token Secret, changes no Deployment field: no event says so).
+SECRET_RECHECK = 5.0
 
 
 class Lookups(Protocol):
@@ -217,20 +229,8 @@ async def _reconcile_serving(
     recorded = dict(view["status"].get("createdUids") or {})
     topology = sb.TopologyRef(name, namespace, str(view["uid"]))
     served = ServedTopology(topology, serve, config, recorded)
-    url = sb.card_url(served.topology)
-    secrets = pipeline.missing_secret_keys(
-        lambda ns, secret: ctl.lookup("secret_keys", (ns, secret)) or (),
-        namespace,
-        serve.auth.bearer_tokens,
-        "bearer token",
-    )
-    if secrets is not None and deployment is None:
-        verdict = Verdict(SERVING, "False", secrets.reason, secrets.message)
-        return ServingResult({"url": url}, (verdict,))
     now = _Now(str(view["status"].get("version") or ""), deployment)
-    if secrets is not None:
-        now.waiting = secrets.message
-    elif not ready:
+    if not ready:
         now.waiting = "the Topology is not Ready"
     elif resolver is None:
         now.waiting, now.recheck = "the Runs controller has not started yet", 2.0
@@ -294,6 +294,14 @@ async def _verdict(ctl: Lookups, served: ServedTopology, now: _Now) -> ServingRe
     topology = served.topology
     key = (topology.namespace, topology.name)
     verdict, counts = sb.serving_verdict(now.deployment, now.version, now.waiting)
+    if verdict.reason == REASON_NO_READY_REPLICAS:
+        # Its pods may wait for a bearer token's Secret (key): only their status says so
+        # (the operator reads no Secret); looked at again until a replica is ready.
+        secret = await served_pipeline.secret_wait(topology.namespace, sb.selector(topology.name))
+        if secret is not None:
+            message = f"{verdict.message}: {secret}"
+            verdict = Verdict(SERVING, "False", REASON_SECRET_NOT_FOUND, message)
+        now.recheck = now.recheck or SECRET_RECHECK
     annotations = ((now.deployment or {}).get("metadata") or {}).get("annotations") or {}
     running_cm = annotations.get(sb.BUNDLE_ANNOTATION)
     if counts["updated"] and now.bundle_cm is not None and running_cm == now.bundle_cm:

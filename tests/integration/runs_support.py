@@ -67,14 +67,17 @@ class OperatorProcess:
         kubeconfig: Path,
         config: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
+        identity: Path | None = None,
     ) -> None:
+        """``identity``: a kubeconfig of another release's ServiceAccount (e.g. one installed
+        with ``watchNamespaces``); by default the chart's, as installed cluster-wide."""
         self.extra_env = dict(env or {})
         self.admin_kubeconfig = kubeconfig
         self.dir = Path(tempfile.mkdtemp(prefix="swarmkit-operator-test-"))
         self.log_path = self.dir / "operator.log"
         self.config_path = self.dir / "config.yaml"
         self.config_path.write_text(yaml.safe_dump(config or {}))
-        self.kubeconfig = chart_operator_kubeconfig(kubeconfig)
+        self.kubeconfig = identity or chart_operator_kubeconfig(kubeconfig)
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         #: Like a pod's ``restartPolicy: Always``: an operator that exits by itself (e.g. a

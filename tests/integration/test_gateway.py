@@ -392,8 +392,11 @@ def test_a_missing_token_secret_is_reported_and_serving_starts_once_it_exists(
     )
     agent = get(kube, namespace, "Agent", "coder") or {}
     [serving_cond] = [c for c in agent["status"]["conditions"] if c["type"] == "Serving"]
-    assert "gateway-tokens/alice" in serving_cond["message"]
-    assert not kube.apps.list_namespaced_deployment(namespace).items
+    # Read back from the pods' CreateContainerConfigError: the operator reads no Secret.
+    assert "Secret 'gateway-tokens'" in serving_cond["message"], serving_cond
+    assert "'alice'" in serving_cond["message"], serving_cond
+    [deployment] = kube.apps.list_namespaced_deployment(namespace).items
+    assert not deployment.status.ready_replicas
     token_secret(kube, namespace)
     wait_for(
         lambda: serving(kube, namespace),

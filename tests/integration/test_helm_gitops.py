@@ -149,9 +149,9 @@ def test_argo_cd_health_of_what_goes_wrong(git: Git) -> None:
         ]
     )
     assert health(git.reconciled("Workspace", "default"))["status"] == "Healthy"
-    ws = health(git.reconciled("Workspace", "needs-keys"))
-    assert ws["status"] == "Degraded" and ws["message"].startswith("SecretNotFound"), ws
-    assert "keys" in ws["message"]  # names the Secret, never a value
+    # A Workspace holds Secret references only and the operator reads no Secret (issue 41):
+    # healthy; the Run whose pod lacks the Secret says so (test_tenants.py).
+    assert health(git.reconciled("Workspace", "needs-keys"))["status"] == "Healthy"
     bad = health(git.reconciled("Agent", "bad-bundle"))
     assert bad["status"] == "Degraded" and "no-such-bundle" in bad["message"], bad
     topology = health(git.reconciled("Topology", "incomplete"))

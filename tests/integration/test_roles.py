@@ -347,7 +347,7 @@ def test_a_config_map_under_a_workspace_render_name_is_never_adopted_after_an_ed
     patch = json.dumps({"spec": {"flowData": [*flow, added]}})
     args = ("patch", "workspace", "default", "--type=merge", "-p", patch)
     spec = dry_run(cluster, ADMIN, ns, *args)["spec"]
-    render = render_workspace(ObjectRef("Workspace", "default", ns, ""), spec, {}, {})
+    render = render_workspace(ObjectRef("Workspace", "default", ns, ""), spec, {})
     assert render.config_map is not None
     name = str(render.config_map_name)
     assert name != before

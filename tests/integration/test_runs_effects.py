@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.identity import team_secret_grant
 from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.http_server import HttpRequest, RecordingHttpServer
 
@@ -384,6 +385,10 @@ def test_a_mailbox_routed_to_a_webhook_posts_each_item_retrying_after_a_500(
             ns,
             {"metadata": {"name": "ops-webhook"}, "stringData": {"url": url}},
         )
+        # The chart grants no verb on Secrets: the team grants `get` on this one (issue 41).
+        role, binding = team_secret_grant(ns, "ops-webhook")
+        kube.rbac.create_namespaced_role(ns, role)
+        kube.rbac.create_namespaced_role_binding(ns, binding)
 
         def routed(doc: dict[str, Any]) -> dict[str, Any]:
             if doc["kind"] == "Workspace":

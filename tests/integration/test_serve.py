@@ -525,9 +525,14 @@ def test_missing_token_secret_and_removing_serve(
         return cond if cond is not None and cond["reason"] == "SecretNotFound" else None
 
     cond = wait_for(refused, 120, message=lambda: debug(kube, ns, operator))
-    assert cond["status"] == "False" and "nobody/token" in cond["message"]
-    deployments = kube.apps.list_namespaced_deployment(ns).items
-    assert [d.metadata.name for d in deployments] == ["serve-oracle"]
+    # Read back from the pods' CreateContainerConfigError: the operator reads no Secret.
+    assert cond["status"] == "False", cond
+    assert "Secret 'nobody' (key 'token') not found" in cond["message"], cond
+    deployments = {d.metadata.name: d for d in kube.apps.list_namespaced_deployment(ns).items}
+    assert sorted(deployments) == ["serve-oracle", "serve-oracle-two"]
+    assert not deployments["serve-oracle-two"].status.ready_replicas
+    # (its Deployment, with the waiting pods, goes with the Topology)
+    kube.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, "topologies", "oracle-two")
 
     kube.custom.patch_namespaced_custom_object(
         GROUP, VERSION, ns, "topologies", "oracle", {"spec": {"serve": None}}

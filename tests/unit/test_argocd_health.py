@@ -174,7 +174,11 @@ def test_ready_with_a_false_side_condition_is_healthy_and_says_so() -> None:
 @pytest.mark.parametrize(
     ("kind", "reason", "message"),
     [
-        ("Workspace", "SecretNotFound", "Secret model-keys key anthropic not found"),
+        (
+            "Workspace",
+            "ConfigMapNotFound",
+            "spec.flowData[0].configMapRef: ConfigMap 'f' not found",
+        ),
         ("Agent", "WorkspaceNotFound", "Workspace 'default' not found"),
         ("Topology", "AgentNotFound", "agent(s) not found: reviewer"),
         ("Skill", "ConfigMapNotFound", "ConfigMap files not found"),

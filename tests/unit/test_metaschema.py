@@ -122,7 +122,7 @@ def test_a_command_with_a_nested_invalid_input_schema_is_invalid_schema() -> Non
     command = {"name": "count", "description": "Count.", "argv": ["wc"], "inputs": DEEP}
     pack = {"id": "tools", "description": "Tools.", "commands": [command]}
     spec = workspace(commandPacks=[pack])["spec"]
-    render = render_workspace(ObjectRef("Workspace", "w", "ns", "u"), spec, {}, {})
+    render = render_workspace(ObjectRef("Workspace", "w", "ns", "u"), spec, {})
     accepted = _accepted(render.verdicts)
     assert (accepted.status, accepted.reason) == ("False", REASON_INVALID_SCHEMA), accepted
     assert f"commandPacks[0].commands[0].inputs{DEEP_PATH}" in accepted.message

@@ -112,13 +112,6 @@
 - apiGroups: [rbac.authorization.k8s.io]
   resources: [roles, rolebindings]
   verbs: [create, get, patch, delete]
-# Workspace credential references: which Secrets and keys exist. Values are never copied
-# (Run pods get them through secretKeyRef). One exception: a mailbox webhook's URL is read
-# (a list narrowed to the Secret's name) when the operator posts an item; it is never
-# stored, logged or put in status.
-- apiGroups: [""]
-  resources: [secrets]
-  verbs: [list, watch]
 # An Event for every condition transition (a repeat of one within 10 minutes patches its
 # count); a Job's warning Events explain a failed pod.
 - apiGroups: [""]
@@ -131,24 +124,14 @@
   verbs: [create, get, patch, delete]
 {{- end }}
 
-{{/* Cluster-scoped reads; the namespaces only when watching a list of them. */}}
+{{/* Cluster-scoped reads, the same in both modes (no Namespaces, no CRDs, no Secrets). */}}
 {{- define "swarmkit-operator.clusterRules" -}}
-# kopf follows the CRDs (the operator may start before they are established).
-- apiGroups: [apiextensions.k8s.io]
-  resources: [customresourcedefinitions]
-  verbs: [get, list, watch]
 # A Workspace's or Agent's runtimeClassName must name a RuntimeClass: a missing one keeps
 # the Run Pending with reason RuntimeClassNotFound instead of a pod that the apiserver
 # refuses.
 - apiGroups: [node.k8s.io]
   resources: [runtimeclasses]
   verbs: [get]
-{{- if not (include "swarmkit-operator.clusterWide" .) }}
-# With watchNamespaces, kopf follows the namespaces.
-- apiGroups: [""]
-  resources: [namespaces]
-  verbs: [list, watch]
-{{- end }}
 {{- end }}
 
 {{/* Leader election: the Lease in the release namespace. */}}

@@ -148,9 +148,28 @@ def render_reasons() -> str:
 _SCOPES = {
     "namespaced": "every watched namespace (the ClusterRole when watching all)",
     "cluster": "the cluster (ClusterRole)",
-    "cluster-when-namespaced": "the cluster, only with `watchNamespaces` set",
     "lease": "the release namespace (leader election)",
+    "team": "not the chart's: a team's namespace, one named Secret, granted on purpose",
 }
+
+#: The Role a team applies for a mailbox webhook's Secret (the ``team`` grant).
+_TEAM_ROLE = """```yaml
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: swarmkit-operator-webhook-url, namespace: team-a}
+rules:
+  - apiGroups: [""]
+    resources: [secrets]
+    resourceNames: [ops-webhook]     # the Secret the mailbox's webhook.urlSecretRef names
+    verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: swarmkit-operator-webhook-url, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: swarmkit-operator-webhook-url}
+subjects:   # the chart's ServiceAccount: <release>-swarmkit-operator in the release namespace
+  - {kind: ServiceAccount, name: swarmkit-operator, namespace: swarmkit-system}
+```"""
 
 
 def render_rbac() -> str:
@@ -175,4 +194,28 @@ def render_rbac() -> str:
             f"| {code(g.group or 'core')} | {resources} | {', '.join(g.verbs)} | "
             f"{_SCOPES[g.scope]} | {cell(g.why)} |"
         )
+    lines += [
+        "",
+        "## What it cannot read",
+        "",
+        "No rule of the chart names Secrets, Namespaces or CustomResourceDefinitions, in either "
+        "install mode. A Workspace's credentials reach a Run's pod as `secretKeyRef` env vars, "
+        "which the kubelet resolves; a missing Secret or key is read back from the pod's "
+        "`CreateContainerConfigError` into the Run's `Succeeded` condition (reason "
+        "`SecretNotFound`, naming the Secret and key), and a served Topology's or gateway's "
+        "into its `Serving` condition. The operator follows no Namespace and no CRD: its own "
+        "watch streams serve the namespaces it is given, and kopf's cluster scanning is off.",
+        "",
+        "## The one grant a team gives",
+        "",
+        "A Workspace mailbox routed to a webhook (`spec.mailboxes[].webhook.urlSecretRef`) "
+        "needs the URL, which is a credential (a Slack webhook URL is its own token). The team "
+        "that owns the namespace grants the operator `get` on that one Secret:",
+        "",
+        _TEAM_ROLE,
+        "",
+        "Without it each attempt's `status.delivery.lastError` says which Secret the operator "
+        "may not read and which grant it needs; the delivery is retried on its backoff (six "
+        "attempts by default) and then `Failed`.",
+    ]
     return "\n".join(lines) + "\n"

@@ -4,6 +4,12 @@ The runner's container states and termination message give the outcome
 (:func:`outcome_from_pod`); a pending pod stuck on its image or configuration, or a Job
 whose pod creation keeps being refused, gives a failure once its grace has passed.
 :mod:`.run_status` combines these into the Run's verdict.
+
+A missing credential is found here too, not by reading Secrets (the operator holds no verb
+on them, issue 41): the kubelet resolves a pod's ``secretKeyRef`` env and, when the Secret
+or its key is missing, leaves the container waiting in ``CreateContainerConfigError`` with a
+message naming them. :func:`secret_not_found` reads that back (for a served workload's pods
+as well) into the Secret's name and key, never a value.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from swarmkit_api.conditions import (
     REASON_IMAGE_PULL_FAILED,
     REASON_PENDING,
     REASON_POD_CREATION_FAILED,
+    REASON_SECRET_NOT_FOUND,
     REASON_SUCCEEDED,
     REASON_VALIDATION_FAILED,
 )
@@ -70,6 +77,43 @@ def _waiting(pod: Mapping[str, Any]) -> dict[str, Any] | None:
     state = _container_status(pod).get("state") or {}
     waiting = state.get("waiting")
     return dict(waiting) if waiting else None
+
+
+#: The kubelet's messages (kubelet_pods.go makeEnvironmentVariables; the process node's
+#: are the same): ``secret "x" not found`` and ``couldn't find key k in Secret ns/x``.
+_SECRET_MISSING = re.compile(r'secrets? "([^"]+)" not found')
+_SECRET_KEY_MISSING = re.compile(r"couldn't find key (\S+) in Secret [^/\s]+/(\S+)")
+
+
+def _secret_keys_referenced(pod: Mapping[str, Any], secret: str) -> list[str]:
+    """The keys of ``secret`` the pod's containers take as env (``secretKeyRef``)."""
+    keys: set[str] = set()
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        for env in container.get("env") or ():
+            ref = (env.get("valueFrom") or {}).get("secretKeyRef") or {}
+            if ref.get("name") == secret and ref.get("key"):
+                keys.add(str(ref["key"]))
+    return sorted(keys)
+
+
+def secret_not_found(pod: Mapping[str, Any]) -> str | None:
+    """What a container of ``pod`` waiting in ``CreateContainerConfigError`` lacks:
+    ``Secret 'x' has no key 'k'`` or ``Secret 'x' (key 'k') not found``; None otherwise."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+        waiting = (status.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") != "CreateContainerConfigError":
+            continue
+        message = str(waiting.get("message") or "")
+        found = _SECRET_KEY_MISSING.search(message)
+        if found:
+            return f"Secret {found.group(2)!r} has no key {found.group(1)!r}"
+        found = _SECRET_MISSING.search(message)
+        if found:
+            keys = _secret_keys_referenced(pod, found.group(1))
+            named = ", ".join(repr(k) for k in keys)
+            which = f" ({'key' if len(keys) == 1 else 'keys'} {named})" if keys else ""
+            return f"Secret {found.group(1)!r}{which} not found"
+    return None
 
 
 def created_at(obj: Mapping[str, Any]) -> datetime | None:
@@ -196,6 +240,25 @@ def pod_start_problem(
     message = one_line(str(waiting.get("message") or reason))
     created = created_at(pod) or now
     age = (now - created).total_seconds()
+    secret = secret_not_found(pod)
+    if secret is not None:
+        # Waits (the kubelet retries: a Secret created now starts the pod) until its grace
+        # has passed, then fails naming it; never a value, only the Secret and key.
+        final = age >= grace
+        verdict = Verdict(
+            phase="Finished" if final else "Pending",
+            status="False" if final else "Unknown",
+            reason=REASON_SECRET_NOT_FOUND,
+            message=one_line(
+                f"{secret}: the runner's container cannot start"
+                if final
+                else f"pod {name_of(pod)} waits: {secret} (create it in namespace "
+                f"{(pod.get('metadata') or {}).get('namespace', '')})"
+            ),
+            pod_name=name_of(pod),
+            stop_job=final,
+        )
+        return verdict, None if final else max(grace - age, 1.0)
     if reason in _PULL_FATAL or (reason in _PULL_RETRY and age >= grace):
         verdict = Verdict(
             phase="Finished",

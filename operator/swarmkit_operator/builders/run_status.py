@@ -11,6 +11,8 @@ status             reason       when
 Unknown            Pending      target not Ready, or the pod is not running yet
 Unknown            Running      the runner's pod is running
 Unknown            JobLost      the Job vanished and was recreated (n of max)
+Unknown            SecretNotFound  the pod waits for a Secret (key) its env names
+                                (the kubelet's CreateContainerConfigError)
 Unknown            AwaitingReview  parked for a human decision (a Review); resumes
                                 after it in a new Job (not final)
 True               Succeeded    the runner reported success
@@ -25,6 +27,7 @@ False              BudgetExhausted  ... and the quota's onExhausted is fail
 False              Cancelled    ``spec.cancelled`` (the Job is stopped)
 False              ValidationFailed  bundle or configuration invalid (exit code 2)
 False              PodCreationFailed  the pod could not be created or configured
+False              SecretNotFound  ... still missing after the pod start grace
 False              ImagePullFailed    the runtime image cannot be pulled
 False              JobLost      the Job vanished more often than allowed
 False              TamperedObject  a bundle or checkpoint bears the run's name but not

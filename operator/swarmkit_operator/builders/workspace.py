@@ -12,9 +12,10 @@ Key scheme of the rendered ConfigMap:
     ``flow.json`` lists ``{"key": "flow.<i>", "path": ..., "sha256": ..., "size": ...}``.
 
 ``status.version`` is sha256[:12] over the rendered data; the ConfigMap name uses its first
-eight hex digits. A missing Secret (or key) makes the Workspace ``Ready=False`` with reason
-``SecretNotFound`` naming the Secret and key (never a value) and where it is referenced; the
-ConfigMap is still rendered, since it holds only references.
+eight hex digits. Secrets are not read (the operator holds no verb on them, issue 41): a
+missing Secret or key is reported by the pod that needs it, from the kubelet's
+``CreateContainerConfigError``, in the Run's ``Succeeded`` (or a served workload's
+``Serving``) condition.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from swarmkit_api.conditions import (
     REASON_CONFIG_MAP_NOT_FOUND,
     REASON_DUPLICATE_NAME,
     REASON_RENDERED,
-    REASON_SECRET_NOT_FOUND,
     REASON_TOO_LARGE,
     REASON_VALID,
 )
@@ -94,26 +94,6 @@ def secret_uses(spec: WorkspaceSpec) -> list[SecretUse]:
     return uses
 
 
-def referenced_secrets(raw_spec: Mapping[str, Any]) -> set[str]:
-    """Secret names the (possibly invalid) spec references: any ``secretKeyRef``/``apiKey``."""
-    names: set[str] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, Mapping):
-            for key, value in node.items():
-                if key in ("secretKeyRef", "apiKey") and isinstance(value, Mapping):
-                    if isinstance(value.get("name"), str):
-                        names.add(value["name"])
-                else:
-                    walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(raw_spec)
-    return names
-
-
 def referenced_config_maps(raw_spec: Mapping[str, Any]) -> set[str]:
     """ConfigMaps the (possibly invalid) spec takes flow data from."""
     names: set[str] = set()
@@ -174,14 +154,9 @@ class WorkspaceRender:
 def render_workspace(
     owner: ObjectRef,
     raw_spec: Mapping[str, Any],
-    secrets: Mapping[str, frozenset[str] | None],
     config_maps: Mapping[str, SourceConfigMap | None],
 ) -> WorkspaceRender:
-    """Validate, check every Secret reference and render the ConfigMap.
-
-    ``secrets`` maps each referenced Secret name to the keys it holds (``None``: no such
-    Secret); only key names are ever looked at.
-    """
+    """Validate and render the ConfigMap (``config_maps``: the flow-data sources)."""
     try:
         model = validate_spec("Workspace", dict(raw_spec))
     except ManifestError as exc:
@@ -201,18 +176,6 @@ def render_workspace(
             ),
             problems=tuple(semantic),
         )
-
-    missing_secrets: list[str] = []
-    for use in secret_uses(model):
-        keys = secrets.get(use.ref.name)
-        if keys is None:
-            missing_secrets.append(
-                f"Secret {use.ref.name!r} (key {use.ref.key!r}, {use.path}) not found"
-            )
-        elif use.ref.key not in keys:
-            missing_secrets.append(
-                f"Secret {use.ref.name!r} has no key {use.ref.key!r} ({use.path})"
-            )
 
     missing_maps: list[str] = []
     flow_entries: list[dict[str, Any]] = []
@@ -264,11 +227,9 @@ def render_workspace(
 
     digest = content_digest(data)
     manifest = rendered_config_map(owner, digest, data)
-    problems = tuple(missing_secrets + missing_maps)
+    problems = tuple(missing_maps)
     accepted = Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid")
-    if missing_secrets:
-        ready = Verdict(READY, "False", REASON_SECRET_NOT_FOUND, "; ".join(missing_secrets))
-    elif missing_maps:
+    if missing_maps:
         ready = Verdict(READY, "False", REASON_CONFIG_MAP_NOT_FOUND, "; ".join(missing_maps))
     else:
         ready = Verdict(

@@ -2,8 +2,8 @@
 
 Thin on purpose: the composition root (:mod:`.root`) builds the controller over the shared
 indexes; every
-watch event only kicks: any change of a Skill, Agent, Topology, Workspace or Secret the
-gateways of its namespace (one may have a new version or its token), and a
+watch event only kicks: any change of a Skill, Agent, Topology or Workspace the
+gateways of its namespace (one may have a new version), and a
 gateway Deployment's event (its rollout) the Agent it belongs to.
 """
 
@@ -26,13 +26,6 @@ async def gateways_on_agent_event(
     ctl = app.gateways
     if namespace and name:
         ctl.agent_changed(namespace, name, spec or {})
-
-
-@on_event("v1", "secrets")
-async def gateways_on_secret_event(namespace: str | None, app: App, **_: Any) -> None:
-    ctl = app.gateways
-    if namespace:
-        ctl.kick_namespace(namespace)
 
 
 @on_event(*TOPOLOGIES)

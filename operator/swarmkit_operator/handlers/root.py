@@ -416,7 +416,7 @@ def _gateways(ctl: Controller, resolver: Resolver) -> GatewayController:
     """The gateways controller over the shared indexes and the one resolver, seeded with
     the Agents that have a gateway."""
     view = ctl.indexes.view
-    gateways = GatewayController(ctl.config, resolver, view("agent_views"), view("secret_keys"))
+    gateways = GatewayController(ctl.config, resolver, view("agent_views"))
     for namespace, name in ctl.indexes.keys("agent_views"):
         agent_view = ctl.lookup("agent_views", (namespace, name))
         if agent_view is not None:

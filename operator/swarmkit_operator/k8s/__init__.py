@@ -41,6 +41,7 @@ from .client import (
 )
 from .events import coalesce as coalesce_events
 from .objects import (
+    SecretNotGranted,
     apply,
     apply_status,
     create_config_map,
@@ -111,6 +112,7 @@ __all__ = [
     "ApiError",
     "InCluster",
     "NotLeader",
+    "SecretNotGranted",
     "Undecodable",
     "apiserver_host",
     "apply",

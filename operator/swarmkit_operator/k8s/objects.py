@@ -228,17 +228,30 @@ async def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:
     return dict(_check("GET", path, status, payload))
 
 
+class SecretNotGranted(Exception):
+    """The operator may not read this Secret: its namespace's team has not granted it."""
+
+    def __init__(self, namespace: str, name: str) -> None:
+        super().__init__(
+            f"the operator may not read Secret {namespace}/{name}: the team grants it get on "
+            "that one Secret (a Role with resourceNames, see the RBAC reference)"
+        )
+
+
 async def read_secret_key(namespace: str, name: str, key: str) -> str | None:
     """One key of a Secret, decoded (None when the Secret or key is missing). Only for a
     value the operator itself must use (a mailbox webhook URL); never logged or stored.
 
-    A list narrowed to the one name (``list`` is what the operator holds on Secrets, to
-    check credential references; it has no ``get``)."""
-    path = core_path("secrets", namespace)
-    query = [("fieldSelector", f"metadata.name={name}")]
-    status, payload = await request("GET", path, query=query)
-    items = (_check("GET", path, status, payload) or {}).get("items") or []
-    data = (items[0].get("data") or {}) if items else {}
+    A GET of the one Secret: the chart grants no verb on Secrets (issue 41); a team that
+    routes a mailbox to a webhook grants ``get`` on that Secret by name (``rbac.py``'s
+    ``team`` grant). Raises :class:`SecretNotGranted` (a 403) when it has not."""
+    path = core_path("secrets", namespace, name)
+    status, payload = await request("GET", path)
+    if status == 404:
+        return None
+    if status == 403:
+        raise SecretNotGranted(namespace, name)
+    data = (_check("GET", path, status, payload) or {}).get("data") or {}
     if key not in data:
         return None
     return base64.b64decode(data[key]).decode("utf-8", errors="replace")

@@ -11,7 +11,7 @@ every event of a kind's objects to its one event function
 (:mod:`swarmkit_operator.indexes`, filled by one paged LIST at start-up) of what the
 reconcilers need: per object a small *view* (:mod:`.views`: spec and status fields), and
 reverse indexes for fan-out (skill → agents
-granting it, agent → topologies using it, secret → workspaces referencing it, topology →
+granting it, agent → topologies using it, ConfigMap → workspaces taking flow data, topology →
 skills calling it, ...). Then it **enqueues keys** ``(kind, namespace, name)`` into the
 work queue (:mod:`swarmkit_operator.runtime.workqueue`, a lane per kind): the object itself
 when its spec changed (never for its own status echo), and its dependents (the kind's

@@ -95,7 +95,19 @@ def pod_summary(body: Mapping[str, Any]) -> dict[str, Any]:
             "conditions": list(status.get("conditions") or ()),
             "containerStatuses": list(status.get("containerStatuses") or ()),
         },
+        # Only the env entries that name a Secret key: a missing Secret is named with its
+        # keys from these (builders/run_pod.secret_not_found), never read.
+        "spec": {
+            "containers": [
+                {"env": [e for e in c.get("env") or () if _secret_key_ref(e)]}
+                for c in (body.get("spec") or {}).get("containers") or ()
+            ]
+        },
     }
+
+
+def _secret_key_ref(env: Mapping[str, Any]) -> bool:
+    return bool((env.get("valueFrom") or {}).get("secretKeyRef"))
 
 
 def topology_summary(body: Mapping[str, Any]) -> dict[str, Any]:

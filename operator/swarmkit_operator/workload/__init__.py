@@ -6,14 +6,15 @@ the same order, over a :class:`~swarmkit_operator.builders.workload.Target` (kin
 namespace, name, uid):
 
 1. **resolve** the target with the one :class:`~.resolve.Resolver` (one set of indexes);
-2. **refusals**: missing Secret keys, funnel-gated nodes a served workload cannot park,
-   a RuntimeClass that does not exist (:mod:`.pipeline`);
+2. **refusals**: funnel-gated nodes a served workload cannot park, a RuntimeClass that
+   does not exist (:mod:`.pipeline`);
 3. the **bundle** ConfigMap (immutable; an existing one is used only when its data is the
    operator's);
 4. the **egress** NetworkPolicy, before any pod can start;
 5. the **workload** (Job, or Deployment + Service), never over an object of that name the
    operator did not make for the target (``TamperedObject``);
-6. the **verdict** (the Run's status, or ``Serving``);
+6. the **verdict** (the Run's status, or ``Serving``), including a Secret (key) the pods
+   wait for, read from their status (no Secret is read: issue 41);
 7. **prune** the bundles a rolled-out workload no longer mounts.
 
 :mod:`.pipeline` holds the steps, :mod:`.served` runs them for a Deployment; the Runs

@@ -11,16 +11,14 @@ condition and an Event (a served Topology, a gateway).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from swarmkit_api.bundle import RunBundle
-from swarmkit_api.common import SecretKeyRef
 from swarmkit_api.conditions import (
     REASON_FUNNEL_NOT_SERVABLE,
     REASON_RUNTIME_CLASS_NOT_FOUND,
-    REASON_SECRET_NOT_FOUND,
     REASON_WAITING,
 )
 from swarmkit_api.run import RunSpec
@@ -55,20 +53,6 @@ async def resolve(resolver: Resolver, target: Target, spec: RunSpec) -> Resolved
 
 
 # -- 2. refusals -------------------------------------------------------------------------
-def missing_secret_keys(
-    keys_of: Callable[[str, str], Collection[str]],
-    namespace: str,
-    refs: Sequence[SecretKeyRef],
-    what: str,
-) -> Stop | None:
-    """``refs`` (a served workload's tokens) whose key its Secret lacks: no pod could
-    start (its env names the key). ``keys_of(namespace, secret)``: the Secret's keys."""
-    missing = [f"{r.name}/{r.key}" for r in refs if r.key not in keys_of(namespace, r.name)]
-    if not missing:
-        return None
-    return Stop(REASON_SECRET_NOT_FOUND, f"{what} Secret key(s) not found: {', '.join(missing)}")
-
-
 async def refusals(bundle: RunBundle, served: str | None = None) -> Stop | None:
     """Why no pod may run ``bundle``: a funnel-gated node a served workload (``served``
     names it) could reach, then a RuntimeClass that does not exist."""
@@ -134,7 +118,6 @@ __all__ = [
     "Stop",
     "create_owned",
     "ensure_bundle",
-    "missing_secret_keys",
     "prune_bundles",
     "refusals",
     "resolve",

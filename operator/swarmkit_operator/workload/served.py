@@ -8,7 +8,9 @@ the extra objects (a gateway's RBAC), the Service and the Deployment only when t
 observed Deployment does not already run that pod template at that replica count (the
 bundle ConfigMap is created, or checked, right before: the new template mounts it). Each
 caller turns the result into its ``Serving`` verdict and prunes the superseded bundles
-once the Deployment rolled out.
+once the Deployment rolled out. While no replica is ready, :func:`secret_wait` says whether
+its pods wait for a Secret (key) their env names: read from the pods' status, since the
+operator reads no Secret (issue 41).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from swarmkit_api.run import RunSpec
 from .. import egress, k8s
 from ..builders import trust
 from ..builders.bundle import RenderedBundle
+from ..builders.run_pod import secret_not_found
 from ..builders.workload import Target, deployment_summary, up_to_date
 from . import pipeline
 from .ledger import Ledger
@@ -172,4 +175,15 @@ async def observe(namespace: str, name: str) -> dict[str, Any] | None:
     return deployment_summary(found) if found is not None else None
 
 
-__all__ = ["Manifests", "Rollout", "Served", "observe", "roll_out"]
+async def secret_wait(namespace: str, selector: Mapping[str, str]) -> str | None:
+    """The Secret (and key) the workload's pods wait for (their containers in the kubelet's
+    ``CreateContainerConfigError``), or None: only worth a LIST while no replica is ready."""
+    labels = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+    for pod in await k8s.list_objects(k8s.core_path("pods", namespace), labels):
+        found = secret_not_found(pod)
+        if found is not None:
+            return found
+    return None
+
+
+__all__ = ["Manifests", "Rollout", "Served", "observe", "roll_out", "secret_wait"]

@@ -81,3 +81,48 @@ async def test_a_pending_items_event_kicks_it_and_a_delivered_one_leaves_the_ind
     assert ctl.lookup(PENDING_DELIVERIES, ("ns", "m1")) is None
     assert not delivery.queue.pending(("ns", "m1"))
     assert (await delivery._work(("ns", "m1"))).outcome == "gone"
+
+
+async def test_without_the_teams_grant_the_attempt_names_the_secret_and_the_grant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The chart grants no verb on Secrets (issue 41): the webhook's URL is read with a GET
+    of its one Secret, which the team grants by name. Refused (403), the attempt records
+    which Secret and which grant, is retried on its backoff, and nothing is posted."""
+    from datetime import UTC, datetime
+
+    from tests.support.fake_k8s import FakeApi
+
+    api = FakeApi().install(monkeypatch)
+    api.refuse("GET", r"^/api/v1/namespaces/ns/secrets/hook$", 403, message="forbidden")
+    recorded: list[dict[str, Any]] = []
+
+    async def patch_status(plural: str, ns: str, name: str, body: Any, manager: str) -> None:
+        recorded.append(body["delivery"])
+
+    async def post_event(*args: Any) -> None:
+        return None
+
+    monkeypatch.setattr(k8s, "patch_status", patch_status)
+    monkeypatch.setattr(k8s, "post_event", post_event)
+    webhook = {"urlSecretRef": {"name": "hook", "key": "url"}}
+    ws = {"spec": {"mailboxes": [{"name": "ops", "webhook": webhook}]}}
+    delivery = Delivery({}, {("ns", "default"): [ws]}, RunsSettings())
+
+    class NoSession:
+        def post(self, *args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("posted without a URL")
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    retry = await delivery.deliver(NoSession(), item(DELIVERY_PENDING, "1"), now)  # type: ignore[arg-type]
+    assert retry is not None and retry > now
+    [attempt] = recorded
+    assert attempt["state"] == "Pending" and attempt["attempts"] == 1
+    assert attempt["lastError"] == (
+        "the operator may not read Secret ns/hook: the team grants it get on that one Secret "
+        "(a Role with resourceNames, see the RBAC reference)"
+    )
+    # one GET of that Secret by name: never a LIST of the namespace's Secrets
+    assert [r for r in api.requests if "/secrets" in r[1]] == [
+        ("GET", "/api/v1/namespaces/ns/secrets/hook")
+    ]

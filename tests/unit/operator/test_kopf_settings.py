@@ -24,3 +24,17 @@ def test_kopf_has_no_resource_handler_so_it_never_touches_an_object() -> None:
         h.fn for h in registry._activities.get_all_handlers() if h.activity.value == "startup"
     ]
     assert startup == [root.start]
+
+
+def test_kopf_follows_no_crd_and_no_namespace() -> None:
+    """Its resource and namespace observers would LIST and WATCH every CRD and (with
+    watchNamespaces) every Namespace, cluster-wide; with scanning off they serve the
+    namespaces they are given and read only the discovery documents, which every identity
+    may (issue 41: the chart grants neither)."""
+    from swarmkit_operator.config import Settings
+    from swarmkit_operator.handlers import common
+
+    settings = kopf.OperatorSettings()
+    assert settings.scanning.disabled is False  # kopf's default: it would
+    common.configure_kopf(settings, Settings())
+    assert settings.scanning.disabled is True

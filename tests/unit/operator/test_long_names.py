@@ -49,7 +49,7 @@ def test_rendered_config_maps_of_a_long_name_are_valid(kind: str, name: str) -> 
 
 def test_a_workspace_of_253_characters_renders_with_valid_labels() -> None:
     owner = ObjectRef("Workspace", LONG[2], "ns", "uid-1")
-    render = render_workspace(owner, {}, {}, {})
+    render = render_workspace(owner, {}, {})
     assert render.config_map is not None
     meta = render.config_map["metadata"]
     assert valid_labels(meta["labels"])

@@ -68,7 +68,7 @@ async def test_gateway_reconciles_are_counted_like_every_controllers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     indexes = Indexes(runs={}, jobs={}, pods={}, topologies={}, agents={}, skills={}, workspaces={})
-    ctl = GatewayController(OperatorConfig(), indexes, {}, {})
+    ctl = GatewayController(OperatorConfig(), indexes, {})
     calls: list[tuple[str, str]] = []
 
     async def reconcile(namespace: str, name: str) -> float | None:

@@ -61,7 +61,7 @@ WS_READY = body(
     renderedConfigMap="ws-default-0",
     conditions=[{"type": "Ready", "status": "True", "reason": "Rendered"}],
 )
-WS_RENDER = render_workspace(ObjectRef("Workspace", "default", NS, "ws-uid"), WS_SPEC, {}, {})
+WS_RENDER = render_workspace(ObjectRef("Workspace", "default", NS, "ws-uid"), WS_SPEC, {})
 AGENT_RENDER = resolve_agent(
     ObjectRef("Agent", "oncall", NS, "agent-uid"),
     AGENT_SPEC,

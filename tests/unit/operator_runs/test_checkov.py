@@ -115,10 +115,11 @@ def _gateway_objects() -> list[dict[str, Any]]:
     return [cm, dep, svc, *rbac, _workload_policy(dep, render.bundle, spec.port)]
 
 
-def _chart() -> list[dict[str, Any]]:
+def _chart(*values: str) -> list[dict[str, Any]]:
+    sets = [arg for value in values for arg in ("--set", value)]
     out = subprocess.run(
         [str(binary("helm")), "template", "sk", str(REPO / "charts" / "swarmkit-operator"),
-         "-n", "sk-system"],
+         "-n", "sk-system", *sets],
         capture_output=True, text=True, check=True, timeout=120,
     ).stdout  # fmt: skip
     return [d for d in yaml.safe_load_all(out) if d]
@@ -196,3 +197,79 @@ def test_docs_justify_every_accepted_check() -> None:
     text = (REPO / "docs" / "isolation.md").read_text()
     missing = [check for check in JUSTIFIED if check not in text]
     assert not missing, f"docs/isolation.md does not justify {missing}"
+
+
+def _results(docs: Iterable[dict[str, Any]], tmp: Path, check: str) -> dict[str, set[str]]:
+    """The resources ``check`` passed ("passed") and failed ("failed") on."""
+    path = tmp / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(list(docs)))
+    proc = subprocess.run(
+        [str(CHECKOV / "bin" / "python"), "-m", "checkov.main", "-f", str(path),
+         "--framework", "kubernetes", "-o", "json", "--skip-download", "--check", check],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "BC_SKIP_MAPPING": "TRUE"},
+    )  # fmt: skip
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    reports = json.loads(proc.stdout)
+    out: dict[str, set[str]] = {"passed": set(), "failed": set()}
+    for report in reports if isinstance(reports, list) else [reports]:
+        for state in ("passed", "failed"):
+            out[state] |= {c["resource"] for c in report["results"][f"{state}_checks"]}
+    return out
+
+
+def _one_rule_per_role(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each (Cluster)Role split into one role per rule, each bound like the original.
+
+    CKV2_K8S_5 matches a role's ``rules`` as a whole and misses one rule among many: the
+    chart before issue 41 (``list``/``watch`` on Secrets in a 30-rule ClusterRole) passed
+    it. One rule per role lets it see every rule (that chart then fails it)."""
+    split: dict[tuple[str, str], list[str]] = {}
+    out: list[dict[str, Any]] = []
+    for doc in docs:
+        rules = doc.get("rules") or []
+        if doc["kind"] not in ("ClusterRole", "Role") or len(rules) < 2:
+            out.append(doc)
+            continue
+        name = doc["metadata"]["name"]
+        names = [f"{name}-rule{i}" for i in range(len(rules))]
+        split[(doc["kind"], name)] = names
+        out += [
+            {**doc, "metadata": {**doc["metadata"], "name": n}, "rules": [rule]}
+            for n, rule in zip(names, rules, strict=True)
+        ]
+    bound: list[dict[str, Any]] = []
+    for doc in out:
+        ref = doc.get("roleRef") or {}
+        names = split.get((ref.get("kind", ""), ref.get("name", "")), [])
+        if doc["kind"] not in ("ClusterRoleBinding", "RoleBinding") or not names:
+            bound.append(doc)
+            continue
+        bound += [
+            {**doc, "metadata": {**doc["metadata"], "name": n}, "roleRef": {**ref, "name": n}}
+            for n in names
+        ]
+    return bound
+
+
+def test_checkov_finds_no_secret_read_in_either_install_mode(tmp_path: Path) -> None:
+    """Issue 41: CKV2_K8S_5 ("No ServiceAccount/Node should be able to read all secrets")
+    passes on every binding of the chart, cluster-wide and with watchNamespaces, each
+    rule looked at on its own; the same chart with a `list` on Secrets added fails it."""
+    if not (CHECKOV / "bin" / "python").exists():
+        pytest.fail(f"checkov {CHECKOV_VERSION} is not installed: run `make checkov`")
+    modes = {"cluster-wide": _chart(), "namespaced": _chart("watchNamespaces={team-a,team-b}")}
+    for mode, docs in modes.items():
+        split = _one_rule_per_role(docs)
+        (tmp_path / mode).mkdir()
+        found = _results(split, tmp_path / mode, "CKV2_K8S_5")
+        bindings = [d for d in split if d["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+        assert found["failed"] == set(), (mode, found["failed"])
+        assert len(found["passed"]) == len(bindings) > 20, (mode, found)
+    widened = _chart()
+    for doc in widened:
+        if doc["kind"] == "ClusterRole" and doc["metadata"]["name"] == "sk-swarmkit-operator":
+            doc["rules"].append({"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]})
+    (tmp_path / "widened").mkdir()
+    found = _results(_one_rule_per_role(widened), tmp_path / "widened", "CKV2_K8S_5")
+    assert len(found["failed"]) == 1, found["failed"]

@@ -7,6 +7,7 @@ from typing import Any
 
 from swarmkit_api.bundle import TRUNCATION_MARKER, RunResult
 from swarmkit_api.run import TokenUsage
+from swarmkit_operator.builders.run_pod import secret_not_found
 from swarmkit_operator.builders.run_status import (
     FAILED_CREATE_GRACE_SECONDS,
     cap_output,
@@ -17,6 +18,7 @@ from swarmkit_operator.builders.run_status import (
     pending,
     status_patch,
 )
+from swarmkit_operator.runs.summaries import pod_summary
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -248,9 +250,69 @@ def test_image_pull_and_config_errors_fail_after_grace() -> None:
         job=job(), pods=[pod("Pending", waiting={"reason": "InvalidImageName"}, age=1)], now=NOW
     )
     assert bad.reason == "ImagePullFailed"
-    cfg = {"reason": "CreateContainerConfigError", "message": 'secret "llm" not found'}
+    cfg = {"reason": "CreateContainerConfigError", "message": 'configmap "bundle" not found'}
     late = derive(job=job(), pods=[pod("Pending", waiting=cfg, age=90)], now=NOW)
     assert (late.reason, late.stop_job) == ("PodCreationFailed", True)
+
+
+def _env_pod(waiting: dict[str, Any], age: float) -> dict[str, Any]:
+    """A Run pod taking two keys of Secret llm and one of gh as env."""
+    p = pod("Pending", waiting=waiting, age=age)
+    p["metadata"]["namespace"] = "team-a"
+    env = [
+        {"name": f"SWARMKIT_SECRET_{i}", "valueFrom": {"secretKeyRef": {"name": n, "key": k}}}
+        for i, (n, k) in enumerate([("llm", "anthropic"), ("llm", "openai"), ("gh", "token")])
+    ]
+    p["spec"] = {"containers": [{"name": "runner", "env": [*env, {"name": "X", "value": "1"}]}]}
+    return p
+
+
+def test_a_missing_secret_is_named_from_the_pod_then_fails_after_grace() -> None:
+    """The operator reads no Secret (issue 41): the kubelet's CreateContainerConfigError
+    names it, and the Run says which Secret and key(s), never a value."""
+    missing = {"reason": "CreateContainerConfigError", "message": 'secret "llm" not found'}
+    early = derive(job=job(), pods=[_env_pod(missing, age=5)], now=NOW)
+    assert (early.phase, early.status, early.reason) == ("Pending", "Unknown", "SecretNotFound")
+    assert early.message == (
+        "pod run-x-abcde-p1 waits: Secret 'llm' (keys 'anthropic', 'openai') not found "
+        "(create it in namespace team-a)"
+    )
+    assert early.recheck_after and 50 <= early.recheck_after <= 60 and not early.stop_job
+    # the Runs controller's pod index keeps just enough for this: the Secret-key env entries
+    summary = pod_summary(_env_pod(missing, age=5))
+    assert [e["name"] for e in summary["spec"]["containers"][0]["env"]] == [
+        "SWARMKIT_SECRET_0",
+        "SWARMKIT_SECRET_1",
+        "SWARMKIT_SECRET_2",
+    ]
+    assert derive(job=job(), pods=[summary], now=NOW).message == early.message
+    late = derive(job=job(), pods=[_env_pod(missing, age=90)], now=NOW)
+    assert (late.status, late.reason, late.stop_job) == ("False", "SecretNotFound", True)
+    assert late.message == (
+        "Secret 'llm' (keys 'anthropic', 'openai') not found: the runner's container cannot start"
+    )
+    no_key = {
+        "reason": "CreateContainerConfigError",
+        "message": "couldn't find key token in Secret team-a/gh",
+    }
+    late = derive(job=job(), pods=[_env_pod(no_key, age=90)], now=NOW)
+    assert (late.reason, late.message) == (
+        "SecretNotFound",
+        "Secret 'gh' has no key 'token': the runner's container cannot start",
+    )
+
+
+def test_secret_not_found_reads_any_container_and_only_that_reason() -> None:
+    waiting = {"reason": "CreateContainerConfigError", "message": 'secret "tok" not found'}
+    served = {
+        "spec": {"containers": [{"name": "gateway", "env": []}]},
+        "status": {"containerStatuses": [{"name": "gateway", "state": {"waiting": waiting}}]},
+    }
+    assert secret_not_found(served) == "Secret 'tok' not found"
+    other = {**waiting, "reason": "ContainerCreating"}
+    served["status"]["containerStatuses"][0]["state"]["waiting"] = other
+    assert secret_not_found(served) is None
+    assert secret_not_found({}) is None
 
 
 def test_failed_create_events() -> None:
