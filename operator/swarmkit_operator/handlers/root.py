@@ -76,7 +76,7 @@ from ..runs.retention import Retention
 from ..runs.schedule import Scheduler
 from ..runtime import LeaseSettings, Manager, Periodic, Runnable, lease_settings
 from ..watching import Reflector, reflectors
-from ..webview import Sources, WebView, parse_address
+from ..webview import Access, Sources, WebView, parse_address
 from ..workload.resolve import Resolver
 from . import (
     agent,
@@ -391,7 +391,8 @@ async def _web_view(
     if not ours.web_view:
         return None
     host, port = parse_address(ours.web_view)
-    web = WebView(Sources(indexes, lib))
+    access = None if ours.web_view_single_user else Access(k8s.access_review)
+    web = WebView(Sources(indexes, lib), access)
     await web.start(host, port)
     closing.push_async_callback(web.stop)
     return web

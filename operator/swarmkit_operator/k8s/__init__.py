@@ -39,6 +39,7 @@ from .client import (
     write_refusal,
 )
 from .objects import (
+    access_review,
     apply,
     apply_status,
     create_config_map,
@@ -75,6 +76,7 @@ from .objects import (
 )
 from .paths import (
     apps_path,
+    authorization_path,
     batch_path,
     core_path,
     custom_path,
@@ -110,10 +112,12 @@ __all__ = [
     "InCluster",
     "NotLeader",
     "Undecodable",
+    "access_review",
     "apiserver_host",
     "apply",
     "apply_status",
     "apps_path",
+    "authorization_path",
     "batch_path",
     "close_streams",
     "configure",
