@@ -48,7 +48,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 #: Served without an identity: the stylesheet of the 401 page.
 PUBLIC_PATHS = frozenset({"/static/style.css"})
 #: Where the middleware leaves the request's :class:`Identity`.
-IDENTITY = "swarmkit.identity"
+IDENTITY = web.RequestKey("identity", Identity)
 
 
 def is_loopback(host: str) -> bool:
@@ -150,8 +150,7 @@ class WebView:
     # -- who may see what --------------------------------------------------------------------
     @staticmethod
     def _viewer(request: web.Request) -> Identity | None:
-        found = request.get(IDENTITY)
-        return found if isinstance(found, Identity) else None
+        return request.get(IDENTITY)
 
     async def _shown(
         self, request: web.Request, namespaces: set[str], resource: str, verb: str = "list"

@@ -79,7 +79,7 @@ def test_the_pods_log_verifies() -> None:
 def test_a_held_copy_with_an_edited_line_fails_with_exit_1_naming_it(tmp_path: Path) -> None:
     text, status = _log()
     held = tmp_path / "run.log"
-    held.write_text(text.replace('"tool":"x"', '"tool":"y"'), encoding="utf-8")
+    held.write_text(text.replace('"tool": "x"', '"tool": "y"'), encoding="utf-8")
     console, out, err = _console()
     assert logs.verify_log(_Kube(text, status), "r", str(held), console) == EXIT_FINDINGS
     assert out.getvalue() == ""

@@ -137,7 +137,7 @@ def test_concurrent_writers_keep_one_chain() -> None:
 def test_the_hash_is_of_the_scrubbed_line_as_written() -> None:
     sink = io.StringIO()
     secret = "sk-live-0123456789abcdef"
-    audit = AuditLog(UID, "corr", SecretStore({"API_KEY": secret}), sink=sink)
+    audit = AuditLog(UID, "corr", SecretStore({"SWARMKIT_SECRET_API_KEY": secret}), sink=sink)
     audit.emit("tool.call", output=f"key {secret}")
     audit.emit("run.end")
     lines = sink.getvalue().split("\n")[:-1]
