@@ -84,7 +84,7 @@ def test_an_edited_a_removed_and_a_reordered_line_each_fail_naming_the_line(
     record["event"] = "tool.refused"  # the same line, one field changed
     edited[1] = json.dumps(record, ensure_ascii=False)
     removed = lines[:2] + lines[3:]
-    reordered = lines[:3] + [lines[4], lines[3]] + lines[5:]
+    reordered = [*lines[:3], lines[4], lines[3], *lines[5:]]
     for copy, message in (
         (edited, "line 2 is not the line the run wrote"),
         (removed, "line 3 does not follow line 2: a line between them was removed"),

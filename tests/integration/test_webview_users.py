@@ -92,7 +92,12 @@ def two_teams(kube: Kube, namespace: str) -> Iterator[tuple[str, str]]:
             # A Run whose Agent does not exist: listed at once, no pod to run.
             create(kube, ns, run_manifest(f"run-{team}", agent="nobody", timeout=None))
             create(kube, ns, _message(team, f"secret plans of team {team}"))
-            _role(kube, ns, "reader", [{"apiGroups": ["swarmkit.dev"], "resources": KINDS, "verbs": READ}])  # fmt: skip
+            _role(
+                kube,
+                ns,
+                "reader",
+                [{"apiGroups": ["swarmkit.dev"], "resources": KINDS, "verbs": READ}],
+            )
         _bind(kube, a, "reader", "User", "alice")
         _bind(kube, b, "reader", "Group", "team-b")
         _role(

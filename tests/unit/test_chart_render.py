@@ -401,11 +401,12 @@ def test_a_per_user_web_view_listens_on_loopback_behind_the_proxy_container() ->
             }
         }
     )
-    args = container(docs)["args"]
-    assert "--web-view=127.0.0.1:8083" in args and "--web-view-single-user" not in args
-    assert not [p for p in container(docs)["ports"] if p["name"] == "web"]
     pod = one(docs, "Deployment")["spec"]["template"]["spec"]
-    proxy = next(c for c in pod["containers"] if c["name"] == "web-proxy")
+    operator, proxy = pod["containers"]
+    assert (operator["name"], proxy["name"]) == ("operator", "web-proxy")
+    assert "--web-view=127.0.0.1:8083" in operator["args"]
+    assert "--web-view-single-user" not in operator["args"]
+    assert not [p for p in operator["ports"] if p["name"] == "web"]
     assert proxy["image"] == "quay.io/oauth2-proxy/oauth2-proxy:v7.7.1"
     assert proxy["args"] == [
         "--http-address=0.0.0.0:8082",

@@ -384,6 +384,14 @@ def _runs(ours: Settings, indexes: Indexes) -> tuple[Resolver, ReviewsController
     return resolver, reviews, runs
 
 
+async def _access_review(
+    user: str, groups: tuple[str, ...], namespace: str, verb: str, resource: str
+) -> bool:
+    """The web view's SubjectAccessReview (a call written out: the RBAC table test finds
+    the grant it needs at call sites)."""
+    return await k8s.access_review(user, groups, namespace, verb, resource)
+
+
 async def _web_view(
     ours: Settings, indexes: Indexes, lib: SkillLibrary, closing: contextlib.AsyncExitStack
 ) -> WebView | None:
@@ -391,7 +399,7 @@ async def _web_view(
     if not ours.web_view:
         return None
     host, port = parse_address(ours.web_view)
-    access = None if ours.web_view_single_user else Access(k8s.access_review)
+    access = None if ours.web_view_single_user else Access(_access_review)
     web = WebView(Sources(indexes, lib), access)
     await web.start(host, port)
     closing.push_async_callback(web.stop)

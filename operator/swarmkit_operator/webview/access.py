@@ -33,7 +33,7 @@ USER_HEADER = "X-Forwarded-User"
 GROUPS_HEADER = "X-Forwarded-Groups"
 #: How long one answer is reused: a RoleBinding removed shows on the pages this late.
 CACHE_SECONDS = 10.0
-#: At most this many answers are kept (people × namespaces × kinds × verbs).
+#: At most this many answers are kept (people x namespaces x kinds x verbs).
 CACHE_ENTRIES = 4096
 
 #: The swarmkit.dev resource each page reads.

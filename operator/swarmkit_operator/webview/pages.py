@@ -104,7 +104,7 @@ def skills_list(src: Sources, shown: Shown = None) -> dict[str, Any]:
         for key in sorted(src.keys("skill_views"))
         if _in(shown, key[0]) and src.one("skill_views", key) is not None
     }
-    shown, failed = rows("Skill", sorted(present), lambda k: _skill_row(src, *k), "/".join)
+    built, failed = rows("Skill", sorted(present), lambda k: _skill_row(src, *k), "/".join)
     deleted = []
     if src.library is not None:
         for ns, lib in sorted(src.library.libraries.items()):
@@ -113,7 +113,7 @@ def skills_list(src: Sources, shown: Shown = None) -> dict[str, Any]:
             for name, record in sorted(lib.skills.items()):
                 if record.deleted_at and (ns, name) not in present:
                     deleted.append({"namespace": ns, "name": name, "deleted_at": record.deleted_at})
-    return {"skills": shown, "deleted": deleted, "unreadable": failed}
+    return {"skills": built, "deleted": deleted, "unreadable": failed}
 
 
 def _skill_row(src: Sources, ns: str, name: str) -> dict[str, Any]:

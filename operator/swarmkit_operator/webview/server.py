@@ -27,8 +27,17 @@ from typing import Any
 from aiohttp import web
 
 from . import mailboxes, pages
-from .access import AGENTS, GROUPS_HEADER, MAILBOX_MESSAGES, RUNS, SKILLS, USER_HEADER
-from .access import Access, Identity, identity_of
+from .access import (
+    AGENTS,
+    GROUPS_HEADER,
+    MAILBOX_MESSAGES,
+    RUNS,
+    SKILLS,
+    USER_HEADER,
+    Access,
+    Identity,
+    identity_of,
+)
 from .render import render
 
 log = logging.getLogger("swarmkit_operator.webview")

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from swarmkit_operator.config import OperatorConfig
+from swarmkit_operator.library import SkillLibrary
 from swarmkit_operator.webview import Access, Sources, WebView, is_loopback
 from swarmkit_operator.webview.access import Identity, identity_of
 
@@ -53,7 +55,9 @@ def free_port() -> int:
 def test_the_identity_is_the_user_header_and_every_group_value() -> None:
     assert identity_of(None) is None and identity_of("  ") is None
     assert identity_of("alice") == Identity("alice")
-    assert identity_of(" bob ", ["team-b, dev", "ops", ""]) == Identity("bob", ("dev", "ops", "team-b"))
+    assert identity_of(" bob ", ["team-b, dev", "ops", ""]) == Identity(
+        "bob", ("dev", "ops", "team-b")
+    )
 
 
 def test_only_loopback_counts_as_loopback() -> None:
@@ -84,7 +88,9 @@ async def test_a_failed_review_is_a_no_and_concurrent_pages_share_one_review() -
     assert not await access.allowed(Identity("alice"), "team-a", "list", "runs")
     reviews.fail, reviews.delay = False, 0.05
     bob = Identity("bob", ("team-b",))
-    answers = await asyncio.gather(*(access.allowed(bob, "team-b", "get", "runs") for _ in range(5)))
+    answers = await asyncio.gather(
+        *(access.allowed(bob, "team-b", "get", "runs") for _ in range(5))
+    )
     assert answers == [True] * 5
     assert reviews.asked.count(("bob", "team-b", "get", "runs")) == 1
 
@@ -95,11 +101,13 @@ async def per_user() -> AsyncIterator[tuple[httpx.AsyncClient, FakeReviews]]:
     for ns in ("team-a", "team-b"):
         idx.update("skills", skill(f"skill-of-{ns}", namespace=ns))
         idx.update("runs", run(f"run-of-{ns}", namespace=ns, output=f"output of {ns}"))
-        idx.update(
-            "mailboxmessages", item(f"note-{ns}", f"secret plans of {ns}", namespace=ns)
-        )
+        idx.update("mailboxmessages", item(f"note-{ns}", f"secret plans of {ns}", namespace=ns))
+    lib = SkillLibrary(OperatorConfig(), idx)
+    for ns in ("team-a", "team-b"):  # a deleted skill's history: shown per namespace too
+        lib.skill_seen(ns, f"gone-of-{ns}", "b" * 64)
+        lib.skill_deleted(ns, f"gone-of-{ns}")
     reviews = FakeReviews()
-    view = WebView(Sources(idx), Access(reviews))
+    view = WebView(Sources(idx, lib), Access(reviews))
     port = free_port()
     await view.start("127.0.0.1", port)
     try:
@@ -129,6 +137,7 @@ async def test_each_page_shows_a_person_only_their_namespaces(
     bob = {"X-Forwarded-User": "bob", "X-Forwarded-Groups": "dev,team-b"}
     page = (await client.get("/skills", headers=alice)).text
     assert "skill-of-team-a" in page and "skill-of-team-b" not in page
+    assert "gone-of-team-a" in page and "gone-of-team-b" not in page
     assert 'id="viewer">alice<' in page
     page = (await client.get("/runs", headers=bob)).text
     assert "run-of-team-b" in page and "run-of-team-a" not in page
