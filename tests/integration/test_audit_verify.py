@@ -33,8 +33,8 @@ from .test_cli_runs import cli
 def audited(
     cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
 ) -> tuple[str, dict[str, Any], list[str]]:
-    """A finished Run of the example pipeline (a coordinator and a child run on one
-    stream) and its audit lines as ``logs -o json`` saved them."""
+    """A finished Run of the example pipeline (a coordinator delegating to a reviewer, both
+    on one stream) and its audit lines as ``logs -o json`` saved them."""
     apply_examples(kube, namespace)
     wait_ready(kube, namespace, "Topology", "review-pipeline")
     create(kube, namespace, run_manifest("audited", correlationId="pr-41"))
@@ -67,7 +67,7 @@ def test_the_pods_log_and_a_faithful_copy_verify_against_the_head_in_the_status(
     assert chain["lines"] == len(lines) > 5
     assert chain["head"] == hashlib.sha256(lines[-1].encode()).hexdigest()
     records = [json.loads(line) for line in lines]
-    assert any("parent_run_id" in r for r in records)  # the child run is on the one chain
+    assert {"coordinator", "reviewer"} <= {r.get("agent") for r in records}  # both, one chain
     res = cli(cluster, "logs", "run/audited", "-n", ns, "--verify")
     assert res.returncode == 0, res.stderr
     assert f"{len(lines)} audit lines, chain intact" in res.stdout
