@@ -91,7 +91,10 @@ def two_teams(kube: Kube, namespace: str) -> Iterator[tuple[str, str]]:
             team = "a" if ns == a else "b"
             # A Run whose Agent does not exist: listed at once, no pod to run.
             create(kube, ns, run_manifest(f"run-{team}", agent="nobody", timeout=None))
-            create(kube, ns, _message(team, f"secret plans of team {team}"))
+            kube.custom.create_namespaced_custom_object(
+                "swarmkit.dev", "v1alpha1", ns, "mailboxmessages",
+                _message(team, f"secret plans of team {team}"),
+            )  # fmt: skip
             _role(
                 kube,
                 ns,
@@ -227,7 +230,7 @@ def test_a_request_naming_no_one_gets_401_and_nothing_else(
             assert page.locator("#no-identity").count() == 1
             assert a not in text and b not in text and "incident-triage" not in text
         # an empty user header is no identity either; a group alone names no one
-        empty = httpx.get(f"{url}/runs", headers={"X-Forwarded-User": " "}, timeout=5)
+        empty = httpx.get(f"{url}/runs", headers={"X-Forwarded-User": ""}, timeout=5)
         assert empty.status_code == 401
         groups = httpx.get(f"{url}/runs", headers={"X-Forwarded-Groups": "team-b"}, timeout=5)
         assert groups.status_code == 401 and "run-b" not in groups.text
