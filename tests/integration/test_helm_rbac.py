@@ -80,6 +80,8 @@ CLUSTER_RULES: Grants = {
     "customresourcedefinitions.apiextensions.k8s.io": frozenset({"get", "list", "watch"}),
     # does the runtimeClassName of a Workspace or Agent name a RuntimeClass?
     "runtimeclasses.node.k8s.io": frozenset({"get"}),
+    # the web view's per-user pages: may this person list/get that kind there?
+    "subjectaccessreviews.authorization.k8s.io": frozenset({"create"}),
 }
 NAMESPACE_DISCOVERY: Grants = {"namespaces": frozenset({"list", "watch"})}
 SWARMKIT_PLURALS = {
