@@ -278,6 +278,7 @@ def run_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
         "start": status.get("startTime") or "",
         "completion": status.get("completionTime") or "",
         "job": status.get("jobName") or "",
+        "audit": status.get("audit") or {},  # the latest pod's audit chain head
         "pinned_topology": pinned.get("topology") or "",
         "pinned_agents": sorted((pinned.get("agents") or {}).items()),
         "pinned_skills": sorted((pinned.get("skills") or {}).items()),

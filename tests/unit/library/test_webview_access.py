@@ -100,7 +100,9 @@ async def per_user() -> AsyncIterator[tuple[httpx.AsyncClient, FakeReviews]]:
     idx = indexes()
     for ns in ("team-a", "team-b"):
         idx.update("skills", skill(f"skill-of-{ns}", namespace=ns))
-        idx.update("runs", run(f"run-of-{ns}", namespace=ns, output=f"output of {ns}"))
+        done = run(f"run-of-{ns}", namespace=ns, output=f"output of {ns}")
+        done["status"]["audit"] = {"head": "c" * 64, "lines": 12, "pod": f"run-of-{ns}-x1"}
+        idx.update("runs", done)
         idx.update("mailboxmessages", item(f"note-{ns}", f"secret plans of {ns}", namespace=ns))
     lib = SkillLibrary(OperatorConfig(), idx)
     for ns in ("team-a", "team-b"):  # a deleted skill's history: shown per namespace too
@@ -141,7 +143,10 @@ async def test_each_page_shows_a_person_only_their_namespaces(
     assert 'id="viewer">alice<' in page
     page = (await client.get("/runs", headers=bob)).text
     assert "run-of-team-b" in page and "run-of-team-a" not in page
-    assert (await client.get("/runs/team-a/run-of-team-a", headers=alice)).status_code == 200
+    mine = await client.get("/runs/team-a/run-of-team-a", headers=alice)
+    assert mine.status_code == 200
+    assert 'cccccccccccc</span> <span class="muted">(12 lines, pod run-of-team-a-x1' in mine.text
+    assert "logs run/run-of-team-a -n team-a --verify" in mine.text
     resp = await client.get("/runs/team-a/run-of-team-a", headers=bob)
     assert resp.status_code == 404 and "output of team-a" not in resp.text
     assert (await client.get("/skills/team-a/skill-of-team-a", headers=bob)).status_code == 404
