@@ -371,11 +371,44 @@ class WebViewServiceValues(_Values):
     port: int = Field(ge=1, le=65535, description="Service port.")
 
 
+class WebViewProxyValues(_Values):
+    """The authenticating proxy of a per-user web view: oauth2-proxy, a second container in
+    the operator's pod, the view's only way in (the view listens on loopback)."""
+
+    image: ImageValues = _desc("oauth2-proxy image (tag or digest required).")
+    args: list[str] = _desc(
+        "Its provider flags, e.g. [--provider=oidc, --oidc-issuer-url=..., --email-domain=*]; "
+        "the chart sets the listen address, the upstream and --pass-user-headers."
+    )
+    env_from_secret: str = Field(
+        max_length=253,
+        description="A Secret with OAUTH2_PROXY_CLIENT_ID, OAUTH2_PROXY_CLIENT_SECRET and "
+        "OAUTH2_PROXY_COOKIE_SECRET (envFrom); empty = none.",
+    )
+    resources: ResourceValues = _desc("The proxy container's resources.")
+
+
 class WebViewValues(_Values):
     """The read-only web view (skill library, agents, runs) served by the operator."""
 
-    enabled: bool = _desc("Serve the web view (`--web-view=0.0.0.0:<port>`) and its Service.")
-    port: int = Field(ge=1024, le=65535, description="Container port of the web view.")
+    enabled: bool = _desc("Serve the web view and its Service.")
+    single_user: bool = _desc(
+        "Show whoever reaches the view everything the operator sees (`--web-view-single-user`"
+        " on 0.0.0.0:<port>: a single-user install, the demo). Off: per user, behind `proxy`."
+    )
+    port: int = Field(
+        ge=1024,
+        le=65535,
+        description="The container port the Service reaches: the proxy's (per user) or the "
+        "view's (single user).",
+    )
+    local_port: int = Field(
+        ge=1024,
+        le=65535,
+        description="Per user: the loopback port the operator serves the view on (the "
+        "proxy's upstream).",
+    )
+    proxy: WebViewProxyValues = _desc("The authenticating proxy (per user).")
     service: WebViewServiceValues = _desc("The web view Service (ClusterIP by default).")
 
 
@@ -465,6 +498,16 @@ class ChartValues(_Values):
             self.metrics.port if self.metrics.enabled else None,
         ):
             raise ValueError("webView.port must differ from health.port and metrics.port")
+        if self.web_view.enabled and not self.web_view.single_user:
+            if not (self.web_view.proxy.image.tag or self.web_view.proxy.image.digest):
+                raise ValueError("webView.proxy.image: set a tag or a digest")
+            if self.web_view.local_port in (
+                self.web_view.port,
+                self.health.port,
+                self.metrics.port if self.metrics.enabled else None,
+            ):
+                raise ValueError("webView.localPort must differ from webView.port, health.port "
+                                 "and metrics.port")  # fmt: skip
         return self
 
 

@@ -774,13 +774,14 @@ class LocalCluster:
                 args += ["--metrics-port", str(free_port())]
             if not any(a.startswith("--liveness") for a in args):
                 args += ["--liveness", f"http://127.0.0.1:{free_port()}/healthz"]
-            # The read-only web view, on loopback only (it has no login of its own).
+            # The read-only web view, on loopback only: a single-user install (no proxy in
+            # front to name anyone; only this machine reaches it).
             if not any(a.startswith("--web-view") for a in args):
-                args += ["--web-view", f"127.0.0.1:{free_port()}"]
+                args += ["--web-view", f"127.0.0.1:{free_port()}", "--web-view-single-user"]
             view = next(
                 (a.split("=", 1)[1] if "=" in a else args[i + 1])
                 for i, a in enumerate(args)
-                if a.startswith("--web-view")
+                if a.startswith("--web-view") and not a.startswith("--web-view-single-user")
             )
             proc = self._spawn(
                 "operator", [sys.executable, "-m", "swarmkit_operator", *args], env=env

@@ -24,7 +24,7 @@ from .egress import EgressPlan
 from .funnel import FunnelSpec
 from .genai_metrics import MAX_ENTRIES as MAX_GENAI_ENTRIES
 from .genai_metrics import GenAiCallStats
-from .run import AgentSkillUsage, TokenUsage
+from .run import AgentSkillUsage, AuditChainHead, TokenUsage
 from .run import ReviewItem as ReviewItem  # re-exported: part of the result contract
 from .skill import SkillSpec
 from .topology import TopologySpec
@@ -250,6 +250,10 @@ class RunResult(ApiModel):
         default=None,
         description="sha256 of the outbox line printed on stdout: the effects recorded in "
         "this stage (swarmkit_api.effects).",
+    )
+    audit: AuditChainHead | None = Field(
+        default=None,
+        description="The head of this pod's hash-chained audit log (swarmkit_api.audit_chain).",
     )
     genai: list[GenAiCallStats] = Field(
         default_factory=list,

@@ -230,6 +230,21 @@ class AgentSkillUsage(ApiModel):
     )
 
 
+class AuditChainHead(ApiModel):
+    """The end of a run's hash-chained audit log (:mod:`swarmkit_api.audit_chain`).
+
+    The runner reports it in its result; the operator copies it, with the pod whose log it
+    ends, into the Run's status. ``kubectl swarmkit logs --verify`` holds a copy of the log
+    against it. A resumed or recreated Run has one chain per pod: this is the latest pod's.
+    """
+
+    head: str = Field(
+        pattern=r"^[0-9a-f]{64}$", description="sha256 (hex) of the last audit line written."
+    )
+    lines: int = Field(ge=0, description="How many audit lines the chain holds.")
+    pod: str | None = Field(default=None, description="The pod whose log this chain is.")
+
+
 class PinnedVersions(ApiModel):
     """Exactly which versions a run saw."""
 
@@ -301,11 +316,17 @@ class RunStatus(ApiModel):
         default_factory=list,
         description="SpendQuotas its cap is reserved on (cleared once its spend is settled).",
     )
+    audit: AuditChainHead | None = Field(
+        default=None,
+        description="The head of the latest pod's hash-chained audit log (checked by "
+        "kubectl swarmkit logs --verify).",
+    )
     conditions: Conditions = Field(default_factory=list, description="Conditions.")
 
 
 __all__ = [
     "AgentSkillUsage",
+    "AuditChainHead",
     "GateStatus",
     "PinnedVersions",
     "RecordedDecision",

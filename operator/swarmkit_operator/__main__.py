@@ -36,7 +36,7 @@ from .config import (
     settings_from,
 )
 from .runtime.manager import lease_settings
-from .webview.server import parse_address
+from .webview.server import is_loopback, parse_address
 
 
 def _lease_timing_flags(parser: argparse.ArgumentParser, env: Callable[[str, str], str]) -> None:
@@ -129,9 +129,16 @@ def parse_args(
         "--web-view",
         default=env("SWARMKIT_WEB_VIEW", ""),
         metavar="HOST:PORT",
-        help="serve the read-only web view (skill library, agents, runs) there; no login "
-        "of its own, so keep it on loopback or behind a proxy ($SWARMKIT_WEB_VIEW; "
-        "default off)",
+        help="serve the read-only web view (skill library, agents, runs) there: per user, "
+        "on loopback behind an authenticating proxy that names the user "
+        "(X-Forwarded-User/-Groups) ($SWARMKIT_WEB_VIEW; default off)",
+    )
+    parser.add_argument(
+        "--web-view-single-user",
+        action="store_true",
+        default=env("SWARMKIT_WEB_VIEW_SINGLE_USER", "").lower() in ("1", "true", "yes", "on"),
+        help="the web view shows whoever reaches it everything the operator sees, on any "
+        "address (a single-user install, the demo) ($SWARMKIT_WEB_VIEW_SINGLE_USER)",
     )
     parser.add_argument("--verbose", action="store_true", help="debug logging")
     return parser.parse_args(argv)
@@ -176,6 +183,7 @@ def settings_of(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
         namespaces=tuple(args.namespace),
         leader=leader,
         web_view=args.web_view,
+        web_view_single_user=args.web_view_single_user,
     )
     lease_settings(settings)  # refuses unsafe lease settings now, not in the start-up
     return settings
@@ -211,6 +219,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             host, port = parse_address(args.web_view)
         except ValueError as exc:
             return _fail(f"--web-view: {exc}")
+        if not settings.web_view_single_user and not is_loopback(host):
+            return _fail(
+                f"--web-view {args.web_view}: a per-user web view trusts the identity headers "
+                "of the proxy in its pod, so it listens on loopback only (127.0.0.1); or "
+                "pass --web-view-single-user to show everyone everything"
+            )
         shown = f"[{host}]" if ":" in host else host
         problem = _unbindable(f"http://{shown}:{port}/")
         if problem:

@@ -197,6 +197,8 @@ class Settings:
     library_flush_seconds: float = 2.0
     #: ``HOST:PORT`` of the read-only web view, "" for none (``--web-view``).
     web_view: str = ""
+    #: The web view shows everyone everything (``--web-view-single-user``); else per user.
+    web_view_single_user: bool = False
     leader: LeaderElection = field(default_factory=LeaderElection)
     runs: RunsSettings = field(default_factory=RunsSettings)
     #: Seconds the apiserver keeps a watch open (``$SWARMKIT_WATCH_SERVER_TIMEOUT``).
@@ -262,6 +264,7 @@ def settings_from(
     namespaces: tuple[str, ...] = (),
     leader: LeaderElection | None = None,
     web_view: str | None = None,
+    web_view_single_user: bool | None = None,
 ) -> Settings:
     """The operator's settings: the command line's values (the arguments) over ``env``'s.
 
@@ -275,6 +278,11 @@ def settings_from(
         resync_seconds=_number(env, "SWARMKIT_RESYNC_SECONDS", 600.0),
         library_flush_seconds=_number(env, "SWARMKIT_LIBRARY_FLUSH_SECONDS", 2.0),
         web_view=env.get("SWARMKIT_WEB_VIEW", "") if web_view is None else web_view,
+        web_view_single_user=(
+            _flag(env, "SWARMKIT_WEB_VIEW_SINGLE_USER")
+            if web_view_single_user is None
+            else web_view_single_user
+        ),
         leader=leader if leader is not None else leader_election(env),
         runs=runs_settings(env),
         watch_server_timeout=_number(env, "SWARMKIT_WATCH_SERVER_TIMEOUT", 270, int),

@@ -226,6 +226,14 @@ GRANTS: tuple[Grant, ...] = (
         names=(LEASE_NAME,),
     ),
     Grant(
+        "authorization.k8s.io",
+        ("subjectaccessreviews",),
+        ("create",),
+        "The web view's per-user pages: whether the person behind the proxy may list or get "
+        "each kind in a namespace (answers only, it grants nothing).",
+        scope="cluster",
+    ),
+    Grant(
         "node.k8s.io",
         ("runtimeclasses",),
         ("get",),

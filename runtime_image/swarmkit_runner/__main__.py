@@ -140,7 +140,7 @@ async def _main_async(args: argparse.Namespace, paths: RunnerPaths, secrets: Sec
         result = make_result("ValidationFailed", str(exc), secrets=secrets)
         audit.emit("run.end", outcome=result.outcome, message=result.message)
         if args.command == "run":
-            write_termination_log(paths.termination_log, result)
+            write_termination_log(paths.termination_log, result, audit)
         else:
             print(result.message, file=sys.stderr)
         return exit_code(result.outcome)
@@ -186,10 +186,10 @@ async def _run(
     except ValueError as exc:
         result = make_result("ValidationFailed", str(exc), secrets=secrets)
         audit.emit("run.end", outcome=result.outcome, message=result.message)
-        write_termination_log(paths.termination_log, result)
+        write_termination_log(paths.termination_log, result, audit)
         return exit_code(result.outcome)
     result = await execute(bundle, paths, audit, secrets, cancel, journal=journal)
-    write_termination_log(paths.termination_log, result)
+    write_termination_log(paths.termination_log, result, audit)
     return exit_code(result.outcome)
 
 

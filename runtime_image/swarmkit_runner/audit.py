@@ -16,6 +16,11 @@ skill's component), ``skill.retry``, ``skill.failed``, ``constraint.violation``,
 ``child_run``, ``a2a.card``, ``a2a.send``, ``a2a.task``, ``a2a.cancel``,
 ``executor.input_request``, ``executor.input_response`` and ``review.requested``.
 
+The lines are hash-chained (:mod:`swarmkit_api.audit_chain`): each starts with ``prev``, the
+sha256 of the audit line before it on the stream (the first line's is bound to the run id),
+and :attr:`AuditLog.head` is the chain's end, which the run's result reports
+(:func:`.result.write_termination_log`) and the operator keeps in the Run's status.
+
 A child run (an agent skill running a local topology) writes to the same stream with its
 own ``run_id`` and a ``parent_run_id`` (:meth:`AuditLog.child`); the correlation id is
 the parent's. A gateway session (:mod:`.gateway`) writes with its own correlation id and
@@ -33,6 +38,8 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from swarmkit_api.audit_chain import anchor, line_hash, link
+from swarmkit_api.run import AuditChainHead
 from swarmkit_api.skill import AuditPolicy
 
 from .secrets import MIN_SCRUB_LENGTH, REDACTED, SecretStore
@@ -92,8 +99,20 @@ def _as_json(text: str) -> Any:
     return text
 
 
+class _Chain:
+    """One stream's hash chain: the hash of the last line written and how many were.
+
+    Shared by every :class:`AuditLog` writing to the stream (a child run's, a session's),
+    so their lines form one chain in the order they reach the sink."""
+
+    def __init__(self, run_id: str) -> None:
+        self.lock = threading.Lock()
+        self.prev = anchor(run_id)
+        self.lines = 0
+
+
 class AuditLog:
-    """Writes audit events as JSON lines (thread-safe, flushed per line)."""
+    """Writes audit events as hash-chained JSON lines (thread-safe, flushed per line)."""
 
     def __init__(
         self,
@@ -113,7 +132,7 @@ class AuditLog:
         self._secrets = secrets or SecretStore({})
         self._sink = sink
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._lock = threading.Lock()
+        self._chain = _Chain(run_id)
         self._broken = False
 
     def child(self, run_id: str) -> AuditLog:
@@ -127,7 +146,7 @@ class AuditLog:
             parent_run_id=self.run_id,
             fields=self.fields,
         )
-        log._lock = self._lock
+        log._chain = self._chain
         return log
 
     def session(self, correlation_id: str, **fields: Any) -> AuditLog:
@@ -142,7 +161,7 @@ class AuditLog:
             parent_run_id=self.parent_run_id,
             fields={**self.fields, **fields},
         )
-        log._lock = self._lock
+        log._chain = self._chain
         return log
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
@@ -157,9 +176,12 @@ class AuditLog:
             record["parent_run_id"] = self.parent_run_id
         record.update(self.fields)
         record.update({k: cap(v) for k, v in fields.items() if v is not None})
-        line = self._secrets.scrub(json.dumps(record, ensure_ascii=False, default=str))
+        # Scrubbed before the hash goes in: the hash is of the line as written.
+        body = self._secrets.scrub(json.dumps(record, ensure_ascii=False, default=str))
         sink = self._sink if self._sink is not None else sys.stdout
-        with self._lock:
+        with self._chain.lock:
+            prev = self._chain.prev
+            line = link(body, prev)
             try:
                 sink.write(line + "\n")
                 sink.flush()
@@ -167,12 +189,21 @@ class AuditLog:
                 if not self._broken:
                     self._broken = True
                     print(f"swarmkit-runner: audit stream broken: {exc}", file=sys.stderr)
-        return record
+            else:
+                self._chain.prev = line_hash(line)
+                self._chain.lines += 1
+        return {"prev": prev, **record}
+
+    @property
+    def head(self) -> AuditChainHead:
+        """The chain's end so far: the hash of the last line written and the line count."""
+        with self._chain.lock:
+            return AuditChainHead(head=self._chain.prev, lines=self._chain.lines)
 
     def write_raw(self, line: str) -> None:
         """One non-JSON line on the same stream (the checkpoint line: already scrubbed)."""
         sink = self._sink if self._sink is not None else sys.stdout
-        with self._lock:
+        with self._chain.lock:
             try:
                 sink.write(line + "\n")
                 sink.flush()

@@ -9,6 +9,7 @@ from pathlib import Path
 from swarmkit_api.bundle import TRUNCATION_MARKER, Outcome, ReviewItem, RunResult
 from swarmkit_api.run import AgentSkillUsage, TokenUsage
 
+from .audit import AuditLog
 from .secrets import SecretStore
 
 #: Exit codes: Succeeded (or AwaitingReview: the runner's part is done and the pod must not
@@ -71,8 +72,11 @@ def exit_code(outcome: Outcome) -> int:
     return EXIT_FAILED
 
 
-def write_termination_log(path: Path, result: RunResult) -> None:
-    """Write the result (≤ 4 KiB JSON); failures are reported on stderr, never raised."""
+def write_termination_log(path: Path, result: RunResult, audit: AuditLog | None = None) -> None:
+    """Write the result (≤ 4 KiB JSON) with ``audit``'s chain head (nothing is audited after
+    it); failures are reported on stderr, never raised."""
+    if audit is not None:
+        result = result.model_copy(update={"audit": audit.head})
     try:
         path.write_text(result.to_termination_message(), encoding="utf-8")
     except OSError as exc:

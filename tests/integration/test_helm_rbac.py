@@ -81,6 +81,8 @@ CLUSTER_RULES: Grants = {
     # does the runtimeClassName of a Workspace or Agent name a RuntimeClass? (No CRDs and
     # no Namespaces: kopf's scanning is off, the operator's streams serve its namespaces.)
     "runtimeclasses.node.k8s.io": frozenset({"get"}),
+    # the web view's per-user pages: may this person list/get that kind there?
+    "subjectaccessreviews.authorization.k8s.io": frozenset({"create"}),
 }
 SWARMKIT_PLURALS = {
     "workspaces",

@@ -96,6 +96,7 @@ def web_operator(cluster: LocalCluster, crds: Any) -> Iterator[tuple[OperatorPro
         {"skillLibrary": {"historyLimit": 5}, **_approvals()},
         env={
             "SWARMKIT_WEB_VIEW": f"127.0.0.1:{port}",
+            "SWARMKIT_WEB_VIEW_SINGLE_USER": "1",  # the per-user view: test_webview_users.py
             "SWARMKIT_LIBRARY_FLUSH_SECONDS": "0.5",
             "SWARMKIT_METRICS_PORT": str(free_port()),
         },

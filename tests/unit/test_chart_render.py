@@ -375,16 +375,54 @@ def test_web_view_is_off_by_default_and_on_behind_a_cluster_ip_service() -> None
     assert not [d for d in by_kind(docs, "Service") if d["metadata"]["name"].endswith("-web")]
     assert parse_config(operator_config(docs)).skill_history_limit == 10
 
-    on = render({"webView": {"enabled": True}, "config": {"skillLibrary": {"historyLimit": 3}}})
+    single = {"webView": {"enabled": True, "singleUser": True}}
+    on = render({**single, "config": {"skillLibrary": {"historyLimit": 3}}})
     assert "--web-view=0.0.0.0:8082" in container(on)["args"]
+    assert "--web-view-single-user" in container(on)["args"]
     assert {"name": "web", "containerPort": 8082, "protocol": "TCP"} in container(on)["ports"]
+    assert len(one(on, "Deployment")["spec"]["template"]["spec"]["containers"]) == 1
     svc = one(on, "Service", f"{RELEASE}-swarmkit-operator-web")
     assert svc["spec"]["type"] == "ClusterIP"
     assert svc["spec"]["ports"] == [
         {"name": "web", "port": 8082, "targetPort": "web", "protocol": "TCP"}
     ]
     assert parse_config(operator_config(on)).skill_history_limit == 3
-    assert "webView.port must differ" in render_error({"webView": {"enabled": True, "port": 8080}})
+    assert "webView.port must differ" in render_error(
+        {"webView": {"enabled": True, "singleUser": True, "port": 8080}}
+    )
+
+
+def test_a_per_user_web_view_listens_on_loopback_behind_the_proxy_container() -> None:
+    docs = render(
+        {
+            "webView": {
+                "enabled": True,
+                "proxy": {"args": ["--provider=oidc"], "envFromSecret": "web-oidc"},
+            }
+        }
+    )
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    operator, proxy = pod["containers"]
+    assert (operator["name"], proxy["name"]) == ("operator", "web-proxy")
+    assert "--web-view=127.0.0.1:8083" in operator["args"]
+    assert "--web-view-single-user" not in operator["args"]
+    assert not [p for p in operator["ports"] if p["name"] == "web"]
+    assert proxy["image"] == "quay.io/oauth2-proxy/oauth2-proxy:v7.7.1"
+    assert proxy["args"] == [
+        "--http-address=0.0.0.0:8082",
+        "--upstream=http://127.0.0.1:8083/",
+        "--pass-user-headers=true",
+        "--skip-auth-strip-headers=true",
+        "--provider=oidc",
+    ]
+    assert proxy["envFrom"] == [{"secretRef": {"name": "web-oidc"}}]
+    assert proxy["ports"] == [{"name": "web", "containerPort": 8082, "protocol": "TCP"}]
+    assert proxy["securityContext"]["readOnlyRootFilesystem"] is True
+    svc = one(docs, "Service", f"{RELEASE}-swarmkit-operator-web")
+    assert svc["spec"]["ports"][0]["targetPort"] == "web"
+    assert "webView.localPort must differ" in render_error(
+        {"webView": {"enabled": True, "localPort": 8082}}
+    )
 
 
 def test_network_policy_allows_only_the_apiserver_dns_and_metrics() -> None:

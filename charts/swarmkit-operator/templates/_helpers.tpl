@@ -78,6 +78,13 @@ app.kubernetes.io/part-of: swarmkit-operator
 {{- if and .Values.webView.enabled (or (eq (int .Values.webView.port) (int .Values.health.port)) (and .Values.metrics.enabled (eq (int .Values.webView.port) (int .Values.metrics.port)))) }}
 {{- fail (printf "webView.port must differ from health.port and metrics.port (%v)" .Values.webView.port) }}
 {{- end }}
+{{- $wv := .Values.webView }}
+{{- if and $wv.enabled (not $wv.singleUser) (or (eq (int $wv.localPort) (int $wv.port)) (eq (int $wv.localPort) (int .Values.health.port)) (and .Values.metrics.enabled (eq (int $wv.localPort) (int .Values.metrics.port)))) }}
+{{- fail (printf "webView.localPort must differ from webView.port, health.port and metrics.port (%v)" $wv.localPort) }}
+{{- end }}
+{{- if and $wv.enabled (not $wv.singleUser) (not (or $wv.proxy.image.tag $wv.proxy.image.digest)) }}
+{{- fail "webView.proxy.image: set a tag or a digest" }}
+{{- end }}
 {{- $pdb := .Values.podDisruptionBudget }}
 {{- if and $pdb.enabled (eq (toString $pdb.minAvailable) "") (eq (toString $pdb.maxUnavailable) "") }}
 {{- fail "podDisruptionBudget: set one of minAvailable or maxUnavailable" }}
@@ -125,8 +132,12 @@ app.kubernetes.io/part-of: swarmkit-operator
 - --renew-deadline={{ .Values.leaderElection.renewDeadlineSeconds }}
 - --retry-period={{ .Values.leaderElection.retryPeriodSeconds }}
 - --log-format={{ .Values.logging.format }}
-{{- if .Values.webView.enabled }}
+{{- if and .Values.webView.enabled .Values.webView.singleUser }}
 - --web-view=0.0.0.0:{{ .Values.webView.port }}
+- --web-view-single-user
+{{- else if .Values.webView.enabled }}
+{{- /* per user: on loopback, behind the proxy container (its only way in) */}}
+- --web-view=127.0.0.1:{{ .Values.webView.localPort }}
 {{- end }}
 {{- if .Values.logging.verbose }}
 - --verbose

@@ -126,6 +126,11 @@
 
 {{/* Cluster-scoped reads, the same in both modes (no Namespaces, no CRDs, no Secrets). */}}
 {{- define "swarmkit-operator.clusterRules" -}}
+# The web view's per-user pages: whether the person behind the proxy may list or get each
+# kind in a namespace (answers only, it grants nothing).
+- apiGroups: [authorization.k8s.io]
+  resources: [subjectaccessreviews]
+  verbs: [create]
 # A Workspace's or Agent's runtimeClassName must name a RuntimeClass: a missing one keeps
 # the Run Pending with reason RuntimeClassNotFound instead of a pod that the apiserver
 # refuses.

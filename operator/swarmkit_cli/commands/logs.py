@@ -6,6 +6,12 @@ tool (or skill), outcome and duration per line. ``-o json`` prints the audit lin
 are (one JSON object per line, for ``jq``); ``-f`` follows a running Run until its pod
 ends, waiting for the pod to start first. A traced Run's trace id (``status.traceId``) is
 printed first, on stderr (``trace: <id>``: look it up in Jaeger or any OTLP backend).
+
+``--verify`` checks instead of printing: the audit lines are hash-chained (each names the
+hash of the one before, the first is bound to the Run's uid) and the Run's status holds the
+chain's head (``status.audit``). With ``--file PATH`` (``-`` for stdin) it checks a copy a
+person holds (e.g. saved with ``-o json``), else the pod's log. Exit 0 when it is the log the
+run wrote; 1 with the first line that is not (changed, removed, moved) and why.
 """
 
 from __future__ import annotations
@@ -16,10 +22,18 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from swarmkit_api.audit_chain import verify
 from swarmkit_api.conditions import SUCCEEDED
 
 from ..console import Console
-from ..plugin import EXIT_OK, CommandError, UsageError, add_command, add_namespace_flag
+from ..plugin import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    CommandError,
+    UsageError,
+    add_command,
+    add_namespace_flag,
+)
 
 GOOD_OUTCOMES = {"ok", "succeeded", "approved", "true"}
 BAD_MARKS = ("fail", "error", "refused", "timedout", "cancel", "exceeded", "invalid")
@@ -85,6 +99,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="with -f: how long to wait for the Run's pod to start (120)",
     )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="check the log against the chain head in the Run's status (exit 1 if altered)",
+    )
+    parser.add_argument(
+        "--file",
+        metavar="PATH",
+        help="with --verify: the copy to check ('-' for stdin) instead of the pod's log",
+    )
 
 
 def run_name(ref: str) -> str:
@@ -102,6 +126,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from ..kube import connect
 
     name = run_name(args.run)
+    if args.file and not args.verify:
+        raise UsageError("--file is for --verify")
+    if args.verify and args.follow:
+        raise UsageError("--verify checks a finished Run's log: drop -f")
     kube = connect(
         args.kubeconfig,
         args.namespace,
@@ -110,6 +138,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         as_group=args.as_group,
     )
     try:
+        if args.verify:
+            return verify_log(kube, name, args.file, console)
         pod = _pod_of(kube, name, args.follow, args.wait)
         trace_id = (kube.get("Run", name).get("status") or {}).get("traceId")
         if trace_id:  # to stderr: stdout stays the audit lines (-o json pipes them on)
@@ -133,6 +163,39 @@ def run(args: argparse.Namespace, console: Console) -> int:
     finally:
         kube.close()
     return EXIT_OK
+
+
+def verify_log(kube: Any, name: str, path: str | None, console: Console) -> int:
+    """``--verify``: the log (the pod's, or the copy at ``path``) against ``status.audit``."""
+    run = kube.get("Run", name)
+    chain = (run.get("status") or {}).get("audit") or {}
+    if not chain.get("head"):
+        raise CommandError(
+            f"Run {name!r} has no audit chain head in its status yet (it has not ended a "
+            "stage, or its runner predates hash-chained audit lines): nothing to verify against"
+        )
+    pod = str(chain.get("pod") or (run.get("status") or {}).get("podName") or "")
+    lines = _held_lines(path) if path else list(_pod_lines(kube, pod, False))
+    uid = str((run.get("metadata") or {}).get("uid") or "")
+    result = verify(lines, uid, str(chain["head"]), int(chain.get("lines") or 0))
+    source = "stdin" if path == "-" else (path or f"pod {pod}")
+    if result.ok:
+        console.print(f"verified: {source}: {result.message}, ending at Run {name}'s head")
+        return EXIT_OK
+    console.error(f"NOT verified: {source}: {result.message}")
+    return EXIT_FINDINGS
+
+
+def _held_lines(path: str) -> list[str]:
+    import sys
+
+    if path == "-":
+        return sys.stdin.read().split("\n")
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return fh.read().split("\n")
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def _pod_of(kube: Any, name: str, follow: bool, wait: float) -> str:
@@ -164,12 +227,10 @@ def _pod_lines(kube: Any, pod: str, follow: bool) -> Iterator[str]:
     from kubernetes.client.exceptions import ApiException
 
     try:
-        if not follow:
-            text = kube.core.read_namespaced_pod_log(pod, kube.namespace)
-            yield from text.splitlines()
-            return
+        # Raw bytes, split at b"\n" only: the lines exactly as written (what --verify hashes;
+        # a line may hold U+2028 and the like, which JSON leaves raw).
         resp = kube.core.read_namespaced_pod_log(
-            pod, kube.namespace, follow=True, _preload_content=False
+            pod, kube.namespace, follow=follow, _preload_content=False
         )
     except ApiException as exc:
         if exc.status == 404:

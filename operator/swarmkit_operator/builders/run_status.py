@@ -306,6 +306,8 @@ def status_patch(
         patch["toolCalls"] = result.tool_calls
         patch["reviewItems"] = [item.wire() for item in result.review_items]
         patch["skills"] = [item.wire() for item in result.skills]
+        if result.audit is not None:  # the pod's chain head, for ``logs --verify``
+            patch["audit"] = result.audit.model_copy(update={"pod": verdict.pod_name}).wire()
     return patch
 
 

@@ -76,7 +76,7 @@ from ..runs.retention import Retention
 from ..runs.schedule import Scheduler
 from ..runtime import LeaseSettings, Manager, Periodic, Runnable, lease_settings
 from ..watching import Reflector, reflectors
-from ..webview import Sources, WebView, parse_address
+from ..webview import Access, Sources, WebView, parse_address
 from ..workload.resolve import Resolver
 from . import (
     agent,
@@ -399,6 +399,14 @@ def _runs(ours: Settings, indexes: Indexes) -> tuple[Resolver, ReviewsController
     return resolver, reviews, runs
 
 
+async def _access_review(
+    user: str, groups: tuple[str, ...], namespace: str, verb: str, resource: str
+) -> bool:
+    """The web view's SubjectAccessReview (a call written out: the RBAC table test finds
+    the grant it needs at call sites)."""
+    return await k8s.access_review(user, groups, namespace, verb, resource)
+
+
 async def _web_view(
     ours: Settings, indexes: Indexes, lib: SkillLibrary, closing: contextlib.AsyncExitStack
 ) -> WebView | None:
@@ -406,7 +414,8 @@ async def _web_view(
     if not ours.web_view:
         return None
     host, port = parse_address(ours.web_view)
-    web = WebView(Sources(indexes, lib))
+    access = None if ours.web_view_single_user else Access(_access_review)
+    web = WebView(Sources(indexes, lib), access)
     await web.start(host, port)
     closing.push_async_callback(web.stop)
     return web

@@ -42,6 +42,7 @@ from .client import (
 from .events import coalesce as coalesce_events
 from .objects import (
     SecretNotGranted,
+    access_review,
     apply,
     apply_status,
     create_config_map,
@@ -78,6 +79,7 @@ from .objects import (
 )
 from .paths import (
     apps_path,
+    authorization_path,
     batch_path,
     core_path,
     custom_path,
@@ -114,10 +116,12 @@ __all__ = [
     "NotLeader",
     "SecretNotGranted",
     "Undecodable",
+    "access_review",
     "apiserver_host",
     "apply",
     "apply_status",
     "apps_path",
+    "authorization_path",
     "batch_path",
     "close_streams",
     "coalesce_events",

@@ -30,7 +30,7 @@ from .client import (
     request_start,
 )
 from .events import Correlated, EventCorrelator, correlation_key
-from .paths import batch_path, core_path, custom_path, node_path
+from .paths import authorization_path, batch_path, core_path, custom_path, node_path
 from .streams import text_lines
 
 
@@ -179,6 +179,32 @@ async def whoami() -> str:
     status, payload = await request("POST", path, body, fenced=False)
     found = _check("POST", path, status, payload)
     return str(((found.get("status") or {}).get("userInfo") or {}).get("username") or "")
+
+
+async def access_review(
+    user: str, groups: tuple[str, ...], namespace: str, verb: str, resource: str
+) -> bool:
+    """Whether Kubernetes lets ``user`` (in ``groups``) ``verb`` the swarmkit.dev
+    ``resource`` in ``namespace``: a SubjectAccessReview, what ``kubectl auth can-i --as``
+    asks (the web view's per-user pages). Not a write: unfenced, every replica answers."""
+    path = authorization_path("subjectaccessreviews")
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": user,
+            "groups": list(groups),
+            "resourceAttributes": {
+                "namespace": namespace,
+                "verb": verb,
+                "group": GROUP,
+                "resource": resource,
+            },
+        },
+    }
+    status, payload = await request("POST", path, body, fenced=False, timeout=5.0, retries=0)
+    found = _check("POST", path, status, payload)
+    return bool((found.get("status") or {}).get("allowed"))
 
 
 async def read_pod_log(namespace: str, pod: str, container: str) -> str | None:

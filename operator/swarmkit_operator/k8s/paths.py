@@ -43,6 +43,12 @@ def node_path(plural: str, name: str | None = None) -> str:
     return f"{base}/{name}" if name else base
 
 
+def authorization_path(plural: str, name: str | None = None) -> str:
+    """A cluster-scoped ``authorization.k8s.io`` path (SubjectAccessReviews)."""
+    base = f"/apis/authorization.k8s.io/v1/{plural}"
+    return f"{base}/{name}" if name else base
+
+
 #: kind → (path builder, plural) of every namespaced object a runner workload consists of.
 _WORKLOAD_KINDS = {
     "ConfigMap": (core_path, "configmaps"),

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .pages import Sources
+from .pages import Shown, Sources
 
 #: The index of MailboxMessages: (namespace, mailbox) → item summaries.
 MAILBOX_ITEMS = "webview_mailbox_items"
@@ -77,14 +77,25 @@ def item_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def mailboxes_list(src: Sources, namespace: str | None = None) -> dict[str, Any]:
-    """Per namespace (or only ``namespace``), each mailbox with its items, newest first."""
+def mailbox_namespaces(src: Sources) -> set[str]:
+    return {ns for ns, _ in src.keys(MAILBOX_ITEMS)}
+
+
+def mailboxes_list(
+    src: Sources, namespace: str | None = None, shown: Shown = None, readable: Shown = None
+) -> dict[str, Any]:
+    """Per namespace (or only ``namespace``), each mailbox with its items, newest first:
+    in the namespaces ``shown`` (None: all), the message text only where ``readable``
+    (None: all; a person needs ``get`` on MailboxMessages there)."""
     by_ns: dict[str, list[dict[str, Any]]] = {}
     for ns, mailbox in sorted(src.keys(MAILBOX_ITEMS)):
         if namespace is not None and ns != namespace:
             continue
+        if shown is not None and ns not in shown:
+            continue
+        hidden = readable is not None and ns not in readable
         items = sorted(
-            src.indexes.values(MAILBOX_ITEMS, (ns, mailbox)),
+            (_hidden(i) if hidden else i for i in src.indexes.values(MAILBOX_ITEMS, (ns, mailbox))),
             key=lambda i: (i["created"], i["name"]),
             reverse=True,
         )
@@ -104,4 +115,15 @@ def mailboxes_list(src: Sources, namespace: str | None = None) -> dict[str, Any]
     }
 
 
-__all__ = ["MAILBOX_ITEMS", "MESSAGE_CAP_BYTES", "item_summary", "mailboxes_list"]
+def _hidden(item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` without its message text (and the acknowledger's comment)."""
+    return {**item, "message": "", "comment": "", "truncated": False, "hidden": True}
+
+
+__all__ = [
+    "MAILBOX_ITEMS",
+    "MESSAGE_CAP_BYTES",
+    "item_summary",
+    "mailbox_namespaces",
+    "mailboxes_list",
+]

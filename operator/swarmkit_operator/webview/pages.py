@@ -9,6 +9,9 @@ A list page builds each object's row on its own (:func:`rows`): an object whose 
 shape the page does not expect (an older operator's status, a value cut when decoded) is
 left out, logged, and counted on the page, and every other object of every namespace is
 still shown (issue 47 item 1: a fault stays with its object).
+
+A list page takes the namespaces its reader may see (``shown``; None: every one, the
+single-user view); :mod:`.server` asks :mod:`.access` which those are, per person.
 """
 
 from __future__ import annotations
@@ -81,19 +84,36 @@ def _rate(usage: Mapping[str, Any]) -> str:
     return "-" if rate is None else f"{float(rate) * 100:.0f}%"
 
 
-def skills_list(src: Sources) -> dict[str, Any]:
+Shown = frozenset[str] | None
+
+
+def _in(shown: Shown, namespace: Any) -> bool:
+    return shown is None or namespace in shown
+
+
+def skill_namespaces(src: Sources) -> set[str]:
+    """Namespaces holding a Skill or a deleted one's history."""
+    found = {ns for ns, _ in src.keys("skill_views")}
+    return found | set(src.library.libraries if src.library is not None else ())
+
+
+def skills_list(src: Sources, shown: Shown = None) -> dict[str, Any]:
     """Every Skill: category, description, load rate, grants; and deleted ones with history."""
     present = {
-        key for key in sorted(src.keys("skill_views")) if src.one("skill_views", key) is not None
+        key
+        for key in sorted(src.keys("skill_views"))
+        if _in(shown, key[0]) and src.one("skill_views", key) is not None
     }
-    shown, failed = rows("Skill", sorted(present), lambda k: _skill_row(src, *k), "/".join)
+    built, failed = rows("Skill", sorted(present), lambda k: _skill_row(src, *k), "/".join)
     deleted = []
     if src.library is not None:
         for ns, lib in sorted(src.library.libraries.items()):
+            if not _in(shown, ns):
+                continue
             for name, record in sorted(lib.skills.items()):
                 if record.deleted_at and (ns, name) not in present:
                     deleted.append({"namespace": ns, "name": name, "deleted_at": record.deleted_at})
-    return {"skills": shown, "deleted": deleted, "unreadable": failed}
+    return {"skills": built, "deleted": deleted, "unreadable": failed}
 
 
 def _skill_row(src: Sources, ns: str, name: str) -> dict[str, Any]:
@@ -210,12 +230,17 @@ def _runs(src: Sources) -> list[dict[str, Any]]:
     return out
 
 
-def runs_list(src: Sources) -> dict[str, Any]:
-    shown, failed = rows(
-        "Run", _runs(src), _run_row, lambda r: f"{r.get('namespace')}/{r.get('name')}"
+def run_namespaces(src: Sources) -> set[str]:
+    return {str(r.get("namespace")) for r in _runs(src)}
+
+
+def runs_list(src: Sources, shown: Shown = None) -> dict[str, Any]:
+    visible = [r for r in _runs(src) if _in(shown, r.get("namespace"))]
+    built, failed = rows(
+        "Run", visible, _run_row, lambda r: f"{r.get('namespace')}/{r.get('name')}"
     )
-    shown.sort(key=lambda r: (str(r["created"]), str(r["name"])), reverse=True)
-    return {"runs": shown, "unreadable": failed}
+    built.sort(key=lambda r: (str(r["created"]), str(r["name"])), reverse=True)
+    return {"runs": built, "unreadable": failed}
 
 
 def _run_row(run: Mapping[str, Any]) -> dict[str, Any]:
@@ -253,6 +278,7 @@ def run_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
         "start": status.get("startTime") or "",
         "completion": status.get("completionTime") or "",
         "job": status.get("jobName") or "",
+        "audit": status.get("audit") or {},  # the latest pod's audit chain head
         "pinned_topology": pinned.get("topology") or "",
         "pinned_agents": sorted((pinned.get("agents") or {}).items()),
         "pinned_skills": sorted((pinned.get("skills") or {}).items()),

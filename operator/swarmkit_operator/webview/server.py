@@ -6,13 +6,18 @@ calls the Kubernetes API. Every other method gets ``405 Method Not Allowed`` bef
 routing: there are no write endpoints. Responses carry a Content-Security-Policy that allows
 no script at all (defence in depth: the templates escape user text anyway).
 
-There is no login of its own: whoever reaches the address sees what the operator sees. It
-listens where ``--web-view`` says (the chart: ``0.0.0.0:8082`` in the pod, behind a
-ClusterIP Service, for ``kubectl port-forward`` or an authenticating proxy).
+It has no login of its own. Per-user (the default), it serves a person only what Kubernetes
+lets them see: the authenticating proxy in front names them (:mod:`.access`), each list page
+keeps the namespaces where they may ``list`` that kind, a detail page needs ``get`` (else
+it is "not found", like an object that does not exist), mailbox message text needs ``get``
+on MailboxMessages; a request without an identity gets ``401`` and nothing else. It then
+listens on loopback only, behind the proxy in the same pod. Single-user (``--web-view-single-user``,
+the demo): whoever reaches the address sees what the operator sees.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -22,6 +27,17 @@ from typing import Any
 from aiohttp import web
 
 from . import mailboxes, pages
+from .access import (
+    AGENTS,
+    GROUPS_HEADER,
+    MAILBOX_MESSAGES,
+    RUNS,
+    SKILLS,
+    USER_HEADER,
+    Access,
+    Identity,
+    identity_of,
+)
 from .render import render
 
 log = logging.getLogger("swarmkit_operator.webview")
@@ -38,6 +54,20 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+#: Served without an identity: the stylesheet of the 401 page.
+PUBLIC_PATHS = frozenset({"/static/style.css"})
+#: Where the middleware leaves the request's :class:`Identity`.
+IDENTITY = web.RequestKey("identity", Identity)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (only the pod itself can reach it)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_address(value: str) -> tuple[str, int]:
@@ -69,12 +99,35 @@ async def _read_only(request: web.Request, handler: Handler) -> web.StreamRespon
     return response
 
 
-class WebView:
-    """The read-only web view (see the module docstring)."""
+def _who(access: Access | None) -> Any:
+    """The middleware that names the person (per-user), or lets everyone in (single-user)."""
 
-    def __init__(self, sources: pages.Sources) -> None:
+    @web.middleware
+    async def who(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if access is None or request.path in PUBLIC_PATHS:
+            return await handler(request)
+        identity = identity_of(
+            request.headers.get(USER_HEADER), request.headers.getall(GROUPS_HEADER, [])
+        )
+        if identity is None:
+            return web.Response(
+                status=401,
+                text=render("no_identity.html", viewer=None, header=USER_HEADER),
+                content_type="text/html",
+            )
+        request[IDENTITY] = identity
+        return await handler(request)
+
+    return who
+
+
+class WebView:
+    """The read-only web view (see the module docstring); ``access`` None: single-user."""
+
+    def __init__(self, sources: pages.Sources, access: Access | None = None) -> None:
         self.sources = sources
-        self.app = web.Application(middlewares=[_read_only])
+        self.access = access
+        self.app = web.Application(middlewares=[_read_only, _who(access)])
         self.css = resources.files(__package__).joinpath("static/style.css").read_bytes()
         routes = self.app.router
         routes.add_get("/", self.index)
@@ -103,49 +156,90 @@ class WebView:
             await self._runner.cleanup()
             self._runner = None
 
-    # -- pages -------------------------------------------------------------------------------
+    # -- who may see what --------------------------------------------------------------------
     @staticmethod
-    def _html(template: str, status: int = 200, **context: Any) -> web.Response:
+    def _viewer(request: web.Request) -> Identity | None:
+        return request.get(IDENTITY)
+
+    async def _shown(
+        self, request: web.Request, namespaces: set[str], resource: str, verb: str = "list"
+    ) -> pages.Shown:
+        """The namespaces whose ``resource`` the viewer may ``verb`` (None: single-user)."""
+        who = self._viewer(request)
+        if self.access is None or who is None:
+            return None
+        return await self.access.namespaces(who, namespaces, verb, resource)
+
+    async def _may_get(self, request: web.Request, namespace: str, resource: str) -> bool:
+        who = self._viewer(request)
+        if self.access is None or who is None:
+            return True
+        return await self.access.allowed(who, namespace, "get", resource)
+
+    # -- pages -------------------------------------------------------------------------------
+    def _html(
+        self, request: web.Request, template: str, status: int = 200, **context: Any
+    ) -> web.Response:
+        who = self._viewer(request)
         return web.Response(
-            text=render(template, **context), status=status, content_type="text/html"
+            text=render(template, viewer=who.user if who else None, **context),
+            status=status,
+            content_type="text/html",
         )
 
-    def _not_found(self, what: str) -> web.Response:
-        return self._html("not_found.html", status=404, what=what)
+    def _not_found(self, request: web.Request, what: str) -> web.Response:
+        return self._html(request, "not_found.html", status=404, what=what)
 
     async def index(self, _request: web.Request) -> web.Response:
         return web.Response(status=302, headers={"Location": "/skills"})
 
-    async def skills(self, _request: web.Request) -> web.Response:
-        return self._html("skills.html", **pages.skills_list(self.sources))
+    async def skills(self, request: web.Request) -> web.Response:
+        shown = await self._shown(request, pages.skill_namespaces(self.sources), SKILLS)
+        return self._html(request, "skills.html", **pages.skills_list(self.sources, shown))
 
     async def skill(self, request: web.Request) -> web.Response:
         ns, name = request.match_info["namespace"], request.match_info["name"]
-        data = pages.skill_detail(self.sources, ns, name)
-        if data is None:
-            return self._not_found(f"no skill {ns}/{name}")
-        return self._html("skill.html", **data)
+        data = None
+        if await self._may_get(request, ns, SKILLS):
+            data = pages.skill_detail(self.sources, ns, name)
+        if data is None:  # not allowed reads as absent: no probing for names
+            return self._not_found(request, f"no skill {ns}/{name}")
+        agents = await self._shown(request, {ns}, AGENTS)
+        if agents is not None and ns not in agents:
+            data["granted_by"] = []  # the granting Agents' names need list on Agents
+        return self._html(request, "skill.html", **data)
 
     async def agent(self, request: web.Request) -> web.Response:
         ns, name = request.match_info["namespace"], request.match_info["name"]
-        data = pages.agent_detail(self.sources, ns, name)
+        data = None
+        if await self._may_get(request, ns, AGENTS):
+            data = pages.agent_detail(self.sources, ns, name)
         if data is None:
-            return self._not_found(f"no agent {ns}/{name}")
-        return self._html("agent.html", **data)
+            return self._not_found(request, f"no agent {ns}/{name}")
+        return self._html(request, "agent.html", **data)
 
-    async def runs(self, _request: web.Request) -> web.Response:
-        return self._html("runs.html", **pages.runs_list(self.sources))
+    async def runs(self, request: web.Request) -> web.Response:
+        shown = await self._shown(request, pages.run_namespaces(self.sources), RUNS)
+        return self._html(request, "runs.html", **pages.runs_list(self.sources, shown))
 
     async def run(self, request: web.Request) -> web.Response:
         ns, name = request.match_info["namespace"], request.match_info["name"]
-        data = pages.run_detail(self.sources, ns, name)
+        data = None
+        if await self._may_get(request, ns, RUNS):
+            data = pages.run_detail(self.sources, ns, name)
         if data is None:
-            return self._not_found(f"no run {ns}/{name}")
-        return self._html("run.html", **data)
+            return self._not_found(request, f"no run {ns}/{name}")
+        return self._html(request, "run.html", **data)
 
     async def mailboxes(self, request: web.Request) -> web.Response:
         namespace = request.match_info.get("namespace")
-        return self._html("mailboxes.html", **mailboxes.mailboxes_list(self.sources, namespace))
+        present = mailboxes.mailbox_namespaces(self.sources)
+        if namespace is not None:
+            present &= {namespace}
+        shown = await self._shown(request, present, MAILBOX_MESSAGES)
+        readable = await self._shown(request, set(shown or ()), MAILBOX_MESSAGES, "get")
+        data = mailboxes.mailboxes_list(self.sources, namespace, shown, readable)
+        return self._html(request, "mailboxes.html", **data)
 
     async def style(self, _request: web.Request) -> web.Response:
         return web.Response(body=self.css, content_type="text/css")

@@ -62,6 +62,14 @@ def test_web_view_address_is_checked_before_start_up() -> None:
         assert f"--web-view 127.0.0.1:{port}: cannot listen on 127.0.0.1:{port}" in out.stderr
 
 
+def test_a_per_user_web_view_listens_on_loopback_only() -> None:
+    """Per user, the view trusts the proxy's identity headers: only the pod may reach it."""
+    out = _operator("--web-view", "0.0.0.0:8082")
+    assert out.returncode == 2
+    assert "a per-user web view trusts the identity headers" in out.stderr
+    assert "--web-view-single-user" in out.stderr
+
+
 def test_web_view_address_forms() -> None:
     assert parse_address("0.0.0.0:8082") == ("0.0.0.0", 8082)
     assert parse_address(":8082") == ("127.0.0.1", 8082)  # no host: loopback, not everywhere

@@ -37,9 +37,10 @@ PATH_GROUPS = {
     "rbac_path": "rbac.authorization.k8s.io",
     "networking_path": "networking.k8s.io",
     "node_path": "node.k8s.io",
+    "authorization_path": "authorization.k8s.io",
 }
 #: Path helpers of cluster-scoped resources: (plural, name), no namespace.
-CLUSTER_PATHS = {"node_path"}
+CLUSTER_PATHS = {"node_path", "authorization_path"}
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 #: Call sites whose resource is computed, not written at the call: what it can be, and why.
 DYNAMIC: dict[tuple[str, str], set[str]] = {

@@ -1,0 +1,254 @@
+"""The per-user web view in Chromium, as two people of two teams (issue 41 item 3).
+
+The operator runs with ``--web-view`` on loopback and no ``--web-view-single-user``: each
+request is filtered by SubjectAccessReviews the real apiserver answers from real
+RoleBindings. Playwright plays the authenticating proxy's part: each browser context sends
+the ``X-Forwarded-User`` / ``X-Forwarded-Groups`` headers oauth2-proxy would (the chart's
+proxy container is checked by tests/unit/test_chart_render.py). Alice (bound by user name)
+reads team A, Bob (bound through his group) team B; Carol may list team A's mailbox items
+but not get them; a request naming no one gets 401 and no object at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
+
+from .runs_support import OperatorProcess, apply_examples, create, run_manifest
+from .test_webview_browser import CHROMIUM, SCREENSHOTS, free_port
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+READ = ["get", "list", "watch"]
+KINDS = ["skills", "agents", "runs", "mailboxmessages"]
+
+
+@pytest.fixture(scope="module")
+def user_view(cluster: LocalCluster, crds: Any) -> Iterator[tuple[OperatorProcess, str]]:
+    port = free_port()
+    op = OperatorProcess(
+        cluster.kubeconfig,
+        env={"SWARMKIT_WEB_VIEW": f"127.0.0.1:{port}", "SWARMKIT_METRICS_PORT": str(free_port())},
+    )
+    op.start()
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            return httpx.get(f"{url}/skills", timeout=2).status_code == 401
+        except httpx.HTTPError:
+            return False
+
+    wait_for(up, 30, message=lambda: f"the web view at {url}; log:\n{op.tail()}")
+    yield op, url
+    op.stop()
+
+
+def _role(kube: Kube, ns: str, name: str, rules: list[dict[str, Any]]) -> None:
+    kube.rbac.create_namespaced_role(ns, {"metadata": {"name": name}, "rules": rules})
+
+
+def _bind(kube: Kube, ns: str, role: str, kind: str, who: str) -> None:
+    kube.rbac.create_namespaced_role_binding(
+        ns,
+        {
+            "metadata": {"name": f"{role}-{who}"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": who}],
+        },
+    )
+
+
+def _message(team: str, text: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "swarmkit.dev/v1alpha1",
+        "kind": "MailboxMessage",
+        "metadata": {"name": f"note-{team}"},
+        "spec": {
+            "mailbox": "ops",
+            "message": text,
+            "sender": {"agent": "watcher", "run": f"run-{team}"},
+            "workspace": "default",
+        },
+    }
+
+
+@pytest.fixture
+def two_teams(kube: Kube, namespace: str) -> Iterator[tuple[str, str]]:
+    """Team A (``namespace``) and team B, each with the examples, a Run, a mailbox item and
+    a reader Role: alice bound by name in A, the group team-b in B, carol allowed to list
+    (not get) A's MailboxMessages."""
+    with temp_namespace(kube, "team-b") as b:
+        a = namespace
+        for ns in (a, b):
+            apply_examples(kube, ns)
+            team = "a" if ns == a else "b"
+            # A Run whose Agent does not exist: listed at once, no pod to run.
+            create(kube, ns, run_manifest(f"run-{team}", agent="nobody", timeout=None))
+            kube.custom.create_namespaced_custom_object(
+                "swarmkit.dev", "v1alpha1", ns, "mailboxmessages",
+                _message(team, f"secret plans of team {team}"),
+            )  # fmt: skip
+            _role(
+                kube,
+                ns,
+                "reader",
+                [{"apiGroups": ["swarmkit.dev"], "resources": KINDS, "verbs": READ}],
+            )
+        _bind(kube, a, "reader", "User", "alice")
+        _bind(kube, b, "reader", "Group", "team-b")
+        _role(
+            kube,
+            a,
+            "item-lister",
+            [{"apiGroups": ["swarmkit.dev"], "resources": ["mailboxmessages"], "verbs": ["list"]}],
+        )
+        _bind(kube, a, "item-lister", "User", "carol")
+        yield a, b
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def _as(browser: Any, user: str | None, groups: str = "") -> Any:
+    """A browser context whose requests carry what the proxy sends for ``user``."""
+    headers = {"X-Forwarded-User": user} if user else {}
+    if groups:
+        headers["X-Forwarded-Groups"] = groups
+    return browser.new_context(extra_http_headers=headers, viewport={"width": 1280, "height": 900})
+
+
+def _open(ctx: Any, url: str, shot: str, status: int = 200) -> Any:
+    page = ctx.new_page()
+    response = page.goto(url)
+    assert response is not None and response.status == status, (url, response and response.status)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"users-{shot}.png"), full_page=True)
+    return page
+
+
+def _skill_rows(page: Any) -> set[str]:
+    return {str(r.get_attribute("data-skill")) for r in page.locator("tr.skill").all()}
+
+
+def _shows_only(page: Any, mine: str, theirs: str) -> None:
+    text = page.content()
+    assert mine in text and theirs not in text
+
+
+def _eventually(ctx: Any, url: str, shot: str, wanted: str) -> Any:
+    """The page at ``url`` once it shows ``wanted`` (the indexes fill by watch)."""
+
+    def loaded() -> Any:
+        page = _open(ctx, url, shot)
+        if wanted in page.content():
+            return page
+        page.close()
+        return None
+
+    return wait_for(loaded, 30, message=lambda: f"{wanted!r} on {url}")
+
+
+def test_each_person_sees_only_what_kubernetes_lets_them(
+    two_teams: tuple[str, str], user_view: tuple[OperatorProcess, str], browser: Any
+) -> None:
+    a, b = two_teams
+    _, url = user_view
+    alice, bob = _as(browser, "alice", "system:authenticated"), _as(browser, "bob", "team-b,dev")
+    try:
+        # Skills: each their own team's, none of the other's.
+        page = _eventually(alice, f"{url}/skills", "alice-skills", f"{a}/incident-triage")
+        assert {row.split("/")[0] for row in _skill_rows(page)} == {a}
+        assert page.locator("#viewer").inner_text() == "alice"
+        page = _eventually(bob, f"{url}/skills", "bob-skills", f"{b}/incident-triage")
+        assert {row.split("/")[0] for row in _skill_rows(page)} == {b}
+
+        # Runs: the list, and the other team's objects read as absent.
+        _shows_only(_eventually(alice, f"{url}/runs", "alice-runs", "run-a"), "run-a", "run-b")
+        _shows_only(_eventually(bob, f"{url}/runs", "bob-runs", "run-b"), "run-b", "run-a")
+        _open(alice, f"{url}/runs/{b}/run-b", "alice-their-run", status=404)
+        _open(alice, f"{url}/runs/{a}/run-a", "alice-her-run")
+        _open(bob, f"{url}/skills/{a}/incident-triage", "bob-their-skill", status=404)
+        _open(bob, f"{url}/agents/{a}/coordinator", "bob-their-agent", status=404)
+        _open(alice, f"{url}/agents/{a}/coordinator", "alice-her-agent")
+
+        # Mailboxes: the item and its text in one's own team only.
+        page = _eventually(alice, f"{url}/mailboxes", "alice-mailboxes", "secret plans of team a")
+        assert f'data-namespace="{b}"' not in page.content()
+        _shows_only(page, "secret plans of team a", "secret plans of team b")
+        page = _eventually(bob, f"{url}/mailboxes", "bob-mailboxes", "secret plans of team b")
+        assert f'data-namespace="{a}"' not in page.content()
+        _shows_only(page, "secret plans of team b", "secret plans of team a")
+        page = _open(alice, f"{url}/mailboxes/{b}", "alice-their-mailboxes")
+        assert "secret plans" not in page.content() and page.locator("#no-mailboxes").count()
+    finally:
+        alice.close()
+        bob.close()
+
+
+def test_listing_without_get_shows_the_item_not_its_text(
+    two_teams: tuple[str, str], user_view: tuple[OperatorProcess, str], browser: Any
+) -> None:
+    a, _ = two_teams
+    _, url = user_view
+    carol = _as(browser, "carol")
+    try:
+        page = _eventually(carol, f"{url}/mailboxes/{a}", "carol-mailboxes", 'id="item-note-a"')
+        row = page.locator("#item-note-a")
+        assert "message hidden: reading it needs get on MailboxMessages" in row.inner_text()
+        assert "secret plans" not in page.content()
+        # no list on Skills or Runs anywhere: empty pages, not errors
+        assert not _skill_rows(_open(carol, f"{url}/skills", "carol-skills"))
+        assert "run-a" not in _open(carol, f"{url}/runs", "carol-runs").content()
+    finally:
+        carol.close()
+
+
+def test_a_request_naming_no_one_gets_401_and_nothing_else(
+    two_teams: tuple[str, str], user_view: tuple[OperatorProcess, str], browser: Any
+) -> None:
+    a, b = two_teams
+    _, url = user_view
+    alice = {"X-Forwarded-User": "alice"}
+    wait_for(lambda: "run-a" in httpx.get(f"{url}/runs", headers=alice, timeout=5).text, 30)
+    anonymous = _as(browser, None)
+    try:
+        for path in ("/skills", "/runs", "/mailboxes", f"/skills/{a}/incident-triage"):
+            page = _open(anonymous, f"{url}{path}", "anonymous", status=401)
+            text = page.content()
+            assert page.locator("#no-identity").count() == 1
+            assert a not in text and b not in text and "incident-triage" not in text
+        # an empty user header is no identity either; a group alone names no one
+        empty = httpx.get(f"{url}/runs", headers={"X-Forwarded-User": ""}, timeout=5)
+        assert empty.status_code == 401
+        groups = httpx.get(f"{url}/runs", headers={"X-Forwarded-Groups": "team-b"}, timeout=5)
+        assert groups.status_code == 401 and "run-b" not in groups.text
+    finally:
+        anonymous.close()
+
+
+def test_a_removed_binding_hides_the_team_within_the_cache_time(
+    kube: Kube, two_teams: tuple[str, str], user_view: tuple[OperatorProcess, str]
+) -> None:
+    a, _ = two_teams
+    _, url = user_view
+    alice = {"X-Forwarded-User": "alice"}
+
+    def runs() -> str:
+        return httpx.get(f"{url}/runs", headers=alice, timeout=5).text
+
+    wait_for(lambda: "run-a" in runs(), 30)
+    kube.rbac.delete_namespaced_role_binding("reader-alice", a)
+    # an answer is cached 10 s: within 30 s the page must stop showing the Run
+    wait_for(lambda: "run-a" not in runs(), 30, message=lambda: runs())
