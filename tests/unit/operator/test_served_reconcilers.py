@@ -79,7 +79,7 @@ def agent(api: FakeApi, gateway: dict[str, Any] | None = None) -> dict[str, Any]
 
 def gateways(api: FakeApi, found: Resolver) -> GatewayController:
     views = {(NS, "reviewer"): [view(api.get("Agent", NS, "reviewer") or {})]}
-    return GatewayController(OperatorConfig(), found, views, {(NS, "gw"): [frozenset({"ci"})]})
+    return GatewayController(OperatorConfig(), found, views)
 
 
 async def test_a_gateway_is_made_recorded_and_adopted_by_a_new_process(
@@ -160,7 +160,7 @@ class Lookups:
     """The reconcile controller's index lookups serving reads (none indexed here)."""
 
     def lookup(self, index: str, key: Any) -> Any:
-        return frozenset({"a"}) if index == "secret_keys" else None
+        return None
 
     def lookup_all(self, index: str, key: Any) -> list[Any]:
         return []
