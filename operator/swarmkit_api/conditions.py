@@ -27,6 +27,9 @@ SCRIPTS_APPROVED: Final[str] = "ScriptsApproved"
 SKILLS_RESOLVED: Final[str] = "SkillsResolved"
 #: Agent (``spec.gateway``) and Topology (``spec.serve``): the served workload answers.
 SERVING: Final[str] = "Serving"
+#: Topology, Agent (``spec.promotion``): the current version is the active one. Unknown while
+#: a candidate is evaluated, False when its evaluation failed (or was inconclusive and held).
+PROMOTED: Final[str] = "Promoted"
 #: Run: how the run went (Tekton's convention: Unknown while it runs, True/False at the end).
 SUCCEEDED: Final[str] = "Succeeded"
 
@@ -128,6 +131,24 @@ REASON_STARTING: Final[str] = "Starting"
 REASON_WAITING: Final[str] = "Waiting"
 REASON_DISABLED: Final[str] = "Disabled"
 
+# --- Promoted (Topology, Agent with spec.promotion) ------------------------------------------
+
+#: The current version is the active one: it passed its evaluation (or is the first one).
+REASON_PROMOTED: Final[str] = "Promoted"
+#: An EvalRun of the candidate against the active version is running.
+REASON_EVALUATING: Final[str] = "Evaluating"
+#: The candidate's evaluation failed: it stays unpromoted until the spec changes.
+REASON_EVALUATION_FAILED: Final[str] = "EvaluationFailed"
+#: Inconclusive with ``onInconclusive: hold`` (the candidate stays unpromoted). With
+#: ``review`` it is Unknown ``AwaitingReview`` (the Run's reason) until a person decides.
+REASON_INCONCLUSIVE: Final[str] = "Inconclusive"
+#: A person rejected an inconclusive candidate in its Review.
+REASON_REJECTED: Final[str] = "Rejected"
+#: Promoted past its evaluation by ``kubectl swarmkit promote --force`` (message names who).
+REASON_FORCED: Final[str] = "Forced"
+#: An EvalSet of ``spec.promotion.evalSets`` does not exist.
+REASON_EVAL_SET_NOT_FOUND: Final[str] = "EvalSetNotFound"
+
 # --- Succeeded (Run); the table in swarmkit_operator/builders/run_status.py says when -------
 
 #: Also Serving (Topology): the Deployment is not created yet.
@@ -181,6 +202,7 @@ REASON_RUNTIME_CLASS_NOT_FOUND: Final[str] = "RuntimeClassNotFound"
 __all__ = [
     "ACCEPTED",
     "BUDGET_WARNING",
+    "PROMOTED",
     "READY",
     "REASON_AGENT_NOT_FOUND",
     "REASON_AGENT_NOT_READY",
@@ -202,12 +224,17 @@ __all__ = [
     "REASON_DEPTH_EXCEEDED",
     "REASON_DISABLED",
     "REASON_DUPLICATE_NAME",
+    "REASON_EVALUATING",
+    "REASON_EVALUATION_FAILED",
+    "REASON_EVAL_SET_NOT_FOUND",
     "REASON_EXECUTION_DISABLED",
     "REASON_FAILED",
+    "REASON_FORCED",
     "REASON_FUNNEL_INVALID",
     "REASON_FUNNEL_NOT_FOUND",
     "REASON_FUNNEL_NOT_SERVABLE",
     "REASON_IMAGE_PULL_FAILED",
+    "REASON_INCONCLUSIVE",
     "REASON_INVALID",
     "REASON_INVALID_SCHEMA",
     "REASON_INVALID_SERVE_SPEC",
@@ -228,7 +255,9 @@ __all__ = [
     "REASON_PINNED_REVISION_MISSING",
     "REASON_PIN_MISMATCH",
     "REASON_POD_CREATION_FAILED",
+    "REASON_PROMOTED",
     "REASON_QUORUM_UNREACHABLE",
+    "REASON_REJECTED",
     "REASON_RENDERED",
     "REASON_RESOLVED",
     "REASON_RESUMED",

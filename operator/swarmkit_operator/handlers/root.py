@@ -85,6 +85,7 @@ from . import (
     funnel,
     gateway,
     library,
+    promotion,
     review,
     run,
     skill,
@@ -111,7 +112,7 @@ KINDS: tuple[Kind, ...] = (
 #: renders' collection, the served Deployments' builders).
 SHARED: tuple[ModuleType, ...] = (common, gc, serving)
 #: What only reads the kinds' indexes and kicks its own controller, after the kinds.
-CONTROLLERS: tuple[ModuleType, ...] = (review, run, gateway, delivery, library)
+CONTROLLERS: tuple[ModuleType, ...] = (review, run, gateway, delivery, library, promotion)
 
 
 def kind_modules(kinds: Sequence[Kind]) -> tuple[ModuleType, ...]:
@@ -313,6 +314,7 @@ async def _build(
         listings=listings,
         leadership=manager.leadership,
         resolver=resolver,  # serving a Topology resolves it like a Run
+        reviews=reviews,  # a promotion's Review is opened by the Reviews owner
         skill_usage=lib.usage_field,
     )
     closing.push_async_callback(ctl.stop)

@@ -15,7 +15,9 @@ import kopf
 from swarmkit_api.conditions import ACCEPTED, READY, REASON_PENDING, SERVING
 from swarmkit_api.resources import TOPOLOGY
 
-from .. import serving
+from .. import promotion, serving
+from ..builders import ObjectRef
+from ..builders import promotion as pr
 from ..builders.agent import WORKSPACE_PACK, granted_skill_names
 from ..builders.reviewer import SkillFacts, not_read_only
 from ..builders.serve import SERVE_LABEL
@@ -23,6 +25,7 @@ from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX
 from ..builders.topology import (
     AgentView,
     Graph,
+    TopologyRender,
     TopologyView,
     resolve_topology,
     topology_agent_names,
@@ -56,6 +59,7 @@ def topology_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) 
         agents=tuple(topology_agent_names(spec)),
         workspace=_workspace_of(spec),
         version=view["status"].get("version"),
+        annotations=dict(body.get("metadata", {}).get("annotations") or {}),
     )
     return {(namespace, name): view}
 
@@ -123,6 +127,9 @@ def dependents(
             )
             agents.update(ctl.lookup_all("agent_by_grant", (namespace, WORKSPACE_PACK)))
             ctl.enqueue_many("Agent", namespace, agents)
+    if view is not MISSING and promotion.force_asked(body):
+        # A forced promotion is an annotation (no new generation): reconcile it now.
+        ctl.enqueue("Topology", namespace, name)
     if view is not MISSING and _serving_waits_for_itself(body):
         # spec.serve was added to a Ready Topology: that reconcile found the Topology "being
         # reconciled" (its own generation) and set Serving Pending with a 30 s recheck.
@@ -271,6 +278,9 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         verdicts += served.verdicts
         if served.recheck is not None:
             ctl.enqueue("Topology", namespace, name, delay=served.recheck)
+    promoted = await _promotion(ctl, namespace, name, view, render, funnels)
+    fields.update(promoted.fields)
+    verdicts += promoted.verdicts
     written = await ctl.write_status(
         "Topology",
         namespace,
@@ -282,6 +292,41 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         verdicts,
     )
     return "changed" if written else "unchanged"
+
+
+async def _promotion(
+    ctl: Controller,
+    namespace: str,
+    name: str,
+    view: Mapping[str, Any],
+    render: TopologyRender,
+    funnels: Mapping[str, Any],
+) -> promotion.Promotion:
+    """``spec.promotion``: the version's render (its agents at the renders it was made
+    Ready with) and where its promotion stands."""
+    owner = ObjectRef("Topology", name, namespace, view["uid"])
+    if view["spec"].get("promotion") is None:
+        return promotion.NONE
+    if not render.ready or render.version is None or render.spec is None:
+        return await promotion.reconcile_promotion(ctl, owner, view, None)
+    agents: dict[str, pr.PinnedAgentRender] = {}
+    for agent in (render.agent_versions or {}):
+        v = ctl.lookup("agent_views", (namespace, agent))
+        if v is None or not v["renderedConfigMap"]:
+            return await promotion.reconcile_promotion(ctl, owner, view, None)
+        agents[agent] = pr.PinnedAgentRender(
+            v["version"], v["renderedConfigMap"], tuple(v["skillConfigMaps"])
+        )
+    manifest, current = pr.topology_render(
+        owner,
+        render.version,
+        render.spec.wire(),
+        agents,
+        {f: funnels[f] for f in render.funnel_versions or {} if f in funnels},
+        render.funnel_versions or {},
+        render.children,
+    )
+    return await promotion.reconcile_promotion(ctl, owner, view, current, manifest)
 
 
 KIND = Kind(
