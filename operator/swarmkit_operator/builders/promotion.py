@@ -31,6 +31,7 @@ import yaml
 
 from swarmkit_api.conditions import (
     PROMOTED,
+    READY,
     REASON_AWAITING_REVIEW,
     REASON_EVAL_SET_NOT_FOUND,
     REASON_EVALUATING,
@@ -470,4 +471,41 @@ def eval_run_outcome(body: Mapping[str, Any]) -> dict[str, Any]:
         "verdict": status.get("verdict"),
         "regressions": [str(c) for c in status.get("regressed") or ()],
         "summary": {k: status[k] for k in _SUMMARY if k in status},
+    }
+
+
+#: The verdict endpoint's answers (``GET /verdicts/<namespace>/<plural>/<name>``).
+ENDPOINT_RUNNING = "Running"
+
+
+def endpoint_verdict(view: Mapping[str, Any]) -> dict[str, Any]:
+    """What the verdict endpoint answers for a Topology's or Agent's view: ``Pass`` once
+    the current generation is promoted (Ready, without ``spec.promotion``), ``Fail`` when
+    its candidate failed (or it is not Ready), ``Inconclusive`` when held inconclusive or
+    rejected after an inconclusive evaluation, else ``Running`` (still evaluating, waiting
+    for a person, or not reconciled yet). The Argo Rollouts template maps Pass to successful,
+    Fail to failed, and the rest to inconclusive measurements."""
+    status = view.get("status") or {}
+    promotion = status.get("promotion") or {}
+    current = view.get("generation") == view.get("observed")
+    conds = {str(c.get("type")): c for c in status.get("conditions") or ()}
+    gate = conds.get(PROMOTED) if "promotion" in status else conds.get(READY)
+    state = str((gate or {}).get("status") or "Unknown")
+    reason = str((gate or {}).get("reason") or "")
+    if not current or gate is None or state == "Unknown":
+        verdict = ENDPOINT_RUNNING
+    elif state == "True":
+        verdict = VERDICT_PASS
+    elif reason in (REASON_INCONCLUSIVE, REASON_REJECTED):
+        verdict = VERDICT_INCONCLUSIVE
+    else:
+        verdict = VERDICT_FAIL
+    return {
+        "verdict": verdict,
+        "reason": reason,
+        "message": str((gate or {}).get("message") or ""),
+        "version": status.get("version"),
+        "active": (promotion.get("active") or {}).get("version"),
+        "candidate": (promotion.get("candidate") or {}).get("version"),
+        "regressions": list((promotion.get("candidate") or {}).get("regressions") or ()),
     }

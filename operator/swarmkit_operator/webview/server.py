@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import mailboxes, pages
+from . import mailboxes, pages, verdicts
 from .render import render
 
 log = logging.getLogger("swarmkit_operator.webview")
@@ -86,6 +86,7 @@ class WebView:
         routes.add_get("/mailboxes", self.mailboxes)
         routes.add_get("/mailboxes/{namespace}", self.mailboxes)
         routes.add_get("/static/style.css", self.style)
+        routes.add_get("/verdicts/{namespace}/{plural}/{name}", self.verdict)
         self._runner: web.AppRunner | None = None
         self.address = ""
 
@@ -132,6 +133,14 @@ class WebView:
         if data is None:
             return self._not_found(f"no agent {ns}/{name}")
         return self._html("agent.html", **data)
+
+    async def verdict(self, request: web.Request) -> web.Response:
+        """A Topology's or Agent's promotion verdict, as JSON (:mod:`.verdicts`)."""
+        ns, plural, name = (request.match_info[k] for k in ("namespace", "plural", "name"))
+        found = verdicts.verdict(self.sources, ns, plural, name)
+        if found is None:
+            return web.json_response({"error": f"no {plural} {ns}/{name}"}, status=404)
+        return web.json_response(found)
 
     async def runs(self, _request: web.Request) -> web.Response:
         return self._html("runs.html", **pages.runs_list(self.sources))
