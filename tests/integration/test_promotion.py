@@ -1,0 +1,232 @@
+"""Promotion gated on evaluation, on the real control plane with the real operator and
+runner processes (issue 39 item 3).
+
+A Topology with ``spec.promotion``: an edit becomes the candidate and the operator starts
+its EvalRun against the active version by itself; Runs created meanwhile pin the active
+version (asserted through their pinned bundles); once the EvalRun passes the Topology is
+promoted and the next Run pins the new version; a failing candidate shows
+``Promoted=False`` naming the regressions, and Runs keep the promoted version.
+
+The EvalRun's verdict is written by this test, standing in for the EvalRun controller
+(issue 39 items 1-2): it patches the EvalRun's status subresource with the cluster-admin
+identity the test operator itself runs with, exactly the fields the operator's EvalRun
+controller writes (``verdict``, ``regressed``). What is under test here is everything the
+promotion does around that verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from swarmkit_api import GROUP, VERSION
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube, wait_for
+
+from .runs_support import (
+    OperatorProcess,
+    apply,
+    apply_examples,
+    create,
+    debug,
+    example,
+    finished,
+    get,
+    run_manifest,
+    succeeded,
+    wait_ready,
+    wait_run,
+)
+
+TOPOLOGY = "review-pipeline"
+EVAL_SET = "smoke"
+OLD_PROMPT = "You review code."
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
+    # A short GC grace: the active version's renders must survive it while unreferenced
+    # by anything but the promotion.
+    op = OperatorProcess(cluster.kubeconfig, env={"SWARMKIT_GC_GRACE_SECONDS": "1"})
+    op.start()
+    yield op
+    op.stop()
+
+
+def eval_set() -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "EvalSet",
+        "metadata": {"name": EVAL_SET},
+        "spec": {
+            "cases": [
+                {
+                    "name": "refund",
+                    "input": "Review PR #42.",
+                    "grader": {"type": "contains", "expected": "verdict"},
+                }
+            ]
+        },
+    }
+
+
+def with_promotion(doc: dict[str, Any]) -> dict[str, Any]:
+    if doc["kind"] == "Topology" and doc["metadata"]["name"] == TOPOLOGY:
+        doc["spec"]["promotion"] = {
+            "evalSets": [{"name": EVAL_SET}],
+            "gate": {"minCases": 1, "maxNewRegressions": 0},
+        }
+    return doc
+
+
+def promoted(obj: dict[str, Any] | None) -> dict[str, Any]:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "Promoted":
+            return dict(cond)
+    return {}
+
+
+def promotion(kube: Kube, ns: str) -> dict[str, Any]:
+    topo = get(kube, ns, "Topology", TOPOLOGY) or {}
+    return dict((topo.get("status") or {}).get("promotion") or {})
+
+
+def set_reviewer_prompt(kube: Kube, ns: str, prompt: str) -> None:
+    reviewer = example("Agent", "reviewer")
+    reviewer["spec"]["systemPrompt"] = prompt
+    apply(kube, ns, reviewer)
+
+
+def wait_candidate(kube: Kube, ns: str, active: str) -> str:
+    """The new candidate version (the Topology's current version, not the active one)."""
+
+    def candidate() -> str | None:
+        topo = get(kube, ns, "Topology", TOPOLOGY) or {}
+        status = topo.get("status") or {}
+        cand = (status.get("promotion") or {}).get("candidate") or {}
+        if cand.get("version") and cand["version"] == status.get("version") != active:
+            return str(cand["version"])
+        return None
+
+    wait_for(lambda: candidate() is not None, 60, message=lambda: debug(kube, ns))
+    found = candidate()
+    assert found is not None
+    return found
+
+
+def eval_run_of(kube: Kube, ns: str, candidate: str) -> dict[str, Any]:
+    def find() -> dict[str, Any] | None:
+        runs = kube.custom.list_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            ns,
+            "evalruns",
+            label_selector=f"swarmkit.dev/candidate-version={candidate}",
+        )["items"]
+        return runs[0] if runs else None
+
+    wait_for(lambda: find() is not None, 30, message=lambda: debug(kube, ns))
+    found = find()
+    assert found is not None
+    return found
+
+
+def decide(kube: Kube, ns: str, name: str, verdict: str, regressed: list[str]) -> None:
+    """Stand in for the EvalRun controller: write its verdict (see the module docstring)."""
+    kube.custom.patch_namespaced_custom_object_status(
+        GROUP, VERSION, ns, "evalruns", name, {"status": {"verdict": verdict, "regressed": regressed}}
+    )
+
+
+def pinned_run(kube: Kube, ns: str, name: str, operator: OperatorProcess) -> tuple[str, str]:
+    """Run the topology; (the topology version it pinned, the reviewer's prompt in its bundle)."""
+    create(kube, ns, run_manifest(name))
+    run = wait_run(kube, ns, name, finished, timeout=120, operator=operator)
+    assert (succeeded(run) or {}).get("reason") == "Succeeded", debug(kube, ns, operator)
+    status = run["status"]
+    cm = kube.core.read_namespaced_config_map(status["bundleConfigMap"], ns)
+    bundle = json.loads(cm.data["bundle.json"])
+    assert bundle["topologies"][TOPOLOGY]["version"] == status["pinned"]["topology"]
+    return str(status["pinned"]["topology"]), str(bundle["agents"]["reviewer"]["spec"]["systemPrompt"])
+
+
+def test_a_candidate_serves_only_once_its_evaluation_passes(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+    create(kube, ns, eval_set())
+    apply_examples(kube, ns, with_promotion)
+    wait_ready(kube, ns, "Topology", TOPOLOGY)
+    # The first version is active at once.
+    wait_for(
+        lambda: promoted(get(kube, ns, "Topology", TOPOLOGY)).get("status") == "True",
+        60,
+        message=lambda: debug(kube, ns),
+    )
+    v1 = promotion(kube, ns)["active"]["version"]
+    old_prompt = (get(kube, ns, "Agent", "reviewer") or {})["spec"]["systemPrompt"]
+    old_agent_cm = (get(kube, ns, "Agent", "reviewer") or {})["status"]["renderedConfigMap"]
+
+    # A prompt change: a new Topology version, the candidate, evaluated against v1.
+    set_reviewer_prompt(kube, ns, "You review code, briefly.")
+    v2 = wait_candidate(kube, ns, v1)
+    evalrun = eval_run_of(kube, ns, v2)
+    assert evalrun["spec"]["candidate"] == {"topologyRef": {"name": TOPOLOGY}, "version": v2}
+    assert evalrun["spec"]["baseline"] == {"topologyRef": {"name": TOPOLOGY}, "version": v1}
+    assert evalrun["spec"]["evalSetRef"] == {"name": EVAL_SET}
+    owner = evalrun["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"]) == ("Topology", TOPOLOGY)
+    cond = promoted(get(kube, ns, "Topology", TOPOLOGY))
+    assert (cond["status"], cond["reason"]) == ("Unknown", "Evaluating"), cond
+
+    # Meanwhile a Run pins the active version, with the old prompt.
+    version, prompt = pinned_run(kube, ns, "during", operator)
+    assert (version, prompt) == (v1, old_prompt)
+    # The active version's agent render outlived the GC grace (1 s): only the promotion
+    # refers to it now.
+    assert kube.core.read_namespaced_config_map(old_agent_cm, ns).immutable is True
+
+    # The evaluation passes: promoted, and the next Run pins the new version.
+    decide(kube, ns, evalrun["metadata"]["name"], "Pass", [])
+    wait_for(
+        lambda: promotion(kube, ns).get("active", {}).get("version") == v2,
+        60,
+        message=lambda: debug(kube, ns),
+    )
+    status = promotion(kube, ns)
+    assert "candidate" not in status
+    assert [h["version"] for h in status["history"]] == [v1]
+    assert status["active"]["evalRuns"] == [evalrun["metadata"]["name"]]
+    cond = promoted(get(kube, ns, "Topology", TOPOLOGY))
+    assert (cond["status"], cond["reason"]) == ("True", "Promoted"), cond
+    version, prompt = pinned_run(kube, ns, "after", operator)
+    assert (version, prompt) == (v2, "You review code, briefly.")
+
+    # A failing candidate stays unpromoted, naming its regressions; Runs keep v2.
+    set_reviewer_prompt(kube, ns, "Approve everything.")
+    v3 = wait_candidate(kube, ns, v2)
+    failing = eval_run_of(kube, ns, v3)
+    decide(kube, ns, failing["metadata"]["name"], "Fail", ["refund"])
+    wait_for(
+        lambda: promoted(get(kube, ns, "Topology", TOPOLOGY)).get("status") == "False",
+        60,
+        message=lambda: debug(kube, ns),
+    )
+    cond = promoted(get(kube, ns, "Topology", TOPOLOGY))
+    assert cond["reason"] == "EvaluationFailed", cond
+    assert "smoke/refund" in cond["message"]
+    status = promotion(kube, ns)
+    assert status["active"]["version"] == v2
+    assert status["candidate"]["version"] == v3
+    assert status["candidate"]["regressions"] == ["smoke/refund"]
+    version, prompt = pinned_run(kube, ns, "failed", operator)
+    assert (version, prompt) == (v2, "You review code, briefly.")
+    # The Warning Event of that transition names the regression too.
+    topo_uid = (get(kube, ns, "Topology", TOPOLOGY) or {})["metadata"]["uid"]
+    events = kube.core.list_namespaced_event(ns, field_selector=f"involvedObject.uid={topo_uid}")
+    assert any(
+        e.reason == "EvaluationFailed" and "smoke/refund" in (e.message or "") for e in events.items
+    )
