@@ -222,10 +222,16 @@ def _history(previous: PromotionStatus | None) -> list[PromotedVersion]:
     return [previous.active, *previous.history][:HISTORY_LIMIT]
 
 
-def _promote(inp: PromotionInputs, cur: Version, reason: str, message: str, **kw: Any) -> Any:
-    status = PromotionStatus(
-        active=_promoted(cur, inp.now, **kw), history=_history(inp.previous)
-    )
+def _promote(
+    inp: PromotionInputs,
+    cur: Version,
+    reason: str,
+    message: str,
+    by: str | None = None,
+    runs: Sequence[str] = (),
+) -> PromotionPlan:
+    active = _promoted(cur, inp.now, by, runs)
+    status = PromotionStatus(active=active, history=_history(inp.previous))
     return PromotionPlan(status, Verdict(PROMOTED, "True", reason, message))
 
 
@@ -272,21 +278,22 @@ def _candidate(
     start = tuple(n for n in names if n not in inp.eval_runs)
     regressions = [f"{r.eval_set}/{case}" for r in runs for case in r.regressions]
     run_names = [r.name for r in runs]
+    verdict: Literal["Pass", "Fail", "Inconclusive"] | None
     if VERDICT_FAIL in verdicts:
-        verdict: str | None = VERDICT_FAIL
+        verdict = "Fail"
     elif start or None in verdicts:
         verdict = None
     elif all(v == VERDICT_PASS for v in verdicts):
-        verdict = VERDICT_PASS
+        verdict = "Pass"
     else:
-        verdict = VERDICT_INCONCLUSIVE
-    review = verdict == VERDICT_INCONCLUSIVE and inp.spec.gate.on_inconclusive == "review"
+        verdict = "Inconclusive"
+    review = verdict == "Inconclusive" and inp.spec.gate.on_inconclusive == "review"
     candidate = CandidateVersion(
         version=cur.version,
         rendered_config_map=cur.config_map,
         pins=list(cur.pins),
         eval_runs=run_names,
-        verdict=verdict,  # type: ignore[arg-type]
+        verdict=verdict,
         regressions=regressions,
         review=inp.review_name if review else None,
     )
@@ -299,7 +306,7 @@ def _candidate(
     if inp.missing_eval_sets:
         missing = ", ".join(inp.missing_eval_sets)
         return plan("False", REASON_EVAL_SET_NOT_FOUND, f"{against}: EvalSet(s) not found: {missing}")
-    if verdict == VERDICT_FAIL:
+    if verdict == "Fail":
         failed = ", ".join(r.name for r in runs if r.verdict == VERDICT_FAIL)
         named = ", ".join(regressions[:MESSAGE_REGRESSIONS]) or "none by name"
         more = len(regressions) - MESSAGE_REGRESSIONS
@@ -310,7 +317,7 @@ def _candidate(
         running = ", ".join(r.name for r in runs if r.verdict is None) or "starting"
         message = f"{against}: evaluating (EvalRun(s) {running})"
         return plan("Unknown", REASON_EVALUATING, message, start_eval_sets=start)
-    if verdict == VERDICT_PASS:
+    if verdict == "Pass":
         message = f"version {cur.version} passed its evaluation ({', '.join(run_names)})"
         return _promote(inp, cur, REASON_PROMOTED, message, runs=run_names)
     if not review:
@@ -357,9 +364,6 @@ def active_of(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """``status.promotion.active`` of a status dict, if any."""
     active = (status.get("promotion") or {}).get("active")
     return active if isinstance(active, Mapping) and active.get("renderedConfigMap") else None
-
-
-Side = Literal["active", "candidate"]
 
 
 def render_of(status: Mapping[str, Any], version: str | None) -> Mapping[str, Any] | None:

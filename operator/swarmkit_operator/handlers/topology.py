@@ -92,6 +92,8 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
         view["agents"],
         view["workspace"],
         view["observed"] == view["generation"],
+        # spec.promotion: a promotion rolls a served Topology and what its parents pin.
+        (pr.active_of(view["status"]) or {}).get("version"),
     )
 
 

@@ -242,8 +242,11 @@ class Resolver:
         asked = walk.version if name == walk.root else None
         entry = promotion.render_of(status, asked)
         if entry is None:
-            if asked is not None:
-                return Waiting(f"version {asked} of Topology {name} is neither active nor a candidate")
+            if asked is not None and asked != status.get("version"):
+                return Waiting(
+                    f"version {asked} of Topology {name} is neither its current, active nor "
+                    "candidate version"
+                )
             return None
         cm = str(entry["renderedConfigMap"])
         data = await self.config_map_data(ns, cm)
@@ -319,8 +322,11 @@ class Resolver:
             return await self._agent_at(
                 ns, name, str(entry["version"]), str(entry["renderedConfigMap"])
             )
-        if asked is not None:
-            return Waiting(f"version {asked} of Agent {name} is neither active nor a candidate")
+        if asked is not None and asked != status.get("version"):
+            return Waiting(
+                f"version {asked} of Agent {name} is neither its current, active nor candidate "
+                "version"
+            )
         ok, why = ready(agent)
         if not ok:
             return Waiting(f"waiting for Agent {name} to be Ready ({why})")

@@ -61,7 +61,7 @@ def refusals(
             }
         ),
         "object": celpy.json_to_cel(_topology(new)),
-        "oldObject": celpy.json_to_cel(_topology(old)) if op == "UPDATE" else None,
+        "oldObject": celpy.json_to_cel(_topology(old) if op == "UPDATE" else None),
         "authorizer": celtypes.StringType("authorizer"),
     }
     out = []
