@@ -33,7 +33,6 @@ from swarmkit_devcluster.testing import Kube, wait_for
 
 from .runs_support import (
     GROUP,
-    PLURALS,
     VERSION,
     OperatorProcess,
     agent_with,
@@ -45,8 +44,6 @@ from .runs_support import (
     wait_ready,
 )
 
-PLURALS.setdefault("EvalSet", "evalsets")
-PLURALS.setdefault("EvalRun", "evalruns")
 USAGE = {"inputTokens": 1000, "outputTokens": 100}  # 0.0045 USD per turn at these prices
 PRICES = {"currency": "USD", "input": "3", "output": "15"}
 BASELINE = "category: billing"
