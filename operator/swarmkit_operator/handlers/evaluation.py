@@ -50,7 +50,7 @@ from swarmkit_api.eval import MODEL_GRADERS, EvalCase, EvalRunSpec, EvalSetSpec,
 from swarmkit_api.resources import EVAL_RUN, EVAL_SET
 from swarmkit_api.spend import format_money, parse_money
 
-from .. import k8s
+from .. import k8s, metrics
 from ..builders import Verdict
 from ..builders import eval_runs as er
 from ..builders.eval_graders import Grade, errored, grade, grade_judge, judge_input
@@ -579,7 +579,9 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
     view = ctl.lookup("evalrun_views", (namespace, name))
     if view is None:
         return "gone"
+    evalset = str((view["spec"].get("evalSetRef") or {}).get("name"))
     if view["status"].get("completionTime"):
+        metrics.record_evaluation(namespace, evalset, view["status"])
         return "finished"
 
     async def write(fields: Mapping[str, Any], verdict: Verdict) -> bool:
@@ -621,7 +623,11 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         progress.keys,
         progress.cached,
     )
-    written = await write(_fields(started, evaluated, progress.currency), _condition(evaluated))
+    fields = _fields(started, evaluated, progress.currency)
+    written = await write(fields, _condition(evaluated))
+    if written and evaluated.verdict:
+        metrics.EVAL_RUNS.labels(namespace, evalset, evaluated.verdict).inc()
+        metrics.record_evaluation(namespace, evalset, fields)
     return "changed" if written else "unchanged"
 
 
