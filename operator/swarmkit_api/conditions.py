@@ -199,7 +199,23 @@ REASON_IMAGE_PULL_FAILED: Final[str] = "ImagePullFailed"
 #: appears; also Serving of a served Topology or a gateway Agent).
 REASON_RUNTIME_CLASS_NOT_FOUND: Final[str] = "RuntimeClassNotFound"
 
+# --- EvalRun (Succeeded: Unknown while it runs, True once it has a verdict) -------------------
+#: Every case graded on every side: status.verdict holds Pass, Fail or Inconclusive.
+REASON_EVALUATED: Final[str] = "Evaluated"
+#: Unknown: its EvalSet does not exist (yet) / is not Ready (the message says why).
+REASON_EVAL_SET_NOT_FOUND: Final[str] = "EvalSetNotFound"
+REASON_EVAL_SET_NOT_READY: Final[str] = "EvalSetNotReady"
+#: Unknown: a side's Topology or Agent does not exist or is not Ready yet.
+REASON_TARGET_NOT_READY: Final[str] = "TargetNotReady"
+#: A side's case Run pinned another version than the one asked for (that case is errored).
+REASON_VERSION_UNAVAILABLE: Final[str] = "VersionUnavailable"
+
 __all__ = [
+    "REASON_VERSION_UNAVAILABLE",
+    "REASON_TARGET_NOT_READY",
+    "REASON_EVAL_SET_NOT_READY",
+    "REASON_EVAL_SET_NOT_FOUND",
+    "REASON_EVALUATED",
     "ACCEPTED",
     "BUDGET_WARNING",
     "PROMOTED",

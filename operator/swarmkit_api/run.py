@@ -103,6 +103,12 @@ class RunSpec(ApiModel):
         description="Most input+output tokens this run may use (besides the Workspace's "
         "maxTokensPerRun); checked before every model call like maxCost.",
     )
+    read_only: bool = Field(
+        default=False,
+        description="Refuse, in the runner, every tool call that does not only read (an "
+        "EvalRun's replayed cases set it: an evaluation never writes what a production Run "
+        "would).",
+    )
 
 
 class TokenUsage(ApiModel):

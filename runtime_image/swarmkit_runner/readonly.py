@@ -1,4 +1,5 @@
-"""Read-only runs of an agent: a funnel's reviewer may call only tools that read.
+"""Read-only runs of an agent: a funnel's reviewer, and a Run with ``spec.readOnly`` (an
+EvalRun's replayed cases), may call only tools that read.
 
 The operator already refuses a Topology whose funnel reviewer holds anything that is not
 read-only (reason ``ReviewerNotReadOnly``); this is the runner's own check, so a grant that
@@ -56,8 +57,7 @@ def check(agent: str, name: str, kind: str, gate: Gate | None) -> None:
         return
     effects = f"effects {gate.effects}" if gate is not None else kind
     raise ToolRefused(
-        f"agent {agent} is the reviewer of {what} and runs read-only: {name} "
-        f"({effects}) is not a read-only call",
+        f"agent {agent} runs read-only ({what}): {name} ({effects}) is not a read-only call",
         "ReviewerReadOnly",
     )
 

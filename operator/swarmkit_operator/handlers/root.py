@@ -82,6 +82,7 @@ from . import (
     agent,
     common,
     delivery,
+    evaluation,
     funnel,
     gateway,
     library,
@@ -106,6 +107,8 @@ KINDS: tuple[Kind, ...] = (
     agent.KIND,
     funnel.KIND,
     topology.KIND,
+    evaluation.EVAL_SET_KIND,
+    evaluation.EVAL_RUN_KIND,
     gc.GC,
 )
 #: The shared watches, whose functions run first on their streams (the ConfigMaps, the
