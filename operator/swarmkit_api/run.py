@@ -66,6 +66,13 @@ class RunSpec(ApiModel):
     agent_ref: LocalObjectReference | None = Field(
         default=None, description="Or a single Agent to run."
     )
+    version: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{12}$",
+        description="Pin this version of the target (status.version): with spec.promotion, "
+        "its active or its candidate version (an evaluation's Runs); default: the active "
+        "version, else the current one.",
+    )
     input: str = Field(
         default="",
         max_length=262144,

@@ -9,7 +9,7 @@ An EvalRun is driven by its reconcile, which every event of one of its Runs enqu
 1. **start** (once): wait for the EvalSet to be Ready and both sides' targets to be Ready;
    snapshot the cases into an immutable ConfigMap whose digest goes to status, and pin each
    side's version (the asked one; the baseline's default is the target's promoted
-   ``status.activeVersion``, else its ``status.version``);
+   ``status.promotion.active.version``, else its ``status.version``);
 2. **progress**: every (case, side, trial) is a Run through the one Run pipeline (its
    SpendQuota reservation, bundle, Job); a model grader's judge is a Run of the judge
    Agent once the case's Run succeeded. At most ``parallelism`` of them are unfinished at
@@ -257,7 +257,7 @@ def _side_target(
     if not ok:
         return f"{kind} {name} is not Ready ({why})"
     status = summary.get("status") or {}
-    current = status.get("activeVersion") if promoted else None
+    current = ((status.get("promotion") or {}).get("active") or {}).get("version") if promoted else None
     chosen = version or current or status.get("version")
     if not chosen:
         return f"{kind} {name} has no version yet"
@@ -424,7 +424,8 @@ def _case_trial(
         progress.create.append(
             er.case_run(
                 ctx.namespace, ctx.name, ctx.uid, ctx.spec, "case", side, case.name, trial,
-                target.ref(), case.input, read_only=er.RECORDED_TAG in case.tags,
+                {**target.ref(), "version": target.version}, case.input,
+                read_only=er.RECORDED_TAG in case.tags,
             )
         )
         return Trial(rname)

@@ -104,9 +104,7 @@ class Resolver:
         self._cm_cache: dict[tuple[str, str], dict[str, str]] = {}
         self._parsed: dict[Any, Any] = {}
 
-    async def resolve(
-        self, target: Target, spec: RunSpec, version: str | None = None
-    ) -> Waiting | Resolved:
+    async def resolve(self, target: Target, spec: RunSpec) -> Waiting | Resolved:
         """Everything ``target``'s workload pins, from the indexes and the immutable
         rendered ConfigMaps.
 
@@ -116,10 +114,11 @@ class Resolver:
 
         A Topology or Agent with ``spec.promotion`` runs its *active* version
         (``status.promotion.active``, from its renders) wherever it is reached, whatever its
-        spec says now; ``version`` asks for another version of the target itself (its
-        candidate: an evaluation), which must be its active or candidate one.
+        spec says now; ``spec.version`` asks for another version of the target itself (its
+        candidate: an evaluation), which must be its current, active or candidate one.
         """
         ns = target.namespace
+        version = spec.version
         if spec.topology_ref is not None:
             kind: Literal["Topology", "Agent"] = "Topology"
             root = spec.topology_ref.name
