@@ -168,9 +168,7 @@ async def _start_eval_runs(
         manifest = pr.eval_run_manifest(
             owner, eval_set, current.version, plan.status.active.version, spec.gate
         )
-        created = await k8s.create_custom_if_absent(
-            "evalruns", owner.namespace, manifest
-        )
+        created = await k8s.create_custom_if_absent("evalruns", owner.namespace, manifest)
         if created is not None:
             log.info(
                 "%s %s/%s: started EvalRun %s of candidate %s",
@@ -202,9 +200,7 @@ def agent_version(status: Mapping[str, Any], ready: bool) -> pr.Version | None:
     version, cm = status.get("version"), status.get("renderedConfigMap")
     if not ready or not version or not cm:
         return None
-    skills = tuple(
-        str(s.get("renderedConfigMap")) for s in status.get("resolvedSkills") or () if s
-    )
+    skills = tuple(str(s.get("renderedConfigMap")) for s in status.get("resolvedSkills") or () if s)
     return pr.Version(str(version), str(cm), tuple(sorted(s for s in skills if s)))
 
 

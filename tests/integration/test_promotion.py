@@ -137,7 +137,12 @@ def eval_run_of(kube: Kube, ns: str, candidate: str) -> dict[str, Any]:
 def decide(kube: Kube, ns: str, name: str, verdict: str, regressed: list[str]) -> None:
     """Stand in for the EvalRun controller: write its verdict (see the module docstring)."""
     kube.custom.patch_namespaced_custom_object_status(
-        GROUP, VERSION, ns, "evalruns", name, {"status": {"verdict": verdict, "regressed": regressed}}
+        GROUP,
+        VERSION,
+        ns,
+        "evalruns",
+        name,
+        {"status": {"verdict": verdict, "regressed": regressed}},
     )
 
 
@@ -150,7 +155,9 @@ def pinned_run(kube: Kube, ns: str, name: str, operator: OperatorProcess) -> tup
     cm = kube.core.read_namespaced_config_map(status["bundleConfigMap"], ns)
     bundle = json.loads(cm.data["bundle.json"])
     assert bundle["topologies"][TOPOLOGY]["version"] == status["pinned"]["topology"]
-    return str(status["pinned"]["topology"]), str(bundle["agents"]["reviewer"]["spec"]["systemPrompt"])
+    return str(status["pinned"]["topology"]), str(
+        bundle["agents"]["reviewer"]["spec"]["systemPrompt"]
+    )
 
 
 def test_a_candidate_serves_only_once_its_evaluation_passes(

@@ -23,7 +23,9 @@ WEB = {"webView": {"enabled": True}}
 
 
 def crd() -> dict[str, Any]:
-    doc = yaml.safe_load(gzip.decompress((CRD / "cluster-analysis-template-crd.yaml.gz").read_bytes()))
+    doc = yaml.safe_load(
+        gzip.decompress((CRD / "cluster-analysis-template-crd.yaml.gz").read_bytes())
+    )
     assert doc["spec"]["names"]["kind"] == "ClusterAnalysisTemplate"
     return dict(doc)
 

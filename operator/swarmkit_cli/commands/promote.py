@@ -23,7 +23,12 @@ from ..plugin import EXIT_OK, CommandError, UsageError, add_command, add_namespa
 from . import inbox
 from .review import whoami
 
-PLURALS = {"topology": "topologies", "topologies": "topologies", "agent": "agents", "agents": "agents"}
+PLURALS = {
+    "topology": "topologies",
+    "topologies": "topologies",
+    "agent": "agents",
+    "agents": "agents",
+}
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -90,7 +95,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
             raise CommandError(f"{plural} {name}: {api_reason(exc)}") from None
     finally:
         kube.close()
-    console.print(f"{plural} {name}: candidate {version} forced by {user}; the operator promotes it")
+    console.print(
+        f"{plural} {name}: candidate {version} forced by {user}; the operator promotes it"
+    )
     return EXIT_OK
 
 

@@ -43,8 +43,6 @@ from swarmkit_api.conditions import (
     REASON_WAITING,
 )
 from swarmkit_api.names import dns_label
-from swarmkit_api.resources import GROUP, VERSION
-from swarmkit_api.review import REVIEW_KIND_LABEL
 from swarmkit_api.promotion import (
     HISTORY_LIMIT,
     PROMOTION_LABEL,
@@ -57,6 +55,8 @@ from swarmkit_api.promotion import (
     PromotionSpec,
     PromotionStatus,
 )
+from swarmkit_api.resources import GROUP, VERSION
+from swarmkit_api.review import REVIEW_KIND_LABEL
 
 from ..conditions import Status
 from . import (
@@ -305,7 +305,9 @@ def _candidate(
 
     if inp.missing_eval_sets:
         missing = ", ".join(inp.missing_eval_sets)
-        return plan("False", REASON_EVAL_SET_NOT_FOUND, f"{against}: EvalSet(s) not found: {missing}")
+        return plan(
+            "False", REASON_EVAL_SET_NOT_FOUND, f"{against}: EvalSet(s) not found: {missing}"
+        )
     if verdict == "Fail":
         failed = ", ".join(r.name for r in runs if r.verdict == VERDICT_FAIL)
         named = ", ".join(regressions[:MESSAGE_REGRESSIONS]) or "none by name"

@@ -12,8 +12,9 @@ the path (``a → b → a``).
 
 ``status.version`` is sha256[:12] over the canonical JSON of ``{"spec": <normalized spec
 without schedule, historyLimit, serve and promotion>, "agents": {node: [agent,
-agentVersion]}, "children": {topology: version}}``: it changes when any agent of the tree (and so any skill granted
-there) or any child topology changes, and not when only the schedule does.
+agentVersion]}, "children": {topology: version}}``: it changes when any agent of the tree
+(and so any skill granted there) or any child topology changes, and not when only the
+schedule does.
 """
 
 from __future__ import annotations

@@ -43,7 +43,9 @@ def agent_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
         spec=spec,
         workspace=workspace_name(spec),
         version=active["version"] if active else status.get("version"),
-        renderedConfigMap=active["renderedConfigMap"] if active else status.get("renderedConfigMap"),
+        renderedConfigMap=active["renderedConfigMap"]
+        if active
+        else status.get("renderedConfigMap"),
         skillConfigMaps=tuple(active.get("pins") or ())
         if active
         else tuple(r.get("renderedConfigMap", "") for r in status.get("resolvedSkills") or ()),

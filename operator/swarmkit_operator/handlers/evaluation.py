@@ -257,7 +257,8 @@ def _side_target(
     if not ok:
         return f"{kind} {name} is not Ready ({why})"
     status = summary.get("status") or {}
-    current = ((status.get("promotion") or {}).get("active") or {}).get("version") if promoted else None
+    active = (status.get("promotion") or {}).get("active") or {}
+    current = active.get("version") if promoted else None
     chosen = version or current or status.get("version")
     if not chosen:
         return f"{kind} {name} has no version yet"

@@ -37,9 +37,7 @@ def promotion_eval_runs(
     return {(namespace, labels[PROMOTION_LABEL]): pr.eval_run_outcome(body)}
 
 
-@index(
-    "reviews", id=REVIEWS_INDEX, labels={PROMOTION_LABEL: PRESENT}, group=GROUP, version=VERSION
-)
+@index("reviews", id=REVIEWS_INDEX, labels={PROMOTION_LABEL: PRESENT}, group=GROUP, version=VERSION)
 def promotion_reviews(
     body: kopf.Body, namespace: str | None, labels: Mapping[str, str], **_: Any
 ) -> dict[Any, Any]:

@@ -312,7 +312,7 @@ async def _promotion(
     if not render.ready or render.version is None or render.spec is None:
         return await promotion.reconcile_promotion(ctl, owner, view, None)
     agents: dict[str, pr.PinnedAgentRender] = {}
-    for agent in (render.agent_versions or {}):
+    for agent in render.agent_versions or {}:
         v = ctl.lookup("agent_views", (namespace, agent))
         if v is None or not v["renderedConfigMap"]:
             return await promotion.reconcile_promotion(ctl, owner, view, None)

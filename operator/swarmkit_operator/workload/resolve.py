@@ -27,8 +27,7 @@ from swarmkit_api.workspace import WorkspaceSpec
 from .. import k8s
 from ..builders import bundle as bundles
 from ..builders import job as jobs
-from ..builders import pinned, trust
-from ..builders import promotion
+from ..builders import pinned, promotion, trust
 from ..builders.funnel import funnel_version, parse_funnel
 from ..builders.review import approves
 from ..builders.skill import SKILL_MD, load_rendered_skill

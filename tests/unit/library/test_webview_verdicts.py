@@ -26,13 +26,25 @@ def cond(type_: str, status: str, reason: str, message: str = "") -> dict[str, A
     return {"type": type_, "status": status, "reason": reason, "message": message}
 
 
-def topology(name: str, *conditions: dict[str, Any], generation: int = 2, **status: Any) -> dict[str, Any]:
+def topology(
+    name: str, *conditions: dict[str, Any], generation: int = 2, **status: Any
+) -> dict[str, Any]:
     return {
         "apiVersion": "swarmkit.dev/v1alpha1",
         "kind": "Topology",
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "generation": generation},
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "generation": generation,
+        },
         "spec": {"workspaceRef": {"name": "default"}, "agents": []},
-        "status": {"observedGeneration": 2, "version": "bbbbbbbbbbbb", "conditions": list(conditions), **status},
+        "status": {
+            "observedGeneration": 2,
+            "version": "bbbbbbbbbbbb",
+            "conditions": list(conditions),
+            **status,
+        },
     }
 
 
@@ -52,11 +64,29 @@ READY = cond("Ready", "True", "Resolved")
 async def client() -> AsyncIterator[httpx.AsyncClient]:
     idx = indexes()
     for body in (
-        topology("evaluating", READY, cond("Promoted", "Unknown", "Evaluating"), promotion=PROMOTION),
-        topology("failed", READY, cond("Promoted", "False", "EvaluationFailed", "regressions: smoke/refund"), promotion=PROMOTION),
+        topology(
+            "evaluating", READY, cond("Promoted", "Unknown", "Evaluating"), promotion=PROMOTION
+        ),
+        topology(
+            "failed",
+            READY,
+            cond("Promoted", "False", "EvaluationFailed", "regressions: smoke/refund"),
+            promotion=PROMOTION,
+        ),
         topology("held", READY, cond("Promoted", "False", "Inconclusive"), promotion=PROMOTION),
-        topology("promoted", READY, cond("Promoted", "True", "Promoted"), promotion={"active": PROMOTION["active"]}),
-        topology("stale", READY, cond("Promoted", "True", "Promoted"), generation=3, promotion={"active": PROMOTION["active"]}),
+        topology(
+            "promoted",
+            READY,
+            cond("Promoted", "True", "Promoted"),
+            promotion={"active": PROMOTION["active"]},
+        ),
+        topology(
+            "stale",
+            READY,
+            cond("Promoted", "True", "Promoted"),
+            generation=3,
+            promotion={"active": PROMOTION["active"]},
+        ),
         topology("plain", READY),
         topology("broken", cond("Ready", "False", "AgentNotFound")),
     ):
@@ -83,7 +113,9 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
         ("broken", "Fail"),
     ],
 )
-async def test_the_verdict_follows_promoted(client: httpx.AsyncClient, name: str, verdict: str) -> None:
+async def test_the_verdict_follows_promoted(
+    client: httpx.AsyncClient, name: str, verdict: str
+) -> None:
     resp = await client.get(f"/verdicts/ns/topologies/{name}")
     assert resp.status_code == 200
     assert resp.headers["Content-Type"].startswith("application/json")

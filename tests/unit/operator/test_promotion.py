@@ -31,7 +31,9 @@ def active_v1() -> PromotionStatus:
     return pr.decide(pr.PromotionInputs(spec(), V1, None, NOW)).status
 
 
-def step(previous: PromotionStatus | None, current: pr.Version | None, **kw: object) -> pr.PromotionPlan:
+def step(
+    previous: PromotionStatus | None, current: pr.Version | None, **kw: object
+) -> pr.PromotionPlan:
     kw.setdefault("spec", spec())
     return pr.decide(pr.PromotionInputs(current=current, previous=previous, now=NOW, **kw))  # type: ignore[arg-type]
 
@@ -196,8 +198,16 @@ def test_a_topology_render_round_trips_and_pins_its_agents_and_skills() -> None:
 def test_the_eval_run_compares_the_candidate_with_the_active_version() -> None:
     gate = spec().gate
     manifest = pr.eval_run_manifest(OWNER, "smoke", V2.version, V1.version, gate)
-    assert manifest["spec"]["candidate"] == {"topologyRef": {"name": "support"}, "version": V2.version}
-    assert manifest["spec"]["baseline"] == {"topologyRef": {"name": "support"}, "version": V1.version}
+    assert manifest["spec"]["candidate"] == {
+        "topologyRef": {"name": "support"},
+        "version": V2.version,
+    }
+    assert manifest["spec"]["baseline"] == {
+        "topologyRef": {"name": "support"},
+        "version": V1.version,
+    }
     assert manifest["spec"]["criteria"]["minCases"] == 5
     assert manifest["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
-    assert manifest["metadata"]["name"] == pr.eval_run_name("Topology", "support", V2.version, "smoke")
+    assert manifest["metadata"]["name"] == pr.eval_run_name(
+        "Topology", "support", V2.version, "smoke"
+    )
