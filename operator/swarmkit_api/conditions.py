@@ -146,8 +146,8 @@ REASON_INCONCLUSIVE: Final[str] = "Inconclusive"
 REASON_REJECTED: Final[str] = "Rejected"
 #: Promoted past its evaluation by ``kubectl swarmkit promote --force`` (message names who).
 REASON_FORCED: Final[str] = "Forced"
-#: An EvalSet of ``spec.promotion.evalSets`` does not exist.
-REASON_EVAL_SET_NOT_FOUND: Final[str] = "EvalSetNotFound"
+#: Also Promoted=False: an EvalSet of ``spec.promotion.evalSets`` does not exist (the
+#: EvalRun's ``REASON_EVAL_SET_NOT_FOUND``, below).
 
 # --- Succeeded (Run); the table in swarmkit_operator/builders/run_status.py says when -------
 

@@ -69,6 +69,12 @@ GRANTS: tuple[Grant, ...] = (
     ),
     Grant(
         "swarmkit.dev",
+        ("evalruns",),
+        ("create",),
+        "Start the EvalRun of a Topology's or Agent's candidate version (spec.promotion).",
+    ),
+    Grant(
+        "swarmkit.dev",
         ("skills", "runs"),
         ("get",),
         "Read one Skill (a reconcile whose watch event carried no body) or Run (its latest "

@@ -23,6 +23,10 @@
 - apiGroups: [swarmkit.dev]
   resources: [evalsets/status, evalruns/status]
   verbs: [patch]
+# Start the EvalRun of a Topology's or Agent's candidate version (spec.promotion).
+- apiGroups: [swarmkit.dev]
+  resources: [evalruns]
+  verbs: [create]
 # Read one Skill (a reconcile whose watch event carried no body) or Run (its latest status
 # before a Job is recreated).
 - apiGroups: [swarmkit.dev]

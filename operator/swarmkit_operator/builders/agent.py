@@ -353,8 +353,7 @@ def resolve_agent(
     assert isinstance(model, AgentSpec)
     normalized = model.wire()
     expansion = _expand(model, skills, workspace, topologies)
-    # How the agent is served (spec.gateway) and how its versions are promoted
-    # (spec.promotion) are not what it is: no new version for either.
+    # How it is served (spec.gateway) or promoted (spec.promotion) is not what it is.
     versioned = {k: v for k, v in normalized.items() if k not in ("gateway", "promotion")}
     version = agent_version(versioned, expansion.entries)
 

@@ -78,8 +78,8 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
         tuple(granted_skill_names(view["spec"])),
         view["renderedConfigMap"],
         view["skillConfigMaps"],
-        view["observed"] == view["generation"],
         promotion.force_of(view["annotations"]),
+        view["observed"] == view["generation"],  # last: whether the status is fresh
     )
 
 

@@ -280,8 +280,7 @@ async def _build(
     waited = await k8s.wait_for_api(f"/apis/{GROUP}/{VERSION}")
     if waited >= 1.0:
         log.info("the API server answered after %.1fs", waited)
-    # 2. The wiring, its indexes (one LIST per resource) and the manager: nothing built
-    # below writes before the manager says this replica leads.
+    # 2. The wiring, its indexes (a LIST per resource), the manager: no write before it leads.
     wired = wiring()
     indexes, listings = await _listed(wired, ours.namespaces)
     manager = Manager.build(lease)

@@ -12,11 +12,11 @@ from typing import Any, TypeVar
 
 import kopf
 
-from swarmkit_api.conditions import ACCEPTED, READY, REASON_PENDING, SERVING
+from swarmkit_api.conditions import ACCEPTED, REASON_PENDING, SERVING
 from swarmkit_api.resources import TOPOLOGY
 
 from .. import promotion, serving
-from ..builders import ObjectRef
+from ..builders import ObjectRef, Verdict
 from ..builders import promotion as pr
 from ..builders.agent import WORKSPACE_PACK, granted_skill_names
 from ..builders.reviewer import SkillFacts, not_read_only
@@ -91,9 +91,9 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
         description,
         view["agents"],
         view["workspace"],
-        view["observed"] == view["generation"],
         # spec.promotion: a promotion rolls a served Topology and what its parents pin.
         (pr.active_of(view["status"]) or {}).get("version"),
+        view["observed"] == view["generation"],  # last: whether the status is fresh
     )
 
 
@@ -265,21 +265,8 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
 
     fields = render.status_fields()
     verdicts = list(render.verdicts)
-    ready = any(v.type == READY and v.status == "True" for v in verdicts)
-    if accepted and (view["spec"].get("serve") is not None or "serving" in view["status"]):
-        served = await serving.reconcile_serving(
-            ctl,
-            ctl.resolver if isinstance(ctl.resolver, Resolver) else None,
-            ctl.config,
-            namespace,
-            name,
-            view,
-            ready,
-        )
-        fields.update(served.fields)
-        verdicts += served.verdicts
-        if served.recheck is not None:
-            ctl.enqueue("Topology", namespace, name, delay=served.recheck)
+    if accepted:
+        await _serve(ctl, namespace, name, view, render, fields, verdicts)
     promoted = await _promotion(ctl, namespace, name, view, render, funnels)
     fields.update(promoted.fields)
     verdicts += promoted.verdicts
@@ -294,6 +281,34 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         verdicts,
     )
     return "changed" if written else "unchanged"
+
+
+async def _serve(
+    ctl: Controller,
+    namespace: str,
+    name: str,
+    view: Mapping[str, Any],
+    render: TopologyRender,
+    fields: dict[str, Any],
+    verdicts: list[Verdict],
+) -> None:
+    """``spec.serve`` (or a served Deployment left to take down): add its status fields
+    and ``Serving`` verdict to the reconcile's."""
+    if view["spec"].get("serve") is None and "serving" not in view["status"]:
+        return
+    served = await serving.reconcile_serving(
+        ctl,
+        ctl.resolver if isinstance(ctl.resolver, Resolver) else None,
+        ctl.config,
+        namespace,
+        name,
+        view,
+        render.ready,
+    )
+    fields.update(served.fields)
+    verdicts += served.verdicts
+    if served.recheck is not None:
+        ctl.enqueue("Topology", namespace, name, delay=served.recheck)
 
 
 async def _promotion(
