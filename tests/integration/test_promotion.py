@@ -8,10 +8,12 @@ promoted and the next Run pins the new version; a failing candidate shows
 ``Promoted=False`` naming the regressions, and Runs keep the promoted version.
 
 The EvalRun's verdict is written by this test, standing in for the EvalRun controller
-(issue 39 items 1-2): it patches the EvalRun's status subresource with the cluster-admin
-identity the test operator itself runs with, exactly the fields the operator's EvalRun
-controller writes (``verdict``, ``regressed``). What is under test here is everything the
-promotion does around that verdict.
+(issue 39 items 1-2, another module): it patches the EvalRun's status subresource with the
+cluster-admin identity the test operator itself runs with, exactly the fields the EvalRun
+controller writes (``verdict``, ``regressed``). So that controller never races it, the
+EvalSet's one case is graded by a judge Agent that does not exist: the EvalSet is
+``Ready=False`` and its EvalRuns never start (a promotion only needs the EvalSet to
+exist). What is under test here is everything the promotion does around that verdict.
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ from .runs_support import (
 
 TOPOLOGY = "review-pipeline"
 EVAL_SET = "smoke"
-OLD_PROMPT = "You review code."
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,8 @@ def eval_set() -> dict[str, Any]:
                 {
                     "name": "refund",
                     "input": "Review PR #42.",
-                    "grader": {"type": "contains", "expected": "verdict"},
+                    # A judge that does not exist: see the module docstring.
+                    "grader": {"type": "judgeAgent", "agent": "no-such-judge", "rubric": "x"},
                 }
             ]
         },
