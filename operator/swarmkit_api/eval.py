@@ -201,7 +201,7 @@ class EvalCase(ApiModel):
     input: str = Field(max_length=65536, description="The input given to the target's Run.")
     grader: Grader = Field(description="What a good answer is.")
     weight: float = Field(
-        default=1.0, gt=0, le=100, description="Weight in the weighted score and difference."
+        default=1.0, ge=0.01, le=100, description="Weight in the weighted score and difference."
     )
     tags: list[str] = Field(
         default_factory=list, max_length=20, description="Free-form tags (shown, filterable)."
