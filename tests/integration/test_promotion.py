@@ -28,7 +28,16 @@ from swarmkit_api import GROUP, VERSION
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 
+from .review_support import (
+    bind_people,
+    kubectl_as,
+    review_admission,  # noqa: F401  (fixture)
+    review_of,
+    user_roles,
+)
+from .review_support import decide as decide_review
 from .runs_support import (
+    REPO,
     OperatorProcess,
     apply,
     apply_examples,
@@ -44,6 +53,7 @@ from .runs_support import (
 )
 
 TOPOLOGY = "review-pipeline"
+PROMOTE_FORCE = REPO / "deploy" / "admission" / "promote-force.yaml"
 EVAL_SET = "smoke"
 
 
@@ -55,6 +65,25 @@ def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
     op.start()
     yield op
     op.stop()
+
+
+def bind(cluster: LocalCluster, namespace: str, roles: dict[str, str]) -> None:
+    """RoleBindings of users to built-in ClusterRoles (edit, admin) in ``namespace``."""
+    docs = [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": f"{user}-{role}", "namespace": namespace},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": role,
+            },
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        }
+        for user, role in roles.items()
+    ]
+    cluster.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in docs))
 
 
 def eval_set() -> dict[str, Any]:
@@ -239,3 +268,114 @@ def test_a_candidate_serves_only_once_its_evaluation_passes(
     assert any(
         e.reason == "EvaluationFailed" and "smoke/refund" in (e.message or "") for e in events.items
     )
+
+
+def _promotable(kube: Kube, ns: str, gate: dict[str, Any] | None = None) -> tuple[str, str]:
+    """The examples with a promoted Topology and an edit under evaluation: (v1, v2)."""
+
+    def edit(doc: dict[str, Any]) -> dict[str, Any]:
+        doc = with_promotion(doc)
+        if gate and doc["kind"] == "Topology" and doc["metadata"]["name"] == TOPOLOGY:
+            doc["spec"]["promotion"]["gate"].update(gate)
+        return doc
+
+    create(kube, ns, eval_set())
+    apply_examples(kube, ns, edit)
+    wait_ready(kube, ns, "Topology", TOPOLOGY)
+    wait_for(
+        lambda: promoted(get(kube, ns, "Topology", TOPOLOGY)).get("status") == "True",
+        60,
+        message=lambda: debug(kube, ns),
+    )
+    v1 = promotion(kube, ns)["active"]["version"]
+    set_reviewer_prompt(kube, ns, "You review code, briefly.")
+    return v1, wait_candidate(kube, ns, v1)
+
+
+@pytest.mark.usefixtures("review_admission")
+def test_an_inconclusive_candidate_with_review_waits_for_a_person(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+    bind_people(cluster, ns)
+    v1, v2 = _promotable(kube, ns, {"onInconclusive": "review"})
+    evalrun = eval_run_of(kube, ns, v2)
+    decide_eval_run = decide  # the EvalRun's verdict (module docstring)
+    decide_eval_run(kube, ns, evalrun["metadata"]["name"], "Inconclusive", [])
+    name = f"promote-topology-{TOPOLOGY}-{v2[:8]}"
+    wait_for(lambda: review_of(kube, ns, name) is not None, 60, message=lambda: debug(kube, ns))
+    review = review_of(kube, ns, name)
+    assert review is not None
+    request = review["spec"]["request"]
+    assert (request["kind"], request["contentHash"]) == ("promotion", v2)
+    assert evalrun["metadata"]["name"] in request["context"]  # the comparison
+    assert (review["metadata"]["ownerReferences"][0]["name"]) == TOPOLOGY
+    cond = promoted(get(kube, ns, "Topology", TOPOLOGY))
+    assert (cond["status"], cond["reason"]) == ("Unknown", "AwaitingReview"), cond
+    assert promotion(kube, ns)["active"]["version"] == v1
+    # A person decides (the admission policy checks who): approve promotes it.
+    res = decide_review(cluster, ns, name, "alice", "approve")
+    assert res.returncode == 0, res.stderr
+    wait_for(
+        lambda: promotion(kube, ns).get("active", {}).get("version") == v2,
+        60,
+        message=lambda: debug(kube, ns),
+    )
+    cond = promoted(get(kube, ns, "Topology", TOPOLOGY))
+    assert (cond["status"], cond["reason"]) == ("True", "Promoted"), cond
+    assert name in cond["message"]
+
+
+def test_a_forced_promotion_needs_the_promote_verb_and_names_who(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    ns = namespace
+    cluster.kubectl(
+        "apply",
+        "--server-side",
+        "-f",
+        "-",
+        input="\n---\n".join(json.dumps(d) for d in user_roles()),
+    )
+    cluster.kubectl("apply", "--server-side", "-f", str(PROMOTE_FORCE))
+    bind(cluster, ns, {"eve": "edit", "olga": "admin"})
+    v1, v2 = _promotable(kube, ns)
+
+    def annotate(user: str, by: str) -> Any:
+        return kubectl_as(
+            cluster,
+            user,
+            "-n",
+            ns,
+            "annotate",
+            "--overwrite",
+            f"topology/{TOPOLOGY}",
+            f"swarmkit.dev/force-promote={v2}",
+            f"swarmkit.dev/force-promoted-by={by}",
+        )
+
+    # An editor (edit: may patch the Topology) cannot force; the policy takes effect
+    # asynchronously, so wait for its first refusal.
+    wait_for(
+        lambda: "promote verb" in annotate("eve", "eve").stderr,
+        60,
+        interval=1.0,
+        message="the promote-force admission policy to take effect",
+    )
+    forged = annotate("olga", "mallory")
+    assert forged.returncode != 0 and "must be your authenticated user name olga" in forged.stderr
+    assert promotion(kube, ns)["active"]["version"] == v1
+    ok = annotate("olga", "olga")
+    assert ok.returncode == 0, ok.stderr
+    wait_for(
+        lambda: promotion(kube, ns).get("active", {}).get("version") == v2,
+        60,
+        message=lambda: debug(kube, ns),
+    )
+    active = promotion(kube, ns)["active"]
+    assert active["forcedBy"] == "olga"
+    cond = promoted(get(kube, ns, "Topology", TOPOLOGY))
+    assert (cond["status"], cond["reason"]) == ("True", "Forced") and "olga" in cond["message"]
+    uid = (get(kube, ns, "Topology", TOPOLOGY) or {})["metadata"]["uid"]
+    events = kube.core.list_namespaced_event(ns, field_selector=f"involvedObject.uid={uid}")
+    assert any(e.reason == "Forced" and "olga" in (e.message or "") for e in events.items)
