@@ -60,8 +60,7 @@ class JsonPathAssertion(ApiModel):
 
     cel_rules = (
         CelRule(
-            rule="[has(self.equals), has(self.matches), has(self.exists)]"
-            ".filter(x, x).size() == 1",
+            rule="[has(self.equals), has(self.matches), has(self.exists)].filter(x, x).size() == 1",
             message="set exactly one of equals, matches and exists",
             field_path=".equals",
             check=lambda m: sum(x is not None for x in (m.equals, m.matches, m.exists)) == 1,
@@ -244,7 +243,8 @@ class EvalSetSpec(ApiModel):
             check=lambda m: bool(m.cases) or m.from_runs is not None,
         ),
         CelRule(
-            rule="!has(self.cases) || self.cases.all(c, self.cases.exists_one(d, d.name == c.name))",
+            rule="!has(self.cases) || "
+            "self.cases.all(c, self.cases.exists_one(d, d.name == c.name))",
             message="case names must be unique",
             field_path=".cases",
             check=lambda m: len({c.name for c in m.cases}) == len(m.cases),
@@ -331,8 +331,8 @@ class EvalCriteria(ApiModel):
         default=0.05,
         ge=0,
         le=1,
-        description="Pass needs the paired difference's 95 % interval (candidate − "
-        "baseline) entirely above −margin; entirely below it is Fail.",
+        description="Pass needs the paired difference's 95 % interval (candidate - "
+        "baseline) entirely above -margin; entirely below it is Fail.",
     )
     min_pass_rate: float | None = Field(
         default=None,
@@ -396,9 +396,7 @@ class EvalRunSpec(ApiModel):
         description="Reuse a result already graded by another EvalRun of the namespace for "
         "the same case, version, grader and trial (a baseline is scored once).",
     )
-    seed: int = Field(
-        default=0, ge=0, le=2**31 - 1, description="Seed of the paired bootstrap."
-    )
+    seed: int = Field(default=0, ge=0, le=2**31 - 1, description="Seed of the paired bootstrap.")
 
 
 class SideResult(ApiModel):
@@ -471,7 +469,7 @@ class Comparison(ApiModel):
 
     pairs: int = Field(default=0, ge=0, description="Cases graded on both sides.")
     difference: float | None = Field(
-        default=None, description="Weighted mean of candidate − baseline score per case."
+        default=None, description="Weighted mean of candidate - baseline score per case."
     )
     interval: Interval | None = Field(
         default=None, description="Paired bootstrap 95 % interval (fixed seed)."

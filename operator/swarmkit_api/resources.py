@@ -282,9 +282,7 @@ EVAL_RUN = KindInfo(
         PrinterColumn(
             SUCCEEDED, _condition(SUCCEEDED, "status"), description="Evaluation finished"
         ),
-        PrinterColumn(
-            "Reason", _condition(SUCCEEDED, "reason"), description="Reason of Succeeded"
-        ),
+        PrinterColumn("Reason", _condition(SUCCEEDED, "reason"), description="Reason of Succeeded"),
         PrinterColumn(
             "Candidate", ".status.candidate.passRate", type="number", description="Pass rate"
         ),

@@ -20,11 +20,16 @@ ungated tools that only read (the skill disclosure tools, ``read_flow_data``,
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextvars import ContextVar
+from typing import TypeVar
+
+from swarmkit_api.bundle import RunInfo
 
 from .errors import ToolRefused
 from .permissions import Gate
+
+T = TypeVar("T")
 
 #: Ungated tools that can only read.
 READ_TOOLS = frozenset({"load_skill", "read_skill_file", "read_flow_data", "web_search"})
@@ -41,6 +46,15 @@ def reviewer(what: str) -> Iterator[None]:
         yield
     finally:
         _REVIEWING.reset(token)
+
+
+async def run_as(run: RunInfo, work: Awaitable[T]) -> T:
+    """Await ``work``, read-only when the Run asks (``spec.readOnly``: an EvalRun's replayed
+    case never writes what the recorded Run wrote)."""
+    if not run.read_only:
+        return await work
+    with reviewer("a read-only Run (spec.readOnly)"):
+        return await work
 
 
 def reads(name: str, gate: Gate | None) -> bool:
@@ -62,4 +76,4 @@ def check(agent: str, name: str, kind: str, gate: Gate | None) -> None:
     )
 
 
-__all__ = ["READ_TOOLS", "check", "reads", "reviewer"]
+__all__ = ["READ_TOOLS", "check", "reads", "reviewer", "run_as"]

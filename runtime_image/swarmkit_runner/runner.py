@@ -116,10 +116,7 @@ async def execute(
         journal.bind()
         check_command_packs(bundle)
         await mcp.start()
-        if not bundle.run.read_only:
-            return await runner.run_agent(root, bundle.run.input, 0)
-        with readonly.reviewer("a read-only Run (spec.readOnly)"):
-            return await runner.run_agent(root, bundle.run.input, 0)
+        return await readonly.run_as(bundle.run, runner.run_agent(root, bundle.run.input, 0))
 
     work_task = asyncio.create_task(work(), name="run")
     stop_task = asyncio.create_task((cancel or asyncio.Event()).wait(), name="cancel")

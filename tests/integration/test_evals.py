@@ -51,7 +51,12 @@ CANDIDATE = '{"category": "billing", "refund": true, "team": "payments"}'
 
 
 def case(name: str, grader: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"name": name, "input": f"Ticket {name}: I was charged twice.", "grader": grader, **extra}
+    return {
+        "name": name,
+        "input": f"Ticket {name}: I was charged twice.",
+        "grader": grader,
+        **extra,
+    }
 
 
 CASES = [
@@ -65,7 +70,12 @@ CASES = [
 
 
 def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +117,12 @@ def evalrun(kube: Kube, ns: str, name: str, **spec: Any) -> dict[str, Any]:
         return obj if (obj or {}).get("status", {}).get("verdict") else None
 
     result: dict[str, Any] = wait_for(
-        done, 300, interval=1, message=lambda: json.dumps(get(kube, ns, "EvalRun", name), indent=1)
-        + "\n" + debug(kube, ns),
+        done,
+        300,
+        interval=1,
+        message=lambda: (
+            json.dumps(get(kube, ns, "EvalRun", name), indent=1) + "\n" + debug(kube, ns)
+        ),
     )
     return result
 
@@ -229,8 +243,9 @@ def test_a_grader_that_errors_never_passes(kube: Kube, agents: str) -> None:
     judged = {"type": "judgeAgent", "agent": "judge", "rubric": "is the category right?"}
     apply(kube, ns, doc("EvalSet", "triage-cases", {"cases": [case("judged", judged)]}))
     wait_for(
-        lambda: condition(get(kube, ns, "EvalSet", "triage-cases"), "Ready").get("status")
-        == "True",
+        lambda: (
+            condition(get(kube, ns, "EvalSet", "triage-cases"), "Ready").get("status") == "True"
+        ),
         60,
     )
     result = evalrun(

@@ -82,7 +82,9 @@ def evalrun_manifest(args: argparse.Namespace, namespace: str) -> dict[str, Any]
     if not (args.agent or args.topology):
         raise UsageError("name the candidate: --agent NAME or --topology NAME")
     candidate: dict[str, Any] = (
-        {"agentRef": {"name": args.agent}} if args.agent else {"topologyRef": {"name": args.topology}}
+        {"agentRef": {"name": args.agent}}
+        if args.agent
+        else {"topologyRef": {"name": args.topology}}
     )
     if args.version:
         candidate["version"] = args.version
@@ -159,7 +161,7 @@ def _wait(kube: Any, name: str, timeout: float, console: Console) -> dict[str, A
     deadline = time.monotonic() + timeout
     last = ""
     while True:
-        obj = kube.get("EvalRun", name)
+        obj: dict[str, Any] = kube.get("EvalRun", name)
         status = obj.get("status") or {}
         if status.get("completionTime"):
             return obj
@@ -206,8 +208,14 @@ def show(obj: dict[str, Any], console: Console) -> int:
         cand, base = case.get("candidate") or {}, case.get("baseline")
         why = str(cand.get("reasoning") or "").replace("\n", " ")
         rows.append(
-            [case["name"], case.get("grader", ""), _side(cand), _side(base),
-             case.get("change", ""), why[:60]]
+            [
+                case["name"],
+                case.get("grader", ""),
+                _side(cand),
+                _side(base),
+                case.get("change", ""),
+                why[:60],
+            ]
         )
     console.table(["case", "grader", "candidate", "baseline", "change", "reasoning"], rows)
     console.print()
@@ -237,6 +245,7 @@ def show(obj: dict[str, Any], console: Console) -> int:
         console.print(f"no verdict yet ({reason}: {message})")
         return EXIT_FINDINGS
     console.print(
-        console.style(f"verdict: {verdict}", STYLES.get(verdict)) + f" ({status.get('verdictReason')})"
+        console.style(f"verdict: {verdict}", STYLES.get(verdict))
+        + f" ({status.get('verdictReason')})"
     )
     return EXIT_OK if verdict == "Pass" else EXIT_FINDINGS

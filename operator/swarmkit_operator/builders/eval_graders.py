@@ -175,8 +175,7 @@ def judge_input(grader: Grader, case_input: str, answer: str) -> str:
     if grader.type == "judgeAgent":
         parts.append(f"## Rubric\n{grader.rubric}")
         parts.append(
-            'Answer with JSON only: {"verdict": "pass" | "fail", "score": 0..1, '
-            '"reasoning": "..."}'
+            'Answer with JSON only: {"verdict": "pass" | "fail", "score": 0..1, "reasoning": "..."}'
         )
     else:
         parts.append(
@@ -203,8 +202,9 @@ def grade_judge(grader: Grader, judge_answer: str) -> Grade:
         if verdict and verdict not in NEGATIVE_VERDICTS | POSITIVE_VERDICTS:
             raise ValueError(f"verdict {verdict!r} is neither a pass nor a fail")
         if grader.type == "judgeSkill":
-            score: float | None = _number(document.get("confidence"), "confidence")
-            ok = score >= grader.threshold and verdict not in NEGATIVE_VERDICTS
+            confidence = _number(document.get("confidence"), "confidence")
+            score: float | None = confidence
+            ok = confidence >= grader.threshold and verdict not in NEGATIVE_VERDICTS
         else:
             if not verdict:
                 raise ValueError("no verdict")

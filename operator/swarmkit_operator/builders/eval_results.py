@@ -8,7 +8,7 @@ mean of its trials' scores (1/0 for pass/fail graders, a judge's score otherwise
 
 The verdict (:func:`verdict`) is ``Fail`` when the evidence says the candidate is worse:
 a critical case regressed, more regressions than ``maxNewRegressions``, the paired
-difference's interval entirely below −margin, or the candidate's pass-rate interval
+difference's interval entirely below -margin, or the candidate's pass-rate interval
 entirely below ``minPassRate``. It is ``Pass`` only when every bound is cleared by the
 whole interval and no case errored; everything else (too few graded cases, an interval
 that straddles a bound, an errored case, nothing to compare with) is ``Inconclusive``.
@@ -82,16 +82,18 @@ def side_result(trials: Sequence[Trial], expected: int) -> SideResult:
         "runs": [t.run for t in trials],
         "judge_runs": [t.judge_run for t in trials if t.judge_run],
         "version": next((t.version for t in trials if t.version), None),
-        "cost": format_money(sum(costs)) if costs and not any(t.cost_unknown for t in trials) else None,
+        "cost": format_money(sum(costs))
+        if costs and not any(t.cost_unknown for t in trials)
+        else None,
         "latency_seconds": round(sum(latencies) / len(latencies), 3) if latencies else None,
         "cached": bool(trials) and all(t.cached for t in trials),
         "trials": len(graded),
     }
     failed = [t.grade for t in graded if t.grade is not None and t.grade.outcome == "Errored"]
     if failed:
-        return SideResult(outcome="Errored", reasoning=failed[0].reasoning, **common)  # type: ignore[arg-type]
+        return SideResult(outcome="Errored", reasoning=failed[0].reasoning, **common)
     if len(graded) < expected:
-        return SideResult(outcome="Pending", **common)  # type: ignore[arg-type]
+        return SideResult(outcome="Pending", **common)
     grades = [t.grade for t in graded if t.grade is not None]
     passes = sum(g.passed for g in grades)
     scores = [g.score for g in grades if g.score is not None]
@@ -101,7 +103,7 @@ def side_result(trials: Sequence[Trial], expected: int) -> SideResult:
         passes=passes,
         score=round(sum(scores) / len(scores), 4) if scores else None,
         reasoning=capped(deciding.reasoning),
-        **common,  # type: ignore[arg-type]
+        **common,
     )
 
 
@@ -140,7 +142,9 @@ def side_summary(
         cases=len(graded),
         passed=passed,
         errored=sum(r.outcome == "Errored" for _, r in results),
-        cost=format_money(sum(costs)) if costs and not any(t.cost_unknown for t in trials) else None,
+        cost=format_money(sum(costs))
+        if costs and not any(t.cost_unknown for t in trials)
+        else None,
         latency_p50_seconds=_latency(trials, 50),
         latency_p95_seconds=_latency(trials, 95),
     )
@@ -171,9 +175,7 @@ def comparison(cases: Sequence[CaseResult], seed: int) -> Comparison:
     fixed = sum(c.change == "Fixed" for c in cases)
     if not pairs:
         return Comparison(regressed=regressed, fixed=fixed)
-    diffs = [
-        (c.candidate.score or 0.0) - (c.baseline.score or 0.0) for c in pairs if c.baseline
-    ]
+    diffs = [(c.candidate.score or 0.0) - (c.baseline.score or 0.0) for c in pairs if c.baseline]
     weights = [c.weight for c in pairs]
     low, high = stats.paired_bootstrap(diffs, weights, seed=seed)
     return Comparison(
@@ -270,7 +272,7 @@ def evaluate(
                 grader=case.grader,
                 candidate=sides["candidate"],
                 baseline=base,
-                change=change_of(sides["candidate"], base),  # type: ignore[arg-type]
+                change=change_of(sides["candidate"], base),
             )
         )
     all_trials = {s: [t for ts in trials.get(s, {}).values() for t in ts] for s in targets}

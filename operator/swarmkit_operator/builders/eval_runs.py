@@ -58,7 +58,9 @@ class SideTarget:
         return {key: {"name": self.name}}
 
 
-def recorded_cases(selector: RecordedRunSelector, runs: Sequence[Mapping[str, Any]]) -> list[EvalCase]:
+def recorded_cases(
+    selector: RecordedRunSelector, runs: Sequence[Mapping[str, Any]]
+) -> list[EvalCase]:
     """Cases from recorded Runs (summaries: metadata, spec, status): the succeeded ones
     carrying every label of the selector, newest first, their output the reference."""
     wanted = selector.match_labels
@@ -70,7 +72,9 @@ def recorded_cases(selector: RecordedRunSelector, runs: Sequence[Mapping[str, An
         and _succeeded(r)
         and (r.get("status") or {}).get("output") is not None
     ]
-    found.sort(key=lambda r: (str(r.get("creationTimestamp") or ""), str(r.get("name"))), reverse=True)
+    found.sort(
+        key=lambda r: (str(r.get("creationTimestamp") or ""), str(r.get("name"))), reverse=True
+    )
     cases = []
     for r in found[: selector.max_cases]:
         output = str((r.get("status") or {}).get("output"))
@@ -88,7 +92,7 @@ def recorded_cases(selector: RecordedRunSelector, runs: Sequence[Mapping[str, An
 def _succeeded(run: Mapping[str, Any]) -> bool:
     for cond in (run.get("status") or {}).get("conditions") or ():
         if cond.get("type") == SUCCEEDED:
-            return cond.get("status") == "True"
+            return bool(cond.get("status") == "True")
     return False
 
 

@@ -50,7 +50,7 @@ def graders(spec: EvalSetSpec) -> Iterator[tuple[str, Grader]]:
 
 def judge_problem(
     spec: EvalSetSpec,
-    skill_category: Callable[[str], str | None | bool],
+    skill_category: Callable[[str], str | bool | None],
     agent_exists: Callable[[str], bool],
 ) -> Verdict | None:
     """The first judge that is missing or unusable, as a Ready=False verdict.
@@ -86,19 +86,21 @@ def judge_problem(
 
 def eval_set_status(
     raw: Mapping[str, Any],
-    skill_category: Callable[[str], str | None | bool],
+    skill_category: Callable[[str], str | bool | None],
     agent_exists: Callable[[str], bool],
 ) -> EvalSetOutcome:
     try:
         model = validate_spec("EvalSet", dict(raw))
     except ManifestError as exc:
         refused = invalid_verdict(exc)
-        return EvalSetOutcome({}, (refused, Verdict(READY, "False", refused.reason, refused.message)))
+        return EvalSetOutcome(
+            {}, (refused, Verdict(READY, "False", refused.reason, refused.message))
+        )
     assert isinstance(model, EvalSetSpec)
     judged = sum(c.grader.type in MODEL_GRADERS for c in model.cases)
     message = f"{len(model.cases)} case(s), {judged} judged by a model"
     if model.from_runs is not None:
-        message += "; and up to {} from recorded Runs".format(model.from_runs.max_cases)
+        message += f"; and up to {model.from_runs.max_cases} from recorded Runs"
     accepted = Verdict(ACCEPTED, "True", REASON_VALID, message)
     ready = judge_problem(model, skill_category, agent_exists) or Verdict(
         READY, "True", REASON_VALID, message

@@ -3,7 +3,7 @@
 - :func:`wilson` — the Wilson score interval of a pass rate (95 %: z = 1.959964). Unlike
   the normal approximation it stays inside [0, 1] and is not degenerate at 0/n or n/n.
 - :func:`paired_bootstrap` — the percentile interval of the weighted mean of per-case
-  differences (candidate − baseline), resampling *cases* with replacement. The generator
+  differences (candidate - baseline), resampling *cases* with replacement. The generator
   is ``random.Random(seed)`` (Mersenne Twister, whose ``random()`` sequence Python keeps
   stable across versions), so the same scores and seed give the same interval: a replayed
   EvalRun reproduces its numbers.
@@ -34,7 +34,10 @@ def wilson(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
     z2 = z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At 0/n and n/n the bound is exactly 0 or 1 (floating point leaves 1e-16 off).
+    low = 0.0 if passed == 0 else max(0.0, centre - half)
+    high = 1.0 if passed == n else min(1.0, centre + half)
+    return low, high
 
 
 def weighted_mean(values: Sequence[float], weights: Sequence[float]) -> float:
@@ -79,7 +82,7 @@ def binomial_cdf(k: int, n: int) -> float:
     """P(X ≤ k) for X ~ Binomial(n, ½), exactly (integers until the one division)."""
     if k < 0:
         return 0.0
-    return sum(math.comb(n, i) for i in range(min(k, n) + 1)) / 2**n
+    return float(sum(math.comb(n, i) for i in range(min(k, n) + 1)) / 2**n)
 
 
 def mcnemar_exact(regressed: int, fixed: int) -> float:

@@ -24,7 +24,7 @@ or whose judge could not give a verdict makes the case ``Errored``: never passed
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -152,16 +152,12 @@ async def evaluation_on_run_event(
 
 
 @on_event(*SKILLS)
-async def evaluation_on_skill_event(
-    namespace: str | None, name: str, app: App, **_: Any
-) -> None:
+async def evaluation_on_skill_event(namespace: str | None, name: str, app: App, **_: Any) -> None:
     _judge_changed(app.controller, namespace, "Skill", name)
 
 
 @on_event(*AGENTS)
-async def evaluation_on_agent_event(
-    namespace: str | None, name: str, app: App, **_: Any
-) -> None:
+async def evaluation_on_agent_event(namespace: str | None, name: str, app: App, **_: Any) -> None:
     _judge_changed(app.controller, namespace, "Agent", name)
 
 
@@ -185,7 +181,9 @@ def evalset_dependents(
     ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
 ) -> None:
     if seen.changed:
-        ctl.enqueue_many("EvalRun", namespace, set(ctl.lookup_all("evalrun_by_set", (namespace, name))))
+        ctl.enqueue_many(
+            "EvalRun", namespace, set(ctl.lookup_all("evalrun_by_set", (namespace, name)))
+        )
 
 
 async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: bool) -> str:
@@ -193,7 +191,7 @@ async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: b
     if view is None:
         return "gone"
 
-    def category(skill: str) -> str | None | bool:
+    def category(skill: str) -> str | bool | None:
         found = ctl.lookup("skill_views", (namespace, skill))
         return False if found is None else found.get("category")
 
@@ -236,7 +234,9 @@ class Started:
     fields: Mapping[str, Any]  # the status fields recording it
 
 
-def _status_of(ctl: Controller, name: str, namespace: str, view: Mapping[str, Any]) -> dict[str, Any]:
+def _status_of(
+    ctl: Controller, name: str, namespace: str, view: Mapping[str, Any]
+) -> dict[str, Any]:
     """The EvalRun's status, or the one this process wrote and the watch has not shown yet
     (a reconcile right after the start must not start it twice)."""
     waiting = ctl.awaiting.get(("EvalRun", namespace, name))
@@ -262,6 +262,17 @@ def _side_target(
     chosen = version or current or status.get("version")
     if not chosen:
         return f"{kind} {name} has no version yet"
+    # Its Runs pin what the Resolver picks: a version it does not offer would only give
+    # errored cases (VersionUnavailable), at the price of every Run.
+    promotion = status.get("promotion") or {}
+    offered = {
+        status.get("version"),
+        *((promotion.get(side) or {}).get("version") for side in ("active", "candidate")),
+    }
+    if chosen not in offered:
+        return (
+            f"{kind} {name} does not offer version {chosen} (its Runs pin {status.get('version')})"
+        )
     return er.SideTarget(kind, name, str(chosen))  # type: ignore[arg-type]
 
 
@@ -288,7 +299,9 @@ def _targets(
 def _cases_of(ctl: Controller, namespace: str, spec: EvalSetSpec) -> list[EvalCase]:
     cases = list(spec.cases)
     if spec.from_runs is not None:
-        every = (r for uid in ctl.indexes.keys("runs_by_uid") for r in ctl.lookup_all("runs_by_uid", uid))
+        every = (
+            r for uid in ctl.indexes.keys("runs_by_uid") for r in ctl.lookup_all("runs_by_uid", uid)
+        )
         runs = [r for r in every if r.get("namespace") == namespace]
         names = {c.name for c in cases}
         cases += [c for c in er.recorded_cases(spec.from_runs, runs) if c.name not in names]
@@ -305,10 +318,14 @@ async def _start(
     set_name = spec.eval_set_ref.name
     eval_set = ctl.lookup("evalset_views", (namespace, set_name))
     if eval_set is None:
-        return Verdict(SUCCEEDED, "Unknown", REASON_EVAL_SET_NOT_FOUND, f"EvalSet {set_name} not found")
+        return Verdict(
+            SUCCEEDED, "Unknown", REASON_EVAL_SET_NOT_FOUND, f"EvalSet {set_name} not found"
+        )
     if not eval_set["ready"] or eval_set["observed"] != eval_set["generation"]:
         why = condition_status(eval_set["status"], READY)[1] or "not reconciled yet"
-        return Verdict(SUCCEEDED, "Unknown", REASON_EVAL_SET_NOT_READY, f"EvalSet {set_name}: {why}")
+        return Verdict(
+            SUCCEEDED, "Unknown", REASON_EVAL_SET_NOT_READY, f"EvalSet {set_name}: {why}"
+        )
     targets = _targets(ctl, namespace, spec)
     if isinstance(targets, str):
         return Verdict(SUCCEEDED, "Unknown", REASON_TARGET_NOT_READY, targets)
@@ -318,7 +335,7 @@ async def _start(
         found = await _snapshot(namespace, manifest["metadata"]["name"], digest)
         if isinstance(found, Verdict):
             return found
-    fields = {
+    fields: dict[str, Any] = {
         "evalSetVersion": eval_set["status"].get("version"),
         "startTime": rfc3339(datetime.now(UTC)),
         "casesConfigMap": manifest["metadata"]["name"],
@@ -333,7 +350,10 @@ async def _snapshot(namespace: str, cm_name: str, digest: str) -> dict[str, Any]
     found = await k8s.read_config_map(namespace, cm_name)
     if found is None:
         return Verdict(
-            SUCCEEDED, "False", REASON_PINNED_REVISION_MISSING, f"the cases' ConfigMap {cm_name} is gone"
+            SUCCEEDED,
+            "False",
+            REASON_PINNED_REVISION_MISSING,
+            f"the cases' ConfigMap {cm_name} is gone",
         )
     data = dict(found.get("data") or {})
     if er.snapshot_digest(data) != digest:
@@ -346,7 +366,9 @@ async def _snapshot(namespace: str, cm_name: str, digest: str) -> dict[str, Any]
     return data
 
 
-async def _restarted(ctl: Controller, namespace: str, status: Mapping[str, Any]) -> Started | Verdict:
+async def _restarted(
+    ctl: Controller, namespace: str, status: Mapping[str, Any]
+) -> Started | Verdict:
     """What an EvalRun that started earlier evaluates, from its status and its snapshot."""
     cm_name, digest = str(status.get("casesConfigMap")), str(status.get("casesSha256"))
     data = await _snapshot(namespace, cm_name, digest)
@@ -358,7 +380,7 @@ async def _restarted(ctl: Controller, namespace: str, status: Mapping[str, Any])
         summary = status.get(side) or {}
         if summary.get("target") and summary.get("version"):
             kind, _, target = str(summary["target"]).partition("/")
-            targets[side] = er.SideTarget(kind, target, str(summary["version"]))  # type: ignore[arg-type,index]
+            targets[side] = er.SideTarget(kind, target, str(summary["version"]))  # type: ignore[arg-type]
     keep = ("evalSetVersion", "startTime", "casesConfigMap", "casesSha256")
     fields = {k: status[k] for k in keep if k in status}
     fields.update({s: {"target": t.label, "version": t.version} for s, t in targets.items()})
@@ -424,8 +446,16 @@ def _case_trial(
     if run is None:
         progress.create.append(
             er.case_run(
-                ctx.namespace, ctx.name, ctx.uid, ctx.spec, "case", side, case.name, trial,
-                {**target.ref(), "version": target.version}, case.input,
+                ctx.namespace,
+                ctx.name,
+                ctx.uid,
+                ctx.spec,
+                "case",
+                side,
+                case.name,
+                trial,
+                {**target.ref(), "version": target.version},
+                case.input,
                 read_only=er.RECORDED_TAG in case.tags,
             )
         )
@@ -467,7 +497,14 @@ def _judged(
         progress.create.insert(
             0,  # judges first: they finish cases already paid for
             er.case_run(
-                ctx.namespace, ctx.name, ctx.uid, ctx.spec, "judge", side, case.name, trial,
+                ctx.namespace,
+                ctx.name,
+                ctx.uid,
+                ctx.spec,
+                "judge",
+                side,
+                case.name,
+                trial,
                 {"agentRef": {"name": case.grader.agent}},
                 judge_input(case.grader, case.input, output),
             ),
@@ -496,7 +533,11 @@ def _graded_before(status: Mapping[str, Any]) -> dict[tuple[str, str], SideResul
     for case in status.get("cases") or ():
         for side in ("candidate", "baseline"):
             result = case.get(side) if isinstance(case, dict) else None
-            if isinstance(result, dict) and result.get("outcome") in ("Passed", "Failed", "Errored"):
+            if isinstance(result, dict) and result.get("outcome") in (
+                "Passed",
+                "Failed",
+                "Errored",
+            ):
                 out[(side, str(case.get("name")))] = SideResult.model_validate(result)
     return out
 
@@ -588,8 +629,14 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
 
     async def write(fields: Mapping[str, Any], verdict: Verdict) -> bool:
         return await ctl.write_status(
-            "EvalRun", namespace, name, view["uid"], int(view["generation"]),
-            view["status"], fields, [verdict],
+            "EvalRun",
+            namespace,
+            name,
+            view["uid"],
+            int(view["generation"]),
+            view["status"],
+            fields,
+            [verdict],
         )
 
     try:

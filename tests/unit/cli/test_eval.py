@@ -50,15 +50,29 @@ EVALRUN = {
     "status": {
         "verdict": "Fail",
         "verdictReason": "critical case(s) regressed: wants-refund",
-        "candidate": {"target": "Agent/a", "version": "v1", "passRate": 0.5, "passed": 1,
-                      "cases": 2, "interval": {"low": 0.09, "high": 0.91}},
-        "comparison": {"difference": -0.5, "interval": {"low": -1.0, "high": 0.0}, "pairs": 2,
-                       "pValue": 1.0},
+        "candidate": {
+            "target": "Agent/a",
+            "version": "v1",
+            "passRate": 0.5,
+            "passed": 1,
+            "cases": 2,
+            "interval": {"low": 0.09, "high": 0.91},
+        },
+        "comparison": {
+            "difference": -0.5,
+            "interval": {"low": -1.0, "high": 0.0},
+            "pairs": 2,
+            "pValue": 1.0,
+        },
         "regressed": ["wants-refund"],
         "cases": [
-            {"name": "wants-refund", "grader": "contains", "change": "Regressed",
-             "candidate": {"outcome": "Failed", "reasoning": "does not contain 'refund'"},
-             "baseline": {"outcome": "Passed", "cached": True}},
+            {
+                "name": "wants-refund",
+                "grader": "contains",
+                "change": "Regressed",
+                "candidate": {"outcome": "Failed", "reasoning": "does not contain 'refund'"},
+                "baseline": {"outcome": "Passed", "cached": True},
+            },
         ],
         "totalCost": "0.009",
         "currency": "USD",
@@ -77,4 +91,6 @@ def test_show_prints_the_table_and_the_verdict() -> None:
     assert "regressed: wants-refund" in text and "cost: 0.009 USD" in text
     assert "verdict: Fail (critical case(s) regressed: wants-refund)" in text
     passed = {**EVALRUN, "status": {**EVALRUN["status"], "verdict": "Pass"}}
-    assert evaluate.show(passed, Console(out=io.StringIO(), err=io.StringIO(), environ={})) == EXIT_OK
+    assert (
+        evaluate.show(passed, Console(out=io.StringIO(), err=io.StringIO(), environ={})) == EXIT_OK
+    )

@@ -84,7 +84,17 @@ def test_a_valid_evalset() -> None:
             "exactly one of equals, matches and exists",
         ),
         (
-            {"cases": [{**CASE, "grader": {"type": "jsonSchema", "assertions": [{"path": "a.b", "exists": True}]}}]},
+            {
+                "cases": [
+                    {
+                        **CASE,
+                        "grader": {
+                            "type": "jsonSchema",
+                            "assertions": [{"path": "a.b", "exists": True}],
+                        },
+                    }
+                ]
+            },
             "path",
         ),
     ],
@@ -127,5 +137,14 @@ def test_evalrun_spec_is_immutable_in_the_crd() -> None:
 def test_evalrun_status_shape_holds_the_verdict_and_intervals() -> None:
     status = KINDS_BY_NAME["EvalRun"].status.model_json_schema(by_alias=True)
     props = status["properties"]
-    for field in ("verdict", "candidate", "baseline", "comparison", "regressed", "fixed", "flaky", "cases"):
+    for field in (
+        "verdict",
+        "candidate",
+        "baseline",
+        "comparison",
+        "regressed",
+        "fixed",
+        "flaky",
+        "cases",
+    ):
         assert field in props

@@ -38,7 +38,9 @@ def test_an_invalid_evalset_is_not_accepted() -> None:
     assert bad.verdicts[0].reason == "Invalid"
 
 
-def summary(name: str, labels: dict[str, str], output: str | None, ok: bool, at: str) -> dict[str, Any]:
+def summary(
+    name: str, labels: dict[str, str], output: str | None, ok: bool, at: str
+) -> dict[str, Any]:
     return {
         "name": name,
         "labels": labels,
@@ -71,19 +73,38 @@ def test_recorded_runs_become_cases_newest_first() -> None:
 
 def test_case_runs_are_runs_owned_and_labelled() -> None:
     spec = EvalRunSpec.model_validate(
-        {"evalSetRef": {"name": "s"}, "candidate": {"agentRef": {"name": "a"}},
-         "maxCostPerRun": "0.5", "timeoutSeconds": 60}
+        {
+            "evalSetRef": {"name": "s"},
+            "candidate": {"agentRef": {"name": "a"}},
+            "maxCostPerRun": "0.5",
+            "timeoutSeconds": 60,
+        }
     )
-    run = er.case_run("ns", "e1", "uid-1", spec, "case", "baseline", "c1", 2,
-                      {"agentRef": {"name": "a"}}, "hello", read_only=True)
+    run = er.case_run(
+        "ns",
+        "e1",
+        "uid-1",
+        spec,
+        "case",
+        "baseline",
+        "c1",
+        2,
+        {"agentRef": {"name": "a"}},
+        "hello",
+        read_only=True,
+    )
     validate_manifest({**run, "metadata": {**run["metadata"]}})
     assert run["metadata"]["name"] == "e1-c1-b2"
     assert run["metadata"]["labels"][er.EVAL_RUN_LABEL] == "e1"
     assert run["metadata"]["labels"][er.EVAL_SIDE_LABEL] == "baseline"
     assert run["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
     assert run["spec"] == {
-        "agentRef": {"name": "a"}, "input": "hello", "correlationId": "e1",
-        "timeoutSeconds": 60, "maxCost": "0.5", "readOnly": True,
+        "agentRef": {"name": "a"},
+        "input": "hello",
+        "correlationId": "e1",
+        "timeoutSeconds": 60,
+        "maxCost": "0.5",
+        "readOnly": True,
     }
     assert er.run_name("e1", "judge", "candidate", "c1", 0) == "e1-c1-jc0"
 
@@ -101,12 +122,16 @@ def test_the_snapshot_is_content_addressed_and_round_trips() -> None:
 
 
 def test_cache_keys_follow_case_version_grader_and_trials() -> None:
-    case = EvalCase.model_validate({"name": "a", "input": "x", "grader": {"type": "contains", "expected": "y"}})
+    case = EvalCase.model_validate(
+        {"name": "a", "input": "x", "grader": {"type": "contains", "expected": "y"}}
+    )
     target = er.SideTarget("Agent", "triage", "abc123def456")
     key = er.cache_key(case, target, 1)
     assert er.cache_key(case, target, 1) == key
     assert er.cache_key(case.model_copy(update={"name": "renamed"}), target, 1) == key
     assert er.cache_key(case, er.SideTarget("Agent", "triage", "000000000000"), 1) != key
     assert er.cache_key(case, target, 3) != key
-    other = EvalCase.model_validate({"name": "a", "input": "x", "grader": {"type": "exact", "expected": "y"}})
+    other = EvalCase.model_validate(
+        {"name": "a", "input": "x", "grader": {"type": "exact", "expected": "y"}}
+    )
     assert er.cache_key(other, target, 1) != key

@@ -80,8 +80,16 @@ def test_judge_agent_verdicts() -> None:
     assert grade_judge(judge, '{"verdict": "pass", "score": 0.9, "reasoning": "ok"}').passed
     low = grade_judge(judge, '{"verdict": "pass", "score": 0.5}')
     assert low.outcome == "Failed" and low.score == 0.5
-    assert grade_judge(judge, '```json\n{"verdict": "FAIL", "reasoning": "wrong team"}\n```').outcome == "Failed"
-    for bad in ("I think it is fine", '{"score": 0.9}', '{"verdict": "maybe"}', '{"verdict": "pass", "score": 7}'):
+    assert (
+        grade_judge(judge, '```json\n{"verdict": "FAIL", "reasoning": "wrong team"}\n```').outcome
+        == "Failed"
+    )
+    for bad in (
+        "I think it is fine",
+        '{"score": 0.9}',
+        '{"verdict": "maybe"}',
+        '{"verdict": "pass", "score": 7}',
+    ):
         result = grade_judge(judge, bad)
         assert result.outcome == "Errored", bad
 
@@ -105,5 +113,11 @@ def test_judge_input_carries_task_reference_answer_and_rubric() -> None:
         "Who owns INC-7?",
         "the payments team",
     )
-    for part in ("Who owns INC-7?", "payments", "the payments team", "must name the team", '"verdict"'):
+    for part in (
+        "Who owns INC-7?",
+        "payments",
+        "the payments team",
+        "must name the team",
+        '"verdict"',
+    ):
         assert part in text

@@ -77,8 +77,14 @@ def test_an_errored_case_is_never_passed() -> None:
     cases = [CaseInfo(f"c{i}", 1.0, "regex") for i in range(6)]
     trials = {f"c{i}": [Trial(f"r{i}", PASS)] for i in range(6)}
     trials["c2"] = [Trial("r2", errored("the grader's pattern does not compile"))]
-    ev = evaluate(cases, {"candidate": trials, "baseline": trials}, {c.name: 1 for c in cases},
-                  TARGETS, EvalCriteria(), seed=0)
+    ev = evaluate(
+        cases,
+        {"candidate": trials, "baseline": trials},
+        {c.name: 1 for c in cases},
+        TARGETS,
+        EvalCriteria(),
+        seed=0,
+    )
     case = next(c for c in ev.cases if c.name == "c2")
     assert case.candidate.outcome == "Errored" and case.change == "Errored"
     assert ev.errored == ("c2",) and ev.verdict == "Inconclusive"
@@ -96,8 +102,14 @@ def test_trials_that_disagree_are_flaky_and_the_majority_decides() -> None:
     assert result.outcome == "Passed" and result.passes == 2 and result.trials == 3
     assert side_result(mixed[:2], 3).outcome == "Pending"
     cases = [CaseInfo("c0", 1.0, "judgeAgent")]
-    ev = evaluate(cases, {"candidate": {"c0": mixed}, "baseline": {"c0": mixed}},
-                  {"c0": 3}, TARGETS, EvalCriteria(min_cases=1), seed=0)
+    ev = evaluate(
+        cases,
+        {"candidate": {"c0": mixed}, "baseline": {"c0": mixed}},
+        {"c0": 3},
+        TARGETS,
+        EvalCriteria(min_cases=1),
+        seed=0,
+    )
     assert ev.flaky == ("c0",)
 
 
@@ -109,6 +121,10 @@ def test_no_baseline_needs_a_floor() -> None:
 
 
 def test_the_same_trials_give_the_same_status() -> None:
-    a = run([True, False, True, True, False, True, True], [True, True, False, True, True, True, True])
-    b = run([True, False, True, True, False, True, True], [True, True, False, True, True, True, True])
+    a = run(
+        [True, False, True, True, False, True, True], [True, True, False, True, True, True, True]
+    )
+    b = run(
+        [True, False, True, True, False, True, True], [True, True, False, True, True, True, True]
+    )
     assert a == b

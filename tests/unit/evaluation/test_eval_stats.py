@@ -80,5 +80,5 @@ def test_paired_bootstrap_stays_on_the_side_of_one_signed_differences() -> None:
 
 def test_weights_pull_the_mean() -> None:
     assert stats.weighted_mean([1.0, 0.0], [3.0, 1.0]) == 0.75
-    low, high = stats.paired_bootstrap([1.0, 0.0], [1.0, 0.0000001], seed=3)
+    _low, high = stats.paired_bootstrap([1.0, 0.0], [1.0, 0.0000001], seed=3)
     assert high == pytest.approx(1.0)

@@ -33,7 +33,7 @@ async def test_a_read_only_run_refuses_writes(
     assert refused["tool"] == "file_io"
     [(content, is_error)] = model_server.requests[1].tool_results()
     assert is_error and "ReviewerReadOnly" in content and "spec.readOnly" in content
-    assert not (layout.scratch / "notes" / "a.txt").exists()
+    assert not (layout.scratch / "work" / "notes" / "a.txt").exists()
 
 
 async def test_the_same_run_without_it_writes(
@@ -42,4 +42,4 @@ async def test_the_same_run_without_it_writes(
     out, layout = await _run(tmp_path, model_server, read_only=False)
     assert out.outcome == "Succeeded"
     assert not [r for r in out.events("tool.refused") if r["tool"] == "file_io"]
-    assert (layout.scratch / "notes" / "a.txt").read_text() == "written"
+    assert (layout.scratch / "work" / "notes" / "a.txt").read_text() == "written"
