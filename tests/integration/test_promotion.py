@@ -48,6 +48,7 @@ from .runs_support import (
     get,
     run_manifest,
     succeeded,
+    timer,
     wait_ready,
     wait_run,
 )
@@ -209,9 +210,11 @@ def test_a_candidate_serves_only_once_its_evaluation_passes(
     old_agent_cm = (get(kube, ns, "Agent", "reviewer") or {})["status"]["renderedConfigMap"]
 
     # A prompt change: a new Topology version, the candidate, evaluated against v1.
-    set_reviewer_prompt(kube, ns, "You review code, briefly.")
-    v2 = wait_candidate(kube, ns, v1)
-    evalrun = eval_run_of(kube, ns, v2)
+    with timer() as took:
+        set_reviewer_prompt(kube, ns, "You review code, briefly.")
+        v2 = wait_candidate(kube, ns, v1)
+        evalrun = eval_run_of(kube, ns, v2)
+        print(f"\nedit -> candidate with its EvalRun: {took():.2f} s")
     assert evalrun["spec"]["candidate"] == {"topologyRef": {"name": TOPOLOGY}, "version": v2}
     assert evalrun["spec"]["baseline"] == {"topologyRef": {"name": TOPOLOGY}, "version": v1}
     assert evalrun["spec"]["evalSetRef"] == {"name": EVAL_SET}
@@ -228,12 +231,14 @@ def test_a_candidate_serves_only_once_its_evaluation_passes(
     assert kube.core.read_namespaced_config_map(old_agent_cm, ns).immutable is True
 
     # The evaluation passes: promoted, and the next Run pins the new version.
-    decide(kube, ns, evalrun["metadata"]["name"], "Pass", [])
-    wait_for(
-        lambda: promotion(kube, ns).get("active", {}).get("version") == v2,
-        60,
-        message=lambda: debug(kube, ns),
-    )
+    with timer() as took:
+        decide(kube, ns, evalrun["metadata"]["name"], "Pass", [])
+        wait_for(
+            lambda: promotion(kube, ns).get("active", {}).get("version") == v2,
+            60,
+            message=lambda: debug(kube, ns),
+        )
+        print(f"EvalRun Pass -> promoted: {took():.2f} s")
     status = promotion(kube, ns)
     assert "candidate" not in status
     assert [h["version"] for h in status["history"]] == [v1]

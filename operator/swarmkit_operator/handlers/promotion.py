@@ -75,10 +75,15 @@ def _owner(body: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-@on_event(GROUP, VERSION, "evalruns", labels={PROMOTION_LABEL: PRESENT})
-async def candidate_eval_run(body: kopf.Body, namespace: str | None, app: App, **_: Any) -> None:
+# On the EvalRun kind's own stream, not a labelled one: that stream keeps the indexes
+# current (promotion_eval_runs too), and a second stream's event could come first and
+# reconcile the owner before the index shows the verdict.
+@on_event(GROUP, VERSION, "evalruns")
+async def candidate_eval_run(
+    body: kopf.Body, namespace: str | None, labels: Mapping[str, str], app: App, **_: Any
+) -> None:
     """A candidate's EvalRun changed (its verdict came): reconcile its owner."""
-    owner = _owner(body)
+    owner = _owner(body) if PROMOTION_LABEL in labels else None
     if owner is not None and namespace:
         app.controller.enqueue(owner[0], namespace, owner[1])
 
