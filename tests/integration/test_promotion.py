@@ -19,7 +19,11 @@ exist). What is under test here is everything the promotion does around that ver
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -66,6 +70,19 @@ def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
     op.start()
     yield op
     op.stop()
+
+
+def plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kubectl swarmkit`` (the installed plugin) against the test cluster."""
+    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "kubectl-swarmkit"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
 
 
 def bind(cluster: LocalCluster, namespace: str, roles: dict[str, str]) -> None:
@@ -367,11 +384,16 @@ def test_a_forced_promotion_needs_the_promote_verb_and_names_who(
         interval=1.0,
         message="the promote-force admission policy to take effect",
     )
+    refused = plugin(cluster, "promote", "--force", f"topology/{TOPOLOGY}", "-n", ns, "--as", "eve")
+    assert refused.returncode == 1 and "promote verb" in refused.stderr, refused.stderr
     forged = annotate("olga", "mallory")
     assert forged.returncode != 0 and "must be your authenticated user name olga" in forged.stderr
     assert promotion(kube, ns)["active"]["version"] == v1
-    ok = annotate("olga", "olga")
+    shown = plugin(cluster, "promote", f"topology/{TOPOLOGY}", "-n", ns)
+    assert shown.returncode == 0 and v1 in shown.stdout and v2 in shown.stdout, shown.stderr
+    ok = plugin(cluster, "promote", "--force", f"topology/{TOPOLOGY}", "-n", ns, "--as", "olga")
     assert ok.returncode == 0, ok.stderr
+    assert f"candidate {v2} forced by olga" in ok.stdout
     wait_for(
         lambda: promotion(kube, ns).get("active", {}).get("version") == v2,
         60,
