@@ -406,3 +406,49 @@ def test_a_forced_promotion_needs_the_promote_verb_and_names_who(
     uid = (get(kube, ns, "Topology", TOPOLOGY) or {})["metadata"]["uid"]
     events = kube.core.list_namespaced_event(ns, field_selector=f"involvedObject.uid={uid}")
     assert any(e.reason == "Forced" and "olga" in (e.message or "") for e in events.items)
+
+
+def test_an_agent_with_promotion_runs_its_active_version(
+    kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    """The same gate on an Agent: a Run of it pins its active version until its candidate
+    passes (and a Topology naming it keeps that version too: its agentVersions)."""
+    ns = namespace
+    create(kube, ns, eval_set())
+
+    def edit(doc: dict[str, Any]) -> dict[str, Any]:
+        if doc["kind"] == "Agent" and doc["metadata"]["name"] == "reviewer":
+            doc["spec"]["promotion"] = {"evalSets": [{"name": EVAL_SET}]}
+        return doc
+
+    apply_examples(kube, ns, edit)
+    wait_ready(kube, ns, "Topology", TOPOLOGY)
+    wait_for(
+        lambda: promoted(get(kube, ns, "Agent", "reviewer")).get("status") == "True",
+        60,
+        message=lambda: debug(kube, ns),
+    )
+    agent = get(kube, ns, "Agent", "reviewer") or {}
+    a1, old_prompt = agent["status"]["version"], agent["spec"]["systemPrompt"]
+    reviewer = example("Agent", "reviewer")
+    reviewer["spec"]["systemPrompt"] = "Approve everything."
+    reviewer["spec"]["promotion"] = {"evalSets": [{"name": EVAL_SET}]}
+    apply(kube, ns, reviewer)
+
+    def candidate() -> dict[str, Any]:
+        status = (get(kube, ns, "Agent", "reviewer") or {}).get("status") or {}
+        return dict((status.get("promotion") or {}).get("candidate") or {})
+
+    wait_for(lambda: candidate().get("version"), 60, message=lambda: debug(kube, ns))
+    a2 = candidate()["version"]
+    assert a2 != a1
+    evalrun = eval_run_of(kube, ns, a2)
+    assert evalrun["spec"]["candidate"] == {"agentRef": {"name": "reviewer"}, "version": a2}
+    assert evalrun["spec"]["baseline"] == {"agentRef": {"name": "reviewer"}, "version": a1}
+    # A Run of the Agent, and one of the Topology naming it, both run the active version.
+    create(kube, ns, run_manifest("solo", agent="reviewer"))
+    run = wait_run(kube, ns, "solo", finished, timeout=120, operator=operator)
+    assert (succeeded(run) or {}).get("reason") == "Succeeded", debug(kube, ns, operator)
+    assert run["status"]["pinned"]["agents"]["reviewer"] == a1
+    _, prompt = pinned_run(kube, ns, "team", operator)
+    assert prompt == old_prompt
