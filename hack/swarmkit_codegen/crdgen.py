@@ -25,7 +25,7 @@ import yaml
 from swarmkit_api.common import KEBAB
 from swarmkit_api.resources import CATEGORY, GROUP, KINDS, VERSION, KindInfo
 from swarmkit_codegen import chart_values, generate
-from swarmkit_operator import admission, admission_runs, rbac
+from swarmkit_operator import admission, admission_promotion, admission_runs, rbac
 
 CHART_CRD_DIR = Path("charts/swarmkit-operator/templates/crds")
 CRD_DIR = Path("crds")
@@ -33,6 +33,8 @@ ADMISSION_FILE = Path("deploy/admission/review-decisions.yaml")
 CHART_ADMISSION_FILE = Path("charts/swarmkit-operator/templates/review-admission.yaml")
 RUN_AUTHOR_FILE = Path("deploy/admission/run-author.yaml")
 CHART_RUN_AUTHOR_FILE = Path("charts/swarmkit-operator/templates/run-author-admission.yaml")
+PROMOTE_FORCE_FILE = Path("deploy/admission/promote-force.yaml")
+CHART_PROMOTE_FORCE_FILE = Path("charts/swarmkit-operator/templates/promote-force-admission.yaml")
 #: The mutating half needs admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (1.36+).
 _HAS_MAP = '.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"'
 
@@ -226,6 +228,11 @@ def render_all() -> dict[Path, str]:
         + " }}\n---\n"
         + mutating
         + "{{- end }}\n{{- end }}\n"
+    )
+    promote = "---\n".join(_dump(d) for d in admission_promotion.manifests())
+    files[PROMOTE_FORCE_FILE] = HEADER + promote
+    files[CHART_PROMOTE_FORCE_FILE] = (
+        "{{- if .Values.reviews.admissionPolicy }}\n" + HEADER + promote + "{{- end }}\n"
     )
     files[CHART_RBAC_RULES_FILE] = rbac.chart_template()  # the operator's RBAC, one table
     files.update(chart_values.render())  # the chart's values.schema.json

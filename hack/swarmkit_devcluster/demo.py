@@ -209,7 +209,8 @@ class Demo:
         examples_dir = repo_root() / "examples"
         docs = load_examples(examples_dir)
         runs = [d for d in docs if d["kind"] == "Run"]
-        config = [d for d in docs if d["kind"] != "Run"]
+        # An EvalRun starts Runs of its own: the demo runs one Run, and shows no evaluation.
+        config = [d for d in docs if d["kind"] not in ("Run", "EvalRun")]
         if not runs:
             raise ClusterError(f"no Run in {examples_dir}")
         topologies = [d["metadata"]["name"] for d in config if d["kind"] == "Topology"]

@@ -22,6 +22,7 @@ from .common import (
     ResourceRequirements,
     SecretKeyRef,
 )
+from .promotion import PromotionSpec, PromotionStatus
 
 GRANT_PATTERN = r"^(pack:[a-z0-9]([-a-z0-9]*[a-z0-9])?|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"
 DEFAULT_WORKSPACE = "default"
@@ -266,6 +267,12 @@ class AgentSpec(ApiModel):
         "or of a Topology rooted in it, its gateway); overrides the Workspace's "
         "runtime.runtimeClassName.",
     )
+    promotion: PromotionSpec | None = Field(
+        default=None,
+        description="Promote a new version only once it passes an evaluation against the "
+        "active one: until then Runs, Topologies and the gateway keep the active version "
+        "(not part of the agent's version).",
+    )
 
     @property
     def workspace_name(self) -> str:
@@ -305,6 +312,9 @@ class AgentStatus(ApiModel):
         description="<Kind>/<name> → uid of each gateway object the operator created "
         "(Deployment, Service, NetworkPolicy, ServiceAccount, Role, RoleBinding): an object "
         "under one of those names that is not the one recorded is never used (TamperedObject).",
+    )
+    promotion: PromotionStatus | None = Field(
+        default=None, description="Active and candidate versions (spec.promotion)."
     )
     conditions: Conditions = Field(default_factory=list, description="Conditions.")
 

@@ -150,6 +150,9 @@ class RunInfo(ApiModel):
         default=None, description="Spend cap (Run spec.maxCost or governance.maxCostPerRun)."
     )
     max_tokens: int | None = Field(default=None, description="The Run's own token cap.")
+    read_only: bool = Field(
+        default=False, description="Every tool call that does not only read is refused."
+    )
 
 
 class BundleGateway(ApiModel):

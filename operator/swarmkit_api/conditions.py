@@ -27,6 +27,9 @@ SCRIPTS_APPROVED: Final[str] = "ScriptsApproved"
 SKILLS_RESOLVED: Final[str] = "SkillsResolved"
 #: Agent (``spec.gateway``) and Topology (``spec.serve``): the served workload answers.
 SERVING: Final[str] = "Serving"
+#: Topology, Agent (``spec.promotion``): the current version is the active one. Unknown while
+#: a candidate is evaluated, False when its evaluation failed (or was inconclusive and held).
+PROMOTED: Final[str] = "Promoted"
 #: Run: how the run went (Tekton's convention: Unknown while it runs, True/False at the end).
 SUCCEEDED: Final[str] = "Succeeded"
 
@@ -128,6 +131,24 @@ REASON_STARTING: Final[str] = "Starting"
 REASON_WAITING: Final[str] = "Waiting"
 REASON_DISABLED: Final[str] = "Disabled"
 
+# --- Promoted (Topology, Agent with spec.promotion) ------------------------------------------
+
+#: The current version is the active one: it passed its evaluation (or is the first one).
+REASON_PROMOTED: Final[str] = "Promoted"
+#: An EvalRun of the candidate against the active version is running.
+REASON_EVALUATING: Final[str] = "Evaluating"
+#: The candidate's evaluation failed: it stays unpromoted until the spec changes.
+REASON_EVALUATION_FAILED: Final[str] = "EvaluationFailed"
+#: Inconclusive with ``onInconclusive: hold`` (the candidate stays unpromoted). With
+#: ``review`` it is Unknown ``AwaitingReview`` (the Run's reason) until a person decides.
+REASON_INCONCLUSIVE: Final[str] = "Inconclusive"
+#: A person rejected an inconclusive candidate in its Review.
+REASON_REJECTED: Final[str] = "Rejected"
+#: Promoted past its evaluation by ``kubectl swarmkit promote --force`` (message names who).
+REASON_FORCED: Final[str] = "Forced"
+#: Also Promoted=False: an EvalSet of ``spec.promotion.evalSets`` does not exist (the
+#: EvalRun's ``REASON_EVAL_SET_NOT_FOUND``, below).
+
 # --- Succeeded (Run); the table in swarmkit_operator/builders/run_status.py says when -------
 
 #: Also Serving (Topology): the Deployment is not created yet.
@@ -178,9 +199,21 @@ REASON_IMAGE_PULL_FAILED: Final[str] = "ImagePullFailed"
 #: appears; also Serving of a served Topology or a gateway Agent).
 REASON_RUNTIME_CLASS_NOT_FOUND: Final[str] = "RuntimeClassNotFound"
 
+# --- EvalRun (Succeeded: Unknown while it runs, True once it has a verdict) -------------------
+#: Every case graded on every side: status.verdict holds Pass, Fail or Inconclusive.
+REASON_EVALUATED: Final[str] = "Evaluated"
+#: Unknown: its EvalSet does not exist (yet) / is not Ready (the message says why).
+REASON_EVAL_SET_NOT_FOUND: Final[str] = "EvalSetNotFound"
+REASON_EVAL_SET_NOT_READY: Final[str] = "EvalSetNotReady"
+#: Unknown: a side's Topology or Agent does not exist or is not Ready yet.
+REASON_TARGET_NOT_READY: Final[str] = "TargetNotReady"
+#: A side's case Run pinned another version than the one asked for (that case is errored).
+REASON_VERSION_UNAVAILABLE: Final[str] = "VersionUnavailable"
+
 __all__ = [
     "ACCEPTED",
     "BUDGET_WARNING",
+    "PROMOTED",
     "READY",
     "REASON_AGENT_NOT_FOUND",
     "REASON_AGENT_NOT_READY",
@@ -202,12 +235,19 @@ __all__ = [
     "REASON_DEPTH_EXCEEDED",
     "REASON_DISABLED",
     "REASON_DUPLICATE_NAME",
+    "REASON_EVALUATED",
+    "REASON_EVALUATING",
+    "REASON_EVALUATION_FAILED",
+    "REASON_EVAL_SET_NOT_FOUND",
+    "REASON_EVAL_SET_NOT_READY",
     "REASON_EXECUTION_DISABLED",
     "REASON_FAILED",
+    "REASON_FORCED",
     "REASON_FUNNEL_INVALID",
     "REASON_FUNNEL_NOT_FOUND",
     "REASON_FUNNEL_NOT_SERVABLE",
     "REASON_IMAGE_PULL_FAILED",
+    "REASON_INCONCLUSIVE",
     "REASON_INVALID",
     "REASON_INVALID_SCHEMA",
     "REASON_INVALID_SERVE_SPEC",
@@ -228,7 +268,9 @@ __all__ = [
     "REASON_PINNED_REVISION_MISSING",
     "REASON_PIN_MISMATCH",
     "REASON_POD_CREATION_FAILED",
+    "REASON_PROMOTED",
     "REASON_QUORUM_UNREACHABLE",
+    "REASON_REJECTED",
     "REASON_RENDERED",
     "REASON_RESOLVED",
     "REASON_RESUMED",
@@ -246,6 +288,7 @@ __all__ = [
     "REASON_STARTING",
     "REASON_SUCCEEDED",
     "REASON_TAMPERED_OBJECT",
+    "REASON_TARGET_NOT_READY",
     "REASON_THRESHOLD_REACHED",
     "REASON_TIMED_OUT",
     "REASON_TOO_LARGE",
@@ -258,6 +301,7 @@ __all__ = [
     "REASON_UNSUPPORTED_MODEL_SETTING",
     "REASON_VALID",
     "REASON_VALIDATION_FAILED",
+    "REASON_VERSION_UNAVAILABLE",
     "REASON_WAITING",
     "REASON_WORKSPACE_MISMATCH",
     "REASON_WORKSPACE_NOT_FOUND",

@@ -1,4 +1,4 @@
-"""The seven kinds as Kubernetes resources: manifest models and CRD metadata.
+"""The kinds as Kubernetes resources: manifest models and CRD metadata.
 
 ``KINDS`` is the single list the CRD generator, the operator and the tests iterate over.
 ``validate_manifest`` validates a whole manifest dict and reports errors with the same
@@ -16,6 +16,7 @@ from .agent import AgentSpec, AgentStatus
 from .base import ApiModel
 from .common import KEBAB, ObjectMeta
 from .conditions import READY, SERVING, SUCCEEDED
+from .eval import EvalRunSpec, EvalRunStatus, EvalSetSpec, EvalSetStatus
 from .funnel import FunnelSpec, FunnelStatus
 from .mailbox import MailboxMessageSpec, MailboxMessageStatus
 from .review import ReviewSpec, ReviewStatus
@@ -250,6 +251,51 @@ FUNNEL = KindInfo(
     kebab_name=True,
 )
 
+EVAL_SET = KindInfo(
+    kind="EvalSet",
+    plural="evalsets",
+    short_names=("skes",),
+    description="Evaluation cases: each an input and what a good answer is (exact, contains, "
+    "regex, a JSON Schema with JSONPath assertions, a judge decision skill or a judge Agent), "
+    "with weights and tags; or cases from recorded Runs (a label selector) replayed with "
+    "their outputs as the reference.",
+    spec=EvalSetSpec,
+    status=EvalSetStatus,
+    columns=(
+        *_ready_columns(),
+        PrinterColumn("Cases", ".status.caseCount", type="integer", description="Inline cases"),
+    ),
+    kebab_name=True,
+)
+EVAL_RUN = KindInfo(
+    kind="EvalRun",
+    plural="evalruns",
+    short_names=("sker",),
+    description="One EvalSet against a candidate (a Topology or Agent at a version) and a "
+    "baseline in the same run: every case a Run per side and trial, graded; per-side pass "
+    "rates with 95 % intervals, the paired difference, regressed, fixed and flaky cases, and "
+    "a verdict Pass, Fail or Inconclusive. The spec is immutable.",
+    spec=EvalRunSpec,
+    status=EvalRunStatus,
+    columns=(
+        PrinterColumn("Verdict", ".status.verdict", description="Pass, Fail or Inconclusive"),
+        PrinterColumn(
+            SUCCEEDED, _condition(SUCCEEDED, "status"), description="Evaluation finished"
+        ),
+        PrinterColumn("Reason", _condition(SUCCEEDED, "reason"), description="Reason of Succeeded"),
+        PrinterColumn(
+            "Candidate", ".status.candidate.passRate", type="number", description="Pass rate"
+        ),
+        PrinterColumn(
+            "Baseline", ".status.baseline.passRate", type="number", description="Pass rate"
+        ),
+        PrinterColumn("EvalSet", ".spec.evalSetRef.name", priority=1),
+        PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ),
+    # Its name is a label value of every Run it makes (swarmkit.dev/eval-run).
+    kebab_name=True,
+)
+
 KINDS: tuple[KindInfo, ...] = (
     WORKSPACE,
     SKILL,
@@ -260,6 +306,8 @@ KINDS: tuple[KindInfo, ...] = (
     FUNNEL,
     MAILBOX_MESSAGE,
     SPEND_QUOTA,
+    EVAL_SET,
+    EVAL_RUN,
 )
 KINDS_BY_NAME = {k.kind: k for k in KINDS}
 
@@ -331,6 +379,20 @@ class Funnel(_Resource):
     status: FunnelStatus | None = Field(default=None, description="Observed state.")
 
 
+class EvalSet(_Resource):
+    kind: Literal["EvalSet"] = Field(description="EvalSet")
+    metadata: _KebabMeta = Field(description="Standard object metadata.")
+    spec: EvalSetSpec = Field(description="Cases.")
+    status: EvalSetStatus | None = Field(default=None, description="Observed state.")
+
+
+class EvalRun(_Resource):
+    kind: Literal["EvalRun"] = Field(description="EvalRun")
+    metadata: _KebabMeta = Field(description="Standard object metadata.")
+    spec: EvalRunSpec = Field(description="What is evaluated against what (immutable).")
+    status: EvalRunStatus | None = Field(default=None, description="Results and verdict.")
+
+
 RESOURCE_MODELS: dict[str, type[_Resource]] = {
     "Funnel": Funnel,
     "Review": Review,
@@ -341,6 +403,8 @@ RESOURCE_MODELS: dict[str, type[_Resource]] = {
     "Topology": Topology,
     "Run": Run,
     "SpendQuota": SpendQuota,
+    "EvalSet": EvalSet,
+    "EvalRun": EvalRun,
 }
 
 
@@ -393,7 +457,7 @@ def field_errors(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> li
 
 
 def validate_manifest(doc: dict[str, Any]) -> BaseModel:
-    """Validate a full manifest of any of the five kinds; raise :class:`ManifestError`."""
+    """Validate a full manifest of any of the kinds; raise :class:`ManifestError`."""
     kind = doc.get("kind")
     model = RESOURCE_MODELS.get(kind) if isinstance(kind, str) else None
     if model is None:

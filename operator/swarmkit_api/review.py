@@ -55,6 +55,7 @@ ReviewKind = Literal[
     "skill_review",
     "funnel_approval",
     "spend",
+    "promotion",
 ]
 Verdict = Literal["approve", "reject", "answer"]
 ReviewState = Literal["Pending", "Decided", "Expired", "Resumed", "Closed"]
@@ -125,7 +126,8 @@ class ReviewRequest(ApiModel):
         "funnel_approval (a funnel gate waits for people to sign: spec.approvals), "
         "spend (a "
         "Run waits on a SpendQuota with onExhausted hold: approve lets it start past the "
-        "limit, reject fails it)."
+        "limit, reject fails it), promotion (a Topology's or Agent's candidate version was "
+        "inconclusive in its evaluation: approve promotes it, reject leaves it unpromoted)."
     )
     question: str = Field(max_length=4096, description="What must be decided.")
     run_ref: LocalObjectReference | None = Field(
@@ -137,7 +139,9 @@ class ReviewRequest(ApiModel):
     )
     skill_ref: LocalObjectReference | None = Field(default=None, description="Skill involved.")
     content_hash: str | None = Field(
-        default=None, description="skill_review: the content hash the review approves."
+        default=None,
+        description="skill_review: the content hash the review approves; promotion: the "
+        "candidate version.",
     )
     agent: str | None = Field(default=None, description="The agent that asked.")
     tool: str | None = Field(default=None, description="The tool or skill called.")

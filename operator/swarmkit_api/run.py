@@ -66,6 +66,13 @@ class RunSpec(ApiModel):
     agent_ref: LocalObjectReference | None = Field(
         default=None, description="Or a single Agent to run."
     )
+    version: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{12}$",
+        description="Pin this version of the target (status.version): with spec.promotion, "
+        "its active or its candidate version (an evaluation's Runs); default: the active "
+        "version, else the current one.",
+    )
     input: str = Field(
         default="",
         max_length=262144,
@@ -102,6 +109,12 @@ class RunSpec(ApiModel):
         ge=1,
         description="Most input+output tokens this run may use (besides the Workspace's "
         "maxTokensPerRun); checked before every model call like maxCost.",
+    )
+    read_only: bool = Field(
+        default=False,
+        description="Refuse, in the runner, every tool call that does not only read (an "
+        "EvalRun's replayed cases set it: an evaluation never writes what a production Run "
+        "would).",
     )
 
 

@@ -15,6 +15,7 @@ from .common import (
     ResourceRequirements,
     SecretKeyRef,
 )
+from .promotion import PromotionSpec, PromotionStatus
 
 #: Deepest nesting of topologies calling topologies through agent skills.
 MAX_TOPOLOGY_DEPTH = 3
@@ -223,6 +224,12 @@ class TopologySpec(ApiModel):
         description="Serve the topology over A2A (Agent Card, message/send, message/stream, "
         "tasks/get, tasks/cancel) to other workspaces.",
     )
+    promotion: PromotionSpec | None = Field(
+        default=None,
+        description="Promote a new version only once it passes an evaluation against the "
+        "active one: until then Runs and serving keep the active version (not part of the "
+        "topology's version).",
+    )
 
     @property
     def root(self) -> TopologyNode:
@@ -274,6 +281,9 @@ class TopologyStatus(ApiModel):
         description="<Kind>/<name> → uid of each served object the operator created "
         "(Deployment, Service, NetworkPolicy): an object under one of those names that is "
         "not the one recorded is never used (TamperedObject).",
+    )
+    promotion: PromotionStatus | None = Field(
+        default=None, description="Active and candidate versions (spec.promotion)."
     )
     conditions: Conditions = Field(default_factory=list, description="Conditions.")
 

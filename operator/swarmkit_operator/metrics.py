@@ -37,6 +37,10 @@
   ``swarmkit_spend_unknown_total{namespace, agent, model}`` (finished Runs' agent-models).
 * ``swarmkit_model_tokens_total{namespace, agent, model, type}``: tokens of finished Runs,
   ``type`` ``input`` (uncached), ``cached_input`` or ``output``.
+* ``swarmkit_eval_pass_rate{namespace, evalset, target, version}`` and
+  ``swarmkit_eval_score{...}``: each side of the latest finished EvalRun of an EvalSet
+  (set when it reaches its verdict, and again from its status when an operator starts);
+  ``swarmkit_evalruns_total{namespace, evalset, verdict}``: verdicts reached.
 * ``gen_ai_client_operation_duration_seconds`` / ``gen_ai_client_token_usage``: the Runs'
   model calls in the OpenTelemetry GenAI conventions (``swarmkit_operator.genai_metrics``).
 """
@@ -134,6 +138,33 @@ MODEL_TOKENS = Counter(
     "Model tokens of finished Runs by agent, model and type.",
     ["namespace", "agent", "model", "type"],
 )
+EVAL_PASS_RATE = Gauge(
+    "swarmkit_eval_pass_rate",
+    "Pass rate (0..1) of the latest finished EvalRun of an EvalSet, per side's target and version.",
+    ["namespace", "evalset", "target", "version"],
+)
+EVAL_SCORE = Gauge(
+    "swarmkit_eval_score",
+    "Weighted mean score (0..1) of the latest finished EvalRun of an EvalSet, per side's "
+    "target and version.",
+    ["namespace", "evalset", "target", "version"],
+)
+EVAL_RUNS = Counter(
+    "swarmkit_evalruns_total",
+    "EvalRuns that reached a verdict, by EvalSet and verdict.",
+    ["namespace", "evalset", "verdict"],
+)
+
+
+def record_evaluation(namespace: str, evalset: str, status: dict[str, Any]) -> None:
+    """Set the evaluation gauges from a finished EvalRun's status (both sides)."""
+    for side in ("candidate", "baseline"):
+        summary = status.get(side) or {}
+        labels = (namespace, evalset, str(summary.get("target")), str(summary.get("version")))
+        if summary.get("passRate") is not None:
+            EVAL_PASS_RATE.labels(*labels).set(float(summary["passRate"]))
+        if summary.get("score") is not None:
+            EVAL_SCORE.labels(*labels).set(float(summary["score"]))
 
 
 def record_spend(namespace: str, usage: TokenUsage) -> None:

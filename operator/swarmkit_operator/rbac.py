@@ -62,6 +62,24 @@ GRANTS: tuple[Grant, ...] = (
     ),
     Grant(
         "swarmkit.dev",
+        ("evalsets", "evalruns"),
+        ("list", "watch"),
+        "Watch EvalSets (checked, versioned) and EvalRuns (each case a Run it creates).",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("evalsets/status", "evalruns/status"),
+        ("patch",),
+        "An EvalSet's Accepted/Ready; an EvalRun's per-case results, intervals and verdict.",
+    ),
+    Grant(
+        "swarmkit.dev",
+        ("evalruns",),
+        ("create",),
+        "Start the EvalRun of a Topology's or Agent's candidate version (spec.promotion).",
+    ),
+    Grant(
+        "swarmkit.dev",
         ("skills", "runs"),
         ("get",),
         "Read one Skill (a reconcile whose watch event carried no body) or Run (its latest "
@@ -114,7 +132,8 @@ GRANTS: tuple[Grant, ...] = (
         "swarmkit.dev",
         ("runs",),
         ("create", "delete"),
-        "Scheduled Runs (Topology spec.schedule) and Run retention (TTL, historyLimit).",
+        "Scheduled Runs (Topology spec.schedule), an EvalRun's case and judge Runs, and Run "
+        "retention (TTL, historyLimit).",
     ),
     Grant(
         "swarmkit.dev",

@@ -274,7 +274,7 @@ class Gate:
             f"severity one of {', '.join(SEVERITIES)}.\n\n{artifact}"
         )
         # Read-only whatever it was granted (the operator checks the grants too).
-        with readonly.reviewer(f"funnel {self.name}"):
+        with readonly.reviewer(f"the reviewer of funnel {self.name}"):
             answer = await self.run_agent(
                 AgentPosition(reviewer, None, self.position.topology), task, FINDINGS_SCHEMA
             )

@@ -1,4 +1,5 @@
-"""Read-only runs of an agent: a funnel's reviewer may call only tools that read.
+"""Read-only runs of an agent: a funnel's reviewer, and a Run with ``spec.readOnly`` (an
+EvalRun's replayed cases), may call only tools that read.
 
 The operator already refuses a Topology whose funnel reviewer holds anything that is not
 read-only (reason ``ReviewerNotReadOnly``); this is the runner's own check, so a grant that
@@ -19,11 +20,16 @@ ungated tools that only read (the skill disclosure tools, ``read_flow_data``,
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextvars import ContextVar
+from typing import TypeVar
+
+from swarmkit_api.bundle import RunInfo
 
 from .errors import ToolRefused
 from .permissions import Gate
+
+T = TypeVar("T")
 
 #: Ungated tools that can only read.
 READ_TOOLS = frozenset({"load_skill", "read_skill_file", "read_flow_data", "web_search"})
@@ -42,6 +48,15 @@ def reviewer(what: str) -> Iterator[None]:
         _REVIEWING.reset(token)
 
 
+async def run_as(run: RunInfo, work: Awaitable[T]) -> T:
+    """Await ``work``, read-only when the Run asks (``spec.readOnly``: an EvalRun's replayed
+    case never writes what the recorded Run wrote)."""
+    if not run.read_only:
+        return await work
+    with reviewer("a read-only Run (spec.readOnly)"):
+        return await work
+
+
 def reads(name: str, gate: Gate | None) -> bool:
     """Whether a call of tool ``name`` (behind ``gate``, None: ungated) only reads."""
     if gate is not None:
@@ -56,10 +71,9 @@ def check(agent: str, name: str, kind: str, gate: Gate | None) -> None:
         return
     effects = f"effects {gate.effects}" if gate is not None else kind
     raise ToolRefused(
-        f"agent {agent} is the reviewer of {what} and runs read-only: {name} "
-        f"({effects}) is not a read-only call",
+        f"agent {agent} runs read-only ({what}): {name} ({effects}) is not a read-only call",
         "ReviewerReadOnly",
     )
 
 
-__all__ = ["READ_TOOLS", "check", "reads", "reviewer"]
+__all__ = ["READ_TOOLS", "check", "reads", "reviewer", "run_as"]

@@ -16,7 +16,7 @@ import time
 from swarmkit_api.bundle import Outcome, ReviewItem, RunBundle, RunResult
 from swarmkit_api.effects import Effect, outbox_line
 
-from . import egress, genai_stats
+from . import egress, genai_stats, readonly
 from .audit import AuditLog
 from .bundle import root_position
 from .commands import check_command_packs
@@ -116,7 +116,7 @@ async def execute(
         journal.bind()
         check_command_packs(bundle)
         await mcp.start()
-        return await runner.run_agent(root, bundle.run.input, 0)
+        return await readonly.run_as(bundle.run, runner.run_agent(root, bundle.run.input, 0))
 
     work_task = asyncio.create_task(work(), name="run")
     stop_task = asyncio.create_task((cancel or asyncio.Event()).wait(), name="cancel")

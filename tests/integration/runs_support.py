@@ -40,6 +40,8 @@ PLURALS = {
     "Funnel": "funnels",
     "SpendQuota": "spendquotas",
     "Review": "reviews",
+    "EvalSet": "evalsets",
+    "EvalRun": "evalruns",
 }
 
 
@@ -243,7 +245,7 @@ def apply_examples(
     edit: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
 ) -> None:
     for doc in examples():
-        if doc["kind"] == "Run":
+        if doc["kind"] in ("Run", "EvalRun"):  # both start Runs: a test makes its own
             continue
         doc = edit(doc) if edit else doc
         if doc is not None:

@@ -106,6 +106,23 @@ def funnel(name: str = "my-funnel", **spec: Any) -> dict[str, Any]:
     return {"apiVersion": API, "kind": "Funnel", "metadata": {"name": name}, "spec": body}
 
 
+CASE = {"name": "c1", "input": "x", "grader": {"type": "contains", "expected": "y"}}
+
+
+def evalset(name: str = "my-cases", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"cases": [CASE], **spec}
+    return {"apiVersion": API, "kind": "EvalSet", "metadata": {"name": name}, "spec": body}
+
+
+def evalrun(name: str = "my-eval", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "evalSetRef": {"name": "my-cases"},
+        "candidate": {"agentRef": {"name": "my-agent"}},
+        **spec,
+    }
+    return {"apiVersion": API, "kind": "EvalRun", "metadata": {"name": name}, "spec": body}
+
+
 def without(doc: dict[str, Any], *path: str) -> dict[str, Any]:
     out = copy.deepcopy(doc)
     node = out
@@ -573,6 +590,35 @@ INVALID: tuple[Invalid, ...] = (
         "spec.selector.matchLabels",
         quota(selector={"matchLabels": {"team": "-x"}}),
     ),
+    Invalid(
+        "evalset-exact-without-expected",
+        "spec.cases[0].grader.expected",
+        evalset(cases=[{**CASE, "grader": {"type": "exact"}}]),
+    ),
+    Invalid("evalset-duplicate-case-names", "spec.cases", evalset(cases=[CASE, CASE])),
+    Invalid(
+        "evalset-assertion-two-checks",
+        "spec.cases[0].grader.assertions[0].equals",
+        evalset(
+            cases=[
+                {
+                    **CASE,
+                    "grader": {
+                        "type": "jsonSchema",
+                        "assertions": [{"path": "$.a", "equals": 1, "exists": True}],
+                    },
+                }
+            ]
+        ),
+    ),
+    Invalid("evalset-bad-weight", "spec.cases[0].weight", evalset(cases=[{**CASE, "weight": 0}])),
+    Invalid("evalrun-no-candidate-target", "spec.candidate.topologyRef", evalrun(candidate={})),
+    Invalid(
+        "evalrun-bad-version",
+        "spec.candidate.version",
+        evalrun(candidate={"agentRef": {"name": "a"}, "version": "HEAD"}),
+    ),
+    Invalid("evalrun-no-trials", "spec.trials", evalrun(trials=0)),
     Invalid(
         "workspace-currency-mix",
         "spec.modelProviders",

@@ -25,11 +25,13 @@ HEALTH = ARGOCD / "health"
 CM_SNIPPET = ARGOCD / "argocd-cm.yaml"
 CHART_README = REPO / "charts" / "swarmkit-operator" / "README.md"
 # Reviews (owned by a Run or Skill) and MailboxMessages are created by the operator, never
-# synced from Git. A SpendQuota is Ready (InForce) once the operator keeps it current.
+# synced from Git; EvalRuns neither (a promotion's are the operator's, a person's come from
+# kubectl swarmkit eval: one-shot, immutable). A SpendQuota is Ready (InForce) once the
+# operator keeps it current; an EvalSet once its cases and judges check out.
 SCRIPT_OF_KIND = {
     k.kind: ("run.lua" if k.kind == "Run" else "ready.lua")
     for k in KINDS
-    if k.kind not in ("Review", "MailboxMessage")
+    if k.kind not in ("Review", "MailboxMessage", "EvalRun")
 }
 READY_KINDS = [k for k in SCRIPT_OF_KIND if k != "Run"]
 ARGO_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
@@ -275,3 +277,62 @@ def test_run_message_without_details_is_the_reason() -> None:
         "status": "Healthy",
         "message": "Succeeded",
     }
+
+
+# -- Topology, Agent with spec.promotion: Promoted gates Healthy --------------------------------
+
+_PROMOTION = {
+    "active": {"version": "0123456789ab", "renderedConfigMap": "topology-x-01234567"},
+    "candidate": {"version": "ba9876543210", "renderedConfigMap": "topology-x-89abcdef"},
+}
+
+
+@pytest.mark.parametrize("kind", ["Topology", "Agent"])
+@pytest.mark.parametrize(
+    ("status", "reason", "expected"),
+    [
+        ("Unknown", "Evaluating", "Progressing"),
+        ("Unknown", "AwaitingReview", "Progressing"),
+        ("False", "EvaluationFailed", "Degraded"),
+        ("False", "Inconclusive", "Degraded"),
+        ("False", "Rejected", "Degraded"),
+    ],
+)
+def test_a_candidate_under_evaluation_or_failed_is_not_healthy(
+    kind: str, status: str, reason: str, expected: str
+) -> None:
+    """Ready=True (the active version serves) is not Healthy while the candidate is being
+    evaluated (a sync wave waits) or once it failed (the message names why)."""
+    message = "candidate ba9876543210 against active 0123456789ab: regressions: smoke/refund"
+    doc = obj(
+        kind,
+        cond("Accepted", "True", "Valid"),
+        cond("Ready", "True", "Resolved", "2 agent(s) Ready"),
+        cond("Promoted", status, reason, message),
+        promotion=_PROMOTION,
+    )
+    assert health(doc) == {"status": expected, "message": f"{reason}: {message}"}
+
+
+@pytest.mark.parametrize("kind", ["Topology", "Agent"])
+def test_a_promoted_version_is_healthy(kind: str) -> None:
+    doc = obj(
+        kind,
+        cond("Accepted", "True", "Valid"),
+        cond("Ready", "True", "Resolved", "2 agent(s) Ready"),
+        cond("Promoted", "True", "Promoted", "version 0123456789ab is active"),
+        promotion={"active": _PROMOTION["active"]},
+    )
+    assert health(doc) == {"status": "Healthy", "message": "Resolved: 2 agent(s) Ready"}
+
+
+def test_not_ready_wins_over_promotion() -> None:
+    """An invalid edit is Degraded by its Ready reason, not by the promotion."""
+    doc = obj(
+        "Topology",
+        cond("Accepted", "True", "Valid"),
+        cond("Ready", "False", "AgentNotFound", "agent(s) not found: x"),
+        cond("Promoted", "Unknown", "Waiting", "the current version is not Ready"),
+        promotion={"active": _PROMOTION["active"]},
+    )
+    assert health(doc) == {"status": "Degraded", "message": "AgentNotFound: agent(s) not found: x"}

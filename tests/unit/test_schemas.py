@@ -119,6 +119,10 @@ def test_printer_columns_short_names_and_category(crds: dict[str, Any]) -> None:
             assert columns == ["Mailbox", "Agent", "Run", "Acknowledged", "Age"]
         elif kind == "SpendQuota":
             assert {"Used", "Limit", "Remaining", "Window", "Age"} <= set(columns)
+        elif kind == "EvalRun":
+            assert {"Verdict", "Succeeded", "Reason", "Candidate", "Baseline", "Age"} <= set(
+                columns
+            )
         else:
             assert ("Succeeded" if kind == "Run" else "Ready") in columns
             assert {"Reason", "Version", "Age"} <= set(columns)

@@ -15,6 +15,18 @@
 - apiGroups: [swarmkit.dev]
   resources: [funnels/status]
   verbs: [patch]
+# Watch EvalSets (checked, versioned) and EvalRuns (each case a Run it creates).
+- apiGroups: [swarmkit.dev]
+  resources: [evalsets, evalruns]
+  verbs: [list, watch]
+# An EvalSet's Accepted/Ready; an EvalRun's per-case results, intervals and verdict.
+- apiGroups: [swarmkit.dev]
+  resources: [evalsets/status, evalruns/status]
+  verbs: [patch]
+# Start the EvalRun of a Topology's or Agent's candidate version (spec.promotion).
+- apiGroups: [swarmkit.dev]
+  resources: [evalruns]
+  verbs: [create]
 # Read one Skill (a reconcile whose watch event carried no body) or Run (its latest status
 # before a Job is recreated).
 - apiGroups: [swarmkit.dev]
@@ -51,7 +63,8 @@
 - apiGroups: [swarmkit.dev]
   resources: [topologies, agents]
   verbs: [get]
-# Scheduled Runs (Topology spec.schedule) and Run retention (TTL, historyLimit).
+# Scheduled Runs (Topology spec.schedule), an EvalRun's case and judge Runs, and Run
+# retention (TTL, historyLimit).
 - apiGroups: [swarmkit.dev]
   resources: [runs]
   verbs: [create, delete]

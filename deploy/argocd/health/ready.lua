@@ -5,6 +5,9 @@
 --   Ready=Unknown, no status yet, or
 --   status older than the generation  -> Progressing
 --   Ready=False reason AwaitingReview -> Suspended (a swarm-authored skill waits for a human)
+-- and, for a Topology or Agent with spec.promotion, Ready=True is not enough:
+--   Promoted=Unknown                  -> Progressing (a candidate is being evaluated)
+--   Promoted=False                    -> Degraded (the candidate failed its evaluation)
 local hs = {}
 
 local function find(conditions, type_)
@@ -61,6 +64,17 @@ end
 if ready == nil then
   hs.status = "Progressing"
   hs.message = "Waiting for the Ready condition"
+  return hs
+end
+
+local promoted = find(conditions, "Promoted")
+if ready.status == "True" and promoted ~= nil and promoted.status ~= "True" then
+  if promoted.status == "False" then
+    hs.status = "Degraded"
+  else
+    hs.status = "Progressing"
+  end
+  hs.message = describe(promoted)
   return hs
 end
 

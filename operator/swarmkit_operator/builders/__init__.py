@@ -28,17 +28,18 @@ from ..hashing import MAX_SUBDOMAIN, canonical_json, fitted, label_value, sha256
 
 #: Labels every object the operator creates carries.
 MANAGED_BY = {"app.kubernetes.io/managed-by": "swarmkit-operator"}
-#: Which kind of rendered ConfigMap this is: ``skill``, ``agent`` or ``workspace``.
+#: Which kind of rendered ConfigMap this is: ``skill``, ``agent``, ``workspace``, ``topology``.
 COMPONENT_LABEL = "swarmkit.dev/component"
 #: Per kind: the label naming the owning resource.
 OWNER_LABELS = {
     "Skill": "swarmkit.dev/skill",
     "Agent": "swarmkit.dev/agent",
     "Workspace": "swarmkit.dev/workspace",
+    "Topology": "swarmkit.dev/topology",
 }
-COMPONENTS = {"Skill": "skill", "Agent": "agent", "Workspace": "workspace"}
-#: Name prefixes of the rendered ConfigMaps.
-PREFIXES = {"Skill": "skill", "Agent": "agent", "Workspace": "ws"}
+COMPONENTS = {"Skill": "skill", "Agent": "agent", "Workspace": "workspace", "Topology": "topology"}
+#: Name prefixes of the rendered ConfigMaps (a Topology is rendered with spec.promotion only).
+PREFIXES = {"Skill": "skill", "Agent": "agent", "Workspace": "ws", "Topology": "topology"}
 #: Set on a Run's bundle ConfigMap by the Runs handlers (see builders/bundle.py).
 RUN_LABEL = "swarmkit.dev/run"
 PINNED_ANNOTATION = "swarmkit.dev/pinned-configmaps"

@@ -1,11 +1,11 @@
 """Agent → its version, resolved grants and the ConfigMap ``agent-<name>-<hash8>``.
 
 ``status.version`` is sha256[:12] over the canonical JSON of ``{"spec": <normalized spec
-without gateway>, "skills": [[name, contentHash-or-null], ...]}``, the skills in grant order
-with ``pack:`` grants expanded and ``composed`` skills' components appended. A granted skill
-that does not exist (or is not Ready) enters by name only, with a null hash, so its
-appearance changes the version; an agent granting no skills has ``"skills": []`` and no
-skill edit can touch it.
+without gateway and promotion>, "skills": [[name, contentHash-or-null], ...]}``, the skills
+in grant order with ``pack:`` grants expanded and ``composed`` skills' components appended.
+A granted skill that does not exist (or is not Ready) enters by name only, with a null
+hash, so its appearance changes the version; an agent granting no skills has
+``"skills": []`` and no skill edit can touch it.
 Nothing else (Workspace edits, other skills, Topologies) enters the version, except the
 content of the synthesized skills the agent is granted:
 
@@ -353,8 +353,8 @@ def resolve_agent(
     assert isinstance(model, AgentSpec)
     normalized = model.wire()
     expansion = _expand(model, skills, workspace, topologies)
-    # How the agent is served (spec.gateway) is not what it is: no new version for it.
-    versioned = {k: v for k, v in normalized.items() if k != "gateway"}
+    # How it is served (spec.gateway) or promoted (spec.promotion) is not what it is.
+    versioned = {k: v for k, v in normalized.items() if k not in ("gateway", "promotion")}
     version = agent_version(versioned, expansion.entries)
 
     missing = [*expansion.missing, *(n.split(" ", 1)[0] for n in expansion.not_ready)]

@@ -374,6 +374,7 @@ def _run_info(run: RunInput, ws: WorkspaceSpec, governance: Governance) -> RunIn
         # the runner checks the cap before every model call (swarmkit_runner.spend)
         max_cost=run.spec.max_cost or governance.max_cost_per_run,
         max_tokens=run.spec.max_tokens,
+        read_only=run.spec.read_only,
     )
 
 

@@ -11,9 +11,10 @@ with reason ``DepthExceeded``, a topology reachable from itself with ``Cycle``; 
 the path (``a → b → a``).
 
 ``status.version`` is sha256[:12] over the canonical JSON of ``{"spec": <normalized spec
-without schedule and historyLimit>, "agents": {node: [agent, agentVersion]}, "children":
-{topology: version}}``: it changes when any agent of the tree (and so any skill granted
-there) or any child topology changes, and not when only the schedule does.
+without schedule, historyLimit, serve and promotion>, "agents": {node: [agent,
+agentVersion]}, "children": {topology: version}}``: it changes when any agent of the tree
+(and so any skill granted there) or any child topology changes, and not when only the
+schedule does.
 """
 
 from __future__ import annotations
@@ -167,6 +168,7 @@ def version_spec(spec: TopologySpec) -> dict[str, Any]:
     wire.pop("schedule", None)
     wire.pop("historyLimit", None)
     wire.pop("serve", None)  # how it is served is not what it is (replicas never re-version)
+    wire.pop("promotion", None)  # nor how its versions are promoted
     return wire
 
 

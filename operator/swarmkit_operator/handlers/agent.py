@@ -12,7 +12,9 @@ from swarmkit_api.conditions import READY
 from swarmkit_api.resources import AGENT
 from swarmkit_api.workspace import WorkspaceSpec
 
+from .. import promotion
 from ..builders import ObjectRef
+from ..builders import promotion as promotion_builders
 from ..builders.agent import (
     PACK_PREFIX,
     WORKSPACE_PACK,
@@ -35,14 +37,19 @@ def agent_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
     view = base_view(body)
     spec = dict(body.get("spec") or {})
     status = view["status"]
+    # With spec.promotion, what the Topologies running it pin is its active version.
+    active = promotion_builders.active_of(status)
     view.update(
         spec=spec,
         workspace=workspace_name(spec),
-        version=status.get("version"),
-        renderedConfigMap=status.get("renderedConfigMap"),
-        skillConfigMaps=tuple(
-            r.get("renderedConfigMap", "") for r in status.get("resolvedSkills") or ()
-        ),
+        version=active["version"] if active else status.get("version"),
+        renderedConfigMap=active["renderedConfigMap"]
+        if active
+        else status.get("renderedConfigMap"),
+        skillConfigMaps=tuple(active.get("pins") or ())
+        if active
+        else tuple(r.get("renderedConfigMap", "") for r in status.get("resolvedSkills") or ()),
+        annotations=dict(body.get("metadata", {}).get("annotations") or {}),
     )
     return {(namespace, name): view}
 
@@ -71,14 +78,18 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
         tuple(granted_skill_names(view["spec"])),
         view["renderedConfigMap"],
         view["skillConfigMaps"],
-        view["observed"] == view["generation"],
+        promotion.force_of(view["annotations"]),
+        view["observed"] == view["generation"],  # last: whether the status is fresh
     )
 
 
 def dependents(
     ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
 ) -> None:
-    """The Topologies running the Agent, and those whose funnels it reviews for."""
+    """The Topologies running the Agent, and those whose funnels it reviews for; itself
+    when a forced promotion was asked for (an annotation: no new generation)."""
+    if promotion.force_asked(_body):
+        ctl.enqueue("Agent", namespace, name)
     if seen.changed:
         ctl.enqueue_many(
             "Topology", namespace, ctl.lookup_all("topology_by_agent", (namespace, name))
@@ -198,6 +209,9 @@ async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: boo
         foreign = None if created else await ctl.foreign_render(render.config_map, key)
         if foreign is not None:
             render = foreign_config_map(render, "Agent", name, foreign)
+    fields = render.status_fields()
+    current = promotion.agent_version(fields, render.ready)
+    promoted = await promotion.reconcile_promotion(ctl, owner, view, current)
     written = await ctl.write_status(
         "Agent",
         namespace,
@@ -205,8 +219,8 @@ async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: boo
         view["uid"],
         int(view["generation"]),
         view["status"],
-        render.status_fields(),
-        render.verdicts,
+        {**fields, **promoted.fields},
+        (*render.verdicts, *promoted.verdicts),
     )
     return "changed" if written or created else "unchanged"
 

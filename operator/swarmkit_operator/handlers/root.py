@@ -82,9 +82,11 @@ from . import (
     agent,
     common,
     delivery,
+    evaluation,
     funnel,
     gateway,
     library,
+    promotion,
     review,
     run,
     skill,
@@ -105,13 +107,15 @@ KINDS: tuple[Kind, ...] = (
     agent.KIND,
     funnel.KIND,
     topology.KIND,
+    evaluation.EVAL_SET_KIND,
+    evaluation.EVAL_RUN_KIND,
     gc.GC,
 )
 #: The shared watches, whose functions run first on their streams (the ConfigMaps, the
 #: renders' collection, the served Deployments' builders).
 SHARED: tuple[ModuleType, ...] = (common, gc, serving)
 #: What only reads the kinds' indexes and kicks its own controller, after the kinds.
-CONTROLLERS: tuple[ModuleType, ...] = (review, run, gateway, delivery, library)
+CONTROLLERS: tuple[ModuleType, ...] = (review, run, gateway, delivery, library, promotion)
 
 
 def kind_modules(kinds: Sequence[Kind]) -> tuple[ModuleType, ...]:
@@ -291,8 +295,7 @@ async def _build(
     waited = await k8s.wait_for_api(f"/apis/{GROUP}/{VERSION}")
     if waited >= 1.0:
         log.info("the API server answered after %.1fs", waited)
-    # 2. The wiring, its indexes (one LIST per resource) and the manager: nothing built
-    # below writes before the manager says this replica leads.
+    # 2. The wiring, its indexes (a LIST per resource), the manager: no write before it leads.
     wired = wiring()
     indexes, listings = await _listed(wired, ours.namespaces)
     manager = Manager.build(lease)
@@ -328,6 +331,7 @@ async def _build(
         listings=listings,
         leadership=manager.leadership,
         resolver=resolver,  # serving a Topology resolves it like a Run
+        reviews=reviews,  # a promotion's Review is opened by the Reviews owner
         skill_usage=lib.usage_field,
     )
     closing.push_async_callback(ctl.stop)

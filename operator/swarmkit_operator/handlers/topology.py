@@ -12,10 +12,12 @@ from typing import Any, TypeVar
 
 import kopf
 
-from swarmkit_api.conditions import ACCEPTED, READY, REASON_PENDING, SERVING
+from swarmkit_api.conditions import ACCEPTED, REASON_PENDING, SERVING
 from swarmkit_api.resources import TOPOLOGY
 
-from .. import serving
+from .. import promotion, serving
+from ..builders import ObjectRef, Verdict
+from ..builders import promotion as pr
 from ..builders.agent import WORKSPACE_PACK, granted_skill_names
 from ..builders.reviewer import SkillFacts, not_read_only
 from ..builders.serve import SERVE_LABEL
@@ -23,6 +25,7 @@ from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX
 from ..builders.topology import (
     AgentView,
     Graph,
+    TopologyRender,
     TopologyView,
     resolve_topology,
     topology_agent_names,
@@ -56,6 +59,7 @@ def topology_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) 
         agents=tuple(topology_agent_names(spec)),
         workspace=_workspace_of(spec),
         version=view["status"].get("version"),
+        annotations=dict(body.get("metadata", {}).get("annotations") or {}),
     )
     return {(namespace, name): view}
 
@@ -87,7 +91,9 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
         description,
         view["agents"],
         view["workspace"],
-        view["observed"] == view["generation"],
+        # spec.promotion: a promotion rolls a served Topology and what its parents pin.
+        (pr.active_of(view["status"]) or {}).get("version"),
+        view["observed"] == view["generation"],  # last: whether the status is fresh
     )
 
 
@@ -123,6 +129,9 @@ def dependents(
             )
             agents.update(ctl.lookup_all("agent_by_grant", (namespace, WORKSPACE_PACK)))
             ctl.enqueue_many("Agent", namespace, agents)
+    if view is not MISSING and promotion.force_asked(body):
+        # A forced promotion is an annotation (no new generation): reconcile it now.
+        ctl.enqueue("Topology", namespace, name)
     if view is not MISSING and _serving_waits_for_itself(body):
         # spec.serve was added to a Ready Topology: that reconcile found the Topology "being
         # reconciled" (its own generation) and set Serving Pending with a 30 s recheck.
@@ -256,21 +265,11 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
 
     fields = render.status_fields()
     verdicts = list(render.verdicts)
-    ready = any(v.type == READY and v.status == "True" for v in verdicts)
-    if accepted and (view["spec"].get("serve") is not None or "serving" in view["status"]):
-        served = await serving.reconcile_serving(
-            ctl,
-            ctl.resolver if isinstance(ctl.resolver, Resolver) else None,
-            ctl.config,
-            namespace,
-            name,
-            view,
-            ready,
-        )
-        fields.update(served.fields)
-        verdicts += served.verdicts
-        if served.recheck is not None:
-            ctl.enqueue("Topology", namespace, name, delay=served.recheck)
+    if accepted:
+        await _serve(ctl, namespace, name, view, render, fields, verdicts)
+    promoted = await _promotion(ctl, namespace, name, view, render, funnels)
+    fields.update(promoted.fields)
+    verdicts += promoted.verdicts
     written = await ctl.write_status(
         "Topology",
         namespace,
@@ -282,6 +281,69 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         verdicts,
     )
     return "changed" if written else "unchanged"
+
+
+async def _serve(
+    ctl: Controller,
+    namespace: str,
+    name: str,
+    view: Mapping[str, Any],
+    render: TopologyRender,
+    fields: dict[str, Any],
+    verdicts: list[Verdict],
+) -> None:
+    """``spec.serve`` (or a served Deployment left to take down): add its status fields
+    and ``Serving`` verdict to the reconcile's."""
+    if view["spec"].get("serve") is None and "serving" not in view["status"]:
+        return
+    served = await serving.reconcile_serving(
+        ctl,
+        ctl.resolver if isinstance(ctl.resolver, Resolver) else None,
+        ctl.config,
+        namespace,
+        name,
+        view,
+        render.ready,
+    )
+    fields.update(served.fields)
+    verdicts += served.verdicts
+    if served.recheck is not None:
+        ctl.enqueue("Topology", namespace, name, delay=served.recheck)
+
+
+async def _promotion(
+    ctl: Controller,
+    namespace: str,
+    name: str,
+    view: Mapping[str, Any],
+    render: TopologyRender,
+    funnels: Mapping[str, Any],
+) -> promotion.Promotion:
+    """``spec.promotion``: the version's render (its agents at the renders it was made
+    Ready with) and where its promotion stands."""
+    owner = ObjectRef("Topology", name, namespace, view["uid"])
+    if view["spec"].get("promotion") is None:
+        return promotion.NONE
+    if not render.ready or render.version is None or render.spec is None:
+        return await promotion.reconcile_promotion(ctl, owner, view, None)
+    agents: dict[str, pr.PinnedAgentRender] = {}
+    for agent in render.agent_versions or {}:
+        v = ctl.lookup("agent_views", (namespace, agent))
+        if v is None or not v["renderedConfigMap"]:
+            return await promotion.reconcile_promotion(ctl, owner, view, None)
+        agents[agent] = pr.PinnedAgentRender(
+            v["version"], v["renderedConfigMap"], tuple(v["skillConfigMaps"])
+        )
+    manifest, current = pr.topology_render(
+        owner,
+        render.version,
+        render.spec.wire(),
+        agents,
+        {f: funnels[f] for f in render.funnel_versions or {} if f in funnels},
+        render.funnel_versions or {},
+        render.children,
+    )
+    return await promotion.reconcile_promotion(ctl, owner, view, current, manifest)
 
 
 KIND = Kind(

@@ -177,6 +177,9 @@ class Controller:
     #: ``Resolver``, given by the composition root (typed loosely: the Runs controller
     #: sits above this layer; ``handlers/topology.py`` narrows it).
     resolver: object | None = None
+    #: The Reviews owner (a promotion's Review is opened through it; typed loosely like
+    #: ``resolver``: it sits above this layer; ``swarmkit_operator.promotion`` narrows it).
+    reviews: object | None = None
     #: A Skill's ``status.usage`` (the skill library's, given by the composition root).
     skill_usage: Callable[[str, str], Any] | None = None
     #: Whether this replica leads (a standby posts no Events: its workers do not run).

@@ -24,6 +24,7 @@ from ..builders import (
     RUN_FINISHED_LABEL,
     RUN_LABEL,
 )
+from ..builders.promotion import kept_renders
 from ..builders.skill import PART_OF
 from ..indexes import PRESENT, index
 from .controller import Controller, Kind
@@ -89,6 +90,7 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
     """Delete rendered ConfigMaps nothing refers to any more, after a grace period.
 
     Kept: every object's current render, every skill ConfigMap an Agent's render resolves,
+    the active and candidate versions of a promotion with what they pin,
     everything a Run bundle pins while its Run is unfinished, and anything this process
     just created for an owner whose status write is still on its way.
     """
@@ -104,6 +106,8 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
             keep.add(str(status.get("renderedConfigMap") or ""))
             for resolved in status.get("resolvedSkills") or ():
                 keep.add(str(resolved.get("renderedConfigMap") or ""))
+            # spec.promotion: the active and candidate versions' renders and their pins.
+            keep |= kept_renders(status)
     for pin in ctl.lookup_all("pinned_config_maps", namespace):
         if not pin["finished"]:
             keep.update(pin["pins"])

@@ -127,6 +127,8 @@ def agent_summary(body: Mapping[str, Any]) -> dict[str, Any]:
         "version": status.get("version"),
         "renderedConfigMap": status.get("renderedConfigMap"),
         "conditions": list(status.get("conditions") or ()),
+        # spec.promotion: the version Runs pin is the active one (workload/resolve.py).
+        **({"promotion": status["promotion"]} if status.get("promotion") else {}),
     }
     # Retention finds a manual Run's Workspace (its TTL) through the Agent.
     ws = (body.get("spec") or {}).get("workspaceRef") or {}

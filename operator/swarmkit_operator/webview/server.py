@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import mailboxes, pages
+from . import mailboxes, pages, verdicts
 from .access import (
     AGENTS,
     GROUPS_HEADER,
@@ -139,6 +139,7 @@ class WebView:
         routes.add_get("/mailboxes", self.mailboxes)
         routes.add_get("/mailboxes/{namespace}", self.mailboxes)
         routes.add_get("/static/style.css", self.style)
+        routes.add_get("/verdicts/{namespace}/{plural}/{name}", self.verdict)
         self._runner: web.AppRunner | None = None
         self.address = ""
 
@@ -217,6 +218,18 @@ class WebView:
         if data is None:
             return self._not_found(request, f"no agent {ns}/{name}")
         return self._html(request, "agent.html", **data)
+
+    async def verdict(self, request: web.Request) -> web.Response:
+        """A Topology's or Agent's promotion verdict, as JSON (:mod:`.verdicts`); per-user,
+        only for a caller who may ``get`` that kind in its namespace (a 404 otherwise, as for
+        the pages)."""
+        ns, plural, name = (request.match_info[k] for k in ("namespace", "plural", "name"))
+        found = None
+        if plural in verdicts.VIEWS and await self._may_get(request, ns, plural):
+            found = verdicts.verdict(self.sources, ns, plural, name)
+        if found is None:
+            return web.json_response({"error": f"no {plural} {ns}/{name}"}, status=404)
+        return web.json_response(found)
 
     async def runs(self, request: web.Request) -> web.Response:
         shown = await self._shown(request, pages.run_namespaces(self.sources), RUNS)

@@ -27,7 +27,7 @@ from swarmkit_api.workspace import WorkspaceSpec
 from .. import k8s
 from ..builders import bundle as bundles
 from ..builders import job as jobs
-from ..builders import pinned, trust
+from ..builders import pinned, promotion, trust
 from ..builders.funnel import funnel_version, parse_funnel
 from ..builders.review import approves
 from ..builders.skill import SKILL_MD, load_rendered_skill, revision_mismatch
@@ -68,6 +68,11 @@ class _Walk:
     expected: dict[str, str] = field(default_factory=dict)
     topo_queue: list[str] = field(default_factory=list)
     agent_queue: list[str] = field(default_factory=list)
+    #: agent → the render a promoted Topology version runs it with.
+    agent_pins: dict[str, promotion.PinnedAgentRender] = field(default_factory=dict)
+    #: The version asked of the target (None: its active one, else its current one).
+    version: str | None = None
+    root: str = ""
 
 
 def ready(summary: Mapping[str, Any]) -> tuple[bool, str]:
@@ -108,19 +113,26 @@ class Resolver:
         A fixpoint over topologies (the target and every one reachable through
         ``childTopologies``, synthesized ``topology-<name>`` skills and agent-type skills),
         their agents (as their rendered ConfigMaps pin them) and those agents' skills.
+
+        A Topology or Agent with ``spec.promotion`` runs its *active* version
+        (``status.promotion.active``, from its renders) wherever it is reached, whatever its
+        spec says now; ``spec.version`` asks for another version of the target itself (its
+        candidate: an evaluation), which must be its current, active or candidate one.
         """
         ns = target.namespace
-        walk = _Walk()
+        version = spec.version
         if spec.topology_ref is not None:
             kind: Literal["Topology", "Agent"] = "Topology"
             root = spec.topology_ref.name
+            walk = _Walk(version=version, root=root)
             walk.topo_queue.append(root)
         else:
             assert spec.agent_ref is not None
             kind, root = "Agent", spec.agent_ref.name
+            walk = _Walk(version=version, root=root)
             walk.agent_queue.append(root)
         while walk.topo_queue or walk.agent_queue:
-            waiting = self._walk_topologies(ns, walk)
+            waiting = await self._walk_topologies(ns, walk)
             waiting = waiting or await self._walk_agents(ns, walk)
             if waiting is not None:
                 return waiting
@@ -147,9 +159,9 @@ class Resolver:
         )
         return Resolved(rendered)
 
-    def _walk_topologies(self, ns: str, walk: _Walk) -> Waiting | None:
-        """Pin every queued topology (Ready, at its version, with its funnels); queue its
-        agents and child topologies."""
+    async def _walk_topologies(self, ns: str, walk: _Walk) -> Waiting | None:
+        """Pin every queued topology (Ready, at its version, with its funnels; a promoted
+        one at its active version's render); queue its agents and child topologies."""
         while walk.topo_queue:
             tname = walk.topo_queue.pop(0)
             if tname in walk.topologies:
@@ -157,6 +169,11 @@ class Resolver:
             topo = one(self.idx.topologies, (ns, tname))
             if topo is None:
                 return Waiting(f"waiting for Topology {tname}: not found")
+            promoted = await self._promoted_topology(ns, tname, topo, walk)
+            if promoted is not None:
+                if isinstance(promoted, Waiting):
+                    return promoted
+                continue
             ok, why = ready(topo)
             if not ok:
                 return Waiting(f"waiting for Topology {tname} to be Ready ({why})")
@@ -185,7 +202,7 @@ class Resolver:
         ConfigMap GET the first time."""
         pending = list(dict.fromkeys(a for a in walk.agent_queue if a not in walk.agents))
         walk.agent_queue.clear()
-        results = await asyncio.gather(*(self._resolve_agent(ns, a) for a in pending))
+        results = await asyncio.gather(*(self._resolve_agent(ns, a, walk) for a in pending))
         new_refs: dict[str, pinned.SkillRef] = {}
         for aname, result in zip(pending, results, strict=True):
             if isinstance(result, Waiting):
@@ -193,7 +210,7 @@ class Resolver:
             # A Topology pins the Agent versions it was made Ready with: a newer Agent
             # must first be picked up by it, or the run would mix versions.
             want = walk.expected.get(aname)
-            if want is not None and want != result.agent.version:
+            if want is not None and aname not in walk.agent_pins and want != result.agent.version:
                 return Waiting(
                     f"waiting for the Topology to pick up Agent {aname}'s new version", 1.0
                 )
@@ -215,6 +232,47 @@ class Resolver:
             if impl is not None and impl.type == "agent" and impl.topology:
                 walk.topo_queue.append(impl.topology)
         return None
+
+    async def _promoted_topology(
+        self, ns: str, name: str, topo: Mapping[str, Any], walk: _Walk
+    ) -> Literal[True] | Waiting | None:
+        """Pin ``name`` at its promoted version's render (``spec.promotion``), with the
+        agents that render pins; None when it has no promotion status (nor was a version
+        of it asked for): pinned live."""
+        status = topo.get("status") or {}
+        asked = walk.version if name == walk.root else None
+        entry = promotion.render_of(status, asked)
+        if entry is None:
+            if asked is not None and asked != status.get("version"):
+                return Waiting(
+                    f"version {asked} of Topology {name} is neither its current, active nor "
+                    "candidate version"
+                )
+            return None
+        cm = str(entry["renderedConfigMap"])
+        data = await self.config_map_data(ns, cm)
+        if data is None:
+            return Waiting(f"waiting for Topology {name}: its render {cm} not found", 2.0)
+        key = ("topology", ns, cm)
+        pins = self._parsed.get(key)
+        if not isinstance(pins, promotion.TopologyPins):
+            pins = promotion.read_topology_render(data)
+            self._remember(key, pins)
+        tspec = TopologySpec.model_validate(pins.spec)
+        funnels: dict[str, FunnelSpec] = {}
+        for fname, raw in pins.funnels.items():
+            parsed = parse_funnel(raw)
+            if isinstance(parsed, str):
+                return Waiting(f"Topology {name}'s render {cm}: Funnel {fname}: {parsed}")
+            funnels[fname] = parsed
+            if parsed.review is not None:
+                walk.agent_queue.append(parsed.review.agent)
+        walk.topologies[name] = pinned.PinnedTopology(name, pins.version, tspec, funnels)
+        for aname, pin in pins.agents.items():
+            walk.agent_pins.setdefault(aname, pin)
+        walk.agent_queue.extend(n.agent_ref.name for n in tspec.agents)
+        walk.topo_queue.extend(pins.children)
+        return True
 
     def _workspace(self, ns: str, name: str) -> pinned.PinnedWorkspace | Waiting:
         ws = one(self.idx.workspaces, (ns, name))
@@ -249,17 +307,39 @@ class Resolver:
             pinned[name] = parsed
         return pinned
 
-    async def _resolve_agent(self, ns: str, name: str) -> pinned.RenderedAgent | Waiting:
+    async def _resolve_agent(
+        self, ns: str, name: str, walk: _Walk
+    ) -> pinned.RenderedAgent | Waiting:
+        pin = walk.agent_pins.get(name)
+        if pin is not None:  # as a promoted Topology version runs it
+            return await self._agent_at(ns, name, pin.version, pin.config_map)
         agent = one(self.idx.agents, (ns, name))
         if agent is None:
             return Waiting(f"waiting for Agent {name}: not found")
+        status = agent.get("status") or {}
+        asked = walk.version if name == walk.root and not walk.topologies else None
+        entry = promotion.render_of(status, asked)
+        if entry is not None:  # spec.promotion: its active (or asked) version's render
+            return await self._agent_at(
+                ns, name, str(entry["version"]), str(entry["renderedConfigMap"])
+            )
+        if asked is not None and asked != status.get("version"):
+            return Waiting(
+                f"version {asked} of Agent {name} is neither its current, active nor candidate "
+                "version"
+            )
         ok, why = ready(agent)
         if not ok:
             return Waiting(f"waiting for Agent {name} to be Ready ({why})")
-        status = agent.get("status") or {}
         version, cm = status.get("version"), status.get("renderedConfigMap")
         if not version or not cm:
             return Waiting(f"waiting for Agent {name}: not rendered yet", 2.0)
+        return await self._agent_at(ns, name, str(version), str(cm))
+
+    async def _agent_at(
+        self, ns: str, name: str, version: str, cm: str
+    ) -> pinned.RenderedAgent | Waiting:
+        """The agent at ``version``, from its immutable rendered ConfigMap ``cm``."""
         key = (ns, str(cm), name, str(version))
         cached = self._parsed.get(key)
         if isinstance(cached, pinned.RenderedAgent):

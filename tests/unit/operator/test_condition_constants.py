@@ -104,6 +104,7 @@ def test_types_and_reasons_are_each_defined_once() -> None:
         "Succeeded",
         "BudgetWarning",
         "SelectorUnmatched",
+        "Promoted",
     }
     assert {"Valid", "TooLarge", "Cycle", "PinMismatch", "Pending", "JobLost"} <= set(
         reasons.values()

@@ -118,7 +118,17 @@ async def test_a_funnels_own_status_echo_reconciles_nothing(applied: list[dict[s
 def test_every_kind_is_declared_once_and_the_tables_come_from_the_declarations() -> None:
     wired = root.wiring()
     kinds = wired.kinds
-    assert list(kinds) == ["Workspace", "Skill", "SkillGrants", "Agent", "Funnel", "Topology", "GC"]
+    assert list(kinds) == [
+        "Workspace",
+        "Skill",
+        "SkillGrants",
+        "Agent",
+        "Funnel",
+        "Topology",
+        "EvalSet",
+        "EvalRun",
+        "GC",
+    ]
     for kind in kinds.values():
         assert isinstance(kind, Kind)
         if kind.api is not None:
@@ -134,6 +144,7 @@ def test_every_kind_is_declared_once_and_the_tables_come_from_the_declarations()
     lanes = wired.priority
     assert lanes["Workspace"] < lanes["Skill"] < lanes["Agent"] < lanes["Topology"] < lanes["GC"]
     assert lanes["Funnel"] < lanes["Topology"]
+    assert lanes["Agent"] < lanes["EvalSet"] < lanes["GC"] and lanes["EvalRun"] < lanes["GC"]
     # The funnels' stream is a kind's now: no generic index keeper in front of it.
     assert root._maintain_index not in wired.events.registered(GROUP, VERSION, "funnels")
 

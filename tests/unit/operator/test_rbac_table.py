@@ -44,8 +44,16 @@ CLUSTER_PATHS = {"node_path", "authorization_path"}
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 #: Call sites whose resource is computed, not written at the call: what it can be, and why.
 DYNAMIC: dict[tuple[str, str], set[str]] = {
-    # write_status's PLURALS[kind]: the five kinds the reconcile controller writes
-    ("reconcile/status.py", "plural"): {"workspaces", "skills", "agents", "topologies", "funnels"},
+    # write_status's PLURALS[kind]: the kinds the reconcile controller writes
+    ("reconcile/status.py", "plural"): {
+        "workspaces",
+        "skills",
+        "agents",
+        "topologies",
+        "funnels",
+        "evalsets",
+        "evalruns",
+    },
     # the runner-workload pipeline: a Run's Job and NetworkPolicy, created once ...
     ("workload/pipeline.py", "object_path"): {"jobs", "networkpolicies"},
     # ... a served workload's Deployment, Service, NetworkPolicy and a gateway's

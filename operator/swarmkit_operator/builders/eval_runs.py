@@ -1,0 +1,206 @@
+"""What an EvalRun creates (pure): its case snapshot, its case and judge Runs, cache keys.
+
+An EvalRun evaluates the cases as they were when it started: the first reconcile writes
+them (inline cases and those built from recorded Runs) into an immutable ConfigMap owned
+by the EvalRun, and records its sha256 in status; every later reconcile reads that
+snapshot back and refuses one with another digest (``TamperedObject``), so an EvalSet edited
+meanwhile changes nothing of a running evaluation.
+
+A case is an ordinary Run of the side's Topology or Agent (the one Run pipeline: budget
+gate, bundle, Job, verdict), labelled with the EvalRun, the side, the case and the trial; a
+model grader's judge is another Run, of the judge Agent, whose input is
+:func:`~.eval_graders.judge_input`. The EvalRun owns them all (deleting it cascades).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from swarmkit_api import API_VERSION
+from swarmkit_api.conditions import SUCCEEDED
+from swarmkit_api.eval import MODEL_GRADERS, EvalCase, EvalRunSpec, Grader, RecordedRunSelector
+
+from ..hashing import MAX_SUBDOMAIN, canonical_json, fitted, label_value, sha256_hex
+from . import MANAGED_BY
+
+EVAL_RUN_LABEL = "swarmkit.dev/eval-run"
+EVAL_SIDE_LABEL = "swarmkit.dev/eval-side"
+EVAL_CASE_LABEL = "swarmkit.dev/eval-case"
+EVAL_TRIAL_LABEL = "swarmkit.dev/eval-trial"
+#: ``case`` (the side's answer) or ``judge`` (a model grader's verdict on it).
+EVAL_ROLE_LABEL = "swarmkit.dev/eval-role"
+CASES_FILE = "cases.json"
+#: The tag of the cases built from recorded Runs: their Runs are read-only (spec.readOnly:
+#: the runner refuses every tool call that does not only read).
+RECORDED_TAG = "recorded"
+
+Side = Literal["candidate", "baseline"]
+Role = Literal["case", "judge"]
+
+
+@dataclass(frozen=True)
+class SideTarget:
+    """One side as resolved when the EvalRun started: what its Runs run, at which version."""
+
+    kind: Literal["Topology", "Agent"]
+    name: str
+    version: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+    def ref(self) -> dict[str, Any]:
+        key = "topologyRef" if self.kind == "Topology" else "agentRef"
+        return {key: {"name": self.name}}
+
+
+def recorded_cases(
+    selector: RecordedRunSelector, runs: Sequence[Mapping[str, Any]]
+) -> list[EvalCase]:
+    """Cases from recorded Runs (summaries: metadata, spec, status): the succeeded ones
+    carrying every label of the selector, newest first, their output the reference."""
+    wanted = selector.match_labels
+    grader = selector.grader or Grader(type="exact", expected="")
+    found = [
+        r
+        for r in runs
+        if all((r.get("labels") or {}).get(k) == v for k, v in wanted.items())
+        and _succeeded(r)
+        and (r.get("status") or {}).get("output") is not None
+    ]
+    found.sort(
+        key=lambda r: (str(r.get("creationTimestamp") or ""), str(r.get("name"))), reverse=True
+    )
+    cases = []
+    for r in found[: selector.max_cases]:
+        output = str((r.get("status") or {}).get("output"))
+        cases.append(
+            EvalCase(
+                name=fitted(f"run-{r.get('name')}".replace(".", "-").lower(), 63),
+                input=str((r.get("spec") or {}).get("input") or ""),
+                grader=grader.model_copy(update={"expected": output}),
+                tags=[RECORDED_TAG],
+            )
+        )
+    return cases
+
+
+def _succeeded(run: Mapping[str, Any]) -> bool:
+    for cond in (run.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == SUCCEEDED:
+            return bool(cond.get("status") == "True")
+    return False
+
+
+def snapshot_config_map(
+    namespace: str, evalrun: str, uid: str, cases: Sequence[EvalCase]
+) -> tuple[dict[str, Any], str]:
+    """The immutable ConfigMap of the cases an EvalRun evaluates, and its data's sha256."""
+    data = {CASES_FILE: json.dumps([c.wire() for c in cases], sort_keys=True)}
+    digest = sha256_hex(canonical_json(data))
+    name = fitted(f"evalrun-{evalrun}-{digest[:8]}", MAX_SUBDOMAIN)
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {**MANAGED_BY, EVAL_RUN_LABEL: label_value(evalrun)},
+            "ownerReferences": [_owner(evalrun, uid)],
+        },
+        "immutable": True,
+        "data": data,
+    }
+    return manifest, digest
+
+
+def snapshot_digest(data: Mapping[str, Any]) -> str:
+    return sha256_hex(canonical_json(dict(data)))
+
+
+def parse_snapshot(data: Mapping[str, Any]) -> list[EvalCase]:
+    return [EvalCase.model_validate(c) for c in json.loads(str(data[CASES_FILE]))]
+
+
+def _owner(evalrun: str, uid: str) -> dict[str, Any]:
+    # blockOwnerDeletion false: it would need update on evalruns/finalizers, and nothing
+    # has to wait for these to be deleted before the EvalRun goes.
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "EvalRun",
+        "name": evalrun,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": False,
+    }
+
+
+def trials_of(case: EvalCase, spec: EvalRunSpec) -> int:
+    """A deterministic grader gives the same grade every time: one trial."""
+    return spec.trials if case.grader.type in MODEL_GRADERS else 1
+
+
+def run_name(evalrun: str, role: Role, side: Side, case: str, trial: int) -> str:
+    tag = f"{'j' if role == 'judge' else ''}{side[0]}{trial}"
+    return fitted(f"{evalrun}-{case}-{tag}", MAX_SUBDOMAIN)
+
+
+def case_run(
+    namespace: str,
+    evalrun: str,
+    uid: str,
+    spec: EvalRunSpec,
+    role: Role,
+    side: Side,
+    case: str,
+    trial: int,
+    target: Mapping[str, Any],
+    text: str,
+    read_only: bool = False,
+) -> dict[str, Any]:
+    """A case Run (``target``: the side's ref) or a judge Run (the judge Agent's ref)."""
+    run_spec: dict[str, Any] = {**target, "input": text, "correlationId": label_value(evalrun)}
+    if read_only:
+        run_spec["readOnly"] = True
+    if spec.timeout_seconds is not None:
+        run_spec["timeoutSeconds"] = spec.timeout_seconds
+    if spec.max_cost_per_run is not None:
+        run_spec["maxCost"] = spec.max_cost_per_run
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Run",
+        "metadata": {
+            "name": run_name(evalrun, role, side, case, trial),
+            "namespace": namespace,
+            "labels": {
+                **MANAGED_BY,
+                EVAL_RUN_LABEL: label_value(evalrun),
+                EVAL_ROLE_LABEL: role,
+                EVAL_SIDE_LABEL: side,
+                EVAL_CASE_LABEL: case,
+                EVAL_TRIAL_LABEL: str(trial),
+            },
+            "ownerReferences": [_owner(evalrun, uid)],
+        },
+        "spec": run_spec,
+    }
+
+
+def cache_key(case: EvalCase, target: SideTarget, trials: int) -> str:
+    """The result cache's key: the case (input and grader), the target at its version, and
+    the trials (a judged case graded 3 times is not one graded once)."""
+    return sha256_hex(
+        canonical_json(
+            {
+                "input": case.input,
+                "grader": case.grader.wire(),
+                "target": target.label,
+                "version": target.version,
+                "trials": trials,
+            }
+        )
+    )[:20]

@@ -1,0 +1,517 @@
+"""Promotion gated on evaluation (``spec.promotion``), pure: the render a Topology version
+runs with, and the next ``status.promotion`` with its ``Promoted`` verdict.
+
+A promoted version must stay runnable after the spec moved on, so each version of an object
+with ``spec.promotion`` is kept as immutable renders (:mod:`swarmkit_api.promotion`):
+
+* an Agent's version already is one (``agent-<name>-<hash8>``, pinning its skills'
+  renders): :class:`Version` names it and its skills' ConfigMaps as pins;
+* a Topology's version is a validated graph over its live spec, so this module renders it
+  (``topology-<name>-<hash8>``, :func:`topology_render`): the spec, and the agents (their
+  rendered ConfigMaps) and funnels at the versions the topology was made Ready with. The
+  Resolver runs the active version from there (:mod:`swarmkit_operator.workload.resolve`).
+
+:func:`decide` is the state machine: the first version is active at once; a new one is the
+candidate, evaluated by one EvalRun per EvalSet against the active version; every EvalRun
+``Pass`` promotes it, any ``Fail`` leaves it with ``Promoted=False`` naming the regressions
+(until the spec changes: a new version is a new candidate), ``Inconclusive`` holds it or asks a
+person (``onInconclusive: review``); a forced promotion (``kubectl swarmkit promote --force``,
+admission-checked) promotes the candidate it names and says who.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import yaml
+
+from swarmkit_api.conditions import (
+    PROMOTED,
+    READY,
+    REASON_AWAITING_REVIEW,
+    REASON_EVAL_SET_NOT_FOUND,
+    REASON_EVALUATING,
+    REASON_EVALUATION_FAILED,
+    REASON_FORCED,
+    REASON_INCONCLUSIVE,
+    REASON_PROMOTED,
+    REASON_REJECTED,
+    REASON_WAITING,
+)
+from swarmkit_api.names import dns_label
+from swarmkit_api.promotion import (
+    HISTORY_LIMIT,
+    PROMOTION_LABEL,
+    VERDICT_FAIL,
+    VERDICT_INCONCLUSIVE,
+    VERDICT_PASS,
+    CandidateVersion,
+    PromotedVersion,
+    PromotionGate,
+    PromotionSpec,
+    PromotionStatus,
+)
+from swarmkit_api.resources import GROUP, VERSION
+from swarmkit_api.review import REVIEW_KIND_LABEL
+
+from ..conditions import Status
+from . import (
+    MANAGED_BY,
+    ObjectRef,
+    Verdict,
+    content_digest,
+    dump_json,
+    dump_yaml,
+    owner_reference,
+    rendered_config_map,
+)
+
+#: Keys of a Topology's render.
+TOPOLOGY_YAML = "topology.yaml"
+PINNED_JSON = "pinned.json"
+#: Regressions named in the Promoted message at most (status.promotion lists them all).
+MESSAGE_REGRESSIONS = 10
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of the object and the renders that pin it."""
+
+    version: str
+    config_map: str
+    pins: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PinnedAgentRender:
+    """An agent as a Topology version runs it: its version and rendered ConfigMaps."""
+
+    version: str
+    config_map: str
+    skill_config_maps: tuple[str, ...] = ()
+
+
+def topology_render(
+    owner: ObjectRef,
+    version: str,
+    spec: Mapping[str, Any],
+    agents: Mapping[str, PinnedAgentRender],
+    funnels: Mapping[str, Mapping[str, Any]],
+    funnel_versions: Mapping[str, str],
+    children: Sequence[str],
+) -> tuple[dict[str, Any], Version]:
+    """The immutable render of a Topology version, and the :class:`Version` naming it (its
+    pins: every agent's and skill's render it runs with)."""
+    pinned = {
+        "version": version,
+        "agents": {
+            name: {"version": a.version, "renderedConfigMap": a.config_map}
+            for name, a in sorted(agents.items())
+        },
+        "funnels": {name: dict(funnels[name]) for name in sorted(funnels)},
+        "funnelVersions": dict(sorted(funnel_versions.items())),
+        "childTopologies": list(children),
+    }
+    data = {TOPOLOGY_YAML: dump_yaml(dict(spec)), PINNED_JSON: dump_json(pinned)}
+    manifest = rendered_config_map(owner, content_digest(data), data)
+    pins = sorted({p for a in agents.values() for p in (a.config_map, *a.skill_config_maps) if p})
+    return manifest, Version(version, manifest["metadata"]["name"], tuple(pins))
+
+
+@dataclass(frozen=True)
+class TopologyPins:
+    """A Topology version's render read back (:func:`read_topology_render`)."""
+
+    version: str
+    spec: Mapping[str, Any]
+    agents: Mapping[str, PinnedAgentRender]
+    funnels: Mapping[str, Mapping[str, Any]]
+    children: tuple[str, ...]
+
+
+def read_topology_render(data: Mapping[str, str]) -> TopologyPins:
+    """What :func:`topology_render` wrote."""
+    spec = yaml.safe_load(data[TOPOLOGY_YAML]) or {}
+    pinned: dict[str, Any] = json.loads(data[PINNED_JSON])
+    agents = {
+        str(n): PinnedAgentRender(str(a["version"]), str(a["renderedConfigMap"]))
+        for n, a in (pinned.get("agents") or {}).items()
+    }
+    return TopologyPins(
+        version=str(pinned["version"]),
+        spec=spec,
+        agents=agents,
+        funnels={str(k): dict(v) for k, v in (pinned.get("funnels") or {}).items()},
+        children=tuple(str(c) for c in pinned.get("childTopologies") or ()),
+    )
+
+
+@dataclass(frozen=True)
+class EvalOutcome:
+    """One EvalRun of a candidate, as its status shows it."""
+
+    name: str
+    eval_set: str
+    verdict: str | None = None
+    regressions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Force:
+    """A forced promotion (the annotations ``kubectl swarmkit promote --force`` wrote)."""
+
+    version: str
+    by: str
+
+
+@dataclass(frozen=True)
+class PromotionInputs:
+    """What :func:`decide` looks at."""
+
+    spec: PromotionSpec
+    #: The object's current version, when it is Ready (else None: nothing to evaluate).
+    current: Version | None
+    previous: PromotionStatus | None
+    now: datetime
+    #: EvalSet name → the EvalRun of the current candidate on it (absent: not started).
+    eval_runs: Mapping[str, EvalOutcome] = field(default_factory=dict)
+    #: EvalSets of ``spec.evalSets`` that do not exist.
+    missing_eval_sets: tuple[str, ...] = ()
+    #: The verdict of the candidate's Review (``approve`` / ``reject``), once decided.
+    review_verdict: str | None = None
+    #: The name the candidate's Review gets (when ``onInconclusive: review`` asks for one).
+    review_name: str = ""
+    force: Force | None = None
+
+
+@dataclass(frozen=True)
+class PromotionPlan:
+    """The next ``status.promotion``, its verdict, and what to start for it."""
+
+    status: PromotionStatus
+    verdict: Verdict
+    #: EvalSets whose EvalRun of the candidate must be created.
+    start_eval_sets: tuple[str, ...] = ()
+    #: Open the candidate's Review (Inconclusive with ``onInconclusive: review``).
+    open_review: bool = False
+
+    def status_field(self) -> dict[str, Any]:
+        return self.status.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def _promoted(
+    version: Version, now: datetime, by: str | None = None, runs: Sequence[str] = ()
+) -> PromotedVersion:
+    return PromotedVersion(
+        version=version.version,
+        rendered_config_map=version.config_map,
+        pins=list(version.pins),
+        promoted_at=now,
+        forced_by=by,
+        eval_runs=list(runs),
+    )
+
+
+def _history(previous: PromotionStatus | None) -> list[PromotedVersion]:
+    if previous is None or previous.active is None:
+        return list(previous.history if previous else ())
+    return [previous.active, *previous.history][:HISTORY_LIMIT]
+
+
+def _promote(
+    inp: PromotionInputs,
+    cur: Version,
+    reason: str,
+    message: str,
+    by: str | None = None,
+    runs: Sequence[str] = (),
+) -> PromotionPlan:
+    active = _promoted(cur, inp.now, by, runs)
+    status = PromotionStatus(active=active, history=_history(inp.previous))
+    return PromotionPlan(status, Verdict(PROMOTED, "True", reason, message))
+
+
+def decide(inp: PromotionInputs) -> PromotionPlan:
+    """The next promotion state of an object with ``spec.promotion``."""
+    prev = inp.previous or PromotionStatus()
+    cur = inp.current
+    active = prev.active
+    if cur is None:
+        # Not Ready: nothing new to evaluate; the active version goes on serving.
+        kept = PromotionStatus(active=active, candidate=prev.candidate, history=prev.history)
+        why = "the current version is not Ready: the active version goes on serving"
+        return PromotionPlan(kept, Verdict(PROMOTED, "Unknown", REASON_WAITING, why))
+    if active is None:
+        return _promote(inp, cur, REASON_PROMOTED, f"version {cur.version} is the first one")
+    if active.version == cur.version:
+        # Promoted already; keep its record (a render of the same version may be renamed
+        # by a spec edit that does not re-version it, e.g. spec.promotion itself).
+        same = active.model_copy(
+            update={"rendered_config_map": cur.config_map, "pins": list(cur.pins)}
+        )
+        status = PromotionStatus(active=same, history=prev.history)
+        reason = REASON_FORCED if active.forced_by else REASON_PROMOTED
+        how = f" (forced by {active.forced_by})" if active.forced_by else ""
+        return PromotionPlan(
+            status, Verdict(PROMOTED, "True", reason, f"version {cur.version} is active{how}")
+        )
+    if inp.force is not None and inp.force.version == cur.version:
+        runs = prev.candidate.eval_runs if prev.candidate else []
+        message = (
+            f"version {cur.version} forced past its evaluation by {inp.force.by} "
+            f"(was {active.version})"
+        )
+        return _promote(inp, cur, REASON_FORCED, message, by=inp.force.by, runs=runs)
+    return _candidate(inp, cur, active, prev)
+
+
+def _candidate(
+    inp: PromotionInputs, cur: Version, active: PromotedVersion, prev: PromotionStatus
+) -> PromotionPlan:
+    names = [e.name for e in inp.spec.eval_sets]
+    runs = [inp.eval_runs[n] for n in names if n in inp.eval_runs]
+    verdicts = [r.verdict for r in runs]
+    start = tuple(n for n in names if n not in inp.eval_runs)
+    regressions = [f"{r.eval_set}/{case}" for r in runs for case in r.regressions]
+    run_names = [r.name for r in runs]
+    verdict: Literal["Pass", "Fail", "Inconclusive"] | None
+    if VERDICT_FAIL in verdicts:
+        verdict = "Fail"
+    elif start or None in verdicts:
+        verdict = None
+    elif all(v == VERDICT_PASS for v in verdicts):
+        verdict = "Pass"
+    else:
+        verdict = "Inconclusive"
+    review = verdict == "Inconclusive" and inp.spec.gate.on_inconclusive == "review"
+    candidate = CandidateVersion(
+        version=cur.version,
+        rendered_config_map=cur.config_map,
+        pins=list(cur.pins),
+        eval_runs=run_names,
+        verdict=verdict,
+        regressions=regressions,
+        review=inp.review_name if review else None,
+    )
+    keep = PromotionStatus(active=active, candidate=candidate, history=prev.history)
+    against = f"candidate {cur.version} against active {active.version}"
+
+    def plan(status: Status, reason: str, message: str, **kw: Any) -> PromotionPlan:
+        return PromotionPlan(keep, Verdict(PROMOTED, status, reason, message), **kw)
+
+    if inp.missing_eval_sets:
+        missing = ", ".join(inp.missing_eval_sets)
+        return plan(
+            "False", REASON_EVAL_SET_NOT_FOUND, f"{against}: EvalSet(s) not found: {missing}"
+        )
+    if verdict == "Fail":
+        failed = ", ".join(r.name for r in runs if r.verdict == VERDICT_FAIL)
+        named = ", ".join(regressions[:MESSAGE_REGRESSIONS]) or "none by name"
+        more = len(regressions) - MESSAGE_REGRESSIONS
+        named += f" and {more} more" if more > 0 else ""
+        message = f"{against} failed its evaluation ({failed}): regressions: {named}"
+        return plan("False", REASON_EVALUATION_FAILED, message)
+    if verdict is None:
+        running = ", ".join(r.name for r in runs if r.verdict is None) or "starting"
+        message = f"{against}: evaluating (EvalRun(s) {running})"
+        return plan("Unknown", REASON_EVALUATING, message, start_eval_sets=start)
+    if verdict == "Pass":
+        message = f"version {cur.version} passed its evaluation ({', '.join(run_names)})"
+        return _promote(inp, cur, REASON_PROMOTED, message, runs=run_names)
+    if not review:
+        return plan("False", REASON_INCONCLUSIVE, f"{against} was inconclusive: held")
+    if inp.review_verdict == "approve":
+        message = f"version {cur.version} was inconclusive; approved in Review {inp.review_name}"
+        return _promote(inp, cur, REASON_PROMOTED, message, runs=run_names)
+    if inp.review_verdict == "reject":
+        message = f"{against} was inconclusive; rejected in Review {inp.review_name}"
+        return plan("False", REASON_REJECTED, message)
+    message = f"{against} was inconclusive: Review {inp.review_name} decides"
+    return plan("Unknown", REASON_AWAITING_REVIEW, message, open_review=True)
+
+
+def eval_run_name(kind: str, name: str, version: str, eval_set: str) -> str:
+    """``<name>-<version8>-<evalset>``: one EvalRun per candidate version and EvalSet."""
+    return dns_label(f"{kind.lower()}-{name}-{eval_set}", f"-{version[:8]}")
+
+
+def review_name(kind: str, name: str, version: str) -> str:
+    """``promote-<kind>-<name>-<version8>``: one Review per inconclusive candidate."""
+    return dns_label(f"promote-{kind.lower()}-{name}", f"-{version[:8]}")
+
+
+def promotion_label(kind: str, name: str) -> str:
+    """The value of :data:`~swarmkit_api.promotion.PROMOTION_LABEL` for an object."""
+    return dns_label(f"{kind.lower()}.{name}".replace(".", "-"))
+
+
+def kept_renders(status: Mapping[str, Any]) -> set[str]:
+    """The renders a ``status.promotion`` keeps from garbage collection: the active
+    version's and the candidate's, with their pins."""
+    promotion = status.get("promotion") or {}
+    keep: set[str] = set()
+    for side in ("active", "candidate"):
+        entry = promotion.get(side) or {}
+        keep.add(str(entry.get("renderedConfigMap") or ""))
+        keep.update(str(p) for p in entry.get("pins") or ())
+    keep.discard("")
+    return keep
+
+
+def active_of(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``status.promotion.active`` of a status dict, if any."""
+    active = (status.get("promotion") or {}).get("active")
+    return active if isinstance(active, Mapping) and active.get("renderedConfigMap") else None
+
+
+def render_of(status: Mapping[str, Any], version: str | None) -> Mapping[str, Any] | None:
+    """The promotion entry (active or candidate) of ``version``; the active one for None."""
+    promotion = status.get("promotion") or {}
+    if version is None:
+        return active_of(status)
+    for side in ("active", "candidate"):
+        entry = promotion.get(side) or {}
+        if entry.get("version") == version and entry.get("renderedConfigMap"):
+            return entry
+    return None
+
+
+PROMOTION_REVIEW_KIND = "promotion"
+
+
+def build_promotion_review(
+    owner: ObjectRef, name: str, candidate: str, active: str, comparison: str
+) -> dict[str, Any]:
+    """The Review asking a person whether to promote an inconclusive candidate (owned by
+    the Topology or Agent; one per candidate version). ``comparison`` is what the
+    EvalRuns found, side by side."""
+    question = (
+        f"{owner.kind} {owner.name}: candidate version {candidate} was inconclusive against "
+        f"active version {active}. Approve promotes it; reject leaves it unpromoted."
+    )
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Review",
+        "metadata": {
+            "name": name,
+            "namespace": owner.namespace,
+            "labels": {
+                **MANAGED_BY,
+                PROMOTION_LABEL: promotion_label(owner.kind, owner.name),
+                REVIEW_KIND_LABEL: PROMOTION_REVIEW_KIND,
+            },
+            "ownerReferences": [owner_reference(owner)],
+        },
+        "spec": {
+            "request": {
+                "kind": PROMOTION_REVIEW_KIND,
+                "question": question,
+                "contentHash": candidate,
+                "context": comparison[:4096],
+            }
+        },
+    }
+
+
+def comparison_text(outcomes: Sequence[Mapping[str, Any]]) -> str:
+    """One line per EvalRun (:func:`eval_run_outcome`): its EvalSet, verdict and the two
+    sides' summaries with their paired comparison, for a person deciding a promotion."""
+    return "\n".join(
+        f"{o['name']} (EvalSet {o['evalSet']}): {o.get('verdict')}; {dump_json(o['summary'])}"
+        for o in outcomes
+    )
+
+
+_SUMMARY = ("verdictReason", "candidate", "baseline", "comparison", "regressed", "fixed", "flaky")
+
+
+#: Label on a promotion's EvalRuns: the candidate version they evaluate.
+CANDIDATE_LABEL = "swarmkit.dev/candidate-version"
+
+
+def eval_run_manifest(
+    owner: ObjectRef, eval_set: str, candidate: str, active: str, gate: PromotionGate
+) -> dict[str, Any]:
+    """The EvalRun of ``owner``'s candidate version against its active one on ``eval_set``
+    (owned by the Topology or Agent: deleting it deletes its evaluations)."""
+    ref = {"topologyRef" if owner.kind == "Topology" else "agentRef": {"name": owner.name}}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "EvalRun",
+        "metadata": {
+            "name": eval_run_name(owner.kind, owner.name, candidate, eval_set),
+            "namespace": owner.namespace,
+            "labels": {
+                **MANAGED_BY,
+                PROMOTION_LABEL: promotion_label(owner.kind, owner.name),
+                CANDIDATE_LABEL: candidate,
+            },
+            "ownerReferences": [owner_reference(owner)],
+        },
+        "spec": {
+            "evalSetRef": {"name": eval_set},
+            "candidate": {**ref, "version": candidate},
+            "baseline": {**ref, "version": active},
+            "criteria": {
+                "minCases": gate.min_cases,
+                "nonInferiorityMargin": gate.non_inferiority_margin,
+                "minPassRate": gate.min_pass_rate,
+                "maxNewRegressions": gate.max_new_regressions,
+            },
+        },
+    }
+
+
+def eval_run_outcome(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What a promotion reads of one of its EvalRuns (an index entry)."""
+    spec = body.get("spec") or {}
+    status = body.get("status") or {}
+    return {
+        "name": str((body.get("metadata") or {}).get("name") or ""),
+        "evalSet": str((spec.get("evalSetRef") or {}).get("name") or ""),
+        "version": str((spec.get("candidate") or {}).get("version") or ""),
+        "verdict": status.get("verdict"),
+        "regressions": [str(c) for c in status.get("regressed") or ()],
+        "summary": {k: status[k] for k in _SUMMARY if k in status},
+    }
+
+
+#: The verdict endpoint's answers (``GET /verdicts/<namespace>/<plural>/<name>``).
+ENDPOINT_RUNNING = "Running"
+
+
+def endpoint_verdict(view: Mapping[str, Any]) -> dict[str, Any]:
+    """What the verdict endpoint answers for a Topology's or Agent's view: ``Pass`` once
+    the current generation is promoted (Ready, without ``spec.promotion``), ``Fail`` when
+    its candidate failed (or it is not Ready), ``Inconclusive`` when held inconclusive or
+    rejected after an inconclusive evaluation, else ``Running`` (still evaluating, waiting
+    for a person, or not reconciled yet). The Argo Rollouts template maps Pass to successful,
+    Fail to failed, and the rest to inconclusive measurements."""
+    status = view.get("status") or {}
+    promotion = status.get("promotion") or {}
+    current = view.get("generation") == view.get("observed")
+    conds = {str(c.get("type")): c for c in status.get("conditions") or ()}
+    gate = conds.get(PROMOTED) if "promotion" in status else conds.get(READY)
+    state = str((gate or {}).get("status") or "Unknown")
+    reason = str((gate or {}).get("reason") or "")
+    if not current or gate is None or state == "Unknown":
+        verdict = ENDPOINT_RUNNING
+    elif state == "True":
+        verdict = VERDICT_PASS
+    elif reason in (REASON_INCONCLUSIVE, REASON_REJECTED):
+        verdict = VERDICT_INCONCLUSIVE
+    else:
+        verdict = VERDICT_FAIL
+    return {
+        "verdict": verdict,
+        "reason": reason,
+        "message": str((gate or {}).get("message") or ""),
+        "version": status.get("version"),
+        "active": (promotion.get("active") or {}).get("version"),
+        "candidate": (promotion.get("candidate") or {}).get("version"),
+        "regressions": list((promotion.get("candidate") or {}).get("regressions") or ()),
+    }

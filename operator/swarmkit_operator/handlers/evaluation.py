@@ -1,0 +1,689 @@
+"""EvalSets and EvalRuns, each a kind declared once (:data:`EVAL_SET`, :data:`EVAL_RUN`).
+
+An EvalSet is checked and versioned (:mod:`swarmkit_operator.builders.eval_set`); the Skills
+and Agents its judges name enqueue it when they change (``evalset_by_judge``).
+
+An EvalRun is driven by its reconcile, which every event of one of its Runs enqueues
+(``eval_case_runs``, by the ``swarmkit.dev/eval-run`` label):
+
+1. **start** (once): wait for the EvalSet to be Ready and both sides' targets to be Ready;
+   snapshot the cases into an immutable ConfigMap whose digest goes to status, and pin each
+   side's version (the asked one; the baseline's default is the target's promoted
+   ``status.promotion.active.version``, else its ``status.version``);
+2. **progress**: every (case, side, trial) is a Run through the one Run pipeline (its
+   SpendQuota reservation, bundle, Job); a model grader's judge is a Run of the judge
+   Agent once the case's Run succeeded. At most ``parallelism`` of them are unfinished at
+   once. A result another EvalRun already graded for the same key (case, target, version,
+   grader, trials) is reused instead (``eval_results``);
+3. **grade and write**: :func:`swarmkit_operator.builders.eval_results.evaluate`, and once
+   nothing is pending, the verdict with ``Succeeded=True`` (reason ``Evaluated``).
+
+A case Run that failed (a budget refusal included), pinned another version than its side's,
+or whose judge could not give a verdict makes the case ``Errored``: never passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import kopf
+from pydantic import ValidationError
+
+from swarmkit_api import GROUP, VERSION
+from swarmkit_api.conditions import (
+    READY,
+    REASON_EVAL_SET_NOT_FOUND,
+    REASON_EVAL_SET_NOT_READY,
+    REASON_EVALUATED,
+    REASON_INVALID,
+    REASON_PINNED_REVISION_MISSING,
+    REASON_RUNNING,
+    REASON_TAMPERED_OBJECT,
+    REASON_TARGET_NOT_READY,
+    REASON_VERSION_UNAVAILABLE,
+    SUCCEEDED,
+)
+from swarmkit_api.eval import MODEL_GRADERS, EvalCase, EvalRunSpec, EvalSetSpec, SideResult
+from swarmkit_api.resources import EVAL_RUN, EVAL_SET
+from swarmkit_api.spend import format_money, parse_money
+
+from .. import k8s, metrics
+from ..builders import Verdict
+from ..builders import eval_runs as er
+from ..builders.eval_graders import Grade, errored, grade, grade_judge, judge_input
+from ..builders.eval_results import CaseInfo, Evaluated, Trial, evaluate
+from ..builders.eval_set import eval_set_status
+from ..builders.run_verdict import parse_time, rfc3339
+from ..reconcile.controller import Controller, Kind, Observation
+from ..reconcile.views import MISSING, base_view, condition_status
+from ..runs import summaries
+from ..runs.model import AGENTS, RUNS, SKILLS
+from ..workload.resolve import ready
+from .common import App, index
+from .events import on_event
+
+#: How often an EvalRun waiting for its EvalSet or a target looks again without an event.
+WAIT_RECHECK = 5.0
+
+
+# --- indexes -----------------------------------------------------------------------------------
+
+
+@index("evalsets", id="evalset_views")
+def evalset_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    view = base_view(body)
+    view["spec"] = dict(body.get("spec") or {})
+    return {(namespace, name): view}
+
+
+@index("evalsets", id="evalset_by_judge")
+def evalset_by_judge(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    """(namespace, Skill|Agent, name) → EvalSets whose judges name it."""
+    spec = body.get("spec") or {}
+    graders = [c.get("grader") for c in spec.get("cases") or () if isinstance(c, dict)]
+    graders.append((spec.get("fromRuns") or {}).get("grader"))
+    out: dict[Any, Any] = {}
+    for g in graders:
+        if isinstance(g, dict):
+            for kind, field in (("Skill", "skill"), ("Agent", "agent")):
+                if isinstance(g.get(field), str):
+                    out[(namespace, kind, g[field])] = name
+    return out
+
+
+@index("evalruns", id="evalrun_views")
+def evalrun_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    view = base_view(body)
+    view["spec"] = dict(body.get("spec") or {})
+    return {(namespace, name): view}
+
+
+@index("evalruns", id="evalrun_by_set")
+def evalrun_by_set(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
+    """(namespace, EvalSet) → its unfinished EvalRuns (they wait for it to be Ready)."""
+    if (body.get("status") or {}).get("completionTime"):
+        return {}
+    ref = ((body.get("spec") or {}).get("evalSetRef") or {}).get("name")
+    return {(namespace, ref): name} if isinstance(ref, str) else {}
+
+
+@index("evalruns", id="eval_results")
+def eval_results(body: kopf.Body, namespace: str | None, **_: Any) -> dict[Any, Any]:
+    """(namespace, cache key) → a side result a finished EvalRun graded itself."""
+    status = body.get("status") or {}
+    if not status.get("completionTime"):
+        return {}
+    out: dict[Any, Any] = {}
+    for case in status.get("cases") or ():
+        for side in ("candidate", "baseline"):
+            result = case.get(side) if isinstance(case, dict) else None
+            if (
+                isinstance(result, dict)
+                and result.get("key")
+                and result.get("outcome") in ("Passed", "Failed")
+                and not result.get("cached")
+            ):
+                out[(namespace, result["key"])] = result
+    return out
+
+
+@index("runs", id="eval_case_runs", group=GROUP, version=VERSION)
+def eval_case_runs(
+    body: kopf.Body, namespace: str | None, labels: Mapping[str, str], **_: Any
+) -> dict[Any, Any]:
+    """(namespace, EvalRun) → its case and judge Runs."""
+    owner = labels.get(er.EVAL_RUN_LABEL)
+    return {(namespace, owner): summaries.run_summary(body)} if owner else {}
+
+
+# --- events of what they depend on -------------------------------------------------------------
+
+
+@on_event(*RUNS)
+async def evaluation_on_run_event(
+    namespace: str | None, labels: Mapping[str, str], app: App, **_: Any
+) -> None:
+    owner = labels.get(er.EVAL_RUN_LABEL)
+    if owner and namespace:
+        app.controller.enqueue("EvalRun", namespace, owner)
+
+
+@on_event(*SKILLS)
+async def evaluation_on_skill_event(namespace: str | None, name: str, app: App, **_: Any) -> None:
+    _judge_changed(app.controller, namespace, "Skill", name)
+
+
+@on_event(*AGENTS)
+async def evaluation_on_agent_event(namespace: str | None, name: str, app: App, **_: Any) -> None:
+    _judge_changed(app.controller, namespace, "Agent", name)
+
+
+def _judge_changed(ctl: Controller, namespace: str | None, kind: str, name: str) -> None:
+    if namespace:
+        found = ctl.lookup_all("evalset_by_judge", (namespace, kind, name))
+        ctl.enqueue_many("EvalSet", namespace, set(found))
+
+
+# --- EvalSet -----------------------------------------------------------------------------------
+
+
+def evalset_dependents_view(view: dict[str, Any] | None) -> Any:
+    """What the EvalRuns waiting on an EvalSet read: its version and readiness."""
+    if view is None:
+        return MISSING
+    return (view["status"].get("version"), view["ready"], view["observed"] == view["generation"])
+
+
+def evalset_dependents(
+    ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
+) -> None:
+    if seen.changed:
+        ctl.enqueue_many(
+            "EvalRun", namespace, set(ctl.lookup_all("evalrun_by_set", (namespace, name)))
+        )
+
+
+async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: bool) -> str:
+    view = ctl.lookup("evalset_views", (namespace, name))
+    if view is None:
+        return "gone"
+
+    def category(skill: str) -> str | bool | None:
+        found = ctl.lookup("skill_views", (namespace, skill))
+        return False if found is None else found.get("category")
+
+    status = eval_set_status(
+        view["spec"], category, lambda a: ctl.lookup("agent_views", (namespace, a)) is not None
+    )
+    written = await ctl.write_status(
+        "EvalSet",
+        namespace,
+        name,
+        view["uid"],
+        int(view["generation"]),
+        view["status"],
+        dict(status.fields),
+        status.verdicts,
+    )
+    return "changed" if written else "unchanged"
+
+
+EVAL_SET_KIND = Kind(
+    "EvalSet",
+    priority=3,  # after the Skills and Agents its judges name
+    reconcile=reconcile_evalset,
+    api=EVAL_SET,
+    indexes=(evalset_views, evalset_by_judge),
+    dependents_view=evalset_dependents_view,
+    dependents=evalset_dependents,
+)
+
+
+# --- EvalRun: start ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Started:
+    """What an EvalRun evaluates, fixed when it started (and kept in its status)."""
+
+    cases: tuple[EvalCase, ...]
+    targets: Mapping[er.Side, er.SideTarget]
+    fields: Mapping[str, Any]  # the status fields recording it
+
+
+def _status_of(
+    ctl: Controller, name: str, namespace: str, view: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The EvalRun's status, or the one this process wrote and the watch has not shown yet
+    (a reconcile right after the start must not start it twice)."""
+    waiting = ctl.awaiting.get(("EvalRun", namespace, name))
+    return dict(waiting[2]) if waiting is not None else dict(view["status"])
+
+
+def _side_target(
+    ctl: Controller, namespace: str, ref: Mapping[str, Any], version: str | None, promoted: bool
+) -> er.SideTarget | str:
+    """A side's target at its version, or why it is not ready."""
+    kind = "Topology" if ref.get("topologyRef") else "Agent"
+    name = str((ref.get("topologyRef") or ref.get("agentRef") or {}).get("name"))
+    index = "runs_topologies" if kind == "Topology" else "runs_agents"
+    summary = ctl.lookup(index, (namespace, name))
+    if summary is None:
+        return f"{kind} {name} not found"
+    ok, why = ready(summary)
+    if not ok:
+        return f"{kind} {name} is not Ready ({why})"
+    status = summary.get("status") or {}
+    active = (status.get("promotion") or {}).get("active") or {}
+    current = active.get("version") if promoted else None
+    chosen = version or current or status.get("version")
+    if not chosen:
+        return f"{kind} {name} has no version yet"
+    # Its Runs pin what the Resolver picks: a version it does not offer would only give
+    # errored cases (VersionUnavailable), at the price of every Run.
+    promotion = status.get("promotion") or {}
+    offered = {
+        status.get("version"),
+        *((promotion.get(side) or {}).get("version") for side in ("active", "candidate")),
+    }
+    if chosen not in offered:
+        return (
+            f"{kind} {name} does not offer version {chosen} (its Runs pin {status.get('version')})"
+        )
+    return er.SideTarget(kind, name, str(chosen))  # type: ignore[arg-type]
+
+
+def _targets(
+    ctl: Controller, namespace: str, spec: EvalRunSpec
+) -> dict[er.Side, er.SideTarget] | str:
+    cand = spec.candidate.wire()
+    out: dict[er.Side, er.SideTarget] = {}
+    found = _side_target(ctl, namespace, cand, spec.candidate.version, promoted=False)
+    if isinstance(found, str):
+        return f"candidate: {found}"
+    out["candidate"] = found
+    if spec.compare:
+        base = spec.baseline.wire() if spec.baseline is not None else {}
+        ref = base if ("topologyRef" in base or "agentRef" in base) else cand
+        version = spec.baseline.version if spec.baseline is not None else None
+        found = _side_target(ctl, namespace, ref, version, promoted=True)
+        if isinstance(found, str):
+            return f"baseline: {found}"
+        out["baseline"] = found
+    return out
+
+
+def _cases_of(ctl: Controller, namespace: str, spec: EvalSetSpec) -> list[EvalCase]:
+    cases = list(spec.cases)
+    if spec.from_runs is not None:
+        every = (
+            r for uid in ctl.indexes.keys("runs_by_uid") for r in ctl.lookup_all("runs_by_uid", uid)
+        )
+        runs = [r for r in every if r.get("namespace") == namespace]
+        names = {c.name for c in cases}
+        cases += [c for c in er.recorded_cases(spec.from_runs, runs) if c.name not in names]
+    return cases
+
+
+async def _start(
+    ctl: Controller, namespace: str, name: str, view: Mapping[str, Any], spec: EvalRunSpec
+) -> Started | Verdict:
+    """Fix what the EvalRun evaluates (module docstring, step 1), or why it cannot yet."""
+    status = _status_of(ctl, name, namespace, view)
+    if status.get("casesSha256"):
+        return await _restarted(ctl, namespace, status)
+    set_name = spec.eval_set_ref.name
+    eval_set = ctl.lookup("evalset_views", (namespace, set_name))
+    if eval_set is None:
+        return Verdict(
+            SUCCEEDED, "Unknown", REASON_EVAL_SET_NOT_FOUND, f"EvalSet {set_name} not found"
+        )
+    if not eval_set["ready"] or eval_set["observed"] != eval_set["generation"]:
+        why = condition_status(eval_set["status"], READY)[1] or "not reconciled yet"
+        return Verdict(
+            SUCCEEDED, "Unknown", REASON_EVAL_SET_NOT_READY, f"EvalSet {set_name}: {why}"
+        )
+    targets = _targets(ctl, namespace, spec)
+    if isinstance(targets, str):
+        return Verdict(SUCCEEDED, "Unknown", REASON_TARGET_NOT_READY, targets)
+    cases = _cases_of(ctl, namespace, EvalSetSpec.model_validate(eval_set["spec"]))
+    manifest, digest = er.snapshot_config_map(namespace, name, view["uid"], cases)
+    if not await k8s.create_config_map(manifest):  # there already: ours only by its digest
+        found = await _snapshot(namespace, manifest["metadata"]["name"], digest)
+        if isinstance(found, Verdict):
+            return found
+    fields: dict[str, Any] = {
+        "evalSetVersion": eval_set["status"].get("version"),
+        "startTime": rfc3339(datetime.now(UTC)),
+        "casesConfigMap": manifest["metadata"]["name"],
+        "casesSha256": digest,
+        **{side: {"target": t.label, "version": t.version} for side, t in targets.items()},
+    }
+    return Started(tuple(cases), targets, fields)
+
+
+async def _snapshot(namespace: str, cm_name: str, digest: str) -> dict[str, Any] | Verdict:
+    """The snapshot's data, when it is the one the operator wrote (its digest)."""
+    found = await k8s.read_config_map(namespace, cm_name)
+    if found is None:
+        return Verdict(
+            SUCCEEDED,
+            "False",
+            REASON_PINNED_REVISION_MISSING,
+            f"the cases' ConfigMap {cm_name} is gone",
+        )
+    data = dict(found.get("data") or {})
+    if er.snapshot_digest(data) != digest:
+        return Verdict(
+            SUCCEEDED,
+            "False",
+            REASON_TAMPERED_OBJECT,
+            f"ConfigMap {cm_name} does not hold the cases the operator wrote: not used",
+        )
+    return data
+
+
+async def _restarted(
+    ctl: Controller, namespace: str, status: Mapping[str, Any]
+) -> Started | Verdict:
+    """What an EvalRun that started earlier evaluates, from its status and its snapshot."""
+    cm_name, digest = str(status.get("casesConfigMap")), str(status.get("casesSha256"))
+    data = await _snapshot(namespace, cm_name, digest)
+    if isinstance(data, Verdict):
+        return data
+    cases = er.parse_snapshot(data)
+    targets: dict[er.Side, er.SideTarget] = {}
+    for side in ("candidate", "baseline"):
+        summary = status.get(side) or {}
+        if summary.get("target") and summary.get("version"):
+            kind, _, target = str(summary["target"]).partition("/")
+            targets[side] = er.SideTarget(kind, target, str(summary["version"]))  # type: ignore[arg-type]
+    keep = ("evalSetVersion", "startTime", "casesConfigMap", "casesSha256")
+    fields = {k: status[k] for k in keep if k in status}
+    fields.update({s: {"target": t.label, "version": t.version} for s, t in targets.items()})
+    return Started(tuple(cases), targets, fields)
+
+
+# --- EvalRun: progress -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    namespace: str
+    name: str
+    uid: str
+    spec: EvalRunSpec
+    runs: Mapping[str, Mapping[str, Any]]
+
+
+@dataclass
+class _Progress:
+    trials: dict[str, dict[str, list[Trial]]]
+    keys: dict[tuple[str, str], str]
+    cached: dict[tuple[str, str], SideResult]
+    create: list[dict[str, Any]]
+    active: int = 0
+    currency: str | None = None
+
+
+def _finished(run: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(status, reason, message) of a finished Run's Succeeded condition (None: running)."""
+    for cond in (run.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == SUCCEEDED and cond.get("status") in ("True", "False"):
+            return str(cond["status"]), str(cond.get("reason", "")), str(cond.get("message", ""))
+    return None
+
+
+def _spent(run: Mapping[str, Any], progress: _Progress) -> dict[str, Any]:
+    """A finished Run's cost and latency, as a Trial's fields."""
+    status = run.get("status") or {}
+    usage = status.get("usage") or {}
+    progress.currency = progress.currency or usage.get("currency")
+    start, end = parse_time(status.get("startTime")), parse_time(status.get("completionTime"))
+    return {
+        "cost_micros": parse_money(usage["cost"]) if usage.get("cost") else None,
+        "cost_unknown": bool(usage.get("costUnknown")),
+        "latency_seconds": (end - start).total_seconds() if start and end else None,
+    }
+
+
+def _pinned(run: Mapping[str, Any], target: er.SideTarget) -> str | None:
+    pinned = (run.get("status") or {}).get("pinned") or {}
+    if target.kind == "Topology":
+        return pinned.get("topology")
+    return (pinned.get("agents") or {}).get(target.name)
+
+
+def _case_trial(
+    ctx: _Ctx, case: EvalCase, side: er.Side, target: er.SideTarget, trial: int, progress: _Progress
+) -> Trial:
+    """One trial of a case on a side: its Run made if missing, graded once it finished."""
+    rname = er.run_name(ctx.name, "case", side, case.name, trial)
+    run = ctx.runs.get(rname)
+    if run is None:
+        progress.create.append(
+            er.case_run(
+                ctx.namespace,
+                ctx.name,
+                ctx.uid,
+                ctx.spec,
+                "case",
+                side,
+                case.name,
+                trial,
+                {**target.ref(), "version": target.version},
+                case.input,
+                read_only=er.RECORDED_TAG in case.tags,
+            )
+        )
+        return Trial(rname)
+    done = _finished(run)
+    if done is None:
+        progress.active += 1
+        return Trial(rname)
+    version = _pinned(run, target)
+    found = {"run": rname, "version": version, **_spent(run, progress)}
+    status = run.get("status") or {}
+    if done[0] != "True":
+        return Trial(grade=errored(f"Run {rname} {done[1]}: {done[2]}"), **found)
+    if version != target.version:
+        why = f"Run {rname} pinned {target.label} at {version}, not {target.version}"
+        return Trial(grade=errored(f"{REASON_VERSION_UNAVAILABLE}: {why}"), **found)
+    output = str(status.get("output") or "")
+    if status.get("outputTruncated"):
+        return Trial(grade=errored(f"Run {rname}'s output was truncated: not graded"), **found)
+    if case.grader.type not in MODEL_GRADERS:
+        return Trial(grade=grade(case.grader, output), **found)
+    return _judged(ctx, case, side, trial, output, found, progress)
+
+
+def _judged(
+    ctx: _Ctx,
+    case: EvalCase,
+    side: er.Side,
+    trial: int,
+    output: str,
+    found: dict[str, Any],
+    progress: _Progress,
+) -> Trial:
+    """A case trial whose grader is a model: its judge Run made, then read."""
+    jname = er.run_name(ctx.name, "judge", side, case.name, trial)
+    judge = ctx.runs.get(jname)
+    if judge is None:
+        assert case.grader.agent is not None
+        progress.create.insert(
+            0,  # judges first: they finish cases already paid for
+            er.case_run(
+                ctx.namespace,
+                ctx.name,
+                ctx.uid,
+                ctx.spec,
+                "judge",
+                side,
+                case.name,
+                trial,
+                {"agentRef": {"name": case.grader.agent}},
+                judge_input(case.grader, case.input, output),
+            ),
+        )
+        return Trial(judge_run=jname, **found)
+    done = _finished(judge)
+    if done is None:
+        progress.active += 1
+        return Trial(judge_run=jname, **found)
+    spent = _spent(judge, progress)
+    if found["cost_micros"] is not None and spent["cost_micros"] is not None:
+        found["cost_micros"] += spent["cost_micros"]
+    found["cost_unknown"] = found["cost_unknown"] or spent["cost_unknown"]
+    graded: Grade
+    if done[0] != "True":
+        graded = errored(f"judge Run {jname} {done[1]}: {done[2]}")
+    else:
+        graded = grade_judge(case.grader, str((judge.get("status") or {}).get("output") or ""))
+    return Trial(grade=graded, judge_run=jname, **found)
+
+
+def _graded_before(status: Mapping[str, Any]) -> dict[tuple[str, str], SideResult]:
+    """The side results this EvalRun's status already shows as graded (kept when their
+    Runs are deleted meanwhile, e.g. by the Workspace's Run TTL: never run twice)."""
+    out: dict[tuple[str, str], SideResult] = {}
+    for case in status.get("cases") or ():
+        for side in ("candidate", "baseline"):
+            result = case.get(side) if isinstance(case, dict) else None
+            if isinstance(result, dict) and result.get("outcome") in (
+                "Passed",
+                "Failed",
+                "Errored",
+            ):
+                out[(side, str(case.get("name")))] = SideResult.model_validate(result)
+    return out
+
+
+def _progress(
+    ctx: _Ctx, started: Started, cache: Any, before: Mapping[tuple[str, str], SideResult]
+) -> _Progress:
+    """Every trial of every case on every side (module docstring, step 2)."""
+    progress = _Progress({s: {} for s in started.targets}, {}, {}, [])
+    for case in started.cases:
+        n = er.trials_of(case, ctx.spec)
+        for side, target in started.targets.items():
+            key = er.cache_key(case, target, n)
+            progress.keys[(side, case.name)] = key
+            names = [er.run_name(ctx.name, "case", side, case.name, t) for t in range(n)]
+            graded = before.get((side, case.name))
+            if graded is not None and not all(r in ctx.runs for r in graded.runs or names):
+                progress.cached[(side, case.name)] = graded
+                continue
+            hit = cache(key) if ctx.spec.reuse_results else None
+            if hit is not None and not any(r in ctx.runs for r in names):
+                progress.cached[(side, case.name)] = SideResult.model_validate(hit).model_copy(
+                    update={"cached": True}
+                )
+                continue
+            progress.trials[side][case.name] = [
+                _case_trial(ctx, case, side, target, t, progress) for t in range(n)
+            ]
+    return progress
+
+
+async def _create_runs(ctx: _Ctx, progress: _Progress) -> int:
+    """Create the missing Runs, at most ``parallelism`` unfinished at once."""
+    room = max(0, ctx.spec.parallelism - progress.active)
+    made = 0
+    for manifest in progress.create[:room]:
+        if await k8s.create_custom_if_absent("runs", ctx.namespace, manifest) is not None:
+            made += 1
+    return made
+
+
+# --- EvalRun: status ---------------------------------------------------------------------------
+
+
+def _fields(started: Started, ev: Evaluated, currency: str | None) -> dict[str, Any]:
+    fields: dict[str, Any] = dict(started.fields)
+    for side, summary in (("candidate", ev.candidate), ("baseline", ev.baseline)):
+        if summary is not None:
+            pinned = started.targets[side].version  # type: ignore[index]
+            fields[side] = summary.model_copy(update={"version": pinned}).wire()
+    if ev.comparison is not None:
+        fields["comparison"] = ev.comparison.wire()
+    fields.update(
+        regressed=list(ev.regressed),
+        fixed=list(ev.fixed),
+        flaky=list(ev.flaky),
+        errored=list(ev.errored),
+        cases=[c.wire() for c in ev.cases],
+    )
+    if ev.total_cost_micros is not None:
+        fields["totalCost"] = format_money(ev.total_cost_micros)
+        fields["currency"] = currency
+    if ev.verdict:
+        fields.update(
+            verdict=ev.verdict,
+            verdictReason=ev.reason,
+            completionTime=rfc3339(datetime.now(UTC)),
+        )
+    return fields
+
+
+def _condition(ev: Evaluated) -> Verdict:
+    if ev.verdict:
+        return Verdict(SUCCEEDED, "True", REASON_EVALUATED, f"{ev.verdict}: {ev.reason}")
+    total = len(ev.cases)
+    return Verdict(
+        SUCCEEDED, "Unknown", REASON_RUNNING, f"{total - ev.pending}/{total} case(s) graded"
+    )
+
+
+async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: bool) -> str:
+    view = ctl.lookup("evalrun_views", (namespace, name))
+    if view is None:
+        return "gone"
+    evalset = str((view["spec"].get("evalSetRef") or {}).get("name"))
+    if view["status"].get("completionTime"):
+        metrics.record_evaluation(namespace, evalset, view["status"])
+        return "finished"
+
+    async def write(fields: Mapping[str, Any], verdict: Verdict) -> bool:
+        return await ctl.write_status(
+            "EvalRun",
+            namespace,
+            name,
+            view["uid"],
+            int(view["generation"]),
+            view["status"],
+            fields,
+            [verdict],
+        )
+
+    try:
+        spec = EvalRunSpec.model_validate(view["spec"])
+    except ValidationError as exc:
+        final = {"completionTime": rfc3339(datetime.now(UTC))}
+        await write(final, Verdict(SUCCEEDED, "False", REASON_INVALID, str(exc)[:1000]))
+        return "invalid"
+    started = await _start(ctl, namespace, name, view, spec)
+    if isinstance(started, Verdict):
+        final = {"completionTime": rfc3339(datetime.now(UTC))} if started.status == "False" else {}
+        await write(final, started)
+        if started.status == "Unknown":
+            ctl.enqueue("EvalRun", namespace, name, delay=WAIT_RECHECK)
+        return "waiting"
+    runs = {str(r["name"]): r for r in ctl.lookup_all("eval_case_runs", (namespace, name))}
+    ctx = _Ctx(namespace, name, view["uid"], spec, runs)
+    progress = _progress(
+        ctx,
+        started,
+        lambda key: ctl.lookup("eval_results", (namespace, key)),
+        _graded_before(view["status"]),
+    )
+    await _create_runs(ctx, progress)
+    infos = [CaseInfo(c.name, c.weight, c.grader.type, c.critical) for c in started.cases]
+    evaluated = evaluate(
+        infos,
+        progress.trials,
+        {c.name: er.trials_of(c, spec) for c in started.cases},
+        {side: t.label for side, t in started.targets.items()},
+        spec.criteria,
+        spec.seed,
+        progress.keys,
+        progress.cached,
+    )
+    fields = _fields(started, evaluated, progress.currency)
+    written = await write(fields, _condition(evaluated))
+    if written and evaluated.verdict:
+        metrics.EVAL_RUNS.labels(namespace, evalset, evaluated.verdict).inc()
+        metrics.record_evaluation(namespace, evalset, fields)
+    return "changed" if written else "unchanged"
+
+
+EVAL_RUN_KIND = Kind(
+    "EvalRun",
+    priority=3,  # after the Agents and Topologies it runs
+    reconcile=reconcile_evalrun,
+    api=EVAL_RUN,
+    indexes=(evalrun_views, evalrun_by_set, eval_results),
+)

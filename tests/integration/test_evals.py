@@ -1,0 +1,261 @@
+"""Evaluation end to end: the real apiserver, the operator under the chart's RBAC, the runner
+in Jobs, the replay model (scripted answers, priced like a real API).
+
+Two Agents answer the same support ticket: ``triage`` (the baseline) says the category is
+billing; ``triage-v2`` (the candidate) adds that it is a refund. An EvalSet of six cases
+(contains, regex, exact, a JSON Schema with JSONPath assertions; ``wants-refund`` marked
+critical) is evaluated:
+
+- bad EvalSets are refused at admission; EvalSets whose judges name a missing Skill or
+  Agent are ``Ready=False`` with the reason, and turn Ready when the Agent appears;
+- the candidate against the baseline: every case is a Run of each side (linked, pinned at
+  the side's version), ``wants-refund`` is fixed, the difference's interval is above the
+  margin: ``Pass``; an EvalRun's spec cannot be changed;
+- the same EvalRun again without the cache: new Runs, the same results, intervals and
+  verdict (the replay model and the seeded bootstrap);
+- the sides swapped with the cache: no new Run at all (each side's results are reused by
+  case, version, grader and trials), and the critical case regressed: ``Fail``, naming it;
+- a judge Agent whose answer is not a structured verdict: the case is ``Errored``, never
+  passed, and the verdict is ``Inconclusive``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube, wait_for
+
+from .runs_support import (
+    GROUP,
+    VERSION,
+    OperatorProcess,
+    agent_with,
+    apply,
+    debug,
+    example,
+    get,
+    succeeded,
+    wait_ready,
+)
+
+USAGE = {"inputTokens": 1000, "outputTokens": 100}  # 0.0045 USD per turn at these prices
+PRICES = {"currency": "USD", "input": "3", "output": "15"}
+BASELINE = "category: billing"
+CANDIDATE = '{"category": "billing", "refund": true, "team": "payments"}'
+
+
+def case(name: str, grader: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "input": f"Ticket {name}: I was charged twice.",
+        "grader": grader,
+        **extra,
+    }
+
+
+CASES = [
+    case("says-billing", {"type": "contains", "expected": "billing"}),
+    case("billing-any-case", {"type": "contains", "expected": "BILLING", "ignoreCase": True}),
+    case("has-category", {"type": "regex", "pattern": "category"}),
+    case("not-escalated", {"type": "regex", "pattern": "^(?!.*escalat)"}),
+    case("wants-refund", {"type": "contains", "expected": "refund"}, critical=True),
+    case("mentions-payments-or-billing", {"type": "regex", "pattern": "payments|billing"}),
+]
+
+
+def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
+    op = OperatorProcess(cluster.kubeconfig, {})
+    op.start()
+    yield op
+    op.stop()
+    assert op.denials() == [], op.denials()
+
+
+@pytest.fixture
+def agents(kube: Kube, namespace: str, operator: OperatorProcess) -> str:
+    workspace = example("Workspace", "default")
+    for provider in workspace["spec"]["modelProviders"]:
+        if provider["type"] == "replay":
+            provider["prices"] = PRICES
+    apply(kube, namespace, workspace)
+    wait_ready(kube, namespace, "Workspace", "default")
+    for name, answer in (("triage", BASELINE), ("triage-v2", CANDIDATE), ("judge", "no idea")):
+        apply(kube, namespace, agent_with(name, [{"text": answer, "usage": USAGE}]))
+    for name in ("triage", "triage-v2", "judge"):
+        wait_ready(kube, namespace, "Agent", name)
+    return namespace
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any]:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == type_:
+            return dict(cond)
+    return {}
+
+
+def evalrun(kube: Kube, ns: str, name: str, **spec: Any) -> dict[str, Any]:
+    apply(kube, ns, doc("EvalRun", name, {"evalSetRef": {"name": "triage-cases"}, **spec}))
+
+    def done() -> dict[str, Any] | None:
+        obj = get(kube, ns, "EvalRun", name)
+        return obj if (obj or {}).get("status", {}).get("verdict") else None
+
+    result: dict[str, Any] = wait_for(
+        done,
+        300,
+        interval=1,
+        message=lambda: (
+            json.dumps(get(kube, ns, "EvalRun", name), indent=1) + "\n" + debug(kube, ns)
+        ),
+    )
+    return result
+
+
+def eval_runs_of(kube: Kube, ns: str, evalrun_name: str) -> list[dict[str, Any]]:
+    items = kube.custom.list_namespaced_custom_object(
+        GROUP, VERSION, ns, "runs", label_selector=f"swarmkit.dev/eval-run={evalrun_name}"
+    )["items"]
+    return list(items)
+
+
+def test_bad_evalsets_are_refused_at_admission(kube: Kube, namespace: str, crds: Any) -> None:
+    bad = [
+        ({"cases": []}, "needs cases or fromRuns"),
+        ({"cases": [case("a", {"type": "exact"})]}, "need expected"),
+        ({"cases": [case("a", {"type": "regex", "pattern": "x"})] * 2}, "unique"),
+        ({"cases": [case("a", {"type": "judgeAgent", "agent": "judge"})]}, "rubric"),
+    ]
+    for spec, message in bad:
+        with pytest.raises(ApiException) as exc:
+            apply(kube, namespace, doc("EvalSet", "bad", spec))
+        assert exc.value.status == 422 and message in str(exc.value.body), exc.value.body
+
+
+def test_an_evalset_naming_a_missing_judge_is_not_ready(kube: Kube, agents: str) -> None:
+    ns = agents
+    rubric = {"type": "judgeAgent", "agent": "strict-judge", "rubric": "names the team"}
+    apply(kube, ns, doc("EvalSet", "judged", {"cases": [case("team", rubric)]}))
+    skill = {"type": "judgeSkill", "skill": "grade-answer", "agent": "judge"}
+    apply(kube, ns, doc("EvalSet", "skill-judged", {"cases": [case("team", skill)]}))
+
+    def ready_is(name: str, status: str, reason: str) -> dict[str, Any] | None:
+        cond = condition(get(kube, ns, "EvalSet", name), "Ready")
+        return cond if cond.get("status") == status and cond.get("reason") == reason else None
+
+    missing = wait_for(lambda: ready_is("judged", "False", "AgentNotFound"), 60)
+    assert "strict-judge" in missing["message"] and "spec.cases[0]" in missing["message"]
+    missing = wait_for(lambda: ready_is("skill-judged", "False", "SkillNotFound"), 60)
+    assert "grade-answer" in missing["message"]
+    apply(kube, ns, agent_with("strict-judge", [{"text": '{"verdict": "pass"}'}]))
+    wait_for(lambda: ready_is("judged", "True", "Valid"), 60)
+
+
+def _outcomes(status: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [
+        (c["name"], c["candidate"]["outcome"], c["baseline"]["outcome"], c["change"])
+        for c in status["cases"]
+    ]
+
+
+def test_candidate_against_baseline_replayed_and_cached(kube: Kube, agents: str) -> None:
+    ns = agents
+    apply(kube, ns, doc("EvalSet", "triage-cases", {"cases": CASES}))
+    wait_ready(kube, ns, "EvalSet", "triage-cases")
+    versions = {
+        a: get(kube, ns, "Agent", a)["status"]["version"]  # type: ignore[index]
+        for a in ("triage", "triage-v2")
+    }
+    first = evalrun(
+        kube, ns, "v2-vs-v1", candidate={"agentRef": {"name": "triage-v2"}},
+        baseline={"agentRef": {"name": "triage"}}, parallelism=6,
+    )  # fmt: skip
+    status = first["status"]
+    assert status["verdict"] == "Pass", status.get("verdictReason")
+    assert condition(first, "Succeeded")["reason"] == "Evaluated"
+    assert status["fixed"] == ["wants-refund"] and status["regressed"] == []
+    assert status["candidate"]["passRate"] == 1.0 and status["candidate"]["passed"] == 6
+    assert status["baseline"]["passed"] == 5
+    assert status["candidate"]["version"] == versions["triage-v2"]
+    assert status["baseline"]["version"] == versions["triage"]
+    assert status["comparison"]["interval"]["low"] >= -0.05
+    assert status["comparison"]["pValue"] == 1.0  # one discordant case
+    # 12 Runs of one priced turn each.
+    assert status["totalCost"] == "0.054" and status["currency"] == "USD"
+    # Every case is linked to its Runs, each pinned at its side's version.
+    runs = {r["metadata"]["name"]: r for r in eval_runs_of(kube, ns, "v2-vs-v1")}
+    assert len(runs) == 12
+    for c in status["cases"]:
+        for side, agent in (("candidate", "triage-v2"), ("baseline", "triage")):
+            (name,) = c[side]["runs"]
+            run = runs[name]
+            assert succeeded(run)["status"] == "True"  # type: ignore[index]
+            assert run["status"]["pinned"]["agents"][agent] == versions[agent]
+            assert run["metadata"]["labels"]["swarmkit.dev/eval-case"] == c["name"]
+    # The spec is immutable.
+    with pytest.raises(ApiException) as exc:
+        kube.custom.patch_namespaced_custom_object(
+            GROUP, VERSION, ns, "evalruns", "v2-vs-v1", {"spec": {"trials": 2}}
+        )
+    assert exc.value.status == 422 and "immutable" in str(exc.value.body)
+
+    again = evalrun(
+        kube, ns, "v2-vs-v1-again", candidate={"agentRef": {"name": "triage-v2"}},
+        baseline={"agentRef": {"name": "triage"}}, parallelism=6, reuseResults=False,
+    )  # fmt: skip
+    assert len(eval_runs_of(kube, ns, "v2-vs-v1-again")) == 12
+    replayed = again["status"]
+    assert _outcomes(replayed) == _outcomes(status)
+    for field in ("verdict", "comparison", "fixed", "regressed", "flaky"):
+        assert replayed[field] == status[field], field
+    for side in ("candidate", "baseline"):
+        for field in ("passRate", "interval", "score", "version", "cost"):
+            assert replayed[side][field] == status[side][field], (side, field)
+
+    swapped = evalrun(
+        kube, ns, "v1-vs-v2", candidate={"agentRef": {"name": "triage"}},
+        baseline={"agentRef": {"name": "triage-v2"}},
+    )  # fmt: skip
+    assert eval_runs_of(kube, ns, "v1-vs-v2") == []  # every side result came from the cache
+    reused = swapped["status"]
+    assert all(c["candidate"]["cached"] and c["baseline"]["cached"] for c in reused["cases"])
+    assert reused["verdict"] == "Fail" and reused["regressed"] == ["wants-refund"]
+    assert "wants-refund" in reused["verdictReason"]
+
+
+def test_a_grader_that_errors_never_passes(kube: Kube, agents: str) -> None:
+    ns = agents
+    judged = {"type": "judgeAgent", "agent": "judge", "rubric": "is the category right?"}
+    apply(kube, ns, doc("EvalSet", "triage-cases", {"cases": [case("judged", judged)]}))
+    wait_for(
+        lambda: (
+            condition(get(kube, ns, "EvalSet", "triage-cases"), "Ready").get("status") == "True"
+        ),
+        60,
+    )
+    result = evalrun(
+        kube, ns, "judged", candidate={"agentRef": {"name": "triage-v2"}}, compare=False,
+        trials=1, criteria={"minCases": 1, "minPassRate": 0.1},
+    )  # fmt: skip
+    status = result["status"]
+    (only,) = status["cases"]
+    assert only["candidate"]["outcome"] == "Errored" and only["change"] == "Errored"
+    assert "not a structured verdict" in only["candidate"]["reasoning"]
+    assert only["candidate"]["judgeRuns"] == ["judged-judged-jc0"]
+    assert status["errored"] == ["judged"] and status["verdict"] == "Inconclusive"
+    assert status["candidate"]["passed"] == 0
