@@ -1,31 +1,29 @@
 """The chart's Argo Rollouts ClusterAnalysisTemplate (promotion gated on evaluation):
-rendered by the real helm, validated against Argo Rollouts' published CRD schema
-(tests/fixtures/argo-rollouts), and calling the operator's verdict endpoint.
+rendered by the real helm, validated against Argo Rollouts' published CRD schema (its
+release's ``manifests/crds``, fetched through the Go module proxy: tests/support/upstream.py),
+and calling the operator's verdict endpoint.
 
 The endpoint itself is tested in tests/unit/library/test_webview_verdicts.py.
 """
 
 from __future__ import annotations
 
-import gzip
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from tests.schema.kube_schema import validate
+from tests.support.upstream import ARGO_ROLLOUTS, module_dir
 
 from .test_chart_render import NAMESPACE, RELEASE, by_kind, render
 
-CRD = Path(__file__).resolve().parents[1] / "fixtures" / "argo-rollouts"
 API = "argoproj.io/v1alpha1/ClusterAnalysisTemplate"
 WEB = {"webView": {"enabled": True}}
 
 
 def crd() -> dict[str, Any]:
-    doc = yaml.safe_load(
-        gzip.decompress((CRD / "cluster-analysis-template-crd.yaml.gz").read_bytes())
-    )
+    crds = module_dir(ARGO_ROLLOUTS) / "manifests" / "crds"
+    doc = yaml.safe_load((crds / "cluster-analysis-template-crd.yaml").read_text())
     assert doc["spec"]["names"]["kind"] == "ClusterAnalysisTemplate"
     return dict(doc)
 
