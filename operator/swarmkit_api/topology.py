@@ -15,6 +15,7 @@ from .common import (
     ResourceRequirements,
     SecretKeyRef,
 )
+from .harness import HarnessSpec
 
 #: Deepest nesting of topologies calling topologies through agent skills.
 MAX_TOPOLOGY_DEPTH = 3
@@ -44,6 +45,12 @@ class TopologyNode(ApiModel):
         default=None,
         description="A Funnel every artifact of this node's agent must pass (validate, judge, "
         "review, approve) before the run goes on.",
+    )
+    harness: HarnessSpec | None = Field(
+        default=None,
+        description="Run this node as a coding harness (Claude Code, Codex, Gemini CLI) in the "
+        "Run's pod; the Agent still gives its tools, skills, permissions, model provider and "
+        "limits.",
     )
 
 
