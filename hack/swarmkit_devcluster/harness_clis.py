@@ -8,15 +8,14 @@ installs beside the old one and two checkouts never disturb each other; cached: 
 
 Install scripts stay off (``--ignore-scripts``): a CLI that ships its native binary as a
 platform package (Claude Code 2.x: ``@anthropic-ai/claude-code-linux-x64``) gets that
-binary linked as its ``node_modules/.bin`` entry here instead of by its postinstall script,
-so nothing the registry serves runs at install time.
+binary linked as its ``node_modules/.bin`` entry by ``hack/harness-clis/link-native.mjs``
+(the runtime image runs the same script) instead of by its postinstall script, so nothing
+the registry serves runs at install time.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import platform
 import subprocess
 import sys
 import time
@@ -28,7 +27,8 @@ from swarmkit_devcluster.clients import _digest, find_npm
 from swarmkit_devcluster.paths import cache_root, hack_dir
 
 HARNESS_CLIS_DIR = "harness-clis"
-LOCK_INPUTS = ("package.json", "package-lock.json")
+LOCK_INPUTS = ("package.json", "package-lock.json", "link-native.mjs")
+LINK_SCRIPT = "link-native.mjs"
 _INSTALLED = ".installed"
 _LOCK = ".harness-clis.lock"
 
@@ -44,28 +44,19 @@ def pinned() -> dict[str, str]:
     return dict(manifest["dependencies"])
 
 
-def _platform_package(package: str) -> str:
-    """The platform package a CLI ships its native binary in (``<package>-linux-x64``)."""
-    arch = {"x86_64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine(), "")
-    return f"{package}-{sys.platform}-{arch}"
-
-
-def link_native_bins(root: Path) -> None:
-    """Point each CLI's ``.bin`` entry at its platform binary (what its postinstall does)."""
-    for package in pinned():
-        native = root / "node_modules" / _platform_package(package)
-        manifest = root / "node_modules" / package / "package.json"
-        if not native.is_dir() or not manifest.is_file():
-            continue
-        for name in json.loads(manifest.read_text()).get("bin", {}):
-            binary = next((p for p in (native / name, native / f"{name}.exe") if p.is_file()), None)
-            if binary is None:
-                continue
-            binary.chmod(0o755)
-            link = root / "node_modules" / ".bin" / name
-            link.parent.mkdir(exist_ok=True)
-            link.unlink(missing_ok=True)
-            link.symlink_to(os.path.relpath(binary, link.parent))
+def link_native_bins(root: Path, log: TextIO) -> None:
+    """Point each CLI's ``.bin`` entry at its platform binary (``link-native.mjs``, the one
+    script the runtime image runs too)."""
+    res = subprocess.run(
+        ["node", str(hack_dir() / HARNESS_CLIS_DIR / LINK_SCRIPT)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if res.returncode != 0:
+        raise BuildError(f"{LINK_SCRIPT} failed in {root}:\n{res.stderr.strip()[-2000:]}")
+    print(res.stdout.strip(), file=log, flush=True)
 
 
 def ensure_harness_clis(log: TextIO | None = None) -> Path:
@@ -80,7 +71,7 @@ def ensure_harness_clis(log: TextIO | None = None) -> Path:
             return target
         npm = find_npm()
         target.mkdir(parents=True, exist_ok=True)
-        for name in LOCK_INPUTS:
+        for name in ("package.json", "package-lock.json"):
             (target / name).write_bytes((source / name).read_bytes())
         print(f"  npm ci for hack/{HARNESS_CLIS_DIR} ...", file=out, flush=True)
         start = time.monotonic()
@@ -98,7 +89,7 @@ def ensure_harness_clis(log: TextIO | None = None) -> Path:
                 "  Check that the npm registry is reachable (npm config get registry) and "
                 "re-run `make harness-clis`."
             )
-        link_native_bins(target)
+        link_native_bins(target, out)
         (target / _INSTALLED).write_text(f"{time.time()}\n")
         print(
             f"  {HARNESS_CLIS_DIR:<24} installed in {time.monotonic() - start:6.1f}s  {target}",

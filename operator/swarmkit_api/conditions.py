@@ -156,6 +156,9 @@ REASON_TRUNCATED: Final[str] = "Truncated"
 REASON_VALIDATION_FAILED: Final[str] = "ValidationFailed"
 #: The run's spend cap (maxCost / maxTokens) would be crossed by its next model call.
 REASON_BUDGET_EXCEEDED: Final[str] = "BudgetExceeded"
+#: A Topology harness node its harness cannot run: its provider speaks another wire format,
+#: or it needs a capability the harness's conformance test has not shown.
+REASON_HARNESS_UNSUPPORTED: Final[str] = "HarnessUnsupported"
 #: A harness node's CLI exited non-zero, ended without a final answer or its events did not map.
 REASON_HARNESS_FAILED: Final[str] = "HarnessFailed"
 #: A harness node's CLI ran past the node's timeout and was killed.
@@ -198,6 +201,7 @@ __all__ = [
     "REASON_HARNESS_ASKED",
     "REASON_HARNESS_FAILED",
     "REASON_HARNESS_TIMED_OUT",
+    "REASON_HARNESS_UNSUPPORTED",
     "REASON_BUDGET_EXHAUSTED",
     "REASON_BUDGET_HOLD",
     "REASON_CANCELLED",

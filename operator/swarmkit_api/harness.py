@@ -106,6 +106,14 @@ class HarnessSpec(ApiModel):
         "tools imply mcp-tools, its skills skills, its nativeTools the native-* ones); each "
         "must have been shown by the harness's conformance test, or the node is refused.",
     )
+    builtin_tools: bool = Field(
+        default=False,
+        description="Switch on the harness's own built-in tools for the Agent's nativeTools "
+        "(fileIO: read/edit files, bash: shell, webSearch: web), each use asked of the runner "
+        "through the harness's pre-tool-use hook. Off (the default): every built-in is off and "
+        "the Agent's nativeTools reach the harness as the runner's own governed tools through "
+        "the MCP gateway.",
+    )
     timeout_seconds: int | None = Field(
         default=None,
         ge=10,
@@ -118,12 +126,13 @@ class HarnessSpec(ApiModel):
 def required_capabilities(agent: AgentSpec, spec: HarnessSpec) -> list[str]:
     """What a harness needs to run ``agent`` as the node asks (sorted, no duplicates)."""
     needed = {"final-answer", "usage", *spec.requires}
-    if agent.tools or agent.skills:
+    native = agent.native_tools
+    served_natively = native is not None and (native.bash or native.file_io or native.web_search)
+    if agent.tools or agent.skills or agent.flow_data_access or served_natively:
         needed.add("mcp-tools")
     if agent.skills:
         needed.add("skills")
-    native = agent.native_tools
-    if native is not None:
+    if native is not None and spec.builtin_tools:
         if native.file_io:
             needed |= {"native-file-read", "native-file-write", "tool-hook"}
         if native.bash:
@@ -131,6 +140,14 @@ def required_capabilities(agent: AgentSpec, spec: HarnessSpec) -> list[str]:
         if native.web_search:
             needed |= {"native-web", "tool-hook"}
     return sorted(needed)
+
+
+def agent_provider(agent: AgentSpec, providers: list[ModelProvider]) -> ModelProvider | None:
+    """The provider the agent's model calls go to (named, else the Workspace's first)."""
+    wanted = agent.model.provider if agent.model else None
+    if wanted is None:
+        return providers[0] if providers else None
+    return next((p for p in providers if p.name == wanted), None)
 
 
 def harness_problem(
@@ -169,6 +186,7 @@ __all__ = [
     "HarnessKind",
     "HarnessSpec",
     "WireFormat",
+    "agent_provider",
     "harness_problem",
     "required_capabilities",
 ]

@@ -214,6 +214,17 @@ class TopologySpec(ApiModel):
             field_path=".agents",
             check=_tree_is_well_formed,
         ),
+        CelRule(
+            rule="self.agents.all(a, !has(a.harness) || !self.agents.exists(b, has(b.parent) "
+            "&& b.parent == a.name))",
+            message="a harness node has no children: a harness cannot delegate to topology "
+            "nodes (give it agent skills instead)",
+            field_path=".agents",
+            check=lambda m: not any(
+                a.harness is not None and any(b.parent == a.name for b in m.agents)
+                for a in m.agents
+            ),
+        ),
     )
 
     workspace_ref: LocalObjectReference = Field(description="The Workspace the topology runs in.")

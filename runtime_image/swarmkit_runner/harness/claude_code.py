@@ -153,6 +153,7 @@ class ClaudeCode(Harness):
             "HOME": str(inv.home_dir),
             "CLAUDE_CONFIG_DIR": str(inv.home_dir / ".claude"),
             "PATH": BASE_PATH,
+            "TMPDIR": str(inv.home_dir / "tmp"),
             "ANTHROPIC_BASE_URL": inv.model_proxy_url,
             "ANTHROPIC_API_KEY": inv.model_token,
             "ANTHROPIC_MODEL": inv.model,
