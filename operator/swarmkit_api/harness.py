@@ -55,8 +55,8 @@ Capability = Literal[
     "mcp-tools",  # it calls the in-pod gateway's MCP tools and reports the calls
     "skills",  # it reads the granted skills laid out where it looks for them
     "tool-hook",  # its pre-tool-use hook asks the runner before a built-in tool runs
-    "native-file-read",  # built-in file reading (Agent nativeTools.fileIO)
-    "native-file-write",  # built-in file edits (Agent nativeTools.fileIO)
+    "native-file-read",  # built-in file reading (Agent nativeTools.fileIo)
+    "native-file-write",  # built-in file edits (Agent nativeTools.fileIo)
     "native-shell",  # built-in shell (Agent nativeTools.bash)
     "native-web",  # built-in web search/fetch (Agent nativeTools.webSearch)
 ]
@@ -109,7 +109,7 @@ class HarnessSpec(ApiModel):
     builtin_tools: bool = Field(
         default=False,
         description="Switch on the harness's own built-in tools for the Agent's nativeTools "
-        "(fileIO: read/edit files, bash: shell, webSearch: web), each use asked of the runner "
+        "(fileIo: read/edit files, bash: shell, webSearch: web), each use asked of the runner "
         "through the harness's pre-tool-use hook. Off (the default): every built-in is off and "
         "the Agent's nativeTools reach the harness as the runner's own governed tools through "
         "the MCP gateway.",

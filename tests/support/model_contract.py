@@ -37,7 +37,7 @@ _MAX_PROBLEMS = 8
 
 
 @functools.cache
-def _request_type(wire: Literal["anthropic", "openai"], stream: bool) -> Any:
+def _request_type(wire: Literal["anthropic", "openai"], stream: bool, beta: bool = False) -> Any:
     if wire == "openai":
         from openai.types.chat import completion_create_params as oparams
 
@@ -45,6 +45,14 @@ def _request_type(wire: Literal["anthropic", "openai"], stream: bool) -> Any:
             oparams.CompletionCreateParamsStreaming
             if stream
             else oparams.CompletionCreateParamsNonStreaming
+        )
+    if beta:  # an ``anthropic-beta`` header: the API takes the beta parameters too
+        from anthropic.types.beta import message_create_params as bparams
+
+        return (
+            bparams.MessageCreateParamsStreaming
+            if stream
+            else bparams.MessageCreateParamsNonStreaming
         )
     from anthropic.types import message_create_params as aparams
 
@@ -170,9 +178,12 @@ def _is_sequence(origin: Any) -> bool:
     return getattr(origin, "__name__", "") == "SequenceNotStr"
 
 
-def sdk_problems(wire: Literal["anthropic", "openai"], body: dict[str, Any]) -> list[str]:
-    """The body against the official SDK's request type (streaming or not, by ``stream``)."""
-    return _walk(body, _request_type(wire, body.get("stream") is True), "body")
+def sdk_problems(
+    wire: Literal["anthropic", "openai"], body: dict[str, Any], beta: bool = False
+) -> list[str]:
+    """The body against the official SDK's request type (streaming or not, by ``stream``;
+    Anthropic's beta request type when the request named a beta)."""
+    return _walk(body, _request_type(wire, body.get("stream") is True, beta), "body")
 
 
 def openai_rules(body: dict[str, Any]) -> list[str]:
@@ -290,13 +301,15 @@ def anthropic_rules(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-def check(wire: Wire, body: dict[str, Any]) -> list[str]:
-    """Why the real API would refuse ``body`` (empty: it would accept it)."""
+def check(wire: Wire, body: dict[str, Any], beta: bool = False) -> list[str]:
+    """Why the real API would refuse ``body`` (empty: it would accept it). ``beta``: the
+    request carried an ``anthropic-beta`` header (Claude Code's do), so the beta parameters
+    (``context_management``, ...) are part of the API it is checked against."""
     if wire == "gemini":
         return gemini_problems(body)[:_MAX_PROBLEMS]
     if wire == "bedrock":  # the service model's own checks need botocore: tests/support/aws
         return bedrock_rules(body)[:_MAX_PROBLEMS]
-    problems = sdk_problems(wire, body)
+    problems = sdk_problems(wire, body, beta and wire == "anthropic")
     problems += openai_rules(body) if wire == "openai" else anthropic_rules(body)
     return problems[:_MAX_PROBLEMS]
 

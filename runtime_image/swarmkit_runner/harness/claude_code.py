@@ -9,11 +9,11 @@ How the Agent's grants become Claude Code's controls:
   every other MCP source; its tools are pre-allowed (``--allowedTools mcp__swarmkit``) because
   the gateway itself enforces grants, tiers and reviews on every call;
 * built-in tools: ``--tools`` lists only the ones the Agent's ``nativeTools`` switch on
-  (``fileIO`` → Read, Glob, Grep, Edit, Write; ``bash`` → Bash; ``webSearch`` → WebSearch,
+  (``fileIo`` → Read, Glob, Grep, Edit, Write; ``bash`` → Bash; ``webSearch`` → WebSearch,
   WebFetch); ``""`` switches every built-in off, AskUserQuestion included (a harness node has
   nobody to ask: a question ends it ``HarnessAskedQuestion``);
-* ``--permission-mode dontAsk`` never waits for a person at a terminal: what is not allowed is
-  denied, and the ``PreToolUse`` hook (``--settings``) asks the runner's decision point before
+* ``--permission-mode dontAsk --permission-prompts none`` never waits for a person at a
+  terminal: what is not allowed is denied, and the ``PreToolUse`` hook (``--settings``) asks the runner's decision point before
   each built-in tool use (:mod:`.hook`);
 * offline: no auto-update, telemetry, error reporting or other non-essential traffic.
 
@@ -24,8 +24,9 @@ Its stream-json events (``system``/``init``, ``assistant``, ``user``, ``result``
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -138,6 +139,8 @@ class ClaudeCode(Harness):
             str(self.settings_path(inv)),
             "--permission-mode",
             "dontAsk",
+            "--permission-prompts",
+            "none",
             "--tools",
             ",".join(native_tools(inv)),
             "--allowedTools",
@@ -206,8 +209,6 @@ class ClaudeCode(Harness):
 
 
 def _shell_join(argv: tuple[str, ...]) -> str:
-    import shlex
-
     return " ".join(shlex.quote(a) for a in argv)
 
 
@@ -269,10 +270,9 @@ class _Reader:
         if result.get("subtype") != "success" or result.get("is_error"):
             errors = result.get("errors") or []
             detail = "; ".join(str(e) for e in errors) or str(result.get("result") or "")
+            how = "with an error" if result.get("subtype") == "success" else result.get("subtype")
             return _failed(
-                outcome,
-                REASON_HARNESS_FAILED,
-                f"Claude Code ended {result.get('subtype')}: {detail}".strip().rstrip(":"),
+                outcome, REASON_HARNESS_FAILED, f"Claude Code ended {how}: {detail}".rstrip(": ")
             )
         return outcome
 
@@ -312,8 +312,6 @@ class _Reader:
 
 
 def _failed(outcome: HarnessOutcome, reason: str, message: str) -> HarnessOutcome:
-    from dataclasses import replace
-
     return replace(outcome, error_reason=reason, error_message=message[:1000])
 
 

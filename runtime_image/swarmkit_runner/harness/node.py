@@ -131,12 +131,17 @@ async def _serve(apps: list[Starlette]) -> tuple[_Servers, list[int]]:
     for app in apps:
         sock = listen_socket("127.0.0.1", 0)
         ports.append(int(sock.getsockname()[1]))
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2
+        )
         server = Embedded(config)
         servers.append(server)
         tasks.append(asyncio.create_task(server.serve(sockets=[sock])))
-    for server in servers:
+    for server, task in zip(servers, tasks, strict=True):
         while not server.started:
+            if task.done():  # it could not start (its lifespan failed): say why
+                await _Servers(servers, tasks).stop()
+                raise StartupError(f"harness node: a loopback server did not start: {task}")
             await asyncio.sleep(0.01)
     return _Servers(servers, tasks), ports
 
@@ -260,9 +265,11 @@ async def run_harness(ctx: RunContext, position: AgentPosition, task: str, depth
         directory.mkdir(parents=True, exist_ok=True)
     skills_dir = work / ".claude" / "skills"
     laid = lay_out_skills(ctx, position, skills_dir)
-    proxy = ModelProxy(ctx, agent.name, config, model, token_source.token_urlsafe(32))
     gateway_token = token_source.token_urlsafe(32)
     gateway = RunGateway(ctx, agent, gateway_token, position.node.name)
+    proxy = ModelProxy(
+        ctx, agent.name, config, model, token_source.token_urlsafe(32), stop=gateway.stop
+    )
     from ..gateway_app import MCP_PATH, build_app
 
     servers, (proxy_port, gateway_port) = await _serve([proxy.app(), build_app(gateway)])

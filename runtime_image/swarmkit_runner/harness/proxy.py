@@ -7,14 +7,16 @@ token as its API key; it never sees the Workspace provider's credential. Each re
 2. the Run's limits are checked *before* the call, as for a model node: steps and tokens per
    run (:meth:`.context.Budget.before_step`) and the spend cap (:meth:`.spend.SpendMeter.check`
    with the request's ``max_tokens``). A call that would cross one is answered 400 (an
-   ``invalid_request_error`` naming the limit, so the harness stops) and the node ends with
-   that outcome (:attr:`ModelProxy.ended`);
+   ``invalid_request_error`` naming the limit) and the node ends with that outcome
+   (:attr:`ModelProxy.ended`; the harness is stopped);
 3. the body goes to the provider unchanged except ``model`` (always the Agent's model), with
    the provider's own auth headers, through the run's egress guard;
 4. the answer is relayed as it arrives (streamed or not) while its usage is read from it
    (``message_start`` + the last ``message_delta``, or the JSON ``usage``) and recorded once
    on the Run's meter (:meth:`.spend.SpendMeter.record`, :meth:`.context.Budget.after_step`)
-   and audited as ``model.call``: the Run's ``usage`` and spend are exact.
+   and audited as ``model.call``: the Run's ``usage`` and spend are exact. A provider that
+   refuses the credential (401/403) ends the node ``Failed`` at once: the harness would
+   retry it for minutes.
 
 Only the wire format the harness needs and the provider speaks is forwarded (admission
 checked they match); today: Anthropic Messages (``POST /v1/messages``, and
@@ -23,13 +25,14 @@ checked they match); today: Anthropic Messages (``POST /v1/messages``, and
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RunEnded
+from ..errors import RunEnded, RunFailed
 from ..providers.anthropic import DEFAULT_BASE_URL, AnthropicProvider, _cached_tokens, _input_tokens
 from ..providers.base import Usage
 
@@ -105,7 +108,13 @@ class ModelProxy:
     """The proxy for one harness node (one agent, one provider, one model)."""
 
     def __init__(
-        self, ctx: RunContext, agent: str, config: ModelProvider, model: str, token: str
+        self,
+        ctx: RunContext,
+        agent: str,
+        config: ModelProvider,
+        model: str,
+        token: str,
+        stop: asyncio.Event,
     ) -> None:
         self.ctx = ctx
         self.agent = agent
@@ -115,6 +124,8 @@ class ModelProxy:
         #: What ended the node from here (a limit before a call), if anything.
         self.ended: RunEnded | None = None
         self.calls = 0
+        #: Set when :attr:`ended` is: the node's driver stops the harness.
+        self.stop = stop
         self._client: httpx.AsyncClient | None = None
 
     def client(self) -> httpx.AsyncClient:
@@ -162,9 +173,15 @@ class ModelProxy:
         try:
             budget.after_step(self.ctx.audit, self.agent, reader.usage)
         except RunEnded as exc:
-            self.ended = self.ended or exc
+            self.end(exc)
+
+    def end(self, exc: RunEnded) -> None:
+        """End the node with ``exc`` (the first reason wins) and stop the harness."""
+        self.ended = self.ended or exc
+        self.stop.set()
 
     def app(self) -> Starlette:
+        import httpx
         from starlette.applications import Starlette
         from starlette.requests import Request
         from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -192,7 +209,7 @@ class ModelProxy:
                 try:
                     self.check_limits(int(body.get("max_tokens") or 0))
                 except RunEnded as exc:
-                    self.ended = exc
+                    self.end(exc)
                     return refusal(400, "invalid_request_error", f"{exc.outcome}: {exc.message}")
             body["model"] = self.model
             headers = {k: request.headers[k] for k in FORWARDED_HEADERS if k in request.headers}
@@ -200,14 +217,22 @@ class ModelProxy:
                 "POST", self.url(request.url.path), json=body, headers=headers
             )
             started = time.monotonic()
-            response = await self.client().send(upstream, stream=True)
+            try:
+                response = await self.client().send(upstream, stream=True)
+            except httpx.HTTPError as exc:
+                return refusal(502, "api_error", f"model provider {self.config.name}: {exc}")
+            if response.status_code in (401, 403):
+                # The Workspace's credential is refused: the harness would retry it for
+                # minutes; the node ends now, saying so (no key in the message).
+                self.end(RunFailed(f"model provider {self.config.name} refused the "
+                                   f"credential (HTTP {response.status_code})"))  # fmt: skip
             relayed = {k: response.headers[k] for k in RELAYED_HEADERS if k in response.headers}
             reader = UsageReader()
             streamed = "text/event-stream" in response.headers.get("content-type", "")
 
             async def relay() -> AsyncIterator[bytes]:
                 try:
-                    async for chunk in response.aiter_raw():
+                    async for chunk in response.aiter_bytes():
                         if streamed:
                             reader.feed_sse(chunk)
                         yield chunk

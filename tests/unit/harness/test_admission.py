@@ -70,7 +70,7 @@ def test_a_capability_the_conformance_test_has_not_shown_is_refused() -> None:
 
 
 def test_native_tools_without_built_ins_go_through_the_gateway() -> None:
-    agent = AgentSpec.model_validate({"nativeTools": {"bash": True, "fileIO": True}})
+    agent = AgentSpec.model_validate({"nativeTools": {"bash": True, "fileIo": True}})
     needed = required_capabilities(agent, HarnessSpec(kind="claude-code"))
     assert needed == ["final-answer", "mcp-tools", "usage"]
 

@@ -199,10 +199,34 @@ def test_a_hung_harness_ends_harness_timed_out(tmp_path: Path) -> None:
     assert out.duration < 60
 
 
-def test_a_harness_that_fails_ends_harness_failed(tmp_path: Path) -> None:
-    # The model API refuses every call (a revoked key): the CLI ends with an error.
+def test_a_refused_credential_ends_the_run_failed_at_once(tmp_path: Path) -> None:
+    # The provider refuses the key (revoked): the CLI would retry for minutes.
     with ScriptedModelServer(default=text("never"), api_key="some-other-key-entirely") as server:
         out = run(echo_bundle(server), tmp_path)
-    assert out.outcome == "HarnessFailed", out.result
-    assert server.requests, "the CLI called the model through the proxy"
+    assert out.outcome == "Failed", out.result
+    assert "refused the credential (HTTP 401)" in out.result["message"]
+    assert len(server.requests) == 1 and out.duration < 60
     assert PROVIDER_KEY not in out.stdout + out.stderr + str(out.result)
+
+
+def test_a_harness_that_fails_ends_harness_failed(tmp_path: Path) -> None:
+    refused = Reply(status=400, error_body='{"type": "error", "error": {"type": '
+                    '"invalid_request_error", "message": "model claude-x is retired"}}')  # fmt: skip
+    with ScriptedModelServer(default=refused, api_key=PROVIDER_KEY) as server:
+        out = run(echo_bundle(server), tmp_path)
+    assert out.outcome == "HarnessFailed", out.result
+    assert "model claude-x is retired" in out.result["message"]
+
+
+def test_the_runs_limits_hold_before_each_model_call(tmp_path: Path) -> None:
+    with ScriptedModelServer(default=calls("echo", text="one"), api_key=PROVIDER_KEY) as server:
+        b = echo_bundle(server).model_copy(
+            update={"governance": echo_bundle(server).governance.model_copy(
+                update={"max_steps_per_run": 1})}  # fmt: skip
+        )
+        out = run(b, tmp_path)
+    assert out.outcome == "LimitExceeded", out.result
+    assert "maxStepsPerRun" in out.result["message"]
+    # The refused call never reached the model: one answered call, one charged step.
+    assert len(server.requests) == 1
+    assert out.result["steps"] == 1
