@@ -168,7 +168,7 @@ class _Transcript:
             return
         cut = text[:MAX_EVENT_CHARS]
         self.kept += len(cut)
-        self.ctx.audit.emit("harness.event", agent=self.agent, node=self.node, event=cut,
+        self.ctx.audit.emit("harness.event", agent=self.agent, node=self.node, line=cut,
                             truncated=len(text) > MAX_EVENT_CHARS or None)  # fmt: skip
 
 
