@@ -61,6 +61,15 @@ class Truncated(RunFailed):
     outcome: Outcome = "Truncated"
 
 
+class HarnessEnded(RunEnded):
+    """A harness node's CLI failed, hung past its timeout or asked a question: the run ends
+    with that outcome (``HarnessFailed``, ``HarnessTimedOut``, ``HarnessAskedQuestion``)."""
+
+    def __init__(self, outcome: Outcome, message: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
 class AwaitingReview(RunEnded):
     """The run parks for a person (outcome AwaitingReview) with the items to decide."""
 

@@ -127,6 +127,8 @@ class AgentRunner:
     ) -> str:
         """:meth:`_run_agent` in an ``invoke_agent`` span (tracing hook, :mod:`.traced`)."""
         run = self.ctx.bundle.run
+        if position.node is not None and position.node.harness is not None:
+            return await self._run_harness(position, task, depth)
         with traced.agent_span(
             position.agent.name,
             self.provider(position.agent),
@@ -136,6 +138,22 @@ class AgentRunner:
             return await self._run_agent(
                 position, task, depth, output_schema, output_retries, for_skill
             )
+
+    async def _run_harness(self, position: AgentPosition, task: str, depth: int) -> str:
+        """A harness node (:mod:`.harness.node`); a funnel on it gates the final answer,
+        a redraft runs the harness again with the funnel's prompt."""
+        from .harness.node import run_harness
+
+        gate = funnel.gate_for(
+            self.ctx, position, lambda p, t, schema: self.run_agent(p, t, depth + 1, schema)
+        )
+        answer = await run_harness(self.ctx, position, task, depth)
+        while gate is not None:
+            assessed = await gate.assess(answer)
+            if not isinstance(assessed, funnel.Redraft):
+                return assessed
+            answer = await run_harness(self.ctx, position, f"{task}\n\n{assessed.prompt}", depth)
+        return answer
 
     async def _run_agent(
         self,

@@ -42,7 +42,7 @@ _MAX_PROBLEMS = 8
 
 
 @functools.cache
-def _request_type(wire: SdkWire, stream: bool) -> Any:
+def _request_type(wire: SdkWire, stream: bool, beta: bool = False) -> Any:
     if wire == "responses":
         from openai.types.responses import response_create_params as rparams
 
@@ -58,6 +58,14 @@ def _request_type(wire: SdkWire, stream: bool) -> Any:
             oparams.CompletionCreateParamsStreaming
             if stream
             else oparams.CompletionCreateParamsNonStreaming
+        )
+    if beta:  # an ``anthropic-beta`` header: the API takes the beta parameters too
+        from anthropic.types.beta import message_create_params as bparams
+
+        return (
+            bparams.MessageCreateParamsStreaming
+            if stream
+            else bparams.MessageCreateParamsNonStreaming
         )
     from anthropic.types import message_create_params as aparams
 
@@ -183,11 +191,12 @@ def _is_sequence(origin: Any) -> bool:
     return getattr(origin, "__name__", "") == "SequenceNotStr"
 
 
-def sdk_problems(wire: SdkWire, body: dict[str, Any]) -> list[str]:
-    """The body against the official SDK's request type (streaming or not, by ``stream``)."""
+def sdk_problems(wire: SdkWire, body: dict[str, Any], beta: bool = False) -> list[str]:
+    """The body against the official SDK's request type (streaming or not, by ``stream``;
+    Anthropic's beta request type when the request named a beta)."""
     if wire == "responses":
         body = _responses_beyond_sdk(body)
-    return _walk(body, _request_type(wire, body.get("stream") is True), "body")
+    return _walk(body, _request_type(wire, body.get("stream") is True, beta), "body")
 
 
 def _responses_beyond_sdk(body: dict[str, Any]) -> dict[str, Any]:
@@ -386,13 +395,15 @@ def anthropic_rules(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-def check(wire: Wire, body: dict[str, Any]) -> list[str]:
-    """Why the real API would refuse ``body`` (empty: it would accept it)."""
+def check(wire: Wire, body: dict[str, Any], beta: bool = False) -> list[str]:
+    """Why the real API would refuse ``body`` (empty: it would accept it). ``beta``: the
+    request carried an ``anthropic-beta`` header (Claude Code's do), so the beta parameters
+    (``context_management``, ...) are part of the API it is checked against."""
     if wire == "gemini":
         return gemini_problems(body)[:_MAX_PROBLEMS]
     if wire == "bedrock":  # the service model's own checks need botocore: tests/support/aws
         return bedrock_rules(body)[:_MAX_PROBLEMS]
-    problems = sdk_problems(wire, body)
+    problems = sdk_problems(wire, body, beta and wire == "anthropic")
     if wire == "responses":
         problems += responses_rules(body)
     else:

@@ -249,7 +249,10 @@ class ScriptedModelServer:
             if presented != self.api_key:
                 self._send(handler, 401, {"error": {"type": "authentication_error"}})
                 return
-        request.problems = check(wire, body) if isinstance(body, dict) else ["body: not an object"]
+        beta = bool(headers.get("anthropic-beta"))
+        request.problems = (
+            check(wire, body, beta) if isinstance(body, dict) else ["body: not an object"]
+        )
         if wire == "bedrock" and isinstance(body, dict):
             denied = self._bedrock(handler, request, raw)
             if denied:

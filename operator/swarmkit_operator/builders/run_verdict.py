@@ -18,6 +18,9 @@ from swarmkit_api.bundle import TRUNCATION_MARKER, RunResult
 from swarmkit_api.conditions import (
     REASON_AWAITING_REVIEW,
     REASON_BUDGET_EXCEEDED,
+    REASON_HARNESS_ASKED,
+    REASON_HARNESS_FAILED,
+    REASON_HARNESS_TIMED_OUT,
     REASON_BUDGET_EXHAUSTED,
     REASON_CANCELLED,
     REASON_FAILED,
@@ -54,6 +57,9 @@ OUTCOMES: dict[str, tuple[Status, str]] = {
     "Cancelled": ("False", REASON_CANCELLED),
     "Truncated": ("False", REASON_TRUNCATED),
     "BudgetExceeded": ("False", REASON_BUDGET_EXCEEDED),
+    "HarnessFailed": ("False", REASON_HARNESS_FAILED),
+    "HarnessTimedOut": ("False", REASON_HARNESS_TIMED_OUT),
+    "HarnessAskedQuestion": ("False", REASON_HARNESS_ASKED),
     "AwaitingReview": ("Unknown", REASON_AWAITING_REVIEW),
 }
 #: Reasons after which nothing about the run changes any more.
@@ -67,6 +73,9 @@ FINAL_REASONS = frozenset(
         REASON_CANCELLED,
         REASON_TRUNCATED,
         REASON_BUDGET_EXCEEDED,
+        REASON_HARNESS_FAILED,
+        REASON_HARNESS_TIMED_OUT,
+        REASON_HARNESS_ASKED,
         REASON_BUDGET_EXHAUSTED,
         REASON_POD_CREATION_FAILED,
         REASON_IMAGE_PULL_FAILED,

@@ -35,12 +35,15 @@ from swarmkit_api.conditions import (
     REASON_CHILD_TOPOLOGY_NOT_READY,
     REASON_CYCLE,
     REASON_DEPTH_EXCEEDED,
+    REASON_HARNESS_UNSUPPORTED,
     REASON_RESOLVED,
     REASON_VALID,
     REASON_WORKSPACE_MISMATCH,
     REASON_WORKSPACE_NOT_FOUND,
     REASON_WORKSPACE_NOT_READY,
 )
+from swarmkit_api.agent import AgentSpec
+from swarmkit_api.harness import agent_provider, harness_problem
 from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH, Schedule, TopologySpec
 
 from ..hashing import canonical_json, sha256_hex
@@ -208,6 +211,28 @@ def validated_topology(raw_spec: Mapping[str, Any]) -> TopologySpec:
     return model
 
 
+def harness_check(
+    model: TopologySpec,
+    agent_spec: Callable[[str], AgentSpec | None],
+    workspace: WorkspaceView | None,
+) -> str | None:
+    """Why a harness node of ``model`` cannot run (its Agent's provider speaks another wire
+    format, or it needs a capability its harness has not shown), or None. An Agent or
+    Workspace not found yet is left to the Ready checks."""
+    providers = list(workspace.spec.model_providers) if workspace and workspace.spec else []
+    for i, node in enumerate(model.agents):
+        if node.harness is None:
+            continue
+        spec = agent_spec(node.agent_ref.name)
+        if spec is None:
+            continue
+        provider = agent_provider(spec, providers) if providers else None
+        problem = harness_problem(node.harness, spec, provider, f"spec.agents[{i}].harness")
+        if problem is not None:
+            return problem
+    return None
+
+
 def resolve_topology(
     name: str,
     raw_spec: Mapping[str, Any],
@@ -218,6 +243,7 @@ def resolve_topology(
     funnels: Mapping[str, Mapping[str, Any]] | None = None,
     skill_category: Callable[[str], str | None] | None = None,
     reviewer_writes: Callable[[str], Sequence[str]] | None = None,
+    agent_spec: Callable[[str], AgentSpec | None] | None = None,
 ) -> TopologyRender:
     """Check the tree and its call graph, and compute the version.
 
@@ -225,7 +251,8 @@ def resolve_topology(
     topology reaches); ``graph`` is the static call graph; ``workspace`` is this topology's
     Workspace (``None``: not found); ``funnels`` the specs of the Funnels its nodes name
     (:mod:`.funnel`); ``reviewer_writes`` what a funnel's reviewer agent holds that is not
-    read-only (:mod:`.reviewer`).
+    read-only (:mod:`.reviewer`); ``agent_spec`` an Agent's validated spec (for harness
+    nodes: :func:`harness_check`).
     """
     try:
         model = validated_topology(raw_spec)
@@ -262,6 +289,10 @@ def resolve_topology(
             REASON_WORKSPACE_MISMATCH,
             f"agents of another workspace than {ws_name!r}: " + ", ".join(mismatched),
         )
+
+    harness = harness_check(model, agent_spec or (lambda _: None), workspace)
+    if harness is not None:
+        return rejected(REASON_HARNESS_UNSUPPORTED, harness)
 
     agent_versions = {a: agents[a].version for a in unique_agents if a in agents}
     funnel_check = check_funnels(

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import kopf
 
+from swarmkit_api.agent import AgentSpec
 from swarmkit_api.conditions import ACCEPTED, READY, REASON_PENDING, SERVING
 from swarmkit_api.resources import TOPOLOGY
 
@@ -232,8 +233,24 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         ws_spec = workspace.spec if workspace is not None else None
         return [] if v is None else not_read_only(v["spec"], skill_facts, ws_spec)
 
+    def agent_spec(a: str) -> AgentSpec | None:
+        v = ctl.lookup("agent_views", (namespace, a))
+        try:
+            return None if v is None else AgentSpec.model_validate(v["spec"])
+        except ValueError:
+            return None  # the Agent's own status says what is wrong with it
+
     render = resolve_topology(
-        name, spec, agents, topologies, graph, workspace, funnels, category, reviewer_writes
+        name,
+        spec,
+        agents,
+        topologies,
+        graph,
+        workspace,
+        funnels,
+        category,
+        reviewer_writes,
+        agent_spec,
     )
 
     accepted = any(v.type == ACCEPTED and v.status == "True" for v in render.verdicts)
