@@ -89,6 +89,22 @@ HARNESSES: Final[dict[str, HarnessInfo]] = {
         wire_format="anthropic-messages",
         capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
     ),
+    "codex": HarnessInfo(
+        kind="codex",
+        npm_package="@openai/codex",
+        version="0.169.1",
+        bin="codex",
+        wire_format="openai-responses",
+        capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+    ),
+    "gemini-cli": HarnessInfo(
+        kind="gemini-cli",
+        npm_package="@google/gemini-cli",
+        version="0.61.0",
+        bin="gemini",
+        wire_format="gemini-generate-content",
+        capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+    ),
 }
 
 

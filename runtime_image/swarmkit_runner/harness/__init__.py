@@ -14,6 +14,8 @@ from .base import Harness
 #: Harness kind → ``module:class`` (relative to this package).
 HARNESS_MODULES: Final[dict[str, str]] = {
     "claude-code": "claude_code:ClaudeCode",
+    "codex": "codex:Codex",
+    "gemini-cli": "gemini_cli:GeminiCli",
 }
 
 
