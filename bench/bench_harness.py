@@ -8,10 +8,10 @@ in a fresh namespace, ``--runs`` (3) times each, alternating:
   runner process's start (``/proc/<pid>/stat`` of the pod's ``process://PID``) to the first
   model request arriving (series C of ``bench_runs.py``);
 * **harness**: a Run of a Topology whose node is ``harness: {kind: claude-code}`` with the
-  same Agent (no tools: the bare cost of each): the runner's part (process start → its ``harness.start`` audit line: bundle,
-  MCP servers, proxy, gateway, skills laid out) and the harness's cold start
-  (``harness.start`` → the CLI's first model request: ``claude`` starting, reading its
-  config, connecting the gateway over MCP).
+  same Agent (no tools: the bare cost of each): the runner's part (process start → its
+  ``harness.start`` audit line: bundle, MCP servers, proxy, gateway, skills laid out) and
+  the harness's cold start (``harness.start`` → the CLI's first model request: ``claude``
+  starting, reading its config, connecting the gateway over MCP).
 
 Prints min / median / max of each. Usage::
 
@@ -36,10 +36,10 @@ for sub in ("operator", "hack", "runtime_image", "bench", ""):
     sys.path.insert(0, str(REPO / sub))
 
 from bench_runs_cold import custom, obj, process_start_time, wait_ready  # noqa: E402
+from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer  # noqa: E402
 
 from swarmkit_devcluster.kubeapi import KubeClient  # noqa: E402
 from swarmkit_devcluster.testing import wait_for  # noqa: E402
-from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer  # noqa: E402
 
 KEY = "sk-ant-bench-provider-key-0123456789"
 
@@ -49,21 +49,62 @@ def answer(request: RecordedRequest) -> Reply:
 
 
 def setup(client: KubeClient, ns: str, url: str) -> None:
-    client.create(f"/api/v1/namespaces/{ns}/secrets", {
-        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "anthropic"},
-        "data": {"apiKey": base64.b64encode(KEY.encode()).decode()},
-    })  # fmt: skip
-    client.create(custom(ns, "workspaces"), obj("Workspace", "default", {"modelProviders": [
-        {"name": "claude", "type": "anthropic", "baseUrl": url, "maxRetries": 0,
-         "apiKey": {"name": "anthropic", "key": "apiKey"}}]}))  # fmt: skip
-    client.create(custom(ns, "agents"), obj("Agent", "coder", {
-        "model": {"provider": "claude", "name": "claude-sonnet-4-5", "maxTokens": 1024},
-        "systemPrompt": "Benchmark.",
-    }))  # fmt: skip
-    client.create(custom(ns, "topologies"), obj("Topology", "h", {
-        "workspaceRef": {"name": "default"},
-        "agents": [{"name": "coder", "role": "root", "agentRef": {"name": "coder"},
-                    "harness": {"kind": "claude-code"}}]}))  # fmt: skip
+    client.create(
+        f"/api/v1/namespaces/{ns}/secrets",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "anthropic"},
+            "data": {"apiKey": base64.b64encode(KEY.encode()).decode()},
+        },
+    )
+    client.create(
+        custom(ns, "workspaces"),
+        obj(
+            "Workspace",
+            "default",
+            {
+                "modelProviders": [
+                    {
+                        "name": "claude",
+                        "type": "anthropic",
+                        "baseUrl": url,
+                        "maxRetries": 0,
+                        "apiKey": {"name": "anthropic", "key": "apiKey"},
+                    }
+                ]
+            },
+        ),
+    )
+    client.create(
+        custom(ns, "agents"),
+        obj(
+            "Agent",
+            "coder",
+            {
+                "model": {"provider": "claude", "name": "claude-sonnet-4-5", "maxTokens": 1024},
+                "systemPrompt": "Benchmark.",
+            },
+        ),
+    )
+    client.create(
+        custom(ns, "topologies"),
+        obj(
+            "Topology",
+            "h",
+            {
+                "workspaceRef": {"name": "default"},
+                "agents": [
+                    {
+                        "name": "coder",
+                        "role": "root",
+                        "agentRef": {"name": "coder"},
+                        "harness": {"kind": "claude-code"},
+                    }
+                ],
+            },
+        ),
+    )
     wait_ready(client, ns, "agents", "coder")
     wait_ready(client, ns, "topologies", "h")
 
@@ -75,8 +116,9 @@ def pod_of(client: KubeClient, ns: str, run: str) -> dict[str, Any] | None:
     return None
 
 
-def one(client: KubeClient, ns: str, server: ScriptedModelServer, name: str,
-        ref: dict[str, Any]) -> dict[str, float]:  # fmt: skip
+def one(
+    client: KubeClient, ns: str, server: ScriptedModelServer, name: str, ref: dict[str, Any]
+) -> dict[str, float]:
     before = len(server.requests)
     client.create(custom(ns, "runs"), obj("Run", name, {**ref, "timeoutSeconds": 300}))
 
@@ -104,8 +146,9 @@ def one(client: KubeClient, ns: str, server: ScriptedModelServer, name: str,
         raise SystemExit(f"run {name} ended {cond['reason']}: {cond.get('message')}")
     out = {"to_first_model_call": first - started}
     pod = pod_of(client, ns, name) or {}
-    status, log = client.request_raw("GET", f"/api/v1/namespaces/{ns}/pods/"
-                                     f"{pod['metadata']['name']}/log")  # fmt: skip
+    _status, log = client.request_raw(
+        "GET", f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}/log"
+    )
     for line in log.decode().splitlines():
         if line.startswith("{") and '"harness.start"' in line:
             at = datetime.fromisoformat(json.loads(line)["ts"]).timestamp()
@@ -125,8 +168,9 @@ def main() -> None:
     args = parser.parse_args()
     client = KubeClient.from_kubeconfig(Path(os.environ["SWARMKIT_KUBECONFIG"]))
     ns = f"bench-harness-{int(time.time())}"
-    client.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                         "metadata": {"name": ns}})  # fmt: skip
+    client.create(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
+    )
     server = ScriptedModelServer(default=answer, api_key=KEY).start()
     try:
         setup(client, ns, server.url)
@@ -141,14 +185,22 @@ def main() -> None:
     print(f"load average: {os.getloadavg()}")
     print("| measure | min / median / max |")
     print("|---|---|")
-    print(f"| runner (model node): process start → first model call | "
-          f"{spread([p['to_first_model_call'] for p in plain])} |")
-    print(f"| harness node: process start → harness.start (runner part) | "
-          f"{spread([h['runner_to_harness_start'] for h in harness])} |")
-    print(f"| harness node: harness.start → first model call (Claude Code cold start) | "
-          f"{spread([h['harness_cold_start'] for h in harness])} |")
-    print(f"| harness node: process start → first model call | "
-          f"{spread([h['to_first_model_call'] for h in harness])} |")  # fmt: skip
+    print(
+        f"| runner (model node): process start → first model call | "
+        f"{spread([p['to_first_model_call'] for p in plain])} |"
+    )
+    print(
+        f"| harness node: process start → harness.start (runner part) | "
+        f"{spread([h['runner_to_harness_start'] for h in harness])} |"
+    )
+    print(
+        f"| harness node: harness.start → first model call (Claude Code cold start) | "
+        f"{spread([h['harness_cold_start'] for h in harness])} |"
+    )
+    print(
+        f"| harness node: process start → first model call | "
+        f"{spread([h['to_first_model_call'] for h in harness])} |"
+    )
 
 
 if __name__ == "__main__":

@@ -220,9 +220,11 @@ class TopologySpec(ApiModel):
             message="a harness node has no children: a harness cannot delegate to topology "
             "nodes (give it agent skills instead)",
             field_path=".agents",
-            check=lambda m: not any(
-                a.harness is not None and any(b.parent == a.name for b in m.agents)
-                for a in m.agents
+            check=lambda m: (
+                not any(
+                    a.harness is not None and any(b.parent == a.name for b in m.agents)
+                    for a in m.agents
+                )
             ),
         ),
     )

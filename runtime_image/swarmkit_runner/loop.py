@@ -29,7 +29,7 @@ from .bundle import children, provider_for
 from .catalog import ToolCatalog, ToolEntry
 from .context import RunContext
 from .decision import OutputInvalid
-from .errors import LimitExceeded, RunFailed
+from .errors import LimitExceeded, RunFailed, StartupError
 from .model_calls import CONTINUE_PROMPT, call_facts, retry_auditor, truncated
 from .output import OUTPUT_RETRIES, answer_problems, feedback
 from .position import AgentPosition
@@ -140,10 +140,11 @@ class AgentRunner:
             )
 
     async def _run_harness(self, position: AgentPosition, task: str, depth: int) -> str:
-        """A harness node (:mod:`.harness.node`); a funnel on it gates the final answer,
-        a redraft runs the harness again with the funnel's prompt."""
-        from .harness.node import run_harness
-
+        """A harness node (:mod:`.harness.node`, through ``ctx.shared.harness``); a funnel
+        on it gates the final answer, a redraft runs the harness again with its prompt."""
+        run_harness = self.ctx.shared.harness
+        if run_harness is None:
+            raise StartupError("this runner process cannot run harness nodes")
         gate = funnel.gate_for(
             self.ctx, position, lambda p, t, schema: self.run_agent(p, t, depth + 1, schema)
         )

@@ -67,54 +67,107 @@ def model() -> Iterator[ScriptedModelServer]:
 
 
 def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": name},
-            "spec": spec}  # fmt: skip
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def command_skill(name: str, **implementation: Any) -> dict[str, Any]:
-    return doc("Skill", name, {
-        "description": f"Use to {name} the release.", "category": "capability",
-        "implementation": {"type": "command", "pack": "rel", "command": name, **implementation},
-        "provenance": {"authoredBy": "human", "version": "1.0.0"},
-    })  # fmt: skip
+    return doc(
+        "Skill",
+        name,
+        {
+            "description": f"Use to {name} the release.",
+            "category": "capability",
+            "implementation": {"type": "command", "pack": "rel", "command": name, **implementation},
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        },
+    )
 
 
-def setup(kube: Kube, ns: str, model: ScriptedModelServer, provider_type: str = "anthropic") -> None:
-    kube.core.create_namespaced_secret(ns, {
-        "metadata": {"name": "anthropic"},
-        "data": {"apiKey": base64.b64encode(KEY.encode()).decode()},
-    })  # fmt: skip
+def setup(
+    kube: Kube, ns: str, model: ScriptedModelServer, provider_type: str = "anthropic"
+) -> None:
+    kube.core.create_namespaced_secret(
+        ns,
+        {
+            "metadata": {"name": "anthropic"},
+            "data": {"apiKey": base64.b64encode(KEY.encode()).decode()},
+        },
+    )
     commands = [
-        {"name": "notes", "description": "Print the release notes status.",
-         "argv": ["python", "-c", f"print({SAID!r})"], "effects": "read"},
-        {"name": "ship", "description": "Ship the release.",
-         "argv": ["python", "-c", "print('shipped v1.2')"], "effects": "write"},
-    ]  # fmt: skip
+        {
+            "name": "notes",
+            "description": "Print the release notes status.",
+            "argv": ["python", "-c", f"print({SAID!r})"],
+            "effects": "read",
+        },
+        {
+            "name": "ship",
+            "description": "Ship the release.",
+            "argv": ["python", "-c", "print('shipped v1.2')"],
+            "effects": "write",
+        },
+    ]
 
     def edit(d: dict[str, Any]) -> dict[str, Any]:
         if d["kind"] == "Workspace":
-            d["spec"]["modelProviders"] = [*d["spec"].get("modelProviders", []), {
-                "name": "claude", "type": provider_type, "baseUrl": model.url,
-                "apiKey": {"name": "anthropic", "key": "apiKey"}}]  # fmt: skip
+            d["spec"]["modelProviders"] = [
+                *d["spec"].get("modelProviders", []),
+                {
+                    "name": "claude",
+                    "type": provider_type,
+                    "baseUrl": model.url,
+                    "apiKey": {"name": "anthropic", "key": "apiKey"},
+                },
+            ]
             packs = d["spec"].get("commandPacks", [])
-            d["spec"]["commandPacks"] = [*packs, {"id": "rel", "requires": ["python"],
-                                                  "commands": commands}]  # fmt: skip
+            d["spec"]["commandPacks"] = [
+                *packs,
+                {"id": "rel", "requires": ["python"], "commands": commands},
+            ]
         return d
 
     apply_examples(kube, ns, edit=edit)
     apply(kube, ns, command_skill("notes"))
     apply(kube, ns, command_skill("ship", permission="strict"))
-    apply(kube, ns, doc("Agent", "coder", {
-        "workspaceRef": {"name": "default"},
-        "model": {"provider": "claude", "name": "claude-sonnet-4-5", "maxTokens": 4096},
-        "systemPrompt": "You prepare releases.", "skills": ["notes", "ship"],
-    }))  # fmt: skip
+    apply(
+        kube,
+        ns,
+        doc(
+            "Agent",
+            "coder",
+            {
+                "workspaceRef": {"name": "default"},
+                "model": {"provider": "claude", "name": "claude-sonnet-4-5", "maxTokens": 4096},
+                "systemPrompt": "You prepare releases.",
+                "skills": ["notes", "ship"],
+            },
+        ),
+    )
     wait_ready(kube, ns, "Agent", "coder")
-    apply(kube, ns, doc("Topology", "release", {
-        "workspaceRef": {"name": "default"},
-        "agents": [{"name": "coder", "role": "root", "agentRef": {"name": "coder"},
-                    "harness": {"kind": "claude-code", "timeoutSeconds": 300}}],
-    }))  # fmt: skip
+    apply(
+        kube,
+        ns,
+        doc(
+            "Topology",
+            "release",
+            {
+                "workspaceRef": {"name": "default"},
+                "agents": [
+                    {
+                        "name": "coder",
+                        "role": "root",
+                        "agentRef": {"name": "coder"},
+                        "harness": {"kind": "claude-code", "timeoutSeconds": 300},
+                    }
+                ],
+            },
+        ),
+    )
 
 
 def pod_log(cluster: LocalCluster, ns: str, job: str) -> str:
@@ -122,9 +175,12 @@ def pod_log(cluster: LocalCluster, ns: str, job: str) -> str:
 
 
 def test_a_harness_run_succeeds_with_the_tools_result_and_no_credential_anywhere(
-    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess,
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
     model: ScriptedModelServer,
-) -> None:  # fmt: skip
+) -> None:
     ns = namespace
     setup(kube, ns, model)
     model.default = answer_with_tool("notes")
@@ -152,9 +208,13 @@ def test_a_harness_run_succeeds_with_the_tools_result_and_no_credential_anywhere
 @pytest.mark.usefixtures("review_admission")
 @pytest.mark.parametrize("verdict", ["approve", "reject"])
 def test_a_strict_call_parks_for_a_review_decided_both_ways(
-    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess,
-    model: ScriptedModelServer, verdict: str,
-) -> None:  # fmt: skip
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    verdict: str,
+) -> None:
     ns = namespace
     setup(kube, ns, model)
     bind_people(cluster, ns)
@@ -164,8 +224,14 @@ def test_a_strict_call_parks_for_a_review_decided_both_ways(
     wait_run(kube, ns, "ship-1", reason_is("AwaitingReview"), operator=operator, timeout=300)
     review = parked_review(kube, ns, "ship-1")
     assert review["spec"]["request"]["kind"] == "approval"
-    done = decide(cluster, ns, review["metadata"]["name"], "alice", verdict,
-                  text=None if verdict == "approve" else "not during the freeze")  # fmt: skip
+    done = decide(
+        cluster,
+        ns,
+        review["metadata"]["name"],
+        "alice",
+        verdict,
+        text=None if verdict == "approve" else "not during the freeze",
+    )
     assert done.returncode == 0, done.stderr
     run = wait_run(kube, ns, "ship-1", finished, operator=operator, timeout=300)
     cond = succeeded(run)

@@ -403,8 +403,12 @@ INVALID: tuple[Invalid, ...] = (
         "spec.agents[0].harness.kind",
         topology(
             agents=[
-                {"name": "a", "agentRef": {"name": "a"}, "role": "root",
-                 "harness": {"kind": "opencode"}},
+                {
+                    "name": "a",
+                    "agentRef": {"name": "a"},
+                    "role": "root",
+                    "harness": {"kind": "opencode"},
+                },
             ]
         ),
     ),
@@ -413,8 +417,12 @@ INVALID: tuple[Invalid, ...] = (
         "spec.agents",
         topology(
             agents=[
-                {"name": "a", "agentRef": {"name": "a"}, "role": "root",
-                 "harness": {"kind": "claude-code"}},
+                {
+                    "name": "a",
+                    "agentRef": {"name": "a"},
+                    "role": "root",
+                    "harness": {"kind": "claude-code"},
+                },
                 {"name": "b", "agentRef": {"name": "b"}, "role": "worker", "parent": "a"},
             ]
         ),
@@ -424,8 +432,12 @@ INVALID: tuple[Invalid, ...] = (
         "spec.agents[0].harness.requires[0]",
         topology(
             agents=[
-                {"name": "a", "agentRef": {"name": "a"}, "role": "root",
-                 "harness": {"kind": "claude-code", "requires": ["telepathy"]}},
+                {
+                    "name": "a",
+                    "agentRef": {"name": "a"},
+                    "role": "root",
+                    "harness": {"kind": "claude-code", "requires": ["telepathy"]},
+                },
             ]
         ),
     ),

@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 
 from swarmkit_api import FieldError, ManifestError, validate_spec
+from swarmkit_api.agent import AgentSpec
 from swarmkit_api.conditions import (
     ACCEPTED,
     READY,
@@ -42,7 +43,6 @@ from swarmkit_api.conditions import (
     REASON_WORKSPACE_NOT_FOUND,
     REASON_WORKSPACE_NOT_READY,
 )
-from swarmkit_api.agent import AgentSpec
 from swarmkit_api.harness import agent_provider, harness_problem
 from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH, Schedule, TopologySpec
 
@@ -64,6 +64,9 @@ class AgentView:
     ready: bool = False
     reason: str = ""
     workspace: str = "default"
+    #: Its validated spec (None: not read, or invalid: its own status says why); harness
+    #: nodes are checked against it (:func:`harness_check`).
+    spec: AgentSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -211,10 +214,29 @@ def validated_topology(raw_spec: Mapping[str, Any]) -> TopologySpec:
     return model
 
 
-def harness_check(
+def agents_problem(
     model: TopologySpec,
-    agent_spec: Callable[[str], AgentSpec | None],
+    names: Sequence[str],
+    agents: Mapping[str, AgentView],
     workspace: WorkspaceView | None,
+) -> tuple[str, str] | None:
+    """Why the topology's Agents refuse it: an Agent of another Workspace, or a harness
+    node its harness cannot run (:func:`harness_check`); (reason, message) or None."""
+    ws_name = model.workspace_ref.name
+    mismatched = [
+        f"{a} (uses {agents[a].workspace!r})"
+        for a in names
+        if a in agents and agents[a].workspace != ws_name
+    ]
+    if mismatched:
+        message = f"agents of another workspace than {ws_name!r}: " + ", ".join(mismatched)
+        return REASON_WORKSPACE_MISMATCH, message
+    harness = harness_check(model, agents, workspace)
+    return None if harness is None else (REASON_HARNESS_UNSUPPORTED, harness)
+
+
+def harness_check(
+    model: TopologySpec, agents: Mapping[str, AgentView], workspace: WorkspaceView | None
 ) -> str | None:
     """Why a harness node of ``model`` cannot run (its Agent's provider speaks another wire
     format, or it needs a capability its harness has not shown), or None. An Agent or
@@ -223,7 +245,8 @@ def harness_check(
     for i, node in enumerate(model.agents):
         if node.harness is None:
             continue
-        spec = agent_spec(node.agent_ref.name)
+        view = agents.get(node.agent_ref.name)
+        spec = view.spec if view is not None else None
         if spec is None:
             continue
         provider = agent_provider(spec, providers) if providers else None
@@ -243,7 +266,6 @@ def resolve_topology(
     funnels: Mapping[str, Mapping[str, Any]] | None = None,
     skill_category: Callable[[str], str | None] | None = None,
     reviewer_writes: Callable[[str], Sequence[str]] | None = None,
-    agent_spec: Callable[[str], AgentSpec | None] | None = None,
 ) -> TopologyRender:
     """Check the tree and its call graph, and compute the version.
 
@@ -251,8 +273,7 @@ def resolve_topology(
     topology reaches); ``graph`` is the static call graph; ``workspace`` is this topology's
     Workspace (``None``: not found); ``funnels`` the specs of the Funnels its nodes name
     (:mod:`.funnel`); ``reviewer_writes`` what a funnel's reviewer agent holds that is not
-    read-only (:mod:`.reviewer`); ``agent_spec`` an Agent's validated spec (for harness
-    nodes: :func:`harness_check`).
+    read-only (:mod:`.reviewer`).
     """
     try:
         model = validated_topology(raw_spec)
@@ -279,20 +300,9 @@ def resolve_topology(
     if problem is not None:
         return rejected(problem.reason, problem.message)
     ws_name = model.workspace_ref.name
-    mismatched = [
-        f"{a} (uses {agents[a].workspace!r})"
-        for a in unique_agents
-        if a in agents and agents[a].workspace != ws_name
-    ]
-    if mismatched:
-        return rejected(
-            REASON_WORKSPACE_MISMATCH,
-            f"agents of another workspace than {ws_name!r}: " + ", ".join(mismatched),
-        )
-
-    harness = harness_check(model, agent_spec or (lambda _: None), workspace)
-    if harness is not None:
-        return rejected(REASON_HARNESS_UNSUPPORTED, harness)
+    refused = agents_problem(model, unique_agents, agents, workspace)
+    if refused is not None:
+        return rejected(*refused)
 
     agent_versions = {a: agents[a].version for a in unique_agents if a in agents}
     funnel_check = check_funnels(

@@ -175,6 +175,15 @@ class _Lazy(Mapping[str, V]):
         return sum(1 for v in self._cache.values() if v is not None)
 
 
+def spec_of(view: Mapping[str, Any]) -> AgentSpec | None:
+    """An Agent view's validated spec (None when invalid: its own status says why), for the
+    harness nodes' admission (:func:`..builders.topology.harness_check`)."""
+    try:
+        return AgentSpec.model_validate(view["spec"])
+    except ValueError:
+        return None
+
+
 async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     view = ctl.lookup("topology_views", (namespace, name))
     if view is None:
@@ -190,7 +199,7 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         v = ctl.lookup("agent_views", (namespace, a))
         if v is None:
             return None
-        return AgentView(a, v["version"], v["ready"], v["reason"], v["workspace"])
+        return AgentView(a, v["version"], v["ready"], v["reason"], v["workspace"], spec_of(v))
 
     def topology_agents(t: str) -> tuple[str, ...] | None:
         v = ctl.lookup("topology_views", (namespace, t))
@@ -233,24 +242,8 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         ws_spec = workspace.spec if workspace is not None else None
         return [] if v is None else not_read_only(v["spec"], skill_facts, ws_spec)
 
-    def agent_spec(a: str) -> AgentSpec | None:
-        v = ctl.lookup("agent_views", (namespace, a))
-        try:
-            return None if v is None else AgentSpec.model_validate(v["spec"])
-        except ValueError:
-            return None  # the Agent's own status says what is wrong with it
-
     render = resolve_topology(
-        name,
-        spec,
-        agents,
-        topologies,
-        graph,
-        workspace,
-        funnels,
-        category,
-        reviewer_writes,
-        agent_spec,
+        name, spec, agents, topologies, graph, workspace, funnels, category, reviewer_writes
     )
 
     accepted = any(v.type == ACCEPTED and v.status == "True" for v in render.verdicts)

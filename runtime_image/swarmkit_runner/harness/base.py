@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from swarmkit_api.conditions import (
     REASON_HARNESS_ASKED,

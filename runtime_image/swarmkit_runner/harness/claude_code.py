@@ -1,4 +1,4 @@
-"""Claude Code (``@anthropic-ai/claude-code``) as a harness: ``claude -p --output-format stream-json``.
+"""Claude Code (``@anthropic-ai/claude-code``) as a harness: ``claude -p``, stream-json events.
 
 How the Agent's grants become Claude Code's controls:
 
@@ -13,8 +13,10 @@ How the Agent's grants become Claude Code's controls:
   WebFetch); ``""`` switches every built-in off, AskUserQuestion included (a harness node has
   nobody to ask: a question ends it ``HarnessAskedQuestion``);
 * ``--permission-mode dontAsk --permission-prompts none`` never waits for a person at a
-  terminal: what is not allowed is denied, and the ``PreToolUse`` hook (``--settings``) asks the runner's decision point before
-  each built-in tool use (:mod:`.hook`);
+  terminal: what is not allowed is denied. With built-ins switched on, the ``PreToolUse``
+  hook (``--settings``) runs ``hook_command`` before each built-in tool use; the runner's
+  decision point behind it is not built yet, so admission refuses ``builtinTools`` for
+  Claude Code (its conformance test does not show ``tool-hook``);
 * offline: no auto-update, telemetry, error reporting or other non-essential traffic.
 
 Its stream-json events (``system``/``init``, ``assistant``, ``user``, ``result``, …) map to a
@@ -97,7 +99,9 @@ def _text_of(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
         )
     return ""
 
@@ -285,7 +289,8 @@ class _Reader:
             elif block.get("type") == "tool_use":
                 name = str(block.get("name", ""))
                 call_id = str(block.get("id", ""))
-                args = block.get("input") if isinstance(block.get("input"), dict) else {}
+                raw = block.get("input")
+                args: dict[str, Any] = raw if isinstance(raw, dict) else {}
                 if name == QUESTION_TOOL:
                     self.question = json.dumps(args)[:1000]
                 self.calls[call_id] = HarnessToolCall(call_id, name, args, server=_mcp_server(name))

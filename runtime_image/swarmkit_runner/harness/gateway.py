@@ -32,6 +32,7 @@ from ..toolset import agent_catalog
 
 if TYPE_CHECKING:
     import mcp_types
+
     from swarmkit_api.bundle import BundleAgent
 
     from ..context import RunContext
@@ -62,7 +63,9 @@ class RunGateway(Gateway):
         self._tokens = [("harness", token)]
         catalog, _skills, _prompt = agent_catalog(ctx, agent)
         tools: dict[str, ToolEntry] = {listed_name(e, self.bundle): e for e in catalog.entries()}
-        self._session = Session("run", "harness", ctx.bundle.run.correlation_id, ctx, catalog, tools)
+        self._session = Session(
+            "run", "harness", ctx.bundle.run.correlation_id, ctx, catalog, tools
+        )
         self.node = node
         #: What ended the node from a call (a park for a Review, a limit), if anything.
         self.ended: RunEnded | None = None

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from asyncio import FIRST_COMPLETED
 import os
 import secrets as token_source
 import signal
 import time
+from asyncio import FIRST_COMPLETED
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -137,8 +137,8 @@ async def _serve(apps: list[Starlette]) -> tuple[_Servers, list[int]]:
         server = Embedded(config)
         servers.append(server)
         tasks.append(asyncio.create_task(server.serve(sockets=[sock])))
-    for server, task in zip(servers, tasks, strict=True):
-        while not server.started:
+    for started, task in zip(servers, tasks, strict=True):
+        while not started.started:
             if task.done():  # it could not start (its lifespan failed): say why
                 await _Servers(servers, tasks).stop()
                 raise StartupError(f"harness node: a loopback server did not start: {task}")
@@ -163,13 +163,23 @@ class _Transcript:
         if self.kept >= MAX_TRANSCRIPT_CHARS:
             if not self.capped:
                 self.capped = True
-                self.ctx.audit.emit("harness.transcript_capped", agent=self.agent, node=self.node,
-                                    chars=MAX_TRANSCRIPT_CHARS, outcome="capped")  # fmt: skip
+                self.ctx.audit.emit(
+                    "harness.transcript_capped",
+                    agent=self.agent,
+                    node=self.node,
+                    chars=MAX_TRANSCRIPT_CHARS,
+                    outcome="capped",
+                )
             return
         cut = text[:MAX_EVENT_CHARS]
         self.kept += len(cut)
-        self.ctx.audit.emit("harness.event", agent=self.agent, node=self.node, line=cut,
-                            truncated=len(text) > MAX_EVENT_CHARS or None)  # fmt: skip
+        self.ctx.audit.emit(
+            "harness.event",
+            agent=self.agent,
+            node=self.node,
+            line=cut,
+            truncated=len(text) > MAX_EVENT_CHARS or None,
+        )
 
 
 async def _drive(
@@ -240,15 +250,45 @@ async def _drive(
 def _verdict(outcome: HarnessOutcome, code: int | None, timeout: float, stderr: str) -> str:
     """The final answer, or :class:`HarnessEnded` with the node's reason."""
     if code is None:
-        raise HarnessEnded(REASON_HARNESS_TIMED_OUT, f"the harness ran past its timeout of {timeout:g}s")
+        raise HarnessEnded(
+            REASON_HARNESS_TIMED_OUT, f"the harness ran past its timeout of {timeout:g}s"
+        )
     if outcome.error_reason is not None:
-        raise HarnessEnded(outcome.error_reason, outcome.error_message)  # type: ignore[arg-type]
+        raise HarnessEnded(outcome.error_reason, outcome.error_message)
     if code != 0:
         detail = " ".join(stderr.split())[-500:]
-        raise HarnessEnded(REASON_HARNESS_FAILED, f"the harness exited {code}: {detail}".rstrip(": "))
+        raise HarnessEnded(
+            REASON_HARNESS_FAILED, f"the harness exited {code}: {detail}".rstrip(": ")
+        )
     if not outcome.final_text.strip():
         raise HarnessEnded(REASON_HARNESS_FAILED, "the harness ended without a final answer")
     return outcome.final_text
+
+
+def _audit_end(
+    ctx: RunContext,
+    position: AgentPosition,
+    outcome: HarnessOutcome,
+    code: int | None,
+    model_calls: int,
+    started: float,
+) -> None:
+    """The ``harness.end`` line: how it ended, and what it reported (usage is the proxy's)."""
+    ctx.audit.emit(
+        "harness.end",
+        agent=position.agent.name,
+        node=position.node.name if position.node else None,
+        exit_code=code,
+        turns=outcome.turns,
+        model_calls=model_calls,
+        tool_calls=len(outcome.tool_calls),
+        reported_input_tokens=outcome.usage.input_tokens,
+        reported_output_tokens=outcome.usage.output_tokens,
+        unmapped=list(outcome.unmapped) or None,
+        duration_ms=round((time.monotonic() - started) * 1000, 1),
+        outcome=outcome.error_reason
+        or ("ok" if code == 0 else "stopped" if code is None else "failed"),
+    )
 
 
 async def run_harness(ctx: RunContext, position: AgentPosition, task: str, depth: int) -> str:
@@ -295,9 +335,18 @@ async def run_harness(ctx: RunContext, position: AgentPosition, task: str, depth
     ctx.secrets.remember(gateway_token)
     timeout = node_timeout(ctx, spec)
     transcript = _Transcript(ctx, agent.name, position.node.name)
-    ctx.audit.emit("harness.start", agent=agent.name, node=position.node.name, depth=depth,
-                   harness=spec.kind, version=harness.info.version, model=model,
-                   tools=gateway.tool_names, skills=laid or None, timeout_s=timeout)  # fmt: skip
+    ctx.audit.emit(
+        "harness.start",
+        agent=agent.name,
+        node=position.node.name,
+        depth=depth,
+        harness=spec.kind,
+        version=harness.info.version,
+        model=model,
+        tools=gateway.tool_names,
+        skills=laid or None,
+        timeout_s=timeout,
+    )
     started = time.monotonic()
     try:
         code, stderr = await _drive(harness, inv, timeout, transcript, gateway.stop)
@@ -305,20 +354,7 @@ async def run_harness(ctx: RunContext, position: AgentPosition, task: str, depth
         await servers.stop()
         await proxy.aclose()
     outcome = harness.parse_events(transcript.lines)
-    ctx.audit.emit(
-        "harness.end",
-        agent=agent.name,
-        node=position.node.name,
-        exit_code=code,
-        turns=outcome.turns,
-        model_calls=proxy.calls,
-        tool_calls=len(outcome.tool_calls),
-        reported_input_tokens=outcome.usage.input_tokens,
-        reported_output_tokens=outcome.usage.output_tokens,
-        unmapped=list(outcome.unmapped) or None,
-        duration_ms=round((time.monotonic() - started) * 1000, 1),
-        outcome=outcome.error_reason or ("ok" if code == 0 else "failed"),
-    )
+    _audit_end(ctx, position, outcome, code, proxy.calls, started)
     for ended in (gateway.ended, proxy.ended):
         if ended is not None:
             raise ended

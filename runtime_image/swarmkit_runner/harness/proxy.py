@@ -39,6 +39,8 @@ from ..providers.base import Usage
 if TYPE_CHECKING:
     import httpx
     from starlette.applications import Starlette
+    from starlette.responses import Response
+
     from swarmkit_api.workspace import ModelProvider
 
     from ..context import RunContext
@@ -55,6 +57,14 @@ def _token_of(headers: Any) -> str:
         return str(key)
     auth = str(headers.get("authorization") or "")
     return auth[7:] if auth.lower().startswith("bearer ") else ""
+
+
+def refusal(status: int, kind: str, message: str) -> Response:
+    """An error answer in the Messages API's shape (the harness shows its message)."""
+    from starlette.responses import JSONResponse
+
+    body = {"type": "error", "error": {"type": kind, "message": message}}
+    return JSONResponse(body, status_code=status)
 
 
 class UsageReader:
@@ -83,8 +93,9 @@ class UsageReader:
             return
         if event.get("type") == "message_start":
             usage = (event.get("message") or {}).get("usage") or {}
-            self.usage = Usage(_input_tokens(usage), int(usage.get("output_tokens") or 0),
-                               _cached_tokens(usage))  # fmt: skip
+            self.usage = Usage(
+                _input_tokens(usage), int(usage.get("output_tokens") or 0), _cached_tokens(usage)
+            )
         elif event.get("type") == "message_delta":
             usage = event.get("usage") or {}
             output = int(usage.get("output_tokens") or self.usage.output_tokens)
@@ -184,17 +195,14 @@ class ModelProxy:
         import httpx
         from starlette.applications import Starlette
         from starlette.requests import Request
-        from starlette.responses import JSONResponse, Response, StreamingResponse
+        from starlette.responses import Response, StreamingResponse
         from starlette.routing import Route
-
-        def refusal(status: int, kind: str, message: str) -> Response:
-            body = {"type": "error", "error": {"type": kind, "message": message}}
-            return JSONResponse(body, status_code=status)
 
         async def messages(request: Request) -> Response:
             if not hmac.compare_digest(_token_of(request.headers).encode(), self.token.encode()):
-                self.ctx.audit.emit("auth.refused", agent=self.agent, reason="model proxy token",
-                                    outcome="refused")  # fmt: skip
+                self.ctx.audit.emit(
+                    "auth.refused", agent=self.agent, reason="model proxy token", outcome="refused"
+                )
                 return refusal(401, "authentication_error", "invalid x-api-key")
             try:
                 body = json.loads(await request.body())
@@ -224,8 +232,12 @@ class ModelProxy:
             if response.status_code in (401, 403):
                 # The Workspace's credential is refused: the harness would retry it for
                 # minutes; the node ends now, saying so (no key in the message).
-                self.end(RunFailed(f"model provider {self.config.name} refused the "
-                                   f"credential (HTTP {response.status_code})"))  # fmt: skip
+                self.end(
+                    RunFailed(
+                        f"model provider {self.config.name} refused the "
+                        f"credential (HTTP {response.status_code})"
+                    )
+                )
             relayed = {k: response.headers[k] for k in RELAYED_HEADERS if k in response.headers}
             reader = UsageReader()
             streamed = "text/event-stream" in response.headers.get("content-type", "")

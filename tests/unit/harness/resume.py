@@ -19,5 +19,10 @@ def resume_args(parked: RunOutput, tmp: Path, decision: dict[str, Any]) -> list[
     full = {"review": "ship-1", "key": saved.parked_key, "kind": saved.item["kind"], **decision}
     (tmp / "decision.json").write_text(ResumeDecision.model_validate(full).model_dump_json())
     assert parked.layout is not None
-    return [*parked.layout.cli_args(), "--checkpoint", str(tmp / "checkpoint"),
-            "--decision", str(tmp / "decision.json")]  # fmt: skip
+    return [
+        *parked.layout.cli_args(),
+        "--checkpoint",
+        str(tmp / "checkpoint"),
+        "--decision",
+        str(tmp / "decision.json"),
+    ]

@@ -28,22 +28,23 @@ def topology(harness: dict[str, Any], children: bool = False) -> dict[str, Any]:
         {"name": "coder", "agentRef": {"name": "coder"}, "role": "root", "harness": harness}
     ]
     if children:
-        nodes.append({"name": "w", "agentRef": {"name": "coder"}, "role": "worker",
-                      "parent": "coder"})  # fmt: skip
+        nodes.append(
+            {"name": "w", "agentRef": {"name": "coder"}, "role": "worker", "parent": "coder"}
+        )
     return {"workspaceRef": {"name": "default"}, "agents": nodes}
 
 
 def resolve(spec: dict[str, Any], agent: dict[str, Any], ws: WorkspaceView) -> dict[str, Any]:
     graph = Graph({"t": ["coder"]}, {"coder": []}, {}, {})
-    render = resolve_topology(
-        "t", spec, {"coder": AgentView("coder", "v1", ready=True)}, {}, graph, ws,
-        agent_spec=lambda name: AgentSpec.model_validate(agent) if name == "coder" else None,
-    )  # fmt: skip
+    view = AgentView("coder", "v1", ready=True, spec=AgentSpec.model_validate(agent))
+    render = resolve_topology("t", spec, {"coder": view}, {}, graph, ws)
     return {v.type: (v.status, v.reason, v.message) for v in render.verdicts}
 
 
 def test_claude_code_on_an_anthropic_provider_is_accepted() -> None:
-    verdicts = resolve(topology({"kind": "claude-code"}), {"tools": ["echo"]}, workspace("anthropic"))
+    verdicts = resolve(
+        topology({"kind": "claude-code"}), {"tools": ["echo"]}, workspace("anthropic")
+    )
     assert verdicts["Accepted"][:2] == ("True", "Valid")
 
 

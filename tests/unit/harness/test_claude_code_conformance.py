@@ -65,7 +65,9 @@ def call_echo_then_finish(request: RecordedRequest) -> Reply:
     return text("ok")  # anything else the CLI asks on its own
 
 
-def invocation(tmp: Path, model_url: str, model_token: str, mcp: HttpMcpServer) -> HarnessInvocation:
+def invocation(
+    tmp: Path, model_url: str, model_token: str, mcp: HttpMcpServer
+) -> HarnessInvocation:
     work, home = tmp / "work", tmp / "home"
     work.mkdir()
     home.mkdir()
@@ -116,7 +118,9 @@ def test_the_pinned_version_is_the_one_installed() -> None:
     assert os.access(harness_for("claude-code").executable(install_dir()), os.X_OK)
 
 
-def test_an_mcp_tool_call_and_the_final_answer_map(tmp_path: Path, mcp_server: HttpMcpServer) -> None:
+def test_an_mcp_tool_call_and_the_final_answer_map(
+    tmp_path: Path, mcp_server: HttpMcpServer
+) -> None:
     token = secrets.token_urlsafe(24)
     with ScriptedModelServer(default=call_echo_then_finish, api_key=token) as model:
         inv = invocation(tmp_path, model.url, token, mcp_server)
@@ -149,7 +153,7 @@ def test_built_in_tools_are_off_and_only_the_gateway_is_offered(
 ) -> None:
     token = secrets.token_urlsafe(24)
     with ScriptedModelServer(default=call_echo_then_finish, api_key=token) as model:
-        outcome, done = run_cli(invocation(tmp_path, model.url, token, mcp_server))
+        _outcome, done = run_cli(invocation(tmp_path, model.url, token, mcp_server))
     assert done.returncode == 0, done.stderr[-2000:]
     offered = {name for r in model.requests for name in r.tool_names}
     assert ECHO in offered
@@ -159,8 +163,11 @@ def test_built_in_tools_are_off_and_only_the_gateway_is_offered(
 def test_a_refused_request_ends_the_node_failed(tmp_path: Path, mcp_server: HttpMcpServer) -> None:
     # A 400 is not retried (a 401 is, ten times over minutes: the proxy ends the node on it
     # instead, see test_claude_code_node.py).
-    refused = Reply(status=400, error_body='{"type": "error", "error": {"type": '
-                    '"invalid_request_error", "message": "model claude-x is retired"}}')  # fmt: skip
+    refused = Reply(
+        status=400,
+        error_body='{"type": "error", "error": {"type": '
+        '"invalid_request_error", "message": "model claude-x is retired"}}',
+    )
     token = secrets.token_urlsafe(24)
     with ScriptedModelServer(default=refused, api_key=token) as model:
         outcome, done = run_cli(invocation(tmp_path, model.url, token, mcp_server))

@@ -14,9 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swarmkit_api.bundle import secret_env_name
+from swarmkit_api.bundle import BundleTopology, secret_env_name
 from swarmkit_api.topology import TopologySpec
-from swarmkit_api.bundle import BundleTopology
 from swarmkit_devcluster.harness_clis import ensure_harness_clis
 from tests.support.bundles import (
     agent,
@@ -67,11 +66,15 @@ def harness_topology(**harness: Any) -> BundleTopology:
         {
             "workspaceRef": {"name": "default"},
             "agents": [
-                {"name": "coder", "agentRef": {"name": "coder"}, "role": "root",
-                 "harness": {"kind": "claude-code", **harness}},
+                {
+                    "name": "coder",
+                    "agentRef": {"name": "coder"},
+                    "role": "root",
+                    "harness": {"kind": "claude-code", **harness},
+                },
             ],
         }
-    )  # fmt: skip
+    )
     return BundleTopology(name="coding", version="v1", spec=spec)
 
 
@@ -93,8 +96,9 @@ def echo_bundle(server: ScriptedModelServer, **harness: Any) -> Any:
 
 
 def test_a_harness_node_calls_a_granted_tool_and_succeeds(tmp_path: Path) -> None:
-    with ScriptedModelServer(default=calls("echo", text="harness-ping"),
-                             api_key=PROVIDER_KEY) as server:  # fmt: skip
+    with ScriptedModelServer(
+        default=calls("echo", text="harness-ping"), api_key=PROVIDER_KEY
+    ) as server:
         out = run(echo_bundle(server), tmp_path)
     assert out.outcome == "Succeeded", (out.result, out.stderr[-3000:])
     assert "The tool said: harness-ping" in out.result["output"]
@@ -121,8 +125,7 @@ def test_a_harness_node_calls_a_granted_tool_and_succeeds(tmp_path: Path) -> Non
 
 
 def test_a_tool_outside_the_grants_is_invisible_and_refused(tmp_path: Path) -> None:
-    with ScriptedModelServer(default=calls("t_add", a=1, b=2),
-                             api_key=PROVIDER_KEY) as server:  # fmt: skip
+    with ScriptedModelServer(default=calls("t_add", a=1, b=2), api_key=PROVIDER_KEY) as server:
         script = calls("t_add", a=1, b=2)
 
         def forced(request: RecordedRequest) -> Reply:
@@ -142,18 +145,35 @@ def test_a_tool_outside_the_grants_is_invisible_and_refused(tmp_path: Path) -> N
 
 def strict_bundle(server: ScriptedModelServer, marker: Path) -> Any:
     code = f"open({str(marker)!r}, 'w').write('ran'); print('shipped')"
-    pack = {"id": "ops", "commands": [{"name": "ship", "description": "Ship the release.",
-                                       "argv": [sys.executable, "-c", code]}]}  # fmt: skip
+    pack = {
+        "id": "ops",
+        "commands": [
+            {
+                "name": "ship",
+                "description": "Ship the release.",
+                "argv": [sys.executable, "-c", code],
+            }
+        ],
+    }
     return bundle(
         agents=[agent("coder", provider="m", skills=["ship"], model="claude-sonnet-4-5")],
-        skills=[skill("ship", implementation={"type": "command", "pack": "ops",
-                                              "command": "ship", "permission": "strict"})],
+        skills=[
+            skill(
+                "ship",
+                implementation={
+                    "type": "command",
+                    "pack": "ops",
+                    "command": "ship",
+                    "permission": "strict",
+                },
+            )
+        ],
         providers=[anthropic_provider("m", server.url, api_key=KEY_REF)],
         workspace={"commandPacks": [pack]},
         topology=harness_topology(),
         input="Ship the release with the ship tool and report what it printed.",
         timeout_seconds=180,
-    )  # fmt: skip
+    )
 
 
 def park_then_resume(tmp_path: Path, decision: dict[str, Any]) -> tuple[RunOutput, RunOutput, Path]:
@@ -172,8 +192,9 @@ def park_then_resume(tmp_path: Path, decision: dict[str, Any]) -> tuple[RunOutpu
 
 
 def test_a_strict_tool_call_parks_and_runs_once_approved(tmp_path: Path) -> None:
-    _parked, resumed, marker = park_then_resume(tmp_path, {"verdict": "approve",
-                                                           "decidedBy": "carol"})  # fmt: skip
+    _parked, resumed, marker = park_then_resume(
+        tmp_path, {"verdict": "approve", "decidedBy": "carol"}
+    )
     assert resumed.outcome == "Succeeded", (resumed.result, resumed.stderr[-2000:])
     assert marker.read_text() == "ran"
     assert "shipped" in resumed.result["output"]
@@ -210,8 +231,11 @@ def test_a_refused_credential_ends_the_run_failed_at_once(tmp_path: Path) -> Non
 
 
 def test_a_harness_that_fails_ends_harness_failed(tmp_path: Path) -> None:
-    refused = Reply(status=400, error_body='{"type": "error", "error": {"type": '
-                    '"invalid_request_error", "message": "model claude-x is retired"}}')  # fmt: skip
+    refused = Reply(
+        status=400,
+        error_body='{"type": "error", "error": {"type": '
+        '"invalid_request_error", "message": "model claude-x is retired"}}',
+    )
     with ScriptedModelServer(default=refused, api_key=PROVIDER_KEY) as server:
         out = run(echo_bundle(server), tmp_path)
     assert out.outcome == "HarnessFailed", out.result
@@ -221,8 +245,11 @@ def test_a_harness_that_fails_ends_harness_failed(tmp_path: Path) -> None:
 def test_the_runs_limits_hold_before_each_model_call(tmp_path: Path) -> None:
     with ScriptedModelServer(default=calls("echo", text="one"), api_key=PROVIDER_KEY) as server:
         b = echo_bundle(server).model_copy(
-            update={"governance": echo_bundle(server).governance.model_copy(
-                update={"max_steps_per_run": 1})}  # fmt: skip
+            update={
+                "governance": echo_bundle(server).governance.model_copy(
+                    update={"max_steps_per_run": 1}
+                )
+            }
         )
         out = run(b, tmp_path)
     assert out.outcome == "LimitExceeded", out.result
