@@ -134,6 +134,10 @@ def test_an_mcp_tool_call_and_the_final_answer_map(
     assert model.refused == [], [r.problems for r in model.refused]
     assert outcome.usage.output_tokens == 5 * len(model.requests)
     assert outcome.usage.input_tokens + outcome.usage.cache_read_tokens == 10 * len(model.requests)
+    # Neither token is on the command line or in what it printed (the transcript).
+    argv = " ".join(harness_for(INFO.kind).argv(Path("cli"), inv))
+    for secret in (token, inv.mcp_token):
+        assert secret not in argv and secret not in done.stdout and secret not in done.stderr
     # Every model call went to the proxy URL with the per-Run token, for the Agent's model,
     # over the Responses API.
     assert {r.path for r in model.requests} == {"/v1/responses"}
