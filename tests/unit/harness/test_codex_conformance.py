@@ -185,3 +185,32 @@ def test_a_refused_request_ends_the_node_failed(tmp_path: Path, mcp_server: Http
     assert outcome.error_reason == "HarnessFailed", (outcome, done.stdout[-2000:])
     assert "model gpt-x is retired" in outcome.error_message
     assert done.returncode != 0
+
+
+def test_a_question_never_waits_for_a_person(tmp_path: Path, mcp_server: HttpMcpServer) -> None:
+    """``codex exec`` offers ``request_user_input`` but refuses it outside Plan mode: the
+    model gets the refusal as the tool's output and goes on. (A version that asked instead
+    would print ``request_user_input``, which ends the node ``HarnessAskedQuestion``.)"""
+    question = {
+        "id": "branch",
+        "header": "Branch",
+        "question": "Which branch?",
+        "options": [
+            {"label": "main", "description": "the main branch"},
+            {"label": "dev", "description": "the dev branch"},
+        ],
+    }
+
+    def ask_then_finish(request: RecordedRequest) -> Reply:
+        results = request.tool_results()
+        if results:
+            return text(f"Asked, got: {results[0][0]}")
+        return tool_call("request_user_input", questions=[question])
+
+    token = secrets.token_urlsafe(24)
+    with ScriptedModelServer(default=ask_then_finish, api_key=token) as model:
+        outcome, done = run_cli(invocation(tmp_path, model.url, token, mcp_server))
+    assert "request_user_input" in model.requests[0].tool_names
+    assert outcome.unmapped == () and outcome.question is None, done.stdout[-2000:]
+    assert outcome.error_reason is None and done.returncode == 0
+    assert outcome.final_text == "Asked, got: request_user_input is unavailable in Default mode"
