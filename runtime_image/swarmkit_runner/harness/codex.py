@@ -1,8 +1,8 @@
 """Codex (``@openai/codex``) as a harness: ``codex exec --json``, the OpenAI Responses API.
 
 How the Agent's grants become Codex's controls (every setting is a ``-c key=value`` override
-on the command line and ``--ignore-user-config`` skips any ``config.toml``, so nothing on disk
-changes them):
+on the command line, which wins over config files; ``--ignore-user-config`` skips
+``$CODEX_HOME/config.toml`` and ``--ignore-rules`` the execpolicy rules):
 
 * model: a ``model_providers.swarmkit`` entry whose ``base_url`` is the in-pod model proxy
   (``wire_api = "responses"``) and whose key is read from ``SWARMKIT_MODEL_TOKEN`` (the
@@ -17,8 +17,8 @@ changes them):
   ``view_image``, ``web_search``, multi-agent, goals), ``--sandbox read-only`` and
   ``approval_policy = "never"``: Codex never waits for an approval. Its ``PreToolUse`` hook is
   not wired yet, so no ``native-*`` capability is listed for it (admission refuses them);
-* offline: no plugins sync, no analytics or feedback upload, no update check, no session
-  files (``--ephemeral``).
+* offline: no plugins sync (on, it runs ``git ls-remote`` against github.com at start-up),
+  no analytics or feedback upload, no update check, no session files (``--ephemeral``).
 
 Its JSONL events (``thread.*``, ``turn.*``, ``item.*``, ``error``) map to a
 :class:`~.base.HarnessOutcome` in :meth:`Codex.parse_events`; an event or item type not in
