@@ -119,8 +119,9 @@ class HarnessSpec(ApiModel):
         default_factory=list,
         max_length=len(CAPABILITIES),
         description="Capabilities this node relies on beyond what the Agent implies (its "
-        "tools imply mcp-tools, its skills skills, its nativeTools the native-* ones); each "
-        "must have been shown by the harness's conformance test, or the node is refused.",
+        "tools, skills and nativeTools imply mcp-tools; builtinTools the native-* ones and "
+        "tool-hook); each must have been shown by the harness's conformance test, or the "
+        "node is refused.",
     )
     builtin_tools: bool = Field(
         default=False,
@@ -144,10 +145,11 @@ def required_capabilities(agent: AgentSpec, spec: HarnessSpec) -> list[str]:
     needed = {"final-answer", "usage", *spec.requires}
     native = agent.native_tools
     served_natively = native is not None and (native.bash or native.file_io or native.web_search)
+    # Skills reach every harness through the gateway (skill tools, load_skill and
+    # read_skill_file); ``skills`` (reading the laid-out .claude/skills natively) is asked
+    # for with ``requires``.
     if agent.tools or agent.skills or agent.flow_data_access or served_natively:
         needed.add("mcp-tools")
-    if agent.skills:
-        needed.add("skills")
     if native is not None and spec.builtin_tools:
         if native.file_io:
             needed |= {"native-file-read", "native-file-write", "tool-hook"}
