@@ -13,7 +13,7 @@ RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients node \
+.PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients harness-clis node \
 	node-apt node-binaries test-real-node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
         bench-runner bench-funnel bench-tracing bench-providers bench-import bench-gateway bench-review bench-spend bench-serve bench-webview bench-clients bench-images bench-ab bench chaos chart-lint \
@@ -103,6 +103,12 @@ cluster-binaries: $(RUN_STAMP) ## build (once, cached) etcd, kube-apiserver, con
 clients: $(STAMP) node ## build/install (once, cached) the third-party A2A/MCP SDK clients the tests drive
 	$(PY) -m swarmkit_devcluster clients
 
+# The coding harness CLIs harness nodes run (Claude Code, ...), pinned in hack/harness-clis
+# (package.json + package-lock.json, the versions of swarmkit_api.harness.HARNESSES): npm ci
+# into ~/.cache/swarmkit-operator/harness-clis/<lock hash>/ once (a no-op when cached).
+harness-clis: $(STAMP) node ## install (once, cached) the pinned harness CLIs the harness tests run
+	$(PY) -m swarmkit_devcluster harness-clis
+
 # The tracing tests and `make demo TRACING=1` export to a real Jaeger v2, built from the Go
 # module proxy (hack/jaeger: go.mod/go.sum committed) into
 # ~/.cache/swarmkit-operator/jaeger-<version>/jaeger once (locked; a no-op when cached).
@@ -147,10 +153,10 @@ operator-up: cluster-up ## install CRDs and run the operator in the background (
 operator-down: $(RUN_STAMP) ## stop the background operator
 	$(PY) -m swarmkit_devcluster operator-down
 
-test-unit: clients jaeger
+test-unit: clients harness-clis jaeger
 	$(PY) -m pytest tests/unit -q
 
-test-integration: $(STAMP) cluster-binaries clients jaeger
+test-integration: $(STAMP) cluster-binaries clients harness-clis jaeger
 	$(PY) -m pytest tests/integration -q -m 'not real_node'
 
 # The tests where a kernel boundary is the point, on a private cluster with the real node (root;
@@ -179,7 +185,7 @@ images-if-built: $(STAMP)
 # either failed.
 test: $(STAMP) ## lint + verify + docs + the whole test suite (prints the 20 slowest tests and the times)
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory lint verify docs cluster-binaries clients jaeger images node-binaries; \
+	$(MAKE) --no-print-directory lint verify docs cluster-binaries clients harness-clis jaeger images node-binaries; \
 	echo "make test: lint, verify, docs and the builds took $$(( $$(date +%s) - start )) s; pytest follows"
 	@start=$$(date +%s); rn=0; $(REAL_NODE_PYTEST) || rn=$$?; \
 	echo "make test: the real-node tests took $$(( $$(date +%s) - start )) s (exit $$rn)"; \

@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
         "clients",
         help="build/install the third-party A2A and MCP SDK clients the tests drive (cached)",
     )
+    sub.add_parser(
+        "harness-clis", help="install (once, cached) the pinned coding harness CLIs (npm ci)"
+    )
     sub.add_parser("jaeger", help="build (once, cached) the Jaeger the tracing tests and demo use")
     im = sub.add_parser("images", help="build the runtime and operator images (make images)")
     im.add_argument("--force", action="store_true", help="rebuild even when cached")
@@ -71,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
             built = ensure_clients()
             print(f"clients: ready in {time.monotonic() - t0:.1f}s: {built.go_client}, "
                   f"{built.node_dir}", file=sys.stderr)  # fmt: skip
+            return 0
+        if a.cmd == "harness-clis":
+            from swarmkit_devcluster.harness_clis import ensure_harness_clis
+
+            print(f"harness-clis: {ensure_harness_clis()}", file=sys.stderr)
             return 0
         if a.cmd == "jaeger":
             from swarmkit_devcluster.jaeger import build_jaeger

@@ -61,6 +61,9 @@ Outcome = Literal[
     "Cancelled",
     "Truncated",
     "BudgetExceeded",
+    "HarnessFailed",
+    "HarnessTimedOut",
+    "HarnessAskedQuestion",
 ]
 
 

@@ -177,6 +177,15 @@ REASON_TRUNCATED: Final[str] = "Truncated"
 REASON_VALIDATION_FAILED: Final[str] = "ValidationFailed"
 #: The run's spend cap (maxCost / maxTokens) would be crossed by its next model call.
 REASON_BUDGET_EXCEEDED: Final[str] = "BudgetExceeded"
+#: A Topology harness node its harness cannot run: its provider speaks another wire format,
+#: or it needs a capability the harness's conformance test has not shown.
+REASON_HARNESS_UNSUPPORTED: Final[str] = "HarnessUnsupported"
+#: A harness node's CLI exited non-zero, ended without a final answer or its events did not map.
+REASON_HARNESS_FAILED: Final[str] = "HarnessFailed"
+#: A harness node's CLI ran past the node's timeout and was killed.
+REASON_HARNESS_TIMED_OUT: Final[str] = "HarnessTimedOut"
+#: A harness node's CLI asked an interactive question (nobody at a terminal to answer it).
+REASON_HARNESS_ASKED: Final[str] = "HarnessAskedQuestion"
 #: Not started: a SpendQuota covering it cannot reserve its cap (the message names it).
 REASON_BUDGET_EXHAUSTED: Final[str] = "BudgetExhausted"
 #: Not started: a SpendQuota with onExhausted hold opened a Review of kind spend.
@@ -246,6 +255,10 @@ __all__ = [
     "REASON_FUNNEL_INVALID",
     "REASON_FUNNEL_NOT_FOUND",
     "REASON_FUNNEL_NOT_SERVABLE",
+    "REASON_HARNESS_ASKED",
+    "REASON_HARNESS_FAILED",
+    "REASON_HARNESS_TIMED_OUT",
+    "REASON_HARNESS_UNSUPPORTED",
     "REASON_IMAGE_PULL_FAILED",
     "REASON_INCONCLUSIVE",
     "REASON_INVALID",

@@ -15,6 +15,7 @@ from .common import (
     ResourceRequirements,
     SecretKeyRef,
 )
+from .harness import HarnessSpec
 from .promotion import PromotionSpec, PromotionStatus
 
 #: Deepest nesting of topologies calling topologies through agent skills.
@@ -45,6 +46,12 @@ class TopologyNode(ApiModel):
         default=None,
         description="A Funnel every artifact of this node's agent must pass (validate, judge, "
         "review, approve) before the run goes on.",
+    )
+    harness: HarnessSpec | None = Field(
+        default=None,
+        description="Run this node as a coding harness (Claude Code, Codex, Gemini CLI) in the "
+        "Run's pod; the Agent still gives its tools, skills, permissions, model provider and "
+        "limits.",
     )
 
 
@@ -207,6 +214,19 @@ class TopologySpec(ApiModel):
             "leaders report to the root",
             field_path=".agents",
             check=_tree_is_well_formed,
+        ),
+        CelRule(
+            rule="self.agents.all(a, !has(a.harness) || !self.agents.exists(b, has(b.parent) "
+            "&& b.parent == a.name))",
+            message="a harness node has no children: a harness cannot delegate to topology "
+            "nodes (give it agent skills instead)",
+            field_path=".agents",
+            check=lambda m: (
+                not any(
+                    a.harness is not None and any(b.parent == a.name for b in m.agents)
+                    for a in m.agents
+                )
+            ),
         ),
     )
 

@@ -124,8 +124,14 @@ class Shared:
     #: Asks the caller a question and waits for the answer (serve mode: the A2A task goes
     #: input-required). None (a Run): a question parks the run for a person instead.
     ask: AskHook | None = None
+    #: Runs a harness node (:mod:`.harness.node`; installed by :func:`.runner.execute`, so
+    #: the loop never imports the harness package, which imports the gateway, which
+    #: imports the loop). None: this process cannot run harness nodes.
+    harness: HarnessHook | None = None
 
 
+#: Runs a Topology harness node on a task and returns its final answer.
+HarnessHook = Callable[["RunContext", AgentPosition, str, int], Awaitable[str]]
 #: Takes the question (a review item) and returns the caller's answer.
 AskHook = Callable[[ReviewItem], Awaitable[str]]
 #: Opens a Review for the question and waits for a person's decision (an MCP gateway

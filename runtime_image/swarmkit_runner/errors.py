@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast, get_args
+
 from swarmkit_api.bundle import Outcome, ReviewItem
 
 
@@ -59,6 +61,16 @@ class Truncated(RunFailed):
     ``Truncated:``): a cut answer is never passed off as a success."""
 
     outcome: Outcome = "Truncated"
+
+
+class HarnessEnded(RunEnded):
+    """A harness node's CLI failed, hung past its timeout or asked a question: the run ends
+    with that outcome (``HarnessFailed``, ``HarnessTimedOut``, ``HarnessAskedQuestion``)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        # The reason constants are the outcomes' names; anything else is a plain failure.
+        self.outcome = cast("Outcome", reason) if reason in get_args(Outcome) else "Failed"
 
 
 class AwaitingReview(RunEnded):

@@ -269,6 +269,7 @@ class Gateway:
             result = await session.catalog.call(ToolCall(call_id, entry.name, args))
         except RunEnded as exc:
             # What would end a Run ends only this call here (the session goes on).
+            self.run_ended(exc)
             session.ctx.audit.emit(
                 "tool.call",
                 agent=self.agent.name,
@@ -295,6 +296,10 @@ class Gateway:
             content=[mcp_types.TextContent(type="text", text=result.content)],
             structured_content=structured,
         )
+
+    def run_ended(self, exc: RunEnded) -> None:
+        """A call raised what would end a Run (here: only that call); a gateway inside a
+        Run's pod ends its harness node with it (:mod:`.harness.gateway`)."""
 
     async def aclose(self) -> None:
         await self.mcp.aclose()

@@ -25,8 +25,9 @@ call records nothing again (the operator already materialized it when the run pa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -113,6 +114,17 @@ class Journal:
         key = f"{frame.key}.{frame.started}"
         frame.started += 1
         return key
+
+    @contextlib.contextmanager
+    def keyed(self, key: str) -> Iterator[None]:
+        """Run the block's effects under ``key`` instead of the next counted key: a harness
+        node's tool calls are keyed by their content (:mod:`.harness.gateway`), because a
+        resumed harness re-runs its conversation and may not call in the same order."""
+        token = _current.set(_Frame(key))
+        try:
+            yield
+        finally:
+            _current.reset(token)
 
     # -- effects ---------------------------------------------------------------------------
     async def effect(

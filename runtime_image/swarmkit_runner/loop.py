@@ -29,7 +29,7 @@ from .bundle import children, provider_for
 from .catalog import ToolCatalog, ToolEntry
 from .context import RunContext
 from .decision import OutputInvalid
-from .errors import LimitExceeded, RunFailed
+from .errors import LimitExceeded, RunFailed, StartupError
 from .model_calls import CONTINUE_PROMPT, call_facts, retry_auditor, truncated
 from .output import OUTPUT_RETRIES, answer_problems, feedback
 from .position import AgentPosition
@@ -127,6 +127,8 @@ class AgentRunner:
     ) -> str:
         """:meth:`_run_agent` in an ``invoke_agent`` span (tracing hook, :mod:`.traced`)."""
         run = self.ctx.bundle.run
+        if position.node is not None and position.node.harness is not None:
+            return await self._run_harness(position, task, depth)
         with traced.agent_span(
             position.agent.name,
             self.provider(position.agent),
@@ -136,6 +138,23 @@ class AgentRunner:
             return await self._run_agent(
                 position, task, depth, output_schema, output_retries, for_skill
             )
+
+    async def _run_harness(self, position: AgentPosition, task: str, depth: int) -> str:
+        """A harness node (:mod:`.harness.node`, through ``ctx.shared.harness``); a funnel
+        on it gates the final answer, a redraft runs the harness again with its prompt."""
+        run_harness = self.ctx.shared.harness
+        if run_harness is None:
+            raise StartupError("this runner process cannot run harness nodes")
+        gate = funnel.gate_for(
+            self.ctx, position, lambda p, t, schema: self.run_agent(p, t, depth + 1, schema)
+        )
+        answer = await run_harness(self.ctx, position, task, depth)
+        while gate is not None:
+            assessed = await gate.assess(answer)
+            if not isinstance(assessed, funnel.Redraft):
+                return assessed
+            answer = await run_harness(self.ctx, position, f"{task}\n\n{assessed.prompt}", depth)
+        return answer
 
     async def _run_agent(
         self,

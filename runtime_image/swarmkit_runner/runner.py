@@ -26,6 +26,7 @@ from .journal import Journal, checkpoint_line
 from .loop import AgentRunner
 from .mcp_client import McpManager
 from .paths import RunnerPaths
+from .position import AgentPosition
 from .result import make_result
 from .secrets import MissingSecret, SecretStore
 from .spend import SpendMeter, run_currency
@@ -78,7 +79,7 @@ async def execute(
         topology_depth=1 if bundle.target_kind == "Topology" else 0,
         journal=journal,
     )
-    ctx.shared.ask = ask
+    ctx.shared.ask, ctx.shared.harness = ask, _harness
     root = root_position(bundle)
     audit.emit(
         "run.start",
@@ -203,6 +204,13 @@ async def execute(
         replayed_effects=journal.replayed or None,
     )
     return result
+
+
+async def _harness(ctx: RunContext, position: AgentPosition, task: str, depth: int) -> str:
+    """A harness node (imported only when one runs: a Run without one never loads it)."""
+    from .harness.node import run_harness
+
+    return await run_harness(ctx, position, task, depth)
 
 
 def _print_checkpoint(

@@ -416,6 +416,49 @@ INVALID: tuple[Invalid, ...] = (
     ),
     Invalid("topology-no-agents", "spec.agents", topology(agents=[])),
     Invalid(
+        "topology-unknown-harness-kind",
+        "spec.agents[0].harness.kind",
+        topology(
+            agents=[
+                {
+                    "name": "a",
+                    "agentRef": {"name": "a"},
+                    "role": "root",
+                    "harness": {"kind": "opencode"},
+                },
+            ]
+        ),
+    ),
+    Invalid(
+        "topology-harness-node-with-children",
+        "spec.agents",
+        topology(
+            agents=[
+                {
+                    "name": "a",
+                    "agentRef": {"name": "a"},
+                    "role": "root",
+                    "harness": {"kind": "claude-code"},
+                },
+                {"name": "b", "agentRef": {"name": "b"}, "role": "worker", "parent": "a"},
+            ]
+        ),
+    ),
+    Invalid(
+        "topology-harness-unknown-capability",
+        "spec.agents[0].harness.requires[0]",
+        topology(
+            agents=[
+                {
+                    "name": "a",
+                    "agentRef": {"name": "a"},
+                    "role": "root",
+                    "harness": {"kind": "claude-code", "requires": ["telepathy"]},
+                },
+            ]
+        ),
+    ),
+    Invalid(
         "topology-served-without-description",
         "spec.description",
         topology(serve={"auth": {"bearerTokens": [{"name": "t", "key": "k"}]}}),

@@ -4,7 +4,8 @@ Two layers, both from sources nobody here wrote (Gemini's generateContent is che
 the ``google-genai`` SDK's own pydantic types: :func:`gemini_problems`):
 
 * **The official SDKs' request types** (the ``openai`` and ``anthropic`` PyPI packages, test
-  dependencies only): the body must match ``openai.types.chat.completion_create_params`` /
+  dependencies only): the body must match ``openai.types.chat.completion_create_params``,
+  ``openai.types.responses.response_create_params`` (the Responses API) or
   ``anthropic.types.message_create_params`` exactly, walked field by field from the
   TypedDicts' own annotations: required keys present, no key the type does not declare
   (both APIs answer 400 to an unknown parameter), literals, unions, lists and scalars.
@@ -14,7 +15,9 @@ the ``google-genai`` SDK's own pydantic types: :func:`gemini_problems`):
   ``tool_calls``, every tool call is answered by a ``tool`` message right after it;
   Anthropic's temperature is 0-1, text blocks must hold non-whitespace text, only the last
   message may be an empty assistant turn and a final assistant turn must not end in
-  whitespace, every ``tool_result`` answers a ``tool_use`` of the turn before.
+  whitespace, every ``tool_result`` answers a ``tool_use`` of the turn before; the Responses
+  API wants a model, refuses sampling knobs on reasoning models and ``max_output_tokens``
+  under 16, and pairs every ``function_call_output`` with a ``function_call`` by ``call_id``.
 
 :func:`check` returns the problems (empty when the real API would accept the body).
 """
@@ -31,13 +34,23 @@ from typing import Any, Literal
 
 import typing_extensions as te
 
-Wire = Literal["anthropic", "openai", "gemini", "bedrock"]
+Wire = Literal["anthropic", "openai", "responses", "gemini", "bedrock"]
+#: The wires judged by an official SDK's TypedDict request types.
+SdkWire = Literal["anthropic", "openai", "responses"]
 REASONING = re.compile(r"^(o[1-9]|gpt-5)")
 _MAX_PROBLEMS = 8
 
 
 @functools.cache
-def _request_type(wire: Literal["anthropic", "openai"], stream: bool) -> Any:
+def _request_type(wire: SdkWire, stream: bool, beta: bool = False) -> Any:
+    if wire == "responses":
+        from openai.types.responses import response_create_params as rparams
+
+        return (
+            rparams.ResponseCreateParamsStreaming
+            if stream
+            else rparams.ResponseCreateParamsNonStreaming
+        )
     if wire == "openai":
         from openai.types.chat import completion_create_params as oparams
 
@@ -45,6 +58,14 @@ def _request_type(wire: Literal["anthropic", "openai"], stream: bool) -> Any:
             oparams.CompletionCreateParamsStreaming
             if stream
             else oparams.CompletionCreateParamsNonStreaming
+        )
+    if beta:  # an ``anthropic-beta`` header: the API takes the beta parameters too
+        from anthropic.types.beta import message_create_params as bparams
+
+        return (
+            bparams.MessageCreateParamsStreaming
+            if stream
+            else bparams.MessageCreateParamsNonStreaming
         )
     from anthropic.types import message_create_params as aparams
 
@@ -170,9 +191,34 @@ def _is_sequence(origin: Any) -> bool:
     return getattr(origin, "__name__", "") == "SequenceNotStr"
 
 
-def sdk_problems(wire: Literal["anthropic", "openai"], body: dict[str, Any]) -> list[str]:
-    """The body against the official SDK's request type (streaming or not, by ``stream``)."""
-    return _walk(body, _request_type(wire, body.get("stream") is True), "body")
+def sdk_problems(wire: SdkWire, body: dict[str, Any], beta: bool = False) -> list[str]:
+    """The body against the official SDK's request type (streaming or not, by ``stream``;
+    Anthropic's beta request type when the request named a beta)."""
+    if wire == "responses":
+        body = _responses_beyond_sdk(body)
+    return _walk(body, _request_type(wire, body.get("stream") is True, beta), "body")
+
+
+def _responses_beyond_sdk(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` less what the real Responses API accepts but the SDK's TypedDicts do not
+    declare: OpenAI's own client (``codex exec``, which only talks to that API) sends a
+    top-level ``client_metadata`` object of strings and an ``id`` on the input messages it
+    replays. Only those two, and only in those shapes."""
+    out = dict(body)
+    metadata = out.get("client_metadata")
+    if isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values()):
+        del out["client_metadata"]
+    items = out.get("input")
+    if isinstance(items, list):
+        out["input"] = [
+            {k: v for k, v in item.items() if k != "id"}
+            if isinstance(item, dict)
+            and item.get("type") == "message"
+            and isinstance(item.get("id"), str)
+            else item
+            for item in items
+        ]
+    return out
 
 
 def openai_rules(body: dict[str, Any]) -> list[str]:
@@ -233,6 +279,65 @@ def openai_rules(body: dict[str, Any]) -> list[str]:
     return problems
 
 
+def responses_rules(body: dict[str, Any]) -> list[str]:
+    """The Responses API's documented rules beyond the types (its own error texts)."""
+    problems: list[str] = []
+    model = str(body.get("model") or "")
+    if not model:
+        problems.append("Missing required parameter: 'model'.")
+    reasoning = REASONING.search(model) is not None
+    for knob in ("temperature", "top_p"):
+        if reasoning and body.get(knob) is not None:
+            problems.append(f"Unsupported parameter: '{knob}' is not supported with this model.")
+    temperature = body.get("temperature")
+    if isinstance(temperature, int | float) and not 0 <= temperature <= 2:
+        problems.append(f"Invalid 'temperature': {temperature} is not in [0, 2]")
+    limit = body.get("max_output_tokens")
+    if isinstance(limit, int) and limit < 16:
+        problems.append(
+            "Invalid 'max_output_tokens': integer below minimum value. "
+            f"Expected a value >= 16, but got {limit} instead."
+        )
+    if "stream_options" in body and body.get("stream") is not True:
+        problems.append("The 'stream_options' parameter is only allowed when 'stream' is true")
+    if body.get("previous_response_id"):  # this server keeps no responses
+        problems.append(f"Previous response with id '{body['previous_response_id']}' not found.")
+    for i, tool in enumerate(body.get("tools") or []):
+        name = tool.get("name") if isinstance(tool, dict) else None
+        if name is not None and not re.fullmatch(r"[a-zA-Z0-9_-]{1,128}", str(name)):
+            problems.append(
+                f"Invalid 'tools[{i}].name': string does not match pattern. Expected a "
+                "string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+            )
+    items = body.get("input")
+    return problems + _responses_call_pairs(items if isinstance(items, list) else [])
+
+
+def _responses_call_pairs(items: list[Any]) -> list[str]:
+    """Every function call output answers a call earlier in ``input``, and (without a stored
+    previous response) every call in ``input`` has its output."""
+    problems: list[str] = []
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        client_search = kind == "tool_search_call" and item.get("execution") == "client"
+        if kind in ("function_call", "custom_tool_call") or client_search:
+            calls.add(str(item.get("call_id")))
+        elif kind in ("function_call_output", "custom_tool_call_output", "tool_search_output"):
+            call_id = str(item.get("call_id"))
+            if call_id not in calls:
+                problems.append(
+                    f"No tool call found for function call output with call_id {call_id}."
+                )
+            answered.add(call_id)
+    for call_id in sorted(calls - answered):
+        problems.append(f"No tool output found for function call {call_id}.")
+    return problems
+
+
 def _blocks(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -290,14 +395,19 @@ def anthropic_rules(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-def check(wire: Wire, body: dict[str, Any]) -> list[str]:
-    """Why the real API would refuse ``body`` (empty: it would accept it)."""
+def check(wire: Wire, body: dict[str, Any], beta: bool = False) -> list[str]:
+    """Why the real API would refuse ``body`` (empty: it would accept it). ``beta``: the
+    request carried an ``anthropic-beta`` header (Claude Code's do), so the beta parameters
+    (``context_management``, ...) are part of the API it is checked against."""
     if wire == "gemini":
         return gemini_problems(body)[:_MAX_PROBLEMS]
     if wire == "bedrock":  # the service model's own checks need botocore: tests/support/aws
         return bedrock_rules(body)[:_MAX_PROBLEMS]
-    problems = sdk_problems(wire, body)
-    problems += openai_rules(body) if wire == "openai" else anthropic_rules(body)
+    problems = sdk_problems(wire, body, beta and wire == "anthropic")
+    if wire == "responses":
+        problems += responses_rules(body)
+    else:
+        problems += openai_rules(body) if wire == "openai" else anthropic_rules(body)
     return problems[:_MAX_PROBLEMS]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -368,3 +368,236 @@ def bedrock_body(n: int, reply: Reply, calls: list[tuple[str, dict[str, Any]]]) 
         },
         "metrics": {"latencyMs": 1},
     }
+
+
+# -- OpenAI Responses API (``POST /v1/responses``) ----------------------------------------
+# Shapes follow ``openai.types.responses.Response`` and ``ResponseStreamEvent`` (the server's
+# own tests validate every one against them): a message item holds ``output_text`` (or a
+# ``refusal``) parts, each call is a ``function_call`` item with its own ``call_id``, and the
+# stream ends with ``response.completed`` (``response.incomplete`` when cut at
+# ``max_output_tokens`` or filtered, ``response.failed`` for an error in a 200 answer).
+
+
+def _responses_usage(reply: Reply) -> dict[str, Any]:
+    return {
+        "input_tokens": reply.input_tokens,
+        "input_tokens_details": {"cached_tokens": reply.cache_read_tokens, "cache_write_tokens": 0},
+        "output_tokens": reply.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": reply.input_tokens + reply.output_tokens,
+    }
+
+
+def _responses_part(reply: Reply, text: str) -> dict[str, Any]:
+    if reply.refusal is not None:
+        return {"type": "refusal", "refusal": text}
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def _responses_output(
+    n: int,
+    reply: Reply,
+    calls: list[tuple[str, dict[str, Any]]],
+    status: str,
+    searchable: bool,
+) -> list[dict[str, Any]]:
+    output: list[dict[str, Any]] = []
+    said = reply.refusal if reply.refusal is not None else reply.text
+    if said:
+        output.append(
+            {
+                "id": f"msg_{n}",
+                "type": "message",
+                "role": "assistant",
+                "status": status,
+                "content": [_responses_part(reply, said)],
+            }
+        )
+    for i, (name, args) in enumerate(calls):
+        output.append({**_responses_call(n, i, name, args, searchable), "status": status})
+    return output
+
+
+def _responses_call(
+    n: int, i: int, name: str, args: dict[str, Any], searchable: bool
+) -> dict[str, Any]:
+    """The output item of call ``i``: a ``tool_search_call`` the client runs (when the
+    request offered ``tool_search``), or a ``function_call`` (``<namespace>.<name>`` is a
+    namespaced tool: function names cannot hold a dot)."""
+    call_id = f"call_{n}_{i}"
+    if name == "tool_search" and searchable:
+        return {
+            "id": f"ts_{n}_{i}",
+            "type": "tool_search_call",
+            "call_id": call_id,
+            "execution": "client",
+            "arguments": args,
+        }
+    namespace, _, bare = name.rpartition(".")
+    item = {"id": f"fc_{n}_{i}", "type": "function_call", "call_id": call_id, "name": bare}
+    return {
+        **item,
+        "arguments": json.dumps(args),
+        **({"namespace": namespace} if namespace else {}),
+    }
+
+
+def _searchable(request: dict[str, Any]) -> bool:
+    tools = request.get("tools") or []
+    return any(isinstance(t, dict) and t.get("type") == "tool_search" for t in tools)
+
+
+def _responses_status(reply: Reply) -> tuple[str, dict[str, str] | None]:
+    if reply.truncate:
+        return "incomplete", {"reason": "max_output_tokens"}
+    if reply.content_filter:
+        return "incomplete", {"reason": "content_filter"}
+    return "completed", None
+
+
+def responses_object(
+    n: int,
+    model: str,
+    reply: Reply,
+    calls: list[tuple[str, dict[str, Any]]],
+    request: dict[str, Any],
+    status: str | None = None,
+) -> dict[str, Any]:
+    """A Response object; ``status`` ``in_progress`` gives the one ``response.created``
+    carries (no output, no usage). Request fields the API echoes back are echoed."""
+    final, incomplete = _responses_status(reply)
+    status = status or final
+    done = status != "in_progress"
+    error = None
+    if reply.error_in_200 is not None:
+        status, error = "failed", reply.error_in_200
+    return {
+        "id": f"resp_{n}",
+        "object": "response",
+        "created_at": 1,
+        "status": status,
+        "error": error,
+        "incomplete_details": incomplete if done else None,
+        "instructions": request.get("instructions"),
+        "model": model,
+        "output": (
+            _responses_output(n, reply, calls, "completed", _searchable(request))
+            if done and not error
+            else []
+        ),
+        "parallel_tool_calls": request.get("parallel_tool_calls", True),
+        "temperature": request.get("temperature"),
+        "tool_choice": request.get("tool_choice", "auto"),
+        "tools": list(request.get("tools") or []),
+        "top_p": request.get("top_p"),
+        "max_output_tokens": request.get("max_output_tokens"),
+        "previous_response_id": None,
+        "store": request.get("store", True),
+        "usage": _responses_usage(reply) if done and not error else None,
+    }
+
+
+def responses_body(
+    n: int,
+    model: str,
+    reply: Reply,
+    calls: list[tuple[str, dict[str, Any]]],
+    request: dict[str, Any],
+) -> Any:
+    """A Responses API answer (not streamed)."""
+    return responses_object(n, model, reply, calls, request)
+
+
+def responses_events(
+    n: int,
+    model: str,
+    reply: Reply,
+    calls: list[tuple[str, dict[str, Any]]],
+    request: dict[str, Any],
+) -> Iterator[tuple[str | None, Any]]:
+    """(event name, data) of a streamed Response, numbered by ``sequence_number``."""
+    seq = iter(range(1_000_000))
+
+    def event(kind: str, **fields: Any) -> tuple[str, dict[str, Any]]:
+        return kind, {"type": kind, "sequence_number": next(seq), **fields}
+
+    started = responses_object(n, model, reply, calls, request, status="in_progress")
+    yield event("response.created", response=started)
+    yield event("response.in_progress", response=started)
+    if reply.error_in_200 is not None:
+        yield event("response.failed", response=responses_object(n, model, reply, [], request))
+        return
+    index = 0
+    said = reply.refusal if reply.refusal is not None else reply.text
+    if said:
+        if (yield from _responses_message_events(n, reply, said, event)):
+            return  # the stream ended in an ``error`` event
+        index = 1
+    for i, (name, args) in enumerate(calls):
+        item = _responses_call(n, i, name, args, _searchable(request))
+        yield from _responses_call_events(item, index + i, event)
+    final = responses_object(n, model, reply, calls, request)
+    kind = "response.completed" if final["status"] == "completed" else "response.incomplete"
+    yield event(kind, response=final)
+
+
+def _responses_message_events(
+    n: int, reply: Reply, said: str, event: Callable[..., tuple[str, dict[str, Any]]]
+) -> Generator[tuple[str | None, Any], None, bool]:
+    """The message item's events; returns True when it ended the stream with an error."""
+    item = {"id": f"msg_{n}", "type": "message", "role": "assistant"}
+    at = {"item_id": item["id"], "output_index": 0}
+    refusal = reply.refusal is not None
+    delta_kind = "response.refusal.delta" if refusal else "response.output_text.delta"
+    yield event(
+        "response.output_item.added",
+        output_index=0,
+        item={**item, "status": "in_progress", "content": []},
+    )
+    yield event(
+        "response.content_part.added", **at, content_index=0, part=_responses_part(reply, "")
+    )
+    for i, piece in enumerate(_pieces(said, reply.chunk_chars)):
+        extra = {} if refusal else {"logprobs": []}
+        yield event(delta_kind, **at, content_index=0, delta=piece, **extra)
+        if i == 0 and reply.stream_error is not None:
+            error = reply.stream_error
+            code = error.get("code")
+            yield event(
+                "error",
+                code=None if code is None else str(code),
+                message=str(error.get("message", "")),
+                param=None,
+            )
+            return True
+        if i == 0 and reply.stream_cut:
+            raise StreamCut
+    if refusal:
+        yield event("response.refusal.done", **at, content_index=0, refusal=said)
+    else:
+        yield event("response.output_text.done", **at, content_index=0, text=said, logprobs=[])
+    part = _responses_part(reply, said)
+    yield event("response.content_part.done", **at, content_index=0, part=part)
+    done = {**item, "status": "completed", "content": [part]}
+    yield event("response.output_item.done", output_index=0, item=done)
+    return False
+
+
+def _responses_call_events(
+    item: dict[str, Any], index: int, event: Callable[..., tuple[str, dict[str, Any]]]
+) -> Iterator[tuple[str | None, Any]]:
+    """A call's events: added, its arguments in two deltas (a function call), done."""
+    at = {"item_id": item["id"], "output_index": index}
+    if item["type"] == "function_call":
+        added = {**item, "arguments": "", "status": "in_progress"}
+        yield event("response.output_item.added", output_index=index, item=added)
+        encoded = item["arguments"]
+        half = len(encoded) // 2
+        for part in (encoded[:half], encoded[half:]):
+            yield event("response.function_call_arguments.delta", **at, delta=part)
+        yield event("response.function_call_arguments.done", **at, arguments=encoded)
+    else:
+        added = {**item, "status": "in_progress"}
+        yield event("response.output_item.added", output_index=index, item=added)
+    done = {**item, "status": "completed"}
+    yield event("response.output_item.done", output_index=index, item=done)

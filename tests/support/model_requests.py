@@ -1,6 +1,6 @@
 """What the scripted model server received: :class:`RecordedRequest`, with accessors that
 read the same facts (tools offered, system prompt, messages, tool results) from every wire
-format (Anthropic, OpenAI, Gemini, Bedrock)."""
+format (Anthropic, OpenAI Chat Completions and Responses, Gemini, Bedrock)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ class RecordedRequest:
                 for fn in tool.get("functionDeclarations") or []:
                     out[fn["name"]] = fn.get("parametersJsonSchema", {})
             return out
+        if self.wire == "responses":
+            return {name: tool.get("parameters") or {} for name, tool in self._responses_tools()}
         for tool in self.body.get("tools") or []:
             if self.wire == "anthropic":
                 out[tool["name"]] = tool.get("input_schema", {})
@@ -53,9 +55,22 @@ class RecordedRequest:
     def tool_names(self) -> list[str]:
         return list(self.tools)
 
+    def _responses_tools(self) -> list[tuple[str, dict[str, Any]]]:
+        """The offered tools and those a client-run tool search loaded into the input."""
+        tools = list(self.body.get("tools") or [])
+        items = self.body.get("input")
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and item.get("type") == "tool_search_output":
+                tools += item.get("tools") or []
+        return _responses_tools(tools)
+
     def tool_description(self, name: str) -> str:
+        if self.wire == "responses":
+            for qualified, tool in self._responses_tools():
+                if qualified == name:
+                    return str(tool.get("description", ""))
         for tool in self.body.get("tools") or []:
-            fn = tool if self.wire == "anthropic" else tool.get("function", {})
+            fn = tool if self.wire in ("anthropic", "responses") else tool.get("function", {})
             if fn.get("name") == name:
                 return str(fn.get("description", ""))
         raise KeyError(name)
@@ -67,6 +82,10 @@ class RecordedRequest:
         if self.wire == "gemini":
             parts = (self.body.get("systemInstruction") or {}).get("parts") or []
             return "".join(str(p.get("text", "")) for p in parts)
+        if self.wire == "responses":
+            said = [str(self.body.get("instructions") or "")]
+            said += [m["content"] for m in self.messages if m["role"] in ("system", "developer")]
+            return "\n".join(s for s in said if s)
         if self.wire == "anthropic":
             system = self.body.get("system", "")
             if isinstance(system, list):
@@ -96,6 +115,15 @@ class RecordedRequest:
                     "parts": c.get("parts") or [],
                 }
                 for c in self.body.get("contents") or []
+            ]
+        if self.wire == "responses":  # message items as role/content, the text parts joined
+            items = self.body.get("input")
+            if isinstance(items, str):
+                return [{"role": "user", "content": items, "item": {}}]
+            return [
+                {"role": i.get("role"), "content": _responses_text(i.get("content")), "item": i}
+                for i in items or []
+                if isinstance(i, dict) and i.get("type", "message") == "message"
             ]
         return list(self.body.get("messages", []))
 
@@ -130,6 +158,18 @@ class RecordedRequest:
                     is_error = "error" in response
                     out_g.append((str(response.get("error" if is_error else "output")), is_error))
             return out_g
+        if self.wire == "responses":  # the calls and outputs that end the input
+            items = self.body.get("input")
+            tail: list[tuple[str, bool]] = []
+            for item in reversed(items if isinstance(items, list) else []):
+                kind = item.get("type") if isinstance(item, dict) else None
+                if kind == "function_call":
+                    continue
+                if kind != "function_call_output":
+                    break
+                content = _responses_text(item.get("output"))
+                tail.append((content, content.startswith("ERROR: ")))
+            return list(reversed(tail))
         if self.wire == "anthropic":
             last = msgs[-1] if msgs else {}
             content = last.get("content")
@@ -147,6 +187,34 @@ class RecordedRequest:
             content = str(msg.get("content", ""))
             out.append((content, content.startswith("ERROR: ")))
         return list(reversed(out))
+
+
+def _responses_tools(tools: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Responses API tools by name: function and custom tools, a namespace's tools as
+    ``<namespace>.<name>`` (a call names both), and ``tool_search`` (the client-run search
+    that loads deferred tools, e.g. codex's MCP tools) under that name."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        kind = tool.get("type")
+        if kind in ("function", "custom") and "name" in tool:
+            out.append((str(tool["name"]), tool))
+        elif kind == "namespace":
+            inner = _responses_tools(tool.get("tools") or [])
+            out += [(f"{tool.get('name')}.{name}", t) for name, t in inner]
+        elif kind == "tool_search":
+            out.append(("tool_search", tool))
+    return out
+
+
+def _responses_text(content: Any) -> str:
+    """A Responses API message content or call output (a string or a list of parts) as text."""
+    if isinstance(content, str):
+        return content
+    return "".join(
+        str(p.get("text", "")) for p in content or [] if isinstance(p, dict) and "text" in p
+    )
 
 
 def match_tool(name: str, offered: list[str]) -> str:

@@ -1,4 +1,4 @@
-"""A scripted model API over real HTTP on 127.0.0.1, speaking two wire formats.
+"""A scripted model API over real HTTP on 127.0.0.1, speaking the model wire formats.
 
 * Anthropic Messages: ``POST /v1/messages`` (base URL :attr:`ScriptedModelServer.url`)
 * Gemini: ``POST /v1beta/models/<model>:generateContent`` (and ``:streamGenerateContent``)
@@ -7,6 +7,8 @@
 * OpenAI Chat Completions: ``POST /v1/chat/completions`` (base :attr:`openai_base_url`),
   also at Azure OpenAI's paths (``/openai/v1/chat/completions``, and
   ``/openai/deployments/<deployment>/chat/completions``, which needs ``?api-version=``)
+* OpenAI Responses: ``POST /v1/responses`` (base :attr:`openai_base_url`; streamed as the
+  ``response.created`` … ``response.completed`` events, what ``codex exec`` speaks)
 
 Replies are scripted in order (:func:`text`, :func:`tool_call`, :func:`error`, or a callable
 that receives the :class:`RecordedRequest` and returns a :class:`Reply`); when the script is
@@ -55,6 +57,8 @@ from .model_replies import (
     gemini_events,
     openai_body,
     openai_events,
+    responses_body,
+    responses_events,
 )
 from .model_requests import RecordedRequest, match_tool
 
@@ -182,7 +186,8 @@ class ScriptedModelServer:
 
     @property
     def openai_base_url(self) -> str:
-        """Base URL for an OpenAI-compatible provider (``/chat/completions`` is appended)."""
+        """Base URL for an OpenAI-compatible provider (``/chat/completions`` or ``/responses``
+        is appended)."""
         return f"{self.url}/v1"
 
     # -- script -------------------------------------------------------------------------
@@ -210,6 +215,8 @@ class ScriptedModelServer:
             wire: Wire = "anthropic"
         elif path.endswith("/chat/completions"):
             wire = "openai"
+        elif path.endswith("/responses"):
+            wire = "responses"
         elif path.endswith((":generateContent", ":streamGenerateContent")):
             wire = "gemini"
         elif path.startswith("/model/") and path.endswith("/converse"):
@@ -242,7 +249,10 @@ class ScriptedModelServer:
             if presented != self.api_key:
                 self._send(handler, 401, {"error": {"type": "authentication_error"}})
                 return
-        request.problems = check(wire, body) if isinstance(body, dict) else ["body: not an object"]
+        beta = bool(headers.get("anthropic-beta"))
+        request.problems = (
+            check(wire, body, beta) if isinstance(body, dict) else ["body: not an object"]
+        )
         if wire == "bedrock" and isinstance(body, dict):
             denied = self._bedrock(handler, request, raw)
             if denied:
@@ -275,11 +285,14 @@ class ScriptedModelServer:
         calls = [(match_tool(name, offered), args) for name, args in reply.tool_calls]
         model = str(body.get("model", "")) or path.rsplit("/", 1)[-1].split(":")[0]
         streamed = body.get("stream") is True or path.endswith(":streamGenerateContent")
-        if streamed and reply.error_in_200 is None:
+        # a Responses stream reports an error in a 200 answer as its ``response.failed`` event
+        if streamed and (reply.error_in_200 is None or wire == "responses"):
             if wire == "gemini":
                 events = gemini_events(n, model, reply, calls)
             elif wire == "anthropic":
                 events = anthropic_events(n, model, reply, calls)
+            elif wire == "responses":
+                events = responses_events(n, model, reply, calls, body)
             else:
                 usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 events = openai_events(n, model, reply, calls, usage)
@@ -291,6 +304,8 @@ class ScriptedModelServer:
             payload = gemini_body(n, model, reply, calls)
         elif wire == "anthropic":
             payload = anthropic_body(n, model, reply, calls)
+        elif wire == "responses":
+            payload = responses_body(n, model, reply, calls, body)
         else:
             payload = openai_body(n, model, reply, calls)
         self._send(handler, 200, payload)

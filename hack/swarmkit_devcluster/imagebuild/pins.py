@@ -102,6 +102,7 @@ IMAGES = (
             "runtime_image/constraints.txt",
             "operator/swarmkit_api",
             "runtime_image/swarmkit_runner",
+            "hack/harness-clis",
         ),
     ),
     ImageSpec(

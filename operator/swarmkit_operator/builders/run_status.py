@@ -25,6 +25,10 @@ Unknown            BudgetExhausted  a SpendQuota cannot reserve its cap: waits (
 Unknown            BudgetHold   ... onExhausted hold: a Review of kind spend decides
 False              BudgetExhausted  ... and the quota's onExhausted is fail
 False              Cancelled    ``spec.cancelled`` (the Job is stopped)
+False              HarnessFailed  a harness node's CLI exited non-zero, gave no final
+                                answer, or printed events that do not map
+False              HarnessTimedOut  a harness node's CLI ran past the node's timeout
+False              HarnessAskedQuestion  a harness node's CLI asked an interactive question
 False              ValidationFailed  bundle or configuration invalid (exit code 2)
 False              PodCreationFailed  the pod could not be created or configured
 False              SecretNotFound  ... still missing after the pod start grace

@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 
 from swarmkit_api import FieldError, ManifestError, validate_spec
+from swarmkit_api.agent import AgentSpec
 from swarmkit_api.conditions import (
     ACCEPTED,
     READY,
@@ -36,12 +37,14 @@ from swarmkit_api.conditions import (
     REASON_CHILD_TOPOLOGY_NOT_READY,
     REASON_CYCLE,
     REASON_DEPTH_EXCEEDED,
+    REASON_HARNESS_UNSUPPORTED,
     REASON_RESOLVED,
     REASON_VALID,
     REASON_WORKSPACE_MISMATCH,
     REASON_WORKSPACE_NOT_FOUND,
     REASON_WORKSPACE_NOT_READY,
 )
+from swarmkit_api.harness import agent_provider, harness_problem
 from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH, Schedule, TopologySpec
 
 from ..hashing import canonical_json, sha256_hex
@@ -62,6 +65,9 @@ class AgentView:
     ready: bool = False
     reason: str = ""
     workspace: str = "default"
+    #: Its validated spec (None: not read, or invalid: its own status says why); harness
+    #: nodes are checked against it (:func:`harness_check`).
+    spec: AgentSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -210,6 +216,48 @@ def validated_topology(raw_spec: Mapping[str, Any]) -> TopologySpec:
     return model
 
 
+def agents_problem(
+    model: TopologySpec,
+    names: Sequence[str],
+    agents: Mapping[str, AgentView],
+    workspace: WorkspaceView | None,
+) -> tuple[str, str] | None:
+    """Why the topology's Agents refuse it: an Agent of another Workspace, or a harness
+    node its harness cannot run (:func:`harness_check`); (reason, message) or None."""
+    ws_name = model.workspace_ref.name
+    mismatched = [
+        f"{a} (uses {agents[a].workspace!r})"
+        for a in names
+        if a in agents and agents[a].workspace != ws_name
+    ]
+    if mismatched:
+        message = f"agents of another workspace than {ws_name!r}: " + ", ".join(mismatched)
+        return REASON_WORKSPACE_MISMATCH, message
+    harness = harness_check(model, agents, workspace)
+    return None if harness is None else (REASON_HARNESS_UNSUPPORTED, harness)
+
+
+def harness_check(
+    model: TopologySpec, agents: Mapping[str, AgentView], workspace: WorkspaceView | None
+) -> str | None:
+    """Why a harness node of ``model`` cannot run (its Agent's provider speaks another wire
+    format, or it needs a capability its harness has not shown), or None. An Agent or
+    Workspace not found yet is left to the Ready checks."""
+    providers = list(workspace.spec.model_providers) if workspace and workspace.spec else []
+    for i, node in enumerate(model.agents):
+        if node.harness is None:
+            continue
+        view = agents.get(node.agent_ref.name)
+        spec = view.spec if view is not None else None
+        if spec is None:
+            continue
+        provider = agent_provider(spec, providers) if providers else None
+        problem = harness_problem(node.harness, spec, provider, f"spec.agents[{i}].harness")
+        if problem is not None:
+            return problem
+    return None
+
+
 def resolve_topology(
     name: str,
     raw_spec: Mapping[str, Any],
@@ -254,16 +302,9 @@ def resolve_topology(
     if problem is not None:
         return rejected(problem.reason, problem.message)
     ws_name = model.workspace_ref.name
-    mismatched = [
-        f"{a} (uses {agents[a].workspace!r})"
-        for a in unique_agents
-        if a in agents and agents[a].workspace != ws_name
-    ]
-    if mismatched:
-        return rejected(
-            REASON_WORKSPACE_MISMATCH,
-            f"agents of another workspace than {ws_name!r}: " + ", ".join(mismatched),
-        )
+    refused = agents_problem(model, unique_agents, agents, workspace)
+    if refused is not None:
+        return rejected(*refused)
 
     agent_versions = {a: agents[a].version for a in unique_agents if a in agents}
     funnel_check = check_funnels(

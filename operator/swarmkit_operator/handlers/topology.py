@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import kopf
 
+from swarmkit_api.agent import AgentSpec
 from swarmkit_api.conditions import ACCEPTED, REASON_PENDING, SERVING
 from swarmkit_api.resources import TOPOLOGY
 
@@ -183,6 +184,15 @@ class _Lazy(Mapping[str, V]):
         return sum(1 for v in self._cache.values() if v is not None)
 
 
+def spec_of(view: Mapping[str, Any]) -> AgentSpec | None:
+    """An Agent view's validated spec (None when invalid: its own status says why), for the
+    harness nodes' admission (:func:`..builders.topology.harness_check`)."""
+    try:
+        return AgentSpec.model_validate(view["spec"])
+    except ValueError:
+        return None
+
+
 async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     view = ctl.lookup("topology_views", (namespace, name))
     if view is None:
@@ -198,7 +208,7 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         v = ctl.lookup("agent_views", (namespace, a))
         if v is None:
             return None
-        return AgentView(a, v["version"], v["ready"], v["reason"], v["workspace"])
+        return AgentView(a, v["version"], v["ready"], v["reason"], v["workspace"], spec_of(v))
 
     def topology_agents(t: str) -> tuple[str, ...] | None:
         v = ctl.lookup("topology_views", (namespace, t))

@@ -1,0 +1,210 @@
+"""Harness nodes: a coding harness CLI (Claude Code, Codex, Gemini CLI) as a Topology node.
+
+One table, :data:`HARNESSES`, says per harness kind which npm package at which pinned
+version the images install, which model wire format it speaks (its model calls go to the
+runner's model proxy, which forwards them to the Workspace provider unchanged: the provider
+must speak that format) and which capabilities its conformance test
+(``tests/unit/harness/test_<kind>_conformance.py``, the real pinned CLI) has shown. The
+operator refuses at admission a harness node whose provider speaks another format or that
+needs a capability the table does not list; the runner builds the harness's command line
+from the same table (``swarmkit_runner.harness``). ``hack/harness-clis/package.json`` and
+its lockfile install exactly these versions (a unit test fails when they differ).
+
+This module imports nothing but pydantic and this package: the operator (admission) and
+the runner (execution) both read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal, get_args
+
+from pydantic import Field
+
+from .base import ApiModel
+
+if TYPE_CHECKING:
+    from .agent import AgentSpec
+    from .model_provider import ModelProvider
+
+HarnessKind = Literal["claude-code", "codex", "gemini-cli"]
+HARNESS_KINDS: Final[tuple[str, ...]] = get_args(HarnessKind)
+
+WireFormat = Literal[
+    "anthropic-messages",
+    "openai-chat-completions",
+    "openai-responses",
+    "gemini-generate-content",
+    "bedrock-converse",
+    "replay",
+]
+
+#: The wire format each model provider type speaks (what the model proxy forwards to).
+PROVIDER_WIRE_FORMATS: Final[dict[str, WireFormat]] = {
+    "anthropic": "anthropic-messages",
+    "openai": "openai-chat-completions",
+    "azure-openai": "openai-chat-completions",
+    "gemini": "gemini-generate-content",
+    "bedrock": "bedrock-converse",
+    "replay": "replay",
+}
+
+Capability = Literal[
+    "final-answer",  # its events carry the final answer (always needed)
+    "usage",  # its events carry token usage (cross-checked with the proxy's meter)
+    "mcp-tools",  # it calls the in-pod gateway's MCP tools and reports the calls
+    "skills",  # it reads the granted skills laid out where it looks for them
+    "tool-hook",  # its pre-tool-use hook asks the runner before a built-in tool runs
+    "native-file-read",  # built-in file reading (Agent nativeTools.fileIo)
+    "native-file-write",  # built-in file edits (Agent nativeTools.fileIo)
+    "native-shell",  # built-in shell (Agent nativeTools.bash)
+    "native-web",  # built-in web search/fetch (Agent nativeTools.webSearch)
+]
+CAPABILITIES: Final[tuple[str, ...]] = get_args(Capability)
+
+
+@dataclass(frozen=True)
+class HarnessInfo:
+    """What the platform knows about one harness kind (one row of :data:`HARNESSES`)."""
+
+    kind: str
+    #: The npm package the images install, and its pinned version (exact, never a range).
+    npm_package: str
+    version: str
+    #: The executable the package installs (``node_modules/.bin/<bin>``).
+    bin: str
+    #: The model wire format it speaks (the provider must speak it too).
+    wire_format: WireFormat
+    #: What its conformance test has shown; anything else is refused at admission.
+    capabilities: frozenset[str]
+
+
+#: Every harness kind. A capability enters a row only with a conformance test proving it.
+HARNESSES: Final[dict[str, HarnessInfo]] = {
+    "claude-code": HarnessInfo(
+        kind="claude-code",
+        npm_package="@anthropic-ai/claude-code",
+        version="2.1.332",
+        bin="claude",
+        wire_format="anthropic-messages",
+        capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+    ),
+    "codex": HarnessInfo(
+        kind="codex",
+        npm_package="@openai/codex",
+        version="0.169.1",
+        bin="codex",
+        wire_format="openai-responses",
+        capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+    ),
+    "gemini-cli": HarnessInfo(
+        kind="gemini-cli",
+        npm_package="@google/gemini-cli",
+        version="0.61.0",
+        bin="gemini",
+        wire_format="gemini-generate-content",
+        capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+    ),
+}
+
+
+class HarnessSpec(ApiModel):
+    """Run this node's agent as a coding harness instead of the runner's own agent loop."""
+
+    kind: HarnessKind = Field(
+        description="claude-code (Anthropic Messages API), codex (OpenAI Responses API) or "
+        "gemini-cli (Gemini API); the Agent's model provider must speak that wire format."
+    )
+    requires: list[Capability] = Field(
+        default_factory=list,
+        max_length=len(CAPABILITIES),
+        description="Capabilities this node relies on beyond what the Agent implies (its "
+        "tools, skills and nativeTools imply mcp-tools; builtinTools the native-* ones and "
+        "tool-hook); each must have been shown by the harness's conformance test, or the "
+        "node is refused.",
+    )
+    builtin_tools: bool = Field(
+        default=False,
+        description="Switch on the harness's own built-in tools for the Agent's nativeTools "
+        "(fileIo: read/edit files, bash: shell, webSearch: web), each use asked of the runner "
+        "through the harness's pre-tool-use hook. Off (the default): every built-in is off and "
+        "the Agent's nativeTools reach the harness as the runner's own governed tools through "
+        "the MCP gateway.",
+    )
+    timeout_seconds: int | None = Field(
+        default=None,
+        ge=10,
+        le=86400,
+        description="How long the harness may run before it is killed (the node ends "
+        "HarnessTimedOut); default: the Run's timeout.",
+    )
+
+
+def required_capabilities(agent: AgentSpec, spec: HarnessSpec) -> list[str]:
+    """What a harness needs to run ``agent`` as the node asks (sorted, no duplicates)."""
+    needed = {"final-answer", "usage", *spec.requires}
+    native = agent.native_tools
+    served_natively = native is not None and (native.bash or native.file_io or native.web_search)
+    # Skills reach every harness through the gateway (skill tools, load_skill and
+    # read_skill_file); ``skills`` (reading the laid-out .claude/skills natively) is asked
+    # for with ``requires``.
+    if agent.tools or agent.skills or agent.flow_data_access or served_natively:
+        needed.add("mcp-tools")
+    if native is not None and spec.builtin_tools:
+        if native.file_io:
+            needed |= {"native-file-read", "native-file-write", "tool-hook"}
+        if native.bash:
+            needed |= {"native-shell", "tool-hook"}
+        if native.web_search:
+            needed |= {"native-web", "tool-hook"}
+    return sorted(needed)
+
+
+def agent_provider(agent: AgentSpec, providers: list[ModelProvider]) -> ModelProvider | None:
+    """The provider the agent's model calls go to (named, else the Workspace's first)."""
+    wanted = agent.model.provider if agent.model else None
+    if wanted is None:
+        return providers[0] if providers else None
+    return next((p for p in providers if p.name == wanted), None)
+
+
+def harness_problem(
+    spec: HarnessSpec, agent: AgentSpec, provider: ModelProvider | None, field: str
+) -> str | None:
+    """Why this harness node cannot run (one sentence naming ``field``), or None."""
+    info = HARNESSES.get(spec.kind)
+    if info is None:
+        return (
+            f"{field}.kind: harness {spec.kind} has no conformance test for its pinned CLI "
+            f"yet; supported: {', '.join(sorted(HARNESSES))}"
+        )
+    if provider is not None:
+        speaks = PROVIDER_WIRE_FORMATS.get(provider.type)
+        if speaks != info.wire_format:
+            return (
+                f"{field}.kind: {spec.kind} needs a model provider speaking {info.wire_format}; "
+                f"provider {provider.name} is of type {provider.type} ({speaks})"
+            )
+    missing = [c for c in required_capabilities(agent, spec) if c not in info.capabilities]
+    if missing:
+        return (
+            f"{field}: {spec.kind} {info.version} has not shown {', '.join(missing)} in its "
+            "conformance test; the node cannot rely on it"
+        )
+    return None
+
+
+__all__ = [
+    "CAPABILITIES",
+    "HARNESSES",
+    "HARNESS_KINDS",
+    "PROVIDER_WIRE_FORMATS",
+    "Capability",
+    "HarnessInfo",
+    "HarnessKind",
+    "HarnessSpec",
+    "WireFormat",
+    "agent_provider",
+    "harness_problem",
+    "required_capabilities",
+]

@@ -1,0 +1,258 @@
+"""A Claude Code harness node end to end: operator, Job, runtime image, the real CLI.
+
+The Topology's root node is ``harness: {kind: claude-code}``; the Run's pod (the one
+workload pipeline's Job, the runtime image ``make images`` built with the pinned CLI) runs
+the runner, its model proxy, the in-pod gateway and ``claude`` against the scripted model
+server on the host (Anthropic Messages, streamed). A granted tool's result reaches the
+Run's output; a strict tool parks the Run for a Review a person decides (both ways); the
+provider key is nowhere but between the proxy and the model server; usage is counted once.
+Also admission: a harness whose provider speaks another wire format is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from swarmkit_devcluster.cluster import LocalCluster
+from swarmkit_devcluster.testing import Kube, wait_for
+from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text, tool_call
+from tests.unit.harness.test_claude_code_conformance import tool_results
+
+from .review_support import (
+    bind_people,
+    decide,
+    parked_review,
+    review_admission,  # noqa: F401  (fixture)
+)
+from .runs_support import (
+    GROUP,
+    VERSION,
+    OperatorProcess,
+    apply,
+    apply_examples,
+    create,
+    finished,
+    get,
+    reason_is,
+    run_manifest,
+    succeeded,
+    wait_ready,
+    wait_run,
+)
+
+KEY = "sk-ant-e2e-provider-key-only-the-proxy-holds-91c2"
+SAID = "release notes are ready"
+
+
+def answer_with_tool(suffix: str) -> Any:
+    def reply(request: RecordedRequest) -> Reply:
+        results = tool_results(request)
+        if results:
+            return text(f"The tool said: {results[0]}")
+        name = next((n for n in request.tool_names if n.endswith(suffix)), None)
+        return tool_call(name) if name else text("ok")
+
+    return reply
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(api_key=KEY) as server:
+        yield server
+
+
+def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def command_skill(name: str, **implementation: Any) -> dict[str, Any]:
+    return doc(
+        "Skill",
+        name,
+        {
+            "description": f"Use to {name} the release.",
+            "category": "capability",
+            "implementation": {"type": "command", "pack": "rel", "command": name, **implementation},
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        },
+    )
+
+
+def setup(
+    kube: Kube, ns: str, model: ScriptedModelServer, provider_type: str = "anthropic"
+) -> None:
+    kube.core.create_namespaced_secret(
+        ns,
+        {
+            "metadata": {"name": "anthropic"},
+            "data": {"apiKey": base64.b64encode(KEY.encode()).decode()},
+        },
+    )
+    commands = [
+        {
+            "name": "notes",
+            "description": "Print the release notes status.",
+            "argv": ["python", "-c", f"print({SAID!r})"],
+            "effects": "read",
+        },
+        {
+            "name": "ship",
+            "description": "Ship the release.",
+            "argv": ["python", "-c", "print('shipped v1.2')"],
+            "effects": "write",
+        },
+    ]
+
+    def edit(d: dict[str, Any]) -> dict[str, Any]:
+        if d["kind"] == "Workspace":
+            d["spec"]["modelProviders"] = [
+                *d["spec"].get("modelProviders", []),
+                {
+                    "name": "claude",
+                    "type": provider_type,
+                    "baseUrl": model.url,
+                    "apiKey": {"name": "anthropic", "key": "apiKey"},
+                },
+            ]
+            packs = d["spec"].get("commandPacks", [])
+            d["spec"]["commandPacks"] = [
+                *packs,
+                {"id": "rel", "requires": ["python"], "commands": commands},
+            ]
+        return d
+
+    apply_examples(kube, ns, edit=edit)
+    apply(kube, ns, command_skill("notes"))
+    apply(kube, ns, command_skill("ship", permission="strict"))
+    apply(
+        kube,
+        ns,
+        doc(
+            "Agent",
+            "coder",
+            {
+                "workspaceRef": {"name": "default"},
+                "model": {"provider": "claude", "name": "claude-sonnet-4-5", "maxTokens": 4096},
+                "systemPrompt": "You prepare releases.",
+                "skills": ["notes", "ship"],
+            },
+        ),
+    )
+    wait_ready(kube, ns, "Agent", "coder")
+    apply(
+        kube,
+        ns,
+        doc(
+            "Topology",
+            "release",
+            {
+                "workspaceRef": {"name": "default"},
+                "agents": [
+                    {
+                        "name": "coder",
+                        "role": "root",
+                        "agentRef": {"name": "coder"},
+                        "harness": {"kind": "claude-code", "timeoutSeconds": 300},
+                    }
+                ],
+            },
+        ),
+    )
+
+
+def pod_log(cluster: LocalCluster, ns: str, job: str) -> str:
+    return cluster.kubectl("-n", ns, "logs", f"job/{job}", check=False).stdout
+
+
+def test_a_harness_run_succeeds_with_the_tools_result_and_no_credential_anywhere(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+) -> None:
+    ns = namespace
+    setup(kube, ns, model)
+    model.default = answer_with_tool("notes")
+    wait_ready(kube, ns, "Topology", "release")
+    create(kube, ns, run_manifest("notes-1", "release", input="Check the notes.", timeout=300))
+    run = wait_run(kube, ns, "notes-1", finished, operator=operator, timeout=300)
+    cond = succeeded(run)
+    assert cond is not None and cond["reason"] == "Succeeded", json.dumps(run.get("status"))
+    status = run["status"]
+    assert f"The tool said: {SAID}" in status["output"]
+    answered = [r for r in model.requests if not r.problems]
+    assert model.refused == [] and answered
+    assert status["usage"]["outputTokens"] == 5 * len(answered)
+    assert status["usage"]["inputTokens"] == 10 * len(answered)
+    assert {r.headers.get("x-api-key") for r in model.requests} == {KEY}
+    log = pod_log(cluster, ns, status["jobName"])
+    events = [json.loads(x) for x in log.splitlines() if x.startswith("{")]
+    assert [e for e in events if e["event"] == "harness.event"]
+    [call] = [e for e in events if e["event"] == "tool.call" and e.get("skill") == "notes"]
+    assert call["outcome"] == "ok"
+    for where in (log, json.dumps(run)):
+        assert KEY not in where
+
+
+@pytest.mark.usefixtures("review_admission")
+@pytest.mark.parametrize("verdict", ["approve", "reject"])
+def test_a_strict_call_parks_for_a_review_decided_both_ways(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    verdict: str,
+) -> None:
+    ns = namespace
+    setup(kube, ns, model)
+    bind_people(cluster, ns)
+    model.default = answer_with_tool("ship")
+    wait_ready(kube, ns, "Topology", "release")
+    create(kube, ns, run_manifest("ship-1", "release", input="Ship it.", timeout=300))
+    wait_run(kube, ns, "ship-1", reason_is("AwaitingReview"), operator=operator, timeout=300)
+    review = parked_review(kube, ns, "ship-1")
+    assert review["spec"]["request"]["kind"] == "approval"
+    done = decide(
+        cluster,
+        ns,
+        review["metadata"]["name"],
+        "alice",
+        verdict,
+        text=None if verdict == "approve" else "not during the freeze",
+    )
+    assert done.returncode == 0, done.stderr
+    run = wait_run(kube, ns, "ship-1", finished, operator=operator, timeout=300)
+    cond = succeeded(run)
+    assert cond is not None and cond["reason"] == "Succeeded", json.dumps(run.get("status"))
+    expected = "shipped v1.2" if verdict == "approve" else "not during the freeze"
+    assert expected in run["status"]["output"]
+
+
+def test_a_provider_of_another_wire_format_is_refused_at_admission(
+    kube: Kube, namespace: str, operator: OperatorProcess, model: ScriptedModelServer
+) -> None:
+    ns = namespace
+    setup(kube, ns, model, provider_type="openai")
+
+    def refused() -> dict[str, Any] | None:
+        body = get(kube, ns, "Topology", "release") or {}
+        for c in (body.get("status") or {}).get("conditions") or ():
+            if c["type"] == "Accepted" and c["status"] == "False":
+                return dict(c)
+        return None
+
+    cond = wait_for(refused, 60, message="the Topology to be refused")
+    assert cond["reason"] == "HarnessUnsupported"
+    assert "spec.agents[0].harness.kind" in cond["message"] and "type openai" in cond["message"]

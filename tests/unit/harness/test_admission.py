@@ -1,0 +1,99 @@
+"""Harness nodes at admission: the wire format and the capabilities a node needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from swarmkit_api.agent import AgentSpec
+from swarmkit_api.harness import HARNESSES, HarnessSpec, harness_problem, required_capabilities
+from swarmkit_api.topology import TopologySpec
+from swarmkit_api.workspace import WorkspaceSpec
+from swarmkit_operator.builders.agent import WorkspaceView
+from swarmkit_operator.builders.topology import AgentView, Graph, resolve_topology
+
+
+def workspace(provider_type: str) -> WorkspaceView:
+    extra: dict[str, Any] = {"aws": {"region": "us-east-1"}} if provider_type == "bedrock" else {}
+    spec = WorkspaceSpec.model_validate(
+        {"modelProviders": [{"name": "main", "type": provider_type, **extra}]}
+    )
+    return WorkspaceView("default", spec, ready=True, reason="Rendered")
+
+
+def topology(harness: dict[str, Any], children: bool = False) -> dict[str, Any]:
+    nodes: list[dict[str, Any]] = [
+        {"name": "coder", "agentRef": {"name": "coder"}, "role": "root", "harness": harness}
+    ]
+    if children:
+        nodes.append(
+            {"name": "w", "agentRef": {"name": "coder"}, "role": "worker", "parent": "coder"}
+        )
+    return {"workspaceRef": {"name": "default"}, "agents": nodes}
+
+
+def resolve(spec: dict[str, Any], agent: dict[str, Any], ws: WorkspaceView) -> dict[str, Any]:
+    graph = Graph({"t": ["coder"]}, {"coder": []}, {}, {})
+    view = AgentView("coder", "v1", ready=True, spec=AgentSpec.model_validate(agent))
+    render = resolve_topology("t", spec, {"coder": view}, {}, graph, ws)
+    return {v.type: (v.status, v.reason, v.message) for v in render.verdicts}
+
+
+def test_claude_code_on_an_anthropic_provider_is_accepted() -> None:
+    verdicts = resolve(
+        topology({"kind": "claude-code"}), {"tools": ["echo"]}, workspace("anthropic")
+    )
+    assert verdicts["Accepted"][:2] == ("True", "Valid")
+
+
+@pytest.mark.parametrize("provider_type", ["openai", "gemini", "bedrock"])
+def test_a_provider_of_another_wire_format_is_refused_naming_its_type(provider_type: str) -> None:
+    verdicts = resolve(topology({"kind": "claude-code"}), {}, workspace(provider_type))
+    status, reason, message = verdicts["Accepted"]
+    assert (status, reason) == ("False", "HarnessUnsupported")
+    assert "spec.agents[0].harness.kind" in message
+    assert f"type {provider_type}" in message and "anthropic-messages" in message
+    assert verdicts["Ready"][1] == "HarnessUnsupported"
+
+
+def test_a_capability_the_conformance_test_has_not_shown_is_refused() -> None:
+    assert "native-shell" not in HARNESSES["claude-code"].capabilities
+    agent = {"nativeTools": {"bash": True}}
+    verdicts = resolve(
+        topology({"kind": "claude-code", "builtinTools": True}), agent, workspace("anthropic")
+    )
+    status, reason, message = verdicts["Accepted"]
+    assert (status, reason) == ("False", "HarnessUnsupported")
+    assert "native-shell" in message and "tool-hook" in message
+    assert HARNESSES["claude-code"].version in message
+
+
+def test_native_tools_without_built_ins_go_through_the_gateway() -> None:
+    agent = AgentSpec.model_validate({"nativeTools": {"bash": True, "fileIo": True}})
+    needed = required_capabilities(agent, HarnessSpec(kind="claude-code"))
+    assert needed == ["final-answer", "mcp-tools", "usage"]
+
+
+def test_a_required_capability_is_checked_too() -> None:
+    spec = HarnessSpec.model_validate({"kind": "claude-code", "requires": ["tool-hook"]})
+    problem = harness_problem(spec, AgentSpec(), None, "spec.agents[0].harness")
+    assert problem is not None and "tool-hook" in problem
+
+
+def test_a_kind_without_a_conformance_test_is_refused() -> None:
+    missing = [k for k in ("codex", "gemini-cli") if k not in HARNESSES]
+    for kind in missing:
+        problem = harness_problem(HarnessSpec(kind=kind), AgentSpec(), None, "f")  # type: ignore[arg-type]
+        assert problem is not None and "no conformance test" in problem
+
+
+def test_an_unknown_kind_is_refused_by_the_schema() -> None:
+    with pytest.raises(ValidationError, match="kind"):
+        TopologySpec.model_validate(topology({"kind": "opencode"}))
+
+
+def test_a_harness_node_cannot_have_children() -> None:
+    with pytest.raises(ValidationError, match="a harness node has no children"):
+        TopologySpec.model_validate(topology({"kind": "claude-code"}, children=True))
