@@ -22,7 +22,11 @@ critical) is evaluated:
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,13 +43,16 @@ from .runs_support import (
     apply,
     debug,
     example,
+    finished,
     get,
     succeeded,
     wait_ready,
+    wait_run,
 )
 
 USAGE = {"inputTokens": 1000, "outputTokens": 100}  # 0.0045 USD per turn at these prices
 PRICES = {"currency": "USD", "input": "3", "output": "15"}
+CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
 BASELINE = "category: billing"
 CANDIDATE = '{"category": "billing", "refund": true, "team": "payments"}'
 
@@ -259,3 +266,66 @@ def test_a_grader_that_errors_never_passes(kube: Kube, agents: str) -> None:
     assert only["candidate"]["judgeRuns"] == ["judged-judged-jc0"]
     assert status["errored"] == ["judged"] and status["verdict"] == "Inconclusive"
     assert status["candidate"]["passed"] == 0
+
+
+def test_replay_mode_cases_from_recorded_runs_are_read_only(
+    kube: Kube, agents: str, operator: OperatorProcess
+) -> None:
+    """Two recorded Runs of the baseline (labelled ``team: payments``) become cases, their
+    outputs the reference; the replayed case Runs are read-only: the candidate's scripted
+    ``file_io`` write is refused in the runner."""
+    ns = agents
+    writes = {"name": "file_io", "arguments": {"operation": "write", "path": "x", "content": "y"}}
+    turns = [{"toolCalls": [writes]}, {"text": BASELINE}]
+    apply(kube, ns, agent_with("writer", turns, nativeTools={"fileIo": True}))
+    wait_ready(kube, ns, "Agent", "writer")
+    for n in range(2):
+        run = doc("Run", f"recorded-{n}", {"agentRef": {"name": "triage"}, "input": f"ticket {n}"})
+        run["metadata"]["labels"] = {"team": "payments"}
+        apply(kube, ns, run)
+    for n in range(2):
+        recorded = wait_run(kube, ns, f"recorded-{n}", finished, operator=operator)
+        assert (succeeded(recorded) or {}).get("status") == "True", recorded
+    apply(
+        kube,
+        ns,
+        doc("EvalSet", "triage-cases", {"fromRuns": {"matchLabels": {"team": "payments"}}}),
+    )
+    wait_ready(kube, ns, "EvalSet", "triage-cases")
+    result = evalrun(
+        kube, ns, "replayed", candidate={"agentRef": {"name": "writer"}},
+        baseline={"agentRef": {"name": "triage"}}, criteria={"minCases": 2},
+    )  # fmt: skip
+    status = result["status"]
+    assert [c["name"] for c in status["cases"]] == ["run-recorded-1", "run-recorded-0"]
+    # The writer answers as the recording did once its write was refused: same answers.
+    assert [c["change"] for c in status["cases"]] == ["Same", "Same"]
+    assert status["candidate"]["passed"] == 2 and status["verdict"] == "Pass"
+    for c in status["cases"]:
+        (name,) = c["candidate"]["runs"]
+        run = get(kube, ns, "Run", name)
+        assert run is not None and run["spec"]["readOnly"] is True
+    first = get(kube, ns, "Run", status["cases"][0]["candidate"]["runs"][0])
+    logs = kube.core.read_namespaced_pod_log(first["status"]["podName"], ns)  # type: ignore[index]
+    refused = [json.loads(line) for line in logs.splitlines() if '"tool.refused"' in line]
+    assert refused and refused[0]["tool"] == "file_io", logs[-2000:]
+
+
+def test_kubectl_swarmkit_eval_prints_the_table(
+    kube: Kube, agents: str, cluster: LocalCluster
+) -> None:
+    ns = agents
+    apply(kube, ns, doc("EvalSet", "triage-cases", {"cases": CASES}))
+    wait_ready(kube, ns, "EvalSet", "triage-cases")
+    proc = subprocess.run(
+        [CLI, "eval", "triage-cases", "--agent", "triage-v2", "--baseline-agent", "triage",
+         "--name", "from-cli", "-n", ns, "--timeout", "300"],
+        capture_output=True, text=True, timeout=400, check=False,
+        env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "evalrun.swarmkit.dev/from-cli created" in proc.stderr
+    assert "wants-refund" in out and "Fixed" in out
+    assert "candidate: Agent/triage-v2@" in out and "100% (6/6)" in out
+    assert "fixed: wants-refund" in out and "verdict: Pass" in out
