@@ -15,8 +15,12 @@ critical) is evaluated:
   verdict (the replay model and the seeded bootstrap);
 - the sides swapped with the cache: no new Run at all (each side's results are reused by
   case, version, grader and trials), and the critical case regressed: ``Fail``, naming it;
-- a judge Agent whose answer is not a structured verdict: the case is ``Errored``, never
-  passed, and the verdict is ``Inconclusive``.
+- a judge Agent and a judge decision skill each grade (2 trials, their judge Runs read);
+  a judge whose answer is not a structured verdict: the case is ``Errored``, never passed,
+  and the verdict is ``Inconclusive``;
+- replay mode: cases from recorded Runs (label selector), their outputs the reference; the
+  replayed case Runs are read-only, a write refused in the runner;
+- ``kubectl swarmkit eval`` creates the EvalRun, waits and prints the table and the verdict.
 """
 
 from __future__ import annotations
@@ -245,27 +249,53 @@ def test_candidate_against_baseline_replayed_and_cached(kube: Kube, agents: str)
     assert "wants-refund" in reused["verdictReason"]
 
 
-def test_a_grader_that_errors_never_passes(kube: Kube, agents: str) -> None:
+def test_judges_grade_and_a_grader_that_errors_never_passes(kube: Kube, agents: str) -> None:
+    """A judge Agent and a judge decision skill each grade (their Runs' structured answers
+    read); a judge whose answer is not a verdict makes its case Errored, never passed."""
     ns = agents
-    judged = {"type": "judgeAgent", "agent": "judge", "rubric": "is the category right?"}
-    apply(kube, ns, doc("EvalSet", "triage-cases", {"cases": [case("judged", judged)]}))
-    wait_for(
-        lambda: (
-            condition(get(kube, ns, "EvalSet", "triage-cases"), "Ready").get("status") == "True"
+    apply(kube, ns, example("Skill", "code-quality-review"))  # category decision
+    verdict = '{"verdict": "pass", "score": 0.9, "reasoning": "names billing"}'
+    confident = '{"verdict": "pass", "confidence": 0.92, "reasoning": "a billing question"}'
+    apply(kube, ns, agent_with("strict-judge", [{"text": verdict}]))
+    apply(kube, ns, agent_with("skill-judge", [{"text": confident}]))
+    wait_ready(kube, ns, "Skill", "code-quality-review")
+    for name in ("strict-judge", "skill-judge"):
+        wait_ready(kube, ns, "Agent", name)
+    rubric = "is the category right?"
+    cases = [
+        case("garbage-judge", {"type": "judgeAgent", "agent": "judge", "rubric": rubric}),
+        case("agent-judge", {"type": "judgeAgent", "agent": "strict-judge", "rubric": rubric}),
+        case(
+            "skill-judge",
+            {"type": "judgeSkill", "skill": "code-quality-review", "agent": "skill-judge"},
         ),
-        60,
-    )
+    ]
+    apply(kube, ns, doc("EvalSet", "triage-cases", {"cases": cases}))
+    wait_ready(kube, ns, "EvalSet", "triage-cases")
     result = evalrun(
         kube, ns, "judged", candidate={"agentRef": {"name": "triage-v2"}}, compare=False,
-        trials=1, criteria={"minCases": 1, "minPassRate": 0.1},
+        trials=2, criteria={"minCases": 1, "minPassRate": 0.1},
     )  # fmt: skip
     status = result["status"]
-    (only,) = status["cases"]
-    assert only["candidate"]["outcome"] == "Errored" and only["change"] == "Errored"
-    assert "not a structured verdict" in only["candidate"]["reasoning"]
-    assert only["candidate"]["judgeRuns"] == ["judged-judged-jc0"]
-    assert status["errored"] == ["judged"] and status["verdict"] == "Inconclusive"
-    assert status["candidate"]["passed"] == 0
+    by_name = {c["name"]: c["candidate"] for c in status["cases"]}
+    garbage = by_name["garbage-judge"]
+    assert garbage["outcome"] == "Errored" and "not a structured verdict" in garbage["reasoning"]
+    assert garbage["judgeRuns"] and garbage["judgeRuns"][0] == "judged-garbage-judge-jc0"
+    agent_judged, skill_judged = by_name["agent-judge"], by_name["skill-judge"]
+    assert (agent_judged["outcome"], agent_judged["passes"], agent_judged["trials"]) == (
+        "Passed",
+        2,
+        2,
+    )
+    assert agent_judged["score"] == 0.9 and agent_judged["reasoning"] == "names billing"
+    assert skill_judged["outcome"] == "Passed" and skill_judged["score"] == 0.92
+    assert len(skill_judged["runs"]) == 2 and len(skill_judged["judgeRuns"]) == 2
+    for run in skill_judged["judgeRuns"]:
+        judge = get(kube, ns, "Run", run)
+        assert judge is not None and judge["spec"]["agentRef"]["name"] == "skill-judge"
+        assert "Use the code-quality-review skill" in judge["spec"]["input"]
+    assert status["errored"] == ["garbage-judge"] and status["verdict"] == "Inconclusive"
+    assert status["candidate"]["passed"] == 2
 
 
 def test_replay_mode_cases_from_recorded_runs_are_read_only(
