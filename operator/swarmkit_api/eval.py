@@ -75,8 +75,8 @@ class JsonPathAssertion(ApiModel):
     equals: str | None = Field(
         default=None,
         max_length=65536,
-        description='The value there must equal this JSON value, written as JSON text '
-        '(\'"high"\', \'3\', \'{"a": 1}\'); text that is not JSON makes the grader error.',
+        description="The value there must equal this JSON value, written as JSON text "
+        "('\"high\"', '3', '{\"a\": 1}'); text that is not JSON makes the grader error.",
     )
     matches: str | None = Field(
         default=None,
