@@ -72,10 +72,11 @@ class JsonPathAssertion(ApiModel):
         max_length=512,
         description="JSONPath into the answer: $ then .name, [index] or ['key'] steps.",
     )
-    equals: Any | None = Field(
+    equals: str | None = Field(
         default=None,
-        description="The value there must equal this (any JSON).",
-        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+        max_length=65536,
+        description="The value there must equal this JSON value, written as JSON text "
+        "('\"high\"', '3', '{\"a\": 1}'); text that is not JSON makes the grader error.",
     )
     matches: str | None = Field(
         default=None,

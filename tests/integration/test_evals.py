@@ -15,14 +15,22 @@ critical) is evaluated:
   verdict (the replay model and the seeded bootstrap);
 - the sides swapped with the cache: no new Run at all (each side's results are reused by
   case, version, grader and trials), and the critical case regressed: ``Fail``, naming it;
-- a judge Agent whose answer is not a structured verdict: the case is ``Errored``, never
-  passed, and the verdict is ``Inconclusive``.
+- a judge Agent and a judge decision skill each grade (2 trials, their judge Runs read);
+  a judge whose answer is not a structured verdict: the case is ``Errored``, never passed,
+  and the verdict is ``Inconclusive``;
+- replay mode: cases from recorded Runs (label selector), their outputs the reference; the
+  replayed case Runs are read-only, a write refused in the runner;
+- ``kubectl swarmkit eval`` creates the EvalRun, waits and prints the table and the verdict.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,13 +47,16 @@ from .runs_support import (
     apply,
     debug,
     example,
+    finished,
     get,
     succeeded,
     wait_ready,
+    wait_run,
 )
 
 USAGE = {"inputTokens": 1000, "outputTokens": 100}  # 0.0045 USD per turn at these prices
 PRICES = {"currency": "USD", "input": "3", "output": "15"}
+CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
 BASELINE = "category: billing"
 CANDIDATE = '{"category": "billing", "refund": true, "team": "payments"}'
 
@@ -186,7 +197,7 @@ def test_candidate_against_baseline_replayed_and_cached(kube: Kube, agents: str)
         baseline={"agentRef": {"name": "triage"}}, parallelism=6,
     )  # fmt: skip
     status = first["status"]
-    assert status["verdict"] == "Pass", status.get("verdictReason")
+    assert status["verdict"] == "Pass", json.dumps(status, indent=1)
     assert condition(first, "Succeeded")["reason"] == "Evaluated"
     assert status["fixed"] == ["wants-refund"] and status["regressed"] == []
     assert status["candidate"]["passRate"] == 1.0 and status["candidate"]["passed"] == 6
@@ -238,24 +249,113 @@ def test_candidate_against_baseline_replayed_and_cached(kube: Kube, agents: str)
     assert "wants-refund" in reused["verdictReason"]
 
 
-def test_a_grader_that_errors_never_passes(kube: Kube, agents: str) -> None:
+def test_judges_grade_and_a_grader_that_errors_never_passes(kube: Kube, agents: str) -> None:
+    """A judge Agent and a judge decision skill each grade (their Runs' structured answers
+    read); a judge whose answer is not a verdict makes its case Errored, never passed."""
     ns = agents
-    judged = {"type": "judgeAgent", "agent": "judge", "rubric": "is the category right?"}
-    apply(kube, ns, doc("EvalSet", "triage-cases", {"cases": [case("judged", judged)]}))
-    wait_for(
-        lambda: (
-            condition(get(kube, ns, "EvalSet", "triage-cases"), "Ready").get("status") == "True"
+    apply(kube, ns, example("Skill", "code-quality-review"))  # category decision
+    verdict = '{"verdict": "pass", "score": 0.9, "reasoning": "names billing"}'
+    confident = '{"verdict": "pass", "confidence": 0.92, "reasoning": "a billing question"}'
+    apply(kube, ns, agent_with("strict-judge", [{"text": verdict}]))
+    apply(kube, ns, agent_with("skill-judge", [{"text": confident}]))
+    wait_ready(kube, ns, "Skill", "code-quality-review")
+    for name in ("strict-judge", "skill-judge"):
+        wait_ready(kube, ns, "Agent", name)
+    rubric = "is the category right?"
+    cases = [
+        case("garbage-judge", {"type": "judgeAgent", "agent": "judge", "rubric": rubric}),
+        case("agent-judge", {"type": "judgeAgent", "agent": "strict-judge", "rubric": rubric}),
+        case(
+            "skill-judge",
+            {"type": "judgeSkill", "skill": "code-quality-review", "agent": "skill-judge"},
         ),
-        60,
-    )
+    ]
+    apply(kube, ns, doc("EvalSet", "triage-cases", {"cases": cases}))
+    wait_ready(kube, ns, "EvalSet", "triage-cases")
     result = evalrun(
         kube, ns, "judged", candidate={"agentRef": {"name": "triage-v2"}}, compare=False,
-        trials=1, criteria={"minCases": 1, "minPassRate": 0.1},
+        trials=2, criteria={"minCases": 1, "minPassRate": 0.1},
     )  # fmt: skip
     status = result["status"]
-    (only,) = status["cases"]
-    assert only["candidate"]["outcome"] == "Errored" and only["change"] == "Errored"
-    assert "not a structured verdict" in only["candidate"]["reasoning"]
-    assert only["candidate"]["judgeRuns"] == ["judged-judged-jc0"]
-    assert status["errored"] == ["judged"] and status["verdict"] == "Inconclusive"
-    assert status["candidate"]["passed"] == 0
+    by_name = {c["name"]: c["candidate"] for c in status["cases"]}
+    garbage = by_name["garbage-judge"]
+    assert garbage["outcome"] == "Errored" and "not a structured verdict" in garbage["reasoning"]
+    assert garbage["judgeRuns"] and garbage["judgeRuns"][0] == "judged-garbage-judge-jc0"
+    agent_judged, skill_judged = by_name["agent-judge"], by_name["skill-judge"]
+    assert (agent_judged["outcome"], agent_judged["passes"], agent_judged["trials"]) == (
+        "Passed",
+        2,
+        2,
+    )
+    assert agent_judged["score"] == 0.9 and agent_judged["reasoning"] == "names billing"
+    assert skill_judged["outcome"] == "Passed" and skill_judged["score"] == 0.92
+    assert len(skill_judged["runs"]) == 2 and len(skill_judged["judgeRuns"]) == 2
+    for run in skill_judged["judgeRuns"]:
+        judge = get(kube, ns, "Run", run)
+        assert judge is not None and judge["spec"]["agentRef"]["name"] == "skill-judge"
+        assert "Use the code-quality-review skill" in judge["spec"]["input"]
+    assert status["errored"] == ["garbage-judge"] and status["verdict"] == "Inconclusive"
+    assert status["candidate"]["passed"] == 2
+
+
+def test_replay_mode_cases_from_recorded_runs_are_read_only(
+    kube: Kube, agents: str, operator: OperatorProcess
+) -> None:
+    """Two recorded Runs of the baseline (labelled ``team: payments``) become cases, their
+    outputs the reference; the replayed case Runs are read-only: the candidate's scripted
+    ``file_io`` write is refused in the runner."""
+    ns = agents
+    writes = {"name": "file_io", "arguments": {"operation": "write", "path": "x", "content": "y"}}
+    turns = [{"toolCalls": [writes]}, {"text": BASELINE}]
+    apply(kube, ns, agent_with("writer", turns, nativeTools={"fileIo": True}))
+    wait_ready(kube, ns, "Agent", "writer")
+    for n in range(2):
+        run = doc("Run", f"recorded-{n}", {"agentRef": {"name": "triage"}, "input": f"ticket {n}"})
+        run["metadata"]["labels"] = {"team": "payments"}
+        apply(kube, ns, run)
+    for n in range(2):
+        recorded = wait_run(kube, ns, f"recorded-{n}", finished, operator=operator)
+        assert (succeeded(recorded) or {}).get("status") == "True", recorded
+    apply(
+        kube,
+        ns,
+        doc("EvalSet", "triage-cases", {"fromRuns": {"matchLabels": {"team": "payments"}}}),
+    )
+    wait_ready(kube, ns, "EvalSet", "triage-cases")
+    result = evalrun(
+        kube, ns, "replayed", candidate={"agentRef": {"name": "writer"}},
+        baseline={"agentRef": {"name": "triage"}}, criteria={"minCases": 2},
+    )  # fmt: skip
+    status = result["status"]
+    assert [c["name"] for c in status["cases"]] == ["run-recorded-1", "run-recorded-0"]
+    # The writer answers as the recording did once its write was refused: same answers.
+    assert [c["change"] for c in status["cases"]] == ["Same", "Same"]
+    assert status["candidate"]["passed"] == 2 and status["verdict"] == "Pass"
+    for c in status["cases"]:
+        (name,) = c["candidate"]["runs"]
+        run = get(kube, ns, "Run", name)
+        assert run is not None and run["spec"]["readOnly"] is True
+    first = get(kube, ns, "Run", status["cases"][0]["candidate"]["runs"][0])
+    logs = kube.core.read_namespaced_pod_log(first["status"]["podName"], ns)  # type: ignore[index]
+    refused = [json.loads(line) for line in logs.splitlines() if '"tool.refused"' in line]
+    assert refused and refused[0]["tool"] == "file_io", logs[-2000:]
+
+
+def test_kubectl_swarmkit_eval_prints_the_table(
+    kube: Kube, agents: str, cluster: LocalCluster
+) -> None:
+    ns = agents
+    apply(kube, ns, doc("EvalSet", "triage-cases", {"cases": CASES}))
+    wait_ready(kube, ns, "EvalSet", "triage-cases")
+    proc = subprocess.run(
+        [CLI, "eval", "triage-cases", "--agent", "triage-v2", "--baseline-agent", "triage",
+         "--name", "from-cli", "-n", ns, "--timeout", "300"],
+        capture_output=True, text=True, timeout=400, check=False,
+        env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "evalrun.swarmkit.dev/from-cli created" in proc.stderr
+    assert "wants-refund" in out and "Fixed" in out
+    assert "candidate: Agent/triage-v2@" in out and "100% (6/6)" in out
+    assert "fixed: wants-refund" in out and "verdict: Pass" in out

@@ -648,7 +648,7 @@ INVALID: tuple[Invalid, ...] = (
                     **CASE,
                     "grader": {
                         "type": "jsonSchema",
-                        "assertions": [{"path": "$.a", "equals": 1, "exists": True}],
+                        "assertions": [{"path": "$.a", "equals": "1", "exists": True}],
                     },
                 }
             ]

@@ -29,11 +29,11 @@ CHART_README = REPO / "charts" / "swarmkit-operator" / "README.md"
 # kubectl swarmkit eval: one-shot, immutable). A SpendQuota is Ready (InForce) once the
 # operator keeps it current; an EvalSet once its cases and judges check out.
 SCRIPT_OF_KIND = {
-    k.kind: ("run.lua" if k.kind == "Run" else "ready.lua")
+    k.kind: ("run.lua" if k.kind in ("Run", "EvalRun") else "ready.lua")
     for k in KINDS
     if k.kind not in ("Review", "MailboxMessage", "EvalRun")
 }
-READY_KINDS = [k for k in SCRIPT_OF_KIND if k != "Run"]
+READY_KINDS = [k for k in SCRIPT_OF_KIND if k not in ("Run", "EvalRun")]
 ARGO_STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"}
 # What Argo CD's Lua VM offers health scripts (it opens no io/os/package/debug libraries).
 SANDBOX_GLOBALS = ("io", "os", "package", "debug", "require", "dofile", "loadfile", "load")

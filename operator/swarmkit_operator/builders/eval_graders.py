@@ -103,8 +103,10 @@ def _assertion_problem(document: Any, check: JsonPathAssertion) -> str | None:
         if not isinstance(value, str) or re.search(check.matches, value) is None:
             return f"{check.path}: {json.dumps(value)[:80]} does not match {check.matches!r}"
         return None
-    if value != check.equals:
-        return f"{check.path}: {json.dumps(value)[:80]} != {json.dumps(check.equals)[:80]}"
+    assert check.equals is not None
+    want = json.loads(check.equals)  # ValueError (not JSON): the grader errors
+    if value != want:
+        return f"{check.path}: {json.dumps(value)[:80]} != {check.equals[:80]}"
     return None
 
 

@@ -40,7 +40,7 @@ def test_a_valid_evalset() -> None:
                     "grader": {
                         "type": "jsonSchema",
                         "schema": {"type": "object"},
-                        "assertions": [{"path": "$.a[0]", "equals": {"k": 1}}],
+                        "assertions": [{"path": "$.a[0]", "equals": '{"k": 1}'}],
                     },
                 },
                 {
@@ -76,7 +76,7 @@ def test_a_valid_evalset() -> None:
                         **CASE,
                         "grader": {
                             "type": "jsonSchema",
-                            "assertions": [{"path": "$.a", "equals": 1, "exists": True}],
+                            "assertions": [{"path": "$.a", "equals": "1", "exists": True}],
                         },
                     }
                 ]

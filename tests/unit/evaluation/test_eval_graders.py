@@ -52,7 +52,7 @@ def test_json_schema_and_jsonpath_assertions() -> None:
         type="jsonSchema",
         schema=SCHEMA,
         assertions=[
-            {"path": "$.severity", "equals": "high"},
+            {"path": "$.severity", "equals": '"high"'},
             {"path": "$.team", "matches": "^pay"},
             {"path": "$.labels[0]", "exists": True},
             {"path": "$.secret", "exists": False},
@@ -121,3 +121,12 @@ def test_judge_input_carries_task_reference_answer_and_rubric() -> None:
         '"verdict"',
     ):
         assert part in text
+
+
+def test_an_equals_that_is_not_json_errors() -> None:
+    grader = g(type="jsonSchema", assertions=[{"path": "$.a", "equals": "high"}])
+    result = grade(grader, '{"a": "high"}')
+    assert result.outcome == "Errored" and "assertion" in result.reasoning
+    assert grade(
+        g(type="jsonSchema", assertions=[{"path": "$.a", "equals": "[1, 2]"}]), '{"a": [1, 2]}'
+    ).passed
