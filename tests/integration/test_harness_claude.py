@@ -177,10 +177,10 @@ def pod_log(cluster: LocalCluster, ns: str, job: str) -> str:
 #: The cluster runs of the CLI (the unit tests run the same runner and CLI on the host).
 IN_POD = pytest.mark.xfail(
     strict=True,
-    reason="Claude Code 2.1.332 (a Bun executable) aborts 5 ms after start inside the process "
-    "node's pod sandbox (exit -6, 'panic(main thread): abort() called'); not reproduced in a "
-    "chroot of the same rootfs with the same uid, read-only root, RLIMIT_DATA and "
-    "no_new_privs. The Run ends HarnessFailed with Bun's message (never a silent success). "
+    reason="Claude Code 2.1.332 (a Bun executable) aborts 5 ms after the runner starts it "
+    "in the Run's pod on the process node (exit -6, 'panic(main thread): abort() called'); a "
+    "plain pod of the same image, uid, read-only root and memory limit runs `claude -p` fine. "
+    "The Run ends HarnessFailed with Bun's message (never a silent success). "
     "Open: see docs/concepts/harness-nodes.md",
 )
 
