@@ -254,7 +254,9 @@ def _verdict(outcome: HarnessOutcome, code: int | None, timeout: float, stderr: 
             REASON_HARNESS_TIMED_OUT, f"the harness ran past its timeout of {timeout:g}s"
         )
     if outcome.error_reason is not None:
-        raise HarnessEnded(outcome.error_reason, outcome.error_message)
+        detail = " ".join(stderr.split())[-500:] if code != 0 and not outcome.finished else ""
+        message = f"{outcome.error_message} (exit {code}: {detail})" if detail else ""
+        raise HarnessEnded(outcome.error_reason, message or outcome.error_message)
     if code != 0:
         detail = " ".join(stderr.split())[-500:]
         raise HarnessEnded(
