@@ -181,8 +181,8 @@ class Release:
 
 
 def example_docs() -> list[dict[str, Any]]:
-    """examples/ without the Run: what a team keeps in Git."""
-    return [d for d in examples() if d["kind"] != "Run"]
+    """examples/ without what starts Runs (the Run, the EvalRun): what a team keeps in Git."""
+    return [d for d in examples() if d["kind"] not in ("Run", "EvalRun")]
 
 
 def example_run() -> dict[str, Any]:
