@@ -37,7 +37,11 @@ CANARY_SECONDS = 15.0
 #: How long every admitted object of one batch may take to get its condition.
 CONDITION_SECONDS = 30.0
 #: The condition types that say the operator looked at an object of a kind.
-OBSERVED = {"Run": ("Succeeded",), "SpendQuota": ("Ready", "SelectorUnmatched")}
+OBSERVED = {
+    "Run": ("Succeeded",),
+    "EvalRun": ("Succeeded",),  # a run of an EvalSet: Succeeded, as a Run
+    "SpendQuota": ("Ready", "SelectorUnmatched"),
+}
 #: Kinds the operator writes and never reconciles for a user (see the module docstring).
 NOT_RECONCILED = ("Review", "MailboxMessage")
 
