@@ -197,6 +197,18 @@ class Grader(ApiModel):
 class EvalCase(ApiModel):
     """One case: an input and what a good answer to it is."""
 
+    cel_rules = (
+        # The schema's ``minimum: 0.01`` alone lets a whole number through: the apiserver
+        # compares an integer value against the minimum truncated to an integer (0), so
+        # ``weight: 0`` was admitted (test_crds_apiserver's corpus case). CEL compares doubles.
+        CelRule(
+            rule="!has(self.weight) || self.weight >= 0.01",
+            message="weight must be at least 0.01",
+            field_path=".weight",
+            check=lambda m: m.weight >= 0.01,
+        ),
+    )
+
     name: str = Field(pattern=KEBAB, max_length=63, description="Unique name of the case.")
     input: str = Field(max_length=65536, description="The input given to the target's Run.")
     grader: Grader = Field(description="What a good answer is.")

@@ -31,7 +31,7 @@ def _create(kube: Kube, namespace: str, doc: dict[str, Any], dry_run: bool = Tru
 
 def test_crds_are_established_with_columns(kube: Kube, crds: list[Path]) -> None:
     # One generated CRD file per API kind (Skill, Agent, Topology, Workspace, Run, Review,
-    # MailboxMessage, Funnel, SpendQuota).
+    # MailboxMessage, Funnel, SpendQuota, EvalSet, EvalRun).
     assert sorted(p.name for p in crds) == sorted(
         f"{info.crd_name.split('.', 1)[1]}_{info.plural}.yaml" for info in KINDS_BY_NAME.values()
     )
@@ -45,6 +45,8 @@ def test_crds_are_established_with_columns(kube: Kube, crds: list[Path]) -> None
         "MailboxMessage",
         "Funnel",
         "SpendQuota",
+        "EvalSet",
+        "EvalRun",
     }
     assert kinds == set(KINDS_BY_NAME)
     for info in KINDS_BY_NAME.values():
