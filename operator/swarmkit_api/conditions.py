@@ -185,7 +185,7 @@ REASON_HARNESS_FAILED: Final[str] = "HarnessFailed"
 #: A harness node's CLI ran past the node's timeout and was killed.
 REASON_HARNESS_TIMED_OUT: Final[str] = "HarnessTimedOut"
 #: A harness node's CLI asked an interactive question (nobody at a terminal to answer it).
-REASON_HARNESS_ASKED: Final[str] = "HarnessAskedQuestion"
+REASON_HARNESS_ASKED_QUESTION: Final[str] = "HarnessAskedQuestion"
 #: Not started: a SpendQuota covering it cannot reserve its cap (the message names it).
 REASON_BUDGET_EXHAUSTED: Final[str] = "BudgetExhausted"
 #: Not started: a SpendQuota with onExhausted hold opened a Review of kind spend.
@@ -255,7 +255,7 @@ __all__ = [
     "REASON_FUNNEL_INVALID",
     "REASON_FUNNEL_NOT_FOUND",
     "REASON_FUNNEL_NOT_SERVABLE",
-    "REASON_HARNESS_ASKED",
+    "REASON_HARNESS_ASKED_QUESTION",
     "REASON_HARNESS_FAILED",
     "REASON_HARNESS_TIMED_OUT",
     "REASON_HARNESS_UNSUPPORTED",

@@ -21,7 +21,7 @@ from swarmkit_api.conditions import (
     REASON_BUDGET_EXHAUSTED,
     REASON_CANCELLED,
     REASON_FAILED,
-    REASON_HARNESS_ASKED,
+    REASON_HARNESS_ASKED_QUESTION,
     REASON_HARNESS_FAILED,
     REASON_HARNESS_TIMED_OUT,
     REASON_IMAGE_PULL_FAILED,
@@ -59,7 +59,7 @@ OUTCOMES: dict[str, tuple[Status, str]] = {
     "BudgetExceeded": ("False", REASON_BUDGET_EXCEEDED),
     "HarnessFailed": ("False", REASON_HARNESS_FAILED),
     "HarnessTimedOut": ("False", REASON_HARNESS_TIMED_OUT),
-    "HarnessAskedQuestion": ("False", REASON_HARNESS_ASKED),
+    "HarnessAskedQuestion": ("False", REASON_HARNESS_ASKED_QUESTION),
     "AwaitingReview": ("Unknown", REASON_AWAITING_REVIEW),
 }
 #: Reasons after which nothing about the run changes any more.
@@ -75,7 +75,7 @@ FINAL_REASONS = frozenset(
         REASON_BUDGET_EXCEEDED,
         REASON_HARNESS_FAILED,
         REASON_HARNESS_TIMED_OUT,
-        REASON_HARNESS_ASKED,
+        REASON_HARNESS_ASKED_QUESTION,
         REASON_BUDGET_EXHAUSTED,
         REASON_POD_CREATION_FAILED,
         REASON_IMAGE_PULL_FAILED,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from swarmkit_api.conditions import (
-    REASON_HARNESS_ASKED,
+    REASON_HARNESS_ASKED_QUESTION,
     REASON_HARNESS_FAILED,
     REASON_HARNESS_TIMED_OUT,
 )
@@ -175,7 +175,7 @@ class Harness(ABC):
 
 __all__ = [
     "BASE_PATH",
-    "REASON_HARNESS_ASKED",
+    "REASON_HARNESS_ASKED_QUESTION",
     "REASON_HARNESS_FAILED",
     "REASON_HARNESS_TIMED_OUT",
     "Harness",

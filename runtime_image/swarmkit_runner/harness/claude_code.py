@@ -36,7 +36,7 @@ from swarmkit_api.harness import HARNESSES, HarnessInfo
 
 from .base import (
     BASE_PATH,
-    REASON_HARNESS_ASKED,
+    REASON_HARNESS_ASKED_QUESTION,
     REASON_HARNESS_FAILED,
     Harness,
     HarnessInvocation,
@@ -270,7 +270,7 @@ class _Reader:
             extra={"permission_denials": result.get("permission_denials") or []},
         )
         if self.question is not None:
-            return _failed(outcome, REASON_HARNESS_ASKED, f"it asked: {self.question}")
+            return _failed(outcome, REASON_HARNESS_ASKED_QUESTION, f"it asked: {self.question}")
         if result.get("subtype") != "success" or result.get("is_error"):
             errors = result.get("errors") or []
             detail = "; ".join(str(e) for e in errors) or str(result.get("result") or "")

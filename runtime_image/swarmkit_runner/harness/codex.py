@@ -37,7 +37,7 @@ from swarmkit_api.harness import HARNESSES, HarnessInfo
 
 from .base import (
     BASE_PATH,
-    REASON_HARNESS_ASKED,
+    REASON_HARNESS_ASKED_QUESTION,
     REASON_HARNESS_FAILED,
     Harness,
     HarnessInvocation,
@@ -207,7 +207,7 @@ class _Reader:
             extra={"warnings": self.warnings} if self.warnings else {},
         )
         if self.question is not None:
-            return _failed(outcome, REASON_HARNESS_ASKED, f"it asked: {self.question}")
+            return _failed(outcome, REASON_HARNESS_ASKED_QUESTION, f"it asked: {self.question}")
         if self.failure:
             return _failed(outcome, REASON_HARNESS_FAILED, f"Codex failed: {self.failure}")
         if not self.completed:
