@@ -299,8 +299,13 @@ def image_status(repo: Path) -> dict[str, str]:
     out = {}
     for spec in pins.IMAGES:
         _, entry, kept = checkout_build(repo, store_dir(), spec)
-        out[spec.reference] = "ok" if entry else "stale" if kept else "missing"
+        out[spec.reference] = build_status(entry, kept)
     return out
+
+
+def build_status(entry: JSON | None, kept: int) -> str:
+    """``ok`` (this checkout's build is kept), ``stale`` (only other builds) or ``missing``."""
+    return "ok" if entry else "stale" if kept else "missing"
 
 
 def current_images_store(repo: Path, dest: Path) -> dict[str, str]:
@@ -313,7 +318,7 @@ def current_images_store(repo: Path, dest: Path) -> dict[str, str]:
     current, status = {}, {}
     for spec in pins.IMAGES:
         _, entry, kept = checkout_build(repo, store, spec)
-        status[spec.reference] = "ok" if entry else "stale" if kept else "missing"
+        status[spec.reference] = build_status(entry, kept)
         if entry:
             rootfs = str((store / str(entry["rootfs"])).resolve())
             current[spec.reference] = {"rootfs": rootfs, "config": entry.get("config") or {},

@@ -94,10 +94,11 @@ def content_digest(data: Mapping[str, str], binary_data: Mapping[str, str] | Non
     return sha256_hex(canonical_json({"data": dict(data), "binaryData": dict(binary_data or {})}))
 
 
-def config_map_name(owner: ObjectRef, digest: str) -> str:
+def config_map_name(owner: ObjectRef, digest: str, part: int | None = None) -> str:
     """``<prefix>-<name>-<digest[:8]>``: content-addressed, so it never needs updating (the
-    name part is cut and hashed when the whole would pass the 253 characters of a name)."""
-    suffix = f"-{digest[:8]}"
+    name part is cut and hashed when the whole would pass the 253 characters of a name).
+    With ``part``, ``...-<digest[:8]>-<part>``: one part ConfigMap of a large render."""
+    suffix = f"-{digest[:8]}" if part is None else f"-{digest[:8]}-{part}"
     return fitted(f"{PREFIXES[owner.kind]}-{owner.name}", MAX_SUBDOMAIN - len(suffix)) + suffix
 
 

@@ -59,9 +59,8 @@ from swarmkit_api.skill import MAX_SKILL_BYTES, SkillSpec
 from swarmkit_api.workspace import Governance
 
 from ..config import OperatorConfig
-from ..hashing import MAX_SUBDOMAIN, canonical_json, fitted, sha256_hex
+from ..hashing import canonical_json, sha256_hex
 from . import (
-    PREFIXES,
     RENDER_FORMAT,
     ObjectRef,
     Verdict,
@@ -313,8 +312,7 @@ def _put(entry: FileEntry, raw: bytes, data: dict[str, str], binary: dict[str, s
 def part_name(owner: ObjectRef, digest: str, index: int) -> str:
     """``skill-<name>-<hash8>-<n>``: the revision's part ``n`` (named from the revision's
     content hash, so a part is never shared between revisions and leaves with its own)."""
-    suffix = f"-{digest[:8]}-{index}"
-    return fitted(f"{PREFIXES[owner.kind]}-{owner.name}", MAX_SUBDOMAIN - len(suffix)) + suffix
+    return config_map_name(owner, digest, part=index)
 
 
 def lay_out(
