@@ -25,9 +25,9 @@ HEALTH = ARGOCD / "health"
 CM_SNIPPET = ARGOCD / "argocd-cm.yaml"
 CHART_README = REPO / "charts" / "swarmkit-operator" / "README.md"
 # Reviews (owned by a Run or Skill) and MailboxMessages are created by the operator, never
-# synced from Git. An EvalRun follows Succeeded like a Run (a promotion's are the operator's,
-# a person's may still sit in Git beside its EvalSet: one-shot, immutable). A SpendQuota is Ready (InForce) once the
-# operator keeps it current; an EvalSet once its cases and judges check out.
+# synced from Git. An EvalRun follows Succeeded like a Run (one-shot, immutable: a promotion's
+# are the operator's, a person's may sit in Git beside its EvalSet). A SpendQuota is Ready
+# (InForce) once the operator keeps it current; an EvalSet once its cases and judges check out.
 SCRIPT_OF_KIND = {
     k.kind: ("run.lua" if k.kind in ("Run", "EvalRun") else "ready.lua")
     for k in KINDS
