@@ -50,6 +50,12 @@ OPERATOR_RULES: Grants = {
     # reserve a Run's cap, settle its spend (resourceVersion-guarded status patches)
     "spendquotas.swarmkit.dev": frozenset({"get", "list", "watch"}),
     "spendquotas.swarmkit.dev/status": frozenset({"patch"}),
+    # an EvalSet's cases are checked (status); an EvalRun is graded (status), and a
+    # promotion's gate creates the EvalRuns of its candidate (issue 39)
+    "evalsets.swarmkit.dev": frozenset({"list", "watch"}),
+    "evalsets.swarmkit.dev/status": frozenset({"patch"}),
+    "evalruns.swarmkit.dev": frozenset({"create", "list", "watch"}),
+    "evalruns.swarmkit.dev/status": frozenset({"patch"}),
     "workspaces.swarmkit.dev/finalizers": frozenset({"update"}),
     "skills.swarmkit.dev/finalizers": frozenset({"update"}),
     "agents.swarmkit.dev/finalizers": frozenset({"update"}),
