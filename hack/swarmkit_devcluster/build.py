@@ -8,17 +8,16 @@ is a no-op when every binary is present and answers ``--version``).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
+from swarmkit_devcluster.locks import exclusive
 from swarmkit_devcluster.paths import BINARIES, NODE_BINARIES, Binary, cache_root, hack_dir
 
 
@@ -147,17 +146,6 @@ def _proxy_message(env: dict[str, str], detail: str) -> str:
     )
 
 
-@contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def missing_binaries(names: Iterable[str] | None = None) -> list[str]:
     return [n for n in (names or BINARIES) if not BINARIES[n].path.is_file()]
 
@@ -177,7 +165,7 @@ def build(
     every = {**BINARIES, **NODE_BINARIES}
     selected = [every[n] for n in (names or BINARIES)]
     timings: dict[str, float] = {}
-    with _lock(cache_root() / ".build.lock"):
+    with exclusive(cache_root() / ".build.lock"):
         todo: list[Binary] = []
         for b in selected:
             v = None if force else version_output(b)

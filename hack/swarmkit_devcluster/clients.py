@@ -36,10 +36,10 @@ from swarmkit_devcluster.build import (
     BuildError,
     _download,
     _go_env,
-    _lock,
     _proxy_message,
     find_go,
 )
+from swarmkit_devcluster.locks import exclusive
 from swarmkit_devcluster.paths import cache_root, hack_dir
 
 GO_CLIENT_DIR = "a2a-go-client"
@@ -106,7 +106,7 @@ def build_go_client(log: TextIO) -> Path:
     if target.is_file():
         return target
     module_dir = hack_dir() / GO_CLIENT_DIR
-    with _lock(cache_root() / _LOCK):
+    with exclusive(cache_root() / _LOCK):
         if target.is_file():
             return target
         go = find_go()
@@ -158,7 +158,7 @@ def install_node_clients(log: TextIO) -> Path:
     install = node_install_dir()
     if (install / _INSTALLED).is_file() and node_scripts_dir().is_dir():
         return node_scripts_dir()
-    with _lock(cache_root() / _LOCK):
+    with exclusive(cache_root() / _LOCK):
         if not (install / _INSTALLED).is_file():
             npm = find_npm()
             install.mkdir(parents=True, exist_ok=True)

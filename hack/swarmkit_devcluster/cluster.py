@@ -14,7 +14,6 @@ helpers in :mod:`swarmkit_devcluster.procs`.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -46,6 +45,7 @@ from swarmkit_devcluster.components import (
 )
 from swarmkit_devcluster.kubeapi import ApiError, KubeClient
 from swarmkit_devcluster.laps import Laps
+from swarmkit_devcluster.locks import exclusive
 from swarmkit_devcluster.paths import binary, cache_root, default_state_dir, repo_root
 from swarmkit_devcluster.process_node import DEFAULT_NODE_NAME, MARKER_ENV
 from swarmkit_devcluster.procs import (
@@ -187,14 +187,8 @@ class LocalCluster:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         key = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:16]
-        lock = cache_root() / "locks" / f"{key}.lock"
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock, "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        with exclusive(cache_root() / "locks" / f"{key}.lock"):
+            yield
 
     def is_running(self) -> bool:
         """True when the state file describes a live, healthy control plane."""

@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from swarmkit_devcluster.build import BuildError, _lock
+from swarmkit_devcluster.build import BuildError
 from swarmkit_devcluster.clients import _digest, find_npm
+from swarmkit_devcluster.locks import exclusive
 from swarmkit_devcluster.paths import cache_root, hack_dir
 
 HARNESS_CLIS_DIR = "harness-clis"
@@ -66,7 +67,7 @@ def ensure_harness_clis(log: TextIO | None = None) -> Path:
     if (target / _INSTALLED).is_file():
         return target
     source = hack_dir() / HARNESS_CLIS_DIR
-    with _lock(cache_root() / _LOCK):
+    with exclusive(cache_root() / _LOCK):
         if (target / _INSTALLED).is_file():
             return target
         npm = find_npm()

@@ -12,7 +12,6 @@ not grant fails the test that makes it (HTTP 403), as it would fail for a user.
 from __future__ import annotations
 
 import base64
-import fcntl
 import json
 import subprocess
 from pathlib import Path
@@ -22,6 +21,7 @@ import yaml
 
 from swarmkit_devcluster.cluster import write_kubeconfig
 from swarmkit_devcluster.kubeapi import KubeClient
+from swarmkit_devcluster.locks import exclusive
 from swarmkit_devcluster.paths import binary, repo_root
 
 #: The release the tests' operators stand for, and where its ServiceAccount lives.
@@ -115,8 +115,7 @@ def chart_operator_kubeconfig(
     suffix = "" if release == RELEASE else f"-{release}"
     path = admin_kubeconfig.with_name(f"operator-chart{suffix}.kubeconfig")
     lock = admin_kubeconfig.with_name("operator-chart.lock")
-    with open(lock, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    with exclusive(lock):
         if path.exists() and not refresh:
             return path
         docs = chart_rbac(values, release)

@@ -34,10 +34,10 @@ from swarmkit_devcluster.build import (
     BuildError,
     _download,
     _go_env,
-    _lock,
     _proxy_message,
     find_go,
 )
+from swarmkit_devcluster.locks import exclusive
 from swarmkit_devcluster.paths import cache_root, hack_dir
 from swarmkit_devcluster.procs import free_port
 
@@ -64,7 +64,7 @@ def build_jaeger(log: TextIO = sys.stderr) -> Path:
     if target.is_file():
         return target
     module_dir = hack_dir() / MODULE_DIR
-    with _lock(cache_root() / ".jaeger.lock"):
+    with exclusive(cache_root() / ".jaeger.lock"):
         if target.is_file():
             return target
         go = find_go()

@@ -16,11 +16,11 @@ import shutil
 import time
 from pathlib import Path
 
-from swarmkit_devcluster.build import _lock
 from swarmkit_devcluster.imagebuild import pins
 from swarmkit_devcluster.imagebuild.bases import make_bases
 from swarmkit_devcluster.imagebuild.tools import Buildah, ImageBuildError, ensure_tools, log, run
 from swarmkit_devcluster.kubeapi import JSON
+from swarmkit_devcluster.locks import exclusive
 from swarmkit_devcluster.paths import cache_root
 
 IGNORED_DIRS = frozenset({"__pycache__", "build", "dist", ".mypy_cache", ".pytest_cache"})
@@ -134,7 +134,7 @@ def build_images(repo: Path, names: list[str] | None = None, force: bool = False
         )
     # Checkouts share the store: two builds at once would each rewrite index.json from what
     # they read, and prune the root filesystem the other just recorded.
-    with _lock(store_dir() / ".build.lock"):
+    with exclusive(store_dir() / ".build.lock"):
         return build_locked(repo, names, force)
 
 
