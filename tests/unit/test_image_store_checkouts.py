@@ -9,6 +9,9 @@ uses (:func:`record_build`, :func:`prune_builds`); buildah is not run."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
@@ -198,3 +201,41 @@ def test_the_pod_fails_to_pull_rather_than_run_the_host_command(
     assert "`make images`" in message and str(a) in message and "key " in message
     runtime = pod_worker(ImageStore(store, a), tmp_path, RUNTIME.reference)
     assert isinstance(runtime._image(runtime.containers["c"]), ImageRule)
+
+
+def test_a_build_a_node_runs_pods_from_outlives_newer_builds(tmp_path: Path, store: Path) -> None:
+    """A CI clone's session lost its runtime root filesystem to three `make images` of other
+    checkouts during its run; its pods then ran host commands instead of the image."""
+    repos = [checkout(tmp_path / f"r{i}", f"r{i}") for i in range(KEEP + 2)]
+    first = build(store, repos[0], RUNTIME, "2026-12-05T20:00:00Z")
+    # A node of the first checkout (another process, as the process node is) starts a pod.
+    node = subprocess.Popen(
+        [sys.executable, "-c", NODE.format(store=str(store), repo=str(repos[0]))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "SWARMKIT_CACHE_DIR": str(store.parent)},
+    )  # fmt: skip
+    try:
+        assert node.stdout is not None and node.stdout.readline().strip() == f"runtime-{first}"
+        keys = [
+            build(store, r, RUNTIME, f"2026-12-05T20:1{i}:00Z") for i, r in enumerate(repos[1:])
+        ]
+        assert (store / "rootfs" / f"runtime-{first}" / "usr").is_dir()
+        builds = read_json(store / INDEX_FILE)["builds"][RUNTIME.reference]
+        assert set(builds) == {first, *keys[-KEEP:]}  # the unleased older build went
+        assert not (store / "rootfs" / f"runtime-{keys[0]}").exists()
+    finally:
+        node.communicate("")
+    # Once no node runs it, the next build prunes it.
+    build(store, repos[1], RUNTIME, "2026-12-05T20:30:00Z")
+    assert not (store / "rootfs" / f"runtime-{first}").exists()
+    assert first not in read_json(store / INDEX_FILE)["builds"][RUNTIME.reference]
+
+
+NODE = """
+import sys
+from pathlib import Path
+from swarmkit_devcluster.process_node.images import ImageStore
+found = ImageStore(Path({store!r}), Path({repo!r})).resolve({ref!r})
+print(found.rootfs.name if found else "none", flush=True)
+sys.stdin.read()
+""".replace("{ref!r}", repr(RUNTIME.reference))

@@ -16,7 +16,7 @@ import shutil
 import time
 from pathlib import Path
 
-from swarmkit_devcluster.imagebuild import pins
+from swarmkit_devcluster.imagebuild import inuse, pins
 from swarmkit_devcluster.imagebuild.bases import make_bases
 from swarmkit_devcluster.imagebuild.tools import Buildah, ImageBuildError, ensure_tools, log, run
 from swarmkit_devcluster.kubeapi import JSON
@@ -212,7 +212,8 @@ def build_locked(repo: Path, names: list[str] | None, force: bool) -> JSON:
 # reader without a checkout takes, e.g. the real node's archive export). Each checkout (a
 # worktree, a CI clone) resolves a reference to the build of *its own* inputs' key, so one
 # checkout's ``make images`` neither deletes the root filesystem another's pods run on nor
-# points the other's next pods at its code, as long as at most KEEP keys are built in between.
+# points the other's next pods at its code: a build beyond the newest KEEP is deleted only when
+# no node runs pods from it (:mod:`.inuse`).
 
 #: Root filesystems kept per image (one per input key, newest by build time). Disk cost per
 #: kept key: operator ~224 MiB, runtime ~460 MiB.
@@ -230,19 +231,32 @@ def record_build(index: JSON, records: JSON, spec: pins.ImageSpec, entry: JSON) 
 
 
 def prune_builds(store: Path, index: JSON, spec: pins.ImageSpec) -> list[str]:
-    """Keep the :data:`KEEP` newest builds of ``spec`` (by ``builtAt``); delete the others'
-    root filesystems and entries, and any ``rootfs/<image>-*`` no entry names (left by a
-    build before per-key entries). Returns the deleted directory names."""
+    """Keep the :data:`KEEP` newest builds of ``spec`` (by ``builtAt``) and every older one a
+    node still runs pods from (:mod:`.inuse`); delete the others' root filesystems and
+    entries, and any ``rootfs/<image>-*`` no entry names (left by a build before per-key
+    entries). Returns the deleted directory names."""
     builds = index.setdefault("builds", {}).setdefault(spec.reference, {})
     newest = sorted(builds, key=lambda k: str(builds[k].get("builtAt", "")), reverse=True)
-    for key in newest[KEEP:]:
-        del builds[key]
-    kept = {Path(str(e.get("rootfs", ""))).name for e in builds.values()}
+    keep = set(newest[:KEEP])
     deleted = []
     for stale in sorted((store / "rootfs").glob(f"{spec.name}-*")):
-        if stale.name not in kept and not stale.name.endswith(".tmp"):
+        if stale.name.endswith((".tmp", inuse.SUFFIX)):
+            continue
+        named = [k for k in builds if Path(str(builds[k].get("rootfs", ""))).name == stale.name]
+        if keep.intersection(named):
+            continue
+        with inuse.unused(stale) as free:
+            if not free:
+                log(f"{stale.name}: kept, a node runs pods from it")
+                continue
             shutil.rmtree(stale, ignore_errors=True)
-            deleted.append(stale.name)
+            inuse.lock_path(stale).unlink(missing_ok=True)
+        for key in named:
+            del builds[key]
+        deleted.append(stale.name)
+    for key in [k for k in builds if k not in keep]:
+        if not (store / str(builds[key].get("rootfs", ""))).is_dir():
+            del builds[key]  # its root filesystem went before this rule
     return deleted
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from swarmkit_devcluster.imagebuild.build import INDEX_FILE, RECORD_FILE, checkout_build
+from swarmkit_devcluster.imagebuild.inuse import Leases
 from swarmkit_devcluster.imagebuild.pins import IMAGES, ImageSpec
 from swarmkit_devcluster.imagebuild.tools import ImageBuildError
 from swarmkit_devcluster.kubeapi import JSON
@@ -162,6 +163,9 @@ class ImageStore:
         self._images: dict[str, LocalImage] = {}
         self._lock = threading.Lock()
         self._keyed: dict[str, tuple[float, LocalImage | str | None]] = {}
+        # Every root filesystem handed to a pod stays leased while this node runs, so another
+        # checkout's `make images` does not prune it under the pod (imagebuild/inuse.py).
+        self._leases = Leases()
 
     def _reload(self) -> None:
         if self.directory is None:
@@ -190,12 +194,19 @@ class ImageStore:
         only other checkouts' builds of, why not (a message naming ``make images``); else
         None (the host-command table may know it)."""
         if image in project_images() and self._holds_checkouts():
-            return self._checkout_image(image)
+            checkout = self._checkout_image(image)
+            if isinstance(checkout, LocalImage) and not self._leases.hold(checkout.rootfs):
+                return None
+            return checkout
         with self._lock:
             self._reload()
             found = self._images.get(image)
-        if found is not None and (found.rootfs / "usr").is_dir():
+        if found is None:
+            return None
+        if self._leases.hold(found.rootfs):
             return found
+        if image in project_images():  # never a silent fall back to host commands
+            return f"image {image!r}: its root filesystem {found.rootfs} is gone; run `make images`"
         return None
 
     def _holds_checkouts(self) -> bool:
