@@ -7,7 +7,8 @@ reads the line, checks it against the sha256, creates each effect's object
 (:mod:`..builders.effects`; a 409 means an earlier attempt created it: done, no second
 Event) and merges the outcome into ``status.effects`` (through :func:`.status.write_fields`,
 as every Run status write). A crash anywhere before the verdict is written repeats the
-whole step on the next reconcile, and the names make it exactly once. An Event on the Run announces each object created (a Warning for one that cannot be).
+whole step on the next reconcile, and the names make it exactly once. An Event on the Run
+announces each object created (a Warning for one that cannot be).
 
 :func:`hold` keeps a Run whose ``spec.startAfter`` lies ahead (a scheduled one) from
 starting: ``Succeeded=Unknown`` reason ``Scheduled`` until then, recomputed from the spec on
