@@ -45,7 +45,6 @@ from swarmkit_api.conditions import (
     REASON_ALL_RESOLVED,
     REASON_CREDENTIAL_NOT_ALLOWED,
     REASON_INVALID,
-    REASON_RENDERED,
     REASON_SKILL_NOT_FOUND,
     REASON_SKILL_NOT_READY,
     REASON_TOO_LARGE,
@@ -68,6 +67,7 @@ from . import (
     dump_yaml,
     invalid_verdict,
     rendered_config_map,
+    rendered_verdict,
 )
 from .agent_workspace import effective_permissions, workspace_problems
 from .skill import SYNTHESIZED_TOPOLOGY_PREFIX, ScriptVerdict, workspace_script_verdict
@@ -456,12 +456,7 @@ def _render(
             f"Workspace {workspace.name!r} is not Ready ({workspace.reason}): {workspace.message}",
         )
     else:
-        ready = Verdict(
-            READY,
-            "True",
-            REASON_RENDERED,
-            f"rendered into ConfigMap {manifest['metadata']['name']}",
-        )
+        ready = rendered_verdict(manifest)
     return replace(base, verdicts=(*verdicts, ready), config_map=manifest)
 
 

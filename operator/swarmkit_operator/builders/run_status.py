@@ -119,6 +119,18 @@ class _Observed:
     def job_start(self) -> str | None:
         return self.job_status.get("startTime")
 
+    def running(self, message: str, start_time: str | None) -> Verdict:
+        """``Running``: the Job has a pod that is running (or will be replaced)."""
+        return Verdict(
+            phase="Running",
+            status="Unknown",
+            reason=REASON_RUNNING,
+            message=message,
+            job_name=self.job_name,
+            pod_name=self.pod_name,
+            start_time=start_time,
+        )
+
     def done(self, v: Verdict) -> Verdict:
         """``v`` with the Job's names and times filled in where the pod did not give them."""
         return replace(
@@ -230,27 +242,13 @@ def _job_running(seen: _Observed, pod: Mapping[str, Any], grace_seconds: float) 
         if verdict is not None and (exhausted or verdict.reason == REASON_VALIDATION_FAILED):
             return seen.done(verdict)
     if pod_phase == "Running":
-        return Verdict(
-            phase="Running",
-            status="Unknown",
-            reason=REASON_RUNNING,
-            message=f"pod {seen.pod_name} is running",
-            job_name=seen.job_name,
-            pod_name=seen.pod_name,
-            start_time=(pod.get("status") or {}).get("startTime") or seen.job_start,
-        )
+        pod_start = (pod.get("status") or {}).get("startTime")
+        return seen.running(f"pod {seen.pod_name} is running", pod_start or seen.job_start)
     if pod_phase == "Pending":
         return _pod_pending(seen, pod, grace_seconds)
     # A failed/deleting pod the Job controller will replace: still running.
-    return Verdict(
-        phase="Running",
-        status="Unknown",
-        reason=REASON_RUNNING,
-        message=f"pod {seen.pod_name} ended; waiting for the Job controller",
-        job_name=seen.job_name,
-        pod_name=seen.pod_name,
-        start_time=seen.job_start,
-    )
+    message = f"pod {seen.pod_name} ended; waiting for the Job controller"
+    return seen.running(message, seen.job_start)
 
 
 def _pod_pending(seen: _Observed, pod: Mapping[str, Any], grace_seconds: float) -> Verdict:

@@ -30,7 +30,6 @@ from swarmkit_api.conditions import (
     READY,
     REASON_CONFIG_MAP_NOT_FOUND,
     REASON_DUPLICATE_NAME,
-    REASON_RENDERED,
     REASON_TOO_LARGE,
     REASON_VALID,
 )
@@ -47,6 +46,7 @@ from . import (
     dump_yaml,
     invalid_verdict,
     rendered_config_map,
+    rendered_verdict,
 )
 from .skill import SourceConfigMap
 
@@ -184,12 +184,7 @@ def render_workspace(
     if flow.missing:
         ready = Verdict(READY, "False", REASON_CONFIG_MAP_NOT_FOUND, "; ".join(flow.missing))
     else:
-        ready = Verdict(
-            READY,
-            "True",
-            REASON_RENDERED,
-            f"rendered into ConfigMap {manifest['metadata']['name']}",
-        )
+        ready = rendered_verdict(manifest)
     return WorkspaceRender(
         verdicts=(accepted, ready),
         spec=model,
