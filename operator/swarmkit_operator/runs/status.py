@@ -1,4 +1,5 @@
-"""Writing a verdict to a Run's ``status``: the one place the controller patches a Run.
+"""Writing a verdict to a Run's ``status``: the one place the controller patches a Run
+(:func:`write`; the fields no verdict carries, a stage's ``effects``: :func:`write_fields`).
 
 A write is skipped when it would change nothing (so an unchanged Run costs no API call),
 remembered as the Run's overlay (so the next reconcile does not act on the stale index
