@@ -36,42 +36,12 @@ class Output:
 
 
 def assemble(col: Collected, namespace: str | None) -> Output:
-    swarmkit_agents.finalize(col)
-    swarm.finalize(col)
-    for label, pieces in (
-        ("Skill", col.skills),
-        ("Agent", col.agents),
-        ("Topology", col.topologies),
-        ("MCP server", col.mcp_servers),
-        ("tool", col.tools),
-        ("permission bundle", col.permission_bundles),
-        ("credential", col.credentials),
-    ):
-        _unique(col, label, pieces)
-    _providers(col)
-    for p in col.agents:
-        p.body["workspaceRef"] = {"name": col.workspace}
-    for p in col.topologies:
-        p.body["workspaceRef"] = {"name": col.workspace}
-    _cross_check(col)
-    _allowed_hosts(col)
-    _sizes(col)
+    """Check what the readers collected (reporting into ``col.report``) and assemble the
+    manifests in apply order, each validated, with the Secret template kept apart."""
+    _prepare(col)
     out = Output()
     meta = _meta_factory(namespace)
-    ws_spec: dict[str, Any] = {}
-    if col.descriptions:
-        ws_spec["description"] = "\n".join(d.strip() for d in col.descriptions)
-    if col.governance:
-        ws_spec["governance"] = dict(col.governance)
-    for key, pieces in (
-        ("modelProviders", col.model_providers),
-        ("mcpServers", col.mcp_servers),
-        ("tools", col.tools),
-        ("permissionBundles", col.permission_bundles),
-        ("credentials", col.credentials),
-    ):
-        if pieces:
-            ws_spec[key] = [p.body for p in pieces]
+    ws_spec = _workspace_spec(col)
     need_workspace = bool(ws_spec or col.agents or col.topologies or col.workspace_annotations)
     if need_workspace:
         out.manifests.append(
@@ -95,19 +65,7 @@ def assemble(col: Collected, namespace: str | None) -> Output:
             out.manifests.append(_manifest(kind, meta(p.name, p.annotations), p.body))
     for m in out.manifests:
         m["metadata"].setdefault("annotations", {})[SYNC_WAVE] = WAVES[m["kind"]]
-        if m["apiVersion"] != API_VERSION:
-            continue
-        try:
-            validate_manifest(m)
-        except ManifestError as exc:
-            src = _origin(col, m)
-            for err in exc.errors:
-                col.report.error(
-                    src[0],
-                    src[1],
-                    err.path,
-                    f"{m['kind']} {m['metadata']['name']!r}: {err.message}",
-                )
+        _validate(col, m)
     if col.secret_keys:
         out.secret_template = {
             "apiVersion": "v1",
@@ -118,6 +76,67 @@ def assemble(col: Collected, namespace: str | None) -> Output:
         }
         out.secret_hints = {k: v for k, v in col.secret_hints.items() if k in col.secret_keys}
     return out
+
+
+def _prepare(col: Collected) -> None:
+    """The readers' pieces finalized, each name once, providers and Workspace filled in,
+    then cross-checked (references, credential hosts, sizes)."""
+    swarmkit_agents.finalize(col)
+    swarm.finalize(col)
+    for label, pieces in (
+        ("Skill", col.skills),
+        ("Agent", col.agents),
+        ("Topology", col.topologies),
+        ("MCP server", col.mcp_servers),
+        ("tool", col.tools),
+        ("permission bundle", col.permission_bundles),
+        ("credential", col.credentials),
+    ):
+        _unique(col, label, pieces)
+    _providers(col)
+    for p in col.agents:
+        p.body["workspaceRef"] = {"name": col.workspace}
+    for p in col.topologies:
+        p.body["workspaceRef"] = {"name": col.workspace}
+    _cross_check(col)
+    _allowed_hosts(col)
+    _sizes(col)
+
+
+def _workspace_spec(col: Collected) -> dict[str, Any]:
+    """The Workspace's spec from the collected descriptions, governance and pieces."""
+    ws_spec: dict[str, Any] = {}
+    if col.descriptions:
+        ws_spec["description"] = "\n".join(d.strip() for d in col.descriptions)
+    if col.governance:
+        ws_spec["governance"] = dict(col.governance)
+    for key, pieces in (
+        ("modelProviders", col.model_providers),
+        ("mcpServers", col.mcp_servers),
+        ("tools", col.tools),
+        ("permissionBundles", col.permission_bundles),
+        ("credentials", col.credentials),
+    ):
+        if pieces:
+            ws_spec[key] = [p.body for p in pieces]
+    return ws_spec
+
+
+def _validate(col: Collected, m: dict[str, Any]) -> None:
+    """A swarmkit manifest checked as admission would, each error reported at its source."""
+    if m["apiVersion"] != API_VERSION:
+        return
+    try:
+        validate_manifest(m)
+    except ManifestError as exc:
+        src = _origin(col, m)
+        for err in exc.errors:
+            col.report.error(
+                src[0],
+                src[1],
+                err.path,
+                f"{m['kind']} {m['metadata']['name']!r}: {err.message}",
+            )
 
 
 def _providers(col: Collected) -> None:
@@ -181,71 +200,101 @@ def _unique(col: Collected, label: str, pieces: list[Piece]) -> None:
 
 
 def _cross_check(col: Collected) -> None:
-    report = col.report
-    skills = {p.name for p in col.skills}
-    topologies = {p.name for p in col.topologies}
-    agents = {p.name for p in col.agents}
-    bundles = {p.name for p in col.permission_bundles}
-    servers = {p.name for p in col.mcp_servers}
-    prefixes = {p.body.get("prefix") or p.name.replace("-", "_") for p in col.mcp_servers}
-    tools = {p.name for p in col.tools}
-    credentials = {p.name for p in col.credentials}
-    providers = {p.name for p in col.model_providers}
+    """References across files, checked as the sources' own runtimes would."""
+    known = _Known(
+        skills=frozenset(p.name for p in col.skills),
+        bundles=frozenset(p.name for p in col.permission_bundles),
+        prefixes=frozenset(
+            p.body.get("prefix") or p.name.replace("-", "_") for p in col.mcp_servers
+        ),
+        tools=frozenset(p.name for p in col.tools),
+        providers=frozenset(p.name for p in col.model_providers),
+    )
     for p in col.agents:
-        spec = p.body
-        provider = (spec.get("model") or {}).get("provider")
-        if provider is not None and provider not in providers:
+        _check_agent(col, known, p)
+    _check_topologies(col)
+    _check_skills(col)
+
+
+@dataclass(frozen=True)
+class _Known:
+    """The names an imported Agent may refer to."""
+
+    skills: frozenset[str]
+    bundles: frozenset[str]
+    prefixes: frozenset[str]
+    tools: frozenset[str]
+    providers: frozenset[str]
+
+
+def _check_agent(col: Collected, known: _Known, p: Piece) -> None:
+    """An Agent's model provider, permission bundle, skill grants and tools."""
+    report = col.report
+    spec = p.body
+    provider = (spec.get("model") or {}).get("provider")
+    if provider is not None and provider not in known.providers:
+        report.warn(
+            p.src.file,
+            p.src.line,
+            p.src.field("model"),
+            f"model provider {provider!r} is neither declared in the workspace nor one "
+            "upstream registers on its own; the Agent is not Ready until a Workspace "
+            "modelProviders entry of that name exists",
+        )
+    bundle = spec.get("permissionsBundle")
+    if bundle is not None and bundle not in known.bundles:
+        report.error(
+            p.src.file,
+            p.src.doc.line(*p.src.path, "permissions_bundle"),
+            p.src.field("permissions_bundle"),
+            f"permission bundle {bundle!r} is not defined in any policy.yaml "
+            f"(known: {', '.join(sorted(known.bundles)) or 'none'})",
+        )
+    for grant in spec.get("skills", []):
+        if isinstance(grant, str) and not grant.startswith("pack:") and grant not in known.skills:
             report.warn(
                 p.src.file,
                 p.src.line,
-                p.src.field("model"),
-                f"model provider {provider!r} is neither declared in the workspace nor one "
-                "upstream registers on its own; the Agent is not Ready until a Workspace "
-                "modelProviders entry of that name exists",
+                p.src.field("skills"),
+                f"skill {grant!r} is not in this import; the grant stays inert "
+                "until a Skill of that name exists",
             )
-        bundle = spec.get("permissionsBundle")
-        if bundle is not None and bundle not in bundles:
-            report.error(
+    for tool in spec.get("tools", []):
+        if not (
+            tool in known.tools
+            or tool in PLATFORM_BUILTINS
+            or (isinstance(tool, str) and tool.split(".", 1)[0] in known.prefixes and "." in tool)
+        ):
+            report.warn(
                 p.src.file,
-                p.src.doc.line(*p.src.path, "permissions_bundle"),
-                p.src.field("permissions_bundle"),
-                f"permission bundle {bundle!r} is not defined in any policy.yaml "
-                f"(known: {', '.join(sorted(bundles)) or 'none'})",
+                p.src.line,
+                p.src.field("tools"),
+                f"tool {tool!r} is neither an imported tool, an MCP tool "
+                "<prefix>.<tool> of an imported server, nor a platform builtin",
             )
-        for grant in spec.get("skills", []):
-            if isinstance(grant, str) and not grant.startswith("pack:") and grant not in skills:
-                report.warn(
-                    p.src.file,
-                    p.src.line,
-                    p.src.field("skills"),
-                    f"skill {grant!r} is not in this import; the grant stays inert "
-                    "until a Skill of that name exists",
-                )
-        for tool in spec.get("tools", []):
-            known = (
-                tool in tools
-                or tool in PLATFORM_BUILTINS
-                or (isinstance(tool, str) and tool.split(".", 1)[0] in prefixes and "." in tool)
-            )
-            if not known:
-                report.warn(
-                    p.src.file,
-                    p.src.line,
-                    p.src.field("tools"),
-                    f"tool {tool!r} is neither an imported tool, an MCP tool "
-                    "<prefix>.<tool> of an imported server, nor a platform builtin",
-                )
+
+
+def _check_topologies(col: Collected) -> None:
+    """Every topology node's archetype is an imported one."""
+    agents = {p.name for p in col.agents}
     for p in col.topologies:
         for node in p.body.get("agents", []):
             ref = node["agentRef"]["name"]
             if ref not in agents:
-                report.error(
+                col.report.error(
                     p.src.file,
                     p.src.doc.line(*p.src.path, "agents", node["name"]),
                     p.src.field("agents", node["name"]),
                     f"node {node['name']!r}: archetype {ref!r} is not among the "
                     "imported archetypes",
                 )
+
+
+def _check_skills(col: Collected) -> None:
+    """A skill's MCP server, child topology and credentials are in the import."""
+    topologies = {p.name for p in col.topologies}
+    servers = {p.name for p in col.mcp_servers}
+    credentials = {p.name for p in col.credentials}
     for p in col.skills:
         impl = p.body.get("implementation") or {}
         where = (
@@ -254,15 +303,15 @@ def _cross_check(col: Collected) -> None:
             p.src.field("implementation"),
         )
         if impl.get("type") == "mcp_tool" and impl.get("server") not in servers:
-            report.warn(
+            col.report.warn(
                 *where,
                 f"MCP server {impl.get('server')!r} is not declared in the "
                 "imported workspace; calls fail until it is",
             )
         if impl.get("topology") and impl["topology"] not in topologies:
-            report.warn(*where, f"topology {impl['topology']!r} is not in this import")
+            col.report.warn(*where, f"topology {impl['topology']!r} is not in this import")
         if impl.get("credentialsRef") and impl["credentialsRef"] not in credentials:
-            report.warn(
+            col.report.warn(
                 *where,
                 f"credentials {impl['credentialsRef']!r} is not a credentials "
                 "entry of the imported workspace",

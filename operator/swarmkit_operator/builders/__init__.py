@@ -21,7 +21,13 @@ import yaml
 
 from swarmkit_api import API_VERSION, FieldError, ManifestError
 from swarmkit_api.common import INVALID_SCHEMA_ERROR
-from swarmkit_api.conditions import ACCEPTED, REASON_INVALID, REASON_INVALID_SCHEMA
+from swarmkit_api.conditions import (
+    ACCEPTED,
+    READY,
+    REASON_INVALID,
+    REASON_INVALID_SCHEMA,
+    REASON_RENDERED,
+)
 
 from ..conditions import Status
 from ..hashing import MAX_SUBDOMAIN, canonical_json, fitted, label_value, sha256_hex
@@ -158,6 +164,13 @@ def invalid_verdict(exc: ManifestError) -> Verdict:
     return Verdict(ACCEPTED, "False", reason, errors_message(exc.errors))
 
 
+def rendered_verdict(manifest: Mapping[str, Any]) -> Verdict:
+    """``Ready=True``: rendered into the ConfigMap ``manifest`` (an Agent's, a Workspace's)."""
+    return Verdict(
+        READY, "True", REASON_RENDERED, f"rendered into ConfigMap {manifest['metadata']['name']}"
+    )
+
+
 def dump_json(value: Any) -> str:
     """Stable, readable JSON for ConfigMap values."""
     return json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
@@ -197,5 +210,6 @@ __all__ = [
     "owner_reference",
     "rendered_config_map",
     "rendered_labels",
+    "rendered_verdict",
     "short_hash",
 ]

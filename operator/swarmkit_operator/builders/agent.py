@@ -45,7 +45,6 @@ from swarmkit_api.conditions import (
     REASON_ALL_RESOLVED,
     REASON_CREDENTIAL_NOT_ALLOWED,
     REASON_INVALID,
-    REASON_RENDERED,
     REASON_SKILL_NOT_FOUND,
     REASON_SKILL_NOT_READY,
     REASON_TOO_LARGE,
@@ -68,6 +67,7 @@ from . import (
     dump_yaml,
     invalid_verdict,
     rendered_config_map,
+    rendered_verdict,
 )
 from .agent_workspace import effective_permissions, workspace_problems
 from .skill import SYNTHESIZED_TOPOLOGY_PREFIX, ScriptVerdict, workspace_script_verdict
@@ -342,52 +342,25 @@ def resolve_agent(
     try:
         model = validate_spec("Agent", dict(raw_spec))
     except ManifestError as exc:
-        verdict = invalid_verdict(exc)
-        return AgentRender(
-            verdicts=(
-                verdict,
-                Verdict(SKILLS_RESOLVED, "Unknown", REASON_INVALID, "the spec is invalid"),
-                Verdict(READY, "False", verdict.reason, verdict.message),
-            ),
-        )
+        return _invalid_render(exc)
     assert isinstance(model, AgentSpec)
     normalized = model.wire()
     expansion = _expand(model, skills, workspace, topologies)
     # How it is served (spec.gateway) or promoted (spec.promotion) is not what it is.
     versioned = {k: v for k, v in normalized.items() if k not in ("gateway", "promotion")}
-    version = agent_version(versioned, expansion.entries)
-
-    missing = [*expansion.missing, *(n.split(" ", 1)[0] for n in expansion.not_ready)]
-    if expansion.missing or expansion.not_ready:
-        parts = []
-        if expansion.missing:
-            parts.append(
-                "granted skill(s) not found: "
-                + ", ".join(expansion.missing)
-                + " (inert until they appear)"
-            )
-        if expansion.not_ready:
-            parts.append("granted skill(s) not Ready: " + ", ".join(expansion.not_ready))
-        reason = REASON_SKILL_NOT_FOUND if expansion.missing else REASON_SKILL_NOT_READY
-        resolved_verdict = Verdict(SKILLS_RESOLVED, "False", reason, "; ".join(parts))
-    else:
-        count = len(expansion.resolved) + len(expansion.synthesized)
-        resolved_verdict = Verdict(
-            SKILLS_RESOLVED, "True", REASON_ALL_RESOLVED, f"{count} skill(s) resolved"
-        )
-
+    base = AgentRender(
+        verdicts=(),
+        spec=model,
+        version=agent_version(versioned, expansion.entries),
+        resolved=tuple(expansion.resolved),
+        synthesized=tuple(expansion.synthesized),
+        missing=(*expansion.missing, *(n.split(" ", 1)[0] for n in expansion.not_ready)),
+    )
+    resolved_verdict = _skills_verdict(expansion)
     ws_spec = workspace.spec if workspace is not None else None
     problems = list(expansion.problems)
     if ws_spec is not None:
         problems = workspace_problems(model, ws_spec) + problems
-    base = AgentRender(
-        verdicts=(),
-        spec=model,
-        version=version,
-        resolved=tuple(expansion.resolved),
-        synthesized=tuple(expansion.synthesized),
-        missing=tuple(missing),
-    )
     if problems:
         message = "; ".join(m for _, m in problems)
         return replace(
@@ -400,51 +373,68 @@ def resolve_agent(
             problems=tuple(problems),
         )
     accepted = Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid")
+    if workspace is None or ws_spec is None:
+        not_ready = _workspace_unusable(model, workspace)
+        return replace(base, verdicts=(accepted, resolved_verdict, not_ready))
+    return _render(owner, base, normalized, workspace, ws_spec, (accepted, resolved_verdict))
+
+
+def _invalid_render(exc: ManifestError) -> AgentRender:
+    """The render of a spec the schema refuses: nothing resolved, nothing rendered."""
+    verdict = invalid_verdict(exc)
+    return AgentRender(
+        verdicts=(
+            verdict,
+            Verdict(SKILLS_RESOLVED, "Unknown", REASON_INVALID, "the spec is invalid"),
+            Verdict(READY, "False", verdict.reason, verdict.message),
+        ),
+    )
+
+
+def _skills_verdict(expansion: _Expansion) -> Verdict:
+    """``SkillsResolved``: every grant found and Ready, or which are missing / not Ready."""
+    if not expansion.missing and not expansion.not_ready:
+        count = len(expansion.resolved) + len(expansion.synthesized)
+        return Verdict(SKILLS_RESOLVED, "True", REASON_ALL_RESOLVED, f"{count} skill(s) resolved")
+    parts = []
+    if expansion.missing:
+        parts.append(
+            "granted skill(s) not found: "
+            + ", ".join(expansion.missing)
+            + " (inert until they appear)"
+        )
+    if expansion.not_ready:
+        parts.append("granted skill(s) not Ready: " + ", ".join(expansion.not_ready))
+    reason = REASON_SKILL_NOT_FOUND if expansion.missing else REASON_SKILL_NOT_READY
+    return Verdict(SKILLS_RESOLVED, "False", reason, "; ".join(parts))
+
+
+def _workspace_unusable(model: AgentSpec, workspace: WorkspaceView | None) -> Verdict:
+    """``Ready=False`` for a Workspace that is not found or whose spec is not valid."""
     if workspace is None:
         ws = model.workspace_name
-        return replace(
-            base,
-            verdicts=(
-                accepted,
-                resolved_verdict,
-                Verdict(READY, "False", REASON_WORKSPACE_NOT_FOUND, f"Workspace {ws!r} not found"),
-            ),
-        )
-    if ws_spec is None:
-        return replace(
-            base,
-            verdicts=(
-                accepted,
-                resolved_verdict,
-                Verdict(
-                    READY,
-                    "False",
-                    REASON_WORKSPACE_NOT_READY,
-                    f"Workspace {workspace.name!r} is not valid: {workspace.message}",
-                ),
-            ),
-        )
+        return Verdict(READY, "False", REASON_WORKSPACE_NOT_FOUND, f"Workspace {ws!r} not found")
+    return Verdict(
+        READY,
+        "False",
+        REASON_WORKSPACE_NOT_READY,
+        f"Workspace {workspace.name!r} is not valid: {workspace.message}",
+    )
 
-    resolved_doc = {
-        "version": version,
-        "workspace": workspace.name,
-        "skills": [
-            {
-                **r.status(),
-                **({"via": r.via} if r.via else {}),
-                "scripts": [s.wire() for s in r.scripts],
-            }
-            for r in expansion.resolved
-        ],
-        "synthesizedSkills": [s.wire() for s in expansion.synthesized],
-        "missingSkills": missing,
-        "commands": [c for s in expansion.synthesized for c in s.commands],
-        "permissions": effective_permissions(model, ws_spec),
-        "tools": list(model.tools),
-    }
+
+def _render(
+    owner: ObjectRef,
+    base: AgentRender,
+    normalized: Mapping[str, Any],
+    workspace: WorkspaceView,
+    ws_spec: WorkspaceSpec,
+    verdicts: tuple[Verdict, Verdict],
+) -> AgentRender:
+    """The accepted agent rendered into its ConfigMap (refused when over the size limit)."""
+    assert base.spec is not None
     data = {
         AGENT_YAML: dump_yaml(normalized),
-        RESOLVED_JSON: dump_json(resolved_doc),
+        RESOLVED_JSON: dump_json(_resolved_doc(base, base.spec, workspace.name, ws_spec)),
     }
     size = config_map_size(data)
     if size > MAX_CONFIGMAP_BYTES:
@@ -453,7 +443,7 @@ def resolve_agent(
             base,
             verdicts=(
                 Verdict(ACCEPTED, "False", REASON_TOO_LARGE, message),
-                resolved_verdict,
+                verdicts[1],
                 Verdict(READY, "False", REASON_TOO_LARGE, message),
             ),
         )
@@ -466,14 +456,28 @@ def resolve_agent(
             f"Workspace {workspace.name!r} is not Ready ({workspace.reason}): {workspace.message}",
         )
     else:
-        ready = Verdict(
-            READY,
-            "True",
-            REASON_RENDERED,
-            f"rendered into ConfigMap {manifest['metadata']['name']}",
-        )
-    return replace(
-        base,
-        verdicts=(accepted, resolved_verdict, ready),
-        config_map=manifest,
-    )
+        ready = rendered_verdict(manifest)
+    return replace(base, verdicts=(*verdicts, ready), config_map=manifest)
+
+
+def _resolved_doc(
+    base: AgentRender, model: AgentSpec, workspace: str, ws_spec: WorkspaceSpec
+) -> dict[str, Any]:
+    """``resolved.json``: what the runner reads of the grants, commands and permissions."""
+    return {
+        "version": base.version,
+        "workspace": workspace,
+        "skills": [
+            {
+                **r.status(),
+                **({"via": r.via} if r.via else {}),
+                "scripts": [s.wire() for s in r.scripts],
+            }
+            for r in base.resolved
+        ],
+        "synthesizedSkills": [s.wire() for s in base.synthesized],
+        "missingSkills": list(base.missing),
+        "commands": [c for s in base.synthesized for c in s.commands],
+        "permissions": effective_permissions(model, ws_spec),
+        "tools": list(model.tools),
+    }

@@ -44,7 +44,7 @@ False              PinnedRevisionMissing  a bundle, skill revision or checkpoint
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -94,6 +94,56 @@ POD_STARTING_QUIET_SECONDS = 2.0
 DEFAULT_POD_START_GRACE_SECONDS = 60
 
 
+@dataclass(frozen=True)
+class _Observed:
+    """What ``derive`` reads once and every step shares: the Job, its latest pod, the clock."""
+
+    job: Mapping[str, Any] | None
+    pods: Sequence[Mapping[str, Any]]
+    pod: Mapping[str, Any] | None
+    now: datetime
+
+    @property
+    def job_name(self) -> str | None:
+        return name_of(self.job)
+
+    @property
+    def pod_name(self) -> str | None:
+        return name_of(self.pod)
+
+    @property
+    def job_status(self) -> Mapping[str, Any]:
+        return (self.job or {}).get("status") or {}
+
+    @property
+    def job_start(self) -> str | None:
+        return self.job_status.get("startTime")
+
+    def running(self, message: str, start_time: str | None) -> Verdict:
+        """``Running``: the Job has a pod that is running (or will be replaced)."""
+        return Verdict(
+            phase="Running",
+            status="Unknown",
+            reason=REASON_RUNNING,
+            message=message,
+            job_name=self.job_name,
+            pod_name=self.pod_name,
+            start_time=start_time,
+        )
+
+    def done(self, v: Verdict) -> Verdict:
+        """``v`` with the Job's names and times filled in where the pod did not give them."""
+        return replace(
+            v,
+            job_name=self.job_name,
+            pod_name=v.pod_name or self.pod_name,
+            start_time=v.start_time or self.job_start,
+            completion_time=v.completion_time
+            or self.job_status.get("completionTime")
+            or rfc3339(self.now),
+        )
+
+
 def derive(
     *,
     job: Mapping[str, Any] | None,
@@ -108,141 +158,134 @@ def derive(
     ``job`` None with no terminated pod is ``Lost`` (the caller decides: create, recreate
     or fail). A terminated pod decides the outcome even when its Job is already gone.
     """
-    now = now or datetime.now(UTC)
-    jname = name_of(job)
-    pod = latest_pod(pods)
-    pname = name_of(pod)
-    job_status = (job or {}).get("status") or {}
-    job_start = job_status.get("startTime")
-
-    def done(v: Verdict) -> Verdict:
-        return replace(
-            v,
-            job_name=jname,
-            pod_name=v.pod_name or pname,
-            start_time=v.start_time or job_start,
-            completion_time=v.completion_time or job_status.get("completionTime") or rfc3339(now),
-        )
-
+    seen = _Observed(job=job, pods=pods, pod=latest_pod(pods), now=now or datetime.now(UTC))
     if job is None:
-        # The pod outlives its Job (outcome finalizer). Its outcome counts unless the pod was
-        # killed because the Job went away (a signal, or the runner's own Cancelled result).
-        if pod is not None:
-            verdict = outcome_from_pod(pod)
-            killed = verdict is not None and (
-                (verdict.exit_code is not None and verdict.exit_code >= 128)
-                or verdict.reason == REASON_CANCELLED
-                or (verdict.exit_code is None and verdict.result is None)
-            )
-            if verdict is not None and not killed:
-                return done(verdict)
-        return Verdict(phase="Lost", status="Unknown", reason=REASON_JOB_LOST, pod_name=pname)
-
-    spec = job.get("spec") or {}
-    complete = job_condition(job, "Complete") or job_condition(job, "SuccessCriteriaMet")
+        return _without_job(seen)
+    if job_condition(job, "Complete") or job_condition(job, "SuccessCriteriaMet"):
+        return _job_complete(seen)
     failed = job_condition(job, "Failed") or job_condition(job, "FailureTarget")
-    if complete is not None:
-        succeeded = [p for p in pods if (p.get("status") or {}).get("phase") == "Succeeded"]
-        chosen = latest_pod(succeeded) or pod
-        verdict = outcome_from_pod(chosen) if chosen is not None else None
-        if verdict is None:
+    if failed is not None:
+        return _job_failed(seen, failed, timeout_seconds)
+    # The Job has not concluded yet: the pod may already have.
+    if seen.pod is not None:
+        return _job_running(seen, seen.pod, pod_start_grace_seconds)
+    return _no_pod_yet(seen, events)
+
+
+def _without_job(seen: _Observed) -> Verdict:
+    """The Job is gone: the pod that outlives it (outcome finalizer) may still decide."""
+    # Its outcome counts unless the pod was killed because the Job went away (a signal, or
+    # the runner's own Cancelled result).
+    if seen.pod is not None:
+        verdict = outcome_from_pod(seen.pod)
+        killed = verdict is not None and (
+            (verdict.exit_code is not None and verdict.exit_code >= 128)
+            or verdict.reason == REASON_CANCELLED
+            or (verdict.exit_code is None and verdict.result is None)
+        )
+        if verdict is not None and not killed:
+            return seen.done(verdict)
+    return Verdict(phase="Lost", status="Unknown", reason=REASON_JOB_LOST, pod_name=seen.pod_name)
+
+
+def _job_complete(seen: _Observed) -> Verdict:
+    """The Job completed: its succeeded pod's result, else a plain success."""
+    succeeded = [p for p in seen.pods if (p.get("status") or {}).get("phase") == "Succeeded"]
+    chosen = latest_pod(succeeded) or seen.pod
+    verdict = outcome_from_pod(chosen) if chosen is not None else None
+    if verdict is None:
+        verdict = Verdict(
+            phase="Finished",
+            status="True",
+            reason=REASON_SUCCEEDED,
+            message="the Job completed (no pod left to read the result from)",
+        )
+    return seen.done(verdict)
+
+
+def _job_failed(seen: _Observed, failed: Mapping[str, Any], timeout_seconds: int | None) -> Verdict:
+    """The Job failed: a passed deadline is ``TimedOut``; else the pod's outcome or the Job's."""
+    job_reason = str(failed.get("reason") or "")
+    verdict = outcome_from_pod(seen.pod) if seen.pod is not None else None
+    if job_reason == "DeadlineExceeded":
+        if verdict is None or verdict.reason != REASON_TIMED_OUT:
+            limit = f" of {timeout_seconds}s" if timeout_seconds else ""
             verdict = Verdict(
                 phase="Finished",
-                status="True",
-                reason=REASON_SUCCEEDED,
-                message="the Job completed (no pod left to read the result from)",
+                status="False",
+                reason=REASON_TIMED_OUT,
+                message=f"the run exceeded its timeout{limit} and was stopped",
+                pod_name=seen.pod_name,
+                result=verdict.result if verdict else None,
             )
-        return done(verdict)
-    if failed is not None:
-        job_reason = str(failed.get("reason") or "")
-        verdict = outcome_from_pod(pod) if pod is not None else None
-        if job_reason == "DeadlineExceeded":
-            if verdict is None or verdict.reason != REASON_TIMED_OUT:
-                limit = f" of {timeout_seconds}s" if timeout_seconds else ""
-                message = f"the run exceeded its timeout{limit} and was stopped"
-                verdict = Verdict(
-                    phase="Finished",
-                    status="False",
-                    reason=REASON_TIMED_OUT,
-                    message=message,
-                    pod_name=pname,
-                    result=verdict.result if verdict else None,
-                )
-            return done(verdict)
-        if verdict is None:
-            message = one_line(str(failed.get("message") or job_reason or "the Job failed"))
-            verdict = Verdict(
-                phase="Finished", status="False", reason=REASON_FAILED, message=message
-            )
-        return done(verdict)
+        return seen.done(verdict)
+    if verdict is None:
+        message = one_line(str(failed.get("message") or job_reason or "the Job failed"))
+        verdict = Verdict(phase="Finished", status="False", reason=REASON_FAILED, message=message)
+    return seen.done(verdict)
 
-    # The Job has not concluded yet: the pod may already have.
-    backoff_limit = int(spec.get("backoffLimit") or 0)
-    if pod is not None:
-        pod_phase = (pod.get("status") or {}).get("phase")
-        deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-        disrupted = get_condition(conditions_of(pod), "DisruptionTarget")
-        if pod_phase == "Succeeded":
-            verdict = outcome_from_pod(pod)
-            if verdict is not None:
-                return done(verdict)
-        if pod_phase == "Failed" and not deleting and not disrupted:
-            failures = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
-            verdict = outcome_from_pod(pod)
-            exhausted = failures > backoff_limit
-            if verdict is not None and (exhausted or verdict.reason == REASON_VALIDATION_FAILED):
-                return done(verdict)
-        if pod_phase == "Running":
-            return Verdict(
-                phase="Running",
-                status="Unknown",
-                reason=REASON_RUNNING,
-                message=f"pod {pname} is running",
-                job_name=jname,
-                pod_name=pname,
-                start_time=(pod.get("status") or {}).get("startTime") or job_start,
-            )
-        if pod_phase == "Pending":
-            problem, recheck = pod_start_problem(pod, now, pod_start_grace_seconds)
-            if problem is not None:
-                if problem.final:
-                    return done(problem)
-                return replace(problem, job_name=jname, recheck_after=recheck)
-            scheduled = get_condition(conditions_of(pod), "PodScheduled")
-            message = f"waiting for pod {pname} to start"
-            settle = None
-            if scheduled is not None and scheduled.get("status") == "False":
-                message = one_line(
-                    f"pod {pname} is not scheduled: {scheduled.get('message') or ''}".rstrip(": ")
-                )
-            else:
-                # creationTimestamp is whole seconds, rounded down: the age read is at
-                # least the real one, so the quiet time is between 1 s and this.
-                age = (now - (created_at(pod) or now)).total_seconds()
-                settle = (
-                    POD_STARTING_QUIET_SECONDS - age if age < POD_STARTING_QUIET_SECONDS else None
-                )
-            return Verdict(
-                phase="Pending",
-                status="Unknown",
-                reason=REASON_PENDING,
-                message=message,
-                job_name=jname,
-                pod_name=pname,
-                recheck_after=settle,
-                quiet=settle is not None,
-            )
-        # A failed/deleting pod the Job controller will replace: still running.
-        return Verdict(
-            phase="Running",
-            status="Unknown",
-            reason=REASON_RUNNING,
-            message=f"pod {pname} ended; waiting for the Job controller",
-            job_name=jname,
-            pod_name=pname,
-            start_time=job_start,
+
+def _job_running(seen: _Observed, pod: Mapping[str, Any], grace_seconds: float) -> Verdict:
+    """The Job has not concluded and has a pod: the pod's phase decides."""
+    pod_phase = (pod.get("status") or {}).get("phase")
+    deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    disrupted = get_condition(conditions_of(pod), "DisruptionTarget")
+    if pod_phase == "Succeeded":
+        verdict = outcome_from_pod(pod)
+        if verdict is not None:
+            return seen.done(verdict)
+    if pod_phase == "Failed" and not deleting and not disrupted:
+        backoff_limit = int(((seen.job or {}).get("spec") or {}).get("backoffLimit") or 0)
+        failures = sum(1 for p in seen.pods if (p.get("status") or {}).get("phase") == "Failed")
+        verdict = outcome_from_pod(pod)
+        exhausted = failures > backoff_limit
+        if verdict is not None and (exhausted or verdict.reason == REASON_VALIDATION_FAILED):
+            return seen.done(verdict)
+    if pod_phase == "Running":
+        pod_start = (pod.get("status") or {}).get("startTime")
+        return seen.running(f"pod {seen.pod_name} is running", pod_start or seen.job_start)
+    if pod_phase == "Pending":
+        return _pod_pending(seen, pod, grace_seconds)
+    # A failed/deleting pod the Job controller will replace: still running.
+    message = f"pod {seen.pod_name} ended; waiting for the Job controller"
+    return seen.running(message, seen.job_start)
+
+
+def _pod_pending(seen: _Observed, pod: Mapping[str, Any], grace_seconds: float) -> Verdict:
+    """A pending pod: a start problem (final after the grace), unscheduled, or starting."""
+    problem, recheck = pod_start_problem(pod, seen.now, grace_seconds)
+    if problem is not None:
+        if problem.final:
+            return seen.done(problem)
+        return replace(problem, job_name=seen.job_name, recheck_after=recheck)
+    pname = seen.pod_name
+    scheduled = get_condition(conditions_of(pod), "PodScheduled")
+    message = f"waiting for pod {pname} to start"
+    settle = None
+    if scheduled is not None and scheduled.get("status") == "False":
+        message = one_line(
+            f"pod {pname} is not scheduled: {scheduled.get('message') or ''}".rstrip(": ")
         )
-    created = failed_create(events, now)
+    else:
+        # creationTimestamp is whole seconds, rounded down: the age read is at
+        # least the real one, so the quiet time is between 1 s and this.
+        age = (seen.now - (created_at(pod) or seen.now)).total_seconds()
+        settle = POD_STARTING_QUIET_SECONDS - age if age < POD_STARTING_QUIET_SECONDS else None
+    return Verdict(
+        phase="Pending",
+        status="Unknown",
+        reason=REASON_PENDING,
+        message=message,
+        job_name=seen.job_name,
+        pod_name=pname,
+        recheck_after=settle,
+        quiet=settle is not None,
+    )
+
+
+def _no_pod_yet(seen: _Observed, events: Sequence[Mapping[str, Any]]) -> Verdict:
+    """The Job has no pod yet: its warning Events say whether it cannot create one."""
+    created = failed_create(events, seen.now)
     if created is not None:
         message, recheck = created
         if recheck is None:
@@ -253,21 +296,21 @@ def derive(
                 message=one_line(f"the Job cannot create its pod: {message}"),
                 stop_job=True,
             )
-            return done(verdict)
+            return seen.done(verdict)
         return Verdict(
             phase="Pending",
             status="Unknown",
             reason=REASON_PENDING,
             message=one_line(f"the Job cannot create its pod yet: {message}"),
-            job_name=jname,
+            job_name=seen.job_name,
             recheck_after=recheck,
         )
     return Verdict(
         phase="Pending",
         status="Unknown",
         reason=REASON_PENDING,
-        message=f"waiting for Job {jname} to create its pod",
-        job_name=jname,
+        message=f"waiting for Job {seen.job_name} to create its pod",
+        job_name=seen.job_name,
     )
 
 

@@ -415,13 +415,38 @@ def render_skill(
     except ManifestError as exc:
         return _rejected(invalid_verdict(exc))
     assert isinstance(model, SkillSpec)
+    gathered = _gather_files(model, config_maps)
+    if isinstance(gathered, str):
+        return SkillRender(
+            verdicts=(
+                Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid"),
+                _NOT_RENDERED,
+                Verdict(READY, "False", REASON_CONFIG_MAP_NOT_FOUND, gathered),
+            )
+        )
+    return _render(owner, model, gathered, config)
 
-    # Gather every file's bytes (inline or from a ConfigMap key).
+
+@dataclass(frozen=True)
+class _FileContent:
+    """One file of the skill with its bytes, gathered from the spec or a ConfigMap key."""
+
+    path: str
+    is_script: bool
+    raw: bytes
+    binary: bool
+
+
+def _gather_files(
+    model: SkillSpec, config_maps: Mapping[str, SourceConfigMap | None]
+) -> list[_FileContent] | str:
+    """Every file's bytes (inline or from a ConfigMap key) in path order, or which
+    ConfigMaps or keys are missing (naming each file's field)."""
     missing: list[str] = []
-    contents: list[tuple[str, bool, bytes, bool]] = []  # path, script, bytes, binary
+    contents: list[_FileContent] = []
     for index, item in enumerate(model.files):
         if item.content is not None:
-            contents.append((item.path, item.is_script, item.content.encode(), False))
+            contents.append(_FileContent(item.path, item.is_script, item.content.encode(), False))
             continue
         ref = item.config_map_ref
         assert ref is not None
@@ -430,26 +455,27 @@ def render_skill(
         if source is None:
             missing.append(f"{where}: ConfigMap {ref.name!r} not found")
         elif ref.key in source.data:
-            contents.append((item.path, item.is_script, source.data[ref.key].encode(), False))
+            raw = source.data[ref.key].encode()
+            contents.append(_FileContent(item.path, item.is_script, raw, False))
         elif ref.key in source.binary_data:
             raw = base64.b64decode(source.binary_data[ref.key])
-            contents.append((item.path, item.is_script, raw, True))
+            contents.append(_FileContent(item.path, item.is_script, raw, True))
         else:
             missing.append(f"{where}: ConfigMap {ref.name!r} has no key {ref.key!r}")
     if missing:
-        message = "; ".join(missing)
-        return SkillRender(
-            verdicts=(
-                Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid"),
-                _NOT_RENDERED,
-                Verdict(READY, "False", REASON_CONFIG_MAP_NOT_FOUND, message),
-            )
-        )
+        return "; ".join(missing)
+    return sorted(contents, key=lambda c: c.path)
 
-    contents.sort(key=lambda c: c[0])
+
+def _render(
+    owner: ObjectRef, model: SkillSpec, contents: Sequence[_FileContent], config: OperatorConfig
+) -> SkillRender:
+    """The accepted skill hashed, laid out over its ConfigMap(s) and its scripts checked."""
     files = [
-        FileEntry(f"{FILE_KEY_PREFIX}{i}", path, sha256_hex(raw), len(raw), script, is_binary)
-        for i, (path, script, raw, is_binary) in enumerate(contents)
+        FileEntry(
+            f"{FILE_KEY_PREFIX}{i}", c.path, sha256_hex(c.raw), len(c.raw), c.is_script, c.binary
+        )
+        for i, c in enumerate(contents)
     ]
     normalized = normalized_spec(model)
     digest = content_hash(normalized, files)
@@ -458,7 +484,7 @@ def render_skill(
         SKILL_YAML: dump_yaml(on_disk),
         SKILL_MD: skill_md(owner.name, model.description, model.instructions),
     }
-    layout = lay_out(owner, digest, meta, files, [c[2] for c in contents])
+    layout = lay_out(owner, digest, meta, files, [c.raw for c in contents])
     if isinstance(layout, str):
         return _rejected(Verdict(ACCEPTED, "False", REASON_TOO_LARGE, layout))
     files, data, binary, parts, size = layout

@@ -284,11 +284,17 @@ def resolve_topology(
         return TopologyRender(
             verdicts=(verdict, Verdict(READY, "False", verdict.reason, verdict.message))
         )
-    agent_names = [n.agent_ref.name for n in model.agents]
-    unique_agents = list(dict.fromkeys(agent_names))
-    children = tuple(graph.children(name, unique_agents))
-
-    def rejected(reason: str, message: str) -> TopologyRender:
+    unique_agents = tuple(dict.fromkeys(n.agent_ref.name for n in model.agents))
+    children = tuple(graph.children(name, list(unique_agents)))
+    reached = _Reached(unique_agents, children, agents, topologies)
+    problem = check_graph(name, unique_agents, graph)
+    refused = (
+        (problem.reason, problem.message)
+        if problem is not None
+        else agents_problem(model, unique_agents, agents, workspace)
+    )
+    if refused is not None:
+        reason, message = refused
         return TopologyRender(
             verdicts=(
                 Verdict(ACCEPTED, "False", reason, message),
@@ -297,15 +303,6 @@ def resolve_topology(
             spec=model,
             children=children,
         )
-
-    problem = check_graph(name, unique_agents, graph)
-    if problem is not None:
-        return rejected(problem.reason, problem.message)
-    ws_name = model.workspace_ref.name
-    refused = agents_problem(model, unique_agents, agents, workspace)
-    if refused is not None:
-        return rejected(*refused)
-
     agent_versions = {a: agents[a].version for a in unique_agents if a in agents}
     funnel_check = check_funnels(
         model,
@@ -315,90 +312,130 @@ def resolve_topology(
         skill_category or (lambda _: None),
         reviewer_writes or (lambda _: ()),
     )
-    versioned: dict[str, Any] = {
-        "spec": version_spec(model),
-        "agents": {
-            n.name: [n.agent_ref.name, agent_versions.get(n.agent_ref.name)] for n in model.agents
-        },
-        "children": {c: topologies[c].version if c in topologies else None for c in children},
-    }
-    if any(n.funnel is not None for n in model.agents):
-        # Only then: topologies without a funnel keep the versions they had.
-        versioned["funnels"] = dict(funnel_check.versions)
-    version = sha256_hex(canonical_json(versioned))[:12]
     accepted = Verdict(
         ACCEPTED,
         "True",
         REASON_VALID,
         f"{len(model.agents)} node(s), {len(children)} child topolog(ies)",
     )
+    ws_name = model.workspace_ref.name
+    ready = _not_found(reached, ws_name, workspace, funnel_check.problem) or _not_ready(
+        reached, ws_name, workspace
+    )
+    return TopologyRender(
+        verdicts=(accepted, ready),
+        spec=model,
+        version=_topology_version(model, agent_versions, reached, funnel_check.versions),
+        agent_versions={a: v for a, v in agent_versions.items() if v is not None},
+        children=children,
+        funnel_versions=funnel_check.versions,
+    )
 
-    missing_agents = [a for a in unique_agents if a not in agents]
-    unready_agents = [
-        f"{a} ({agents[a].reason or 'not Ready'})"
-        for a in unique_agents
-        if a in agents and not agents[a].ready
-    ]
-    missing_children = [c for c in children if c not in topologies]
-    unready_children = [
-        f"{c} ({topologies[c].reason or 'not Ready'})"
-        for c in children
-        if c in topologies and not topologies[c].ready
-    ]
+
+@dataclass(frozen=True)
+class _Reached:
+    """The Agents and child Topologies one topology reaches, and what exists of each."""
+
+    agent_names: tuple[str, ...]
+    children: tuple[str, ...]
+    agents: Mapping[str, AgentView]
+    topologies: Mapping[str, TopologyView]
+
+
+def _topology_version(
+    model: TopologySpec,
+    agent_versions: Mapping[str, str | None],
+    reached: _Reached,
+    funnel_versions: Mapping[str, str],
+) -> str:
+    """``status.version`` (see the module docstring for what it covers and what not)."""
+    versioned: dict[str, Any] = {
+        "spec": version_spec(model),
+        "agents": {
+            n.name: [n.agent_ref.name, agent_versions.get(n.agent_ref.name)] for n in model.agents
+        },
+        "children": {
+            c: reached.topologies[c].version if c in reached.topologies else None
+            for c in reached.children
+        },
+    }
+    if any(n.funnel is not None for n in model.agents):
+        # Only then: topologies without a funnel keep the versions they had.
+        versioned["funnels"] = dict(funnel_versions)
+    return sha256_hex(canonical_json(versioned))[:12]
+
+
+def _not_found(
+    reached: _Reached,
+    ws_name: str,
+    workspace: WorkspaceView | None,
+    funnel_problem: Verdict | None,
+) -> Verdict | None:
+    """``Ready=False`` for what the tree needs and does not find (or a funnel's problem)."""
     if workspace is None:
-        ready = Verdict(
+        return Verdict(
             READY, "False", REASON_WORKSPACE_NOT_FOUND, f"Workspace {ws_name!r} not found"
         )
-    elif missing_agents:
-        ready = Verdict(
+    missing_agents = [a for a in reached.agent_names if a not in reached.agents]
+    if missing_agents:
+        return Verdict(
             READY,
             "False",
             REASON_AGENT_NOT_FOUND,
             "agent(s) not found: " + ", ".join(missing_agents),
         )
-    elif funnel_check.problem is not None:
-        ready = funnel_check.problem
-    elif missing_children:
-        ready = Verdict(
+    if funnel_problem is not None:
+        return funnel_problem
+    missing_children = [c for c in reached.children if c not in reached.topologies]
+    if missing_children:
+        return Verdict(
             READY,
             "False",
             REASON_CHILD_TOPOLOGY_NOT_FOUND,
             "topolog(ies) called through agent skills not found: " + ", ".join(missing_children),
         )
-    elif not workspace.ready:
-        ready = Verdict(
+    return None
+
+
+def _not_ready(reached: _Reached, ws_name: str, workspace: WorkspaceView | None) -> Verdict:
+    """``Ready``: the Workspace, the Agents, then the child Topologies, each Ready."""
+    agents, topologies = reached.agents, reached.topologies
+    unready_agents = [
+        f"{a} ({agents[a].reason or 'not Ready'})"
+        for a in reached.agent_names
+        if a in agents and not agents[a].ready
+    ]
+    unready_children = [
+        f"{c} ({topologies[c].reason or 'not Ready'})"
+        for c in reached.children
+        if c in topologies and not topologies[c].ready
+    ]
+    if workspace is not None and not workspace.ready:
+        return Verdict(
             READY,
             "False",
             REASON_WORKSPACE_NOT_READY,
             f"Workspace {ws_name!r} is not Ready ({workspace.reason}): {workspace.message}",
         )
-    elif unready_agents:
-        ready = Verdict(
+    if unready_agents:
+        return Verdict(
             READY,
             "False",
             REASON_AGENT_NOT_READY,
             "agent(s) not Ready: " + ", ".join(unready_agents),
         )
-    elif unready_children:
-        ready = Verdict(
+    if unready_children:
+        return Verdict(
             READY,
             "False",
             REASON_CHILD_TOPOLOGY_NOT_READY,
             "child topolog(ies) not Ready: " + ", ".join(unready_children),
         )
-    else:
-        ready = Verdict(
-            READY,
-            "True",
-            REASON_RESOLVED,
-            f"{len(unique_agents)} agent(s) Ready"
-            + (f", child topologies: {', '.join(children)}" if children else ""),
-        )
-    return TopologyRender(
-        verdicts=(accepted, ready),
-        spec=model,
-        version=version,
-        agent_versions={a: v for a, v in agent_versions.items() if v is not None},
-        children=children,
-        funnel_versions=funnel_check.versions,
+    children = reached.children
+    return Verdict(
+        READY,
+        "True",
+        REASON_RESOLVED,
+        f"{len(reached.agent_names)} agent(s) Ready"
+        + (f", child topologies: {', '.join(children)}" if children else ""),
     )

@@ -30,7 +30,6 @@ from swarmkit_api.conditions import (
     READY,
     REASON_CONFIG_MAP_NOT_FOUND,
     REASON_DUPLICATE_NAME,
-    REASON_RENDERED,
     REASON_TOO_LARGE,
     REASON_VALID,
 )
@@ -47,6 +46,7 @@ from . import (
     dump_yaml,
     invalid_verdict,
     rendered_config_map,
+    rendered_verdict,
 )
 from .skill import SourceConfigMap
 
@@ -168,17 +168,63 @@ def render_workspace(
     assert isinstance(model, WorkspaceSpec)
     semantic = semantic_problems(model)
     if semantic:
-        message = "; ".join(semantic)
-        return WorkspaceRender(
-            verdicts=(
-                Verdict(ACCEPTED, "False", REASON_DUPLICATE_NAME, message),
-                Verdict(READY, "False", REASON_DUPLICATE_NAME, message),
-            ),
-            problems=tuple(semantic),
+        return _refused(REASON_DUPLICATE_NAME, tuple(semantic))
+    flow = _flow_data(model, config_maps)
+    data = _rendered_data(model, flow)
+    size = config_map_size(data)
+    if size > MAX_CONFIGMAP_BYTES:
+        message = (
+            f"the rendered workspace is {size} bytes, over the {MAX_CONFIGMAP_BYTES}-byte limit"
         )
+        return _refused(REASON_TOO_LARGE, (message,), model)
 
-    missing_maps: list[str] = []
-    flow_entries: list[dict[str, Any]] = []
+    digest = content_digest(data)
+    manifest = rendered_config_map(owner, digest, data)
+    accepted = Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid")
+    if flow.missing:
+        ready = Verdict(READY, "False", REASON_CONFIG_MAP_NOT_FOUND, "; ".join(flow.missing))
+    else:
+        ready = rendered_verdict(manifest)
+    return WorkspaceRender(
+        verdicts=(accepted, ready),
+        spec=model,
+        version=digest[:12],
+        config_map=manifest,
+        problems=flow.missing,
+    )
+
+
+def _refused(
+    reason: str, problems: tuple[str, ...], spec: WorkspaceSpec | None = None
+) -> WorkspaceRender:
+    """Not accepted for ``reason``: nothing rendered, Ready mirrors it, each problem listed."""
+    message = "; ".join(problems)
+    return WorkspaceRender(
+        verdicts=(
+            Verdict(ACCEPTED, "False", reason, message),
+            Verdict(READY, "False", reason, message),
+        ),
+        spec=spec,
+        problems=problems,
+    )
+
+
+@dataclass(frozen=True)
+class _FlowData:
+    """The ``flowData`` files gathered: their keys' text, ``flow.json``'s entries, and
+    which ConfigMaps or keys are missing (naming each file's field)."""
+
+    data: Mapping[str, str]
+    entries: tuple[Mapping[str, Any], ...]
+    missing: tuple[str, ...]
+
+
+def _flow_data(
+    model: WorkspaceSpec, config_maps: Mapping[str, SourceConfigMap | None]
+) -> _FlowData:
+    """Every ``flowData`` file's text (inline or from a ConfigMap key) as ``flow.<i>``."""
+    missing: list[str] = []
+    entries: list[Mapping[str, Any]] = []
     data: dict[str, str] = {}
     for i, item in enumerate(model.flow_data):
         key = f"{FLOW_KEY_PREFIX}{i}"
@@ -190,58 +236,27 @@ def render_workspace(
             source = config_maps.get(ref.name)
             where = f"spec.flowData[{i}].configMapRef"
             if source is None:
-                missing_maps.append(f"{where}: ConfigMap {ref.name!r} not found")
+                missing.append(f"{where}: ConfigMap {ref.name!r} not found")
                 continue
             if ref.key not in source.data:
-                missing_maps.append(f"{where}: ConfigMap {ref.name!r} has no key {ref.key!r}")
+                missing.append(f"{where}: ConfigMap {ref.name!r} has no key {ref.key!r}")
                 continue
             text = source.data[ref.key]
         raw = text.encode()
         data[key] = text
-        flow_entries.append(
-            {"key": key, "path": item.path, "sha256": sha256_hex(raw), "size": len(raw)}
-        )
+        entries.append({"key": key, "path": item.path, "sha256": sha256_hex(raw), "size": len(raw)})
+    return _FlowData(data, tuple(entries), tuple(missing))
 
-    wire = model.wire()
-    data[WORKSPACE_YAML] = dump_yaml(wire)
+
+def _rendered_data(model: WorkspaceSpec, flow: _FlowData) -> dict[str, str]:
+    """The rendered ConfigMap's keys (see the module docstring for the scheme)."""
+    data = dict(flow.data)
+    data[WORKSPACE_YAML] = dump_yaml(model.wire())
     data[SECRETS_JSON] = dump_json(
         sorted(
             ({"path": u.path, "name": u.ref.name, "key": u.ref.key} for u in secret_uses(model)),
             key=lambda e: e["path"],
         )
     )
-    data[FLOW_JSON] = dump_json(flow_entries)
-    size = config_map_size(data)
-    if size > MAX_CONFIGMAP_BYTES:
-        message = (
-            f"the rendered workspace is {size} bytes, over the {MAX_CONFIGMAP_BYTES}-byte limit"
-        )
-        return WorkspaceRender(
-            verdicts=(
-                Verdict(ACCEPTED, "False", REASON_TOO_LARGE, message),
-                Verdict(READY, "False", REASON_TOO_LARGE, message),
-            ),
-            spec=model,
-            problems=(message,),
-        )
-
-    digest = content_digest(data)
-    manifest = rendered_config_map(owner, digest, data)
-    problems = tuple(missing_maps)
-    accepted = Verdict(ACCEPTED, "True", REASON_VALID, "the spec is valid")
-    if missing_maps:
-        ready = Verdict(READY, "False", REASON_CONFIG_MAP_NOT_FOUND, "; ".join(missing_maps))
-    else:
-        ready = Verdict(
-            READY,
-            "True",
-            REASON_RENDERED,
-            f"rendered into ConfigMap {manifest['metadata']['name']}",
-        )
-    return WorkspaceRender(
-        verdicts=(accepted, ready),
-        spec=model,
-        version=digest[:12],
-        config_map=manifest,
-        problems=problems,
-    )
+    data[FLOW_JSON] = dump_json([dict(e) for e in flow.entries])
+    return data

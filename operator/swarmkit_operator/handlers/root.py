@@ -285,16 +285,9 @@ async def _build(
     lease: LeaseSettings | None,
     closing: contextlib.AsyncExitStack,
 ) -> App:
-    # 1. kopf's settings, the API client, and an API server that answers: started while it
-    # is down or still warming up (a restarted kube-apiserver refuses everything until its
-    # authorizer's caches fill), every LIST below would fail.
-    common.configure_kopf(settings, ours)
+    # 1. kopf's settings, the API client, and an API server that answers.
+    await _connect(settings, ours, closing)
     config = ours.config
-    k8s.configure(workers=ours.workers + 4, instance=ours.instance)
-    closing.push_async_callback(_close_streams)
-    waited = await k8s.wait_for_api(f"/apis/{GROUP}/{VERSION}")
-    if waited >= 1.0:
-        log.info("the API server answered after %.1fs", waited)
     # 2. The wiring, its indexes (a LIST per resource), the manager: no write before it leads.
     wired = wiring()
     indexes, listings = await _listed(wired, ours.namespaces)
@@ -321,23 +314,9 @@ async def _build(
     lib.seed()
     closing.push_async_callback(lib.stop)
     # 5. The reconcile controller over those indexes, with what its reconcilers call.
-    ctl = wired.controller(
-        config,
-        indexes=indexes,
-        namespaces=ours.namespaces,
-        workers=ours.workers,
-        gc_grace=ours.gc_grace_seconds,
-        resync_seconds=ours.resync_seconds,
-        listings=listings,
-        leadership=manager.leadership,
-        resolver=resolver,  # serving a Topology resolves it like a Run
-        reviews=reviews,  # a promotion's Review is opened by the Reviews owner
-        skill_usage=lib.usage_field,
+    ctl = _controller(
+        wired, ours, indexes, listings, manager, resolver, reviews, lib.usage_field, closing
     )
-    closing.push_async_callback(ctl.stop)
-    counted = [kind for kind, _ in ctl.with_views()]
-    metrics.set_object_counts(lambda: count_objects(ctl.indexes, counted))
-    closing.callback(metrics.set_object_counts, None)
     # 6. The gateways controller, and the mailbox webhooks (kicked by their items' events).
     gateways = _gateways(ctl, resolver)
     closing.push_async_callback(gateways.stop)
@@ -372,6 +351,53 @@ async def _build(
         len(config.allowed_scripts),
     )
     return app
+
+
+async def _connect(
+    settings: kopf.OperatorSettings, ours: Settings, closing: contextlib.AsyncExitStack
+) -> None:
+    """kopf's settings, the API client, and an API server that answers: started while it
+    is down or still warming up (a restarted kube-apiserver refuses everything until its
+    authorizer's caches fill), every LIST after this would fail."""
+    common.configure_kopf(settings, ours)
+    k8s.configure(workers=ours.workers + 4, instance=ours.instance)
+    closing.push_async_callback(_close_streams)
+    waited = await k8s.wait_for_api(f"/apis/{GROUP}/{VERSION}")
+    if waited >= 1.0:
+        log.info("the API server answered after %.1fs", waited)
+
+
+def _controller(
+    wired: Wiring,
+    ours: Settings,
+    indexes: Indexes,
+    listings: list[Listing],
+    manager: Manager,
+    resolver: Resolver,
+    reviews: ReviewsController,
+    skill_usage: Callable[[str, str], Any],
+    closing: contextlib.AsyncExitStack,
+) -> Controller:
+    """The reconcile controller over ``indexes``, with what its reconcilers call, and the
+    object-count metrics read from its indexes."""
+    ctl = wired.controller(
+        ours.config,
+        indexes=indexes,
+        namespaces=ours.namespaces,
+        workers=ours.workers,
+        gc_grace=ours.gc_grace_seconds,
+        resync_seconds=ours.resync_seconds,
+        listings=listings,
+        leadership=manager.leadership,
+        resolver=resolver,  # serving a Topology resolves it like a Run
+        reviews=reviews,  # a promotion's Review is opened by the Reviews owner
+        skill_usage=skill_usage,
+    )
+    closing.push_async_callback(ctl.stop)
+    counted = [kind for kind, _ in ctl.with_views()]
+    metrics.set_object_counts(lambda: count_objects(ctl.indexes, counted))
+    closing.callback(metrics.set_object_counts, None)
+    return ctl
 
 
 async def _listed(wired: Wiring, namespaces: Sequence[str]) -> tuple[Indexes, list[Listing]]:

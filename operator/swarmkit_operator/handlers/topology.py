@@ -19,7 +19,7 @@ from swarmkit_api.resources import TOPOLOGY
 from .. import promotion, serving
 from ..builders import ObjectRef, Verdict
 from ..builders import promotion as pr
-from ..builders.agent import WORKSPACE_PACK, granted_skill_names
+from ..builders.agent import WORKSPACE_PACK, WorkspaceView, granted_skill_names
 from ..builders.reviewer import SkillFacts, not_read_only
 from ..builders.serve import SERVE_LABEL
 from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX
@@ -197,38 +197,6 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
     view = ctl.lookup("topology_views", (namespace, name))
     if view is None:
         return "gone"
-
-    def topology(t: str) -> TopologyView | None:
-        v = ctl.lookup("topology_views", (namespace, t))
-        if v is None:
-            return None
-        return TopologyView(t, v["agents"], v["version"], v["ready"], v["reason"])
-
-    def agent(a: str) -> AgentView | None:
-        v = ctl.lookup("agent_views", (namespace, a))
-        if v is None:
-            return None
-        return AgentView(a, v["version"], v["ready"], v["reason"], v["workspace"], spec_of(v))
-
-    def topology_agents(t: str) -> tuple[str, ...] | None:
-        v = ctl.lookup("topology_views", (namespace, t))
-        return None if v is None else tuple(v["agents"])
-
-    def agent_grants(a: str) -> tuple[str, ...] | None:
-        v = ctl.lookup("agent_views", (namespace, a))
-        return None if v is None else tuple(granted_skill_names(v["spec"]))
-
-    def composes(s: str) -> tuple[str, ...] | None:
-        v = ctl.lookup("skill_views", (namespace, s))
-        return None if v is None else tuple(v["composes"])
-
-    def target(s: str) -> str | None:
-        v = ctl.lookup("skill_views", (namespace, s))
-        return None if v is None else v["target"]
-
-    graph = Graph(_Lazy(topology_agents), _Lazy(agent_grants), _Lazy(composes), _Lazy(target))
-    agents: _Lazy[AgentView] = _Lazy(agent)
-    topologies: _Lazy[TopologyView] = _Lazy(topology)
     spec = view["spec"]
     ws_name = view["workspace"] or ""
     workspace = workspace_view(ctl, namespace, ws_name) if ws_name else None
@@ -237,41 +205,22 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         for f in funnel_names(spec)
         if (found := ctl.lookup("funnel_views", (namespace, f))) is not None
     }
-
-    def category(s: str) -> str | None:
-        v = ctl.lookup("skill_views", (namespace, s))
-        return None if v is None else v.get("category")
-
-    def skill_facts(s: str) -> SkillFacts | None:
-        v = ctl.lookup("skill_views", (namespace, s))
-        return None if v is None else v.get("facts")
-
-    def reviewer_writes(a: str) -> list[str]:
-        v = ctl.lookup("agent_views", (namespace, a))
-        ws_spec = workspace.spec if workspace is not None else None
-        return [] if v is None else not_read_only(v["spec"], skill_facts, ws_spec)
-
+    agents, topologies = _namespace_views(ctl, namespace)
+    category, reviewer_writes = _skill_checks(ctl, namespace, workspace)
     render = resolve_topology(
-        name, spec, agents, topologies, graph, workspace, funnels, category, reviewer_writes
+        name,
+        spec,
+        agents,
+        topologies,
+        _graph(ctl, namespace),
+        workspace,
+        funnels,
+        category,
+        reviewer_writes,
     )
-
     accepted = any(v.type == ACCEPTED and v.status == "True" for v in render.verdicts)
     if accepted and not force:
-        inputs: list[tuple[Key, Any]] = [
-            (("Agent", namespace, a), ctl.lookup("agent_views", (namespace, a)))
-            for a in view["agents"]
-        ]
-        inputs += [
-            (("Topology", namespace, c), ctl.lookup("topology_views", (namespace, c)))
-            for c in render.children
-            if c != name
-        ]
-        ws_raw = ctl.lookup("workspace_views", (namespace, ws_name))
-        if ws_raw is not None:
-            inputs.append((("Workspace", namespace, ws_name), ws_raw))
-        waiting = [k for k, v in inputs if ctl.pending(k, v)]
-        if waiting:
-            raise Deferred(waiting)
+        _defer_while_inputs_pending(ctl, namespace, name, view, render)
 
     fields = render.status_fields()
     verdicts = list(render.verdicts)
@@ -291,6 +240,91 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
         verdicts,
     )
     return "changed" if written else "unchanged"
+
+
+def _namespace_views(
+    ctl: Controller, namespace: str
+) -> tuple[_Lazy[AgentView], _Lazy[TopologyView]]:
+    """The namespace's Agents and Topologies as the builder sees them, read on demand."""
+
+    def agent(a: str) -> AgentView | None:
+        v = ctl.lookup("agent_views", (namespace, a))
+        if v is None:
+            return None
+        return AgentView(a, v["version"], v["ready"], v["reason"], v["workspace"], spec_of(v))
+
+    def topology(t: str) -> TopologyView | None:
+        v = ctl.lookup("topology_views", (namespace, t))
+        if v is None:
+            return None
+        return TopologyView(t, v["agents"], v["version"], v["ready"], v["reason"])
+
+    return _Lazy(agent), _Lazy(topology)
+
+
+def _graph(ctl: Controller, namespace: str) -> Graph:
+    """The namespace's static call graph (topology → agents → skills → topologies)."""
+
+    def topology_agents(t: str) -> tuple[str, ...] | None:
+        v = ctl.lookup("topology_views", (namespace, t))
+        return None if v is None else tuple(v["agents"])
+
+    def agent_grants(a: str) -> tuple[str, ...] | None:
+        v = ctl.lookup("agent_views", (namespace, a))
+        return None if v is None else tuple(granted_skill_names(v["spec"]))
+
+    def composes(s: str) -> tuple[str, ...] | None:
+        v = ctl.lookup("skill_views", (namespace, s))
+        return None if v is None else tuple(v["composes"])
+
+    def target(s: str) -> str | None:
+        v = ctl.lookup("skill_views", (namespace, s))
+        return None if v is None else v["target"]
+
+    return Graph(_Lazy(topology_agents), _Lazy(agent_grants), _Lazy(composes), _Lazy(target))
+
+
+def _skill_checks(
+    ctl: Controller, namespace: str, workspace: WorkspaceView | None
+) -> tuple[Callable[[str], str | None], Callable[[str], list[str]]]:
+    """What the funnel checks ask: a Skill's category, and what a reviewer agent may write."""
+
+    def category(s: str) -> str | None:
+        v = ctl.lookup("skill_views", (namespace, s))
+        return None if v is None else v.get("category")
+
+    def skill_facts(s: str) -> SkillFacts | None:
+        v = ctl.lookup("skill_views", (namespace, s))
+        return None if v is None else v.get("facts")
+
+    def reviewer_writes(a: str) -> list[str]:
+        v = ctl.lookup("agent_views", (namespace, a))
+        ws_spec = workspace.spec if workspace is not None else None
+        return [] if v is None else not_read_only(v["spec"], skill_facts, ws_spec)
+
+    return category, reviewer_writes
+
+
+def _defer_while_inputs_pending(
+    ctl: Controller, namespace: str, name: str, view: Mapping[str, Any], render: TopologyRender
+) -> None:
+    """Raise :class:`Deferred` while the status of an Agent, child Topology or the Workspace
+    this one reads is about to change (:meth:`Controller.pending`)."""
+    inputs: list[tuple[Key, Any]] = [
+        (("Agent", namespace, a), ctl.lookup("agent_views", (namespace, a))) for a in view["agents"]
+    ]
+    inputs += [
+        (("Topology", namespace, c), ctl.lookup("topology_views", (namespace, c)))
+        for c in render.children
+        if c != name
+    ]
+    ws_name = view["workspace"] or ""
+    ws_raw = ctl.lookup("workspace_views", (namespace, ws_name))
+    if ws_raw is not None:
+        inputs.append((("Workspace", namespace, ws_name), ws_raw))
+    waiting = [k for k, v in inputs if ctl.pending(k, v)]
+    if waiting:
+        raise Deferred(waiting)
 
 
 async def _serve(

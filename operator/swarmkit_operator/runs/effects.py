@@ -5,9 +5,10 @@ printed that stage's effects on one stdout line (:mod:`swarmkit_api.effects`). B
 verdict is written (while the pod's outcome finalizer still keeps its log), :func:`settle`
 reads the line, checks it against the sha256, creates each effect's object
 (:mod:`..builders.effects`; a 409 means an earlier attempt created it: done, no second
-Event) and merges the outcome into ``status.effects``. A crash anywhere before the verdict
-is written repeats the whole step on the next reconcile, and the names make it exactly
-once. An Event on the Run announces each object created (a Warning for one that cannot be).
+Event) and merges the outcome into ``status.effects`` (through :func:`.status.write_fields`,
+as every Run status write). A crash anywhere before the verdict is written repeats the
+whole step on the next reconcile, and the names make it exactly once. An Event on the Run
+announces each object created (a Warning for one that cannot be).
 
 :func:`hold` keeps a Run whose ``spec.startAfter`` lies ahead (a scheduled one) from
 starting: ``Succeeded=Unknown`` reason ``Scheduled`` until then, recomputed from the spec on
@@ -62,15 +63,7 @@ async def settle(st: RunState, run: RunView, verdict: rs.Verdict) -> None:
     for effect in effects:  # in order: an approve_spend may name a Run created just before
         settled.append(await _materialize(st, run, effect, settled))
     entries = fx.status_entries(run.status.get("effects") or (), settled)
-    if entries == run.status.get("effects"):
-        return
-    if (
-        await k8s.patch_status(
-            "runs", run.namespace, run.name, {"effects": entries}, k8s.RUNS_MANAGER
-        )
-        is not None
-    ):
-        run.status = {**run.status, "effects": entries}
+    await status.write_fields(st, run, {"effects": entries})
 
 
 async def _materialize(

@@ -104,26 +104,12 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
             return wait
         return await start.start(st, run, spec)
 
-    events: list[dict[str, Any]] = []
-    if job is not None and not job_pods and job.get("uid"):
-        # A Job without a pod for a while: its Events say why (quota, admission, ...).
-        job_age = age(job)
-        if job_age is not None and job_age >= NO_POD_EVENTS_AFTER:
-            events = await k8s.object_events(run.namespace, str(job["uid"]))
-    timeout = timeout_of(job)
-    verdict = rs.derive(
-        job=job,
-        pods=job_pods,
-        events=events,
-        timeout_seconds=timeout,
-        pod_start_grace_seconds=st.settings.pod_start_grace_seconds,
-    )
-    verdict = await _mount_problem(run, job_pods, verdict)
+    verdict = await _observed(st, run, job, job_pods)
     if verdict.phase == "Parked":
         await effects.settle(st, run, verdict)  # the stage's outbox, before the pod goes
         return await review.parked(st, run, spec, verdict, job_pods)
     if verdict.phase == "Lost":
-        lost = await _lost(st, run, spec, recreation, current, job_pods, timeout)
+        lost = await _lost(st, run, spec, recreation, current, job_pods, timeout_of(job))
         if not isinstance(lost, rs.Verdict):
             return lost
         verdict = lost
@@ -143,6 +129,27 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
     if verdict.phase == "Pending" and not job_pods:
         return NO_POD_EVENTS_AFTER + 0.5
     return None
+
+
+async def _observed(
+    st: RunState, run: RunView, job: dict[str, Any] | None, job_pods: list[dict[str, Any]]
+) -> rs.Verdict:
+    """The verdict derived from the current Job and its pods (and, for a Job without a pod
+    for a while, its Events), or the pod's mount problem."""
+    events: list[dict[str, Any]] = []
+    if job is not None and not job_pods and job.get("uid"):
+        # A Job without a pod for a while: its Events say why (quota, admission, ...).
+        job_age = age(job)
+        if job_age is not None and job_age >= NO_POD_EVENTS_AFTER:
+            events = await k8s.object_events(run.namespace, str(job["uid"]))
+    verdict = rs.derive(
+        job=job,
+        pods=job_pods,
+        events=events,
+        timeout_seconds=timeout_of(job),
+        pod_start_grace_seconds=st.settings.pod_start_grace_seconds,
+    )
+    return await _mount_problem(run, job_pods, verdict)
 
 
 def _current_job(

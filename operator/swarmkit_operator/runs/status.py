@@ -1,4 +1,5 @@
-"""Writing a verdict to a Run's ``status``: the one place the controller patches a Run.
+"""Writing a verdict to a Run's ``status``: the one place the controller patches a Run
+(:func:`write`; the fields no verdict carries, a stage's ``effects``: :func:`write_fields`).
 
 A write is skipped when it would change nothing (so an unchanged Run costs no API call),
 remembered as the Run's overlay (so the next reconcile does not act on the stale index
@@ -52,19 +53,15 @@ async def write(
     if all(before.get(k) == v for k, v in patch.items()):
         return
     first_report = genai_metrics.first_report(before, verdict)
-    rv = await k8s.patch_status("runs", run.namespace, run.name, patch, k8s.RUNS_MANAGER)
-    if rv is None:
+    merged = await _patch(st, run, patch)
+    if merged is None:
         return  # the Run is gone
-    merged = {**before, **patch}
     # Counted once the write that records them went through (see the module docstring).
     if verdict.final and verdict.result is not None and not before.get("completionTime"):
         metrics.record_spend(run.namespace, verdict.result.usage)
     if first_report and verdict.result is not None:
         genai_metrics.record(verdict.result)
     await count_gates(st, run, before.get("gates") or [], merged.get("gates") or [])
-    st.changed.add(run.uid)
-    st.overlay[run.uid] = {"resourceVersion": rv, "status": merged}
-    run.status = merged
     old = get_condition(before.get("conditions"), rs.SUCCEEDED)
     if event and (
         old is None or (old.get("status"), old.get("reason")) != (verdict.status, verdict.reason)
@@ -84,6 +81,28 @@ async def write(
         for callback in st.on_finished:
             callback(run.namespace, topology)
         st.forget(run.uid)  # its milestones were traced and exported above
+
+
+async def write_fields(st: RunState, run: RunView, fields: Mapping[str, Any]) -> None:
+    """Patch status ``fields`` no verdict carries (a stage's ``status.effects``, written
+    before the verdict that ends or parks the stage); skipped when they would change
+    nothing, remembered like every write; ``run`` is updated."""
+    if all(run.status.get(k) == v for k, v in fields.items()):
+        return
+    await _patch(st, run, dict(fields))
+
+
+async def _patch(st: RunState, run: RunView, patch: dict[str, Any]) -> dict[str, Any] | None:
+    """The one PATCH of a Run's status: the merged status once it went through (remembered
+    as the Run's overlay, ``run`` updated), or None when the Run is gone."""
+    rv = await k8s.patch_status("runs", run.namespace, run.name, patch, k8s.RUNS_MANAGER)
+    if rv is None:
+        return None
+    merged = {**run.status, **patch}
+    st.changed.add(run.uid)
+    st.overlay[run.uid] = {"resourceVersion": rv, "status": merged}
+    run.status = merged
+    return merged
 
 
 async def label_finished(st: RunState, namespace: str, config_map: str) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from swarmkit_api.tracing import TracingSpec, root_span_id, sampled, trace_id_for
@@ -132,43 +133,17 @@ class RunSpans:
         from opentelemetry import trace
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
-        now_mono = time.monotonic() if now_mono is None else now_mono
-        now_ns = time.time_ns()
-
-        def wall(mono: float) -> int:
-            return now_ns - int((now_mono - mono) * 1e9)
-
+        clock = _Clock(time.monotonic() if now_mono is None else now_mono, time.time_ns())
         marks = dict(milestones)
-        start = min(marks.values(), default=now_mono)
+        start = clock.wall(min(marks.values(), default=clock.now_mono))
         tracer = provider.get_tracer("swarmkit_operator")
-        links = []
-        topology = run.labels.get(TOPOLOGY_LABEL)
-        tick = None
-        if run.labels.get(SCHEDULED_LABEL) == "true" and topology:
-            # The schedule's tick: its own trace (one per schedule), linked with the Run's.
-            schedule = trace_id_for(f"{run.namespace}/{topology}/schedule")
-            self._ids.next_ids = (int(schedule, 16), int(root_span_id(f"{run.uid}/tick"), 16))
-            root_ctx = trace.SpanContext(
-                int(trace_id, 16),
-                int(root_span_id(run.uid), 16),
-                is_remote=True,
-                trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
-            )
-            tick = tracer.start_span(
-                f"schedule {topology}",
-                context=trace.set_span_in_context(trace.INVALID_SPAN),
-                start_time=wall(start),
-                attributes={"swarmkit.topology": topology, "k8s.namespace.name": run.namespace},
-                links=[trace.Link(root_ctx, {"swarmkit.run.name": run.name})],
-            )
-            tick.end(end_time=wall(start))
-            links.append(trace.Link(tick.get_span_context(), {"swarmkit.schedule": topology}))
+        links = self._schedule_links(tracer, run, trace_id, start)
         self._ids.next_ids = (int(trace_id, 16), int(root_span_id(run.uid), 16))
         root = tracer.start_span(
             f"swarmkit.run {run.namespace}/{run.name}",
             context=trace.set_span_in_context(trace.INVALID_SPAN),
             kind=SpanKind.INTERNAL,
-            start_time=wall(start),
+            start_time=start,
             attributes={
                 "swarmkit.run.name": run.name,
                 "swarmkit.run.uid": run.uid,
@@ -176,33 +151,83 @@ class RunSpans:
                 "swarmkit.run.reason": reason,
                 "swarmkit.run.resumes": int(run.status.get("resumes") or 0),
                 "k8s.job.name": str(run.status.get("jobName") or ""),
-                "swarmkit.scheduled": tick is not None,
+                "swarmkit.scheduled": bool(links),
             },
             links=links,
         )
         self._ids.next_ids = None
-        parent = trace.set_span_in_context(root)
-        for name, begin, ends in PHASES:
-            end = next((marks[e] for e in ends if e in marks), None)
-            if begin in marks and end is not None and end >= marks[begin]:
-                tracer.start_span(name, context=parent, start_time=wall(marks[begin])).end(
-                    end_time=wall(end)
-                )
-        cond = tracer.start_span(
-            f"condition {reason}",
-            context=parent,
-            start_time=wall(marks.get("condition_final", now_mono)),
-            attributes={
-                "swarmkit.condition.type": "Succeeded",
-                "swarmkit.condition.status": status,
-            },
-        )
-        cond.end(end_time=wall(marks.get("condition_final", now_mono)))
+        _children(tracer, trace.set_span_in_context(root), marks, clock, reason, status)
         if status == "False":
             root.set_status(Status(StatusCode.ERROR, reason))
-        root.end(end_time=wall(marks.get("condition_final", now_mono)))
+        root.end(end_time=clock.wall(marks.get("condition_final", clock.now_mono)))
         return True
+
+    def _schedule_links(self, tracer: Any, run: Any, trace_id: str, start: int) -> list[Any]:
+        """A scheduled Run's link to its schedule's tick: the tick is a span of its own trace
+        (one per schedule), linked with the Run's root span; [] for a Run not scheduled."""
+        from opentelemetry import trace
+
+        topology = run.labels.get(TOPOLOGY_LABEL)
+        if run.labels.get(SCHEDULED_LABEL) != "true" or not topology:
+            return []
+        schedule = trace_id_for(f"{run.namespace}/{topology}/schedule")
+        self._ids.next_ids = (int(schedule, 16), int(root_span_id(f"{run.uid}/tick"), 16))
+        root_ctx = trace.SpanContext(
+            int(trace_id, 16),
+            int(root_span_id(run.uid), 16),
+            is_remote=True,
+            trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
+        )
+        tick = tracer.start_span(
+            f"schedule {topology}",
+            context=trace.set_span_in_context(trace.INVALID_SPAN),
+            start_time=start,
+            attributes={"swarmkit.topology": topology, "k8s.namespace.name": run.namespace},
+            links=[trace.Link(root_ctx, {"swarmkit.run.name": run.name})],
+        )
+        tick.end(end_time=start)
+        return [trace.Link(tick.get_span_context(), {"swarmkit.schedule": topology})]
 
     def flush(self) -> None:
         if self._provider is not None:
             self._provider.force_flush()
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """This process's monotonic milestone times as wall-clock nanoseconds (span times)."""
+
+    now_mono: float
+    now_ns: int
+
+    def wall(self, mono: float) -> int:
+        return self.now_ns - int((self.now_mono - mono) * 1e9)
+
+
+def _children(
+    tracer: Any,
+    parent: Any,
+    marks: Mapping[str, float],
+    clock: _Clock,
+    reason: str,
+    status: str,
+) -> None:
+    """The root span's children: one span per :data:`PHASES` whose milestones this process
+    saw, then ``condition {reason}`` at the final condition."""
+    for name, begin, ends in PHASES:
+        end = next((marks[e] for e in ends if e in marks), None)
+        if begin in marks and end is not None and end >= marks[begin]:
+            tracer.start_span(name, context=parent, start_time=clock.wall(marks[begin])).end(
+                end_time=clock.wall(end)
+            )
+    final = clock.wall(marks.get("condition_final", clock.now_mono))
+    cond = tracer.start_span(
+        f"condition {reason}",
+        context=parent,
+        start_time=final,
+        attributes={
+            "swarmkit.condition.type": "Succeeded",
+            "swarmkit.condition.status": status,
+        },
+    )
+    cond.end(end_time=final)

@@ -13,10 +13,13 @@ from typing import Any
 
 import pytest
 
+from swarmkit_api.bundle import RunResult
+from swarmkit_api.effects import Effect, outbox_line
 from swarmkit_operator import k8s
 from swarmkit_operator.builders import job as jobs
+from swarmkit_operator.builders import run_status as rs
 from swarmkit_operator.config import OperatorConfig
-from swarmkit_operator.runs import Indexes, RunController
+from swarmkit_operator.runs import Indexes, RunController, effects
 from swarmkit_operator.runs.observe import reconcile
 from swarmkit_operator.runs.summaries import job_summary, pod_summary, run_summary
 
@@ -186,3 +189,38 @@ async def test_a_pod_stuck_on_a_mount_says_so_and_a_missing_pin_fails_at_once(
     condition = writes[-1][1]["conditions"][0]
     assert (condition["status"], condition["reason"]) == ("False", "PinnedRevisionMissing")
     assert "skill-d-1a2b" in condition["message"]
+
+
+async def test_a_stages_effects_are_written_by_the_one_run_status_writer(
+    writes: list[tuple[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``status.effects`` goes through the Runs' one status writer like every other field:
+    remembered as the Run's overlay, so the next reconcile (the index still behind) sees the
+    effects recorded and writes nothing again."""
+    line, sha = outbox_line([Effect(seq=0, kind="agent_message", agent="a", to="b", message="hi")])
+    created: list[str] = []
+
+    async def pod_log(namespace: str, pod: str, container: str) -> str:
+        return f"some output\n{line}\n"
+
+    async def create(plural: str, namespace: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        if body["metadata"]["name"] in created:
+            return None  # an earlier attempt created it
+        created.append(body["metadata"]["name"])
+        return dict(body)
+
+    monkeypatch.setattr(k8s, "read_pod_log", pod_log)
+    monkeypatch.setattr(k8s, "create_custom_if_absent", create)
+    st = controller(started_status(), []).state
+    result = RunResult(outcome="Succeeded", outbox_sha256=sha)
+    verdict = rs.Verdict("Finished", "True", "Succeeded", pod_name=f"{JOB}-p1", result=result)
+    view = st.run_view(UID)
+    assert view is not None
+    await effects.settle(st, view, verdict)
+
+    again = st.run_view(UID)  # the index still shows the Run without effects
+    assert again is not None
+    [entry] = again.status["effects"]
+    assert (entry["state"], entry["object"]) == ("Materialized", f"Run/{created[0]}")
+    await effects.settle(st, again, verdict)
+    assert [w for w in writes if w[0] == "status"] == [("status", {"effects": [entry]})]
