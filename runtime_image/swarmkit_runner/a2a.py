@@ -202,6 +202,10 @@ class _RemoteSkill:
             else DEFAULT_MAX_AGENT_ANSWERS,
         )
 
+    def emit(self, event: str, **fields: Any) -> None:
+        """An audit line of this skill's calls (naming the calling agent and the skill)."""
+        self.ctx.audit.emit(event, agent=self.agent.name, skill=self.skill.name, **fields)
+
     async def client(self) -> tuple[Client, Card]:
         impl = self.impl
         bearer = bearer_token(self.ctx, self.skill.name, impl.credentials_ref, self.card_url)
@@ -242,10 +246,8 @@ class _RemoteSkill:
                     "HumanGate",
                 )
             tracked.answers += 1
-            self.ctx.audit.emit(
+            self.emit(
                 "executor.input_response",
-                agent=agent.name,
-                skill=skill.name,
                 task_id=tracked.task_id,
                 responder=f"agent:{agent.name}",
                 answer=str(answer),
@@ -267,10 +269,8 @@ class _RemoteSkill:
         tracked = RemoteTask(
             str(task.get("id") or ""), skill.name, self.agent.name, card, time.monotonic()
         )
-        self.ctx.audit.emit(
+        self.emit(
             "a2a.send",
-            agent=self.agent.name,
-            skill=skill.name,
             url=card.endpoint,
             protocol=card.version,
             task_id=tracked.task_id,
@@ -283,10 +283,8 @@ class _RemoteSkill:
     async def follow(self, rpc: Client, tracked: RemoteTask, task: dict[str, Any]) -> str:
         """Poll until terminal or a question; apply the policy."""
         task, state, polls = await self.poll(rpc, tracked, task)
-        self.ctx.audit.emit(
+        self.emit(
             "a2a.task",
-            agent=self.agent.name,
-            skill=self.skill.name,
             task_id=tracked.task_id,
             state=state,
             polls=polls,
@@ -351,10 +349,8 @@ class _RemoteSkill:
         effective = self.policy
         if effective == "agent" and tracked.answers >= self.max_answers:
             effective = "relay"
-        self.ctx.audit.emit(
+        self.emit(
             "executor.input_request",
-            agent=self.agent.name,
-            skill=self.skill.name,
             task_id=tracked.task_id,
             question=text,
             policy=effective,
@@ -379,10 +375,8 @@ class _RemoteSkill:
     def human_gate(self, tracked: RemoteTask, text: str, gate: str) -> str:
         """A question the remote side keeps for a person: never the agent's to answer."""
         tracked.human_gate = gate
-        self.ctx.audit.emit(
+        self.emit(
             "executor.input_request",
-            agent=self.agent.name,
-            skill=self.skill.name,
             task_id=tracked.task_id,
             question=text,
             kind="human_gate",
@@ -449,10 +443,8 @@ class _RemoteSkill:
             )
         answer = found.text or "approved"
         tracked.answers += 1
-        ctx.audit.emit(
+        self.emit(
             "executor.input_response",
-            agent=self.agent.name,
-            skill=skill.name,
             task_id=task_id,
             responder=f"user:{found.decided_by}",
             review=found.review,
