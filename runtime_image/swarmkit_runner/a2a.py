@@ -51,12 +51,14 @@ import asyncio
 import contextlib
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from swarmkit_api.bundle import BundleAgent, BundleSkill, ReviewItem
 from swarmkit_api.review import ResumeDecision
+from swarmkit_api.skill import Implementation
 
 from . import reviews
 from .a2a_client import (
@@ -154,85 +156,159 @@ def bearer_token(ctx: RunContext, skill: str, ref: str | None, card_url: str) ->
 
 
 def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> SkillTool:
-    impl = skill.spec.implementation
-    assert impl is not None and impl.card_url
-    card_url: str = impl.card_url
-    timeout_s = float(impl.timeout_s or DEFAULT_TIMEOUT_S)
-    policy = impl.on_unanswerable or "agent"
-    max_answers = (
-        impl.max_agent_answers if impl.max_agent_answers is not None else DEFAULT_MAX_AGENT_ANSWERS
+    remote = _RemoteSkill.of(ctx, agent, skill)
+    schema = skill.spec.inputs.as_dict() if skill.spec.inputs is not None else REMOTE_INPUT_SCHEMA
+    return SkillTool(
+        skill.spec.description,
+        schema,
+        remote.call,
+        validates_inputs=True,
     )
 
-    async def client() -> tuple[Client, Card]:
-        bearer = bearer_token(ctx, skill.name, impl.credentials_ref, card_url)
-        card = await fetch_card(ctx, card_url, bearer)
+
+@dataclass(frozen=True)
+class _RemoteSkill:
+    """One remote agent skill as one calling agent uses it: its settings, read once.
+
+    The steps of a call are its methods: :meth:`call` picks the way in (a resumed run at a
+    relayed question, the agent answering or looking at a tracked task, or a new task);
+    :meth:`follow` polls to an end or a question; :meth:`question` applies
+    ``onUnanswerable``.
+    """
+
+    ctx: RunContext
+    agent: BundleAgent
+    skill: BundleSkill
+    impl: Implementation
+    card_url: str
+    timeout_s: float
+    policy: str
+    max_answers: int
+
+    @classmethod
+    def of(cls, ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> _RemoteSkill:
+        impl = skill.spec.implementation
+        assert impl is not None and impl.card_url
+        return cls(
+            ctx,
+            agent,
+            skill,
+            impl,
+            impl.card_url,
+            float(impl.timeout_s or DEFAULT_TIMEOUT_S),
+            impl.on_unanswerable or "agent",
+            impl.max_agent_answers
+            if impl.max_agent_answers is not None
+            else DEFAULT_MAX_AGENT_ANSWERS,
+        )
+
+    def emit(self, event: str, **fields: Any) -> None:
+        """An audit line of this skill's calls (naming the calling agent and the skill)."""
+        self.ctx.audit.emit(event, agent=self.agent.name, skill=self.skill.name, **fields)
+
+    async def client(self) -> tuple[Client, Card]:
+        impl = self.impl
+        bearer = bearer_token(self.ctx, self.skill.name, impl.credentials_ref, self.card_url)
+        card = await fetch_card(self.ctx, self.card_url, bearer)
         if impl.skill_id is not None and impl.skill_id not in card.skills:
             raise ToolError(
-                f"the agent card at {card_url} has no skill {impl.skill_id!r} "
+                f"the agent card at {self.card_url} has no skill {impl.skill_id!r} "
                 f"(it offers: {', '.join(card.skills) or 'none'})",
                 "A2ASkillNotFound",
             )
-        return Client(ctx, card, bearer), card
+        return Client(self.ctx, card, bearer), card
 
-    async def call(args: dict[str, Any]) -> str:
-        rpc, card = await client()
-        relayed = reviews.decision(ctx, "input_request")
+    async def call(self, args: dict[str, Any]) -> str:
+        rpc, card = await self.client()
+        relayed = reviews.decision(self.ctx, "input_request")
         if relayed is not None and relayed.task_id:
-            return await answered(rpc, card, relayed)
+            return await self.answered(rpc, card, relayed)
         task_id = args.get("task_id")
         if task_id is not None:
-            tracked = ctx.shared.a2a_tasks.get(str(task_id))
-            if not isinstance(tracked, RemoteTask) or tracked.skill != skill.name:
-                raise InvalidArguments(
-                    f"task_id {task_id!r} is not a task of skill {skill.name} waiting for an answer"
+            return await self.on_tracked(rpc, str(task_id), args.get("answer"))
+        return await self.start(rpc, card, args)
+
+    async def on_tracked(self, rpc: Client, task_id: str, answer: Any) -> str:
+        """The agent comes back to a task it was asked about: answer it, or just look again."""
+        skill, agent = self.skill, self.agent
+        tracked = self.ctx.shared.a2a_tasks.get(task_id)
+        if not isinstance(tracked, RemoteTask) or tracked.skill != skill.name:
+            raise InvalidArguments(
+                f"task_id {task_id!r} is not a task of skill {skill.name} waiting for an answer"
+            )
+        if answer is None:  # just look again (e.g. after a human gate)
+            task = await rpc.get(tracked.task_id)
+        else:
+            if tracked.human_gate is not None:
+                raise ToolRefused(
+                    f"task {tracked.task_id} waits on the human gate {tracked.human_gate} "
+                    "on the remote side; a person resolves it there",
+                    "HumanGate",
                 )
-            answer = args.get("answer")
-            if answer is None:  # just look again (e.g. after a human gate)
-                task = await rpc.get(tracked.task_id)
-            else:
-                if tracked.human_gate is not None:
-                    raise ToolRefused(
-                        f"task {tracked.task_id} waits on the human gate {tracked.human_gate} "
-                        "on the remote side; a person resolves it there",
-                        "HumanGate",
-                    )
-                tracked.answers += 1
-                ctx.audit.emit(
-                    "executor.input_response",
-                    agent=agent.name,
-                    skill=skill.name,
-                    task_id=tracked.task_id,
-                    responder=f"agent:{agent.name}",
-                    answer=str(answer),
-                    answers=tracked.answers,
-                )
-                task = await rpc.send(str(answer), impl.skill_id, tracked.task_id)
-            return await follow(rpc, tracked, task)
+            tracked.answers += 1
+            self.emit(
+                "executor.input_response",
+                task_id=tracked.task_id,
+                responder=f"agent:{agent.name}",
+                answer=str(answer),
+                answers=tracked.answers,
+            )
+            task = await rpc.send(str(answer), self.impl.skill_id, tracked.task_id)
+        return await self.follow(rpc, tracked, task)
+
+    async def start(self, rpc: Client, card: Card, args: dict[str, Any]) -> str:
+        """A new remote task with the call's arguments as its text."""
+        skill = self.skill
         if skill.spec.inputs is not None:
             problems = schema_problems(skill.spec.inputs.as_dict(), args)
             if problems:
                 raise InvalidArguments("; ".join(problems))
         text = task_text({k: v for k, v in args.items() if k not in ("task_id", "answer")})
-        skill_id = impl.skill_id or (card.skills[0] if card.skills else None)
+        skill_id = self.impl.skill_id or (card.skills[0] if card.skills else None)
         task = await rpc.send(text, skill_id, None)
         tracked = RemoteTask(
-            str(task.get("id") or ""), skill.name, agent.name, card, time.monotonic()
+            str(task.get("id") or ""), skill.name, self.agent.name, card, time.monotonic()
         )
-        ctx.audit.emit(
+        self.emit(
             "a2a.send",
-            agent=agent.name,
-            skill=skill.name,
             url=card.endpoint,
             protocol=card.version,
             task_id=tracked.task_id,
-            context_id=ctx.run_id,
+            context_id=self.ctx.run_id,
             remote_skill=skill_id,
             state=normalize_state((task.get("status") or {}).get("state")),
         )
-        return await follow(rpc, tracked, task)
+        return await self.follow(rpc, tracked, task)
 
-    async def follow(rpc: Client, tracked: RemoteTask, task: dict[str, Any]) -> str:
+    async def follow(self, rpc: Client, tracked: RemoteTask, task: dict[str, Any]) -> str:
         """Poll until terminal or a question; apply the policy."""
+        task, state, polls = await self.poll(rpc, tracked, task)
+        self.emit(
+            "a2a.task",
+            task_id=tracked.task_id,
+            state=state,
+            polls=polls,
+            duration_ms=round((time.monotonic() - tracked.started) * 1000, 1),
+            outcome="ok" if state in ("completed", "input-required") else state,
+        )
+        if state == "completed":
+            self.ctx.shared.a2a_tasks.pop(tracked.task_id, None)
+            return answer_text(task)
+        if state == "input-required":
+            return await self.question(rpc, tracked, task)
+        self.ctx.shared.a2a_tasks.pop(tracked.task_id, None)
+        detail = status_text(task) or state
+        code = {"failed": "RemoteTaskFailed", "auth-required": "RemoteAuthRequired"}.get(
+            state, "RemoteTaskEnded"
+        )
+        raise ToolError(f"remote task {tracked.task_id} {state}: {detail}", code)
+
+    async def poll(
+        self, rpc: Client, tracked: RemoteTask, task: dict[str, Any]
+    ) -> tuple[dict[str, Any], str, int]:
+        """``(task, state, polls)`` once terminal or interrupted; past timeoutS the task is
+        cancelled; when our side stops waiting for any other reason, too."""
+        timeout_s = self.timeout_s
         delay = POLL_FIRST_SECONDS
         polls = 0
         done = False
@@ -260,63 +336,21 @@ def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> 
             if not done and tracked.task_id:
                 with contextlib.suppress(BaseException):
                     await asyncio.shield(rpc.cancel(tracked.task_id, "the call was stopped"))
-        ctx.audit.emit(
-            "a2a.task",
-            agent=agent.name,
-            skill=skill.name,
-            task_id=tracked.task_id,
-            state=state,
-            polls=polls,
-            duration_ms=round((time.monotonic() - tracked.started) * 1000, 1),
-            outcome="ok" if state in ("completed", "input-required") else state,
-        )
-        if state == "completed":
-            ctx.shared.a2a_tasks.pop(tracked.task_id, None)
-            return answer_text(task)
-        if state == "input-required":
-            return await question(rpc, tracked, task)
-        ctx.shared.a2a_tasks.pop(tracked.task_id, None)
-        detail = status_text(task) or state
-        code = {"failed": "RemoteTaskFailed", "auth-required": "RemoteAuthRequired"}.get(
-            state, "RemoteTaskEnded"
-        )
-        raise ToolError(f"remote task {tracked.task_id} {state}: {detail}", code)
+        return task, state, polls
 
-    async def question(rpc: Client, tracked: RemoteTask, task: dict[str, Any]) -> str:
+    async def question(self, rpc: Client, tracked: RemoteTask, task: dict[str, Any]) -> str:
+        """The remote task asks for input: a human gate, or ``onUnanswerable`` decides."""
         text = status_text(task) or "(the remote agent asks for input)"
         meta = status_metadata(task)
         tracked.question = text
-        ctx.shared.a2a_tasks[tracked.task_id] = tracked
+        self.ctx.shared.a2a_tasks[tracked.task_id] = tracked
         if meta.get("kind") == "human_gate":
-            tracked.human_gate = str(meta.get("gate") or "human gate")
-            ctx.audit.emit(
-                "executor.input_request",
-                agent=agent.name,
-                skill=skill.name,
-                task_id=tracked.task_id,
-                question=text,
-                kind="human_gate",
-                gate=tracked.human_gate,
-                policy="human_gate",
-            )
-            return Interim(
-                json.dumps(
-                    {
-                        "status": "input_required",
-                        "kind": "human_gate",
-                        "gate": tracked.human_gate,
-                        "task_id": tracked.task_id,
-                        "question": text,
-                    }
-                )
-            )
-        effective = policy
-        if policy == "agent" and tracked.answers >= max_answers:
+            return self.human_gate(tracked, text, str(meta.get("gate") or "human gate"))
+        effective = self.policy
+        if effective == "agent" and tracked.answers >= self.max_answers:
             effective = "relay"
-        ctx.audit.emit(
+        self.emit(
             "executor.input_request",
-            agent=agent.name,
-            skill=skill.name,
             task_id=tracked.task_id,
             question=text,
             policy=effective,
@@ -329,41 +363,72 @@ def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> 
                 )
             )
         if effective == "abort":
-            ctx.shared.a2a_tasks.pop(tracked.task_id, None)
+            self.ctx.shared.a2a_tasks.pop(tracked.task_id, None)
             await rpc.cancel(tracked.task_id, "onUnanswerable: abort")
             raise ToolError(
                 f"the remote agent asked {text!r} and onUnanswerable is abort; task "
                 f"{tracked.task_id} was cancelled",
                 "A2AInputRequired",
             )
+        return await self.relay(rpc, tracked, text)
+
+    def human_gate(self, tracked: RemoteTask, text: str, gate: str) -> str:
+        """A question the remote side keeps for a person: never the agent's to answer."""
+        tracked.human_gate = gate
+        self.emit(
+            "executor.input_request",
+            task_id=tracked.task_id,
+            question=text,
+            kind="human_gate",
+            gate=gate,
+            policy="human_gate",
+        )
+        return Interim(
+            json.dumps(
+                {
+                    "status": "input_required",
+                    "kind": "human_gate",
+                    "gate": gate,
+                    "task_id": tracked.task_id,
+                    "question": text,
+                }
+            )
+        )
+
+    async def relay(self, rpc: Client, tracked: RemoteTask, text: str) -> str:
+        """Relay the question: to our own caller in serve mode, else park the run for a person."""
+        ctx = self.ctx
         item = ReviewItem(
             kind="input_request",
-            skill=skill.name,
-            agent=agent.name,
+            skill=self.skill.name,
+            agent=self.agent.name,
             question=text,
             task_id=tracked.task_id,
         )
         if ctx.shared.ask is not None:  # serve mode: relay the question to our caller
             answer = await ask_caller(ctx, item)
             tracked.answers += 1
-            task = await rpc.send(answer, impl.skill_id, tracked.task_id)
-            return await follow(rpc, tracked, task)
+            task = await rpc.send(answer, self.impl.skill_id, tracked.task_id)
+            return await self.follow(rpc, tracked, task)
         raise reviews.park(
             ctx,
             "input_request",
             text,
-            agent=agent.name,
-            skill=skill,
-            tool=skill.name,
-            context=f"remote agent {tracked.card.name or card_url} (task {tracked.task_id}) asks",
+            agent=self.agent.name,
+            skill=self.skill,
+            tool=self.skill.name,
+            context=(
+                f"remote agent {tracked.card.name or self.card_url} (task {tracked.task_id}) asks"
+            ),
             task_id=tracked.task_id,
         )
 
-    async def answered(rpc: Client, card: Card, found: ResumeDecision) -> str:
+    async def answered(self, rpc: Client, card: Card, found: ResumeDecision) -> str:
         """A resumed run at a relayed question: send the person's answer to the waiting
         remote task and follow it, or cancel the task (rejected, or no answer in time)."""
+        ctx, skill = self.ctx, self.skill
         task_id = str(found.task_id)
-        tracked = RemoteTask(task_id, skill.name, agent.name, card, time.monotonic())
+        tracked = RemoteTask(task_id, skill.name, self.agent.name, card, time.monotonic())
         if found.verdict in ("reject", "timeout"):
             why = (
                 "the relayed question was rejected"
@@ -378,23 +443,13 @@ def remote_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> 
             )
         answer = found.text or "approved"
         tracked.answers += 1
-        ctx.audit.emit(
+        self.emit(
             "executor.input_response",
-            agent=agent.name,
-            skill=skill.name,
             task_id=task_id,
             responder=f"user:{found.decided_by}",
             review=found.review,
             answer=answer,
             answers=tracked.answers,
         )
-        task = await rpc.send(answer, impl.skill_id, task_id)
-        return await follow(rpc, tracked, task)
-
-    schema = skill.spec.inputs.as_dict() if skill.spec.inputs is not None else REMOTE_INPUT_SCHEMA
-    return SkillTool(
-        skill.spec.description,
-        schema,
-        call,
-        validates_inputs=True,
-    )
+        task = await rpc.send(answer, self.impl.skill_id, task_id)
+        return await self.follow(rpc, tracked, task)

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from swarmkit_api.bundle import BundleAgent, BundleSkill
 from swarmkit_api.topology import MAX_TOPOLOGY_DEPTH
 
 from . import decision
-from .context import RunContext
+from .context import AgentLoop, RunContext
 from .errors import LimitExceeded, RunEnded, RunFailed, ToolError, ToolRefused
 from .handoff import AGENT_INPUT_SCHEMA, task_text
 from .position import AgentPosition
@@ -47,48 +48,11 @@ async def run_child(
     task: str,
 ) -> str:
     """Run ``topology`` as a child run of ``ctx``'s run; returns its root's answer."""
-    depth = ctx.topology_depth + 1
-    if depth > MAX_TOPOLOGY_DEPTH:
-        raise ToolRefused(
-            f"running topology {topology} would nest {depth} topologies, over the limit of "
-            f"{MAX_TOPOLOGY_DEPTH}",
-            "DepthExceeded",
-        )
-    bundled = ctx.bundle.topologies.get(topology)
-    if bundled is None:  # checked when the bundle is loaded
-        raise ToolError(f"topology {topology} is not in the bundle", "TopologyNotFound")
-    child_id = str(uuid.uuid4())
-    child = ctx.child(child_id, topology)
-    root_node = bundled.spec.root
-    position = AgentPosition(ctx.bundle.agents[root_node.agent_ref.name], root_node, topology)
-    schema = decision.outputs_schema(skill)
-    child.audit.emit(
-        "run.start",
-        kind="child",
-        target_kind="Topology",
-        target=topology,
-        version=bundled.version,
-        agent=position.agent.name,
-        skill=skill.name,
-        caller=agent.name,
-        depth=depth,
-    )
+    child = _start_child(ctx, agent, skill, topology)
     started = time.monotonic()
     outcome, message = "Succeeded", ""
-    runner = child.agent_loop()
     try:
-        answer = await runner.run_agent(
-            position,
-            task,
-            0,
-            output_schema=schema,
-            output_retries=decision.output_retries(skill),
-            for_skill=skill.name if schema is not None else None,
-        )
-        if schema is not None:
-            value, _ = decision.check(schema, answer)
-            answer = decision.audit_valid(child, position.agent.name, skill.name, value, 1)
-        return answer
+        return await _child_answer(child, skill, task)
     except decision.OutputInvalid as exc:
         outcome, message = "Failed", str(exc)
         raise
@@ -108,7 +72,7 @@ async def run_child(
         raise
     finally:
         duration = round((time.monotonic() - started) * 1000, 1)
-        child.audit.emit(
+        child.ctx.audit.emit(
             "run.end", kind="child", outcome=outcome, message=message or None, duration_ms=duration
         )
         ctx.audit.emit(
@@ -116,11 +80,69 @@ async def run_child(
             agent=agent.name,
             skill=skill.name,
             topology=topology,
-            child_run_id=child_id,
-            depth=depth,
+            child_run_id=child.run_id,
+            depth=child.depth,
             duration_ms=duration,
             outcome=outcome,
         )
+
+
+@dataclass(frozen=True)
+class _Child:
+    """A started child run: its context, id, depth, the topology root it runs and its loop."""
+
+    ctx: RunContext
+    run_id: str
+    depth: int
+    position: AgentPosition
+    loop: AgentLoop
+
+
+def _start_child(ctx: RunContext, agent: BundleAgent, skill: BundleSkill, topology: str) -> _Child:
+    """The child run's context (refused past the depth limit), with its ``run.start``."""
+    depth = ctx.topology_depth + 1
+    if depth > MAX_TOPOLOGY_DEPTH:
+        raise ToolRefused(
+            f"running topology {topology} would nest {depth} topologies, over the limit of "
+            f"{MAX_TOPOLOGY_DEPTH}",
+            "DepthExceeded",
+        )
+    bundled = ctx.bundle.topologies.get(topology)
+    if bundled is None:  # checked when the bundle is loaded
+        raise ToolError(f"topology {topology} is not in the bundle", "TopologyNotFound")
+    child_id = str(uuid.uuid4())
+    child = ctx.child(child_id, topology)
+    root_node = bundled.spec.root
+    position = AgentPosition(ctx.bundle.agents[root_node.agent_ref.name], root_node, topology)
+    child.audit.emit(
+        "run.start",
+        kind="child",
+        target_kind="Topology",
+        target=topology,
+        version=bundled.version,
+        agent=position.agent.name,
+        skill=skill.name,
+        caller=agent.name,
+        depth=depth,
+    )
+    return _Child(child, child_id, depth, position, child.agent_loop())
+
+
+async def _child_answer(child: _Child, skill: BundleSkill, task: str) -> str:
+    """The child root's answer; a decision skill's outputs are enforced on it."""
+    schema = decision.outputs_schema(skill)
+    answer = await child.loop.run_agent(
+        child.position,
+        task,
+        0,
+        output_schema=schema,
+        output_retries=decision.output_retries(skill),
+        for_skill=skill.name if schema is not None else None,
+    )
+    if schema is not None:
+        value, _ = decision.check(schema, answer)
+        answer = decision.audit_valid(child.ctx, child.position.agent.name, skill.name, value, 1)
+    return answer
 
 
 def agent_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> SkillTool | None:

@@ -28,6 +28,7 @@ import asyncio
 import json
 import time
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from swarmkit_api.bundle import BundleAgent, BundleSkill
@@ -77,8 +78,26 @@ def composed_executor(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -
 def _composed(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> SkillTool | None:
     impl = skill.spec.implementation
     assert impl is not None and impl.composes
+    components = _components(ctx, agent, skill, impl.composes)
+    if components is None:
+        return None
+    strategy = impl.strategy or "sequential"
+    composition = _Composition(ctx, agent, skill, tuple(components), strategy)
+    effects = [p.gate.effects for p in components]
+    return SkillTool(
+        skill.spec.description,
+        components[0].tool.input_schema or EMPTY_OBJECT_SCHEMA,
+        composition.sequential if strategy == "sequential" else composition.consensus,
+        default_effects=widest(effects),
+    )
+
+
+def _components(
+    ctx: RunContext, agent: BundleAgent, skill: BundleSkill, names: list[str]
+) -> list[pipeline.Prepared] | None:
+    """Each component prepared for ``agent``; None (warned once) when one cannot be."""
     components: list[pipeline.Prepared] = []
-    for name in impl.composes:
+    for name in names:
         component = ctx.bundle.skills.get(name)
         if component is None:
             ctx.warn_once(
@@ -98,65 +117,69 @@ def _composed(ctx: RunContext, agent: BundleAgent, skill: BundleSkill) -> SkillT
             )
             return None
         components.append(prepared)
-    strategy = impl.strategy or "sequential"
+    return components
 
-    async def run_one(prepared: pipeline.Prepared, args: dict[str, Any]) -> str:
+
+@dataclass(frozen=True)
+class _Composition:
+    """A composed skill's components as one agent calls them, and its two strategies."""
+
+    ctx: RunContext
+    agent: BundleAgent
+    skill: BundleSkill
+    components: tuple[pipeline.Prepared, ...]
+    strategy: str
+
+    async def run_one(self, prepared: pipeline.Prepared, args: dict[str, Any]) -> str:
+        """One component through the pipeline, audited as ``skill.call`` via this skill."""
         t0 = time.monotonic()
         outcome, error = "ok", None
         try:
-            return await pipeline.invoke(ctx, agent, prepared, args, via=skill.name)
+            return await pipeline.invoke(self.ctx, self.agent, prepared, args, via=self.skill.name)
         except ToolError as exc:
             outcome = "refused" if isinstance(exc, ToolRefused) else "error"
             error = str(exc)
             raise
         finally:
-            ctx.audit.emit(
+            self.ctx.audit.emit(
                 "skill.call",
-                agent=agent.name,
+                agent=self.agent.name,
                 skill=prepared.skill.name,
-                via=skill.name,
-                strategy=strategy,
+                via=self.skill.name,
+                strategy=self.strategy,
                 duration_ms=round((time.monotonic() - t0) * 1000, 1),
                 outcome=outcome,
                 error=error,
             )
 
-    async def sequential(args: dict[str, Any]) -> str:
+    async def sequential(self, args: dict[str, Any]) -> str:
         previous: str | None = None
-        for prepared in components:
+        for prepared in self.components:
             step_args = dict(args)
             schema = prepared.tool.input_schema or EMPTY_OBJECT_SCHEMA
             if previous is not None and _accepts_previous(schema):
                 step_args["previous"] = _parsed(previous)
-            previous = await run_one(prepared, step_args)
+            previous = await self.run_one(prepared, step_args)
         assert previous is not None
         return previous
 
-    async def consensus(args: dict[str, Any]) -> str:
+    async def consensus(self, args: dict[str, Any]) -> str:
         async def vote(prepared: pipeline.Prepared) -> tuple[str, Any, str | None]:
             try:
-                return prepared.skill.name, _parsed(await run_one(prepared, dict(args))), None
+                return prepared.skill.name, _parsed(await self.run_one(prepared, dict(args))), None
             except ToolError as exc:
                 return prepared.skill.name, None, str(exc)
 
         try:
             async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(vote(p)) for p in components]
+                tasks = [group.create_task(vote(p)) for p in self.components]
         except BaseExceptionGroup as eg:
             ended = eg.subgroup(RunEnded)
             if ended is not None:
                 raise ended.exceptions[0] from None
             raise
         results = [t.result() for t in tasks]
-        return combine(ctx, agent, skill, results)
-
-    effects = [p.gate.effects for p in components]
-    return SkillTool(
-        skill.spec.description,
-        components[0].tool.input_schema or EMPTY_OBJECT_SCHEMA,
-        sequential if strategy == "sequential" else consensus,
-        default_effects=widest(effects),
-    )
+        return combine(self.ctx, self.agent, self.skill, results)
 
 
 def _confidence(value: Any) -> float:

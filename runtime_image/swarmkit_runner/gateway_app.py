@@ -14,7 +14,8 @@ import contextlib
 import signal
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 from . import traced
@@ -23,8 +24,10 @@ from .gateway import MAX_SESSIONS, Gateway, Session
 from .listen import listen_socket
 
 if TYPE_CHECKING:
-    import mcp_types
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.types import ASGIApp
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
@@ -48,29 +51,36 @@ def _identity_of(request: Any) -> str:
 
 def build_app(gateway: Gateway) -> Starlette:
     """The ASGI app: bearer auth → ``/mcp`` (stateful streamable HTTP) and ``/healthz``."""
-    import mcp_types
-    from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-    from mcp.server.auth.middleware.bearer_auth import (
-        AuthenticatedUser,
-        BearerAuthBackend,
-        RequireAuthMiddleware,
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+
+    manager = _session_manager(gateway)
+
+    async def health(_request: Request) -> Response:
+        if gateway.ready:
+            return PlainTextResponse("ok")
+        return PlainTextResponse("starting", status_code=503)
+
+    return Starlette(
+        routes=[
+            Route(MCP_PATH, endpoint=_mcp_endpoint(gateway, manager)),
+            Route(HEALTH_PATH, endpoint=health),
+        ],
+        middleware=_auth_middleware(gateway),
+        lifespan=_lifespan(gateway, manager),
     )
-    from mcp.server.auth.provider import AccessToken
+
+
+def _session_manager(gateway: Gateway) -> StreamableHTTPSessionManager:
+    """The MCP SDK's server over the gateway's catalog and sessions, and its session manager."""
+    import mcp_types
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
-    from mcp.server.streamable_http_manager import (
-        StreamableHTTPASGIApp,
-        StreamableHTTPSessionManager,
-    )
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
     from mcp.shared.exceptions import MCPError
-    from starlette.applications import Starlette
-    from starlette.middleware import Middleware
-    from starlette.middleware.authentication import AuthenticationMiddleware
-    from starlette.requests import HTTPConnection, Request
-    from starlette.responses import JSONResponse, PlainTextResponse, Response
-    from starlette.routing import Route
-    from starlette.types import Receive, Scope, Send
 
     def session_of(ctx: ServerRequestContext[Any, Any]) -> Session:
         session_id = _header(ctx.request, SESSION_HEADER) or _header(
@@ -118,13 +128,25 @@ def build_app(gateway: Gateway) -> Starlette:
         return await call_next(ctx)
 
     server.middleware.append(sessions_only)
-    manager = StreamableHTTPSessionManager(
+    return StreamableHTTPSessionManager(
         app=server,
         # A tool call is one request and one answer (nothing is streamed back while it
         # runs): a JSON response costs about a third less CPU per call than an SSE stream.
         json_response=True,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+
+
+def _mcp_endpoint(gateway: Gateway, manager: StreamableHTTPSessionManager) -> ASGIApp:
+    """``/mcp``: the SDK's app behind its auth check; a session this process does not know
+    (restarted, or rolled to a new version) is answered 404 with a JSON-RPC error."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.types import Receive, Scope, Send
+
+    agent = gateway.agent
     known: OrderedDict[str, None] = OrderedDict()
     inner = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), [])
 
@@ -161,6 +183,18 @@ def build_app(gateway: Gateway) -> Starlette:
 
         await inner(scope, receive, remember)
 
+    return McpEndpoint()
+
+
+def _auth_middleware(gateway: Gateway) -> list[Middleware]:
+    """Bearer tokens checked by the gateway; a refusal on ``/mcp`` is audited (auth.refused)."""
+    from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+    from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
+    from mcp.server.auth.provider import AccessToken
+    from starlette.middleware import Middleware
+    from starlette.middleware.authentication import AuthenticationMiddleware
+    from starlette.requests import HTTPConnection
+
     class Tokens:
         async def verify_token(self, token: str) -> AccessToken | None:
             name = gateway.identity(token)
@@ -173,17 +207,24 @@ def build_app(gateway: Gateway) -> Starlette:
                 presented = conn.headers.get("authorization", "")
                 gateway.audit.emit(
                     "auth.refused",
-                    agent=agent.name,
+                    agent=gateway.agent.name,
                     reason="wrong token" if presented else "no bearer token",
                     client=conn.client.host if conn.client else None,
                     outcome="refused",
                 )
             return found
 
-    async def health(_request: Request) -> Response:
-        if gateway.ready:
-            return PlainTextResponse("ok")
-        return PlainTextResponse("starting", status_code=503)
+    return [
+        Middleware(AuthenticationMiddleware, backend=AuditedBearer(Tokens())),
+        Middleware(AuthContextMiddleware),
+    ]
+
+
+def _lifespan(
+    gateway: Gateway, manager: StreamableHTTPSessionManager
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """Start the gateway (a failure is kept for :func:`serve`), run the session manager,
+    and close the gateway when the server stops."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -198,20 +239,12 @@ def build_app(gateway: Gateway) -> Starlette:
                 yield
         finally:
             gateway.ready = False
-            gateway.audit.emit("gateway.stop", agent=agent.name, sessions=len(gateway.sessions))
+            gateway.audit.emit(
+                "gateway.stop", agent=gateway.agent.name, sessions=len(gateway.sessions)
+            )
             await gateway.aclose()
 
-    return Starlette(
-        routes=[
-            Route(MCP_PATH, endpoint=McpEndpoint()),
-            Route(HEALTH_PATH, endpoint=health),
-        ],
-        middleware=[
-            Middleware(AuthenticationMiddleware, backend=AuditedBearer(Tokens())),
-            Middleware(AuthContextMiddleware),
-        ],
-        lifespan=lifespan,
-    )
+    return lifespan
 
 
 def _stopped(_sig: int, _frame: Any) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from swarmkit_api.bundle import BundleAgent
@@ -37,8 +37,10 @@ from .providers import (
     AssistantMessage,
     Message,
     ModelRequest,
+    ModelResponse,
     Provider,
     ToolCall,
+    ToolDef,
     ToolResultItem,
     ToolResults,
     UserMessage,
@@ -173,166 +175,241 @@ class AgentRunner:
         so the skill's onFailure decides.
         """
         ctx = self.ctx
-        agent = position.agent
-        governance = ctx.bundle.governance
-        max_steps = governance.max_steps_per_agent
-        if agent.spec.max_steps is not None:
-            max_steps = min(max_steps, agent.spec.max_steps)
-        provider = self.provider(agent)
-        config = provider_for(ctx.bundle, agent)
-        catalog, system = self.build_catalog(position, depth)
-        tools = catalog.defs()
-        max_tokens = agent.spec.model.max_tokens if agent.spec.model else 4096
-        temperature = agent.spec.model.temperature if agent.spec.model else None
-        node = position.node.name if position.node else None
+        inv = self._invocation(position, depth, output_schema, output_retries, for_skill)
         ctx.audit.emit(
             "agent.start",
-            agent=agent.name,
-            node=node,
+            agent=inv.agent.name,
+            node=inv.node,
             depth=depth,
-            version=agent.version,
-            tools=catalog.names,
+            version=inv.agent.version,
+            tools=inv.catalog.names,
         )
-        messages: list[Message] = [UserMessage(task)]
         # A node bound to a Funnel: every final answer passes its gate (funnel.py).
         gate = funnel.gate_for(
             ctx, position, lambda p, t, schema: self.run_agent(p, t, depth + 1, schema)
         )
-        if output_schema is None and agent.spec.output_schema is not None:
-            output_schema = agent.spec.output_schema.as_dict()
-        output_attempts = 0
-        max_continuations = agent.spec.model.max_continuations if agent.spec.model else 0
-        continuations = 0
-        parts: list[str] = []
-        steps = 0
+        talk = _Conversation([UserMessage(task)])
         started = time.monotonic()
         while True:
-            if steps >= max_steps:
-                message = (
-                    f"agent {agent.name} reached maxStepsPerAgent ({max_steps}) "
-                    "without a final answer"
-                )
-                ctx.audit.emit(
-                    "limit.exceeded",
-                    agent=agent.name,
-                    limit="maxStepsPerAgent",
-                    value=max_steps,
-                    outcome="LimitExceeded",
-                    message=message,
-                )
-                raise LimitExceeded(message)
-            ctx.budget.before_step(ctx.audit, agent.name)
-            request = ModelRequest(
-                system=system,
-                messages=list(messages),
-                tools=tools,
-                max_tokens=max(1, min(max_tokens, ctx.budget.remaining_tokens)),
-                temperature=temperature,
+            self._check_steps(inv, talk.steps)
+            response = await self._model_turn(inv, talk)
+            if response.truncated:
+                self._continue_cut(inv, talk, response)
+                continue
+            if talk.parts:
+                response = replace(response, text="".join(talk.parts) + response.text)
+                talk.parts = []
+            if response.tool_calls:
+                talk.messages.append(AssistantMessage(response.text, list(response.tool_calls)))
+                results = [await self._tool_call(inv.catalog, c) for c in response.tool_calls]
+                talk.messages.append(ToolResults(results))
+                continue
+            if not self._answer_valid(inv, talk, response.text):
+                continue
+            if gate is not None:
+                assessed = await gate.assess(response.text)
+                if isinstance(assessed, funnel.Redraft):
+                    talk.messages.append(AssistantMessage(response.text))
+                    talk.messages.append(UserMessage(assessed.prompt))
+                    continue
+            ctx.audit.emit(
+                "agent.end",
+                agent=inv.agent.name,
+                node=inv.node,
+                depth=depth,
+                steps=talk.steps,
+                duration_ms=round((time.monotonic() - started) * 1000, 1),
+                outcome="ok",
             )
-            ctx.budget.spend.check(
-                ctx.audit, agent.name, config, provider.model, request.max_tokens
+            return response.text
+
+    def _invocation(
+        self,
+        position: AgentPosition,
+        depth: int,
+        output_schema: dict[str, Any] | None,
+        output_retries: int,
+        for_skill: str | None,
+    ) -> _Invocation:
+        """What one agent invocation runs with: limits, model settings, catalog."""
+        ctx = self.ctx
+        agent = position.agent
+        max_steps = ctx.bundle.governance.max_steps_per_agent
+        if agent.spec.max_steps is not None:
+            max_steps = min(max_steps, agent.spec.max_steps)
+        model = agent.spec.model
+        provider = self.provider(agent)
+        config = provider_for(ctx.bundle, agent)
+        catalog, system = self.build_catalog(position, depth)
+        if output_schema is None and agent.spec.output_schema is not None:
+            output_schema = agent.spec.output_schema.as_dict()
+        return _Invocation(
+            agent=agent,
+            node=position.node.name if position.node else None,
+            provider=provider,
+            config=config,
+            catalog=catalog,
+            system=system,
+            tools=catalog.defs(),
+            max_steps=max_steps,
+            max_tokens=model.max_tokens if model else 4096,
+            temperature=model.temperature if model else None,
+            max_continuations=model.max_continuations if model else 0,
+            output_schema=output_schema,
+            output_retries=output_retries,
+            for_skill=for_skill,
+        )
+
+    def _check_steps(self, inv: _Invocation, steps: int) -> None:
+        """maxStepsPerAgent: one more model call would pass it."""
+        if steps < inv.max_steps:
+            return
+        message = (
+            f"agent {inv.agent.name} reached maxStepsPerAgent ({inv.max_steps}) "
+            "without a final answer"
+        )
+        self.ctx.audit.emit(
+            "limit.exceeded",
+            agent=inv.agent.name,
+            limit="maxStepsPerAgent",
+            value=inv.max_steps,
+            outcome="LimitExceeded",
+            message=message,
+        )
+        raise LimitExceeded(message)
+
+    async def _model_turn(self, inv: _Invocation, talk: _Conversation) -> ModelResponse:
+        """One model call as a journal effect, inside the run's budget and spend limits."""
+        ctx, agent, provider = self.ctx, inv.agent, inv.provider
+        ctx.budget.before_step(ctx.audit, agent.name)
+        request = ModelRequest(
+            system=inv.system,
+            messages=list(talk.messages),
+            tools=inv.tools,
+            max_tokens=max(1, min(inv.max_tokens, ctx.budget.remaining_tokens)),
+            temperature=inv.temperature,
+        )
+        ctx.budget.spend.check(
+            ctx.audit, agent.name, inv.config, provider.model, request.max_tokens
+        )
+        t0 = time.monotonic()
+        try:
+            response = await ctx.journal.effect(
+                "model",
+                functools.partial(traced.chat, provider, request),
+                encode_response,
+                decode_response,
+                lambda _: skip_turn(provider),
             )
-            t0 = time.monotonic()
-            try:
-                response = await ctx.journal.effect(
-                    "model",
-                    functools.partial(traced.chat, provider, request),
-                    encode_response,
-                    decode_response,
-                    lambda _: skip_turn(provider),
-                )
-            except Exception as exc:
-                ctx.audit.emit(
-                    "model.call",
-                    agent=agent.name,
-                    provider=provider.name,
-                    model=provider.model,
-                    duration_ms=round((time.monotonic() - t0) * 1000, 1),
-                    outcome="error",
-                    error=str(exc),
-                )
-                raise
-            steps += 1
+        except Exception as exc:
             ctx.audit.emit(
                 "model.call",
                 agent=agent.name,
                 provider=provider.name,
                 model=provider.model,
-                step=steps,
                 duration_ms=round((time.monotonic() - t0) * 1000, 1),
-                tool_calls=len(response.tool_calls),
-                outcome="Truncated" if response.truncated else "ok",
-                **call_facts(response),
+                outcome="error",
+                error=str(exc),
             )
-            ctx.budget.spend.record(agent.name, config, provider.model, response.usage)
-            ctx.budget.after_step(ctx.audit, agent.name, response.usage)
-            if response.truncated:
-                if response.tool_calls or continuations >= max_continuations:
-                    raise truncated(ctx, agent.name, response, max_tokens, continuations)
-                # Continue the cut answer: the model sees its partial text and is asked to
-                # go on; the parts are joined into the one answer.
-                continuations += 1
-                parts.append(response.text)
-                messages.append(AssistantMessage(response.text))
-                messages.append(UserMessage(CONTINUE_PROMPT))
-                ctx.audit.emit(
-                    "model.continued",
-                    agent=agent.name,
-                    continuation=continuations,
-                    of=max_continuations,
-                    outcome="continue",
+            raise
+        talk.steps += 1
+        ctx.audit.emit(
+            "model.call",
+            agent=agent.name,
+            provider=provider.name,
+            model=provider.model,
+            step=talk.steps,
+            duration_ms=round((time.monotonic() - t0) * 1000, 1),
+            tool_calls=len(response.tool_calls),
+            outcome="Truncated" if response.truncated else "ok",
+            **call_facts(response),
+        )
+        ctx.budget.spend.record(agent.name, inv.config, provider.model, response.usage)
+        ctx.budget.after_step(ctx.audit, agent.name, response.usage)
+        return response
+
+    def _continue_cut(self, inv: _Invocation, talk: _Conversation, response: ModelResponse) -> None:
+        """An answer cut at maxTokens: the model sees its partial text and is asked to go on;
+        the parts are joined into the one answer. A cut tool call, or one cut too many, fails."""
+        if response.tool_calls or talk.continuations >= inv.max_continuations:
+            raise truncated(self.ctx, inv.agent.name, response, inv.max_tokens, talk.continuations)
+        talk.continuations += 1
+        talk.parts.append(response.text)
+        talk.messages.append(AssistantMessage(response.text))
+        talk.messages.append(UserMessage(CONTINUE_PROMPT))
+        self.ctx.audit.emit(
+            "model.continued",
+            agent=inv.agent.name,
+            continuation=talk.continuations,
+            of=inv.max_continuations,
+            outcome="continue",
+        )
+
+    def _answer_valid(self, inv: _Invocation, talk: _Conversation, text: str) -> bool:
+        """The final answer against the output schema: True when it matches (or there is
+        none); False after adding the problems for a re-ask; past the re-asks the run fails,
+        or the skill's onFailure decides (:class:`OutputInvalid`)."""
+        agent, schema = inv.agent, inv.output_schema
+        if schema is None:
+            return True
+        problems = answer_problems(schema, text)
+        if not problems:
+            if inv.for_skill is None:
+                self.ctx.audit.emit("output.validated", agent=agent.name, outcome="ok")
+            return True
+        retry = talk.output_attempts < inv.output_retries
+        self.ctx.audit.emit(
+            "output.validation_failed",
+            agent=agent.name,
+            skill=inv.for_skill,
+            attempt=talk.output_attempts + 1,
+            problems=problems,
+            outcome="retry" if retry else "failed",
+        )
+        if not retry:
+            if inv.for_skill is not None:
+                raise OutputInvalid(
+                    f"agent {agent.name}'s answer does not match skill "
+                    f"{inv.for_skill}'s outputs after {inv.output_retries} retries: "
+                    f"{'; '.join(problems)}",
+                    problems,
                 )
-                continue
-            if parts:
-                response = replace(response, text="".join(parts) + response.text)
-                parts = []
-            if not response.tool_calls:
-                if output_schema is not None:
-                    problems = answer_problems(output_schema, response.text)
-                    if problems:
-                        retry = output_attempts < output_retries
-                        ctx.audit.emit(
-                            "output.validation_failed",
-                            agent=agent.name,
-                            skill=for_skill,
-                            attempt=output_attempts + 1,
-                            problems=problems,
-                            outcome="retry" if retry else "failed",
-                        )
-                        if not retry:
-                            if for_skill is not None:
-                                raise OutputInvalid(
-                                    f"agent {agent.name}'s answer does not match skill "
-                                    f"{for_skill}'s outputs after {output_retries} retries: "
-                                    f"{'; '.join(problems)}",
-                                    problems,
-                                )
-                            raise RunFailed(
-                                f"agent {agent.name}: final answer does not match its "
-                                f"outputSchema after {output_retries} retries: {problems[0]}"
-                            )
-                        output_attempts += 1
-                        messages.append(AssistantMessage(response.text))
-                        messages.append(UserMessage(feedback(output_schema, problems)))
-                        continue
-                    if for_skill is None:
-                        ctx.audit.emit("output.validated", agent=agent.name, outcome="ok")
-                if gate is not None:
-                    assessed = await gate.assess(response.text)
-                    if isinstance(assessed, funnel.Redraft):
-                        messages.append(AssistantMessage(response.text))
-                        messages.append(UserMessage(assessed.prompt))
-                        continue
-                ctx.audit.emit(
-                    "agent.end",
-                    agent=agent.name,
-                    node=node,
-                    depth=depth,
-                    steps=steps,
-                    duration_ms=round((time.monotonic() - started) * 1000, 1),
-                    outcome="ok",
-                )
-                return response.text
-            messages.append(AssistantMessage(response.text, list(response.tool_calls)))
-            results = [await self._tool_call(catalog, call) for call in response.tool_calls]
-            messages.append(ToolResults(results))
+            raise RunFailed(
+                f"agent {agent.name}: final answer does not match its "
+                f"outputSchema after {inv.output_retries} retries: {problems[0]}"
+            )
+        talk.output_attempts += 1
+        talk.messages.append(AssistantMessage(text))
+        talk.messages.append(UserMessage(feedback(schema, problems)))
+        return False
+
+
+@dataclass(frozen=True)
+class _Invocation:
+    """One agent invocation's fixed inputs, read once before its loop."""
+
+    agent: BundleAgent
+    node: str | None
+    provider: Provider
+    config: ModelProvider
+    catalog: ToolCatalog
+    system: str
+    tools: list[ToolDef]
+    max_steps: int
+    max_tokens: int
+    temperature: float | None
+    max_continuations: int
+    output_schema: dict[str, Any] | None
+    output_retries: int
+    for_skill: str | None
+
+
+@dataclass
+class _Conversation:
+    """What one agent invocation's loop changes from turn to turn (mutable by design)."""
+
+    messages: list[Message]
+    steps: int = 0
+    continuations: int = 0
+    output_attempts: int = 0
+    parts: list[str] = field(default_factory=list)

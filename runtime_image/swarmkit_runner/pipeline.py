@@ -236,12 +236,50 @@ async def _invoke(
         problems = schema_problems(skill.spec.inputs.as_dict(), args)
         if problems:
             raise InvalidArguments("; ".join(problems))
-    constraints = skill.spec.constraints or Constraints()
-    on_failure = constraints.on_failure or "fallback"
-    retries = constraints.retry.attempts if constraints.retry is not None else 0
-    if on_failure == "retry" and retries == 0:
-        retries = DEFAULT_ON_FAILURE_RETRIES
-    backoff = constraints.retry.backoff if constraints.retry is not None else "exponential"
+    policy = _RetryPolicy.of(skill.spec.constraints or Constraints())
+    outcome = await _attempts(ctx, agent, prepared, args, via, policy)
+    if isinstance(outcome, str):
+        return outcome
+    return await _on_failure(ctx, agent, skill, args, via, policy.on_failure, outcome)
+
+
+@dataclass(frozen=True)
+class _RetryPolicy:
+    """A skill's retries and onFailure, from its constraints."""
+
+    on_failure: str
+    retries: int
+    backoff: str
+
+    @classmethod
+    def of(cls, constraints: Constraints) -> _RetryPolicy:
+        on_failure = constraints.on_failure or "fallback"
+        retries = constraints.retry.attempts if constraints.retry is not None else 0
+        if on_failure == "retry" and retries == 0:
+            retries = DEFAULT_ON_FAILURE_RETRIES
+        backoff = constraints.retry.backoff if constraints.retry is not None else "exponential"
+        return cls(on_failure, retries, backoff)
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A call whose attempts (or output re-asks) are exhausted."""
+
+    attempts: int
+    reason: str
+
+
+async def _attempts(
+    ctx: RunContext,
+    agent: BundleAgent,
+    prepared: Prepared,
+    args: dict[str, Any],
+    via: str | None,
+    policy: _RetryPolicy,
+) -> str | _Failed:
+    """The call's answer, or how it failed once its retries are spent; the latency of all
+    attempts is checked either way."""
+    skill = prepared.skill
     started = time.monotonic()
     attempt = 0
     reason = ""
@@ -261,33 +299,48 @@ async def _invoke(
                 raise
             except Exception as exc:  # an executor bug or a transport error
                 reason = f"{type(exc).__name__}: {exc}"
-            if attempt > retries:
+            if attempt > policy.retries:
                 break
-            delay = retry_delay(backoff, attempt)
+            delay = retry_delay(policy.backoff, attempt)
             ctx.audit.emit(
                 "skill.retry",
                 agent=agent.name,
                 skill=skill.name,
                 via=via,
                 attempt=attempt,
-                backoff=backoff,
+                backoff=policy.backoff,
                 delay_s=round(delay, 3),
                 reason=reason,
             )
             await asyncio.sleep(delay)
     finally:
         _check_latency(ctx, agent, skill, started, via)
+    return _Failed(attempt, reason)
+
+
+async def _on_failure(
+    ctx: RunContext,
+    agent: BundleAgent,
+    skill: BundleSkill,
+    args: dict[str, Any],
+    via: str | None,
+    on_failure: str,
+    failed: _Failed,
+) -> str:
+    """Apply ``onFailure`` to a failed call: fail the run, escalate to a person, or hand the
+    agent a ``SkillFailed`` tool error (fallback, retry, or an escalation nobody can take)."""
+    reason = failed.reason
     ctx.audit.emit(
         "skill.failed",
         agent=agent.name,
         skill=skill.name,
         via=via,
-        attempts=attempt,
+        attempts=failed.attempts,
         on_failure=on_failure,
         reason=reason,
         outcome="failed",
     )
-    tries = f"after {attempt} attempt{'s' if attempt != 1 else ''}"
+    tries = f"after {failed.attempts} attempt{'s' if failed.attempts != 1 else ''}"
     if on_failure == "fail":
         raise RunFailed(f"skill {skill.name} failed {tries} (onFailure: fail): {reason}")
     if on_failure == "escalate_to_human" and reviews.can_ask_reviewer(ctx):
@@ -310,26 +363,36 @@ async def _invoke(
         else:
             return _escalation_decided(ctx, skill, found)
     if on_failure == "escalate_to_human" and ctx.can_park:
-        failed = f"skill {skill.name} (agent {agent.name}) failed {tries}: {reason}."
-        if ctx.shared.ask is not None:
-            question = f"{failed} Decide how the run should go on."
-            item = ReviewItem(
-                kind="escalation", skill=skill.name, agent=agent.name, question=question
-            )
-            answer = await ask_caller(ctx, item)
-            return json.dumps({"status": "answered", "question": question, "answer": answer})
-        raise reviews.park(
-            ctx,
-            "escalation",
-            f"{failed} Answer with the result the agent should get, approve to hand it the "
-            "failure, or reject to fail the run.",
-            agent=agent.name,
-            skill=skill,
-            tool=skill.name,
-            args=args,
-            context=reason,
-        )
+        return await _escalate(ctx, agent, skill, args, f"{tries}: {reason}", reason)
     raise ToolError(f"skill {skill.name} failed {tries}: {reason}", "SkillFailed")
+
+
+async def _escalate(
+    ctx: RunContext,
+    agent: BundleAgent,
+    skill: BundleSkill,
+    args: dict[str, Any],
+    how: str,
+    reason: str,
+) -> str:
+    """Escalate a failed call in a Run: to the caller in serve mode, else park for a person."""
+    failed = f"skill {skill.name} (agent {agent.name}) failed {how}."
+    if ctx.shared.ask is not None:
+        question = f"{failed} Decide how the run should go on."
+        item = ReviewItem(kind="escalation", skill=skill.name, agent=agent.name, question=question)
+        answer = await ask_caller(ctx, item)
+        return json.dumps({"status": "answered", "question": question, "answer": answer})
+    raise reviews.park(
+        ctx,
+        "escalation",
+        f"{failed} Answer with the result the agent should get, approve to hand it the "
+        "failure, or reject to fail the run.",
+        agent=agent.name,
+        skill=skill,
+        tool=skill.name,
+        args=args,
+        context=reason,
+    )
 
 
 async def ask_caller(ctx: RunContext, item: ReviewItem) -> str:

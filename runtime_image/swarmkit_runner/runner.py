@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import time
+from dataclasses import dataclass, field
 
 from swarmkit_api.bundle import Outcome, ReviewItem, RunBundle, RunResult
 from swarmkit_api.effects import Effect, outbox_line
@@ -59,9 +60,47 @@ async def execute(
     calls = genai_stats.begin()  # this run's model calls, for its report
     # The bundle's egress plan (None: policy none) checks every connection from here on.
     egress.install(bundle.egress)
-    governance = bundle.governance
     journal = journal or Journal()
-    ctx = RunContext(
+    ctx = _run_context(bundle, paths, audit, secrets, journal)
+    ctx.shared.ask, ctx.shared.harness = ask, _harness
+    root = root_position(bundle)
+    _audit_start(ctx, root)
+    runner = AgentRunner(ctx)
+    mcp = McpManager(needed_servers(bundle), secrets, audit, bundle.workspace.credentials)
+    ctx.mcp = mcp
+    ending = await _run_root(ctx, runner, mcp, root, cancel)
+    checkpoint_sha = None
+    if ending.outcome == "AwaitingReview" and ending.review_items:
+        checkpoint_sha = _print_checkpoint(audit, secrets, journal, bundle, ending.review_items[0])
+    if journal.resume and journal.new_decision is not None and not journal.applied:
+        # The decision found no call waiting for it (the run went elsewhere on replay).
+        audit.emit("review.unused", review=journal.new_decision.review, outcome="warning")
+    result = _result(ctx, ending, calls)
+    if checkpoint_sha is not None:
+        result = result.model_copy(update={"checkpoint_sha256": checkpoint_sha})
+    outbox_sha = _print_outbox(audit, journal)
+    if outbox_sha is not None:
+        result = result.model_copy(update={"outbox_sha256": outbox_sha})
+    _audit_end(ctx, result, started)
+    return result
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """How the root agent's work ended: the outcome and what the result reports of it."""
+
+    outcome: Outcome
+    message: str
+    output: str = ""
+    review_items: list[ReviewItem] = field(default_factory=list)
+
+
+def _run_context(
+    bundle: RunBundle, paths: RunnerPaths, audit: AuditLog, secrets: SecretStore, journal: Journal
+) -> RunContext:
+    """The run's context: its budget from the governance and the Run's spend limits."""
+    governance = bundle.governance
+    return RunContext(
         bundle=bundle,
         paths=paths,
         audit=audit,
@@ -79,9 +118,12 @@ async def execute(
         topology_depth=1 if bundle.target_kind == "Topology" else 0,
         journal=journal,
     )
-    ctx.shared.ask, ctx.shared.harness = ask, _harness
-    root = root_position(bundle)
-    audit.emit(
+
+
+def _audit_start(ctx: RunContext, root: AgentPosition) -> None:
+    """``run.start``, and ``run.resume`` when the run resumes with a decision."""
+    bundle, journal = ctx.bundle, ctx.journal
+    ctx.audit.emit(
         "run.start",
         run=bundle.run.name,
         namespace=bundle.run.namespace,
@@ -94,7 +136,7 @@ async def execute(
     )
     if journal.new_decision is not None:
         d = journal.new_decision
-        audit.emit(
+        ctx.audit.emit(
             "run.resume",
             resume=journal.resume,
             recorded_effects=len(journal.entries),
@@ -104,21 +146,26 @@ async def execute(
             decided_by=d.decided_by,
             decided_at=d.decided_at or None,
         )
-    outcome: Outcome = "Succeeded"
-    message = ""
-    output = ""
-    review_items: list[ReviewItem] = []
-    runner = AgentRunner(ctx)
-    mcp = McpManager(needed_servers(bundle), secrets, audit, bundle.workspace.credentials)
-    ctx.mcp = mcp
-    timeout = run_deadline(bundle.run.timeout_seconds)
+
+
+async def _run_root(
+    ctx: RunContext,
+    runner: AgentRunner,
+    mcp: McpManager,
+    root: AgentPosition,
+    cancel: asyncio.Event | None,
+) -> _Ending:
+    """The root agent's work until it ends, the run is cancelled or its timeout passes;
+    the runner, the MCP servers and the context are closed in any case."""
+    bundle = ctx.bundle
 
     async def work() -> str:
-        journal.bind()
+        ctx.journal.bind()
         check_command_packs(bundle)
         await mcp.start()
         return await readonly.run_as(bundle.run, runner.run_agent(root, bundle.run.input, 0))
 
+    timeout = run_deadline(bundle.run.timeout_seconds)
     work_task = asyncio.create_task(work(), name="run")
     stop_task = asyncio.create_task((cancel or asyncio.Event()).wait(), name="cancel")
     try:
@@ -126,68 +173,66 @@ async def execute(
             {work_task, stop_task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
         )
         if work_task in done:
-            try:
-                output = work_task.result()
-            except AwaitingReview as exc:
-                outcome, message, review_items = exc.outcome, exc.message, exc.items
-            except RunEnded as exc:
-                outcome, message = exc.outcome, exc.message
-            except MissingSecret as exc:
-                outcome, message = "Failed", str(exc)
-            except (BundleError, StartupError) as exc:
-                outcome, message = "ValidationFailed", str(exc)
-            except Exception as exc:
-                outcome, message = "Failed", f"runner error: {type(exc).__name__}: {exc}"
-        else:
-            work_task.cancel()
-            with contextlib.suppress(BaseException):
-                await work_task
-            if stop_task in done:
-                outcome, message = "Cancelled", "the run was cancelled"
-            else:
-                outcome = "TimedOut"
-                message = f"run exceeded its timeout of {bundle.run.timeout_seconds}s"
-                audit.emit(
-                    "limit.exceeded",
-                    limit="timeoutSeconds",
-                    value=bundle.run.timeout_seconds,
-                    outcome="TimedOut",
-                    message=message,
-                )
+            return _ending_of(work_task)
+        work_task.cancel()
+        with contextlib.suppress(BaseException):
+            await work_task
+        if stop_task in done:
+            return _Ending("Cancelled", "the run was cancelled")
+        message = f"run exceeded its timeout of {bundle.run.timeout_seconds}s"
+        ctx.audit.emit(
+            "limit.exceeded",
+            limit="timeoutSeconds",
+            value=bundle.run.timeout_seconds,
+            outcome="TimedOut",
+            message=message,
+        )
+        return _Ending("TimedOut", message)
     finally:
         stop_task.cancel()
         await _close(runner, mcp, ctx)
-    if outcome == "Succeeded":
-        message = "the root agent answered"
-    checkpoint_sha = None
-    if outcome == "AwaitingReview" and review_items:
-        checkpoint_sha = _print_checkpoint(audit, secrets, journal, bundle, review_items[0])
-    if journal.resume and journal.new_decision is not None and not journal.applied:
-        # The decision found no call waiting for it (the run went elsewhere on replay).
-        audit.emit("review.unused", review=journal.new_decision.review, outcome="warning")
+
+
+def _ending_of(work_task: asyncio.Task[str]) -> _Ending:
+    """The outcome of finished work: its answer, or the run-level error it raised."""
+    try:
+        return _Ending("Succeeded", "the root agent answered", work_task.result())
+    except AwaitingReview as exc:
+        return _Ending(exc.outcome, exc.message, review_items=exc.items)
+    except RunEnded as exc:
+        return _Ending(exc.outcome, exc.message)
+    except MissingSecret as exc:
+        return _Ending("Failed", str(exc))
+    except (BundleError, StartupError) as exc:
+        return _Ending("ValidationFailed", str(exc))
+    except Exception as exc:
+        return _Ending("Failed", f"runner error: {type(exc).__name__}: {exc}")
+
+
+def _result(ctx: RunContext, ending: _Ending, calls: genai_stats.GenAiStats) -> RunResult:
+    """The run's result: outcome, capped and scrubbed output, counters, usage and cost."""
+    budget = ctx.budget
     result = make_result(
-        outcome,
-        message,
-        output if outcome == "Succeeded" else "",
-        governance.max_output_bytes,
-        ctx.budget.input_tokens,
-        ctx.budget.output_tokens,
-        ctx.budget.steps,
+        ending.outcome,
+        ending.message,
+        ending.output if ending.outcome == "Succeeded" else "",
+        ctx.bundle.governance.max_output_bytes,
+        budget.input_tokens,
+        budget.output_tokens,
+        budget.steps,
         ctx.stats.tool_calls,
-        secrets,
-        review_items,
+        ctx.secrets,
+        ending.review_items,
         ctx.shared.usage.report(),
     )
     # Tokens per model and their cost (the governance counters above are the same totals).
-    result = result.model_copy(update={"usage": ctx.budget.spend.report()})
+    result = result.model_copy(update={"usage": budget.spend.report()})
     # This stage's model calls for the operator's GenAI histograms (names scrubbed).
-    result = result.model_copy(update={"genai": calls.report(secrets.scrub)})
-    if checkpoint_sha is not None:
-        result = result.model_copy(update={"checkpoint_sha256": checkpoint_sha})
-    outbox_sha = _print_outbox(audit, journal)
-    if outbox_sha is not None:
-        result = result.model_copy(update={"outbox_sha256": outbox_sha})
-    audit.emit(
+    return result.model_copy(update={"genai": calls.report(ctx.secrets.scrub)})
+
+
+def _audit_end(ctx: RunContext, result: RunResult, started: float) -> None:
+    ctx.audit.emit(
         "run.end",
         outcome=result.outcome,
         message=result.message,
@@ -201,9 +246,8 @@ async def execute(
         cost_unknown=result.usage.cost_unknown or None,
         duration_ms=round((time.monotonic() - started) * 1000, 1),
         review_items=[i.wire() for i in result.review_items] or None,
-        replayed_effects=journal.replayed or None,
+        replayed_effects=ctx.journal.replayed or None,
     )
-    return result
 
 
 async def _harness(ctx: RunContext, position: AgentPosition, task: str, depth: int) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from swarmkit_api.bundle import BundleAgent, BundleSkill, RunBundle
-from swarmkit_api.workspace import McpServer
+from swarmkit_api.workspace import McpServer, Tool
 
 from .builtins import builtin_tool, is_builtin
 from .catalog import ToolCatalog, ToolEntry
@@ -24,7 +24,6 @@ from .context import RunContext
 from .errors import ToolRefused
 from .flowdata import flow_data_tool
 from .http_tools import http_tool
-from .mcp_client import McpManager
 from .native import native_tools
 from .permissions import Gate, guard, mcp_layer
 from .pipeline import approval, skill_tools
@@ -89,85 +88,83 @@ def _is_component(bundle: RunBundle, name: str) -> bool:
 def listed_tools(ctx: RunContext, agent: BundleAgent) -> list[ToolEntry]:
     """The agent's ``tools``: MCP ``prefix.tool``, Workspace tools, platform builtins."""
     workspace_tools = {t.name: t for t in ctx.bundle.workspace.tools}
-    entries: list[ToolEntry] = []
-    for name in agent.spec.tools:
-        warn_key = f"tool:{agent.name}:{name}"
-        if "." in name:
-            prefix, tool = name.split(".", 1)
-            server = ctx.mcp.server_for_prefix(prefix) if ctx.mcp is not None else None
-            if server is None or ctx.mcp is None:
-                ctx.warn_once(
-                    warn_key,
-                    f"agent {agent.name} lists {name}, but no MCP server has prefix {prefix!r}",
-                    agent=agent.name,
-                    tool=name,
-                )
-                continue
-            if not ctx.mcp.available(server):
-                continue  # mcp.unavailable already audited
-            discovered = ctx.mcp.tools(server).get(tool)
-            if discovered is None:
-                ctx.warn_once(
-                    warn_key,
-                    f"agent {agent.name} lists {name}, but MCP server {server} has no tool "
-                    f"{tool!r}",
-                    agent=agent.name,
-                    tool=name,
-                )
-                continue
-            mcp = ctx.mcp
+    entries = (_listed_tool(ctx, agent, name, workspace_tools) for name in agent.spec.tools)
+    return [entry for entry in entries if entry is not None]
 
-            async def call_mcp(
-                args: dict[str, Any],
-                _mcp: McpManager = mcp,
-                _server: str = server,
-                _tool: str = tool,
-            ) -> str:
-                return await _mcp.call(_server, _tool, args)
 
-            layer, effects = mcp_layer(mcp.server(server), tool)
-            gate = Gate(layers=(layer,), effects=effects)
+def _listed_tool(
+    ctx: RunContext, agent: BundleAgent, name: str, workspace_tools: dict[str, Tool]
+) -> ToolEntry | None:
+    """One listed tool, or None (warned once) when it cannot be offered."""
+    warn_key = f"tool:{agent.name}:{name}"
+    if "." in name:
+        return _mcp_tool(ctx, agent, name)
+    if name in workspace_tools:
+        spec = workspace_tools[name]
+        if spec.handler_type == "http":
+            return http_tool(ctx, spec, agent)
+        if spec.handler_type == "platform_builtin" and is_builtin(name):
+            return builtin_tool(ctx, agent, name)
+        ctx.warn_once(
+            warn_key,
+            f"tool {name} (handlerType {spec.handler_type}) cannot be served: reference "
+            "MCP tools as <prefix>.<tool>",
+            agent=agent.name,
+            tool=name,
+        )
+        return None
+    if is_builtin(name):
+        return builtin_tool(ctx, agent, name)
+    ctx.warn_once(
+        warn_key,
+        f"agent {agent.name} lists unknown tool {name!r}; it is not offered",
+        agent=agent.name,
+        tool=name,
+    )
+    return None
 
-            async def approve(
-                refused: ToolRefused, args: dict[str, Any], _name: str = name
-            ) -> str | None:
-                return await approval(ctx, agent, refused, _name, args)
 
-            entries.append(
-                ToolEntry(
-                    name,
-                    discovered.description or name,
-                    discovered.input_schema,
-                    "mcp",
-                    guard(agent, gate, call_mcp, approve),
-                    gate=gate,
-                )
-            )
-        elif name in workspace_tools:
-            spec = workspace_tools[name]
-            if spec.handler_type == "http":
-                entries.append(http_tool(ctx, spec, agent))
-            elif spec.handler_type == "platform_builtin" and is_builtin(name):
-                entry = builtin_tool(ctx, agent, name)
-                if entry is not None:
-                    entries.append(entry)
-            else:
-                ctx.warn_once(
-                    warn_key,
-                    f"tool {name} (handlerType {spec.handler_type}) cannot be served: reference "
-                    "MCP tools as <prefix>.<tool>",
-                    agent=agent.name,
-                    tool=name,
-                )
-        elif is_builtin(name):
-            entry = builtin_tool(ctx, agent, name)
-            if entry is not None:
-                entries.append(entry)
-        else:
-            ctx.warn_once(
-                warn_key,
-                f"agent {agent.name} lists unknown tool {name!r}; it is not offered",
-                agent=agent.name,
-                tool=name,
-            )
-    return entries
+def _mcp_tool(ctx: RunContext, agent: BundleAgent, name: str) -> ToolEntry | None:
+    """``prefix.tool``: the discovered MCP tool behind its server's tier (a strict tier asks
+    for approval), or None when the server or the tool is not there."""
+    warn_key = f"tool:{agent.name}:{name}"
+    prefix, tool = name.split(".", 1)
+    mcp = ctx.mcp
+    server = mcp.server_for_prefix(prefix) if mcp is not None else None
+    if server is None or mcp is None:
+        ctx.warn_once(
+            warn_key,
+            f"agent {agent.name} lists {name}, but no MCP server has prefix {prefix!r}",
+            agent=agent.name,
+            tool=name,
+        )
+        return None
+    if not mcp.available(server):
+        return None  # mcp.unavailable already audited
+    discovered = mcp.tools(server).get(tool)
+    if discovered is None:
+        ctx.warn_once(
+            warn_key,
+            f"agent {agent.name} lists {name}, but MCP server {server} has no tool {tool!r}",
+            agent=agent.name,
+            tool=name,
+        )
+        return None
+
+    async def call_mcp(args: dict[str, Any]) -> str:
+        return await mcp.call(server, tool, args)
+
+    layer, effects = mcp_layer(mcp.server(server), tool)
+    gate = Gate(layers=(layer,), effects=effects)
+
+    async def approve(refused: ToolRefused, args: dict[str, Any]) -> str | None:
+        return await approval(ctx, agent, refused, name, args)
+
+    return ToolEntry(
+        name,
+        discovered.description or name,
+        discovered.input_schema,
+        "mcp",
+        guard(agent, gate, call_mcp, approve),
+        gate=gate,
+    )

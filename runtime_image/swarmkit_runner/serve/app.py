@@ -240,42 +240,67 @@ def _authorized(state: ServeState, request: Request) -> bool:
 
 
 def build_app(state: ServeState) -> Starlette:
-    manager = state.manager
+    endpoints = _Endpoints(state)
+    routes = [
+        Route(CARD_PATH, endpoints.card, methods=["GET"]),
+        Route(RPC_PATH, endpoints.rpc, methods=["POST"]),
+        Route("/healthz", endpoints.healthz, methods=["GET"]),
+        Route("/readyz", endpoints.readyz, methods=["GET"]),
+        Route("/metrics", endpoints.metrics, methods=["GET"]),
+    ]
+    return Starlette(routes=routes)
 
-    async def card(request: Request) -> Response:
-        return JSONResponse(agent_card(state, _origin(request)))
 
-    async def healthz(request: Request) -> Response:
+@dataclass(frozen=True)
+class _Endpoints:
+    """The handlers of :func:`build_app`'s routes over one :class:`ServeState`.
+
+    A JSON-RPC call goes :meth:`rpc` (its trace span) → :meth:`handle` (auth, envelope) →
+    :meth:`call` (the method, and the refusals a replica answers with an HTTP status).
+    """
+
+    state: ServeState
+
+    @property
+    def manager(self) -> TaskManager:
+        return self.state.manager
+
+    async def card(self, request: Request) -> Response:
+        return JSONResponse(agent_card(self.state, _origin(request)))
+
+    async def healthz(self, request: Request) -> Response:
         return PlainTextResponse("ok")
 
-    async def readyz(request: Request) -> Response:
-        if manager.draining:
+    async def readyz(self, request: Request) -> Response:
+        if self.manager.draining:
             return PlainTextResponse("draining", status_code=503)
         return PlainTextResponse("ok")
 
-    async def metrics(request: Request) -> Response:
-        state.metrics.active = manager.active
-        return PlainTextResponse(state.metrics.render(), media_type="text/plain; version=0.0.4")
+    async def metrics(self, request: Request) -> Response:
+        self.state.metrics.active = self.manager.active
+        return PlainTextResponse(
+            self.state.metrics.render(), media_type="text/plain; version=0.0.4"
+        )
 
-    async def rpc(request: Request) -> Response:
-        """:func:`handle` in an A2A server span continuing the caller's trace (tracing hook)."""
+    async def rpc(self, request: Request) -> Response:
+        """:meth:`handle` in an A2A server span continuing the caller's trace (tracing hook)."""
         try:
             body = json.loads(await request.body())
             op, dialect = METHODS[str(body.get("method"))]
         except (ValueError, KeyError, TypeError, AttributeError):
-            return await handle(request)
+            return await self.handle(request)
         with (
             tracer().remote(request.headers),
-            traced.a2a_server_span(op, state.bundle.target, dialect) as span,
+            traced.a2a_server_span(op, self.state.bundle.target, dialect) as span,
         ):
-            response = await handle(request)
+            response = await self.handle(request)
             if response.status_code >= 400:
                 span.error(str(response.status_code))
             return response
 
-    async def handle(request: Request) -> Response:
-        if not _authorized(state, request):
-            state.metrics.reject("unauthorized")
+    async def handle(self, request: Request) -> Response:
+        if not _authorized(self.state, request):
+            self.state.metrics.reject("unauthorized")
             return unauthorized(bool(request.headers.get("authorization")))
         try:
             body = json.loads(await request.body())
@@ -290,10 +315,13 @@ def build_app(state: ServeState) -> Starlette:
                 rpc_error(request_id, METHOD_NOT_FOUND, f"method {method!r} is not supported")
             )
         op, dialect = METHODS[method]
-        params = body.get("params")
+        return await self.call(request_id, op, dialect, body.get("params"))
+
+    async def call(self, request_id: Any, op: str, dialect: Dialect, params: Any) -> Response:
+        manager = self.manager
         try:
             if op in ("send", "stream"):
-                return await send(request_id, params, dialect, stream=op == "stream")
+                return await self.send(request_id, params, dialect, stream=op == "stream")
             task_id = task_id_param(params)
             task = manager.get(task_id)
             if task is None:
@@ -310,7 +338,7 @@ def build_app(state: ServeState) -> Starlette:
         except RpcError as exc:
             return JSONResponse(rpc_error(request_id, exc.code, exc.message))
         except Busy:
-            state.metrics.reject("busy")
+            self.state.metrics.reject("busy")
             return JSONResponse(
                 rpc_error(
                     request_id,
@@ -321,19 +349,21 @@ def build_app(state: ServeState) -> Starlette:
                 headers={"Retry-After": str(RETRY_AFTER_BUSY)},
             )
         except Draining:
-            state.metrics.reject("draining")
+            self.state.metrics.reject("draining")
             return JSONResponse(
                 rpc_error(request_id, INVALID_REQUEST, "this replica is shutting down; retry"),
                 status_code=503,
                 headers={"Retry-After": str(RETRY_AFTER_DRAINING)},
             )
 
-    async def send(request_id: Any, params: Any, dialect: Dialect, stream: bool) -> Response:
+    async def send(self, request_id: Any, params: Any, dialect: Dialect, stream: bool) -> Response:
+        manager = self.manager
         incoming = parse_send(params, dialect)
         skill = incoming.metadata.get("skillId")
-        if skill and skill != state.skill_id:
+        if skill and skill != self.state.skill_id:
             raise RpcError(
-                INVALID_PARAMS, f"no skill {skill!r} here (this agent offers {state.skill_id!r})"
+                INVALID_PARAMS,
+                f"no skill {skill!r} here (this agent offers {self.state.skill_id!r})",
             )
         if incoming.task_id is not None:
             task = manager.get(incoming.task_id)
@@ -346,7 +376,7 @@ def build_app(state: ServeState) -> Starlette:
             since = 0
         if stream:
             return StreamingResponse(
-                events(request_id, task, dialect, since),
+                self.events(request_id, task, dialect, since),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
@@ -355,7 +385,7 @@ def build_app(state: ServeState) -> Starlette:
         return JSONResponse(rpc_result(request_id, _send_result(task, dialect)))
 
     async def events(
-        request_id: Any, task: ServedTask, dialect: Dialect, since: int
+        self, request_id: Any, task: ServedTask, dialect: Dialect, since: int
     ) -> AsyncIterator[bytes]:
         first = task_wire(task, dialect)
         yield sse(rpc_result(request_id, {"task": first} if dialect == "1.0" else first))
@@ -363,21 +393,12 @@ def build_app(state: ServeState) -> Starlette:
         while True:
             if task.settled and seen >= task.version:
                 return
-            seen = await manager.wait_changed(task, seen)
+            seen = await self.manager.wait_changed(task, seen)
             if task.answer is not None and task.done:
                 yield sse(rpc_result(request_id, _artifact_event(task, dialect)))
             yield sse(rpc_result(request_id, _status_event(task, dialect)))
             if task.settled:
                 return
-
-    routes = [
-        Route(CARD_PATH, card, methods=["GET"]),
-        Route(RPC_PATH, rpc, methods=["POST"]),
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
-    ]
-    return Starlette(routes=routes)
 
 
 __all__ = [
