@@ -19,7 +19,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
-from swarmkit_devcluster.paths import BINARIES, NODE_BINARIES, Binary, cache_root, hack_dir
+from swarmkit_devcluster.paths import (
+    BINARIES,
+    NODE_BINARIES,
+    WEB_AUTH_BINARIES,
+    Binary,
+    cache_root,
+    hack_dir,
+)
 
 
 class BuildError(RuntimeError):
@@ -174,7 +181,7 @@ def build(
     def say(msg: str) -> None:
         print(msg, file=out, flush=True)
 
-    every = {**BINARIES, **NODE_BINARIES}
+    every = {**BINARIES, **NODE_BINARIES, **WEB_AUTH_BINARIES}
     selected = [every[n] for n in (names or BINARIES)]
     timings: dict[str, float] = {}
     with _lock(cache_root() / ".build.lock"):
