@@ -18,20 +18,17 @@ from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube
 
 from .review_support import (
-    decide,
+    answer_and_resume,
     escalating_deploy,
-    parked_review,
+    park_deploy_run,
     review_admission,  # noqa: F401  (fixture)
 )
 from .runs_support import (
     OperatorProcess,
-    agent_with,
-    apply,
     apply_examples,
     create,
     debug,
     finished,
-    reason_is,
     run_manifest,
     succeeded,
     wait_ready,
@@ -121,22 +118,9 @@ def test_a_resumed_run_keeps_each_pods_chain_head_and_each_verifies(
 ) -> None:
     ns = namespace
     escalating_deploy(cluster, kube, ns)
-    replay = [
-        {"toolCalls": [{"name": "deploy", "arguments": {"service": "checkout"}}]},
-        {"text": "done"},
-    ]
-    apply(kube, ns, agent_with("deployer", replay, skills=["deploy"]))
-    wait_ready(kube, ns, "Agent", "deployer")
-    create(kube, ns, run_manifest("ship", agent="deployer"))
-    parked = wait_run(kube, ns, "ship", reason_is("AwaitingReview"), operator=operator)
+    parked = park_deploy_run(kube, ns, operator)
     (first,) = parked["status"]["audit"]
-    review = parked_review(kube, ns, "ship")
-    ok = decide(cluster, ns, review["metadata"]["name"], "alice", "answer", text="done by hand")
-    assert ok.returncode == 0, ok.stderr
-    run = wait_run(kube, ns, "ship", finished, operator=operator)
-    cond = succeeded(run)
-    assert cond is not None and cond["reason"] == "Succeeded", debug(kube, ns, operator)
-    assert run["status"]["resumes"] == 1
+    run = answer_and_resume(cluster, kube, ns, "ship", operator)
 
     # Both pods' heads, oldest first: the parked pod's unchanged, the resumed pod's last.
     heads = run["status"]["audit"]
