@@ -77,9 +77,7 @@ def _audit_record(text: str) -> dict[str, object] | None:
     return None
 
 
-def audit_lines(
-    lines: Iterable[str], first: int = 1
-) -> list[tuple[int, str, dict[str, object]]]:
+def audit_lines(lines: Iterable[str], first: int = 1) -> list[tuple[int, str, dict[str, object]]]:
     """(line number in the whole log, counting from ``first``, the line as written, its
     record) per audit line."""
     out = []

@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from swarmkit_api import KINDS
-from swarmkit_operator.config import parse_config
 from swarmkit_devcluster.paths import OAUTH2_PROXY_VERSION
+from swarmkit_operator.config import parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "swarmkit-operator"
