@@ -123,8 +123,9 @@ def _pod_chain(events: int) -> tuple[str, dict[str, Any]]:
     return sink.getvalue(), {"head": audit.head.head, "lines": audit.head.lines}
 
 
-def _resumed(logs_of: dict[str, str] | None = None) -> tuple[_Kube, list[str]]:
-    """A Run parked on pod r-1 (3 audit lines) and resumed on pod r-2 (2)."""
+def _resumed(gone: tuple[str, ...] = ()) -> tuple[_Kube, list[str]]:
+    """A Run parked on pod r-1 (3 audit lines) and resumed on pod r-2 (2); the pods in
+    ``gone`` are deleted (their logs with them)."""
     first, head1 = _pod_chain(3)
     second, head2 = _pod_chain(2)
     status = {
@@ -132,7 +133,8 @@ def _resumed(logs_of: dict[str, str] | None = None) -> tuple[_Kube, list[str]]:
         "audit": [{**head1, "pod": "r-1"}, {**head2, "pod": "r-2"}],
     }
     kube = _Kube("", status)
-    kube.core = _Pods({"r-1": first, "r-2": second} if logs_of is None else logs_of)  # type: ignore[assignment]
+    pods = {name: log for name, log in (("r-1", first), ("r-2", second)) if name not in gone}
+    kube.core = _Pods(pods)  # type: ignore[assignment]
     return kube, [first, second]
 
 
@@ -148,8 +150,7 @@ def test_each_pods_chain_of_a_resumed_run_verifies() -> None:
 
 
 def test_a_gone_pod_is_not_verified_and_named() -> None:
-    _, (_, second) = _resumed()
-    kube, _ = _resumed({"r-2": second})
+    kube, _ = _resumed(gone=("r-1",))
     console, out, err = _console()
     assert logs.verify_log(kube, "r", None, console) == EXIT_FINDINGS
     assert "NOT verified: pod r-1: pod 'r-1' is gone" in err.getvalue()
