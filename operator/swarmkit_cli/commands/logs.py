@@ -180,11 +180,12 @@ def verify_log(kube: Any, name: str, path: str | None, console: Console) -> int:
     if path:
         checks = _held_checks(_held_lines(path), uid, heads, "stdin" if path == "-" else path)
     else:
-        checks = [(f"pod {h.get('pod')}", 1, _pod_copy(kube, str(h.get("pod") or "")), h)
-                  for h in heads]  # fmt: skip
+        latest = str((run.get("status") or {}).get("podName") or "")
+        pods = [str(h.get("pod") or latest) for h in heads]  # no pod named: the latest's
+        checks = [(f"pod {p}", 1, _pod_copy(kube, p), h) for p, h in zip(pods, heads, strict=True)]
     failed = 0
     for source, first, lines, head in checks:
-        if isinstance(lines, str):  # the pod is gone: nothing to check
+        if isinstance(lines, str):  # no log to check: the pod is gone, or it is unreadable
             console.error(f"NOT verified: {source}: {lines}")
             failed += 1
             continue
