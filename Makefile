@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 	node-apt node-binaries test-real-node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
         bench-runner bench-funnel bench-tracing bench-providers bench-import bench-gateway bench-review bench-spend bench-serve bench-webview bench-clients bench-images bench-ab bench chaos chart-lint \
-        test-helm kind-e2e clean chromium botocore checkov images images-if-built jaeger
+        test-helm kind-e2e clean chromium botocore checkov images images-if-built jaeger web-auth
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -115,6 +115,13 @@ harness-clis: $(STAMP) node ## install (once, cached) the pinned harness CLIs th
 jaeger: $(STAMP) ## build (once, cached) Jaeger v2 from Go modules for the tracing tests
 	$(PY) -m swarmkit_devcluster jaeger
 
+# The per-user web view signs people in through a real oauth2-proxy (the chart's proxy) and a
+# real OIDC provider (mockoidc's server in a small command), both built from the Go module
+# proxy (hack/oauth2-proxy, hack/mockoidc: go.mod/go.sum committed) into
+# ~/.cache/swarmkit-operator/{oauth2-proxy,mockoidc}/<version>/ once (a no-op when cached).
+web-auth: $(RUN_STAMP) ## build (once, cached) oauth2-proxy and an OIDC provider for the web view tests
+	$(PY) -m swarmkit_devcluster build --web-auth
+
 # Node.js + npm for those clients; installed with apt-get when missing (as root).
 node:
 	@if command -v node >/dev/null && command -v npm >/dev/null; then :; \
@@ -156,7 +163,7 @@ operator-down: $(RUN_STAMP) ## stop the background operator
 test-unit: clients harness-clis jaeger
 	$(PY) -m pytest tests/unit -q
 
-test-integration: $(STAMP) cluster-binaries clients harness-clis jaeger
+test-integration: $(STAMP) cluster-binaries clients harness-clis jaeger web-auth
 	$(PY) -m pytest tests/integration -q -m 'not real_node'
 
 # The tests where a kernel boundary is the point, on a private cluster with the real node (root;
@@ -185,7 +192,7 @@ images-if-built: $(STAMP)
 # either failed.
 test: $(STAMP) ## lint + verify + docs + the whole test suite (prints the 20 slowest tests and the times)
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory lint verify docs cluster-binaries clients harness-clis jaeger images node-binaries; \
+	$(MAKE) --no-print-directory lint verify docs cluster-binaries clients harness-clis jaeger web-auth images node-binaries; \
 	echo "make test: lint, verify, docs and the builds took $$(( $$(date +%s) - start )) s; pytest follows"
 	@start=$$(date +%s); rn=0; $(REAL_NODE_PYTEST) || rn=$$?; \
 	echo "make test: the real-node tests took $$(( $$(date +%s) - start )) s (exit $$rn)"; \

@@ -10,7 +10,7 @@ import time
 from swarmkit_devcluster.build import BuildError, build
 from swarmkit_devcluster.cluster import ClusterError, LocalCluster
 from swarmkit_devcluster.imagebuild import ImageBuildError, build_images, image_status
-from swarmkit_devcluster.paths import NODE_BINARIES, repo_root
+from swarmkit_devcluster.paths import NODE_BINARIES, WEB_AUTH_BINARIES, repo_root
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the real node's binaries (kubelet, kube-proxy, containerd, runc, CNI, kube-router,"
         " CoreDNS)",
+    )
+    b.add_argument(
+        "--web-auth",
+        action="store_true",
+        help="oauth2-proxy and an OIDC provider (mockoidc) for the per-user web view tests",
     )
     sub.add_parser(
         "clients",
@@ -64,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         if a.cmd == "build":
             t0 = time.monotonic()
             print("building cluster binaries (cached after the first build):", file=sys.stderr)
-            build(a.names or (list(NODE_BINARIES) if a.node else None), force=a.force)
+            group = NODE_BINARIES if a.node else WEB_AUTH_BINARIES if a.web_auth else None
+            build(a.names or (list(group) if group else None), force=a.force)
             print(f"build: done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
             return 0
         if a.cmd == "clients":

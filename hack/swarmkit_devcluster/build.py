@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import TextIO
 
 from swarmkit_devcluster.locks import exclusive
-from swarmkit_devcluster.paths import BINARIES, NODE_BINARIES, Binary, cache_root, hack_dir
+from swarmkit_devcluster.paths import (
+    BINARIES,
+    NODE_BINARIES,
+    WEB_AUTH_BINARIES,
+    Binary,
+    cache_root,
+    hack_dir,
+)
 
 
 class BuildError(RuntimeError):
@@ -162,7 +169,7 @@ def build(
     def say(msg: str) -> None:
         print(msg, file=out, flush=True)
 
-    every = {**BINARIES, **NODE_BINARIES}
+    every = {**BINARIES, **NODE_BINARIES, **WEB_AUTH_BINARIES}
     selected = [every[n] for n in (names or BINARIES)]
     timings: dict[str, float] = {}
     with exclusive(cache_root() / ".build.lock"):

@@ -15,6 +15,10 @@ RUNC_VERSION = "v1.5.3"
 CNI_PLUGINS_VERSION = "v1.10.0"
 KUBE_ROUTER_VERSION = "v2.1.0"
 COREDNS_VERSION = "v1.15.0"
+# The per-user web view's sign-in in the tests (issue 41): the chart's proxy and an OIDC
+# provider for it.
+OAUTH2_PROXY_VERSION = "v7.15.6"
+MOCKOIDC_VERSION = "v0.0.0-20261103160011-e06ed0b7cb7f"
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -144,8 +148,31 @@ NODE_BINARIES: dict[str, Binary] = {
 }
 
 
+# The per-user web view behind a real oauth2-proxy signing people in with a real OIDC
+# provider (mockoidc's server, wrapped in a command: hack/mockoidc); `make web-auth`.
+WEB_AUTH_BINARIES: dict[str, Binary] = {
+    "oauth2-proxy": Binary(
+        "oauth2-proxy",
+        "oauth2-proxy",
+        "github.com/oauth2-proxy/oauth2-proxy/v7",
+        "oauth2-proxy",
+        OAUTH2_PROXY_VERSION,
+        ldflags="-X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION="
+        + OAUTH2_PROXY_VERSION,
+    ),
+    "mockoidc": Binary(
+        "mockoidc",
+        "mockoidc",
+        "github.com/swarmkit-operator/hack/mockoidc",
+        "mockoidc",
+        MOCKOIDC_VERSION,
+        ldflags=f"-X main.version={MOCKOIDC_VERSION}",
+    ),
+}
+
+
 def binary(name: str) -> Path:
-    return (BINARIES.get(name) or NODE_BINARIES[name]).path
+    return (BINARIES.get(name) or NODE_BINARIES.get(name) or WEB_AUTH_BINARIES[name]).path
 
 
 def hack_dir() -> Path:

@@ -9,6 +9,10 @@ of lines, in its result, and the operator copies it into the Run's ``status.audi
 copy of the log is the one the run wrote (:func:`verify`): a changed, removed, added or
 moved line breaks a link or the head.
 
+A resumed Run has one chain per pod, each starting at the same anchor; the status keeps
+every pod's head. A copy holding several pods' logs one after another is cut into its
+chains where one starts (:func:`chains`), and each is verified against its head.
+
 Only audit lines are chained: JSON objects with an ``event`` and a ``run_id`` (every line
 the runner's audit log writes has both). Other lines on the pod's log are skipped: stderr,
 the checkpoint and outbox lines (whose own sha256 the result carries), and JSON a library
@@ -22,8 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 #: The field every audit line starts with.
 PREV_FIELD = "prev"
@@ -72,10 +77,11 @@ def _audit_record(text: str) -> dict[str, object] | None:
     return None
 
 
-def audit_lines(lines: Iterable[str]) -> list[tuple[int, str, dict[str, object]]]:
-    """(line number from 1 in the whole log, the line as written, its record) per audit line."""
+def audit_lines(lines: Iterable[str], first: int = 1) -> list[tuple[int, str, dict[str, object]]]:
+    """(line number in the whole log, counting from ``first``, the line as written, its
+    record) per audit line."""
     out = []
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(lines, start=first):
         text = raw.rstrip("\r\n")
         record = _audit_record(text)
         if record is not None:
@@ -83,11 +89,32 @@ def audit_lines(lines: Iterable[str]) -> list[tuple[int, str, dict[str, object]]
     return out
 
 
-def verify(lines: Iterable[str], run_id: str, head: str, count: int) -> Verification:
+def status_heads(audit: object) -> list[dict[str, Any]]:
+    """The chain heads in a Run's ``status.audit``, oldest pod first: its list (one per
+    pod), or the single object an operator before per-pod heads wrote (the latest pod's)."""
+    listed = [audit] if isinstance(audit, dict) else audit if isinstance(audit, list) else []
+    return [h for h in listed if isinstance(h, dict) and h.get("head")]
+
+
+def chains(lines: Sequence[str], run_id: str) -> list[tuple[int, list[str]]]:
+    """``lines`` cut before each audit line that starts a chain (its ``prev`` is the anchor
+    of ``run_id``): (the number of its first line in ``lines``, from 1; its lines). The lines
+    before the first start belong to the first chain; a log with no start is one chain."""
+    start = anchor(run_id)
+    cuts = [n - 1 for n, _, record in audit_lines(lines) if record.get(PREV_FIELD) == start]
+    bounds = sorted({0, *cuts[1:]}) if cuts else [0]
+    ends = [*bounds[1:], len(lines)]
+    return [(b + 1, list(lines[b:e])) for b, e in zip(bounds, ends, strict=True)]
+
+
+def verify(
+    lines: Iterable[str], run_id: str, head: str, count: int, first: int = 1
+) -> Verification:
     """Whether ``lines`` (a log: audit lines among others) are the ``count`` audit lines whose
     chain starts at :func:`anchor` of ``run_id`` and ends at ``head``; if not, the first line
-    that is not what the run wrote (its number in ``lines``) and why."""
-    chained = audit_lines(lines)
+    that is not what the run wrote (its number in the log, ``lines`` starting at ``first``)
+    and why."""
+    chained = audit_lines(lines, first)
     hashes = {line_hash(text): number for number, text, _ in chained}
     expected, before = anchor(run_id), None
     for number, text, record in chained:
@@ -155,4 +182,14 @@ def _bad(total: int, line: int | None, message: str) -> Verification:
     return Verification(False, total, message, line)
 
 
-__all__ = ["PREV_FIELD", "Verification", "anchor", "audit_lines", "line_hash", "link", "verify"]
+__all__ = [
+    "PREV_FIELD",
+    "Verification",
+    "anchor",
+    "audit_lines",
+    "chains",
+    "line_hash",
+    "link",
+    "status_heads",
+    "verify",
+]

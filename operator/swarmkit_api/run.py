@@ -248,7 +248,7 @@ class AuditChainHead(ApiModel):
 
     The runner reports it in its result; the operator copies it, with the pod whose log it
     ends, into the Run's status. ``kubectl swarmkit logs --verify`` holds a copy of the log
-    against it. A resumed or recreated Run has one chain per pod: this is the latest pod's.
+    against it. A resumed or recreated Run has one chain per pod: the status keeps each.
     """
 
     head: str = Field(
@@ -329,10 +329,10 @@ class RunStatus(ApiModel):
         default_factory=list,
         description="SpendQuotas its cap is reserved on (cleared once its spend is settled).",
     )
-    audit: AuditChainHead | None = Field(
-        default=None,
-        description="The head of the latest pod's hash-chained audit log (checked by "
-        "kubectl swarmkit logs --verify).",
+    audit: list[AuditChainHead] = Field(
+        default_factory=list,
+        description="The head of each pod's hash-chained audit log, oldest first (a resumed "
+        "Run has one chain per pod; checked by kubectl swarmkit logs --verify).",
     )
     conditions: Conditions = Field(default_factory=list, description="Conditions.")
 

@@ -20,7 +20,25 @@ import pytest
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
 
-from .runs_support import GROUP, REPO, VERSION, apply, apply_examples, get, with_command
+from .runs_support import (
+    GROUP,
+    REPO,
+    VERSION,
+    OperatorProcess,
+    agent_with,
+    apply,
+    apply_examples,
+    create,
+    debug,
+    finished,
+    get,
+    reason_is,
+    run_manifest,
+    succeeded,
+    wait_ready,
+    wait_run,
+    with_command,
+)
 
 ADMISSION = REPO / "deploy" / "admission" / "review-decisions.yaml"
 REVIEWERS = ("alice", "bob")
@@ -193,6 +211,44 @@ def parked_review(kube: Kube, namespace: str, run: str, timeout: float = 90) -> 
 
     found: dict[str, Any] = wait_for(check, timeout, message=f"run {run} to open a Review")
     return found
+
+
+#: The deployer's model turns: call ``deploy`` (it fails and escalates to a person), then
+#: finish.
+DEPLOY_THEN_DONE: list[dict[str, Any]] = [
+    {"toolCalls": [{"name": "deploy", "arguments": {"service": "checkout"}}]},
+    {"text": "done"},
+]
+
+
+def park_deploy_run(
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    replay: list[dict[str, Any]] = DEPLOY_THEN_DONE,
+) -> dict[str, Any]:
+    """After :func:`escalating_deploy`: Agent ``deployer`` (``replay``'s model turns, Skill
+    ``deploy``) and Run ``ship``, once it is parked on the Review its failed deploy opened."""
+    apply(kube, namespace, agent_with("deployer", replay, skills=["deploy"]))
+    wait_ready(kube, namespace, "Agent", "deployer")
+    create(kube, namespace, run_manifest("ship", agent="deployer"))
+    return wait_run(kube, namespace, "ship", reason_is("AwaitingReview"), operator=operator)
+
+
+def answer_and_resume(
+    cluster: LocalCluster, kube: Kube, namespace: str, run: str, operator: OperatorProcess
+) -> dict[str, Any]:
+    """Alice answers the Review the parked Run ``run`` opened ("done by hand"); the Run,
+    resumed once, once it has succeeded."""
+    review = parked_review(kube, namespace, run)
+    name = review["metadata"]["name"]
+    ok = decide(cluster, namespace, name, "alice", "answer", text="done by hand")
+    assert ok.returncode == 0, ok.stderr
+    body = wait_run(kube, namespace, run, finished, operator=operator)
+    cond = succeeded(body)
+    assert cond is not None and cond["reason"] == "Succeeded", debug(kube, namespace, operator)
+    assert body["status"]["resumes"] == 1
+    return body
 
 
 def now() -> float:

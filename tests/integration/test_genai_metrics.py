@@ -22,20 +22,17 @@ from swarmkit_devcluster.testing import Kube
 from tests.support.served import free_port
 
 from .review_support import (
-    decide,
+    answer_and_resume,
     escalating_deploy,
-    parked_review,
+    park_deploy_run,
     review_admission,  # noqa: F401  (fixture)
 )
 from .runs_support import (
     OperatorProcess,
-    agent_with,
-    apply,
     apply_examples,
     create,
     debug,
     finished,
-    reason_is,
     run_manifest,
     succeeded,
     wait_ready,
@@ -151,21 +148,12 @@ def test_each_job_of_a_parked_and_resumed_run_counts_its_own_calls(
         },
         {"text": "done", "usage": {"inputTokens": 2000, "outputTokens": 5}},
     ]
-    apply(kube, ns, agent_with("deployer", replay, skills=["deploy"]))
-    wait_ready(kube, ns, "Agent", "deployer")
-    create(kube, ns, run_manifest("ship", agent="deployer"))
-    wait_run(kube, ns, "ship", reason_is("AwaitingReview"), operator=operator)
+    park_deploy_run(kube, ns, operator, replay)
     parked = _scrape(operator)
     # The first Job made one call (the failed deploy waits for a person): counted when it
     # parked.
     assert _total(parked, f"{DURATION}_count") - _total(before, f"{DURATION}_count") == 1
-    review = parked_review(kube, ns, "ship")
-    ok = decide(cluster, ns, review["metadata"]["name"], "alice", "answer", text="done by hand")
-    assert ok.returncode == 0, ok.stderr
-    run = wait_run(kube, ns, "ship", finished, operator=operator)
-    cond = succeeded(run)
-    assert cond is not None and cond["reason"] == "Succeeded", debug(kube, ns, operator)
-    assert run["status"]["resumes"] == 1
+    answer_and_resume(cluster, kube, ns, "ship", operator)
     after = _scrape(operator)
     # The resumed Job replays the first call from its journal (no model call, not in its
     # report) and makes one more: two calls in all, each counted once.

@@ -24,14 +24,13 @@ from swarmkit_devcluster.testing import Kube
 from tests.support.tracing import by_name, one, views
 
 from .review_support import (
-    decide,
+    answer_and_resume,
     escalating_deploy,
-    parked_review,
+    park_deploy_run,
     review_admission,  # noqa: F401  (fixture)
 )
 from .runs_support import (
     OperatorProcess,
-    agent_with,
     apply,
     apply_examples,
     create,
@@ -39,7 +38,6 @@ from .runs_support import (
     example,
     finished,
     jobs,
-    reason_is,
     run_manifest,
     succeeded,
     wait_ready,
@@ -152,21 +150,8 @@ def test_a_parked_and_resumed_run_is_one_trace(
         return doc
 
     escalating_deploy(cluster, kube, ns, edit=traced)
-    replay = [
-        {"toolCalls": [{"name": "deploy", "arguments": {"service": "checkout"}}]},
-        {"text": "done"},
-    ]
-    apply(kube, ns, agent_with("deployer", replay, skills=["deploy"]))
-    wait_ready(kube, ns, "Agent", "deployer")
-    create(kube, ns, run_manifest("ship", agent="deployer"))
-    wait_run(kube, ns, "ship", reason_is("AwaitingReview"), operator=operator)
-    review = parked_review(kube, ns, "ship")
-    ok = decide(cluster, ns, review["metadata"]["name"], "alice", "answer", text="done by hand")
-    assert ok.returncode == 0, ok.stderr
-    run = wait_run(kube, ns, "ship", finished, operator=operator)
-    cond = succeeded(run)
-    assert cond is not None and cond["reason"] == "Succeeded", debug(kube, ns, operator)
-    assert run["status"]["resumes"] == 1
+    park_deploy_run(kube, ns, operator)
+    run = answer_and_resume(cluster, kube, ns, "ship", operator)
 
     trace_id = run["status"]["traceId"]
     spans = views(jaeger.trace(trace_id, min_spans=12, timeout=30))

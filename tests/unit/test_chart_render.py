@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from swarmkit_api import KINDS
+from swarmkit_devcluster.paths import OAUTH2_PROXY_VERSION
 from swarmkit_operator.config import parse_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -407,7 +408,8 @@ def test_a_per_user_web_view_listens_on_loopback_behind_the_proxy_container() ->
     assert "--web-view=127.0.0.1:8083" in operator["args"]
     assert "--web-view-single-user" not in operator["args"]
     assert not [p for p in operator["ports"] if p["name"] == "web"]
-    assert proxy["image"] == "quay.io/oauth2-proxy/oauth2-proxy:v7.7.1"
+    # the version tests/integration/test_webview_users.py signs people in through
+    assert proxy["image"] == f"quay.io/oauth2-proxy/oauth2-proxy:{OAUTH2_PROXY_VERSION}"
     assert proxy["args"] == [
         "--http-address=0.0.0.0:8082",
         "--upstream=http://127.0.0.1:8083/",

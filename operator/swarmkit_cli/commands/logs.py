@@ -8,10 +8,12 @@ ends, waiting for the pod to start first. A traced Run's trace id (``status.trac
 printed first, on stderr (``trace: <id>``: look it up in Jaeger or any OTLP backend).
 
 ``--verify`` checks instead of printing: the audit lines are hash-chained (each names the
-hash of the one before, the first is bound to the Run's uid) and the Run's status holds the
-chain's head (``status.audit``). With ``--file PATH`` (``-`` for stdin) it checks a copy a
-person holds (e.g. saved with ``-o json``), else the pod's log. Exit 0 when it is the log the
-run wrote; 1 with the first line that is not (changed, removed, moved) and why.
+hash of the one before, the first is bound to the Run's uid) and the Run's status holds each
+pod's chain head (``status.audit``: a resumed Run has one chain per pod). With ``--file
+PATH`` (``-`` for stdin) it checks a copy a person holds (e.g. saved with ``-o json``): one
+pod's log, or every pod's one after another; else each pod's log. Exit 0 when every chain
+is the log the run wrote; 1 with, per chain that is not, the first line that is not
+(changed, removed, moved) and why, or the pod whose log is gone.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from swarmkit_api.audit_chain import verify
+from swarmkit_api.audit_chain import audit_lines, chains, line_hash, status_heads, verify
 from swarmkit_api.conditions import SUCCEEDED
 
 from ..console import Console
@@ -166,24 +168,68 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def verify_log(kube: Any, name: str, path: str | None, console: Console) -> int:
-    """``--verify``: the log (the pod's, or the copy at ``path``) against ``status.audit``."""
+    """``--verify``: each pod's log, or the copy at ``path``, against ``status.audit``."""
     run = kube.get("Run", name)
-    chain = (run.get("status") or {}).get("audit") or {}
-    if not chain.get("head"):
+    heads = status_heads((run.get("status") or {}).get("audit"))
+    if not heads:
         raise CommandError(
             f"Run {name!r} has no audit chain head in its status yet (it has not ended a "
             "stage, or its runner predates hash-chained audit lines): nothing to verify against"
         )
-    pod = str(chain.get("pod") or (run.get("status") or {}).get("podName") or "")
-    lines = _held_lines(path) if path else list(_pod_lines(kube, pod, False))
     uid = str((run.get("metadata") or {}).get("uid") or "")
-    result = verify(lines, uid, str(chain["head"]), int(chain.get("lines") or 0))
-    source = "stdin" if path == "-" else (path or f"pod {pod}")
-    if result.ok:
-        console.print(f"verified: {source}: {result.message}, ending at Run {name}'s head")
-        return EXIT_OK
-    console.error(f"NOT verified: {source}: {result.message}")
-    return EXIT_FINDINGS
+    if path:
+        checks = _held_checks(_held_lines(path), uid, heads, "stdin" if path == "-" else path)
+    else:
+        latest = str((run.get("status") or {}).get("podName") or "")
+        pods = [str(h.get("pod") or latest) for h in heads]  # no pod named: the latest's
+        checks = [(f"pod {p}", 1, _pod_copy(kube, p), h) for p, h in zip(pods, heads, strict=True)]
+    failed = 0
+    for source, first, lines, head in checks:
+        if isinstance(lines, str):  # no log to check: the pod is gone, or it is unreadable
+            console.error(f"NOT verified: {source}: {lines}")
+            failed += 1
+            continue
+        result = verify(lines, uid, str(head["head"]), int(head.get("lines") or 0), first)
+        if result.ok:
+            console.print(f"verified: {source}: {result.message}, ending at Run {name}'s head")
+        else:
+            console.error(f"NOT verified: {source}: {result.message}")
+            failed += 1
+    return EXIT_FINDINGS if failed else EXIT_OK
+
+
+#: (what is checked, its first line number, its lines or why there are none, its head)
+Check = tuple[str, int, list[str] | str, dict[str, Any]]
+
+
+def _held_checks(
+    lines: list[str], uid: str, heads: list[dict[str, Any]], source: str
+) -> list[Check]:
+    """What to hold a copy against: a copy of every pod's log (its chains in order) against
+    each head; a copy of one pod's log against the head it ends at (else the latest)."""
+    found = chains(lines, uid)
+    if len(found) == len(heads) and len(heads) > 1:
+        return [
+            (f"{source} (chain {i} of {len(heads)}, pod {h.get('pod')})", first, part, h)
+            for i, ((first, part), h) in enumerate(zip(found, heads, strict=True), start=1)
+        ]
+    if len(found) > 1:
+        raise CommandError(
+            f"{source} holds {len(found)} audit chains and Run has {len(heads)} (one per pod): "
+            "check one pod's copy, or every pod's one after another, oldest first"
+        )
+    chained = audit_lines(lines)
+    last = line_hash(chained[-1][1]) if chained else None
+    head = next((h for h in heads if h["head"] == last), heads[-1])
+    return [(source, 1, lines, head)]
+
+
+def _pod_copy(kube: Any, pod: str) -> list[str] | str:
+    """The pod's log lines, or why there are none."""
+    try:
+        return list(_pod_lines(kube, pod, False))
+    except CommandError as exc:
+        return str(exc)
 
 
 def _held_lines(path: str) -> list[str]:

@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from swarmkit_api.audit_chain import status_heads
 from swarmkit_api.conditions import (
     REASON_CANCELLED,
     REASON_FAILED,
@@ -354,8 +355,22 @@ def status_patch(
         patch["reviewItems"] = [item.wire() for item in result.review_items]
         patch["skills"] = [item.wire() for item in result.skills]
         if result.audit is not None:  # the pod's chain head, for ``logs --verify``
-            patch["audit"] = result.audit.model_copy(update={"pod": verdict.pod_name}).wire()
+            head = result.audit.model_copy(update={"pod": verdict.pod_name}).wire()
+            patch["audit"] = audit_heads(current.get("audit"), head)
     return patch
+
+
+def audit_heads(kept: Any, head: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every pod's audit chain head, oldest first: ``head`` replaces its pod's entry (a pod
+    reports at each stage it ends) or is appended (a resumed Run's next pod). The list is
+    written whole (a merge patch replaces lists), so the earlier pods' heads are carried; a
+    single head an older operator wrote (an object) is kept as the first."""
+    heads = status_heads(kept)
+    same = [i for i, h in enumerate(heads) if h.get("pod") == head.get("pod")]
+    if same:
+        heads[same[0]] = head
+        return heads
+    return [*heads, head]
 
 
 __all__ = [
@@ -364,6 +379,7 @@ __all__ = [
     "FINAL_REASONS",
     "SUCCEEDED",
     "Verdict",
+    "audit_heads",
     "cap_output",
     "derive",
     "final",

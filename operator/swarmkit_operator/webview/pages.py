@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from swarmkit_api.audit_chain import status_heads
 from swarmkit_api.conditions import READY, SUCCEEDED
 
 from ..indexes import Indexes
@@ -278,7 +279,7 @@ def run_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
         "start": status.get("startTime") or "",
         "completion": status.get("completionTime") or "",
         "job": status.get("jobName") or "",
-        "audit": status.get("audit") or {},  # the latest pod's audit chain head
+        "audit": status_heads(status.get("audit")),  # each pod's audit chain head
         "pinned_topology": pinned.get("topology") or "",
         "pinned_agents": sorted((pinned.get("agents") or {}).items()),
         "pinned_skills": sorted((pinned.get("skills") or {}).items()),

@@ -101,7 +101,11 @@ async def per_user() -> AsyncIterator[tuple[httpx.AsyncClient, FakeReviews]]:
     for ns in ("team-a", "team-b"):
         idx.update("skills", skill(f"skill-of-{ns}", namespace=ns))
         done = run(f"run-of-{ns}", namespace=ns, output=f"output of {ns}")
-        done["status"]["audit"] = {"head": "c" * 64, "lines": 12, "pod": f"run-of-{ns}-x1"}
+        first = {"head": "c" * 64, "lines": 12, "pod": f"run-of-{ns}-x1"}
+        resumed = {"head": "d" * 64, "lines": 4, "pod": f"run-of-{ns}-resume-1-y2"}
+        # team A's Run resumed once (a head per pod); team B's status is an older
+        # operator's single head
+        done["status"]["audit"] = [first, resumed] if ns == "team-a" else first
         idx.update("runs", done)
         idx.update("mailboxmessages", item(f"note-{ns}", f"secret plans of {ns}", namespace=ns))
     lib = SkillLibrary(OperatorConfig(), idx)
@@ -145,8 +149,13 @@ async def test_each_page_shows_a_person_only_their_namespaces(
     assert "run-of-team-b" in page and "run-of-team-a" not in page
     mine = await client.get("/runs/team-a/run-of-team-a", headers=alice)
     assert mine.status_code == 200
-    assert 'cccccccccccc</span> <span class="muted">(12 lines, pod run-of-team-a-x1' in mine.text
+    assert 'cccccccccccc</span> <span class="muted">(12 lines, pod run-of-team-a-x1)' in mine.text
+    assert 'dddddddddddd</span> <span class="muted">(4 lines, pod run-of-team-a-resume-1-y2)' in (
+        mine.text
+    )
     assert "logs run/run-of-team-a -n team-a --verify" in mine.text
+    theirs = (await client.get("/runs/team-b/run-of-team-b", headers=bob)).text
+    assert 'cccccccccccc</span> <span class="muted">(12 lines, pod run-of-team-b-x1)' in theirs
     resp = await client.get("/runs/team-a/run-of-team-a", headers=bob)
     assert resp.status_code == 404 and "output of team-a" not in resp.text
     assert (await client.get("/skills/team-a/skill-of-team-a", headers=bob)).status_code == 404

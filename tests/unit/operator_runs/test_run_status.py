@@ -407,3 +407,23 @@ def test_pod_killed_because_its_job_was_deleted_is_lost() -> None:
     failed = pod("Failed", terminated=term(1, result("Failed", message="bad")), deleting=True)
     v = derive(job=None, pods=[failed], now=NOW)
     assert (v.phase, v.reason, v.message) == ("Finished", "Failed", "bad")
+
+
+def test_each_pods_audit_chain_head_is_kept_oldest_first() -> None:
+    def ended(pod_name: str, head: str, lines: int) -> Any:
+        audit = {"head": head * 64, "lines": lines}
+        term_ = term(0, result(output="ok", audit=audit))
+        return derive(job=job(), pods=[pod("Succeeded", name=pod_name, terminated=term_)], now=NOW)
+
+    first = status_patch({}, ended("p1", "a", 3), 1, now=NOW)
+    assert first["audit"] == [{"head": "a" * 64, "lines": 3, "pod": "p1"}]
+    # the resumed Run's next pod: appended, the first pod's head carried (lists are replaced)
+    second = status_patch(first, ended("p2", "b", 2), 1, now=NOW)
+    assert [(h["pod"], h["lines"]) for h in second["audit"]] == [("p1", 3), ("p2", 2)]
+    # a pod reporting again replaces its own entry in place
+    again = status_patch({**first, **second}, ended("p1", "c", 5), 1, now=NOW)
+    assert [(h["pod"], h["head"][0]) for h in again["audit"]] == [("p1", "c"), ("p2", "b")]
+    # the one object an operator before per-pod heads wrote is kept as the first
+    legacy = {"audit": {"head": "d" * 64, "lines": 1, "pod": "p0"}}
+    upgraded = status_patch(legacy, ended("p1", "a", 3), 1, now=NOW)
+    assert [h["pod"] for h in upgraded["audit"]] == ["p0", "p1"]

@@ -161,3 +161,26 @@ def test_the_termination_result_carries_the_head(tmp_path: Path) -> None:
     result = RunResult.model_validate_json(path.read_text())
     assert result.audit is not None
     assert result.audit.head == line_hash(lines[-1]) and result.audit.lines == 3
+
+
+def test_a_copy_of_several_pods_logs_is_cut_where_each_chain_starts() -> None:
+    from swarmkit_api.audit_chain import chains
+
+    first, a1 = written(3)
+    second, a2 = written(2)
+    copy = ["stderr noise", *first, "more noise", *second]
+    (s1, part1), (s2, part2) = chains(copy, UID)
+    # a chain starts at its first audit line: the noise before it stays with the chain before
+    assert (s1, s2) == (1, 6) and part1 == ["stderr noise", *first, "more noise"]
+    assert part2 == second
+    assert verify(part1, UID, a1.head.head, 3, s1).ok
+    assert verify(part2, UID, a2.head.head, 2, s2).ok
+    # line numbers count in the whole copy: the second chain's first audit line is line 6
+    edited = list(part2)
+    edited[0] = edited[0].replace('"tool": "t0"', '"tool": "tX"')
+    assert edited != part2
+    bad = verify(edited, UID, a2.head.head, 2, s2)
+    assert not bad.ok and bad.bad_line == 6, bad
+    # no chain start at all (the first line was changed): one chain, whose check fails
+    assert len(chains(first[1:], UID)) == 1
+    assert chains([], UID) == [(1, [])]
