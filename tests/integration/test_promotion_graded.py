@@ -14,6 +14,12 @@ spec, so an edit to the Agent changes both its version and what it answers:
   regresses, the verdict is ``Fail`` and the Agent stays on the active version with
   ``Promoted=False EvaluationFailed`` naming ``<evalset>/wants-refund``.
 
+The web view shows both (per user, through SubjectAccessReviews the real apiserver answers;
+Chromium plays the person behind the authenticating proxy): the EvalRun list and page with
+its cases, verdict and the regressed case, and the Agent's promotion page with its active
+version, its held candidate naming the regression and its history; a person without access
+in the namespace gets "not found" for both.
+
 ``bench/bench_promotion.py`` times the first half (spec change → promoted) on 20 cases with
 the same functions.
 """
@@ -44,6 +50,9 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
+from .test_webview_browser import SCREENSHOTS, free_port
+from .test_webview_users import _as, _bind, _role
+from .test_webview_users import browser as browser
 
 AGENT = "triage"
 EVAL_SET = "triage-cases"
@@ -165,7 +174,11 @@ def case_runs(kube: Kube, ns: str, evalrun: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {})
+    """The operator, with its per-user web view on a free loopback port."""
+    port = free_port()
+    env = {"SWARMKIT_WEB_VIEW": f"127.0.0.1:{port}", "SWARMKIT_METRICS_PORT": str(free_port())}
+    op = OperatorProcess(cluster.kubeconfig, env=env)
+    op.web_url = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
     op.start()
     yield op
     op.stop()
@@ -181,7 +194,7 @@ def pinned_run(kube: Kube, ns: str, name: str, operator: OperatorProcess) -> tup
 
 
 def test_the_evalrun_controller_grades_the_candidate_then_promotes_or_holds(
-    kube: Kube, namespace: str, operator: OperatorProcess
+    kube: Kube, namespace: str, operator: OperatorProcess, browser: Any
 ) -> None:
     ns, n = namespace, 4
     v1 = setup(kube, ns, n)
@@ -227,3 +240,79 @@ def test_the_evalrun_controller_grades_the_candidate_then_promotes_or_holds(
         [f"{EVAL_SET}/wants-refund"],
     )
     assert pinned_run(kube, ns, "after-fail", operator) == (v2, REWORDED)
+
+    web_view_shows(kube, ns, operator, browser, first, second, (v1, v2, v3))
+
+
+def _page(ctx: Any, url: str, shot: str, status: int = 200) -> Any:
+    page = ctx.new_page()
+    response = page.goto(url)
+    assert response is not None and response.status == status, (url, response and response.status)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"promotion-{shot}.png"), full_page=True)
+    return page
+
+
+def web_view_shows(
+    kube: Kube,
+    ns: str,
+    operator: OperatorProcess,
+    browser: Any,
+    passed: dict[str, Any],
+    failed: dict[str, Any],
+    versions: tuple[str, str, str],
+) -> None:
+    """The EvalRuns and the promotion history in Chromium, as alice (may read EvalRuns and
+    Agents in ``ns``) and as bob (may not)."""
+    v1, v2, v3 = versions
+    url = operator.web_url  # type: ignore[attr-defined]
+    read = [{"apiGroups": ["swarmkit.dev"], "resources": ["evalruns", "agents"],
+             "verbs": ["get", "list"]}]  # fmt: skip
+    _role(kube, ns, "eval-reader", read)
+    _bind(kube, ns, "eval-reader", "User", "alice")
+    alice, bob = _as(browser, "alice", "system:authenticated"), _as(browser, "bob")
+    good, bad = passed["metadata"]["name"], failed["metadata"]["name"]
+    try:
+
+        def listed() -> Any:
+            page = _page(alice, f"{url}/evalruns", "alice-evalruns")
+            if bad in page.content() and page.locator("tr.evalrun .badge.Fail").count():
+                return page
+            page.close()
+            return None
+
+        page = wait_for(listed, 30, message="the EvalRuns list to show both")
+        rows = page.locator("tr.evalrun").all_inner_texts()
+        assert len(rows) == 2 and any(good in r and "Pass" in r for r in rows), rows
+
+        page = _page(alice, f"{url}/evalruns/{ns}/{bad}", "alice-failed-evalrun")
+        assert "Fail" in page.locator("#verdict").inner_text()
+        assert page.locator("#regressed").inner_text() == "wants-refund"
+        case = page.locator("#case-wants-refund")
+        assert case.locator(".change").inner_text() == "Regressed"
+        assert case.locator(".candidate").inner_text().startswith("Failed")
+        assert "(cached)" in case.locator(".baseline").inner_text()
+        assert len(page.locator("tr.case").all()) == len(failed["status"]["cases"])
+        assert v3 in page.locator("#side-candidate").inner_text()
+        assert v2 in page.locator("#side-baseline").inner_text()
+
+        page = _page(alice, f"{url}/promotion/{ns}/agents/{AGENT}", "alice-promotion")
+        assert v2 in page.locator("#active").inner_text()
+        assert good in page.locator("#active").inner_text()
+        candidate = page.locator("#candidate").inner_text()
+        assert v3 in candidate and "Fail" in candidate
+        assert page.locator("#regressions").inner_text() == f"{EVAL_SET}/wants-refund"
+        assert "EvaluationFailed" in page.locator("#promoted").inner_text()
+        history = page.locator("#history tr.previous").all_inner_texts()
+        assert len(history) == 1 and v1 in history[0], history
+        # A link from the EvalRun to its case Runs, and from the promotion to its EvalRun.
+        page.locator(f"#active a[href='/evalruns/{ns}/{good}']").click()
+        assert page.locator("#verdict").inner_text().startswith("Pass")
+
+        # Bob may read nothing in the namespace: the pages read as absent.
+        _page(bob, f"{url}/evalruns/{ns}/{good}", "bob-evalrun", status=404)
+        _page(bob, f"{url}/promotion/{ns}/agents/{AGENT}", "bob-promotion", status=404)
+        assert good not in _page(bob, f"{url}/evalruns", "bob-evalruns").content()
+    finally:
+        alice.close()
+        bob.close()
