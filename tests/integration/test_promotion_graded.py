@@ -50,8 +50,9 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
-from .test_webview_browser import SCREENSHOTS, free_port
-from .test_webview_users import _as, _bind, _role
+from .test_evals import doc
+from .test_webview_browser import free_port
+from .test_webview_users import _as, _bind, _open, _role
 from .test_webview_users import browser as browser
 
 AGENT = "triage"
@@ -86,15 +87,6 @@ def cases(n: int) -> list[dict[str, Any]]:
             case["critical"] = True
         out.append(case)
     return out
-
-
-def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 def triage(answer: str, min_cases: int) -> dict[str, Any]:
@@ -244,15 +236,6 @@ def test_the_evalrun_controller_grades_the_candidate_then_promotes_or_holds(
     web_view_shows(kube, ns, operator, browser, first, second, (v1, v2, v3))
 
 
-def _page(ctx: Any, url: str, shot: str, status: int = 200) -> Any:
-    page = ctx.new_page()
-    response = page.goto(url)
-    assert response is not None and response.status == status, (url, response and response.status)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"promotion-{shot}.png"), full_page=True)
-    return page
-
-
 def web_view_shows(
     kube: Kube,
     ns: str,
@@ -275,7 +258,7 @@ def web_view_shows(
     try:
 
         def listed() -> Any:
-            page = _page(alice, f"{url}/evalruns", "alice-evalruns")
+            page = _open(alice, f"{url}/evalruns", "promotion-alice-evalruns")
             if bad in page.content() and page.locator("tr.evalrun .badge.Fail").count():
                 return page
             page.close()
@@ -285,7 +268,7 @@ def web_view_shows(
         rows = page.locator("tr.evalrun").all_inner_texts()
         assert len(rows) == 2 and any(good in r and "Pass" in r for r in rows), rows
 
-        page = _page(alice, f"{url}/evalruns/{ns}/{bad}", "alice-failed-evalrun")
+        page = _open(alice, f"{url}/evalruns/{ns}/{bad}", "promotion-alice-failed-evalrun")
         assert "Fail" in page.locator("#verdict").inner_text()
         assert page.locator("#regressed").inner_text() == "wants-refund"
         case = page.locator("#case-wants-refund")
@@ -296,7 +279,7 @@ def web_view_shows(
         assert v3 in page.locator("#side-candidate").inner_text()
         assert v2 in page.locator("#side-baseline").inner_text()
 
-        page = _page(alice, f"{url}/promotion/{ns}/agents/{AGENT}", "alice-promotion")
+        page = _open(alice, f"{url}/promotion/{ns}/agents/{AGENT}", "promotion-alice-promotion")
         assert v2 in page.locator("#active").inner_text()
         assert good in page.locator("#active").inner_text()
         candidate = page.locator("#candidate").inner_text()
@@ -310,9 +293,9 @@ def web_view_shows(
         assert page.locator("#verdict").inner_text().startswith("Pass")
 
         # Bob may read nothing in the namespace: the pages read as absent.
-        _page(bob, f"{url}/evalruns/{ns}/{good}", "bob-evalrun", status=404)
-        _page(bob, f"{url}/promotion/{ns}/agents/{AGENT}", "bob-promotion", status=404)
-        assert good not in _page(bob, f"{url}/evalruns", "bob-evalruns").content()
+        _open(bob, f"{url}/evalruns/{ns}/{good}", "promotion-bob-evalrun", status=404)
+        _open(bob, f"{url}/promotion/{ns}/agents/{AGENT}", "promotion-bob-promotion", status=404)
+        assert good not in _open(bob, f"{url}/evalruns", "promotion-bob-evalruns").content()
     finally:
         alice.close()
         bob.close()

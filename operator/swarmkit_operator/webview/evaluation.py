@@ -14,11 +14,12 @@ from typing import Any
 from swarmkit_api.conditions import PROMOTED, SUCCEEDED
 
 from .pages import Shown, Sources, condition, rows
+from .verdicts import VIEWS
 
 #: The resource a person needs ``list`` / ``get`` on to see EvalRuns.
 EVAL_RUNS = "evalruns"
-#: URL segment of a promotion page → (kind, its views index).
-PROMOTABLE = {"topologies": ("Topology", "topology_views"), "agents": ("Agent", "agent_views")}
+#: URL segment of a promotion page → (kind, its views index): the verdict endpoint's kinds.
+PROMOTABLE = VIEWS
 
 
 def _target(ref: Mapping[str, Any]) -> str:

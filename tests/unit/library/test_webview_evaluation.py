@@ -3,7 +3,6 @@ as every page (the browser test is tests/integration/test_promotion_graded.py)."
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,15 +11,9 @@ import pytest
 
 from swarmkit_operator.webview import Sources, WebView
 
-from .fixtures import indexes
+from .fixtures import indexes, served
 
 XSS = "<script>window.__pwned = 1</script>"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def side(outcome: str, run: str, **extra: Any) -> dict[str, Any]:
@@ -94,14 +87,8 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
     idx = indexes()
     idx.update("evalruns", EVALRUN)
     idx.update("agents", AGENT)
-    view = WebView(Sources(idx))
-    port = free_port()
-    await view.start("127.0.0.1", port)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
-            yield c
-    finally:
-        await view.stop()
+    async with served(WebView(Sources(idx))) as c:
+        yield c
 
 
 async def test_an_evalrun_page_shows_its_cases_and_the_difference(
