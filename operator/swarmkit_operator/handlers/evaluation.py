@@ -656,6 +656,17 @@ async def _reserve(
     return Verdict(SUCCEEDED, "Unknown", refusal.verdict.reason, refusal.verdict.message)
 
 
+def _ran(status: Mapping[str, Any]) -> set[str]:
+    """The case and judge Runs the EvalRun's status shows it graded itself (not cached)."""
+    out: set[str] = set()
+    for case in status.get("cases") or ():
+        for side in ("candidate", "baseline"):
+            result = (case.get(side) or {}) if isinstance(case, dict) else {}
+            if not result.get("cached"):
+                out.update(str(r) for r in [*result.get("runs", ()), *result.get("judgeRuns", ())])
+    return out
+
+
 async def _settle(ctl: Controller, namespace: str, name: str, view: Mapping[str, Any]) -> None:
     """Book what the finished EvalRun's Runs spent against its reservation, once every Run
     labelled as its own has finished (each one's end enqueues the EvalRun again)."""
@@ -665,6 +676,11 @@ async def _settle(ctl: Controller, namespace: str, name: str, view: Mapping[str,
     runs = ctl.lookup_all("eval_case_runs", (namespace, name))
     if any(_finished(r) is None for r in runs):
         return
+    if _ran(view["status"]) - {str(r.get("name")) for r in runs}:
+        # A Run it graded is gone (e.g. its TTL): what it spent is unknown, the reserved
+        # worst case stays booked.
+        await spend.settle_spent(namespace, names, view["uid"], None, None)
+        return
     cost: int | None = 0
     tokens = 0
     for run in runs:
@@ -672,8 +688,8 @@ async def _settle(ctl: Controller, namespace: str, name: str, view: Mapping[str,
         tokens += int(usage.get("inputTokens") or 0) + int(usage.get("outputTokens") or 0)
         if cost is not None and usage.get("cost") and not usage.get("costUnknown"):
             cost += parse_money(str(usage["cost"]))
-        elif usage.get("costUnknown"):
-            cost = None  # unknown: the reserved cost stays booked
+        else:
+            cost = None  # unknown (never counted as 0): the reserved cost stays booked
     await spend.settle_spent(namespace, names, view["uid"], cost, tokens)
 
 
