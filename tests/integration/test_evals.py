@@ -362,18 +362,18 @@ def test_kubectl_swarmkit_eval_prints_the_table(
 
 
 def test_one_spend_reservation_per_evalrun(kube: Kube, agents: str) -> None:
-    """The EvalRun reserves its worst case (12 Runs of maxCostPerRun 0.01) on the quota
+    """The EvalRun reserves its worst case (12 Runs of maxCostPerRun 0.10) on the quota
     before its first Run, or is refused with the quota's reason and starts none; its Runs
     reserve nothing of their own, and at the end the reservation becomes what they spent."""
     ns = agents
     apply(kube, ns, doc("EvalSet", "triage-cases", {"cases": CASES}))
     wait_ready(kube, ns, "EvalSet", "triage-cases")
-    quota = {"window": "daily", "cost": "0.10", "currency": "USD", "onExhausted": "fail"}
+    quota = {"window": "daily", "cost": "1.00", "currency": "USD", "onExhausted": "fail"}
     apply(kube, ns, doc("SpendQuota", "evals", quota))
     sides = {
         "candidate": {"agentRef": {"name": "triage-v2"}},
         "baseline": {"agentRef": {"name": "triage"}},
-        "maxCostPerRun": "0.01",
+        "maxCostPerRun": "0.10",  # a call of 4096 tokens at most: 0.06144 USD
         "parallelism": 6,
     }
     apply(kube, ns, doc("EvalRun", "too-dear", {"evalSetRef": {"name": "triage-cases"}, **sides}))
@@ -384,12 +384,12 @@ def test_one_spend_reservation_per_evalrun(kube: Kube, agents: str) -> None:
 
     cond = wait_for(refused, 120, message=lambda: debug(kube, ns))
     assert cond["reason"] == "BudgetExhausted", cond
-    assert "SpendQuota evals" in cond["message"] and "needs 0.12 USD" in cond["message"], cond
+    assert "SpendQuota evals" in cond["message"] and "needs 1.2 USD" in cond["message"], cond
     assert eval_runs_of(kube, ns, "too-dear") == []
     entries = ((get(kube, ns, "SpendQuota", "evals") or {}).get("status") or {}).get("entries")
     assert not entries, entries  # the refusal released what it held
 
-    apply(kube, ns, doc("SpendQuota", "evals", {**quota, "cost": "0.50"}))
+    apply(kube, ns, doc("SpendQuota", "evals", {**quota, "cost": "2.00"}))
     done = evalrun(kube, ns, "fits", **sides)
     assert done["status"]["verdict"] == "Pass", json.dumps(done["status"], indent=1)[:3000]
     assert done["status"]["spendReservations"] == ["evals"]

@@ -800,6 +800,8 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
     if written and evaluated.verdict:
         metrics.EVAL_RUNS.labels(namespace, evalset, evaluated.verdict).inc()
         metrics.record_evaluation(namespace, evalset, fields)
+        # Settled now: the write of a verdict enqueues no further reconcile by itself.
+        await _settle(ctl, namespace, name, {**view, "status": {**view["status"], **fields}})
     return "changed" if written else "unchanged"
 
 
