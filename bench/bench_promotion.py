@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                     "runs": args.runs,
                     "load_before": load_before,
                     "load_after": load_after,
-                    "seconds": [round(v, 2) for v in took],
+                    "spec_change_to_promoted_s": [round(v, 2) for v in took],
+                    "evalrun_created_to_verdict_s": [round(v) for v in evaluated],
                 }
             )
         )
