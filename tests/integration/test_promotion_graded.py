@@ -279,7 +279,10 @@ def web_view_shows(
         assert v3 in page.locator("#side-candidate").inner_text()
         assert v2 in page.locator("#side-baseline").inner_text()
 
-        page = _open(alice, f"{url}/promotion/{ns}/agents/{AGENT}", "promotion-alice-promotion")
+        # The Agent's page links to its promotion history.
+        page = _open(alice, f"{url}/agents/{ns}/{AGENT}", "promotion-alice-agent")
+        page.locator("#promotion").click()
+        assert page.url == f"{url}/promotion/{ns}/agents/{AGENT}"
         assert v2 in page.locator("#active").inner_text()
         assert good in page.locator("#active").inner_text()
         candidate = page.locator("#candidate").inner_text()
