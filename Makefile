@@ -16,7 +16,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: help venv lint generate verify docs test test-unit test-integration cluster-binaries clients harness-clis node \
 	node-apt node-binaries test-real-node \
         cluster-up cluster-down operator-up operator-down demo bench-reconcile bench-runs \
-        bench-runner bench-funnel bench-tracing bench-providers bench-import bench-gateway bench-review bench-spend bench-serve bench-webview bench-clients bench-images bench-ab bench chaos chart-lint \
+        bench-runner bench-funnel bench-tracing bench-providers bench-import bench-gateway bench-review bench-promotion bench-spend bench-serve bench-webview bench-clients bench-images bench-ab bench chaos chart-lint \
         test-helm kind-e2e clean chromium botocore checkov images images-if-built jaeger web-auth
 
 help: ## list targets
@@ -231,6 +231,9 @@ chaos: $(STAMP) cluster-binaries jaeger ## the reliability suite at full size (S
 
 bench-review: $(STAMP) cluster-binaries ## benchmark: review decision → resumed run latency
 	$(PY) bench/bench_review.py
+
+bench-promotion: $(STAMP) cluster-binaries ## benchmark: spec change -> promoted, graded by the EvalRun controller (20 cases)
+	$(PY) bench/bench_promotion.py
 
 bench-spend: $(STAMP) cluster-binaries ## benchmark: SpendQuota reservation on Run start, concurrent Runs vs a quota
 	$(PY) bench/bench_spend.py

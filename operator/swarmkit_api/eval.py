@@ -501,6 +501,11 @@ class EvalRunStatus(ApiModel):
     eval_set_version: str | None = Field(default=None, description="The EvalSet's version.")
     start_time: datetime | None = Field(default=None, description="When it started.")
     completion_time: datetime | None = Field(default=None, description="When the verdict came.")
+    spend_reservations: list[str] | None = Field(
+        default=None,
+        description="The SpendQuotas holding its worst case, reserved before its first Run "
+        "(its Runs reserve nothing of their own) and settled to what they spent at the end.",
+    )
     cases_config_map: str | None = Field(
         default=None, description="The immutable snapshot of the cases it evaluates."
     )

@@ -359,3 +359,50 @@ def test_kubectl_swarmkit_eval_prints_the_table(
     assert "wants-refund" in out and "Fixed" in out
     assert "candidate: Agent/triage-v2@" in out and "100% (6/6)" in out
     assert "fixed: wants-refund" in out and "verdict: Pass" in out
+
+
+def test_one_spend_reservation_per_evalrun(kube: Kube, agents: str) -> None:
+    """The EvalRun reserves its worst case (12 Runs of maxCostPerRun 0.10) on the quota
+    before its first Run, or is refused with the quota's reason and starts none; its Runs
+    reserve nothing of their own, and at the end the reservation becomes what they spent."""
+    ns = agents
+    apply(kube, ns, doc("EvalSet", "triage-cases", {"cases": CASES}))
+    wait_ready(kube, ns, "EvalSet", "triage-cases")
+    quota = {"window": "daily", "cost": "1.00", "currency": "USD", "onExhausted": "fail"}
+    apply(kube, ns, doc("SpendQuota", "evals", quota))
+    sides = {
+        "candidate": {"agentRef": {"name": "triage-v2"}},
+        "baseline": {"agentRef": {"name": "triage"}},
+        "maxCostPerRun": "0.10",  # a call of 4096 tokens at most: 0.06144 USD
+        "parallelism": 6,
+    }
+    apply(kube, ns, doc("EvalRun", "too-dear", {"evalSetRef": {"name": "triage-cases"}, **sides}))
+
+    def refused() -> dict[str, Any] | None:
+        cond = condition(get(kube, ns, "EvalRun", "too-dear"), "Succeeded")
+        return cond if cond.get("status") == "False" else None
+
+    cond = wait_for(refused, 120, message=lambda: debug(kube, ns))
+    assert cond["reason"] == "BudgetExhausted", cond
+    assert "SpendQuota evals" in cond["message"] and "needs 1.2 USD" in cond["message"], cond
+    assert eval_runs_of(kube, ns, "too-dear") == []
+    entries = ((get(kube, ns, "SpendQuota", "evals") or {}).get("status") or {}).get("entries")
+    assert not entries, entries  # the refusal released what it held
+
+    apply(kube, ns, doc("SpendQuota", "evals", {**quota, "cost": "2.00"}))
+    done = evalrun(kube, ns, "fits", **sides)
+    assert done["status"]["verdict"] == "Pass", json.dumps(done["status"], indent=1)[:3000]
+    assert done["status"]["spendReservations"] == ["evals"]
+    assert len(eval_runs_of(kube, ns, "fits")) == 12
+
+    def settled() -> list[dict[str, Any]] | None:
+        status = (get(kube, ns, "SpendQuota", "evals") or {}).get("status") or {}
+        found = list(status.get("entries") or [])
+        return found if found and all(e["state"] == "spent" for e in found) else None
+
+    entries = wait_for(
+        settled, 60, message=lambda: json.dumps(get(kube, ns, "SpendQuota", "evals"))
+    )
+    # One entry, the EvalRun's, booked at what its 12 Runs spent (none reserved its own).
+    assert [(e["run"], e["cost"]) for e in entries] == [("EvalRun/fits", "0.054")], entries
+    assert entries[0]["uid"] == done["metadata"]["uid"]

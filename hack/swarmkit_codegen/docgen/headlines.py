@@ -224,6 +224,13 @@ HEADLINES: dict[str, Headline] = {
     ],
     "bench-runs": _runs,
     "bench-review": _review,
+    "bench-promotion": lambda r: [
+        (
+            f"spec change → promoted, graded by the EvalRun controller ({r['cases']} cases, "
+            f"{2 * r['cases']} case Runs)",
+            _mmm(r["spec_change_to_promoted_s"], "s", 1),
+        )
+    ],
     "bench-runner": _runner,
     "bench-gateway": _gateway,
     "bench-webview": _webview,

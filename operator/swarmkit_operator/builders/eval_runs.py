@@ -204,3 +204,32 @@ def cache_key(case: EvalCase, target: SideTarget, trials: int) -> str:
             }
         )
     )[:20]
+
+
+def eval_run_spender(evalrun_label: str) -> str:
+    """The ``run`` of an EvalRun's up-front SpendQuota entry, from its Runs' label value."""
+    return f"EvalRun/{evalrun_label}"
+
+
+def planned_runs(
+    namespace: str,
+    evalrun: str,
+    uid: str,
+    spec: EvalRunSpec,
+    cases: Sequence[EvalCase],
+    targets: Mapping[Side, SideTarget],
+) -> list[dict[str, Any]]:
+    """Every Run the EvalRun may create at most: each case on each side ``trials_of`` times,
+    and a judge Run for each of those whose grader is a model (its worst case is their caps'
+    sum)."""
+    out = []
+    for case in cases:
+        for side, target in targets.items():
+            for trial in range(trials_of(case, spec)):
+                ref = {**target.ref(), "version": target.version}
+                args = (namespace, evalrun, uid, spec)
+                out.append(case_run(*args, "case", side, case.name, trial, ref, case.input))
+                if case.grader.type in MODEL_GRADERS and case.grader.agent is not None:
+                    judge = {"agentRef": {"name": case.grader.agent}}
+                    out.append(case_run(*args, "judge", side, case.name, trial, judge, ""))
+    return out

@@ -10,12 +10,16 @@ An EvalRun is driven by its reconcile, which every event of one of its Runs enqu
    snapshot the cases into an immutable ConfigMap whose digest goes to status, and pin each
    side's version (the asked one; the baseline's default is the target's promoted
    ``status.promotion.active.version``, else its ``status.version``);
-2. **progress**: every (case, side, trial) is a Run through the one Run pipeline (its
-   SpendQuota reservation, bundle, Job); a model grader's judge is a Run of the judge
+2. **reserve** (once): the worst case of every Run it may create, on the SpendQuotas that
+   cover them, before the first one (its Runs reserve nothing of their own; what they
+   spent is settled against it once the verdict is written and they all finished);
+   a quota that cannot cover it refuses the EvalRun with the quota's reason;
+3. **progress**: every (case, side, trial) is a Run through the one Run pipeline (its
+   bundle, Job); a model grader's judge is a Run of the judge
    Agent once the case's Run succeeded. At most ``parallelism`` of them are unfinished at
    once. A result another EvalRun already graded for the same key (case, target, version,
    grader, trials) is reused instead (``eval_results``);
-3. **grade and write**: :func:`swarmkit_operator.builders.eval_results.evaluate`, and once
+4. **grade and write**: :func:`swarmkit_operator.builders.eval_results.evaluate`, and once
    nothing is pending, the verdict with ``Succeeded=True`` (reason ``Evaluated``).
 
 A case Run that failed (a budget refusal included), pinned another version than its side's,
@@ -24,8 +28,9 @@ or whose judge could not give a verdict makes the case ``Errored``: never passed
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,6 +40,7 @@ from pydantic import ValidationError
 from swarmkit_api import GROUP, VERSION
 from swarmkit_api.conditions import (
     READY,
+    REASON_BUDGET_EXHAUSTED,
     REASON_EVAL_SET_NOT_FOUND,
     REASON_EVAL_SET_NOT_READY,
     REASON_EVALUATED,
@@ -48,18 +54,23 @@ from swarmkit_api.conditions import (
 )
 from swarmkit_api.eval import MODEL_GRADERS, EvalCase, EvalRunSpec, EvalSetSpec, SideResult
 from swarmkit_api.resources import EVAL_RUN, EVAL_SET
+from swarmkit_api.run import RunSpec
 from swarmkit_api.spend import format_money, parse_money
+from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s, metrics
 from ..builders import Verdict
 from ..builders import eval_runs as er
+from ..builders import spend as quota
+from ..builders.agent import workspace_name
 from ..builders.eval_graders import Grade, errored, grade, grade_judge, judge_input
 from ..builders.eval_results import CaseInfo, Evaluated, Trial, evaluate
 from ..builders.eval_set import eval_set_status
 from ..builders.run_verdict import parse_time, rfc3339
+from ..hashing import label_value
 from ..reconcile.controller import Controller, Kind, Observation
 from ..reconcile.views import MISSING, base_view, condition_status
-from ..runs import summaries
+from ..runs import spend, summaries
 from ..runs.model import AGENTS, RUNS, SKILLS
 from ..workload.resolve import ready
 from .common import App, index
@@ -99,6 +110,13 @@ def evalrun_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -
     view = base_view(body)
     view["spec"] = dict(body.get("spec") or {})
     return {(namespace, name): view}
+
+
+@index("evalruns", id="evalrun_uids")
+def evalrun_uids(body: kopf.Body, name: str, **_: Any) -> dict[Any, Any]:
+    """uid → name: the SpendQuota refresh keeps the reservations of EvalRuns that exist."""
+    uid = (body.get("metadata") or {}).get("uid")
+    return {uid: name} if uid else {}
 
 
 @index("evalruns", id="evalrun_by_set")
@@ -381,7 +399,7 @@ async def _restarted(
         if summary.get("target") and summary.get("version"):
             kind, _, target = str(summary["target"]).partition("/")
             targets[side] = er.SideTarget(kind, target, str(summary["version"]))  # type: ignore[arg-type]
-    keep = ("evalSetVersion", "startTime", "casesConfigMap", "casesSha256")
+    keep = ("evalSetVersion", "startTime", "casesConfigMap", "casesSha256", "spendReservations")
     fields = {k: status[k] for k in keep if k in status}
     fields.update({s: {"target": t.label, "version": t.version} for s, t in targets.items()})
     return Started(tuple(cases), targets, fields)
@@ -579,6 +597,102 @@ async def _create_runs(ctx: _Ctx, progress: _Progress) -> int:
     return made
 
 
+# --- EvalRun: its SpendQuota reservation -------------------------------------------------------
+
+
+def _workspace_of(ctl: Controller, namespace: str, spec: RunSpec) -> WorkspaceSpec:
+    """The Workspace a planned Run of ``spec`` runs in (its target's)."""
+    if spec.topology_ref is not None:
+        found = ctl.lookup("topology_views", (namespace, spec.topology_ref.name)) or {}
+        ws = str(((found.get("spec") or {}).get("workspaceRef") or {}).get("name"))
+    else:
+        assert spec.agent_ref is not None
+        found = ctl.lookup("agent_views", (namespace, spec.agent_ref.name)) or {}
+        ws = workspace_name(found.get("spec") or {})
+    raw = ctl.lookup("workspace_views", (namespace, ws)) or {}
+    return WorkspaceSpec.model_validate(raw.get("spec") or {})
+
+
+def _worst_case(
+    ctl: Controller, namespace: str, planned: list[dict[str, Any]]
+) -> tuple[quota.Cap, list[RunSpec]]:
+    """The sum of the planned Runs' caps (unknown when one of them is), and their specs."""
+    specs = [RunSpec.model_validate(r["spec"]) for r in planned]
+    caps = [quota.run_cap(s, _workspace_of(ctl, namespace, s)) for s in specs]
+    costs = [c.cost for c in caps]
+    total = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+    currency = next((c.currency for c in caps if c.currency), None)
+    return quota.Cap(total, sum(c.tokens for c in caps), currency), specs
+
+
+async def _reserve(
+    ctl: Controller, namespace: str, name: str, view: Mapping[str, Any], started: Started
+) -> list[str] | Verdict:
+    """Reserve the EvalRun's worst case once, before its first Run: the SpendQuotas holding
+    it, or why it cannot start (a quota's reason). Its Runs then reserve nothing of their
+    own (:mod:`swarmkit_operator.runs.budget`); :func:`_settle` books what they spent."""
+    status = _status_of(ctl, name, namespace, view)
+    if "spendReservations" in status:
+        return list(status["spendReservations"])
+    spec = EvalRunSpec.model_validate(view["spec"])
+    planned = er.planned_runs(namespace, name, view["uid"], spec, started.cases, started.targets)
+    cap, specs = _worst_case(ctl, namespace, planned)
+    names: set[str] = set()
+    for target in {
+        json.dumps(s.model_dump(include={"agent_ref", "topology_ref"})): s for s in specs
+    }.values():
+        names.update(await spend.covering(namespace, target))
+    reservations = sorted(names)
+    who = er.eval_run_spender(label_value(name))
+    refusal = await spend.reserve_cap(namespace, reservations, who, view["uid"], cap)
+    if refusal is None:
+        return reservations
+    if refusal.verdict.final:
+        return Verdict(SUCCEEDED, "False", refusal.verdict.reason, refusal.verdict.message)
+    # Waiting, or a hold (an EvalRun opens no spend Review: it waits too), looked at again.
+    if refusal.hold:
+        message = f"{refusal.message}; waits until it fits"
+        return Verdict(SUCCEEDED, "Unknown", REASON_BUDGET_EXHAUSTED, message)
+    return Verdict(SUCCEEDED, "Unknown", refusal.verdict.reason, refusal.verdict.message)
+
+
+def _ran(status: Mapping[str, Any]) -> set[str]:
+    """The case and judge Runs the EvalRun's status shows it graded itself (not cached)."""
+    out: set[str] = set()
+    for case in status.get("cases") or ():
+        for side in ("candidate", "baseline"):
+            result = (case.get(side) or {}) if isinstance(case, dict) else {}
+            if not result.get("cached"):
+                out.update(str(r) for r in [*result.get("runs", ()), *result.get("judgeRuns", ())])
+    return out
+
+
+async def _settle(ctl: Controller, namespace: str, name: str, view: Mapping[str, Any]) -> None:
+    """Book what the finished EvalRun's Runs spent against its reservation, once every Run
+    labelled as its own has finished (each one's end enqueues the EvalRun again)."""
+    names = list(view["status"].get("spendReservations") or [])
+    if not names:
+        return
+    runs = ctl.lookup_all("eval_case_runs", (namespace, name))
+    if any(_finished(r) is None for r in runs):
+        return
+    if _ran(view["status"]) - {str(r.get("name")) for r in runs}:
+        # A Run it graded is gone (e.g. its TTL): what it spent is unknown, the reserved
+        # worst case stays booked.
+        await spend.settle_spent(namespace, names, view["uid"], None, None)
+        return
+    cost: int | None = 0
+    tokens = 0
+    for run in runs:
+        usage = (run.get("status") or {}).get("usage") or {}
+        tokens += int(usage.get("inputTokens") or 0) + int(usage.get("outputTokens") or 0)
+        if cost is not None and usage.get("cost") and not usage.get("costUnknown"):
+            cost += parse_money(str(usage["cost"]))
+        else:
+            cost = None  # unknown (never counted as 0): the reserved cost stays booked
+    await spend.settle_spent(namespace, names, view["uid"], cost, tokens)
+
+
 # --- EvalRun: status ---------------------------------------------------------------------------
 
 
@@ -625,6 +739,7 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
     evalset = str((view["spec"].get("evalSetRef") or {}).get("name"))
     if view["status"].get("completionTime"):
         metrics.record_evaluation(namespace, evalset, view["status"])
+        await _settle(ctl, namespace, name, view)
         return "finished"
 
     async def write(fields: Mapping[str, Any], verdict: Verdict) -> bool:
@@ -652,6 +767,14 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         if started.status == "Unknown":
             ctl.enqueue("EvalRun", namespace, name, delay=WAIT_RECHECK)
         return "waiting"
+    reserved = await _reserve(ctl, namespace, name, view, started)
+    if isinstance(reserved, Verdict):
+        final = {"completionTime": rfc3339(datetime.now(UTC))} if reserved.status == "False" else {}
+        await write({**started.fields, **final}, reserved)
+        if reserved.status == "Unknown":
+            ctl.enqueue("EvalRun", namespace, name, delay=WAIT_RECHECK)
+        return "waiting"
+    started = replace(started, fields={**started.fields, "spendReservations": reserved})
     runs = {str(r["name"]): r for r in ctl.lookup_all("eval_case_runs", (namespace, name))}
     ctx = _Ctx(namespace, name, view["uid"], spec, runs)
     progress = _progress(
@@ -677,6 +800,8 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
     if written and evaluated.verdict:
         metrics.EVAL_RUNS.labels(namespace, evalset, evaluated.verdict).inc()
         metrics.record_evaluation(namespace, evalset, fields)
+        # Settled now: the write of a verdict enqueues no further reconcile by itself.
+        await _settle(ctl, namespace, name, {**view, "status": {**view["status"], **fields}})
     return "changed" if written else "unchanged"
 
 
@@ -685,5 +810,5 @@ EVAL_RUN_KIND = Kind(
     priority=3,  # after the Agents and Topologies it runs
     reconcile=reconcile_evalrun,
     api=EVAL_RUN,
-    indexes=(evalrun_views, evalrun_by_set, eval_results),
+    indexes=(evalrun_views, evalrun_uids, evalrun_by_set, eval_results),
 )

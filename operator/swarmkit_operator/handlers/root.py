@@ -542,6 +542,7 @@ def _run_indexes(indexes: Indexes) -> RunIndexes:
         reviews=view("runs_reviews_by_run"),
         skill_reviews=view("skill_reviews"),
         spend_quotas=view("spend_quotas"),
+        eval_runs=view("evalrun_uids"),
     )
 
 

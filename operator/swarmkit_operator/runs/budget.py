@@ -5,6 +5,11 @@ The quotas' names are written to ``status.spendReservations`` *before* reserving
 at any point leaves a Run whose reservations are found again (reserving is idempotent per
 Run uid, see :mod:`swarmkit_operator.builders.spend`).
 
+A case or judge Run of an EvalRun (its ``swarmkit.dev/eval-run`` label) reserves nothing
+when every covering quota holds that EvalRun's live up-front reservation (entry
+``EvalRun/<name>``): the EvalRun reserved its worst case and settles what all the Runs
+bearing its label spent (:mod:`swarmkit_operator.handlers.evaluation`).
+
 A quota with ``onExhausted: hold`` that cannot cover the Run opens a Review of kind
 ``spend`` (owned by the Run, decided like every Review: RBAC says who may patch it, the
 admission policy ties ``decidedBy`` to the authenticated user). Approve: the Run is reserved
@@ -23,6 +28,7 @@ from swarmkit_api.workspace import WorkspaceSpec
 from .. import k8s
 from ..builders import run_status as rs
 from ..builders import spend as quota
+from ..builders.eval_runs import EVAL_RUN_LABEL, eval_run_spender
 from ..reviews import Transition
 from . import spend, spend_approval, status
 from .model import RunView, run_ref
@@ -40,6 +46,11 @@ async def gate(
         return True, None
     names = await spend.covering(run.namespace, spec)
     if not names:
+        return True, None
+    evalrun = run.labels.get(EVAL_RUN_LABEL)
+    if evalrun and await spend.reserved_for(run.namespace, names, eval_run_spender(evalrun)):
+        # A case or judge Run of an EvalRun: its worst case is reserved up front, and the
+        # EvalRun settles what all its (labelled) Runs spent.
         return True, None
     if list(run.status.get("spendReservations") or []) != names:
         intent = rs.pending(f"reserving its cap on SpendQuota {', '.join(names)}")

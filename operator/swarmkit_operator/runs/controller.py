@@ -118,8 +118,10 @@ class RunController:
     async def refresh_quotas(self) -> None:
         """One pass of the leader's SpendQuota loop (:func:`.spend.refresh`), then a look
         by every Run waiting on a budget."""
+        eval_runs = self.state.idx.eval_runs or {}
         await spend.refresh(
-            self.config.watch_namespaces, lambda uid: self.run_view(uid) is not None
+            self.config.watch_namespaces,
+            lambda uid: self.run_view(uid) is not None or uid in eval_runs,
         )
         for namespace in list(self.state.waiting):
             self.kick_waiting(namespace)

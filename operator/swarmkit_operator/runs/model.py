@@ -88,6 +88,8 @@ class Indexes:
     #: SpendQuota names by namespace (metadata only): a namespace with none needs no
     #: budget gate, so a Run's start makes no LIST for it.
     spend_quotas: IndexLike | None = None
+    #: EvalRuns by uid: their up-front SpendQuota reservations outlive no EvalRun.
+    eval_runs: IndexLike | None = None
 
     def resolver(self) -> ResolverIndexes:
         """The indexes the runner-workload resolver reads (every one it needs)."""

@@ -16,8 +16,8 @@ second operator process during a leader handover) never reserve more than the li
 * :func:`settle` (when the Run's verdict is final): its reservation becomes what it spent.
 * :func:`refresh` (a :class:`~swarmkit_operator.runtime.Periodic` pass of the leader,
   every :data:`REFRESH_SECONDS`): every quota's status follows the clock (the window
-  turns), drops reservations of Runs that no longer exist, says when its selector
-  matches nothing, and posts a Warning Event when use reaches ``warningPercent``.
+  turns), drops reservations of Runs (and EvalRuns) that no longer exist, says when its
+  selector matches nothing, and posts a Warning Event when use reaches ``warningPercent``.
 """
 
 from __future__ import annotations
@@ -199,21 +199,29 @@ async def reserve_all(
     ``held``: a person cleared the Run's hold: it is reserved past the limit (recorded as
     ``held`` in the quota's entry)."""
     cap = quota.run_cap(spec, workspace)
+    return await reserve_cap(run.namespace, names, run.name, run.uid, cap, held)
+
+
+async def reserve_cap(
+    namespace: str, names: list[str], who: str, uid: str, cap: quota.Cap, held: bool = False
+) -> Refusal | None:
+    """Reserve ``cap`` for ``who`` (entry uid ``uid``: a Run, or an EvalRun's whole
+    evaluation) on quotas ``names``; a refusal releases what it reserved."""
     now = clock()
     for name in names:
 
         def reserve(s: SpendQuotaSpec, entries: list[dict[str, Any]], name: str = name) -> Any:
-            decision = quota.reserve(name, s, entries, run.name, run.uid, cap, now, held)
+            decision = quota.reserve(name, s, entries, who, uid, cap, now, held)
             return (decision, s), decision.entries
 
-        hint = _listed.pop((run.namespace, name), None)
-        result = await _update(run.namespace, name, reserve, hint)
+        hint = _listed.pop((namespace, name), None)
+        result = await _update(namespace, name, reserve, hint)
         if result is None:
             continue  # deleted meanwhile: it covers nothing any more
         decision, qspec = result
         if decision.fits:
             continue
-        await release(run.namespace, names, run.uid)
+        await release(namespace, names, uid)
         if decision.invalid:
             return Refusal(rs.final(REASON_VALIDATION_FAILED, decision.message))
         if qspec.on_exhausted == "fail":
@@ -231,6 +239,17 @@ async def reserve_all(
         )
         return Refusal(waiting, BUDGET_RECHECK_SECONDS)
     return None
+
+
+async def reserved_for(namespace: str, names: list[str], who: str) -> bool:
+    """Whether every quota of ``names`` holds a live reservation of ``who`` (an EvalRun's
+    up-front one, which its case Runs start under instead of reserving their own)."""
+    for name in names:
+        doc = _listed.get((namespace, name)) or await k8s.get_custom(PLURAL, namespace, name)
+        entries = ((doc or {}).get("status") or {}).get("entries") or []
+        if not any(e.get("run") == who and e.get("state") == "reserved" for e in entries):
+            return False
+    return True
 
 
 async def release(namespace: str, names: list[str], uid: str) -> None:
@@ -254,12 +273,20 @@ async def settle(run: RunView, result: RunResult | None) -> None:
         cost = parse_money(usage.cost)
     elif usage is not None and not usage.cost_unknown and not usage.models and tokens == 0:
         cost = 0  # the runner reported no model call at all (e.g. an invalid bundle)
+    await settle_spent(run.namespace, names, run.uid, cost, tokens)
+
+
+async def settle_spent(
+    namespace: str, names: list[str], uid: str, cost: int | None, tokens: int | None
+) -> None:
+    """Turn ``uid``'s reservations on quotas ``names`` into what it spent (idempotent; an
+    unknown cost or token count keeps the reserved one)."""
     for name in names:
 
         def spend(s: SpendQuotaSpec, entries: list[dict[str, Any]]) -> Any:
-            return None, quota.settle(s, entries, run.uid, cost, tokens, clock())
+            return None, quota.settle(s, entries, uid, cost, tokens, clock())
 
-        await _update(run.namespace, name, spend)
+        await _update(namespace, name, spend)
 
 
 async def refresh(namespaces: Sequence[str], exists: Callable[[str], bool]) -> None:

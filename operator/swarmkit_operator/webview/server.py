@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import mailboxes, pages, verdicts
+from . import evaluation, mailboxes, pages, verdicts
 from .access import (
     AGENTS,
     GROUPS_HEADER,
@@ -140,6 +140,9 @@ class WebView:
         routes.add_get("/mailboxes/{namespace}", self.mailboxes)
         routes.add_get("/static/style.css", self.style)
         routes.add_get("/verdicts/{namespace}/{plural}/{name}", self.verdict)
+        routes.add_get("/evalruns", self.evalruns)
+        routes.add_get("/evalruns/{namespace}/{name}", self.evalrun)
+        routes.add_get("/promotion/{namespace}/{plural}/{name}", self.promotion)
         self._runner: web.AppRunner | None = None
         self.address = ""
 
@@ -243,6 +246,31 @@ class WebView:
         if data is None:
             return self._not_found(request, f"no run {ns}/{name}")
         return self._html(request, "run.html", **data)
+
+    async def evalruns(self, request: web.Request) -> web.Response:
+        present = evaluation.evalrun_namespaces(self.sources)
+        shown = await self._shown(request, present, evaluation.EVAL_RUNS)
+        data = evaluation.evalruns_list(self.sources, shown)
+        return self._html(request, "evalruns.html", **data)
+
+    async def evalrun(self, request: web.Request) -> web.Response:
+        ns, name = request.match_info["namespace"], request.match_info["name"]
+        data = None
+        if await self._may_get(request, ns, evaluation.EVAL_RUNS):
+            data = evaluation.evalrun_detail(self.sources, ns, name)
+        if data is None:
+            return self._not_found(request, f"no EvalRun {ns}/{name}")
+        return self._html(request, "evalrun.html", **data)
+
+    async def promotion(self, request: web.Request) -> web.Response:
+        """A Topology's or Agent's promotion history: needs ``get`` on that kind."""
+        ns, plural, name = (request.match_info[k] for k in ("namespace", "plural", "name"))
+        data = None
+        if plural in evaluation.PROMOTABLE and await self._may_get(request, ns, plural):
+            data = evaluation.promotion_detail(self.sources, ns, plural, name)
+        if data is None:
+            return self._not_found(request, f"no {plural} {ns}/{name}")
+        return self._html(request, "promotion.html", **data)
 
     async def mailboxes(self, request: web.Request) -> web.Response:
         namespace = request.match_info.get("namespace")

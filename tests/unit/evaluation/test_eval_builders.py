@@ -135,3 +135,34 @@ def test_cache_keys_follow_case_version_grader_and_trials() -> None:
         {"name": "a", "input": "x", "grader": {"type": "exact", "expected": "y"}}
     )
     assert er.cache_key(other, target, 1) != key
+
+
+def test_the_planned_runs_are_every_run_the_evalrun_may_create() -> None:
+    """The up-front reservation covers each case on each side, trials times for a model
+    grader, and a judge Run for each of those: exactly the Runs the reconcile names."""
+    spec = EvalRunSpec.model_validate(
+        {"evalSetRef": {"name": "s"}, "candidate": {"agentRef": {"name": "a"}}, "trials": 3}
+    )
+    cases = [
+        EvalCase.model_validate(
+            {"name": "plain", "input": "x", "grader": {"type": "regex", "pattern": "y"}}
+        ),
+        EvalCase.model_validate({"name": "judged", "input": "x", "grader": JUDGED}),
+    ]
+    targets: dict[er.Side, er.SideTarget] = {
+        "candidate": er.SideTarget("Agent", "a", "v2"),
+        "baseline": er.SideTarget("Agent", "a", "v1"),
+    }
+    planned = er.planned_runs("ns", "ev", "uid-1", spec, cases, targets)
+    names = sorted(r["metadata"]["name"] for r in planned)
+    expected = [er.run_name("ev", "case", s, "plain", 0) for s in ("candidate", "baseline")]
+    for side in ("candidate", "baseline"):
+        for t in range(3):
+            expected.append(er.run_name("ev", "case", side, "judged", t))  # type: ignore[arg-type]
+            expected.append(er.run_name("ev", "judge", side, "judged", t))  # type: ignore[arg-type]
+    assert names == sorted(expected) and len(names) == 2 + 12
+    judges = [r for r in planned if r["metadata"]["labels"][er.EVAL_ROLE_LABEL] == "judge"]
+    assert {r["spec"]["agentRef"]["name"] for r in judges} == {"judge"}
+    versions = {r["spec"].get("version") for r in planned if r not in judges}
+    assert versions == {"v1", "v2"}
+    assert er.eval_run_spender("ev") == "EvalRun/ev"

@@ -3,8 +3,13 @@ indexed by the operator's real index functions."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
+
+import httpx
 
 import swarmkit_operator.handlers  # noqa: F401  (registers every index function)
 from swarmkit_operator.handlers.root import wiring
@@ -13,6 +18,21 @@ from swarmkit_operator.indexes import Indexes
 
 def indexes() -> Indexes:
     return wiring().indexes()
+
+
+@contextlib.asynccontextmanager
+async def served(view: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of ``view`` (a :class:`~swarmkit_operator.webview.WebView`) started on a
+    free loopback port, stopped afterwards."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    await view.start("127.0.0.1", port)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
+            yield c
+    finally:
+        await view.stop()
 
 
 def _meta(name: str, namespace: str, uid: str | None = None) -> dict[str, Any]:

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 
 import httpx
@@ -17,15 +16,9 @@ from swarmkit_operator.library import SkillLibrary
 from swarmkit_operator.webview import Sources, WebView
 from swarmkit_operator.webview.render import markdown
 
-from .fixtures import agent, indexes, run, skill, usage
+from .fixtures import agent, indexes, run, served, skill, usage
 
 XSS = '<script>alert("pwned")</script>'
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def populated() -> tuple[Indexes, SkillLibrary]:
@@ -83,14 +76,8 @@ def populated() -> tuple[Indexes, SkillLibrary]:
 @pytest.fixture
 async def client() -> AsyncIterator[httpx.AsyncClient]:
     idx, lib = populated()
-    view = WebView(Sources(idx, lib))
-    port = free_port()
-    await view.start("127.0.0.1", port)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
-            yield c
-    finally:
-        await view.stop()
+    async with served(WebView(Sources(idx, lib))) as c:
+        yield c
 
 
 async def test_skills_list_shows_numbers_and_escapes_descriptions(

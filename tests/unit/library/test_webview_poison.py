@@ -17,8 +17,7 @@ from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.library import SkillLibrary
 from swarmkit_operator.webview import Sources, WebView
 
-from .fixtures import indexes, run, skill
-from .test_webview import free_port
+from .fixtures import indexes, run, served, skill
 
 
 def _deep_skill(levels: int) -> dict[str, object]:
@@ -39,14 +38,8 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
     broken = run("broken", "bad")
     broken["status"]["skills"] = [{"agent": "lead", "loaded": 3}]  # not a list of names
     idx.update("runs", broken)
-    view = WebView(Sources(idx, SkillLibrary(OperatorConfig(), idx)))
-    port = free_port()
-    await view.start("127.0.0.1", port)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
-            yield c
-    finally:
-        await view.stop()
+    async with served(WebView(Sources(idx, SkillLibrary(OperatorConfig(), idx)))) as c:
+        yield c
 
 
 async def test_pages_for_other_namespaces_render_beside_a_poison_object(

@@ -4,7 +4,6 @@ the chart's Argo Rollouts ClusterAnalysisTemplate polls: from the same indexes a
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,13 +12,7 @@ import pytest
 
 from swarmkit_operator.webview import Sources, WebView
 
-from .fixtures import indexes
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from .fixtures import indexes, served
 
 
 def cond(type_: str, status: str, reason: str, message: str = "") -> dict[str, Any]:
@@ -91,14 +84,8 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
         topology("broken", cond("Ready", "False", "AgentNotFound")),
     ):
         idx.update("topologies", body)
-    view = WebView(Sources(idx))
-    port = free_port()
-    await view.start("127.0.0.1", port)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as c:
-            yield c
-    finally:
-        await view.stop()
+    async with served(WebView(Sources(idx))) as c:
+        yield c
 
 
 @pytest.mark.parametrize(

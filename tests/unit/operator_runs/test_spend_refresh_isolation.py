@@ -86,3 +86,29 @@ def test_a_quota_failing_for_any_other_reason_does_not_stop_the_pass(
     monkeypatch.setattr(spend, "_write", write)
     asyncio.run(spend.refresh([], lambda _uid: True))
     assert written == ["good"]
+
+
+def test_a_case_run_starts_under_its_evalruns_reservation_only_while_it_is_live(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Run labelled as an EvalRun's skips its own reservation only when every covering
+    quota holds that EvalRun's live (reserved, not yet settled) entry."""
+    docs = {
+        "a": {"status": {"entries": [{"run": "EvalRun/ev", "uid": "u", "state": "reserved"}]}},
+        "b": {"status": {"entries": [{"run": "EvalRun/ev", "uid": "u", "state": "spent"}]}},
+        "c": {"status": {"entries": [{"run": "other", "uid": "v", "state": "reserved"}]}},
+    }
+
+    async def get_custom(_plural: str, _namespace: str, name: str) -> dict[str, Any]:
+        return docs[name]
+
+    monkeypatch.setattr(k8s, "get_custom", get_custom)
+    spend._listed.clear()
+
+    def covered(names: list[str], who: str = "EvalRun/ev") -> bool:
+        return asyncio.run(spend.reserved_for("ns", names, who))
+
+    assert covered(["a"])
+    assert not covered(["a"], "EvalRun/forged")
+    assert not covered(["b"])  # settled: a late Run reserves its own cap
+    assert not covered(["a", "c"])  # one quota without it: the Run reserves on all
