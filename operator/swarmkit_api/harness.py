@@ -77,6 +77,10 @@ class HarnessInfo:
     wire_format: WireFormat
     #: What its conformance test has shown; anything else is refused at admission.
     capabilities: frozenset[str]
+    #: MiB of writable address space its conformance run needs (None: not measured). Only
+    #: a data rlimit counts it (the process node's memory limit without a cgroup): a cgroup
+    #: counts resident pages, far fewer (Claude Code: ~220 MiB resident, ~650 MiB mapped).
+    data_mib: int | None = None
 
 
 #: Every harness kind. A capability enters a row only with a conformance test proving it.
@@ -88,6 +92,9 @@ HARNESSES: Final[dict[str, HarnessInfo]] = {
         bin="claude",
         wire_format="anthropic-messages",
         capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+        # Bun reserves writable arenas it never touches: its MCP round trip dies under
+        # RLIMIT_DATA=640Mi (an abort at start below ~560Mi) and completes at 670Mi.
+        data_mib=768,
     ),
     "codex": HarnessInfo(
         kind="codex",
