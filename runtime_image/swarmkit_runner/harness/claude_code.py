@@ -82,7 +82,6 @@ IGNORED_EVENTS: Final = frozenset(
 MCP_TOOL_TIMEOUT_MS: Final = 3_600_000
 
 
-
 def _text_of(content: Any) -> str:
     """A tool result's text (a string or a list of content blocks)."""
     if isinstance(content, str):

@@ -69,7 +69,6 @@ OTHER_TOOLS: Final = (
 MCP_TOOL_TIMEOUT_MS: Final = 3_600_000
 
 
-
 @dataclass(frozen=True)
 class GeminiCli(Harness):
     """Gemini CLI's controls and events (see the module docstring)."""

@@ -189,7 +189,6 @@ def test_a_refused_request_ends_the_node_failed(tmp_path: Path, mcp_server: Http
     assert done.returncode != 0
 
 
-
 #: The memory limit of the example Workspace's Run pods (examples/00-workspace.yaml).
 POD_MEMORY_MIB = 512
 
