@@ -39,15 +39,18 @@ WireFormat = Literal[
     "replay",
 ]
 
-#: The wire format each model provider type speaks (what the model proxy forwards to).
-PROVIDER_WIRE_FORMATS: Final[dict[str, WireFormat]] = {
-    "anthropic": "anthropic-messages",
-    "openai": "openai-chat-completions",
-    "azure-openai": "openai-chat-completions",
-    "gemini": "gemini-generate-content",
-    "bedrock": "bedrock-converse",
-    "replay": "replay",
+#: The wire formats each model provider type speaks (what the model proxy forwards to).
+PROVIDER_WIRE_FORMATS: Final[dict[str, tuple[WireFormat, ...]]] = {
+    "anthropic": ("anthropic-messages",),
+    "openai": ("openai-chat-completions", "openai-responses"),
+    "azure-openai": ("openai-chat-completions",),
+    "gemini": ("gemini-generate-content",),
+    "bedrock": ("bedrock-converse",),
+    "replay": ("replay",),
 }
+#: The wire formats the runner's model proxy forwards (``swarmkit_runner.harness.proxy``
+#: has one dialect per entry): a harness speaking another cannot run yet.
+PROXIED_WIRE_FORMATS: Final[tuple[WireFormat, ...]] = ("anthropic-messages", "openai-responses")
 
 Capability = Literal[
     "final-answer",  # its events carry the final answer (always needed)
@@ -185,12 +188,17 @@ def harness_problem(
             f"{field}.kind: harness {spec.kind} has no conformance test for its pinned CLI "
             f"yet; supported: {', '.join(sorted(HARNESSES))}"
         )
+    if info.wire_format not in PROXIED_WIRE_FORMATS:
+        return (
+            f"{field}.kind: {spec.kind} speaks {info.wire_format}, which the runner's model "
+            f"proxy does not forward yet (it forwards {', '.join(PROXIED_WIRE_FORMATS)})"
+        )
     if provider is not None:
-        speaks = PROVIDER_WIRE_FORMATS.get(provider.type)
-        if speaks != info.wire_format:
+        speaks = PROVIDER_WIRE_FORMATS.get(provider.type, ())
+        if info.wire_format not in speaks:
             return (
                 f"{field}.kind: {spec.kind} needs a model provider speaking {info.wire_format}; "
-                f"provider {provider.name} is of type {provider.type} ({speaks})"
+                f"provider {provider.name} is of type {provider.type} ({', '.join(speaks)})"
             )
     missing = [c for c in required_capabilities(agent, spec) if c not in info.capabilities]
     if missing:
@@ -206,6 +214,7 @@ __all__ = [
     "HARNESSES",
     "HARNESS_KINDS",
     "PROVIDER_WIRE_FORMATS",
+    "PROXIED_WIRE_FORMATS",
     "Capability",
     "HarnessInfo",
     "HarnessKind",

@@ -47,7 +47,7 @@ from .base import (
     HarnessOutcome,
 )
 from .gateway import RunGateway
-from .proxy import ModelProxy
+from .proxy import DIALECTS, Dialect, ModelProxy
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -251,6 +251,19 @@ async def _drive(
     return code, tail
 
 
+def _dialect(harness: Harness) -> Dialect:
+    """The model proxy's dialect for the harness's wire format (admission refuses one the
+    proxy does not forward; a bundle written by hand is told the same here)."""
+    dialect = DIALECTS.get(harness.info.wire_format)
+    if dialect is None:
+        raise HarnessEnded(
+            REASON_HARNESS_FAILED,
+            f"{harness.info.kind} speaks {harness.info.wire_format}, which the model proxy "
+            "does not forward yet",
+        )
+    return dialect
+
+
 def _check_data_limit(harness: Harness) -> None:
     """End the node, saying why, when a data rlimit is below what the harness maps.
 
@@ -332,7 +345,13 @@ async def run_harness(ctx: RunContext, position: AgentPosition, task: str, depth
     gateway_token = token_source.token_urlsafe(32)
     gateway = RunGateway(ctx, agent, gateway_token, position.node.name)
     proxy = ModelProxy(
-        ctx, agent.name, config, model, token_source.token_urlsafe(32), stop=gateway.stop
+        ctx,
+        agent.name,
+        config,
+        model,
+        token_source.token_urlsafe(32),
+        stop=gateway.stop,
+        dialect=_dialect(harness),
     )
     from ..gateway_app import MCP_PATH, build_app
 

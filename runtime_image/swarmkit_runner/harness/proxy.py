@@ -19,8 +19,12 @@ token as its API key; it never sees the Workspace provider's credential. Each re
    retry it for minutes.
 
 Only the wire format the harness needs and the provider speaks is forwarded (admission
-checked they match); today: Anthropic Messages (``POST /v1/messages``, and
-``/v1/messages/count_tokens``, which is not a model turn and is not charged).
+checked they match), one :class:`Dialect` per entry of
+``swarmkit_api.harness.PROXIED_WIRE_FORMATS``: Anthropic Messages (``POST /v1/messages``,
+and ``/v1/messages/count_tokens``, which is not a model turn and is not charged) for Claude
+Code; the OpenAI Responses API (``POST /v1/responses``; usage from ``response.completed``)
+for Codex. Each dialect names its provider auth headers, its max-tokens field and its error
+shape, so the harness reads a refusal as its own API's.
 """
 
 from __future__ import annotations
@@ -29,12 +33,17 @@ import asyncio
 import hmac
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from swarmkit_api.harness import PROXIED_WIRE_FORMATS
+
 from ..errors import RunEnded, RunFailed
-from ..providers.anthropic import DEFAULT_BASE_URL, AnthropicProvider, _cached_tokens, _input_tokens
+from ..providers import anthropic, openai
+from ..providers.anthropic import AnthropicProvider, _cached_tokens, _input_tokens
 from ..providers.base import Usage
+from ..providers.openai import OpenAIProvider
 
 if TYPE_CHECKING:
     import httpx
@@ -48,7 +57,12 @@ if TYPE_CHECKING:
 #: Request headers passed to the provider as the harness sent them.
 FORWARDED_HEADERS = ("anthropic-version", "anthropic-beta", "content-type", "accept")
 #: Response headers passed back (hop-by-hop and length headers are the server's own).
-RELAYED_HEADERS = ("content-type", "request-id", "anthropic-ratelimit-requests-remaining")
+RELAYED_HEADERS = (
+    "content-type",
+    "request-id",
+    "x-request-id",
+    "anthropic-ratelimit-requests-remaining",
+)
 
 
 def _token_of(headers: Any) -> str:
@@ -57,14 +71,6 @@ def _token_of(headers: Any) -> str:
         return str(key)
     auth = str(headers.get("authorization") or "")
     return auth[7:] if auth.lower().startswith("bearer ") else ""
-
-
-def refusal(status: int, kind: str, message: str) -> Response:
-    """An error answer in the Messages API's shape (the harness shows its message)."""
-    from starlette.responses import JSONResponse
-
-    body = {"type": "error", "error": {"type": kind, "message": message}}
-    return JSONResponse(body, status_code=status)
 
 
 class UsageReader:
@@ -115,6 +121,105 @@ class UsageReader:
             self.stop_reason = str(data.get("stop_reason") or "")
 
 
+class ResponsesUsageReader(UsageReader):
+    """Reads usage from an OpenAI Responses answer: the final ``response.completed`` (or
+    ``.incomplete``/``.failed``) event's ``response``, or the JSON body itself."""
+
+    def _event(self, data: bytes) -> None:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return
+        if isinstance(event, dict) and str(event.get("type", "")) in FINAL_RESPONSE_EVENTS:
+            self._response(event.get("response") or {})
+
+    def feed_json(self, body: bytes) -> None:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return
+        if isinstance(data, dict):
+            self._response(data)
+
+    def _response(self, response: dict[str, Any]) -> None:
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            details = usage.get("input_tokens_details") or {}
+            self.usage = Usage(
+                int(usage.get("input_tokens") or 0),
+                int(usage.get("output_tokens") or 0),
+                int(details.get("cached_tokens") or 0),
+            )
+        self.stop_reason = str(response.get("status") or "")
+
+
+#: The Responses API's last streamed event of an answer (it carries the usage).
+FINAL_RESPONSE_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def _anthropic_error(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def _openai_error(kind: str, message: str) -> dict[str, Any]:
+    return {"error": {"type": kind, "message": message, "code": None, "param": None}}
+
+
+def _anthropic_url(base: str, path: str) -> str:
+    # The Anthropic base URL has no version; ``/v1`` is part of the harness's path.
+    return f"{base.removesuffix('/v1')}{path}"
+
+
+def _openai_url(base: str, path: str) -> str:
+    # An OpenAI base URL ends with its version (``…/v1``); the path's ``/v1`` is the proxy's.
+    return f"{base}{path.removeprefix('/v1')}"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One wire format the proxy forwards: its routes, auth, limits field, usage, errors."""
+
+    wire_format: str
+    #: Model turns (metered and checked against the limits before each).
+    paths: tuple[str, ...]
+    #: Calls that are not a model turn (neither checked nor charged).
+    free_paths: tuple[str, ...]
+    #: The body field naming the most output tokens the call may take.
+    max_tokens_field: str
+    default_base_url: str
+    headers: Callable[[str | None], dict[str, str]]
+    url: Callable[[str, str], str]
+    reader: type[UsageReader]
+    error: Callable[[str, str], dict[str, Any]]
+
+
+DIALECTS: dict[str, Dialect] = {
+    "anthropic-messages": Dialect(
+        wire_format="anthropic-messages",
+        paths=("/v1/messages",),
+        free_paths=("/v1/messages/count_tokens",),
+        max_tokens_field="max_tokens",
+        default_base_url=anthropic.DEFAULT_BASE_URL,
+        headers=AnthropicProvider.headers,
+        url=_anthropic_url,
+        reader=UsageReader,
+        error=_anthropic_error,
+    ),
+    "openai-responses": Dialect(
+        wire_format="openai-responses",
+        paths=("/v1/responses",),
+        free_paths=(),
+        max_tokens_field="max_output_tokens",
+        default_base_url=openai.DEFAULT_BASE_URL,
+        headers=OpenAIProvider.headers,
+        url=_openai_url,
+        reader=ResponsesUsageReader,
+        error=_openai_error,
+    ),
+}
+assert set(DIALECTS) == set(PROXIED_WIRE_FORMATS), "one dialect per proxied wire format"
+
+
 class ModelProxy:
     """The proxy for one harness node (one agent, one provider, one model)."""
 
@@ -126,8 +231,10 @@ class ModelProxy:
         model: str,
         token: str,
         stop: asyncio.Event,
+        dialect: Dialect = DIALECTS["anthropic-messages"],
     ) -> None:
         self.ctx = ctx
+        self.dialect = dialect
         self.agent = agent
         self.config = config
         self.model = model
@@ -147,15 +254,21 @@ class ModelProxy:
 
             key = self.ctx.secrets.get(self.config.api_key) if self.config.api_key else None
             self._client = httpx.AsyncClient(
-                headers=AnthropicProvider.headers(key),
+                headers=self.dialect.headers(key),
                 timeout=httpx.Timeout(self.config.timeout_seconds),
                 **egress.client_kwargs(),
             )
         return self._client
 
     def url(self, path: str) -> str:
-        base = (self.config.base_url or DEFAULT_BASE_URL).rstrip("/")
-        return f"{base.removesuffix('/v1')}{path}"
+        base = (self.config.base_url or self.dialect.default_base_url).rstrip("/")
+        return self.dialect.url(base, path)
+
+    def refusal(self, status: int, kind: str, message: str) -> Response:
+        """An error answer in the dialect's shape (the harness shows its message)."""
+        from starlette.responses import JSONResponse
+
+        return JSONResponse(self.dialect.error(kind, message), status_code=status)
 
     def check_limits(self, max_tokens: int) -> None:
         """Raise what ends the node when the next call may not be made (audited)."""
@@ -203,22 +316,23 @@ class ModelProxy:
                 self.ctx.audit.emit(
                     "auth.refused", agent=self.agent, reason="model proxy token", outcome="refused"
                 )
-                return refusal(401, "authentication_error", "invalid x-api-key")
+                return self.refusal(401, "authentication_error", "invalid x-api-key")
             try:
                 body = json.loads(await request.body())
             except ValueError:
-                return refusal(400, "invalid_request_error", "the body is not JSON")
+                return self.refusal(400, "invalid_request_error", "the body is not JSON")
             if not isinstance(body, dict):
-                return refusal(400, "invalid_request_error", "the body is not an object")
-            counting = request.url.path.endswith("/count_tokens")
+                return self.refusal(400, "invalid_request_error", "the body is not an object")
+            counting = request.url.path in self.dialect.free_paths
             if not counting:
                 if self.ended is not None:
-                    return refusal(400, "invalid_request_error", self.ended.message)
+                    return self.refusal(400, "invalid_request_error", self.ended.message)
                 try:
-                    self.check_limits(int(body.get("max_tokens") or 0))
+                    self.check_limits(int(body.get(self.dialect.max_tokens_field) or 0))
                 except RunEnded as exc:
                     self.end(exc)
-                    return refusal(400, "invalid_request_error", f"{exc.outcome}: {exc.message}")
+                    message = f"{exc.outcome}: {exc.message}"
+                    return self.refusal(400, "invalid_request_error", message)
             body["model"] = self.model
             headers = {k: request.headers[k] for k in FORWARDED_HEADERS if k in request.headers}
             upstream = self.client().build_request(
@@ -228,7 +342,7 @@ class ModelProxy:
             try:
                 response = await self.client().send(upstream, stream=True)
             except httpx.HTTPError as exc:
-                return refusal(502, "api_error", f"model provider {self.config.name}: {exc}")
+                return self.refusal(502, "api_error", f"model provider {self.config.name}: {exc}")
             if response.status_code in (401, 403):
                 # The Workspace's credential is refused: the harness would retry it for
                 # minutes; the node ends now, saying so (no key in the message).
@@ -239,7 +353,7 @@ class ModelProxy:
                     )
                 )
             relayed = {k: response.headers[k] for k in RELAYED_HEADERS if k in response.headers}
-            reader = UsageReader()
+            reader = self.dialect.reader()
             streamed = "text/event-stream" in response.headers.get("content-type", "")
 
             async def relay() -> AsyncIterator[bytes]:
@@ -262,16 +376,12 @@ class ModelProxy:
                 self.record(reader, started, response.status_code)
             return Response(content, response.status_code, relayed)
 
-        return Starlette(
-            routes=[
-                Route("/v1/messages", messages, methods=["POST"]),
-                Route("/v1/messages/count_tokens", messages, methods=["POST"]),
-            ]
-        )
+        paths = (*self.dialect.paths, *self.dialect.free_paths)
+        return Starlette(routes=[Route(path, messages, methods=["POST"]) for path in paths])
 
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
 
 
-__all__ = ["ModelProxy", "UsageReader"]
+__all__ = ["DIALECTS", "Dialect", "ModelProxy", "ResponsesUsageReader", "UsageReader"]

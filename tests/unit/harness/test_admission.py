@@ -58,6 +58,24 @@ def test_a_provider_of_another_wire_format_is_refused_naming_its_type(provider_t
     assert verdicts["Ready"][1] == "HarnessUnsupported"
 
 
+def test_codex_on_an_openai_provider_is_accepted_and_on_anthropic_refused() -> None:
+    verdicts = resolve(topology({"kind": "codex"}), {"tools": ["echo"]}, workspace("openai"))
+    assert verdicts["Accepted"][:2] == ("True", "Valid")
+    status, reason, message = resolve(topology({"kind": "codex"}), {}, workspace("anthropic"))[
+        "Accepted"
+    ]
+    assert (status, reason) == ("False", "HarnessUnsupported")
+    assert "openai-responses" in message and "type anthropic" in message
+
+
+def test_gemini_cli_is_refused_until_the_proxy_forwards_the_gemini_api() -> None:
+    status, reason, message = resolve(topology({"kind": "gemini-cli"}), {}, workspace("gemini"))[
+        "Accepted"
+    ]
+    assert (status, reason) == ("False", "HarnessUnsupported")
+    assert "gemini-generate-content" in message and "does not forward" in message
+
+
 def test_a_capability_the_conformance_test_has_not_shown_is_refused() -> None:
     assert "native-shell" not in HARNESSES["claude-code"].capabilities
     agent = {"nativeTools": {"bash": True}}
