@@ -50,7 +50,11 @@ PROVIDER_WIRE_FORMATS: Final[dict[str, tuple[WireFormat, ...]]] = {
 }
 #: The wire formats the runner's model proxy forwards (``swarmkit_runner.harness.proxy``
 #: has one dialect per entry): a harness speaking another cannot run yet.
-PROXIED_WIRE_FORMATS: Final[tuple[WireFormat, ...]] = ("anthropic-messages", "openai-responses")
+PROXIED_WIRE_FORMATS: Final[tuple[WireFormat, ...]] = (
+    "anthropic-messages",
+    "openai-responses",
+    "gemini-generate-content",
+)
 
 Capability = Literal[
     "final-answer",  # its events carry the final answer (always needed)

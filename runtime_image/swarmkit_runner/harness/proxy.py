@@ -36,13 +36,15 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from swarmkit_api.harness import PROXIED_WIRE_FORMATS
 
 from ..errors import RunEnded, RunFailed
-from ..providers import anthropic, openai
+from ..providers import anthropic, gemini, openai
 from ..providers.anthropic import AnthropicProvider, _cached_tokens, _input_tokens
 from ..providers.base import Usage
+from ..providers.gemini import GeminiProvider
 from ..providers.openai import OpenAIProvider
 
 if TYPE_CHECKING:
@@ -66,7 +68,7 @@ RELAYED_HEADERS = (
 
 
 def _token_of(headers: Any) -> str:
-    key = headers.get("x-api-key") or ""
+    key = headers.get("x-api-key") or headers.get("x-goog-api-key") or ""
     if key:
         return str(key)
     auth = str(headers.get("authorization") or "")
@@ -157,64 +159,129 @@ class ResponsesUsageReader(UsageReader):
 FINAL_RESPONSE_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
-def _anthropic_error(kind: str, message: str) -> dict[str, Any]:
+class GeminiUsageReader(UsageReader):
+    """Reads usage from a Gemini answer: every chunk's ``usageMetadata`` is the total so far
+    (the last one wins), or the JSON body's."""
+
+    def _event(self, data: bytes) -> None:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return
+        if isinstance(event, dict):
+            self._chunk(event)
+
+    def feed_json(self, body: bytes) -> None:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return
+        if isinstance(data, dict):
+            self._chunk(data)
+
+    def _chunk(self, chunk: dict[str, Any]) -> None:
+        if chunk.get("usageMetadata"):
+            self.usage = gemini._usage(chunk)
+        candidates = chunk.get("candidates") or []
+        if candidates and isinstance(candidates[0], dict) and candidates[0].get("finishReason"):
+            self.stop_reason = str(candidates[0]["finishReason"])
+
+
+def _anthropic_error(status: int, kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
-def _openai_error(kind: str, message: str) -> dict[str, Any]:
+def _openai_error(status: int, kind: str, message: str) -> dict[str, Any]:
     return {"error": {"type": kind, "message": message, "code": None, "param": None}}
 
 
-def _anthropic_url(base: str, path: str) -> str:
-    # The Anthropic base URL has no version; ``/v1`` is part of the harness's path.
-    return f"{base.removesuffix('/v1')}{path}"
+def _gemini_error(status: int, kind: str, message: str) -> dict[str, Any]:
+    code = {401: "UNAUTHENTICATED", 502: "UNAVAILABLE"}.get(status, "INVALID_ARGUMENT")
+    return {"error": {"code": status, "message": message, "status": code}}
 
 
-def _openai_url(base: str, path: str) -> str:
-    # An OpenAI base URL ends with its version (``…/v1``); the path's ``/v1`` is the proxy's.
-    return f"{base}{path.removeprefix('/v1')}"
+def _body_model(free: tuple[str, ...]) -> Callable[[str, dict[str, Any], str], tuple[str, bool]]:
+    """Messages and Responses: the model is the body's ``model``; ``free`` paths are no turn."""
+
+    def target(path: str, body: dict[str, Any], model: str) -> tuple[str, bool]:
+        body["model"] = model
+        return path, path not in free
+
+    return target
+
+
+def _gemini_target(path: str, body: dict[str, Any], model: str) -> tuple[str, bool]:
+    # The model is in the path (``/v1beta/models/<model>:<method>``), never the body.
+    method = path.rpartition(":")[2]
+    name = quote(model.removeprefix("models/"), safe="")
+    return f"/v1beta/models/{name}:{method}", method in GEMINI_TURNS
+
+
+#: Gemini methods that are a model turn (``countTokens`` is not).
+GEMINI_TURNS = frozenset({"generateContent", "streamGenerateContent"})
+
+
+def _gemini_max_tokens(body: dict[str, Any]) -> int:
+    config = body.get("generationConfig")
+    return int(config.get("maxOutputTokens") or 0) if isinstance(config, dict) else 0
 
 
 @dataclass(frozen=True)
 class Dialect:
-    """One wire format the proxy forwards: its routes, auth, limits field, usage, errors."""
+    """One wire format the proxy forwards: routes, auth, limits field, usage, errors."""
 
     wire_format: str
-    #: Model turns (metered and checked against the limits before each).
-    paths: tuple[str, ...]
-    #: Calls that are not a model turn (neither checked nor charged).
-    free_paths: tuple[str, ...]
-    #: The body field naming the most output tokens the call may take.
-    max_tokens_field: str
+    #: The routes the harness may call (Starlette paths).
+    routes: tuple[str, ...]
+    #: (harness path, body, the Agent's model) → (provider path, whether it is a model
+    #: turn: checked against the limits before and metered after); sets the model.
+    target: Callable[[str, dict[str, Any], str], tuple[str, bool]]
+    #: The most output tokens the call may take, from its body (the spend cap's estimate).
+    max_tokens: Callable[[dict[str, Any]], int]
     default_base_url: str
     headers: Callable[[str | None], dict[str, str]]
+    #: (provider base URL, provider path) → URL.
     url: Callable[[str, str], str]
     reader: type[UsageReader]
-    error: Callable[[str, str], dict[str, Any]]
+    #: (status, kind, message) → the API's own error body.
+    error: Callable[[int, str, str], dict[str, Any]]
 
 
 DIALECTS: dict[str, Dialect] = {
     "anthropic-messages": Dialect(
         wire_format="anthropic-messages",
-        paths=("/v1/messages",),
-        free_paths=("/v1/messages/count_tokens",),
-        max_tokens_field="max_tokens",
+        routes=("/v1/messages", "/v1/messages/count_tokens"),
+        target=_body_model(("/v1/messages/count_tokens",)),
+        max_tokens=lambda body: int(body.get("max_tokens") or 0),
         default_base_url=anthropic.DEFAULT_BASE_URL,
         headers=AnthropicProvider.headers,
-        url=_anthropic_url,
+        # The Anthropic base URL has no version; ``/v1`` is part of the harness's path.
+        url=lambda base, path: f"{base.removesuffix('/v1')}{path}",
         reader=UsageReader,
         error=_anthropic_error,
     ),
     "openai-responses": Dialect(
         wire_format="openai-responses",
-        paths=("/v1/responses",),
-        free_paths=(),
-        max_tokens_field="max_output_tokens",
+        routes=("/v1/responses",),
+        target=_body_model(()),
+        max_tokens=lambda body: int(body.get("max_output_tokens") or 0),
         default_base_url=openai.DEFAULT_BASE_URL,
         headers=OpenAIProvider.headers,
-        url=_openai_url,
+        # An OpenAI base URL ends with its version (``…/v1``); the path's is the proxy's.
+        url=lambda base, path: f"{base}{path.removeprefix('/v1')}",
         reader=ResponsesUsageReader,
         error=_openai_error,
+    ),
+    "gemini-generate-content": Dialect(
+        wire_format="gemini-generate-content",
+        routes=("/v1beta/models/{target:path}",),
+        target=_gemini_target,
+        max_tokens=_gemini_max_tokens,
+        default_base_url=gemini.DEFAULT_BASE_URL,
+        headers=GeminiProvider.headers,
+        url=lambda base, path: f"{base.removesuffix('/v1beta')}{path}",
+        reader=GeminiUsageReader,
+        error=_gemini_error,
     ),
 }
 assert set(DIALECTS) == set(PROXIED_WIRE_FORMATS), "one dialect per proxied wire format"
@@ -268,7 +335,7 @@ class ModelProxy:
         """An error answer in the dialect's shape (the harness shows its message)."""
         from starlette.responses import JSONResponse
 
-        return JSONResponse(self.dialect.error(kind, message), status_code=status)
+        return JSONResponse(self.dialect.error(status, kind, message), status_code=status)
 
     def check_limits(self, max_tokens: int) -> None:
         """Raise what ends the node when the next call may not be made (audited)."""
@@ -323,21 +390,20 @@ class ModelProxy:
                 return self.refusal(400, "invalid_request_error", "the body is not JSON")
             if not isinstance(body, dict):
                 return self.refusal(400, "invalid_request_error", "the body is not an object")
-            counting = request.url.path in self.dialect.free_paths
-            if not counting:
+            path, turn = self.dialect.target(request.url.path, body, self.model)
+            counting = not turn
+            if turn:
                 if self.ended is not None:
                     return self.refusal(400, "invalid_request_error", self.ended.message)
                 try:
-                    self.check_limits(int(body.get(self.dialect.max_tokens_field) or 0))
+                    self.check_limits(self.dialect.max_tokens(body))
                 except RunEnded as exc:
                     self.end(exc)
                     message = f"{exc.outcome}: {exc.message}"
                     return self.refusal(400, "invalid_request_error", message)
-            body["model"] = self.model
             headers = {k: request.headers[k] for k in FORWARDED_HEADERS if k in request.headers}
-            upstream = self.client().build_request(
-                "POST", self.url(request.url.path), json=body, headers=headers
-            )
+            url = self.url(path) + (f"?{request.url.query}" if request.url.query else "")
+            upstream = self.client().build_request("POST", url, json=body, headers=headers)
             started = time.monotonic()
             try:
                 response = await self.client().send(upstream, stream=True)
@@ -376,12 +442,19 @@ class ModelProxy:
                 self.record(reader, started, response.status_code)
             return Response(content, response.status_code, relayed)
 
-        paths = (*self.dialect.paths, *self.dialect.free_paths)
-        return Starlette(routes=[Route(path, messages, methods=["POST"]) for path in paths])
+        routes = [Route(path, messages, methods=["POST"]) for path in self.dialect.routes]
+        return Starlette(routes=routes)
 
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
 
 
-__all__ = ["DIALECTS", "Dialect", "ModelProxy", "ResponsesUsageReader", "UsageReader"]
+__all__ = [
+    "DIALECTS",
+    "Dialect",
+    "GeminiUsageReader",
+    "ModelProxy",
+    "ResponsesUsageReader",
+    "UsageReader",
+]

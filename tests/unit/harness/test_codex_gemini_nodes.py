@@ -1,11 +1,12 @@
-"""A Codex harness node end to end in the runner: the real Codex CLI through the model proxy.
+"""Codex and Gemini CLI harness nodes end to end in the runner, through the model proxy.
 
 ``python -m swarmkit_runner run`` (a real process, as in the Job) on a Topology whose root
-node is ``harness: {kind: codex}`` and whose Agent's provider is of type ``openai``: the
-runner's model proxy forwards the OpenAI Responses API (streamed; every body checked by the
-scripted model server against the openai SDK's request types) with the provider key, meters
-``response.completed``'s usage and checks the Run's limits before each call. Codex finds the
-gateway's tool with its ``tool_search``, calls it, and answers with its result.
+node is ``harness: {kind: codex}`` (the Agent's provider of type ``openai``) or
+``harness: {kind: gemini-cli}`` (type ``gemini``): the runner's model proxy forwards the
+OpenAI Responses API or the Gemini API (streamed; the scripted model server checks every
+body against the openai or google-genai SDK's request types) with the provider key, meters
+each answer's usage and checks the Run's limits before each call. Codex finds the gateway's
+tool with its ``tool_search``; both call it and answer with its result.
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ import functools
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from swarmkit_api.bundle import BundleTopology, secret_env_name
+from swarmkit_api.harness import HARNESSES
+from swarmkit_api.model_provider import ModelProvider
 from swarmkit_api.topology import TopologySpec
 from swarmkit_devcluster.harness_clis import ensure_harness_clis
 from tests.support.bundles import (
     agent,
     bundle,
-    openai_provider,
     secret_ref,
     stdio_server,
     write_bundle,
@@ -29,8 +33,20 @@ from tests.support.mcp_servers import stdio_command
 from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text, tool_call
 from tests.support.runner import RunOutput, run_subprocess
 
-PROVIDER_KEY = "sk-openai-provider-key-never-leaves-the-proxy-5d1e"
-KEY_REF = secret_ref("openai", "apiKey")
+PROVIDER_KEY = "sk-provider-key-never-leaves-the-proxy-5d1e"
+KEY_REF = secret_ref("provider", "apiKey")
+#: Per harness: the provider type, its base URL on the scripted server, the Agent's model,
+#: the path every model call takes and the header the provider key travels in.
+KINDS: dict[str, tuple[str, str, str, str, str]] = {
+    "codex": ("openai", "openai_base_url", "gpt-5.5", "/v1/responses", "authorization"),
+    "gemini-cli": (
+        "gemini",
+        "url",
+        "gemini-2.5-flash",
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+        "x-goog-api-key",
+    ),
+}
 #: Seconds one runner process may take (the machine is shared).
 RUN_TIMEOUT = 240.0
 
@@ -47,13 +63,14 @@ def search_call_then_finish(request: RecordedRequest) -> Reply:
         return text(f"The tool said: {results[0][0]}")
     echo = next((n for n in request.tool_names if n.endswith("echo")), None)
     if echo:
-        return tool_call(echo, text="codex-ping")
+        return tool_call(echo, text="harness-ping")
     if "tool_search" in request.tool_names:
         return tool_call("tool_search", query="echo text")
     return text("no tool found")
 
 
-def codex_bundle(server: ScriptedModelServer, **governance: Any) -> Any:
+def harness_bundle(kind: str, server: ScriptedModelServer, **governance: Any) -> Any:
+    provider_type, base, model, _path, _header = KINDS[kind]
     spec = TopologySpec.model_validate(
         {
             "workspaceRef": {"name": "default"},
@@ -62,17 +79,21 @@ def codex_bundle(server: ScriptedModelServer, **governance: Any) -> Any:
                     "name": "coder",
                     "agentRef": {"name": "coder"},
                     "role": "root",
-                    "harness": {"kind": "codex"},
+                    "harness": {"kind": kind},
                 },
             ],
         }
     )
     b = bundle(
-        agents=[agent("coder", provider="m", tools=["t.echo"], model="gpt-5.5")],
-        providers=[openai_provider("m", server.openai_base_url, api_key=KEY_REF)],
+        agents=[agent("coder", provider="m", tools=["t.echo"], model=model)],
+        providers=[
+            ModelProvider(
+                name="m", type=provider_type, base_url=getattr(server, base), api_key=KEY_REF
+            )
+        ],
         mcp_servers=[stdio_server("t", stdio_command("t"))],
         topology=BundleTopology(name="coding", version="v1", spec=spec),
-        input="Call the echo tool with the text codex-ping and tell me what it said.",
+        input="Call the echo tool with the text harness-ping and tell me what it said.",
         timeout_seconds=180,
     )
     if governance:
@@ -85,35 +106,39 @@ def run(b: Any, tmp: Path) -> RunOutput:
     return run_subprocess(write_bundle(b, tmp), env=env, timeout=RUN_TIMEOUT)
 
 
-def test_a_codex_node_calls_a_granted_tool_and_succeeds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_a_harness_node_calls_a_granted_tool_and_succeeds(tmp_path: Path, kind: str) -> None:
+    _type, _base, _model, path, header = KINDS[kind]
     with ScriptedModelServer(default=search_call_then_finish, api_key=PROVIDER_KEY) as server:
-        out = run(codex_bundle(server), tmp_path)
+        out = run(harness_bundle(kind, server), tmp_path)
     assert out.outcome == "Succeeded", (out.result, out.stderr[-3000:])
-    # The answer the scripted model built from the tool result Codex handed back (Codex
-    # prefixes an MCP result with its wall time).
+    # The answer the scripted model built from the tool result the harness handed back
+    # (Codex prefixes it with its wall time, Gemini CLI wraps it as untrusted context).
     output = out.result["output"]
-    assert output.startswith("The tool said: ") and output.endswith("codex-ping"), output
+    assert output.startswith("The tool said: ") and "harness-ping" in output, output
     [call] = out.tool_calls("t.echo")
     assert call["outcome"] == "ok"
     [start] = out.events("harness.start")
-    assert start["harness"] == "codex" and start["version"] == "0.169.1"
-    # Every call was a Responses API call the openai SDK's types accept, and usage is
+    assert start["harness"] == kind and start["version"] == HARNESSES[kind].version
+    # Every call was one the SDK's types accept, for the Agent's model, and usage is
     # counted once: exactly what the model server answered, read by the proxy.
     assert server.refused == [], [r.problems for r in server.refused]
-    assert {r.path for r in server.requests} == {"/v1/responses"}
+    assert {r.path for r in server.requests} == {path}
     usage = out.result["usage"]
     assert usage["outputTokens"] == 5 * len(server.requests)
     assert usage["inputTokens"] == 10 * len(server.requests)
     assert len(out.events("model.call")) == len(server.requests)
-    # The credential reached the model server (from the proxy, as a Bearer) and nothing else.
-    assert {r.headers.get("authorization") for r in server.requests} == {f"Bearer {PROVIDER_KEY}"}
+    # The credential reached the model server (from the proxy) and nothing else.
+    expected = f"Bearer {PROVIDER_KEY}" if header == "authorization" else PROVIDER_KEY
+    assert {r.headers.get(header) for r in server.requests} == {expected}
     for where in (out.stdout, out.stderr, str(out.result)):
         assert PROVIDER_KEY not in where
 
 
-def test_the_runs_limits_hold_before_each_codex_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_the_runs_limits_hold_before_each_model_call(tmp_path: Path, kind: str) -> None:
     with ScriptedModelServer(default=search_call_then_finish, api_key=PROVIDER_KEY) as server:
-        out = run(codex_bundle(server, max_steps_per_run=1), tmp_path)
+        out = run(harness_bundle(kind, server, max_steps_per_run=1), tmp_path)
     assert out.outcome == "LimitExceeded", out.result
     assert "maxStepsPerRun" in out.result["message"]
     # The refused call never reached the model: one answered call, one charged step.
