@@ -75,8 +75,18 @@ def _token_of(headers: Any) -> str:
     return auth[7:] if auth.lower().startswith("bearer ") else ""
 
 
+def _json_object(data: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 class UsageReader:
-    """Reads usage from an Anthropic answer as it passes (SSE lines or one JSON body)."""
+    """Reads usage from an Anthropic answer as it passes (SSE lines or one JSON body);
+    a subclass per other wire format reads its own events (:meth:`on_event`) and bodies
+    (:meth:`on_body`)."""
 
     def __init__(self) -> None:
         self.usage = Usage()
@@ -89,33 +99,24 @@ class UsageReader:
         self._pending = lines.pop()
         for raw in lines:
             line = raw.strip()
-            if line.startswith(b"data:"):
-                self._event(line[5:].strip())
+            if line.startswith(b"data:") and (event := _json_object(line[5:].strip())):
+                self.on_event(event)
 
-    def _event(self, data: bytes) -> None:
-        try:
-            event = json.loads(data)
-        except ValueError:
-            return
-        if not isinstance(event, dict):
-            return
+    def feed_json(self, body: bytes) -> None:
+        if (data := _json_object(body)) is not None:
+            self.on_body(data)
+
+    def on_event(self, event: dict[str, Any]) -> None:
         if event.get("type") == "message_start":
-            usage = (event.get("message") or {}).get("usage") or {}
-            self.usage = Usage(
-                _input_tokens(usage), int(usage.get("output_tokens") or 0), _cached_tokens(usage)
-            )
+            self.on_body(event.get("message") or {})
         elif event.get("type") == "message_delta":
             usage = event.get("usage") or {}
             output = int(usage.get("output_tokens") or self.usage.output_tokens)
             self.usage = Usage(self.usage.input_tokens, output, self.usage.cached_input_tokens)
             self.stop_reason = str((event.get("delta") or {}).get("stop_reason") or "")
 
-    def feed_json(self, body: bytes) -> None:
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return
-        usage = data.get("usage") if isinstance(data, dict) else None
+    def on_body(self, data: dict[str, Any]) -> None:
+        usage = data.get("usage")
         if isinstance(usage, dict):
             self.usage = Usage(
                 _input_tokens(usage), int(usage.get("output_tokens") or 0), _cached_tokens(usage)
@@ -127,24 +128,12 @@ class ResponsesUsageReader(UsageReader):
     """Reads usage from an OpenAI Responses answer: the final ``response.completed`` (or
     ``.incomplete``/``.failed``) event's ``response``, or the JSON body itself."""
 
-    def _event(self, data: bytes) -> None:
-        try:
-            event = json.loads(data)
-        except ValueError:
-            return
-        if isinstance(event, dict) and str(event.get("type", "")) in FINAL_RESPONSE_EVENTS:
-            self._response(event.get("response") or {})
+    def on_event(self, event: dict[str, Any]) -> None:
+        if str(event.get("type", "")) in FINAL_RESPONSE_EVENTS:
+            self.on_body(event.get("response") or {})
 
-    def feed_json(self, body: bytes) -> None:
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return
-        if isinstance(data, dict):
-            self._response(data)
-
-    def _response(self, response: dict[str, Any]) -> None:
-        usage = response.get("usage")
+    def on_body(self, data: dict[str, Any]) -> None:
+        usage = data.get("usage")
         if isinstance(usage, dict):
             details = usage.get("input_tokens_details") or {}
             self.usage = Usage(
@@ -152,7 +141,7 @@ class ResponsesUsageReader(UsageReader):
                 int(usage.get("output_tokens") or 0),
                 int(details.get("cached_tokens") or 0),
             )
-        self.stop_reason = str(response.get("status") or "")
+        self.stop_reason = str(data.get("status") or "")
 
 
 #: The Responses API's last streamed event of an answer (it carries the usage).
@@ -163,26 +152,13 @@ class GeminiUsageReader(UsageReader):
     """Reads usage from a Gemini answer: every chunk's ``usageMetadata`` is the total so far
     (the last one wins), or the JSON body's."""
 
-    def _event(self, data: bytes) -> None:
-        try:
-            event = json.loads(data)
-        except ValueError:
-            return
-        if isinstance(event, dict):
-            self._chunk(event)
+    def on_event(self, event: dict[str, Any]) -> None:
+        self.on_body(event)
 
-    def feed_json(self, body: bytes) -> None:
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return
-        if isinstance(data, dict):
-            self._chunk(data)
-
-    def _chunk(self, chunk: dict[str, Any]) -> None:
-        if chunk.get("usageMetadata"):
-            self.usage = gemini._usage(chunk)
-        candidates = chunk.get("candidates") or []
+    def on_body(self, data: dict[str, Any]) -> None:
+        if data.get("usageMetadata"):
+            self.usage = gemini._usage(data)
+        candidates = data.get("candidates") or []
         if candidates and isinstance(candidates[0], dict) and candidates[0].get("finishReason"):
             self.stop_reason = str(candidates[0]["finishReason"])
 

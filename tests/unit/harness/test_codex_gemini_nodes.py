@@ -17,10 +17,9 @@ from typing import Any
 
 import pytest
 
-from swarmkit_api.bundle import BundleTopology, secret_env_name
+from swarmkit_api.bundle import secret_env_name
 from swarmkit_api.harness import HARNESSES
 from swarmkit_api.model_provider import ModelProvider
-from swarmkit_api.topology import TopologySpec
 from swarmkit_devcluster.harness_clis import ensure_harness_clis
 from tests.support.bundles import (
     agent,
@@ -32,6 +31,8 @@ from tests.support.bundles import (
 from tests.support.mcp_servers import stdio_command
 from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text, tool_call
 from tests.support.runner import RunOutput, run_subprocess
+
+from .test_claude_code_node import harness_topology
 
 PROVIDER_KEY = "sk-provider-key-never-leaves-the-proxy-5d1e"
 KEY_REF = secret_ref("provider", "apiKey")
@@ -71,19 +72,6 @@ def search_call_then_finish(request: RecordedRequest) -> Reply:
 
 def harness_bundle(kind: str, server: ScriptedModelServer, **governance: Any) -> Any:
     provider_type, base, model, _path, _header = KINDS[kind]
-    spec = TopologySpec.model_validate(
-        {
-            "workspaceRef": {"name": "default"},
-            "agents": [
-                {
-                    "name": "coder",
-                    "agentRef": {"name": "coder"},
-                    "role": "root",
-                    "harness": {"kind": kind},
-                },
-            ],
-        }
-    )
     b = bundle(
         agents=[agent("coder", provider="m", tools=["t.echo"], model=model)],
         providers=[
@@ -92,7 +80,7 @@ def harness_bundle(kind: str, server: ScriptedModelServer, **governance: Any) ->
             )
         ],
         mcp_servers=[stdio_server("t", stdio_command("t"))],
-        topology=BundleTopology(name="coding", version="v1", spec=spec),
+        topology=harness_topology(kind=kind),
         input="Call the echo tool with the text harness-ping and tell me what it said.",
         timeout_seconds=180,
     )
