@@ -51,13 +51,27 @@ SAID = "release notes are ready"
 
 def answer_with_tool(suffix: str) -> Any:
     def reply(request: RecordedRequest) -> Reply:
-        results = tool_results(request)
+        if request.wire == "anthropic":
+            results = tool_results(request)
+        else:
+            results = [r[0] for r in request.tool_results()]
         if results:
             return text(f"The tool said: {results[0]}")
         name = next((n for n in request.tool_names if n.endswith(suffix)), None)
+        if name is None and "tool_search" in request.tool_names:  # Codex defers MCP tools
+            return tool_call("tool_search", query=suffix)
         return tool_call(name) if name else text("ok")
 
     return reply
+
+
+#: Per harness: the provider type it needs, that provider's base URL on the scripted model
+#: server, and the Agent's model.
+KINDS: dict[str, tuple[str, str, str]] = {
+    "claude-code": ("anthropic", "url", "claude-sonnet-4-5"),
+    "codex": ("openai", "openai_base_url", "gpt-5.5"),
+    "gemini-cli": ("gemini", "url", "gemini-2.5-flash"),
+}
 
 
 @pytest.fixture
@@ -97,9 +111,11 @@ def setup(
     kube: Kube,
     ns: str,
     model: ScriptedModelServer,
-    provider_type: str = "anthropic",
+    provider_type: str | None = None,
     memory: str = HARNESS_MEMORY,
+    kind: str = "claude-code",
 ) -> None:
+    own_type, base, model_name = KINDS[kind]
     kube.core.create_namespaced_secret(
         ns,
         {
@@ -128,8 +144,8 @@ def setup(
                 *d["spec"].get("modelProviders", []),
                 {
                     "name": "claude",
-                    "type": provider_type,
-                    "baseUrl": model.url,
+                    "type": provider_type or own_type,
+                    "baseUrl": getattr(model, base),
                     "apiKey": {"name": "anthropic", "key": "apiKey"},
                 },
             ]
@@ -152,7 +168,7 @@ def setup(
             "coder",
             {
                 "workspaceRef": {"name": "default"},
-                "model": {"provider": "claude", "name": "claude-sonnet-4-5", "maxTokens": 4096},
+                "model": {"provider": "claude", "name": model_name, "maxTokens": 4096},
                 "systemPrompt": "You prepare releases.",
                 "skills": ["notes", "ship"],
             },
@@ -172,7 +188,7 @@ def setup(
                         "name": "coder",
                         "role": "root",
                         "agentRef": {"name": "coder"},
-                        "harness": {"kind": "claude-code", "timeoutSeconds": 300},
+                        "harness": {"kind": kind, "timeoutSeconds": 300},
                     }
                 ],
             },
@@ -291,3 +307,32 @@ def test_a_pod_memory_limit_below_what_the_cli_maps_fails_saying_so(
     assert "data rlimit of 512 MiB" in cond["message"], cond["message"]
     assert "spec.runtime.resources.limits.memory" in cond["message"]
     assert model.requests == []
+
+
+@pytest.mark.parametrize("kind", ["codex", "gemini-cli"])
+def test_codex_and_gemini_cli_runs_succeed_in_the_pod(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    kind: str,
+) -> None:
+    # The same Run as Claude Code's, through the model proxy's Responses / Gemini dialect.
+    ns = namespace
+    setup(kube, ns, model, kind=kind)
+    model.default = answer_with_tool("notes")
+    wait_ready(kube, ns, "Topology", "release")
+    create(kube, ns, run_manifest("notes-1", "release", input="Check the notes.", timeout=300))
+    run = wait_run(kube, ns, "notes-1", finished, operator=operator, timeout=300)
+    cond = succeeded(run)
+    assert cond is not None and cond["reason"] == "Succeeded", json.dumps(run.get("status"))
+    status = run["status"]
+    assert status["output"].startswith("The tool said: ") and SAID in status["output"]
+    assert model.refused == [] and model.requests
+    assert status["usage"]["outputTokens"] == 5 * len(model.requests)
+    log = pod_log(cluster, ns, status["jobName"])
+    [start] = [json.loads(x) for x in log.splitlines() if '"harness.start"' in x]
+    assert start["harness"] == kind
+    for where in (log, json.dumps(run)):
+        assert KEY not in where
