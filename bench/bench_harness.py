@@ -120,7 +120,8 @@ def one(
     client: KubeClient, ns: str, server: ScriptedModelServer, name: str, ref: dict[str, Any]
 ) -> dict[str, float]:
     before = len(server.requests)
-    client.create(custom(ns, "runs"), obj("Run", name, {**ref, "timeoutSeconds": 300}))
+    spec = {**ref, "input": "Say done.", "timeoutSeconds": 300}
+    client.create(custom(ns, "runs"), obj("Run", name, spec))
 
     def pid() -> int | None:
         p = pod_of(client, ns, name) or {}

@@ -39,15 +39,22 @@ WireFormat = Literal[
     "replay",
 ]
 
-#: The wire format each model provider type speaks (what the model proxy forwards to).
-PROVIDER_WIRE_FORMATS: Final[dict[str, WireFormat]] = {
-    "anthropic": "anthropic-messages",
-    "openai": "openai-chat-completions",
-    "azure-openai": "openai-chat-completions",
-    "gemini": "gemini-generate-content",
-    "bedrock": "bedrock-converse",
-    "replay": "replay",
+#: The wire formats each model provider type speaks (what the model proxy forwards to).
+PROVIDER_WIRE_FORMATS: Final[dict[str, tuple[WireFormat, ...]]] = {
+    "anthropic": ("anthropic-messages",),
+    "openai": ("openai-chat-completions", "openai-responses"),
+    "azure-openai": ("openai-chat-completions",),
+    "gemini": ("gemini-generate-content",),
+    "bedrock": ("bedrock-converse",),
+    "replay": ("replay",),
 }
+#: The wire formats the runner's model proxy forwards (``swarmkit_runner.harness.proxy``
+#: has one dialect per entry): a harness speaking another cannot run yet.
+PROXIED_WIRE_FORMATS: Final[tuple[WireFormat, ...]] = (
+    "anthropic-messages",
+    "openai-responses",
+    "gemini-generate-content",
+)
 
 Capability = Literal[
     "final-answer",  # its events carry the final answer (always needed)
@@ -77,6 +84,10 @@ class HarnessInfo:
     wire_format: WireFormat
     #: What its conformance test has shown; anything else is refused at admission.
     capabilities: frozenset[str]
+    #: MiB of writable address space its conformance run needs (None: not measured). Only
+    #: a data rlimit counts it (the process node's memory limit without a cgroup): a cgroup
+    #: counts resident pages, far fewer (Claude Code: ~220 MiB resident, ~650 MiB mapped).
+    data_mib: int | None = None
 
 
 #: Every harness kind. A capability enters a row only with a conformance test proving it.
@@ -88,6 +99,9 @@ HARNESSES: Final[dict[str, HarnessInfo]] = {
         bin="claude",
         wire_format="anthropic-messages",
         capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+        # Bun reserves writable arenas it never touches: its MCP round trip dies under
+        # RLIMIT_DATA=640Mi (an abort at start below ~560Mi) and completes at 670Mi.
+        data_mib=768,
     ),
     "codex": HarnessInfo(
         kind="codex",
@@ -178,12 +192,17 @@ def harness_problem(
             f"{field}.kind: harness {spec.kind} has no conformance test for its pinned CLI "
             f"yet; supported: {', '.join(sorted(HARNESSES))}"
         )
+    if info.wire_format not in PROXIED_WIRE_FORMATS:
+        return (
+            f"{field}.kind: {spec.kind} speaks {info.wire_format}, which the runner's model "
+            f"proxy does not forward yet (it forwards {', '.join(PROXIED_WIRE_FORMATS)})"
+        )
     if provider is not None:
-        speaks = PROVIDER_WIRE_FORMATS.get(provider.type)
-        if speaks != info.wire_format:
+        speaks = PROVIDER_WIRE_FORMATS.get(provider.type, ())
+        if info.wire_format not in speaks:
             return (
                 f"{field}.kind: {spec.kind} needs a model provider speaking {info.wire_format}; "
-                f"provider {provider.name} is of type {provider.type} ({speaks})"
+                f"provider {provider.name} is of type {provider.type} ({', '.join(speaks)})"
             )
     missing = [c for c in required_capabilities(agent, spec) if c not in info.capabilities]
     if missing:
@@ -199,6 +218,7 @@ __all__ = [
     "HARNESSES",
     "HARNESS_KINDS",
     "PROVIDER_WIRE_FORMATS",
+    "PROXIED_WIRE_FORMATS",
     "Capability",
     "HarnessInfo",
     "HarnessKind",

@@ -115,7 +115,10 @@ class ScriptedModelServer:
         replies: Iterable[ReplyLike] = (),
         default: ReplyLike | None = None,
         api_key: str | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
+        #: The address it listens on (the real node's pods reach the host on its bridge).
+        self.host = host
         self._replies: deque[ReplyLike] = deque(replies)
         self.default: ReplyLike = default or Reply(text="done")
         #: When set, requests without this key (x-api-key or Bearer) get 401.
@@ -151,7 +154,7 @@ class ScriptedModelServer:
             def do_POST(self) -> None:
                 server._handle(self)
 
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
+        self._httpd = _Server((self.host, 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
@@ -178,7 +181,7 @@ class ScriptedModelServer:
     @property
     def url(self) -> str:
         """Base URL for the Anthropic provider (``/v1/messages`` is appended)."""
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     @property
     def anthropic_base_url(self) -> str:

@@ -57,6 +57,34 @@ class NativeGrant:
 
 
 @dataclass(frozen=True)
+class NativeToolNames:
+    """A harness's own names for its built-in tools, per native grant (file writing implies
+    file reading: an edit needs to see the file)."""
+
+    file_read: tuple[str, ...]
+    file_write: tuple[str, ...]
+    shell: tuple[str, ...]
+    web: tuple[str, ...]
+
+    def granted(self, native: NativeGrant) -> list[str]:
+        """The built-in tools ``native`` switches on (an empty list: none at all)."""
+        tools: list[str] = []
+        if native.file_read or native.file_write:
+            tools += self.file_read
+        if native.file_write:
+            tools += self.file_write
+        if native.shell:
+            tools += self.shell
+        if native.web:
+            tools += self.web
+        return tools
+
+    @property
+    def every(self) -> tuple[str, ...]:
+        return (*self.file_read, *self.file_write, *self.shell, *self.web)
+
+
+@dataclass(frozen=True)
 class HarnessInvocation:
     """Everything the runner hands a harness for one node (paths exist and are writable)."""
 

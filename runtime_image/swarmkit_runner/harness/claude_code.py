@@ -43,14 +43,17 @@ from .base import (
     HarnessOutcome,
     HarnessToolCall,
     HarnessUsage,
+    NativeToolNames,
     json_lines,
 )
 
 #: Built-in tools per native grant.
-FILE_READ_TOOLS: Final = ("Read", "Glob", "Grep")
-FILE_WRITE_TOOLS: Final = ("Edit", "Write", "NotebookEdit")
-SHELL_TOOLS: Final = ("Bash",)
-WEB_TOOLS: Final = ("WebSearch", "WebFetch")
+NATIVE_TOOLS: Final = NativeToolNames(
+    file_read=("Read", "Glob", "Grep"),
+    file_write=("Edit", "Write", "NotebookEdit"),
+    shell=("Bash",),
+    web=("WebSearch", "WebFetch"),
+)
 #: The tool Claude Code uses to ask its user a question.
 QUESTION_TOOL: Final = "AskUserQuestion"
 #: Event types that carry nothing the outcome needs (known, deliberately ignored).
@@ -77,20 +80,6 @@ IGNORED_EVENTS: Final = frozenset(
 )
 #: Seconds Claude Code waits for one MCP tool call (a call waiting for a Review may be long).
 MCP_TOOL_TIMEOUT_MS: Final = 3_600_000
-
-
-def native_tools(inv: HarnessInvocation) -> list[str]:
-    """The built-in tools the Agent switches on (an empty list: none at all)."""
-    tools: list[str] = []
-    if inv.native.file_read or inv.native.file_write:
-        tools += FILE_READ_TOOLS
-    if inv.native.file_write:
-        tools += FILE_WRITE_TOOLS
-    if inv.native.shell:
-        tools += SHELL_TOOLS
-    if inv.native.web:
-        tools += WEB_TOOLS
-    return tools
 
 
 def _text_of(content: Any) -> str:
@@ -146,7 +135,7 @@ class ClaudeCode(Harness):
             "--permission-prompts",
             "none",
             "--tools",
-            ",".join(native_tools(inv)),
+            ",".join(NATIVE_TOOLS.granted(inv.native)),
             "--allowedTools",
             f"mcp__{inv.mcp_server_name}",
             "--no-session-persistence",
@@ -198,7 +187,7 @@ class ClaudeCode(Harness):
             settings["hooks"] = {
                 "PreToolUse": [
                     {
-                        "matcher": "|".join(native_tools(inv)),
+                        "matcher": "|".join(NATIVE_TOOLS.granted(inv.native)),
                         "hooks": [{"type": "command", "command": _shell_join(inv.hook_command)}],
                     }
                 ]
@@ -320,4 +309,4 @@ def _failed(outcome: HarnessOutcome, reason: str, message: str) -> HarnessOutcom
     return replace(outcome, error_reason=reason, error_message=message[:1000])
 
 
-__all__ = ["ClaudeCode", "native_tools"]
+__all__ = ["NATIVE_TOOLS", "ClaudeCode"]

@@ -41,16 +41,19 @@ from .base import (
     HarnessOutcome,
     HarnessToolCall,
     HarnessUsage,
+    NativeToolNames,
     json_lines,
 )
 
 #: The stream-json event types (packages/core/src/output/types.ts).
 EVENTS: Final = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
 #: Gemini CLI's built-in tools by native grant (names as its tool registry has them).
-FILE_READ_TOOLS: Final = ("read_file", "read_many_files", "list_directory", "glob", "grep_search")
-FILE_WRITE_TOOLS: Final = ("write_file", "replace")
-SHELL_TOOLS: Final = ("run_shell_command",)
-WEB_TOOLS: Final = ("google_web_search", "web_fetch")
+NATIVE_TOOLS: Final = NativeToolNames(
+    file_read=("read_file", "read_many_files", "list_directory", "glob", "grep_search"),
+    file_write=("write_file", "replace"),
+    shell=("run_shell_command",),
+    web=("google_web_search", "web_fetch"),
+)
 #: Built-ins that are never a harness node's: memory, planning, topics, sub-agents, asking.
 OTHER_TOOLS: Final = (
     "save_memory",
@@ -64,20 +67,6 @@ OTHER_TOOLS: Final = (
 )
 #: Milliseconds Gemini CLI waits for one MCP tool call (a call waiting for a Review).
 MCP_TOOL_TIMEOUT_MS: Final = 3_600_000
-
-
-def native_tools(inv: HarnessInvocation) -> list[str]:
-    """The built-in tools the Agent switches on (an empty list: none at all)."""
-    tools: list[str] = []
-    if inv.native.file_read or inv.native.file_write:
-        tools += FILE_READ_TOOLS
-    if inv.native.file_write:
-        tools += FILE_WRITE_TOOLS
-    if inv.native.shell:
-        tools += SHELL_TOOLS
-    if inv.native.web:
-        tools += WEB_TOOLS
-    return tools
 
 
 @dataclass(frozen=True)
@@ -118,8 +107,8 @@ class GeminiCli(Harness):
         }
 
     def files(self, inv: HarnessInvocation) -> dict[Path, str]:
-        allowed = native_tools(inv)
-        every = (*FILE_READ_TOOLS, *FILE_WRITE_TOOLS, *SHELL_TOOLS, *WEB_TOOLS, *OTHER_TOOLS)
+        allowed = NATIVE_TOOLS.granted(inv.native)
+        every = (*NATIVE_TOOLS.every, *OTHER_TOOLS)
         settings: dict[str, Any] = {
             "mcpServers": {
                 inv.mcp_server_name: {
@@ -242,4 +231,4 @@ def _failed(outcome: HarnessOutcome, message: str) -> HarnessOutcome:
     return replace(outcome, error_reason=REASON_HARNESS_FAILED, error_message=message[:1000])
 
 
-__all__ = ["GeminiCli", "native_tools"]
+__all__ = ["NATIVE_TOOLS", "GeminiCli"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
 import secrets as token_source
 import signal
 import time
@@ -46,7 +47,7 @@ from .base import (
     HarnessOutcome,
 )
 from .gateway import RunGateway
-from .proxy import ModelProxy
+from .proxy import DIALECTS, Dialect, ModelProxy
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -67,6 +68,8 @@ MAX_TRANSCRIPT_CHARS: Final = 256 * 1024
 RUN_TIMEOUT_MARGIN: Final = 10
 #: Bytes of stderr kept for the failure message.
 STDERR_TAIL: Final = 2000
+#: Bytes in a MiB (the data rlimit check).
+MIB: Final = 1024 * 1024
 
 
 def harness_dir() -> Path:
@@ -200,6 +203,7 @@ async def _drive(
             f"harness {harness.info.kind}: {executable} is missing (the image has no "
             f"{harness.info.npm_package} {harness.info.version}; set {HARNESS_DIR_ENV})"
         )
+    _check_data_limit(harness)
     process = await asyncio.create_subprocess_exec(
         *harness.argv(executable, inv),
         cwd=inv.work_dir,
@@ -245,6 +249,37 @@ async def _drive(
                 await task
     tail = b"".join(stderr).decode("utf-8", "replace")[-STDERR_TAIL:]
     return code, tail
+
+
+def _dialect(harness: Harness) -> Dialect:
+    """The model proxy's dialect for the harness's wire format (admission refuses one the
+    proxy does not forward; a bundle written by hand is told the same here)."""
+    dialect = DIALECTS.get(harness.info.wire_format)
+    if dialect is None:
+        raise HarnessEnded(
+            REASON_HARNESS_FAILED,
+            f"{harness.info.kind} speaks {harness.info.wire_format}, which the model proxy "
+            "does not forward yet",
+        )
+    return dialect
+
+
+def _check_data_limit(harness: Harness) -> None:
+    """End the node, saying why, when a data rlimit is below what the harness maps.
+
+    Where the pod's memory limit is an ``RLIMIT_DATA`` (no cgroup, as on the process node),
+    its reserved-but-untouched arenas count: Claude Code under 512Mi aborts 5 ms after start
+    or segfaults mid-run with nothing but a Bun panic to show for it."""
+    need = harness.info.data_mib
+    limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    if need is None or limit == resource.RLIM_INFINITY or limit >= need * MIB:
+        return
+    raise HarnessEnded(
+        REASON_HARNESS_FAILED,
+        f"{harness.info.kind} {harness.info.version} maps about {need} MiB of writable memory "
+        f"but the pod's memory limit is enforced as a data rlimit of {limit // MIB} MiB: give "
+        f"the Run's pod at least {need}Mi (Workspace spec.runtime.resources.limits.memory)",
+    )
 
 
 def _verdict(outcome: HarnessOutcome, code: int | None, timeout: float, stderr: str) -> str:
@@ -310,7 +345,13 @@ async def run_harness(ctx: RunContext, position: AgentPosition, task: str, depth
     gateway_token = token_source.token_urlsafe(32)
     gateway = RunGateway(ctx, agent, gateway_token, position.node.name)
     proxy = ModelProxy(
-        ctx, agent.name, config, model, token_source.token_urlsafe(32), stop=gateway.stop
+        ctx,
+        agent.name,
+        config,
+        model,
+        token_source.token_urlsafe(32),
+        stop=gateway.stop,
+        dialect=_dialect(harness),
     )
     from ..gateway_app import MCP_PATH, build_app
 

@@ -58,6 +58,34 @@ def test_a_provider_of_another_wire_format_is_refused_naming_its_type(provider_t
     assert verdicts["Ready"][1] == "HarnessUnsupported"
 
 
+def test_codex_on_an_openai_provider_is_accepted_and_on_anthropic_refused() -> None:
+    verdicts = resolve(topology({"kind": "codex"}), {"tools": ["echo"]}, workspace("openai"))
+    assert verdicts["Accepted"][:2] == ("True", "Valid")
+    status, reason, message = resolve(topology({"kind": "codex"}), {}, workspace("anthropic"))[
+        "Accepted"
+    ]
+    assert (status, reason) == ("False", "HarnessUnsupported")
+    assert "openai-responses" in message and "type anthropic" in message
+
+
+def test_gemini_cli_on_a_gemini_provider_is_accepted_and_on_openai_refused() -> None:
+    verdicts = resolve(topology({"kind": "gemini-cli"}), {"tools": ["echo"]}, workspace("gemini"))
+    assert verdicts["Accepted"][:2] == ("True", "Valid")
+    status, reason, message = resolve(topology({"kind": "gemini-cli"}), {}, workspace("openai"))[
+        "Accepted"
+    ]
+    assert (status, reason) == ("False", "HarnessUnsupported")
+    assert "gemini-generate-content" in message and "type openai" in message
+
+
+def test_every_harness_speaks_a_wire_format_the_proxy_forwards() -> None:
+    from swarmkit_api.harness import PROXIED_WIRE_FORMATS
+    from swarmkit_runner.harness.proxy import DIALECTS
+
+    assert {h.wire_format for h in HARNESSES.values()} <= set(PROXIED_WIRE_FORMATS)
+    assert set(DIALECTS) == set(PROXIED_WIRE_FORMATS)
+
+
 def test_a_capability_the_conformance_test_has_not_shown_is_refused() -> None:
     assert "native-shell" not in HARNESSES["claude-code"].capabilities
     agent = {"nativeTools": {"bash": True}}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import resource
 import secrets
 import subprocess
 from pathlib import Path
@@ -87,14 +88,24 @@ def invocation(
     )
 
 
-def run_cli(inv: HarnessInvocation) -> tuple[HarnessOutcome, subprocess.CompletedProcess[str]]:
+def run_cli(
+    inv: HarnessInvocation, data_limit: int | None = None
+) -> tuple[HarnessOutcome, subprocess.CompletedProcess[str]]:
+    """Run the CLI as the runner does (``data_limit``: an ``RLIMIT_DATA``, a memory limit
+    as the process node enforces it without a cgroup)."""
     harness = harness_for("claude-code")
     for path, content in harness.files(inv).items():
         path.write_text(content)
+
+    def limit() -> None:
+        if data_limit is not None:
+            resource.setrlimit(resource.RLIMIT_DATA, (data_limit, data_limit))
+
     done = subprocess.run(
         harness.argv(harness.executable(install_dir()), inv),
         cwd=inv.work_dir,
         env=harness.env(inv),
+        preexec_fn=limit,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -176,3 +187,28 @@ def test_a_refused_request_ends_the_node_failed(tmp_path: Path, mcp_server: Http
     assert outcome.error_reason == "HarnessFailed", (outcome, done.stdout[-2000:])
     assert "model claude-x is retired" in outcome.error_message
     assert done.returncode != 0
+
+
+#: The memory limit of the example Workspace's Run pods (examples/00-workspace.yaml).
+POD_MEMORY_MIB = 512
+
+
+@pytest.mark.parametrize("mib", [POD_MEMORY_MIB, INFO.data_mib])
+def test_the_writable_memory_it_maps_is_what_the_table_says(
+    tmp_path: Path, mcp_server: HttpMcpServer, mib: int
+) -> None:
+    # The cause of the in-pod abort on the process node: a memory limit enforced as
+    # RLIMIT_DATA counts the arenas Bun reserves and never touches. At the table's
+    # data_mib the whole tool round trip completes; at the example pods' 512Mi the CLI
+    # dies on its own (a Bun abort or segfault), which the runner now refuses up front.
+    assert INFO.data_mib is not None
+    token = secrets.token_urlsafe(24)
+    with ScriptedModelServer(default=call_echo_then_finish, api_key=token) as model:
+        inv = invocation(tmp_path, model.url, token, mcp_server)
+        outcome, done = run_cli(inv, data_limit=mib * 1024 * 1024)
+    if mib == INFO.data_mib:
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "conformance-ping" in outcome.final_text and outcome.error_reason is None
+    else:
+        assert done.returncode in (-6, -11), (done.returncode, done.stderr[-2000:])
+        assert outcome.error_reason is not None

@@ -10,6 +10,7 @@ the output, the audit, the usage, where the credential is (only between proxy an
 from __future__ import annotations
 
 import functools
+import resource
 import sys
 from pathlib import Path
 from typing import Any
@@ -257,3 +258,19 @@ def test_the_runs_limits_hold_before_each_model_call(tmp_path: Path) -> None:
     # The refused call never reached the model: one answered call, one charged step.
     assert len(server.requests) == 1
     assert out.result["steps"] == 1
+
+
+def test_a_data_rlimit_below_what_the_harness_maps_ends_it_saying_so(tmp_path: Path) -> None:
+    # As on the process node, where a 512Mi pod limit is an RLIMIT_DATA: the runner refuses
+    # to start the CLI (which would die of a Bun panic) and says what to change.
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    with ScriptedModelServer(default=calls("echo", text="one"), api_key=PROVIDER_KEY) as server:
+        resource.setrlimit(resource.RLIMIT_DATA, (512 * 1024 * 1024, hard))
+        try:
+            out = run(echo_bundle(server), tmp_path)
+        finally:
+            resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+    assert out.outcome == "HarnessFailed", out.result
+    assert "data rlimit of 512 MiB" in out.result["message"]
+    assert "at least 768Mi" in out.result["message"]
+    assert server.requests == []
