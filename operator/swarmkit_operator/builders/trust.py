@@ -45,7 +45,7 @@ from swarmkit_api.conditions import (
 )
 
 from ..hashing import hash_of, sha256_hex
-from . import Verdict
+from . import ObjectRef, Verdict, config_map_name, content_digest
 from .run_verdict import parse_time
 from .workload import Target
 
@@ -119,6 +119,32 @@ def render_mismatch(rendered: Mapping[str, Any], found: Mapping[str, Any]) -> st
         return "its binaryData differs from the render's"
     if found.get("immutable") is not True:
         return "it is not immutable"
+    return None
+
+
+def pinned_render_mismatch(
+    owner: ObjectRef,
+    name: str,
+    data: Mapping[str, str],
+    binary: Mapping[str, str],
+    immutable: bool,
+    digest: str | None,
+) -> str | None:
+    """Why ``data``/``binary`` (read under ``owner``'s render name ``name``, to be used by
+    whoever pins that render: a Run, a served workload) is not the operator's render; None
+    when it is: immutable, and its content digest is ``digest``, the full sha256 the
+    operator recorded in ``owner``'s status when it rendered it. Without a record (a
+    promoted version pins the name alone), the name is all there is: the content must
+    hash to the 8 hex digits it ends in (32 bits: the limit is documented in
+    docs/design/trust-and-adoption.md)."""
+    if not immutable:
+        return "it is not immutable"
+    found = content_digest(data, binary)
+    if digest:
+        if found != digest:
+            return f"its data has sha256 {found[:12]}, the render recorded {digest[:12]}"
+    elif config_map_name(owner, found) != name:
+        return f"its data has sha256 {found[:12]}, not the digest its name ends in"
     return None
 
 
@@ -260,6 +286,7 @@ __all__ = [
     "made_key",
     "missing",
     "owned_by",
+    "pinned_render_mismatch",
     "render_mismatch",
     "tampered",
     "tampered_render",
