@@ -267,6 +267,42 @@ def check_made(kind: str, obj: Mapping[str, Any] | None, target: Target, made: M
     return uid
 
 
+def drift(found: Mapping[str, Any], manifest: Mapping[str, Any]) -> str | None:
+    """The first field the operator sets in ``manifest`` that ``found`` (the object as it
+    is now, its uid proven the operator's) no longer holds, as a path ("spec.ingress");
+    None when every one is as written. What the apiserver adds (defaults, a clusterIP) is
+    not drift; a list must keep its length (a rule appended to a NetworkPolicy is)."""
+    for key, want in manifest.items():
+        if key in ("apiVersion", "kind", "metadata", "status"):
+            continue
+        where = _drift(found.get(key), want, key)
+        if where is not None:
+            return where
+    return None
+
+
+def _drift(found: Any, want: Any, path: str) -> str | None:
+    if found is None and want in ({}, []):  # the apiserver drops an empty field
+        return None
+    if isinstance(want, Mapping):
+        if not isinstance(found, Mapping):
+            return path
+        for key, value in want.items():
+            where = _drift(found.get(key), value, f"{path}.{key}")
+            if where is not None:
+                return where
+        return None
+    if isinstance(want, list):
+        if not isinstance(found, list) or len(found) != len(want):
+            return path
+        for i, (got, value) in enumerate(zip(found, want, strict=True)):
+            where = _drift(got, value, f"{path}[{i}]")
+            if where is not None:
+                return where
+        return None
+    return None if found == want else path
+
+
 def _unproven(kind: str, name: str, target: Target, why: str) -> Refused:
     return Refused(
         REASON_TAMPERED_OBJECT,
@@ -282,6 +318,7 @@ __all__ = [
     "check",
     "check_made",
     "data_digest",
+    "drift",
     "foreign_config_map",
     "made_key",
     "missing",

@@ -25,12 +25,11 @@ from swarmkit_api.topology import TopologySpec
 from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s
+from ..builders import ObjectRef, pinned, promotion, trust
 from ..builders import bundle as bundles
 from ..builders import job as jobs
-from ..builders import pinned, promotion, trust
 from ..builders.funnel import funnel_version, parse_funnel
 from ..builders.review import approves
-from ..builders import ObjectRef
 from ..builders.skill import SKILL_MD, load_rendered_skill, part_mismatch, revision_mismatch
 from ..builders.workload import Target
 from ..conditions import get_condition
