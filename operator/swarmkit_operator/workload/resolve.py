@@ -13,6 +13,7 @@ half-applied change. The result feeds :func:`swarmkit_operator.builders.bundle.r
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -501,9 +502,7 @@ class Resolver:
                 namespace,
                 owner,
                 part,
-                lambda data, binary, immutable, part=part: part_mismatch(
-                    files, part, data, binary, immutable
-                ),
+                functools.partial(part_mismatch, files, part),
                 cache=False,
             )
             if held is None:
