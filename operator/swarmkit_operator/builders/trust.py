@@ -281,6 +281,13 @@ def drift(found: Mapping[str, Any], manifest: Mapping[str, Any]) -> str | None:
     return None
 
 
+def other_managers(obj: Mapping[str, Any], manager: str) -> list[str]:
+    """The field managers of ``obj`` other than ``manager`` (whoever wrote a field of it
+    besides the operator: ``kubectl-patch``, ``kubectl-edit``...)."""
+    fields = (obj.get("metadata") or {}).get("managedFields") or ()
+    return sorted({str(f.get("manager")) for f in fields if f.get("manager") != manager})
+
+
 def _drift(found: Any, want: Any, path: str) -> str | None:
     if found is None and want in ({}, []):  # the apiserver drops an empty field
         return None
@@ -322,6 +329,7 @@ __all__ = [
     "foreign_config_map",
     "made_key",
     "missing",
+    "other_managers",
     "owned_by",
     "pinned_render_mismatch",
     "render_mismatch",

@@ -185,8 +185,10 @@ async def _guard(
 ) -> None:
     """Every pass of an up-to-date workload: each object its pods depend on (isolation,
     permissions, address) is still the operator's and as it wrote it. One the operator
-    made that was edited in place or deleted is restored (applied again): the running pods
-    rely on it, and nothing else would rewrite it before the next rollout. One under its
+    made that was edited in place or deleted is restored (applied again, with a Warning
+    Event naming who changed it; silently when only the operator wrote it: its own plan
+    moved, e.g. a host's addresses): the running pods rely on it, and nothing else would
+    rewrite it before the next rollout. One under its
     name that the operator did not make is :class:`~..builders.trust.Refused` as at a
     rollout (reported, neither used nor changed: it may be a person's object)."""
     for doc in docs:
@@ -199,7 +201,11 @@ async def _guard(
             continue
         applied = await k8s.apply(k8s.object_path(doc), doc)
         ledger.remember(target, kind, name, str((applied.get("metadata") or {}).get("uid") or ""))
-        what = why if found is None else f"its {why} was changed"
+        others = [] if found is None else trust.other_managers(found, k8s.FIELD_MANAGER)
+        if found is not None and not others:  # only the operator wrote it: its plan moved
+            log.info("%s %s: %s applied again (%s)", target.kind, target.name, name, why)
+            continue
+        what = why if found is None else f"its {why} was changed by {', '.join(others)}"
         message = f"{kind} {name} is the operator's but {what}: restored"
         log.warning("%s %s/%s: %s", target.kind, target.namespace, target.name, message)
         await k8s.post_event(involved(target), "Warning", REASON_TAMPERED_OBJECT, message)

@@ -115,3 +115,13 @@ def test_drift_names_the_first_field_an_edit_changed(edit: Any, where: str) -> N
     found = copy.deepcopy(POLICY)
     edit(found)
     assert trust.drift(found, POLICY) == where
+
+
+def test_other_managers_name_who_else_wrote_an_object() -> None:
+    found = copy.deepcopy(POLICY)
+    found["metadata"]["managedFields"] = [
+        {"manager": "swarmkit-operator", "operation": "Apply"},
+        {"manager": "kubectl-patch", "operation": "Update"},
+    ]
+    assert trust.other_managers(found, "swarmkit-operator") == ["kubectl-patch"]
+    assert trust.other_managers(POLICY, "swarmkit-operator") == []
