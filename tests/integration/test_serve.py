@@ -638,10 +638,11 @@ def test_the_served_objects_are_rechecked_at_every_reconcile(
 ) -> None:
     # eve holds Kubernetes' built-in `edit`: she may update and delete NetworkPolicies and
     # Services, not a Topology's status. While the served Deployment is up to date (no
-    # rollout coming), she opens its NetworkPolicy to every pod and deletes its Service.
+    # rollout coming), she opens its NetworkPolicy to every pod, then deletes its Service.
     # The next reconcile of the Topology (any event; here one on its Deployment) restores
-    # both, each with a Warning Event. A NetworkPolicy she re-creates under the name is not
-    # the one recorded: reported (Serving=False TamperedObject), never written over.
+    # each, with a Warning Event saying what and who. A NetworkPolicy she re-creates under
+    # the name is not the one recorded: reported (Serving=False TamperedObject), never
+    # written over; once it is gone, the operator's is back.
     from kubernetes import client
 
     ns, name = team_b["ns"], "serve-oracle"
@@ -650,49 +651,56 @@ def test_the_served_objects_are_rechecked_at_every_reconcile(
         "-n", ns, "create", "rolebinding", "eve-edit", "--clusterrole=edit", "--user=eve"
     )
     original = net.read_namespaced_network_policy(name, ns)
-    service_uid = kube.core.read_namespaced_service(name, ns).metadata.uid
-    opened = [{"op": "replace", "path": "/spec/ingress", "value": [{}]}]
     as_eve = ("--as=eve", "-n", ns)
-    cluster.kubectl(
-        *as_eve, "patch", "networkpolicy", name, "--type=json", "-p", json.dumps(opened)
-    )
-    cluster.kubectl(*as_eve, "delete", "service", name)
-    assert net.read_namespaced_network_policy(name, ns).spec.ingress[0]._from is None
 
     def poke() -> None:  # an event on the Deployment: the Topology is reconciled
         cluster.kubectl(
             "-n", ns, "annotate", "deployment", name, f"poke={time.time()}", "--overwrite"
         )
 
+    def event(*words: str) -> str | None:
+        for e in kube.core.list_namespaced_event(ns).items:
+            message = str(e.message)
+            if (e.involved_object.name, e.reason, e.type) == (
+                "oracle",
+                "TamperedObject",
+                "Warning",
+            ) and all(w in message for w in words):
+                return message
+        return None
+
+    opened = [{"op": "replace", "path": "/spec/ingress", "value": [{}]}]
+    cluster.kubectl(
+        *as_eve, "patch", "networkpolicy", name, "--type=json", "-p", json.dumps(opened)
+    )
+    assert net.read_namespaced_network_policy(name, ns).spec.ingress[0].ports is None
+    poke()
+    wait_for(
+        lambda: net.read_namespaced_network_policy(name, ns).spec.ingress == original.spec.ingress,
+        30,
+        message=lambda: debug(kube, ns, operator) + operator.tail(),
+    )
+    assert net.read_namespaced_network_policy(name, ns).metadata.uid == original.metadata.uid
+    said = wait_for(lambda: event(f"NetworkPolicy {name}", "spec.ingress", "kubectl"), 30)
+    assert "restored" in said, said
+
+    service_uid = kube.core.read_namespaced_service(name, ns).metadata.uid
+    cluster.kubectl(*as_eve, "delete", "service", name)
     poke()
 
-    def restored() -> bool:
-        policy = net.read_namespaced_network_policy(name, ns)
-        services = {s.metadata.name: s for s in kube.core.list_namespaced_service(ns).items}
-        return policy.spec.ingress == original.spec.ingress and name in services
+    def service() -> Any:
+        found = [s for s in kube.core.list_namespaced_service(ns).items if s.metadata.name == name]
+        return found[0] if found else None
 
-    wait_for(restored, 30, message=lambda: debug(kube, ns, operator) + operator.tail())
-    policy = net.read_namespaced_network_policy(name, ns)
-    assert policy.metadata.uid == original.metadata.uid
-    service = kube.core.read_namespaced_service(name, ns)
-    assert service.metadata.uid != service_uid and service.metadata.owner_references
+    restored = wait_for(service, 30, message=lambda: debug(kube, ns, operator))
+    assert restored.metadata.uid != service_uid and restored.metadata.owner_references
+    wait_for(lambda: event(f"Service {name}", "deleted", "restored"), 30)
 
     def recorded() -> dict[str, str]:
         topology = get(kube, ns, "Topology", "oracle") or {}
         return dict((topology.get("status") or {}).get("createdUids") or {})
 
-    wait_for(lambda: recorded().get(f"Service/{name}") == service.metadata.uid, 30)
-
-    def events() -> list[str]:
-        return [
-            str(e.message)
-            for e in kube.core.list_namespaced_event(ns).items
-            if (e.involved_object.name, e.reason) == ("oracle", "TamperedObject")
-        ]
-
-    wait_for(lambda: len(events()) >= 2, 30, message=lambda: str(events()))
-    assert any(f"NetworkPolicy {name}" in m and "spec.ingress" in m for m in events())
-    assert any(f"Service {name}" in m and "deleted" in m for m in events())
+    wait_for(lambda: recorded().get(f"Service/{name}") == restored.metadata.uid, 30)
 
     # Deleted and re-created by eve (her own, open to all): not the operator's to change.
     cluster.kubectl(*as_eve, "delete", "networkpolicy", name)
