@@ -93,6 +93,15 @@ def _refused(run: dict[str, Any], reason: str, names: str) -> dict[str, Any]:
     return cond
 
 
+def _eve_replaces(cluster: LocalCluster, ns: str, doc: dict[str, Any]) -> None:
+    """eve deletes the ConfigMap named in ``doc`` and creates ``doc`` in its place."""
+    name = doc["metadata"]["name"]
+    res = kubectl_as(cluster, EDITOR, "-n", ns, "delete", "configmap", name, "--wait=true")
+    assert res.returncode == 0, res.stderr
+    res = kubectl_as(cluster, EDITOR, "-n", ns, "create", "-f", "-", input=json.dumps(doc))
+    assert res.returncode == 0, res.stderr
+
+
 def _warning_event(kube: Kube, ns: str, run: str, reason: str) -> str:
     def found() -> str | None:
         for e in kube.core.list_namespaced_event(ns).items:
@@ -447,12 +456,14 @@ def test_a_job_with_a_copied_owner_reference_is_never_adopted(
 def test_an_agent_render_replaced_by_an_editor_is_never_run(
     cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
 ) -> None:
-    """eve (edit) replaces the Agent's render ``agent-deployer-<hash8>`` (delete and
-    create in one ``kubectl replace --force``, immutable, same name) with a system prompt
-    of her own. Whichever the operator looks at first, the Agent's reconcile (it adopts
-    its render only when it is exactly what it renders) or a Run's resolution (the render
-    must have the digest the Agent's status recorded), the Run never starts a pod with it:
-    it is held or failed with ``TamperedObject`` naming the ConfigMap."""
+    """eve (edit) replaces the Agent's render ``agent-deployer-<hash8>`` (deletes it and
+    creates her own, immutable, same name) with a system prompt of her own. While the
+    operator runs, a deleted render is written again at once (her create loses the race),
+    so she does it while it is down (a restart, a failover). Whichever the operator looks
+    at first when it is back, the Agent's reconcile (it adopts its render only when it is
+    exactly what it renders) or the Run's resolution (the render must have the digest the
+    Agent's status recorded), the Run never starts a pod with it: it is held or failed
+    with ``TamperedObject`` naming the ConfigMap."""
     ns = namespace
     _escalating_agent(kube, ns, cluster)
     agent = get(kube, ns, "Agent", "deployer") or {}
@@ -469,11 +480,12 @@ def test_an_agent_render_replaced_by_an_editor_is_never_run(
         "immutable": True,
         "data": data,
     }
-    res = kubectl_as(
-        cluster, EDITOR, "-n", ns, "replace", "--force", "-f", "-", input=json.dumps(forged)
-    )
-    assert res.returncode == 0, res.stderr
-    create(kube, ns, run_manifest("ship-forged", agent="deployer", timeout=600))
+    operator.stop()
+    try:
+        _eve_replaces(cluster, ns, forged)
+        create(kube, ns, run_manifest("ship-forged", agent="deployer", timeout=600))
+    finally:
+        operator.start()
     why = f"ConfigMap {cm} bears the name of Agent deployer's render"
 
     def refused() -> dict[str, Any] | None:
@@ -497,10 +509,11 @@ def test_a_replaced_part_of_a_large_skill_fails_the_resume_naming_it(
     tmp_path: Path,
 ) -> None:
     """The 8 MiB skill of ``test_large_skill`` (text parts and a binary file), granted to
-    the escalating agent. While its Run is parked, eve (edit) replaces one part ConfigMap
-    (``kubectl replace --force``: immutable, same name, same keys, one byte of each file
-    changed). The resume reads the revision and each of its parts back and checks every
-    file against the sha256 the revision's file list records: the Run fails
+    the escalating agent. While its Run is parked (and the operator is down: else the
+    Skill's reconcile writes a deleted part again at once), eve (edit) replaces one part
+    ConfigMap (immutable, same name, same keys, the first byte of one file changed). The
+    resume reads the revision and each of its parts back and checks every file against
+    the sha256 the revision's file list records: the Run fails
     ``TamperedObject`` naming the part, and no pod mounts it."""
     ns = namespace
     _escalating_agent(kube, ns, cluster)
@@ -541,10 +554,11 @@ def test_a_replaced_part_of_a_large_skill_fails_the_resume_naming_it(
         "immutable": True,
         "data": data,
     }
-    res = kubectl_as(
-        cluster, EDITOR, "-n", ns, "replace", "--force", "-f", "-", input=json.dumps(forged)
-    )
-    assert res.returncode == 0, res.stderr
+    operator.stop()  # else the Skill's reconcile writes the deleted part again at once
+    try:
+        _eve_replaces(cluster, ns, forged)
+    finally:
+        operator.start()
     jobs_before = {j.metadata.name for j in kube.batch.list_namespaced_job(ns).items}
     res = decide(cluster, ns, review["metadata"]["name"], "alice", "answer", text="by hand")
     assert res.returncode == 0, res.stderr
