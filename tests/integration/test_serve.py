@@ -704,7 +704,12 @@ def test_the_served_objects_are_rechecked_at_every_reconcile(
 
     # Deleted and re-created by eve (her own, open to all): not the operator's to change.
     cluster.kubectl(*as_eve, "delete", "networkpolicy", name)
-    mine = {"metadata": {"name": name}, "spec": {"podSelector": {}, "ingress": [{}]}}
+    mine = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name},
+        "spec": {"podSelector": {}, "ingress": [{}]},
+    }
     cluster.kubectl(*as_eve, "create", "-f", "-", input=json.dumps(mine))
     poke()
 
