@@ -205,7 +205,7 @@ async def _guard(
         if found is not None and not others:  # only the operator wrote it: its plan moved
             log.info("%s %s: %s applied again (%s)", target.kind, target.name, name, why)
             continue
-        what = why if found is None else f"its {why} was changed by {', '.join(others)}"
+        what = why if found is None else f"{', '.join(others)} changed its {why}"
         message = f"{kind} {name} is the operator's but {what}: restored"
         log.warning("%s %s/%s: %s", target.kind, target.namespace, target.name, message)
         await k8s.post_event(involved(target), "Warning", REASON_TAMPERED_OBJECT, message)
