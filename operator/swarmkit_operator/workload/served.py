@@ -161,7 +161,7 @@ async def _apply(
         found = await k8s.get_object(k8s.object_path(doc))
         kind, name = str(doc["kind"]), str(doc["metadata"]["name"])
         ledger.remember(target, kind, name, trust.check_made(kind, found, target, made))
-    if docs[0]["kind"] != "NetworkPolicy":
+    if all(doc["kind"] != "NetworkPolicy" for doc in docs):  # the pods need none now
         await egress.delete_policy(meta["namespace"], meta["name"])
     applied: dict[str, Any] = {}
     for doc in docs:
@@ -188,9 +188,9 @@ async def _guard(
     made that was edited in place or deleted is restored (applied again, with a Warning
     Event naming who changed it; silently when only the operator wrote it: its own plan
     moved, e.g. a host's addresses): the running pods rely on it, and nothing else would
-    rewrite it before the next rollout. One under its
-    name that the operator did not make is :class:`~..builders.trust.Refused` as at a
-    rollout (reported, neither used nor changed: it may be a person's object)."""
+    rewrite it before the next rollout. One under its name that the operator did not
+    make is :class:`~..builders.trust.Refused` as at a rollout (reported, neither used nor
+    changed: it may be a person's object)."""
     for doc in docs:
         found = await k8s.get_object(k8s.object_path(doc))
         kind, name = str(doc["kind"]), str(doc["metadata"]["name"])
