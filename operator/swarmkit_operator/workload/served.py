@@ -6,7 +6,9 @@ target, what they resolve, how they shape the bundle, their pure manifests) and 
 :func:`roll_out`. It resolves, refuses, creates the bundle, and applies the NetworkPolicy,
 the extra objects (a gateway's RBAC), the Service and the Deployment only when the
 observed Deployment does not already run that pod template at that replica count (the
-bundle ConfigMap is created, or checked, right before: the new template mounts it). Each
+bundle ConfigMap is created, or checked, right before: the new template mounts it); while
+the Deployment is up to date, every pass checks the objects its pods depend on instead
+(``_guard``: the operator's restored, someone else's reported). Each
 caller turns the result into its ``Serving`` verdict and prunes the superseded bundles
 once the Deployment rolled out. While no replica is ready, :func:`secret_wait` says whether
 its pods wait for a Secret (key) their env names: read from the pods' status, since the
