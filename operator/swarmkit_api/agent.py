@@ -295,6 +295,11 @@ class AgentStatus(ApiModel):
         default=None, description="sha256[:12] over the spec and every granted skill's content."
     )
     rendered_config_map: str | None = Field(default=None, description="Rendered ConfigMap.")
+    rendered_sha256: str | None = Field(
+        default=None,
+        description="sha256 of the rendered ConfigMap's content: a Run uses a ConfigMap "
+        "under that name only when its content has this digest (TamperedObject otherwise).",
+    )
     resolved_skills: list[ResolvedSkill] = Field(
         default_factory=list, description="Granted skills found."
     )

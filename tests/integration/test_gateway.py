@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.bundles import CODE_QUALITY_OUTPUTS
 from tests.support.clients import MCP_TS_VERSION, node, npm_version
@@ -493,3 +494,51 @@ def test_a_service_the_operator_did_not_make_is_never_adopted(
         return None
 
     assert "gw-coder" in wait_for(warned, 30, message="a TamperedObject Event")
+
+
+def test_a_widened_gateway_role_is_restored_at_the_next_reconcile(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    kb: RecordingHttpServer,
+) -> None:
+    """adam holds Kubernetes' built-in ``admin`` in the namespace: he may edit Roles (with
+    what he holds himself). He widens the gateway's Role ``gw-coder`` to read Secrets
+    while the gateway serves, up to date: the next reconcile of the gateway (any event;
+    here one on its Deployment) applies the operator's rules again, and a Warning Event on
+    the Agent names the Role, the field and who changed it."""
+    from kubernetes import client
+
+    ns = namespace
+    cluster.kubectl(
+        "-n", ns, "create", "rolebinding", "adam-admin", "--clusterrole=admin", "--user=adam"
+    )
+    token_secret(kube, ns)
+    port = free_port()
+    for manifest in manifests(model.openai_base_url, kb.url, port):
+        apply(kube, ns, manifest)
+    wait_gateway_up(kube, ns, operator, port)
+    rbac = client.RbacAuthorizationV1Api(kube.api_client)
+    original = rbac.read_namespaced_role("gw-coder", ns)
+    wider = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}
+    patch = json.dumps([{"op": "add", "path": "/rules/-", "value": wider}])
+    cluster.kubectl("--as=adam", "-n", ns, "patch", "role", "gw-coder", "--type=json", "-p", patch)
+    assert len(rbac.read_namespaced_role("gw-coder", ns).rules) == len(original.rules) + 1
+    cluster.kubectl("-n", ns, "annotate", "deployment", "gw-coder", "poke=1", "--overwrite")
+    wait_for(
+        lambda: rbac.read_namespaced_role("gw-coder", ns).rules == original.rules,
+        30,
+        message=lambda: debug(kube, ns, operator) + operator.tail(),
+    )
+
+    def warned() -> str | None:
+        for e in kube.core.list_namespaced_event(ns).items:
+            if (e.involved_object.name, e.reason) == ("coder", "TamperedObject"):
+                return str(e.message)
+        return None
+
+    said = wait_for(warned, 30, message="a TamperedObject Event")
+    assert "Role gw-coder" in said and "rules" in said and "kubectl" in said, said
+    assert condition(kube, ns) == ("True", "Serving")

@@ -86,6 +86,14 @@ def _import_and_apply(cluster: LocalCluster, ns: str, src: Path, out: Path) -> N
     cluster.kubectl("apply", "--server-side", "-k", str(out))
 
 
+def import_large_skill(cluster: LocalCluster, kube: Kube, ns: str, tmp_path: Path) -> None:
+    """The 8 MiB skill :data:`SKILL` generated, imported and applied in ``ns`` (whose
+    Workspace the caller applies), Ready."""
+    _generate(tmp_path / "src")
+    _import_and_apply(cluster, ns, tmp_path / "src", tmp_path / "out")
+    wait_ready(kube, ns, "Skill", SKILL, timeout=120)
+
+
 def _rendered(kube: Kube, ns: str) -> list[Any]:
     return [
         cm

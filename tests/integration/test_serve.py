@@ -631,3 +631,101 @@ def test_a_deployment_the_operator_did_not_make_is_never_adopted(
         return None
 
     assert "serve-oracle-three" in wait_for(warned, 30, message="a TamperedObject Event")
+
+
+def test_the_served_objects_are_rechecked_at_every_reconcile(
+    cluster: LocalCluster, kube: Kube, operator: OperatorProcess, team_b: dict[str, Any]
+) -> None:
+    # eve holds Kubernetes' built-in `edit`: she may update and delete NetworkPolicies and
+    # Services, not a Topology's status. While the served Deployment is up to date (no
+    # rollout coming), she opens its NetworkPolicy to every pod, then deletes its Service.
+    # The next reconcile of the Topology (any event; here one on its Deployment) restores
+    # each, with a Warning Event saying what and who. A NetworkPolicy she re-creates under
+    # the name is not the one recorded: reported (Serving=False TamperedObject), never
+    # written over; once it is gone, the operator's is back.
+    from kubernetes import client
+
+    ns, name = team_b["ns"], "serve-oracle"
+    net = client.NetworkingV1Api(kube.api_client)
+    cluster.kubectl(
+        "-n", ns, "create", "rolebinding", "eve-edit", "--clusterrole=edit", "--user=eve"
+    )
+    original = net.read_namespaced_network_policy(name, ns)
+    as_eve = ("--as=eve", "-n", ns)
+
+    def poke() -> None:  # an event on the Deployment: the Topology is reconciled
+        cluster.kubectl(
+            "-n", ns, "annotate", "deployment", name, f"poke={time.time()}", "--overwrite"
+        )
+
+    def event(*words: str) -> str | None:
+        for e in kube.core.list_namespaced_event(ns).items:
+            message = str(e.message)
+            if (e.involved_object.name, e.reason, e.type) == (
+                "oracle",
+                "TamperedObject",
+                "Warning",
+            ) and all(w in message for w in words):
+                return message
+        return None
+
+    opened = [{"op": "replace", "path": "/spec/ingress", "value": [{}]}]
+    cluster.kubectl(
+        *as_eve, "patch", "networkpolicy", name, "--type=json", "-p", json.dumps(opened)
+    )
+    assert net.read_namespaced_network_policy(name, ns).spec.ingress[0].ports is None
+    poke()
+    wait_for(
+        lambda: net.read_namespaced_network_policy(name, ns).spec.ingress == original.spec.ingress,
+        30,
+        message=lambda: debug(kube, ns, operator) + operator.tail(),
+    )
+    assert net.read_namespaced_network_policy(name, ns).metadata.uid == original.metadata.uid
+    said = wait_for(lambda: event(f"NetworkPolicy {name}", "spec.ingress", "kubectl"), 30)
+    assert "restored" in said, said
+
+    service_uid = kube.core.read_namespaced_service(name, ns).metadata.uid
+    cluster.kubectl(*as_eve, "delete", "service", name)
+    poke()
+
+    def service() -> Any:
+        found = [s for s in kube.core.list_namespaced_service(ns).items if s.metadata.name == name]
+        return found[0] if found else None
+
+    restored = wait_for(service, 30, message=lambda: debug(kube, ns, operator))
+    assert restored.metadata.uid != service_uid and restored.metadata.owner_references
+    wait_for(lambda: event(f"Service {name}", "deleted", "restored"), 30)
+
+    def recorded() -> dict[str, str]:
+        topology = get(kube, ns, "Topology", "oracle") or {}
+        return dict((topology.get("status") or {}).get("createdUids") or {})
+
+    wait_for(lambda: recorded().get(f"Service/{name}") == restored.metadata.uid, 30)
+
+    # Deleted and re-created by eve (her own, open to all): not the operator's to change.
+    cluster.kubectl(*as_eve, "delete", "networkpolicy", name)
+    mine = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name},
+        "spec": {"podSelector": {}, "ingress": [{}]},
+    }
+    cluster.kubectl(*as_eve, "create", "-f", "-", input=json.dumps(mine))
+    poke()
+
+    def refused() -> dict[str, Any] | None:
+        cond = serving(get(kube, ns, "Topology", "oracle"))
+        return cond if cond is not None and cond["reason"] == "TamperedObject" else None
+
+    cond = wait_for(refused, 60, message=lambda: debug(kube, ns, operator))
+    assert cond["status"] == "False" and f"NetworkPolicy {name}" in cond["message"]
+    assert net.read_namespaced_network_policy(name, ns).spec.pod_selector.match_labels is None
+    # Once it is gone, the operator writes its own again.
+    cluster.kubectl("-n", ns, "delete", "networkpolicy", name)
+    poke()
+
+    def serving_again() -> bool:
+        return (serving(get(kube, ns, "Topology", "oracle")) or {}).get("status") == "True"
+
+    wait_for(serving_again, 60, message=lambda: debug(kube, ns, operator))
+    assert net.read_namespaced_network_policy(name, ns).spec.ingress == original.spec.ingress

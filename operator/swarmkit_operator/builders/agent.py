@@ -165,9 +165,12 @@ class AgentRender:
         return any(v.type == READY and v.status == "True" for v in self.verdicts)
 
     def status_fields(self) -> dict[str, Any]:
+        cm = self.config_map
         return {
             "version": self.version,
             "renderedConfigMap": self.config_map_name,
+            # What a Run checks the render it reads under that name against (trust.py).
+            "renderedSha256": content_digest(cm["data"], cm.get("binaryData")) if cm else None,
             "resolvedSkills": [r.status() for r in self.resolved],
             "missingSkills": list(self.missing),
         }

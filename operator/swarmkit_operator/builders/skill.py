@@ -518,12 +518,19 @@ def _render(
     )
 
 
-def revision_mismatch(data: Mapping[str, str], immutable: bool, digest: str) -> str | None:
-    """Why ``data`` (a skill revision ConfigMap's) is not the operator's render of content
-    ``digest``; None when it is: immutable, its spec and file list hash to ``digest``, and
-    every text file it holds itself has the sha256 its list records (binary files and
-    parts live elsewhere: the runner checks what it mounts against the bundle's pins).
-    A Skill's reconcile adopts a render only when it is exactly that
+def revision_mismatch(
+    data: Mapping[str, str],
+    immutable: bool,
+    digest: str,
+    binary: Mapping[str, str] | None = None,
+    skill: str | None = None,
+) -> str | None:
+    """Why ``data`` and ``binary`` (a skill revision ConfigMap's) are not the operator's
+    render of content ``digest`` (of Skill ``skill``, when given); None when they are:
+    immutable, its spec and file list hash to ``digest``, its SKILL.md is the one they
+    render, and every file it holds itself (text or binary) has the sha256 its
+    list records. A large skill's parts are checked apart (:func:`part_mismatch`, by the
+    same resolver). A Skill's reconcile adopts a render only when it is exactly that
     (:func:`~.trust.render_mismatch`); this is the check of whoever mounts it later."""
     if not immutable:
         return "it is not immutable"
@@ -534,12 +541,50 @@ def revision_mismatch(data: Mapping[str, str], immutable: bool, digest: str) -> 
     found = content_hash(normalized_spec(rendered.spec), rendered.files)
     if found != digest:
         return f"its content hashes to {found[:12]}, the pinned contentHash is {digest[:12]}"
-    for f in rendered.files:
-        if f.binary or f.config_map:
+    spec = rendered.spec
+    if data.get(SKILL_MD) != skill_md(skill or rendered.name, spec.description, spec.instructions):
+        return f"its {SKILL_MD} is not the one its spec renders"
+    return files_mismatch(rendered.files, "", data, binary or {})
+
+
+def part_mismatch(
+    files: Sequence[FileEntry],
+    name: str,
+    data: Mapping[str, str],
+    binary: Mapping[str, str],
+    immutable: bool,
+) -> str | None:
+    """Why part ConfigMap ``name`` of a revision whose (checked) file list is ``files`` is
+    not the operator's; None when it is immutable and holds each file the list places in
+    it with the sha256 recorded there."""
+    if not immutable:
+        return "it is not immutable"
+    return files_mismatch(files, name, data, binary)
+
+
+def files_mismatch(
+    files: Sequence[FileEntry], holder: str, data: Mapping[str, str], binary: Mapping[str, str]
+) -> str | None:
+    """The first file ``files`` places in ``holder`` ("" the revision's own ConfigMap, else
+    a part's name) that ``data`` (text) or ``binary`` (base64) does not hold with the
+    recorded sha256; None when every one is there."""
+    for f in files:
+        if f.config_map != holder:
             continue
-        if f.key not in data or sha256_hex(data[f.key]) != f.sha256:
+        held = _held(f, data, binary)
+        if held is None or sha256_hex(held) != f.sha256:
             return f"its file {f.path} does not have the sha256 its file list records"
     return None
+
+
+def _held(f: FileEntry, data: Mapping[str, str], binary: Mapping[str, str]) -> bytes | None:
+    """The bytes of ``f`` as a ConfigMap holds them (None: not there, or not base64)."""
+    if not f.binary:
+        return data[f.key].encode() if f.key in data else None
+    try:
+        return base64.b64decode(binary[f.key], validate=True)
+    except (KeyError, ValueError):  # binascii.Error is a ValueError
+        return None
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from swarmkit_api.conditions import (
 )
 
 from ..hashing import hash_of, sha256_hex
-from . import Verdict
+from . import ObjectRef, Verdict, config_map_name, content_digest
 from .run_verdict import parse_time
 from .workload import Target
 
@@ -119,6 +119,32 @@ def render_mismatch(rendered: Mapping[str, Any], found: Mapping[str, Any]) -> st
         return "its binaryData differs from the render's"
     if found.get("immutable") is not True:
         return "it is not immutable"
+    return None
+
+
+def pinned_render_mismatch(
+    owner: ObjectRef,
+    name: str,
+    data: Mapping[str, str],
+    binary: Mapping[str, str],
+    immutable: bool,
+    digest: str | None,
+) -> str | None:
+    """Why ``data``/``binary`` (read under ``owner``'s render name ``name``, to be used by
+    whoever pins that render: a Run, a served workload) is not the operator's render; None
+    when it is: immutable, and its content digest is ``digest``, the full sha256 the
+    operator recorded in ``owner``'s status when it rendered it. Without a record (a
+    promoted version pins the name alone), the name is all there is: the content must
+    hash to the 8 hex digits it ends in (32 bits: the limit is documented in
+    docs/design/trust-and-adoption.md)."""
+    if not immutable:
+        return "it is not immutable"
+    found = content_digest(data, binary)
+    if digest:
+        if found != digest:
+            return f"its data has sha256 {found[:12]}, the render recorded {digest[:12]}"
+    elif config_map_name(owner, found) != name:
+        return f"its data has sha256 {found[:12]}, not the digest its name ends in"
     return None
 
 
@@ -241,6 +267,49 @@ def check_made(kind: str, obj: Mapping[str, Any] | None, target: Target, made: M
     return uid
 
 
+def drift(found: Mapping[str, Any], manifest: Mapping[str, Any]) -> str | None:
+    """The first field the operator sets in ``manifest`` that ``found`` (the object as it
+    is now, its uid proven the operator's) no longer holds, as a path ("spec.ingress");
+    None when every one is as written. What the apiserver adds (defaults, a clusterIP) is
+    not drift; a list must keep its length (a rule appended to a NetworkPolicy is)."""
+    for key, want in manifest.items():
+        if key in ("apiVersion", "kind", "metadata", "status"):
+            continue
+        where = _drift(found.get(key), want, key)
+        if where is not None:
+            return where
+    return None
+
+
+def other_managers(obj: Mapping[str, Any], manager: str) -> list[str]:
+    """The field managers of ``obj`` other than ``manager`` (whoever wrote a field of it
+    besides the operator: ``kubectl-patch``, ``kubectl-edit``...)."""
+    fields = (obj.get("metadata") or {}).get("managedFields") or ()
+    return sorted({str(f.get("manager")) for f in fields if f.get("manager") != manager})
+
+
+def _drift(found: Any, want: Any, path: str) -> str | None:
+    if found is None and want in ({}, []):  # the apiserver drops an empty field
+        return None
+    if isinstance(want, Mapping):
+        if not isinstance(found, Mapping):
+            return path
+        for key, value in want.items():
+            where = _drift(found.get(key), value, f"{path}.{key}")
+            if where is not None:
+                return where
+        return None
+    if isinstance(want, list):
+        if not isinstance(found, list) or len(found) != len(want):
+            return path
+        for i, (got, value) in enumerate(zip(found, want, strict=True)):
+            where = _drift(got, value, f"{path}[{i}]")
+            if where is not None:
+                return where
+        return None
+    return None if found == want else path
+
+
 def _unproven(kind: str, name: str, target: Target, why: str) -> Refused:
     return Refused(
         REASON_TAMPERED_OBJECT,
@@ -256,10 +325,13 @@ __all__ = [
     "check",
     "check_made",
     "data_digest",
+    "drift",
     "foreign_config_map",
     "made_key",
     "missing",
+    "other_managers",
     "owned_by",
+    "pinned_render_mismatch",
     "render_mismatch",
     "tampered",
     "tampered_render",

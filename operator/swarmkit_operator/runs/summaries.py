@@ -126,6 +126,7 @@ def agent_summary(body: Mapping[str, Any]) -> dict[str, Any]:
         "observedGeneration": status.get("observedGeneration"),
         "version": status.get("version"),
         "renderedConfigMap": status.get("renderedConfigMap"),
+        "renderedSha256": status.get("renderedSha256"),
         "conditions": list(status.get("conditions") or ()),
         # spec.promotion: the version Runs pin is the active one (workload/resolve.py).
         **({"promotion": status["promotion"]} if status.get("promotion") else {}),

@@ -13,7 +13,8 @@ half-applied change. The result feeds :func:`swarmkit_operator.builders.bundle.r
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,12 +26,12 @@ from swarmkit_api.topology import TopologySpec
 from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s
+from ..builders import ObjectRef, pinned, promotion, trust
 from ..builders import bundle as bundles
 from ..builders import job as jobs
-from ..builders import pinned, promotion, trust
 from ..builders.funnel import funnel_version, parse_funnel
 from ..builders.review import approves
-from ..builders.skill import SKILL_MD, load_rendered_skill, revision_mismatch
+from ..builders.skill import SKILL_MD, load_rendered_skill, part_mismatch, revision_mismatch
 from ..builders.workload import Target
 from ..conditions import get_condition
 from ..config import OperatorConfig
@@ -42,6 +43,9 @@ PENDING_RECHECK = 30.0
 
 #: Bound on each cache; cleared wholesale when exceeded (entries are cheap to re-read).
 CACHE_LIMIT = 4096
+
+#: A ConfigMap read back: (data, binaryData, immutable).
+_Read = tuple[dict[str, str], dict[str, str], bool]
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ class Resolver:
     def __init__(self, config: OperatorConfig, indexes: ResolverIndexes) -> None:
         self.config = config
         self.idx = indexes
-        self._cm_cache: dict[tuple[str, str], dict[str, str]] = {}
+        self._cm_cache: dict[tuple[str, str], tuple[dict[str, str], dict[str, str]]] = {}
         self._parsed: dict[Any, Any] = {}
         #: What the pipelines (Runs, serving, gateways) created, until recorded.
         self.ledger = Ledger()
@@ -250,9 +254,10 @@ class Resolver:
                 )
             return None
         cm = str(entry["renderedConfigMap"])
-        data = await self.config_map_data(ns, cm)
-        if data is None:
+        found = await self._render(ns, ObjectRef("Topology", name, ns, ""), cm, None)
+        if found is None:
             return Waiting(f"waiting for Topology {name}: its render {cm} not found", 2.0)
+        data = found[0]
         key = ("topology", ns, cm)
         pins = self._parsed.get(key)
         if not isinstance(pins, promotion.TopologyPins):
@@ -334,21 +339,23 @@ class Resolver:
         version, cm = status.get("version"), status.get("renderedConfigMap")
         if not version or not cm:
             return Waiting(f"waiting for Agent {name}: not rendered yet", 2.0)
-        return await self._agent_at(ns, name, str(version), str(cm))
+        digest = status.get("renderedSha256")
+        return await self._agent_at(ns, name, str(version), str(cm), digest and str(digest))
 
     async def _agent_at(
-        self, ns: str, name: str, version: str, cm: str
+        self, ns: str, name: str, version: str, cm: str, digest: str | None = None
     ) -> pinned.RenderedAgent | Waiting:
-        """The agent at ``version``, from its immutable rendered ConfigMap ``cm``."""
+        """The agent at ``version``, from its immutable rendered ConfigMap ``cm`` (whose
+        content digest the Agent's status recorded as ``digest``, None: not recorded)."""
         key = (ns, str(cm), name, str(version))
         cached = self._parsed.get(key)
         if isinstance(cached, pinned.RenderedAgent):
             return cached
-        data = await self.config_map_data(ns, str(cm))
-        if data is None:
+        found = await self._render(ns, ObjectRef("Agent", name, ns, ""), cm, digest)
+        if found is None:
             return Waiting(f"waiting for Agent {name}: ConfigMap {cm} not found", 2.0)
         parsed = pinned.pinned_agent_from_config_map(
-            name=name, version=str(version), config_map=str(cm), data=data
+            name=name, version=str(version), config_map=str(cm), data=found[0]
         )
         self._remember(key, parsed)
         return parsed
@@ -409,43 +416,98 @@ class Resolver:
             out[item.path] = str(data[item.config_map_ref.key])
         return out
 
-    async def config_map_data(self, namespace: str, name: str) -> dict[str, str] | None:
-        """Data of an immutable rendered ConfigMap (cached forever by name)."""
-        found = await self._read(namespace, name)
-        return found[0] if found is not None else None
-
-    async def _read(self, namespace: str, name: str) -> tuple[dict[str, str], bool] | None:
-        """(data, immutable) of a ConfigMap; only an immutable one is cached (by name)."""
+    async def _read(self, namespace: str, name: str, cache: bool = True) -> _Read | None:
+        """(data, binaryData, immutable) of a ConfigMap; only an immutable one is cached
+        (by name), and only when ``cache`` (not: a large skill's parts, a MiB each)."""
         key = (namespace, name)
-        cached = self._cm_cache.get(key)
+        cached = self._cm_cache.get(key) if cache else None
         if cached is not None:
-            return cached, True
+            return cached[0], cached[1], True
         cm = await k8s.read_config_map(namespace, name)
         if cm is None:
             return None
         data = {str(k): str(v) for k, v in (cm.get("data") or {}).items()}
+        binary = {str(k): str(v) for k, v in (cm.get("binaryData") or {}).items()}
         # Only an immutable ConfigMap can be cached by name: a mutable one may change.
-        if cm.get("immutable"):
+        if cm.get("immutable") and cache:
             if len(self._cm_cache) > CACHE_LIMIT:
                 self._cm_cache.clear()
-            self._cm_cache[key] = data
-        return data, bool(cm.get("immutable"))
+            self._cm_cache[key] = (data, binary)
+        return data, binary, bool(cm.get("immutable"))
+
+    async def pinned_render(
+        self,
+        namespace: str,
+        owner: ObjectRef,
+        name: str,
+        mismatch: Callable[[Mapping[str, str], Mapping[str, str], bool], str | None],
+        cache: bool = True,
+    ) -> _Read | None:
+        """ConfigMap ``name``, a render of ``owner`` that a Run or a served workload pins
+        (None: gone), only when ``mismatch`` finds nothing wrong with it: anyone who may
+        create ConfigMaps may delete the operator's and create another under its name. Else
+        :class:`~swarmkit_operator.builders.trust.Refused` (``TamperedObject``) naming it:
+        a Run fails, a served workload reports it. The one content check of every render
+        read on the Run side (skill revisions and their parts, agent and topology renders).
+        """
+        found = await self._read(namespace, name, cache)
+        if found is None:
+            return None
+        why = mismatch(*found)
+        if why is not None:
+            self._cm_cache.pop((namespace, name), None)
+            raise trust.tampered_render(owner.kind, owner.name, name, why)
+        return found
+
+    async def _render(
+        self, namespace: str, owner: ObjectRef, name: str, digest: str | None
+    ) -> _Read | None:
+        """An Agent's or a Topology's render ``name`` (:meth:`pinned_render`), checked
+        against the content ``digest`` its owner's status recorded (None: its name's)."""
+        return await self.pinned_render(
+            namespace,
+            owner,
+            name,
+            lambda data, binary, immutable: trust.pinned_render_mismatch(
+                owner, name, data, binary, immutable, digest
+            ),
+        )
 
     async def skill_revision(
-        self, namespace: str, skill: str, name: str, content_hash: str
+        self, namespace: str, skill: str, name: str, content_hash: str, cache: bool = True
     ) -> dict[str, str] | None:
         """The data of skill ``skill``'s revision ConfigMap ``name`` (None: gone), only when
         it is the operator's render of ``content_hash``, the hash the Agent (or the Run's
-        bundle) pinned: anyone who may create ConfigMaps may delete that one and create
-        another under its name. Else :class:`~swarmkit_operator.builders.trust.Refused`
-        (``TamperedObject``) naming it: a Run fails, a served workload reports it."""
-        found = await self._read(namespace, name)
+        bundle) pinned, and so is each of its part ConfigMaps (a large skill: gone is
+        ``PinnedRevisionMissing``); else ``TamperedObject`` naming the ConfigMap
+        (:meth:`pinned_render`). ``cache=False``: read now (a pod is about to mount it)."""
+        owner = ObjectRef("Skill", skill, namespace, "")
+        found = await self.pinned_render(
+            namespace,
+            owner,
+            name,
+            lambda data, binary, immutable: revision_mismatch(
+                data, immutable, content_hash, binary, skill
+            ),
+            cache,
+        )
         if found is None:
             return None
-        why = revision_mismatch(found[0], found[1], content_hash)
-        if why is not None:
-            self._cm_cache.pop((namespace, name), None)
-            raise trust.tampered_render("Skill", skill, name, why)
+        files = load_rendered_skill(found[0]).files
+        for part in sorted({f.config_map for f in files if f.config_map}):
+            key = ("part", namespace, part, content_hash)
+            if cache and key in self._parsed:
+                continue
+            held = await self.pinned_render(
+                namespace,
+                owner,
+                part,
+                functools.partial(part_mismatch, files, part),
+                cache=False,
+            )
+            if held is None:
+                raise trust.missing(f"skill {skill}'s revision {name}: its part", part)
+            self._remember(key, True)
         return found[0]
 
     async def existing_bundle(
@@ -477,13 +539,11 @@ class Resolver:
             if not skill.config_map:
                 continue
             # Read, not the cache: the revision must still exist for the pod to mount it.
-            skill_cm = await k8s.read_config_map(namespace, skill.config_map)
-            if skill_cm is None:
+            skill_data = await self.skill_revision(
+                namespace, skill.name, skill.config_map, skill.content_hash, cache=False
+            )
+            if skill_data is None:
                 raise trust.missing(f"skill {skill.name}'s pinned revision", skill.config_map)
-            skill_data = {str(k): str(v) for k, v in (skill_cm.get("data") or {}).items()}
-            why = revision_mismatch(skill_data, bool(skill_cm.get("immutable")), skill.content_hash)
-            if why is not None:
-                raise trust.tampered_render("Skill", skill.name, skill.config_map, why)
             rendered = load_rendered_skill(skill_data)
             files[skill.config_map] = pinned.skill_file_items(
                 rendered.files, with_skill_md=SKILL_MD in skill_data

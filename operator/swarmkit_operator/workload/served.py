@@ -6,7 +6,9 @@ target, what they resolve, how they shape the bundle, their pure manifests) and 
 :func:`roll_out`. It resolves, refuses, creates the bundle, and applies the NetworkPolicy,
 the extra objects (a gateway's RBAC), the Service and the Deployment only when the
 observed Deployment does not already run that pod template at that replica count (the
-bundle ConfigMap is created, or checked, right before: the new template mounts it). Each
+bundle ConfigMap is created, or checked, right before: the new template mounts it); while
+the Deployment is up to date, every pass checks the objects its pods depend on instead
+(``_guard``: the operator's restored, someone else's reported). Each
 caller turns the result into its ``Serving`` verdict and prunes the superseded bundles
 once the Deployment rolled out. While no replica is ready, :func:`secret_wait` says whether
 its pods wait for a Secret (key) their env names: read from the pods' status, since the
@@ -15,21 +17,25 @@ operator reads no Secret (issue 41).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from swarmkit_api.conditions import REASON_TAMPERED_OBJECT
 from swarmkit_api.run import RunSpec
 
 from .. import egress, k8s
 from ..builders import trust
 from ..builders.bundle import RenderedBundle
 from ..builders.run_pod import secret_not_found
-from ..builders.workload import Target, deployment_summary, up_to_date
+from ..builders.workload import Target, deployment_summary, involved, up_to_date
 from . import pipeline
 from .ledger import Ledger
 from .pipeline import Stop
 from .resolve import Resolver
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,7 @@ async def _roll_out(
         # Its pod template names this bundle: created (and checked) when it was applied.
         if bundles is not None and name not in bundles:
             await pipeline.ensure_bundle(config_map)
+        await _guard(ledger, made, target, await _companions(rendered, manifests))
         return Rollout(rendered, name, observed, _uids(ledger, served))
     await pipeline.ensure_bundle(config_map)
     applied = await _apply(ledger, made, target, rendered, manifests)
@@ -151,15 +158,12 @@ async def _apply(
     nothing is written for a workload one of whose objects (by name) the operator did not
     provably make for ``target``; each applied one is remembered by uid until recorded."""
     meta = m.deployment["metadata"]
-    policy = await egress.workload_policy(
-        m.deployment, rendered.bundle, m.port, needs_apiserver=m.needs_apiserver
-    )
-    docs = [*([policy] if policy is not None else []), *m.extra, m.service, m.deployment]
+    docs = [*await _companions(rendered, m), m.deployment]
     for doc in reversed(docs):  # the Deployment first: what a refusal names when it can
         found = await k8s.get_object(k8s.object_path(doc))
         kind, name = str(doc["kind"]), str(doc["metadata"]["name"])
         ledger.remember(target, kind, name, trust.check_made(kind, found, target, made))
-    if policy is None:
+    if all(doc["kind"] != "NetworkPolicy" for doc in docs):  # the pods need none now
         await egress.delete_policy(meta["namespace"], meta["name"])
     applied: dict[str, Any] = {}
     for doc in docs:
@@ -167,6 +171,46 @@ async def _apply(
         uid = str((applied.get("metadata") or {}).get("uid") or "")
         ledger.remember(target, str(doc["kind"]), str(doc["metadata"]["name"]), uid)
     return applied
+
+
+async def _companions(rendered: RenderedBundle, m: Manifests) -> list[dict[str, Any]]:
+    """The objects the Deployment's pods depend on, in the order they are applied: the
+    NetworkPolicy (None: the pods need none), the extra objects, the Service."""
+    policy = await egress.workload_policy(
+        m.deployment, rendered.bundle, m.port, needs_apiserver=m.needs_apiserver
+    )
+    return [*([policy] if policy is not None else []), *m.extra, m.service]
+
+
+async def _guard(
+    ledger: Ledger, made: trust.Made, target: Target, docs: list[dict[str, Any]]
+) -> None:
+    """Every pass of an up-to-date workload: each object its pods depend on (isolation,
+    permissions, address) is still the operator's and as it wrote it. One the operator
+    made that was edited in place or deleted is restored (applied again, with a Warning
+    Event naming who changed it; silently when only the operator wrote it: its own plan
+    moved, e.g. a host's addresses): the running pods rely on it, and nothing else would
+    rewrite it before the next rollout. One under its name that the operator did not
+    make is :class:`~..builders.trust.Refused` as at a rollout (reported, neither used nor
+    changed: it may be a person's object)."""
+    for doc in docs:
+        found = await k8s.get_object(k8s.object_path(doc))
+        kind, name = str(doc["kind"]), str(doc["metadata"]["name"])
+        uid = trust.check_made(kind, found, target, made)
+        why = "it was deleted" if found is None else trust.drift(found, doc)
+        if why is None:
+            ledger.remember(target, kind, name, uid)
+            continue
+        applied = await k8s.apply(k8s.object_path(doc), doc)
+        ledger.remember(target, kind, name, str((applied.get("metadata") or {}).get("uid") or ""))
+        others = [] if found is None else trust.other_managers(found, k8s.FIELD_MANAGER)
+        if found is not None and not others:  # only the operator wrote it: its plan moved
+            log.info("%s %s: %s applied again (%s)", target.kind, target.name, name, why)
+            continue
+        what = why if found is None else f"{', '.join(others)} changed its {why}"
+        message = f"{kind} {name} is the operator's but {what}: restored"
+        log.warning("%s %s/%s: %s", target.kind, target.namespace, target.name, message)
+        await k8s.post_event(involved(target), "Warning", REASON_TAMPERED_OBJECT, message)
 
 
 async def observe(namespace: str, name: str) -> dict[str, Any] | None:

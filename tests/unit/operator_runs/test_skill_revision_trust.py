@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from swarmkit_api.conditions import REASON_TAMPERED_OBJECT
-from swarmkit_operator.builders import ObjectRef, trust
+from swarmkit_operator.builders import OWNER_LABELS, ObjectRef, trust
 from swarmkit_operator.builders.skill import (
     FILE_KEY_PREFIX,
     FILES_JSON,
@@ -48,6 +48,11 @@ def revision() -> tuple[str, dict[str, Any]]:
     return render.content_hash, copy.deepcopy(render.config_map)
 
 
+def skill_of(cm: dict[str, Any]) -> str:
+    """The Skill a revision was rendered for (its owner label)."""
+    return str(cm["metadata"]["labels"][OWNER_LABELS["Skill"]])
+
+
 def resolver() -> Resolver:
     return Resolver(OperatorConfig(), None)  # type: ignore[arg-type]  # no index is read
 
@@ -55,7 +60,7 @@ def resolver() -> Resolver:
 async def test_the_operators_revision_is_used(api: FakeApi) -> None:
     digest, cm = revision()
     api.create(cm)
-    data = await resolver().skill_revision(NS, "s", cm["metadata"]["name"], digest)
+    data = await resolver().skill_revision(NS, skill_of(cm), cm["metadata"]["name"], digest)
     assert data == cm["data"]
 
 
@@ -84,7 +89,7 @@ async def test_a_revision_recreated_by_someone_else_is_never_used(
     api.create(cm)
     name = cm["metadata"]["name"]
     with pytest.raises(trust.Refused) as refused:
-        await resolver().skill_revision(NS, "s", name, digest)
+        await resolver().skill_revision(NS, skill_of(cm), name, digest)
     assert refused.value.reason == REASON_TAMPERED_OBJECT
     assert f"ConfigMap {name}" in refused.value.message and why in refused.value.message
 

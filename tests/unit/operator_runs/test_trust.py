@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 import pytest
 
 from swarmkit_api.conditions import REASON_PINNED_REVISION_MISSING, REASON_TAMPERED_OBJECT
@@ -72,3 +75,53 @@ def test_failed_mount_names_the_missing_config_map_of_the_newest_event() -> None
         None,
     )
     assert failed_mount([{"reason": "Pulled"}]) is None
+
+
+POLICY: dict[str, Any] = {
+    "apiVersion": "networking.k8s.io/v1",
+    "kind": "NetworkPolicy",
+    "metadata": {"name": "serve-oracle"},
+    "spec": {
+        "podSelector": {"matchLabels": {"swarmkit.dev/serve": "oracle"}},
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [{"ports": [{"port": 8080}]}],
+        "egress": [],
+    },
+}
+
+
+def test_drift_ignores_what_the_apiserver_adds() -> None:
+    found = copy.deepcopy(POLICY)
+    found["metadata"].update(uid="u1", resourceVersion="7", managedFields=[{}])
+    found["spec"]["ingress"][0]["ports"][0]["protocol"] = "TCP"  # defaulted
+    del found["spec"]["egress"]  # an empty list is dropped
+    assert trust.drift(found, POLICY) is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "where"),
+    [
+        (lambda p: p["spec"].update(ingress=[{}]), "spec.ingress[0].ports"),
+        (lambda p: p["spec"]["ingress"].append({}), "spec.ingress"),
+        (lambda p: p["spec"].update(podSelector={}), "spec.podSelector.matchLabels"),
+        (
+            lambda p: p["spec"]["ingress"][0]["ports"][0].update(port=9),
+            "spec.ingress[0].ports[0].port",
+        ),
+    ],
+    ids=["opened-to-all", "rule-appended", "selector-emptied", "port-changed"],
+)
+def test_drift_names_the_first_field_an_edit_changed(edit: Any, where: str) -> None:
+    found = copy.deepcopy(POLICY)
+    edit(found)
+    assert trust.drift(found, POLICY) == where
+
+
+def test_other_managers_name_who_else_wrote_an_object() -> None:
+    found = copy.deepcopy(POLICY)
+    found["metadata"]["managedFields"] = [
+        {"manager": "swarmkit-operator", "operation": "Apply"},
+        {"manager": "kubectl-patch", "operation": "Update"},
+    ]
+    assert trust.other_managers(found, "swarmkit-operator") == ["kubectl-patch"]
+    assert trust.other_managers(POLICY, "swarmkit-operator") == []
