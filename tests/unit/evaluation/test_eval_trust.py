@@ -116,9 +116,8 @@ def ctx(runs: dict[str, dict[str, Any]], made: trust.Made) -> evaluation._Ctx:
 
 
 def trial(c: evaluation._Ctx) -> Any:
-    case = EvalCase.model_validate(
-        {"name": "says-billing", "input": "x", "grader": {"type": "contains", "expected": "billing"}}
-    )
+    grader = {"type": "contains", "expected": "billing"}
+    case = EvalCase.model_validate({"name": "says-billing", "input": "x", "grader": grader})
     progress = evaluation._Progress({"candidate": {}}, {}, {}, [])
     target = er.SideTarget("Agent", "triage", "v1")
     return evaluation._case_trial(c, case, "candidate", target, 0, progress), progress
