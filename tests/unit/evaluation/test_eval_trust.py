@@ -26,6 +26,7 @@ from swarmkit_operator.builders import trust
 from swarmkit_operator.builders.run_verdict import rfc3339
 from swarmkit_operator.handlers import evaluation
 from swarmkit_operator.runs import budget, spend
+from swarmkit_operator.runs import status as run_status
 from swarmkit_operator.runs.model import RunView
 from swarmkit_operator.workload.ledger import Ledger
 
@@ -209,7 +210,7 @@ class Gate:
         monkeypatch.setattr(spend, "reservation_of", reservation_of)
         monkeypatch.setattr(spend, "reserve_all", reserve_all)
         monkeypatch.setattr(k8s, "get_custom", get_custom)
-        monkeypatch.setattr(budget.status, "write", write)
+        monkeypatch.setattr(run_status, "write", write)
 
     def start(self, run: RunView) -> bool:
         spec = RunSpec.model_validate(run.spec)
