@@ -127,9 +127,12 @@ def evalrun_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -
 
 @index("evalruns", id="evalrun_uids")
 def evalrun_uids(body: kopf.Body, name: str, **_: Any) -> dict[Any, Any]:
-    """uid → name: the SpendQuota refresh keeps the reservations of EvalRuns that exist."""
+    """uid → its name and ``status.createdUids``: the SpendQuota refresh keeps the
+    reservations of EvalRuns that exist, and a Run's budget gate asks whether the EvalRun
+    holding a reservation created that Run (:mod:`swarmkit_operator.runs.budget`)."""
     uid = (body.get("metadata") or {}).get("uid")
-    return {uid: name} if uid else {}
+    created = dict((body.get("status") or {}).get("createdUids") or {})
+    return {uid: {"name": name, "createdUids": created}} if uid else {}
 
 
 @index("evalruns", id="evalrun_by_set")
@@ -670,7 +673,7 @@ async def _run_cases(
     """Every trial checked, graded or made (module docstring, step 3). A Run found where
     one was to be created is checked at once, like the indexed ones."""
     namespace, name = owner.namespace, owner.name
-    recorded = _status_of(ctl, name, namespace, view).get("createdUids") or {}
+    recorded = view["status"].get("createdUids") or {}  # the ledger holds what is newer
     before = _graded_before(view["status"])
 
     def cache(key: str) -> Any:
@@ -832,8 +835,9 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         return "finished"
 
     async def write(fields: Mapping[str, Any], verdict: Verdict) -> bool:
-        # Every write carries the record (a field left out of an apply is removed).
-        recorded = _status_of(ctl, name, namespace, view).get("createdUids") or {}
+        # Every write carries the record (a field left out of an apply is removed); the
+        # ledger keeps each uid until the watch shows it (the Runs' gate reads the index).
+        recorded = view["status"].get("createdUids") or {}
         uids = ledger.record(owner, recorded) or dict(recorded)
         return await ctl.write_status(
             "EvalRun",

@@ -75,18 +75,16 @@ async def gate(
 async def _under_eval_run(st: RunState, run: RunView, names: list[str], evalrun: str) -> bool:
     """Whether ``run`` starts under EvalRun ``evalrun``'s live up-front reservation on every
     quota of ``names``: only when that EvalRun (the uid of the reservation, which only the
-    operator writes) proves it created the Run. Else it reserves its own cap."""
+    operator writes) proves it created the Run, by the ledger or its ``status.createdUids``
+    (the EvalRuns index: no API call). Else it reserves its own cap."""
     holder = await spend.reservation_of(run.namespace, names, eval_run_spender(evalrun))
     if holder is None:
         return False
     owner = er.target(run.namespace, evalrun, holder)
-    if er.proven({}, st.resolver.ledger.proof(owner, {}).created, run.name, run.uid):
-        return True  # created by this process moments ago: the record is on its way
-    found = await k8s.get_custom("evalruns", run.namespace, evalrun) or {}
-    if (found.get("metadata") or {}).get("uid") != holder:
-        return False  # the label names no EvalRun of that uid (a long name's is hashed)
-    recorded = (found.get("status") or {}).get("createdUids") or {}
-    return er.proven(recorded, (), run.name, run.uid)
+    remembered = st.resolver.ledger.proof(owner, {}).created  # its record on its way
+    found = (st.idx.eval_runs or {}).get(holder) or ()
+    recorded = next((dict(e.get("createdUids") or {}) for e in found), {})
+    return er.proven(recorded, remembered, run.name, run.uid)
 
 
 async def _held(
