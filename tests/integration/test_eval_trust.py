@@ -26,7 +26,7 @@ from swarmkit_operator.builders import eval_runs as er
 from .review_support import EDITOR, bind_people, kubectl_as
 from .review_support import review_admission as review_admission
 from .runs_support import GROUP, VERSION, apply, debug, finished, get, succeeded, wait_run
-from .test_evals import CASES, condition, doc, eval_runs_of
+from .test_evals import CASES, condition, doc, eval_runs_of, settled_entries
 from .test_evals import agents as agents
 from .test_evals import operator as operator
 
@@ -189,15 +189,6 @@ def test_a_labelled_run_of_an_editor_reserves_its_own_cap(
     done = _verdict(kube, ns, name)
     assert done["status"]["verdict"] == "Pass", json.dumps(done["status"], indent=1)[:3000]
     assert "Run/eves-run" not in done["status"]["createdUids"]
-
-    def settled() -> list[dict[str, Any]] | None:
-        status = (get(kube, ns, "SpendQuota", "evals") or {}).get("status") or {}
-        found = list(status.get("entries") or [])
-        return found if found and all(e["state"] == "spent" for e in found) else None
-
-    entries = wait_for(
-        settled, 60, message=lambda: json.dumps(get(kube, ns, "SpendQuota", "evals"))
-    )
-    assert entries is not None
+    entries = settled_entries(kube, ns, "evals")
     # Six Runs at 0.0045 USD each, the EvalRun's; eve's refusal released what it held.
     assert [(e["run"], e["cost"]) for e in entries] == [("EvalRun/booked", "0.027")], entries
