@@ -9,7 +9,8 @@ any Run bearing the label skipped its own SpendQuota reservation while the EvalR
 live. Now the EvalRun records the uid of each Run it creates in ``status.createdUids``
 (only the operator writes a status): her Run is never graded (the case is ``Errored``,
 ``TamperedObject`` naming it, so the verdict is never Pass), and it reserves its own cap
-like every Run (refused when it does not fit) while the EvalRun books only its own Runs.
+like every Run (refused when it does not fit) while the EvalRun books only its own Runs,
+and no promotion follows from a Run she made.
 """
 
 from __future__ import annotations
@@ -25,10 +26,30 @@ from swarmkit_operator.builders import eval_runs as er
 
 from .review_support import EDITOR, bind_people, kubectl_as
 from .review_support import review_admission as review_admission
-from .runs_support import GROUP, VERSION, apply, debug, finished, get, succeeded, wait_run
+from .runs_support import (
+    GROUP,
+    VERSION,
+    OperatorProcess,
+    apply,
+    debug,
+    finished,
+    get,
+    succeeded,
+    wait_run,
+)
 from .test_evals import CASES, condition, doc, eval_runs_of, settled_entries
 from .test_evals import agents as agents
 from .test_evals import operator as operator
+from .test_promotion_graded import (
+    AGENT,
+    EVAL_SET,
+    REWORDED,
+    cases,
+    promoted,
+    promotion,
+    setup,
+    triage,
+)
 
 pytestmark = pytest.mark.usefixtures("review_admission")
 
@@ -192,3 +213,71 @@ def test_a_labelled_run_of_an_editor_reserves_its_own_cap(
     entries = settled_entries(kube, ns, "evals")
     # Six Runs at 0.0045 USD each, the EvalRun's; eve's refusal released what it held.
     assert [(e["run"], e["cost"]) for e in entries] == [("EvalRun/booked", "0.027")], entries
+
+
+def test_no_promotion_follows_from_a_case_run_an_editor_created(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    """Agent ``triage`` under ``spec.promotion``, active at a first version; an edit makes
+    a candidate whose answer passes every case (graded, it would be promoted: the first
+    half of test_promotion_graded.py). Its EvalRun waits for the EvalSet (a judge Skill it
+    names is missing); eve creates the critical case's Run under its planned name with the
+    EvalRun's labels and uid and her input. Once the EvalSet is Ready again her Run is not
+    graded: the case is Errored naming it, the verdict is Inconclusive, and the candidate
+    stays a candidate (``Promoted=False Inconclusive``), the active version unchanged."""
+    ns = namespace
+    bind_people(cluster, ns)
+    n = 4
+    active = setup(kube, ns, n)
+    judged = {"type": "judgeSkill", "skill": "not-there", "agent": "judge"}
+    broken = [*cases(n), {"name": "judged", "input": "x", "grader": judged}]
+    apply(kube, ns, doc("EvalSet", EVAL_SET, {"cases": broken}))
+    wait_for(
+        lambda: condition(get(kube, ns, "EvalSet", EVAL_SET), "Ready").get("status") == "False"
+    )
+    apply(kube, ns, triage(REWORDED, n))
+
+    def waiting() -> dict[str, Any] | None:
+        items = kube.custom.list_namespaced_custom_object(
+            GROUP, VERSION, ns, "evalruns", label_selector="swarmkit.dev/candidate-version"
+        )["items"]
+        for item in items:
+            if condition(item, "Succeeded").get("reason") == "EvalSetNotReady":
+                return dict(item)
+        return None
+
+    evalrun = wait_for(waiting, 90, message=lambda: debug(kube, ns))
+    assert evalrun is not None
+    name, version = evalrun["metadata"]["name"], evalrun["spec"]["candidate"]["version"]
+    planned = er.run_name(name, "case", "candidate", "wants-refund", 0)
+    labels = {
+        er.EVAL_RUN_LABEL: name,
+        er.EVAL_ROLE_LABEL: "case",
+        er.EVAL_SIDE_LABEL: "candidate",
+        er.EVAL_CASE_LABEL: "wants-refund",
+        er.EVAL_TRIAL_LABEL: "0",
+    }
+    owner = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "EvalRun",
+        "name": name,
+        "uid": evalrun["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": False,
+    }
+    spec = {"agentRef": {"name": AGENT}, "version": version, "input": "Say: a refund."}
+    _eves_run(cluster, ns, planned, labels, spec, ownerReferences=[owner])
+    apply(kube, ns, doc("EvalSet", EVAL_SET, {"cases": cases(n)}))
+
+    status = _verdict(kube, ns, name)["status"]
+    assert status["verdict"] == "Inconclusive", json.dumps(status, indent=1)[:3000]
+    result = next(c for c in status["cases"] if c["name"] == "wants-refund")["candidate"]
+    assert result["outcome"] == "Errored" and planned in result["reasoning"], result
+    assert result["reasoning"].startswith("TamperedObject: "), result
+    wait_for(
+        lambda: promoted(kube, ns).get("status") == "False", 60, message=lambda: debug(kube, ns)
+    )
+    cond = promoted(kube, ns)
+    assert cond["reason"] == "Inconclusive", cond
+    now = promotion(kube, ns)
+    assert now["active"]["version"] == active and now["candidate"]["version"] == version, now
