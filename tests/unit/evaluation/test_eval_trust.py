@@ -20,6 +20,7 @@ import pytest
 from swarmkit_api.eval import EvalCase, EvalRunSpec
 from swarmkit_api.run import RunSpec
 from swarmkit_api.workspace import WorkspaceSpec
+from swarmkit_operator import k8s
 from swarmkit_operator.builders import eval_runs as er
 from swarmkit_operator.builders import trust
 from swarmkit_operator.builders.run_verdict import rfc3339
@@ -247,3 +248,48 @@ def test_an_evalrun_of_another_uid_proves_nothing(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(spend, "reservation_of", reservation_of)
     assert gate.start(view({er.EVAL_RUN_LABEL: EVALRUN}, uid="mine"))
     assert gate.reserved == ["mine"]
+
+
+def test_a_name_taken_by_an_unlabelled_run_is_checked_when_the_create_finds_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """eve's Run under the planned name without the label is not in the EvalRun's index:
+    the create answers AlreadyExists, and the Run found there is checked at once (never
+    counted as made); the Run the EvalRun does create is remembered for the record."""
+    ledger = Ledger()
+    ledger.start()  # this process leads from now on: eve's Run is made after that
+    eves = run_entry("eves", at=datetime.now(UTC) + timedelta(minutes=1))
+    body = {"metadata": {**eves["metadata"], "labels": {}}, "spec": {}, "status": eves["status"]}
+    other = er.run_name(EVALRUN, "case", "candidate", "other", 0)
+    created: list[str] = []
+
+    async def create(_plural: str, _ns: str, manifest: dict[str, Any]) -> dict[str, Any] | None:
+        name = manifest["metadata"]["name"]
+        created.append(name)
+        return None if name == PLANNED else {"metadata": {"name": name, "uid": "made"}}
+
+    async def get_custom(plural: str, _ns: str, name: str) -> dict[str, Any] | None:
+        return body if (plural, name) == ("runs", PLANNED) else None
+
+    monkeypatch.setattr(k8s, "create_custom_if_absent", create)
+    monkeypatch.setattr(k8s, "get_custom", get_custom)
+    grader = {"type": "contains", "expected": "billing"}
+    cases = tuple(
+        EvalCase.model_validate({"name": n, "input": "x", "grader": grader})
+        for n in ("says-billing", "other")
+    )
+    targets = {"candidate": er.SideTarget("Agent", "triage", "v1")}
+    started = evaluation.Started(cases, targets, {})  # type: ignore[arg-type]
+    ctl: Any = SimpleNamespace(lookup_all=lambda *_a: [], lookup=lambda *_a: None)
+    view = {"uid": EVALRUN_UID, "status": {}, "created": rfc3339(T0)}
+    spec = EvalRunSpec.model_validate(
+        {"evalSetRef": {"name": "cases"}, "candidate": {"agentRef": {"name": "triage"}}}
+    )
+    ctx, progress = asyncio.run(evaluation._run_cases(ctl, view, spec, started, OWNER, ledger))
+    assert created == [PLANNED, other]
+    refused = progress.trials["candidate"]["says-billing"][0].grade
+    assert refused is not None and refused.outcome == "Errored", refused
+    assert refused.reasoning.startswith(f"TamperedObject: Run {PLANNED} exists"), refused
+    assert progress.trials["candidate"]["other"][0].grade is None  # made, running
+    assert list(ctx.foreign) == [PLANNED]
+    assert ledger.record(OWNER, {}) == {trust.made_key("Run", other): "made"}
