@@ -53,6 +53,10 @@ from .test_promotion_graded import (
 
 pytestmark = pytest.mark.usefixtures("review_admission")
 
+#: Without a baseline, what a Pass needs: the six cases' pass-rate interval above 0.3
+#: (six passes out of six clear it; an errored case never passes).
+PASSABLE = {"minPassRate": 0.3, "minCases": 1}
+
 
 def _eves_run(
     cluster: LocalCluster,
@@ -103,6 +107,7 @@ def test_a_case_run_an_editor_created_first_is_never_graded(
         "evalSetRef": {"name": "later-cases"},  # not there yet: the EvalRun waits
         "candidate": {"agentRef": {"name": "triage-v2"}},
         "compare": False,
+        "criteria": PASSABLE,
     }
     apply(kube, ns, doc("EvalRun", name, spec))
     wait_for(
@@ -188,6 +193,7 @@ def test_a_labelled_run_of_an_editor_reserves_its_own_cap(
         "evalSetRef": {"name": "triage-cases"},
         "candidate": {"agentRef": {"name": "triage-v2"}},
         "compare": False,
+        "criteria": PASSABLE,
         "maxCostPerRun": "0.10",
         "parallelism": 1,  # six Runs one after the other: the reservation stays live
     }
