@@ -149,7 +149,9 @@ def test_a_case_run_an_editor_created_first_is_never_graded(
 
     status = _verdict(kube, ns, name)["status"]
     assert status["verdict"] == "Inconclusive", json.dumps(status, indent=1)[:3000]
-    assert "wants-refund" in status["errored"] and "wants-refund" in status["verdictReason"]
+    shown = json.dumps(status, indent=1)[:6000]
+    assert status["errored"] == ["wants-refund"], shown
+    assert "wants-refund" in status["verdictReason"], shown
     result = next(c for c in status["cases"] if c["name"] == "wants-refund")["candidate"]
     assert result["outcome"] == "Errored", result
     assert result["reasoning"].startswith(f"TamperedObject: Run {planned} exists but"), result
