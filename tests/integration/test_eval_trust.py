@@ -80,6 +80,31 @@ def _eves_run(
     return str(json.loads(res.stdout)["metadata"]["uid"])
 
 
+def _forged_case_run(
+    cluster: LocalCluster, ns: str, evalrun: dict[str, Any], case: str, spec: dict[str, Any]
+) -> tuple[str, str]:
+    """eve creates the Run the EvalRun plans for ``case`` (candidate side, trial 0) first,
+    with its labels and the EvalRun's uid in a controller ownerReference: (name, uid)."""
+    name = evalrun["metadata"]["name"]
+    planned = er.run_name(name, "case", "candidate", case, 0)
+    labels = {
+        er.EVAL_RUN_LABEL: name,
+        er.EVAL_ROLE_LABEL: "case",
+        er.EVAL_SIDE_LABEL: "candidate",
+        er.EVAL_CASE_LABEL: case,
+        er.EVAL_TRIAL_LABEL: "0",
+    }
+    owner = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "EvalRun",
+        "name": name,
+        "uid": evalrun["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": False,
+    }
+    return planned, _eves_run(cluster, ns, planned, labels, spec, ownerReferences=[owner])
+
+
 def _verdict(kube: Kube, ns: str, name: str) -> dict[str, Any]:
     def done() -> dict[str, Any] | None:
         obj = get(kube, ns, "EvalRun", name)
@@ -120,30 +145,8 @@ def test_a_case_run_an_editor_created_first_is_never_graded(
     )
     evalrun = get(kube, ns, "EvalRun", name) or {}
     version = (get(kube, ns, "Agent", "triage-v2") or {})["status"]["version"]
-    planned = er.run_name(name, "case", "candidate", "wants-refund", 0)
-    labels = {
-        er.EVAL_RUN_LABEL: name,
-        er.EVAL_ROLE_LABEL: "case",
-        er.EVAL_SIDE_LABEL: "candidate",
-        er.EVAL_CASE_LABEL: "wants-refund",
-        er.EVAL_TRIAL_LABEL: "0",
-    }
-    owner = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "EvalRun",
-        "name": name,
-        "uid": evalrun["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": False,
-    }
-    eves = _eves_run(
-        cluster,
-        ns,
-        planned,
-        labels,
-        {"agentRef": {"name": "triage-v2"}, "version": version, "input": "Say: refund."},
-        ownerReferences=[owner],
-    )
+    spec = {"agentRef": {"name": "triage-v2"}, "version": version, "input": "Say: refund."}
+    planned, eves = _forged_case_run(cluster, ns, evalrun, "wants-refund", spec)
     apply(kube, ns, doc("EvalSet", "later-cases", {"cases": CASES}))
     wait_run(kube, ns, planned, finished, timeout=120)  # her Run itself runs to its end
 
@@ -257,24 +260,8 @@ def test_no_promotion_follows_from_a_case_run_an_editor_created(
     evalrun = wait_for(waiting, 90, message=lambda: debug(kube, ns))
     assert evalrun is not None
     name, version = evalrun["metadata"]["name"], evalrun["spec"]["candidate"]["version"]
-    planned = er.run_name(name, "case", "candidate", "wants-refund", 0)
-    labels = {
-        er.EVAL_RUN_LABEL: name,
-        er.EVAL_ROLE_LABEL: "case",
-        er.EVAL_SIDE_LABEL: "candidate",
-        er.EVAL_CASE_LABEL: "wants-refund",
-        er.EVAL_TRIAL_LABEL: "0",
-    }
-    owner = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "EvalRun",
-        "name": name,
-        "uid": evalrun["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": False,
-    }
     spec = {"agentRef": {"name": AGENT}, "version": version, "input": "Say: a refund."}
-    _eves_run(cluster, ns, planned, labels, spec, ownerReferences=[owner])
+    planned, _ = _forged_case_run(cluster, ns, evalrun, "wants-refund", spec)
     apply(kube, ns, doc("EvalSet", EVAL_SET, {"cases": cases(n)}))
 
     status = _verdict(kube, ns, name)["status"]
