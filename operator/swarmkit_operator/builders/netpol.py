@@ -31,6 +31,7 @@ from swarmkit_api.egress import (
 from swarmkit_api.endpoints import declared_endpoints
 
 from . import MANAGED_BY
+from .workload import Target, owner_reference
 
 #: host → its addresses (empty when it does not resolve).
 Resolve = Callable[[str], Sequence[str]]
@@ -167,4 +168,37 @@ def build_network_policy(
     }
 
 
-__all__ = ["DNS_PEER", "Resolve", "apiserver_denied", "build_network_policy", "plan"]
+def workload_policy(
+    target: Target,
+    egress_plan: EgressPlan | None,
+    *,
+    name: str,
+    pod_selector: Mapping[str, str],
+    labels: Mapping[str, str],
+    ingress_ports: Sequence[int] = (),
+) -> dict[str, Any] | None:
+    """The egress NetworkPolicy of a runner workload, the one builder of it for all three
+    (a Run's Jobs, a served Topology's and an Agent gateway's Deployment): ``name``,
+    selecting ``pod_selector``'s pods, controlled by ``target`` like every object of its
+    workload; None when ``egress_plan`` is (the Workspace's egress policy is ``none``)."""
+    if egress_plan is None:
+        return None
+    return build_network_policy(
+        name=name,
+        namespace=target.namespace,
+        owner=owner_reference(target),
+        pod_selector=pod_selector,
+        labels=labels,
+        egress_plan=egress_plan,
+        ingress_ports=ingress_ports,
+    )
+
+
+__all__ = [
+    "DNS_PEER",
+    "Resolve",
+    "apiserver_denied",
+    "build_network_policy",
+    "plan",
+    "workload_policy",
+]
