@@ -7,7 +7,9 @@ table). :func:`build_network_policy` renders a plan as a ``networking.k8s.io/v1`
 NetworkPolicy selecting exactly the given pods: every ingress denied except the listed
 ports; egress only to the cluster DNS, to each declared destination's resolved addresses
 on its port, and to the ``allow`` CIDRs with the denied ranges (link-local, the apiserver)
-cut out unless the CIDR names them.
+cut out unless the CIDR names them. :func:`workload_policy` is the one NetworkPolicy of a
+runner workload (a Run's Jobs, a served Topology's or a gateway's Deployment), owned by its
+target.
 
 Limitation (documented in docs/isolation.md): names resolve once, at render time; a
 destination behind rotating addresses (a CDN) changes under the policy, and a name that

@@ -1,12 +1,14 @@
 """Starting a Run: its immutable bundle ConfigMap and its Job; and recreating a lost Job.
 
 A Run goes through the runner-workload pipeline (:mod:`swarmkit_operator.workload`) like a
-served Topology or a gateway, with its budget gate between the refusals and the bundle.
+served Topology or a gateway, with its budget gate between the refusals and the bundle; its
+bundle is the pipeline's bundle step in its pinned mode (``pipeline.ensure_bundle``) and its
+NetworkPolicy the egress step for a Job (``pipeline.create_policy``, the one builder).
 Its objects are idempotent by name (derived from the Run's name and uid, and for the Job
 the recreation count): AlreadyExists means "already done" when the object is provably the
-operator's (a bundle with the digest the Run recorded, a Job or NetworkPolicy whose
-controller is the Run; else ``TamperedObject``), and an existing bundle is reused as it
-is, so a start retried after a crash runs with what the Run pinned the first time.
+operator's (a bundle with the digest the Run recorded, a Job or NetworkPolicy whose uid its
+status records; else ``TamperedObject``), and an existing bundle is reused as it is, so a
+start retried after a crash runs with what the Run pinned the first time.
 The Job's name, the bundle's name and what was pinned go to ``status`` at once, so a later
 reconcile (or another operator process) knows which Job is current.
 """
