@@ -28,7 +28,6 @@ from swarmkit_operator.hashing import sha256_hex
 from swarmkit_operator.runs import RunController
 from swarmkit_operator.runs.model import Indexes
 from swarmkit_operator.runs.observe import reconcile
-from swarmkit_operator.runs.summaries import run_summary
 from swarmkit_operator.serving import ServedTopology, reconcile_serving
 from swarmkit_operator.workload import pipeline
 from swarmkit_operator.workload.resolve import Resolved, Resolver
@@ -36,6 +35,7 @@ from tests.support.fake_k8s import FakeApi, fake_api
 
 from .fixtures import example_bundle, examples
 from .test_gateway_builder import rendered as agent_bundle
+from .test_job_adoption import controller, sync
 
 TOPOLOGY = sb.TopologyRef("review-pipeline", "team-b", "uid-topo")
 AGENT = gw.AgentRef("reviewer", "team-b", "uid-agent", 3)
@@ -222,21 +222,9 @@ def _resolver() -> Resolver:
 def _runs(api: FakeApi, bundle_index: dict[Any, Any] | None = None) -> RunController:
     """The Runs controller over the fake's Runs (``bundle_index``: the reconcile loop's
     index of bundle ConfigMaps; an empty one says no bundle exists yet)."""
-    indexes = Indexes(
-        runs={},
-        jobs={},
-        pods={},
-        topologies={},
-        agents={},
-        skills={},
-        workspaces={},
-        spend_quotas={},
-        bundles=bundle_index,
-    )
-    ctl = RunController(OperatorConfig(), indexes)
-    ctl.state.resolver.ledger.since = datetime.now(UTC) - timedelta(hours=1)
-    for run in api.list("Run", RUNS_NS):
-        ctl.state.idx.runs[run["metadata"]["uid"]] = [run_summary(run)]  # type: ignore[index]
+    ctl = controller(api)
+    ctl.state.idx.bundles = bundle_index
+    sync(api, ctl)
     return ctl
 
 
