@@ -119,7 +119,7 @@ async def _create(
     await ensure_policy(st, run, ref, rendered)
     st.mark(run.uid, "policy_created")
     job_manifest = job_manifest_for(st, ref, rendered, cm_name, recreation=0)
-    cm_task = asyncio.ensure_future(pipeline.ensure_bundle(cm_manifest, _pinned(run, cm_manifest)))
+    cm_task = asyncio.ensure_future(pipeline.ensure_bundle(cm_manifest, _pinned(run)))
     job_task = asyncio.ensure_future(
         pipeline.create_owned(job_manifest, jobs.target_of(ref), proof(st, run))
     )
@@ -141,10 +141,11 @@ async def _create(
     return await record_job(st, run, rendered, job_manifest, job_task.result(), cm_name, 0)
 
 
-def _pinned(run: RunView, cm_manifest: Mapping[str, Any]) -> str:
+def _pinned(run: RunView) -> str:
     """The digest a bundle already under the Run's name must have to be the Run's: the one
-    its status records, else (a crash before that write) the one rendered now."""
-    return str(run.status.get("bundleSha256") or trust.data_digest(cm_manifest["data"]))
+    its status records; "" before that write (a crash before it): the one rendered now,
+    which the bundle step computes only when a bundle is there."""
+    return str(run.status.get("bundleSha256") or "")
 
 
 def _same(found: Mapping[str, Any], cm_manifest: Mapping[str, Any]) -> bool:
@@ -160,7 +161,7 @@ async def _bundle_again(
     """Create the bundle, or take the one an earlier attempt made: the run keeps what it
     pinned then, if it is provably ours (:func:`_pinned`). Anything else was created by
     someone else (``TamperedObject``, raised by the pipeline's bundle step)."""
-    found = await pipeline.ensure_bundle(cm_manifest, _pinned(run, cm_manifest))
+    found = await pipeline.ensure_bundle(cm_manifest, _pinned(run))
     st.mark(run.uid, "bundle_created")
     if found is None:
         return rendered

@@ -79,8 +79,8 @@ async def ensure_bundle(
 
     - a served workload's (``pinned`` None) must be exactly what it renders now: it runs
       the current version, and its name is content-addressed;
-    - a Run's must have the digest ``pinned`` (its ``status.bundleSha256``, or before that
-      write the digest rendered now): a Run keeps what it pinned first, and reads it back
+    - a Run's must have the digest ``pinned`` (its ``status.bundleSha256``; "" before that
+      write: the digest rendered now): a Run keeps what it pinned first, and reads it back
       from the ConfigMap returned (:meth:`~.resolve.Resolver.pinned_bundle`). A Run's goes
       through the start lane, as its Job does (Run starts have their own pool)."""
     namespace, name = str(manifest["metadata"]["namespace"]), str(manifest["metadata"]["name"])
