@@ -148,6 +148,10 @@ class GatewayController:
         observed = await served.observe(namespace, gw.gateway_name(name))
         result = await served.roll_out(self.resolver, gateway, observed)
         if isinstance(result, Stop):
+            # What this process made since: the status it read may not show it yet.
+            made = self.resolver.ledger.record(gateway.target, gateway.recorded)
+            if made is not None:
+                status["createdUids"] = made
             return await self._stopped(agent, status, result)
         version = result.rendered.bundle.agents[name].version
         verdict = gw.serving(result.deployment, version)

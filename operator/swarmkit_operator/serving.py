@@ -206,8 +206,11 @@ async def reconcile_serving(
         if result.fields["createdUids"] is None and resolver is not None:
             resolver.ledger.forget(str(view["uid"]))
         return result
-    recorded = view["status"].get("createdUids") or None
-    return dataclasses.replace(result, fields={**result.fields, "createdUids": recorded})
+    recorded = dict(view["status"].get("createdUids") or {})
+    if resolver is not None:  # what this process made since: the view may not show it yet
+        target = sb.target_of(sb.TopologyRef(name, namespace, str(view["uid"])))
+        recorded = resolver.ledger.record(target, recorded) or recorded
+    return dataclasses.replace(result, fields={**result.fields, "createdUids": recorded or None})
 
 
 async def _reconcile_serving(

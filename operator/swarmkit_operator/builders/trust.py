@@ -233,8 +233,9 @@ def check_made(kind: str, obj: Mapping[str, Any] | None, target: Target, made: M
     is the one the operator created for it ("" when there is none); else :class:`Refused`
     (``TamperedObject``), naming it.
 
-    Proof, in this order: its uid is the one recorded in the target's status; it is one this
-    process created; else it carries the target's controller ownerReference *and* was made
+    Proof, in this order: it is one this process created (newer than any record: the
+    status it read may not show that create yet); its uid is the one recorded in the
+    target's status; else it carries the target's controller ownerReference *and* was made
     before this process started writing (a predecessor that stopped between its create and
     its record), and not before ``not_before``. An unrecorded object made while this
     process writes is never its own: this process remembers what it creates until the
@@ -243,13 +244,16 @@ def check_made(kind: str, obj: Mapping[str, Any] | None, target: Target, made: M
         return ""
     meta = obj.get("metadata") or {}
     name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
+    if uid and uid in made.created:
+        # Before the record: one it replaced (deleted by someone, made again) is still
+        # recorded under the old uid until the status write that records the new one is
+        # seen; a reconcile in between must neither refuse it nor write the old uid back.
+        return uid
     recorded = made.recorded.get(made_key(kind, name))
     if recorded is not None:
         if uid == recorded:
             return uid
         raise _unproven(kind, name, target, f"its uid {uid} is not the {recorded} recorded")
-    if uid and uid in made.created:
-        return uid
     if not owned_by(obj, target):
         raise _unproven(kind, name, target, "no controller ownerReference to it")
     created = parse_time(meta.get("creationTimestamp"))

@@ -151,6 +151,26 @@ def test_an_object_the_operator_did_not_make_is_refused_by_name() -> None:
     assert trust.check_made("Deployment", None, target, trust.Made()) == ""  # nothing there
 
 
+def test_an_object_made_again_by_this_process_is_its_own_before_the_record_shows_it() -> None:
+    # Someone deleted the operator's NetworkPolicy (recorded as "old"); the operator made it
+    # again ("new", in its ledger) and wrote the record, but the next reconcile still reads
+    # the status from before that write: "new" is its own, and the record it writes (even
+    # when it stops) carries "new", never "old" back.
+    from swarmkit_operator.workload.ledger import Ledger
+
+    target = sb.target_of(TOPOLOGY)
+    ledger = Ledger()
+    ledger.remember(target, "NetworkPolicy", "serve-review-pipeline", "new")
+    stale = {"NetworkPolicy/serve-review-pipeline": "old"}
+    remade = {"metadata": {"name": "serve-review-pipeline", "uid": "new"}}
+    assert trust.check_made("NetworkPolicy", remade, target, ledger.proof(target, stale)) == "new"
+    assert ledger.record(target, stale) == {"NetworkPolicy/serve-review-pipeline": "new"}
+    # Someone else's under the name is still refused, whatever the ledger holds.
+    forged = {"metadata": {"name": "serve-review-pipeline", "uid": "eve"}}
+    with pytest.raises(trust.Refused, match="is not the old recorded"):
+        trust.check_made("NetworkPolicy", forged, target, ledger.proof(target, stale))
+
+
 def test_served_pods_run_only_the_bundle_the_operator_wrote() -> None:
     """Like a Run's Job, a served pod carries the sha256 of the bundle.json its ConfigMap
     holds: the runner refuses a file replaced under that name."""
