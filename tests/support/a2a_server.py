@@ -259,7 +259,7 @@ class A2AServer:
     def start(self, timeout: float = 30.0) -> A2AServer:
         argv = [sys.executable, str(THIS_FILE), "--port", str(self.port)]
         if self.token:
-            argv += ["--token", self.token]
+            argv.append(f"--token={self.token}")  # a token may start with "-"
         self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -194,7 +194,7 @@ class HttpMcpServer:
         argv = [sys.executable, str(THIS_FILE), "http", "--name", self.name]
         argv += ["--port", str(self.port)]
         if self.token:
-            argv += ["--token", self.token]
+            argv.append(f"--token={self.token}")  # a token may start with "-"
         self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
