@@ -149,9 +149,7 @@ class GatewayController:
         result = await served.roll_out(self.resolver, gateway, observed)
         if isinstance(result, Stop):
             # What this process made since: the status it read may not show it yet.
-            made = self.resolver.ledger.record(gateway.target, gateway.recorded)
-            if made is not None:
-                status["createdUids"] = made
+            status["createdUids"] = self.resolver.ledger.recorded(gateway.target, gateway.recorded)
             return await self._stopped(agent, status, result)
         version = result.rendered.bundle.agents[name].version
         verdict = gw.serving(result.deployment, version)

@@ -209,7 +209,7 @@ async def reconcile_serving(
     recorded = dict(view["status"].get("createdUids") or {})
     if resolver is not None:  # what this process made since: the view may not show it yet
         target = sb.target_of(sb.TopologyRef(name, namespace, str(view["uid"])))
-        recorded = resolver.ledger.record(target, recorded) or recorded
+        recorded = resolver.ledger.recorded(target, recorded)
     return dataclasses.replace(result, fields={**result.fields, "createdUids": recorded or None})
 
 

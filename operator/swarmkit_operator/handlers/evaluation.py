@@ -838,7 +838,7 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         # Every write carries the record (a field left out of an apply is removed); the
         # ledger keeps each uid until the watch shows it (the Runs' gate reads the index).
         recorded = view["status"].get("createdUids") or {}
-        uids = ledger.record(owner, recorded) or dict(recorded)
+        uids = ledger.recorded(owner, recorded)
         return await ctl.write_status(
             "EvalRun",
             namespace,

@@ -59,6 +59,12 @@ class Ledger:
             return None
         return {**recorded, **mine}
 
+    def recorded(self, target: Target, recorded: Mapping[str, str]) -> dict[str, str]:
+        """``status.createdUids`` as every status write of the target carries it (an apply
+        drops a field it leaves out): ``recorded`` (what the status read shows, perhaps
+        from before this process's last record) with what this process made since."""
+        return self.record(target, recorded) or dict(recorded)
+
     def forget(self, uid: str) -> None:
         """Target ``uid`` is final, gone, or its workload was deleted."""
         self._made.pop(uid, None)

@@ -140,14 +140,16 @@ async def _roll_out(
         if bundles is not None and name not in bundles:
             await pipeline.ensure_bundle(config_map)
         await _guard(ledger, made, target, await _companions(target, rendered, manifests))
-        return Rollout(rendered, name, observed, _uids(ledger, served))
+        return Rollout(rendered, name, observed, ledger.recorded(served.target, served.recorded))
     await pipeline.ensure_bundle(config_map)
     applied = await _apply(ledger, made, target, rendered, manifests)
-    return Rollout(rendered, name, deployment_summary(applied), _uids(ledger, served), applied=True)
-
-
-def _uids(ledger: Ledger, served: Served) -> dict[str, str]:
-    return ledger.record(served.target, served.recorded) or dict(served.recorded)
+    return Rollout(
+        rendered,
+        name,
+        deployment_summary(applied),
+        ledger.recorded(served.target, served.recorded),
+        applied=True,
+    )
 
 
 async def _apply(

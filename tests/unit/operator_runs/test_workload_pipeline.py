@@ -164,7 +164,7 @@ def test_an_object_made_again_by_this_process_is_its_own_before_the_record_shows
     stale = {"NetworkPolicy/serve-review-pipeline": "old"}
     remade = {"metadata": {"name": "serve-review-pipeline", "uid": "new"}}
     assert trust.check_made("NetworkPolicy", remade, target, ledger.proof(target, stale)) == "new"
-    assert ledger.record(target, stale) == {"NetworkPolicy/serve-review-pipeline": "new"}
+    assert ledger.recorded(target, stale) == {"NetworkPolicy/serve-review-pipeline": "new"}
     # Someone else's under the name is still refused, whatever the ledger holds.
     forged = {"metadata": {"name": "serve-review-pipeline", "uid": "eve"}}
     with pytest.raises(trust.Refused, match="is not the old recorded"):
