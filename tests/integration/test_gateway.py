@@ -27,6 +27,7 @@ from tests.support.http_server import RecordingHttpServer
 from tests.support.mcp_servers import HOST_RUNTIME_IMAGE, free_port, stdio_command
 from tests.support.model_server import ScriptedModelServer, text
 
+from .review_support import user_roles
 from .runs_support import GROUP, VERSION, OperatorProcess, apply, debug, get, wait_ready
 
 TOKENS = {"alice": "alice-gw-token-2f9c71", "ci": "ci-gw-token-8d04e3"}
@@ -512,8 +513,20 @@ def test_a_widened_gateway_role_is_restored_at_the_next_reconcile(
     from kubernetes import client
 
     ns = namespace
+    # The chart's rules aggregated into `admin` (as installed): adam may grant only what he
+    # holds, and the gateway's Role names swarmkit.dev resources. Aggregation is
+    # asynchronous: wait until he holds them.
+    roles = "\n---\n".join(json.dumps(d) for d in user_roles())
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=roles)
     cluster.kubectl(
         "-n", ns, "create", "rolebinding", "adam-admin", "--clusterrole=admin", "--user=adam"
+    )
+    can_i = ("--as=adam", "-n", ns, "auth", "can-i", "watch", "reviews.swarmkit.dev")
+    wait_for(
+        lambda: cluster.kubectl(*can_i, check=False).stdout.strip() == "yes",
+        60,
+        interval=0.5,
+        message="the chart's rules to be aggregated into admin",
     )
     token_secret(kube, ns)
     port = free_port()
