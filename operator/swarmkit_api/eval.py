@@ -514,6 +514,13 @@ class EvalRunStatus(ApiModel):
         description="sha256 of that snapshot, recorded when the operator wrote it (another "
         "digest is never used: TamperedObject).",
     )
+    created_uids: dict[str, str] = Field(
+        default_factory=dict,
+        description="Run/<name> → uid of each case and judge Run the operator created for "
+        "it, recorded right after the create: a Run under one of its names that is not the "
+        "one recorded is never graded (TamperedObject) and never starts under its "
+        "reservation.",
+    )
     verdict: Verdict | None = Field(default=None, description="Pass, Fail or Inconclusive.")
     verdict_reason: str | None = Field(default=None, description="Why that verdict.")
     candidate: SideSummary | None = Field(default=None, description="The candidate.")

@@ -145,6 +145,20 @@ def eval_runs_of(kube: Kube, ns: str, evalrun_name: str) -> list[dict[str, Any]]
     return list(items)
 
 
+def settled_entries(kube: Kube, ns: str, quota: str) -> list[dict[str, Any]]:
+    """SpendQuota ``quota``'s entries once every one is settled (``spent``)."""
+
+    def settled() -> list[dict[str, Any]] | None:
+        status = (get(kube, ns, "SpendQuota", quota) or {}).get("status") or {}
+        found = list(status.get("entries") or [])
+        return found if found and all(e["state"] == "spent" for e in found) else None
+
+    entries: list[dict[str, Any]] = wait_for(
+        settled, 60, message=lambda: json.dumps(get(kube, ns, "SpendQuota", quota))
+    )
+    return entries
+
+
 def test_bad_evalsets_are_refused_at_admission(kube: Kube, namespace: str, crds: Any) -> None:
     bad = [
         ({"cases": []}, "needs cases or fromRuns"),
@@ -394,15 +408,7 @@ def test_one_spend_reservation_per_evalrun(kube: Kube, agents: str) -> None:
     assert done["status"]["verdict"] == "Pass", json.dumps(done["status"], indent=1)[:3000]
     assert done["status"]["spendReservations"] == ["evals"]
     assert len(eval_runs_of(kube, ns, "fits")) == 12
-
-    def settled() -> list[dict[str, Any]] | None:
-        status = (get(kube, ns, "SpendQuota", "evals") or {}).get("status") or {}
-        found = list(status.get("entries") or [])
-        return found if found and all(e["state"] == "spent" for e in found) else None
-
-    entries = wait_for(
-        settled, 60, message=lambda: json.dumps(get(kube, ns, "SpendQuota", "evals"))
-    )
+    entries = settled_entries(kube, ns, "evals")
     # One entry, the EvalRun's, booked at what its 12 Runs spent (none reserved its own).
     assert [(e["run"], e["cost"]) for e in entries] == [("EvalRun/fits", "0.054")], entries
     assert entries[0]["uid"] == done["metadata"]["uid"]

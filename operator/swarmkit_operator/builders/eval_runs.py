@@ -10,21 +10,32 @@ A case is an ordinary Run of the side's Topology or Agent (the one Run pipeline:
 gate, bundle, Job, verdict), labelled with the EvalRun, the side, the case and the trial; a
 model grader's judge is another Run, of the judge Agent, whose input is
 :func:`~.eval_graders.judge_input`. The EvalRun owns them all (deleting it cascades).
+
+A Run's name and labels prove nothing: an editor (built-in ``edit`` creates Runs) can take
+a planned name first, with the labels and the EvalRun's uid in a controller
+ownerReference. So the EvalRun records the uid of every Run it creates in its own
+``status.createdUids`` (only the operator writes it), as a Run records its Jobs, and grades
+only a Run the one check (:func:`~.trust.check_made`) proves its own and whose spec nobody
+changed since (:func:`refused`); the same record decides which Runs start under its
+up-front SpendQuota reservation and which Runs' spend it settles (:func:`proven`,
+:func:`spent`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from swarmkit_api import API_VERSION
-from swarmkit_api.conditions import SUCCEEDED
+from swarmkit_api.conditions import REASON_TAMPERED_OBJECT, SUCCEEDED
 from swarmkit_api.eval import MODEL_GRADERS, EvalCase, EvalRunSpec, Grader, RecordedRunSelector
+from swarmkit_api.spend import parse_money
 
 from ..hashing import MAX_SUBDOMAIN, canonical_json, fitted, label_value, sha256_hex
-from . import MANAGED_BY
+from . import MANAGED_BY, trust
+from .workload import Target
 
 EVAL_RUN_LABEL = "swarmkit.dev/eval-run"
 EVAL_SIDE_LABEL = "swarmkit.dev/eval-side"
@@ -233,3 +244,64 @@ def planned_runs(
                     judge = {"agentRef": {"name": case.grader.agent}}
                     out.append(case_run(*args, "judge", side, case.name, trial, judge, ""))
     return out
+
+
+def target(namespace: str, evalrun: str, uid: str) -> Target:
+    """The EvalRun as the owner of its case and judge Runs (what the ledger and
+    :func:`~.trust.check_made` key on)."""
+    return Target("EvalRun", namespace, evalrun, uid, evalrun)
+
+
+def refused(run: Mapping[str, Any], owner: Target, made: trust.Made) -> trust.Refused | None:
+    """Why ``run`` (a Run summary found under one of the EvalRun's planned names) must not
+    be graded as the EvalRun's, or None when it is provably the one it created: its uid
+    recorded (or remembered, or a predecessor's, :func:`~.trust.check_made`), and its spec
+    as created (``metadata.generation`` 1: an edited spec, another input, counts as
+    someone else's answer)."""
+    try:
+        trust.check_made("Run", run, owner, made)
+    except trust.Refused as exc:
+        return exc
+    generation = int((run.get("metadata") or {}).get("generation") or 1)
+    if generation != 1:
+        return trust.Refused(
+            REASON_TAMPERED_OBJECT,
+            f"Run {run.get('name')} was created by the operator for EvalRun {owner.name} but "
+            f"its spec was changed since (generation {generation}): it is not graded",
+        )
+    return None
+
+
+def proven(recorded: Mapping[str, str], remembered: Collection[str], name: str, uid: str) -> bool:
+    """Whether Run ``name`` (uid ``uid``) is one the EvalRun created: its uid recorded in
+    the EvalRun's ``status.createdUids`` or remembered by this process (created, record on
+    its way). What a Run's budget gate asks before it starts under the EvalRun's up-front
+    reservation instead of its own."""
+    return bool(uid) and (recorded.get(trust.made_key("Run", name)) == uid or uid in remembered)
+
+
+def own_runs(
+    runs: Sequence[Mapping[str, Any]], recorded: Mapping[str, str]
+) -> list[Mapping[str, Any]]:
+    """The Runs among ``runs`` (summaries) whose uid the EvalRun recorded."""
+    return [r for r in runs if proven(recorded, (), str(r.get("name")), str(r.get("uid") or ""))]
+
+
+def spent(runs: Sequence[Mapping[str, Any]]) -> tuple[int | None, int]:
+    """(cost in micro-units, None when unknown; tokens) the EvalRun settles: what its own
+    finished ``runs`` spent, except those that reserved their own cap (their
+    ``status.spendReservations``: they settle it themselves; counting them here too would
+    book their spend twice)."""
+    cost: int | None = 0
+    tokens = 0
+    for run in runs:
+        status = run.get("status") or {}
+        if status.get("spendReservations"):
+            continue
+        usage = status.get("usage") or {}
+        tokens += int(usage.get("inputTokens") or 0) + int(usage.get("outputTokens") or 0)
+        if cost is not None and usage.get("cost") and not usage.get("costUnknown"):
+            cost += parse_money(str(usage["cost"]))
+        else:
+            cost = None  # unknown (never counted as 0): the reserved cost stays booked
+    return cost, tokens

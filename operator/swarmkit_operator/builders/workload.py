@@ -21,8 +21,8 @@ from typing import Any, Literal
 from ..hashing import canonical_json, sha256_hex
 
 #: The kinds that own a runner workload (a Run's Job, a served Topology's or an Agent
-#: gateway's Deployment and Service).
-TargetKind = Literal["Run", "Topology", "Agent"]
+#: gateway's Deployment and Service), or, for an EvalRun, its case and judge Runs.
+TargetKind = Literal["Run", "Topology", "Agent", "EvalRun"]
 API_VERSION = "swarmkit.dev/v1alpha1"
 
 

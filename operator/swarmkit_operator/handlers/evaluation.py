@@ -24,6 +24,15 @@ An EvalRun is driven by its reconcile, which every event of one of its Runs enqu
 
 A case Run that failed (a budget refusal included), pinned another version than its side's,
 or whose judge could not give a verdict makes the case ``Errored``: never passed.
+
+The EvalRun grades only Runs it can prove it created (issue 39 with 46's rule): it records
+each one's uid in ``status.createdUids`` with the status write after the create (the one
+:class:`~swarmkit_operator.workload.ledger.Ledger` of the operator holds it meanwhile),
+and a Run under one of its planned names that :func:`~swarmkit_operator.builders.eval_runs.refused`
+does not accept (another uid, a copied ownerReference, an edited spec) is never graded nor
+adopted: its case is ``Errored`` with ``TamperedObject`` naming the Run, and a Warning
+Event says the same. Its up-front reservation covers, and its settle books, only those
+Runs (:mod:`swarmkit_operator.runs.budget`).
 """
 
 from __future__ import annotations
@@ -59,7 +68,7 @@ from swarmkit_api.spend import format_money, parse_money
 from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s, metrics
-from ..builders import Verdict
+from ..builders import Verdict, trust
 from ..builders import eval_runs as er
 from ..builders import spend as quota
 from ..builders.agent import workspace_name
@@ -67,12 +76,14 @@ from ..builders.eval_graders import Grade, errored, grade, grade_judge, judge_in
 from ..builders.eval_results import CaseInfo, Evaluated, Trial, evaluate
 from ..builders.eval_set import eval_set_status
 from ..builders.run_verdict import parse_time, rfc3339
+from ..builders.workload import Target
 from ..hashing import label_value
 from ..reconcile.controller import Controller, Kind, Observation
 from ..reconcile.views import MISSING, base_view, condition_status
 from ..runs import spend, summaries
 from ..runs.model import AGENTS, RUNS, SKILLS
-from ..workload.resolve import ready
+from ..workload.ledger import Ledger
+from ..workload.resolve import Resolver, ready
 from .common import App, index
 from .events import on_event
 
@@ -109,14 +120,19 @@ def evalset_by_judge(body: kopf.Body, namespace: str | None, name: str, **_: Any
 def evalrun_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     view = base_view(body)
     view["spec"] = dict(body.get("spec") or {})
+    # No Run of it can be its own from before it existed (trust.check_made's not_before).
+    view["created"] = (body.get("metadata") or {}).get("creationTimestamp")
     return {(namespace, name): view}
 
 
 @index("evalruns", id="evalrun_uids")
 def evalrun_uids(body: kopf.Body, name: str, **_: Any) -> dict[Any, Any]:
-    """uid → name: the SpendQuota refresh keeps the reservations of EvalRuns that exist."""
+    """uid → its name and ``status.createdUids``: the SpendQuota refresh keeps the
+    reservations of EvalRuns that exist, and a Run's budget gate asks whether the EvalRun
+    holding a reservation created that Run (:mod:`swarmkit_operator.runs.budget`)."""
     uid = (body.get("metadata") or {}).get("uid")
-    return {uid: name} if uid else {}
+    created = dict((body.get("status") or {}).get("createdUids") or {})
+    return {uid: {"name": name, "createdUids": created}} if uid else {}
 
 
 @index("evalruns", id="evalrun_by_set")
@@ -152,9 +168,25 @@ def eval_results(body: kopf.Body, namespace: str | None, **_: Any) -> dict[Any, 
 def eval_case_runs(
     body: kopf.Body, namespace: str | None, labels: Mapping[str, str], **_: Any
 ) -> dict[Any, Any]:
-    """(namespace, EvalRun) → its case and judge Runs."""
+    """(namespace, EvalRun) → the Runs labelled as its case and judge Runs (the label
+    proves nothing: each is checked against its record before it counts)."""
     owner = labels.get(er.EVAL_RUN_LABEL)
-    return {(namespace, owner): summaries.run_summary(body)} if owner else {}
+    return {(namespace, owner): _run_entry(body)} if owner else {}
+
+
+def _run_entry(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A Run summary with what :func:`~swarmkit_operator.builders.eval_runs.refused` reads
+    of its metadata (uid, generation, creation time, controller ownerReference)."""
+    summary = summaries.run_summary(body)
+    meta = body.get("metadata") or {}
+    summary["metadata"] = {
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "generation": meta.get("generation"),
+        "creationTimestamp": meta.get("creationTimestamp"),
+        "ownerReferences": summaries.controller_refs(meta),
+    }
+    return summary
 
 
 # --- events of what they depend on -------------------------------------------------------------
@@ -415,6 +447,23 @@ class _Ctx:
     uid: str
     spec: EvalRunSpec
     runs: Mapping[str, Mapping[str, Any]]
+    owner: Target
+    ledger: Ledger
+    made: trust.Made
+    #: The Runs found under a planned name that are not provably its own: name → why.
+    foreign: dict[str, str]
+
+    def foreign_run(self, run: Mapping[str, Any]) -> str | None:
+        """Why ``run`` (under one of the planned names) is not graded, or None when it is
+        the EvalRun's own (then remembered, so a predecessor's Run is recorded too)."""
+        name, uid = str(run.get("name")), str(run.get("uid") or "")
+        refused = er.refused(run, self.owner, self.made)
+        if refused is not None:
+            self.foreign[name] = refused.message
+            return f"{refused.reason}: {refused.message}"
+        if self.made.recorded.get(trust.made_key("Run", name)) != uid:
+            self.ledger.remember(self.owner, "Run", name, uid)
+        return None
 
 
 @dataclass
@@ -478,6 +527,9 @@ def _case_trial(
             )
         )
         return Trial(rname)
+    foreign = ctx.foreign_run(run)
+    if foreign is not None:
+        return Trial(rname, grade=errored(foreign))
     done = _finished(run)
     if done is None:
         progress.active += 1
@@ -528,6 +580,9 @@ def _judged(
             ),
         )
         return Trial(judge_run=jname, **found)
+    foreign = ctx.foreign_run(judge)
+    if foreign is not None:
+        return Trial(grade=errored(foreign), judge_run=jname, **found)
     done = _finished(judge)
     if done is None:
         progress.active += 1
@@ -587,14 +642,65 @@ def _progress(
     return progress
 
 
-async def _create_runs(ctx: _Ctx, progress: _Progress) -> int:
-    """Create the missing Runs, at most ``parallelism`` unfinished at once."""
+async def _create_runs(ctx: _Ctx, progress: _Progress) -> dict[str, dict[str, Any]]:
+    """Create the missing Runs, at most ``parallelism`` unfinished at once, each one's uid
+    remembered until the status records it. A name already taken is never taken as a Run
+    made: the Run found there (not in the index: unlabelled, or not seen yet) is returned,
+    to be checked like every other one."""
     room = max(0, ctx.spec.parallelism - progress.active)
-    made = 0
+    found: dict[str, dict[str, Any]] = {}
     for manifest in progress.create[:room]:
-        if await k8s.create_custom_if_absent("runs", ctx.namespace, manifest) is not None:
-            made += 1
-    return made
+        name = str(manifest["metadata"]["name"])
+        made = await k8s.create_custom_if_absent("runs", ctx.namespace, manifest)
+        if made is not None:
+            uid = str((made.get("metadata") or {}).get("uid") or "")
+            ctx.ledger.remember(ctx.owner, "Run", name, uid)
+            continue
+        there = await k8s.get_custom("runs", ctx.namespace, name)
+        if there is not None:
+            found[name] = _run_entry(there)
+    return found
+
+
+async def _run_cases(
+    ctl: Controller,
+    view: Mapping[str, Any],
+    spec: EvalRunSpec,
+    started: Started,
+    owner: Target,
+    ledger: Ledger,
+) -> tuple[_Ctx, _Progress]:
+    """Every trial checked, graded or made (module docstring, step 3). A Run found where
+    one was to be created is checked at once, like the indexed ones."""
+    namespace, name = owner.namespace, owner.name
+    recorded = view["status"].get("createdUids") or {}  # the ledger holds what is newer
+    before = _graded_before(view["status"])
+
+    def cache(key: str) -> Any:
+        return ctl.lookup("eval_results", (namespace, key))
+
+    def progress_of(runs: Mapping[str, Mapping[str, Any]]) -> tuple[_Ctx, _Progress]:
+        made = ledger.proof(owner, recorded, parse_time(view.get("created")))
+        ctx = _Ctx(namespace, name, owner.uid, spec, runs, owner, ledger, made, {})
+        return ctx, _progress(ctx, started, cache, before)
+
+    runs = {str(r["name"]): r for r in ctl.lookup_all("eval_case_runs", (namespace, name))}
+    ctx, progress = progress_of(runs)
+    found = await _create_runs(ctx, progress)
+    if found:
+        ctx, progress = progress_of({**runs, **found})
+    return ctx, progress
+
+
+def _ledger(ctl: Controller) -> Ledger:
+    """The operator's one ledger (the resolver's); a bare controller (unit tests wire one
+    without the Runs side) gets a ledger of its own, which adopts nothing unrecorded."""
+    if isinstance(ctl.resolver, Resolver):
+        return ctl.resolver.ledger
+    return _OWN_LEDGER
+
+
+_OWN_LEDGER = Ledger()
 
 
 # --- EvalRun: its SpendQuota reservation -------------------------------------------------------
@@ -656,40 +762,24 @@ async def _reserve(
     return Verdict(SUCCEEDED, "Unknown", refusal.verdict.reason, refusal.verdict.message)
 
 
-def _ran(status: Mapping[str, Any]) -> set[str]:
-    """The case and judge Runs the EvalRun's status shows it graded itself (not cached)."""
-    out: set[str] = set()
-    for case in status.get("cases") or ():
-        for side in ("candidate", "baseline"):
-            result = (case.get(side) or {}) if isinstance(case, dict) else {}
-            if not result.get("cached"):
-                out.update(str(r) for r in [*result.get("runs", ()), *result.get("judgeRuns", ())])
-    return out
-
-
 async def _settle(ctl: Controller, namespace: str, name: str, view: Mapping[str, Any]) -> None:
-    """Book what the finished EvalRun's Runs spent against its reservation, once every Run
-    labelled as its own has finished (each one's end enqueues the EvalRun again)."""
+    """Book what the finished EvalRun's own Runs (their uids in its ``createdUids``) spent
+    against its reservation, once each of them has finished (each one's end enqueues the
+    EvalRun again). A Run labelled as its own that it did not create counts for nothing
+    here: it reserved its own cap (:mod:`swarmkit_operator.runs.budget`)."""
     names = list(view["status"].get("spendReservations") or [])
     if not names:
         return
-    runs = ctl.lookup_all("eval_case_runs", (namespace, name))
+    recorded = dict(view["status"].get("createdUids") or {})
+    runs = er.own_runs(ctl.lookup_all("eval_case_runs", (namespace, name)), recorded)
     if any(_finished(r) is None for r in runs):
         return
-    if _ran(view["status"]) - {str(r.get("name")) for r in runs}:
-        # A Run it graded is gone (e.g. its TTL): what it spent is unknown, the reserved
+    if len(runs) < sum(k.startswith("Run/") for k in recorded):
+        # A Run it created is gone (e.g. its TTL): what it spent is unknown, the reserved
         # worst case stays booked.
         await spend.settle_spent(namespace, names, view["uid"], None, None)
         return
-    cost: int | None = 0
-    tokens = 0
-    for run in runs:
-        usage = (run.get("status") or {}).get("usage") or {}
-        tokens += int(usage.get("inputTokens") or 0) + int(usage.get("outputTokens") or 0)
-        if cost is not None and usage.get("cost") and not usage.get("costUnknown"):
-            cost += parse_money(str(usage["cost"]))
-        else:
-            cost = None  # unknown (never counted as 0): the reserved cost stays booked
+    cost, tokens = er.spent(runs)
     await spend.settle_spent(namespace, names, view["uid"], cost, tokens)
 
 
@@ -737,12 +827,18 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
     if view is None:
         return "gone"
     evalset = str((view["spec"].get("evalSetRef") or {}).get("name"))
+    owner, ledger = er.target(namespace, name, view["uid"]), _ledger(ctl)
     if view["status"].get("completionTime"):
         metrics.record_evaluation(namespace, evalset, view["status"])
+        ledger.forget(owner.uid)  # its final write recorded every Run it created
         await _settle(ctl, namespace, name, view)
         return "finished"
 
     async def write(fields: Mapping[str, Any], verdict: Verdict) -> bool:
+        # Every write carries the record (a field left out of an apply is removed); the
+        # ledger keeps each uid until the watch shows it (the Runs' gate reads the index).
+        recorded = view["status"].get("createdUids") or {}
+        uids = ledger.record(owner, recorded) or dict(recorded)
         return await ctl.write_status(
             "EvalRun",
             namespace,
@@ -750,7 +846,7 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
             view["uid"],
             int(view["generation"]),
             view["status"],
-            fields,
+            {**fields, "createdUids": uids} if uids else fields,
             [verdict],
         )
 
@@ -775,15 +871,11 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
             ctl.enqueue("EvalRun", namespace, name, delay=WAIT_RECHECK)
         return "waiting"
     started = replace(started, fields={**started.fields, "spendReservations": reserved})
-    runs = {str(r["name"]): r for r in ctl.lookup_all("eval_case_runs", (namespace, name))}
-    ctx = _Ctx(namespace, name, view["uid"], spec, runs)
-    progress = _progress(
-        ctx,
-        started,
-        lambda key: ctl.lookup("eval_results", (namespace, key)),
-        _graded_before(view["status"]),
-    )
-    await _create_runs(ctx, progress)
+    ctx, progress = await _run_cases(ctl, view, spec, started, owner, ledger)
+    for why in ctx.foreign.values():
+        involved = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "EvalRun", "uid": owner.uid}
+        involved.update(name=name, namespace=namespace)
+        ctl.post_event(involved, "Warning", REASON_TAMPERED_OBJECT, why)
     infos = [CaseInfo(c.name, c.weight, c.grader.type, c.critical) for c in started.cases]
     evaluated = evaluate(
         infos,

@@ -5,10 +5,14 @@ The quotas' names are written to ``status.spendReservations`` *before* reserving
 at any point leaves a Run whose reservations are found again (reserving is idempotent per
 Run uid, see :mod:`swarmkit_operator.builders.spend`).
 
-A case or judge Run of an EvalRun (its ``swarmkit.dev/eval-run`` label) reserves nothing
-when every covering quota holds that EvalRun's live up-front reservation (entry
-``EvalRun/<name>``): the EvalRun reserved its worst case and settles what all the Runs
-bearing its label spent (:mod:`swarmkit_operator.handlers.evaluation`).
+A case or judge Run of an EvalRun reserves nothing when every covering quota holds that
+EvalRun's live up-front reservation (entry ``EvalRun/<name>``, whose uid is the EvalRun's)
+*and* that EvalRun proves it created the Run: its uid is in the EvalRun's
+``status.createdUids`` or in the ledger of this process (created, record on its way). The
+EvalRun reserved its worst case and settles what those Runs spent
+(:mod:`swarmkit_operator.handlers.evaluation`). The label alone proves nothing (an editor
+may create a Run bearing it): any other labelled Run reserves its own cap like every Run,
+and the EvalRun's settle leaves it out.
 
 A quota with ``onExhausted: hold`` that cannot cover the Run opens a Review of kind
 ``spend`` (owned by the Run, decided like every Review: RBAC says who may patch it, the
@@ -26,6 +30,7 @@ from swarmkit_api.run import RunSpec
 from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s
+from ..builders import eval_runs as er
 from ..builders import run_status as rs
 from ..builders import spend as quota
 from ..builders.eval_runs import EVAL_RUN_LABEL, eval_run_spender
@@ -48,9 +53,9 @@ async def gate(
     if not names:
         return True, None
     evalrun = run.labels.get(EVAL_RUN_LABEL)
-    if evalrun and await spend.reserved_for(run.namespace, names, eval_run_spender(evalrun)):
-        # A case or judge Run of an EvalRun: its worst case is reserved up front, and the
-        # EvalRun settles what all its (labelled) Runs spent.
+    if evalrun and await _under_eval_run(st, run, names, evalrun):
+        # A case or judge Run its EvalRun created: its worst case is reserved up front, and
+        # the EvalRun settles what it spent.
         return True, None
     if list(run.status.get("spendReservations") or []) != names:
         intent = rs.pending(f"reserving its cap on SpendQuota {', '.join(names)}")
@@ -65,6 +70,21 @@ async def gate(
         st.waiting.setdefault(run.namespace, set()).add(run.uid)
     await status.write(st, run, refusal.verdict)
     return False, refusal.recheck
+
+
+async def _under_eval_run(st: RunState, run: RunView, names: list[str], evalrun: str) -> bool:
+    """Whether ``run`` starts under EvalRun ``evalrun``'s live up-front reservation on every
+    quota of ``names``: only when that EvalRun (the uid of the reservation, which only the
+    operator writes) proves it created the Run, by the ledger or its ``status.createdUids``
+    (the EvalRuns index: no API call). Else it reserves its own cap."""
+    holder = await spend.reservation_of(run.namespace, names, eval_run_spender(evalrun))
+    if holder is None:
+        return False
+    owner = er.target(run.namespace, evalrun, holder)
+    remembered = st.resolver.ledger.proof(owner, {}).created  # its record on its way
+    found = (st.idx.eval_runs or {}).get(holder) or ()
+    recorded = next((dict(e.get("createdUids") or {}) for e in found), {})
+    return er.proven(recorded, remembered, run.name, run.uid)
 
 
 async def _held(

@@ -241,15 +241,24 @@ async def reserve_cap(
     return None
 
 
-async def reserved_for(namespace: str, names: list[str], who: str) -> bool:
-    """Whether every quota of ``names`` holds a live reservation of ``who`` (an EvalRun's
-    up-front one, which its case Runs start under instead of reserving their own)."""
+async def reservation_of(namespace: str, names: list[str], who: str) -> str | None:
+    """The uid of ``who``'s live reservation (an EvalRun's up-front one, under which the
+    case Runs it proves it created start instead of reserving their own) when every quota
+    of ``names`` holds it; else None. Only the operator writes a quota's entries, so the
+    uid is the EvalRun's own, whatever a Run's label says."""
+    holders: set[str] = set()
     for name in names:
         doc = _listed.get((namespace, name)) or await k8s.get_custom(PLURAL, namespace, name)
         entries = ((doc or {}).get("status") or {}).get("entries") or []
-        if not any(e.get("run") == who and e.get("state") == "reserved" for e in entries):
-            return False
-    return True
+        found = {
+            str(e.get("uid"))
+            for e in entries
+            if e.get("run") == who and e.get("state") == "reserved" and e.get("uid")
+        }
+        if not found:
+            return None
+        holders = found if not holders else holders & found
+    return next(iter(holders)) if len(holders) == 1 else None
 
 
 async def release(namespace: str, names: list[str], uid: str) -> None:

@@ -91,8 +91,9 @@ def test_a_quota_failing_for_any_other_reason_does_not_stop_the_pass(
 def test_a_case_run_starts_under_its_evalruns_reservation_only_while_it_is_live(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A Run labelled as an EvalRun's skips its own reservation only when every covering
-    quota holds that EvalRun's live (reserved, not yet settled) entry."""
+    """A Run labelled as an EvalRun's may skip its own reservation only when every covering
+    quota holds that EvalRun's live (reserved, not yet settled) entry, whose uid names the
+    EvalRun that must prove it created the Run (test_eval_trust.py)."""
     docs = {
         "a": {"status": {"entries": [{"run": "EvalRun/ev", "uid": "u", "state": "reserved"}]}},
         "b": {"status": {"entries": [{"run": "EvalRun/ev", "uid": "u", "state": "spent"}]}},
@@ -106,8 +107,9 @@ def test_a_case_run_starts_under_its_evalruns_reservation_only_while_it_is_live(
     spend._listed.clear()
 
     def covered(names: list[str], who: str = "EvalRun/ev") -> bool:
-        return asyncio.run(spend.reserved_for("ns", names, who))
+        return asyncio.run(spend.reservation_of("ns", names, who)) is not None
 
+    assert asyncio.run(spend.reservation_of("ns", ["a"], "EvalRun/ev")) == "u"  # its uid
     assert covered(["a"])
     assert not covered(["a"], "EvalRun/forged")
     assert not covered(["b"])  # settled: a late Run reserves its own cap
