@@ -19,8 +19,11 @@ An EvalRun is driven by its reconcile, which every event of one of its Runs enqu
    Agent once the case's Run succeeded. At most ``parallelism`` of them are unfinished at
    once. A result another EvalRun already graded for the same key (case, target, version,
    grader, trials) is reused instead (``eval_results``);
-4. **grade and write**: :func:`swarmkit_operator.builders.eval_results.evaluate`, and once
-   nothing is pending, the verdict with ``Succeeded=True`` (reason ``Evaluated``).
+4. **calibrate**: a judge Run on every human-labelled answer of its judged cases, read as
+   the judge's kappa against the people (:mod:`swarmkit_operator.builders.eval_calibration`);
+5. **grade and write**: :func:`swarmkit_operator.builders.eval_results.evaluate`, and once
+   nothing is pending, the verdict with ``Succeeded=True`` (reason ``Evaluated``, or the
+   calibration gate's reason with an ``Inconclusive`` verdict).
 
 A case Run that failed (a budget refusal included), pinned another version than its side's,
 or whose judge could not give a verdict makes the case ``Errored``: never passed.
@@ -43,7 +46,6 @@ from swarmkit_api.conditions import (
     REASON_BUDGET_EXHAUSTED,
     REASON_EVAL_SET_NOT_FOUND,
     REASON_EVAL_SET_NOT_READY,
-    REASON_EVALUATED,
     REASON_INVALID,
     REASON_PINNED_REVISION_MISSING,
     REASON_RUNNING,
@@ -60,6 +62,7 @@ from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s, metrics
 from ..builders import Verdict
+from ..builders import eval_calibration as cal
 from ..builders import eval_runs as er
 from ..builders import spend as quota
 from ..builders.agent import workspace_name
@@ -587,6 +590,33 @@ def _progress(
     return progress
 
 
+def _calibrate(
+    ctx: _Ctx, cases: tuple[EvalCase, ...], progress: _Progress
+) -> tuple[dict[tuple[str, int], Grade], int]:
+    """The judges' grades of the human-labelled answers read so far, and how many are not
+    (their Runs made first: the gate they feed decides whether the rest means anything)."""
+    grades: dict[tuple[str, int], Grade] = {}
+    missing = []
+    items = cal.labelled(cases)
+    for item in items:
+        run = ctx.runs.get(cal.run_name(ctx.name, item))
+        done = _finished(run) if run is not None else None
+        if run is None:
+            missing.append(cal.calibration_run(ctx.namespace, ctx.name, ctx.uid, ctx.spec, item))
+        elif done is None:
+            progress.active += 1
+        else:
+            _spent(run, progress)
+            output = str((run.get("status") or {}).get("output") or "")
+            grades[(item.case, item.index)] = (
+                grade_judge(item.grader, output)
+                if done[0] == "True"
+                else errored(f"calibration Run {run.get('name')} {done[1]}: {done[2]}")
+            )
+    progress.create[:0] = missing
+    return grades, len(items) - len(grades)
+
+
 async def _create_runs(ctx: _Ctx, progress: _Progress) -> int:
     """Create the missing Runs, at most ``parallelism`` unfinished at once."""
     room = max(0, ctx.spec.parallelism - progress.active)
@@ -636,6 +666,10 @@ async def _reserve(
         return list(status["spendReservations"])
     spec = EvalRunSpec.model_validate(view["spec"])
     planned = er.planned_runs(namespace, name, view["uid"], spec, started.cases, started.targets)
+    planned += [
+        cal.calibration_run(namespace, name, view["uid"], spec, item)
+        for item in cal.labelled(started.cases)
+    ]
     cap, specs = _worst_case(ctl, namespace, planned)
     names: set[str] = set()
     for target in {
@@ -710,6 +744,7 @@ def _fields(started: Started, ev: Evaluated, currency: str | None) -> dict[str, 
         flaky=list(ev.flaky),
         errored=list(ev.errored),
         cases=[c.wire() for c in ev.cases],
+        judges=[j.wire() for j in ev.judges],
     )
     if ev.total_cost_micros is not None:
         fields["totalCost"] = format_money(ev.total_cost_micros)
@@ -725,7 +760,7 @@ def _fields(started: Started, ev: Evaluated, currency: str | None) -> dict[str, 
 
 def _condition(ev: Evaluated) -> Verdict:
     if ev.verdict:
-        return Verdict(SUCCEEDED, "True", REASON_EVALUATED, f"{ev.verdict}: {ev.reason}")
+        return Verdict(SUCCEEDED, "True", ev.condition_reason, f"{ev.verdict}: {ev.reason}")
     total = len(ev.cases)
     return Verdict(
         SUCCEEDED, "Unknown", REASON_RUNNING, f"{total - ev.pending}/{total} case(s) graded"
@@ -783,6 +818,7 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         lambda key: ctl.lookup("eval_results", (namespace, key)),
         _graded_before(view["status"]),
     )
+    labels_graded, calibrating = _calibrate(ctx, started.cases, progress)
     await _create_runs(ctx, progress)
     infos = [CaseInfo(c.name, c.weight, c.grader.type, c.critical) for c in started.cases]
     evaluated = evaluate(
@@ -794,6 +830,8 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         spec.seed,
         progress.keys,
         progress.cached,
+        cal.calibrations(started.cases, labels_graded),
+        calibrating,
     )
     fields = _fields(started, evaluated, progress.currency)
     written = await write(fields, _condition(evaluated))
