@@ -320,6 +320,39 @@ class EvalSetSpec(ApiModel):
     )
 
 
+class Interval(ApiModel):
+    """A 95 % interval."""
+
+    low: float = Field(description="Lower bound.")
+    high: float = Field(description="Upper bound.")
+
+
+class JudgeCalibration(ApiModel):
+    """One judge's agreement with the human labels of the cases it judges."""
+
+    judge: str = Field(description="Agent/<name>, with +Skill/<name> for a judgeSkill judge.")
+    labels: int = Field(default=0, ge=0, description="Labelled answers the judge graded.")
+    errored: int = Field(
+        default=0, ge=0, description="Labelled answers the judge gave no verdict on (left out)."
+    )
+    agreed: int = Field(
+        default=0, ge=0, description="Of labels, those where judge and person agree."
+    )
+    kappa: float | None = Field(
+        default=None, description="Cohen's kappa (unset: too few labels, or no variation)."
+    )
+    standard_error: float | None = Field(
+        default=None, description="Its large-sample standard error (Fleiss, Cohen, Everitt 1969)."
+    )
+    interval: Interval | None = Field(default=None, description="kappa ± 1.96 standard errors.")
+    min_kappa: float | None = Field(default=None, description="The gate (highest of its graders).")
+    min_labels: int | None = Field(default=None, description="Fewest labels the gate accepts.")
+    calibrated: bool | None = Field(
+        default=None,
+        description="kappa ≥ minKappa over at least minLabels labels (unset: no gate).",
+    )
+
+
 class EvalSetStatus(ApiModel):
     """Observed state of an EvalSet."""
 
@@ -329,6 +362,15 @@ class EvalSetStatus(ApiModel):
     )
     case_count: int = Field(default=0, ge=0, description="Inline cases.")
     model_graded: int = Field(default=0, ge=0, description="Cases graded by a model (judges).")
+    judges: list[JudgeCalibration] = Field(
+        default_factory=list,
+        max_length=MAX_CASES,
+        description="Each judge's Cohen's kappa against the human labels, as the newest "
+        "finished EvalRun of this version of the EvalSet measured it.",
+    )
+    calibration_eval_run: str | None = Field(
+        default=None, description="The EvalRun whose calibration judges shows."
+    )
     conditions: Conditions = Field(default_factory=list, description="Accepted, Ready.")
 
 
@@ -502,13 +544,6 @@ class CaseResult(ApiModel):
     )
 
 
-class Interval(ApiModel):
-    """A 95 % interval."""
-
-    low: float = Field(description="Lower bound.")
-    high: float = Field(description="Upper bound.")
-
-
 class SideSummary(ApiModel):
     """One side over every graded case."""
 
@@ -539,32 +574,6 @@ class Comparison(ApiModel):
     fixed: int = Field(default=0, ge=0, description="Candidate passed, baseline not.")
     p_value: float | None = Field(
         default=None, description="Exact McNemar (two-sided binomial sign test) p-value."
-    )
-
-
-class JudgeCalibration(ApiModel):
-    """One judge's agreement with the human labels of the cases it judges."""
-
-    judge: str = Field(description="Agent/<name>, with +Skill/<name> for a judgeSkill judge.")
-    labels: int = Field(default=0, ge=0, description="Labelled answers the judge graded.")
-    errored: int = Field(
-        default=0, ge=0, description="Labelled answers the judge gave no verdict on (left out)."
-    )
-    agreed: int = Field(
-        default=0, ge=0, description="Of labels, those where judge and person agree."
-    )
-    kappa: float | None = Field(
-        default=None, description="Cohen's kappa (unset: too few labels, or no variation)."
-    )
-    standard_error: float | None = Field(
-        default=None, description="Its large-sample standard error (Fleiss, Cohen, Everitt 1969)."
-    )
-    interval: Interval | None = Field(default=None, description="kappa ± 1.96 standard errors.")
-    min_kappa: float | None = Field(default=None, description="The gate (highest of its graders).")
-    min_labels: int | None = Field(default=None, description="Fewest labels the gate accepts.")
-    calibrated: bool | None = Field(
-        default=None,
-        description="kappa ≥ minKappa over at least minLabels labels (unset: no gate).",
     )
 
 

@@ -151,6 +151,19 @@ def eval_results(body: kopf.Body, namespace: str | None, **_: Any) -> dict[Any, 
     return out
 
 
+@index("evalruns", id="evalset_calibrations")
+def evalset_calibrations(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, EvalSet) → the judges' calibration of each of its finished EvalRuns."""
+    status = body.get("status") or {}
+    ref = ((body.get("spec") or {}).get("evalSetRef") or {}).get("name")
+    if not status.get("completionTime") or not status.get("judges") or not isinstance(ref, str):
+        return {}
+    keep = ("completionTime", "evalSetVersion", "judges")
+    return {(namespace, ref): {"name": name, **{k: status.get(k) for k in keep}}}
+
+
 @index("runs", id="eval_case_runs", group=GROUP, version=VERSION)
 def eval_case_runs(
     body: kopf.Body, namespace: str | None, labels: Mapping[str, str], **_: Any
@@ -219,6 +232,7 @@ async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: b
     status = eval_set_status(
         view["spec"], category, lambda a: ctl.lookup("agent_views", (namespace, a)) is not None
     )
+    found = ctl.lookup_all("evalset_calibrations", (namespace, name))
     written = await ctl.write_status(
         "EvalSet",
         namespace,
@@ -226,10 +240,20 @@ async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: b
         view["uid"],
         int(view["generation"]),
         view["status"],
-        dict(status.fields),
+        {**status.fields, **latest_calibration(found, status.fields.get("version"))},
         status.verdicts,
     )
     return "changed" if written else "unchanged"
+
+
+def latest_calibration(found: list[Mapping[str, Any]], version: str | None) -> dict[str, Any]:
+    """The judges' kappa as the newest finished EvalRun of this EvalSet version measured
+    it (an edit of the labels is a new version: an older calibration is not shown)."""
+    mine = [f for f in found if f.get("evalSetVersion") == version]
+    if not mine:
+        return {}  # server-side apply: fields left out are removed
+    newest = max(mine, key=lambda f: (str(f.get("completionTime")), str(f.get("name"))))
+    return {"judges": newest["judges"], "calibrationEvalRun": newest["name"]}
 
 
 EVAL_SET_KIND = Kind(
@@ -843,10 +867,30 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
     return "changed" if written else "unchanged"
 
 
+def evalrun_dependents_view(view: dict[str, Any] | None) -> Any:
+    """What its EvalSet reads of an EvalRun: the judges' calibration, once finished."""
+    if view is None:
+        return MISSING
+    ref = (view["spec"].get("evalSetRef") or {}).get("name")
+    return (ref, view["status"].get("completionTime"), True)
+
+
+def evalrun_dependents(
+    ctl: Controller, namespace: str, name: str, seen: Observation, body: Mapping[str, Any]
+) -> None:
+    """A finished (or deleted) EvalRun: its EvalSet shows the newest calibration."""
+    if seen.changed:
+        for view in (seen.view, seen.previous):
+            if isinstance(view, tuple) and view[0] and view[1]:
+                ctl.enqueue("EvalSet", namespace, str(view[0]))
+
+
 EVAL_RUN_KIND = Kind(
     "EvalRun",
     priority=3,  # after the Agents and Topologies it runs
     reconcile=reconcile_evalrun,
     api=EVAL_RUN,
-    indexes=(evalrun_views, evalrun_uids, evalrun_by_set, eval_results),
+    indexes=(evalrun_views, evalrun_uids, evalrun_by_set, eval_results, evalset_calibrations),
+    dependents_view=evalrun_dependents_view,
+    dependents=evalrun_dependents,
 )

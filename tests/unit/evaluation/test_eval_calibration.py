@@ -230,3 +230,49 @@ def test_admission_refuses_labels_and_gates_where_no_judge_is(
     with pytest.raises(ManifestError) as exc:
         validate_manifest(doc)
     assert message in str(exc.value)
+
+
+def test_labels_and_the_gate_keep_the_results_cache_key() -> None:
+    target = er.SideTarget("Agent", "t", "abc12345")
+    plain = EvalCase.model_validate(
+        {
+            "name": "tone",
+            "input": "x",
+            "grader": {"type": "judgeAgent", "agent": "j", "rubric": "r"},
+        }
+    )
+    gated = judged("tone", LABELS, minKappa=0.6).model_copy(update={"input": "x"})
+    gated = gated.model_copy(update={"grader": gated.grader.model_copy(update={"agent": "j"})})
+    assert er.cache_key(gated, target, 3) == er.cache_key(plain, target, 3)
+    stricter = plain.model_copy(
+        update={"grader": plain.grader.model_copy(update={"threshold": 0.9})}
+    )
+    assert er.cache_key(stricter, target, 3) != er.cache_key(plain, target, 3)
+
+
+def test_the_evalset_shows_the_newest_calibration_of_its_version() -> None:
+    from swarmkit_operator.handlers.evaluation import latest_calibration
+
+    judges = [{"judge": "Agent/j", "labels": 10, "kappa": 0.8}]
+    found = [
+        {
+            "name": "old",
+            "completionTime": "2026-12-06T01:00:00Z",
+            "evalSetVersion": "v1",
+            "judges": [{"judge": "Agent/j", "labels": 10, "kappa": 0.1}],
+        },
+        {
+            "name": "new",
+            "completionTime": "2026-12-06T02:00:00Z",
+            "evalSetVersion": "v1",
+            "judges": judges,
+        },
+        {
+            "name": "newer-other-labels",
+            "completionTime": "2026-12-06T03:00:00Z",
+            "evalSetVersion": "v0",
+            "judges": [],
+        },
+    ]
+    assert latest_calibration(found, "v1") == {"judges": judges, "calibrationEvalRun": "new"}
+    assert latest_calibration(found, "v2") == {}
