@@ -26,7 +26,6 @@ from typing import Any
 
 import pytest
 
-from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text
 
@@ -42,6 +41,7 @@ from .runs_support import (
     wait_ready,
 )
 from .test_evals import condition, doc
+from .test_evals import operator as operator
 from .test_promotion_graded import (
     AGENT,
     EVAL_SET,
@@ -99,15 +99,6 @@ def fair_verdict(request: RecordedRequest) -> Reply:
 def model() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer(default=fair_verdict) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {})
-    op.start()
-    yield op
-    op.stop()
-    assert op.denials() == [], op.denials()
 
 
 def judges_of(kube: Kube, ns: str, kind: str, name: str) -> list[dict[str, Any]]:
