@@ -24,6 +24,7 @@ from swarmkit_api.endpoints import declared_endpoints
 
 from . import k8s
 from .builders import netpol
+from .builders.workload import Target
 
 #: Seconds a resolved host is reused.
 CACHE_SECONDS = 30.0
@@ -110,21 +111,23 @@ async def delete_policy(namespace: str, name: str) -> None:
 
 
 async def workload_policy(
-    deployment: Mapping[str, Any], bundle: RunBundle, port: int, needs_apiserver: bool = False
+    target: Target,
+    deployment: Mapping[str, Any],
+    bundle: RunBundle,
+    port: int,
+    needs_apiserver: bool = False,
 ) -> dict[str, Any] | None:
-    """The NetworkPolicy of a served Topology's or a gateway's Deployment: its pods, its
-    owner, ingress on ``port`` only (None: the Workspace's policy is ``none``). The
-    pipeline applies it before the Deployment (:mod:`swarmkit_operator.workload`)."""
-    plan = await plan_for(bundle, needs_apiserver=needs_apiserver)
-    if plan is None:
-        return None
+    """The NetworkPolicy of a served Topology's or a gateway's Deployment, from the plan
+    ``bundle`` resolves to now: its pods, ingress on ``port`` only (None: the Workspace's
+    policy is ``none``). The one builder (:func:`~.builders.netpol.workload_policy`) makes
+    a Run's too; the pipeline applies this one before the Deployment
+    (:mod:`swarmkit_operator.workload`)."""
     meta = deployment["metadata"]
-    return netpol.build_network_policy(
+    return netpol.workload_policy(
+        target,
+        await plan_for(bundle, needs_apiserver=needs_apiserver),
         name=meta["name"],
-        namespace=meta["namespace"],
-        owner=meta["ownerReferences"][0],
         pod_selector=deployment["spec"]["selector"]["matchLabels"],
         labels=dict(meta.get("labels") or {}),
-        egress_plan=plan,
         ingress_ports=[port],
     )

@@ -7,7 +7,9 @@ table). :func:`build_network_policy` renders a plan as a ``networking.k8s.io/v1`
 NetworkPolicy selecting exactly the given pods: every ingress denied except the listed
 ports; egress only to the cluster DNS, to each declared destination's resolved addresses
 on its port, and to the ``allow`` CIDRs with the denied ranges (link-local, the apiserver)
-cut out unless the CIDR names them.
+cut out unless the CIDR names them. :func:`workload_policy` is the one NetworkPolicy of a
+runner workload (a Run's Jobs, a served Topology's or a gateway's Deployment), owned by its
+target.
 
 Limitation (documented in docs/isolation.md): names resolve once, at render time; a
 destination behind rotating addresses (a CDN) changes under the policy, and a name that
@@ -31,6 +33,7 @@ from swarmkit_api.egress import (
 from swarmkit_api.endpoints import declared_endpoints
 
 from . import MANAGED_BY
+from .workload import Target, owner_reference
 
 #: host → its addresses (empty when it does not resolve).
 Resolve = Callable[[str], Sequence[str]]
@@ -167,4 +170,37 @@ def build_network_policy(
     }
 
 
-__all__ = ["DNS_PEER", "Resolve", "apiserver_denied", "build_network_policy", "plan"]
+def workload_policy(
+    target: Target,
+    egress_plan: EgressPlan | None,
+    *,
+    name: str,
+    pod_selector: Mapping[str, str],
+    labels: Mapping[str, str],
+    ingress_ports: Sequence[int] = (),
+) -> dict[str, Any] | None:
+    """The egress NetworkPolicy of a runner workload, the one builder of it for all three
+    (a Run's Jobs, a served Topology's and an Agent gateway's Deployment): ``name``,
+    selecting ``pod_selector``'s pods, controlled by ``target`` like every object of its
+    workload; None when ``egress_plan`` is (the Workspace's egress policy is ``none``)."""
+    if egress_plan is None:
+        return None
+    return build_network_policy(
+        name=name,
+        namespace=target.namespace,
+        owner=owner_reference(target),
+        pod_selector=pod_selector,
+        labels=labels,
+        egress_plan=egress_plan,
+        ingress_ports=ingress_ports,
+    )
+
+
+__all__ = [
+    "DNS_PEER",
+    "Resolve",
+    "apiserver_denied",
+    "build_network_policy",
+    "plan",
+    "workload_policy",
+]

@@ -1,12 +1,14 @@
 """Starting a Run: its immutable bundle ConfigMap and its Job; and recreating a lost Job.
 
 A Run goes through the runner-workload pipeline (:mod:`swarmkit_operator.workload`) like a
-served Topology or a gateway, with its budget gate between the refusals and the bundle.
+served Topology or a gateway, with its budget gate between the refusals and the bundle; its
+bundle is the pipeline's bundle step in its pinned mode (``pipeline.ensure_bundle``) and its
+NetworkPolicy the egress step for a Job (``pipeline.create_policy``, the one builder).
 Its objects are idempotent by name (derived from the Run's name and uid, and for the Job
 the recreation count): AlreadyExists means "already done" when the object is provably the
-operator's (a bundle with the digest the Run recorded, a Job or NetworkPolicy whose
-controller is the Run; else ``TamperedObject``), and an existing bundle is reused as it
-is, so a start retried after a crash runs with what the Run pinned the first time.
+operator's (a bundle with the digest the Run recorded, a Job or NetworkPolicy whose uid its
+status records; else ``TamperedObject``), and an existing bundle is reused as it is, so a
+start retried after a crash runs with what the Run pinned the first time.
 The Job's name, the bundle's name and what was pinned go to ``status`` at once, so a later
 reconcile (or another operator process) knows which Job is current.
 """
@@ -26,7 +28,7 @@ from swarmkit_api.review import ResumeDecision
 from swarmkit_api.run import RunSpec
 
 from .. import egress, k8s
-from ..builders import RUN_LABEL, netpol, trust
+from ..builders import RUN_LABEL, trust
 from ..builders import bundle as bundles
 from ..builders import job as jobs
 from ..builders import run_status as rs
@@ -117,8 +119,7 @@ async def _create(
     await ensure_policy(st, run, ref, rendered)
     st.mark(run.uid, "policy_created")
     job_manifest = job_manifest_for(st, ref, rendered, cm_name, recreation=0)
-    cm_path = k8s.core_path("configmaps", run.namespace)
-    cm_task = asyncio.ensure_future(k8s.create_start_object(cm_path, cm_manifest))
+    cm_task = asyncio.ensure_future(pipeline.ensure_bundle(cm_manifest, _pinned(run)))
     job_task = asyncio.ensure_future(
         pipeline.create_owned(job_manifest, jobs.target_of(ref), proof(st, run))
     )
@@ -126,16 +127,29 @@ async def _create(
     st.mark(run.uid, "bundle_created")
     cm_error, job_error = cm_task.exception(), job_task.exception()
     job_res = None if job_error else job_task.result()
-    if cm_error is not None or cm_task.result() is None:
-        # No bundle of ours: the Job must not run without (or with another) one.
+    found = None if cm_error else cm_task.result()
+    if cm_error is not None or (found is not None and not _same(found, cm_manifest)):
+        # No bundle of ours with what the Job was built from: it must not run.
         if job_res is not None and job_res.created is not None:
             await k8s.delete_job(run.namespace, str(job_manifest["metadata"]["name"]))
         if cm_error is not None:
             raise cm_error
+        # The Run pinned another bundle before: the next attempt runs with that one.
         raise RuntimeError(f"bundle {cm_name} appeared concurrently; starting again")
     if job_error is not None:
         raise job_error
     return await record_job(st, run, rendered, job_manifest, job_task.result(), cm_name, 0)
+
+
+def _pinned(run: RunView) -> str:
+    """The digest a bundle already under the Run's name must have to be the Run's: the one
+    its status records; "" before that write (a crash before it): the one rendered now,
+    which the bundle step computes only when a bundle is there."""
+    return str(run.status.get("bundleSha256") or "")
+
+
+def _same(found: Mapping[str, Any], cm_manifest: Mapping[str, Any]) -> bool:
+    return trust.data_digest(found.get("data") or {}) == trust.data_digest(cm_manifest["data"])
 
 
 async def _bundle_again(
@@ -145,17 +159,13 @@ async def _bundle_again(
     rendered: bundles.RenderedBundle,
 ) -> bundles.RenderedBundle:
     """Create the bundle, or take the one an earlier attempt made: the run keeps what it
-    pinned then, if it is provably ours: the digest recorded in status, else (a crash
-    before that write) the same content as rendered now. Anything else was created by
-    someone else (``TamperedObject``, raised by the resolver)."""
-    cm_path = k8s.core_path("configmaps", run.namespace)
-    created = await k8s.create_start_object(cm_path, cm_manifest)
+    pinned then, if it is provably ours (:func:`_pinned`). Anything else was created by
+    someone else (``TamperedObject``, raised by the pipeline's bundle step)."""
+    found = await pipeline.ensure_bundle(cm_manifest, _pinned(run))
     st.mark(run.uid, "bundle_created")
-    if created is not None:
+    if found is None:
         return rendered
-    recorded = run.status.get("bundleSha256") or trust.data_digest(cm_manifest["data"])
-    name = str(cm_manifest["metadata"]["name"])
-    return await st.resolver.existing_bundle(run.namespace, name, str(recorded))
+    return await st.resolver.pinned_bundle(run.namespace, found)
 
 
 async def with_egress(rendered: bundles.RenderedBundle) -> bundles.RenderedBundle:
@@ -171,21 +181,20 @@ async def with_egress(rendered: bundles.RenderedBundle) -> bundles.RenderedBundl
 async def ensure_policy(
     st: RunState, run: RunView, ref: jobs.RunRef, rendered: bundles.RenderedBundle
 ) -> None:
-    """Create the Run's NetworkPolicy from the plan its bundle pins (none: policy none);
-    one already there is kept only if the operator provably made it for the Run."""
-    plan = rendered.bundle.egress
-    if plan is None:
-        return
-    manifest = netpol.build_network_policy(
-        name=jobs.job_name(ref.name, ref.uid),
-        namespace=ref.namespace,
-        owner=jobs.owner_reference(ref),
+    """The pipeline's egress step for the Run (:func:`pipeline.create_policy`): the
+    NetworkPolicy of all its Jobs' pods, from the plan its bundle pins, named after its
+    first Job; one already there is kept only if the operator provably made it for the Run."""
+    name = jobs.job_name(ref.name, ref.uid)
+    owned = await pipeline.create_policy(
+        jobs.target_of(ref),
+        proof(st, run),
+        rendered.bundle.egress,
+        name=name,
         pod_selector={jobs.RUN_UID_LABEL: jobs.label_value(ref.uid)},
         labels={RUN_LABEL: jobs.label_value(ref.name)},
-        egress_plan=plan,
     )
-    owned = await pipeline.create_owned(manifest, jobs.target_of(ref), proof(st, run))
-    remember(st, run, "NetworkPolicy", str(manifest["metadata"]["name"]), owned.uid)
+    if owned is not None:
+        remember(st, run, "NetworkPolicy", name, owned.uid)
 
 
 def run_target(run: RunView) -> Target:

@@ -21,10 +21,11 @@ from swarmkit_api.conditions import (
     REASON_RUNTIME_CLASS_NOT_FOUND,
     REASON_WAITING,
 )
+from swarmkit_api.egress import EgressPlan
 from swarmkit_api.run import RunSpec
 
 from .. import k8s, sandbox
-from ..builders import trust, unservable
+from ..builders import netpol, trust, unservable
 from ..builders.workload import Target
 from .resolve import Resolved, Resolver, Waiting
 
@@ -67,17 +68,32 @@ async def refusals(bundle: RunBundle, served: str | None = None) -> Stop | None:
 
 
 # -- 3. bundle ---------------------------------------------------------------------------
-async def ensure_bundle(manifest: Mapping[str, Any]) -> bool:
-    """Create the immutable, content-addressed bundle ConfigMap (True: created now).
+async def ensure_bundle(
+    manifest: Mapping[str, Any], pinned: str | None = None
+) -> Mapping[str, Any] | None:
+    """Create the immutable bundle ConfigMap ``manifest``: None when it was created now.
 
-    One already there under its name is used only when its data is exactly what the
-    operator would write: else ``TamperedObject``."""
-    if await k8s.create_config_map(manifest):
-        return True
-    name = str(manifest["metadata"]["name"])
-    found = await k8s.read_config_map(str(manifest["metadata"]["namespace"]), name)
-    trust.check("the workload's bundle", name, found, trust.data_digest(manifest["data"]))
-    return False
+    One already there under its name is used, and returned, only when its data is the
+    operator's, else :class:`~swarmkit_operator.builders.trust.Refused`
+    (``TamperedObject``; gone meanwhile: ``PinnedRevisionMissing``):
+
+    - a served workload's (``pinned`` None) must be exactly what it renders now: it runs
+      the current version, and its name is content-addressed;
+    - a Run's must have the digest ``pinned`` (its ``status.bundleSha256``; "" before that
+      write: the digest rendered now): a Run keeps what it pinned first, and reads it back
+      from the ConfigMap returned (:meth:`~.resolve.Resolver.pinned_bundle`). A Run's goes
+      through the start lane, as its Job does (Run starts have their own pool)."""
+    namespace, name = str(manifest["metadata"]["namespace"]), str(manifest["metadata"]["name"])
+    if pinned is None:
+        created = await k8s.create_config_map(manifest)
+    else:
+        path = k8s.core_path("configmaps", namespace)
+        created = await k8s.create_start_object(path, manifest) is not None
+    if created:
+        return None
+    found = await k8s.read_config_map(namespace, name)
+    what = "the workload's bundle" if pinned is None else "the run's bundle"
+    return trust.check(what, name, found, pinned or trust.data_digest(manifest["data"]))
 
 
 # -- 4./5. egress policy and workload objects (a served workload's: served._apply) -----
@@ -102,6 +118,26 @@ async def create_owned(manifest: Mapping[str, Any], target: Target, made: trust.
     return Owned(trust.check_made(str(manifest["kind"]), found, target, made))
 
 
+async def create_policy(
+    target: Target,
+    made: trust.Made,
+    plan: EgressPlan | None,
+    *,
+    name: str,
+    pod_selector: Mapping[str, str],
+    labels: Mapping[str, str],
+) -> Owned | None:
+    """Step 4 for a Job: the NetworkPolicy its pods run under, from ``plan`` (the one the
+    bundle pins; None: the egress policy is ``none``, no NetworkPolicy), created once
+    (:func:`create_owned`): a Run's objects never change once made. A served workload's
+    comes from the same builder (:func:`~swarmkit_operator.builders.netpol.workload_policy`)
+    and is applied with its Deployment (:mod:`.served`)."""
+    policy = netpol.workload_policy(
+        target, plan, name=name, pod_selector=pod_selector, labels=labels
+    )
+    return None if policy is None else await create_owned(policy, target, made)
+
+
 # -- 7. prune ----------------------------------------------------------------------------
 async def prune_bundles(
     namespace: str, bundles: Iterable[tuple[str, str]], keep: str | None
@@ -117,6 +153,7 @@ __all__ = [
     "Owned",
     "Stop",
     "create_owned",
+    "create_policy",
     "ensure_bundle",
     "prune_bundles",
     "refusals",

@@ -531,7 +531,15 @@ class Resolver:
                 f"the run's bundle ConfigMap {cm_name} exists but the run recorded no digest "
                 "of a bundle the operator wrote: it is not used",
             )
-        trust.check("the run's bundle", cm_name, cm, digest)
+        return await self.pinned_bundle(
+            namespace, trust.check("the run's bundle", cm_name, cm, digest)
+        )
+
+    async def pinned_bundle(self, namespace: str, cm: Mapping[str, Any]) -> bundles.RenderedBundle:
+        """What the Run's bundle ConfigMap ``cm`` pins, its data already proven the
+        operator's (:meth:`existing_bundle`, or the pipeline's
+        :func:`~.pipeline.ensure_bundle`): the bundle, and the files of each skill
+        revision it pins, read (not cached) so each revision still exists."""
         data = cm.get("data") or {}
         bundle = RunBundle.model_validate_json(data[BUNDLE_FILE])
         files: dict[str, tuple[jobs.SkillFileItem, ...]] = {}

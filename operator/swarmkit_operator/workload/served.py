@@ -139,7 +139,7 @@ async def _roll_out(
         # Its pod template names this bundle: created (and checked) when it was applied.
         if bundles is not None and name not in bundles:
             await pipeline.ensure_bundle(config_map)
-        await _guard(ledger, made, target, await _companions(rendered, manifests))
+        await _guard(ledger, made, target, await _companions(target, rendered, manifests))
         return Rollout(rendered, name, observed, _uids(ledger, served))
     await pipeline.ensure_bundle(config_map)
     applied = await _apply(ledger, made, target, rendered, manifests)
@@ -158,7 +158,7 @@ async def _apply(
     nothing is written for a workload one of whose objects (by name) the operator did not
     provably make for ``target``; each applied one is remembered by uid until recorded."""
     meta = m.deployment["metadata"]
-    docs = [*await _companions(rendered, m), m.deployment]
+    docs = [*await _companions(target, rendered, m), m.deployment]
     for doc in reversed(docs):  # the Deployment first: what a refusal names when it can
         found = await k8s.get_object(k8s.object_path(doc))
         kind, name = str(doc["kind"]), str(doc["metadata"]["name"])
@@ -173,11 +173,13 @@ async def _apply(
     return applied
 
 
-async def _companions(rendered: RenderedBundle, m: Manifests) -> list[dict[str, Any]]:
+async def _companions(
+    target: Target, rendered: RenderedBundle, m: Manifests
+) -> list[dict[str, Any]]:
     """The objects the Deployment's pods depend on, in the order they are applied: the
-    NetworkPolicy (None: the pods need none), the extra objects, the Service."""
+    NetworkPolicy (step 4; None: the pods need none), the extra objects, the Service."""
     policy = await egress.workload_policy(
-        m.deployment, rendered.bundle, m.port, needs_apiserver=m.needs_apiserver
+        target, m.deployment, rendered.bundle, m.port, needs_apiserver=m.needs_apiserver
     )
     return [*([policy] if policy is not None else []), *m.extra, m.service]
 
