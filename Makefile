@@ -175,11 +175,11 @@ test-real-node: $(STAMP) cluster-binaries node-binaries images ## the real-node 
 # The runtime and operator images, built for real without a Docker daemon (buildah + debootstrap
 # from Debian's packages, installed when missing; needs root). Cached under
 # ~/.cache/swarmkit-operator/images: a second run with unchanged inputs is a few seconds.
-images: $(STAMP) ## build both images (buildah, no daemon) into the process node's image store
+images: $(RUN_STAMP) ## build both images (buildah, no daemon) into the process node's image store
 	$(PY) -m swarmkit_devcluster images
 
 # Rebuild only images that were built before and whose inputs changed (never a cold build).
-images-if-built: $(STAMP)
+images-if-built: $(RUN_STAMP)
 	$(PY) -m swarmkit_devcluster images --if-built
 
 # make test builds both images when they are missing or stale (a cold build is ~3 min as

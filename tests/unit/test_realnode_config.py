@@ -103,6 +103,26 @@ def test_make_demo_as_root_runs_its_run_on_the_real_node() -> None:
     assert process[-1].startswith("REAL_NODE=0 ")
 
 
+@pytest.mark.parametrize("real_node", ["", "0"])
+def test_make_demo_installs_nothing_of_the_test_tool_chain(real_node: str) -> None:
+    """A newcomer's first command (issue 38 item 6): on a clone without a venv (``VENV`` a
+    directory that does not exist), `make demo` installs the run extras only, never the
+    test/dev/docs extras, Chromium, botocore or checkov. Measured cold, `images` still asked
+    for the whole test venv once the real node made the demo build images."""
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        ["make", "-n", "--no-print-directory", "VENV=/nonexistent/venv", "demo"],
+        cwd=repo,
+        env={**os.environ, "REAL_NODE": real_node},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "pip install" in out, out  # the venv is made in this dry run
+    for tool_chain in ("test,dev,docs", "chromium", "botocore", "checkov"):
+        assert tool_chain not in out, (tool_chain, out)
+
+
 def test_the_saved_sysctls_outlive_the_state_tmpfs() -> None:
     """The node's state is a tmpfs that teardown unmounts before it restores the sysctls the
     kubelet rewrote: the saved values must not live on it."""
