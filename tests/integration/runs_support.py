@@ -170,6 +170,18 @@ class OperatorProcess:
             self.proc.wait(10)
             self.proc = None
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The operator frozen (SIGSTOP to its process group) for the block, then resumed:
+        what others do meanwhile happens while it looks away, as when they win a race
+        against its next reconcile. Its watches deliver what it missed once resumed."""
+        assert self.proc is not None, "the operator is not running"
+        os.killpg(self.proc.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.killpg(self.proc.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         with self._lock:
             if self.proc is None:

@@ -363,7 +363,7 @@ def test_a_forced_promotion_needs_the_promote_verb_and_names_who(
     bind(cluster, ns, {"eve": "edit", "olga": "admin"})
     v1, v2 = _promotable(kube, ns)
 
-    def annotate(user: str, by: str) -> Any:
+    def annotate(user: str, by: str, *dry_run: str) -> Any:
         return kubectl_as(
             cluster,
             user,
@@ -371,15 +371,18 @@ def test_a_forced_promotion_needs_the_promote_verb_and_names_who(
             ns,
             "annotate",
             "--overwrite",
+            *dry_run,
             f"topology/{TOPOLOGY}",
             f"swarmkit.dev/force-promote={v2}",
             f"swarmkit.dev/force-promoted-by={by}",
         )
 
     # An editor (edit: may patch the Topology) cannot force; the policy takes effect
-    # asynchronously, so wait for its first refusal.
+    # asynchronously, so wait for its first refusal. The probe is a server-side dry run:
+    # an annotation admitted before the policy took effect would make every later
+    # identical one a no-op the policy lets through.
     wait_for(
-        lambda: "promote verb" in annotate("eve", "eve").stderr,
+        lambda: "promote verb" in annotate("eve", "eve", "--dry-run=server").stderr,
         60,
         interval=1.0,
         message="the promote-force admission policy to take effect",

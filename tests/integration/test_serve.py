@@ -703,14 +703,17 @@ def test_the_served_objects_are_rechecked_at_every_reconcile(
     wait_for(lambda: recorded().get(f"Service/{name}") == restored.metadata.uid, 30)
 
     # Deleted and re-created by eve (her own, open to all): not the operator's to change.
-    cluster.kubectl(*as_eve, "delete", "networkpolicy", name)
+    # She wins the race against the operator's next reconcile (any event may bring one
+    # between her two writes, which then restores its own first): it is frozen meanwhile.
     mine = {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": {"name": name},
         "spec": {"podSelector": {}, "ingress": [{}]},
     }
-    cluster.kubectl(*as_eve, "create", "-f", "-", input=json.dumps(mine))
+    with operator.paused():
+        cluster.kubectl(*as_eve, "delete", "networkpolicy", name)
+        cluster.kubectl(*as_eve, "create", "-f", "-", input=json.dumps(mine))
     poke()
 
     def refused() -> dict[str, Any] | None:
