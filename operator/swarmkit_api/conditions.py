@@ -218,6 +218,12 @@ REASON_EVAL_SET_NOT_READY: Final[str] = "EvalSetNotReady"
 REASON_TARGET_NOT_READY: Final[str] = "TargetNotReady"
 #: A side's case Run pinned another version than the one asked for (that case is errored).
 REASON_VERSION_UNAVAILABLE: Final[str] = "VersionUnavailable"
+#: True, verdict Inconclusive: a judge's Cohen's kappa against the human labels is below its
+#: graders' minKappa (the message names the judge, its kappa and the labels counted).
+REASON_JUDGE_UNCALIBRATED: Final[str] = "JudgeUncalibrated"
+#: True, verdict Inconclusive: a gated judge gave a verdict on fewer labelled answers than
+#: minLabels, or its kappa is undefined (people and judge gave every answer one verdict).
+REASON_TOO_FEW_LABELS: Final[str] = "TooFewLabels"
 
 __all__ = [
     "ACCEPTED",
@@ -266,6 +272,7 @@ __all__ = [
     "REASON_INVALID_SERVE_SPEC",
     "REASON_IN_FORCE",
     "REASON_JOB_LOST",
+    "REASON_JUDGE_UNCALIBRATED",
     "REASON_LIMIT_EXCEEDED",
     "REASON_MATCHED",
     "REASON_NAME_COLLISION",
@@ -304,6 +311,7 @@ __all__ = [
     "REASON_TARGET_NOT_READY",
     "REASON_THRESHOLD_REACHED",
     "REASON_TIMED_OUT",
+    "REASON_TOO_FEW_LABELS",
     "REASON_TOO_LARGE",
     "REASON_TRUNCATED",
     "REASON_UNKNOWN_COMMAND_PACK",

@@ -43,6 +43,8 @@ MAX_CASES = 200
 MAX_TRIALS = 10
 #: Characters of a grader's reasoning kept per case result.
 MAX_REASONING = 400
+#: Most human labels on one case (each is one judge Run of every EvalRun that calibrates).
+MAX_HUMAN_LABELS = 50
 
 GraderType = Literal["exact", "contains", "regex", "jsonSchema", "judgeSkill", "judgeAgent"]
 #: Graders whose answer comes from a model (run ``trials`` times; cases are flaky when the
@@ -140,6 +142,12 @@ class Grader(ApiModel):
             field_path=".agent",
             check=lambda m: m.type != "judgeAgent" or _grader_complete(m),
         ),
+        CelRule(
+            rule="!has(self.minKappa) || self.type == 'judgeSkill' || self.type == 'judgeAgent'",
+            message="minKappa gates a judge: only a judgeSkill or judgeAgent grader has it",
+            field_path=".minKappa",
+            check=lambda m: m.min_kappa is None or m.type in MODEL_GRADERS,
+        ),
     )
 
     type: GraderType = Field(
@@ -192,12 +200,45 @@ class Grader(ApiModel):
     rubric: str | None = Field(
         default=None, max_length=16384, description="judgeAgent: what the judge checks."
     )
+    min_kappa: float | None = Field(
+        default=None,
+        ge=-1,
+        le=1,
+        description="judgeSkill, judgeAgent: the judge is trusted to decide only when its "
+        "Cohen's kappa against the human labels of the EvalSet's cases it judges is at least "
+        "this; otherwise (or with fewer than minLabels labels) an EvalRun's verdict is "
+        "Inconclusive. Unset: no calibration gate.",
+    )
+    min_labels: int = Field(
+        default=10,
+        ge=2,
+        le=1000,
+        description="judgeSkill, judgeAgent: fewest labelled answers to estimate the judge's "
+        "kappa from (fewer: Inconclusive, reason TooFewLabels, when minKappa is set).",
+    )
+
+
+class HumanLabel(ApiModel):
+    """A person's verdict on one answer to a judged case: what the judge should say."""
+
+    answer: str = Field(max_length=65536, description="An answer to the case's input.")
+    verdict: Literal["pass", "fail"] = Field(description="The person's verdict: pass or fail.")
+    by: str | None = Field(
+        default=None, max_length=253, description="Who labelled it (shown, not checked)."
+    )
 
 
 class EvalCase(ApiModel):
     """One case: an input and what a good answer to it is."""
 
     cel_rules = (
+        CelRule(
+            rule="!has(self.humanLabels) || size(self.humanLabels) == 0 || "
+            "self.grader.type == 'judgeSkill' || self.grader.type == 'judgeAgent'",
+            message="humanLabels calibrate a judge: only a judgeSkill or judgeAgent case has them",
+            field_path=".humanLabels",
+            check=lambda m: not m.human_labels or m.grader.type in MODEL_GRADERS,
+        ),
         # The schema's ``minimum: 0.01`` alone lets a whole number through: the apiserver
         # compares an integer value against the minimum truncated to an integer (0), so
         # ``weight: 0`` was admitted (test_crds_apiserver's corpus case). CEL compares doubles.
@@ -221,6 +262,13 @@ class EvalCase(ApiModel):
     critical: bool = Field(
         default=False,
         description="A regression of this case alone fails the EvalRun (whatever the rates).",
+    )
+    human_labels: list[HumanLabel] = Field(
+        default_factory=list,
+        max_length=MAX_HUMAN_LABELS,
+        description="judgeSkill, judgeAgent: answers a person labelled pass or fail. Every "
+        "EvalRun runs the judge on each and reports its Cohen's kappa against them "
+        "(status.judges); the grader's minKappa gates on it.",
     )
 
 
@@ -272,6 +320,39 @@ class EvalSetSpec(ApiModel):
     )
 
 
+class Interval(ApiModel):
+    """A 95 % interval."""
+
+    low: float = Field(description="Lower bound.")
+    high: float = Field(description="Upper bound.")
+
+
+class JudgeCalibration(ApiModel):
+    """One judge's agreement with the human labels of the cases it judges."""
+
+    judge: str = Field(description="Agent/<name>, with +Skill/<name> for a judgeSkill judge.")
+    labels: int = Field(default=0, ge=0, description="Labelled answers the judge graded.")
+    errored: int = Field(
+        default=0, ge=0, description="Labelled answers the judge gave no verdict on (left out)."
+    )
+    agreed: int = Field(
+        default=0, ge=0, description="Of labels, those where judge and person agree."
+    )
+    kappa: float | None = Field(
+        default=None, description="Cohen's kappa (unset: too few labels, or no variation)."
+    )
+    standard_error: float | None = Field(
+        default=None, description="Its large-sample standard error (Fleiss, Cohen, Everitt 1969)."
+    )
+    interval: Interval | None = Field(default=None, description="kappa ± 1.96 standard errors.")
+    min_kappa: float | None = Field(default=None, description="The gate (highest of its graders).")
+    min_labels: int | None = Field(default=None, description="Fewest labels the gate accepts.")
+    calibrated: bool | None = Field(
+        default=None,
+        description="kappa ≥ minKappa over at least minLabels labels (unset: no gate).",
+    )
+
+
 class EvalSetStatus(ApiModel):
     """Observed state of an EvalSet."""
 
@@ -281,6 +362,15 @@ class EvalSetStatus(ApiModel):
     )
     case_count: int = Field(default=0, ge=0, description="Inline cases.")
     model_graded: int = Field(default=0, ge=0, description="Cases graded by a model (judges).")
+    judges: list[JudgeCalibration] = Field(
+        default_factory=list,
+        max_length=MAX_CASES,
+        description="Each judge's Cohen's kappa against the human labels, as the newest "
+        "finished EvalRun of this version of the EvalSet measured it.",
+    )
+    calibration_eval_run: str | None = Field(
+        default=None, description="The EvalRun whose calibration judges shows."
+    )
     conditions: Conditions = Field(default_factory=list, description="Accepted, Ready.")
 
 
@@ -454,13 +544,6 @@ class CaseResult(ApiModel):
     )
 
 
-class Interval(ApiModel):
-    """A 95 % interval."""
-
-    low: float = Field(description="Lower bound.")
-    high: float = Field(description="Upper bound.")
-
-
 class SideSummary(ApiModel):
     """One side over every graded case."""
 
@@ -535,11 +618,18 @@ class EvalRunStatus(ApiModel):
     cases: list[CaseResult] = Field(
         default_factory=list, max_length=MAX_CASES, description="Per-case results."
     )
+    judges: list[JudgeCalibration] = Field(
+        default_factory=list,
+        max_length=MAX_CASES,
+        description="Each judge's Cohen's kappa against the human labels (cases with "
+        "humanLabels or a minKappa).",
+    )
     conditions: Conditions = Field(default_factory=list, description="Succeeded.")
 
 
 __all__ = [
     "MAX_CASES",
+    "MAX_HUMAN_LABELS",
     "MAX_REASONING",
     "MAX_TRIALS",
     "MODEL_GRADERS",
@@ -554,8 +644,10 @@ __all__ = [
     "EvalSetStatus",
     "EvalTarget",
     "Grader",
+    "HumanLabel",
     "Interval",
     "JsonPathAssertion",
+    "JudgeCalibration",
     "RecordedRunSelector",
     "SideResult",
     "SideSummary",

@@ -200,6 +200,21 @@ def _rate(summary: dict[str, Any] | None) -> str:
     )
 
 
+def _judge(judge: dict[str, Any]) -> str:
+    """One judge's calibration against the human labels, on one line."""
+    text = f"judge {judge.get('judge')}: "
+    if judge.get("kappa") is None:
+        text += "kappa undefined"
+    else:
+        i = judge.get("interval") or {}
+        text += f"kappa {judge['kappa']:.2f}, 95% [{i.get('low', 0):.2f}, {i.get('high', 0):.2f}]"
+    text += f" over {judge.get('labels', 0)} label(s), {judge.get('agreed', 0)} agreed"
+    if judge.get("minKappa") is not None:
+        state = "calibrated" if judge.get("calibrated") else "NOT calibrated"
+        text += f"; minKappa {judge['minKappa']}, minLabels {judge.get('minLabels')}: {state}"
+    return text
+
+
 def show(obj: dict[str, Any], console: Console) -> int:
     """Print an EvalRun: the cases, the two sides, the comparison and the verdict."""
     status = obj.get("status") or {}
@@ -237,6 +252,8 @@ def show(obj: dict[str, Any], console: Console) -> int:
     for label in ("regressed", "fixed", "flaky", "errored"):
         if status.get(label):
             console.print(f"{label}: {', '.join(status[label])}")
+    for judge in status.get("judges") or ():
+        console.print(_judge(judge))
     if status.get("totalCost"):
         console.print(f"cost: {status['totalCost']} {status.get('currency') or ''}".rstrip())
     verdict = status.get("verdict")

@@ -11,7 +11,9 @@ a critical case regressed, more regressions than ``maxNewRegressions``, the pair
 difference's interval entirely below -margin, or the candidate's pass-rate interval
 entirely below ``minPassRate``. It is ``Pass`` only when every bound is cleared by the
 whole interval and no case errored; everything else (too few graded cases, an interval
-that straddles a bound, an errored case, nothing to compare with) is ``Inconclusive``.
+that straddles a bound, an errored case, nothing to compare with) is ``Inconclusive``. A
+judge below its ``minKappa`` (:mod:`.eval_calibration`) decides nothing: the verdict is then
+``Inconclusive`` whatever the rates, with the gate's reason.
 """
 
 from __future__ import annotations
@@ -19,17 +21,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from swarmkit_api.conditions import REASON_EVALUATED
 from swarmkit_api.eval import (
     CaseResult,
     Comparison,
     EvalCriteria,
     Interval,
+    JudgeCalibration,
     SideResult,
     SideSummary,
 )
 from swarmkit_api.spend import format_money
 
 from . import eval_stats as stats
+from .eval_calibration import gate
 from .eval_graders import Grade, capped
 
 
@@ -71,6 +76,9 @@ class Evaluated:
     total_cost_micros: int | None
     verdict: str
     reason: str
+    judges: tuple[JudgeCalibration, ...] = ()
+    #: The Succeeded condition's reason once there is a verdict.
+    condition_reason: str = REASON_EVALUATED
 
 
 def side_result(trials: Sequence[Trial], expected: int) -> SideResult:
@@ -232,6 +240,19 @@ def verdict(
     return "Pass", "every bound is cleared by its whole interval"
 
 
+def trusted(
+    outcome: str, why: str, judges: Sequence[JudgeCalibration], calibrating: int
+) -> tuple[str, str, str]:
+    """The verdict once the judges' calibration is known: none while a calibration Run
+    runs; Inconclusive, with the gate's reason, when a judge is not trusted to decide."""
+    if calibrating:
+        return "", f"{calibrating} calibration Run(s) still running", REASON_EVALUATED
+    untrusted = gate(judges)
+    if outcome and untrusted is not None:
+        return "Inconclusive", untrusted[1], untrusted[0]
+    return outcome, why, REASON_EVALUATED
+
+
 #: side → case name → its trials.
 TrialsBySide = Mapping[str, Mapping[str, Sequence[Trial]]]
 
@@ -245,10 +266,13 @@ def evaluate(
     seed: int,
     keys: Mapping[tuple[str, str], str] | None = None,
     cached: Mapping[tuple[str, str], SideResult] | None = None,
+    judges: Sequence[JudgeCalibration] = (),
+    calibrating: int = 0,
 ) -> Evaluated:
     """Everything the status reports. ``targets`` names the sides (``candidate`` always,
     ``baseline`` when compared); ``expected_trials`` is per case; ``keys`` the results
-    cache's key of each (side, case), ``cached`` the results reused from it."""
+    cache's key of each (side, case), ``cached`` the results reused from it; ``judges``
+    and ``calibrating``: see :func:`trusted`."""
     compared = "baseline" in targets
     results: list[CaseResult] = []
     per_side: dict[str, list[tuple[CaseInfo, SideResult]]] = {s: [] for s in targets}
@@ -296,6 +320,7 @@ def evaluate(
             [n for n in named["Regressed"] if n in critical],
             errored,
         )
+    outcome, why, reason = trusted(outcome, why, judges, calibrating)
     return Evaluated(
         cases=tuple(results),
         candidate=summaries["candidate"],
@@ -309,4 +334,6 @@ def evaluate(
         total_cost_micros=total,
         verdict=outcome,
         reason=why,
+        judges=tuple(judges),
+        condition_reason=reason,
     )

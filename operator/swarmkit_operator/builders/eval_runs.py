@@ -208,7 +208,13 @@ def cache_key(case: EvalCase, target: SideTarget, trials: int) -> str:
         canonical_json(
             {
                 "input": case.input,
-                "grader": case.grader.wire(),
+                # The calibration gate does not change a grade: labelling a judge or
+                # gating it keeps the results already cached (and the keys before it).
+                "grader": {
+                    k: v
+                    for k, v in case.grader.wire().items()
+                    if k not in ("minKappa", "minLabels")
+                },
                 "target": target.label,
                 "version": target.version,
                 "trials": trials,

@@ -10,6 +10,9 @@
 - :func:`mcnemar_exact` — the exact McNemar test: among the discordant cases (``b``
   regressed, ``c`` fixed) the two-sided binomial sign test with p = ½.
 - :func:`percentile` — linear interpolation between closest ranks (numpy's default).
+- :func:`cohen_kappa` — Cohen's (1960) kappa of two raters on a k-by-k table, with the
+  large-sample standard error of Fleiss, Cohen & Everitt (1969) (the one Fleiss & Paik
+  2003 give for an estimated kappa, not the null one) and kappa ± z·SE as its interval.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 #: The 97.5th percentile of the standard normal distribution (two-sided 95 %).
 Z95 = 1.959963984540054
@@ -93,10 +97,47 @@ def mcnemar_exact(regressed: int, fixed: int) -> float:
     return min(1.0, 2 * binomial_cdf(min(regressed, fixed), n))
 
 
+@dataclass(frozen=True)
+class Kappa:
+    kappa: float
+    standard_error: float
+    low: float
+    high: float
+    observed: float  # p_o, the share of agreement
+    chance: float  # p_e, the agreement expected from the margins alone
+
+
+def cohen_kappa(table: Sequence[Sequence[int]], z: float = Z95) -> Kappa | None:
+    """Kappa of the k-by-k counts ``table[i][j]`` (rater A said i, rater B said j); None
+    when it is undefined: no items, or both raters always gave one same category (p_e = 1)."""
+    k = len(table)
+    n = sum(sum(row) for row in table)
+    if n == 0 or any(len(row) != k for row in table):
+        return None
+    p = [[cell / n for cell in row] for row in table]
+    rows = [sum(p[i]) for i in range(k)]
+    cols = [sum(p[i][j] for i in range(k)) for j in range(k)]
+    observed = sum(p[i][i] for i in range(k))
+    chance = sum(rows[i] * cols[i] for i in range(k))
+    if chance >= 1:
+        return None
+    kappa = (observed - chance) / (1 - chance)
+    # Fleiss, Cohen & Everitt (1969): Var = (A + B - C) / (n (1 - p_e)^2).
+    a = sum(p[i][i] * (1 - (rows[i] + cols[i]) * (1 - kappa)) ** 2 for i in range(k))
+    b = (1 - kappa) ** 2 * sum(
+        p[i][j] * (cols[i] + rows[j]) ** 2 for i in range(k) for j in range(k) if i != j
+    )
+    c = (kappa - chance * (1 - kappa)) ** 2
+    se = math.sqrt(max(0.0, a + b - c) / (n * (1 - chance) ** 2))
+    return Kappa(kappa, se, kappa - z * se, kappa + z * se, observed, chance)
+
+
 __all__ = [
     "BOOTSTRAP_SAMPLES",
     "Z95",
+    "Kappa",
     "binomial_cdf",
+    "cohen_kappa",
     "mcnemar_exact",
     "paired_bootstrap",
     "percentile",

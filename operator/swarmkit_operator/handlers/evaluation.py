@@ -19,8 +19,11 @@ An EvalRun is driven by its reconcile, which every event of one of its Runs enqu
    Agent once the case's Run succeeded. At most ``parallelism`` of them are unfinished at
    once. A result another EvalRun already graded for the same key (case, target, version,
    grader, trials) is reused instead (``eval_results``);
-4. **grade and write**: :func:`swarmkit_operator.builders.eval_results.evaluate`, and once
-   nothing is pending, the verdict with ``Succeeded=True`` (reason ``Evaluated``).
+4. **calibrate**: a judge Run on every human-labelled answer of its judged cases, read as
+   the judge's kappa against the people (:mod:`swarmkit_operator.builders.eval_calibration`);
+5. **grade and write**: :func:`swarmkit_operator.builders.eval_results.evaluate`, and once
+   nothing is pending, the verdict with ``Succeeded=True`` (reason ``Evaluated``, or the
+   calibration gate's reason with an ``Inconclusive`` verdict).
 
 A case Run that failed (a budget refusal included), pinned another version than its side's,
 or whose judge could not give a verdict makes the case ``Errored``: never passed.
@@ -52,7 +55,6 @@ from swarmkit_api.conditions import (
     REASON_BUDGET_EXHAUSTED,
     REASON_EVAL_SET_NOT_FOUND,
     REASON_EVAL_SET_NOT_READY,
-    REASON_EVALUATED,
     REASON_INVALID,
     REASON_PINNED_REVISION_MISSING,
     REASON_RUNNING,
@@ -69,6 +71,7 @@ from swarmkit_api.workspace import WorkspaceSpec
 
 from .. import k8s, metrics
 from ..builders import Verdict, trust
+from ..builders import eval_calibration as cal
 from ..builders import eval_runs as er
 from ..builders import spend as quota
 from ..builders.agent import workspace_name
@@ -164,6 +167,19 @@ def eval_results(body: kopf.Body, namespace: str | None, **_: Any) -> dict[Any, 
     return out
 
 
+@index("evalruns", id="evalset_calibrations")
+def evalset_calibrations(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, EvalSet) → the judges' calibration of each of its finished EvalRuns."""
+    status = body.get("status") or {}
+    ref = ((body.get("spec") or {}).get("evalSetRef") or {}).get("name")
+    if not status.get("completionTime") or not status.get("judges") or not isinstance(ref, str):
+        return {}
+    keep = ("completionTime", "evalSetVersion", "judges")
+    return {(namespace, ref): {"name": name, **{k: status.get(k) for k in keep}}}
+
+
 @index("runs", id="eval_case_runs", group=GROUP, version=VERSION)
 def eval_case_runs(
     body: kopf.Body, namespace: str | None, labels: Mapping[str, str], **_: Any
@@ -248,6 +264,7 @@ async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: b
     status = eval_set_status(
         view["spec"], category, lambda a: ctl.lookup("agent_views", (namespace, a)) is not None
     )
+    found = ctl.lookup_all("evalset_calibrations", (namespace, name))
     written = await ctl.write_status(
         "EvalSet",
         namespace,
@@ -255,10 +272,20 @@ async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: b
         view["uid"],
         int(view["generation"]),
         view["status"],
-        dict(status.fields),
+        {**status.fields, **latest_calibration(found, status.fields.get("version"))},
         status.verdicts,
     )
     return "changed" if written else "unchanged"
+
+
+def latest_calibration(found: list[Mapping[str, Any]], version: str | None) -> dict[str, Any]:
+    """The judges' kappa as the newest finished EvalRun of this EvalSet version measured
+    it (an edit of the labels is a new version: an older calibration is not shown)."""
+    mine = [f for f in found if f.get("evalSetVersion") == version]
+    if not mine:
+        return {}  # server-side apply: fields left out are removed
+    newest = max(mine, key=lambda f: (str(f.get("completionTime")), str(f.get("name"))))
+    return {"judges": newest["judges"], "calibrationEvalRun": newest["name"]}
 
 
 EVAL_SET_KIND = Kind(
@@ -642,6 +669,36 @@ def _progress(
     return progress
 
 
+def _calibrate(
+    ctx: _Ctx, cases: tuple[EvalCase, ...], progress: _Progress
+) -> tuple[dict[tuple[str, int], Grade], int]:
+    """The judges' grades of the human-labelled answers read so far, and how many are not
+    (their Runs made first: the gate they feed decides whether the rest means anything)."""
+    grades: dict[tuple[str, int], Grade] = {}
+    missing = []
+    items = cal.labelled(cases)
+    for item in items:
+        run = ctx.runs.get(cal.run_name(ctx.name, item))
+        foreign = ctx.foreign_run(run) if run is not None else None
+        done = _finished(run) if run is not None and foreign is None else None
+        if run is None:
+            missing.append(cal.calibration_run(ctx.namespace, ctx.name, ctx.uid, ctx.spec, item))
+        elif foreign is not None:  # not provably its own: never read as the judge's grade
+            grades[(item.case, item.index)] = errored(foreign)
+        elif done is None:
+            progress.active += 1
+        else:
+            _spent(run, progress)
+            output = str((run.get("status") or {}).get("output") or "")
+            grades[(item.case, item.index)] = (
+                grade_judge(item.grader, output)
+                if done[0] == "True"
+                else errored(f"calibration Run {run.get('name')} {done[1]}: {done[2]}")
+            )
+    progress.create[:0] = missing
+    return grades, len(items) - len(grades)
+
+
 async def _create_runs(ctx: _Ctx, progress: _Progress) -> dict[str, dict[str, Any]]:
     """Create the missing Runs, at most ``parallelism`` unfinished at once, each one's uid
     remembered until the status records it. A name already taken is never taken as a Run
@@ -662,6 +719,11 @@ async def _create_runs(ctx: _Ctx, progress: _Progress) -> dict[str, dict[str, An
     return found
 
 
+#: What the trials came to: the context, the progress, the judges' grades of the labelled
+#: answers and how many of those are still to come.
+_Cases = tuple[_Ctx, _Progress, dict[tuple[str, int], Grade], int]
+
+
 async def _run_cases(
     ctl: Controller,
     view: Mapping[str, Any],
@@ -669,8 +731,9 @@ async def _run_cases(
     started: Started,
     owner: Target,
     ledger: Ledger,
-) -> tuple[_Ctx, _Progress]:
-    """Every trial checked, graded or made (module docstring, step 3). A Run found where
+) -> _Cases:
+    """Every trial checked, graded or made (module docstring, step 3), the calibration Runs
+    first. A Run found where
     one was to be created is checked at once, like the indexed ones."""
     namespace, name = owner.namespace, owner.name
     recorded = view["status"].get("createdUids") or {}  # the ledger holds what is newer
@@ -679,17 +742,17 @@ async def _run_cases(
     def cache(key: str) -> Any:
         return ctl.lookup("eval_results", (namespace, key))
 
-    def progress_of(runs: Mapping[str, Mapping[str, Any]]) -> tuple[_Ctx, _Progress]:
+    def progress_of(runs: Mapping[str, Mapping[str, Any]]) -> _Cases:
         made = ledger.proof(owner, recorded, parse_time(view.get("created")))
         ctx = _Ctx(namespace, name, owner.uid, spec, runs, owner, ledger, made, {})
-        return ctx, _progress(ctx, started, cache, before)
+        progress = _progress(ctx, started, cache, before)
+        labels_graded, calibrating = _calibrate(ctx, started.cases, progress)
+        return ctx, progress, labels_graded, calibrating
 
     runs = {str(r["name"]): r for r in ctl.lookup_all("eval_case_runs", (namespace, name))}
-    ctx, progress = progress_of(runs)
-    found = await _create_runs(ctx, progress)
-    if found:
-        ctx, progress = progress_of({**runs, **found})
-    return ctx, progress
+    cases = progress_of(runs)
+    found = await _create_runs(cases[0], cases[1])
+    return progress_of({**runs, **found}) if found else cases
 
 
 def _ledger(ctl: Controller) -> Ledger:
@@ -742,6 +805,10 @@ async def _reserve(
         return list(status["spendReservations"])
     spec = EvalRunSpec.model_validate(view["spec"])
     planned = er.planned_runs(namespace, name, view["uid"], spec, started.cases, started.targets)
+    planned += [
+        cal.calibration_run(namespace, name, view["uid"], spec, item)
+        for item in cal.labelled(started.cases)
+    ]
     cap, specs = _worst_case(ctl, namespace, planned)
     names: set[str] = set()
     for target in {
@@ -800,6 +867,7 @@ def _fields(started: Started, ev: Evaluated, currency: str | None) -> dict[str, 
         flaky=list(ev.flaky),
         errored=list(ev.errored),
         cases=[c.wire() for c in ev.cases],
+        judges=[j.wire() for j in ev.judges],
     )
     if ev.total_cost_micros is not None:
         fields["totalCost"] = format_money(ev.total_cost_micros)
@@ -815,7 +883,7 @@ def _fields(started: Started, ev: Evaluated, currency: str | None) -> dict[str, 
 
 def _condition(ev: Evaluated) -> Verdict:
     if ev.verdict:
-        return Verdict(SUCCEEDED, "True", REASON_EVALUATED, f"{ev.verdict}: {ev.reason}")
+        return Verdict(SUCCEEDED, "True", ev.condition_reason, f"{ev.verdict}: {ev.reason}")
     total = len(ev.cases)
     return Verdict(
         SUCCEEDED, "Unknown", REASON_RUNNING, f"{total - ev.pending}/{total} case(s) graded"
@@ -871,7 +939,9 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
             ctl.enqueue("EvalRun", namespace, name, delay=WAIT_RECHECK)
         return "waiting"
     started = replace(started, fields={**started.fields, "spendReservations": reserved})
-    ctx, progress = await _run_cases(ctl, view, spec, started, owner, ledger)
+    ctx, progress, labels_graded, calibrating = await _run_cases(
+        ctl, view, spec, started, owner, ledger
+    )
     for why in ctx.foreign.values():
         involved = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "EvalRun", "uid": owner.uid}
         involved.update(name=name, namespace=namespace)
@@ -886,6 +956,8 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         spec.seed,
         progress.keys,
         progress.cached,
+        cal.calibrations(started.cases, labels_graded),
+        calibrating,
     )
     fields = _fields(started, evaluated, progress.currency)
     written = await write(fields, _condition(evaluated))
@@ -897,10 +969,30 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
     return "changed" if written else "unchanged"
 
 
+def evalrun_dependents_view(view: dict[str, Any] | None) -> Any:
+    """What its EvalSet reads of an EvalRun: the judges' calibration, once finished."""
+    if view is None:
+        return MISSING
+    ref = (view["spec"].get("evalSetRef") or {}).get("name")
+    return (ref, view["status"].get("completionTime"), True)
+
+
+def evalrun_dependents(
+    ctl: Controller, namespace: str, name: str, seen: Observation, body: Mapping[str, Any]
+) -> None:
+    """A finished (or deleted) EvalRun: its EvalSet shows the newest calibration."""
+    if seen.changed:
+        for view in (seen.view, seen.previous):
+            if isinstance(view, tuple) and view[0] and view[1]:
+                ctl.enqueue("EvalSet", namespace, str(view[0]))
+
+
 EVAL_RUN_KIND = Kind(
     "EvalRun",
     priority=3,  # after the Agents and Topologies it runs
     reconcile=reconcile_evalrun,
     api=EVAL_RUN,
-    indexes=(evalrun_views, evalrun_uids, evalrun_by_set, eval_results),
+    indexes=(evalrun_views, evalrun_uids, evalrun_by_set, eval_results, evalset_calibrations),
+    dependents_view=evalrun_dependents_view,
+    dependents=evalrun_dependents,
 )

@@ -78,6 +78,7 @@ def evalrun_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
         "flaky": list(status.get("flaky") or ()),
         "errored": list(status.get("errored") or ()),
         "cases": list(status.get("cases") or ()),
+        "judges": list(status.get("judges") or ()),
         "total_cost": status.get("totalCost") or "",
         "currency": status.get("currency") or "",
         "spend_reservations": list(status.get("spendReservations") or ()),

@@ -94,3 +94,30 @@ def test_show_prints_the_table_and_the_verdict() -> None:
     assert (
         evaluate.show(passed, Console(out=io.StringIO(), err=io.StringIO(), environ={})) == EXIT_OK
     )
+
+
+def test_show_prints_each_judges_kappa() -> None:
+    judges = [
+        {"judge": "Agent/yes-judge", "labels": 6, "agreed": 3, "kappa": 0.0,
+         "interval": {"low": -0.2, "high": 0.2}, "minKappa": 0.6, "minLabels": 6,
+         "calibrated": False},
+        {"judge": "Agent/other", "labels": 2, "agreed": 2},
+    ]  # fmt: skip
+    status = {
+        **EVALRUN["status"],
+        "judges": judges,
+        "verdict": "Inconclusive",
+        "verdictReason": "judge Agent/yes-judge: Cohen's kappa 0.0 is below minKappa 0.6",
+    }
+    out = io.StringIO()
+    code = evaluate.show(
+        {**EVALRUN, "status": status}, Console(out=out, err=io.StringIO(), environ={})
+    )
+    text = out.getvalue()
+    assert code == EXIT_FINDINGS
+    assert (
+        "judge Agent/yes-judge: kappa 0.00, 95% [-0.20, 0.20] over 6 label(s), 3 agreed; "
+        "minKappa 0.6, minLabels 6: NOT calibrated" in text
+    )
+    assert "judge Agent/other: kappa undefined over 2 label(s), 2 agreed\n" in text
+    assert "verdict: Inconclusive (judge Agent/yes-judge" in text

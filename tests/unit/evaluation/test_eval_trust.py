@@ -285,7 +285,9 @@ def test_a_name_taken_by_an_unlabelled_run_is_checked_when_the_create_finds_it(
     spec = EvalRunSpec.model_validate(
         {"evalSetRef": {"name": "cases"}, "candidate": {"agentRef": {"name": "triage"}}}
     )
-    ctx, progress = asyncio.run(evaluation._run_cases(ctl, view, spec, started, OWNER, ledger))
+    ctx, progress, _grades, _calibrating = asyncio.run(
+        evaluation._run_cases(ctl, view, spec, started, OWNER, ledger)
+    )
     assert created == [PLANNED, other]
     refused = progress.trials["candidate"]["says-billing"][0].grade
     assert refused is not None and refused.outcome == "Errored", refused

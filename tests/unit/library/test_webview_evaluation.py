@@ -105,6 +105,28 @@ async def test_an_evalrun_page_shows_its_cases_and_the_difference(
     assert XSS not in page and "&lt;script&gt;" in page  # the grader's text is inert
 
 
+async def test_an_evalrun_page_shows_each_judges_kappa() -> None:
+    judged = {
+        **EVALRUN,
+        "metadata": {**EVALRUN["metadata"], "name": "v4", "uid": "uid-v4"},
+        "status": {
+            **EVALRUN["status"],
+            "judges": [
+                {"judge": f"Agent/{XSS}", "labels": 6, "errored": 1, "agreed": 3, "kappa": 0.0,
+                 "interval": {"low": -0.31, "high": 0.31}, "minKappa": 0.6, "minLabels": 6,
+                 "calibrated": False},
+            ],
+        },
+    }  # fmt: skip
+    idx = indexes()
+    idx.update("evalruns", judged)
+    async with served(WebView(Sources(idx))) as c:
+        page = (await c.get("/evalruns/ns/v4")).text
+    assert 'id="judges"' in page and "[-0.31, 0.31]" in page and "(1 errored)" in page
+    assert '<td class="calibrated">no</td>' in page
+    assert XSS not in page  # the judge's name is escaped like everything else
+
+
 async def test_the_promotion_page_shows_active_candidate_and_history(
     client: httpx.AsyncClient,
 ) -> None:
