@@ -205,6 +205,16 @@ class Indexes:
         self._keys[ident] = owned
         self._touched[ident] = time.monotonic()
 
+    def apply(self, resource: str, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """One watch event of ``resource``: DELETED drops the object's entries, any other
+        event (or a listing's, ``None``) indexes it again. Every stream keeping indexes
+        current goes through here (a kind's event function, the ConfigMaps' and
+        ``handlers/common.index_event`` for the resources no kind watches)."""
+        if event_type == "DELETED":
+            self.delete(resource, str((body.get("metadata") or {}).get("uid", "")))
+        else:
+            self.update(resource, body)
+
     def delete(self, resource: str, uid: str) -> None:
         self._drop((resource, uid))
         self._touched.pop((resource, uid), None)

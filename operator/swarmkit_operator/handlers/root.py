@@ -61,7 +61,6 @@ from ..indexes import (
     Indexes,
     IndexSpec,
     Listing,
-    Resource,
     populate,
 )
 from ..library import SkillLibrary
@@ -94,7 +93,16 @@ from . import (
     workspace,
 )
 from .common import App
-from .events import EventFn, EventMark, EventRegistry, Stream, selector_of
+from .events import (
+    EventFn,
+    EventMark,
+    EventRegistry,
+    Stream,
+    deliverer,
+    resource_of,
+    selector_of,
+    stream_of,
+)
 
 log = logging.getLogger("swarmkit_operator")
 
@@ -154,13 +162,6 @@ class Wiring:
         return {k.kind: k.priority for k in self.kinds.values()}
 
 
-def stream_of(resource: Resource, selector: str) -> Stream:
-    """The event registry's key of a resource (``("v1", plural)`` for the core group)."""
-    if resource.group:
-        return ((resource.group, resource.version, resource.plural), selector)
-    return ((resource.version, resource.plural), selector)
-
-
 def _declared_specs(kind: Kind) -> list[IndexSpec]:
     """The index specs a kind declares, each over its own plural."""
     specs = [one for fn in kind.indexes for one in marks_of(fn) if isinstance(one, IndexSpec)]
@@ -202,8 +203,8 @@ def wiring(modules: Sequence[ModuleType] = MODULES, kinds: Sequence[Kind] = KIND
         if spec.resource in maintained:
             continue
         stream = stream_of(spec.listed, selector_of(spec.labels))
-        if _maintain_index not in events.registered(*stream[0], selector=stream[1]):
-            events.add(stream, _maintain_index, metadata_only=spec.metadata_only)
+        if common.index_event not in events.registered(*stream[0], selector=stream[1]):
+            events.add(stream, common.index_event, metadata_only=spec.metadata_only)
     for fn, stream, metadata_only in functions:
         events.add(stream, fn, metadata_only=metadata_only)
     return Wiring(tuple(specs.values()), by_name, events)
@@ -220,25 +221,6 @@ def _watchers(kinds: Mapping[str, Kind]) -> dict[str, list[tuple[str, Watch]]]:
                 raise RuntimeError(f"{kind.kind} watches {watch.source}: no such kind")
             out.setdefault(watch.source, []).append((kind.kind, watch))
     return out
-
-
-async def _maintain_index(
-    type: str | None,
-    body: Mapping[str, Any],
-    uid: str,
-    app: App,
-    resource_plural: str = "",
-    **_: Any,
-) -> None:
-    """Keep the indexes over a resource no kind module watches current (its stream's
-    plural comes with every event, :func:`_open_streams`)."""
-    ctl = app.controller
-    if not resource_plural:
-        return
-    if type == "DELETED":
-        ctl.indexes.delete(resource_plural, uid)
-    else:
-        ctl.indexes.update(resource_plural, body)
 
 
 #: Seconds kopf waits before it calls a failed start-up again (its default is 60 s).
@@ -546,12 +528,6 @@ def _run_indexes(indexes: Indexes) -> RunIndexes:
     )
 
 
-def _resource(key: tuple[str, ...]) -> Resource:
-    if len(key) == 2:  # ("v1", plural): the core group
-        return Resource("", key[0], key[1])
-    return Resource(key[0], key[1], key[2])
-
-
 def _open_streams(settings: kopf.OperatorSettings, app: App, events: EventRegistry) -> None:
     """One reflector per stream (and watched namespace), each a runnable of every replica
     (the standbys keep their indexes current too), started from the start-up's LISTs."""
@@ -560,10 +536,10 @@ def _open_streams(settings: kopf.OperatorSettings, app: App, events: EventRegist
     for key, selector in events.streams():
         dispatch = events.dispatcher(*key, selector=selector)
         assert dispatch is not None
-        deliver = _deliverer(dispatch, app, key[-1])
+        deliver = deliverer(dispatch, key[-1], app=app, logger=log)
         metadata_only = events.metadata_only(*key, selector=selector)
         for reflector in reflectors(
-            _resource(key),
+            resource_of(key),
             ctl.namespaces,
             deliver,
             metadata_only=metadata_only,
@@ -599,33 +575,6 @@ def _watching(reflector: Reflector) -> Callable[[], Awaitable[asyncio.Task[Any]]
     return start
 
 
-def _deliverer(
-    dispatch: Callable[..., Awaitable[None]], app: App, plural: str
-) -> Callable[[str | None, dict[str, Any]], Awaitable[None]]:
-    """A reflector's event, as the keyword arguments every event function takes (kopf's
-    names, plus ``app``, the one context, and the stream's ``resource_plural``)."""
-
-    async def deliver(type_: str | None, body: dict[str, Any]) -> None:
-        meta = body.get("metadata") or {}
-        await dispatch(
-            type=type_,
-            body=body,
-            meta=meta,
-            spec=body.get("spec") or {},
-            status=body.get("status") or {},
-            namespace=meta.get("namespace"),
-            name=meta.get("name", ""),
-            uid=meta.get("uid", ""),
-            labels=meta.get("labels") or {},
-            annotations=meta.get("annotations") or {},
-            app=app,
-            logger=log,
-            resource_plural=plural,
-        )
-
-    return deliver
-
-
 @kopf.on.cleanup()
 async def stop(memo: kopf.Memo, **_: Any) -> None:
     """Graceful shutdown, in the reverse order: hand the lease over (and stop the loops and
@@ -649,10 +598,4 @@ def _app_of(memo: kopf.Memo) -> App | None:
 def probe_queue(memo: kopf.Memo, **_: Any) -> dict[str, int]:
     """Liveness detail: queue depth and live workers (the probe fails if all died)."""
     app = _app_of(memo)
-    if app is None:
-        return {"depth": 0, "workers": 0}
-    ctl = app.controller
-    alive = sum(1 for t in ctl.tasks if not t.done())
-    if ctl.tasks and alive == 0:
-        raise RuntimeError("every reconcile worker has stopped")
-    return {"depth": len(ctl.queue), "busy": ctl.queue.busy, "workers": alive}
+    return {"depth": 0, "workers": 0} if app is None else app.controller.health()

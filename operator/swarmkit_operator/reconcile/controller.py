@@ -350,6 +350,14 @@ class Controller:
         await asyncio.gather(*self.tasks, return_exceptions=True)
         self.tasks.clear()
 
+    def health(self) -> dict[str, int]:
+        """The liveness probe's detail: queue depth, busy and live workers; raises when
+        every worker it started has stopped (the process is no use any more)."""
+        alive = sum(1 for t in self.tasks if not t.done())
+        if self.tasks and alive == 0:
+            raise RuntimeError("every reconcile worker has stopped")
+        return {"depth": len(self.queue), "busy": self.queue.busy, "workers": alive}
+
     def _wake(self, key: Key) -> None:
         """``key`` may have settled: re-run what deferred on it (if it really did)."""
         if key not in self.waiters or self.queue.pending(key) or key in self.awaiting:

@@ -1,0 +1,94 @@
+"""The composition root only composes (issue 37, N5 of the structure review).
+
+What the root used to do itself now lives where its meaning is, and is tested there:
+keeping the indexes over a resource no kind watches current (``Indexes.apply`` through
+``common.index_event``), turning a reflector's event into the event functions' keyword
+arguments (``events.deliverer``), and the liveness probe's detail
+(``Controller.health``). The root wires them: these tests go through the wiring it
+builds, so a move that loses a step fails here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from swarmkit_api import GROUP, VERSION
+from swarmkit_operator.config import OperatorConfig
+from swarmkit_operator.handlers import common, root
+from swarmkit_operator.handlers.events import deliverer, resource_of, stream_of
+from swarmkit_operator.indexes import RESOURCES, Resource
+
+
+def run(uid: str, name: str, rv: str) -> dict[str, Any]:
+    return {
+        "metadata": {"uid": uid, "name": name, "namespace": "ns", "resourceVersion": rv},
+        "spec": {"topologyRef": {"name": "t"}},
+        "status": {},
+    }
+
+
+async def test_a_resource_no_kind_watches_is_indexed_by_the_first_function_of_its_stream() -> None:
+    """Runs are no kind: their stream starts with the one index keeper, and an event
+    delivered the way a reflector delivers it is in the index before the Runs controller's
+    function reads it, and gone after its DELETED."""
+    wired = root.wiring()
+    ctl = wired.controller(OperatorConfig())
+    functions = wired.events.registered(GROUP, VERSION, "runs")
+    assert functions[0] is common.index_event
+    seen: list[bool] = []
+
+    def kick(uid: str) -> None:  # the Runs controller reads the index its kick is about
+        seen.append(bool(ctl.lookup_all("runs_by_uid", uid)))
+
+    dispatch = wired.events.dispatcher(GROUP, VERSION, "runs")
+    assert dispatch is not None
+    runs = SimpleNamespace(kick=kick)
+    library = SimpleNamespace(run_seen=lambda *a: None)
+    app = SimpleNamespace(controller=ctl, runs=runs, library=library)
+    deliver = deliverer(dispatch, "runs", app=app, logger=None)
+
+    await deliver("ADDED", run("u1", "r1", "5"))
+    assert seen == [True] and ctl.lookup("runs_by_uid", "u1")["name"] == "r1"
+    await deliver("DELETED", run("u1", "r1", "6"))
+    assert seen == [True, False] and ctl.indexes.keys("runs_by_uid") == []
+
+
+async def test_the_deliverer_hands_every_function_kopfs_arguments_and_the_context() -> None:
+    got: dict[str, Any] = {}
+
+    async def dispatch(**kwargs: Any) -> None:
+        got.update(kwargs)
+
+    app = object()
+    await deliverer(dispatch, "runs", app=app, logger="log")("MODIFIED", run("u1", "r1", "7"))
+    assert got["type"] == "MODIFIED" and got["app"] is app and got["logger"] == "log"
+    assert (got["namespace"], got["name"], got["uid"]) == ("ns", "r1", "u1")
+    assert got["spec"] == {"topologyRef": {"name": "t"}} and got["status"] == {}
+    assert got["labels"] == {} and got["annotations"] == {} and got["resource_plural"] == "runs"
+
+
+def test_a_stream_key_and_its_resource_are_each_others_inverse() -> None:
+    for resource in (*RESOURCES.values(), Resource("batch", "v1", "jobs")):
+        assert resource_of(stream_of(resource, "")[0]) == resource
+
+
+async def test_the_probe_reports_the_queue_and_fails_once_every_worker_has_stopped() -> None:
+    ctl = root.wiring().controller(OperatorConfig(), workers=2)
+    memo = SimpleNamespace(app=None)
+    assert root.probe_queue(memo) == {"depth": 0, "workers": 0}  # before the start-up built it
+    ctl.enqueue("Skill", "ns", "s", delay=60.0)
+    await ctl.start()
+    try:
+        health = ctl.health()
+        assert health["workers"] == 3 and health["busy"] == 0  # two workers, the Event poster
+        for task in ctl.tasks:
+            task.cancel()
+        await asyncio.gather(*ctl.tasks, return_exceptions=True)
+        with pytest.raises(RuntimeError, match="every reconcile worker has stopped"):
+            ctl.health()
+    finally:
+        await ctl.stop()
