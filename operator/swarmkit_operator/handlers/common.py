@@ -23,7 +23,7 @@ from ..builders import COMPONENT_LABEL, MANAGED_BY, RUN_LABEL
 from ..config import Settings
 from ..delivery import Delivery
 from ..gateways import GatewayController
-from ..indexes import PRESENT, Indexes, IndexSpec, index
+from ..indexes import PRESENT, Indexes, IndexId, IndexSpec, index
 from ..library import SkillLibrary
 from ..reconcile.controller import Controller, Kind, Watch
 from ..reconcile.gc import component_kind
@@ -220,7 +220,9 @@ async def config_map_event(
         ctl.enqueue_gc(namespace, delay=1.0)
         return
     # A user's ConfigMap: re-check exactly the skills and workspaces reading it.
-    ctl.enqueue_many("Skill", namespace, ctl.lookup_all("skill_by_config_map", (namespace, name)))
     ctl.enqueue_many(
-        "Workspace", namespace, ctl.lookup_all("workspace_by_config_map", (namespace, name))
+        "Skill", namespace, ctl.lookup_all(IndexId.SKILL_BY_CONFIG_MAP, (namespace, name))
+    )
+    ctl.enqueue_many(
+        "Workspace", namespace, ctl.lookup_all(IndexId.WORKSPACE_BY_CONFIG_MAP, (namespace, name))
     )

@@ -59,6 +59,7 @@ from ..indexes import (
     CORE_MAINTAINED,
     RESOURCES,
     Indexes,
+    IndexId,
     IndexSpec,
     Listing,
     populate,
@@ -176,12 +177,13 @@ def wiring(modules: Sequence[ModuleType] = MODULES, kinds: Sequence[Kind] = KIND
     """The kinds' declarations and the marks of ``modules``, in order, as index specs and
     the watch streams' functions."""
     by_name: dict[str, Kind] = {}
-    specs: dict[str, IndexSpec] = {}
+    specs: dict[IndexId, IndexSpec] = {}
     for kind in kinds:
         if kind.kind in by_name:
             raise RuntimeError(f"two declarations of {kind.kind}")
         by_name[kind.kind] = kind
-        specs.update((s.id, s) for s in _declared_specs(kind))
+        for spec in _declared_specs(kind):
+            _declare(specs, spec)
     watchers = _watchers(by_name)
     functions: list[tuple[EventFn, Stream, bool]] = []
     for module in modules:
@@ -192,9 +194,10 @@ def wiring(modules: Sequence[ModuleType] = MODULES, kinds: Sequence[Kind] = KIND
                 functions.append((event, stream, False))
         for fn, one in marked(module):
             if isinstance(one, IndexSpec):
-                specs.setdefault(one.id, one)
+                _declare(specs, one)
             elif isinstance(one, EventMark):
                 functions.append((fn, one.stream, one.metadata_only))
+    _check_watched_indexes(by_name, specs)
     events = EventRegistry(index_specs=tuple(specs.values()))
     # An index over a resource neither a kind nor a shared module watches gets a function
     # keeping it current, first on its stream: the others read the index updated.
@@ -208,6 +211,31 @@ def wiring(modules: Sequence[ModuleType] = MODULES, kinds: Sequence[Kind] = KIND
     for fn, stream, metadata_only in functions:
         events.add(stream, fn, metadata_only=metadata_only)
     return Wiring(tuple(specs.values()), by_name, events)
+
+
+def _declare(specs: dict[IndexId, IndexSpec], spec: IndexSpec) -> None:
+    """Add ``spec`` to ``specs``: the same spec again is one (a kind's indexes are marks of
+    its module too); another function under the same id is a start-up error, never the
+    first one silently kept."""
+    known = specs.setdefault(spec.id, spec)
+    if known is not spec:
+        raise RuntimeError(
+            f"two functions declare the index {spec.id}: "
+            f"{known.fn.__module__}.{known.fn.__qualname__} and "
+            f"{spec.fn.__module__}.{spec.fn.__qualname__}"
+        )
+
+
+def _check_watched_indexes(kinds: Mapping[str, Kind], specs: Mapping[IndexId, IndexSpec]) -> None:
+    """Every :class:`Watch` maps its events through an index some wired module declares:
+    one that none does would fail on the first event of its source, not at start-up."""
+    for kind in kinds.values():
+        for watch in kind.watches:
+            if watch.index not in specs:
+                raise RuntimeError(
+                    f"{kind.kind} watches {watch.source} through {watch.index}: "
+                    "no wired module declares that index"
+                )
 
 
 def _watchers(kinds: Mapping[str, Kind]) -> dict[str, list[tuple[str, Watch]]]:
@@ -283,7 +311,9 @@ async def _build(
     def skill_pending(namespace: str, name: str) -> bool:
         # Bound late, to the controller built in step 5: the library's flushes start with
         # the writers, long after it (the two need each other: usage and pending).
-        return ctl.pending(("Skill", namespace, name), ctl.lookup("skill_views", (namespace, name)))
+        return ctl.pending(
+            ("Skill", namespace, name), ctl.lookup(IndexId.SKILL_VIEWS, (namespace, name))
+        )
 
     lib = SkillLibrary(
         config,
@@ -303,7 +333,7 @@ async def _build(
     gateways = _gateways(ctl, resolver)
     closing.push_async_callback(gateways.stop)
     view = indexes.view
-    mail = Delivery(view(PENDING_DELIVERIES), view("runs_workspaces"), ours.runs)
+    mail = Delivery(view(PENDING_DELIVERIES), view(IndexId.RUNS_WORKSPACES), ours.runs)
     closing.push_async_callback(mail.stop)
     # 7. The web view, when asked for.
     web = await _web_view(ours, indexes, lib, closing)
@@ -437,9 +467,9 @@ def _gateways(ctl: Controller, resolver: Resolver) -> GatewayController:
     """The gateways controller over the shared indexes and the one resolver, seeded with
     the Agents that have a gateway."""
     view = ctl.indexes.view
-    gateways = GatewayController(ctl.config, resolver, view("agent_views"))
-    for namespace, name in ctl.indexes.keys("agent_views"):
-        agent_view = ctl.lookup("agent_views", (namespace, name))
+    gateways = GatewayController(ctl.config, resolver, view(IndexId.AGENT_VIEWS))
+    for namespace, name in ctl.indexes.keys(IndexId.AGENT_VIEWS):
+        agent_view = ctl.lookup(IndexId.AGENT_VIEWS, (namespace, name))
         if agent_view is not None:
             gateways.agent_changed(namespace, name, agent_view["spec"])
     return gateways
@@ -512,19 +542,19 @@ def _run_indexes(indexes: Indexes) -> RunIndexes:
     """The shared indexes as the Runs controller (and its resolver) reads them."""
     view = indexes.view
     return RunIndexes(
-        runs=view("runs_by_uid"),
-        jobs=view("runs_jobs_by_run"),
-        pods=view("runs_pods_by_run"),
-        topologies=view("runs_topologies"),
-        agents=view("runs_agents"),
-        skills=view("runs_skills"),
-        workspaces=view("runs_workspaces"),
-        funnels=view("funnel_views"),
-        bundles=view("pinned_config_maps"),
-        reviews=view("runs_reviews_by_run"),
-        skill_reviews=view("skill_reviews"),
-        spend_quotas=view("spend_quotas"),
-        eval_runs=view("evalrun_uids"),
+        runs=view(IndexId.RUNS_BY_UID),
+        jobs=view(IndexId.RUNS_JOBS_BY_RUN),
+        pods=view(IndexId.RUNS_PODS_BY_RUN),
+        topologies=view(IndexId.RUNS_TOPOLOGIES),
+        agents=view(IndexId.RUNS_AGENTS),
+        skills=view(IndexId.RUNS_SKILLS),
+        workspaces=view(IndexId.RUNS_WORKSPACES),
+        funnels=view(IndexId.FUNNEL_VIEWS),
+        bundles=view(IndexId.PINNED_CONFIG_MAPS),
+        reviews=view(IndexId.RUNS_REVIEWS_BY_RUN),
+        skill_reviews=view(IndexId.SKILL_REVIEWS),
+        spend_quotas=view(IndexId.SPEND_QUOTAS),
+        eval_runs=view(IndexId.EVALRUN_UIDS),
     )
 
 

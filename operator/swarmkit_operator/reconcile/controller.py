@@ -24,7 +24,7 @@ from swarmkit_api.resources import KindInfo
 from .. import k8s, metrics
 from ..builders import Verdict, trust
 from ..config import OperatorConfig
-from ..indexes import Indexes, IndexFn, Listing, populate
+from ..indexes import Indexes, IndexFn, IndexId, Listing, populate
 from ..runtime.leader import Leadership
 from ..runtime.workqueue import Result, Workers, WorkQueue
 from . import faults
@@ -86,7 +86,7 @@ class Watch:
     what wakes it; the source kind's event function runs it after its own ``dependents``."""
 
     source: str
-    index: str
+    index: IndexId
     when: Callable[[Observation], bool] = lambda seen: seen.changed
 
 
@@ -126,9 +126,9 @@ class Kind:
         return self.api.plural if self.api is not None else ""
 
     @property
-    def view_index(self) -> str:
-        """The index of its per-object views ("" for a kind without objects)."""
-        return view_index(self.kind) if self.api is not None else ""
+    def view_index(self) -> IndexId | None:
+        """The index of its per-object views (None for a kind without objects)."""
+        return view_index(self.kind) if self.api is not None else None
 
 
 @dataclass
@@ -191,20 +191,18 @@ class Controller:
             if not self.reconcilers:
                 self.reconcilers = {k.kind: k.reconcile for k in self.kinds.values()}
 
-    def with_views(self) -> list[tuple[str, str]]:
+    def with_views(self) -> list[tuple[str, IndexId]]:
         """(kind, views index) of every declared kind with objects."""
-        return [(k.kind, k.view_index) for k in self.kinds.values() if k.view_index]
+        return [(k.kind, k.view_index) for k in self.kinds.values() if k.view_index is not None]
 
     # --- indexes ---
 
-    def lookup(self, index: str, key: Any) -> Any:
-        """The single value of ``key`` in ``index`` (None if absent)."""
-        values = self.indexes.data[index].get(key)
-        if not values:
-            return None
-        return next(iter(values.values()))
+    def lookup(self, index: IndexId, key: Any) -> Any:
+        """The single value of ``key`` in ``index`` (None if absent; an index these
+        indexes were not built with is :class:`~swarmkit_operator.indexes.UnknownIndex`)."""
+        return self.indexes.first(index, key)
 
-    def lookup_all(self, index: str, key: Any) -> list[Any]:
+    def lookup_all(self, index: IndexId, key: Any) -> list[Any]:
         return self.indexes.values(index, key)
 
     # --- queueing ---
@@ -317,7 +315,8 @@ class Controller:
                 generation = (body.get("metadata") or {}).get("generation")
                 settled = (body.get("status") or {}).get("observedGeneration") == generation
                 self.enqueue(kind, namespace, name, background=event_type is None and settled)
-            view = view_of(self.lookup(view_index(kind), (namespace, name)))
+            views = view_index(kind)
+            view = view_of(None if views is None else self.lookup(views, (namespace, name)))
         fresh = view is MISSING or view[-1]
         return Observation(self.changed(key, view, fresh=fresh), previous, view)
 
@@ -375,8 +374,10 @@ class Controller:
         force = since is not None and started - since > self.max_defer
         try:
             index = view_index(kind)
-            known = index in self.indexes.data
-            fault = faults.decoded_fault(self.lookup(index, (namespace, name)) if known else None)
+            known = index is not None and index in self.indexes.data
+            fault = faults.decoded_fault(
+                self.lookup(index, (namespace, name)) if index is not None and known else None
+            )
             if fault is not None:  # cut when decoded: reported, never reconciled
                 await faults.report(self, kind, namespace, name, fault)
                 outcome = "invalid"
@@ -464,7 +465,7 @@ class Controller:
         """Create a rendered ConfigMap unless it exists; True if created."""
         meta = manifest["metadata"]
         ident = (meta["namespace"], meta["name"])
-        if self.lookup("rendered_config_map_names", ident) is not None:
+        if self.lookup(IndexId.RENDERED_CONFIG_MAP_NAMES, ident) is not None:
             return False
         # Created moments ago, not in the index yet (its watch event is on its way).
         recent = self.created_config_maps.get(ident)
@@ -485,7 +486,7 @@ class Controller:
         None when it is exactly the render, or was gone and is now the render written.
         Names are content-addressed, so comparing with ``manifest`` is the proof."""
         ident = (manifest["metadata"]["namespace"], manifest["metadata"]["name"])
-        uid = self.lookup("rendered_config_map_names", ident)
+        uid = self.lookup(IndexId.RENDERED_CONFIG_MAP_NAMES, ident)
         if uid is not None and self.verified_renders.get(ident) == uid:
             return None
         found = await k8s.read_config_map(*ident)

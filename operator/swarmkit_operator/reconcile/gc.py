@@ -26,7 +26,7 @@ from ..builders import (
 )
 from ..builders.promotion import kept_renders
 from ..builders.skill import PART_OF
-from ..indexes import PRESENT, index
+from ..indexes import PRESENT, IndexId, index
 from .controller import Controller, Kind
 from .views import Key
 
@@ -41,7 +41,7 @@ def component_kind(component: str) -> str:
     return next((k.kind for k in KINDS if k.singular == component), "")
 
 
-@index("configmaps", id="rendered_config_maps", labels=_RENDERED, metadata_only=True)
+@index("configmaps", id=IndexId.RENDERED_CONFIG_MAPS, labels=_RENDERED, metadata_only=True)
 def rendered_config_maps(
     namespace: str | None,
     name: str,
@@ -64,7 +64,7 @@ def rendered_config_maps(
     }
 
 
-@index("configmaps", id="rendered_config_map_names", labels=_RENDERED, metadata_only=True)
+@index("configmaps", id=IndexId.RENDERED_CONFIG_MAP_NAMES, labels=_RENDERED, metadata_only=True)
 def rendered_config_map_names(
     namespace: str | None, name: str, uid: str, **_: Any
 ) -> dict[Any, Any]:
@@ -72,7 +72,7 @@ def rendered_config_map_names(
     return {(namespace, name): uid}
 
 
-@index("configmaps", id="pinned_config_maps", labels={RUN_LABEL: PRESENT}, metadata_only=True)
+@index("configmaps", id=IndexId.PINNED_CONFIG_MAPS, labels={RUN_LABEL: PRESENT}, metadata_only=True)
 def pinned_config_maps(
     namespace: str | None,
     name: str,
@@ -108,13 +108,13 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
                 keep.add(str(resolved.get("renderedConfigMap") or ""))
             # spec.promotion: the active and candidate versions' renders and their pins.
             keep |= kept_renders(status)
-    for pin in ctl.lookup_all("pinned_config_maps", namespace):
+    for pin in ctl.lookup_all(IndexId.PINNED_CONFIG_MAPS, namespace):
         if not pin["finished"]:
             keep.update(pin["pins"])
     now = time.monotonic()
     next_check: float | None = None
     deleted = 0
-    for cm in ctl.lookup_all("rendered_config_maps", namespace):
+    for cm in ctl.lookup_all(IndexId.RENDERED_CONFIG_MAPS, namespace):
         ident = (namespace, cm["name"])
         created = ctl.created_config_maps.get(ident)
         owner: Key = (cm["kind"], namespace, cm["owner"])

@@ -20,7 +20,7 @@ from swarmkit_api import GROUP, VERSION
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.handlers import common, root
 from swarmkit_operator.handlers.events import deliverer, resource_of, stream_of
-from swarmkit_operator.indexes import RESOURCES, Resource
+from swarmkit_operator.indexes import RESOURCES, IndexId, Resource
 
 
 def run(uid: str, name: str, rv: str) -> dict[str, Any]:
@@ -42,7 +42,7 @@ async def test_a_resource_no_kind_watches_is_indexed_by_the_first_function_of_it
     seen: list[bool] = []
 
     def kick(uid: str) -> None:  # the Runs controller reads the index its kick is about
-        seen.append(bool(ctl.lookup_all("runs_by_uid", uid)))
+        seen.append(bool(ctl.lookup_all(IndexId.RUNS_BY_UID, uid)))
 
     dispatch = wired.events.dispatcher(GROUP, VERSION, "runs")
     assert dispatch is not None
@@ -52,9 +52,9 @@ async def test_a_resource_no_kind_watches_is_indexed_by_the_first_function_of_it
     deliver = deliverer(dispatch, "runs", app=app, logger=None)
 
     await deliver("ADDED", run("u1", "r1", "5"))
-    assert seen == [True] and ctl.lookup("runs_by_uid", "u1")["name"] == "r1"
+    assert seen == [True] and ctl.lookup(IndexId.RUNS_BY_UID, "u1")["name"] == "r1"
     await deliver("DELETED", run("u1", "r1", "6"))
-    assert seen == [True, False] and ctl.indexes.keys("runs_by_uid") == []
+    assert seen == [True, False] and ctl.indexes.keys(IndexId.RUNS_BY_UID) == []
 
 
 async def test_the_deliverer_hands_every_function_kopfs_arguments_and_the_context() -> None:

@@ -7,6 +7,7 @@ import asyncio
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.handlers.common import Controller, _same
 from swarmkit_operator.handlers.root import wiring
+from swarmkit_operator.indexes import IndexId
 from swarmkit_operator.reconcile.controller import reconcile_queue as queue_of
 
 PRIORITY = wiring().priority  # the kinds' declared lanes
@@ -84,7 +85,7 @@ def test_indexes_track_updates_and_deletes() -> None:
         assert isinstance(spec, dict)
         return {(namespace, g): name for g in spec.get("skills", [])}
 
-    idx = Indexes([IndexSpec("by_grant", "agents", by_grant)])
+    idx = Indexes([IndexSpec(IndexId.AGENT_BY_GRANT, "agents", by_grant)])
 
     def agent(uid: str, name: str, skills: list[str]) -> dict[str, object]:
         return {
@@ -94,21 +95,23 @@ def test_indexes_track_updates_and_deletes() -> None:
 
     idx.update("agents", agent("u1", "a1", ["s1", "s2"]))
     idx.update("agents", agent("u2", "a2", ["s1"]))
-    assert sorted(idx.values("by_grant", ("ns", "s1"))) == ["a1", "a2"]
+    assert sorted(idx.values(IndexId.AGENT_BY_GRANT, ("ns", "s1"))) == ["a1", "a2"]
     idx.update("agents", agent("u1", "a1", ["s2"]))  # a grant removed
-    assert idx.values("by_grant", ("ns", "s1")) == ["a2"]
+    assert idx.values(IndexId.AGENT_BY_GRANT, ("ns", "s1")) == ["a2"]
     idx.delete("agents", "u2")
-    assert idx.values("by_grant", ("ns", "s1")) == []
-    assert ("ns", "s1") not in idx.keys("by_grant")
+    assert idx.values(IndexId.AGENT_BY_GRANT, ("ns", "s1")) == []
+    assert ("ns", "s1") not in idx.keys(IndexId.AGENT_BY_GRANT)
     assert idx.prune("agents", present=set(), listed_at=0.0) == 0  # touched after the LIST
     assert idx.prune("agents", present=set(), listed_at=1e18) == 1
-    assert idx.values("by_grant", ("ns", "s2")) == []
+    assert idx.values(IndexId.AGENT_BY_GRANT, ("ns", "s2")) == []
 
 
 def test_label_filters() -> None:
     from swarmkit_operator.handlers.common import PRESENT, IndexSpec
 
-    spec = IndexSpec("x", "configmaps", lambda **_: {}, {"a": PRESENT, "b": "1"})
+    spec = IndexSpec(
+        IndexId.RENDERED_CONFIG_MAPS, "configmaps", lambda **_: {}, {"a": PRESENT, "b": "1"}
+    )
     assert spec.matches({"a": "anything", "b": "1"})
     assert not spec.matches({"b": "1"})
     assert not spec.matches({"a": "", "b": "2"})
