@@ -192,8 +192,8 @@ async def _open_review(
         if r.get("version") == candidate
     ]
     manifest = pr.build_promotion_review(owner, name, candidate, active, pr.comparison_text(runs))
-    if isinstance(ctl.reviews, ReviewsController):
-        await ctl.reviews.open(manifest, wait=False)
+    if isinstance(ctl.services.reviews, ReviewsController):
+        await ctl.services.reviews.open(manifest, wait=False)
 
 
 def agent_version(status: Mapping[str, Any], ready: bool) -> pr.Version | None:

@@ -112,17 +112,17 @@ def workspace_view(ctl: Controller, namespace: str, name: str) -> WorkspaceView 
         return None
     cache_key = ("workspace-spec", namespace, name, view["uid"], view["generation"])
     spec: WorkspaceSpec | None
-    if cache_key in ctl.caches:
-        spec = ctl.caches[cache_key]
+    if cache_key in ctl.book.parsed:
+        spec = ctl.book.parsed[cache_key]
     else:
         try:
             parsed = validate_spec("Workspace", view["spec"])
             spec = parsed if isinstance(parsed, WorkspaceSpec) else None
         except ManifestError:
             spec = None
-        for old in [k for k in ctl.caches if k[:3] == cache_key[:3]]:
-            del ctl.caches[old]
-        ctl.caches[cache_key] = spec
+        for old in [k for k in ctl.book.parsed if k[:3] == cache_key[:3]]:
+            del ctl.book.parsed[old]
+        ctl.book.parsed[cache_key] = spec
     message = ""
     for cond in view["status"].get("conditions") or ():
         if cond.get("type") == READY:

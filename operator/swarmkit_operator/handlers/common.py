@@ -200,9 +200,9 @@ async def config_map_event(
         return
     ctl.indexes.apply("configmaps", type, body)
     if type == "DELETED":
-        ctl.verified_renders.pop((namespace, name), None)
+        ctl.renders.verified.pop((namespace, name), None)
         # a ConfigMap that took a render's name is gone: its owner can render its own now
-        took = ctl.foreign_renders.pop((namespace, name), None)
+        took = ctl.renders.foreign.pop((namespace, name), None)
         if took is not None:
             ctl.enqueue(*took)
     if (
@@ -210,7 +210,7 @@ async def config_map_event(
         and labels.get("app.kubernetes.io/managed-by") == MANAGED_BY["app.kubernetes.io/managed-by"]
     ):
         if type == "DELETED":  # deleted under us: let its owner re-create it if still used
-            ctl.created_config_maps.pop((namespace, name), None)
+            ctl.renders.created.pop((namespace, name), None)
             owner_kind = component_kind(labels.get(COMPONENT_LABEL, ""))
             owner = labels.get(f"swarmkit.dev/{labels.get(COMPONENT_LABEL)}")
             if owner_kind and owner:

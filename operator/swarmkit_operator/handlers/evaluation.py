@@ -319,7 +319,7 @@ def _status_of(
 ) -> dict[str, Any]:
     """The EvalRun's status, or the one this process wrote and the watch has not shown yet
     (a reconcile right after the start must not start it twice)."""
-    waiting = ctl.awaiting.get(("EvalRun", namespace, name))
+    waiting = ctl.book.awaiting.get(("EvalRun", namespace, name))
     return dict(waiting[2]) if waiting is not None else dict(view["status"])
 
 
@@ -763,8 +763,8 @@ async def _run_cases(
 def _ledger(ctl: Controller) -> Ledger:
     """The operator's one ledger (the resolver's); a bare controller (unit tests wire one
     without the Runs side) gets a ledger of its own, which adopts nothing unrecorded."""
-    if isinstance(ctl.resolver, Resolver):
-        return ctl.resolver.ledger
+    if isinstance(ctl.services.resolver, Resolver):
+        return ctl.services.resolver.ledger
     return _OWN_LEDGER
 
 

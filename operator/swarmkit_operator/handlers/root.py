@@ -67,7 +67,7 @@ from ..indexes import (
 from ..library import SkillLibrary
 from ..marks import marked, marks_of
 from ..reconcile import gc
-from ..reconcile.controller import Controller, Kind, Watch
+from ..reconcile.controller import Controller, ControllerSettings, Kind, Services, Watch
 from ..reconcile.views import count_objects
 from ..reviews import ReviewsController
 from ..runs import Indexes as RunIndexes
@@ -151,11 +151,22 @@ class Wiring:
         """New, empty indexes of every declared and marked index function."""
         return Indexes(self.index_specs)
 
-    def controller(self, config: OperatorConfig, **kwargs: Any) -> Controller:
+    def controller(
+        self,
+        config: OperatorConfig,
+        settings: ControllerSettings | None = None,
+        services: Services | None = None,
+        indexes: Indexes | None = None,
+    ) -> Controller:
         """A reconcile controller over every declared kind (and, unless ``indexes`` is
         given, new indexes)."""
-        kwargs.setdefault("indexes", self.indexes())
-        return Controller(config=config, kinds=self.kinds, **kwargs)
+        return Controller(
+            config=config,
+            kinds=self.kinds,
+            indexes=self.indexes() if indexes is None else indexes,
+            settings=settings or ControllerSettings(),
+            services=services or Services(),
+        )
 
     @property
     def priority(self) -> Mapping[str, int]:
@@ -326,9 +337,13 @@ async def _build(
     lib.seed()
     closing.push_async_callback(lib.stop)
     # 5. The reconcile controller over those indexes, with what its reconcilers call.
-    ctl = _controller(
-        wired, ours, indexes, listings, manager, resolver, reviews, lib.usage_field, closing
+    services = Services(
+        leadership=manager.leadership,
+        resolver=resolver,  # serving a Topology resolves it like a Run
+        reviews=reviews,  # a promotion's Review is opened by the Reviews owner
+        skill_usage=lib.usage_field,
     )
+    ctl = _controller(wired, ours, indexes, services, closing)
     # 6. The gateways controller, and the mailbox webhooks (kicked by their items' events).
     gateways = _gateways(ctl, resolver)
     closing.push_async_callback(gateways.stop)
@@ -351,7 +366,7 @@ async def _build(
     )
     # 8. The runnables, in the order they start, and the watch streams from step 2's LISTs.
     _add_runnables(app)
-    _open_streams(settings, app, wired.events)
+    _open_streams(settings, app, wired.events, listings)
     # 9. Elect (or lead at once) and start the writers. Stopping starts with the manager
     # (the Lease handed over, every loop cancelled), then the components in reverse order.
     closing.push_async_callback(manager.stop)
@@ -383,28 +398,12 @@ def _controller(
     wired: Wiring,
     ours: Settings,
     indexes: Indexes,
-    listings: list[Listing],
-    manager: Manager,
-    resolver: Resolver,
-    reviews: ReviewsController,
-    skill_usage: Callable[[str, str], Any],
+    services: Services,
     closing: contextlib.AsyncExitStack,
 ) -> Controller:
-    """The reconcile controller over ``indexes``, with what its reconcilers call, and the
-    object-count metrics read from its indexes."""
-    ctl = wired.controller(
-        ours.config,
-        indexes=indexes,
-        namespaces=ours.namespaces,
-        workers=ours.workers,
-        gc_grace=ours.gc_grace_seconds,
-        resync_seconds=ours.resync_seconds,
-        listings=listings,
-        leadership=manager.leadership,
-        resolver=resolver,  # serving a Topology resolves it like a Run
-        reviews=reviews,  # a promotion's Review is opened by the Reviews owner
-        skill_usage=skill_usage,
-    )
+    """The reconcile controller over ``indexes``, its settings parsed from ``ours``, with
+    what its reconcilers call, and the object-count metrics read from its indexes."""
+    ctl = wired.controller(ours.config, ControllerSettings.of(ours), services, indexes)
     closing.push_async_callback(ctl.stop)
     counted = [kind for kind, _ in ctl.with_views()]
     metrics.set_object_counts(lambda: count_objects(ctl.indexes, counted))
@@ -558,9 +557,12 @@ def _run_indexes(indexes: Indexes) -> RunIndexes:
     )
 
 
-def _open_streams(settings: kopf.OperatorSettings, app: App, events: EventRegistry) -> None:
+def _open_streams(
+    settings: kopf.OperatorSettings, app: App, events: EventRegistry, listings: list[Listing]
+) -> None:
     """One reflector per stream (and watched namespace), each a runnable of every replica
-    (the standbys keep their indexes current too), started from the start-up's LISTs."""
+    (the standbys keep their indexes current too), started from the start-up's LISTs
+    (``listings``: emptied once the streams took theirs)."""
     ctl = app.controller
     opened = []
     for key, selector in events.streams():
@@ -570,7 +572,7 @@ def _open_streams(settings: kopf.OperatorSettings, app: App, events: EventRegist
         metadata_only = events.metadata_only(*key, selector=selector)
         for reflector in reflectors(
             resource_of(key),
-            ctl.namespaces,
+            ctl.settings.namespaces,
             deliver,
             metadata_only=metadata_only,
             label_selector=selector,
@@ -582,7 +584,7 @@ def _open_streams(settings: kopf.OperatorSettings, app: App, events: EventRegist
             reflector.seed = next(
                 (
                     listing
-                    for listing in ctl.listings
+                    for listing in listings
                     if listing.resource == reflector.resource.plural
                     and listing.namespace == reflector.namespace
                     and listing.selector == selector
@@ -594,7 +596,7 @@ def _open_streams(settings: kopf.OperatorSettings, app: App, events: EventRegist
             )
             seeded = " from the start-up listing" if reflector.seed is not None else ""
             opened.append(reflector.where + (" (metadata)" if metadata_only else "") + seeded)
-    ctl.listings.clear()
+    listings.clear()
     log.info("watching %s", ", ".join(opened))
 
 

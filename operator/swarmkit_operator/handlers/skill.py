@@ -146,7 +146,7 @@ async def read_sources(namespace: str, names: set[str]) -> dict[str, SourceConfi
 
 async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     key = ("Skill", namespace, name)
-    body = ctl.bodies.pop(key, None)
+    body = ctl.book.bodies.pop(key, None)
     view = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, name))
     if view is None:
         return "gone"
@@ -181,8 +181,9 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
         **render.status_fields(),
         "grantedBy": granted_by_field(granting_agents(ctl, namespace, name)),
     }
-    if ctl.skill_usage is not None:  # the library's: rides along (its flush skips a pending Skill)
-        fields["usage"] = ctl.skill_usage(namespace, name)
+    usage = ctl.services.skill_usage
+    if usage is not None:  # the library's: rides along (its flush skips a pending Skill)
+        fields["usage"] = usage(namespace, name)
     written = await ctl.write_status(
         "Skill",
         namespace,

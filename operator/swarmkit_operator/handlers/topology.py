@@ -345,7 +345,7 @@ async def _serve(
         return
     served = await serving.reconcile_serving(
         ctl,
-        ctl.resolver if isinstance(ctl.resolver, Resolver) else None,
+        ctl.services.resolver if isinstance(ctl.services.resolver, Resolver) else None,
         ctl.config,
         namespace,
         name,

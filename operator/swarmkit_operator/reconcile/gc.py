@@ -112,29 +112,30 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
         if not pin["finished"]:
             keep.update(pin["pins"])
     now = time.monotonic()
+    grace = ctl.settings.gc_grace
     next_check: float | None = None
     deleted = 0
     for cm in ctl.lookup_all(IndexId.RENDERED_CONFIG_MAPS, namespace):
         ident = (namespace, cm["name"])
-        created = ctl.created_config_maps.get(ident)
+        created = ctl.renders.created.get(ident)
         owner: Key = (cm["kind"], namespace, cm["owner"])
         in_flight = created is not None and now - created < 60 and ctl.pending(owner, None)
         part_of = cm.get("partOf")
         if cm["name"] in keep or (part_of and part_of in keep) or in_flight:
-            ctl.unreferenced_since.pop(ident, None)
+            ctl.renders.unreferenced_since.pop(ident, None)
             if in_flight:
-                next_check = ctl.gc_grace if next_check is None else min(next_check, ctl.gc_grace)
+                next_check = grace if next_check is None else min(next_check, grace)
             continue
         # Unreferenced: start its grace period, delete once it ran out (uid-guarded, so a
         # re-created ConfigMap of the same name is never deleted by mistake).
-        since = ctl.unreferenced_since.setdefault(ident, now)
-        if now - since >= ctl.gc_grace:
+        since = ctl.renders.unreferenced_since.setdefault(ident, now)
+        if now - since >= grace:
             if await k8s.delete_config_map(namespace, cm["name"], cm["uid"]):
                 deleted += 1
                 log.info("deleted unreferenced ConfigMap %s/%s", namespace, cm["name"])
-            ctl.unreferenced_since.pop(ident, None)
+            ctl.renders.unreferenced_since.pop(ident, None)
         else:
-            wait = ctl.gc_grace - (now - since)
+            wait = grace - (now - since)
             next_check = wait if next_check is None else min(next_check, wait)
     if next_check is not None:
         ctl.enqueue_gc(namespace, delay=next_check + 0.1)

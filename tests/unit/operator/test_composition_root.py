@@ -11,16 +11,19 @@ builds, so a move that loses a step fails here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from swarmkit_api import GROUP, VERSION
-from swarmkit_operator.config import OperatorConfig
+from swarmkit_operator.config import OperatorConfig, Settings
 from swarmkit_operator.handlers import common, root
 from swarmkit_operator.handlers.events import deliverer, resource_of, stream_of
 from swarmkit_operator.indexes import RESOURCES, IndexId, Resource
+from swarmkit_operator.reconcile.controller import ControllerSettings, Services
 
 
 def run(uid: str, name: str, rv: str) -> dict[str, Any]:
@@ -77,7 +80,7 @@ def test_a_stream_key_and_its_resource_are_each_others_inverse() -> None:
 
 
 async def test_the_probe_reports_the_queue_and_fails_once_every_worker_has_stopped() -> None:
-    ctl = root.wiring().controller(OperatorConfig(), workers=2)
+    ctl = root.wiring().controller(OperatorConfig(), ControllerSettings(workers=2))
     memo = SimpleNamespace(app=None)
     assert root.probe_queue(memo) == {"depth": 0, "workers": 0}  # before the start-up built it
     ctl.enqueue("Skill", "ns", "s", delay=60.0)
@@ -92,3 +95,21 @@ async def test_the_probe_reports_the_queue_and_fails_once_every_worker_has_stopp
             ctl.health()
     finally:
         await ctl.stop()
+
+
+async def test_the_controller_is_built_whole_from_the_parsed_settings_and_its_services() -> None:
+    """Its settings come from the one parsed ``Settings`` (the environment is read once,
+    by ``config.py``), what its reconcilers call is one frozen part given to its
+    constructor: none of it can be set on it afterwards (``ctl.resolver = ...`` was how a
+    collaborator used to arrive)."""
+    ours = Settings(namespaces=("team-a",), workers=3, gc_grace_seconds=2.5, resync_seconds=0)
+    wired = root.wiring()
+    services = Services(resolver=object(), skill_usage=lambda ns, name: {"runs": 1})
+    async with contextlib.AsyncExitStack() as closing:
+        ctl = root._controller(wired, ours, wired.indexes(), services, closing)
+        assert ctl.settings == ControllerSettings(("team-a",), 3, gc_grace=2.5, resync_seconds=0)
+        assert ctl.services is services and ctl.services.leadership.leading
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            ctl.services.resolver = None  # type: ignore[misc]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            ctl.settings.workers = 1  # type: ignore[misc]

@@ -12,7 +12,7 @@ from swarmkit_api.conditions import ACCEPTED, READY, REASON_DEPTH_EXCEEDED, REAS
 from swarmkit_operator.builders import Verdict
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.indexes import IndexId
-from swarmkit_operator.reconcile.controller import Controller
+from swarmkit_operator.reconcile.controller import Controller, ControllerSettings
 
 
 def view(uid: str, too_deep: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -42,7 +42,9 @@ class Recorded:
 def controller(
     reconcile: Any, views: dict[tuple[str, str], dict[str, Any]]
 ) -> tuple[Controller, Recorded]:
-    ctl = Controller(config=OperatorConfig(), workers=2, resync_seconds=0)
+    ctl = Controller(
+        config=OperatorConfig(), settings=ControllerSettings(workers=2, resync_seconds=0)
+    )
     ctl.reconcilers = {"Skill": reconcile}
     ctl.indexes.data[IndexId.SKILL_VIEWS] = {}  # the kind's index exists; its views are below
     recorded = Recorded()
