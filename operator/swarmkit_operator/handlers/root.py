@@ -431,7 +431,7 @@ def _runs(ours: Settings, indexes: Indexes) -> tuple[Resolver, ReviewsController
     """The operator's one resolver (Runs, served Topologies and gateways resolve through it,
     over one set of indexes), the Reviews controller (the one writer of Review status) and
     the Runs controller built with both (it asks the Reviews controller for transitions)."""
-    run_indexes = _run_indexes(indexes)
+    run_indexes = RunIndexes.of(indexes)
     resolver = Resolver(ours.config, run_indexes.resolver())
     reviews = ReviewsController()
     runs = RunController(
@@ -465,12 +465,8 @@ async def _web_view(
 def _gateways(ctl: Controller, resolver: Resolver) -> GatewayController:
     """The gateways controller over the shared indexes and the one resolver, seeded with
     the Agents that have a gateway."""
-    view = ctl.indexes.view
-    gateways = GatewayController(ctl.config, resolver, view(IndexId.AGENT_VIEWS))
-    for namespace, name in ctl.indexes.keys(IndexId.AGENT_VIEWS):
-        agent_view = ctl.lookup(IndexId.AGENT_VIEWS, (namespace, name))
-        if agent_view is not None:
-            gateways.agent_changed(namespace, name, agent_view["spec"])
+    gateways = GatewayController(ctl.config, resolver, ctl.indexes.view(IndexId.AGENT_VIEWS))
+    gateways.seed()
     return gateways
 
 
@@ -535,26 +531,6 @@ def _started(start: Callable[[], None]) -> Callable[[], Awaitable[None]]:
         start()
 
     return run
-
-
-def _run_indexes(indexes: Indexes) -> RunIndexes:
-    """The shared indexes as the Runs controller (and its resolver) reads them."""
-    view = indexes.view
-    return RunIndexes(
-        runs=view(IndexId.RUNS_BY_UID),
-        jobs=view(IndexId.RUNS_JOBS_BY_RUN),
-        pods=view(IndexId.RUNS_PODS_BY_RUN),
-        topologies=view(IndexId.RUNS_TOPOLOGIES),
-        agents=view(IndexId.RUNS_AGENTS),
-        skills=view(IndexId.RUNS_SKILLS),
-        workspaces=view(IndexId.RUNS_WORKSPACES),
-        funnels=view(IndexId.FUNNEL_VIEWS),
-        bundles=view(IndexId.PINNED_CONFIG_MAPS),
-        reviews=view(IndexId.RUNS_REVIEWS_BY_RUN),
-        skill_reviews=view(IndexId.SKILL_REVIEWS),
-        spend_quotas=view(IndexId.SPEND_QUOTAS),
-        eval_runs=view(IndexId.EVALRUN_UIDS),
-    )
 
 
 def _open_streams(

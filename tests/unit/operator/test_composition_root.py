@@ -20,10 +20,12 @@ import pytest
 
 from swarmkit_api import GROUP, VERSION
 from swarmkit_operator.config import OperatorConfig, Settings
+from swarmkit_operator.gateways import GatewayController
 from swarmkit_operator.handlers import common, root
 from swarmkit_operator.handlers.events import deliverer, resource_of, stream_of
 from swarmkit_operator.indexes import RESOURCES, IndexId, Resource
 from swarmkit_operator.reconcile.controller import ControllerSettings, Services
+from swarmkit_operator.runs import Indexes as RunIndexes
 
 
 def run(uid: str, name: str, rv: str) -> dict[str, Any]:
@@ -113,3 +115,25 @@ async def test_the_controller_is_built_whole_from_the_parsed_settings_and_its_se
             ctl.services.resolver = None  # type: ignore[misc]
         with pytest.raises(dataclasses.FrozenInstanceError):
             ctl.settings.workers = 1  # type: ignore[misc]
+
+
+def test_the_runs_controller_reads_the_shared_indexes_live() -> None:
+    """What the root used to map by hand (``_run_indexes``) is the Runs side's own
+    ``Indexes.of``: every index it reads, as live views of the one shared set."""
+    shared = root.wiring().indexes()
+    mine = RunIndexes.of(shared)
+    assert all(getattr(mine, f.name) is not None for f in dataclasses.fields(mine))
+    shared.update("runs", run("u1", "r1", "3"))
+    assert mine.runs["u1"][0]["name"] == "r1"
+
+
+def test_the_gateways_controller_is_seeded_with_the_indexed_agents_that_have_a_gateway() -> None:
+    shared = root.wiring().indexes()
+    for name, spec in (("gw", {"gateway": {"port": 8080}}), ("plain", {})):
+        meta = {"uid": f"{name}-uid", "name": name, "namespace": "ns", "generation": 1}
+        shared.update("agents", {"metadata": meta, "spec": spec, "status": {}})
+    resolver: Any = None  # the seed resolves nothing
+    gateways = GatewayController(OperatorConfig(), resolver, shared.view(IndexId.AGENT_VIEWS))
+    gateways.seed()
+    assert gateways.served == {"ns": {"gw"}}
+    assert gateways.queue.pending(("ns", "gw")) and not gateways.queue.pending(("ns", "plain"))
