@@ -556,17 +556,7 @@ def _open_streams(
             read_timeout=float(settings.watching.client_timeout or 300),
             backoff=float(settings.watching.reconnect_backoff or 1.0),
         ):
-            # Step 2 LISTed it moments ago (for the indexes): start from that.
-            reflector.seed = next(
-                (
-                    listing
-                    for listing in listings
-                    if listing.resource == reflector.resource.plural
-                    and listing.namespace == reflector.namespace
-                    and listing.selector == selector
-                ),
-                None,
-            )
+            reflector.seed_from(listings)  # step 2 LISTed it moments ago (for the indexes)
             app.manager.add(
                 Runnable(f"watch {reflector.where}", _watching(reflector), needs_leader=False)
             )

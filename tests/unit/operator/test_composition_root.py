@@ -23,9 +23,10 @@ from swarmkit_operator.config import OperatorConfig, Settings
 from swarmkit_operator.gateways import GatewayController
 from swarmkit_operator.handlers import common, root
 from swarmkit_operator.handlers.events import deliverer, resource_of, stream_of
-from swarmkit_operator.indexes import RESOURCES, IndexId, Resource
+from swarmkit_operator.indexes import RESOURCES, IndexId, Listing, Resource
 from swarmkit_operator.reconcile.controller import ControllerSettings, Services
 from swarmkit_operator.runs import Indexes as RunIndexes
+from swarmkit_operator.watching import Reflector
 
 
 def run(uid: str, name: str, rv: str) -> dict[str, Any]:
@@ -137,3 +138,22 @@ def test_the_gateways_controller_is_seeded_with_the_indexed_agents_that_have_a_g
     gateways.seed()
     assert gateways.served == {"ns": {"gw"}}
     assert gateways.queue.pending(("ns", "gw")) and not gateways.queue.pending(("ns", "plain"))
+
+
+def test_a_reflector_starts_from_the_start_up_listing_of_its_own_scope_and_selector() -> None:
+    async def deliver(type_: str | None, body: dict[str, Any]) -> None:
+        return None
+
+    def listing(namespace: str | None, selector: str, plural: str = "pods") -> Listing:
+        return Listing(plural, namespace, False, "7", [], selector)
+
+    labelled = Reflector(
+        Resource("", "v1", "pods"), "ns", deliver, label_selector="swarmkit.dev/run-uid"
+    )
+    ours = listing("ns", "swarmkit.dev/run-uid")
+    labelled.seed_from(
+        [listing("ns", ""), listing("other", "swarmkit.dev/run-uid"), ours, listing("ns", "x")]
+    )
+    assert labelled.seed is ours
+    labelled.seed_from([listing("ns", "swarmkit.dev/run-uid", plural="jobs")])
+    assert labelled.seed is None  # none of its own: it lists
