@@ -15,7 +15,10 @@ passes each what it needs in its constructor:
    status) and the Runs controller that asks it;
 4. the skill library;
 5. the reconcile :class:`~swarmkit_operator.reconcile.controller.Controller` over the
-   indexes and reconcilers, with the leadership, the resolver and the library's usage;
+   indexes and reconcilers, its settings parsed once
+   (:class:`~swarmkit_operator.reconcile.controller.ControllerSettings`), with its
+   :class:`~swarmkit_operator.reconcile.controller.Services` (the leadership, the resolver,
+   the Reviews owner and the library's usage);
 6. the gateways controller (with the same resolver), and 7. the web view when asked for;
 8. the :class:`~.common.App` context holding all of them (every event function gets it as
    ``app``; kopf's memo holds nothing else), every loop as one of the manager's runnables

@@ -142,7 +142,7 @@ class ControllerSettings:
     workers: int = 16
     #: Seconds before a deferred reconcile runs again (a backstop: a settled input wakes it).
     defer_delay: float = 1.0
-    #: Seconds of deferring after which a reconcile runs ``force``\ d.
+    #: Seconds of deferring after which a reconcile runs with ``force``.
     max_defer: float = 15.0
     #: Seconds a rendered ConfigMap nothing refers to is kept before it is collected.
     gc_grace: float = 10.0
@@ -387,10 +387,10 @@ class Controller:
         force = since is not None and started - since > self.settings.max_defer
         try:
             index = view_index(kind)
-            known = index is not None and index in self.indexes.data
-            fault = faults.decoded_fault(
-                self.lookup(index, (namespace, name)) if index is not None and known else None
-            )
+            view = None
+            if index is not None and index in self.indexes.data:
+                view = self.lookup(index, (namespace, name))
+            fault = faults.decoded_fault(view)
             if fault is not None:  # cut when decoded: reported, never reconciled
                 await faults.report(self, kind, namespace, name, fault)
                 outcome = "invalid"
