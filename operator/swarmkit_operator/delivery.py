@@ -40,6 +40,7 @@ from swarmkit_api.effects import DELIVERY_LABEL
 from . import k8s
 from .builders import run_status as rs
 from .config import RunsSettings
+from .indexes import IndexId
 from .runtime.workqueue import Result, Workers, WorkQueue
 
 log = logging.getLogger("swarmkit_operator.delivery")
@@ -53,7 +54,7 @@ POST_TIMEOUT = aiohttp.ClientTimeout(total=10)
 WORKERS = 4
 PLURAL = "mailboxmessages"
 #: The index of the pending items (``handlers/delivery.py``).
-PENDING_DELIVERIES = "pending_deliveries"
+PENDING_DELIVERIES = IndexId.PENDING_DELIVERIES
 
 
 def backoff(attempts: int, base: float = BACKOFF_SECONDS) -> float:

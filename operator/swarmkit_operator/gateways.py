@@ -102,6 +102,14 @@ class GatewayController:
     async def stop(self) -> None:
         await self._workers.stop()
 
+    def seed(self) -> None:
+        """Learn which Agents have a gateway from the agent views already indexed (the
+        start-up's LIST), before their events arrive."""
+        for namespace, name in list(self.agents):
+            views = self.agents.get((namespace, name))
+            if views:
+                self.agent_changed(namespace, name, views[0]["spec"])
+
     def kick(self, namespace: str, name: str, delay: float = 0.0) -> None:
         self.queue.add((namespace, name), delay)
 

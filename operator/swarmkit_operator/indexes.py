@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
@@ -69,9 +70,75 @@ CORE_MAINTAINED = frozenset({"configmaps"})
 IndexFn = Callable[..., Mapping[Any, Any]]
 
 
+class IndexId(StrEnum):
+    """Every index of the operator, by name. An index is read by its member
+    (``ctl.lookup(IndexId.SKILL_VIEWS, key)``), never by a string: a misspelt name is an
+    attribute error at import and a type error in ``mypy``, not a silent empty lookup, and
+    :func:`index` refuses to declare a name that is not here. The composition root's
+    wiring then refuses two functions declaring one name and a ``Watch`` through an
+    index nothing declares (``handlers/root.py``). Members are strings: logs, metrics and
+    the indexes' own keys read as before.
+
+    Grouped by the module whose ``@index`` declares it; a kind's views index is
+    ``<kind>_views`` (:func:`swarmkit_operator.reconcile.views.view_index`).
+    """
+
+    # The kinds' own (handlers/<kind>.py), their views first.
+    WORKSPACE_VIEWS = "workspace_views"
+    WORKSPACE_BY_CONFIG_MAP = "workspace_by_config_map"
+    SKILL_VIEWS = "skill_views"
+    SKILL_BY_CONFIG_MAP = "skill_by_config_map"
+    SKILL_BY_COMPONENT = "skill_by_component"
+    SKILL_BY_TARGET = "skill_by_target"
+    AGENT_VIEWS = "agent_views"
+    AGENT_BY_GRANT = "agent_by_grant"
+    AGENT_BY_WORKSPACE = "agent_by_workspace"
+    FUNNEL_VIEWS = "funnel_views"
+    FUNNEL_BY_REVIEWER = "funnel_by_reviewer"
+    FUNNEL_BY_JUDGE = "funnel_by_judge"
+    TOPOLOGY_VIEWS = "topology_views"
+    TOPOLOGY_BY_AGENT = "topology_by_agent"
+    TOPOLOGY_BY_WORKSPACE = "topology_by_workspace"
+    TOPOLOGY_BY_FUNNEL = "topology_by_funnel"
+    EVALSET_VIEWS = "evalset_views"
+    EVALSET_BY_JUDGE = "evalset_by_judge"
+    EVALSET_CALIBRATIONS = "evalset_calibrations"
+    EVALRUN_VIEWS = "evalrun_views"
+    EVALRUN_UIDS = "evalrun_uids"
+    EVALRUN_BY_SET = "evalrun_by_set"
+    EVAL_RESULTS = "eval_results"
+    EVAL_CASE_RUNS = "eval_case_runs"
+    # Rendered ConfigMaps and Run bundles (reconcile/gc.py).
+    RENDERED_CONFIG_MAPS = "rendered_config_maps"
+    RENDERED_CONFIG_MAP_NAMES = "rendered_config_map_names"
+    PINNED_CONFIG_MAPS = "pinned_config_maps"
+    # The Runs controller's inputs (handlers/run.py) and the skill Reviews (handlers/review.py).
+    RUNS_BY_UID = "runs_by_uid"
+    RUNS_JOBS_BY_RUN = "runs_jobs_by_run"
+    RUNS_PODS_BY_RUN = "runs_pods_by_run"
+    RUNS_REVIEWS_BY_RUN = "runs_reviews_by_run"
+    RUNS_TOPOLOGIES = "runs_topologies"
+    RUNS_AGENTS = "runs_agents"
+    RUNS_SKILLS = "runs_skills"
+    RUNS_WORKSPACES = "runs_workspaces"
+    SPEND_QUOTAS = "spend_quotas"
+    SKILL_REVIEWS = "skill_reviews"
+    # Served Topologies (serving.py), mailbox deliveries (handlers/delivery.py), the skill
+    # library and the web view (handlers/library.py), promotions (handlers/promotion.py).
+    SERVE_DEPLOYMENTS = "serve_deployments"
+    SERVE_BUNDLES = "serve_bundles"
+    PENDING_DELIVERIES = "pending_deliveries"
+    LIBRARY_SKILL_SPECS = "library_skill_specs"
+    WEBVIEW_MAILBOX_ITEMS = "webview_mailbox_items"
+    PROMOTION_EVAL_RUNS = "promotion_eval_runs"
+    PROMOTION_REVIEWS = "promotion_reviews"
+    PROMOTION_TOPOLOGIES_BY_EVAL_SET = "promotion_topologies_by_eval_set"
+    PROMOTION_AGENTS_BY_EVAL_SET = "promotion_agents_by_eval_set"
+
+
 @dataclass(frozen=True)
 class IndexSpec:
-    id: str
+    id: IndexId
     resource: str
     fn: IndexFn
     labels: Mapping[str, Any] = field(default_factory=dict)
@@ -80,6 +147,11 @@ class IndexSpec:
     metadata_only: bool = False
     #: How to LIST and watch the resource (its group and version).
     source: Resource | None = None
+
+    def __post_init__(self) -> None:
+        # A name that is no member is refused where it is declared (a plain string that
+        # is one becomes the member: logs and keys read the same).
+        object.__setattr__(self, "id", IndexId(self.id))
 
     @property
     def listed(self) -> Resource:
@@ -99,7 +171,7 @@ class IndexSpec:
 def index(
     resource: str,
     *,
-    id: str,
+    id: IndexId,
     labels: Mapping[str, Any] | None = None,
     group: str | None = None,
     version: str | None = None,
@@ -108,7 +180,8 @@ def index(
     """Mark an index function, like ``@kopf.index`` but without kopf's start-up cost.
 
     ``fn(body=, meta=, spec=, status=, namespace=, name=, uid=, labels=, annotations=,
-    logger=)`` returns ``{key: value}`` for one object. Read it with
+    logger=)`` returns ``{key: value}`` for one object. ``id`` is its :class:`IndexId`
+    (a name that is none is refused here, at import). Read it with
     ``Controller.lookup(id, key)`` / ``lookup_all`` or ``Controller.indexes.view(id)`` (a
     mapping key → values, like a kopf index). For a resource other than our kinds and the
     core one (:data:`RESOURCES`), pass ``group``/``version``: the composition
@@ -120,9 +193,10 @@ def index(
     else:
         source = Resource(group or "", version or "v1", resource)
     spec_of = dict(labels or {})
+    declared = IndexId(id)  # before any function: a wrong name fails at import
 
     def register(fn: IndexFn) -> IndexFn:
-        return mark(fn, IndexSpec(id, resource, fn, spec_of, metadata_only, source))
+        return mark(fn, IndexSpec(declared, resource, fn, spec_of, metadata_only, source))
 
     return register
 
@@ -133,6 +207,13 @@ def _revision(meta: Mapping[str, Any]) -> int | None:
         return int(str(meta.get("resourceVersion", "")))
     except ValueError:
         return None
+
+
+class UnknownIndex(KeyError):
+    """An index read that these indexes were not built with (no wired module declares it)."""
+
+    def __init__(self, index_id: IndexId) -> None:
+        super().__init__(f"no index {index_id!s} is wired (no module declaring it was collected)")
 
 
 class Indexes:
@@ -151,11 +232,11 @@ class Indexes:
         for spec in specs:
             self.specs.setdefault(spec.resource, []).append(spec)
             self.resources.setdefault(spec.resource, spec.listed)
-        self.data: dict[str, dict[Any, dict[str, Any]]] = {
+        self.data: dict[IndexId, dict[Any, dict[str, Any]]] = {
             spec.id: {} for specs in self.specs.values() for spec in specs
         }
         # (resource, uid) → the keys it owns per index, so an update replaces exactly those.
-        self._keys: dict[tuple[str, str], dict[str, list[Any]]] = {}
+        self._keys: dict[tuple[str, str], dict[IndexId, list[Any]]] = {}
         # (resource, uid) → when it was last indexed, so a prune spares what an event refreshed.
         self._touched: dict[tuple[str, str], float] = {}
         # (resource, uid) → resourceVersion last indexed (etcd revisions: integers).
@@ -188,7 +269,7 @@ class Indexes:
             "labels": labels,
             "annotations": meta.get("annotations") or {},
         }
-        owned: dict[str, list[Any]] = {}
+        owned: dict[IndexId, list[Any]] = {}
         for spec in self.specs.get(resource, ()):
             if not spec.matches(labels):
                 continue
@@ -204,6 +285,16 @@ class Indexes:
                 owned[spec.id] = list(entries)
         self._keys[ident] = owned
         self._touched[ident] = time.monotonic()
+
+    def apply(self, resource: str, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """One watch event of ``resource``: DELETED drops the object's entries, any other
+        event (or a listing's, ``None``) indexes it again. Every stream keeping indexes
+        current goes through here (a kind's event function, the ConfigMaps' and
+        ``handlers/common.index_event`` for the resources no kind watches)."""
+        if event_type == "DELETED":
+            self.delete(resource, str((body.get("metadata") or {}).get("uid", "")))
+        else:
+            self.update(resource, body)
 
     def delete(self, resource: str, uid: str) -> None:
         self._drop((resource, uid))
@@ -232,15 +323,28 @@ class Indexes:
             self.delete(*ident)
         return len(stale)
 
-    def view(self, index_id: str) -> Mapping[Any, list[Any]]:
+    def view(self, index_id: IndexId) -> Mapping[Any, list[Any]]:
         """A live read-only mapping key → values (the shape of a kopf index)."""
-        return _IndexView(self.data[index_id])
+        return _IndexView(self._store(index_id))
 
-    def values(self, index_id: str, key: Any) -> list[Any]:
-        return list(self.data[index_id].get(key, {}).values())
+    def first(self, index_id: IndexId, key: Any) -> Any:
+        """The (first) value under ``key``, None if there is none."""
+        values = self._store(index_id).get(key)
+        return next(iter(values.values())) if values else None
 
-    def keys(self, index_id: str) -> list[Any]:
-        return list(self.data[index_id])
+    def values(self, index_id: IndexId, key: Any) -> list[Any]:
+        return list(self._store(index_id).get(key, {}).values())
+
+    def keys(self, index_id: IndexId) -> list[Any]:
+        return list(self._store(index_id))
+
+    def _store(self, index_id: IndexId) -> dict[Any, dict[str, Any]]:
+        """The entries of an index these indexes were built with; one they were not (no
+        module declaring it was wired) is an error naming it, never an empty answer."""
+        store = self.data.get(index_id)
+        if store is None:
+            raise UnknownIndex(index_id)
+        return store
 
 
 class _IndexView(Mapping[Any, list[Any]]):

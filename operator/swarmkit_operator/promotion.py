@@ -32,6 +32,7 @@ from swarmkit_api.review import decision_of
 from . import k8s
 from .builders import ObjectRef, Verdict
 from .builders import promotion as pr
+from .indexes import IndexId
 from .reconcile.controller import Controller
 from .reconcile.views import Key
 from .reviews import ReviewsController
@@ -39,9 +40,9 @@ from .reviews import ReviewsController
 log = logging.getLogger("swarmkit_operator.promotion")
 
 #: Index ids this module reads (declared in :mod:`swarmkit_operator.handlers.promotion`).
-EVAL_RUNS_INDEX = "promotion_eval_runs"
-REVIEWS_INDEX = "promotion_reviews"
-EVAL_SETS_INDEX = "evalset_views"  # the EvalSet kind's views (its declaration)
+EVAL_RUNS_INDEX = IndexId.PROMOTION_EVAL_RUNS
+REVIEWS_INDEX = IndexId.PROMOTION_REVIEWS
+EVAL_SETS_INDEX = IndexId.EVALSET_VIEWS  # the EvalSet kind's views (its declaration)
 
 
 @dataclass(frozen=True)
@@ -191,8 +192,8 @@ async def _open_review(
         if r.get("version") == candidate
     ]
     manifest = pr.build_promotion_review(owner, name, candidate, active, pr.comparison_text(runs))
-    if isinstance(ctl.reviews, ReviewsController):
-        await ctl.reviews.open(manifest, wait=False)
+    if isinstance(ctl.services.reviews, ReviewsController):
+        await ctl.services.reviews.open(manifest, wait=False)
 
 
 def agent_version(status: Mapping[str, Any], ready: bool) -> pr.Version | None:

@@ -43,7 +43,7 @@ from .builders import serve as sb
 from .builders.bundle import RenderedBundle
 from .builders.workload import Target, deployment_summary
 from .config import OperatorConfig
-from .indexes import PRESENT, index
+from .indexes import PRESENT, IndexId, index
 from .workload import pipeline
 from .workload import served as served_pipeline
 from .workload.pipeline import Stop
@@ -52,8 +52,8 @@ from .workload.served import Manifests, roll_out
 
 log = logging.getLogger("swarmkit_operator.serving")
 
-SERVE_DEPLOYMENTS = "serve_deployments"
-SERVE_BUNDLES = "serve_bundles"
+SERVE_DEPLOYMENTS = IndexId.SERVE_DEPLOYMENTS
+SERVE_BUNDLES = IndexId.SERVE_BUNDLES
 #: Seconds between looks at a Deployment with no ready replica (its pods' waiting state,
 #: e.g. a missing token Secret, changes no Deployment field: no event says so).
 SECRET_RECHECK = 5.0
@@ -62,9 +62,9 @@ SECRET_RECHECK = 5.0
 class Lookups(Protocol):
     """What the reconcile controller offers this module (its index lookups)."""
 
-    def lookup(self, index: str, key: Any) -> Any: ...
+    def lookup(self, index: IndexId, key: Any) -> Any: ...
 
-    def lookup_all(self, index: str, key: Any) -> list[Any]: ...
+    def lookup_all(self, index: IndexId, key: Any) -> list[Any]: ...
 
 
 @index(
@@ -330,6 +330,6 @@ __all__ = [
     "ServedTopology",
     "ServingResult",
     "reconcile_serving",
-    "serve_bundles",
-    "serve_deployments",
+    IndexId.SERVE_BUNDLES,
+    IndexId.SERVE_DEPLOYMENTS,
 ]

@@ -87,6 +87,20 @@ class Reflector:
         labelled = f" labelled {self.label_selector}" if self.label_selector else ""
         return f"{self.resource.plural}{labelled} in {self.namespace or 'every namespace'}"
 
+    def seed_from(self, listings: Sequence[Listing]) -> None:
+        """Start from the LIST of its own resource, scope and label selector among
+        ``listings`` (the start-up's, made moments ago for the indexes), if there is one."""
+        self.seed = next(
+            (
+                listing
+                for listing in listings
+                if listing.resource == self.resource.plural
+                and listing.namespace == self.namespace
+                and listing.selector == self.label_selector
+            ),
+            None,
+        )
+
     async def run(self) -> None:
         version: str | None = None
         failures = 0

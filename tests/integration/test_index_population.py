@@ -23,7 +23,7 @@ from swarmkit_operator.builders import (
     RUN_LABEL,
 )
 from swarmkit_operator.handlers.root import wiring
-from swarmkit_operator.indexes import populate
+from swarmkit_operator.indexes import IndexId, populate
 
 BIG = "x" * 200_000
 
@@ -76,10 +76,10 @@ async def test_config_maps_are_listed_as_metadata_and_indexed_alike(
     assert cm_lists and all(a == k8s.METADATA_ONLY for a in cm_lists)
     skill_lists = [accept for path, accept in api if path.endswith("/skills")]
     assert skill_lists == ["application/json"]  # skill indexes read the spec
-    assert indexes.values("rendered_config_map_names", (namespace, "skill-demo-0123abcd"))
-    [entry] = indexes.values("rendered_config_maps", namespace)
+    assert indexes.values(IndexId.RENDERED_CONFIG_MAP_NAMES, (namespace, "skill-demo-0123abcd"))
+    [entry] = indexes.values(IndexId.RENDERED_CONFIG_MAPS, namespace)
     assert entry["kind"] == "Skill" and entry["owner"] == "demo"
-    [pins] = indexes.values("pinned_config_maps", namespace)
+    [pins] = indexes.values(IndexId.PINNED_CONFIG_MAPS, namespace)
     assert pins == {
         "bundle": "run-r1-bundle",
         "pins": ("skill-demo-0123abcd", "agent-a-99"),

@@ -27,8 +27,8 @@ import kopf
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.handlers import root
 from swarmkit_operator.handlers.common import App
-from swarmkit_operator.indexes import populate
-from swarmkit_operator.reconcile.controller import Controller
+from swarmkit_operator.indexes import Listing, populate
+from swarmkit_operator.reconcile.controller import Controller, ControllerSettings, Services
 from swarmkit_operator.runtime import Manager, Runnable
 
 from .fake_k8s import FakeApi
@@ -75,17 +75,15 @@ class Reconciling:
         skill library): their event functions would need the whole application context."""
         wired = root.wiring(modules=(*root.SHARED, *root.kind_modules(root.KINDS)))
         manager = Manager.build(None)
-        ctl = wired.controller(
-            self.config,
-            namespaces=self.namespaces,
-            resync_seconds=0.0,
-            leadership=manager.leadership,
-            **self.options,
+        settings = ControllerSettings(
+            namespaces=self.namespaces, resync_seconds=0.0, **self.options
         )
-        await populate(ctl.indexes, self.namespaces, listings=ctl.listings)
+        ctl = wired.controller(self.config, settings, Services(leadership=manager.leadership))
+        listings: list[Listing] = []
+        await populate(ctl.indexes, self.namespaces, listings=listings)
         # Only the two fields the streams and the shared/kind event functions read.
         app = cast(App, SimpleNamespace(controller=ctl, manager=manager))
-        root._open_streams(kopf.OperatorSettings(), app, wired.events)
+        root._open_streams(kopf.OperatorSettings(), app, wired.events, listings)
 
         async def start_reconcile() -> None:
             await ctl.start()

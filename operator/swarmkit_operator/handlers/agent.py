@@ -26,12 +26,12 @@ from ..builders.agent import (
 )
 from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX, ScriptVerdict
 from ..builders.trust import foreign_config_map
-from ..indexes import index
+from ..indexes import IndexId, index
 from ..reconcile.controller import Controller, Deferred, Kind, Observation
 from ..reconcile.views import MISSING, Key, base_view
 
 
-@index("agents", id="agent_views")
+@index("agents", id=IndexId.AGENT_VIEWS)
 def agent_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, name) → the agent's spec and what topologies need of its status."""
     view = base_view(body)
@@ -54,13 +54,13 @@ def agent_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
     return {(namespace, name): view}
 
 
-@index("agents", id="agent_by_grant")
+@index("agents", id=IndexId.AGENT_BY_GRANT)
 def agent_by_grant(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, grant) → agents granting it (skill names, pack:<id>, topology-<x>)."""
     return {(namespace, g): name for g in granted_skill_names(body.get("spec") or {})}
 
 
-@index("agents", id="agent_by_workspace")
+@index("agents", id=IndexId.AGENT_BY_WORKSPACE)
 def agent_by_workspace(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -92,35 +92,37 @@ def dependents(
         ctl.enqueue("Agent", namespace, name)
     if seen.changed:
         ctl.enqueue_many(
-            "Topology", namespace, ctl.lookup_all("topology_by_agent", (namespace, name))
+            "Topology", namespace, ctl.lookup_all(IndexId.TOPOLOGY_BY_AGENT, (namespace, name))
         )
         # A funnel's reviewer is outside the tree; its grants must stay read-only
         # (builders.reviewer): re-check the Topologies using the funnels it reviews for.
-        for funnel in ctl.lookup_all("funnel_by_reviewer", (namespace, name)):
+        for funnel in ctl.lookup_all(IndexId.FUNNEL_BY_REVIEWER, (namespace, name)):
             ctl.enqueue_many(
-                "Topology", namespace, ctl.lookup_all("topology_by_funnel", (namespace, funnel))
+                "Topology",
+                namespace,
+                ctl.lookup_all(IndexId.TOPOLOGY_BY_FUNNEL, (namespace, funnel)),
             )
         ctl.enqueue_gc(namespace)
 
 
 def workspace_view(ctl: Controller, namespace: str, name: str) -> WorkspaceView | None:
     """The Workspace as agents and topologies see it (spec parsed once per generation)."""
-    view = ctl.lookup("workspace_views", (namespace, name))
+    view = ctl.lookup(IndexId.WORKSPACE_VIEWS, (namespace, name))
     if view is None:
         return None
     cache_key = ("workspace-spec", namespace, name, view["uid"], view["generation"])
     spec: WorkspaceSpec | None
-    if cache_key in ctl.caches:
-        spec = ctl.caches[cache_key]
+    if cache_key in ctl.book.parsed:
+        spec = ctl.book.parsed[cache_key]
     else:
         try:
             parsed = validate_spec("Workspace", view["spec"])
             spec = parsed if isinstance(parsed, WorkspaceSpec) else None
         except ManifestError:
             spec = None
-        for old in [k for k in ctl.caches if k[:3] == cache_key[:3]]:
-            del ctl.caches[old]
-        ctl.caches[cache_key] = spec
+        for old in [k for k in ctl.book.parsed if k[:3] == cache_key[:3]]:
+            del ctl.book.parsed[old]
+        ctl.book.parsed[cache_key] = spec
     message = ""
     for cond in view["status"].get("conditions") or ():
         if cond.get("type") == READY:
@@ -152,8 +154,8 @@ def skill_view(name: str, view: dict[str, Any]) -> SkillView:
 def workspace_topologies(ctl: Controller, namespace: str, workspace: str) -> dict[str, str]:
     """Name → description of every Topology of ``workspace`` (for pack:workspace)."""
     out: dict[str, str] = {}
-    for topology in ctl.lookup_all("topology_by_workspace", (namespace, workspace)):
-        view = ctl.lookup("topology_views", (namespace, topology))
+    for topology in ctl.lookup_all(IndexId.TOPOLOGY_BY_WORKSPACE, (namespace, workspace)):
+        view = ctl.lookup(IndexId.TOPOLOGY_VIEWS, (namespace, topology))
         if view is not None:
             description = view["spec"].get("description", "")
             out[topology] = description if isinstance(description, str) else ""
@@ -161,14 +163,14 @@ def workspace_topologies(ctl: Controller, namespace: str, workspace: str) -> dic
 
 
 async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: bool) -> str:
-    view = ctl.lookup("agent_views", (namespace, name))
+    view = ctl.lookup(IndexId.AGENT_VIEWS, (namespace, name))
     if view is None:
         return "gone"
     spec = view["spec"]
     ws_name = workspace_name(spec)
     waiting: list[Key] = []
     ws_key: Key = ("Workspace", namespace, ws_name)
-    ws_raw = ctl.lookup("workspace_views", (namespace, ws_name))
+    ws_raw = ctl.lookup(IndexId.WORKSPACE_VIEWS, (namespace, ws_name))
     if ws_raw is not None and ctl.pending(ws_key, ws_raw):
         waiting.append(ws_key)
 
@@ -185,7 +187,7 @@ async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: boo
         if skill in visited:
             continue
         visited.add(skill)
-        raw = ctl.lookup("skill_views", (namespace, skill))
+        raw = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, skill))
         if raw is None:
             continue
         skill_key: Key = ("Skill", namespace, skill)

@@ -23,7 +23,7 @@ from ..builders import COMPONENT_LABEL, MANAGED_BY, RUN_LABEL
 from ..config import Settings
 from ..delivery import Delivery
 from ..gateways import GatewayController
-from ..indexes import PRESENT, Indexes, IndexSpec, index
+from ..indexes import PRESENT, Indexes, IndexId, IndexSpec, index
 from ..library import SkillLibrary
 from ..reconcile.controller import Controller, Kind, Watch
 from ..reconcile.gc import component_kind
@@ -50,6 +50,7 @@ __all__ = [
     "config_map_event",
     "configure_kopf",
     "index",
+    "index_event",
     "kind_event",
 ]
 
@@ -125,6 +126,18 @@ def kind_event(kind: Kind, watchers: Sequence[tuple[str, Watch]] = ()) -> EventF
     return event
 
 
+async def index_event(
+    type: str | None, body: Mapping[str, Any], app: App, resource_plural: str = "", **_: Any
+) -> None:
+    """The function keeping the indexes over a resource no kind nor shared module watches
+    current (the Runs, their Jobs and Pods, Reviews, mailbox items...): the composition
+    root's wiring puts it first on such a stream, so every other function of the stream
+    reads the index updated. The stream's plural comes with every event
+    (:func:`.events.deliverer`)."""
+    if resource_plural:
+        app.controller.indexes.apply(resource_plural, type, body)
+
+
 # --- kopf's settings ---------------------------------------------------------------------------
 
 
@@ -178,7 +191,6 @@ async def config_map_event(
     body: kopf.Body,
     namespace: str | None,
     name: str,
-    uid: str,
     labels: Mapping[str, str],
     app: App,
     **_: Any,
@@ -186,21 +198,19 @@ async def config_map_event(
     ctl = app.controller
     if namespace is None:
         return
+    ctl.indexes.apply("configmaps", type, body)
     if type == "DELETED":
-        ctl.indexes.delete("configmaps", uid)
-        ctl.verified_renders.pop((namespace, name), None)
+        ctl.renders.verified.pop((namespace, name), None)
         # a ConfigMap that took a render's name is gone: its owner can render its own now
-        took = ctl.foreign_renders.pop((namespace, name), None)
+        took = ctl.renders.foreign.pop((namespace, name), None)
         if took is not None:
             ctl.enqueue(*took)
-    else:
-        ctl.indexes.update("configmaps", body)
     if (
         COMPONENT_LABEL in labels
         and labels.get("app.kubernetes.io/managed-by") == MANAGED_BY["app.kubernetes.io/managed-by"]
     ):
         if type == "DELETED":  # deleted under us: let its owner re-create it if still used
-            ctl.created_config_maps.pop((namespace, name), None)
+            ctl.renders.created.pop((namespace, name), None)
             owner_kind = component_kind(labels.get(COMPONENT_LABEL, ""))
             owner = labels.get(f"swarmkit.dev/{labels.get(COMPONENT_LABEL)}")
             if owner_kind and owner:
@@ -210,7 +220,9 @@ async def config_map_event(
         ctl.enqueue_gc(namespace, delay=1.0)
         return
     # A user's ConfigMap: re-check exactly the skills and workspaces reading it.
-    ctl.enqueue_many("Skill", namespace, ctl.lookup_all("skill_by_config_map", (namespace, name)))
     ctl.enqueue_many(
-        "Workspace", namespace, ctl.lookup_all("workspace_by_config_map", (namespace, name))
+        "Skill", namespace, ctl.lookup_all(IndexId.SKILL_BY_CONFIG_MAP, (namespace, name))
+    )
+    ctl.enqueue_many(
+        "Workspace", namespace, ctl.lookup_all(IndexId.WORKSPACE_BY_CONFIG_MAP, (namespace, name))
     )

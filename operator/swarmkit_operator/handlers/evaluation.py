@@ -81,6 +81,7 @@ from ..builders.eval_set import eval_set_status
 from ..builders.run_verdict import parse_time, rfc3339
 from ..builders.workload import Target
 from ..hashing import label_value
+from ..indexes import IndexId
 from ..reconcile.controller import Controller, Kind, Observation
 from ..reconcile.views import MISSING, base_view, condition_status
 from ..runs import spend, summaries
@@ -97,14 +98,14 @@ WAIT_RECHECK = 5.0
 # --- indexes -----------------------------------------------------------------------------------
 
 
-@index("evalsets", id="evalset_views")
+@index("evalsets", id=IndexId.EVALSET_VIEWS)
 def evalset_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     view = base_view(body)
     view["spec"] = dict(body.get("spec") or {})
     return {(namespace, name): view}
 
 
-@index("evalsets", id="evalset_by_judge")
+@index("evalsets", id=IndexId.EVALSET_BY_JUDGE)
 def evalset_by_judge(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, Skill|Agent, name) → EvalSets whose judges name it."""
     spec = body.get("spec") or {}
@@ -119,7 +120,7 @@ def evalset_by_judge(body: kopf.Body, namespace: str | None, name: str, **_: Any
     return out
 
 
-@index("evalruns", id="evalrun_views")
+@index("evalruns", id=IndexId.EVALRUN_VIEWS)
 def evalrun_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     view = base_view(body)
     view["spec"] = dict(body.get("spec") or {})
@@ -128,7 +129,7 @@ def evalrun_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -
     return {(namespace, name): view}
 
 
-@index("evalruns", id="evalrun_uids")
+@index("evalruns", id=IndexId.EVALRUN_UIDS)
 def evalrun_uids(body: kopf.Body, name: str, **_: Any) -> dict[Any, Any]:
     """uid → its name and ``status.createdUids``: the SpendQuota refresh keeps the
     reservations of EvalRuns that exist, and a Run's budget gate asks whether the EvalRun
@@ -138,7 +139,7 @@ def evalrun_uids(body: kopf.Body, name: str, **_: Any) -> dict[Any, Any]:
     return {uid: {"name": name, "createdUids": created}} if uid else {}
 
 
-@index("evalruns", id="evalrun_by_set")
+@index("evalruns", id=IndexId.EVALRUN_BY_SET)
 def evalrun_by_set(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, EvalSet) → its unfinished EvalRuns (they wait for it to be Ready)."""
     if (body.get("status") or {}).get("completionTime"):
@@ -147,7 +148,7 @@ def evalrun_by_set(body: kopf.Body, namespace: str | None, name: str, **_: Any) 
     return {(namespace, ref): name} if isinstance(ref, str) else {}
 
 
-@index("evalruns", id="eval_results")
+@index("evalruns", id=IndexId.EVAL_RESULTS)
 def eval_results(body: kopf.Body, namespace: str | None, **_: Any) -> dict[Any, Any]:
     """(namespace, cache key) → a side result a finished EvalRun graded itself."""
     status = body.get("status") or {}
@@ -167,7 +168,7 @@ def eval_results(body: kopf.Body, namespace: str | None, **_: Any) -> dict[Any, 
     return out
 
 
-@index("evalruns", id="evalset_calibrations")
+@index("evalruns", id=IndexId.EVALSET_CALIBRATIONS)
 def evalset_calibrations(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -180,7 +181,7 @@ def evalset_calibrations(
     return {(namespace, ref): {"name": name, **{k: status.get(k) for k in keep}}}
 
 
-@index("runs", id="eval_case_runs", group=GROUP, version=VERSION)
+@index("runs", id=IndexId.EVAL_CASE_RUNS, group=GROUP, version=VERSION)
 def eval_case_runs(
     body: kopf.Body, namespace: str | None, labels: Mapping[str, str], **_: Any
 ) -> dict[Any, Any]:
@@ -229,7 +230,7 @@ async def evaluation_on_agent_event(namespace: str | None, name: str, app: App, 
 
 def _judge_changed(ctl: Controller, namespace: str | None, kind: str, name: str) -> None:
     if namespace:
-        found = ctl.lookup_all("evalset_by_judge", (namespace, kind, name))
+        found = ctl.lookup_all(IndexId.EVALSET_BY_JUDGE, (namespace, kind, name))
         ctl.enqueue_many("EvalSet", namespace, set(found))
 
 
@@ -248,23 +249,25 @@ def evalset_dependents(
 ) -> None:
     if seen.changed:
         ctl.enqueue_many(
-            "EvalRun", namespace, set(ctl.lookup_all("evalrun_by_set", (namespace, name)))
+            "EvalRun", namespace, set(ctl.lookup_all(IndexId.EVALRUN_BY_SET, (namespace, name)))
         )
 
 
 async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: bool) -> str:
-    view = ctl.lookup("evalset_views", (namespace, name))
+    view = ctl.lookup(IndexId.EVALSET_VIEWS, (namespace, name))
     if view is None:
         return "gone"
 
     def category(skill: str) -> str | bool | None:
-        found = ctl.lookup("skill_views", (namespace, skill))
+        found = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, skill))
         return False if found is None else found.get("category")
 
     status = eval_set_status(
-        view["spec"], category, lambda a: ctl.lookup("agent_views", (namespace, a)) is not None
+        view["spec"],
+        category,
+        lambda a: ctl.lookup(IndexId.AGENT_VIEWS, (namespace, a)) is not None,
     )
-    found = ctl.lookup_all("evalset_calibrations", (namespace, name))
+    found = ctl.lookup_all(IndexId.EVALSET_CALIBRATIONS, (namespace, name))
     written = await ctl.write_status(
         "EvalSet",
         namespace,
@@ -316,7 +319,7 @@ def _status_of(
 ) -> dict[str, Any]:
     """The EvalRun's status, or the one this process wrote and the watch has not shown yet
     (a reconcile right after the start must not start it twice)."""
-    waiting = ctl.awaiting.get(("EvalRun", namespace, name))
+    waiting = ctl.book.awaiting.get(("EvalRun", namespace, name))
     return dict(waiting[2]) if waiting is not None else dict(view["status"])
 
 
@@ -326,7 +329,7 @@ def _side_target(
     """A side's target at its version, or why it is not ready."""
     kind = "Topology" if ref.get("topologyRef") else "Agent"
     name = str((ref.get("topologyRef") or ref.get("agentRef") or {}).get("name"))
-    index = "runs_topologies" if kind == "Topology" else "runs_agents"
+    index = IndexId.RUNS_TOPOLOGIES if kind == "Topology" else IndexId.RUNS_AGENTS
     summary = ctl.lookup(index, (namespace, name))
     if summary is None:
         return f"{kind} {name} not found"
@@ -377,7 +380,9 @@ def _cases_of(ctl: Controller, namespace: str, spec: EvalSetSpec) -> list[EvalCa
     cases = list(spec.cases)
     if spec.from_runs is not None:
         every = (
-            r for uid in ctl.indexes.keys("runs_by_uid") for r in ctl.lookup_all("runs_by_uid", uid)
+            r
+            for uid in ctl.indexes.keys(IndexId.RUNS_BY_UID)
+            for r in ctl.lookup_all(IndexId.RUNS_BY_UID, uid)
         )
         runs = [r for r in every if r.get("namespace") == namespace]
         names = {c.name for c in cases}
@@ -393,7 +398,7 @@ async def _start(
     if status.get("casesSha256"):
         return await _restarted(ctl, namespace, status)
     set_name = spec.eval_set_ref.name
-    eval_set = ctl.lookup("evalset_views", (namespace, set_name))
+    eval_set = ctl.lookup(IndexId.EVALSET_VIEWS, (namespace, set_name))
     if eval_set is None:
         return Verdict(
             SUCCEEDED, "Unknown", REASON_EVAL_SET_NOT_FOUND, f"EvalSet {set_name} not found"
@@ -740,7 +745,7 @@ async def _run_cases(
     before = _graded_before(view["status"])
 
     def cache(key: str) -> Any:
-        return ctl.lookup("eval_results", (namespace, key))
+        return ctl.lookup(IndexId.EVAL_RESULTS, (namespace, key))
 
     def progress_of(runs: Mapping[str, Mapping[str, Any]]) -> _Cases:
         made = ledger.proof(owner, recorded, parse_time(view.get("created")))
@@ -749,7 +754,7 @@ async def _run_cases(
         labels_graded, calibrating = _calibrate(ctx, started.cases, progress)
         return ctx, progress, labels_graded, calibrating
 
-    runs = {str(r["name"]): r for r in ctl.lookup_all("eval_case_runs", (namespace, name))}
+    runs = {str(r["name"]): r for r in ctl.lookup_all(IndexId.EVAL_CASE_RUNS, (namespace, name))}
     cases = progress_of(runs)
     found = await _create_runs(cases[0], cases[1])
     return progress_of({**runs, **found}) if found else cases
@@ -758,8 +763,8 @@ async def _run_cases(
 def _ledger(ctl: Controller) -> Ledger:
     """The operator's one ledger (the resolver's); a bare controller (unit tests wire one
     without the Runs side) gets a ledger of its own, which adopts nothing unrecorded."""
-    if isinstance(ctl.resolver, Resolver):
-        return ctl.resolver.ledger
+    if isinstance(ctl.services.resolver, Resolver):
+        return ctl.services.resolver.ledger
     return _OWN_LEDGER
 
 
@@ -772,13 +777,13 @@ _OWN_LEDGER = Ledger()
 def _workspace_of(ctl: Controller, namespace: str, spec: RunSpec) -> WorkspaceSpec:
     """The Workspace a planned Run of ``spec`` runs in (its target's)."""
     if spec.topology_ref is not None:
-        found = ctl.lookup("topology_views", (namespace, spec.topology_ref.name)) or {}
+        found = ctl.lookup(IndexId.TOPOLOGY_VIEWS, (namespace, spec.topology_ref.name)) or {}
         ws = str(((found.get("spec") or {}).get("workspaceRef") or {}).get("name"))
     else:
         assert spec.agent_ref is not None
-        found = ctl.lookup("agent_views", (namespace, spec.agent_ref.name)) or {}
+        found = ctl.lookup(IndexId.AGENT_VIEWS, (namespace, spec.agent_ref.name)) or {}
         ws = workspace_name(found.get("spec") or {})
-    raw = ctl.lookup("workspace_views", (namespace, ws)) or {}
+    raw = ctl.lookup(IndexId.WORKSPACE_VIEWS, (namespace, ws)) or {}
     return WorkspaceSpec.model_validate(raw.get("spec") or {})
 
 
@@ -838,7 +843,7 @@ async def _settle(ctl: Controller, namespace: str, name: str, view: Mapping[str,
     if not names:
         return
     recorded = dict(view["status"].get("createdUids") or {})
-    runs = er.own_runs(ctl.lookup_all("eval_case_runs", (namespace, name)), recorded)
+    runs = er.own_runs(ctl.lookup_all(IndexId.EVAL_CASE_RUNS, (namespace, name)), recorded)
     if any(_finished(r) is None for r in runs):
         return
     if len(runs) < sum(k.startswith("Run/") for k in recorded):
@@ -891,7 +896,7 @@ def _condition(ev: Evaluated) -> Verdict:
 
 
 async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: bool) -> str:
-    view = ctl.lookup("evalrun_views", (namespace, name))
+    view = ctl.lookup(IndexId.EVALRUN_VIEWS, (namespace, name))
     if view is None:
         return "gone"
     evalset = str((view["spec"].get("evalSetRef") or {}).get("name"))

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..indexes import PRESENT, IndexSpec
+from ..indexes import Resource as ApiResource
 from ..marks import mark
 
 log = logging.getLogger("swarmkit_operator.handlers")
@@ -41,6 +42,20 @@ F = TypeVar("F", bound=EventFn)
 Resource = tuple[str, ...]
 #: A resource and the label selector of its stream ("" for every object).
 Stream = tuple[Resource, str]
+
+
+def stream_of(resource: ApiResource, selector: str) -> Stream:
+    """The registry's key of a resource's stream (``("v1", plural)`` for the core group)."""
+    if resource.group:
+        return ((resource.group, resource.version, resource.plural), selector)
+    return ((resource.version, resource.plural), selector)
+
+
+def resource_of(key: Resource) -> ApiResource:
+    """What a stream's reflector LISTs and watches: the inverse of :func:`stream_of`."""
+    if len(key) == 2:  # ("v1", plural): the core group
+        return ApiResource("", key[0], key[1])
+    return ApiResource(key[0], key[1], key[2])
 
 
 def selector_of(labels: Mapping[str, Any] | None) -> str:
@@ -135,3 +150,30 @@ def _dispatcher(stream: Stream, functions: list[EventFn]) -> EventFn:
 
     dispatch.__qualname__ = dispatch.__name__ = f"{plural}_events"
     return dispatch
+
+
+def deliverer(
+    dispatch: EventFn, plural: str, **context: Any
+) -> Callable[[str | None, dict[str, Any]], Awaitable[None]]:
+    """A reflector's event, as the keyword arguments every event function takes: kopf's
+    names, the stream's ``resource_plural``, and ``context`` (the composition root's
+    ``app``, the one application context, and the ``logger``)."""
+
+    async def deliver(type_: str | None, body: dict[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        await dispatch(
+            type=type_,
+            body=body,
+            meta=meta,
+            spec=body.get("spec") or {},
+            status=body.get("status") or {},
+            namespace=meta.get("namespace"),
+            name=meta.get("name", ""),
+            uid=meta.get("uid", ""),
+            labels=meta.get("labels") or {},
+            annotations=meta.get("annotations") or {},
+            resource_plural=plural,
+            **context,
+        )
+
+    return deliver

@@ -25,19 +25,19 @@ from swarmkit_api import GROUP, VERSION
 from swarmkit_api.resources import FUNNEL
 
 from ..builders.funnel import funnel_status
-from ..indexes import index
+from ..indexes import IndexId, index
 from ..reconcile.controller import Controller, Kind, Observation, Watch, existence_changed
 from ..reconcile.views import MISSING, base_view
 
 
-@index("funnels", id="funnel_views", group=GROUP, version=VERSION)
+@index("funnels", id=IndexId.FUNNEL_VIEWS, group=GROUP, version=VERSION)
 def funnel_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     view = base_view(body)
     view["spec"] = dict(body.get("spec") or {})
     return {(namespace, name): view}
 
 
-@index("topologies", id="topology_by_funnel")
+@index("topologies", id=IndexId.TOPOLOGY_BY_FUNNEL)
 def topology_by_funnel(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -45,7 +45,7 @@ def topology_by_funnel(
     return {(namespace, f): name for f in funnel_names(body.get("spec") or {})}
 
 
-@index("funnels", id="funnel_by_reviewer", group=GROUP, version=VERSION)
+@index("funnels", id=IndexId.FUNNEL_BY_REVIEWER, group=GROUP, version=VERSION)
 def funnel_by_reviewer(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -56,7 +56,7 @@ def funnel_by_reviewer(
     return {(namespace, agent): name} if isinstance(agent, str) else {}
 
 
-@index("funnels", id="funnel_by_judge", group=GROUP, version=VERSION)
+@index("funnels", id=IndexId.FUNNEL_BY_JUDGE, group=GROUP, version=VERSION)
 def funnel_by_judge(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, skill) → funnels whose judge layer runs it (Ready waits for it)."""
     judge = (body.get("spec") or {}).get("judge")
@@ -92,16 +92,18 @@ def dependents(
     """The Topologies whose nodes name the Funnel."""
     if seen.changed:
         ctl.enqueue_many(
-            "Topology", namespace, set(ctl.lookup_all("topology_by_funnel", (namespace, name)))
+            "Topology",
+            namespace,
+            set(ctl.lookup_all(IndexId.TOPOLOGY_BY_FUNNEL, (namespace, name))),
         )
 
 
 async def reconcile_funnel(ctl: Controller, namespace: str, name: str, force: bool) -> str:
-    view = ctl.lookup("funnel_views", (namespace, name))
+    view = ctl.lookup(IndexId.FUNNEL_VIEWS, (namespace, name))
     if view is None:
         return "gone"
     status = funnel_status(
-        view["spec"], lambda s: ctl.lookup("skill_views", (namespace, s)) is not None
+        view["spec"], lambda s: ctl.lookup(IndexId.SKILL_VIEWS, (namespace, s)) is not None
     )
     written = await ctl.write_status(
         "Funnel",
@@ -125,5 +127,5 @@ KIND = Kind(
     dependents_view=dependents_view,
     dependents=dependents,
     # Ready says whether the judge skill exists: a Skill created or deleted re-checks it.
-    watches=(Watch("Skill", "funnel_by_judge", when=existence_changed),),
+    watches=(Watch("Skill", IndexId.FUNNEL_BY_JUDGE, when=existence_changed),),
 )

@@ -18,7 +18,7 @@ from swarmkit_api import GROUP, VERSION
 from swarmkit_api.promotion import PROMOTION_LABEL
 
 from ..builders import promotion as pr
-from ..indexes import PRESENT, index
+from ..indexes import PRESENT, IndexId, index
 from ..promotion import EVAL_RUNS_INDEX, REVIEWS_INDEX
 from .common import App
 from .events import on_event
@@ -54,14 +54,14 @@ def _eval_sets(body: Mapping[str, Any]) -> list[str]:
     return [str(e["name"]) for e in sets or () if isinstance(e, Mapping) and e.get("name")]
 
 
-@index("topologies", id="promotion_topologies_by_eval_set")
+@index("topologies", id=IndexId.PROMOTION_TOPOLOGIES_BY_EVAL_SET)
 def topologies_by_eval_set(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
     return {(namespace, es): name for es in _eval_sets(body)}
 
 
-@index("agents", id="promotion_agents_by_eval_set")
+@index("agents", id=IndexId.PROMOTION_AGENTS_BY_EVAL_SET)
 def agents_by_eval_set(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -107,8 +107,10 @@ async def eval_set_event(namespace: str | None, name: str, app: App, **_: Any) -
     if not namespace:
         return
     ctl.enqueue_many(
-        "Topology", namespace, ctl.lookup_all("promotion_topologies_by_eval_set", (namespace, name))
+        "Topology",
+        namespace,
+        ctl.lookup_all(IndexId.PROMOTION_TOPOLOGIES_BY_EVAL_SET, (namespace, name)),
     )
     ctl.enqueue_many(
-        "Agent", namespace, ctl.lookup_all("promotion_agents_by_eval_set", (namespace, name))
+        "Agent", namespace, ctl.lookup_all(IndexId.PROMOTION_AGENTS_BY_EVAL_SET, (namespace, name))
     )

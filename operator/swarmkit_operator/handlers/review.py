@@ -33,14 +33,14 @@ from swarmkit_api import GROUP, VERSION
 from swarmkit_api.review import GATEWAY_LABEL
 
 from ..builders import review as rv
-from ..indexes import index
+from ..indexes import IndexId, index
 from .common import PRESENT, App
 from .events import on_event
 
 
 @index(
     "reviews",
-    id="skill_reviews",
+    id=IndexId.SKILL_REVIEWS,
     labels={rv.SKILL_LABEL: PRESENT},
     group=GROUP,
     version=VERSION,

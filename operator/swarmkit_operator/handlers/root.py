@@ -15,7 +15,10 @@ passes each what it needs in its constructor:
    status) and the Runs controller that asks it;
 4. the skill library;
 5. the reconcile :class:`~swarmkit_operator.reconcile.controller.Controller` over the
-   indexes and reconcilers, with the leadership, the resolver and the library's usage;
+   indexes and reconcilers, its settings parsed once
+   (:class:`~swarmkit_operator.reconcile.controller.ControllerSettings`), with its
+   :class:`~swarmkit_operator.reconcile.controller.Services` (the leadership, the resolver,
+   the Reviews owner and the library's usage);
 6. the gateways controller (with the same resolver), and 7. the web view when asked for;
 8. the :class:`~.common.App` context holding all of them (every event function gets it as
    ``app``; kopf's memo holds nothing else), every loop as one of the manager's runnables
@@ -59,15 +62,15 @@ from ..indexes import (
     CORE_MAINTAINED,
     RESOURCES,
     Indexes,
+    IndexId,
     IndexSpec,
     Listing,
-    Resource,
     populate,
 )
 from ..library import SkillLibrary
 from ..marks import marked, marks_of
 from ..reconcile import gc
-from ..reconcile.controller import Controller, Kind, Watch
+from ..reconcile.controller import Controller, ControllerSettings, Kind, Services, Watch
 from ..reconcile.views import count_objects
 from ..reviews import ReviewsController
 from ..runs import Indexes as RunIndexes
@@ -94,7 +97,16 @@ from . import (
     workspace,
 )
 from .common import App
-from .events import EventFn, EventMark, EventRegistry, Stream, selector_of
+from .events import (
+    EventFn,
+    EventMark,
+    EventRegistry,
+    Stream,
+    deliverer,
+    resource_of,
+    selector_of,
+    stream_of,
+)
 
 log = logging.getLogger("swarmkit_operator")
 
@@ -142,23 +154,27 @@ class Wiring:
         """New, empty indexes of every declared and marked index function."""
         return Indexes(self.index_specs)
 
-    def controller(self, config: OperatorConfig, **kwargs: Any) -> Controller:
+    def controller(
+        self,
+        config: OperatorConfig,
+        settings: ControllerSettings | None = None,
+        services: Services | None = None,
+        indexes: Indexes | None = None,
+    ) -> Controller:
         """A reconcile controller over every declared kind (and, unless ``indexes`` is
         given, new indexes)."""
-        kwargs.setdefault("indexes", self.indexes())
-        return Controller(config=config, kinds=self.kinds, **kwargs)
+        return Controller(
+            config=config,
+            kinds=self.kinds,
+            indexes=self.indexes() if indexes is None else indexes,
+            settings=settings or ControllerSettings(),
+            services=services or Services(),
+        )
 
     @property
     def priority(self) -> Mapping[str, int]:
         """kind → its lane in the reconcile queue."""
         return {k.kind: k.priority for k in self.kinds.values()}
-
-
-def stream_of(resource: Resource, selector: str) -> Stream:
-    """The event registry's key of a resource (``("v1", plural)`` for the core group)."""
-    if resource.group:
-        return ((resource.group, resource.version, resource.plural), selector)
-    return ((resource.version, resource.plural), selector)
 
 
 def _declared_specs(kind: Kind) -> list[IndexSpec]:
@@ -175,12 +191,13 @@ def wiring(modules: Sequence[ModuleType] = MODULES, kinds: Sequence[Kind] = KIND
     """The kinds' declarations and the marks of ``modules``, in order, as index specs and
     the watch streams' functions."""
     by_name: dict[str, Kind] = {}
-    specs: dict[str, IndexSpec] = {}
+    specs: dict[IndexId, IndexSpec] = {}
     for kind in kinds:
         if kind.kind in by_name:
             raise RuntimeError(f"two declarations of {kind.kind}")
         by_name[kind.kind] = kind
-        specs.update((s.id, s) for s in _declared_specs(kind))
+        for spec in _declared_specs(kind):
+            _declare(specs, spec)
     watchers = _watchers(by_name)
     functions: list[tuple[EventFn, Stream, bool]] = []
     for module in modules:
@@ -191,9 +208,10 @@ def wiring(modules: Sequence[ModuleType] = MODULES, kinds: Sequence[Kind] = KIND
                 functions.append((event, stream, False))
         for fn, one in marked(module):
             if isinstance(one, IndexSpec):
-                specs.setdefault(one.id, one)
+                _declare(specs, one)
             elif isinstance(one, EventMark):
                 functions.append((fn, one.stream, one.metadata_only))
+    _check_watched_indexes(by_name, specs)
     events = EventRegistry(index_specs=tuple(specs.values()))
     # An index over a resource neither a kind nor a shared module watches gets a function
     # keeping it current, first on its stream: the others read the index updated.
@@ -202,11 +220,36 @@ def wiring(modules: Sequence[ModuleType] = MODULES, kinds: Sequence[Kind] = KIND
         if spec.resource in maintained:
             continue
         stream = stream_of(spec.listed, selector_of(spec.labels))
-        if _maintain_index not in events.registered(*stream[0], selector=stream[1]):
-            events.add(stream, _maintain_index, metadata_only=spec.metadata_only)
+        if common.index_event not in events.registered(*stream[0], selector=stream[1]):
+            events.add(stream, common.index_event, metadata_only=spec.metadata_only)
     for fn, stream, metadata_only in functions:
         events.add(stream, fn, metadata_only=metadata_only)
     return Wiring(tuple(specs.values()), by_name, events)
+
+
+def _declare(specs: dict[IndexId, IndexSpec], spec: IndexSpec) -> None:
+    """Add ``spec`` to ``specs``: the same spec again is one (a kind's indexes are marks of
+    its module too); another function under the same id is a start-up error, never the
+    first one silently kept."""
+    known = specs.setdefault(spec.id, spec)
+    if known is not spec:
+        raise RuntimeError(
+            f"two functions declare the index {spec.id}: "
+            f"{known.fn.__module__}.{known.fn.__qualname__} and "
+            f"{spec.fn.__module__}.{spec.fn.__qualname__}"
+        )
+
+
+def _check_watched_indexes(kinds: Mapping[str, Kind], specs: Mapping[IndexId, IndexSpec]) -> None:
+    """Every :class:`Watch` maps its events through an index some wired module declares:
+    one that none does would fail on the first event of its source, not at start-up."""
+    for kind in kinds.values():
+        for watch in kind.watches:
+            if watch.index not in specs:
+                raise RuntimeError(
+                    f"{kind.kind} watches {watch.source} through {watch.index}: "
+                    "no wired module declares that index"
+                )
 
 
 def _watchers(kinds: Mapping[str, Kind]) -> dict[str, list[tuple[str, Watch]]]:
@@ -220,25 +263,6 @@ def _watchers(kinds: Mapping[str, Kind]) -> dict[str, list[tuple[str, Watch]]]:
                 raise RuntimeError(f"{kind.kind} watches {watch.source}: no such kind")
             out.setdefault(watch.source, []).append((kind.kind, watch))
     return out
-
-
-async def _maintain_index(
-    type: str | None,
-    body: Mapping[str, Any],
-    uid: str,
-    app: App,
-    resource_plural: str = "",
-    **_: Any,
-) -> None:
-    """Keep the indexes over a resource no kind module watches current (its stream's
-    plural comes with every event, :func:`_open_streams`)."""
-    ctl = app.controller
-    if not resource_plural:
-        return
-    if type == "DELETED":
-        ctl.indexes.delete(resource_plural, uid)
-    else:
-        ctl.indexes.update(resource_plural, body)
 
 
 #: Seconds kopf waits before it calls a failed start-up again (its default is 60 s).
@@ -301,7 +325,9 @@ async def _build(
     def skill_pending(namespace: str, name: str) -> bool:
         # Bound late, to the controller built in step 5: the library's flushes start with
         # the writers, long after it (the two need each other: usage and pending).
-        return ctl.pending(("Skill", namespace, name), ctl.lookup("skill_views", (namespace, name)))
+        return ctl.pending(
+            ("Skill", namespace, name), ctl.lookup(IndexId.SKILL_VIEWS, (namespace, name))
+        )
 
     lib = SkillLibrary(
         config,
@@ -314,14 +340,18 @@ async def _build(
     lib.seed()
     closing.push_async_callback(lib.stop)
     # 5. The reconcile controller over those indexes, with what its reconcilers call.
-    ctl = _controller(
-        wired, ours, indexes, listings, manager, resolver, reviews, lib.usage_field, closing
+    services = Services(
+        leadership=manager.leadership,
+        resolver=resolver,  # serving a Topology resolves it like a Run
+        reviews=reviews,  # a promotion's Review is opened by the Reviews owner
+        skill_usage=lib.usage_field,
     )
+    ctl = _controller(wired, ours, indexes, services, closing)
     # 6. The gateways controller, and the mailbox webhooks (kicked by their items' events).
     gateways = _gateways(ctl, resolver)
     closing.push_async_callback(gateways.stop)
     view = indexes.view
-    mail = Delivery(view(PENDING_DELIVERIES), view("runs_workspaces"), ours.runs)
+    mail = Delivery(view(PENDING_DELIVERIES), view(IndexId.RUNS_WORKSPACES), ours.runs)
     closing.push_async_callback(mail.stop)
     # 7. The web view, when asked for.
     web = await _web_view(ours, indexes, lib, closing)
@@ -339,7 +369,7 @@ async def _build(
     )
     # 8. The runnables, in the order they start, and the watch streams from step 2's LISTs.
     _add_runnables(app)
-    _open_streams(settings, app, wired.events)
+    _open_streams(settings, app, wired.events, listings)
     # 9. Elect (or lead at once) and start the writers. Stopping starts with the manager
     # (the Lease handed over, every loop cancelled), then the components in reverse order.
     closing.push_async_callback(manager.stop)
@@ -371,28 +401,12 @@ def _controller(
     wired: Wiring,
     ours: Settings,
     indexes: Indexes,
-    listings: list[Listing],
-    manager: Manager,
-    resolver: Resolver,
-    reviews: ReviewsController,
-    skill_usage: Callable[[str, str], Any],
+    services: Services,
     closing: contextlib.AsyncExitStack,
 ) -> Controller:
-    """The reconcile controller over ``indexes``, with what its reconcilers call, and the
-    object-count metrics read from its indexes."""
-    ctl = wired.controller(
-        ours.config,
-        indexes=indexes,
-        namespaces=ours.namespaces,
-        workers=ours.workers,
-        gc_grace=ours.gc_grace_seconds,
-        resync_seconds=ours.resync_seconds,
-        listings=listings,
-        leadership=manager.leadership,
-        resolver=resolver,  # serving a Topology resolves it like a Run
-        reviews=reviews,  # a promotion's Review is opened by the Reviews owner
-        skill_usage=skill_usage,
-    )
+    """The reconcile controller over ``indexes``, its settings parsed from ``ours``, with
+    what its reconcilers call, and the object-count metrics read from its indexes."""
+    ctl = wired.controller(ours.config, ControllerSettings.of(ours), services, indexes)
     closing.push_async_callback(ctl.stop)
     counted = [kind for kind, _ in ctl.with_views()]
     metrics.set_object_counts(lambda: count_objects(ctl.indexes, counted))
@@ -420,7 +434,7 @@ def _runs(ours: Settings, indexes: Indexes) -> tuple[Resolver, ReviewsController
     """The operator's one resolver (Runs, served Topologies and gateways resolve through it,
     over one set of indexes), the Reviews controller (the one writer of Review status) and
     the Runs controller built with both (it asks the Reviews controller for transitions)."""
-    run_indexes = _run_indexes(indexes)
+    run_indexes = RunIndexes.of(indexes)
     resolver = Resolver(ours.config, run_indexes.resolver())
     reviews = ReviewsController()
     runs = RunController(
@@ -454,12 +468,8 @@ async def _web_view(
 def _gateways(ctl: Controller, resolver: Resolver) -> GatewayController:
     """The gateways controller over the shared indexes and the one resolver, seeded with
     the Agents that have a gateway."""
-    view = ctl.indexes.view
-    gateways = GatewayController(ctl.config, resolver, view("agent_views"))
-    for namespace, name in ctl.indexes.keys("agent_views"):
-        agent_view = ctl.lookup("agent_views", (namespace, name))
-        if agent_view is not None:
-            gateways.agent_changed(namespace, name, agent_view["spec"])
+    gateways = GatewayController(ctl.config, resolver, ctl.indexes.view(IndexId.AGENT_VIEWS))
+    gateways.seed()
     return gateways
 
 
@@ -526,45 +536,22 @@ def _started(start: Callable[[], None]) -> Callable[[], Awaitable[None]]:
     return run
 
 
-def _run_indexes(indexes: Indexes) -> RunIndexes:
-    """The shared indexes as the Runs controller (and its resolver) reads them."""
-    view = indexes.view
-    return RunIndexes(
-        runs=view("runs_by_uid"),
-        jobs=view("runs_jobs_by_run"),
-        pods=view("runs_pods_by_run"),
-        topologies=view("runs_topologies"),
-        agents=view("runs_agents"),
-        skills=view("runs_skills"),
-        workspaces=view("runs_workspaces"),
-        funnels=view("funnel_views"),
-        bundles=view("pinned_config_maps"),
-        reviews=view("runs_reviews_by_run"),
-        skill_reviews=view("skill_reviews"),
-        spend_quotas=view("spend_quotas"),
-        eval_runs=view("evalrun_uids"),
-    )
-
-
-def _resource(key: tuple[str, ...]) -> Resource:
-    if len(key) == 2:  # ("v1", plural): the core group
-        return Resource("", key[0], key[1])
-    return Resource(key[0], key[1], key[2])
-
-
-def _open_streams(settings: kopf.OperatorSettings, app: App, events: EventRegistry) -> None:
+def _open_streams(
+    settings: kopf.OperatorSettings, app: App, events: EventRegistry, listings: list[Listing]
+) -> None:
     """One reflector per stream (and watched namespace), each a runnable of every replica
-    (the standbys keep their indexes current too), started from the start-up's LISTs."""
+    (the standbys keep their indexes current too), started from the start-up's LISTs
+    (``listings``: emptied once the streams took theirs)."""
     ctl = app.controller
     opened = []
     for key, selector in events.streams():
         dispatch = events.dispatcher(*key, selector=selector)
         assert dispatch is not None
-        deliver = _deliverer(dispatch, app, key[-1])
+        deliver = deliverer(dispatch, key[-1], app=app, logger=log)
         metadata_only = events.metadata_only(*key, selector=selector)
         for reflector in reflectors(
-            _resource(key),
-            ctl.namespaces,
+            resource_of(key),
+            ctl.settings.namespaces,
             deliver,
             metadata_only=metadata_only,
             label_selector=selector,
@@ -572,23 +559,13 @@ def _open_streams(settings: kopf.OperatorSettings, app: App, events: EventRegist
             read_timeout=float(settings.watching.client_timeout or 300),
             backoff=float(settings.watching.reconnect_backoff or 1.0),
         ):
-            # Step 2 LISTed it moments ago (for the indexes): start from that.
-            reflector.seed = next(
-                (
-                    listing
-                    for listing in ctl.listings
-                    if listing.resource == reflector.resource.plural
-                    and listing.namespace == reflector.namespace
-                    and listing.selector == selector
-                ),
-                None,
-            )
+            reflector.seed_from(listings)  # step 2 LISTed it moments ago (for the indexes)
             app.manager.add(
                 Runnable(f"watch {reflector.where}", _watching(reflector), needs_leader=False)
             )
             seeded = " from the start-up listing" if reflector.seed is not None else ""
             opened.append(reflector.where + (" (metadata)" if metadata_only else "") + seeded)
-    ctl.listings.clear()
+    listings.clear()
     log.info("watching %s", ", ".join(opened))
 
 
@@ -597,33 +574,6 @@ def _watching(reflector: Reflector) -> Callable[[], Awaitable[asyncio.Task[Any]]
         return asyncio.create_task(reflector.run(), name=f"swarmkit-watch-{reflector.where}")
 
     return start
-
-
-def _deliverer(
-    dispatch: Callable[..., Awaitable[None]], app: App, plural: str
-) -> Callable[[str | None, dict[str, Any]], Awaitable[None]]:
-    """A reflector's event, as the keyword arguments every event function takes (kopf's
-    names, plus ``app``, the one context, and the stream's ``resource_plural``)."""
-
-    async def deliver(type_: str | None, body: dict[str, Any]) -> None:
-        meta = body.get("metadata") or {}
-        await dispatch(
-            type=type_,
-            body=body,
-            meta=meta,
-            spec=body.get("spec") or {},
-            status=body.get("status") or {},
-            namespace=meta.get("namespace"),
-            name=meta.get("name", ""),
-            uid=meta.get("uid", ""),
-            labels=meta.get("labels") or {},
-            annotations=meta.get("annotations") or {},
-            app=app,
-            logger=log,
-            resource_plural=plural,
-        )
-
-    return deliver
 
 
 @kopf.on.cleanup()
@@ -649,10 +599,4 @@ def _app_of(memo: kopf.Memo) -> App | None:
 def probe_queue(memo: kopf.Memo, **_: Any) -> dict[str, int]:
     """Liveness detail: queue depth and live workers (the probe fails if all died)."""
     app = _app_of(memo)
-    if app is None:
-        return {"depth": 0, "workers": 0}
-    ctl = app.controller
-    alive = sum(1 for t in ctl.tasks if not t.done())
-    if ctl.tasks and alive == 0:
-        raise RuntimeError("every reconcile worker has stopped")
-    return {"depth": len(ctl.queue), "busy": ctl.queue.busy, "workers": alive}
+    return {"depth": 0, "workers": 0} if app is None else app.controller.health()

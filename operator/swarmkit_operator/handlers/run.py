@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..builders import job as jobs
+from ..indexes import IndexId
 from ..runs import Indexes, RunController, RunView, summaries
 from ..runs.model import AGENTS, GROUP, RUNS, SKILLS, TOPOLOGIES, VERSION, WORKSPACES
 from .common import PRESENT, App, index
@@ -23,13 +24,17 @@ from .events import on_event
 # LIST at start-up, then kept current by the operator's own watch streams).
 
 
-@index("runs", id="runs_by_uid", group=GROUP, version=VERSION)
+@index("runs", id=IndexId.RUNS_BY_UID, group=GROUP, version=VERSION)
 def runs_by_uid(body: Mapping[str, Any], uid: str | None, **_: Any) -> dict[str, Any]:
     return {str(uid): summaries.run_summary(body)}
 
 
 @index(
-    "jobs", id="runs_jobs_by_run", labels={jobs.RUN_UID_LABEL: PRESENT}, group="batch", version="v1"
+    "jobs",
+    id=IndexId.RUNS_JOBS_BY_RUN,
+    labels={jobs.RUN_UID_LABEL: PRESENT},
+    group="batch",
+    version="v1",
 )
 def runs_jobs_by_run(
     body: Mapping[str, Any], labels: Mapping[str, str], **_: Any
@@ -37,7 +42,7 @@ def runs_jobs_by_run(
     return {str(labels[jobs.RUN_UID_LABEL]): summaries.job_summary(body)}
 
 
-@index("pods", id="runs_pods_by_run", labels={jobs.RUN_UID_LABEL: PRESENT}, version="v1")
+@index("pods", id=IndexId.RUNS_PODS_BY_RUN, labels={jobs.RUN_UID_LABEL: PRESENT}, version="v1")
 def runs_pods_by_run(
     body: Mapping[str, Any], labels: Mapping[str, str], **_: Any
 ) -> dict[str, Any]:
@@ -46,7 +51,7 @@ def runs_pods_by_run(
 
 @index(
     "reviews",
-    id="runs_reviews_by_run",
+    id=IndexId.RUNS_REVIEWS_BY_RUN,
     labels={jobs.RUN_UID_LABEL: PRESENT},
     group=GROUP,
     version=VERSION,
@@ -57,34 +62,34 @@ def runs_reviews_by_run(
     return {str(labels[jobs.RUN_UID_LABEL]): summaries.review_summary(body)}
 
 
-@index("spendquotas", id="spend_quotas", group=GROUP, version=VERSION, metadata_only=True)
+@index("spendquotas", id=IndexId.SPEND_QUOTAS, group=GROUP, version=VERSION, metadata_only=True)
 def spend_quotas(namespace: str | None, name: str | None, **_: Any) -> dict[Any, Any]:
     """namespace → its SpendQuotas' names (the budget gate lists them fresh when any)."""
     return {namespace: name}
 
 
-@index("topologies", id="runs_topologies")
+@index("topologies", id=IndexId.RUNS_TOPOLOGIES)
 def runs_topologies(
     body: Mapping[str, Any], namespace: str | None, name: str | None, **_: Any
 ) -> dict[Any, Any]:
     return {(namespace, name): summaries.topology_summary(body)}
 
 
-@index("agents", id="runs_agents")
+@index("agents", id=IndexId.RUNS_AGENTS)
 def runs_agents(
     body: Mapping[str, Any], namespace: str | None, name: str | None, **_: Any
 ) -> dict[Any, Any]:
     return {(namespace, name): summaries.agent_summary(body)}
 
 
-@index("skills", id="runs_skills")
+@index("skills", id=IndexId.RUNS_SKILLS)
 def runs_skills(
     body: Mapping[str, Any], namespace: str | None, name: str | None, **_: Any
 ) -> dict[Any, Any]:
     return {(namespace, name): summaries.skill_summary(body)}
 
 
-@index("workspaces", id="runs_workspaces")
+@index("workspaces", id=IndexId.RUNS_WORKSPACES)
 def runs_workspaces(
     body: Mapping[str, Any], namespace: str | None, name: str | None, **_: Any
 ) -> dict[Any, Any]:

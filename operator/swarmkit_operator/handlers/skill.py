@@ -15,7 +15,7 @@ from ..builders import ObjectRef
 from ..builders.reviewer import SkillFacts
 from ..builders.skill import SourceConfigMap, referenced_config_maps, render_skill
 from ..builders.trust import foreign_config_map
-from ..indexes import index
+from ..indexes import IndexId, index
 from ..library.records import granted_by_field
 from ..reconcile.controller import Controller, Deferred, Kind, Observation
 from ..reconcile.views import MISSING, base_view
@@ -35,7 +35,7 @@ def _remote_credential(impl: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-@index("skills", id="skill_views")
+@index("skills", id=IndexId.SKILL_VIEWS)
 def skill_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, name) → what agents and topologies need of the skill."""
     view = base_view(body)
@@ -63,7 +63,7 @@ def skill_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
     return {(namespace, name): view}
 
 
-@index("skills", id="skill_by_config_map")
+@index("skills", id=IndexId.SKILL_BY_CONFIG_MAP)
 def skill_by_config_map(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -71,7 +71,7 @@ def skill_by_config_map(
     return {(namespace, cm): name for cm in referenced_config_maps(body.get("spec") or {})}
 
 
-@index("skills", id="skill_by_component")
+@index("skills", id=IndexId.SKILL_BY_COMPONENT)
 def skill_by_component(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -82,7 +82,7 @@ def skill_by_component(
     return {(namespace, c): name for c in impl.get("composes") or () if isinstance(c, str)}
 
 
-@index("skills", id="skill_by_target")
+@index("skills", id=IndexId.SKILL_BY_TARGET)
 def skill_by_target(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, topology) → agent-type skills that run it as a child."""
     impl = _implementation(body)
@@ -115,8 +115,8 @@ def granting_agents(ctl: Controller, namespace: str, skill: str) -> set[str]:
         if current in seen:
             continue
         seen.add(current)
-        agents.update(ctl.lookup_all("agent_by_grant", (namespace, current)))
-        stack.extend(ctl.lookup_all("skill_by_component", (namespace, current)))
+        agents.update(ctl.lookup_all(IndexId.AGENT_BY_GRANT, (namespace, current)))
+        stack.extend(ctl.lookup_all(IndexId.SKILL_BY_COMPONENT, (namespace, current)))
     return agents
 
 
@@ -146,8 +146,8 @@ async def read_sources(namespace: str, names: set[str]) -> dict[str, SourceConfi
 
 async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     key = ("Skill", namespace, name)
-    body = ctl.bodies.pop(key, None)
-    view = ctl.lookup("skill_views", (namespace, name))
+    body = ctl.book.bodies.pop(key, None)
+    view = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, name))
     if view is None:
         return "gone"
     if body is None:
@@ -181,8 +181,9 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
         **render.status_fields(),
         "grantedBy": granted_by_field(granting_agents(ctl, namespace, name)),
     }
-    if ctl.skill_usage is not None:  # the library's: rides along (its flush skips a pending Skill)
-        fields["usage"] = ctl.skill_usage(namespace, name)
+    usage = ctl.services.skill_usage
+    if usage is not None:  # the library's: rides along (its flush skips a pending Skill)
+        fields["usage"] = usage(namespace, name)
     written = await ctl.write_status(
         "Skill",
         namespace,
@@ -200,7 +201,7 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
 
 async def reconcile_skill_grants(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     """Only ``status.grantedBy``, after an Agent's grants changed (no render, no GET)."""
-    view = ctl.lookup("skill_views", (namespace, name))
+    view = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, name))
     if view is None:
         return "gone"
     key = ("Skill", namespace, name)

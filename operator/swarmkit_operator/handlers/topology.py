@@ -32,7 +32,7 @@ from ..builders.topology import (
     topology_agent_names,
 )
 from ..conditions import get_condition
-from ..indexes import PRESENT, index
+from ..indexes import PRESENT, IndexId, index
 from ..reconcile.controller import Controller, Deferred, Kind, Observation
 from ..reconcile.views import MISSING, Key, base_view
 from ..workload.resolve import Resolver
@@ -51,7 +51,7 @@ def _workspace_of(spec: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) else None
 
 
-@index("topologies", id="topology_views")
+@index("topologies", id=IndexId.TOPOLOGY_VIEWS)
 def topology_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     view = base_view(body)
     spec = dict(body.get("spec") or {})
@@ -65,7 +65,7 @@ def topology_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) 
     return {(namespace, name): view}
 
 
-@index("topologies", id="topology_by_agent")
+@index("topologies", id=IndexId.TOPOLOGY_BY_AGENT)
 def topology_by_agent(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -73,7 +73,7 @@ def topology_by_agent(
     return {(namespace, a): name for a in topology_agent_names(body.get("spec") or {})}
 
 
-@index("topologies", id="topology_by_workspace")
+@index("topologies", id=IndexId.TOPOLOGY_BY_WORKSPACE)
 def topology_by_workspace(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -101,14 +101,14 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
 def calling_topologies(ctl: Controller, namespace: str, topology: str) -> set[str]:
     """Topologies whose agents can call ``topology`` as a child (its parents)."""
     agents: set[str] = set()
-    for skill in ctl.lookup_all("skill_by_target", (namespace, topology)):
+    for skill in ctl.lookup_all(IndexId.SKILL_BY_TARGET, (namespace, topology)):
         agents |= granting_agents(ctl, namespace, skill)
     agents.update(
-        ctl.lookup_all("agent_by_grant", (namespace, SYNTHESIZED_TOPOLOGY_PREFIX + topology))
+        ctl.lookup_all(IndexId.AGENT_BY_GRANT, (namespace, SYNTHESIZED_TOPOLOGY_PREFIX + topology))
     )
     parents: set[str] = set()
     for agent in agents:
-        parents.update(ctl.lookup_all("topology_by_agent", (namespace, agent)))
+        parents.update(ctl.lookup_all(IndexId.TOPOLOGY_BY_AGENT, (namespace, agent)))
     return parents
 
 
@@ -126,9 +126,11 @@ def dependents(
         # Synthesized topology-<name> skills: their content is the name and description.
         if old is None or view is MISSING or old[3] != view[3]:
             agents = set(
-                ctl.lookup_all("agent_by_grant", (namespace, SYNTHESIZED_TOPOLOGY_PREFIX + name))
+                ctl.lookup_all(
+                    IndexId.AGENT_BY_GRANT, (namespace, SYNTHESIZED_TOPOLOGY_PREFIX + name)
+                )
             )
-            agents.update(ctl.lookup_all("agent_by_grant", (namespace, WORKSPACE_PACK)))
+            agents.update(ctl.lookup_all(IndexId.AGENT_BY_GRANT, (namespace, WORKSPACE_PACK)))
             ctl.enqueue_many("Agent", namespace, agents)
     if view is not MISSING and promotion.force_asked(body):
         # A forced promotion is an annotation (no new generation): reconcile it now.
@@ -194,7 +196,7 @@ def spec_of(view: Mapping[str, Any]) -> AgentSpec | None:
 
 
 async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: bool) -> str:
-    view = ctl.lookup("topology_views", (namespace, name))
+    view = ctl.lookup(IndexId.TOPOLOGY_VIEWS, (namespace, name))
     if view is None:
         return "gone"
     spec = view["spec"]
@@ -203,7 +205,7 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
     funnels = {
         f: found["spec"]
         for f in funnel_names(spec)
-        if (found := ctl.lookup("funnel_views", (namespace, f))) is not None
+        if (found := ctl.lookup(IndexId.FUNNEL_VIEWS, (namespace, f))) is not None
     }
     agents, topologies = _namespace_views(ctl, namespace)
     category, reviewer_writes = _skill_checks(ctl, namespace, workspace)
@@ -248,13 +250,13 @@ def _namespace_views(
     """The namespace's Agents and Topologies as the builder sees them, read on demand."""
 
     def agent(a: str) -> AgentView | None:
-        v = ctl.lookup("agent_views", (namespace, a))
+        v = ctl.lookup(IndexId.AGENT_VIEWS, (namespace, a))
         if v is None:
             return None
         return AgentView(a, v["version"], v["ready"], v["reason"], v["workspace"], spec_of(v))
 
     def topology(t: str) -> TopologyView | None:
-        v = ctl.lookup("topology_views", (namespace, t))
+        v = ctl.lookup(IndexId.TOPOLOGY_VIEWS, (namespace, t))
         if v is None:
             return None
         return TopologyView(t, v["agents"], v["version"], v["ready"], v["reason"])
@@ -266,19 +268,19 @@ def _graph(ctl: Controller, namespace: str) -> Graph:
     """The namespace's static call graph (topology → agents → skills → topologies)."""
 
     def topology_agents(t: str) -> tuple[str, ...] | None:
-        v = ctl.lookup("topology_views", (namespace, t))
+        v = ctl.lookup(IndexId.TOPOLOGY_VIEWS, (namespace, t))
         return None if v is None else tuple(v["agents"])
 
     def agent_grants(a: str) -> tuple[str, ...] | None:
-        v = ctl.lookup("agent_views", (namespace, a))
+        v = ctl.lookup(IndexId.AGENT_VIEWS, (namespace, a))
         return None if v is None else tuple(granted_skill_names(v["spec"]))
 
     def composes(s: str) -> tuple[str, ...] | None:
-        v = ctl.lookup("skill_views", (namespace, s))
+        v = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, s))
         return None if v is None else tuple(v["composes"])
 
     def target(s: str) -> str | None:
-        v = ctl.lookup("skill_views", (namespace, s))
+        v = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, s))
         return None if v is None else v["target"]
 
     return Graph(_Lazy(topology_agents), _Lazy(agent_grants), _Lazy(composes), _Lazy(target))
@@ -290,15 +292,15 @@ def _skill_checks(
     """What the funnel checks ask: a Skill's category, and what a reviewer agent may write."""
 
     def category(s: str) -> str | None:
-        v = ctl.lookup("skill_views", (namespace, s))
+        v = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, s))
         return None if v is None else v.get("category")
 
     def skill_facts(s: str) -> SkillFacts | None:
-        v = ctl.lookup("skill_views", (namespace, s))
+        v = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, s))
         return None if v is None else v.get("facts")
 
     def reviewer_writes(a: str) -> list[str]:
-        v = ctl.lookup("agent_views", (namespace, a))
+        v = ctl.lookup(IndexId.AGENT_VIEWS, (namespace, a))
         ws_spec = workspace.spec if workspace is not None else None
         return [] if v is None else not_read_only(v["spec"], skill_facts, ws_spec)
 
@@ -311,15 +313,16 @@ def _defer_while_inputs_pending(
     """Raise :class:`Deferred` while the status of an Agent, child Topology or the Workspace
     this one reads is about to change (:meth:`Controller.pending`)."""
     inputs: list[tuple[Key, Any]] = [
-        (("Agent", namespace, a), ctl.lookup("agent_views", (namespace, a))) for a in view["agents"]
+        (("Agent", namespace, a), ctl.lookup(IndexId.AGENT_VIEWS, (namespace, a)))
+        for a in view["agents"]
     ]
     inputs += [
-        (("Topology", namespace, c), ctl.lookup("topology_views", (namespace, c)))
+        (("Topology", namespace, c), ctl.lookup(IndexId.TOPOLOGY_VIEWS, (namespace, c)))
         for c in render.children
         if c != name
     ]
     ws_name = view["workspace"] or ""
-    ws_raw = ctl.lookup("workspace_views", (namespace, ws_name))
+    ws_raw = ctl.lookup(IndexId.WORKSPACE_VIEWS, (namespace, ws_name))
     if ws_raw is not None:
         inputs.append((("Workspace", namespace, ws_name), ws_raw))
     waiting = [k for k, v in inputs if ctl.pending(k, v)]
@@ -342,7 +345,7 @@ async def _serve(
         return
     served = await serving.reconcile_serving(
         ctl,
-        ctl.resolver if isinstance(ctl.resolver, Resolver) else None,
+        ctl.services.resolver if isinstance(ctl.services.resolver, Resolver) else None,
         ctl.config,
         namespace,
         name,
@@ -372,7 +375,7 @@ async def _promotion(
         return await promotion.reconcile_promotion(ctl, owner, view, None)
     agents: dict[str, pr.PinnedAgentRender] = {}
     for agent in render.agent_versions or {}:
-        v = ctl.lookup("agent_views", (namespace, agent))
+        v = ctl.lookup(IndexId.AGENT_VIEWS, (namespace, agent))
         if v is None or not v["renderedConfigMap"]:
             return await promotion.reconcile_promotion(ctl, owner, view, None)
         agents[agent] = pr.PinnedAgentRender(

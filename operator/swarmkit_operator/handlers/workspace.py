@@ -17,20 +17,20 @@ from swarmkit_api.resources import WORKSPACE
 from ..builders import ObjectRef
 from ..builders.trust import foreign_config_map
 from ..builders.workspace import referenced_config_maps, render_workspace
-from ..indexes import index
+from ..indexes import IndexId, index
 from ..reconcile.controller import Controller, Kind, Observation
 from ..reconcile.views import MISSING, base_view
 from .skill import read_sources
 
 
-@index("workspaces", id="workspace_views")
+@index("workspaces", id=IndexId.WORKSPACE_VIEWS)
 def workspace_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     view = base_view(body)
     view.update(spec=dict(body.get("spec") or {}))
     return {(namespace, name): view}
 
 
-@index("workspaces", id="workspace_by_config_map")
+@index("workspaces", id=IndexId.WORKSPACE_BY_CONFIG_MAP)
 def workspace_by_config_map(
     body: kopf.Body, namespace: str | None, name: str, **_: Any
 ) -> dict[Any, Any]:
@@ -61,16 +61,16 @@ def dependents(
     """The Agents and Topologies using the Workspace, and its old render's collection."""
     if seen.changed:
         ctl.enqueue_many(
-            "Agent", namespace, ctl.lookup_all("agent_by_workspace", (namespace, name))
+            "Agent", namespace, ctl.lookup_all(IndexId.AGENT_BY_WORKSPACE, (namespace, name))
         )
         ctl.enqueue_many(
-            "Topology", namespace, ctl.lookup_all("topology_by_workspace", (namespace, name))
+            "Topology", namespace, ctl.lookup_all(IndexId.TOPOLOGY_BY_WORKSPACE, (namespace, name))
         )
         ctl.enqueue_gc(namespace)
 
 
 async def reconcile_workspace(ctl: Controller, namespace: str, name: str, force: bool) -> str:
-    view = ctl.lookup("workspace_views", (namespace, name))
+    view = ctl.lookup(IndexId.WORKSPACE_VIEWS, (namespace, name))
     if view is None:
         return "gone"
     spec = view["spec"]

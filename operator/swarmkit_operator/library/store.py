@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import k8s, metrics
 from ..config import OperatorConfig
-from ..indexes import Indexes
+from ..indexes import Indexes, IndexId
 from . import records
 from .records import LIBRARY_LABEL, Library, SkillRecord
 
@@ -103,8 +103,8 @@ class SkillLibrary:
             if current in seen:
                 continue
             seen.add(current)
-            agents.update(self.indexes.values("agent_by_grant", (namespace, current)))
-            stack.extend(self.indexes.values("skill_by_component", (namespace, current)))
+            agents.update(self.indexes.values(IndexId.AGENT_BY_GRANT, (namespace, current)))
+            stack.extend(self.indexes.values(IndexId.SKILL_BY_COMPONENT, (namespace, current)))
         return agents
 
     def usage_field(self, namespace: str, skill: str) -> dict[str, Any]:
@@ -140,17 +140,17 @@ class SkillLibrary:
 
     def seed(self) -> None:
         """See every indexed Skill, Agent and Run once (after :meth:`load`)."""
-        for ns, name in self.indexes.keys("skill_views"):
-            view = self.indexes.values("skill_views", (ns, name))
+        for ns, name in self.indexes.keys(IndexId.SKILL_VIEWS):
+            view = self.indexes.values(IndexId.SKILL_VIEWS, (ns, name))
             if view:
                 self.skill_seen(ns, name, view[0]["status"].get("contentHash"))
-        for ns, name in self.indexes.keys("agent_views"):
-            view = self.indexes.values("agent_views", (ns, name))
+        for ns, name in self.indexes.keys(IndexId.AGENT_VIEWS):
+            view = self.indexes.values(IndexId.AGENT_VIEWS, (ns, name))
             if view:
                 self.agent_seen(ns, name, view[0]["spec"], view[0]["status"])
-        if "runs_by_uid" in self.indexes.data:
-            for uid in self.indexes.keys("runs_by_uid"):
-                for run in self.indexes.values("runs_by_uid", uid):
+        if IndexId.RUNS_BY_UID in self.indexes.data:
+            for uid in self.indexes.keys(IndexId.RUNS_BY_UID):
+                for run in self.indexes.values(IndexId.RUNS_BY_UID, uid):
                     self.run_seen(str(run.get("namespace")), str(uid), run.get("status") or {})
 
     # -- events ------------------------------------------------------------------------------
@@ -210,7 +210,7 @@ class SkillLibrary:
             if current in out:
                 continue
             out.add(current)
-            for view in self.indexes.values("skill_views", (namespace, current)):
+            for view in self.indexes.values(IndexId.SKILL_VIEWS, (namespace, current)):
                 stack.extend(view.get("composes") or ())
         return out
 
@@ -238,10 +238,10 @@ class SkillLibrary:
     # -- writing -----------------------------------------------------------------------------
     def _live_runs(self) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
-        if "runs_by_uid" not in self.indexes.data:
+        if IndexId.RUNS_BY_UID not in self.indexes.data:
             return out
-        for uid in self.indexes.keys("runs_by_uid"):
-            for run in self.indexes.values("runs_by_uid", uid):
+        for uid in self.indexes.keys(IndexId.RUNS_BY_UID):
+            for run in self.indexes.values(IndexId.RUNS_BY_UID, uid):
                 out.setdefault(str(run.get("namespace")), set()).add(str(uid))
         return out
 
@@ -291,7 +291,7 @@ class SkillLibrary:
 
     async def _write_library(self, ns: str, parts: set[str], live: dict[str, set[str]]) -> None:
         lib = self.library(ns)
-        if records.CONFIG_MAP in parts and "runs_by_uid" in self.indexes.data:
+        if records.CONFIG_MAP in parts and IndexId.RUNS_BY_UID in self.indexes.data:
             lib.counted &= live.get(ns, set())  # a deleted Run never comes back
         texts: dict[str, str] = {}
         for part in parts & set(records.part_names(lib.shards)):
@@ -320,7 +320,7 @@ class SkillLibrary:
             self.map_writes += 1
 
     async def _write_skill(self, namespace: str, name: str) -> None:
-        views = self.indexes.values("skill_views", (namespace, name))
+        views = self.indexes.values(IndexId.SKILL_VIEWS, (namespace, name))
         if not views:
             return
         view = views[0]

@@ -18,6 +18,12 @@ when its spec changed (never for its own status echo), and its dependents (the k
 ``dependents``, through the reverse indexes, never by scanning) when what they compare
 changed.
 
+The :class:`~.controller.Controller` is in typed parts: how it runs
+(:class:`~.controller.ControllerSettings`, parsed once from the operator's settings), what
+its reconcilers call (:class:`~.controller.Services`, given to its constructor), and what
+it remembers per object and per rendered ConfigMap (:mod:`.book`). Indexes are read by
+their :class:`~swarmkit_operator.indexes.IndexId`, never by a string.
+
 A few workers of the :class:`~.controller.Controller` take keys off the queue (workspaces,
 then skills, then agents, then topologies, then garbage collection, :mod:`.gc`), one key at
 a time per key, and run the kind's reconciler: it reads the indexes, calls the pure

@@ -23,11 +23,12 @@ from swarmkit_api.resources import KindInfo
 
 from .. import k8s, metrics
 from ..builders import Verdict, trust
-from ..config import OperatorConfig
-from ..indexes import Indexes, IndexFn, Listing, populate
+from ..config import OperatorConfig, Settings
+from ..indexes import Indexes, IndexFn, IndexId, populate
 from ..runtime.leader import Leadership
 from ..runtime.workqueue import Result, Workers, WorkQueue
 from . import faults
+from .book import Bookkeeping, Renders
 from .status import same_status
 from .status import write_status as _write_status
 from .views import MISSING, Key, view_index
@@ -86,7 +87,7 @@ class Watch:
     what wakes it; the source kind's event function runs it after its own ``dependents``."""
 
     source: str
-    index: str
+    index: IndexId
     when: Callable[[Observation], bool] = lambda seen: seen.changed
 
 
@@ -126,15 +127,63 @@ class Kind:
         return self.api.plural if self.api is not None else ""
 
     @property
-    def view_index(self) -> str:
-        """The index of its per-object views ("" for a kind without objects)."""
-        return view_index(self.kind) if self.api is not None else ""
+    def view_index(self) -> IndexId | None:
+        """The index of its per-object views (None for a kind without objects)."""
+        return view_index(self.kind) if self.api is not None else None
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """How the reconcile loop runs: parsed once from the operator's
+    :class:`~swarmkit_operator.config.Settings` (:meth:`of`), never changed after."""
+
+    #: Watched namespaces (empty: every namespace): what a prune re-LISTs.
+    namespaces: tuple[str, ...] = ()
+    workers: int = 16
+    #: Seconds before a deferred reconcile runs again (a backstop: a settled input wakes it).
+    defer_delay: float = 1.0
+    #: Seconds of deferring after which a reconcile runs with ``force``.
+    max_defer: float = 15.0
+    #: Seconds a rendered ConfigMap nothing refers to is kept before it is collected.
+    gc_grace: float = 10.0
+    #: Seconds between full resyncs (0: none; the composition root schedules them).
+    resync_seconds: float = 600.0
+
+    @classmethod
+    def of(cls, settings: Settings) -> ControllerSettings:
+        return cls(
+            namespaces=settings.namespaces,
+            workers=settings.workers,
+            gc_grace=settings.gc_grace_seconds,
+            resync_seconds=settings.resync_seconds,
+        )
+
+
+@dataclass(frozen=True)
+class Services:
+    """What the reconcilers call besides the API and the indexes, built by the composition
+    root before the controller and given to its constructor (none is set afterwards)."""
+
+    #: Whether this replica leads (a standby posts no Events: its workers do not run).
+    leadership: Leadership = field(default_factory=Leadership.always)
+    #: How a served Topology resolves its target, as a Run would: the Runs controller's
+    #: ``Resolver`` (typed loosely: the Runs controller sits above this layer;
+    #: ``handlers/topology.py`` narrows it).
+    resolver: object | None = None
+    #: The Reviews owner (a promotion's Review is opened through it; typed loosely like
+    #: ``resolver``: it sits above this layer; ``swarmkit_operator.promotion`` narrows it).
+    reviews: object | None = None
+    #: A Skill's ``status.usage`` (the skill library's).
+    skill_usage: Callable[[str, str], Any] | None = None
 
 
 @dataclass
 class Controller:
     """The in-process reconcile machinery shared by the handlers (in the application
-    context, :class:`~swarmkit_operator.handlers.common.App`)."""
+    context, :class:`~swarmkit_operator.handlers.common.App`), in typed parts: the
+    declarations it runs (``kinds``, ``reconcilers``), how it runs (``settings``), what its
+    reconcilers call (``services``), the shared ``indexes``, its work ``queue``, and what it
+    remembers per object (``book``) and per rendered ConfigMap (``renders``)."""
 
     config: OperatorConfig
     indexes: Indexes = field(default_factory=lambda: Indexes(()))
@@ -142,48 +191,17 @@ class Controller:
     kinds: Mapping[str, Kind] = field(default_factory=dict)
     #: kind → its reconciler (by default each declaration's).
     reconcilers: Mapping[str, Reconciler] = field(default_factory=dict)
-    namespaces: tuple[str, ...] = ()
-    workers: int = 16
-    defer_delay: float = 1.0
-    max_defer: float = 15.0
-    gc_grace: float = 10.0
-    resync_seconds: float = 600.0
+    settings: ControllerSettings = field(default_factory=ControllerSettings)
+    services: Services = field(default_factory=Services)
     queue: WorkQueue[Key] = field(default_factory=lambda: reconcile_queue({}))
-    bodies: dict[Key, dict[str, Any]] = field(default_factory=dict)
-    deferred_since: dict[Key, float] = field(default_factory=dict)
-    # key → (resourceVersion or "", until when, the status written): a write not yet seen.
-    awaiting: dict[Key, tuple[str, float, dict[str, Any]]] = field(default_factory=dict)
-    # key → the keys that deferred on it, re-queued once it settles.
-    waiters: dict[Key, set[Key]] = field(default_factory=dict)
-    written: dict[Key, tuple[str, float]] = field(default_factory=dict)
-    seen: dict[Key, Any] = field(default_factory=dict)
-    reconciled_generation: dict[Key, int] = field(default_factory=dict)
-    unreferenced_since: dict[tuple[str, str], float] = field(default_factory=dict)
-    created_config_maps: dict[tuple[str, str], float] = field(default_factory=dict)
-    #: (namespace, render name) → the uid of the ConfigMap found to be exactly the render
-    #: (immutable: that uid cannot change content), so it is read back once, not per reconcile.
-    verified_renders: dict[tuple[str, str], str] = field(default_factory=dict)
-    #: (namespace, ConfigMap) → the owner whose render name it took: deleting it re-queues
-    #: the owner (an unlabelled ConfigMap's deletion would not).
-    foreign_renders: dict[tuple[str, str], Key] = field(default_factory=dict)
+    book: Bookkeeping = field(default_factory=Bookkeeping)
+    renders: Renders = field(default_factory=Renders)
+    #: The workers' and the Event poster's tasks (:meth:`start`).
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    #: Events queued for the poster (``post_event``).
     events: asyncio.Queue[tuple[dict[str, Any], str, str, str]] = field(
         default_factory=lambda: asyncio.Queue(maxsize=10000)
     )
-    caches: dict[Any, Any] = field(default_factory=dict)
-    #: The start-up's LISTs, until the watch streams start from them (then emptied).
-    listings: list[Listing] = field(default_factory=list)
-    #: How a served Topology resolves its target, as a Run would: the Runs controller's
-    #: ``Resolver``, given by the composition root (typed loosely: the Runs controller
-    #: sits above this layer; ``handlers/topology.py`` narrows it).
-    resolver: object | None = None
-    #: The Reviews owner (a promotion's Review is opened through it; typed loosely like
-    #: ``resolver``: it sits above this layer; ``swarmkit_operator.promotion`` narrows it).
-    reviews: object | None = None
-    #: A Skill's ``status.usage`` (the skill library's, given by the composition root).
-    skill_usage: Callable[[str, str], Any] | None = None
-    #: Whether this replica leads (a standby posts no Events: its workers do not run).
-    leadership: Leadership = field(default_factory=Leadership.always)
 
     def __post_init__(self) -> None:
         if self.kinds:
@@ -191,20 +209,18 @@ class Controller:
             if not self.reconcilers:
                 self.reconcilers = {k.kind: k.reconcile for k in self.kinds.values()}
 
-    def with_views(self) -> list[tuple[str, str]]:
+    def with_views(self) -> list[tuple[str, IndexId]]:
         """(kind, views index) of every declared kind with objects."""
-        return [(k.kind, k.view_index) for k in self.kinds.values() if k.view_index]
+        return [(k.kind, k.view_index) for k in self.kinds.values() if k.view_index is not None]
 
     # --- indexes ---
 
-    def lookup(self, index: str, key: Any) -> Any:
-        """The single value of ``key`` in ``index`` (None if absent)."""
-        values = self.indexes.data[index].get(key)
-        if not values:
-            return None
-        return next(iter(values.values()))
+    def lookup(self, index: IndexId, key: Any) -> Any:
+        """The single value of ``key`` in ``index`` (None if absent; an index these
+        indexes were not built with is :class:`~swarmkit_operator.indexes.UnknownIndex`)."""
+        return self.indexes.first(index, key)
 
-    def lookup_all(self, index: str, key: Any) -> list[Any]:
+    def lookup_all(self, index: IndexId, key: Any) -> list[Any]:
         return self.indexes.values(index, key)
 
     # --- queueing ---
@@ -219,28 +235,28 @@ class Controller:
             self.queue.add((kind, namespace, name))
 
     def enqueue_gc(self, namespace: str, delay: float | None = None) -> None:
-        self.queue.add(("GC", namespace, ""), self.gc_grace if delay is None else delay)
+        self.queue.add(("GC", namespace, ""), self.settings.gc_grace if delay is None else delay)
 
     def pending(self, key: Key, view: Mapping[str, Any] | None) -> bool:
         """Whether ``key``'s status is about to change (so dependents should wait)."""
         if self.queue.pending(key):
             return True
-        waiting = self.awaiting.get(key)
+        waiting = self.book.awaiting.get(key)
         if waiting is not None:
             if time.monotonic() < waiting[1]:
                 return True
-            self.awaiting.pop(key, None)
+            self.book.awaiting.pop(key, None)
         return view is not None and view.get("observed") != view.get("generation")
 
     def observed(self, key: Key, body: Mapping[str, Any]) -> None:
         """A watch event for ``key`` arrived: our own write is visible once an event carries
         its resourceVersion or its content (a re-list may skip straight to a later event)."""
-        waiting = self.awaiting.get(key)
+        waiting = self.book.awaiting.get(key)
         if waiting is None:
             return
         rv = (body.get("metadata") or {}).get("resourceVersion")
         if waiting[0] == rv or same_status(waiting[2], body.get("status") or {}):
-            self.awaiting.pop(key, None)
+            self.book.awaiting.pop(key, None)
             self._wake(key)
 
     def should_reconcile_self(self, key: Key, body: Mapping[str, Any], event_type: Any) -> bool:
@@ -252,18 +268,11 @@ class Controller:
             return True
         if status.get("observedGeneration") != generation:
             return True
-        return self.reconciled_generation.get(key) != generation
+        return self.book.reconciled_generation.get(key) != generation
 
     def forget(self, key: Key) -> None:
         """The object is gone: drop what this process remembered of it."""
-        for memory in (
-            self.bodies,
-            self.reconciled_generation,
-            self.written,
-            self.awaiting,
-            self.deferred_since,
-        ):
-            memory.pop(key, None)
+        self.book.forget(key)
         self.queue.forget(key)
         self._wake(key)
 
@@ -275,12 +284,13 @@ class Controller:
         """
         if not fresh:
             return False
-        if self.seen.get(key, MISSING) == view:
+        seen = self.book.seen
+        if seen.get(key, MISSING) == view:
             return False
         if view is MISSING:
-            self.seen.pop(key, None)
+            seen.pop(key, None)
         else:
-            self.seen[key] = view
+            seen[key] = view
         return True
 
     def observe_event(
@@ -302,7 +312,7 @@ class Controller:
         """
         key = (kind, namespace, name)
         self.observed(key, body)
-        previous = self.seen.get(key)
+        previous = self.book.seen.get(key)
         if event_type == "DELETED":
             self.indexes.delete(plural, str((body.get("metadata") or {}).get("uid", "")))
             self.forget(key)
@@ -311,13 +321,14 @@ class Controller:
             self.indexes.update(plural, body)
             if self.should_reconcile_self(key, body, event_type):
                 if keep_body:
-                    self.bodies[key] = dict(body)
+                    self.book.bodies[key] = dict(body)
                 # A listed object whose status is current only needs checking: in the
                 # background, behind every new or edited object (see WorkQueue).
                 generation = (body.get("metadata") or {}).get("generation")
                 settled = (body.get("status") or {}).get("observedGeneration") == generation
                 self.enqueue(kind, namespace, name, background=event_type is None and settled)
-            view = view_of(self.lookup(view_index(kind), (namespace, name)))
+            views = view_index(kind)
+            view = view_of(None if views is None else self.lookup(views, (namespace, name)))
         fresh = view is MISSING or view[-1]
         return Observation(self.changed(key, view, fresh=fresh), previous, view)
 
@@ -333,7 +344,7 @@ class Controller:
             on_error=self._retry_delay,
             describe=lambda key: f"{key[1]}/{key[2]}",
         )
-        self.tasks += workers.start(self.workers)
+        self.tasks += workers.start(self.settings.workers)
         self.tasks.append(asyncio.create_task(self._event_poster(), name="swarmkit-events"))
 
     async def stop(self, timeout: float = 10.0) -> None:
@@ -350,11 +361,20 @@ class Controller:
         await asyncio.gather(*self.tasks, return_exceptions=True)
         self.tasks.clear()
 
+    def health(self) -> dict[str, int]:
+        """The liveness probe's detail: queue depth, busy and live workers; raises when
+        every worker it started has stopped (the process is no use any more)."""
+        alive = sum(1 for t in self.tasks if not t.done())
+        if self.tasks and alive == 0:
+            raise RuntimeError("every reconcile worker has stopped")
+        return {"depth": len(self.queue), "busy": self.queue.busy, "workers": alive}
+
     def _wake(self, key: Key) -> None:
         """``key`` may have settled: re-run what deferred on it (if it really did)."""
-        if key not in self.waiters or self.queue.pending(key) or key in self.awaiting:
+        book = self.book
+        if key not in book.waiters or self.queue.pending(key) or key in book.awaiting:
             return
-        for waiter in self.waiters.pop(key):
+        for waiter in book.waiters.pop(key):
             self.queue.add(waiter)
 
     async def _process(self, key: Key) -> Result:
@@ -363,25 +383,27 @@ class Controller:
         if fn is None:
             return Result("unknown")
         started = time.monotonic()
-        since = self.deferred_since.get(key)
-        force = since is not None and started - since > self.max_defer
+        since = self.book.deferred_since.get(key)
+        force = since is not None and started - since > self.settings.max_defer
         try:
             index = view_index(kind)
-            known = index in self.indexes.data
-            fault = faults.decoded_fault(self.lookup(index, (namespace, name)) if known else None)
+            view = None
+            if index is not None and index in self.indexes.data:
+                view = self.lookup(index, (namespace, name))
+            fault = faults.decoded_fault(view)
             if fault is not None:  # cut when decoded: reported, never reconciled
                 await faults.report(self, kind, namespace, name, fault)
                 outcome = "invalid"
             else:
                 outcome = await fn(self, namespace, name, force)
         except Deferred as exc:
-            self.deferred_since.setdefault(key, started)
+            self.book.deferred_since.setdefault(key, started)
             log.debug("deferring %s %s/%s: %s", kind, namespace, name, exc)
             for waited in exc.keys:  # woken as soon as each settles; the delay is a backstop
-                self.waiters.setdefault(waited, set()).add(key)
+                self.book.waiters.setdefault(waited, set()).add(key)
                 self.queue.promote(waited)  # a background check someone waits for
-            return Result("deferred", self.defer_delay, forget=False)
-        self.deferred_since.pop(key, None)
+            return Result("deferred", self.settings.defer_delay, forget=False)
+        self.book.deferred_since.pop(key, None)
         return Result(outcome)
 
     async def _retry_delay(self, key: Key, exc: Exception) -> float | None:
@@ -441,13 +463,14 @@ class Controller:
     async def prune(self) -> None:
         """Re-LIST and drop from the indexes what vanished since they were filled (an
         object deleted between a LIST and its watch's start never sends DELETED)."""
-        await populate(self.indexes, self.namespaces, prune=True)
+        await populate(self.indexes, self.settings.namespaces, prune=True)
 
     # --- writing ---
 
     def post_event(self, involved: dict[str, Any], type_: str, reason: str, message: str) -> None:
         # Queued, posted by one task: a reconcile never waits on an Event (dropped if full).
-        if not self.leadership.leading and self.leadership.elected:
+        leadership = self.services.leadership
+        if not leadership.leading and leadership.elected:
             return
         with contextlib.suppress(asyncio.QueueFull):
             self.events.put_nowait((involved, type_, reason, message))
@@ -456,19 +479,20 @@ class Controller:
         """Create a rendered ConfigMap unless it exists; True if created."""
         meta = manifest["metadata"]
         ident = (meta["namespace"], meta["name"])
-        if self.lookup("rendered_config_map_names", ident) is not None:
+        if self.lookup(IndexId.RENDERED_CONFIG_MAP_NAMES, ident) is not None:
             return False
         # Created moments ago, not in the index yet (its watch event is on its way).
-        recent = self.created_config_maps.get(ident)
+        made = self.renders.created
+        recent = made.get(ident)
         if recent is not None and time.monotonic() - recent < 30:
             return False
         created = await k8s.create_config_map(manifest)
         if created:  # a 409 is someone's ConfigMap of that name, not ours on its way
-            self.created_config_maps[ident] = time.monotonic()
-        if len(self.created_config_maps) > 10000:
+            made[ident] = time.monotonic()
+        if len(made) > 10000:
             cutoff = time.monotonic() - 30
-            for k in [k for k, t in self.created_config_maps.items() if t < cutoff]:
-                del self.created_config_maps[k]
+            for k in [k for k, t in made.items() if t < cutoff]:
+                del made[k]
         return created
 
     async def foreign_render(self, manifest: Mapping[str, Any], owner: Key) -> str | None:
@@ -477,24 +501,25 @@ class Controller:
         None when it is exactly the render, or was gone and is now the render written.
         Names are content-addressed, so comparing with ``manifest`` is the proof."""
         ident = (manifest["metadata"]["namespace"], manifest["metadata"]["name"])
-        uid = self.lookup("rendered_config_map_names", ident)
-        if uid is not None and self.verified_renders.get(ident) == uid:
+        uid = self.lookup(IndexId.RENDERED_CONFIG_MAP_NAMES, ident)
+        renders = self.renders
+        if uid is not None and renders.verified.get(ident) == uid:
             return None
         found = await k8s.read_config_map(*ident)
         if found is None:  # deleted since: write the render now
             if await k8s.create_config_map(manifest):
-                self.created_config_maps[ident] = time.monotonic()
+                renders.created[ident] = time.monotonic()
                 return None
             found = await k8s.read_config_map(*ident)
             if found is None:
                 return "it was deleted and re-created while being read back"
         why = trust.render_mismatch(manifest, found)
         if why is None:
-            self.verified_renders[ident] = str((found.get("metadata") or {}).get("uid", ""))
-            self.foreign_renders.pop(ident, None)
+            renders.verified[ident] = str((found.get("metadata") or {}).get("uid", ""))
+            renders.foreign.pop(ident, None)
         else:
-            self.verified_renders.pop(ident, None)
-            self.foreign_renders[ident] = owner
+            renders.verified.pop(ident, None)
+            renders.foreign[ident] = owner
         return why
 
     async def write_status(
@@ -512,5 +537,15 @@ class Controller:
         """Apply status if it differs; post an Event per condition transition
         (:func:`.status.write_status`)."""
         return await _write_status(
-            self, kind, namespace, name, uid, generation, current, fields, verdicts, manager
+            self.book,
+            self.post_event,
+            kind,
+            namespace,
+            name,
+            uid,
+            generation,
+            current,
+            fields,
+            verdicts,
+            manager,
         )

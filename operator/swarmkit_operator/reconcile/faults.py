@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from swarmkit_api.conditions import ACCEPTED, READY, REASON_DEPTH_EXCEEDED, REASON_INVALID
 
 from ..builders import Verdict
+from ..indexes import IndexId
 from .views import view_index
 
 log = logging.getLogger("swarmkit_operator")
@@ -33,7 +34,7 @@ PATH_CHARS = 160
 class FaultBook(Protocol):
     """What reporting needs of the controller (the :class:`~.controller.Controller`)."""
 
-    def lookup(self, index: str, key: Any) -> Any: ...
+    def lookup(self, index: IndexId, key: Any) -> Any: ...
 
     async def write_status(
         self,
@@ -81,8 +82,11 @@ def raised_fault(exc: BaseException) -> Verdict | None:
 async def report(ctl: FaultBook, kind: str, namespace: str, name: str, verdict: Verdict) -> bool:
     """Write ``verdict`` (and Ready=False with its reason) on the object; whether the
     object still exists (a kind without a view cannot carry a condition: False)."""
+    index = view_index(kind)
+    if index is None:
+        return False
     try:
-        view = ctl.lookup(view_index(kind), (namespace, name))
+        view = ctl.lookup(index, (namespace, name))
     except KeyError:  # no such index (a controller without the kind's handlers)
         return False
     if not isinstance(view, dict):

@@ -26,7 +26,7 @@ from ..builders import (
 )
 from ..builders.promotion import kept_renders
 from ..builders.skill import PART_OF
-from ..indexes import PRESENT, index
+from ..indexes import PRESENT, IndexId, index
 from .controller import Controller, Kind
 from .views import Key
 
@@ -41,7 +41,7 @@ def component_kind(component: str) -> str:
     return next((k.kind for k in KINDS if k.singular == component), "")
 
 
-@index("configmaps", id="rendered_config_maps", labels=_RENDERED, metadata_only=True)
+@index("configmaps", id=IndexId.RENDERED_CONFIG_MAPS, labels=_RENDERED, metadata_only=True)
 def rendered_config_maps(
     namespace: str | None,
     name: str,
@@ -64,7 +64,7 @@ def rendered_config_maps(
     }
 
 
-@index("configmaps", id="rendered_config_map_names", labels=_RENDERED, metadata_only=True)
+@index("configmaps", id=IndexId.RENDERED_CONFIG_MAP_NAMES, labels=_RENDERED, metadata_only=True)
 def rendered_config_map_names(
     namespace: str | None, name: str, uid: str, **_: Any
 ) -> dict[Any, Any]:
@@ -72,7 +72,7 @@ def rendered_config_map_names(
     return {(namespace, name): uid}
 
 
-@index("configmaps", id="pinned_config_maps", labels={RUN_LABEL: PRESENT}, metadata_only=True)
+@index("configmaps", id=IndexId.PINNED_CONFIG_MAPS, labels={RUN_LABEL: PRESENT}, metadata_only=True)
 def pinned_config_maps(
     namespace: str | None,
     name: str,
@@ -108,33 +108,34 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
                 keep.add(str(resolved.get("renderedConfigMap") or ""))
             # spec.promotion: the active and candidate versions' renders and their pins.
             keep |= kept_renders(status)
-    for pin in ctl.lookup_all("pinned_config_maps", namespace):
+    for pin in ctl.lookup_all(IndexId.PINNED_CONFIG_MAPS, namespace):
         if not pin["finished"]:
             keep.update(pin["pins"])
     now = time.monotonic()
+    grace = ctl.settings.gc_grace
     next_check: float | None = None
     deleted = 0
-    for cm in ctl.lookup_all("rendered_config_maps", namespace):
+    for cm in ctl.lookup_all(IndexId.RENDERED_CONFIG_MAPS, namespace):
         ident = (namespace, cm["name"])
-        created = ctl.created_config_maps.get(ident)
+        created = ctl.renders.created.get(ident)
         owner: Key = (cm["kind"], namespace, cm["owner"])
         in_flight = created is not None and now - created < 60 and ctl.pending(owner, None)
         part_of = cm.get("partOf")
         if cm["name"] in keep or (part_of and part_of in keep) or in_flight:
-            ctl.unreferenced_since.pop(ident, None)
+            ctl.renders.unreferenced_since.pop(ident, None)
             if in_flight:
-                next_check = ctl.gc_grace if next_check is None else min(next_check, ctl.gc_grace)
+                next_check = grace if next_check is None else min(next_check, grace)
             continue
         # Unreferenced: start its grace period, delete once it ran out (uid-guarded, so a
         # re-created ConfigMap of the same name is never deleted by mistake).
-        since = ctl.unreferenced_since.setdefault(ident, now)
-        if now - since >= ctl.gc_grace:
+        since = ctl.renders.unreferenced_since.setdefault(ident, now)
+        if now - since >= grace:
             if await k8s.delete_config_map(namespace, cm["name"], cm["uid"]):
                 deleted += 1
                 log.info("deleted unreferenced ConfigMap %s/%s", namespace, cm["name"])
-            ctl.unreferenced_since.pop(ident, None)
+            ctl.renders.unreferenced_since.pop(ident, None)
         else:
-            wait = ctl.gc_grace - (now - since)
+            wait = grace - (now - since)
             next_check = wait if next_check is None else min(next_check, wait)
     if next_check is not None:
         ctl.enqueue_gc(namespace, delay=next_check + 0.1)

@@ -8,16 +8,16 @@ controller's own field manager (``swarmkit-reconcile``) exactly the fields and t
 condition types it computes: the gateways controller's ``Serving`` on an Agent, say, is
 another manager's entry of the same ``conditions`` list (a list keyed by ``type``), which
 this write neither sends nor can put back stale. It also records the write in the
-controller (``awaiting``) until the watch shows it, which is what makes dependents defer
-instead of reading a status that is about to change.
+controller's book (``awaiting``, :mod:`.book`) until the watch shows it, which is what
+makes dependents defer instead of reading a status that is about to change.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from swarmkit_api import GROUP, VERSION
 from swarmkit_api.conditions import READY
@@ -27,20 +27,11 @@ from .. import k8s
 from ..builders import Verdict
 from ..conditions import set_condition, transitions
 from ..hashing import canonical_json
+from .book import Bookkeeping
 from .views import Key
 
-
-class StatusBook(Protocol):
-    """What a status write records in (and posts through) the reconcile controller: the
-    :class:`~.controller.Controller` is one; this module does not import it (no cycle)."""
-
-    reconciled_generation: dict[Key, int]
-    written: dict[Key, tuple[str, float]]
-    awaiting: dict[Key, tuple[str, float, dict[str, Any]]]
-
-    def post_event(
-        self, involved: dict[str, Any], type_: str, reason: str, message: str
-    ) -> None: ...
+#: ``post_event(involved, type, reason, message)``: the controller's queued Event poster.
+PostEvent = Callable[[dict[str, Any], str, str, str], None]
 
 
 log = logging.getLogger("swarmkit_operator.status")
@@ -51,7 +42,8 @@ def _by_type(cond: Mapping[str, Any]) -> str:
 
 
 async def write_status(
-    ctl: StatusBook,
+    book: Bookkeeping,
+    post_event: PostEvent,
     kind: str,
     namespace: str,
     name: str,
@@ -63,6 +55,7 @@ async def write_status(
     manager: str = k8s.RECONCILE_MANAGER,
 ) -> bool:
     """Apply status if it differs (as ``manager``); post an Event per condition transition.
+    The write is recorded in ``book`` (awaited until the watch shows it).
 
     ``fields`` and the verdicts' condition types are everything ``manager`` owns of this
     object's status: what it applied before and leaves out now is removed (None: removed).
@@ -78,11 +71,11 @@ async def write_status(
     desired: dict[str, Any] = {**fields, "observedGeneration": generation}
     if verdicts:
         desired["conditions"] = mine
-    ctl.reconciled_generation[key] = generation
+    book.reconciled_generation[key] = generation
     if same_status(desired, current):
         return False
     digest = canonical_json(desired)
-    last = ctl.written.get(key)
+    last = book.written.get(key)
     if last is not None and last[0] == digest and time.monotonic() - last[1] < 10:
         return False  # our identical write is still on its way back through the watch
     # Dependents wait until the watch shows this write. Its event may be processed
@@ -99,19 +92,19 @@ async def write_status(
                 if not same_status({k: v}, current)
             },
         )
-    ctl.awaiting[key] = ("", time.monotonic() + 5.0, desired)
+    book.awaiting[key] = ("", time.monotonic() + 5.0, desired)
     try:
         rv = await apply_status(kind, namespace, name, desired, manager)
     except BaseException:
-        ctl.awaiting.pop(key, None)
+        book.awaiting.pop(key, None)
         raise
-    pending = ctl.awaiting.get(key)
+    pending = book.awaiting.get(key)
     if rv is None:
-        ctl.awaiting.pop(key, None)
+        book.awaiting.pop(key, None)
         return False
     if pending is not None and pending[2] is desired:  # not seen yet: also match the rv
-        ctl.awaiting[key] = (rv, pending[1], desired)
-    ctl.written[key] = (digest, time.monotonic())
+        book.awaiting[key] = (rv, pending[1], desired)
+    book.written[key] = (digest, time.monotonic())
     involved = {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": kind,
@@ -120,12 +113,12 @@ async def write_status(
         "uid": uid,
     }
     first = not own_conditions(before, [v.type for v in verdicts])
-    post_transitions(ctl, involved, transitions(before, mine), first)
+    post_transitions(post_event, involved, transitions(before, mine), first)
     return True
 
 
 def post_transitions(
-    ctl: StatusBook, involved: dict[str, Any], changed: list[dict[str, Any]], first: bool
+    post_event: PostEvent, involved: dict[str, Any], changed: list[dict[str, Any]], first: bool
 ) -> None:
     """The Events of one status write's condition transitions (``first``: the object's
     first status).
@@ -138,12 +131,12 @@ def post_transitions(
     (recovered, re-rendered)."""
     for cond in changed:
         if cond["status"] == "False":
-            ctl.post_event(involved, "Warning", cond["reason"], describe(cond))
+            post_event(involved, "Warning", cond["reason"], describe(cond))
     normal = [c for c in changed if c["status"] != "False"]
     if normal and not first:
         main = next((c for c in normal if c["type"] == READY), normal[0])
         text = "; ".join(describe(c) for c in [main, *(c for c in normal if c is not main)])
-        ctl.post_event(involved, "Normal", main["reason"], text)
+        post_event(involved, "Normal", main["reason"], text)
 
 
 async def apply_status(

@@ -13,16 +13,20 @@ from typing import Any
 from swarmkit_api.conditions import READY
 
 from .. import k8s
-from ..indexes import Indexes
+from ..indexes import Indexes, IndexId
 
 #: A work queue key of the reconcile controller: (kind, namespace, name).
 Key = tuple[str, str, str]
 
 
-def view_index(kind: str) -> str:
+def view_index(kind: str) -> IndexId | None:
     """Where a kind's per-object views live (``skill_views``...), filled by the index
-    function its declaration names first (``handlers/<kind>.py``)."""
-    return f"{kind.lower()}_views"
+    function its declaration names first (``handlers/<kind>.py``); None for a kind that
+    keeps none (``GC``, ``SkillGrants``: only keys others enqueue)."""
+    return _VIEWS.get(f"{kind.lower()}_views")
+
+
+_VIEWS = {str(member): member for member in IndexId if member.endswith("_views")}
 
 
 #: "No view": the object is gone (distinct from any view, None included).
@@ -58,6 +62,8 @@ def count_objects(indexes: Indexes, kinds: Iterable[str]) -> Iterator[tuple[str,
     metric, at scrape."""
     for kind in kinds:
         index = view_index(kind)
+        if index is None:
+            continue
         counts: dict[tuple[str, str], int] = {}
         for key in indexes.keys(index):
             values = indexes.values(index, key)

@@ -20,7 +20,8 @@ from swarmkit_api.run import RunSpec
 
 from ..builders import job as jobs
 from ..builders import run_status as rs
-from ..indexes import IndexLike, ResolverIndexes
+from ..indexes import Indexes as SharedIndexes
+from ..indexes import IndexId, IndexLike, ResolverIndexes
 
 GROUP = "swarmkit.dev"
 VERSION = "v1alpha1"
@@ -90,6 +91,27 @@ class Indexes:
     spend_quotas: IndexLike | None = None
     #: EvalRuns by uid: their up-front SpendQuota reservations outlive no EvalRun.
     eval_runs: IndexLike | None = None
+
+    @classmethod
+    def of(cls, shared: SharedIndexes) -> Indexes:
+        """The operator's shared indexes as the Runs controller (and its resolver) reads
+        them: live views, so what an event indexes is read at once."""
+        view = shared.view
+        return cls(
+            runs=view(IndexId.RUNS_BY_UID),
+            jobs=view(IndexId.RUNS_JOBS_BY_RUN),
+            pods=view(IndexId.RUNS_PODS_BY_RUN),
+            topologies=view(IndexId.RUNS_TOPOLOGIES),
+            agents=view(IndexId.RUNS_AGENTS),
+            skills=view(IndexId.RUNS_SKILLS),
+            workspaces=view(IndexId.RUNS_WORKSPACES),
+            funnels=view(IndexId.FUNNEL_VIEWS),
+            bundles=view(IndexId.PINNED_CONFIG_MAPS),
+            reviews=view(IndexId.RUNS_REVIEWS_BY_RUN),
+            skill_reviews=view(IndexId.SKILL_REVIEWS),
+            spend_quotas=view(IndexId.SPEND_QUOTAS),
+            eval_runs=view(IndexId.EVALRUN_UIDS),
+        )
 
     def resolver(self) -> ResolverIndexes:
         """The indexes the runner-workload resolver reads (every one it needs)."""

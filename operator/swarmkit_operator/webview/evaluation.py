@@ -13,6 +13,7 @@ from typing import Any
 
 from swarmkit_api.conditions import PROMOTED, SUCCEEDED
 
+from ..indexes import IndexId
 from .pages import Shown, Sources, condition, rows
 from .verdicts import VIEWS
 
@@ -30,11 +31,11 @@ def _target(ref: Mapping[str, Any]) -> str:
 
 
 def evalrun_namespaces(src: Sources) -> set[str]:
-    return {str(ns) for ns, _ in src.keys("evalrun_views")}
+    return {str(ns) for ns, _ in src.keys(IndexId.EVALRUN_VIEWS)}
 
 
 def evalruns_list(src: Sources, shown: Shown = None) -> dict[str, Any]:
-    keys = [k for k in src.keys("evalrun_views") if shown is None or k[0] in shown]
+    keys = [k for k in src.keys(IndexId.EVALRUN_VIEWS) if shown is None or k[0] in shown]
     built, failed = rows(
         "EvalRun", keys, lambda k: _evalrun_row(src, k[0], k[1]), lambda k: f"{k[0]}/{k[1]}"
     )
@@ -43,7 +44,7 @@ def evalruns_list(src: Sources, shown: Shown = None) -> dict[str, Any]:
 
 
 def _evalrun_row(src: Sources, ns: str, name: str) -> dict[str, Any]:
-    view = src.one("evalrun_views", (ns, name)) or {}
+    view = src.one(IndexId.EVALRUN_VIEWS, (ns, name)) or {}
     spec, status = view.get("spec") or {}, view.get("status") or {}
     candidate, baseline = status.get("candidate") or {}, status.get("baseline") or {}
     return {
@@ -60,7 +61,7 @@ def _evalrun_row(src: Sources, ns: str, name: str) -> dict[str, Any]:
 
 
 def evalrun_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
-    view = src.one("evalrun_views", (ns, name))
+    view = src.one(IndexId.EVALRUN_VIEWS, (ns, name))
     if view is None:
         return None
     spec, status = view.get("spec") or {}, view.get("status") or {}

@@ -22,10 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..indexes import IndexId
 from .pages import Shown, Sources
 
 #: The index of MailboxMessages: (namespace, mailbox) → item summaries.
-MAILBOX_ITEMS = "webview_mailbox_items"
+MAILBOX_ITEMS = IndexId.WEBVIEW_MAILBOX_ITEMS
 #: How much of a message the index keeps and the page shows.
 MESSAGE_CAP_BYTES = 2048
 

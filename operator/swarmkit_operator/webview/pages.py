@@ -24,12 +24,12 @@ from typing import Any, TypeVar
 from swarmkit_api.audit_chain import status_heads
 from swarmkit_api.conditions import READY, SUCCEEDED
 
-from ..indexes import Indexes
+from ..indexes import Indexes, IndexId
 from ..library import SkillLibrary
 from ..library.records import SkillRecord
 
 #: The index of the Skill fields the pages show (registered by ``handlers.library``).
-SKILL_SPECS = "library_skill_specs"
+SKILL_SPECS = IndexId.LIBRARY_SKILL_SPECS
 
 log = logging.getLogger("swarmkit_operator.webview")
 T = TypeVar("T")
@@ -60,13 +60,13 @@ class Sources:
     indexes: Indexes
     library: SkillLibrary | None = None
 
-    def one(self, index: str, key: Any) -> Any:
+    def one(self, index: IndexId, key: Any) -> Any:
         if index not in self.indexes.data:
             return None
         values = self.indexes.values(index, key)
         return values[0] if values else None
 
-    def keys(self, index: str) -> list[Any]:
+    def keys(self, index: IndexId) -> list[Any]:
         return self.indexes.keys(index) if index in self.indexes.data else []
 
     def record(self, namespace: str, skill: str) -> SkillRecord | None:
@@ -94,7 +94,7 @@ def _in(shown: Shown, namespace: Any) -> bool:
 
 def skill_namespaces(src: Sources) -> set[str]:
     """Namespaces holding a Skill or a deleted one's history."""
-    found = {ns for ns, _ in src.keys("skill_views")}
+    found = {ns for ns, _ in src.keys(IndexId.SKILL_VIEWS)}
     return found | set(src.library.libraries if src.library is not None else ())
 
 
@@ -102,8 +102,8 @@ def skills_list(src: Sources, shown: Shown = None) -> dict[str, Any]:
     """Every Skill: category, description, load rate, grants; and deleted ones with history."""
     present = {
         key
-        for key in sorted(src.keys("skill_views"))
-        if _in(shown, key[0]) and src.one("skill_views", key) is not None
+        for key in sorted(src.keys(IndexId.SKILL_VIEWS))
+        if _in(shown, key[0]) and src.one(IndexId.SKILL_VIEWS, key) is not None
     }
     built, failed = rows("Skill", sorted(present), lambda k: _skill_row(src, *k), "/".join)
     deleted = []
@@ -118,7 +118,7 @@ def skills_list(src: Sources, shown: Shown = None) -> dict[str, Any]:
 
 
 def _skill_row(src: Sources, ns: str, name: str) -> dict[str, Any]:
-    view = src.one("skill_views", (ns, name))
+    view = src.one(IndexId.SKILL_VIEWS, (ns, name))
     spec = src.one(SKILL_SPECS, (ns, name)) or {}
     status = view["status"]
     usage = status.get("usage") or {}
@@ -154,7 +154,7 @@ def _history(record: SkillRecord | None, current: str | None) -> list[dict[str, 
 
 def skill_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
     """One Skill (or what the library remembers of a deleted one)."""
-    view = src.one("skill_views", (ns, name))
+    view = src.one(IndexId.SKILL_VIEWS, (ns, name))
     record = src.record(ns, name)
     if view is None and record is None:
         return None
@@ -163,7 +163,7 @@ def skill_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
     granting = (
         sorted(src.library.granting_agents(ns, name))
         if src.library is not None
-        else sorted(set(src.indexes.values("agent_by_grant", (ns, name))))
+        else sorted(set(src.indexes.values(IndexId.AGENT_BY_GRANT, (ns, name))))
     )
     usage = status.get("usage") or {}
     return {
@@ -186,7 +186,7 @@ def skill_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
 
 
 def agent_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
-    view = src.one("agent_views", (ns, name))
+    view = src.one(IndexId.AGENT_VIEWS, (ns, name))
     if view is None:
         return None
     spec = view["spec"]
@@ -195,7 +195,7 @@ def agent_detail(src: Sources, ns: str, name: str) -> dict[str, Any] | None:
         {
             "name": r.get("name", ""),
             "version": str(r.get("contentHash", ""))[:12],
-            "exists": src.one("skill_views", (ns, r.get("name", ""))) is not None,
+            "exists": src.one(IndexId.SKILL_VIEWS, (ns, r.get("name", ""))) is not None,
         }
         for r in status.get("resolvedSkills") or ()
     ]
@@ -224,8 +224,8 @@ def _target(spec: Mapping[str, Any]) -> tuple[str, str]:
 
 def _runs(src: Sources) -> list[dict[str, Any]]:
     out = []
-    for uid in src.keys("runs_by_uid"):
-        run = src.one("runs_by_uid", uid)
+    for uid in src.keys(IndexId.RUNS_BY_UID):
+        run = src.one(IndexId.RUNS_BY_UID, uid)
         if run is not None:
             out.append(run)
     return out

@@ -11,10 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..builders.promotion import endpoint_verdict
+from ..indexes import IndexId
 from .pages import Sources
 
 #: URL segment → the kind's views index.
-VIEWS = {"topologies": ("Topology", "topology_views"), "agents": ("Agent", "agent_views")}
+VIEWS = {
+    "topologies": ("Topology", IndexId.TOPOLOGY_VIEWS),
+    "agents": ("Agent", IndexId.AGENT_VIEWS),
+}
 
 
 def verdict(sources: Sources, namespace: str, plural: str, name: str) -> dict[str, Any] | None:

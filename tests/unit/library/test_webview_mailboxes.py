@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from swarmkit_operator.indexes import Indexes
+from swarmkit_operator.indexes import Indexes, IndexId
 from swarmkit_operator.webview import Sources, WebView
 from swarmkit_operator.webview.mailboxes import MESSAGE_CAP_BYTES
 
@@ -192,7 +192,7 @@ async def test_acknowledged_and_unacknowledged_items(
     body = item("watch-1a2b-fx0", XSS, ack={"by": "erin"}, acked_at="2026-12-05T10:00:00Z")
     body["metadata"]["uid"] = next(
         uid
-        for uid, v in idx.data["webview_mailbox_items"][("ns", "ops")].items()
+        for uid, v in idx.data[IndexId.WEBVIEW_MAILBOX_ITEMS][("ns", "ops")].items()
         if v["name"] == "watch-1a2b-fx0"
     )
     idx.update("mailboxmessages", body)
@@ -208,7 +208,7 @@ async def test_a_long_message_is_capped_at_whole_characters(
     served: tuple[httpx.AsyncClient, Indexes],
 ) -> None:
     client, idx = served
-    [kept] = [v for v in idx.values("webview_mailbox_items", ("ns", "ops")) if v["truncated"]]
+    [kept] = [v for v in idx.values(IndexId.WEBVIEW_MAILBOX_ITEMS, ("ns", "ops")) if v["truncated"]]
     assert kept["message"] == "é" * (MESSAGE_CAP_BYTES // 2)  # the index keeps 2 KiB only
     assert kept["message_bytes"] == len(LONG.encode())
     page = (await client.get("/mailboxes/ns")).text

@@ -18,6 +18,7 @@ from swarmkit_operator import k8s
 from swarmkit_operator.config import OperatorConfig, RunsSettings
 from swarmkit_operator.delivery import PENDING_DELIVERIES, Delivery
 from swarmkit_operator.handlers import root
+from swarmkit_operator.indexes import IndexId
 
 
 def item(label: str, rv: str, state: str = "") -> dict[str, Any]:
@@ -40,7 +41,7 @@ async def test_a_pending_items_event_kicks_it_and_a_delivered_one_leaves_the_ind
     wired = root.wiring()
     ctl = wired.controller(OperatorConfig())
     view = ctl.indexes.view
-    delivery = Delivery(view(PENDING_DELIVERIES), view("runs_workspaces"), RunsSettings())
+    delivery = Delivery(view(PENDING_DELIVERIES), view(IndexId.RUNS_WORKSPACES), RunsSettings())
     app = SimpleNamespace(controller=ctl, delivery=delivery, library=None)
     dispatch = wired.events.dispatcher(GROUP, VERSION, "mailboxmessages")
     assert dispatch is not None

@@ -17,7 +17,8 @@ from swarmkit_api import GROUP, VERSION
 from swarmkit_api.resources import KINDS_BY_NAME
 from swarmkit_operator import k8s
 from swarmkit_operator.config import OperatorConfig
-from swarmkit_operator.handlers import root
+from swarmkit_operator.handlers import common, root
+from swarmkit_operator.indexes import IndexId
 from swarmkit_operator.reconcile.controller import Controller, Kind
 
 NS = "ns"
@@ -146,7 +147,7 @@ def test_every_kind_is_declared_once_and_the_tables_come_from_the_declarations()
     assert lanes["Funnel"] < lanes["Topology"]
     assert lanes["Agent"] < lanes["EvalSet"] < lanes["GC"] and lanes["EvalRun"] < lanes["GC"]
     # The funnels' stream is a kind's now: no generic index keeper in front of it.
-    assert root._maintain_index not in wired.events.registered(GROUP, VERSION, "funnels")
+    assert common.index_event not in wired.events.registered(GROUP, VERSION, "funnels")
 
 
 def test_a_declaration_whose_index_is_over_another_resource_is_refused() -> None:
@@ -169,7 +170,9 @@ def test_what_wakes_a_funnel_is_declared_on_the_funnel_and_needs_a_declared_sour
     from swarmkit_operator.handlers import funnel
 
     # The Funnel says it watches Skills; the Skill's declaration names no Funnel.
-    assert [(w.source, w.index) for w in funnel.KIND.watches] == [("Skill", "funnel_by_judge")]
+    assert [(w.source, w.index) for w in funnel.KIND.watches] == [
+        ("Skill", IndexId.FUNNEL_BY_JUDGE)
+    ]
     assert root._watchers(root.wiring().kinds) == {"Skill": [("Funnel", funnel.KIND.watches[0])]}
     # A watch of a kind the operator does not declare is a start-up error, not a silent no-op.
     with pytest.raises(RuntimeError, match="Funnel watches Skill: no such kind"):

@@ -11,7 +11,8 @@ from typing import Any
 from swarmkit_api.conditions import ACCEPTED, READY, REASON_DEPTH_EXCEEDED, REASON_INVALID
 from swarmkit_operator.builders import Verdict
 from swarmkit_operator.config import OperatorConfig
-from swarmkit_operator.reconcile.controller import Controller
+from swarmkit_operator.indexes import IndexId
+from swarmkit_operator.reconcile.controller import Controller, ControllerSettings
 
 
 def view(uid: str, too_deep: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -41,11 +42,13 @@ class Recorded:
 def controller(
     reconcile: Any, views: dict[tuple[str, str], dict[str, Any]]
 ) -> tuple[Controller, Recorded]:
-    ctl = Controller(config=OperatorConfig(), workers=2, resync_seconds=0)
+    ctl = Controller(
+        config=OperatorConfig(), settings=ControllerSettings(workers=2, resync_seconds=0)
+    )
     ctl.reconcilers = {"Skill": reconcile}
-    ctl.indexes.data["skill_views"] = {}  # the kind's index exists; its views are below
+    ctl.indexes.data[IndexId.SKILL_VIEWS] = {}  # the kind's index exists; its views are below
     recorded = Recorded()
-    ctl.lookup = lambda index, key: views.get(key) if index == "skill_views" else None  # type: ignore[method-assign]
+    ctl.lookup = lambda index, key: views.get(key) if index == IndexId.SKILL_VIEWS else None  # type: ignore[method-assign]
     ctl.write_status = recorded  # type: ignore[method-assign]
     return ctl, recorded
 

@@ -119,7 +119,7 @@ async def test_a_deleted_agent_makes_its_topology_not_ready(
 async def test_a_funnel_follows_its_judge_skill_being_created_and_deleted(
     api: FakeApi, operator: Reconciling
 ) -> None:
-    """The Funnel's declaration watches Skills (``Watch("Skill", "funnel_by_judge")``): the
+    """The Funnel's declaration watches Skills (``Watch("Skill", IndexId.FUNNEL_BY_JUDGE)``): the
     Skills' one event function kicks the Funnels judging with one created or deleted; no
     event function of the Funnel's module on the Skills' stream, no Funnel in the Skill's."""
     api.apply_spec(

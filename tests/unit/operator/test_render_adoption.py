@@ -204,7 +204,7 @@ async def test_a_forged_render_is_refused_naming_it_and_its_deletion_requeues_th
         app=SimpleNamespace(controller=ctl),
     )
     assert ctl.queue.pending((case.kind, NS, case.name))
-    assert (NS, case.render_name) not in ctl.foreign_renders
+    assert (NS, case.render_name) not in ctl.renders.foreign
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -50,7 +50,7 @@ def ready(status: Mapping[str, Any]) -> dict[str, Any]:
 def controller() -> Any:
     ctl = WIRED.controller(OperatorConfig())
     ctl.indexes.update("skills", BODY)
-    ctl.bodies[("Skill", NS, "triage")] = copy.deepcopy(BODY)
+    ctl.book.bodies[("Skill", NS, "triage")] = copy.deepcopy(BODY)
     return ctl
 
 
@@ -83,7 +83,7 @@ async def test_a_forged_render_is_refused_naming_it_and_its_deletion_requeues_th
         type="DELETED", body=forged, namespace=NS, name=NAME, uid="eve-uid", labels={}, app=app
     )
     assert ctl.queue.pending(("Skill", NS, "triage"))
-    assert (NS, NAME) not in ctl.foreign_renders
+    assert (NS, NAME) not in ctl.renders.foreign
 
 
 async def test_the_operators_own_render_is_adopted_and_read_back_once_per_uid(
@@ -98,7 +98,7 @@ async def test_the_operators_own_render_is_adopted_and_read_back_once_per_uid(
     cond = ready(api.statuses[-1])
     assert (cond["status"], cond["reason"]) == ("True", "Rendered")
     assert api.statuses[-1]["renderedConfigMap"] == NAME
-    ctl.bodies[("Skill", NS, "triage")] = copy.deepcopy(BODY)
+    ctl.book.bodies[("Skill", NS, "triage")] = copy.deepcopy(BODY)
     await reconcile_skill(ctl, NS, "triage", False)
     assert api.reads == 1, "an immutable ConfigMap of a verified uid is not read again"
 

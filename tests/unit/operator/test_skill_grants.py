@@ -64,7 +64,7 @@ async def test_grants_wait_for_the_first_reconcile_write_then_correct_it(
     ctl.indexes.update("skills", skill())
     ctl.indexes.update("agents", agent("a1"))
     # The Skill's first reconcile has written grantedBy 0 and the watch has not shown it.
-    ctl.awaiting[key] = ("", 1e18, {"grantedBy": {"count": 0, "agents": []}})
+    ctl.book.awaiting[key] = ("", 1e18, {"grantedBy": {"count": 0, "agents": []}})
     with pytest.raises(Deferred) as deferred:
         await reconcile_skill_grants(ctl, NS, "s", False)
     assert deferred.value.keys == [key]

@@ -7,6 +7,8 @@ import asyncio
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.handlers.common import Controller, _same
 from swarmkit_operator.handlers.root import wiring
+from swarmkit_operator.indexes import IndexId
+from swarmkit_operator.reconcile.controller import ControllerSettings
 from swarmkit_operator.reconcile.controller import reconcile_queue as queue_of
 
 PRIORITY = wiring().priority  # the kinds' declared lanes
@@ -62,7 +64,7 @@ async def test_pending_covers_unobserved_writes() -> None:
     key = ("Skill", "ns", "s")
     assert not ctl.pending(key, {"observed": 1, "generation": 1})
     assert ctl.pending(key, {"observed": 1, "generation": 2})
-    ctl.awaiting[key] = ("42", 1e18, {"version": "x"})
+    ctl.book.awaiting[key] = ("42", 1e18, {"version": "x"})
     assert ctl.pending(key, None)
     ctl.observed(key, {"metadata": {"resourceVersion": "42"}})
     assert not ctl.pending(key, None)
@@ -84,7 +86,7 @@ def test_indexes_track_updates_and_deletes() -> None:
         assert isinstance(spec, dict)
         return {(namespace, g): name for g in spec.get("skills", [])}
 
-    idx = Indexes([IndexSpec("by_grant", "agents", by_grant)])
+    idx = Indexes([IndexSpec(IndexId.AGENT_BY_GRANT, "agents", by_grant)])
 
     def agent(uid: str, name: str, skills: list[str]) -> dict[str, object]:
         return {
@@ -94,21 +96,23 @@ def test_indexes_track_updates_and_deletes() -> None:
 
     idx.update("agents", agent("u1", "a1", ["s1", "s2"]))
     idx.update("agents", agent("u2", "a2", ["s1"]))
-    assert sorted(idx.values("by_grant", ("ns", "s1"))) == ["a1", "a2"]
+    assert sorted(idx.values(IndexId.AGENT_BY_GRANT, ("ns", "s1"))) == ["a1", "a2"]
     idx.update("agents", agent("u1", "a1", ["s2"]))  # a grant removed
-    assert idx.values("by_grant", ("ns", "s1")) == ["a2"]
+    assert idx.values(IndexId.AGENT_BY_GRANT, ("ns", "s1")) == ["a2"]
     idx.delete("agents", "u2")
-    assert idx.values("by_grant", ("ns", "s1")) == []
-    assert ("ns", "s1") not in idx.keys("by_grant")
+    assert idx.values(IndexId.AGENT_BY_GRANT, ("ns", "s1")) == []
+    assert ("ns", "s1") not in idx.keys(IndexId.AGENT_BY_GRANT)
     assert idx.prune("agents", present=set(), listed_at=0.0) == 0  # touched after the LIST
     assert idx.prune("agents", present=set(), listed_at=1e18) == 1
-    assert idx.values("by_grant", ("ns", "s2")) == []
+    assert idx.values(IndexId.AGENT_BY_GRANT, ("ns", "s2")) == []
 
 
 def test_label_filters() -> None:
     from swarmkit_operator.handlers.common import PRESENT, IndexSpec
 
-    spec = IndexSpec("x", "configmaps", lambda **_: {}, {"a": PRESENT, "b": "1"})
+    spec = IndexSpec(
+        IndexId.RENDERED_CONFIG_MAPS, "configmaps", lambda **_: {}, {"a": PRESENT, "b": "1"}
+    )
     assert spec.matches({"a": "anything", "b": "1"})
     assert not spec.matches({"b": "1"})
     assert not spec.matches({"a": "", "b": "2"})
@@ -119,17 +123,17 @@ async def test_deferred_keys_are_woken_when_their_input_settles() -> None:
     ctl = wiring().controller(OperatorConfig())
     skill, agent = ("Skill", "ns", "s"), ("Agent", "ns", "a")
     ctl.queue.add(skill)
-    ctl.waiters[skill] = {agent}
+    ctl.book.waiters[skill] = {agent}
     ctl._wake(skill)  # still queued: nothing yet
     assert not ctl.queue.pending(agent)
     assert await ctl.queue.get() == skill
-    ctl.awaiting[skill] = ("", 1e18, {"version": "v2"})
+    ctl.book.awaiting[skill] = ("", 1e18, {"version": "v2"})
     ctl.queue.done(skill)
     ctl._wake(skill)  # its write is not visible yet
     assert not ctl.queue.pending(agent)
     ctl.observed(skill, {"metadata": {"resourceVersion": "9"}, "status": {"version": "v2"}})
     assert ctl.queue.pending(agent)
-    assert skill not in ctl.waiters
+    assert skill not in ctl.book.waiters
 
 
 async def test_background_keys_wait_until_nothing_else_is_due() -> None:
@@ -214,7 +218,9 @@ async def test_a_backlog_of_checks_that_write_nothing_does_not_starve_the_event_
         return "unchanged"
 
     ctl = Controller(
-        config=OperatorConfig(), workers=4, resync_seconds=0, reconcilers={"Skill": check}
+        config=OperatorConfig(),
+        settings=ControllerSettings(workers=4, resync_seconds=0),
+        reconcilers={"Skill": check},
     )
     try:
         for i in range(3000):
