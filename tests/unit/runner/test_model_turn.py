@@ -17,7 +17,9 @@ from tests.support.model_server import Reply, ScriptedModelServer, error, text, 
 from tests.support.runner import RunOutput, run_in_process
 
 RUN = "00000000-0000-4000-8000-000000000001"
-HEAD = f'{{"prev":"P","ts": "T", "event": "model.call", "run_id": "{RUN}", "correlation_id": "{RUN}"'
+HEAD = (
+    f'{{"prev":"P","ts": "T", "event": "model.call", "run_id": "{RUN}", "correlation_id": "{RUN}"'
+)
 ERROR = (
     '"outcome": "error", "error": "model provider m: HTTP 400: {\\"error\\": {\\"type\\": '
     '\\"rate_limit_error\\", \\"message\\": \\"slow down\\"}}"}'
