@@ -28,7 +28,7 @@ from . import executors, funnel, traced
 from .bundle import children, provider_for
 from .catalog import ToolCatalog, ToolEntry
 from .context import RunContext
-from .decision import OutputInvalid
+from .decision import OutputInvalid, audit_invalid
 from .errors import LimitExceeded, RunFailed, StartupError
 from .model_calls import CONTINUE_PROMPT, model_turn, retry_auditor, truncated
 from .output import OUTPUT_RETRIES, answer_problems, feedback
@@ -337,13 +337,8 @@ class AgentRunner:
                 self.ctx.audit.emit("output.validated", agent=agent.name, outcome="ok")
             return True
         retry = talk.output_attempts < inv.output_retries
-        self.ctx.audit.emit(
-            "output.validation_failed",
-            agent=agent.name,
-            skill=inv.for_skill,
-            attempt=talk.output_attempts + 1,
-            problems=problems,
-            outcome="retry" if retry else "failed",
+        audit_invalid(
+            self.ctx, agent.name, inv.for_skill, problems, talk.output_attempts + 1, retry
         )
         if not retry:
             if inv.for_skill is not None:
