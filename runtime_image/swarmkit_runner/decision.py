@@ -77,8 +77,10 @@ def audit_valid(ctx: RunContext, agent: str, skill: str, value: Any, attempt: in
 
 
 def audit_invalid(
-    ctx: RunContext, agent: str, skill: str, problems: list[str], attempt: int, retry: bool
+    ctx: RunContext, agent: str, skill: str | None, problems: list[str], attempt: int, retry: bool
 ) -> None:
+    """Audit ``output.validation_failed``: a decision skill's answer, or an agent's final
+    answer against its output schema (``skill`` None, or the agent skill it answers for)."""
     ctx.audit.emit(
         "output.validation_failed",
         agent=agent,

@@ -17,8 +17,8 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import time
 from typing import Any
 
 from swarmkit_api.bundle import BundleAgent, BundleSkill
@@ -28,7 +28,7 @@ from . import decision, traced
 from .bundle import provider_for
 from .context import RunContext
 from .errors import ModelError, ToolError
-from .model_calls import call_facts, retry_auditor
+from .model_calls import model_turn, retry_auditor
 from .providers import AssistantMessage, Message, ModelRequest, Provider, UserMessage
 from .skills import SkillTool
 
@@ -87,37 +87,21 @@ async def complete(
     request: ModelRequest,
     config: ModelProvider,
 ) -> str:
-    """One model turn for the skill: budget, audit, errors as tool errors."""
-    ctx.budget.before_step(ctx.audit, agent.name)
-    ctx.budget.spend.check(ctx.audit, agent.name, config, provider.model, request.max_tokens)
-    t0 = time.monotonic()
+    """One model turn for the skill (:func:`.model_calls.model_turn`: budget, audit, in a
+    ``chat`` span and counted in the GenAI metrics, like the agent loop's), errors as tool
+    errors."""
     try:
-        # In a ``chat`` span and counted in the GenAI metrics, like the agent loop's calls.
-        response = await traced.chat(provider, request)
-    except ModelError as exc:
-        ctx.audit.emit(
-            "model.call",
-            agent=agent.name,
+        response = await model_turn(
+            ctx,
+            agent.name,
+            config,
+            provider,
+            request,
+            functools.partial(traced.chat, provider, request),
             skill=skill.name,
-            provider=provider.name,
-            model=provider.model,
-            duration_ms=round((time.monotonic() - t0) * 1000, 1),
-            outcome="error",
-            error=str(exc),
         )
+    except ModelError as exc:
         raise ToolError(str(exc), "ModelError") from None
-    ctx.audit.emit(
-        "model.call",
-        agent=agent.name,
-        skill=skill.name,
-        provider=provider.name,
-        model=provider.model,
-        duration_ms=round((time.monotonic() - t0) * 1000, 1),
-        outcome="Truncated" if response.truncated else "ok",
-        **call_facts(response),
-    )
-    ctx.budget.spend.record(agent.name, config, provider.model, response.usage)
-    ctx.budget.after_step(ctx.audit, agent.name, response.usage)
     if response.truncated:
         # A cut answer is never the skill's result (a decision would parse half a JSON).
         raise ToolError(

@@ -28,9 +28,9 @@ from . import executors, funnel, traced
 from .bundle import children, provider_for
 from .catalog import ToolCatalog, ToolEntry
 from .context import RunContext
-from .decision import OutputInvalid
+from .decision import OutputInvalid, audit_invalid
 from .errors import LimitExceeded, RunFailed, StartupError
-from .model_calls import CONTINUE_PROMPT, call_facts, retry_auditor, truncated
+from .model_calls import CONTINUE_PROMPT, model_turn, retry_auditor, truncated
 from .output import OUTPUT_RETRIES, answer_problems, feedback
 from .position import AgentPosition
 from .providers import (
@@ -279,9 +279,9 @@ class AgentRunner:
         raise LimitExceeded(message)
 
     async def _model_turn(self, inv: _Invocation, talk: _Conversation) -> ModelResponse:
-        """One model call as a journal effect, inside the run's budget and spend limits."""
-        ctx, agent, provider = self.ctx, inv.agent, inv.provider
-        ctx.budget.before_step(ctx.audit, agent.name)
+        """One model call as a journal effect (a resumed run replays it), a step of the
+        run's budget (:func:`.model_calls.model_turn`)."""
+        ctx, provider = self.ctx, inv.provider
         request = ModelRequest(
             system=inv.system,
             messages=list(talk.messages),
@@ -289,43 +289,22 @@ class AgentRunner:
             max_tokens=max(1, min(inv.max_tokens, ctx.budget.remaining_tokens)),
             temperature=inv.temperature,
         )
-        ctx.budget.spend.check(
-            ctx.audit, agent.name, inv.config, provider.model, request.max_tokens
-        )
-        t0 = time.monotonic()
-        try:
-            response = await ctx.journal.effect(
+        response = await model_turn(
+            ctx,
+            inv.agent.name,
+            inv.config,
+            provider,
+            request,
+            lambda: ctx.journal.effect(
                 "model",
                 functools.partial(traced.chat, provider, request),
                 encode_response,
                 decode_response,
                 lambda _: skip_turn(provider),
-            )
-        except Exception as exc:
-            ctx.audit.emit(
-                "model.call",
-                agent=agent.name,
-                provider=provider.name,
-                model=provider.model,
-                duration_ms=round((time.monotonic() - t0) * 1000, 1),
-                outcome="error",
-                error=str(exc),
-            )
-            raise
-        talk.steps += 1
-        ctx.audit.emit(
-            "model.call",
-            agent=agent.name,
-            provider=provider.name,
-            model=provider.model,
-            step=talk.steps,
-            duration_ms=round((time.monotonic() - t0) * 1000, 1),
-            tool_calls=len(response.tool_calls),
-            outcome="Truncated" if response.truncated else "ok",
-            **call_facts(response),
+            ),
+            step=talk.steps + 1,
         )
-        ctx.budget.spend.record(agent.name, inv.config, provider.model, response.usage)
-        ctx.budget.after_step(ctx.audit, agent.name, response.usage)
+        talk.steps += 1
         return response
 
     def _continue_cut(self, inv: _Invocation, talk: _Conversation, response: ModelResponse) -> None:
@@ -358,13 +337,8 @@ class AgentRunner:
                 self.ctx.audit.emit("output.validated", agent=agent.name, outcome="ok")
             return True
         retry = talk.output_attempts < inv.output_retries
-        self.ctx.audit.emit(
-            "output.validation_failed",
-            agent=agent.name,
-            skill=inv.for_skill,
-            attempt=talk.output_attempts + 1,
-            problems=problems,
-            outcome="retry" if retry else "failed",
+        audit_invalid(
+            self.ctx, agent.name, inv.for_skill, problems, talk.output_attempts + 1, retry
         )
         if not retry:
             if inv.for_skill is not None:

@@ -1,5 +1,8 @@
-"""What the agent loop and ``llm_prompt`` skills share about a model call's outcome.
+"""What the agent loop and ``llm_prompt`` skills share about a model call.
 
+* :func:`model_turn`, the one model turn of both: the run's step and token budget and its
+  spend limit checked first, the call, its ``model.call`` audit line (also when it fails),
+  then the spend and the budget counted.
 * ``model.call`` audit facts: attempts, the tokens of retried attempts (they are billed
   and counted in the run's usage), whether the turn streamed, time to first token, and
   the stop reason.
@@ -11,7 +14,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from swarmkit_api.workspace import ModelProvider
@@ -19,7 +23,7 @@ from swarmkit_api.workspace import ModelProvider
 from .audit import AuditLog
 from .context import RunContext
 from .errors import Truncated
-from .providers.base import ModelResponse, RetryHook
+from .providers.base import ModelRequest, ModelResponse, Provider, RetryHook
 
 CONTINUE_PROMPT = (
     "Your answer was cut off at the output token limit. Continue exactly where it stopped, "
@@ -43,6 +47,53 @@ def call_facts(response: ModelResponse) -> dict[str, Any]:
     if response.first_token_ms is not None:
         facts["first_token_ms"] = response.first_token_ms
     return facts
+
+
+async def model_turn(
+    ctx: RunContext,
+    agent: str,
+    config: ModelProvider,
+    provider: Provider,
+    request: ModelRequest,
+    call: Callable[[], Awaitable[ModelResponse]],
+    *,
+    skill: str | None = None,
+    step: int | None = None,
+) -> ModelResponse:
+    """One model turn of ``agent``: ``call()`` (which sends ``request``) inside the run's
+    budget and spend limits, audited as ``model.call``.
+
+    ``skill`` names the ``llm_prompt`` skill the turn is for; ``step`` is the agent loop's
+    turn number, audited with the turn's tool calls (a skill's turn offers no tools). A
+    failed call is audited and raised as it came.
+    """
+    ctx.budget.before_step(ctx.audit, agent)
+    ctx.budget.spend.check(ctx.audit, agent, config, provider.model, request.max_tokens)
+    who = {"agent": agent, "skill": skill, "provider": provider.name, "model": provider.model}
+    t0 = time.monotonic()
+    try:
+        response = await call()
+    except Exception as exc:
+        ctx.audit.emit(
+            "model.call",
+            **who,
+            duration_ms=round((time.monotonic() - t0) * 1000, 1),
+            outcome="error",
+            error=str(exc),
+        )
+        raise
+    ctx.audit.emit(
+        "model.call",
+        **who,
+        step=step,
+        duration_ms=round((time.monotonic() - t0) * 1000, 1),
+        tool_calls=None if step is None else len(response.tool_calls),
+        outcome="Truncated" if response.truncated else "ok",
+        **call_facts(response),
+    )
+    ctx.budget.spend.record(agent, config, provider.model, response.usage)
+    ctx.budget.after_step(ctx.audit, agent, response.usage)
+    return response
 
 
 def retry_auditor(audit: AuditLog) -> Callable[[ModelProvider, str], RetryHook]:

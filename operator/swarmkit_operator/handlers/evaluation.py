@@ -1,7 +1,9 @@
 """EvalSets and EvalRuns, each a kind declared once (:data:`EVAL_SET`, :data:`EVAL_RUN`).
 
-An EvalSet is checked and versioned (:mod:`swarmkit_operator.builders.eval_set`); the Skills
-and Agents its judges name enqueue it when they change (``evalset_by_judge``).
+An EvalSet is checked and versioned (:mod:`swarmkit_operator.builders.eval_set`); its
+declaration watches the Skills and Agents its judges name (:data:`EVAL_SET_KIND`'s
+``watches``): a judge Skill created, deleted or changed (its category), a judge Agent
+created or deleted, enqueues it.
 
 An EvalRun is driven by its reconcile, which every event of one of its Runs enqueues
 (``eval_case_runs``, by the ``swarmkit.dev/eval-run`` label):
@@ -82,10 +84,10 @@ from ..builders.run_verdict import parse_time, rfc3339
 from ..builders.workload import Target
 from ..hashing import label_value
 from ..indexes import IndexId
-from ..reconcile.controller import Controller, Kind, Observation
+from ..reconcile.controller import Controller, Kind, Observation, Watch, existence_changed
 from ..reconcile.views import MISSING, base_view, condition_status
 from ..runs import spend, summaries
-from ..runs.model import AGENTS, RUNS, SKILLS
+from ..runs.model import RUNS
 from ..workload.ledger import Ledger
 from ..workload.resolve import Resolver, ready
 from .common import App, index
@@ -105,19 +107,28 @@ def evalset_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -
     return {(namespace, name): view}
 
 
-@index("evalsets", id=IndexId.EVALSET_BY_JUDGE)
-def evalset_by_judge(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
-    """(namespace, Skill|Agent, name) → EvalSets whose judges name it."""
+@index("evalsets", id=IndexId.EVALSET_BY_JUDGE_SKILL)
+def evalset_by_judge_skill(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, Skill) → EvalSets whose judges name it (Ready reads its category)."""
+    return {(namespace, s): name for s in _judges(body, "skill")}
+
+
+@index("evalsets", id=IndexId.EVALSET_BY_JUDGE_AGENT)
+def evalset_by_judge_agent(
+    body: kopf.Body, namespace: str | None, name: str, **_: Any
+) -> dict[Any, Any]:
+    """(namespace, Agent) → EvalSets whose judges name it (Ready reads that it exists)."""
+    return {(namespace, a): name for a in _judges(body, "agent")}
+
+
+def _judges(body: Mapping[str, Any], field: str) -> set[str]:
+    """The names under ``field`` of an EvalSet spec's graders (the cases', ``fromRuns``')."""
     spec = body.get("spec") or {}
     graders = [c.get("grader") for c in spec.get("cases") or () if isinstance(c, dict)]
     graders.append((spec.get("fromRuns") or {}).get("grader"))
-    out: dict[Any, Any] = {}
-    for g in graders:
-        if isinstance(g, dict):
-            for kind, field in (("Skill", "skill"), ("Agent", "agent")):
-                if isinstance(g.get(field), str):
-                    out[(namespace, kind, g[field])] = name
-    return out
+    return {g[field] for g in graders if isinstance(g, dict) and isinstance(g.get(field), str)}
 
 
 @index("evalruns", id=IndexId.EVALRUN_VIEWS)
@@ -218,23 +229,13 @@ async def evaluation_on_run_event(
         app.controller.enqueue("EvalRun", namespace, owner)
 
 
-@on_event(*SKILLS)
-async def evaluation_on_skill_event(namespace: str | None, name: str, app: App, **_: Any) -> None:
-    _judge_changed(app.controller, namespace, "Skill", name)
-
-
-@on_event(*AGENTS)
-async def evaluation_on_agent_event(namespace: str | None, name: str, app: App, **_: Any) -> None:
-    _judge_changed(app.controller, namespace, "Agent", name)
-
-
-def _judge_changed(ctl: Controller, namespace: str | None, kind: str, name: str) -> None:
-    if namespace:
-        found = ctl.lookup_all(IndexId.EVALSET_BY_JUDGE, (namespace, kind, name))
-        ctl.enqueue_many("EvalSet", namespace, set(found))
-
-
 # --- EvalSet -----------------------------------------------------------------------------------
+
+
+def judge_changed(seen: Observation) -> bool:
+    """A judge Skill created or deleted, or what a Skill's dependents compare changed (its
+    category among it): what an EvalSet's Ready reads of the Skills its judges name."""
+    return existence_changed(seen) or seen.changed
 
 
 def evalset_dependents_view(view: dict[str, Any] | None) -> Any:
@@ -242,15 +243,6 @@ def evalset_dependents_view(view: dict[str, Any] | None) -> Any:
     if view is None:
         return MISSING
     return (view["status"].get("version"), view["ready"], view["observed"] == view["generation"])
-
-
-def evalset_dependents(
-    ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
-) -> None:
-    if seen.changed:
-        ctl.enqueue_many(
-            "EvalRun", namespace, set(ctl.lookup_all(IndexId.EVALRUN_BY_SET, (namespace, name)))
-        )
 
 
 async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: bool) -> str:
@@ -296,9 +288,12 @@ EVAL_SET_KIND = Kind(
     priority=3,  # after the Skills and Agents its judges name
     reconcile=reconcile_evalset,
     api=EVAL_SET,
-    indexes=(evalset_views, evalset_by_judge),
+    indexes=(evalset_views, evalset_by_judge_skill, evalset_by_judge_agent),
     dependents_view=evalset_dependents_view,
-    dependents=evalset_dependents,
+    watches=(
+        Watch("Skill", IndexId.EVALSET_BY_JUDGE_SKILL, when=judge_changed),
+        Watch("Agent", IndexId.EVALSET_BY_JUDGE_AGENT, when=existence_changed),
+    ),
 )
 
 
@@ -1000,4 +995,6 @@ EVAL_RUN_KIND = Kind(
     indexes=(evalrun_views, evalrun_uids, evalrun_by_set, eval_results, evalset_calibrations),
     dependents_view=evalrun_dependents_view,
     dependents=evalrun_dependents,
+    # The EvalSet it runs: an unfinished EvalRun waits for it to be Ready.
+    watches=(Watch("EvalSet", IndexId.EVALRUN_BY_SET),),
 )

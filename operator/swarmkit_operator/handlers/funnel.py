@@ -8,15 +8,16 @@ spec). What a Funnel means for a Topology
 (found, judge skill granted, reviewer present, its version folded into the Topology's) is
 the Topology reconciler's (:mod:`.topology`, :mod:`swarmkit_operator.builders.funnel`).
 A Funnel is declared like every other kind (:data:`KIND`): its own status echo enqueues
-nothing; a spec change enqueues it, and the Topologies that name it once its new
-``status.version`` (or readiness) shows. A Skill created or deleted enqueues the Funnels
-judging with it: a :class:`~swarmkit_operator.reconcile.controller.Watch` of Skills on this
-declaration (index ``funnel_by_judge``), so what wakes a Funnel is declared here.
+nothing; a spec change enqueues it. A Skill created or deleted enqueues the Funnels judging
+with it: a :class:`~swarmkit_operator.reconcile.controller.Watch` of Skills on this
+declaration (index ``funnel_by_judge``), so what wakes a Funnel is declared here. In the
+same way the Topologies naming a Funnel declare their watch of it (``topology.KIND``, index
+``topology_by_funnel``): they hear of its new ``status.version`` (or readiness) once it
+shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import kopf
@@ -26,7 +27,7 @@ from swarmkit_api.resources import FUNNEL
 
 from ..builders.funnel import funnel_status
 from ..indexes import IndexId, index
-from ..reconcile.controller import Controller, Kind, Observation, Watch, existence_changed
+from ..reconcile.controller import Controller, Kind, Watch, existence_changed
 from ..reconcile.views import MISSING, base_view
 
 
@@ -86,18 +87,6 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
     )
 
 
-def dependents(
-    ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
-) -> None:
-    """The Topologies whose nodes name the Funnel."""
-    if seen.changed:
-        ctl.enqueue_many(
-            "Topology",
-            namespace,
-            set(ctl.lookup_all(IndexId.TOPOLOGY_BY_FUNNEL, (namespace, name))),
-        )
-
-
 async def reconcile_funnel(ctl: Controller, namespace: str, name: str, force: bool) -> str:
     view = ctl.lookup(IndexId.FUNNEL_VIEWS, (namespace, name))
     if view is None:
@@ -125,7 +114,6 @@ KIND = Kind(
     api=FUNNEL,
     indexes=(funnel_views, funnel_by_reviewer, funnel_by_judge),
     dependents_view=dependents_view,
-    dependents=dependents,
     # Ready says whether the judge skill exists: a Skill created or deleted re-checks it.
     watches=(Watch("Skill", IndexId.FUNNEL_BY_JUDGE, when=existence_changed),),
 )

@@ -101,6 +101,7 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
         view["scripts"],
         view["composes"],
         view["target"],
+        view["category"],  # the EvalSets judging with it check it is a decision skill
         view["observed"] == view["generation"],
     )
 
@@ -124,7 +125,8 @@ def dependents(
     ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
 ) -> None:
     """The Agents granting the Skill (directly or through composed skills). (The Funnels
-    judging with it declare their own watch of it: ``funnel.KIND.watches``.)"""
+    and EvalSets judging with it declare their own watch of it: ``funnel.KIND.watches``,
+    ``evaluation.EVAL_SET_KIND.watches``.)"""
     if seen.changed:
         ctl.enqueue_many("Agent", namespace, granting_agents(ctl, namespace, name))
         ctl.enqueue_gc(namespace)

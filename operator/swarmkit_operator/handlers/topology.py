@@ -33,7 +33,7 @@ from ..builders.topology import (
 )
 from ..conditions import get_condition
 from ..indexes import PRESENT, IndexId, index
-from ..reconcile.controller import Controller, Deferred, Kind, Observation
+from ..reconcile.controller import Controller, Deferred, Kind, Observation, Watch
 from ..reconcile.views import MISSING, Key, base_view
 from ..workload.resolve import Resolver
 from .agent import workspace_view
@@ -401,4 +401,6 @@ KIND = Kind(
     indexes=(topology_views, topology_by_agent, topology_by_workspace, topology_by_funnel),
     dependents_view=dependents_view,
     dependents=dependents,
+    # A Funnel its nodes name: its new version or readiness, once its status shows it.
+    watches=(Watch("Funnel", IndexId.TOPOLOGY_BY_FUNNEL),),
 )

@@ -29,7 +29,6 @@ def test_skill_and_agent_events_reach_every_module_through_one_dispatcher() -> N
     # The kind module first: it updates the indexes the others' kicks lead to reading.
     assert names("skills") == [
         "skill.skill_event",
-        "evaluation.evaluation_on_skill_event",
         "review.skill_review_needed",
         "run.runs_on_target_event",
         "gateway.gateways_on_dependency_event",
@@ -37,7 +36,6 @@ def test_skill_and_agent_events_reach_every_module_through_one_dispatcher() -> N
     ]
     assert names("agents") == [
         "agent.agent_event",
-        "evaluation.evaluation_on_agent_event",
         "run.runs_on_target_event",
         "gateway.gateways_on_agent_event",
         "library.library_agent_event",

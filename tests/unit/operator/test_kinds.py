@@ -116,6 +116,42 @@ async def test_a_funnels_own_status_echo_reconciles_nothing(applied: list[dict[s
     assert reconciles == [("Funnel", NS, "f"), ("Funnel", NS, "f")]
 
 
+async def test_an_evalsets_readiness_wakes_the_evalruns_waiting_for_it() -> None:
+    """The EvalRun's declaration watches the EvalSet it runs (``evalrun_by_set``); the
+    EvalSet declares no fan-out of its own."""
+    wired = root.wiring()
+    ctl = wired.controller(OperatorConfig())
+    app = SimpleNamespace(controller=ctl)
+    dispatch = wired.events.dispatcher(GROUP, VERSION, "evalsets")
+    assert dispatch is not None
+    waiting = {
+        "metadata": {"uid": "run-uid", "name": "run", "namespace": NS, "generation": 1},
+        "spec": {"evalSetRef": {"name": "cases"}},
+    }
+    ctl.indexes.update("evalruns", waiting)
+
+    async def event(rv: str, status: dict[str, Any]) -> None:
+        meta = {"uid": "set-uid", "name": "cases", "namespace": NS, "generation": 1}
+        body = {"metadata": {**meta, "resourceVersion": rv}, "spec": {}, "status": status}
+        await dispatch(
+            type="MODIFIED", body=body, namespace=NS, name="cases", uid="set-uid", labels={},
+            spec={}, status=status, app=app,
+        )  # fmt: skip
+
+    async def runs_queued() -> list[tuple[str, str, str]]:
+        return [key for key in await queued(ctl) if key[0] == "EvalRun"]
+
+    ready = {"type": "Ready", "status": "True", "reason": "Valid"}
+    await event("1", {"observedGeneration": 1, "version": "v1", "conditions": [ready]})
+    assert await runs_queued() == [("EvalRun", NS, "run")]
+    # The same version and readiness again: nothing for the EvalRun.
+    await event("2", {"observedGeneration": 1, "version": "v1", "conditions": [ready]})
+    assert await runs_queued() == []
+    # A new version: the EvalRun hears of it.
+    await event("3", {"observedGeneration": 1, "version": "v2", "conditions": [ready]})
+    assert await runs_queued() == [("EvalRun", NS, "run")]
+
+
 def test_every_kind_is_declared_once_and_the_tables_come_from_the_declarations() -> None:
     wired = root.wiring()
     kinds = wired.kinds
@@ -167,13 +203,22 @@ def test_a_declaration_whose_index_is_over_another_resource_is_refused() -> None
 
 
 def test_what_wakes_a_funnel_is_declared_on_the_funnel_and_needs_a_declared_source() -> None:
-    from swarmkit_operator.handlers import funnel
+    from swarmkit_operator.handlers import funnel, topology
+    from swarmkit_operator.handlers.evaluation import EVAL_RUN_KIND, EVAL_SET_KIND
 
     # The Funnel says it watches Skills; the Skill's declaration names no Funnel.
     assert [(w.source, w.index) for w in funnel.KIND.watches] == [
         ("Skill", IndexId.FUNNEL_BY_JUDGE)
     ]
-    assert root._watchers(root.wiring().kinds) == {"Skill": [("Funnel", funnel.KIND.watches[0])]}
+    # Every fan-out along an index is a watch on the kind it wakes (the Topologies naming a
+    # Funnel, the EvalSets judging with a Skill or an Agent, the EvalRuns of an EvalSet).
+    assert root._watchers(root.wiring().kinds) == {
+        "Skill": [("Funnel", funnel.KIND.watches[0]), ("EvalSet", EVAL_SET_KIND.watches[0])],
+        "Agent": [("EvalSet", EVAL_SET_KIND.watches[1])],
+        "Funnel": [("Topology", topology.KIND.watches[0])],
+        "EvalSet": [("EvalRun", EVAL_RUN_KIND.watches[0])],
+    }
+    assert funnel.KIND.dependents is None and EVAL_SET_KIND.dependents is None
     # A watch of a kind the operator does not declare is a start-up error, not a silent no-op.
     with pytest.raises(RuntimeError, match="Funnel watches Skill: no such kind"):
         root.wiring(kinds=(funnel.KIND,))
