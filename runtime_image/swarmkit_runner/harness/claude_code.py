@@ -30,7 +30,7 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from swarmkit_api.harness import HARNESSES, HarnessInfo
 
@@ -44,6 +44,7 @@ from .base import (
     HarnessToolCall,
     HarnessUsage,
     NativeToolNames,
+    hook_env,
     json_lines,
 )
 
@@ -78,6 +79,9 @@ IGNORED_EVENTS: Final = frozenset(
         "prompt_suggestion",
     }
 )
+#: Seconds Claude Code waits for its PreToolUse hook (the decision point answers at once:
+#: a use that needs a person parks the Run and stops the harness).
+HOOK_TIMEOUT_S: Final = 600
 #: Seconds Claude Code waits for one MCP tool call (a call waiting for a Review may be long).
 MCP_TOOL_TIMEOUT_MS: Final = 3_600_000
 
@@ -107,6 +111,7 @@ class ClaudeCode(Harness):
     """Claude Code's controls and events (see the module docstring)."""
 
     info: HarnessInfo = HARNESSES["claude-code"]
+    native_names: ClassVar[NativeToolNames | None] = NATIVE_TOOLS
 
     def settings_path(self, inv: HarnessInvocation) -> Path:
         return inv.home_dir / "swarmkit-settings.json"
@@ -166,6 +171,7 @@ class ClaudeCode(Harness):
             "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
             "IS_SANDBOX": "1",
             "CI": "1",
+            **hook_env(inv),
         }
 
     def files(self, inv: HarnessInvocation) -> dict[Path, str]:
@@ -188,7 +194,13 @@ class ClaudeCode(Harness):
                 "PreToolUse": [
                     {
                         "matcher": "|".join(NATIVE_TOOLS.granted(inv.native)),
-                        "hooks": [{"type": "command", "command": _shell_join(inv.hook_command)}],
+                        "hooks": [
+                            {
+                                "type": "command",
+                                "command": _shell_join(inv.hook_command),
+                                "timeout": HOOK_TIMEOUT_S,
+                            }
+                        ],
                     }
                 ]
             }

@@ -25,12 +25,14 @@ import json
 from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from ..catalog import ToolEntry
+from ..catalog import ToolCatalog, ToolEntry
 from ..errors import RunEnded
 from ..gateway import Gateway, Session, listed_name
 from ..toolset import agent_catalog
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import mcp_types
 
     from swarmkit_api.bundle import BundleAgent
@@ -49,7 +51,14 @@ class _NotRecorded(Exception):
 class RunGateway(Gateway):
     """:class:`..gateway.Gateway` over a running Run's context (one session, one token)."""
 
-    def __init__(self, ctx: RunContext, agent: BundleAgent, token: str, node: str) -> None:
+    def __init__(
+        self,
+        ctx: RunContext,
+        agent: BundleAgent,
+        token: str,
+        node: str,
+        builtins: Iterable[ToolEntry] = (),
+    ) -> None:
         # Not Gateway.__init__: no gateway bundle, no MCP servers of its own, no Review API.
         self.bundle = ctx.bundle
         self.agent = agent
@@ -65,6 +74,19 @@ class RunGateway(Gateway):
         tools: dict[str, ToolEntry] = {listed_name(e, self.bundle): e for e in catalog.entries()}
         self._session = Session(
             "run", "harness", ctx.bundle.run.correlation_id, ctx, catalog, tools
+        )
+        # The harness's own built-ins, asked through its hook (:mod:`.hooks`): a session of
+        # their own over the same context, never listed over MCP.
+        builtin_catalog = ToolCatalog(agent.name, ctx.audit, ctx.stats)
+        for entry in builtins:
+            builtin_catalog.add(entry)
+        self._builtins = Session(
+            "run",
+            "harness-hook",
+            ctx.bundle.run.correlation_id,
+            ctx,
+            builtin_catalog,
+            {e.name: e for e in builtin_catalog.entries()},
         )
         self.node = node
         #: What ended the node from a call (a park for a Review, a limit), if anything.
@@ -112,6 +134,13 @@ class RunGateway(Gateway):
                 )
             except _NotRecorded as exc:
                 return exc.result
+
+    async def decide_builtin(
+        self, tool: str, arguments: dict[str, Any]
+    ) -> mcp_types.CallToolResult:
+        """One use of the harness's built-in ``tool``, governed like a call (an error result:
+        refused, or the node is ending)."""
+        return await self.call_tool(self._builtins, tool, arguments)
 
     def run_ended(self, exc: RunEnded) -> None:
         if self.ended is None:

@@ -1,0 +1,193 @@
+"""Built-in harness tools asked of the runner's decision point: the pinned CLIs' hooks.
+
+Part one is the hook's conformance (the capabilities ``tool-hook`` and ``native-*`` of
+``swarmkit_api.harness.HARNESSES``): the real pinned ``claude`` runs with exactly the argv,
+environment and settings :class:`swarmkit_runner.harness.claude_code.ClaudeCode` builds with
+built-ins switched on, against the scripted model server; the model asks for ``Write``;
+the real hook command (:mod:`swarmkit_runner.harness.hook_cli`) asks a decision point
+(here a recording HTTP server answering a fixed decision). A deny must hold (no file, the
+reason reaches the model) and an allow must let the tool run, under
+``--permission-mode dontAsk``.
+
+Part two is the whole node in the runner (``python -m swarmkit_runner run``, a real process,
+the real CLI): the decision point is the runner's governance (:mod:`.hooks`), so the
+node's ``builtinToolsPermission`` tier decides, each use is audited, and a ``strict`` tier
+parks the Run for a Review.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swarmkit_runner.harness import harness_for
+from swarmkit_runner.harness.base import HarnessInvocation, NativeGrant
+from swarmkit_runner.harness.hooks import hook_command
+from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text, tool_call
+
+from .test_claude_code_conformance import invocation, run_cli, tool_results
+
+MARK = "written-by-the-harness"
+
+
+class Decisions:
+    """A decision point over real HTTP that records each hook input and answers ``decision``."""
+
+    def __init__(self, decision: str, token: str) -> None:
+        self.decision, self.token = decision, token
+        self.asked: list[dict[str, Any]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                if self.headers.get("authorization") != f"Bearer {owner.token}":
+                    self.send_response(401)
+                    self.end_headers()
+                    return
+                owner.asked.append(json.loads(body))
+                answer = {
+                    "hookSpecificOutput": {
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": owner.decision,
+                        "permissionDecisionReason": f"the test decided {owner.decision}",
+                    }
+                }
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def mcp_server() -> Iterator[Any]:
+    from tests.support.mcp_servers import HttpMcpServer
+
+    with HttpMcpServer("conformance", token=secrets.token_urlsafe(24)) as server:
+        yield server
+
+
+def write_then_finish(target: Path) -> Any:
+    """Ask for Claude Code's Write of ``target``, then answer with what it was told."""
+
+    def reply(request: RecordedRequest) -> Reply:
+        results = tool_results(request)
+        if results:
+            return text(f"Write said: {results[0]}")
+        if "Write" in request.tool_names:
+            return tool_call("Write", file_path=str(target), content=MARK)
+        return text("ok")
+
+    return reply
+
+
+def with_builtins(inv: HarnessInvocation, decisions: Decisions) -> HarnessInvocation:
+    return replace(
+        inv,
+        native=NativeGrant(file_read=True, file_write=True),
+        hook_command=hook_command(),
+        hook_url=decisions.url,
+        hook_token=decisions.token,
+    )
+
+
+@pytest.mark.parametrize("decision", ["deny", "allow"])
+def test_claude_codes_pre_tool_use_hook_decides_a_write(
+    tmp_path: Path, mcp_server: Any, decision: str
+) -> None:
+    token = secrets.token_urlsafe(24)
+    decisions = Decisions(decision, secrets.token_urlsafe(24))
+    try:
+        target = tmp_path / "work" / "notes.txt"
+        with ScriptedModelServer(default=write_then_finish(target), api_key=token) as model:
+            inv = with_builtins(invocation(tmp_path, model.url, token, mcp_server), decisions)
+            outcome, done = run_cli(inv)
+    finally:
+        decisions.close()
+    detail = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
+    assert outcome.unmapped == (), detail
+    assert done.returncode == 0 and outcome.error_reason is None, detail
+    # Only the built-ins switched on are offered (fileIo: reading and edits, no shell).
+    offered = {n for r in model.requests for n in r.tool_names if not n.startswith("mcp__")}
+    assert offered == {"Read", "Glob", "Grep", "Edit", "Write", "NotebookEdit"}, offered
+    # The hook asked the decision point once, with the tool and its input.
+    [asked] = decisions.asked
+    assert asked["hook_event_name"] == "PreToolUse" and asked["tool_name"] == "Write"
+    assert asked["tool_input"] == {"file_path": str(target), "content": MARK}
+    [write] = [c for c in outcome.tool_calls if c.name == "Write"]
+    if decision == "deny":
+        assert not target.exists(), "a denied Write must not run"
+        assert write.is_error and "the test decided deny" in write.result, write
+    else:
+        assert target.read_text() == MARK, detail
+        assert not write.is_error, write
+
+
+def test_a_hook_that_cannot_reach_the_decision_point_denies(
+    tmp_path: Path, mcp_server: Any
+) -> None:
+    # Fail closed: the decision point is gone (nothing listens on its port).
+    decisions = Decisions("allow", secrets.token_urlsafe(24))
+    decisions.close()
+    token = secrets.token_urlsafe(24)
+    target = tmp_path / "work" / "notes.txt"
+    with ScriptedModelServer(default=write_then_finish(target), api_key=token) as model:
+        inv = with_builtins(invocation(tmp_path, model.url, token, mcp_server), decisions)
+        outcome, done = run_cli(inv)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not target.exists()
+    [write] = [c for c in outcome.tool_calls if c.name == "Write"]
+    assert write.is_error and "decision point did not answer" in write.result, write
+
+
+def test_the_harness_environment_names_the_decision_point_only_with_built_ins() -> None:
+    harness = harness_for("claude-code")
+    base = HarnessInvocation(
+        prompt="p",
+        system_prompt="",
+        model="m",
+        work_dir=Path("/w"),
+        home_dir=Path("/h"),
+        skills_dir=None,
+        mcp_url="http://127.0.0.1:1/mcp",
+        mcp_token="t",
+        model_proxy_url="http://127.0.0.1:2",
+        model_token="k",
+    )
+    assert "SWARMKIT_HOOK_URL" not in harness.env(base)
+    settings = json.loads(next(v for p, v in harness.files(base).items() if "settings" in p.name))
+    assert "hooks" not in settings
+    on = replace(
+        base,
+        native=NativeGrant(shell=True),
+        hook_command=hook_command(),
+        hook_url="http://127.0.0.1:3/hook",
+        hook_token="h",
+    )
+    env = harness.env(on)
+    assert (env["SWARMKIT_HOOK_URL"], env["SWARMKIT_HOOK_TOKEN"]) == ("http://127.0.0.1:3/hook", "h")
+    settings = json.loads(next(v for p, v in harness.files(on).items() if "settings" in p.name))
+    [entry] = settings["hooks"]["PreToolUse"]
+    assert entry["matcher"] == "Bash"
+    assert "hook_cli.py" in entry["hooks"][0]["command"]
