@@ -191,3 +191,82 @@ def test_the_harness_environment_names_the_decision_point_only_with_built_ins() 
     [entry] = settings["hooks"]["PreToolUse"]
     assert entry["matcher"] == "Bash"
     assert "hook_cli.py" in entry["hooks"][0]["command"]
+
+
+# Part two: the whole node in the runner, the decision point being the runner's governance.
+
+
+def node_bundle(server: ScriptedModelServer, tier: str) -> Any:
+    from tests.support.bundles import agent, anthropic_provider, bundle
+
+    from .test_claude_code_node import KEY_REF, harness_topology
+
+    coder = agent("coder", provider="m", native={"fileIo": True}, model="claude-sonnet-4-5")
+    return bundle(
+        agents=[coder],
+        providers=[anthropic_provider("m", server.url, api_key=KEY_REF)],
+        topology=harness_topology(builtinTools=True, builtinToolsPermission=tier),
+        input="Write the release notes to notes.txt.",
+        timeout_seconds=180,
+    )
+
+
+def work_file(run_dir: Path) -> Path:
+    """Where the harness node's Write lands: its work dir on the scratch emptyDir."""
+    return run_dir / "scratch" / "harness" / "coder" / "work" / "notes.txt"
+
+
+def run_node(tier: str, run_dir: Path, args: list[str] | None = None) -> Any:
+    from .test_claude_code_node import PROVIDER_KEY, run
+
+    target = work_file(run_dir)
+    with ScriptedModelServer(default=write_then_finish(target), api_key=PROVIDER_KEY) as server:
+        return run(node_bundle(server, tier), run_dir, args)
+
+
+def test_a_write_under_a_readonly_tier_is_denied_and_audited(tmp_path: Path) -> None:
+    out = run_node("readonly", tmp_path)
+    assert out.outcome == "Succeeded", (out.result, out.stderr[-3000:])
+    assert not work_file(tmp_path).exists(), "a readonly tier must not let the Write run"
+    [refused] = [e for e in out.events("tool.refused") if e.get("tool") == "Write"]
+    assert (refused["reason"], refused["kind"]) == ("ReadOnlyTier", "native")
+    assert (refused["tier"], refused["effects"]) == ("readonly", "write")
+    assert out.tool_calls("Write") == []
+    # The model read the refusal as the tool's error.
+    assert "ReadOnlyTier" in out.result["output"] or "readonly" in out.result["output"]
+    [start] = out.events("harness.start")
+    assert start["builtins"] == ["Read", "Glob", "Grep", "Edit", "Write", "NotebookEdit"]
+
+
+def test_a_write_under_a_cautious_tier_runs_and_is_audited(tmp_path: Path) -> None:
+    out = run_node("cautious", tmp_path)
+    assert out.outcome == "Succeeded", (out.result, out.stderr[-3000:])
+    assert work_file(tmp_path).read_text() == MARK
+    [call] = out.tool_calls("Write")
+    assert (call["outcome"], call["kind"], call["tier"], call["effects"]) == (
+        "ok",
+        "native",
+        "cautious",
+        "write",
+    )
+    assert [e for e in out.events("tool.refused") if e.get("tool") == "Write"] == []
+
+
+def test_a_write_under_a_strict_tier_parks_for_a_review_and_runs_once_approved(
+    tmp_path: Path,
+) -> None:
+    from .resume import resume_args
+
+    parked = run_node("strict", tmp_path / "run")
+    assert parked.outcome == "AwaitingReview", (parked.result, parked.stderr[-3000:])
+    [item] = parked.result["reviewItems"]
+    assert item["kind"] == "approval" and "Write" in item["question"], item
+    assert not work_file(tmp_path / "run").exists(), "nothing runs before a person approves"
+    decision = {"verdict": "approve", "decidedBy": "carol"}
+    resumed = run_node("strict", tmp_path / "run", resume_args(parked, tmp_path, decision))
+    assert resumed.outcome == "Succeeded", (resumed.result, resumed.stderr[-3000:])
+    assert work_file(tmp_path / "run").read_text() == MARK
+    [decided] = resumed.events("review.decided")
+    assert (decided["verdict"], decided["decided_by"]) == ("approve", "carol")
+    [call] = resumed.tool_calls("Write")
+    assert (call["outcome"], call["tier"]) == ("ok", "strict")
