@@ -133,7 +133,19 @@ HARNESSES: Final[dict[str, HarnessInfo]] = {
         version="0.169.1",
         bin="codex",
         wire_format="openai-responses",
-        capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+        capabilities=frozenset(
+            {
+                "final-answer",
+                "usage",
+                "mcp-tools",
+                # tests/unit/harness/test_builtin_hooks.py: its PreToolUse hook asks before
+                # exec_command (as Bash) and apply_patch. It has no read-only file tool (it
+                # reads through its shell): no native-file-read, so fileIo is refused.
+                "tool-hook",
+                "native-shell",
+                "native-file-write",
+            }
+        ),
     ),
     "gemini-cli": HarnessInfo(
         kind="gemini-cli",

@@ -197,7 +197,7 @@ class ClaudeCode(Harness):
                         "hooks": [
                             {
                                 "type": "command",
-                                "command": _shell_join(inv.hook_command),
+                                "command": shlex.join(inv.hook_command),
                                 "timeout": HOOK_TIMEOUT_S,
                             }
                         ],
@@ -211,10 +211,6 @@ class ClaudeCode(Harness):
 
     def parse_events(self, lines: Iterable[str]) -> HarnessOutcome:
         return _Reader().read(lines)
-
-
-def _shell_join(argv: tuple[str, ...]) -> str:
-    return " ".join(shlex.quote(a) for a in argv)
 
 
 class _Reader:

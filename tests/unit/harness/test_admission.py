@@ -89,7 +89,7 @@ def test_every_harness_speaks_a_wire_format_the_proxy_forwards() -> None:
 @pytest.mark.parametrize(
     ("kind", "provider", "native", "missing"),
     [
-        ("codex", "openai", {"bash": True}, ["native-shell", "tool-hook"]),
+        ("codex", "openai", {"fileIo": True}, ["native-file-read"]),
         ("gemini-cli", "gemini", {"fileIo": True}, ["native-file-read", "tool-hook"]),
         ("claude-code", "anthropic", {"webSearch": True}, ["native-web"]),
     ],
@@ -119,6 +119,12 @@ def test_claude_codes_built_ins_are_admitted_where_its_hook_governs_them() -> No
     assert spec.builtin_tools_permission == "cautious"
     needed = required_capabilities(AgentSpec.model_validate(agent), spec)
     assert {"tool-hook", "native-shell", "native-file-read", "native-file-write"} <= set(needed)
+
+
+def test_codexs_shell_is_admitted_as_a_built_in() -> None:
+    harness = {"kind": "codex", "builtinTools": True, "builtinToolsPermission": "strict"}
+    verdicts = resolve(topology(harness), {"nativeTools": {"bash": True}}, workspace("openai"))
+    assert verdicts["Accepted"][0] == "True", verdicts
 
 
 def test_a_readonly_tier_refuses_a_built_in_shell_and_admits_file_reading() -> None:

@@ -1,13 +1,14 @@
 """Built-in harness tools asked of the runner's decision point: the pinned CLIs' hooks.
 
 Part one is the hook's conformance (the capabilities ``tool-hook`` and ``native-*`` of
-``swarmkit_api.harness.HARNESSES``): the real pinned ``claude`` runs with exactly the argv,
-environment and settings :class:`swarmkit_runner.harness.claude_code.ClaudeCode` builds with
-built-ins switched on, against the scripted model server; the model asks for ``Write``;
-the real hook command (:mod:`swarmkit_runner.harness.hook_cli`) asks a decision point
-(here a recording HTTP server answering a fixed decision). A deny must hold (no file, the
-reason reaches the model) and an allow must let the tool run, under
-``--permission-mode dontAsk``.
+``swarmkit_api.harness.HARNESSES``): the real pinned ``claude`` (and ``codex``) runs with
+exactly the argv, environment and config files its harness module builds with built-ins
+switched on, against the scripted model server; the model asks for a built-in (Claude
+Code's ``Write``; Codex's ``exec_command`` or ``apply_patch``); the real hook command
+(:mod:`swarmkit_runner.harness.hook_cli`) asks a decision point (here a recording HTTP
+server answering a fixed decision). A deny must hold (nothing written, the reason reaches
+the model) and an allow must let the tool run (Claude Code under ``--permission-mode
+dontAsk``, Codex in its ``workspace-write`` sandbox).
 
 Part two is the whole node in the runner (``python -m swarmkit_runner run``, a real process,
 the real CLI): the decision point is the runner's governance (:mod:`.hooks`), so the
@@ -28,12 +29,21 @@ from typing import Any
 
 import pytest
 
+from swarmkit_api.bundle import BundleTopology, secret_env_name
+from swarmkit_api.model_provider import ModelProvider
+from swarmkit_api.topology import TopologySpec
 from swarmkit_runner.harness import harness_for
 from swarmkit_runner.harness.base import HarnessInvocation, NativeGrant
 from swarmkit_runner.harness.hooks import hook_command
+from tests.support.bundles import agent, anthropic_provider, bundle, write_bundle
+from tests.support.mcp_servers import HttpMcpServer
 from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text, tool_call
+from tests.support.runner import RunOutput, run_subprocess
 
+from . import test_codex_conformance as codex
+from .resume import resume_args
 from .test_claude_code_conformance import invocation, run_cli, tool_results
+from .test_claude_code_node import KEY_REF, PROVIDER_KEY, harness_dir, harness_topology, run
 
 MARK = "written-by-the-harness"
 
@@ -81,9 +91,7 @@ class Decisions:
 
 
 @pytest.fixture
-def mcp_server() -> Iterator[Any]:
-    from tests.support.mcp_servers import HttpMcpServer
-
+def mcp_server() -> Iterator[HttpMcpServer]:
     with HttpMcpServer("conformance", token=secrets.token_urlsafe(24)) as server:
         yield server
 
@@ -114,7 +122,7 @@ def with_builtins(inv: HarnessInvocation, decisions: Decisions) -> HarnessInvoca
 
 @pytest.mark.parametrize("decision", ["deny", "allow"])
 def test_claude_codes_pre_tool_use_hook_decides_a_write(
-    tmp_path: Path, mcp_server: Any, decision: str
+    tmp_path: Path, mcp_server: HttpMcpServer, decision: str
 ) -> None:
     token = secrets.token_urlsafe(24)
     decisions = Decisions(decision, secrets.token_urlsafe(24))
@@ -145,7 +153,7 @@ def test_claude_codes_pre_tool_use_hook_decides_a_write(
 
 
 def test_a_hook_that_cannot_reach_the_decision_point_denies(
-    tmp_path: Path, mcp_server: Any
+    tmp_path: Path, mcp_server: HttpMcpServer
 ) -> None:
     # Fail closed: the decision point is gone (nothing listens on its port).
     decisions = Decisions("allow", secrets.token_urlsafe(24))
@@ -197,10 +205,6 @@ def test_the_harness_environment_names_the_decision_point_only_with_built_ins() 
 
 
 def node_bundle(server: ScriptedModelServer, tier: str) -> Any:
-    from tests.support.bundles import agent, anthropic_provider, bundle
-
-    from .test_claude_code_node import KEY_REF, harness_topology
-
     coder = agent("coder", provider="m", native={"fileIo": True}, model="claude-sonnet-4-5")
     return bundle(
         agents=[coder],
@@ -216,9 +220,7 @@ def work_file(run_dir: Path) -> Path:
     return run_dir / "scratch" / "harness" / "coder" / "work" / "notes.txt"
 
 
-def run_node(tier: str, run_dir: Path, args: list[str] | None = None) -> Any:
-    from .test_claude_code_node import PROVIDER_KEY, run
-
+def run_node(tier: str, run_dir: Path, args: list[str] | None = None) -> RunOutput:
     target = work_file(run_dir)
     with ScriptedModelServer(default=write_then_finish(target), api_key=PROVIDER_KEY) as server:
         return run(node_bundle(server, tier), run_dir, args)
@@ -255,8 +257,6 @@ def test_a_write_under_a_cautious_tier_runs_and_is_audited(tmp_path: Path) -> No
 def test_a_write_under_a_strict_tier_parks_for_a_review_and_runs_once_approved(
     tmp_path: Path,
 ) -> None:
-    from .resume import resume_args
-
     parked = run_node("strict", tmp_path / "run")
     assert parked.outcome == "AwaitingReview", (parked.result, parked.stderr[-3000:])
     [item] = parked.result["reviewItems"]
@@ -270,3 +270,103 @@ def test_a_write_under_a_strict_tier_parks_for_a_review_and_runs_once_approved(
     assert (decided["verdict"], decided["decided_by"]) == ("approve", "carol")
     [call] = resumed.tool_calls("Write")
     assert (call["outcome"], call["tier"]) == ("ok", "strict")
+
+
+# Codex: its PreToolUse hook (hooks.json in CODEX_HOME, trusted for the invocation with
+# --dangerously-bypass-hook-trust since the runner wrote it) names exec_command ``Bash``
+# and apply_patch ``apply_patch``; an allowed use runs in the workspace-write sandbox.
+
+SHELL_WRITE = "echo shell-wrote > from-shell.txt"
+PATCH = "*** Begin Patch\n*** Add File: from-patch.txt\n+patched\n*** End Patch\n"
+
+
+def codex_script(*calls: tuple[str, dict[str, Any]]) -> Any:
+    """Make each call in turn (one per model turn), then answer with every result."""
+    made: list[str] = []
+
+    def reply(request: RecordedRequest) -> Reply:
+        results = [r[0] for r in request.tool_results()]
+        made.extend(results)
+        step = len(made)
+        if step < len(calls):
+            name, args = calls[step]
+            if name in request.tool_names:
+                return tool_call(name, **args)
+        return text("Codex said: " + " | ".join(made))
+
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("decision", "call", "written"),
+    [
+        ("deny", ("exec_command", {"cmd": SHELL_WRITE}), "from-shell.txt"),
+        ("allow", ("apply_patch", {"input": PATCH}), "from-patch.txt"),
+    ],
+)
+def test_codexs_pre_tool_use_hook_decides_its_shell_and_patches(
+    tmp_path: Path,
+    mcp_server: HttpMcpServer,
+    decision: str,
+    call: tuple[str, dict[str, Any]],
+    written: str,
+) -> None:
+    token = secrets.token_urlsafe(24)
+    decisions = Decisions(decision, secrets.token_urlsafe(24))
+    try:
+        with ScriptedModelServer(default=codex_script(call), api_key=token) as model:
+            inv = codex.invocation(tmp_path, model.url, token, mcp_server)
+            inv = replace(
+                with_builtins(inv, decisions), native=NativeGrant(shell=True, file_write=True)
+            )
+            outcome, done = codex.run_cli(inv)
+    finally:
+        decisions.close()
+    detail = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
+    assert outcome.unmapped == () and outcome.error_reason is None, detail
+    [asked] = decisions.asked
+    assert asked["hook_event_name"] == "PreToolUse", asked
+    if decision == "deny":
+        assert asked["tool_name"] == "Bash" and asked["tool_input"] == {"command": SHELL_WRITE}
+        assert not (inv.work_dir / written).exists()
+        assert "blocked by PreToolUse hook: the test decided deny" in outcome.final_text
+    else:
+        assert asked["tool_name"] == "apply_patch" and asked["tool_input"] == {"command": PATCH}
+        assert (inv.work_dir / written).read_text() == "patched\n", detail
+
+
+def test_a_codex_shell_under_a_cautious_tier_runs_and_a_patch_not_switched_on_is_refused(
+    tmp_path: Path,
+) -> None:
+    script = codex_script(("exec_command", {"cmd": SHELL_WRITE}), ("apply_patch", {"input": PATCH}))
+    spec = harness_topology(builtinTools=True).spec.model_dump(by_alias=True)
+    spec["agents"][0]["harness"]["kind"] = "codex"
+    topology = BundleTopology(name="coding", version="v1", spec=TopologySpec.model_validate(spec))
+    with ScriptedModelServer(default=script, api_key=PROVIDER_KEY) as server:
+        provider = ModelProvider(
+            name="m", type="openai", base_url=server.openai_base_url, api_key=KEY_REF
+        )
+        b = bundle(
+            agents=[agent("coder", provider="m", native={"bash": True}, model="gpt-5.5")],
+            providers=[provider],
+            topology=topology,
+            input="Write the notes.",
+            timeout_seconds=180,
+        )
+        env = {secret_env_name(KEY_REF): PROVIDER_KEY, "SWARMKIT_HARNESS_DIR": str(harness_dir())}
+        out = run_subprocess(write_bundle(b, tmp_path), env=env, timeout=240.0)
+    assert out.outcome == "Succeeded", (out.result, out.stderr[-3000:])
+    work = tmp_path / "scratch" / "harness" / "coder" / "work"
+    assert (work / "from-shell.txt").read_text() == "shell-wrote\n"
+    assert not (work / "from-patch.txt").exists(), "apply_patch is not switched on (no fileIo)"
+    [call] = out.tool_calls("Bash")
+    assert (call["outcome"], call["kind"], call["tier"], call["effects"]) == (
+        "ok",
+        "native",
+        "cautious",
+        "unknown",
+    )
+    [refused] = [e for e in out.events("tool.refused") if e.get("tool") == "apply_patch"]
+    assert refused["reason"] == "not granted"
+    [start] = out.events("harness.start")
+    assert start["builtins"] == ["Bash"]
