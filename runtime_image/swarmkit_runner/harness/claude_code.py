@@ -13,10 +13,11 @@ How the Agent's grants become Claude Code's controls:
   WebFetch); ``""`` switches every built-in off, AskUserQuestion included (a harness node has
   nobody to ask: a question ends it ``HarnessAskedQuestion``);
 * ``--permission-mode dontAsk --permission-prompts none`` never waits for a person at a
-  terminal: what is not allowed is denied. With built-ins switched on, the ``PreToolUse``
-  hook (``--settings``) runs ``hook_command`` before each built-in tool use; the runner's
-  decision point behind it is not built yet, so admission refuses ``builtinTools`` for
-  Claude Code (its conformance test does not show ``tool-hook``);
+  terminal: what is not allowed is denied. With built-ins switched on, none of them is in
+  ``--allowedTools``: the ``PreToolUse`` command hook (``--settings``, matching exactly the
+  granted built-ins) runs ``hook_command`` before each use, which asks the runner's
+  decision point (:mod:`.hooks`) and answers ``allow`` or ``deny``; a use the hook did not
+  allow is denied by ``dontAsk`` (fail closed);
 * offline: no auto-update, telemetry, error reporting or other non-essential traffic.
 
 Its stream-json events (``system``/``init``, ``assistant``, ``user``, ``result``, …) map to a

@@ -13,10 +13,15 @@ on the command line, which wins over config files; ``--ignore-user-config`` skip
   terminal because the gateway itself enforces grants, tiers and reviews on every call.
   Codex 0.169 defers MCP tools: the model finds them with its ``tool_search`` tool and calls
   them as ``mcp__<server>.<tool>``;
-* built-in tools: all off (``features.shell_tool``, ``unified_exec``, ``apply_patch_freeform``,
-  ``view_image``, ``web_search``, multi-agent, goals), ``--sandbox read-only`` and
-  ``approval_policy = "never"``: Codex never waits for an approval. Its ``PreToolUse`` hook is
-  not wired yet, so no ``native-*`` capability is listed for it (admission refuses them);
+* built-in tools: all off (``features.shell_tool``, ``unified_exec``, ``view_image``,
+  ``web_search``, multi-agent, goals), ``--sandbox read-only`` and
+  ``approval_policy = "never"``: Codex never waits for an approval. With built-ins switched
+  on (``bash``: its shell), ``features.shell_tool`` and ``features.hooks`` are on, the
+  sandbox is ``workspace-write``, and ``$CODEX_HOME/hooks.json`` holds a ``PreToolUse``
+  command hook matching every built-in (``Bash`` is its ``exec_command``, and
+  ``apply_patch``, which 0.169.1 offers whatever the config says): each use asks the
+  runner's decision point (:mod:`.hooks`). ``--dangerously-bypass-hook-trust`` runs that
+  hook, the runner's own, without a persisted trust record (unreviewed hooks are skipped);
 * offline: no plugins sync (on, it runs ``git ls-remote`` against github.com at start-up),
   no analytics or feedback upload, no update check, no session files (``--ephemeral``).
 

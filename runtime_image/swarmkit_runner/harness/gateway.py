@@ -8,6 +8,11 @@ audit stream (with the Run's correlation id), child Runs of agent skills are the
 children, and the MCP servers are the Run's (started and closed by the Run). Its one token
 is random per node and lives only in the harness's MCP config.
 
+The harness's own built-in tools, when the node switches them on, are a second session
+over the same context, never listed over MCP: its pre-tool-use hook asks
+:meth:`RunGateway.decide_builtin` (through :mod:`.hooks`), which governs a use exactly as a
+call (grant, tier, audit, journal, Review) and answers whether the harness may run it.
+
 A call that would end the Run (a ``strict`` tier without approval, an escalation, a limit)
 is answered as a tool error and ends the node (:attr:`RunGateway.ended`, :attr:`stop`): the
 Run parks for the Review as a model node's does. Each call is a journal effect keyed by its

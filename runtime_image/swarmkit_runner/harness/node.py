@@ -6,7 +6,9 @@
 1. a work dir and a HOME under the pod's scratch ``emptyDir`` (``<scratch>/harness/<node>``),
    the granted skills laid out where the harness looks for them (``<work>/.claude/skills``);
 2. the model proxy (:mod:`.proxy`) and the governed MCP gateway (:mod:`.gateway`) on
-   ``127.0.0.1``, each with its own random per-node token;
+   ``127.0.0.1``, each with its own random per-node token, and, when the node switches
+   built-in tools on (``builtinTools``), the decision point its pre-tool-use hook asks
+   (:mod:`.hooks`, a third token);
 3. the CLI (:data:`HARNESS_DIR`, installed from the pinned lockfile) with only the
    environment its :class:`.base.Harness` builds (none of the runner's: no Secret value),
    in its own process group; every JSON line it prints is kept as a ``harness.event``
