@@ -244,6 +244,7 @@ def test_a_write_under_a_cautious_tier_runs_and_is_audited(tmp_path: Path) -> No
     out = run_node("cautious", tmp_path)
     assert out.outcome == "Succeeded", (out.result, out.stderr[-3000:])
     assert work_file(tmp_path).read_text() == MARK
+    assert "created successfully" in out.result["output"], out.result["output"]
     [call] = out.tool_calls("Write")
     assert (call["outcome"], call["kind"], call["tier"], call["effects"]) == (
         "ok",
