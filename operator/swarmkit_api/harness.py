@@ -146,6 +146,9 @@ HARNESSES: Final[dict[str, HarnessInfo]] = {
                 "native-file-write",
             }
         ),
+        # A Rust binary: the MCP round trip completes under RLIMIT_DATA=159Mi and dies of a
+        # failed allocation at 143Mi (bench/bench_harness_data.py, test_data_limits.py).
+        data_mib=192,
     ),
     "gemini-cli": HarnessInfo(
         kind="gemini-cli",
@@ -154,6 +157,9 @@ HARNESSES: Final[dict[str, HarnessInfo]] = {
         bin="gemini",
         wire_format="gemini-generate-content",
         capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+        # Node.js: the MCP round trip completes under RLIMIT_DATA=286Mi and V8 aborts at
+        # 270Mi (bench/bench_harness_data.py, test_data_limits.py).
+        data_mib=384,
     ),
 }
 
