@@ -25,6 +25,7 @@ for sub in ("operator", "hack", "runtime_image", ""):
 from tests.support.mcp_servers import HttpMcpServer  # noqa: E402
 from tests.unit.harness.test_data_limits import completes  # noqa: E402
 
+
 def smallest(kind: str, low: int, high: int, step: int, mcp: HttpMcpServer) -> int:
     """Bisect the smallest completing limit in (low, high] MiB (``high`` must complete)."""
     ok, seconds, why = completes(kind, high, mcp)

@@ -501,9 +501,7 @@ def responses_object(
         "instructions": request.get("instructions"),
         "model": model,
         "output": (
-            _responses_output(
-                n, reply, calls, "completed", _searchable(request), _custom(request)
-            )
+            _responses_output(n, reply, calls, "completed", _searchable(request), _custom(request))
             if done and not error
             else []
         ),

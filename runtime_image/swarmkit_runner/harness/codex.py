@@ -161,9 +161,7 @@ class Codex(Harness):
             ("feedback.enabled", False),
         ]
         shell = self.hooked(inv) and inv.native.shell
-        settings += [
-            (f"features.{name}", shell and name == "shell_tool") for name in FEATURES_OFF
-        ]
+        settings += [(f"features.{name}", shell and name == "shell_tool") for name in FEATURES_OFF]
         if self.hooked(inv):
             settings.append(("features.hooks", True))
         if inv.system_prompt:

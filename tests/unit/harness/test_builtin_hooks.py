@@ -194,7 +194,10 @@ def test_the_harness_environment_names_the_decision_point_only_with_built_ins() 
         hook_token="h",
     )
     env = harness.env(on)
-    assert (env["SWARMKIT_HOOK_URL"], env["SWARMKIT_HOOK_TOKEN"]) == ("http://127.0.0.1:3/hook", "h")
+    assert (env["SWARMKIT_HOOK_URL"], env["SWARMKIT_HOOK_TOKEN"]) == (
+        "http://127.0.0.1:3/hook",
+        "h",
+    )
     settings = json.loads(next(v for p, v in harness.files(on).items() if "settings" in p.name))
     [entry] = settings["hooks"]["PreToolUse"]
     assert entry["matcher"] == "Bash"

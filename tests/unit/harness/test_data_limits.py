@@ -49,9 +49,10 @@ def completes(kind: str, mib: int, mcp: HttpMcpServer) -> tuple[bool, float, str
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (mib * MIB, mib * MIB))
 
-    with tempfile.TemporaryDirectory() as tmp, ScriptedModelServer(
-        default=script, api_key=token
-    ) as model:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        ScriptedModelServer(default=script, api_key=token) as model,
+    ):
         inv = module.invocation(Path(tmp), model.url, token, mcp)
         for path, content in harness.files(inv).items():
             path.parent.mkdir(parents=True, exist_ok=True)
