@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("--step", type=int, default=16)
     args = parser.parse_args()
     found: dict[str, int] = {}
-    with HttpMcpServer("conformance", token=secrets.token_urlsafe(24)) as mcp:
+    with HttpMcpServer("conformance", token=secrets.token_hex(24)) as mcp:
         for kind in args.kinds:
             found[kind] = smallest(kind, args.low, args.high, args.step, mcp)
     for kind, mib in found.items():

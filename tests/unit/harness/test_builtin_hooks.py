@@ -92,7 +92,7 @@ class Decisions:
 
 @pytest.fixture
 def mcp_server() -> Iterator[HttpMcpServer]:
-    with HttpMcpServer("conformance", token=secrets.token_urlsafe(24)) as server:
+    with HttpMcpServer("conformance", token=secrets.token_hex(24)) as server:
         yield server
 
 

@@ -80,7 +80,7 @@ def completes(kind: str, mib: int, mcp: HttpMcpServer) -> tuple[bool, float, str
 
 @pytest.fixture(scope="module")
 def mcp_server() -> Iterator[HttpMcpServer]:
-    with HttpMcpServer("conformance", token=secrets.token_urlsafe(24)) as server:
+    with HttpMcpServer("conformance", token=secrets.token_hex(24)) as server:
         yield server
 
 
