@@ -374,3 +374,40 @@ def test_a_codex_shell_under_a_cautious_tier_runs_and_a_patch_not_switched_on_is
     assert refused["reason"] == "not granted"
     [start] = out.events("harness.start")
     assert start["builtins"] == ["Bash"]
+
+
+def test_codexs_shell_sandbox_and_hook_are_on_only_with_built_ins(tmp_path: Path) -> None:
+    harness = harness_for("codex")
+    base = HarnessInvocation(
+        prompt="p",
+        system_prompt="",
+        model="gpt-5.5",
+        work_dir=tmp_path / "w",
+        home_dir=tmp_path / "h",
+        skills_dir=None,
+        mcp_url="http://127.0.0.1:1/mcp",
+        mcp_token="t",
+        model_proxy_url="http://127.0.0.1:2",
+        model_token="k",
+    )
+    off = harness.argv(Path("codex"), base)
+    assert off[off.index("--sandbox") + 1] == "read-only"
+    assert "--dangerously-bypass-hook-trust" not in off
+    assert "features.shell_tool=false" in off and "features.hooks=true" not in off
+    assert not [p for p in harness.files(base) if p.name == "hooks.json"]
+    on = replace(
+        base,
+        native=NativeGrant(shell=True),
+        hook_command=hook_command(),
+        hook_url="http://127.0.0.1:3/hook",
+        hook_token="h",
+    )
+    argv = harness.argv(Path("codex"), on)
+    assert argv[argv.index("--sandbox") + 1] == "workspace-write"
+    assert "--dangerously-bypass-hook-trust" in argv
+    assert "features.shell_tool=true" in argv and "features.hooks=true" in argv
+    [hooks] = [v for p, v in harness.files(on).items() if p.name == "hooks.json"]
+    [entry] = json.loads(hooks)["hooks"]["PreToolUse"]
+    # apply_patch is matched even when file writes are off: the decision point refuses it.
+    assert entry["matcher"] == "^(apply_patch|Bash)$"
+    assert harness.env(on)["SWARMKIT_HOOK_TOKEN"] == "h"
