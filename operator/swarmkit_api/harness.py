@@ -205,7 +205,7 @@ class HarnessSpec(ApiModel):
 
 def required_capabilities(agent: AgentSpec, spec: HarnessSpec) -> list[str]:
     """What a harness needs to run ``agent`` as the node asks (sorted, no duplicates)."""
-    needed = {"final-answer", "usage", *spec.requires}
+    needed: set[str] = {"final-answer", "usage", *spec.requires}
     native = agent.native_tools
     served_natively = native is not None and (native.bash or native.file_io or native.web_search)
     # Skills reach every harness through the gateway (skill tools, load_skill and

@@ -48,7 +48,7 @@ def ask(body: bytes, url: str, token: str) -> str:
     )
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-            answer = response.read().decode("utf-8")
+            answer: str = response.read().decode("utf-8")
     except (OSError, urllib.error.URLError) as exc:
         return deny(f"the runner's decision point did not answer: {exc}")
     try:
