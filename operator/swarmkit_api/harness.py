@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final, Literal, get_args
 from pydantic import Field
 
 from .base import ApiModel
+from .common import Effects, PermissionTier
 
 if TYPE_CHECKING:
     from .agent import AgentSpec
@@ -69,6 +70,17 @@ Capability = Literal[
 ]
 CAPABILITIES: Final[tuple[str, ...]] = get_args(Capability)
 
+NativeClass = Literal["file-read", "file-write", "shell", "web"]
+#: The effects of a harness built-in tool per class, as its hook asks the runner's decision
+#: point: the tier of ``harness.builtinToolsPermission`` applies to them as to any tool's
+#: (``readonly`` allows only ``read``). A shell can do anything: its effects are unknown.
+NATIVE_EFFECTS: Final[dict[str, Effects]] = {
+    "file-read": "read",
+    "file-write": "write",
+    "shell": "unknown",
+    "web": "read",
+}
+
 
 @dataclass(frozen=True)
 class HarnessInfo:
@@ -98,7 +110,19 @@ HARNESSES: Final[dict[str, HarnessInfo]] = {
         version="2.1.332",
         bin="claude",
         wire_format="anthropic-messages",
-        capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+        capabilities=frozenset(
+            {
+                "final-answer",
+                "usage",
+                "mcp-tools",
+                # tests/unit/harness/test_builtin_hooks.py: its PreToolUse command hook asks
+                # before Read/Edit/Write/Bash, and its deny holds under --permission-mode dontAsk.
+                "tool-hook",
+                "native-file-read",
+                "native-file-write",
+                "native-shell",
+            }
+        ),
         # Bun reserves writable arenas it never touches: its MCP round trip dies under
         # RLIMIT_DATA=640Mi (an abort at start below ~560Mi) and completes at 670Mi.
         data_mib=768,
@@ -109,7 +133,22 @@ HARNESSES: Final[dict[str, HarnessInfo]] = {
         version="0.169.1",
         bin="codex",
         wire_format="openai-responses",
-        capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+        capabilities=frozenset(
+            {
+                "final-answer",
+                "usage",
+                "mcp-tools",
+                # tests/unit/harness/test_builtin_hooks.py: its PreToolUse hook asks before
+                # exec_command (as Bash) and apply_patch. It has no read-only file tool (it
+                # reads through its shell): no native-file-read, so fileIo is refused.
+                "tool-hook",
+                "native-shell",
+                "native-file-write",
+            }
+        ),
+        # A Rust binary: the MCP round trip completes under RLIMIT_DATA=159Mi and dies of a
+        # failed allocation at 143Mi (bench/bench_harness_data.py, test_data_limits.py).
+        data_mib=192,
     ),
     "gemini-cli": HarnessInfo(
         kind="gemini-cli",
@@ -118,6 +157,9 @@ HARNESSES: Final[dict[str, HarnessInfo]] = {
         bin="gemini",
         wire_format="gemini-generate-content",
         capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+        # Node.js: the MCP round trip completes under RLIMIT_DATA=286Mi and V8 aborts at
+        # 270Mi (bench/bench_harness_data.py, test_data_limits.py).
+        data_mib=384,
     ),
 }
 
@@ -145,6 +187,13 @@ class HarnessSpec(ApiModel):
         "the Agent's nativeTools reach the harness as the runner's own governed tools through "
         "the MCP gateway.",
     )
+    builtin_tools_permission: PermissionTier = Field(
+        default="cautious",
+        description="The permission tier of every built-in tool use the hook asks about: "
+        "open or cautious allow it (audited as tool.call), readonly allows only reads (file "
+        "reading; an edit is refused, audited as tool.refused; a shell is refused at "
+        "admission), strict asks a person per use (the Run parks for a Review).",
+    )
     timeout_seconds: int | None = Field(
         default=None,
         ge=10,
@@ -156,7 +205,7 @@ class HarnessSpec(ApiModel):
 
 def required_capabilities(agent: AgentSpec, spec: HarnessSpec) -> list[str]:
     """What a harness needs to run ``agent`` as the node asks (sorted, no duplicates)."""
-    needed = {"final-answer", "usage", *spec.requires}
+    needed: set[str] = {"final-answer", "usage", *spec.requires}
     native = agent.native_tools
     served_natively = native is not None and (native.bash or native.file_io or native.web_search)
     # Skills reach every harness through the gateway (skill tools, load_skill and
@@ -164,14 +213,48 @@ def required_capabilities(agent: AgentSpec, spec: HarnessSpec) -> list[str]:
     # for with ``requires``.
     if agent.tools or agent.skills or agent.flow_data_access or served_natively:
         needed.add("mcp-tools")
-    if native is not None and spec.builtin_tools:
-        if native.file_io:
-            needed |= {"native-file-read", "native-file-write", "tool-hook"}
-        if native.bash:
-            needed |= {"native-shell", "tool-hook"}
-        if native.web_search:
-            needed |= {"native-web", "tool-hook"}
+    if spec.builtin_tools:
+        classes = native_classes(agent)
+        needed |= {f"native-{c}" for c in classes}
+        if classes:
+            needed.add("tool-hook")
     return sorted(needed)
+
+
+def native_classes(agent: AgentSpec) -> list[str]:
+    """The built-in tool classes the Agent's ``nativeTools`` switch on (file edits need
+    file reading: an edit has to see the file)."""
+    native = agent.native_tools
+    if native is None:
+        return []
+    classes: list[str] = []
+    if native.file_io:
+        classes += ["file-read", "file-write"]
+    if native.bash:
+        classes.append("shell")
+    if native.web_search:
+        classes.append("web")
+    return classes
+
+
+def builtin_tier_problem(spec: HarnessSpec, agent: AgentSpec, field: str) -> str | None:
+    """Why the node's tier forbids a built-in class it switches on outright (a readonly tier
+    and a shell: every use would be refused), or None. A class with some read uses (file
+    I/O) is admitted: its writes are refused call by call, each audited."""
+    if not spec.builtin_tools or spec.builtin_tools_permission != "readonly":
+        return None
+    # A write class comes with its read class (fileIo); a class of unknown effects has no
+    # use a readonly tier allows.
+    never = [c for c in native_classes(agent) if NATIVE_EFFECTS[c] == "unknown"]
+    if not never:
+        return None
+    return (
+        f"{field}.builtinToolsPermission: readonly allows only reads, and the Agent's "
+        f"nativeTools switch on {', '.join(never)} (effects "
+        f"{', '.join(NATIVE_EFFECTS[c] for c in never)}) as built-in tools: every use would "
+        "be refused; switch it off in the Agent, set builtinTools: false (the runner's "
+        "governed tool instead) or choose another tier"
+    )
 
 
 def agent_provider(agent: AgentSpec, providers: list[ModelProvider]) -> ModelProvider | None:
@@ -204,6 +287,9 @@ def harness_problem(
                 f"{field}.kind: {spec.kind} needs a model provider speaking {info.wire_format}; "
                 f"provider {provider.name} is of type {provider.type} ({', '.join(speaks)})"
             )
+    tier_problem = builtin_tier_problem(spec, agent, field)
+    if tier_problem is not None:
+        return tier_problem
     missing = [c for c in required_capabilities(agent, spec) if c not in info.capabilities]
     if missing:
         return (
@@ -217,14 +303,18 @@ __all__ = [
     "CAPABILITIES",
     "HARNESSES",
     "HARNESS_KINDS",
+    "NATIVE_EFFECTS",
     "PROVIDER_WIRE_FORMATS",
     "PROXIED_WIRE_FORMATS",
     "Capability",
     "HarnessInfo",
     "HarnessKind",
     "HarnessSpec",
+    "NativeClass",
     "WireFormat",
     "agent_provider",
+    "builtin_tier_problem",
     "harness_problem",
+    "native_classes",
     "required_capabilities",
 ]

@@ -7,14 +7,17 @@ server on the host (Anthropic Messages, streamed). A granted tool's result reach
 Run's output; a strict tool parks the Run for a Review a person decides (both ways); the
 provider key is nowhere but between the proxy and the model server; usage is counted once.
 Codex and Gemini CLI run the same Run through the proxy's Responses / Gemini dialects. A
-512Mi pod on the process node (a data rlimit there) ends HarnessFailed saying so. Also
-admission: a harness whose provider speaks another wire format is refused.
+512Mi pod on the process node (a data rlimit there) ends HarnessFailed saying so. Claude
+Code's own Write (``builtinTools``) is asked of the runner through its PreToolUse hook:
+denied under a readonly tier, run under cautious, a Review under strict. Also admission: a
+harness whose provider speaks another wire format is refused.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -122,6 +125,8 @@ def setup(
     provider_type: str | None = None,
     memory: str = HARNESS_MEMORY,
     kind: str = "claude-code",
+    native: dict[str, bool] | None = None,
+    harness: dict[str, Any] | None = None,
 ) -> None:
     own_type, base, model_name = KINDS[kind]
     kube.core.create_namespaced_secret(
@@ -179,6 +184,7 @@ def setup(
                 "model": {"provider": "claude", "name": model_name, "maxTokens": 4096},
                 "systemPrompt": "You prepare releases.",
                 "skills": ["notes", "ship"],
+                **({"nativeTools": native} if native else {}),
             },
         ),
     )
@@ -196,7 +202,7 @@ def setup(
                         "name": "coder",
                         "role": "root",
                         "agentRef": {"name": "coder"},
-                        "harness": {"kind": kind, "timeoutSeconds": 300},
+                        "harness": {"kind": kind, "timeoutSeconds": 300, **(harness or {})},
                     }
                 ],
             },
@@ -321,3 +327,61 @@ def test_a_pod_memory_limit_below_what_the_cli_maps_fails_saying_so(
     assert "data rlimit of 512 MiB" in cond["message"], cond["message"]
     assert "spec.runtime.resources.limits.memory" in cond["message"]
     assert model.requests == []
+
+
+def write_in_its_work_dir(request: RecordedRequest) -> Reply:
+    """Ask for Claude Code's Write of ``notes.txt`` in its working directory (named in the
+    context it sends), then answer with what the tool said."""
+    results = tool_results(request)
+    if results:
+        return text(f"Write said: {results[0]}")
+    found = re.search(r"Primary working directory: (/[^\s\\]+)", json.dumps(request.body))
+    if found is None or "Write" not in request.tool_names:
+        return text("no Write offered")
+    return tool_call("Write", file_path=f"{found.group(1)}/notes.txt", content=SAID)
+
+
+def pod_events(cluster: LocalCluster, ns: str, run: dict[str, Any]) -> list[dict[str, Any]]:
+    log = pod_log(cluster, ns, run["status"]["jobName"])
+    return [json.loads(x) for x in log.splitlines() if x.startswith("{")]
+
+
+@pytest.mark.usefixtures("review_admission")
+@pytest.mark.parametrize("tier", ["readonly", "cautious", "strict"])
+def test_a_built_in_write_is_decided_by_the_nodes_tier(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    tier: str,
+) -> None:
+    ns = namespace
+    harness = {"builtinTools": True, "builtinToolsPermission": tier}
+    setup(kube, ns, model, native={"fileIo": True}, harness=harness)
+    bind_people(cluster, ns)
+    model.default = write_in_its_work_dir
+    wait_ready(kube, ns, "Topology", "release")
+    create(kube, ns, run_manifest("write-1", "release", input="Write the notes.", timeout=300))
+    if tier == "strict":
+        wait_run(kube, ns, "write-1", reason_is("AwaitingReview"), operator=operator, timeout=300)
+        review = parked_review(kube, ns, "write-1")
+        assert review["spec"]["request"]["kind"] == "approval"
+        assert "Write" in json.dumps(review["spec"]["request"])
+        done = decide(cluster, ns, review["metadata"]["name"], "alice", "approve")
+        assert done.returncode == 0, done.stderr
+    run = wait_run(kube, ns, "write-1", finished, operator=operator, timeout=300)
+    cond = succeeded(run)
+    assert cond is not None and cond["reason"] == "Succeeded", json.dumps(run.get("status"))
+    output = run["status"]["output"]
+    events = pod_events(cluster, ns, run)
+    writes = [e for e in events if e.get("tool") == "Write" and e["event"].startswith("tool.")]
+    if tier == "readonly":
+        assert "ReadOnlyTier" in output or "readonly" in output, output
+        [refused] = writes
+        assert (refused["event"], refused["reason"]) == ("tool.refused", "ReadOnlyTier")
+    else:
+        assert "created successfully" in output, output
+        [call] = writes
+        assert (call["event"], call["outcome"], call["tier"]) == ("tool.call", "ok", tier)
+        assert (call["kind"], call["effects"]) == ("native", "write")

@@ -400,6 +400,7 @@ def _responses_output(
     calls: list[tuple[str, dict[str, Any]]],
     status: str,
     searchable: bool,
+    custom: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     output: list[dict[str, Any]] = []
     said = reply.refusal if reply.refusal is not None else reply.text
@@ -414,17 +415,28 @@ def _responses_output(
             }
         )
     for i, (name, args) in enumerate(calls):
-        output.append({**_responses_call(n, i, name, args, searchable), "status": status})
+        call = _responses_call(n, i, name, args, searchable, custom)
+        output.append(call if call["type"] == "custom_tool_call" else {**call, "status": status})
     return output
 
 
 def _responses_call(
-    n: int, i: int, name: str, args: dict[str, Any], searchable: bool
+    n: int,
+    i: int,
+    name: str,
+    args: dict[str, Any],
+    searchable: bool,
+    custom: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The output item of call ``i``: a ``tool_search_call`` the client runs (when the
-    request offered ``tool_search``), or a ``function_call`` (``<namespace>.<name>`` is a
-    namespaced tool: function names cannot hold a dot)."""
+    request offered ``tool_search``), a ``custom_tool_call`` of a freeform tool the request
+    offered (its text is ``args["input"]``), or a ``function_call`` (``<namespace>.<name>``
+    is a namespaced tool: function names cannot hold a dot)."""
     call_id = f"call_{n}_{i}"
+    if name in custom:
+        text = str(args.get("input", ""))
+        item = {"id": f"ctc_{n}_{i}", "type": "custom_tool_call", "call_id": call_id}
+        return {**item, "name": name, "input": text}
     if name == "tool_search" and searchable:
         return {
             "id": f"ts_{n}_{i}",
@@ -440,6 +452,14 @@ def _responses_call(
         "arguments": json.dumps(args),
         **({"namespace": namespace} if namespace else {}),
     }
+
+
+def _custom(request: dict[str, Any]) -> frozenset[str]:
+    """The freeform (``type: custom``) tools the request offered."""
+    tools = request.get("tools") or []
+    return frozenset(
+        str(t.get("name")) for t in tools if isinstance(t, dict) and t.get("type") == "custom"
+    )
 
 
 def _searchable(request: dict[str, Any]) -> bool:
@@ -481,7 +501,7 @@ def responses_object(
         "instructions": request.get("instructions"),
         "model": model,
         "output": (
-            _responses_output(n, reply, calls, "completed", _searchable(request))
+            _responses_output(n, reply, calls, "completed", _searchable(request), _custom(request))
             if done and not error
             else []
         ),
@@ -534,7 +554,7 @@ def responses_events(
             return  # the stream ended in an ``error`` event
         index = 1
     for i, (name, args) in enumerate(calls):
-        item = _responses_call(n, i, name, args, _searchable(request))
+        item = _responses_call(n, i, name, args, _searchable(request), _custom(request))
         yield from _responses_call_events(item, index + i, event)
     final = responses_object(n, model, reply, calls, request)
     kind = "response.completed" if final["status"] == "completed" else "response.incomplete"
@@ -596,6 +616,10 @@ def _responses_call_events(
         for part in (encoded[:half], encoded[half:]):
             yield event("response.function_call_arguments.delta", **at, delta=part)
         yield event("response.function_call_arguments.done", **at, arguments=encoded)
+    elif item["type"] == "custom_tool_call":  # it has no status
+        yield event("response.output_item.added", output_index=index, item=item)
+        yield event("response.output_item.done", output_index=index, item=item)
+        return
     else:
         added = {**item, "status": "in_progress"}
         yield event("response.output_item.added", output_index=index, item=added)

@@ -163,9 +163,9 @@ class RecordedRequest:
             tail: list[tuple[str, bool]] = []
             for item in reversed(items if isinstance(items, list) else []):
                 kind = item.get("type") if isinstance(item, dict) else None
-                if kind == "function_call":
+                if kind in ("function_call", "custom_tool_call"):
                     continue
-                if kind != "function_call_output":
+                if kind not in ("function_call_output", "custom_tool_call_output"):
                     break
                 content = _responses_text(item.get("output"))
                 tail.append((content, content.startswith("ERROR: ")))

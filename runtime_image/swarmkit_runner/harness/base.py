@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from swarmkit_api.conditions import (
     REASON_HARNESS_ASKED_QUESTION,
@@ -55,6 +55,12 @@ class NativeGrant:
     def any(self) -> bool:
         return self.file_read or self.file_write or self.shell or self.web
 
+    @classmethod
+    def of(cls, classes: Iterable[str]) -> NativeGrant:
+        """The grant of these classes (:func:`swarmkit_api.harness.native_classes`)."""
+        on = set(classes)
+        return cls("file-read" in on, "file-write" in on, "shell" in on, "web" in on)
+
 
 @dataclass(frozen=True)
 class NativeToolNames:
@@ -83,6 +89,19 @@ class NativeToolNames:
     def every(self) -> tuple[str, ...]:
         return (*self.file_read, *self.file_write, *self.shell, *self.web)
 
+    def class_of(self, tool: str) -> str | None:
+        """The class (``file-read``, ``file-write``, ``shell``, ``web``) of built-in ``tool``,
+        or None when it is none of them (the decision point refuses it)."""
+        for name, tools in (
+            ("file-read", self.file_read),
+            ("file-write", self.file_write),
+            ("shell", self.shell),
+            ("web", self.web),
+        ):
+            if tool in tools:
+                return name
+        return None
+
 
 @dataclass(frozen=True)
 class HarnessInvocation:
@@ -104,8 +123,11 @@ class HarnessInvocation:
     model_proxy_url: str
     model_token: str
     native: NativeGrant = NativeGrant()
-    #: argv of the pre-tool-use hook (reads the hook JSON on stdin, prints the decision).
+    #: argv of the pre-tool-use hook (reads the hook JSON on stdin, prints the decision),
+    #: and the decision point it asks (``http://127.0.0.1:<port>/hook``) with its bearer.
     hook_command: tuple[str, ...] = ()
+    hook_url: str = ""
+    hook_token: str = ""
     #: Model turns the harness may take (the Agent's maxSteps, capped by governance).
     max_turns: int = 50
     #: The name the gateway has in the harness's MCP config (tools appear as
@@ -173,11 +195,26 @@ def json_lines(lines: Iterable[str]) -> Iterable[dict[str, Any]]:
             yield value
 
 
+#: The env vars the hook command reads the decision point's URL and bearer from.
+HOOK_URL_ENV = "SWARMKIT_HOOK_URL"
+HOOK_TOKEN_ENV = "SWARMKIT_HOOK_TOKEN"
+
+
+def hook_env(inv: HarnessInvocation) -> dict[str, str]:
+    """What a harness's environment adds for its hook command (nothing without one)."""
+    if not inv.hook_command or not inv.native.any:
+        return {}
+    return {HOOK_URL_ENV: inv.hook_url, HOOK_TOKEN_ENV: inv.hook_token}
+
+
 class Harness(ABC):
     """One harness kind: how to start it and how to read its events (stateless)."""
 
     #: Its row of :data:`swarmkit_api.harness.HARNESSES`.
     info: HarnessInfo
+    #: Its own names for its built-in tools (None: it has no hook wired, so none is ever
+    #: switched on; admission refuses ``builtinTools`` by its capabilities first).
+    native_names: ClassVar[NativeToolNames | None] = None
 
     def executable(self, install_dir: Path) -> Path:
         """The CLI inside an npm install (``<dir>/node_modules/.bin/<bin>``)."""
@@ -212,5 +249,7 @@ __all__ = [
     "HarnessToolCall",
     "HarnessUsage",
     "NativeGrant",
+    "NativeToolNames",
+    "hook_env",
     "json_lines",
 ]

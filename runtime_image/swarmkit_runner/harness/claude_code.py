@@ -13,10 +13,11 @@ How the Agent's grants become Claude Code's controls:
   WebFetch); ``""`` switches every built-in off, AskUserQuestion included (a harness node has
   nobody to ask: a question ends it ``HarnessAskedQuestion``);
 * ``--permission-mode dontAsk --permission-prompts none`` never waits for a person at a
-  terminal: what is not allowed is denied. With built-ins switched on, the ``PreToolUse``
-  hook (``--settings``) runs ``hook_command`` before each built-in tool use; the runner's
-  decision point behind it is not built yet, so admission refuses ``builtinTools`` for
-  Claude Code (its conformance test does not show ``tool-hook``);
+  terminal: what is not allowed is denied. With built-ins switched on, none of them is in
+  ``--allowedTools``: the ``PreToolUse`` command hook (``--settings``, matching exactly the
+  granted built-ins) runs ``hook_command`` before each use, which asks the runner's
+  decision point (:mod:`.hooks`) and answers ``allow`` or ``deny``; a use the hook did not
+  allow is denied by ``dontAsk`` (fail closed);
 * offline: no auto-update, telemetry, error reporting or other non-essential traffic.
 
 Its stream-json events (``system``/``init``, ``assistant``, ``user``, ``result``, …) map to a
@@ -30,7 +31,7 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from swarmkit_api.harness import HARNESSES, HarnessInfo
 
@@ -44,6 +45,7 @@ from .base import (
     HarnessToolCall,
     HarnessUsage,
     NativeToolNames,
+    hook_env,
     json_lines,
 )
 
@@ -78,6 +80,9 @@ IGNORED_EVENTS: Final = frozenset(
         "prompt_suggestion",
     }
 )
+#: Seconds Claude Code waits for its PreToolUse hook (the decision point answers at once:
+#: a use that needs a person parks the Run and stops the harness).
+HOOK_TIMEOUT_S: Final = 600
 #: Seconds Claude Code waits for one MCP tool call (a call waiting for a Review may be long).
 MCP_TOOL_TIMEOUT_MS: Final = 3_600_000
 
@@ -107,6 +112,7 @@ class ClaudeCode(Harness):
     """Claude Code's controls and events (see the module docstring)."""
 
     info: HarnessInfo = HARNESSES["claude-code"]
+    native_names: ClassVar[NativeToolNames | None] = NATIVE_TOOLS
 
     def settings_path(self, inv: HarnessInvocation) -> Path:
         return inv.home_dir / "swarmkit-settings.json"
@@ -166,6 +172,7 @@ class ClaudeCode(Harness):
             "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
             "IS_SANDBOX": "1",
             "CI": "1",
+            **hook_env(inv),
         }
 
     def files(self, inv: HarnessInvocation) -> dict[Path, str]:
@@ -188,7 +195,13 @@ class ClaudeCode(Harness):
                 "PreToolUse": [
                     {
                         "matcher": "|".join(NATIVE_TOOLS.granted(inv.native)),
-                        "hooks": [{"type": "command", "command": _shell_join(inv.hook_command)}],
+                        "hooks": [
+                            {
+                                "type": "command",
+                                "command": shlex.join(inv.hook_command),
+                                "timeout": HOOK_TIMEOUT_S,
+                            }
+                        ],
                     }
                 ]
             }
@@ -199,10 +212,6 @@ class ClaudeCode(Harness):
 
     def parse_events(self, lines: Iterable[str]) -> HarnessOutcome:
         return _Reader().read(lines)
-
-
-def _shell_join(argv: tuple[str, ...]) -> str:
-    return " ".join(shlex.quote(a) for a in argv)
 
 
 class _Reader:

@@ -13,10 +13,15 @@ on the command line, which wins over config files; ``--ignore-user-config`` skip
   terminal because the gateway itself enforces grants, tiers and reviews on every call.
   Codex 0.169 defers MCP tools: the model finds them with its ``tool_search`` tool and calls
   them as ``mcp__<server>.<tool>``;
-* built-in tools: all off (``features.shell_tool``, ``unified_exec``, ``apply_patch_freeform``,
-  ``view_image``, ``web_search``, multi-agent, goals), ``--sandbox read-only`` and
-  ``approval_policy = "never"``: Codex never waits for an approval. Its ``PreToolUse`` hook is
-  not wired yet, so no ``native-*`` capability is listed for it (admission refuses them);
+* built-in tools: all off (``features.shell_tool``, ``unified_exec``, ``view_image``,
+  ``web_search``, multi-agent, goals), ``--sandbox read-only`` and
+  ``approval_policy = "never"``: Codex never waits for an approval. With built-ins switched
+  on (``bash``: its shell), ``features.shell_tool`` and ``features.hooks`` are on, the
+  sandbox is ``workspace-write``, and ``$CODEX_HOME/hooks.json`` holds a ``PreToolUse``
+  command hook matching every built-in (``Bash`` is its ``exec_command``, and
+  ``apply_patch``, which 0.169.1 offers whatever the config says): each use asks the
+  runner's decision point (:mod:`.hooks`). ``--dangerously-bypass-hook-trust`` runs that
+  hook, the runner's own, without a persisted trust record (unreviewed hooks are skipped);
 * offline: no plugins sync (on, it runs ``git ls-remote`` against github.com at start-up),
   no analytics or feedback upload, no update check, no session files (``--ephemeral``).
 
@@ -28,10 +33,11 @@ Its JSONL events (``thread.*``, ``turn.*``, ``item.*``, ``error``) map to a
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from swarmkit_api.harness import HARNESSES, HarnessInfo
 
@@ -44,6 +50,8 @@ from .base import (
     HarnessOutcome,
     HarnessToolCall,
     HarnessUsage,
+    NativeToolNames,
+    hook_env,
     json_lines,
 )
 
@@ -54,6 +62,17 @@ MCP_TOKEN_ENV: Final = "SWARMKIT_MCP_TOKEN"
 PROVIDER_ID: Final = "swarmkit"
 #: Seconds Codex waits for one MCP tool call (a call waiting for a Review may be long).
 MCP_TOOL_TIMEOUT_S: Final = 3600
+#: Codex's built-in tools as its PreToolUse hook names them: ``exec_command`` is ``Bash``,
+#: ``apply_patch`` itself. It has no tool that only reads (it reads through its shell), so it
+#: shows no ``native-file-read`` and admission refuses ``fileIo`` as a built-in for it.
+NATIVE_TOOLS: Final = NativeToolNames(
+    file_read=(), file_write=("apply_patch",), shell=("Bash",), web=()
+)
+#: The hooks file it reads from ``CODEX_HOME`` (``--ignore-user-config`` skips only
+#: ``config.toml``).
+HOOKS_FILE: Final = "hooks.json"
+#: Seconds Codex waits for the hook (the decision point answers at once; see hooks.py).
+HOOK_TIMEOUT_S: Final = 600
 #: Top-level event types of ``codex exec --json`` (exec_events.rs).
 EVENTS: Final = frozenset(
     {
@@ -112,6 +131,12 @@ class Codex(Harness):
     """Codex's controls and events (see the module docstring)."""
 
     info: HarnessInfo = HARNESSES["codex"]
+    native_names: ClassVar[NativeToolNames | None] = NATIVE_TOOLS
+
+    @staticmethod
+    def hooked(inv: HarnessInvocation) -> bool:
+        """Whether built-ins are on, each use asked through the PreToolUse hook."""
+        return bool(inv.hook_command) and inv.native.any
 
     def overrides(self, inv: HarnessInvocation) -> list[tuple[str, object]]:
         """The ``-c`` overrides (key, value) in the order they are passed."""
@@ -135,7 +160,10 @@ class Codex(Harness):
             ("analytics.enabled", False),
             ("feedback.enabled", False),
         ]
-        settings += [(f"features.{name}", False) for name in FEATURES_OFF]
+        shell = self.hooked(inv) and inv.native.shell
+        settings += [(f"features.{name}", shell and name == "shell_tool") for name in FEATURES_OFF]
+        if self.hooked(inv):
+            settings.append(("features.hooks", True))
         if inv.system_prompt:
             settings.append(("developer_instructions", inv.system_prompt))
         return settings
@@ -150,13 +178,23 @@ class Codex(Harness):
             "--ignore-user-config",
             "--ignore-rules",
             "--sandbox",
-            "read-only",
+            self.sandbox(inv),
             "--cd",
             str(inv.work_dir),
         ]
+        if self.hooked(inv):
+            # The one hook is the runner's own (written by files() into CODEX_HOME, an
+            # emptyDir): there is no person to review it at start-up.
+            argv.append("--dangerously-bypass-hook-trust")
         for key, value in self.overrides(inv):
             argv += ["-c", f"{key}={_toml(value)}"]
         return [*argv, "--", inv.prompt]
+
+    def sandbox(self, inv: HarnessInvocation) -> str:
+        """``workspace-write`` (its cwd and TMPDIR, no network) once an allowed shell or
+        patch may write; otherwise ``read-only``."""
+        writes = self.hooked(inv) and (inv.native.shell or inv.native.file_write)
+        return "workspace-write" if writes else "read-only"
 
     def env(self, inv: HarnessInvocation) -> dict[str, str]:
         return {
@@ -167,11 +205,25 @@ class Codex(Harness):
             MODEL_TOKEN_ENV: inv.model_token,
             MCP_TOKEN_ENV: inv.mcp_token,
             "NO_COLOR": "1",
+            **hook_env(inv),
         }
 
     def files(self, inv: HarnessInvocation) -> dict[Path, str]:
-        # CODEX_HOME must exist; nothing in it is read (--ignore-user-config).
-        return {inv.home_dir / ".codex" / "README": "config comes from the command line\n"}
+        # CODEX_HOME must exist; its config.toml is not read (--ignore-user-config).
+        home = inv.home_dir / ".codex"
+        files = {home / "README": "config comes from the command line\n"}
+        if self.hooked(inv):
+            # Every built-in is matched, granted or not (apply_patch is offered whatever the
+            # config says): one not switched on is refused by the decision point.
+            hook = {
+                "type": "command",
+                "command": shlex.join(inv.hook_command),
+                "timeout": HOOK_TIMEOUT_S,
+            }
+            matcher = "^(" + "|".join(NATIVE_TOOLS.every) + ")$"
+            hooks = {"hooks": {"PreToolUse": [{"matcher": matcher, "hooks": [hook]}]}}
+            files[home / HOOKS_FILE] = json.dumps(hooks, indent=2)
+        return files
 
     def parse_events(self, lines: Iterable[str]) -> HarnessOutcome:
         return _Reader().read(lines)
@@ -291,4 +343,4 @@ def _failed(outcome: HarnessOutcome, reason: str, message: str) -> HarnessOutcom
     return replace(outcome, error_reason=reason, error_message=message[:1000])
 
 
-__all__ = ["Codex"]
+__all__ = ["NATIVE_TOOLS", "Codex"]

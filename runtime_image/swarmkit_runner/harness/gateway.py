@@ -8,6 +8,11 @@ audit stream (with the Run's correlation id), child Runs of agent skills are the
 children, and the MCP servers are the Run's (started and closed by the Run). Its one token
 is random per node and lives only in the harness's MCP config.
 
+The harness's own built-in tools, when the node switches them on, are a second session
+over the same context, never listed over MCP: its pre-tool-use hook asks
+:meth:`RunGateway.decide_builtin` (through :mod:`.hooks`), which governs a use exactly as a
+call (grant, tier, audit, journal, Review) and answers whether the harness may run it.
+
 A call that would end the Run (a ``strict`` tier without approval, an escalation, a limit)
 is answered as a tool error and ends the node (:attr:`RunGateway.ended`, :attr:`stop`): the
 Run parks for the Review as a model node's does. Each call is a journal effect keyed by its
@@ -25,12 +30,14 @@ import json
 from collections import Counter, OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from ..catalog import ToolEntry
+from ..catalog import ToolCatalog, ToolEntry
 from ..errors import RunEnded
 from ..gateway import Gateway, Session, listed_name
 from ..toolset import agent_catalog
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import mcp_types
 
     from swarmkit_api.bundle import BundleAgent
@@ -49,7 +56,14 @@ class _NotRecorded(Exception):
 class RunGateway(Gateway):
     """:class:`..gateway.Gateway` over a running Run's context (one session, one token)."""
 
-    def __init__(self, ctx: RunContext, agent: BundleAgent, token: str, node: str) -> None:
+    def __init__(
+        self,
+        ctx: RunContext,
+        agent: BundleAgent,
+        token: str,
+        node: str,
+        builtins: Iterable[ToolEntry] = (),
+    ) -> None:
         # Not Gateway.__init__: no gateway bundle, no MCP servers of its own, no Review API.
         self.bundle = ctx.bundle
         self.agent = agent
@@ -65,6 +79,19 @@ class RunGateway(Gateway):
         tools: dict[str, ToolEntry] = {listed_name(e, self.bundle): e for e in catalog.entries()}
         self._session = Session(
             "run", "harness", ctx.bundle.run.correlation_id, ctx, catalog, tools
+        )
+        # The harness's own built-ins, asked through its hook (:mod:`.hooks`): a session of
+        # their own over the same context, never listed over MCP.
+        builtin_catalog = ToolCatalog(agent.name, ctx.audit, ctx.stats)
+        for entry in builtins:
+            builtin_catalog.add(entry)
+        self._builtins = Session(
+            "run",
+            "harness-hook",
+            ctx.bundle.run.correlation_id,
+            ctx,
+            builtin_catalog,
+            {e.name: e for e in builtin_catalog.entries()},
         )
         self.node = node
         #: What ended the node from a call (a park for a Review, a limit), if anything.
@@ -112,6 +139,13 @@ class RunGateway(Gateway):
                 )
             except _NotRecorded as exc:
                 return exc.result
+
+    async def decide_builtin(
+        self, tool: str, arguments: dict[str, Any]
+    ) -> mcp_types.CallToolResult:
+        """One use of the harness's built-in ``tool``, governed like a call (an error result:
+        refused, or the node is ending)."""
+        return await self.call_tool(self._builtins, tool, arguments)
 
     def run_ended(self, exc: RunEnded) -> None:
         if self.ended is None:

@@ -14,8 +14,9 @@ How the Agent's grants become Gemini CLI's controls:
   of them today: no ``native-*`` capability is listed for gemini-cli yet; ``tools.core``
   cannot be used, it hides MCP tools as well); ``--approval-mode default`` in headless mode
   never waits for a person (a tool that would ask is refused). Its ``BeforeTool`` hook and
-  the Agent Client Protocol's ``session/request_permission`` (``--acp``) are where a
-  decision point would plug in (not wired yet);
+  the Agent Client Protocol's ``session/request_permission`` (``--acp``) are where the
+  runner's decision point (:mod:`.hooks`) would plug in: not wired, so gemini-cli shows no
+  ``tool-hook`` and admission refuses ``builtinTools`` for it (the how-to says why);
 * offline: no usage statistics, telemetry, auto-update or update nag; the workspace is
   trusted for the session (``--skip-trust``) so headless mode runs.
 

@@ -6,7 +6,9 @@
 1. a work dir and a HOME under the pod's scratch ``emptyDir`` (``<scratch>/harness/<node>``),
    the granted skills laid out where the harness looks for them (``<work>/.claude/skills``);
 2. the model proxy (:mod:`.proxy`) and the governed MCP gateway (:mod:`.gateway`) on
-   ``127.0.0.1``, each with its own random per-node token;
+   ``127.0.0.1``, each with its own random per-node token, and, when the node switches
+   built-in tools on (``builtinTools``), the decision point its pre-tool-use hook asks
+   (:mod:`.hooks`, a third token);
 3. the CLI (:data:`HARNESS_DIR`, installed from the pinned lockfile) with only the
    environment its :class:`.base.Harness` builds (none of the runner's: no Secret value),
    in its own process group; every JSON line it prints is kept as a ``harness.event``
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from swarmkit_api.harness import HarnessSpec
+from swarmkit_api.harness import HarnessSpec, native_classes
 
 from ..bundle import provider_for
 from ..errors import HarnessEnded, StartupError
@@ -45,8 +47,10 @@ from .base import (
     Harness,
     HarnessInvocation,
     HarnessOutcome,
+    NativeGrant,
 )
 from .gateway import RunGateway
+from .hooks import HOOK_PATH, builtin_entries, hook_app, hook_command
 from .proxy import DIALECTS, Dialect, ModelProxy
 
 if TYPE_CHECKING:
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
     import uvicorn
     from starlette.applications import Starlette
 
+    from ..catalog import ToolEntry
     from ..context import RunContext
     from ..position import AgentPosition
 
@@ -328,6 +333,38 @@ def _audit_end(
     )
 
 
+def _directories(ctx: RunContext, node: str) -> tuple[Path, Path]:
+    """The harness's work dir and HOME (with its TMPDIR) on the pod's scratch ``emptyDir``."""
+    root = ctx.paths.scratch / "harness" / node
+    work, home = root / "work", root / "home"
+    for directory in (work, home, home / "tmp"):
+        directory.mkdir(parents=True, exist_ok=True)
+    return work, home
+
+
+def _max_turns(ctx: RunContext, position: AgentPosition) -> int:
+    """Model turns the harness may take: the Agent's maxSteps, capped by governance."""
+    turns = ctx.bundle.governance.max_steps_per_agent
+    steps = position.agent.spec.max_steps
+    return turns if steps is None else min(turns, steps)
+
+
+def _builtins(
+    ctx: RunContext, position: AgentPosition, harness: Harness
+) -> tuple[NativeGrant, list[ToolEntry]]:
+    """The built-ins switched on (``harness.builtinTools`` and the Agent's ``nativeTools``)
+    and their entries for the decision point (:mod:`.hooks`); none when its hook is not
+    wired (admission refuses such a node by the harness's capabilities)."""
+    assert position.node is not None and position.node.harness is not None
+    spec = position.node.harness
+    names = harness.native_names
+    if not spec.builtin_tools or names is None:
+        return NativeGrant(), []
+    native = NativeGrant.of(native_classes(position.agent.spec))
+    tier = spec.builtin_tools_permission
+    return native, builtin_entries(ctx, position.agent, names, native, tier)
+
+
 async def run_harness(ctx: RunContext, position: AgentPosition, task: str, depth: int) -> str:
     """Run ``position``'s harness on ``task``; its final answer (see the module docstring)."""
     assert position.node is not None and position.node.harness is not None
@@ -336,14 +373,13 @@ async def run_harness(ctx: RunContext, position: AgentPosition, task: str, depth
     harness = harness_for(spec.kind)
     config = provider_for(ctx.bundle, agent)
     model = (agent.spec.model.name if agent.spec.model else None) or config.default_model or ""
-    root = ctx.paths.scratch / "harness" / position.node.name
-    work, home = root / "work", root / "home"
-    for directory in (work, home, home / "tmp"):
-        directory.mkdir(parents=True, exist_ok=True)
+    work, home = _directories(ctx, position.node.name)
     skills_dir = work / ".claude" / "skills"
     laid = lay_out_skills(ctx, position, skills_dir)
     gateway_token = token_source.token_urlsafe(32)
-    gateway = RunGateway(ctx, agent, gateway_token, position.node.name)
+    native, builtins = _builtins(ctx, position, harness)
+    gateway = RunGateway(ctx, agent, gateway_token, position.node.name, builtins)
+    hook_token = token_source.token_urlsafe(32)
     proxy = ModelProxy(
         ctx,
         agent.name,
@@ -355,11 +391,10 @@ async def run_harness(ctx: RunContext, position: AgentPosition, task: str, depth
     )
     from ..gateway_app import MCP_PATH, build_app
 
-    servers, (proxy_port, gateway_port) = await _serve([proxy.app(), build_app(gateway)])
-    governance = ctx.bundle.governance
-    max_turns = governance.max_steps_per_agent
-    if agent.spec.max_steps is not None:
-        max_turns = min(max_turns, agent.spec.max_steps)
+    apps = [proxy.app(), build_app(gateway)]
+    if builtins:
+        apps.append(hook_app(gateway, hook_token))
+    servers, ports = await _serve(apps)
     inv = HarnessInvocation(
         prompt=task,
         system_prompt=agent.spec.system_prompt,
@@ -367,15 +402,19 @@ async def run_harness(ctx: RunContext, position: AgentPosition, task: str, depth
         work_dir=work,
         home_dir=home,
         skills_dir=skills_dir if laid else None,
-        mcp_url=f"http://127.0.0.1:{gateway_port}{MCP_PATH}",
+        mcp_url=f"http://127.0.0.1:{ports[1]}{MCP_PATH}",
         mcp_token=gateway_token,
-        model_proxy_url=f"http://127.0.0.1:{proxy_port}",
+        model_proxy_url=f"http://127.0.0.1:{ports[0]}",
         model_token=proxy.token,
-        max_turns=max_turns,
+        max_turns=_max_turns(ctx, position),
+        native=native,
+        hook_command=hook_command() if builtins else (),
+        hook_url=f"http://127.0.0.1:{ports[-1]}{HOOK_PATH}" if builtins else "",
+        hook_token=hook_token,
     )
-    # Both tokens are scrubbed like Secret values wherever the harness may echo them.
-    ctx.secrets.remember(proxy.token)
-    ctx.secrets.remember(gateway_token)
+    # The tokens are scrubbed like Secret values wherever the harness may echo them.
+    for token in (proxy.token, gateway_token, hook_token):
+        ctx.secrets.remember(token)
     timeout = node_timeout(ctx, spec)
     transcript = _Transcript(ctx, agent.name, position.node.name)
     ctx.audit.emit(
@@ -387,6 +426,7 @@ async def run_harness(ctx: RunContext, position: AgentPosition, task: str, depth
         version=harness.info.version,
         model=model,
         tools=gateway.tool_names,
+        builtins=[e.name for e in builtins] or None,
         skills=laid or None,
         timeout_s=timeout,
     )

@@ -86,16 +86,61 @@ def test_every_harness_speaks_a_wire_format_the_proxy_forwards() -> None:
     assert set(DIALECTS) == set(PROXIED_WIRE_FORMATS)
 
 
-def test_a_capability_the_conformance_test_has_not_shown_is_refused() -> None:
-    assert "native-shell" not in HARNESSES["claude-code"].capabilities
-    agent = {"nativeTools": {"bash": True}}
+@pytest.mark.parametrize(
+    ("kind", "provider", "native", "missing"),
+    [
+        ("codex", "openai", {"fileIo": True}, ["native-file-read"]),
+        ("gemini-cli", "gemini", {"fileIo": True}, ["native-file-read", "tool-hook"]),
+        ("claude-code", "anthropic", {"webSearch": True}, ["native-web"]),
+    ],
+)
+def test_a_capability_the_conformance_test_has_not_shown_is_refused(
+    kind: str, provider: str, native: dict[str, bool], missing: list[str]
+) -> None:
     verdicts = resolve(
-        topology({"kind": "claude-code", "builtinTools": True}), agent, workspace("anthropic")
+        topology({"kind": kind, "builtinTools": True}),
+        {"nativeTools": native},
+        workspace(provider),
     )
     status, reason, message = verdicts["Accepted"]
     assert (status, reason) == ("False", "HarnessUnsupported")
-    assert "native-shell" in message and "tool-hook" in message
-    assert HARNESSES["claude-code"].version in message
+    assert all(m in message for m in missing), message
+    assert HARNESSES[kind].version in message
+
+
+def test_claude_codes_built_ins_are_admitted_where_its_hook_governs_them() -> None:
+    # tests/unit/harness/test_builtin_hooks.py shows its PreToolUse hook deciding them.
+    agent = {"nativeTools": {"bash": True, "fileIo": True}}
+    for tier in ("open", "cautious", "strict"):
+        harness = {"kind": "claude-code", "builtinTools": True, "builtinToolsPermission": tier}
+        verdicts = resolve(topology(harness), agent, workspace("anthropic"))
+        assert verdicts["Accepted"][0] == "True", (tier, verdicts)
+    spec = HarnessSpec.model_validate({"kind": "claude-code", "builtinTools": True})
+    assert spec.builtin_tools_permission == "cautious"
+    needed = required_capabilities(AgentSpec.model_validate(agent), spec)
+    assert {"tool-hook", "native-shell", "native-file-read", "native-file-write"} <= set(needed)
+
+
+def test_codexs_shell_is_admitted_as_a_built_in() -> None:
+    harness = {"kind": "codex", "builtinTools": True, "builtinToolsPermission": "strict"}
+    verdicts = resolve(topology(harness), {"nativeTools": {"bash": True}}, workspace("openai"))
+    assert verdicts["Accepted"][0] == "True", verdicts
+
+
+def test_a_readonly_tier_refuses_a_built_in_shell_and_admits_file_reading() -> None:
+    harness = {"kind": "claude-code", "builtinTools": True, "builtinToolsPermission": "readonly"}
+    verdicts = resolve(topology(harness), {"nativeTools": {"bash": True}}, workspace("anthropic"))
+    status, reason, message = verdicts["Accepted"]
+    assert (status, reason) == ("False", "HarnessUnsupported")
+    assert "spec.agents[0].harness.builtinToolsPermission: readonly" in message
+    assert "shell (effects unknown)" in message
+    # File I/O: its reads are allowed, each edit is refused (and audited) when it is asked.
+    verdicts = resolve(topology(harness), {"nativeTools": {"fileIo": True}}, workspace("anthropic"))
+    assert verdicts["Accepted"][0] == "True", verdicts
+    # The same shell without built-ins is the runner's governed tool: admitted.
+    off = {"kind": "claude-code", "builtinToolsPermission": "readonly"}
+    verdicts = resolve(topology(off), {"nativeTools": {"bash": True}}, workspace("anthropic"))
+    assert verdicts["Accepted"][0] == "True", verdicts
 
 
 def test_native_tools_without_built_ins_go_through_the_gateway() -> None:
@@ -105,9 +150,9 @@ def test_native_tools_without_built_ins_go_through_the_gateway() -> None:
 
 
 def test_a_required_capability_is_checked_too() -> None:
-    spec = HarnessSpec.model_validate({"kind": "claude-code", "requires": ["tool-hook"]})
+    spec = HarnessSpec.model_validate({"kind": "claude-code", "requires": ["skills"]})
     problem = harness_problem(spec, AgentSpec(), None, "spec.agents[0].harness")
-    assert problem is not None and "tool-hook" in problem
+    assert problem is not None and "skills" in problem
 
 
 def test_a_kind_without_a_conformance_test_is_refused() -> None:
