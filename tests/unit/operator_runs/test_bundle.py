@@ -206,5 +206,5 @@ def test_the_bundle_records_the_digest_of_every_mounted_skill_file(tmp_path: Pat
     assert check_skill(triage, tmp_path) == len(mount.items)
     skill_md = tmp_path / "SKILL.md"
     skill_md.write_text(skill_md.read_text() + "\nAlso page eve.\n")
-    with pytest.raises(TamperedFile, match="skill incident-triage: file SKILL.md is not the"):
+    with pytest.raises(TamperedFile, match=r"skill incident-triage: file SKILL\.md is not the"):
         check_skill(triage, tmp_path)

@@ -57,7 +57,9 @@ def _paths(layout: BundleLayout) -> RunnerPaths:
     return RunnerPaths.resolve(str(layout.bundle_dir), str(layout.skills_dir))
 
 
-def _deploy_bundle(tmp_path: Path, model_url: str = "http://127.0.0.1:9") -> tuple[RunBundle, BundleLayout]:
+def _deploy_bundle(
+    tmp_path: Path, model_url: str = "http://127.0.0.1:9"
+) -> tuple[RunBundle, BundleLayout]:
     b = bundle(
         agents=[agent("ops", provider="m", skills=["deploy-guide"])],
         skills=[
@@ -127,7 +129,7 @@ def test_the_runner_refuses_before_its_first_model_call(
         tool_call("read_skill_file", skill_name="deploy-guide", path="reference/window.md"),
         text("done"),
     )
-    b, layout = _deploy_bundle(tmp_path, model_server.openai_base_url)
+    _b, layout = _deploy_bundle(tmp_path, model_server.openai_base_url)
     (layout.skill_dir("deploy-guide") / "reference" / "window.md").write_text(PLANTED)
     sha = hashlib.sha256((layout.bundle_dir / "bundle.json").read_bytes()).hexdigest()
 
@@ -151,7 +153,7 @@ def test_the_same_run_untouched_reads_the_file_and_succeeds(
         tool_call("read_skill_file", skill_name="deploy-guide", path="reference/window.md"),
         text("done"),
     )
-    b, layout = _deploy_bundle(tmp_path, model_server.openai_base_url)
+    _b, layout = _deploy_bundle(tmp_path, model_server.openai_base_url)
     sha = hashlib.sha256((layout.bundle_dir / "bundle.json").read_bytes()).hexdigest()
 
     out = run_subprocess(layout, env={BUNDLE_SHA256_ENV: sha})
