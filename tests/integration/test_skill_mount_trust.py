@@ -6,10 +6,12 @@ mounts it when the pod starts. ``eve`` (Kubernetes' built-in ``edit``, impersona
 ``kubectl --as``) may delete a ConfigMap and create her own under its name in between. To
 hold the pod in that window on purpose, the Workspace names a credential whose Secret does
 not exist yet: the pod waits (``SecretNotFound``, the kubelet's CreateContainerConfigError)
-with its Job made and the revision checked, and starts as soon as the Secret appears. The
-operator is stopped while she replaces the revision (running, it writes a deleted render
-again at once and her create loses that race; a failover or a slow reconcile is the window
-she would need).
+with its Job made and the revision checked, and starts as soon as the Secret appears (the
+process node sets the pod's volumes up again at each attempt, so the mount happens then;
+a kubelet mounts once, so there the window is between the Job's creation and the first
+mount, which a slow image pull or a busy node stretches). The operator is stopped while
+she replaces the revision (running, it writes a deleted render again at once and her
+create loses that race; a failover or a slow reconcile is the window she would need).
 
 Then the runner, before its first model call, finds ``reference/window.md`` with another
 sha256 than its bundle (itself checked against the Job's) records: the Run fails
@@ -22,16 +24,17 @@ sends its text to the model: the assertion can see the text when it is sent.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster
-from swarmkit_devcluster.testing import Kube, wait_for
+from swarmkit_devcluster.testing import Kube
+from swarmkit_operator.builders.bundle import PINNED_ANNOTATION
 from tests.support.model_server import ScriptedModelServer, text, tool_call
 
-from .review_support import EDITOR, bind_people, kubectl_as
+from .review_support import bind_people
 from .runs_support import (
     GROUP,
     VERSION,
@@ -47,6 +50,7 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
+from .test_run_trust import _eve_replaces, _warning_event
 
 pytestmark = pytest.mark.integration
 
@@ -114,23 +118,28 @@ def _setup(kube: Kube, ns: str, cluster: LocalCluster, model: ScriptedModelServe
     model.push(tool_call("read_skill_file", skill_name=SKILL, path=FILE), text("deployed"))
 
 
-def _started_and_waiting(kube: Kube, ns: str, run: str, operator: OperatorProcess) -> str:
-    """Run ``run`` created; its Job made (the revision checked), its pod waiting for the
-    Secret. The revision ConfigMap it pins."""
+def _run_with_its_pod_held(
+    kube: Kube,
+    ns: str,
+    run: str,
+    operator: OperatorProcess,
+    meanwhile: Callable[[str], None] = lambda revision: None,
+) -> tuple[dict[str, Any], str]:
+    """Run ``run`` created; once its Job is made (its skill revision checked) and its pod
+    waits for the Secret, ``meanwhile(revision)``; then the Secret, and the Run's end.
+    The finished Run and the revision ConfigMap it pins."""
     create(kube, ns, run_manifest(run, agent="ops", timeout=300))
     wait_run(kube, ns, run, reason_is("SecretNotFound"), operator=operator)
-    assert (get(kube, ns, "Run", run) or {})["status"]["jobName"]
+    status = (get(kube, ns, "Run", run) or {})["status"]
+    assert status["jobName"]
     revision = str((get(kube, ns, "Skill", SKILL) or {})["status"]["renderedConfigMap"])
-    bundle_cm = (get(kube, ns, "Run", run) or {})["status"]["bundleConfigMap"]
-    pinned = kube.core.read_namespaced_config_map(bundle_cm, ns).metadata.annotations
-    assert revision in pinned["swarmkit.dev/pinned-configmaps"].split(",")
-    return revision
-
-
-def _release_the_pod(kube: Kube, ns: str) -> None:
+    bundle = kube.core.read_namespaced_config_map(status["bundleConfigMap"], ns)
+    assert revision in bundle.metadata.annotations[PINNED_ANNOTATION].split(",")
+    meanwhile(revision)
     kube.core.create_namespaced_secret(
         ns, {"metadata": {"name": LATE_SECRET}, "stringData": {"token": "late-token-0c9d41"}}
     )
+    return wait_run(kube, ns, run, finished, operator=operator), revision
 
 
 def _eve_replaces_the_file(
@@ -150,10 +159,7 @@ def _eve_replaces_the_file(
     }
     operator.stop()  # else the Skill's reconcile writes the deleted render again at once
     try:
-        res = kubectl_as(cluster, EDITOR, "-n", ns, "delete", "configmap", revision, "--wait")
-        assert res.returncode == 0, res.stderr
-        res = kubectl_as(cluster, EDITOR, "-n", ns, "create", "-f", "-", input=json.dumps(forged))
-        assert res.returncode == 0, res.stderr
+        _eve_replaces(cluster, ns, forged)
     finally:
         operator.start()
 
@@ -165,17 +171,6 @@ def _pod_logs(cluster: LocalCluster, ns: str, run: str) -> str:
     )
 
 
-def _warning_event(kube: Kube, ns: str, run: str, reason: str) -> str:
-    def found() -> str | None:
-        for e in kube.core.list_namespaced_event(ns).items:
-            if e.involved_object.name == run and e.reason == reason and e.type == "Warning":
-                return str(e.message)
-        return None
-
-    message: str = wait_for(found, 30, message=f"a {reason} Event on Run {run}")
-    return message
-
-
 def test_a_skill_file_replaced_before_the_pod_mounts_it_never_reaches_the_model(
     cluster: LocalCluster,
     kube: Kube,
@@ -185,11 +180,13 @@ def test_a_skill_file_replaced_before_the_pod_mounts_it_never_reaches_the_model(
 ) -> None:
     ns = namespace
     _setup(kube, ns, cluster, model)
-    revision = _started_and_waiting(kube, ns, "guided", operator)
-    _eve_replaces_the_file(cluster, kube, ns, revision, operator)
-    _release_the_pod(kube, ns)
-
-    run = wait_run(kube, ns, "guided", finished, operator=operator)
+    run, revision = _run_with_its_pod_held(
+        kube,
+        ns,
+        "guided",
+        operator,
+        lambda revision: _eve_replaces_the_file(cluster, kube, ns, revision, operator),
+    )
     cond = succeeded(run) or {}
     assert (cond.get("status"), cond.get("reason")) == ("False", "TamperedObject"), cond
     assert cond["message"].startswith(
@@ -215,10 +212,7 @@ def test_the_same_run_untouched_sends_the_file_to_the_model(
 ) -> None:
     ns = namespace
     _setup(kube, ns, cluster, model)
-    _started_and_waiting(kube, ns, "guided-ok", operator)
-    _release_the_pod(kube, ns)
-
-    run = wait_run(kube, ns, "guided-ok", finished, operator=operator)
+    run, _revision = _run_with_its_pod_held(kube, ns, "guided-ok", operator)
     cond = succeeded(run) or {}
     assert (cond.get("status"), cond.get("reason")) == ("True", "Succeeded"), cond
     assert run["status"]["output"] == "deployed"
