@@ -199,6 +199,13 @@ class RunBundle(ApiModel):
     )
     governance: Governance = Field(description="Effective limits.")
     flow_data_dir: str | None = Field(default=None, description="Mounted flow data files.")
+    flow_data_sha256: dict[str, str] = Field(
+        default_factory=dict,
+        description="sha256 of each flow data file mounted under flowDataDir (by path), as "
+        "the operator copied it into the bundle ConfigMap beside bundle.json. The runner "
+        "checks each before anything runs (TamperedObject naming the file): only bundle.json "
+        "is covered by the Job's SWARMKIT_BUNDLE_SHA256.",
+    )
     gateway: BundleGateway | None = Field(
         default=None, description="The MCP gateway settings (gateway bundles only)."
     )

@@ -20,7 +20,7 @@ from swarmkit_api.workspace import ModelProvider
 from .errors import BundleError
 from .paths import RunnerPaths
 from .position import AgentPosition
-from .skill_mounts import check_skill_files
+from .skill_mounts import check_flow_files, check_skill_files
 
 
 def _format_validation_error(err: ValidationError) -> str:
@@ -61,11 +61,12 @@ def load_bundle(path: Path, sha256: str | None = None) -> RunBundle:
 def load_mounted(paths: RunnerPaths) -> RunBundle:
     """The bundle as a pod runs it: only the very bundle.json the operator wrote (the
     sha256 its Job or Deployment carries, ``SWARMKIT_BUNDLE_SHA256``), and every skill file
-    mounted beside it checked against the digests that bundle records
-    (:func:`.skill_mounts.check_skill_files`): a replaced one is
-    :class:`~.errors.TamperedFile`, before anything runs."""
+    and flow data file mounted beside it checked against the digests that bundle records
+    (:mod:`.skill_mounts`): a replaced one is :class:`~.errors.TamperedFile`, before
+    anything runs."""
     bundle = load_bundle(paths.bundle_file, os.environ.get(BUNDLE_SHA256_ENV))
     check_skill_files(bundle, paths)
+    check_flow_files(bundle)
     return bundle
 
 

@@ -1,4 +1,4 @@
-"""Every mounted skill file checked against the digest the operator wrote into the bundle.
+"""Every mounted skill (and flow data) file checked against the digest in the bundle.
 
 The operator checks a skill revision ConfigMap (its content hash, its SKILL.md, the sha256
 of each file) when it builds or resumes a Run's pod, but the kubelet mounts the ConfigMap
@@ -12,6 +12,11 @@ those files before anything runs (no model call, no MCP server, no script) and r
 run on the first difference with :class:`~.errors.TamperedFile` (outcome ``TamperedObject``)
 naming the skill, the file and the ConfigMap. Scripts are checked again before every run
 (:mod:`.scripts`); a revision ConfigMap is immutable, so what a started pod mounted stays.
+
+The flow data files mounted from the bundle ConfigMap beside ``bundle.json`` (``flow.<n>``
+keys) are checked the same way (:func:`check_flow_files`, against
+``RunBundle.flow_data_sha256``): the Job's sha256 covers ``bundle.json`` only, so a bundle
+ConfigMap re-created with the same ``bundle.json`` and another flow file would pass that.
 
 A bundle without digests (written before they existed, e.g. a Run parked across the
 upgrade) is not checked here: the resolver checked its revisions when it built the pod.
@@ -68,4 +73,22 @@ def check_skill_files(bundle: RunBundle, paths: RunnerPaths) -> int:
     return checked
 
 
-__all__ = ["check_skill", "check_skill_files"]
+def check_flow_files(bundle: RunBundle) -> int:
+    """Check each flow data file mounted under ``bundle.flow_data_dir`` against the digest
+    the bundle records; the number checked. Raises :class:`~.errors.TamperedFile`."""
+    if not bundle.flow_data_dir:
+        return 0
+    root = Path(bundle.flow_data_dir)
+    for path, expected in sorted(bundle.flow_data_sha256.items()):
+        found = _sha256(root / path)
+        if found != expected:
+            what = "missing" if found is None else f"sha256 {found[:12]}"
+            raise TamperedFile(
+                f"flow data file {path} is not the one the operator copied into the run's "
+                f"bundle ConfigMap ({what}, the bundle records {expected[:12]}): the "
+                "ConfigMap was replaced after the operator checked it; refusing to run"
+            )
+    return len(bundle.flow_data_sha256)
+
+
+__all__ = ["check_flow_files", "check_skill", "check_skill_files"]

@@ -6,7 +6,8 @@ Workspace; this module turns them into the bundle the runner validates with the 
 and into the run's immutable ConfigMap ``run-<name>-<uid5>-bundle``:
 
 * ``bundle.json`` (:meth:`RunBundle.to_json`) and ``flow.<n>`` keys for the flow data files
-  the run's agents may read (copied, so they are pinned like everything else);
+  the run's agents may read (copied, so they are pinned like everything else; their
+  sha256 in ``RunBundle.flow_data_sha256``, which the runner checks);
 * label ``swarmkit.dev/run`` (and ``swarmkit.dev/run-uid``), owned by the Run;
 * annotation ``swarmkit.dev/pinned-configmaps``: the comma-separated skill, agent and
   workspace ConfigMaps the run pins, which the reconcile loop's garbage collection keeps
@@ -343,6 +344,7 @@ def render_bundle(
     known = {f.path for f in ws.flow_data}
     paths = [p for p in paths if p in known and flow_data is not None and p in flow_data]
     keys = flow_data_keys(paths)
+    content = {k: (flow_data or {})[p] for k, p in keys.items()}
     bundle = RunBundle(
         run=info,
         target_kind=target_kind,
@@ -355,8 +357,9 @@ def render_bundle(
         allow_script_execution=config.allow_script_execution and governance.allow_script_execution,
         governance=governance,
         flow_data_dir=FLOW_DATA_MOUNT if keys else None,
+        # the runner checks each mounted file: the Job's sha256 covers bundle.json only
+        flow_data_sha256={p: sha256_hex(content[k]) for k, p in keys.items()},
     )
-    content = {k: (flow_data or {})[p] for k, p in keys.items()}
     bundle_json = bundle.to_json()
     size = len(bundle_json.encode()) + sum(len(v.encode()) for v in content.values())
     if size > MAX_BUNDLE_BYTES:

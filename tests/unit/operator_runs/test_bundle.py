@@ -63,9 +63,10 @@ def test_bundle_pins_everything_and_carries_no_file_content() -> None:
     assert "Incident Triage" in triage.spec.instructions
     assert rendered.pinned.skills["incident-triage"] == triage.content_hash
     assert bundle.flow_data_dir == "/etc/swarmkit/flow-data"
-    assert rendered.flow_data == {
-        "flow.0": examples()[("Workspace", "default")]["spec"]["flowData"][0]["content"]
-    }
+    flow = examples()[("Workspace", "default")]["spec"]["flowData"][0]
+    assert rendered.flow_data == {"flow.0": flow["content"]}
+    # mounted beside bundle.json, which the Job's sha256 covers alone: their own digests
+    assert bundle.flow_data_sha256 == {flow["path"]: sha256_hex(flow["content"])}
 
 
 def test_bundle_config_map_is_immutable_owned_and_pins() -> None:

@@ -23,13 +23,14 @@ from swarmkit_api.common import SecretKeyRef
 from swarmkit_runner.errors import TamperedFile
 from swarmkit_runner.paths import RunnerPaths
 from swarmkit_runner.result import EXIT_BAD_BUNDLE
-from swarmkit_runner.skill_mounts import check_skill_files
+from swarmkit_runner.skill_mounts import check_flow_files, check_skill_files
 from tests.support.bundles import (
     BundleLayout,
     agent,
     bundle,
     openai_provider,
     replay_provider,
+    sha256_text,
     skill,
     topology_of,
     write_bundle,
@@ -209,3 +210,20 @@ def test_a_gateway_or_a_served_topology_refuses_to_start_on_a_replaced_file(
         proc.stderr
     )
     assert PLANTED not in proc.stdout + proc.stderr
+
+
+def test_a_replaced_flow_data_file_is_refused(tmp_path: Path) -> None:
+    """Flow data files are mounted from the bundle ConfigMap beside bundle.json, which the
+    Job's sha256 alone does not cover: the bundle records theirs too."""
+    flow_dir = tmp_path / "flow"
+    (flow_dir / "policies").mkdir(parents=True)
+    (flow_dir / "policies" / "window.yaml").write_text(GUIDE)
+    b = bundle(agents=[agent("ops")], flow_data_dir=str(flow_dir))
+    b = b.model_copy(update={"flow_data_sha256": {"policies/window.yaml": sha256_text(GUIDE)}})
+    assert check_flow_files(b) == 1
+    (flow_dir / "policies" / "window.yaml").write_text(PLANTED)
+    with pytest.raises(TamperedFile, match=r"^flow data file policies/window\.yaml is not the"):
+        check_flow_files(b)
+    (flow_dir / "policies" / "window.yaml").unlink()
+    with pytest.raises(TamperedFile, match=r"\(missing, the bundle records"):
+        check_flow_files(b)
