@@ -10,8 +10,9 @@ with its Job made and the revision checked, and starts as soon as the Secret app
 process node sets the pod's volumes up again at each attempt, so the mount happens then;
 a kubelet mounts once, so there the window is between the Job's creation and the first
 mount, which a slow image pull or a busy node stretches). The operator is stopped while
-she replaces the revision (running, it writes a deleted render again at once and her
-create loses that race; a failover or a slow reconcile is the window she would need).
+she replaces the revision and the Secret appears (running, it writes a deleted render
+again at once and her create loses that race; a failover or a slow reconcile is the
+window she would need), so the pod runs before it is back.
 
 Then the runner, before its first model call, finds ``reference/window.md`` with another
 sha256 than its bundle (itself checked against the Job's) records: the Run fails
@@ -123,11 +124,12 @@ def _run_with_its_pod_held(
     ns: str,
     run: str,
     operator: OperatorProcess,
-    meanwhile: Callable[[str], None] = lambda revision: None,
+    eve: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], str]:
     """Run ``run`` created; once its Job is made (its skill revision checked) and its pod
-    waits for the Secret, ``meanwhile(revision)``; then the Secret, and the Run's end.
-    The finished Run and the revision ConfigMap it pins."""
+    waits for the Secret, ``eve(revision)`` with the operator stopped (running, the Skill's
+    reconcile writes a deleted render again at once), then the Secret: the pod starts (and
+    ends) before the operator is back. The finished Run and the revision ConfigMap it pins."""
     create(kube, ns, run_manifest(run, agent="ops", timeout=300))
     wait_run(kube, ns, run, reason_is("SecretNotFound"), operator=operator)
     status = (get(kube, ns, "Run", run) or {})["status"]
@@ -135,16 +137,20 @@ def _run_with_its_pod_held(
     revision = str((get(kube, ns, "Skill", SKILL) or {})["status"]["renderedConfigMap"])
     bundle = kube.core.read_namespaced_config_map(status["bundleConfigMap"], ns)
     assert revision in bundle.metadata.annotations[PINNED_ANNOTATION].split(",")
-    meanwhile(revision)
-    kube.core.create_namespaced_secret(
-        ns, {"metadata": {"name": LATE_SECRET}, "stringData": {"token": "late-token-0c9d41"}}
-    )
+    secret = {"metadata": {"name": LATE_SECRET}, "stringData": {"token": "late-token-0c9d41"}}
+    if eve is None:
+        kube.core.create_namespaced_secret(ns, secret)
+    else:
+        operator.stop()
+        try:
+            eve(revision)
+            kube.core.create_namespaced_secret(ns, secret)
+        finally:
+            operator.start()
     return wait_run(kube, ns, run, finished, operator=operator), revision
 
 
-def _eve_replaces_the_file(
-    cluster: LocalCluster, kube: Kube, ns: str, revision: str, operator: OperatorProcess
-) -> None:
+def _eve_replaces_the_file(cluster: LocalCluster, kube: Kube, ns: str, revision: str) -> None:
     """eve deletes the revision and creates her own under its name: immutable, the same
     keys, only :data:`FILE`'s content changed."""
     data = dict(kube.core.read_namespaced_config_map(revision, ns).data)
@@ -157,11 +163,7 @@ def _eve_replaces_the_file(
         "immutable": True,
         "data": {**data, key: PLANTED},
     }
-    operator.stop()  # else the Skill's reconcile writes the deleted render again at once
-    try:
-        _eve_replaces(cluster, ns, forged)
-    finally:
-        operator.start()
+    _eve_replaces(cluster, ns, forged)
 
 
 def _pod_logs(cluster: LocalCluster, ns: str, run: str) -> str:
@@ -185,7 +187,7 @@ def test_a_skill_file_replaced_before_the_pod_mounts_it_never_reaches_the_model(
         ns,
         "guided",
         operator,
-        lambda revision: _eve_replaces_the_file(cluster, kube, ns, revision, operator),
+        lambda revision: _eve_replaces_the_file(cluster, kube, ns, revision),
     )
     cond = succeeded(run) or {}
     assert (cond.get("status"), cond.get("reason")) == ("False", "TamperedObject"), cond
