@@ -35,7 +35,10 @@ from swarmkit_devcluster.testing import Kube
 from swarmkit_operator.builders.bundle import PINNED_ANNOTATION
 from tests.support.model_server import ScriptedModelServer, text, tool_call
 
-from .review_support import bind_people
+from .review_support import (
+    bind_people,
+    review_admission,  # noqa: F401  (fixture: the chart's roles)
+)
 from .runs_support import (
     GROUP,
     VERSION,
@@ -53,7 +56,7 @@ from .runs_support import (
 )
 from .test_run_trust import _eve_replaces, _warning_event
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("review_admission")]
 
 SKILL = "deploy-guide"
 FILE = "reference/window.md"
