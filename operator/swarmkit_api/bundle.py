@@ -64,6 +64,7 @@ Outcome = Literal[
     "HarnessFailed",
     "HarnessTimedOut",
     "HarnessAskedQuestion",
+    "TamperedObject",
 ]
 
 
@@ -109,6 +110,14 @@ class BundleSkill(ApiModel):
         default=None,
         description="The rendered skill ConfigMap its files are mounted from (None for "
         "synthesized skills); the operator re-mounts it when it recreates a lost Job.",
+    )
+    files_sha256: dict[str, str] = Field(
+        default_factory=dict,
+        description="sha256 of every file the pod mounts in the skill's directory (SKILL.md "
+        "and each bundled file, by path), as the operator rendered them. The runner checks "
+        "each before anything runs and refuses the run (TamperedObject, naming the skill and "
+        "the file) on a difference: a skill ConfigMap replaced after the operator checked it. "
+        "Empty in a bundle written before this field: nothing is checked then.",
     )
 
 
@@ -190,6 +199,13 @@ class RunBundle(ApiModel):
     )
     governance: Governance = Field(description="Effective limits.")
     flow_data_dir: str | None = Field(default=None, description="Mounted flow data files.")
+    flow_data_sha256: dict[str, str] = Field(
+        default_factory=dict,
+        description="sha256 of each flow data file mounted under flowDataDir (by path), as "
+        "the operator copied it into the bundle ConfigMap beside bundle.json. The runner "
+        "checks each before anything runs (TamperedObject naming the file): only bundle.json "
+        "is covered by the Job's SWARMKIT_BUNDLE_SHA256.",
+    )
     gateway: BundleGateway | None = Field(
         default=None, description="The MCP gateway settings (gateway bundles only)."
     )

@@ -156,7 +156,9 @@ REASON_PENDING: Final[str] = "Pending"
 REASON_RUNNING: Final[str] = "Running"
 REASON_JOB_LOST: Final[str] = "JobLost"
 #: An object the run uses (bundle, checkpoint) bears its name but not the content, owner or
-#: digest the operator recorded when it wrote it: never used (the message names it). Also
+#: digest the operator recorded when it wrote it: never used (the message names it); or a
+#: skill file the runner finds mounted with another sha256 than its bundle records (the
+#: message names the skill, the file and the ConfigMap; nothing ran). Also
 #: Skill, Agent and Workspace Ready=False: a ConfigMap bearing its render's name is not the
 #: render. Also Serving (Topology serve, Agent gateway), and for a Job, Deployment, Service or
 #: NetworkPolicy under a name the operator derives that it did not make for that owner.

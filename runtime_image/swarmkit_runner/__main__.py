@@ -9,7 +9,8 @@ when the bundle is bad or a token Secret is missing, 0 after a clean shutdown.
 ``--checkpoint FILE --decision FILE`` resume a parked run (:mod:`.journal`).
 
 Exit codes: 0 the run Succeeded (or parked AwaitingReview: nothing to retry), 1 any other
-outcome, 2 the bundle is bad (outcome ValidationFailed with a one-line reason). The
+outcome, 2 the bundle is bad (outcome ValidationFailed with a one-line reason) or a mounted
+skill file is not the one the operator wrote (TamperedObject, naming the skill and file). The
 RunResult JSON goes to the termination log, audit events (JSON lines) to stdout,
 diagnostics to stderr.
 """
@@ -27,12 +28,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swarmkit_api.bundle import BUNDLE_SHA256_ENV, CHECKPOINT_SHA256_ENV
+from swarmkit_api.bundle import CHECKPOINT_SHA256_ENV
 from swarmkit_api.review import Checkpoint, ResumeDecision
 
 from . import __version__, spans
 from .audit import AuditLog, warn_short_secrets
-from .bundle import load_bundle
+from .bundle import load_mounted
 from .errors import BundleError, StartupError
 from .init import become_init
 from .journal import Journal
@@ -133,11 +134,11 @@ def _run_id_hint(path: str) -> tuple[str, str]:
 
 async def _main_async(args: argparse.Namespace, paths: RunnerPaths, secrets: SecretStore) -> int:
     try:
-        bundle = load_bundle(paths.bundle_file, os.environ.get(BUNDLE_SHA256_ENV))
+        bundle = load_mounted(paths)  # the operator's bundle, its skill files checked
     except BundleError as exc:
         uid, correlation = _run_id_hint(str(paths.bundle_file))
         audit = AuditLog(uid, correlation, secrets)
-        result = make_result("ValidationFailed", str(exc), secrets=secrets)
+        result = make_result(exc.outcome, str(exc), secrets=secrets)
         audit.emit("run.end", outcome=result.outcome, message=result.message)
         if args.command == "run":
             write_termination_log(paths.termination_log, result, audit)

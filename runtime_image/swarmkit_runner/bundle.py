@@ -1,22 +1,26 @@
 """Loading the mounted run bundle and checking it is runnable.
 
 Problems are reported as one line (:class:`BundleError`): the runner exits with code 2 and
-outcome ValidationFailed, and that line is the message the Run shows.
+outcome ValidationFailed (``TamperedObject`` for a bundle or a mounted skill file that is
+not the one the operator wrote), and that line is the message the Run shows.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from swarmkit_api.bundle import BundleAgent, RunBundle
+from swarmkit_api.bundle import BUNDLE_SHA256_ENV, BundleAgent, RunBundle
 from swarmkit_api.workspace import ModelProvider
 
 from .errors import BundleError
+from .paths import RunnerPaths
 from .position import AgentPosition
+from .skill_mounts import check_flow_files, check_skill_files
 
 
 def _format_validation_error(err: ValidationError) -> str:
@@ -51,6 +55,18 @@ def load_bundle(path: Path, sha256: str | None = None) -> RunBundle:
     except ValidationError as exc:
         raise BundleError(f"invalid bundle: {_format_validation_error(exc)}") from None
     check_consistency(bundle)
+    return bundle
+
+
+def load_mounted(paths: RunnerPaths) -> RunBundle:
+    """The bundle as a pod runs it: only the very bundle.json the operator wrote (the
+    sha256 its Job or Deployment carries, ``SWARMKIT_BUNDLE_SHA256``), and every skill file
+    and flow data file mounted beside it checked against the digests that bundle records
+    (:mod:`.skill_mounts`): a replaced one is :class:`~.errors.TamperedFile`, before
+    anything runs."""
+    bundle = load_bundle(paths.bundle_file, os.environ.get(BUNDLE_SHA256_ENV))
+    check_skill_files(bundle, paths)
+    check_flow_files(bundle)
     return bundle
 
 

@@ -10,6 +10,16 @@ from swarmkit_api.bundle import Outcome, ReviewItem
 class BundleError(Exception):
     """The bundle is missing, invalid or inconsistent (exit code 2, ValidationFailed)."""
 
+    outcome: Outcome = "ValidationFailed"
+
+
+class TamperedFile(BundleError):
+    """A file the operator mounted is not the one it wrote: a skill file whose sha256 is
+    not the one the (checked) bundle records. Outcome TamperedObject, exit code 2: the pod
+    would mount the same ConfigMap again, so nothing is retried."""
+
+    outcome: Outcome = "TamperedObject"
+
 
 class StartupError(Exception):
     """The run cannot start as configured (e.g. a native tool the runtime cannot provide).

@@ -25,7 +25,10 @@ Auth: the bundle's ``gateway.tokens`` name Secret keys whose values arrive as en
 (:func:`swarmkit_api.bundle.secret_env_name`). A missing or wrong token is a 401 (and an
 ``auth.refused`` audit line); a session is bound to the token that opened it (another
 token gets 404 for it). ``GET /healthz`` (unauthenticated) answers once the MCP servers
-are started.
+are started. Every session writes to the one pod log, which whoever may ``get pods/log``
+in the namespace reads; the token values, every other secret of the pod and the pod's own
+service-account token (as the kubelet rotates it) are scrubbed from it
+(:meth:`~.secrets.SecretStore.watch_file`).
 
 Upstream MCP servers are started once per gateway process and shared by every session,
 with the per-call timeouts, retries and the ``mcp.unavailable`` warning of a Run
@@ -46,6 +49,7 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swarmkit_api.bundle import BundleAgent, RunBundle
@@ -58,6 +62,7 @@ from .context import Budget, RunContext
 from .decision import outputs_schema
 from .errors import BundleError, RunEnded
 from .gateway_review import ReviewClient, SessionReviewer
+from .kube import SA_DIR
 from .loop import AgentRunner
 from .mcp_client import McpManager
 from .paths import RunnerPaths
@@ -117,7 +122,12 @@ class Gateway:
     """The served agent: its MCP servers (shared) and one :class:`Session` per session."""
 
     def __init__(
-        self, bundle: RunBundle, paths: RunnerPaths, audit: AuditLog, secrets: SecretStore
+        self,
+        bundle: RunBundle,
+        paths: RunnerPaths,
+        audit: AuditLog,
+        secrets: SecretStore,
+        service_account_dir: Path = SA_DIR,
     ) -> None:
         if bundle.target_kind != "Agent":
             raise BundleError("a gateway bundle must target an Agent")
@@ -128,6 +138,10 @@ class Gateway:
         self.paths = paths
         self.audit = audit
         self.secrets = secrets
+        # The one pod that mounts its service-account token (to follow its Reviews): any
+        # tool of any session can read that file, so its value (as the kubelet rotates it)
+        # is scrubbed like the env secrets from the pod log, shared by every identity.
+        secrets.watch_file(service_account_dir / "token")
         self.mcp = McpManager(needed_servers(bundle), secrets, audit, bundle.workspace.credentials)
         self.root = self._context(audit)
         self.root.mcp = self.mcp

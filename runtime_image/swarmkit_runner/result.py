@@ -13,7 +13,8 @@ from .audit import AuditLog
 from .secrets import SecretStore
 
 #: Exit codes: Succeeded (or AwaitingReview: the runner's part is done and the pod must not
-#: be retried by the Job's backoffLimit), any other outcome, a bad bundle.
+#: be retried by the Job's backoffLimit), any other outcome, a bad bundle (or a tampered
+#: mount: the Job's pod failure policy fails the Job at once on it, nothing is retried).
 EXIT_OK, EXIT_FAILED, EXIT_BAD_BUNDLE = 0, 1, 2
 MAX_MESSAGE_CHARS = 500
 
@@ -67,7 +68,7 @@ def make_result(
 def exit_code(outcome: Outcome) -> int:
     if outcome in ("Succeeded", "AwaitingReview"):
         return EXIT_OK
-    if outcome == "ValidationFailed":
+    if outcome in ("ValidationFailed", "TamperedObject"):
         return EXIT_BAD_BUNDLE
     return EXIT_FAILED
 

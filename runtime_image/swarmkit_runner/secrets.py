@@ -106,6 +106,11 @@ class SecretStore:
         self._values: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
         self._short: list[str] = []
+        #: Files whose content is a secret too, and what their content was last read as.
+        self._files: dict[Path, tuple[int, int, int] | None] = {}
+        # A value learned while another thread compiles the pattern must not be lost (a
+        # rotated token is learned while output is scrubbed, from any thread).
+        self._lock = threading.Lock()
         for name, value in sorted(environ_secrets(self._environ).items()):
             if len(value) < MIN_SCRUB_LENGTH and name.startswith(SECRET_ENV_PREFIX):
                 self._short.append(name)
@@ -128,18 +133,49 @@ class SecretStore:
         pieces = [value, *(line.strip() for line in value.splitlines() if "\n" in value)]
         new = set().union(*(encoded_forms(p) for p in pieces)) - self._values
         if new:
-            self._values |= new
-            self._pattern = None
+            with self._lock:
+                self._values |= new
+                self._pattern = None
+
+    def watch_file(self, path: Path) -> None:
+        """Scrub the content of the file at ``path`` too, as it is each time output is
+        scrubbed: a credential the kubelet mounts into the pod and rotates in place (the
+        MCP gateway's service-account token), which any process of the pod (a bash call, an
+        MCP server, a script) can read and print. A stat per scrub; read again only when
+        the file changed (the kubelet swaps in a new file). A missing file is no secret."""
+        self._files.setdefault(path, None)
+        self._refresh_files()
+
+    def _refresh_files(self) -> None:
+        for path, seen in list(self._files.items()):
+            try:
+                st = path.stat()
+                key = (st.st_ino, st.st_mtime_ns, st.st_size)
+                if key == seen:
+                    continue
+                value = path.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if value:
+                self.remember(value)
+            self._files[path] = key  # after: a thread that sees the new key knows the value
 
     def scrub(self, text: str) -> str:
         """``text`` with every known secret value (and encoding) replaced by ``[REDACTED]``."""
+        if self._files:
+            self._refresh_files()
         if not self._values or not text:
             return text
-        if self._pattern is None:
-            # Longest first: at one position the alternation takes the first that matches.
-            ordered = sorted(self._values, key=lambda v: (-len(v), v))
-            self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
-        return self._pattern.sub(REDACTED, text)
+        pattern = self._pattern
+        if pattern is None:
+            with self._lock:
+                pattern = self._pattern
+                if pattern is None:
+                    # Longest first: at one position the alternation takes the first match.
+                    ordered = sorted(self._values, key=lambda v: (-len(v), v))
+                    pattern = re.compile("|".join(re.escape(v) for v in ordered))
+                    self._pattern = pattern
+        return pattern.sub(REDACTED, text)
 
 
 def hide_secret_environ(prefix: str = SECRET_ENV_PREFIX) -> int:

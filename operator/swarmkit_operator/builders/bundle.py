@@ -6,7 +6,8 @@ Workspace; this module turns them into the bundle the runner validates with the 
 and into the run's immutable ConfigMap ``run-<name>-<uid5>-bundle``:
 
 * ``bundle.json`` (:meth:`RunBundle.to_json`) and ``flow.<n>`` keys for the flow data files
-  the run's agents may read (copied, so they are pinned like everything else);
+  the run's agents may read (copied, so they are pinned like everything else; their
+  sha256 in ``RunBundle.flow_data_sha256``, which the runner checks);
 * label ``swarmkit.dev/run`` (and ``swarmkit.dev/run-uid``), owned by the Run;
 * annotation ``swarmkit.dev/pinned-configmaps``: the comma-separated skill, agent and
   workspace ConfigMaps the run pins, which the reconcile loop's garbage collection keeps
@@ -15,8 +16,12 @@ and into the run's immutable ConfigMap ``run-<name>-<uid5>-bundle``:
 
 Skill file contents are never copied into the bundle: each bundled file of a skill spec is
 rewritten to a ``configMapRef`` naming the rendered skill ConfigMap and key it is mounted
-from; the runner reads files from ``BundleSkill.directory``. Secrets are never resolved:
-the Workspace spec carries only Secret references.
+from; the runner reads files from ``BundleSkill.directory``. Their digests are copied
+(``BundleSkill.files_sha256``, :func:`mounted_digests`): the runner checks every mounted
+file against them before anything runs, so a skill ConfigMap replaced between the
+operator's check and the kubelet's mount is refused (the bundle itself is checked against
+the sha256 in the Job, which only the operator writes). Secrets are never resolved: the
+Workspace spec carries only Secret references.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ from .pinned import (
     PinnedTopology,
     PinnedWorkspace,
 )
+from .skill import SKILL_MD, skill_md
 
 #: A ConfigMap holds at most 1 MiB; keep room for metadata.
 MAX_BUNDLE_BYTES = 1000 * 1024
@@ -246,6 +252,25 @@ def bundle_skill_spec(skill: PinnedSkill) -> SkillSpec:
     return skill.spec.model_copy(update={"files": files})
 
 
+def mounted_digests(skill: PinnedSkill) -> dict[str, str]:
+    """sha256 of each file the pod mounts in ``skill``'s directory (its volume items, by
+    path): ``BundleSkill.files_sha256``, what the runner checks before anything runs, since
+    the revision ConfigMap may be replaced between the resolver's check and the kubelet's
+    mount. SKILL.md's is of the text the spec renders, the one the resolver's revision check
+    (``revision_mismatch``) compared the ConfigMap's with; every other file's is the sha256
+    of its content the revision's file list records (and the check compared too)."""
+    if not skill.config_map:
+        return {}
+    digests: dict[str, str] = {}
+    for item in skill.files:
+        if item.sha256:
+            digests[item.path] = item.sha256
+        elif item.path == SKILL_MD:
+            text = skill_md(skill.name, skill.spec.description, skill.spec.instructions)
+            digests[item.path] = sha256_hex(text)
+    return digests
+
+
 def _bundle_skill(
     skill: PinnedSkill, namespace: str, workspace: WorkspaceSpec, config: OperatorConfig
 ) -> BundleSkill:
@@ -261,6 +286,7 @@ def _bundle_skill(
         reviewed=skill.reviewed,
         synthesized_topology=skill.synthesized_topology,
         config_map=skill.config_map or None,
+        files_sha256=mounted_digests(skill),
     )
 
 
@@ -318,6 +344,7 @@ def render_bundle(
     known = {f.path for f in ws.flow_data}
     paths = [p for p in paths if p in known and flow_data is not None and p in flow_data]
     keys = flow_data_keys(paths)
+    content = {k: (flow_data or {})[p] for k, p in keys.items()}
     bundle = RunBundle(
         run=info,
         target_kind=target_kind,
@@ -330,8 +357,9 @@ def render_bundle(
         allow_script_execution=config.allow_script_execution and governance.allow_script_execution,
         governance=governance,
         flow_data_dir=FLOW_DATA_MOUNT if keys else None,
+        # the runner checks each mounted file: the Job's sha256 covers bundle.json only
+        flow_data_sha256={p: sha256_hex(content[k]) for k, p in keys.items()},
     )
-    content = {k: (flow_data or {})[p] for k, p in keys.items()}
     bundle_json = bundle.to_json()
     size = len(bundle_json.encode()) + sum(len(v.encode()) for v in content.values())
     if size > MAX_BUNDLE_BYTES:
@@ -484,6 +512,7 @@ __all__ = [
     "bundle_file_sha256",
     "effective_governance",
     "effective_timeout",
+    "mounted_digests",
     "render_bundle",
     "rendered_from_config_map",
     "script_pins",

@@ -35,7 +35,9 @@ False              SecretNotFound  ... still missing after the pod start grace
 False              ImagePullFailed    the runtime image cannot be pulled
 False              JobLost      the Job vanished more often than allowed
 False              TamperedObject  a bundle or checkpoint bears the run's name but not
-                                the digest the operator recorded (never used)
+                                the digest the operator recorded (never used), or
+                                the runner found a mounted skill file that is not
+                                the one the bundle records (exit code 2)
 False              PinnedRevisionMissing  a bundle, skill revision or checkpoint the run
                                 pinned is gone
 =================  ===========  ===================================================

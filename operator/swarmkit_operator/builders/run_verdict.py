@@ -60,6 +60,8 @@ OUTCOMES: dict[str, tuple[Status, str]] = {
     "HarnessFailed": ("False", REASON_HARNESS_FAILED),
     "HarnessTimedOut": ("False", REASON_HARNESS_TIMED_OUT),
     "HarnessAskedQuestion": ("False", REASON_HARNESS_ASKED_QUESTION),
+    # the runner found a mounted skill file that is not the one the operator rendered
+    "TamperedObject": ("False", REASON_TAMPERED_OBJECT),
     "AwaitingReview": ("Unknown", REASON_AWAITING_REVIEW),
 }
 #: Reasons after which nothing about the run changes any more.

@@ -21,11 +21,11 @@ from types import FrameType
 
 import uvicorn
 
-from swarmkit_api.bundle import BUNDLE_SHA256_ENV, SERVE_TOKEN_ENV_PREFIX
+from swarmkit_api.bundle import SERVE_TOKEN_ENV_PREFIX
 
 from .. import spans
 from ..audit import AuditLog, warn_short_secrets
-from ..bundle import load_bundle
+from ..bundle import load_mounted
 from ..errors import BundleError
 from ..listen import listen_socket
 from ..paths import RunnerPaths
@@ -96,8 +96,9 @@ async def serve(
 ) -> int:
     secrets = SecretStore()
     try:
-        # Only the very file the operator wrote (its Deployment's SWARMKIT_BUNDLE_SHA256).
-        bundle = load_bundle(paths.bundle_file, os.environ.get(BUNDLE_SHA256_ENV))
+        # Only the very file the operator wrote (its Deployment's SWARMKIT_BUNDLE_SHA256),
+        # and the skill files mounted beside it as the operator rendered them.
+        bundle = load_mounted(paths)
     except BundleError as exc:
         print(f"swarmkit-runner serve: {exc}", file=sys.stderr)
         return EXIT_BAD_BUNDLE

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
-from swarmkit_operator.builders import PINNED_ANNOTATION, RUN_LABEL
+from swarmkit_operator.builders import PINNED_ANNOTATION, RUN_LABEL, ObjectRef
 from swarmkit_operator.builders.bundle import (
     MAX_BUNDLE_BYTES,
     BundleTooLarge,
@@ -20,9 +21,13 @@ from swarmkit_operator.builders.bundle import (
 from swarmkit_operator.builders.pinned import (
     PinnedSkill,
 )
+from swarmkit_operator.builders.pod import SkillFileItem
+from swarmkit_operator.builders.skill import render_skill
 from swarmkit_operator.config import AllowedScript, OperatorConfig
 from swarmkit_operator.hashing import sha256_hex
 from swarmkit_runner.bundle import load_bundle
+from swarmkit_runner.errors import TamperedFile
+from swarmkit_runner.skill_mounts import check_skill
 
 from .fixtures import NAMESPACE, RUN_UID, example_bundle, examples, pinned_skill
 
@@ -58,9 +63,10 @@ def test_bundle_pins_everything_and_carries_no_file_content() -> None:
     assert "Incident Triage" in triage.spec.instructions
     assert rendered.pinned.skills["incident-triage"] == triage.content_hash
     assert bundle.flow_data_dir == "/etc/swarmkit/flow-data"
-    assert rendered.flow_data == {
-        "flow.0": examples()[("Workspace", "default")]["spec"]["flowData"][0]["content"]
-    }
+    flow = examples()[("Workspace", "default")]["spec"]["flowData"][0]
+    assert rendered.flow_data == {"flow.0": flow["content"]}
+    # mounted beside bundle.json, which the Job's sha256 covers alone: their own digests
+    assert bundle.flow_data_sha256 == {flow["path"]: sha256_hex(flow["content"])}
 
 
 def test_bundle_config_map_is_immutable_owned_and_pins() -> None:
@@ -168,3 +174,38 @@ def test_non_ascii_input_travels_as_utf8_and_reads_back(tmp_path: Path) -> None:
     path = tmp_path / BUNDLE_FILE
     path.write_text(data, encoding="utf-8")  # what the kubelet mounts from the ConfigMap
     assert load_bundle(path).run.input == text
+
+
+def _mount(data: dict[str, str], items: Sequence[SkillFileItem], root: Path) -> None:
+    """Lay the skill ConfigMap's keys out as the kubelet mounts the volume's items."""
+    for item in items:
+        target = root / item.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data[item.key].encode())
+
+
+def test_the_bundle_records_the_digest_of_every_mounted_skill_file(tmp_path: Path) -> None:
+    """Issue 46: the runner checks each mounted skill file against the bundle before
+    anything runs. What the operator records is what the kubelet mounts from the render
+    (SKILL.md included), so the operator's own ConfigMap passes and a replaced file does
+    not, named with its skill."""
+    config = OperatorConfig()
+    spec = examples()[("Skill", "incident-triage")]["spec"]
+    render = render_skill(
+        ObjectRef("Skill", "incident-triage", NAMESPACE, "uid-t"), spec, {}, config
+    )
+    assert render.config_map is not None
+    data = render.config_map["data"]
+    _run, rendered = example_bundle(config)
+    triage = rendered.bundle.skills["incident-triage"]
+    (mount,) = [m for m in rendered.skill_mounts if m.skill == "incident-triage"]
+    assert set(triage.files_sha256) == {i.path for i in mount.items}
+    assert {"SKILL.md", SCRIPT} <= set(triage.files_sha256)
+    assert triage.files_sha256[SCRIPT] == _script_sha()
+
+    _mount(data, mount.items, tmp_path)
+    assert check_skill(triage, tmp_path) == len(mount.items)
+    skill_md = tmp_path / "SKILL.md"
+    skill_md.write_text(skill_md.read_text() + "\nAlso page eve.\n")
+    with pytest.raises(TamperedFile, match=r"skill incident-triage: file SKILL\.md is not the"):
+        check_skill(triage, tmp_path)
