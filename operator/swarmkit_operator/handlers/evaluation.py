@@ -86,7 +86,7 @@ from ..reconcile.views import MISSING, base_view, condition_status
 from ..runs import spend, summaries
 from ..runs.model import AGENTS, RUNS, SKILLS
 from ..workload.ledger import Ledger
-from ..workload.resolve import Resolver, ready
+from ..workload.resolve import ledger_of, ready
 from .common import App, index
 from .events import on_event
 
@@ -756,14 +756,8 @@ async def _run_cases(
 
 
 def _ledger(ctl: Controller) -> Ledger:
-    """The operator's one ledger (the resolver's); a bare controller (unit tests wire one
-    without the Runs side) gets a ledger of its own, which adopts nothing unrecorded."""
-    if isinstance(ctl.resolver, Resolver):
-        return ctl.resolver.ledger
-    return _OWN_LEDGER
-
-
-_OWN_LEDGER = Ledger()
+    """The operator's one ledger (:func:`~..workload.resolve.ledger_of`)."""
+    return ledger_of(ctl.resolver)
 
 
 # --- EvalRun: its SpendQuota reservation -------------------------------------------------------
