@@ -1,0 +1,100 @@
+"""A Run's recording: what each of its tool calls above the read tier returned, so an
+evaluation can replay it without writing anything (issue 39's ``replay`` mode).
+
+A live run records every call that does not only read (a write, a call of ``unknown``
+effects, a native tool, ``mailbox_send``...): the agent, the tool, its arguments and what
+it returned (secret values scrubbed, like everything the runner prints). At the end of each
+stage the runner prints the calls of that stage on one stdout line
+(:data:`RECORDING_LINE_PREFIX`) and puts the line's sha256 in its result, like the outbox;
+the operator checks the line against it and appends the calls to the Run's
+``status.recording`` (at most :data:`MAX_RECORDED_BYTES`: a longer recording is not kept,
+and ``status.recordingIncomplete`` says so).
+
+An EvalRun's case built from a recorded Run carries that recording into its case Run
+(``spec.replay``, with ``spec.readOnly``); the runner of the case Run answers every call
+above the read tier from it, matched by agent, tool and arguments in order, and never runs
+one; a call with no recorded answer is refused (``ReplayNotRecorded``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zlib
+from typing import Any
+
+from pydantic import Field
+
+from .base import ApiModel
+
+#: The stdout line prefix of a stage's recording (one line; the result carries its sha256).
+RECORDING_LINE_PREFIX = "swarmkit.recording "
+#: The most a Run's ``status.recording`` holds (its JSON, bytes): a Run's status shares
+#: etcd's object size limit with everything else it says.
+MAX_RECORDED_BYTES = 64 * 1024
+#: The refusal code of a replayed call with no recorded answer.
+NOT_RECORDED = "ReplayNotRecorded"
+
+
+class RecordedCall(ApiModel):
+    """One tool call above the read tier and what it returned."""
+
+    agent: str = Field(description="The agent that made the call.")
+    tool: str = Field(description="The tool's canonical name (e.g. mailbox_send, pg.insert).")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="Its arguments (secret values scrubbed)."
+    )
+    content: str = Field(
+        default="", description="What it returned to the model (secret values scrubbed)."
+    )
+    error: bool = Field(default=False, description="It returned a tool error.")
+
+    def key(self) -> str:
+        return call_key(self.agent, self.tool, self.arguments)
+
+
+def call_key(agent: str, tool: str, arguments: dict[str, Any]) -> str:
+    """What a replayed call is matched by: agent, tool and arguments (canonical JSON)."""
+    return json.dumps([agent, tool, arguments], sort_keys=True, separators=(",", ":"))
+
+
+def encode_recording(calls: list[RecordedCall]) -> str:
+    raw = json.dumps([c.wire() for c in calls], separators=(",", ":"), sort_keys=True)
+    return base64.b64encode(zlib.compress(raw.encode(), 9)).decode()
+
+
+def recording_line(calls: list[RecordedCall]) -> tuple[str, str]:
+    """The stdout line carrying ``calls`` and the sha256 of its encoded text."""
+    text = encode_recording(calls)
+    return RECORDING_LINE_PREFIX + text, hashlib.sha256(text.encode()).hexdigest()
+
+
+def recording_from_log(log: str, sha256: str) -> list[RecordedCall] | None:
+    """The calls on the recording line of ``log`` whose sha256 is ``sha256`` (None: absent)."""
+    for line in reversed(log.splitlines()):
+        if not line.startswith(RECORDING_LINE_PREFIX):
+            continue
+        text = line[len(RECORDING_LINE_PREFIX) :].strip()
+        if hashlib.sha256(text.encode()).hexdigest() == sha256:
+            raw = json.loads(zlib.decompress(base64.b64decode(text)))
+            return [RecordedCall.model_validate(c) for c in raw]
+    return None
+
+
+def recorded_size(calls: list[dict[str, Any]]) -> int:
+    """The bytes ``calls`` (wire form) take in a status."""
+    return len(json.dumps(calls, separators=(",", ":")).encode())
+
+
+__all__ = [
+    "MAX_RECORDED_BYTES",
+    "NOT_RECORDED",
+    "RECORDING_LINE_PREFIX",
+    "RecordedCall",
+    "call_key",
+    "encode_recording",
+    "recorded_size",
+    "recording_from_log",
+    "recording_line",
+]
