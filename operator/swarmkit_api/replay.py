@@ -27,12 +27,16 @@ from typing import Any
 from pydantic import Field
 
 from .base import ApiModel
+from .common import BoundedJson
 
 #: The stdout line prefix of a stage's recording (one line; the result carries its sha256).
 RECORDING_LINE_PREFIX = "swarmkit.recording "
 #: The most a Run's ``status.recording`` holds (its JSON, bytes): a Run's status shares
-#: etcd's object size limit with everything else it says.
-MAX_RECORDED_BYTES = 64 * 1024
+#: etcd's object size limit with everything else it says, and the operator's Run index
+#: holds it in memory.
+MAX_RECORDED_BYTES = 32 * 1024
+#: The most calls a recording holds (a replayed Run's spec carries one).
+MAX_RECORDED_CALLS = 256
 #: The refusal code of a replayed call with no recorded answer.
 NOT_RECORDED = "ReplayNotRecorded"
 
@@ -42,7 +46,7 @@ class RecordedCall(ApiModel):
 
     agent: str = Field(description="The agent that made the call.")
     tool: str = Field(description="The tool's canonical name (e.g. mailbox_send, pg.insert).")
-    arguments: dict[str, Any] = Field(
+    arguments: BoundedJson = Field(
         default_factory=dict, description="Its arguments (secret values scrubbed)."
     )
     content: str = Field(
@@ -89,6 +93,7 @@ def recorded_size(calls: list[dict[str, Any]]) -> int:
 
 __all__ = [
     "MAX_RECORDED_BYTES",
+    "MAX_RECORDED_CALLS",
     "NOT_RECORDED",
     "RECORDING_LINE_PREFIX",
     "RecordedCall",

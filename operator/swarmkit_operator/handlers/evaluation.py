@@ -551,6 +551,7 @@ def _case_trial(
                 {**target.ref(), "version": target.version},
                 case.input,
                 read_only=er.RECORDED_TAG in case.tags,
+                replay=case.replay,
             )
         )
         return Trial(rname)
