@@ -160,7 +160,7 @@ class RunInfo(ApiModel):
     replay: list[RecordedCall] | None = Field(
         default=None,
         description="Replay mode (a read-only Run replaying a recorded one): every tool call "
-        "that does not only read gets its recorded answer (matched by agent, tool and "
+        "that does not only read gets its recorded answer (matched by tool and "
         "arguments, in order) and is never run; one with none is refused "
         "(swarmkit_api.replay).",
     )

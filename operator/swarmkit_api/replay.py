@@ -12,7 +12,7 @@ and ``status.recordingIncomplete`` says so).
 
 An EvalRun's case built from a recorded Run carries that recording into its case Run
 (``spec.replay``, with ``spec.readOnly``); the runner of the case Run answers every call
-above the read tier from it, matched by agent, tool and arguments in order, and never runs
+above the read tier from it, matched by tool and arguments in order, and never runs
 one; a call with no recorded answer is refused (``ReplayNotRecorded``).
 """
 
@@ -44,7 +44,7 @@ NOT_RECORDED = "ReplayNotRecorded"
 class RecordedCall(ApiModel):
     """One tool call above the read tier and what it returned."""
 
-    agent: str = Field(description="The agent that made the call.")
+    agent: str = Field(description="The agent that made the call (shown; not matched).")
     tool: str = Field(description="The tool's canonical name (e.g. mailbox_send, pg.insert).")
     arguments: BoundedJson = Field(
         default_factory=dict, description="Its arguments (secret values scrubbed)."
@@ -55,12 +55,13 @@ class RecordedCall(ApiModel):
     error: bool = Field(default=False, description="It returned a tool error.")
 
     def key(self) -> str:
-        return call_key(self.agent, self.tool, self.arguments)
+        return call_key(self.tool, self.arguments)
 
 
-def call_key(agent: str, tool: str, arguments: dict[str, Any]) -> str:
-    """What a replayed call is matched by: agent, tool and arguments (canonical JSON)."""
-    return json.dumps([agent, tool, arguments], sort_keys=True, separators=(",", ":"))
+def call_key(tool: str, arguments: dict[str, Any]) -> str:
+    """What a replayed call is matched by: tool and arguments (canonical JSON). Not the
+    agent: the candidate evaluated may be another Agent than the one recorded."""
+    return json.dumps([tool, arguments], sort_keys=True, separators=(",", ":"))
 
 
 def encode_recording(calls: list[RecordedCall]) -> str:

@@ -129,7 +129,7 @@ class RunSpec(ApiModel):
         max_length=MAX_RECORDED_CALLS,
         description="Replay mode (with readOnly; an EvalRun's case built from a recorded "
         "Run): every tool call that does not only read gets the answer recorded for the "
-        "same agent, tool and arguments, in order (the recorded Run's status.recording), and "
+        "same tool and arguments, in order (the recorded Run's status.recording), and "
         "is never run; one with no recorded answer is refused (ReplayNotRecorded).",
     )
 

@@ -8,7 +8,7 @@ operator keeps them in the Run's ``status.recording`` (:mod:`swarmkit_api.replay
 
 A Run whose bundle carries a recording (``run.replay``: an EvalRun's case built from a
 recorded Run, ``spec.readOnly`` too) runs in replay mode (:func:`run_as`): every call above
-the read tier gets the recorded answer of the same agent, tool and arguments, in the order
+the read tier gets the recorded answer of the same tool and arguments, in the order
 they were recorded (:func:`answer`), and its handler never runs; a call the recording has no
 answer for (another tool, other arguments, one call more) is refused with
 ``ReplayNotRecorded``, never executed. Calls that only read run live (the candidate reads
@@ -49,15 +49,15 @@ class Recorder:
 
 
 class Replay:
-    """A recording being replayed: each (agent, tool, arguments) answered in order."""
+    """A recording being replayed: each (tool, arguments) answered in order."""
 
     def __init__(self, calls: Iterable[RecordedCall]) -> None:
         self._left: dict[str, deque[RecordedCall]] = {}
         for call in calls:
             self._left.setdefault(call.key(), deque()).append(call)
 
-    def take(self, agent: str, tool: str, arguments: dict[str, Any]) -> RecordedCall | None:
-        left = self._left.get(call_key(agent, tool, arguments))
+    def take(self, tool: str, arguments: dict[str, Any]) -> RecordedCall | None:
+        left = self._left.get(call_key(tool, arguments))
         return left.popleft() if left else None
 
 
@@ -93,7 +93,7 @@ def answer(
     mode = _MODE.get()
     if not isinstance(mode, Replay) or not _governed(name, kind, gate):
         return None
-    found = mode.take(agent, name, arguments)
+    found = mode.take(name, arguments)
     if found is None:
         effects = f"effects {gate.effects}" if gate is not None else kind
         raise ToolRefused(

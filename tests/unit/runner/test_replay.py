@@ -119,5 +119,7 @@ def test_the_same_call_twice_gets_its_answers_in_recorded_order() -> None:
         for i in range(2)
     ]
     played = replay.Replay(calls)
-    assert played.take("b", "mailbox_send", args) is None  # another agent's call
-    assert [played.take("a", "mailbox_send", dict(args)) for _ in range(3)] == [*calls, None]
+    assert played.take("mailbox_send", {**args, "message": "ho"}) is None  # other arguments
+    assert played.take("agent_message", args) is None  # another tool
+    # Any agent's call (the candidate may be another Agent), in the recorded order.
+    assert [played.take("mailbox_send", dict(args)) for _ in range(3)] == [*calls, None]
