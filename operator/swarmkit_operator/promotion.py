@@ -117,14 +117,7 @@ async def reconcile_promotion(
     entries = list(ctl.lookup_all(EVAL_RUNS_INDEX, (ns, label)))
     missing = tuple(n for n in names if ctl.lookup(EVAL_SETS_INDEX, (ns, n)) is None)
     review_name = pr.review_name(owner.kind, name, version)
-    decision = next(
-        (
-            decision_of(r)
-            for r in ctl.lookup_all(REVIEWS_INDEX, (ns, label))
-            if (r.get("metadata") or {}).get("name") == review_name
-        ),
-        None,
-    )
+    decision = _decision(ctl, ns, label, review_name)
 
     def decide() -> tuple[pr.Counted, pr.PromotionPlan]:
         made = ledger.proof(target, recorded)
@@ -137,7 +130,7 @@ async def reconcile_promotion(
                 now=datetime.now(UTC),
                 eval_runs=counted.runs,
                 missing_eval_sets=missing,
-                review_verdict=decision.verdict if decision is not None else None,
+                review_verdict=decision,
                 review_name=review_name,
                 force=force_of(view.get("annotations") or {}),
                 tampered=counted.tampered,
@@ -154,24 +147,44 @@ async def reconcile_promotion(
         counted_names = {r.name for r in counted.runs.values()}
         runs = [e for e in entries if e.get("name") in counted_names]
         await _open_review(ctl, owner, version, plan.status.active.version, review_name, runs)
-    for run, uid in counted.own:
-        if recorded.get(made_key("EvalRun", run)) != uid:
-            ledger.remember(target, "EvalRun", run, uid)  # a predecessor's, recorded now
+    # The candidate's EvalRuns are kept even before the index shows them.
+    candidate = plan.status.candidate.version if plan.status.candidate else version
+    kept = {str(e.get("name")) for e in entries}
+    versions = {version, candidate} - {""}
+    kept |= {pr.eval_run_name(owner.kind, name, v, e) for v in versions for e in names}
+    uids = _record(ledger, target, recorded, counted.own, kept)
     status = {k: v for k, v in plan.status_field().items() if k != "createdUids"}
-    uids = _record(ledger, target, recorded, entries)
-    return Promotion({"promotion": {**status, "createdUids": uids} if uids else status}, (plan.verdict,))
+    fields = {**status, "createdUids": uids} if uids else status
+    return Promotion({"promotion": fields}, (plan.verdict,))
+
+
+def _decision(ctl: Controller, ns: str, label: str, review_name: str) -> str | None:
+    """The verdict of the candidate's Review (``approve`` / ``reject``), once decided."""
+    for review in ctl.lookup_all(REVIEWS_INDEX, (ns, label)):
+        if (review.get("metadata") or {}).get("name") == review_name:
+            decision = decision_of(review)
+            return decision.verdict if decision is not None else None
+    return None
 
 
 def _record(
-    ledger: Ledger, target: Target, recorded: Mapping[str, str], entries: list[dict[str, Any]]
+    ledger: Ledger,
+    target: Target,
+    recorded: Mapping[str, str],
+    own: tuple[tuple[str, str], ...],
+    kept: set[str],
 ) -> dict[str, str]:
     """``status.promotion.createdUids`` as this write must record it: the EvalRuns the
-    operator created for the object's candidates (the ledger holds those not recorded yet)
-    while they exist (a candidate the spec goes back to keeps its evaluation), so the
-    record is as bounded as the EvalRuns kept."""
+    operator created for the object's candidates (the ledger holds those not recorded yet),
+    those of the current candidate and every other one while it exists (``kept``: a
+    candidate the spec goes back to keeps its evaluation; one the index does not show yet
+    is the current candidate's), so the record is as bounded as the EvalRuns kept."""
+    for run, uid in own:
+        if recorded.get(made_key("EvalRun", run)) != uid:
+            ledger.remember(target, "EvalRun", run, uid)  # a predecessor's, recorded now
     merged = ledger.record(target, recorded) or dict(recorded)
-    there = {made_key("EvalRun", str(e.get("name"))) for e in entries}
-    return {k: v for k, v in merged.items() if k in there or recorded.get(k) != v}
+    names = {made_key("EvalRun", n) for n in kept}
+    return {k: v for k, v in merged.items() if k in names or recorded.get(k) != v}
 
 
 async def _ensure_render(

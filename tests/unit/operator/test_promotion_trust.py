@@ -137,7 +137,8 @@ def test_a_recorded_evalrun_of_another_candidate_under_the_name_is_not_counted()
     made = proof(recorded((planned("smoke"), "mine")))
     counted = pr.counted_eval_runs(OWNER, V2.version, ("smoke",), [other], made)
     assert counted.runs == {}
-    assert counted.tampered == (f"EvalRun {planned('smoke')} does not evaluate {V2.version} on smoke",)
+    why = f"EvalRun {planned('smoke')} does not evaluate {V2.version} on smoke"
+    assert counted.tampered == (why,)
 
 
 def decide(counted: pr.Counted, sets: tuple[str, ...] = ("smoke",)) -> pr.PromotionPlan:
@@ -189,10 +190,9 @@ def agent_view(promotion: dict[str, Any]) -> dict[str, Any]:
 ACTIVE_V1 = {"active": {"version": V1.version, "renderedConfigMap": V1.config_map}}
 
 
-def reconcile(ctl: Ctl, promotion: dict[str, Any]) -> promotion_reconcile.Promotion:
-    return asyncio.run(
-        promotion_reconcile.reconcile_promotion(ctl, OWNER, agent_view(promotion), V2)  # type: ignore[arg-type]
-    )
+def reconcile(ctl: Any, promotion: dict[str, Any]) -> promotion_reconcile.Promotion:
+    view = agent_view(promotion)
+    return asyncio.run(promotion_reconcile.reconcile_promotion(ctl, OWNER, view, V2))
 
 
 def test_the_evalrun_it_creates_is_recorded_then_counted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -220,6 +220,31 @@ def test_the_evalrun_it_creates_is_recorded_then_counted(monkeypatch: pytest.Mon
     assert status.active.eval_runs == [planned("smoke")]
     assert status.created_uids == {key: "made"}
     assert len(ledger) == 0  # recorded: the ledger let go of it
+
+
+def test_the_record_keeps_the_candidates_and_every_evalrun_that_exists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its own EvalRun the index does not show yet stays recorded (else it would read as
+    someone else's); an older candidate's stays while it exists (the spec may go back to
+    it), and goes with it."""
+
+    async def create(*_a: Any) -> None:
+        return None
+
+    async def get_custom(*_a: Any) -> None:
+        return None
+
+    monkeypatch.setattr(k8s, "create_custom_if_absent", create)
+    monkeypatch.setattr(k8s, "get_custom", get_custom)
+    old = planned("smoke", "cccccccccccc")
+    record = recorded((planned("smoke"), "mine"), (old, "older"))
+    ctl = Ctl([evalrun("smoke", "older", version="cccccccccccc")], Ledger())
+    kept = reconcile(ctl, {**ACTIVE_V1, "createdUids": record})
+    assert kept.fields["promotion"]["createdUids"] == record
+    ctl.entries = []  # the older EvalRun was deleted
+    gone = reconcile(ctl, {**ACTIVE_V1, "createdUids": record})
+    assert gone.fields["promotion"]["createdUids"] == recorded((planned("smoke"), "mine"))
 
 
 def test_a_planned_name_taken_first_is_tampered_and_never_adopted(
@@ -307,6 +332,11 @@ def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
     return fake_api(monkeypatch)
 
 
+def resolver(agents: dict[Any, list[dict[str, Any]]]) -> Resolver:
+    """A resolver whose Agents index holds ``agents`` (no other index is read)."""
+    return Resolver(OperatorConfig(), SimpleNamespace(agents=agents))  # type: ignore[arg-type]
+
+
 def forged_agent_render() -> tuple[dict[str, Any], str]:
     """Agent ``oncall``'s render as an editor would have it (wider permissions), under the
     name its own content gives (what a 2^32 search on the name's 8 hex digits finds for
@@ -336,14 +366,13 @@ async def test_the_active_agent_render_is_read_by_its_recorded_sha256(api: FakeA
     name = cm["metadata"]["name"]
     entry = {"version": "v1", "renderedConfigMap": name, "renderedSha256": real}
     agent = {"status": {"promotion": {"active": entry}, "conditions": []}}
-    resolver = Resolver(OperatorConfig(), SimpleNamespace(agents={(NS, "oncall"): [agent]}))  # type: ignore[arg-type]
     with pytest.raises(trust.Refused) as refused:
-        await resolver._resolve_agent(NS, "oncall", _Walk())
+        await resolver({(NS, "oncall"): [agent]})._resolve_agent(NS, "oncall", _Walk())
     assert refused.value.reason == REASON_TAMPERED_OBJECT
     assert f"the render recorded {real[:12]}" in refused.value.message
     # A record from before the digest was kept: the name is all there is (it matches).
     del entry["renderedSha256"]
-    found = await Resolver(OperatorConfig(), SimpleNamespace(agents={(NS, "oncall"): [agent]}))._resolve_agent(NS, "oncall", _Walk())  # type: ignore[arg-type]
+    found = await resolver({(NS, "oncall"): [agent]})._resolve_agent(NS, "oncall", _Walk())
     assert found.agent.config_map == name  # type: ignore[union-attr]
 
 
@@ -356,9 +385,9 @@ async def test_a_promoted_topologys_render_is_read_by_its_recorded_sha256(api: F
     entry = {"version": "aaaaaaaaaaaa", "renderedConfigMap": version.config_map}
     topo = {"status": {"promotion": {"active": {**entry, "renderedSha256": "f" * 64}}}}
     with pytest.raises(trust.Refused) as refused:
-        await Resolver(OperatorConfig(), None)._promoted_topology(NS, "support", topo, _Walk())  # type: ignore[arg-type]
+        await resolver({})._promoted_topology(NS, "support", topo, _Walk())
     assert refused.value.reason == REASON_TAMPERED_OBJECT
     topo = {"status": {"promotion": {"active": {**entry, "renderedSha256": version.sha256}}}}
     walk = _Walk()
-    assert await Resolver(OperatorConfig(), None)._promoted_topology(NS, "support", topo, walk)  # type: ignore[arg-type]
+    assert await resolver({})._promoted_topology(NS, "support", topo, walk)
     assert walk.topologies["support"].version == "aaaaaaaaaaaa"
