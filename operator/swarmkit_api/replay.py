@@ -37,6 +37,9 @@ RECORDING_LINE_PREFIX = "swarmkit.recording "
 MAX_RECORDED_BYTES = 32 * 1024
 #: The most calls a recording holds (a replayed Run's spec carries one).
 MAX_RECORDED_CALLS = 256
+#: The longest answer recorded (the runner hands a model at most 100,000 characters of a
+#: tool result, with a truncation marker).
+MAX_CONTENT_CHARS = 100_100
 #: The refusal code of a replayed call with no recorded answer.
 NOT_RECORDED = "ReplayNotRecorded"
 
@@ -44,13 +47,19 @@ NOT_RECORDED = "ReplayNotRecorded"
 class RecordedCall(ApiModel):
     """One tool call above the read tier and what it returned."""
 
-    agent: str = Field(description="The agent that made the call (shown; not matched).")
-    tool: str = Field(description="The tool's canonical name (e.g. mailbox_send, pg.insert).")
+    agent: str = Field(
+        max_length=253, description="The agent that made the call (shown; not matched)."
+    )
+    tool: str = Field(
+        max_length=253, description="The tool's canonical name (e.g. mailbox_send, pg.insert)."
+    )
     arguments: BoundedJson = Field(
         default_factory=dict, description="Its arguments (secret values scrubbed)."
     )
     content: str = Field(
-        default="", description="What it returned to the model (secret values scrubbed)."
+        default="",
+        max_length=MAX_CONTENT_CHARS,
+        description="What it returned to the model (secret values scrubbed).",
     )
     error: bool = Field(default=False, description="It returned a tool error.")
 

@@ -120,9 +120,9 @@ class RunSpec(ApiModel):
     )
     read_only: bool = Field(
         default=False,
-        description="Refuse, in the runner, every tool call that does not only read (an "
-        "EvalRun's replayed cases set it: an evaluation never writes what a production Run "
-        "would).",
+        description="Refuse, in the runner, every tool call that does not only read, or with "
+        "replay answer it from the recording (an EvalRun's replayed cases set it: an "
+        "evaluation never writes what a production Run would).",
     )
     replay: list[RecordedCall] | None = Field(
         default=None,
