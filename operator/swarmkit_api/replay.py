@@ -18,14 +18,12 @@ one; a call with no recorded answer is refused (``ReplayNotRecorded``).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-import zlib
 from typing import Any
 
 from pydantic import Field
 
+from . import stage_lines
 from .base import ApiModel
 from .common import BoundedJson
 
@@ -73,27 +71,15 @@ def call_key(tool: str, arguments: dict[str, Any]) -> str:
     return json.dumps([tool, arguments], sort_keys=True, separators=(",", ":"))
 
 
-def encode_recording(calls: list[RecordedCall]) -> str:
-    raw = json.dumps([c.wire() for c in calls], separators=(",", ":"), sort_keys=True)
-    return base64.b64encode(zlib.compress(raw.encode(), 9)).decode()
-
-
 def recording_line(calls: list[RecordedCall]) -> tuple[str, str]:
     """The stdout line carrying ``calls`` and the sha256 of its encoded text."""
-    text = encode_recording(calls)
-    return RECORDING_LINE_PREFIX + text, hashlib.sha256(text.encode()).hexdigest()
+    return stage_lines.line(RECORDING_LINE_PREFIX, [c.wire() for c in calls])
 
 
 def recording_from_log(log: str, sha256: str) -> list[RecordedCall] | None:
     """The calls on the recording line of ``log`` whose sha256 is ``sha256`` (None: absent)."""
-    for line in reversed(log.splitlines()):
-        if not line.startswith(RECORDING_LINE_PREFIX):
-            continue
-        text = line[len(RECORDING_LINE_PREFIX) :].strip()
-        if hashlib.sha256(text.encode()).hexdigest() == sha256:
-            raw = json.loads(zlib.decompress(base64.b64decode(text)))
-            return [RecordedCall.model_validate(c) for c in raw]
-    return None
+    found = stage_lines.from_log(log, RECORDING_LINE_PREFIX, sha256)
+    return None if found is None else [RecordedCall.model_validate(c) for c in found]
 
 
 def recorded_size(calls: list[dict[str, Any]]) -> int:
@@ -108,7 +94,6 @@ __all__ = [
     "RECORDING_LINE_PREFIX",
     "RecordedCall",
     "call_key",
-    "encode_recording",
     "recorded_size",
     "recording_from_log",
     "recording_line",

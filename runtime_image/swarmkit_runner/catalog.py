@@ -159,12 +159,7 @@ class ToolCatalog:
             self.stats.refused += 1
             self.audit.emit(
                 "tool.refused",
-                agent=self.agent,
-                skill=entry.skill,
-                tool=entry.name,
-                kind=entry.kind,
-                tier=entry.gate.tier if entry.gate is not None else None,
-                effects=entry.gate.effects if entry.gate is not None else None,
+                **self._about(entry),
                 outcome="refused",
                 reason=exc.code,
                 message=exc.message,
@@ -185,12 +180,7 @@ class ToolCatalog:
         fields = self.audit.call_fields(entry.audit, call.arguments, output)
         self.audit.emit(
             "tool.call",
-            agent=self.agent,
-            skill=entry.skill,
-            tool=entry.name,
-            kind=entry.kind,
-            tier=entry.gate.tier if entry.gate is not None else None,
-            effects=entry.gate.effects if entry.gate is not None else None,
+            **self._about(entry),
             duration_ms=duration_ms,
             outcome=outcome,
             error=error,
@@ -198,18 +188,24 @@ class ToolCatalog:
         )
         return ToolResultItem(call.id, call.name, text, error is not None)
 
+    def _about(self, entry: ToolEntry) -> dict[str, Any]:
+        """What every audit line of a granted call says of it (who, which tool, its gate)."""
+        return {
+            "agent": self.agent,
+            "skill": entry.skill,
+            "tool": entry.name,
+            "kind": entry.kind,
+            "tier": entry.gate.tier if entry.gate is not None else None,
+            "effects": entry.gate.effects if entry.gate is not None else None,
+        }
+
     def _replayed(
         self, call: ToolCall, entry: ToolEntry, recorded: RecordedCall
     ) -> ToolResultItem:
         """A call answered from the recording (:mod:`.replay`), audited as such."""
         self.audit.emit(
             "tool.replayed",
-            agent=self.agent,
-            skill=entry.skill,
-            tool=entry.name,
-            kind=entry.kind,
-            tier=entry.gate.tier if entry.gate is not None else None,
-            effects=entry.gate.effects if entry.gate is not None else None,
+            **self._about(entry),
             outcome="replayed",
             error=recorded.content if recorded.error else None,
         )

@@ -101,6 +101,14 @@ def _verdict(kube: Kube, ns: str, name: str) -> dict[str, Any]:
     return found
 
 
+def _promoted_with(kube: Kube, ns: str, reason: str) -> dict[str, Any]:
+    """The Agent's Promoted condition once its reason is ``reason``."""
+    wait_for(
+        lambda: promoted(kube, ns).get("reason") == reason, 60, message=lambda: debug(kube, ns)
+    )
+    return promoted(kube, ns)
+
+
 def test_an_evalrun_someone_else_created_under_the_planned_name_never_promotes(
     cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
 ) -> None:
@@ -121,12 +129,7 @@ def test_an_evalrun_someone_else_created_under_the_planned_name_never_promotes(
 
     # Her lax evaluation passes the candidate the real one fails.
     assert _verdict(kube, ns, planned)["status"]["verdict"] == "Pass"
-    wait_for(
-        lambda: promoted(kube, ns).get("reason") == "TamperedObject",
-        60,
-        message=lambda: debug(kube, ns),
-    )
-    cond = promoted(kube, ns)
+    cond = _promoted_with(kube, ns, "TamperedObject")
     assert cond["status"] == "False", cond
     assert f"EvalRun {planned} exists but was not created by the operator" in cond["message"]
     now = promotion(kube, ns)
@@ -154,12 +157,8 @@ def test_an_evalrun_someone_else_created_under_the_planned_name_never_promotes(
     mine = wait_for(its_own, 60, message=lambda: debug(kube, ns))
     assert mine is not None
     assert _verdict(kube, ns, planned)["status"]["verdict"] == "Fail"
-    wait_for(
-        lambda: promoted(kube, ns).get("reason") == "EvaluationFailed",
-        60,
-        message=lambda: debug(kube, ns),
-    )
+    cond = _promoted_with(kube, ns, "EvaluationFailed")
     now = promotion(kube, ns)
     assert now["createdUids"] == {f"EvalRun/{planned}": mine["metadata"]["uid"]}, now
     assert now["active"]["version"] == active and now["candidate"]["evalRuns"] == [planned]
-    assert f"{LATER}/wants-refund" in promoted(kube, ns)["message"]
+    assert f"{LATER}/wants-refund" in cond["message"]

@@ -15,11 +15,9 @@ import logging
 
 from swarmkit_api.replay import recording_from_log
 
-from .. import k8s
-from ..builders import job as jobs
 from ..builders import run_status as rs
 from ..builders.recording import recording_fields
-from . import status
+from . import effects, status
 from .model import RunView
 from .state import RunState
 
@@ -31,10 +29,7 @@ async def settle(st: RunState, run: RunView, verdict: rs.Verdict) -> None:
     sha = verdict.result.recording_sha256 if verdict.result is not None else None
     if not sha or sha in (run.status.get("recordedStages") or ()):
         return
-    text = None
-    if verdict.pod_name:
-        text = await k8s.read_pod_log(run.namespace, verdict.pod_name, jobs.CONTAINER_NAME)
-    calls = recording_from_log(text or "", sha)
+    calls = recording_from_log(await effects.stage_log(run, verdict), sha)
     if calls is None:
         log.warning(
             "run %s/%s: the runner reported a recording (sha256 %s) but its line is not in "
