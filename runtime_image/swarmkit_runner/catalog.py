@@ -175,7 +175,14 @@ class ToolCatalog:
         if len(text) > MAX_TOOL_RESULT_CHARS:
             text = text[:MAX_TOOL_RESULT_CHARS] + "…[truncated]"
         replay.record(
-            self.agent, entry.name, entry.kind, entry.gate, call.arguments, text, error is not None
+            self.agent,
+            entry.name,
+            entry.kind,
+            entry.gate,
+            entry.audit,
+            call.arguments,
+            text,
+            error is not None,
         )
         fields = self.audit.call_fields(entry.audit, call.arguments, output)
         self.audit.emit(

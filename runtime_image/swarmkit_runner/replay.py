@@ -4,7 +4,8 @@ production Run would.
 Every live run records its tool calls above the read tier (:func:`record`: each call that
 does not only read, :func:`.readonly.reads`), with what each returned; :func:`print_line`
 prints them on one stdout line at the end of the stage (secret values scrubbed) and the
-operator keeps them in the Run's ``status.recording`` (:mod:`swarmkit_api.replay`).
+operator keeps them in the Run's ``status.recording`` (:mod:`swarmkit_api.replay`). A call
+whose skill's audit policy keeps its inputs or outputs out of the logs is not recorded.
 
 A Run whose bundle carries a recording (``run.replay``: an EvalRun's case built from a
 recorded Run, ``spec.readOnly`` too) runs in replay mode (:func:`run_as`): every call above
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 
 from swarmkit_api.bundle import RunInfo
 from swarmkit_api.replay import NOT_RECORDED, RecordedCall, call_key, recording_line
+from swarmkit_api.skill import AuditPolicy
 
 from . import readonly
 from .audit import AuditLog
@@ -109,13 +111,19 @@ def record(
     name: str,
     kind: str,
     gate: Gate | None,
+    policy: AuditPolicy | None,
     arguments: dict[str, Any],
     content: str,
     error: bool,
 ) -> None:
-    """Record a call a live run ran (above the read tier only)."""
+    """Record a call a live run ran (above the read tier only), unless its skill's audit
+    ``policy`` keeps its inputs or outputs (or part of them) out of the logs: the recording
+    is printed and kept like them, so such a call is not recorded (a replay refuses it)."""
     mode = _MODE.get()
-    if isinstance(mode, Recorder) and _governed(name, kind, gate):
+    private = policy is not None and not (
+        policy.log_inputs and policy.log_outputs and not policy.redact
+    )
+    if isinstance(mode, Recorder) and _governed(name, kind, gate) and not private:
         mode.calls.append(
             RecordedCall(agent=agent, tool=name, arguments=arguments, content=content, error=error)
         )

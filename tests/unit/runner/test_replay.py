@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from swarmkit_api.bundle import RunInfo
 from swarmkit_api.replay import NOT_RECORDED, RecordedCall, recording_from_log
+from swarmkit_api.skill import AuditPolicy
 from swarmkit_runner import replay
 from tests.support.bundles import agent, bundle, openai_provider, write_bundle
 from tests.support.model_server import ScriptedModelServer, text, tool_call
@@ -123,3 +125,27 @@ def test_the_same_call_twice_gets_its_answers_in_recorded_order() -> None:
     assert played.take("agent_message", args) is None  # another tool
     # Any agent's call (the candidate may be another Agent), in the recorded order.
     assert [played.take("mailbox_send", dict(args)) for _ in range(3)] == [*calls, None]
+
+
+async def test_a_call_its_audit_policy_keeps_out_of_the_logs_is_not_recorded() -> None:
+    """The recording is printed and kept like the audit: a skill whose audit policy keeps
+    its inputs or outputs (or part of them) out of the logs is not recorded (a replay of
+    the Run refuses that call)."""
+    recorder = replay.Recorder()
+    run = RunInfo(name="r", namespace="n", uid="u", correlation_id="u", timeout_seconds=60)
+    policies = (
+        None,
+        AuditPolicy(),
+        AuditPolicy(log_outputs=False),
+        AuditPolicy(log_inputs=False),
+        AuditPolicy(redact=["input.password"]),
+    )
+
+    async def work() -> None:
+        for policy in policies:
+            replay.record("a", "pg.insert", "mcp", None, policy, {"row": 1}, "ok", False)
+        # A delegation is not recorded: the child's own calls are.
+        replay.record("a", "delegate_to_w", "delegate", None, None, {"task": "x"}, "ok", False)
+
+    await replay.run_as(run, recorder, work())
+    assert [c.tool for c in recorder.calls] == ["pg.insert", "pg.insert"]
