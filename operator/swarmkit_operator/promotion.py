@@ -8,6 +8,10 @@ render, the EvalRuns of the candidate, the Review of an inconclusive one, opened
 Reviews owner) and returns the status fields and verdict the kind's reconcile writes with
 its own. The version a Run, a served Topology or a gateway runs is picked from that status
 by the one Resolver (:mod:`swarmkit_operator.workload.resolve`).
+
+The EvalRuns it creates are recorded in ``status.promotion.createdUids`` (the one ledger
+holds each uid until then) and only those are counted
+(:func:`~swarmkit_operator.builders.promotion.counted_eval_runs`).
 """
 
 from __future__ import annotations

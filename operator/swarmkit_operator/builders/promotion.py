@@ -17,6 +17,11 @@ candidate, evaluated by one EvalRun per EvalSet against the active version; ever
 (until the spec changes: a new version is a new candidate), ``Inconclusive`` holds it or asks a
 person (``onInconclusive: review``); a forced promotion (``kubectl swarmkit promote --force``,
 admission-checked) promotes the candidate it names and says who.
+
+Only the EvalRuns the operator created count (:func:`counted_eval_runs`: their uids are
+recorded in ``status.promotion.createdUids``); one under a planned name that is not is
+``TamperedObject`` and holds the candidate. Each version carries its render's content
+digest, which the Resolver checks the render against when it runs it.
 """
 
 from __future__ import annotations
