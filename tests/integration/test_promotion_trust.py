@@ -30,7 +30,16 @@ from .review_support import kubectl_as
 from .runs_support import GROUP, VERSION, OperatorProcess, apply, debug, get
 from .test_evals import doc
 from .test_evals import operator as operator
-from .test_promotion_graded import AGENT, NO_REFUND, cases, promoted, promotion, setup
+from .test_promotion_graded import (
+    AGENT,
+    GOOD,
+    NO_REFUND,
+    cases,
+    pinned_run,
+    promoted,
+    promotion,
+    setup,
+)
 from .test_promotion_graded import triage as triage_agent
 from .test_webview_users import _bind, _role
 
@@ -136,6 +145,11 @@ def test_an_evalrun_someone_else_created_under_the_planned_name_never_promotes(
     assert now["active"]["version"] == active, now
     assert now["candidate"]["version"] == version and now["candidate"]["evalRuns"] == [], now
     assert "createdUids" not in now, now
+    # Each version carries its render's full digest; a Run reads the active one by it.
+    digest = (get(kube, ns, "Agent", AGENT) or {})["status"]["renderedSha256"]
+    assert now["candidate"]["renderedSha256"] == digest, now
+    assert len(now["active"]["renderedSha256"]) == 64 and now["active"]["renderedSha256"] != digest
+    assert pinned_run(kube, ns, "meanwhile", operator) == (active, GOOD)
     assert (get(kube, ns, "EvalRun", planned) or {})["metadata"]["uid"] == hers  # left alone
 
     def warned() -> str | None:
