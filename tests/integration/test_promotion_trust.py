@@ -9,11 +9,11 @@ refund and names an EvalSet not created yet (no evaluation can start before it i
 evaluated for real against the active version, its critical case regresses (``Fail``).
 mallory creates the EvalRun under the planned name first, labelled
 ``swarmkit.dev/promotion-of``, the Agent's uid copied into a controller ownerReference,
-with criteria of her own (no comparison, any pass rate, one case): her EvalRun passes. Before, that Pass promoted the candidate. Now the
-promotion counts only an EvalRun whose uid it recorded in ``status.promotion.createdUids``:
-``Promoted=False TamperedObject`` naming hers, a Warning Event, the active version
-unchanged. Once she deletes it, the operator creates its own, records it, and its real
-evaluation fails the candidate.
+with criteria of her own (no comparison, any pass rate, one case): her EvalRun passes.
+Before, that Pass promoted the candidate. Now the promotion counts only an EvalRun whose
+uid it recorded in ``status.promotion.createdUids``: ``Promoted=False TamperedObject``
+naming hers, a Warning Event, the active version unchanged. Once she deletes it, the
+operator creates its own, records it, and its real evaluation fails the candidate.
 """
 
 from __future__ import annotations
