@@ -206,9 +206,7 @@ class ToolCatalog:
             "effects": entry.gate.effects if entry.gate is not None else None,
         }
 
-    def _replayed(
-        self, call: ToolCall, entry: ToolEntry, recorded: RecordedCall
-    ) -> ToolResultItem:
+    def _replayed(self, call: ToolCall, entry: ToolEntry, recorded: RecordedCall) -> ToolResultItem:
         """A call answered from the recording (:mod:`.replay`), audited as such."""
         self.audit.emit(
             "tool.replayed",

@@ -145,9 +145,7 @@ def decide(counted: pr.Counted, sets: tuple[str, ...] = ("smoke",)) -> pr.Promot
     spec = PromotionSpec.model_validate({"evalSets": [{"name": s} for s in sets]})
     active = pr.decide(pr.PromotionInputs(spec, V1, None, T0)).status
     return pr.decide(
-        pr.PromotionInputs(
-            spec, V2, active, T0, eval_runs=counted.runs, tampered=counted.tampered
-        )
+        pr.PromotionInputs(spec, V2, active, T0, eval_runs=counted.runs, tampered=counted.tampered)
     )
 
 
