@@ -24,6 +24,7 @@ from .egress import EgressPlan
 from .funnel import FunnelSpec
 from .genai_metrics import MAX_ENTRIES as MAX_GENAI_ENTRIES
 from .genai_metrics import GenAiCallStats
+from .replay import RecordedCall
 from .run import AgentSkillUsage, AuditChainHead, TokenUsage
 from .run import ReviewItem as ReviewItem  # re-exported: part of the result contract
 from .skill import SkillSpec
@@ -165,6 +166,13 @@ class RunInfo(ApiModel):
     read_only: bool = Field(
         default=False, description="Every tool call that does not only read is refused."
     )
+    replay: list[RecordedCall] | None = Field(
+        default=None,
+        description="Replay mode (a read-only Run replaying a recorded one): every tool call "
+        "that does not only read gets its recorded answer (matched by tool and "
+        "arguments, in order) and is never run; one with none is refused "
+        "(swarmkit_api.replay).",
+    )
 
 
 class BundleGateway(ApiModel):
@@ -272,6 +280,11 @@ class RunResult(ApiModel):
         default=None,
         description="sha256 of the outbox line printed on stdout: the effects recorded in "
         "this stage (swarmkit_api.effects).",
+    )
+    recording_sha256: str | None = Field(
+        default=None,
+        description="sha256 of the recording line printed on stdout: this stage's tool calls "
+        "above the read tier and their answers (swarmkit_api.replay).",
     )
     audit: AuditChainHead | None = Field(
         default=None,

@@ -16,15 +16,12 @@ counts as done.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
-import zlib
 from datetime import datetime
 from typing import Literal
 
 from pydantic import Field
 
+from . import stage_lines
 from .base import ApiModel
 
 EffectKind = Literal["schedule", "agent_message", "mailbox_send", "approve_spend"]
@@ -100,31 +97,15 @@ class RunEffect(ApiModel):
     )
 
 
-def encode_outbox(effects: list[Effect]) -> str:
-    """Compact, compressed, base64 text of ``effects`` (what the runner prints)."""
-    raw = json.dumps([e.wire() for e in effects], separators=(",", ":"), sort_keys=True)
-    return base64.b64encode(zlib.compress(raw.encode(), 9)).decode()
-
-
-def decode_outbox(text: str) -> list[Effect]:
-    return [Effect.model_validate(e) for e in json.loads(zlib.decompress(base64.b64decode(text)))]
-
-
 def outbox_line(effects: list[Effect]) -> tuple[str, str]:
     """The stdout line carrying ``effects`` and the sha256 of its encoded text."""
-    text = encode_outbox(effects)
-    return OUTBOX_LINE_PREFIX + text, hashlib.sha256(text.encode()).hexdigest()
+    return stage_lines.line(OUTBOX_LINE_PREFIX, [e.wire() for e in effects])
 
 
 def outbox_from_log(log: str, sha256: str) -> list[Effect] | None:
     """The effects on the outbox line of ``log`` whose sha256 is ``sha256`` (None: absent)."""
-    for line in reversed(log.splitlines()):
-        if not line.startswith(OUTBOX_LINE_PREFIX):
-            continue
-        text = line[len(OUTBOX_LINE_PREFIX) :].strip()
-        if hashlib.sha256(text.encode()).hexdigest() == sha256:
-            return decode_outbox(text)
-    return None
+    found = stage_lines.from_log(log, OUTBOX_LINE_PREFIX, sha256)
+    return None if found is None else [Effect.model_validate(e) for e in found]
 
 
 def object_name(run_name: str, run_uid: str, seq: int) -> str:
@@ -145,8 +126,6 @@ __all__ = [
     "EffectKind",
     "EffectState",
     "RunEffect",
-    "decode_outbox",
-    "encode_outbox",
     "object_name",
     "outbox_from_log",
     "outbox_line",

@@ -34,6 +34,7 @@ from .common import (
     LocalObjectReference,
     labels_rule,
 )
+from .replay import MAX_RECORDED_CALLS, RecordedCall
 from .spend import MONEY_PATTERN
 
 #: Most cases an EvalSet lists (inline and from recorded Runs together): an EvalRun's
@@ -269,6 +270,13 @@ class EvalCase(ApiModel):
         description="judgeSkill, judgeAgent: answers a person labelled pass or fail. Every "
         "EvalRun runs the judge on each and reports its Cohen's kappa against them "
         "(status.judges); the grader's minKappa gates on it.",
+    )
+    replay: list[RecordedCall] | None = Field(
+        default=None,
+        max_length=MAX_RECORDED_CALLS,
+        description="The case's Runs replay this recording (a case built from a recorded Run: "
+        "its status.recording): every tool call that does not only read gets the recorded "
+        "answer and is never run (Run spec.replay).",
     )
 
 

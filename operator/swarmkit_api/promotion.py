@@ -105,6 +105,12 @@ class PromotedVersion(ApiModel):
 
     version: str = Field(description="The content-addressed version (status.version).")
     rendered_config_map: str = Field(description="Its rendered ConfigMap.")
+    rendered_sha256: str | None = Field(
+        default=None,
+        description="The sha256 of that render's content, recorded when it was rendered: "
+        "whoever runs this version reads the render only when its content has this digest "
+        "(its name's 8 hex digits alone are 2^32 work to forge).",
+    )
     pins: list[str] = Field(
         default_factory=list,
         description="The rendered ConfigMaps it runs with (agents, skills): kept by the "
@@ -147,6 +153,14 @@ class PromotionStatus(ApiModel):
         default_factory=list,
         max_length=HISTORY_LIMIT,
         description="Earlier active versions, newest first.",
+    )
+    created_uids: dict[str, str] = Field(
+        default_factory=dict,
+        description="EvalRun/<name> → uid of each EvalRun the operator created for the "
+        "candidate, recorded right after the create: only these are counted. An EvalRun "
+        "under one of those names that is not the one recorded (anyone who may create "
+        "EvalRuns can take a planned name, with laxer criteria) is never counted: "
+        "Promoted=False TamperedObject.",
     )
 
 

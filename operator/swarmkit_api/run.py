@@ -20,6 +20,7 @@ from .common import (
 )
 from .effects import RunEffect
 from .funnel import GateReport
+from .replay import MAX_RECORDED_CALLS, RecordedCall
 from .spend import MONEY_PATTERN, ModelUsage
 
 #: Most bytes of UTF-8 in Run.spec.input: it fits the run bundle's ConfigMap with room left
@@ -59,6 +60,13 @@ class RunSpec(ApiModel):
             + " are the operator's (they link the Job and pod to their Run)",
             field_path=".labels",
             check=lambda m: not any(_reserved(k) for k in m.labels),
+        ),
+        CelRule(
+            rule="!has(self.replay) || (has(self.readOnly) && self.readOnly)",
+            message="replay needs readOnly: a replayed Run answers its writes from the "
+            "recording and runs none",
+            field_path=".replay",
+            check=lambda m: m.replay is None or m.read_only,
         ),
     )
 
@@ -112,9 +120,17 @@ class RunSpec(ApiModel):
     )
     read_only: bool = Field(
         default=False,
-        description="Refuse, in the runner, every tool call that does not only read (an "
-        "EvalRun's replayed cases set it: an evaluation never writes what a production Run "
-        "would).",
+        description="Refuse, in the runner, every tool call that does not only read, or with "
+        "replay answer it from the recording (an EvalRun's replayed cases set it: an "
+        "evaluation never writes what a production Run would).",
+    )
+    replay: list[RecordedCall] | None = Field(
+        default=None,
+        max_length=MAX_RECORDED_CALLS,
+        description="Replay mode (with readOnly; an EvalRun's case built from a recorded "
+        "Run): every tool call that does not only read gets the answer recorded for the "
+        "same tool and arguments, in order (the recorded Run's status.recording), and "
+        "is never run; one with no recorded answer is refused (ReplayNotRecorded).",
     )
 
 
@@ -320,6 +336,21 @@ class RunStatus(ApiModel):
         default_factory=list,
         description="What the run did to shared platform state (schedule, agent_message, "
         "mailbox_send), each materialized once by the operator.",
+    )
+    recording: list[RecordedCall] = Field(
+        default_factory=list,
+        max_length=MAX_RECORDED_CALLS,
+        description="Its tool calls that do not only read, with what each returned (secret "
+        "values scrubbed), in order: what an evaluation replaying this Run answers them with.",
+    )
+    recorded_stages: list[str] = Field(
+        default_factory=list,
+        description="sha256 of each stage's recording line merged into recording (once each).",
+    )
+    recording_incomplete: bool = Field(
+        default=False,
+        description="Some of its calls are not in recording (it would have grown past its "
+        "limit): a replay refuses those.",
     )
     gates: list[GateStatus] = Field(
         default_factory=list,

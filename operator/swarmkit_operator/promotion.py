@@ -8,6 +8,10 @@ render, the EvalRuns of the candidate, the Review of an inconclusive one, opened
 Reviews owner) and returns the status fields and verdict the kind's reconcile writes with
 its own. The version a Run, a served Topology or a gateway runs is picked from that status
 by the one Resolver (:mod:`swarmkit_operator.workload.resolve`).
+
+The EvalRuns it creates are recorded in ``status.promotion.createdUids`` (the one ledger
+holds each uid until then) and only those are counted
+(:func:`~swarmkit_operator.builders.promotion.counted_eval_runs`).
 """
 
 from __future__ import annotations
@@ -32,10 +36,14 @@ from swarmkit_api.review import decision_of
 from . import k8s
 from .builders import ObjectRef, Verdict
 from .builders import promotion as pr
+from .builders.trust import made_key
+from .builders.workload import Target
 from .indexes import IndexId
 from .reconcile.controller import Controller
 from .reconcile.views import Key
 from .reviews import ReviewsController
+from .workload.ledger import Ledger
+from .workload.resolve import ledger_of
 
 log = logging.getLogger("swarmkit_operator.promotion")
 
@@ -107,43 +115,81 @@ async def reconcile_promotion(
             return Promotion({"promotion": view["status"].get("promotion")}, (verdict,))
     label = pr.promotion_label(owner.kind, name)
     version = current.version if current is not None else ""
-    runs = {
-        str(r["evalSet"]): pr.EvalOutcome(
-            r["name"], str(r["evalSet"]), r.get("verdict"), tuple(r.get("regressions") or ())
-        )
-        for r in ctl.lookup_all(EVAL_RUNS_INDEX, (ns, label))
-        if r.get("version") == version
-    }
-    missing = tuple(
-        e.name for e in spec.eval_sets if ctl.lookup(EVAL_SETS_INDEX, (ns, e.name)) is None
-    )
+    names = tuple(e.name for e in spec.eval_sets)
+    target, ledger = pr.promotion_target(owner), ledger_of(ctl.services.resolver)
+    previous = _previous(view["status"])
+    recorded = dict(previous.created_uids) if previous is not None else {}
+    entries = list(ctl.lookup_all(EVAL_RUNS_INDEX, (ns, label)))
+    missing = tuple(n for n in names if ctl.lookup(EVAL_SETS_INDEX, (ns, n)) is None)
     review_name = pr.review_name(owner.kind, name, version)
-    decision = next(
-        (
-            decision_of(r)
-            for r in ctl.lookup_all(REVIEWS_INDEX, (ns, label))
-            if (r.get("metadata") or {}).get("name") == review_name
-        ),
-        None,
-    )
-    plan = pr.decide(
-        pr.PromotionInputs(
-            spec=spec,
-            current=current,
-            previous=_previous(view["status"]),
-            now=datetime.now(UTC),
-            eval_runs=runs,
-            missing_eval_sets=missing,
-            review_verdict=decision.verdict if decision is not None else None,
-            review_name=review_name,
-            force=force_of(view.get("annotations") or {}),
+    decision = _decision(ctl, ns, label, review_name)
+
+    def decide() -> tuple[pr.Counted, pr.PromotionPlan]:
+        made = ledger.proof(target, recorded)
+        counted = pr.counted_eval_runs(owner, version, names, entries, made)
+        return counted, pr.decide(
+            pr.PromotionInputs(
+                spec=spec,
+                current=current,
+                previous=previous,
+                now=datetime.now(UTC),
+                eval_runs=counted.runs,
+                missing_eval_sets=missing,
+                review_verdict=decision,
+                review_name=review_name,
+                force=force_of(view.get("annotations") or {}),
+                tampered=counted.tampered,
+            )
         )
-    )
+
+    counted, plan = decide()
     if plan.start_eval_sets and current is not None and plan.status.active is not None:
-        await _start_eval_runs(ctl, owner, spec, current, plan)
+        found = await _start_eval_runs(ctl, owner, spec, current, plan)
+        if found:  # a planned name already taken: checked like every other one
+            entries += found
+            counted, plan = decide()
     if plan.open_review and plan.status.active is not None:
-        await _open_review(ctl, owner, version, plan.status.active.version, review_name)
-    return Promotion({"promotion": plan.status_field()}, (plan.verdict,))
+        counted_names = {r.name for r in counted.runs.values()}
+        runs = [e for e in entries if e.get("name") in counted_names]
+        await _open_review(ctl, owner, version, plan.status.active.version, review_name, runs)
+    # The candidate's EvalRuns are kept even before the index shows them.
+    candidate = plan.status.candidate.version if plan.status.candidate else version
+    kept = {str(e.get("name")) for e in entries}
+    versions = {version, candidate} - {""}
+    kept |= {pr.eval_run_name(owner.kind, name, v, e) for v in versions for e in names}
+    uids = _record(ledger, target, recorded, counted.own, kept)
+    status = {k: v for k, v in plan.status_field().items() if k != "createdUids"}
+    fields = {**status, "createdUids": uids} if uids else status
+    return Promotion({"promotion": fields}, (plan.verdict,))
+
+
+def _decision(ctl: Controller, ns: str, label: str, review_name: str) -> str | None:
+    """The verdict of the candidate's Review (``approve`` / ``reject``), once decided."""
+    for review in ctl.lookup_all(REVIEWS_INDEX, (ns, label)):
+        if (review.get("metadata") or {}).get("name") == review_name:
+            decision = decision_of(review)
+            return decision.verdict if decision is not None else None
+    return None
+
+
+def _record(
+    ledger: Ledger,
+    target: Target,
+    recorded: Mapping[str, str],
+    own: tuple[tuple[str, str], ...],
+    kept: set[str],
+) -> dict[str, str]:
+    """``status.promotion.createdUids`` as this write must record it: the EvalRuns the
+    operator created for the object's candidates (the ledger holds those not recorded yet),
+    those of the current candidate and every other one while it exists (``kept``: a
+    candidate the spec goes back to keeps its evaluation; one the index does not show yet
+    is the current candidate's), so the record is as bounded as the EvalRuns kept."""
+    for run, uid in own:
+        if recorded.get(made_key("EvalRun", run)) != uid:
+            ledger.remember(target, "EvalRun", run, uid)  # a predecessor's, recorded now
+    merged = ledger.recorded(target, recorded)
+    names = {made_key("EvalRun", n) for n in kept}
+    return {k: v for k, v in merged.items() if k in names or recorded.get(k) != v}
 
 
 async def _ensure_render(
@@ -163,46 +209,61 @@ async def _start_eval_runs(
     spec: PromotionSpec,
     current: pr.Version,
     plan: pr.PromotionPlan,
-) -> None:
+) -> list[dict[str, Any]]:
+    """Create the candidate's missing EvalRuns, each one's uid remembered until the status
+    records it. A planned name already taken is never taken as created: what is found there
+    (not in the index: unlabelled, or not seen yet) is returned, to be checked."""
     assert plan.status.active is not None
+    ledger, target = ledger_of(ctl.services.resolver), pr.promotion_target(owner)
+    found: list[dict[str, Any]] = []
     for eval_set in plan.start_eval_sets:
         manifest = pr.eval_run_manifest(
             owner, eval_set, current.version, plan.status.active.version, spec.gate
         )
+        name = str(manifest["metadata"]["name"])
         created = await k8s.create_custom_if_absent("evalruns", owner.namespace, manifest)
-        if created is not None:
-            log.info(
-                "%s %s/%s: started EvalRun %s of candidate %s",
-                owner.kind,
-                owner.namespace,
-                owner.name,
-                manifest["metadata"]["name"],
-                current.version,
-            )
+        if created is None:
+            there = await k8s.get_custom("evalruns", owner.namespace, name)
+            if there is not None:
+                found.append(pr.eval_run_outcome(there))
+            continue
+        ledger.remember(target, "EvalRun", name, str(created["metadata"].get("uid") or ""))
+        log.info(
+            "%s %s/%s: started EvalRun %s of candidate %s",
+            owner.kind,
+            owner.namespace,
+            owner.name,
+            name,
+            current.version,
+        )
+    return found
 
 
 async def _open_review(
-    ctl: Controller, owner: ObjectRef, candidate: str, active: str, name: str
+    ctl: Controller,
+    owner: ObjectRef,
+    candidate: str,
+    active: str,
+    name: str,
+    runs: list[dict[str, Any]],
 ) -> None:
-    """Queue the Review with the EvalRuns' comparison; the Reviews owner opens it."""
-    label = pr.promotion_label(owner.kind, owner.name)
-    runs = [
-        r
-        for r in ctl.lookup_all(EVAL_RUNS_INDEX, (owner.namespace, label))
-        if r.get("version") == candidate
-    ]
+    """Queue the Review with the comparison of the EvalRuns counted (``runs``: the ones the
+    operator created); the Reviews owner opens it."""
     manifest = pr.build_promotion_review(owner, name, candidate, active, pr.comparison_text(runs))
     if isinstance(ctl.services.reviews, ReviewsController):
         await ctl.services.reviews.open(manifest, wait=False)
 
 
 def agent_version(status: Mapping[str, Any], ready: bool) -> pr.Version | None:
-    """An Agent's current version as a promotion sees it: its render and its skills'."""
+    """An Agent's current version as a promotion sees it: its render (with the content
+    digest recorded with it) and its skills'."""
     version, cm = status.get("version"), status.get("renderedConfigMap")
     if not ready or not version or not cm:
         return None
     skills = tuple(str(s.get("renderedConfigMap")) for s in status.get("resolvedSkills") or () if s)
-    return pr.Version(str(version), str(cm), tuple(sorted(s for s in skills if s)))
+    digest = status.get("renderedSha256")
+    pins = tuple(sorted(s for s in skills if s))
+    return pr.Version(str(version), str(cm), pins, str(digest) if digest else None)
 
 
 def force_asked(body: Mapping[str, Any]) -> bool:

@@ -19,9 +19,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from swarmkit_api.replay import RecordedCall
 from swarmkit_api.skill import AuditPolicy
 
-from . import readonly, traced
+from . import readonly, replay, traced
 from .audit import AuditLog
 from .errors import RunEnded, ToolError, ToolRefused
 from .permissions import Gate
@@ -148,6 +149,9 @@ class ToolCatalog:
         error: str | None = None
         try:
             readonly.check(self.agent, entry.name, entry.kind, entry.gate)  # a reviewer reads only
+            recorded = replay.answer(self.agent, entry.name, entry.kind, entry.gate, call.arguments)
+            if recorded is not None:  # replay mode: the recording answers, nothing runs
+                return self._replayed(call, entry, recorded)
             output = await entry.handler(call.arguments)
         except (RunEnded, asyncio.CancelledError):
             raise
@@ -155,12 +159,7 @@ class ToolCatalog:
             self.stats.refused += 1
             self.audit.emit(
                 "tool.refused",
-                agent=self.agent,
-                skill=entry.skill,
-                tool=entry.name,
-                kind=entry.kind,
-                tier=entry.gate.tier if entry.gate is not None else None,
-                effects=entry.gate.effects if entry.gate is not None else None,
+                **self._about(entry),
                 outcome="refused",
                 reason=exc.code,
                 message=exc.message,
@@ -175,21 +174,47 @@ class ToolCatalog:
         assert text is not None
         if len(text) > MAX_TOOL_RESULT_CHARS:
             text = text[:MAX_TOOL_RESULT_CHARS] + "…[truncated]"
+        replay.record(
+            self.agent,
+            entry.name,
+            entry.kind,
+            entry.gate,
+            entry.audit,
+            call.arguments,
+            text,
+            error is not None,
+        )
         fields = self.audit.call_fields(entry.audit, call.arguments, output)
         self.audit.emit(
             "tool.call",
-            agent=self.agent,
-            skill=entry.skill,
-            tool=entry.name,
-            kind=entry.kind,
-            tier=entry.gate.tier if entry.gate is not None else None,
-            effects=entry.gate.effects if entry.gate is not None else None,
+            **self._about(entry),
             duration_ms=duration_ms,
             outcome=outcome,
             error=error,
             **fields,
         )
         return ToolResultItem(call.id, call.name, text, error is not None)
+
+    def _about(self, entry: ToolEntry) -> dict[str, Any]:
+        """What every audit line of a granted call says of it (who, which tool, its gate)."""
+        return {
+            "agent": self.agent,
+            "skill": entry.skill,
+            "tool": entry.name,
+            "kind": entry.kind,
+            "tier": entry.gate.tier if entry.gate is not None else None,
+            "effects": entry.gate.effects if entry.gate is not None else None,
+        }
+
+    def _replayed(self, call: ToolCall, entry: ToolEntry, recorded: RecordedCall) -> ToolResultItem:
+        """A call answered from the recording (:mod:`.replay`), audited as such."""
+        self.audit.emit(
+            "tool.replayed",
+            **self._about(entry),
+            outcome="replayed",
+            error=recorded.content if recorded.error else None,
+        )
+        return ToolResultItem(call.id, call.name, recorded.content, recorded.error)
 
 
 def as_text(value: Any) -> str:

@@ -1,5 +1,6 @@
-"""Read-only runs of an agent: a funnel's reviewer, and a Run with ``spec.readOnly`` (an
-EvalRun's replayed cases), may call only tools that read.
+"""Read-only runs of an agent: a funnel's reviewer, and a Run with ``spec.readOnly`` but no
+recording to replay (:mod:`.replay` answers the calls of one that has), may call only
+tools that read.
 
 The operator already refuses a Topology whose funnel reviewer holds anything that is not
 read-only (reason ``ReviewerNotReadOnly``); this is the runner's own check, so a grant that
@@ -20,16 +21,11 @@ ungated tools that only read (the skill disclosure tools, ``read_flow_data``,
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Iterator
+from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import TypeVar
-
-from swarmkit_api.bundle import RunInfo
 
 from .errors import ToolRefused
 from .permissions import Gate
-
-T = TypeVar("T")
 
 #: Ungated tools that can only read.
 READ_TOOLS = frozenset({"load_skill", "read_skill_file", "read_flow_data", "web_search"})
@@ -46,15 +42,6 @@ def reviewer(what: str) -> Iterator[None]:
         yield
     finally:
         _REVIEWING.reset(token)
-
-
-async def run_as(run: RunInfo, work: Awaitable[T]) -> T:
-    """Await ``work``, read-only when the Run asks (``spec.readOnly``: an EvalRun's replayed
-    case never writes what the recorded Run wrote)."""
-    if not run.read_only:
-        return await work
-    with reviewer("a read-only Run (spec.readOnly)"):
-        return await work
 
 
 def reads(name: str, gate: Gate | None) -> bool:
@@ -76,4 +63,4 @@ def check(agent: str, name: str, kind: str, gate: Gate | None) -> None:
     )
 
 
-__all__ = ["READ_TOOLS", "check", "reads", "reviewer", "run_as"]
+__all__ = ["READ_TOOLS", "check", "reads", "reviewer"]

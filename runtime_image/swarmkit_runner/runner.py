@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from swarmkit_api.bundle import Outcome, ReviewItem, RunBundle, RunResult
 from swarmkit_api.effects import Effect, outbox_line
 
-from . import egress, genai_stats, readonly
+from . import egress, genai_stats, replay
 from .audit import AuditLog
 from .bundle import root_position
 from .commands import check_command_packs
@@ -68,7 +68,8 @@ async def execute(
     runner = AgentRunner(ctx)
     mcp = McpManager(needed_servers(bundle), secrets, audit, bundle.workspace.credentials)
     ctx.mcp = mcp
-    ending = await _run_root(ctx, runner, mcp, root, cancel)
+    recorder = replay.Recorder()
+    ending = await _run_root(ctx, runner, mcp, root, cancel, recorder)
     checkpoint_sha = None
     if ending.outcome == "AwaitingReview" and ending.review_items:
         checkpoint_sha = _print_checkpoint(audit, secrets, journal, bundle, ending.review_items[0])
@@ -81,6 +82,9 @@ async def execute(
     outbox_sha = _print_outbox(audit, journal)
     if outbox_sha is not None:
         result = result.model_copy(update={"outbox_sha256": outbox_sha})
+    recording_sha = replay.print_line(audit, secrets, recorder)
+    if recording_sha is not None:
+        result = result.model_copy(update={"recording_sha256": recording_sha})
     _audit_end(ctx, result, started)
     return result
 
@@ -154,16 +158,19 @@ async def _run_root(
     mcp: McpManager,
     root: AgentPosition,
     cancel: asyncio.Event | None,
+    recorder: replay.Recorder,
 ) -> _Ending:
-    """The root agent's work until it ends, the run is cancelled or its timeout passes;
-    the runner, the MCP servers and the context are closed in any case."""
+    """The root agent's work until it ends, the run is cancelled or its timeout passes
+    (in the Run's mode: live and recorded, replayed, or read-only: :mod:`.replay`); the
+    runner, the MCP servers and the context are closed in any case."""
     bundle = ctx.bundle
 
     async def work() -> str:
         ctx.journal.bind()
         check_command_packs(bundle)
         await mcp.start()
-        return await readonly.run_as(bundle.run, runner.run_agent(root, bundle.run.input, 0))
+        work = runner.run_agent(root, bundle.run.input, 0)
+        return await replay.run_as(bundle.run, recorder, work)
 
     timeout = run_deadline(bundle.run.timeout_seconds)
     work_task = asyncio.create_task(work(), name="run")

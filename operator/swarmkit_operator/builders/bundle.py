@@ -403,6 +403,7 @@ def _run_info(run: RunInput, ws: WorkspaceSpec, governance: Governance) -> RunIn
         max_cost=run.spec.max_cost or governance.max_cost_per_run,
         max_tokens=run.spec.max_tokens,
         read_only=run.spec.read_only,
+        replay=run.spec.replay,
     )
 
 

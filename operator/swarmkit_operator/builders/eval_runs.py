@@ -31,6 +31,7 @@ from typing import Any, Literal
 from swarmkit_api import API_VERSION
 from swarmkit_api.conditions import REASON_TAMPERED_OBJECT, SUCCEEDED
 from swarmkit_api.eval import MODEL_GRADERS, EvalCase, EvalRunSpec, Grader, RecordedRunSelector
+from swarmkit_api.replay import RecordedCall
 from swarmkit_api.spend import parse_money
 
 from ..hashing import MAX_SUBDOMAIN, canonical_json, fitted, label_value, sha256_hex
@@ -44,8 +45,9 @@ EVAL_TRIAL_LABEL = "swarmkit.dev/eval-trial"
 #: ``case`` (the side's answer) or ``judge`` (a model grader's verdict on it).
 EVAL_ROLE_LABEL = "swarmkit.dev/eval-role"
 CASES_FILE = "cases.json"
-#: The tag of the cases built from recorded Runs: their Runs are read-only (spec.readOnly:
-#: the runner refuses every tool call that does not only read).
+#: The tag of the cases built from recorded Runs: their Runs replay the recorded Run
+#: (spec.readOnly and spec.replay: the runner answers every tool call that does not only
+#: read from the recording and runs none, :mod:`swarmkit_api.replay`).
 RECORDED_TAG = "recorded"
 
 Side = Literal["candidate", "baseline"]
@@ -73,7 +75,9 @@ def recorded_cases(
     selector: RecordedRunSelector, runs: Sequence[Mapping[str, Any]]
 ) -> list[EvalCase]:
     """Cases from recorded Runs (summaries: metadata, spec, status): the succeeded ones
-    carrying every label of the selector, newest first, their output the reference."""
+    carrying every label of the selector, newest first, their output the reference and
+    their ``status.recording`` what the case's Runs replay (none recorded: every call
+    above the read tier is refused)."""
     wanted = selector.match_labels
     grader = selector.grader or Grader(type="exact", expected="")
     found = [
@@ -88,13 +92,15 @@ def recorded_cases(
     )
     cases = []
     for r in found[: selector.max_cases]:
-        output = str((r.get("status") or {}).get("output"))
+        status = r.get("status") or {}
+        output = str(status.get("output"))
         cases.append(
             EvalCase(
                 name=fitted(f"run-{r.get('name')}".replace(".", "-").lower(), 63),
                 input=str((r.get("spec") or {}).get("input") or ""),
                 grader=grader.model_copy(update={"expected": output}),
                 tags=[RECORDED_TAG],
+                replay=[RecordedCall.model_validate(c) for c in status.get("recording") or ()],
             )
         )
     return cases
@@ -172,11 +178,15 @@ def case_run(
     target: Mapping[str, Any],
     text: str,
     read_only: bool = False,
+    replay: Sequence[RecordedCall] | None = None,
 ) -> dict[str, Any]:
-    """A case Run (``target``: the side's ref) or a judge Run (the judge Agent's ref)."""
+    """A case Run (``target``: the side's ref) or a judge Run (the judge Agent's ref);
+    ``replay``: the recording it replays (read-only too)."""
     run_spec: dict[str, Any] = {**target, "input": text, "correlationId": label_value(evalrun)}
-    if read_only:
+    if read_only or replay is not None:
         run_spec["readOnly"] = True
+    if replay is not None:
+        run_spec["replay"] = [c.wire() for c in replay]
     if spec.timeout_seconds is not None:
         run_spec["timeoutSeconds"] = spec.timeout_seconds
     if spec.max_cost_per_run is not None:
@@ -218,6 +228,8 @@ def cache_key(case: EvalCase, target: SideTarget, trials: int) -> str:
                 "target": target.label,
                 "version": target.version,
                 "trials": trials,
+                # Other recorded answers are another case (none: the keys before replay).
+                **({"replay": [c.wire() for c in case.replay]} if case.replay is not None else {}),
             }
         )
     )[:20]

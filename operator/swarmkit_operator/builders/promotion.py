@@ -17,6 +17,11 @@ candidate, evaluated by one EvalRun per EvalSet against the active version; ever
 (until the spec changes: a new version is a new candidate), ``Inconclusive`` holds it or asks a
 person (``onInconclusive: review``); a forced promotion (``kubectl swarmkit promote --force``,
 admission-checked) promotes the candidate it names and says who.
+
+Only the EvalRuns the operator created count (:func:`counted_eval_runs`: their uids are
+recorded in ``status.promotion.createdUids``); one under a planned name that is not is
+``TamperedObject`` and holds the candidate. Each version carries its render's content
+digest, which the Resolver checks the render against when it runs it.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from swarmkit_api.conditions import (
     REASON_INCONCLUSIVE,
     REASON_PROMOTED,
     REASON_REJECTED,
+    REASON_TAMPERED_OBJECT,
     REASON_WAITING,
 )
 from swarmkit_api.names import dns_label
@@ -68,7 +74,9 @@ from . import (
     dump_yaml,
     owner_reference,
     rendered_config_map,
+    trust,
 )
+from .workload import Target
 
 #: Keys of a Topology's render.
 TOPOLOGY_YAML = "topology.yaml"
@@ -79,11 +87,13 @@ MESSAGE_REGRESSIONS = 10
 
 @dataclass(frozen=True)
 class Version:
-    """One version of the object and the renders that pin it."""
+    """One version of the object and the renders that pin it (``sha256``: its render's
+    content digest, what the one reading it back checks it against)."""
 
     version: str
     config_map: str
     pins: tuple[str, ...] = ()
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,8 @@ class PinnedAgentRender:
     version: str
     config_map: str
     skill_config_maps: tuple[str, ...] = ()
+    #: The agent render's content digest (its Agent's status recorded it), when known.
+    sha256: str | None = None
 
 
 def topology_render(
@@ -109,7 +121,11 @@ def topology_render(
     pinned = {
         "version": version,
         "agents": {
-            name: {"version": a.version, "renderedConfigMap": a.config_map}
+            name: {
+                "version": a.version,
+                "renderedConfigMap": a.config_map,
+                **({"renderedSha256": a.sha256} if a.sha256 else {}),
+            }
             for name, a in sorted(agents.items())
         },
         "funnels": {name: dict(funnels[name]) for name in sorted(funnels)},
@@ -117,9 +133,10 @@ def topology_render(
         "childTopologies": list(children),
     }
     data = {TOPOLOGY_YAML: dump_yaml(dict(spec)), PINNED_JSON: dump_json(pinned)}
-    manifest = rendered_config_map(owner, content_digest(data), data)
+    digest = content_digest(data)
+    manifest = rendered_config_map(owner, digest, data)
     pins = sorted({p for a in agents.values() for p in (a.config_map, *a.skill_config_maps) if p})
-    return manifest, Version(version, manifest["metadata"]["name"], tuple(pins))
+    return manifest, Version(version, manifest["metadata"]["name"], tuple(pins), digest)
 
 
 @dataclass(frozen=True)
@@ -138,7 +155,11 @@ def read_topology_render(data: Mapping[str, str]) -> TopologyPins:
     spec = yaml.safe_load(data[TOPOLOGY_YAML]) or {}
     pinned: dict[str, Any] = json.loads(data[PINNED_JSON])
     agents = {
-        str(n): PinnedAgentRender(str(a["version"]), str(a["renderedConfigMap"]))
+        str(n): PinnedAgentRender(
+            str(a["version"]),
+            str(a["renderedConfigMap"]),
+            sha256=str(a["renderedSha256"]) if a.get("renderedSha256") else None,
+        )
         for n, a in (pinned.get("agents") or {}).items()
     }
     return TopologyPins(
@@ -186,6 +207,9 @@ class PromotionInputs:
     #: The name the candidate's Review gets (when ``onInconclusive: review`` asks for one).
     review_name: str = ""
     force: Force | None = None
+    #: Why an object under a planned EvalRun name is not the one the operator created
+    #: (:func:`counted_eval_runs`): never counted, and the candidate is not promoted.
+    tampered: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -209,6 +233,7 @@ def _promoted(
     return PromotedVersion(
         version=version.version,
         rendered_config_map=version.config_map,
+        rendered_sha256=version.sha256,
         pins=list(version.pins),
         promoted_at=now,
         forced_by=by,
@@ -251,7 +276,11 @@ def decide(inp: PromotionInputs) -> PromotionPlan:
         # Promoted already; keep its record (a render of the same version may be renamed
         # by a spec edit that does not re-version it, e.g. spec.promotion itself).
         same = active.model_copy(
-            update={"rendered_config_map": cur.config_map, "pins": list(cur.pins)}
+            update={
+                "rendered_config_map": cur.config_map,
+                "rendered_sha256": cur.sha256,
+                "pins": list(cur.pins),
+            }
         )
         status = PromotionStatus(active=same, history=prev.history)
         reason = REASON_FORCED if active.forced_by else REASON_PROMOTED
@@ -291,6 +320,7 @@ def _candidate(
     candidate = CandidateVersion(
         version=cur.version,
         rendered_config_map=cur.config_map,
+        rendered_sha256=cur.sha256,
         pins=list(cur.pins),
         eval_runs=run_names,
         verdict=verdict,
@@ -303,6 +333,8 @@ def _candidate(
     def plan(status: Status, reason: str, message: str, **kw: Any) -> PromotionPlan:
         return PromotionPlan(keep, Verdict(PROMOTED, status, reason, message), **kw)
 
+    if inp.tampered:
+        return plan("False", REASON_TAMPERED_OBJECT, f"{against}: {'; '.join(inp.tampered)}")
     if inp.missing_eval_sets:
         missing = ", ".join(inp.missing_eval_sets)
         return plan(
@@ -467,17 +499,86 @@ def eval_run_manifest(
 
 
 def eval_run_outcome(body: Mapping[str, Any]) -> dict[str, Any]:
-    """What a promotion reads of one of its EvalRuns (an index entry)."""
+    """What a promotion reads of one of its EvalRuns (an index entry): with what proves it
+    the operator's (:func:`counted_eval_runs`), its uid, creation time and owners."""
     spec = body.get("spec") or {}
     status = body.get("status") or {}
+    meta = body.get("metadata") or {}
     return {
-        "name": str((body.get("metadata") or {}).get("name") or ""),
+        "name": str(meta.get("name") or ""),
+        "metadata": {
+            "name": meta.get("name"),
+            "uid": meta.get("uid"),
+            "creationTimestamp": meta.get("creationTimestamp"),
+            "ownerReferences": [dict(o) for o in meta.get("ownerReferences") or ()],
+        },
         "evalSet": str((spec.get("evalSetRef") or {}).get("name") or ""),
         "version": str((spec.get("candidate") or {}).get("version") or ""),
         "verdict": status.get("verdict"),
         "regressions": [str(c) for c in status.get("regressed") or ()],
         "summary": {k: status[k] for k in _SUMMARY if k in status},
     }
+
+
+def promotion_target(owner: ObjectRef) -> Target:
+    """The Topology or Agent as the creator of its candidates' EvalRuns: what the ledger
+    and :func:`~.trust.check_made` key on (its own workload: a Topology also serves, an
+    Agent runs a gateway, each with its own record)."""
+    kind: Literal["Topology", "Agent"] = "Topology" if owner.kind == "Topology" else "Agent"
+    return Target(kind, owner.namespace, owner.name, owner.uid, f"promote-{owner.name}")
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The EvalRuns of a candidate a promotion counts (:func:`counted_eval_runs`)."""
+
+    #: EvalSet name → the outcome of the EvalRun the operator created for it.
+    runs: Mapping[str, EvalOutcome]
+    #: Why an EvalRun under a planned name is not counted (it is not the operator's).
+    tampered: tuple[str, ...]
+    #: (name, uid) of each counted EvalRun: what the promotion's record keeps.
+    own: tuple[tuple[str, str], ...]
+
+
+def counted_eval_runs(
+    owner: ObjectRef,
+    version: str,
+    eval_sets: Sequence[str],
+    entries: Sequence[Mapping[str, Any]],
+    made: trust.Made,
+) -> Counted:
+    """The EvalRuns (``entries``: :func:`eval_run_outcome`, labelled for ``owner``) that
+    count for candidate ``version``: for each EvalSet, the one under its planned name
+    (:func:`eval_run_name`) that :func:`~.trust.check_made` proves the operator created for
+    ``owner`` (its uid recorded in ``status.promotion.createdUids``, or remembered). The
+    label, the planned name and a copied ownerReference prove nothing (anyone who may
+    create EvalRuns writes them, with laxer criteria): such an EvalRun is never counted,
+    and one under a planned name is named in ``tampered``. An EvalRun under another name
+    is not the promotion's at all."""
+    by_name = {str(e.get("name")): e for e in entries}
+    target = promotion_target(owner)
+    runs: dict[str, EvalOutcome] = {}
+    tampered: list[str] = []
+    own: list[tuple[str, str]] = []
+    for eval_set in eval_sets:
+        name = eval_run_name(owner.kind, owner.name, version, eval_set)
+        entry = by_name.get(name)
+        if entry is None:
+            continue
+        try:
+            uid = trust.check_made("EvalRun", entry, target, made)
+        except trust.Refused as exc:
+            tampered.append(exc.message)
+            continue
+        if (entry.get("version"), entry.get("evalSet")) != (version, eval_set):
+            # Recorded as the operator's yet evaluating something else: never counted.
+            tampered.append(f"EvalRun {name} does not evaluate {version} on {eval_set}")
+            continue
+        own.append((name, uid))
+        runs[eval_set] = EvalOutcome(
+            name, eval_set, entry.get("verdict"), tuple(entry.get("regressions") or ())
+        )
+    return Counted(runs, tuple(tampered), tuple(own))
 
 
 #: The verdict endpoint's answers (``GET /verdicts/<namespace>/<plural>/<name>``).

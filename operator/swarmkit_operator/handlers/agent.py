@@ -46,6 +46,7 @@ def agent_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
         renderedConfigMap=active["renderedConfigMap"]
         if active
         else status.get("renderedConfigMap"),
+        renderedSha256=(active or status).get("renderedSha256"),
         skillConfigMaps=tuple(active.get("pins") or ())
         if active
         else tuple(r.get("renderedConfigMap", "") for r in status.get("resolvedSkills") or ()),

@@ -89,7 +89,7 @@ from ..reconcile.views import MISSING, base_view, condition_status
 from ..runs import spend, summaries
 from ..runs.model import RUNS
 from ..workload.ledger import Ledger
-from ..workload.resolve import Resolver, ready
+from ..workload.resolve import ledger_of, ready
 from .common import App, index
 from .events import on_event
 
@@ -551,6 +551,7 @@ def _case_trial(
                 {**target.ref(), "version": target.version},
                 case.input,
                 read_only=er.RECORDED_TAG in case.tags,
+                replay=case.replay,
             )
         )
         return Trial(rname)
@@ -756,14 +757,8 @@ async def _run_cases(
 
 
 def _ledger(ctl: Controller) -> Ledger:
-    """The operator's one ledger (the resolver's); a bare controller (unit tests wire one
-    without the Runs side) gets a ledger of its own, which adopts nothing unrecorded."""
-    if isinstance(ctl.services.resolver, Resolver):
-        return ctl.services.resolver.ledger
-    return _OWN_LEDGER
-
-
-_OWN_LEDGER = Ledger()
+    """The operator's one ledger (:func:`~..workload.resolve.ledger_of`)."""
+    return ledger_of(ctl.services.resolver)
 
 
 # --- EvalRun: its SpendQuota reservation -------------------------------------------------------

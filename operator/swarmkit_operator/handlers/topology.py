@@ -379,7 +379,10 @@ async def _promotion(
         if v is None or not v["renderedConfigMap"]:
             return await promotion.reconcile_promotion(ctl, owner, view, None)
         agents[agent] = pr.PinnedAgentRender(
-            v["version"], v["renderedConfigMap"], tuple(v["skillConfigMaps"])
+            v["version"],
+            v["renderedConfigMap"],
+            tuple(v["skillConfigMaps"]),
+            v.get("renderedSha256"),
         )
     manifest, current = pr.topology_render(
         owner,

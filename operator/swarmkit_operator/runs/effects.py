@@ -47,10 +47,7 @@ async def settle(st: RunState, run: RunView, verdict: rs.Verdict) -> None:
     sha = verdict.result.outbox_sha256 if verdict.result is not None else None
     if not sha:
         return
-    text = None
-    if verdict.pod_name:
-        text = await k8s.read_pod_log(run.namespace, verdict.pod_name, jobs.CONTAINER_NAME)
-    effects = outbox_from_log(text or "", sha)
+    effects = outbox_from_log(await stage_log(run, verdict), sha)
     if effects is None:
         message = (
             f"the runner reported effects (outbox sha256 {sha[:12]}) but their line is not "
@@ -64,6 +61,15 @@ async def settle(st: RunState, run: RunView, verdict: rs.Verdict) -> None:
         settled.append(await _materialize(st, run, effect, settled))
     entries = fx.status_entries(run.status.get("effects") or (), settled)
     await status.write_fields(st, run, {"effects": entries})
+
+
+async def stage_log(run: RunView, verdict: rs.Verdict) -> str:
+    """The log of the pod whose stage ``verdict`` reports ("" when it has none): where the
+    runner printed what its result is too small for (the outbox, the recording)."""
+    if not verdict.pod_name:
+        return ""
+    text = await k8s.read_pod_log(run.namespace, verdict.pod_name, jobs.CONTAINER_NAME)
+    return text or ""
 
 
 async def _materialize(

@@ -33,7 +33,7 @@ from .. import k8s
 from ..builders import job as jobs
 from ..builders import run_pod, trust
 from ..builders import run_status as rs
-from . import cleanup, effects, review, start, status
+from . import cleanup, effects, recording, review, start, status
 from .model import (
     HINT_SECONDS,
     NO_POD_EVENTS_AFTER,
@@ -107,6 +107,7 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
     verdict = await _observed(st, run, job, job_pods)
     if verdict.phase == "Parked":
         await effects.settle(st, run, verdict)  # the stage's outbox, before the pod goes
+        await recording.settle(st, run, verdict)  # and its recording
         return await review.parked(st, run, spec, verdict, job_pods)
     if verdict.phase == "Lost":
         lost = await _lost(st, run, spec, recreation, current, job_pods, timeout_of(job))
@@ -120,6 +121,7 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
         await k8s.delete_job(run.namespace, current)
     if verdict.final:
         await effects.settle(st, run, verdict)  # the last stage's outbox
+        await recording.settle(st, run, verdict)  # and its recording
     await status.write(st, run, verdict, record)
     if verdict.final:
         await cleanup.release_pods(st, pods)

@@ -28,7 +28,9 @@ class Ledger:
 
     def __init__(self) -> None:
         self.since: datetime | None = None
-        self._made: dict[str, dict[str, str]] = {}
+        # Keyed by the target's uid and workload: one owner may create for more than one
+        # (a Topology serves and promotes), each with its own record.
+        self._made: dict[tuple[str, str], dict[str, str]] = {}
 
     def __len__(self) -> int:
         return len(self._made)
@@ -41,21 +43,21 @@ class Ledger:
     def proof(
         self, target: Target, recorded: Mapping[str, str], not_before: datetime | None = None
     ) -> trust.Made:
-        mine = self._made.get(target.uid) or {}
+        mine = self._made.get(_key(target)) or {}
         return trust.Made(dict(recorded), frozenset(mine.values()), self.since, not_before)
 
     def remember(self, target: Target, kind: str, name: str, uid: str) -> None:
         if uid:
-            self._made.setdefault(target.uid, {})[trust.made_key(kind, name)] = uid
+            self._made.setdefault(_key(target), {})[trust.made_key(kind, name)] = uid
 
     def record(self, target: Target, recorded: Mapping[str, str]) -> dict[str, str] | None:
         """``status.createdUids`` as the target's next status write must record it, or None
         when ``recorded`` has everything already (then this process forgets its entries)."""
-        mine = self._made.get(target.uid)
+        mine = self._made.get(_key(target))
         if not mine:
             return None
         if all(recorded.get(k) == v for k, v in mine.items()):
-            del self._made[target.uid]
+            del self._made[_key(target)]
             return None
         return {**recorded, **mine}
 
@@ -67,7 +69,12 @@ class Ledger:
 
     def forget(self, uid: str) -> None:
         """Target ``uid`` is final, gone, or its workload was deleted."""
-        self._made.pop(uid, None)
+        for key in [k for k in self._made if k[0] == uid]:
+            del self._made[key]
+
+
+def _key(target: Target) -> tuple[str, str]:
+    return (target.uid, target.workload)
 
 
 __all__ = ["Ledger"]

@@ -96,6 +96,16 @@ def ready(summary: Mapping[str, Any]) -> tuple[bool, str]:
     return True, ""
 
 
+def ledger_of(resolver: object | None) -> Ledger:
+    """The operator's one ledger (``resolver``'s, a Controller's loosely typed one); a
+    bare controller (unit tests wire one without the Runs side) gets a ledger of its own,
+    which adopts nothing unrecorded."""
+    return resolver.ledger if isinstance(resolver, Resolver) else _OWN_LEDGER
+
+
+_OWN_LEDGER = Ledger()
+
+
 class Resolver:
     """Resolves targets; caches what it parsed of immutable ConfigMaps (never live state).
 
@@ -254,7 +264,10 @@ class Resolver:
                 )
             return None
         cm = str(entry["renderedConfigMap"])
-        found = await self._render(ns, ObjectRef("Topology", name, ns, ""), cm, None)
+        # The content digest the promotion recorded (an older record: its name's).
+        digest = entry.get("renderedSha256")
+        owner = ObjectRef("Topology", name, ns, "")
+        found = await self._render(ns, owner, cm, str(digest) if digest else None)
         if found is None:
             return Waiting(f"waiting for Topology {name}: its render {cm} not found", 2.0)
         data = found[0]
@@ -317,7 +330,7 @@ class Resolver:
     ) -> pinned.RenderedAgent | Waiting:
         pin = walk.agent_pins.get(name)
         if pin is not None:  # as a promoted Topology version runs it
-            return await self._agent_at(ns, name, pin.version, pin.config_map)
+            return await self._agent_at(ns, name, pin.version, pin.config_map, pin.sha256)
         agent = one(self.idx.agents, (ns, name))
         if agent is None:
             return Waiting(f"waiting for Agent {name}: not found")
@@ -325,8 +338,13 @@ class Resolver:
         asked = walk.version if name == walk.root and not walk.topologies else None
         entry = promotion.render_of(status, asked)
         if entry is not None:  # spec.promotion: its active (or asked) version's render
+            digest = entry.get("renderedSha256")
             return await self._agent_at(
-                ns, name, str(entry["version"]), str(entry["renderedConfigMap"])
+                ns,
+                name,
+                str(entry["version"]),
+                str(entry["renderedConfigMap"]),
+                str(digest) if digest else None,
             )
         if asked is not None and asked != status.get("version"):
             return Waiting(
