@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from collections.abc import Iterator
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -40,9 +39,11 @@ from tests.support.mcp_servers import HttpMcpServer
 from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text, tool_call
 from tests.support.runner import RunOutput, run_subprocess
 
+from . import test_claude_code_conformance as claude
 from . import test_codex_conformance as codex
+from .conformance import invocation, run_cli
 from .resume import resume_args
-from .test_claude_code_conformance import invocation, run_cli, tool_results
+from .test_claude_code_conformance import tool_results
 from .test_claude_code_node import KEY_REF, PROVIDER_KEY, harness_dir, harness_topology, run
 
 MARK = "written-by-the-harness"
@@ -90,12 +91,6 @@ class Decisions:
         self.server.server_close()
 
 
-@pytest.fixture
-def mcp_server() -> Iterator[HttpMcpServer]:
-    with HttpMcpServer("conformance", token=secrets.token_hex(24)) as server:
-        yield server
-
-
 def write_then_finish(target: Path) -> Any:
     """Ask for Claude Code's Write of ``target``, then answer with what it was told."""
 
@@ -122,15 +117,17 @@ def with_builtins(inv: HarnessInvocation, decisions: Decisions) -> HarnessInvoca
 
 @pytest.mark.parametrize("decision", ["deny", "allow"])
 def test_claude_codes_pre_tool_use_hook_decides_a_write(
-    tmp_path: Path, mcp_server: HttpMcpServer, decision: str
+    tmp_path: Path, conformance_mcp: HttpMcpServer, decision: str
 ) -> None:
     token = secrets.token_urlsafe(24)
     decisions = Decisions(decision, secrets.token_urlsafe(24))
     try:
         target = tmp_path / "work" / "notes.txt"
         with ScriptedModelServer(default=write_then_finish(target), api_key=token) as model:
-            inv = with_builtins(invocation(tmp_path, model.url, token, mcp_server), decisions)
-            outcome, done = run_cli(inv)
+            inv = with_builtins(
+                invocation(tmp_path, claude.MODEL, model.url, token, conformance_mcp), decisions
+            )
+            outcome, done = run_cli("claude-code", inv)
     finally:
         decisions.close()
     detail = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
@@ -153,7 +150,7 @@ def test_claude_codes_pre_tool_use_hook_decides_a_write(
 
 
 def test_a_hook_that_cannot_reach_the_decision_point_denies(
-    tmp_path: Path, mcp_server: HttpMcpServer
+    tmp_path: Path, conformance_mcp: HttpMcpServer
 ) -> None:
     # Fail closed: the decision point is gone (nothing listens on its port).
     decisions = Decisions("allow", secrets.token_urlsafe(24))
@@ -161,8 +158,10 @@ def test_a_hook_that_cannot_reach_the_decision_point_denies(
     token = secrets.token_urlsafe(24)
     target = tmp_path / "work" / "notes.txt"
     with ScriptedModelServer(default=write_then_finish(target), api_key=token) as model:
-        inv = with_builtins(invocation(tmp_path, model.url, token, mcp_server), decisions)
-        outcome, done = run_cli(inv)
+        inv = with_builtins(
+            invocation(tmp_path, claude.MODEL, model.url, token, conformance_mcp), decisions
+        )
+        outcome, done = run_cli("claude-code", inv)
     assert done.returncode == 0, done.stderr[-2000:]
     assert not target.exists()
     [write] = [c for c in outcome.tool_calls if c.name == "Write"]
@@ -310,7 +309,7 @@ def codex_script(*calls: tuple[str, dict[str, Any]]) -> Any:
 )
 def test_codexs_pre_tool_use_hook_decides_its_shell_and_patches(
     tmp_path: Path,
-    mcp_server: HttpMcpServer,
+    conformance_mcp: HttpMcpServer,
     decision: str,
     call: tuple[str, dict[str, Any]],
     written: str,
@@ -319,11 +318,11 @@ def test_codexs_pre_tool_use_hook_decides_its_shell_and_patches(
     decisions = Decisions(decision, secrets.token_urlsafe(24))
     try:
         with ScriptedModelServer(default=codex_script(call), api_key=token) as model:
-            inv = codex.invocation(tmp_path, model.url, token, mcp_server)
+            inv = invocation(tmp_path, codex.MODEL, model.url, token, conformance_mcp)
             inv = replace(
                 with_builtins(inv, decisions), native=NativeGrant(shell=True, file_write=True)
             )
-            outcome, done = codex.run_cli(inv)
+            outcome, done = run_cli("codex", inv)
     finally:
         decisions.close()
     detail = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
