@@ -75,8 +75,9 @@ GRANTS: tuple[Grant, ...] = (
     Grant(
         "swarmkit.dev",
         ("evalruns",),
-        ("create",),
-        "Start the EvalRun of a Topology's or Agent's candidate version (spec.promotion).",
+        ("create", "get"),
+        "Start the EvalRun of a Topology's or Agent's candidate version (spec.promotion); "
+        "read what holds its planned name when the create found one (checked, never adopted).",
     ),
     Grant(
         "swarmkit.dev",

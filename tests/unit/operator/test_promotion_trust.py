@@ -166,9 +166,9 @@ class Ctl:
 
     def __init__(self, entries: list[dict[str, Any]], ledger: Ledger) -> None:
         self.entries = entries
-        self.resolver = Resolver(OperatorConfig(), None)  # type: ignore[arg-type]
-        self.resolver.ledger = ledger
-        self.reviews = None
+        resolver = Resolver(OperatorConfig(), None)  # type: ignore[arg-type]
+        resolver.ledger = ledger
+        self.services = SimpleNamespace(resolver=resolver, reviews=None)
 
     def lookup_all(self, index: str, _key: Any) -> list[dict[str, Any]]:
         return list(self.entries) if index == promotion_reconcile.EVAL_RUNS_INDEX else []
