@@ -30,7 +30,7 @@ from ..runtime.workqueue import Result, Workers, WorkQueue
 from . import faults
 from .status import same_status
 from .status import write_status as _write_status
-from .views import MISSING, Key, view_index
+from .views import MISSING, Key, kept_body, view_index
 
 log = logging.getLogger("swarmkit_operator")
 
@@ -311,7 +311,7 @@ class Controller:
             self.indexes.update(plural, body)
             if self.should_reconcile_self(key, body, event_type):
                 if keep_body:
-                    self.bodies[key] = dict(body)
+                    self.bodies[key] = kept_body(body)
                 # A listed object whose status is current only needs checking: in the
                 # background, behind every new or edited object (see WorkQueue).
                 generation = (body.get("metadata") or {}).get("generation")
