@@ -20,6 +20,7 @@ import fnmatch
 import logging
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -34,6 +35,8 @@ from .marks import mark
 log = logging.getLogger("swarmkit_operator")
 
 PRESENT = object()  # a label filter value: the label exists, whatever its value
+#: Seconds of first-seen times :meth:`Indexes.arrived` can look back over.
+ARRIVALS_KEPT = 10.0
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,9 @@ class Indexes:
         # record, not three dicts keyed by (resource, uid): per-object bookkeeping is paid
         # 20,000 times over).
         self._objects: dict[str, dict[str, _Indexed]] = {r: {} for r in self.specs}
+        # (resource, namespace) → when its objects new to this process were indexed, the
+        # last ARRIVALS_KEPT seconds of them: whether a bulk apply is still arriving.
+        self._arrivals: dict[tuple[str, str], deque[float]] = {}
 
     def update(self, resource: str, body: Mapping[str, Any]) -> None:
         meta = body.get("metadata") or {}
@@ -203,6 +209,8 @@ class Indexes:
                 return
         if rv is None and known is not None:
             rv = known.revision
+        if known is None:
+            self._arrived(resource, str(meta.get("namespace") or ""))
         self._drop(resource, uid)
         labels = meta.get("labels") or {}
         kwargs = {
@@ -234,6 +242,30 @@ class Indexes:
                 store.setdefault(key, {})[uid] = compact(value)
                 owned += (spec.id, key)
         objects[uid] = _Indexed(rv, time.monotonic(), tuple(owned))
+
+    def _arrived(self, resource: str, namespace: str) -> None:
+        now = time.monotonic()
+        times = self._arrivals.setdefault((resource, sys.intern(namespace)), deque())
+        times.append(now)
+        while times[0] < now - ARRIVALS_KEPT:
+            times.popleft()
+
+    def arrived(self, resources: Iterable[str], namespace: str, within: float) -> int:
+        """How many objects of ``resources`` in ``namespace`` were indexed for the first
+        time in the last ``within`` seconds (at most :data:`ARRIVALS_KEPT`): a bulk apply
+        still arriving, as opposed to one object created by hand."""
+        now = time.monotonic()
+        since = now - within
+        count = 0
+        for resource in resources:
+            times = self._arrivals.get((resource, namespace))
+            while times and times[0] < now - ARRIVALS_KEPT:
+                times.popleft()
+            for t in reversed(times or ()):
+                if t < since:
+                    break
+                count += 1
+        return count
 
     def delete(self, resource: str, uid: str) -> None:
         self._drop(resource, uid)

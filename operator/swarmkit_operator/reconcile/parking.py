@@ -1,0 +1,100 @@
+"""A Skill's first status write, held while a bulk apply into its namespace is arriving.
+
+A Skill's status carries ``grantedBy``: the Agents granting it. Applied as a library is
+(``kubectl apply -f dir/``: every Skill, then the Agents), a Skill reconciled at once
+writes ``grantedBy`` before its Agents exist, and again when they arrive: 1.6 status writes
+per Skill at 20,000 (issue 43). So a Skill never written yet renders at once (its
+ConfigMap is created while the apply goes on) but holds its status write while objects
+new to the operator keep arriving in its namespace (:data:`BURST_OBJECTS` Skills and
+Agents within :data:`BURST_SECONDS`: no one creates those by hand), at most
+:data:`MAX_HELD_SECONDS`; then it writes once, with the Agents the indexes show.
+
+Meanwhile what it rendered is what its dependents read (:func:`as_rendered`): an Agent
+granting it resolves the render and need not wait for the status write. The garbage
+collection keeps held renders (:func:`held_renders`). docs/design/scale.md says why this
+and not the alternatives.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..builders import Verdict
+from .controller import Controller
+from .views import Key
+
+#: A bulk apply is arriving while at least BURST_OBJECTS Skills and Agents new to the
+#: operator were indexed in the namespace within the last BURST_SECONDS.
+BURST_KINDS = ("skills", "agents")
+BURST_SECONDS = 2.0
+BURST_OBJECTS = 20
+#: The longest a Skill's first status write is held (an apply that never pauses).
+MAX_HELD_SECONDS = 300.0
+_HELD = "held-skill-renders"  # where in ``Controller.caches``
+
+
+@dataclass(frozen=True)
+class Held:
+    """A Skill's render whose status write is held: for its uid and generation."""
+
+    uid: str
+    generation: int
+    since: float
+    #: The status fields the render decided (all but ``grantedBy`` and ``usage``).
+    fields: Mapping[str, Any]
+    verdicts: tuple[Verdict, ...]
+    #: What the render changes in the Skill's view (what its dependents read).
+    view: Mapping[str, Any]
+
+
+def held(ctl: Controller) -> dict[Key, Held]:
+    """key → the held render of each Skill whose first status write is held."""
+    store: dict[Key, Held] = ctl.caches.setdefault(_HELD, {})
+    return store
+
+
+def current(ctl: Controller, key: Key, view: Mapping[str, Any] | None) -> Held | None:
+    """``key``'s held render if it is of the object and generation ``view`` shows."""
+    found = held(ctl).get(key)
+    if found is None or view is None:
+        return None
+    if (found.uid, found.generation) != (view["uid"], view["generation"]):
+        return None
+    return found
+
+
+def bulk_arriving(ctl: Controller, namespace: str) -> bool:
+    return ctl.indexes.arrived(BURST_KINDS, namespace, BURST_SECONDS) >= BURST_OBJECTS
+
+
+def hold(ctl: Controller, key: Key, render: Held) -> bool:
+    """Whether the first status write of ``render``'s Skill waits (then it is held and
+    looked at again after :data:`BURST_SECONDS`); False: write it now."""
+    if not bulk_arriving(ctl, key[1]) or time.monotonic() - render.since > MAX_HELD_SECONDS:
+        held(ctl).pop(key, None)
+        return False
+    held(ctl)[key] = render
+    ctl.enqueue(*key, delay=BURST_SECONDS)
+    return True
+
+
+def as_rendered(ctl: Controller, key: Key, view: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The Skill's view as a dependent reads it: with its held render, when it has one."""
+    found = current(ctl, key, view)
+    return view if found is None else {**view, **found.view}
+
+
+def is_held(ctl: Controller, key: Key, view: Mapping[str, Any]) -> bool:
+    return current(ctl, key, view) is not None
+
+
+def held_renders(ctl: Controller, namespace: str) -> set[str]:
+    """The rendered ConfigMaps of the namespace's held Skills (kept by the collection)."""
+    return {
+        str(h.fields.get("renderedConfigMap") or "")
+        for key, h in held(ctl).items()
+        if key[1] == namespace
+    }
