@@ -16,6 +16,7 @@ composition root adds a watch function keeping its indexes current.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import fnmatch
 import logging
 import sys
@@ -261,10 +262,8 @@ class Indexes:
             times = self._arrivals.get((resource, namespace))
             while times and times[0] < now - ARRIVALS_KEPT:
                 times.popleft()
-            for t in reversed(times or ()):
-                if t < since:
-                    break
-                count += 1
+            if times:
+                count += len(times) - bisect.bisect_left(times, since)
         return count
 
     def delete(self, resource: str, uid: str) -> None:

@@ -17,6 +17,7 @@ and not the alternatives.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ BURST_OBJECTS = 20
 #: The longest a Skill's first status write is held (an apply that never pauses).
 MAX_HELD_SECONDS = 300.0
 _HELD = "held-skill-renders"  # where in ``Controller.caches``
+_TIMERS = "held-skill-release"
 
 
 @dataclass(frozen=True)
@@ -71,14 +73,35 @@ def bulk_arriving(ctl: Controller, namespace: str) -> bool:
 
 
 def hold(ctl: Controller, key: Key, render: Held) -> bool:
-    """Whether the first status write of ``render``'s Skill waits (then it is held and
-    looked at again after :data:`BURST_SECONDS`); False: write it now."""
+    """Whether the first status write of ``render``'s Skill waits (then it is held until
+    the apply pauses, see :func:`_release`); False: write it now."""
     if not bulk_arriving(ctl, key[1]) or time.monotonic() - render.since > MAX_HELD_SECONDS:
         held(ctl).pop(key, None)
         return False
     held(ctl)[key] = render
-    ctl.enqueue(*key, delay=BURST_SECONDS)
+    # Queued still (what waits for it sees it pending), at the latest when a hold ends.
+    ctl.enqueue(*key, delay=MAX_HELD_SECONDS - (time.monotonic() - render.since) + 0.1)
+    timers: dict[str, asyncio.TimerHandle] = ctl.caches.setdefault(_TIMERS, {})
+    if key[1] not in timers:
+        timers[key[1]] = asyncio.get_running_loop().call_later(
+            BURST_SECONDS, _release, ctl, key[1]
+        )
     return True
+
+
+def _release(ctl: Controller, namespace: str) -> None:
+    """Once the apply into ``namespace`` pauses, its held Skills are reconciled now. One
+    timer per namespace, not a look per held Skill: 20,000 held Skills looking every
+    BURST_SECONDS would cost the process more than their writes."""
+    timers: dict[str, asyncio.TimerHandle] = ctl.caches.setdefault(_TIMERS, {})
+    if bulk_arriving(ctl, namespace):
+        timers[namespace] = asyncio.get_running_loop().call_later(
+            BURST_SECONDS, _release, ctl, namespace
+        )
+        return
+    timers.pop(namespace, None)
+    for key in [k for k in held(ctl) if k[1] == namespace]:
+        ctl.enqueue(*key)
 
 
 def as_rendered(ctl: Controller, key: Key, view: Mapping[str, Any]) -> Mapping[str, Any]:
