@@ -152,9 +152,7 @@ async def read_sources(namespace: str, names: set[str]) -> dict[str, SourceConfi
     return out
 
 
-async def _render(
-    ctl: Controller, key: Key, body: Mapping[str, Any]
-) -> tuple[parking.Held, bool]:
+async def _render(ctl: Controller, key: Key, body: Mapping[str, Any]) -> tuple[parking.Held, bool]:
     """The Skill's render, its ConfigMaps ensured: (what its status will say, whether a
     ConfigMap was created)."""
     _, namespace, name = key

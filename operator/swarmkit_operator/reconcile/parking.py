@@ -65,6 +65,11 @@ def current(ctl: Controller, key: Key, view: Mapping[str, Any] | None) -> Held |
         return None
     if (found.uid, found.generation) != (view["uid"], view["generation"]):
         return None
+    # Its ConfigMap deleted meanwhile (neither indexed nor just created): render again.
+    ident = (key[1], str(found.fields.get("renderedConfigMap") or ""))
+    if ctl.lookup("rendered_config_map_names", ident) is None:
+        if ident not in ctl.created_config_maps:
+            return None
     return found
 
 
@@ -83,9 +88,7 @@ def hold(ctl: Controller, key: Key, render: Held) -> bool:
     ctl.enqueue(*key, delay=MAX_HELD_SECONDS - (time.monotonic() - render.since) + 0.1)
     timers: dict[str, asyncio.TimerHandle] = ctl.caches.setdefault(_TIMERS, {})
     if key[1] not in timers:
-        timers[key[1]] = asyncio.get_running_loop().call_later(
-            BURST_SECONDS, _release, ctl, key[1]
-        )
+        timers[key[1]] = asyncio.get_running_loop().call_later(BURST_SECONDS, _release, ctl, key[1])
     return True
 
 

@@ -148,8 +148,9 @@ def test_views_of_different_objects_share_their_strings() -> None:
     one, other = (
         indexes.values("skill_views", (NS, name))[0] for name in ("skill-00001", "skill-00002")
     )
-    assert one["status"]["conditions"][0]["lastTransitionTime"] is (
-        other["status"]["conditions"][0]["lastTransitionTime"]
+    assert (
+        one["status"]["conditions"][0]["lastTransitionTime"]
+        is (other["status"]["conditions"][0]["lastTransitionTime"])
     )
     ((key_one, key_other),) = [
         [k for k in indexes.keys("skill_views") if k[1] in ("skill-00001", "skill-00002")]
