@@ -205,9 +205,13 @@ class Indexes:
         # status from a stale spec and write an older observedGeneration (a regression).
         rv = _revision(meta)
         known = objects.get(uid)
-        if rv is not None and known is not None and known.revision is not None:
-            if rv < known.revision:
-                return
+        if (
+            rv is not None
+            and known is not None
+            and known.revision is not None
+            and (rv < known.revision)
+        ):
+            return
         if rv is None and known is not None:
             rv = known.revision
         if known is None:

@@ -67,9 +67,9 @@ def current(ctl: Controller, key: Key, view: Mapping[str, Any] | None) -> Held |
         return None
     # Its ConfigMap deleted meanwhile (neither indexed nor just created): render again.
     ident = (key[1], str(found.fields.get("renderedConfigMap") or ""))
-    if ctl.lookup("rendered_config_map_names", ident) is None:
-        if ident not in ctl.created_config_maps:
-            return None
+    indexed = ctl.lookup("rendered_config_map_names", ident) is not None
+    if not indexed and ident not in ctl.created_config_maps:
+        return None
     return found
 
 
