@@ -51,7 +51,6 @@ import asyncio
 import math
 import os
 import secrets
-import signal
 import statistics
 import subprocess
 import sys
@@ -146,17 +145,12 @@ def start_operator(kubeconfig: Path, log: Path) -> tuple[subprocess.Popen[bytes]
         SWARMKIT_LOG_FORMAT="plain",
         SWARMKIT_LEADER_ELECT="true",
     )
-    # BENCH_HEAP=DIR: under tracemalloc, its heap written there at Ready (traced_operator.py).
-    heap = os.environ.get("BENCH_HEAP")
-    if heap:
-        env["BENCH_HEAP_OUT"] = str(Path(heap) / f"heap-{log.parent.name}.txt")
-    traced = str(Path(__file__).with_name("traced_operator.py"))
-    launch = [traced] if heap else ["-m", "swarmkit_operator"]
     with log.open("ab") as out:
         proc = subprocess.Popen(
             [
                 sys.executable,
-                *launch,
+                "-m",
+                "swarmkit_operator",
                 "--metrics-port",
                 str(port),
                 "--liveness",
@@ -368,9 +362,6 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
         r["readySeconds"] = round(time.monotonic() - started, 2)
         if profile is not None:
             r["profile"] = str(profile.stop())
-        if os.environ.get("BENCH_HEAP"):  # what the operator holds at Ready, by line
-            proc.send_signal(signal.SIGUSR1)
-            r["heap"] = str(Path(os.environ["BENCH_HEAP"]) / f"heap-{log.parent.name}.txt")
         text = br.scrape(port)
         writes1 = br.writes_by_resource(text)
         op_writes = {k: v - writes0.get(k, 0) for k, v in writes1.items() if v - writes0.get(k, 0)}
