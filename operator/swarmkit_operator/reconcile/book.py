@@ -24,7 +24,7 @@ class Held:
 
     uid: str
     generation: int
-    #: When it was rendered (the bound of a hold counts from here).
+    #: When its first write was first held (the bound of a hold counts from here).
     since: float
     #: The status fields the render decided (all but ``grantedBy`` and ``usage``).
     fields: Mapping[str, Any]
@@ -68,6 +68,7 @@ class Bookkeeping:
             self.written,
             self.awaiting,
             self.deferred_since,
+            self.held,
         ):
             memory.pop(key, None)
 

@@ -12,13 +12,15 @@ Agents within :data:`BURST_SECONDS`: no one creates those by hand), at most
 Meanwhile what it rendered is what its dependents read (:func:`as_rendered`): an Agent
 granting it resolves the render and need not wait for the status write. The garbage
 collection keeps held renders (:func:`held_renders`). What is held lives in the
-controller's :class:`~.book.Bookkeeping` (``held``, ``held_release``).
+controller's :class:`~.book.Bookkeeping` (``held``, ``held_release``); a Skill deleted
+while held is dropped from it with the rest of its bookkeeping (``Bookkeeping.forget``).
 docs/design/scale.md says why this and not the alternatives.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -60,6 +62,11 @@ def hold(ctl: Controller, key: Key, render: Held) -> bool:
     """Whether the first status write of ``render``'s Skill waits (then it is held until
     the apply pauses, see :func:`_release`); False: write it now."""
     book = ctl.book
+    earlier = book.held.get(key)
+    if earlier is not None and earlier.uid == render.uid and earlier.since < render.since:
+        # Rendered again (edited, or its ConfigMap deleted) while held: the bound counts
+        # from its first hold, not from each render.
+        render = dataclasses.replace(render, since=earlier.since)
     if not bulk_arriving(ctl, key[1]) or time.monotonic() - render.since > MAX_HELD_SECONDS:
         book.held.pop(key, None)
         return False
