@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import k8s
-from .indexes import Listing, Resource, list_all
+from .indexes import Listing, Resource, compact, list_all
 
 log = logging.getLogger("swarmkit_operator.watching")
 
@@ -55,7 +55,8 @@ def _minimal(body: dict[str, Any]) -> dict[str, Any]:
     """What a synthesized DELETED needs of an object (names, uid, labels)."""
     meta = body.get("metadata") or {}
     keep = ("name", "namespace", "uid", "labels", "resourceVersion")
-    return {"metadata": {k: meta[k] for k in keep if k in meta}}
+    # Kept per object for the stream's life: strings shared (issue 43, bytes per object).
+    return {"metadata": compact({k: meta[k] for k in keep if k in meta})}
 
 
 @dataclass

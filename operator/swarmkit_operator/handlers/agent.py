@@ -27,6 +27,7 @@ from ..builders.agent import (
 from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX, ScriptVerdict
 from ..builders.trust import foreign_config_map
 from ..indexes import IndexId, index
+from ..reconcile import parking
 from ..reconcile.controller import Controller, Deferred, Kind, Observation
 from ..reconcile.views import MISSING, Key, base_view
 
@@ -192,7 +193,9 @@ async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: boo
         if raw is None:
             continue
         skill_key: Key = ("Skill", namespace, skill)
-        if ctl.pending(skill_key, raw):
+        if parking.is_held(ctl, skill_key, raw):  # rendered, its status write held
+            raw = dict(parking.as_rendered(ctl, skill_key, raw))
+        elif ctl.pending(skill_key, raw):
             waiting.append(skill_key)
         skills[skill] = skill_view(skill, raw)
         stack.extend(reversed(raw["composes"]))

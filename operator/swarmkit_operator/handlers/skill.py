@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
+from swarmkit_api.conditions import READY
 from swarmkit_api.resources import SKILL
 
 from .. import k8s
@@ -17,8 +19,10 @@ from ..builders.skill import SourceConfigMap, referenced_config_maps, render_ski
 from ..builders.trust import foreign_config_map
 from ..indexes import IndexId, index
 from ..library.records import granted_by_field
+from ..reconcile import parking
+from ..reconcile.book import Held
 from ..reconcile.controller import Controller, Deferred, Kind, Observation
-from ..reconcile.views import MISSING, base_view
+from ..reconcile.views import MISSING, Key, base_view
 
 
 def _implementation(body: Any) -> dict[str, Any]:
@@ -35,6 +39,14 @@ def _remote_credential(impl: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def _script_tuples(scripts: Any) -> tuple[tuple[str, str, bool, str], ...]:
+    """Scripts' verdicts as a Skill's view keeps them (path, sha256, approved, reason)."""
+    return tuple(
+        (s.get("path", ""), s.get("sha256", ""), bool(s.get("approved")), s.get("reason", ""))
+        for s in scripts or ()
+    )
+
+
 @index("skills", id=IndexId.SKILL_VIEWS)
 def skill_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> dict[Any, Any]:
     """(namespace, name) → what agents and topologies need of the skill."""
@@ -46,10 +58,7 @@ def skill_views(body: kopf.Body, namespace: str | None, name: str, **_: Any) -> 
     view.update(
         contentHash=status.get("contentHash"),
         renderedConfigMap=status.get("renderedConfigMap"),
-        scripts=tuple(
-            (s.get("path", ""), s.get("sha256", ""), bool(s.get("approved")), s.get("reason", ""))
-            for s in status.get("scripts") or ()
-        ),
+        scripts=_script_tuples(status.get("scripts")),
         composes=tuple(c for c in composes or () if isinstance(c, str)),
         target=target if isinstance(target, str) else None,
         # A remote agent skill's credential and where it would send it (builders.agent).
@@ -146,16 +155,10 @@ async def read_sources(namespace: str, names: set[str]) -> dict[str, SourceConfi
     return out
 
 
-async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: bool) -> str:
-    key = ("Skill", namespace, name)
-    body = ctl.book.bodies.pop(key, None)
-    view = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, name))
-    if view is None:
-        return "gone"
-    if body is None:
-        body = await k8s.get_custom("skills", namespace, name)
-        if body is None:
-            return "gone"
+async def _render(ctl: Controller, key: Key, body: Mapping[str, Any]) -> tuple[Held, bool]:
+    """The Skill's render, its ConfigMaps ensured: (what its status will say, whether a
+    ConfigMap was created)."""
+    _, namespace, name = key
     meta = body.get("metadata") or {}
     spec = body.get("spec") or {}
     owner = ObjectRef("Skill", name, namespace, str(meta.get("uid", "")))
@@ -177,10 +180,43 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
                 foreign = f"its part ConfigMap {manifest['metadata']['name']}: {foreign}"
             render = foreign_config_map(render, "Skill", name, foreign)
             break
+    fields = render.status_fields()
+    generation = int(meta.get("generation", 0))
+    ready = next((v for v in render.verdicts if v.type == READY), None)
+    # What an Agent granting it reads while its status write is held (reconcile.parking).
+    view = {
+        "contentHash": fields.get("contentHash"),
+        "renderedConfigMap": fields.get("renderedConfigMap"),
+        "scripts": _script_tuples(fields.get("scripts")),
+        "ready": ready is not None and ready.status == "True",
+        "reason": ready.reason if ready is not None else "",
+        "observed": generation,
+    }
+    held = Held(owner.uid, generation, time.monotonic(), fields, tuple(render.verdicts), view)
+    return held, created
+
+
+async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: bool) -> str:
+    key = ("Skill", namespace, name)
+    body = ctl.book.bodies.pop(key, None)
+    view = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, name))
+    if view is None:
+        ctl.book.held.pop(key, None)
+        return "gone"
+    render, created = parking.current(ctl, key, view), False
+    if render is None:
+        if body is None:
+            body = await k8s.get_custom("skills", namespace, name)
+            if body is None:
+                return "gone"
+        render, created = await _render(ctl, key, body)
     # The index is at least as fresh as the body (it is updated on every event).
-    current = view["status"] if view["uid"] == owner.uid else body.get("status") or {}
+    current = view["status"] if view["uid"] == render.uid else (body or {}).get("status") or {}
+    # Never written yet, and a bulk apply is arriving: the Agents granting it may be in it.
+    if not current.get("observedGeneration") and parking.hold(ctl, key, render):
+        return "changed" if created else "held"
     fields = {
-        **render.status_fields(),
+        **render.fields,
         "grantedBy": granted_by_field(granting_agents(ctl, namespace, name)),
     }
     usage = ctl.services.skill_usage
@@ -190,13 +226,13 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
         "Skill",
         namespace,
         name,
-        owner.uid,
-        int(meta.get("generation", 0)),
+        render.uid,
+        render.generation,
         current,
         fields,
         render.verdicts,
     )
-    if render.config_map_name != current.get("renderedConfigMap"):
+    if render.fields.get("renderedConfigMap") != current.get("renderedConfigMap"):
         ctl.enqueue_gc(namespace)
     return "changed" if written or created else "unchanged"
 
@@ -206,7 +242,9 @@ async def reconcile_skill_grants(ctl: Controller, namespace: str, name: str, for
     view = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, name))
     if view is None:
         return "gone"
-    key = ("Skill", namespace, name)
+    key: Key = ("Skill", namespace, name)
+    if parking.is_held(ctl, key, view):
+        return "held"  # its first status write is held: it reads grantedBy when it is made
     # A Skill reconcile that is queued, running or not yet echoed by the watch may write a
     # grantedBy computed before this Agent's grants were indexed (a Skill created just
     # before the Agents granting it): look again once its write is visible. Checked before

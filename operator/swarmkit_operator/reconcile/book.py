@@ -8,10 +8,29 @@ the controller reads, without importing the controller.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..builders import Verdict
 from .views import Key
+
+
+@dataclass(frozen=True)
+class Held:
+    """A new Skill's render whose first status write is held while a bulk apply arrives
+    (:mod:`.parking`): for its uid and generation."""
+
+    uid: str
+    generation: int
+    #: When its first write was first held (the bound of a hold counts from here).
+    since: float
+    #: The status fields the render decided (all but ``grantedBy`` and ``usage``).
+    fields: Mapping[str, Any]
+    verdicts: tuple[Verdict, ...]
+    #: What the render changes in the Skill's view (what its dependents read).
+    view: Mapping[str, Any]
 
 
 @dataclass
@@ -35,6 +54,10 @@ class Bookkeeping:
     reconciled_generation: dict[Key, int] = field(default_factory=dict)
     #: Specs parsed once per object generation (``handlers/agent.workspace_view``).
     parsed: dict[Any, Any] = field(default_factory=dict)
+    #: key → a new Skill's render whose first status write is held (:mod:`.parking`).
+    held: dict[Key, Held] = field(default_factory=dict)
+    #: namespace → the timer releasing its held Skills once its apply pauses (:mod:`.parking`).
+    held_release: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
 
     def forget(self, key: Key) -> None:
         """The object is gone: drop what was remembered of it (``seen`` stays: its
@@ -45,6 +68,7 @@ class Bookkeeping:
             self.written,
             self.awaiting,
             self.deferred_since,
+            self.held,
         ):
             memory.pop(key, None)
 

@@ -31,7 +31,7 @@ from . import faults
 from .book import Bookkeeping, Renders
 from .status import same_status
 from .status import write_status as _write_status
-from .views import MISSING, Key, view_index
+from .views import MISSING, Key, kept_body, view_index
 
 log = logging.getLogger("swarmkit_operator")
 
@@ -321,7 +321,7 @@ class Controller:
             self.indexes.update(plural, body)
             if self.should_reconcile_self(key, body, event_type):
                 if keep_body:
-                    self.book.bodies[key] = dict(body)
+                    self.book.bodies[key] = kept_body(body)
                 # A listed object whose status is current only needs checking: in the
                 # background, behind every new or edited object (see WorkQueue).
                 generation = (body.get("metadata") or {}).get("generation")

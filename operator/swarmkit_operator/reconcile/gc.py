@@ -27,6 +27,7 @@ from ..builders import (
 from ..builders.promotion import kept_renders
 from ..builders.skill import PART_OF
 from ..indexes import PRESENT, IndexId, index
+from . import parking
 from .controller import Controller, Kind
 from .views import Key
 
@@ -108,6 +109,7 @@ async def collect_garbage(ctl: Controller, namespace: str, _name: str, force: bo
                 keep.add(str(resolved.get("renderedConfigMap") or ""))
             # spec.promotion: the active and candidate versions' renders and their pins.
             keep |= kept_renders(status)
+    keep |= parking.held_renders(ctl, namespace)  # rendered, the status write held
     for pin in ctl.lookup_all(IndexId.PINNED_CONFIG_MAPS, namespace):
         if not pin["finished"]:
             keep.update(pin["pins"])

@@ -1,0 +1,113 @@
+"""A Skill's first status write, held while a bulk apply into its namespace is arriving.
+
+A Skill's status carries ``grantedBy``: the Agents granting it. Applied as a library is
+(``kubectl apply -f dir/``: every Skill, then the Agents), a Skill reconciled at once
+writes ``grantedBy`` before its Agents exist, and again when they arrive: 1.6 status writes
+per Skill at 20,000 (issue 43). So a Skill never written yet renders at once (its
+ConfigMap is created while the apply goes on) but holds its status write while objects
+new to the operator keep arriving in its namespace (:data:`BURST_OBJECTS` Skills and
+Agents within :data:`BURST_SECONDS`: no one creates those by hand), at most
+:data:`MAX_HELD_SECONDS`; then it writes once, with the Agents the indexes show.
+
+Meanwhile what it rendered is what its dependents read (:func:`as_rendered`): an Agent
+granting it resolves the render and need not wait for the status write. The garbage
+collection keeps held renders (:func:`held_renders`). What is held lives in the
+controller's :class:`~.book.Bookkeeping` (``held``, ``held_release``); a Skill deleted
+while held is dropped from it with the rest of its bookkeeping (``Bookkeeping.forget``).
+docs/design/scale.md says why this and not the alternatives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..indexes import IndexId
+from .book import Held
+from .controller import Controller
+from .views import Key
+
+#: A bulk apply is arriving while at least BURST_OBJECTS Skills and Agents new to the
+#: operator were indexed in the namespace within the last BURST_SECONDS.
+BURST_KINDS = ("skills", "agents")
+BURST_SECONDS = 2.0
+BURST_OBJECTS = 20
+#: The longest a Skill's first status write is held (an apply that never pauses).
+MAX_HELD_SECONDS = 300.0
+
+
+def current(ctl: Controller, key: Key, view: Mapping[str, Any] | None) -> Held | None:
+    """``key``'s held render if it is of the object and generation ``view`` shows."""
+    found = ctl.book.held.get(key)
+    if found is None or view is None:
+        return None
+    if (found.uid, found.generation) != (view["uid"], view["generation"]):
+        return None
+    # Its ConfigMap deleted meanwhile (neither indexed nor just created): render again.
+    ident = (key[1], str(found.fields.get("renderedConfigMap") or ""))
+    indexed = ctl.lookup(IndexId.RENDERED_CONFIG_MAP_NAMES, ident) is not None
+    if not indexed and ident not in ctl.renders.created:
+        return None
+    return found
+
+
+def bulk_arriving(ctl: Controller, namespace: str) -> bool:
+    return ctl.indexes.arrived(BURST_KINDS, namespace, BURST_SECONDS) >= BURST_OBJECTS
+
+
+def hold(ctl: Controller, key: Key, render: Held) -> bool:
+    """Whether the first status write of ``render``'s Skill waits (then it is held until
+    the apply pauses, see :func:`_release`); False: write it now."""
+    book = ctl.book
+    earlier = book.held.get(key)
+    if earlier is not None and earlier.uid == render.uid and earlier.since < render.since:
+        # Rendered again (edited, or its ConfigMap deleted) while held: the bound counts
+        # from its first hold, not from each render.
+        render = dataclasses.replace(render, since=earlier.since)
+    if not bulk_arriving(ctl, key[1]) or time.monotonic() - render.since > MAX_HELD_SECONDS:
+        book.held.pop(key, None)
+        return False
+    book.held[key] = render
+    # Queued still (what waits for it sees it pending), at the latest when a hold ends.
+    ctl.enqueue(*key, delay=MAX_HELD_SECONDS - (time.monotonic() - render.since) + 0.1)
+    timers = book.held_release
+    if key[1] not in timers:
+        timers[key[1]] = asyncio.get_running_loop().call_later(BURST_SECONDS, _release, ctl, key[1])
+    return True
+
+
+def _release(ctl: Controller, namespace: str) -> None:
+    """Once the apply into ``namespace`` pauses, its held Skills are reconciled now. One
+    timer per namespace, not a look per held Skill: 20,000 held Skills looking every
+    BURST_SECONDS would cost the process more than their writes."""
+    timers = ctl.book.held_release
+    if bulk_arriving(ctl, namespace):
+        timers[namespace] = asyncio.get_running_loop().call_later(
+            BURST_SECONDS, _release, ctl, namespace
+        )
+        return
+    timers.pop(namespace, None)
+    for key in [k for k in ctl.book.held if k[1] == namespace]:
+        ctl.enqueue(*key)
+
+
+def as_rendered(ctl: Controller, key: Key, view: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The Skill's view as a dependent reads it: with its held render, when it has one."""
+    found = current(ctl, key, view)
+    return view if found is None else {**view, **found.view}
+
+
+def is_held(ctl: Controller, key: Key, view: Mapping[str, Any]) -> bool:
+    return current(ctl, key, view) is not None
+
+
+def held_renders(ctl: Controller, namespace: str) -> set[str]:
+    """The rendered ConfigMaps of the namespace's held Skills (kept by the collection)."""
+    return {
+        str(h.fields.get("renderedConfigMap") or "")
+        for key, h in ctl.book.held.items()
+        if key[1] == namespace
+    }
