@@ -75,8 +75,9 @@ GRANTS: tuple[Grant, ...] = (
     Grant(
         "swarmkit.dev",
         ("evalruns",),
-        ("create",),
-        "Start the EvalRun of a Topology's or Agent's candidate version (spec.promotion).",
+        ("create", "get"),
+        "Start the EvalRun of a Topology's or Agent's candidate version (spec.promotion); "
+        "read the one found under its planned name when the create finds it taken (to check it).",
     ),
     Grant(
         "swarmkit.dev",

@@ -23,10 +23,11 @@
 - apiGroups: [swarmkit.dev]
   resources: [evalsets/status, evalruns/status]
   verbs: [patch]
-# Start the EvalRun of a Topology's or Agent's candidate version (spec.promotion).
+# Start the EvalRun of a Topology's or Agent's candidate version (spec.promotion); read the
+# one found under its planned name when the create finds it taken (to check it).
 - apiGroups: [swarmkit.dev]
   resources: [evalruns]
-  verbs: [create]
+  verbs: [create, get]
 # Read one Skill (a reconcile whose watch event carried no body) or Run (its latest status
 # before a Job is recreated).
 - apiGroups: [swarmkit.dev]
