@@ -24,7 +24,7 @@ up-front SpendQuota reservation and which Runs' spend it settles (:func:`proven`
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -116,10 +116,14 @@ def _succeeded(run: Mapping[str, Any]) -> bool:
 def snapshot_config_map(
     namespace: str, evalrun: str, uid: str, cases: Sequence[EvalCase]
 ) -> tuple[dict[str, Any], str]:
-    """The immutable ConfigMap of the cases an EvalRun evaluates, and its data's sha256."""
+    """The immutable ConfigMap of the cases an EvalRun evaluates, and its data's sha256.
+
+    Its name carries the EvalRun's uid: an EvalRun deleted and made again under its name
+    (a promotion's, once the one found there was deleted) never finds its predecessor's
+    snapshot there, which the garbage collector deletes with its owner."""
     data = {CASES_FILE: json.dumps([c.wire() for c in cases], sort_keys=True)}
     digest = sha256_hex(canonical_json(data))
-    name = fitted(f"evalrun-{evalrun}-{digest[:8]}", MAX_SUBDOMAIN)
+    name = fitted(f"evalrun-{evalrun}-{uid[:8]}-{digest[:8]}", MAX_SUBDOMAIN)
     manifest = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -268,6 +272,24 @@ def target(namespace: str, evalrun: str, uid: str) -> Target:
     """The EvalRun as the owner of its case and judge Runs (what the ledger and
     :func:`~.trust.check_made` key on)."""
     return Target("EvalRun", namespace, evalrun, uid, evalrun)
+
+
+def orphaned(run: Mapping[str, Any], uid: str, live: Callable[[str], bool]) -> bool:
+    """Whether ``run`` (a Run summary under one of the planned names of the EvalRun of uid
+    ``uid``) is a deleted EvalRun's: its controller ownerReference names an EvalRun other
+    than this one and ``live`` (whether an EvalRun of a uid exists) says it is gone.
+
+    An EvalRun deleted and made again under its name (a promotion's, once the one found
+    there was deleted) finds its predecessor's Runs under its planned names until the
+    garbage collector deletes them: it waits for that and then creates its own, instead of
+    taking them for someone's answers (``TamperedObject``, an errored case). They are never
+    graded either way. A Run that also has a live owner is not deleted: the collector
+    drops the dangling reference, and the Run is then checked like any other."""
+    for ref in (run.get("metadata") or {}).get("ownerReferences") or ():
+        owner = str(ref.get("uid") or "")
+        if ref.get("kind") == "EvalRun" and owner and owner != uid and not live(owner):
+            return True
+    return False
 
 
 def refused(run: Mapping[str, Any], owner: Target, made: trust.Made) -> trust.Refused | None:

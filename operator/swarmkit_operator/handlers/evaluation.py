@@ -37,13 +37,15 @@ and a Run under one of its planned names that :func:`~swarmkit_operator.builders
 does not accept (another uid, a copied ownerReference, an edited spec) is never graded nor
 adopted: its case is ``Errored`` with ``TamperedObject`` naming the Run, and a Warning
 Event says the same. Its up-front reservation covers, and its settle books, only those
-Runs (:mod:`swarmkit_operator.runs.budget`).
+Runs (:mod:`swarmkit_operator.runs.budget`). A Run there whose controller is a deleted
+EvalRun (a predecessor under the same name) is waited for until the garbage collector
+deletes it (:func:`~swarmkit_operator.builders.eval_runs.orphaned`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -700,11 +702,14 @@ def _calibrate(
     return grades, len(items) - len(grades)
 
 
-async def _create_runs(ctx: _Ctx, progress: _Progress) -> dict[str, dict[str, Any]]:
+async def _create_runs(
+    ctx: _Ctx, progress: _Progress, live: Callable[[str], bool]
+) -> dict[str, dict[str, Any]]:
     """Create the missing Runs, at most ``parallelism`` unfinished at once, each one's uid
     remembered until the status records it. A name already taken is never taken as a Run
     made: the Run found there (not in the index: unlabelled, or not seen yet) is returned,
-    to be checked like every other one."""
+    to be checked like every other one, unless it is a deleted EvalRun's (``live``: whether
+    an EvalRun of a uid exists), which is waited for."""
     room = max(0, ctx.spec.parallelism - progress.active)
     found: dict[str, dict[str, Any]] = {}
     for manifest in progress.create[:room]:
@@ -715,8 +720,9 @@ async def _create_runs(ctx: _Ctx, progress: _Progress) -> dict[str, dict[str, An
             ctx.ledger.remember(ctx.owner, "Run", name, uid)
             continue
         there = await k8s.get_custom("runs", ctx.namespace, name)
-        if there is not None:
-            found[name] = _run_entry(there)
+        entry = _run_entry(there) if there is not None else None
+        if entry is not None and not er.orphaned(entry, ctx.uid, live):
+            found[name] = entry
     return found
 
 
@@ -750,9 +756,17 @@ async def _run_cases(
         labels_graded, calibrating = _calibrate(ctx, started.cases, progress)
         return ctx, progress, labels_graded, calibrating
 
-    runs = {str(r["name"]): r for r in ctl.lookup_all(IndexId.EVAL_CASE_RUNS, (namespace, name))}
+    def live(uid: str) -> bool:
+        return ctl.lookup(IndexId.EVALRUN_UIDS, uid) is not None
+
+    indexed = ctl.lookup_all(IndexId.EVAL_CASE_RUNS, (namespace, name))
+    # A deleted predecessor's Runs under the planned names: neither checked nor created
+    # over until the garbage collector has deleted them (their trials wait).
+    gone = {str(r["name"]) for r in indexed if er.orphaned(r, owner.uid, live)}
+    runs = {str(r["name"]): r for r in indexed if str(r["name"]) not in gone}
     cases = progress_of(runs)
-    found = await _create_runs(cases[0], cases[1])
+    cases[1].create[:] = [m for m in cases[1].create if m["metadata"]["name"] not in gone]
+    found = await _create_runs(cases[0], cases[1], live)
     return progress_of({**runs, **found}) if found else cases
 
 

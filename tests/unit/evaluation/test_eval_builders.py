@@ -115,6 +115,9 @@ def test_the_snapshot_is_content_addressed_and_round_trips() -> None:
     ).cases
     cm, digest = er.snapshot_config_map("ns", "e1", "uid", cases)
     assert cm["immutable"] is True and digest[:8] in cm["metadata"]["name"]
+    # An EvalRun made again under the name never reads its predecessor's snapshot.
+    again, same = er.snapshot_config_map("ns", "e1", "uid-2", cases)
+    assert same == digest and again["metadata"]["name"] != cm["metadata"]["name"]
     assert er.snapshot_digest(cm["data"]) == digest
     assert er.parse_snapshot(cm["data"]) == list(cases)
     tampered = {er.CASES_FILE: cm["data"][er.CASES_FILE].replace('"y"', '"z"')}

@@ -25,6 +25,7 @@ from swarmkit_operator.builders import eval_runs as er
 from swarmkit_operator.builders import trust
 from swarmkit_operator.builders.run_verdict import rfc3339
 from swarmkit_operator.handlers import evaluation
+from swarmkit_operator.indexes import IndexId
 from swarmkit_operator.runs import budget, spend
 from swarmkit_operator.runs import status as run_status
 from swarmkit_operator.runs.model import RunView
@@ -295,3 +296,44 @@ def test_a_name_taken_by_an_unlabelled_run_is_checked_when_the_create_finds_it(
     assert progress.trials["candidate"]["other"][0].grade is None  # made, running
     assert list(ctx.foreign) == [PLANNED]
     assert ledger.record(OWNER, {}) == {trust.made_key("Run", other): "made"}
+
+
+def test_a_deleted_predecessors_run_is_waited_for_never_graded_nor_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The EvalRun was deleted and made again under its name: its predecessor's Run under
+    the planned name (its controller an EvalRun that no longer exists) waits for the
+    garbage collector, neither graded, nor created over, nor an errored case; a Run
+    whose controller EvalRun still exists is checked (refused) as before."""
+    created: list[str] = []
+
+    async def create(_plural: str, _ns: str, manifest: dict[str, Any]) -> dict[str, Any] | None:
+        created.append(manifest["metadata"]["name"])
+        return {"metadata": {"name": manifest["metadata"]["name"], "uid": "made"}}
+
+    monkeypatch.setattr(k8s, "create_custom_if_absent", create)
+    old = run_entry("old-run")
+    old["metadata"]["ownerReferences"] = [{"kind": "EvalRun", "uid": "old", "controller": True}]
+    grader = {"type": "contains", "expected": "billing"}
+    cases = (EvalCase.model_validate({"name": "says-billing", "input": "x", "grader": grader}),)
+    started = evaluation.Started(cases, {"candidate": er.SideTarget("Agent", "triage", "v1")}, {})  # type: ignore[arg-type]
+    view = {"uid": EVALRUN_UID, "status": {}, "created": rfc3339(T0)}
+    spec = EvalRunSpec.model_validate(
+        {"evalSetRef": {"name": "cases"}, "candidate": {"agentRef": {"name": "triage"}}}
+    )
+
+    def run_cases(live: set[str]) -> tuple[Any, Any]:
+        ctl: Any = SimpleNamespace(
+            lookup_all=lambda *_a: [old],
+            lookup=lambda index, key: {} if index == IndexId.EVALRUN_UIDS and key in live else None,
+        )
+        ctx, progress, _g, _c = asyncio.run(
+            evaluation._run_cases(ctl, view, spec, started, OWNER, Ledger())
+        )
+        return ctx, progress.trials["candidate"]["says-billing"][0]
+
+    ctx, waiting = run_cases(set())
+    assert waiting.grade is None and created == [] and ctx.foreign == {}
+    ctx, refused = run_cases({"old"})  # another EvalRun's, alive: someone else's Run
+    assert refused.grade is not None and refused.grade.outcome == "Errored", refused
+    assert list(ctx.foreign) == [PLANNED] and created == []

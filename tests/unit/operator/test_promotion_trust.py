@@ -36,6 +36,7 @@ from swarmkit_operator.builders.agent import RESOLVED_JSON, WorkspaceView, resol
 from swarmkit_operator.builders.run_verdict import rfc3339
 from swarmkit_operator.builders.workload import Target
 from swarmkit_operator.config import OperatorConfig
+from swarmkit_operator.reconcile.controller import Services
 from swarmkit_operator.workload.ledger import Ledger
 from swarmkit_operator.workload.resolve import Resolver, _Walk
 from tests.support.fake_k8s import FakeApi, fake_api
@@ -168,7 +169,7 @@ class Ctl:
         self.entries = entries
         resolver = Resolver(OperatorConfig(), None)  # type: ignore[arg-type]
         resolver.ledger = ledger
-        self.services = SimpleNamespace(resolver=resolver, reviews=None)
+        self.services = Services(resolver=resolver)
 
     def lookup_all(self, index: str, _key: Any) -> list[dict[str, Any]]:
         return list(self.entries) if index == promotion_reconcile.EVAL_RUNS_INDEX else []
