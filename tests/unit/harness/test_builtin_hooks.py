@@ -40,9 +40,11 @@ from tests.support.mcp_servers import HttpMcpServer
 from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text, tool_call
 from tests.support.runner import RunOutput, run_subprocess
 
+from . import test_claude_code_conformance as claude
 from . import test_codex_conformance as codex
+from .conformance import invocation, run_cli
 from .resume import resume_args
-from .test_claude_code_conformance import invocation, run_cli, tool_results
+from .test_claude_code_conformance import tool_results
 from .test_claude_code_node import KEY_REF, PROVIDER_KEY, harness_dir, harness_topology, run
 
 MARK = "written-by-the-harness"
@@ -129,8 +131,10 @@ def test_claude_codes_pre_tool_use_hook_decides_a_write(
     try:
         target = tmp_path / "work" / "notes.txt"
         with ScriptedModelServer(default=write_then_finish(target), api_key=token) as model:
-            inv = with_builtins(invocation(tmp_path, model.url, token, mcp_server), decisions)
-            outcome, done = run_cli(inv)
+            inv = with_builtins(
+                invocation(tmp_path, claude.MODEL, model.url, token, mcp_server), decisions
+            )
+            outcome, done = run_cli("claude-code", inv)
     finally:
         decisions.close()
     detail = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
@@ -161,8 +165,10 @@ def test_a_hook_that_cannot_reach_the_decision_point_denies(
     token = secrets.token_urlsafe(24)
     target = tmp_path / "work" / "notes.txt"
     with ScriptedModelServer(default=write_then_finish(target), api_key=token) as model:
-        inv = with_builtins(invocation(tmp_path, model.url, token, mcp_server), decisions)
-        outcome, done = run_cli(inv)
+        inv = with_builtins(
+            invocation(tmp_path, claude.MODEL, model.url, token, mcp_server), decisions
+        )
+        outcome, done = run_cli("claude-code", inv)
     assert done.returncode == 0, done.stderr[-2000:]
     assert not target.exists()
     [write] = [c for c in outcome.tool_calls if c.name == "Write"]
@@ -319,11 +325,11 @@ def test_codexs_pre_tool_use_hook_decides_its_shell_and_patches(
     decisions = Decisions(decision, secrets.token_urlsafe(24))
     try:
         with ScriptedModelServer(default=codex_script(call), api_key=token) as model:
-            inv = codex.invocation(tmp_path, model.url, token, mcp_server)
+            inv = invocation(tmp_path, codex.MODEL, model.url, token, mcp_server)
             inv = replace(
                 with_builtins(inv, decisions), native=NativeGrant(shell=True, file_write=True)
             )
-            outcome, done = codex.run_cli(inv)
+            outcome, done = run_cli("codex", inv)
     finally:
         decisions.close()
     detail = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
