@@ -9,8 +9,9 @@ provider key is nowhere but between the proxy and the model server; usage is cou
 Codex and Gemini CLI run the same Run through the proxy's Responses / Gemini dialects. A
 512Mi pod on the process node (a data rlimit there) ends HarnessFailed saying so. Claude
 Code's own Write (``builtinTools``) is asked of the runner through its PreToolUse hook:
-denied under a readonly tier, run under cautious, a Review under strict. Also admission: a
-harness whose provider speaks another wire format is refused.
+denied under a readonly tier, run under cautious, a Review under strict; Codex's shell
+(``exec_command``) likewise through its own PreToolUse hook, run in its sandbox inside the
+pod. Also admission: a harness whose provider speaks another wire format is refused.
 """
 
 from __future__ import annotations
@@ -385,3 +386,57 @@ def test_a_built_in_write_is_decided_by_the_nodes_tier(
         [call] = writes
         assert (call["event"], call["outcome"], call["tier"]) == ("tool.call", "ok", tier)
         assert (call["kind"], call["effects"]) == ("native", "write")
+
+
+#: Codex's shell writes a file in its work directory and prints it back.
+CODEX_SHELL = "echo shell-wrote > from-shell.txt && cat from-shell.txt"
+
+
+def codex_shell_then_answer(request: RecordedRequest) -> Reply:
+    """Ask for Codex's ``exec_command`` once, then answer with what it said."""
+    results = [r[0] for r in request.tool_results()]
+    if results:
+        return text(f"Codex said: {results[0]}")
+    if "exec_command" not in request.tool_names:
+        return text("no shell offered")
+    return tool_call("exec_command", cmd=CODEX_SHELL)
+
+
+@pytest.mark.usefixtures("review_admission")
+@pytest.mark.parametrize("tier", ["cautious", "strict"])
+def test_a_codex_shell_call_in_the_pod_is_decided_by_the_nodes_tier(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    tier: str,
+) -> None:
+    # Codex's shell (its exec_command, "Bash" to its hook) in the runtime image: the
+    # PreToolUse hook asks the runner, whose node tier decides (strict: a Review first);
+    # allowed, the shell runs in Codex's workspace-write sandbox inside the pod. (A readonly
+    # tier with the shell switched on is refused at admission: every use would be refused.)
+    ns = namespace
+    harness = {"builtinTools": True, "builtinToolsPermission": tier}
+    setup(kube, ns, model, kind="codex", native={"bash": True}, harness=harness)
+    bind_people(cluster, ns)
+    model.default = codex_shell_then_answer
+    wait_ready(kube, ns, "Topology", "release")
+    create(kube, ns, run_manifest("shell-1", "release", input="Write the notes.", timeout=300))
+    if tier == "strict":
+        wait_run(kube, ns, "shell-1", reason_is("AwaitingReview"), operator=operator, timeout=300)
+        review = parked_review(kube, ns, "shell-1")
+        assert review["spec"]["request"]["kind"] == "approval"
+        assert CODEX_SHELL in json.dumps(review["spec"]["request"])
+        ran = [r for q in model.requests for r, _error in q.tool_results() if "shell-wrote" in r]
+        assert ran == [], "the shell waits for the decision"
+        done = decide(cluster, ns, review["metadata"]["name"], "alice", "approve")
+        assert done.returncode == 0, done.stderr
+    run = wait_run(kube, ns, "shell-1", finished, operator=operator, timeout=300)
+    cond = succeeded(run)
+    assert cond is not None and cond["reason"] == "Succeeded", json.dumps(run.get("status"))
+    assert "Codex said: " in run["status"]["output"] and "shell-wrote" in run["status"]["output"]
+    events = pod_events(cluster, ns, run)
+    [call] = [e for e in events if e.get("tool") == "Bash" and e["event"].startswith("tool.")]
+    assert (call["event"], call["outcome"], call["tier"]) == ("tool.call", "ok", tier)
+    assert call["kind"] == "native"
