@@ -11,15 +11,16 @@ graded by the operator itself):
   clock, polled every 0.2 s), until its ``status.promotion.active`` is the new version. In
   between: the candidate version, its EvalRun, every case as a Run of each side (the
   EvalRun's default parallelism, 4 at once), the grading and the verdict ``Pass``.
-* **overhead per evaluated case** (``--overhead-cases``, 10): two Agents (``triage``,
+* **overhead per evaluated case** (``--overhead-cases``, 6): two Agents (``triage``,
   ``triage-v2``, each passing every case). (a) *by hand*: the Runs an EvalRun of the
   EvalSet creates, each case on each side (the same input, the Agent pinned at the same
   version), created directly one after another, timed from just before the first create
   until every one has finished;
   (b) *EvalRun*: an EvalRun of ``triage-v2`` against ``triage`` with ``parallelism`` equal
   to that number of Runs and ``reuseResults: false``, timed from just before its creation
-  until its verdict (``Pass``) is in its status. Both polled every 0.2 s, in the same
-  namespace; the order of (a) and (b) alternates between repeats. The overhead per
+  until its verdict is in its status. Both polled every 0.2 s, in the same
+  namespace; the order of (a) and (b) alternates between repeats; each repeat records
+  the EvalRun's verdict and errored cases beside its time. The overhead per
   evaluated case is (b - a) / cases: the snapshot, the Runs' creation by the controller,
   the grading and the status writes, against a script creating the same Runs.
 
@@ -158,8 +159,9 @@ def by_hand(kube: Kube, ns: str, cases_n: int, versions: dict[str, str]) -> floa
     return took
 
 
-def by_evalrun(kube: Kube, ns: str, cases_n: int, name: str) -> float:
-    """(b): an EvalRun of the same Runs, all at once, no cache; seconds until its verdict."""
+def by_evalrun(kube: Kube, ns: str, cases_n: int, name: str) -> tuple[float, dict[str, Any]]:
+    """(b): an EvalRun of the same Runs, all at once, no cache: (seconds until its verdict,
+    its status)."""
     spec = {
         "evalSetRef": {"name": EVAL_SET},
         "candidate": {"agentRef": {"name": CANDIDATE}},
@@ -180,10 +182,14 @@ def by_evalrun(kube: Kube, ns: str, cases_n: int, name: str) -> float:
     runs = kube.custom.list_namespaced_custom_object(
         GROUP, VERSION, ns, "runs", label_selector=f"swarmkit.dev/eval-run={name}"
     )["items"]
-    graded = (status["candidate"]["passed"], status["baseline"]["passed"])
-    if status["verdict"] != "Pass" or graded != (cases_n, cases_n) or len(runs) != 2 * cases_n:
-        raise SystemExit(f"expected Pass on {2 * cases_n} Runs: {json.dumps(status)[:2000]}")
-    return took
+    # Every case graded on both sides from its own Run. Not always Pass: a case Run started
+    # across an operator restart can finish without status.pinned, and is graded Errored
+    # (VersionUnavailable); the verdict and the errored cases are recorded with the time.
+    sides = (status["candidate"], status["baseline"])
+    graded = [side["passed"] + side["errored"] for side in sides]
+    if graded != [cases_n, cases_n] or len(runs) != 2 * cases_n:
+        raise SystemExit(f"expected {2 * cases_n} graded Runs: {json.dumps(status)[:2000]}")
+    return took, status
 
 
 def overhead_repeat(kube: Kube, op: OperatorProcess, n: int, cases_n: int) -> dict[str, Any]:
@@ -194,9 +200,9 @@ def overhead_repeat(kube: Kube, op: OperatorProcess, n: int, cases_n: int) -> di
         load = loadavg()[0]
         if n % 2 == 0:
             hand = by_hand(kube, ns, cases_n, versions)
-            evalrun = by_evalrun(kube, ns, cases_n, f"overhead-{n}")
+            evalrun, status = by_evalrun(kube, ns, cases_n, f"overhead-{n}")
         else:
-            evalrun = by_evalrun(kube, ns, cases_n, f"overhead-{n}")
+            evalrun, status = by_evalrun(kube, ns, cases_n, f"overhead-{n}")
             hand = by_hand(kube, ns, cases_n, versions)
     row = {
         "order": "by hand, EvalRun" if n % 2 == 0 else "EvalRun, by hand",
@@ -207,11 +213,14 @@ def overhead_repeat(kube: Kube, op: OperatorProcess, n: int, cases_n: int) -> di
         # A leader that could not renew its Lease in time on the loaded machine exits and
         # is started again (OperatorProcess, as the kubelet would): counted, not hidden.
         "operator_restarts": op.restarts - restarts,
+        "verdict": status["verdict"],
+        "errored_cases": status["candidate"]["errored"] + status["baseline"]["errored"],
     }
     print(
         f"run {n} ({row['order']}): {2 * cases_n} Runs by hand {hand:.1f} s, EvalRun "
         f"{evalrun:.1f} s: overhead per case {row['overhead_per_case_s']:+.3f} s "
-        f"(load {load}, operator restarts {row['operator_restarts']})",
+        f"(load {load}, operator restarts {row['operator_restarts']}, verdict {row['verdict']}, "
+        f"errored {row['errored_cases']})",
         flush=True,
     )
     return row
@@ -221,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--cases", type=int, default=20)
-    parser.add_argument("--overhead-cases", type=int, default=10)
+    parser.add_argument("--overhead-cases", type=int, default=6)
     parser.add_argument("--measure", choices=("all", "promotion", "overhead"), default="all")
     parser.add_argument("--json", action="store_true", help="also print the raw results")
     args = parser.parse_args(argv)
