@@ -220,8 +220,9 @@ def _promotion(r: Mapping[str, Any]) -> list[Row]:
         repeats = over["repeats"]
         rows.append(
             (
-                f"EvalRun's overhead per evaluated case against the same {over['case_runs']} "
-                f"Runs created by hand ({over['cases']} cases, all at once; by hand; EvalRun)",
+                f"EvalRun overhead per evaluated case vs the same {over['case_runs']} Runs "
+                f"created by hand, all at once ({over['cases']} cases; by hand → all finished; "
+                "EvalRun → verdict)",
                 f"{_triple(over['per_case_s'], 's', ('min', 'median', 'max'))} "
                 f"({_mmm([x['by_hand_s'] for x in repeats], 's', 1)}; "
                 f"{_mmm([x['evalrun_s'] for x in repeats], 's', 1)})",

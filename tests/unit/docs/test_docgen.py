@@ -183,10 +183,10 @@ def test_the_promotion_record_headlines_both_of_its_measurements() -> None:
 
     results = json.loads((REPO / "bench/results/bench-promotion.json").read_text())["results"]
     promoted, overhead = headlines.HEADLINES["bench-promotion"](results)
-    assert f"{statistics.median(results['spec_change_to_promoted_s']):.1f} s" in promoted[1]
+    assert f"/ {statistics.median(results['spec_change_to_promoted_s']):.1f} /" in promoted[1]
     per_case = results["overhead"]["per_case_s"]
     assert overhead[1].startswith(f"{per_case['min']:.3g} / {per_case['median']:.3g} / ")
-    assert f"same {results['overhead']['case_runs']} Runs created by hand" in overhead[0]
+    assert f"vs the same {results['overhead']['case_runs']} Runs created by hand" in overhead[0]
     readme = (REPO / "README.md").read_text()
     assert f"| {overhead[0]} | {overhead[1]} |" in readme
     older = {k: v for k, v in results.items() if k != "overhead"}
