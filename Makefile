@@ -232,7 +232,7 @@ chaos: $(STAMP) cluster-binaries jaeger ## the reliability suite at full size (S
 bench-review: $(STAMP) cluster-binaries ## benchmark: review decision → resumed run latency
 	$(PY) bench/bench_review.py
 
-bench-promotion: $(STAMP) cluster-binaries ## benchmark: spec change -> promoted, graded by the EvalRun controller (20 cases)
+bench-promotion: $(STAMP) cluster-binaries ## benchmark: spec change -> promoted (20 cases); an EvalRun's overhead per case against the same Runs by hand
 	$(PY) bench/bench_promotion.py
 
 bench-spend: $(STAMP) cluster-binaries ## benchmark: SpendQuota reservation on Run start, concurrent Runs vs a quota

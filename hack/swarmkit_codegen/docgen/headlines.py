@@ -205,6 +205,32 @@ def _spend(r: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
+def _promotion(r: Mapping[str, Any]) -> list[Row]:
+    rows = []
+    if "spec_change_to_promoted_s" in r:
+        rows.append(
+            (
+                f"spec change → promoted, graded by the EvalRun controller ({r['cases']} cases, "
+                f"{2 * r['cases']} case Runs)",
+                _mmm(r["spec_change_to_promoted_s"], "s", 1),
+            )
+        )
+    over = r.get("overhead")
+    if over:
+        repeats = over["repeats"]
+        rows.append(
+            (
+                f"EvalRun overhead per evaluated case vs the same {over['case_runs']} Runs "
+                f"created by hand, all at once ({over['cases']} cases; by hand → all finished; "
+                "EvalRun → verdict)",
+                f"{_triple(over['per_case_s'], 's', ('min', 'median', 'max'))} "
+                f"({_mmm([x['by_hand_s'] for x in repeats], 's', 1)}; "
+                f"{_mmm([x['evalrun_s'] for x in repeats], 's', 1)})",
+            )
+        )
+    return rows
+
+
 HEADLINES: dict[str, Headline] = {
     "bench-tracing": _tracing,
     "bench-spend": _spend,
@@ -224,13 +250,7 @@ HEADLINES: dict[str, Headline] = {
     ],
     "bench-runs": _runs,
     "bench-review": _review,
-    "bench-promotion": lambda r: [
-        (
-            f"spec change → promoted, graded by the EvalRun controller ({r['cases']} cases, "
-            f"{2 * r['cases']} case Runs)",
-            _mmm(r["spec_change_to_promoted_s"], "s", 1),
-        )
-    ],
+    "bench-promotion": _promotion,
     "bench-runner": _runner,
     "bench-gateway": _gateway,
     "bench-webview": _webview,

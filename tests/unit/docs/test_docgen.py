@@ -13,6 +13,7 @@ import html
 import json
 import re
 import shutil
+import statistics
 from pathlib import Path
 
 from swarmkit_api import conditions
@@ -172,3 +173,21 @@ def test_every_committed_result_with_a_headline_shows_in_the_readme() -> None:
     review = json.loads((root / "bench/results/bench-review.json").read_text())["results"]
     median = review["decision_to"]["succeeded"]["median_s"]
     assert f"{median:.3g} /" in block or f"/ {median:.3g} /" in block
+
+
+def test_the_promotion_record_headlines_both_of_its_measurements() -> None:
+    """``make bench-promotion`` records two figures: spec change → promoted and an EvalRun's
+    overhead per evaluated case; both are README rows with the recorded numbers (a record
+    of the older shape, without the overhead, still gives its one row)."""
+    from swarmkit_codegen.docgen import headlines
+
+    results = json.loads((REPO / "bench/results/bench-promotion.json").read_text())["results"]
+    promoted, overhead = headlines.HEADLINES["bench-promotion"](results)
+    assert f"/ {statistics.median(results['spec_change_to_promoted_s']):.1f} /" in promoted[1]
+    per_case = results["overhead"]["per_case_s"]
+    assert overhead[1].startswith(f"{per_case['min']:.3g} / {per_case['median']:.3g} / ")
+    assert f"vs the same {results['overhead']['case_runs']} Runs created by hand" in overhead[0]
+    readme = (REPO / "README.md").read_text()
+    assert f"| {overhead[0]} | {overhead[1]} |" in readme
+    older = {k: v for k, v in results.items() if k != "overhead"}
+    assert headlines.HEADLINES["bench-promotion"](older) == [promoted]
