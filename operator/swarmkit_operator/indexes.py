@@ -296,7 +296,9 @@ class Indexes:
             return
         if rv is None and known is not None:
             rv = known.revision
-        if known is None:
+        if known is None and not (body.get("status") or {}).get("observedGeneration"):
+            # New to the operator *and* never reconciled: what a bulk apply creates. The
+            # start-up LIST of a restart (objects with their status) is no apply arriving.
             self._arrived(resource, str(meta.get("namespace") or ""))
         self._drop(resource, uid)
         labels = meta.get("labels") or {}
@@ -338,9 +340,10 @@ class Indexes:
             times.popleft()
 
     def arrived(self, resources: Iterable[str], namespace: str, within: float) -> int:
-        """How many objects of ``resources`` in ``namespace`` were indexed for the first
-        time in the last ``within`` seconds (at most :data:`ARRIVALS_KEPT`): a bulk apply
-        still arriving, as opposed to one object created by hand."""
+        """How many objects of ``resources`` in ``namespace`` without a status written yet
+        were indexed for the first time in the last ``within`` seconds (at most
+        :data:`ARRIVALS_KEPT`): a bulk apply still arriving, as opposed to one object
+        created by hand or a restart listing what the operator already reconciled."""
         now = time.monotonic()
         since = now - within
         count = 0

@@ -5,8 +5,9 @@ A Skill's status carries ``grantedBy``: the Agents granting it. Applied as a lib
 writes ``grantedBy`` before its Agents exist, and again when they arrive: 1.6 status writes
 per Skill at 20,000 (issue 43). So a Skill never written yet renders at once (its
 ConfigMap is created while the apply goes on) but holds its status write while objects
-new to the operator keep arriving in its namespace (:data:`BURST_OBJECTS` Skills and
-Agents within :data:`BURST_SECONDS`: no one creates those by hand), at most
+new to the operator, never reconciled, keep arriving in its namespace
+(:data:`BURST_OBJECTS` Skills and Agents within :data:`BURST_SECONDS`: no one creates
+those by hand; a restart's LIST of reconciled objects is not counted), at most
 :data:`MAX_HELD_SECONDS`; then it writes once, with the Agents the indexes show.
 
 Meanwhile what it rendered is what its dependents read (:func:`as_rendered`): an Agent
