@@ -310,7 +310,8 @@ def bundle_source(pod_spec: Mapping[str, Any]) -> tuple[str, str]:
     bundle volume mounts and the sha256 of bundle.json its container carries
     (:data:`~swarmkit_api.bundle.BUNDLE_SHA256_ENV`, which the runner checks); "" for
     either one it lacks."""
-    volume = next((v for v in pod_spec.get("volumes") or () if v.get("name") == BUNDLE_VOLUME), {})
+    volumes = pod_spec.get("volumes") or ()
+    volume: Mapping[str, Any] = next((v for v in volumes if v.get("name") == BUNDLE_VOLUME), {})
     config_map = str((volume.get("configMap") or {}).get("name") or "")
     env = (e for c in pod_spec.get("containers") or () for e in c.get("env") or ())
     digest = next(

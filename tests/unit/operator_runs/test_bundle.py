@@ -11,12 +11,12 @@ import pytest
 from swarmkit_api.bundle import BUNDLE_FILE, RunBundle
 from swarmkit_operator.builders import PINNED_ANNOTATION, RUN_LABEL, ObjectRef
 from swarmkit_operator.builders.bundle import (
-    job_bundle_mismatch,
     MAX_BUNDLE_BYTES,
     BundleTooLarge,
     build_bundle_config_map,
     bundle_data,
     bundle_file_sha256,
+    job_bundle_mismatch,
     rendered_from_config_map,
     script_pins,
     skill_callable,
