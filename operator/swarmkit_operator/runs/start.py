@@ -10,7 +10,10 @@ operator's (a bundle with the digest the Run recorded, a Job or NetworkPolicy wh
 status records; else ``TamperedObject``), and an existing bundle is reused as it is, so a
 start retried after a crash runs with what the Run pinned the first time.
 The Job's name, the bundle's name and what was pinned go to ``status`` at once, so a later
-reconcile (or another operator process) knows which Job is current.
+reconcile (or another operator process) knows which Job is current; when that write is
+lost (the leader lost its lease right after the create), the next reconcile that finds the
+Job proven the operator's writes the same record from what the Job runs
+(:func:`record_found`).
 """
 
 from __future__ import annotations
