@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -13,6 +14,8 @@ from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, pid_alive, pod_pids, wait_for
 
 from .runs_support import (
+    GROUP,
+    VERSION,
     OperatorProcess,
     agent_with,
     apply,
@@ -31,6 +34,8 @@ from .runs_support import (
 )
 
 MAX_RECREATIONS = 1
+#: The status fields that record a Run's started Job (runs/start.py:start_record).
+START_RECORD = ("jobName", "bundleConfigMap", "bundleSha256", "pinned", "jobRecreations")
 
 
 @pytest.fixture(scope="module")
@@ -301,6 +306,51 @@ def test_operator_killed_mid_run_same_job_outcome_recorded(
     assert run["status"]["output"] == "rested"
     assert [j.metadata.name for j in jobs(kube, ns)] == [job_name]
     assert run["status"].get("jobRecreations", 0) == 0
+
+
+def test_a_start_record_lost_with_the_lease_is_written_by_the_next_leader(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    # A leader loses its lease right after creating the Run's Job: the status write that
+    # records the Job, its bundle and what the Run pinned is refused. The next leader
+    # adopts the Job (a predecessor's, its controller ownerReference the Run's) and must
+    # write that record from the bundle the Job runs: an EvalRun grades by status.pinned.
+    ns = examples_ns
+    apply(
+        kube,
+        ns,
+        agent_with(
+            "dozer",
+            [
+                {"toolCalls": [{"name": "bash", "arguments": {"command": "sleep 4"}}]},
+                {"text": "rested"},
+            ],
+            bash=True,
+        ),
+    )
+    wait_ready(kube, ns, "Agent", "dozer")
+    create(kube, ns, run_manifest("unrecorded", agent="dozer"))
+    run = wait_run(kube, ns, "unrecorded", reason_is("Running"), operator=operator)
+    record = {k: run["status"][k] for k in START_RECORD}
+    assert record["pinned"]["agents"] == {"dozer": mock.ANY}
+    operator.kill()
+    try:
+        # The Run's status as the refused write left it: no record of the Job at all.
+        kube.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, ns, "runs", "unrecorded",
+            {"status": {k: None for k in (*START_RECORD, "createdUids")}},
+        )  # fmt: skip
+        lost = get(kube, ns, "Run", "unrecorded") or {}
+        assert not set(lost["status"]) & {*START_RECORD, "createdUids"}
+    finally:
+        operator.start()
+    run = wait_run(kube, ns, "unrecorded", finished, operator=operator)
+    cond = succeeded(run)
+    assert cond is not None and cond["reason"] == "Succeeded", debug(kube, ns, operator)
+    assert {k: run["status"][k] for k in START_RECORD} == record
+    job = kube.batch.read_namespaced_job(record["jobName"], ns)
+    assert run["status"]["createdUids"] == {f"Job/{record['jobName']}": job.metadata.uid}
+    assert run["status"]["output"] == "rested"
 
 
 def test_skill_edited_during_a_run_is_not_seen(

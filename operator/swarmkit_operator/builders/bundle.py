@@ -438,6 +438,26 @@ def bundle_file_sha256(rendered: RenderedBundle) -> str:
     return sha256_hex(bundle_data(rendered)[BUNDLE_FILE])
 
 
+def job_bundle_mismatch(data: Mapping[str, str], file_sha256: str) -> str | None:
+    """Why ``data`` (a bundle ConfigMap's) is not the bundle a Job runs whose
+    ``SWARMKIT_BUNDLE_SHA256`` is ``file_sha256``; None when it is exactly that: its
+    bundle.json has that sha256, and its other keys are the flow data files that bundle.json
+    pins, each with the sha256 it records (the runner's own checks, made before the
+    operator records the bundle's digest in the Run's status)."""
+    text = data.get(BUNDLE_FILE)
+    if text is None or not file_sha256:
+        return "no bundle.json" if text is None else "its Job records no bundle sha256"
+    found = sha256_hex(text)
+    if found != file_sha256:
+        return f"its bundle.json has sha256 {found[:12]}, the Job's {file_sha256[:12]}"
+    recorded = RunBundle.model_validate_json(text).flow_data_sha256
+    keys = flow_data_keys(sorted(recorded))
+    if set(data) != {BUNDLE_FILE, *keys}:
+        return "its keys are not bundle.json and the flow data files it pins"
+    wrong = [p for k, p in keys.items() if sha256_hex(data[k]) != recorded[p]]
+    return f"flow data file {wrong[0]} is not the one bundle.json records" if wrong else None
+
+
 def build_bundle_config_map(run: RunRef, rendered: RenderedBundle) -> dict[str, Any]:
     """The run's immutable bundle ConfigMap, owned by the Run."""
     labels = run_labels(run, rendered.bundle)
@@ -513,6 +533,7 @@ __all__ = [
     "bundle_file_sha256",
     "effective_governance",
     "effective_timeout",
+    "job_bundle_mismatch",
     "mounted_digests",
     "render_bundle",
     "rendered_from_config_map",

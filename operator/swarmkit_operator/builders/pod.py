@@ -301,6 +301,25 @@ def runner_env(
     ]
 
 
+#: The pod volume of the bundle ConfigMap (bundle.json).
+BUNDLE_VOLUME = "bundle"
+
+
+def bundle_source(pod_spec: Mapping[str, Any]) -> tuple[str, str]:
+    """What a runner pod spec (:func:`runner_pod_spec`) runs: the bundle ConfigMap its
+    bundle volume mounts and the sha256 of bundle.json its container carries
+    (:data:`~swarmkit_api.bundle.BUNDLE_SHA256_ENV`, which the runner checks); "" for
+    either one it lacks."""
+    volumes = pod_spec.get("volumes") or ()
+    volume: Mapping[str, Any] = next((v for v in volumes if v.get("name") == BUNDLE_VOLUME), {})
+    config_map = str((volume.get("configMap") or {}).get("name") or "")
+    env = (e for c in pod_spec.get("containers") or () for e in c.get("env") or ())
+    digest = next(
+        (str(e.get("value") or "") for e in env if e.get("name") == BUNDLE_SHA256_ENV), ""
+    )
+    return config_map, digest
+
+
 def _volumes(
     bundle_config_map: str,
     flow_data_keys: Mapping[str, str] | None,
@@ -310,7 +329,7 @@ def _volumes(
     flow data files (from the bundle ConfigMap), each pinned skill ConfigMap."""
     volumes: list[dict[str, Any]] = [
         {
-            "name": "bundle",
+            "name": BUNDLE_VOLUME,
             "configMap": {
                 "name": bundle_config_map,
                 "defaultMode": 0o444,
@@ -321,7 +340,7 @@ def _volumes(
         {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
     ]
     mounts: list[dict[str, Any]] = [
-        {"name": "bundle", "mountPath": BUNDLE_MOUNT, "readOnly": True},
+        {"name": BUNDLE_VOLUME, "mountPath": BUNDLE_MOUNT, "readOnly": True},
         {"name": "scratch", "mountPath": SCRATCH_MOUNT},
         {"name": "tmp", "mountPath": TMP_MOUNT},
     ]
@@ -357,6 +376,7 @@ def pod_template(
 
 
 __all__ = [
+    "BUNDLE_VOLUME",
     "CONTAINER_NAME",
     "DEFAULT_RESOURCES",
     "FLOW_DATA_MOUNT",
@@ -365,6 +385,7 @@ __all__ = [
     "TMP_MOUNT",
     "SkillFileItem",
     "SkillMount",
+    "bundle_source",
     "pod_template",
     "resources",
     "runner_env",

@@ -7,7 +7,8 @@
    parked for a review (AwaitingReview, checkpoint stored) →
    :func:`.review.waiting`;
 4. nothing created yet → :func:`.start.start` (not before ``spec.startAfter``:
-   :func:`.effects.hold`);
+   :func:`.effects.hold`); a current Job proven the operator's whose start record is
+   missing (its creator lost that write) → :func:`.start.record_found` first;
 5. otherwise → the verdict is derived from the Job and its pods only
    (:func:`swarmkit_operator.builders.run_status.derive`) and written to ``status``; a
    runner that parked → :func:`.review.parked`; a stage that ended or parked has its
@@ -103,6 +104,10 @@ async def _reconcile(st: RunState, uid: str) -> float | None:
         if wait is not None:
             return wait
         return await start.start(st, run, spec)
+    if job is not None and not run_status.get("jobName"):
+        # Proven the operator's (_proven) but its start record was never written (its
+        # creator lost the write): recorded from what the Job runs, before anything else.
+        await start.record_found(st, run, spec, current)
 
     verdict = await _observed(st, run, job, job_pods)
     if verdict.phase == "Parked":

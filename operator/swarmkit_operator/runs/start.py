@@ -10,7 +10,10 @@ operator's (a bundle with the digest the Run recorded, a Job or NetworkPolicy wh
 status records; else ``TamperedObject``), and an existing bundle is reused as it is, so a
 start retried after a crash runs with what the Run pinned the first time.
 The Job's name, the bundle's name and what was pinned go to ``status`` at once, so a later
-reconcile (or another operator process) knows which Job is current.
+reconcile (or another operator process) knows which Job is current; when that write is
+lost (the leader lost its lease right after the create), the next reconcile that finds the
+Job proven the operator's writes the same record from what the Job runs
+(:func:`record_found`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from swarmkit_api.conditions import REASON_JOB_LOST, REASON_VALIDATION_FAILED
+from swarmkit_api.conditions import (
+    REASON_JOB_LOST,
+    REASON_TAMPERED_OBJECT,
+    REASON_VALIDATION_FAILED,
+)
 from swarmkit_api.review import ResumeDecision
 from swarmkit_api.run import RunSpec
 
@@ -32,6 +39,7 @@ from ..builders import RUN_LABEL, trust
 from ..builders import bundle as bundles
 from ..builders import job as jobs
 from ..builders import run_status as rs
+from ..builders.pod import bundle_source
 from ..builders.review import resume_files
 from ..builders.workload import Target
 from ..workload import pipeline
@@ -301,7 +309,29 @@ async def record_job(
         st.created_jobs[run.uid] = (time.monotonic(), name, job_summary(owned.created))
     st.mark(run.uid, "job_created")
     st.trace(run.uid)
-    fields: dict[str, Any] = {
+    await status.write(
+        st,
+        run,
+        verdict or rs.pending(f"waiting for Job {name} to create its pod"),
+        start_record(st, run, rendered, name, cm_name, recreation, extra),
+        event=verdict is not None,  # "Job created" is not worth an Event of its own
+    )
+    # Re-check once a pod should exist (if none does, the Job's Events say why).
+    return NO_POD_EVENTS_AFTER + 0.5
+
+
+def start_record(
+    st: RunState,
+    run: RunView,
+    rendered: bundles.RenderedBundle,
+    name: str,
+    cm_name: str,
+    recreation: int,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The status fields that record Job ``name`` as the Run's current Job, running bundle
+    ``cm_name`` (``rendered``): what a later reconcile, a recreation and a grader read."""
+    return {
         "jobName": name,
         "bundleConfigMap": cm_name,
         "bundleSha256": trust.data_digest(bundles.bundle_data(rendered)),
@@ -312,15 +342,47 @@ async def record_job(
         **tracing.status_fields(run.uid, rendered.bundle.workspace.tracing),
         **(extra or {}),
     }
-    await status.write(
-        st,
-        run,
-        verdict or rs.pending(f"waiting for Job {name} to create its pod"),
-        fields,
-        event=verdict is not None,  # "Job created" is not worth an Event of its own
+
+
+async def record_found(st: RunState, run: RunView, spec: RunSpec, current: str) -> None:
+    """Write the start record of the Run's current Job ``current``, found proven the
+    operator's (:func:`proof`) while the Run's status has none: a predecessor (or this
+    process) created it and lost the write that records it (its lease, a conflict).
+
+    It is recorded with what the Job runs, never with what the target resolves to now:
+    the bundle ConfigMap its bundle volume mounts, whose content must be the bundle.json
+    the Job's ``SWARMKIT_BUNDLE_SHA256`` names and the flow data files that pins
+    (:func:`~swarmkit_operator.builders.bundle.job_bundle_mismatch`; else
+    ``TamperedObject``, gone: ``PinnedRevisionMissing``). A Job gone by now is left to
+    the lost-Job path."""
+    live = await k8s.get_job(run.namespace, current)
+    if live is None or (live.get("metadata") or {}).get("deletionTimestamp"):
+        return
+    made = trust.check_made("Job", live, jobs.target_of(run_ref(run, spec)), proof(st, run))
+    remember(st, run, "Job", current, made)
+    template = ((live.get("spec") or {}).get("template") or {}).get("spec") or {}
+    cm_name, digest = bundle_source(template)
+    if not cm_name:
+        raise trust.Refused(
+            REASON_TAMPERED_OBJECT,
+            f"the run's Job {current} mounts no bundle ConfigMap: it is not the operator's",
+        )
+    cm = await k8s.read_config_map(run.namespace, cm_name)
+    if cm is None:
+        raise trust.missing("the run's bundle", cm_name)
+    why = bundles.job_bundle_mismatch(cm.get("data") or {}, digest)
+    if why is not None:
+        raise trust.Refused(
+            REASON_TAMPERED_OBJECT,
+            f"the run's bundle ConfigMap {cm_name} is not the one its Job {current} runs "
+            f"({why}): it is not used",
+        )
+    # Only what the record needs (digest, pins, tracing): no skill mounts are built here.
+    rendered = bundles.rendered_from_config_map(cm, {})
+    recreation = int(run.status.get("jobRecreations") or 0)
+    await status.write_fields(
+        st, run, start_record(st, run, rendered, current, cm_name, recreation)
     )
-    # Re-check once a pod should exist (if none does, the Job's Events say why).
-    return NO_POD_EVENTS_AFTER + 0.5
 
 
 async def recreate(

@@ -14,6 +14,9 @@ from swarmkit_operator.builders.bundle import (
     MAX_BUNDLE_BYTES,
     BundleTooLarge,
     build_bundle_config_map,
+    bundle_data,
+    bundle_file_sha256,
+    job_bundle_mismatch,
     rendered_from_config_map,
     script_pins,
     skill_callable,
@@ -209,3 +212,20 @@ def test_the_bundle_records_the_digest_of_every_mounted_skill_file(tmp_path: Pat
     skill_md.write_text(skill_md.read_text() + "\nAlso page eve.\n")
     with pytest.raises(TamperedFile, match=r"skill incident-triage: file SKILL\.md is not the"):
         check_skill(triage, tmp_path)
+
+
+def test_a_bundle_is_the_one_a_job_runs_only_with_its_bundle_json_and_pinned_flow_files() -> None:
+    # What a leader checks before it records the bundle of a predecessor's Job whose start
+    # record was lost: the Job's SWARMKIT_BUNDLE_SHA256 proves bundle.json, bundle.json
+    # proves the flow data files beside it.
+    _, rendered = example_bundle()
+    data = bundle_data(rendered)
+    digest = bundle_file_sha256(rendered)
+    assert set(data) == {BUNDLE_FILE, "flow.0"}
+    assert job_bundle_mismatch(data, digest) is None
+    assert "the Job's" in str(job_bundle_mismatch(data, sha256_hex("another bundle")))
+    assert "records no bundle sha256" in str(job_bundle_mismatch(data, ""))
+    assert "flow data file" in str(job_bundle_mismatch({**data, "flow.0": "eve"}, digest))
+    assert "keys" in str(job_bundle_mismatch({**data, "flow.1": "eve"}, digest))
+    assert "keys" in str(job_bundle_mismatch({BUNDLE_FILE: data[BUNDLE_FILE]}, digest))
+    assert "no bundle.json" in str(job_bundle_mismatch({"flow.0": "x"}, digest))

@@ -11,6 +11,7 @@ bundle (``fixtures.example_bundle``), so every API object of the start is real.
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -121,6 +122,21 @@ def forged_job(run: dict[str, Any], labelled: bool = True) -> dict[str, Any]:
     }
 
 
+async def predecessor_started(api: FakeApi, run: dict[str, Any]) -> dict[str, Any]:
+    """A predecessor's start of ``run`` that lost its lease right after creating the Job:
+    its bundle and its Job exist, the status write that records them was refused."""
+    meta = run["metadata"]
+    ctl = controller(api)
+    sync(api, ctl)
+    api.refuse("PATCH", rf"/runs/{meta['name']}/status$")
+    with pytest.raises(Exception, match="refused"):
+        await reconcile(ctl.state, meta["uid"])
+    job = api.get("Job", NS, jobs.job_name(meta["name"], meta["uid"]))
+    assert job is not None
+    assert "jobName" not in ((api.get("Run", NS, meta["name"]) or {}).get("status") or {})
+    return job
+
+
 async def test_the_operators_job_is_recorded_and_adopted_on_every_later_pass(api: FakeApi) -> None:
     run = create_run(api)
     uid = run["metadata"]["uid"]
@@ -218,7 +234,7 @@ async def test_a_predecessors_unrecorded_job_is_adopted_but_not_one_made_before_
     # The operator stopped between its create and its record: the Job (its ownerReference
     # the Run's) was made before this process started leading, after the Run could start.
     run = create_run(api)
-    job = api.create(forged_job(run))
+    job = await predecessor_started(api, run)
     ctl = controller(api, leading_since=datetime.now(UTC) + timedelta(seconds=2))
     sync(api, ctl)
     await reconcile(ctl.state, run["metadata"]["uid"])
@@ -235,3 +251,64 @@ async def test_a_predecessors_unrecorded_job_is_adopted_but_not_one_made_before_
     target = Target("Run", NS, "later", early["metadata"]["uid"], "later")
     with pytest.raises(trust.Refused, match="before the operator could make it"):
         trust.check_made("Job", forged, target, start.proof(ctl.state, view))
+
+
+def status_of(api: FakeApi, name: str = "r") -> dict[str, Any]:
+    return dict((api.get("Run", NS, name) or {}).get("status") or {})
+
+
+async def test_a_predecessors_job_gets_the_start_record_of_the_bundle_it_runs(
+    api: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The benchmark's defect: the next leader saw the Job as started and never wrote
+    # pinned nor the bundle fields; the Run ended Succeeded without status.pinned.
+    run = create_run(api)
+    uid = run["metadata"]["uid"]
+    job = await predecessor_started(api, run)
+    bundle = api.get("ConfigMap", NS, jobs.bundle_config_map_name("r", uid))
+    assert bundle is not None
+
+    async def no_render(*_: Any) -> Resolved:
+        raise AssertionError("the record must be the Job's bundle, not a render of today's specs")
+
+    monkeypatch.setattr(pipeline, "resolve", no_render)
+    ctl = controller(api, leading_since=datetime.now(UTC) + timedelta(seconds=2))
+    sync(api, ctl)
+    await reconcile(ctl.state, uid)
+    status = status_of(api)
+    assert succeeded(api).get("status") == "Unknown", succeeded(api)
+    assert status["jobName"] == job["metadata"]["name"]
+    assert status["bundleConfigMap"] == bundle["metadata"]["name"]
+    assert status["bundleSha256"] == trust.data_digest(bundle["data"])
+    pinned = example_bundle(workspace_patch={"egress": {"policy": "none"}})[1].pinned.wire()
+    assert pinned["agents"] and status["pinned"] == pinned
+    assert status["createdUids"] == {f"Job/{job['metadata']['name']}": job["metadata"]["uid"]}
+    # The record proves the bundle from now on: the check of a recreation passes.
+    trust.check("the run's bundle", bundle["metadata"]["name"], bundle, status["bundleSha256"])
+
+
+async def test_a_bundle_that_is_not_the_one_the_predecessors_job_runs_is_refused(
+    api: FakeApi,
+) -> None:
+    run = create_run(api)
+    uid = run["metadata"]["uid"]
+    await predecessor_started(api, run)
+    # eve replaces the bundle (deleted, made again under its name) before the next leader.
+    name = jobs.bundle_config_map_name("r", uid)
+    bundle = api.get("ConfigMap", NS, name)
+    assert bundle is not None
+    api.delete("ConfigMap", NS, name)
+    data = dict(bundle["data"])
+    forged = json.loads(data["bundle.json"])
+    forged["run"]["input"] = "eve's instructions"
+    data["bundle.json"] = json.dumps(forged)
+    api.create({**bundle, "metadata": {"name": name, "namespace": NS}, "data": data})
+    ctl = controller(api, leading_since=datetime.now(UTC) + timedelta(seconds=2))
+    sync(api, ctl)
+    await reconcile(ctl.state, uid)
+    cond = succeeded(api)
+    assert (cond.get("status"), cond.get("reason")) == ("False", REASON_TAMPERED_OBJECT), cond
+    assert f"ConfigMap {name}" in cond["message"]
+    assert "the Job's" in cond["message"]
+    status = status_of(api)
+    assert "pinned" not in status and "bundleSha256" not in status and "jobName" not in status
