@@ -54,7 +54,7 @@ OPERATOR_RULES: Grants = {
     # promotion's gate creates the EvalRuns of its candidate (issue 39)
     "evalsets.swarmkit.dev": frozenset({"list", "watch"}),
     "evalsets.swarmkit.dev/status": frozenset({"patch"}),
-    "evalruns.swarmkit.dev": frozenset({"create", "list", "watch"}),
+    "evalruns.swarmkit.dev": frozenset({"create", "get", "list", "watch"}),
     "evalruns.swarmkit.dev/status": frozenset({"patch"}),
     "workspaces.swarmkit.dev/finalizers": frozenset({"update"}),
     "skills.swarmkit.dev/finalizers": frozenset({"update"}),
