@@ -55,13 +55,13 @@ from tests.integration.runs_support import (  # noqa: E402
     apply,
     create,
     debug,
+    doc,
     example,
     finished,
     get,
     succeeded,
     wait_ready,
 )
-from tests.integration.test_evals import doc  # noqa: E402
 from tests.integration.test_promotion_graded import (  # noqa: E402
     AGENT,
     EVAL_SET,

@@ -224,6 +224,13 @@ def example(kind: str, name: str | None = None) -> dict[str, Any]:
     raise KeyError((kind, name))
 
 
+def doc(kind: str, name: str, spec: dict[str, Any], **labels: str) -> dict[str, Any]:
+    """A manifest of ``kind`` in the SwarmKit group: the one way tests build one by hand.
+    ``labels``: ``metadata.labels`` (left out when there are none)."""
+    meta: dict[str, Any] = {"name": name, "labels": labels} if labels else {"name": name}
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": meta, "spec": spec}
+
+
 def create(kube: Kube, namespace: str, doc: dict[str, Any]) -> dict[str, Any]:
     body = copy.deepcopy(doc)
     body.setdefault("metadata", {})["namespace"] = namespace
@@ -323,12 +330,7 @@ def run_manifest(
         body["topologyRef"] = {"name": topology}
     if timeout is not None:
         body["timeoutSeconds"] = timeout
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Run",
-        "metadata": {"name": name},
-        "spec": body,
-    }
+    return doc("Run", name, body)
 
 
 def jobs(kube: Kube, namespace: str) -> list[Any]:
@@ -445,9 +447,4 @@ def agent_with(
     }
     if bash:
         body["nativeTools"] = {"bash": True}
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Agent",
-        "metadata": {"name": name},
-        "spec": body,
-    }
+    return doc("Agent", name, body)

@@ -46,6 +46,7 @@ from .runs_support import (
     agent_with,
     apply,
     debug,
+    doc,
     example,
     finished,
     get,
@@ -78,15 +79,6 @@ CASES = [
     case("wants-refund", {"type": "contains", "expected": "refund"}, critical=True),
     case("mentions-payments-or-billing", {"type": "regex", "pattern": "payments|billing"}),
 ]
-
-
-def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 @pytest.fixture(scope="module")

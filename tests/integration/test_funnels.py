@@ -46,12 +46,11 @@ from .review_support import (
     review_of,
 )
 from .runs_support import (
-    GROUP,
     REPO,
-    VERSION,
     OperatorProcess,
     apply,
     apply_examples,
+    doc,
     finished,
     get,
     reason_is,
@@ -116,17 +115,8 @@ def model() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-def _doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
 def _funnel() -> dict[str, Any]:
-    return _doc(
+    return doc(
         "Funnel",
         "notes-gate",
         {
@@ -173,7 +163,7 @@ def _setup(
     apply(
         kube,
         ns,
-        _doc(
+        doc(
             "Skill",
             "notes-judge",
             {
@@ -188,7 +178,7 @@ def _setup(
     apply(
         kube,
         ns,
-        _doc(
+        doc(
             "Agent",
             "writer",
             {
@@ -200,7 +190,7 @@ def _setup(
         ),
     )
     wait_ready(kube, ns, "Agent", "writer")
-    topology = _doc(
+    topology = doc(
         "Topology",
         "notes",
         {
@@ -626,7 +616,7 @@ def test_reviewer_findings_route_back_and_lower_ones_reach_the_approval(
 ) -> None:
     ns = namespace
     _setup(kube, ns, cluster, model.openai_base_url)
-    critic = _doc(
+    critic = doc(
         "Agent",
         "critic",
         {
@@ -815,14 +805,14 @@ def test_a_reviewer_that_can_write_keeps_the_topology_not_ready(
         "implementation": {"type": "llm_prompt", "prompt": "Publish.", "effects": "write"},
         "provenance": {"authoredBy": "human", "version": "1.0.0"},
     }
-    apply(kube, ns, _doc("Skill", "publish-notes", publish))
+    apply(kube, ns, doc("Skill", "publish-notes", publish))
     critic = {
         "workspaceRef": {"name": "default"},
         "model": {"provider": "m", "name": "t"},
         "systemPrompt": "You review release notes.",
         "skills": ["publish-notes"],
     }
-    apply(kube, ns, _doc("Agent", "critic", critic))
+    apply(kube, ns, doc("Agent", "critic", critic))
     reviewed = _funnel()
     reviewed["spec"] = {"review": {"agent": "critic"}, "approve": reviewed["spec"]["approve"]}
     apply(kube, ns, reviewed)
@@ -832,7 +822,7 @@ def test_a_reviewer_that_can_write_keeps_the_topology_not_ready(
         "node draft: Funnel notes-gate's reviewer agent critic must be read-only but holds: "
         "skill publish-notes (effects write)"
     )
-    apply(kube, ns, _doc("Agent", "critic", {**critic, "skills": []}))
+    apply(kube, ns, doc("Agent", "critic", {**critic, "skills": []}))
     wait_ready(kube, ns, "Topology", "notes")
 
 
@@ -941,7 +931,7 @@ def test_serving_a_gated_node_is_refused_at_reconcile(
     served = {"auth": {"bearerTokens": [{"name": "serve-tokens", "key": "team-a"}]}}
     body = get(kube, ns, "Topology", "notes") or {}
     spec = {**body["spec"], "description": "Writes release notes.", "serve": served}
-    apply(kube, ns, _doc("Topology", "notes", spec))
+    apply(kube, ns, doc("Topology", "notes", spec))
     cond = _condition(kube, ns, "Topology", "notes", "Serving", "FunnelNotServable")
     assert cond["status"] == "False"
     assert cond["message"].startswith(
@@ -956,7 +946,7 @@ def test_serving_a_gated_node_is_refused_at_reconcile(
         "implementation": {"type": "agent", "topology": "notes"},
         "provenance": {"authoredBy": "human", "version": "1.0.0"},
     }
-    apply(kube, ns, _doc("Skill", "ask-notes", ask))
+    apply(kube, ns, doc("Skill", "ask-notes", ask))
     token = {"name": "team-a", "secretKeyRef": {"name": "serve-tokens", "key": "team-a"}}
     desk = {
         "workspaceRef": {"name": "default"},
@@ -964,7 +954,7 @@ def test_serving_a_gated_node_is_refused_at_reconcile(
         "skills": ["ask-notes"],
         "gateway": {"enabled": True, "auth": {"tokens": [token]}},
     }
-    apply(kube, ns, _doc("Agent", "desk", desk))
+    apply(kube, ns, doc("Agent", "desk", desk))
     cond = _condition(kube, ns, "Agent", "desk", "Serving", "FunnelNotServable")
     assert cond["status"] == "False"
     assert cond["message"].startswith(

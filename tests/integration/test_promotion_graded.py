@@ -42,6 +42,7 @@ from .runs_support import (
     agent_with,
     apply,
     debug,
+    doc,
     example,
     finished,
     get,
@@ -50,7 +51,6 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
-from .test_evals import doc
 from .test_webview_browser import free_port
 from .test_webview_users import _as, _bind, _open, _role
 from .test_webview_users import browser as browser

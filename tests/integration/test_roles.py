@@ -51,6 +51,7 @@ from .runs_support import (
     OperatorProcess,
     agent_with,
     apply_examples,
+    doc,
     finished,
     get,
     run_manifest,
@@ -99,15 +100,6 @@ def as_user(
 ) -> subprocess.CompletedProcess[str]:
     """``kubectl <verb> -f -`` of ``doc`` as ``user``."""
     return kubectl_as(cluster, user, "-n", ns, verb, "-f", "-", input=json.dumps(doc))
-
-
-def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 def condition(kube: Kube, ns: str, kind: str, name: str, type_: str) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from .runs_support import (
     apply,
     apply_examples,
     create,
+    doc,
     finished,
     get,
     reason_is,
@@ -90,15 +91,6 @@ def mailbox_roles(cluster: LocalCluster, crds: Any) -> None:
     )
 
 
-def _doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
 def _with_mailbox(doc: dict[str, Any]) -> dict[str, Any]:
     if doc["kind"] == "Workspace":
         doc["spec"]["mailboxes"] = [{"name": "ops", "description": "on-call humans"}]
@@ -106,7 +98,7 @@ def _with_mailbox(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _topology(name: str, agent: str) -> dict[str, Any]:
-    return _doc(
+    return doc(
         "Topology",
         name,
         {
@@ -125,7 +117,7 @@ def _setup(kube: Kube, ns: str) -> None:
     apply(
         kube,
         ns,
-        _doc(
+        doc(
             "Skill",
             "call-wakeup",
             {

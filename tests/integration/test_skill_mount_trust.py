@@ -40,12 +40,11 @@ from .review_support import (
     review_admission,  # noqa: F401  (fixture: the chart's roles)
 )
 from .runs_support import (
-    GROUP,
-    VERSION,
     OperatorProcess,
     apply,
     apply_examples,
     create,
+    doc,
     finished,
     get,
     reason_is,
@@ -70,15 +69,6 @@ LATE_SECRET = "late-key"
 def model() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer() as server:
         yield server
-
-
-def _doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 def _setup(kube: Kube, ns: str, cluster: LocalCluster, model: ScriptedModelServer) -> None:
@@ -110,14 +100,14 @@ def _setup(kube: Kube, ns: str, cluster: LocalCluster, model: ScriptedModelServe
         "files": [{"path": FILE, "content": GUIDE}],
         "provenance": {"authoredBy": "human", "version": "1.0.0"},
     }
-    apply(kube, ns, _doc("Skill", SKILL, skill))
+    apply(kube, ns, doc("Skill", SKILL, skill))
     agent = {
         "workspaceRef": {"name": "default"},
         "model": {"provider": "m", "name": "t"},
         "systemPrompt": "You deploy services, following your skills.",
         "skills": [SKILL],
     }
-    apply(kube, ns, _doc("Agent", "ops", agent))
+    apply(kube, ns, doc("Agent", "ops", agent))
     wait_ready(kube, ns, "Agent", "ops")
     model.push(tool_call("read_skill_file", skill_name=SKILL, path=FILE), text("deployed"))
 

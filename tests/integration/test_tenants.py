@@ -50,6 +50,7 @@ from .runs_support import (
     apply,
     apply_examples,
     create,
+    doc,
     finished,
     get,
     reason_is,
@@ -81,15 +82,6 @@ class Tenancy:
     b: str
     operator: OperatorProcess
     hook: RecordingHttpServer
-
-
-def _doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 def _team_workspace(webhook: bool) -> Any:
@@ -293,7 +285,7 @@ def test_a_missing_secret_is_named_by_the_run_from_its_pod(kube: Kube, tenancy: 
     kube.core.create_namespaced_secret(
         b, {"metadata": {"name": "b-keys"}, "stringData": {"token": "b-only-value"}}
     )
-    workspace = _doc(
+    workspace = doc(
         "Workspace",
         "borrows",
         {
@@ -356,7 +348,7 @@ def _team_b_objects(kube: Kube, b: str, operator: OperatorProcess) -> dict[str, 
         "instructions": "# B only\n",
         "provenance": {"authoredBy": "human", "version": "1.0.0"},
     }
-    apply(kube, b, _doc("Skill", "b-skill", skill))
+    apply(kube, b, doc("Skill", "b-skill", skill))
     return {"run": "b-run", "item": effect["object"].split("/", 1)[1], "review": "b-review"}
 
 
@@ -434,7 +426,7 @@ def test_team_a_cannot_reference_team_b_objects(
             "spec.agentRef.namespace",
         ),
     ):
-        res = _create_as(cluster, ANN, a, _doc(kind, name, spec))
+        res = _create_as(cluster, ANN, a, doc(kind, name, spec))
         assert res.returncode != 0 and f'unknown field "{field}"' in res.stderr, res.stderr
         assert get(kube, a, kind, name) is None
 
@@ -451,7 +443,7 @@ def test_team_a_cannot_reference_team_b_objects(
     )
     assert "b-skill" in resolved["message"], resolved
     assert (get(kube, a, "Agent", "grants-b") or {})["status"]["missingSkills"] == ["b-skill"]
-    topology = _doc(
+    topology = doc(
         "Topology",
         "uses-b",
         {
