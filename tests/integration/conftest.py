@@ -8,8 +8,14 @@
 * ``namespace`` (function): a fresh namespace, deleted after the test.
 * ``crds`` (session): ``crds/*.yaml`` applied server-side and Established (list of files).
 * ``operator`` (module): the operator as deployed (a subprocess under the chart's
-  ServiceAccount), started once per test module; a module that needs other settings
-  defines its own ``operator`` fixture, which takes precedence.
+  ServiceAccount), started once per test module. A module sets its config file and
+  environment with ``pytestmark = pytest.mark.operator_settings(config={...}, env={...},
+  tracing=True)`` (``tracing``: exports to the module's ``jaeger``); a module that needs
+  more (a free port picked at start, another process class) defines its own ``operator``
+  fixture, which takes precedence.
+* ``jaeger`` (module): a Jaeger all-in-one that the operator can export traces to.
+* ``model`` (function): a :class:`tests.support.model_server.ScriptedModelServer` with its
+  defaults; a module that needs another scope or other arguments defines its own.
 
 The private cluster's process node runs the images ``make images`` built (runtime, operator)
 in their own root filesystems when their build is current; a stale one (sources changed since
@@ -30,6 +36,7 @@ import pytest
 
 from swarmkit_devcluster.cluster import ClusterError, LocalCluster
 from swarmkit_devcluster.imagebuild import current_images_store
+from swarmkit_devcluster.jaeger import Jaeger
 from swarmkit_devcluster.testing import (
     POD_SECURITY_LEVEL,
     Kube,
@@ -37,6 +44,7 @@ from swarmkit_devcluster.testing import (
     session_cluster,
     temp_namespace,
 )
+from tests.support.model_server import ScriptedModelServer
 
 from .runs_support import OperatorProcess
 
@@ -85,8 +93,28 @@ def crds(cluster: LocalCluster) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: list[Path]) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
+def jaeger() -> Iterator[Jaeger]:
+    with Jaeger() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def operator(
+    cluster: LocalCluster, crds: list[Path], request: pytest.FixtureRequest
+) -> Iterator[OperatorProcess]:
+    marker = request.node.get_closest_marker("operator_settings")
+    settings = marker.kwargs if marker else {}
+    env = dict(settings.get("env") or {})
+    if settings.get("tracing"):
+        jaeger: Jaeger = request.getfixturevalue("jaeger")
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = jaeger.otlp_http_endpoint
+    op = OperatorProcess(cluster.kubeconfig, settings.get("config"), env=env)
     op.start()
     yield op
     op.stop()
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as server:
+        yield server

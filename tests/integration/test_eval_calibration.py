@@ -42,7 +42,6 @@ from .runs_support import (
     wait_ready,
 )
 from .test_evals import condition
-from .test_evals import operator as operator
 from .test_promotion_graded import (
     AGENT,
     EVAL_SET,

@@ -37,7 +37,6 @@ from .runs_support import (
     wait_run,
 )
 from .test_evals import evalrun
-from .test_evals import operator as operator
 
 POST = {"to": "ops", "message": "ticket 7: refund issued"}
 ANSWER = "refund issued; ops told"

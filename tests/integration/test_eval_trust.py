@@ -40,7 +40,6 @@ from .runs_support import (
 )
 from .test_evals import CASES, condition, eval_runs_of, settled_entries
 from .test_evals import agents as agents
-from .test_evals import operator as operator
 from .test_promotion_graded import (
     AGENT,
     EVAL_SET,

@@ -29,7 +29,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,15 +78,6 @@ CASES = [
     case("wants-refund", {"type": "contains", "expected": "refund"}, critical=True),
     case("mentions-payments-or-billing", {"type": "regex", "pattern": "payments|billing"}),
 ]
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {})
-    op.start()
-    yield op
-    op.stop()
-    assert op.denials() == [], op.denials()
 
 
 @pytest.fixture

@@ -81,14 +81,6 @@ BETTER = json.dumps({"title": "v2", "body": "Runs start 3x faster; see docs/runs
 
 
 @pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
-
-
-@pytest.fixture(scope="module")
 def run_author(cluster: LocalCluster, crds: Any) -> Iterator[None]:
     """The admission policies that record who creates a Run (applied as shipped; removed
     afterwards: the session's cluster is shared with other modules)."""

@@ -14,7 +14,6 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +43,7 @@ MIB = 1024 * 1024
 SKILL_DIR = f"/etc/swarmkit/skills/{SKILL}"
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {}, env={"SWARMKIT_GC_GRACE_SECONDS": "1"})
-    op.start()
-    yield op
-    op.stop()
+pytestmark = pytest.mark.operator_settings(config={}, env={"SWARMKIT_GC_GRACE_SECONDS": "1"})
 
 
 def _generate(root: Path) -> dict[str, bytes]:

@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,14 +61,9 @@ PROMOTE_FORCE = REPO / "deploy" / "admission" / "promote-force.yaml"
 EVAL_SET = "smoke"
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    # A short GC grace: the active version's renders must survive it while unreferenced
-    # by anything but the promotion.
-    op = OperatorProcess(cluster.kubeconfig, env={"SWARMKIT_GC_GRACE_SECONDS": "1"})
-    op.start()
-    yield op
-    op.stop()
+# A short GC grace: the active version's renders must survive it while unreferenced
+# by anything but the promotion.
+pytestmark = pytest.mark.operator_settings(env={"SWARMKIT_GC_GRACE_SECONDS": "1"})
 
 
 def plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:

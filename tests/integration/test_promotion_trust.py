@@ -28,7 +28,6 @@ from swarmkit_operator.builders import promotion as pr
 
 from .review_support import kubectl_as
 from .runs_support import GROUP, VERSION, OperatorProcess, apply, debug, doc, get
-from .test_evals import operator as operator
 from .test_promotion_graded import (
     AGENT,
     GOOD,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -47,7 +46,6 @@ from .runs_support import (
 from .test_real_node import pod_on_real_node, real_node, require_image, running_ip
 from .test_runs_scrubbing import ANCESTORS, RUNTIME
 
-pytestmark = pytest.mark.real_node
 __all__ = ["real_node"]  # the fixture, re-exported for this module's tests
 
 #: Connects to each ``host:port`` argument; the exit code's bits say what went wrong:
@@ -83,16 +81,13 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    allowed = [{"skill": "prober", "path": "scripts/probe.py", "sha256": _sha(PROBE)}]
-    op = OperatorProcess(
-        cluster.kubeconfig,
-        {"security": {"skills": {"allowScriptExecution": True, "allowed": allowed}}},
-    )
-    op.start()
-    yield op
-    op.stop()
+_ALLOWED = [{"skill": "prober", "path": "scripts/probe.py", "sha256": _sha(PROBE)}]
+pytestmark = [
+    pytest.mark.real_node,
+    pytest.mark.operator_settings(
+        config={"security": {"skills": {"allowScriptExecution": True, "allowed": _ALLOWED}}}
+    ),
+]
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -62,14 +61,10 @@ def _cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    # Short webhook retries, so a delivery retried after a 500 takes seconds.
-    env = {"SWARMKIT_WEBHOOK_BACKOFF_SECONDS": "1", "SWARMKIT_DELIVERY_INTERVAL_SECONDS": "0.5"}
-    op = OperatorProcess(cluster.kubeconfig, env=env)
-    op.start()
-    yield op
-    op.stop()
+# Short webhook retries, so a delivery retried after a 500 takes seconds.
+pytestmark = pytest.mark.operator_settings(
+    env={"SWARMKIT_WEBHOOK_BACKOFF_SECONDS": "1", "SWARMKIT_DELIVERY_INTERVAL_SECONDS": "0.5"}
+)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -80,20 +79,7 @@ while :; do
 done"""
 
 
-@pytest.fixture(scope="module")
-def jaeger() -> Iterator[Jaeger]:
-    with Jaeger() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any, jaeger: Jaeger) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(
-        cluster.kubeconfig, env={"OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_http_endpoint}
-    )
-    op.start()
-    yield op
-    op.stop()
+pytestmark = pytest.mark.operator_settings(tracing=True)
 
 
 def _workspace(echo_url: str, jaeger: Jaeger, image: str) -> Any:

@@ -8,7 +8,6 @@ usage (as a model API would), so every cost below is exact and worked out by han
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -43,15 +42,6 @@ from .runs_support import (
 
 USAGE = {"inputTokens": 1000, "outputTokens": 100}
 PRICES = {"currency": "USD", "input": "3", "output": "15"}
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {})
-    op.start()
-    yield op
-    op.stop()
-    assert op.denials() == [], op.denials()
 
 
 def _priced_workspace(kube: Kube, ns: str) -> None:

@@ -18,7 +18,6 @@ quota's 0.05, so every Run of ``work`` is held.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -48,15 +47,6 @@ from .runs_support import (
 USAGE = {"inputTokens": 1000, "outputTokens": 100}
 PRICES = {"currency": "USD", "input": "3", "output": "15"}
 BUDGET = {"swarmkit.dev/budget": "work"}
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {})
-    op.start()
-    yield op
-    op.stop()
-    assert op.denials() == [], op.denials()
 
 
 def _setup(kube: Kube, ns: str) -> None:

@@ -10,13 +10,12 @@ the first Run is due at once rather than at the next minute.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 
 from .runs_support import (
@@ -37,13 +36,7 @@ BUDGET = {"swarmkit.dev/budget": "nightly"}
 POLICIES = {"forbid": "Forbid", "replace": "Replace", "allow": "Allow"}
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {"SWARMKIT_SCHEDULE_INTERVAL_SECONDS": "1"})
-    op.start()
-    yield op
-    op.stop()
-    assert op.denials() == [], op.denials()
+pytestmark = pytest.mark.operator_settings(config={"SWARMKIT_SCHEDULE_INTERVAL_SECONDS": "1"})
 
 
 def _runs(kube: Kube, ns: str, topology: str) -> list[dict[str, Any]]:
