@@ -101,12 +101,6 @@ def run_author(cluster: LocalCluster, crds: Any) -> Iterator[None]:
     cluster.kubectl("delete", "--ignore-not-found", "-f", str(RUN_AUTHOR), check=False)
 
 
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as server:
-        yield server
-
-
 def _funnel() -> dict[str, Any]:
     return doc(
         "Funnel",
