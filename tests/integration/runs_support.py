@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.identity import NAMESPACE as IDENTITY_NAMESPACE
 from swarmkit_devcluster.identity import chart_operator_kubeconfig, rbac_denials
 from swarmkit_devcluster.testing import Kube, wait_for
@@ -208,6 +209,28 @@ class OperatorProcess:
 
     def tail(self, lines: int = 60) -> str:
         return "\n".join(self.log().splitlines()[-lines:])
+
+
+#: The installed ``kubectl swarmkit`` plugin, next to this interpreter.
+CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
+
+
+def cli_env(cluster: LocalCluster) -> dict[str, str]:
+    return {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
+
+
+def cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kubectl swarmkit`` (the installed plugin) against the test cluster."""
+    return subprocess.run(
+        [CLI, *args], capture_output=True, text=True, env=cli_env(cluster), timeout=120,
+        check=False,
+    )  # fmt: skip
+
+
+def cli_module(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m swarmkit_cli --kubeconfig <the test cluster's>`` from the repository root."""
+    cmd = [sys.executable, "-m", "swarmkit_cli", "--kubeconfig", str(cluster.kubeconfig), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
 
 
 def examples() -> list[dict[str, Any]]:

@@ -28,8 +28,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,6 +37,7 @@ from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 
 from .runs_support import (
+    CLI,
     GROUP,
     VERSION,
     OperatorProcess,
@@ -56,7 +55,6 @@ from .runs_support import (
 
 USAGE = {"inputTokens": 1000, "outputTokens": 100}  # 0.0045 USD per turn at these prices
 PRICES = {"currency": "USD", "input": "3", "output": "15"}
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
 BASELINE = "category: billing"
 CANDIDATE = '{"category": "billing", "refund": true, "team": "payments"}'
 

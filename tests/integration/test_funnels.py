@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,6 +48,7 @@ from .runs_support import (
     OperatorProcess,
     apply,
     apply_examples,
+    cli_module,
     doc,
     finished,
     get,
@@ -247,11 +246,6 @@ def review_of_cluster(cluster: LocalCluster, ns: str, name: str) -> dict[str, An
     return dict(json.loads(out))
 
 
-def _plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "swarmkit_cli", "--kubeconfig", str(cluster.kubeconfig), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
-
-
 def _last_user(model: ScriptedModelServer, n: int) -> str:
     msgs = [m for m in model.requests[n].messages if m.get("role") == "user"]
     return str(msgs[-1]["content"])
@@ -343,7 +337,7 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     assert run["status"]["gates"] == [gate_status]
 
     # kubectl swarmkit review show: the report and the quorum, who signed, what is missing
-    shown = _plugin(cluster, "review", "show", name, "-n", ns)
+    shown = cli_module(cluster, "review", "show", name, "-n", ns)
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     assert "Funnel:      notes-gate (node draft)" in out and "Judge score: 0.95" in out
@@ -351,7 +345,7 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     assert "rule 1 (2 of release-lead): missing; signed release-lead: alice" in out
     assert "missing: rule 1 (2 of release-lead): 1 more distinct signer(s)" in out
     # the second lead signs with the plugin (decidedBy from the SelfSubjectReview)
-    second = _plugin(
+    second = cli_module(
         cluster, "review", "approve", name, "--role", "release-lead",
         "--as", "bob", "--as-group", LEADS, "-n", ns,
     )  # fmt: skip
@@ -525,7 +519,7 @@ def test_exhaustion_opens_the_approval_with_the_critique_and_survives_an_operato
     assert (report["exhausted"], report["attempts"], report["score"]) == (True, 2, 0.6)
     assert "Still no numbers." in report["critique"]
     assert "retries are exhausted" in review["spec"]["request"]["question"]
-    shown = _plugin(cluster, "review", "show", name, "-n", ns).stdout
+    shown = cli_module(cluster, "review", "show", name, "-n", ns).stdout
     assert "Drafts:      2 (retries exhausted: the last critique is attached)" in shown
 
     # the gate's state lives in the API: the operator is SIGKILLed while people sign
@@ -543,7 +537,7 @@ def test_exhaustion_opens_the_approval_with_the_critique_and_survives_an_operato
 
 
 def _sign_as(cluster: LocalCluster, ns: str, review: str, user: str, role: str) -> Any:
-    return _plugin(cluster, "review", "approve", review, "--role", role, "--as", user, "-n", ns)
+    return cli_module(cluster, "review", "approve", review, "--role", role, "--as", user, "-n", ns)
 
 
 @pytest.mark.usefixtures("review_admission", "run_author")
@@ -579,7 +573,7 @@ def test_all_across_two_roles_and_a_person_holding_both_counts_once(
     for role in ("security", "product"):
         res = _sign_as(cluster, ns, name, "alice", role)
         assert res.returncode == 0, res.stderr
-    shown = _plugin(cluster, "review", "show", name, "-n", ns).stdout
+    shown = cli_module(cluster, "review", "show", name, "-n", ns).stdout
     assert "rule 1 (all of security, product): ok; signed security: alice; product: alice" in shown
     assert "missing: minDistinctApprovers: 1 of 2 distinct people signed" in shown
     run = get(kube, ns, "Run", "notes-v5") or {}
@@ -690,7 +684,7 @@ def test_a_revision_redrafts_and_opens_a_new_round_with_the_diff_under_reset_all
     # the author may not ask for one either
     own = _sign(cluster, ns, first, EDITOR, "revise", text="mine")
     assert own.returncode != 0 and "excludes its author" in own.stderr, own.stderr
-    asked = _plugin(
+    asked = cli_module(
         cluster, "review", "revise", first, "--role", "release-lead",
         "--text", "Say how much faster, and link the docs.",
         "--as", "bob", "--as-group", LEADS, "-n", ns,
@@ -728,7 +722,7 @@ def test_a_revision_redrafts_and_opens_a_new_round_with_the_diff_under_reset_all
     # in the rule's only role, so reconfirmChanged would drop it too: the unit tests of
     # quorum.py tell the two policies apart)
     assert _sign(cluster, ns, second, "bob").returncode == 0
-    shown = _plugin(cluster, "review", "show", second, "-n", ns)
+    shown = cli_module(cluster, "review", "show", second, "-n", ns)
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     assert "Round:       2 (onRevision: resetAll)" in out
@@ -858,7 +852,7 @@ def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_t
     first = parked_review(kube, ns, "notes-rc")["metadata"]["name"]
     res = _sign_as(cluster, ns, first, "alice", "product")
     assert res.returncode == 0, res.stderr
-    asked = _plugin(
+    asked = cli_module(
         cluster, "review", "revise", first, "--role", "security",
         "--text", "Say which security fix shipped.", "--as", "bob", "-n", ns,
     )  # fmt: skip
@@ -873,7 +867,7 @@ def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_t
     res = _sign_as(cluster, ns, second, "bob", "security")
     assert res.returncode == 0, res.stderr
     if policy == "resetAll":
-        shown = _plugin(cluster, "review", "show", second, "-n", ns)
+        shown = cli_module(cluster, "review", "show", second, "-n", ns)
         assert shown.returncode == 0, shown.stderr
         assert "Round:       2 (onRevision: resetAll)" in shown.stdout
         assert "carried over" not in shown.stdout
@@ -885,7 +879,7 @@ def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_t
         assert res.returncode == 0, res.stderr
     else:
         # with alice's carried approval every rule holds: the run goes on
-        shown = _plugin(cluster, "review", "show", second, "-n", ns)
+        shown = cli_module(cluster, "review", "show", second, "-n", ns)
         assert shown.returncode == 0, shown.stderr
         assert "Round:       2 (onRevision: reconfirmChanged)" in shown.stdout
         assert "carried over: alice as product (round 1)" in shown.stdout

@@ -13,7 +13,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 
 from .runs_support import (
+    CLI,
     OperatorProcess,
     agent_with,
     apply,
@@ -37,7 +37,6 @@ from .runs_support import (
     wait_run,
 )
 
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
 SKILL = "big-assets"
 MIB = 1024 * 1024
 SKILL_DIR = f"/etc/swarmkit/skills/{SKILL}"

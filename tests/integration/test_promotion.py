@@ -19,10 +19,6 @@ exist). What is under test here is everything the promotion does around that ver
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,6 +40,7 @@ from .runs_support import (
     OperatorProcess,
     apply,
     apply_examples,
+    cli,
     create,
     debug,
     example,
@@ -64,19 +61,6 @@ EVAL_SET = "smoke"
 # A short GC grace: the active version's renders must survive it while unreferenced
 # by anything but the promotion.
 pytestmark = pytest.mark.operator_settings(env={"SWARMKIT_GC_GRACE_SECONDS": "1"})
-
-
-def plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    """``kubectl swarmkit`` (the installed plugin) against the test cluster."""
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "kubectl-swarmkit"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
 
 
 def bind(cluster: LocalCluster, namespace: str, roles: dict[str, str]) -> None:
@@ -381,14 +365,14 @@ def test_a_forced_promotion_needs_the_promote_verb_and_names_who(
         interval=1.0,
         message="the promote-force admission policy to take effect",
     )
-    refused = plugin(cluster, "promote", "--force", f"topology/{TOPOLOGY}", "-n", ns, "--as", "eve")
+    refused = cli(cluster, "promote", "--force", f"topology/{TOPOLOGY}", "-n", ns, "--as", "eve")
     assert refused.returncode == 1 and "promote verb" in refused.stderr, refused.stderr
     forged = annotate("olga", "mallory")
     assert forged.returncode != 0 and "must be your authenticated user name olga" in forged.stderr
     assert promotion(kube, ns)["active"]["version"] == v1
-    shown = plugin(cluster, "promote", f"topology/{TOPOLOGY}", "-n", ns)
+    shown = cli(cluster, "promote", f"topology/{TOPOLOGY}", "-n", ns)
     assert shown.returncode == 0 and v1 in shown.stdout and v2 in shown.stdout, shown.stderr
-    ok = plugin(cluster, "promote", "--force", f"topology/{TOPOLOGY}", "-n", ns, "--as", "olga")
+    ok = cli(cluster, "promote", "--force", f"topology/{TOPOLOGY}", "-n", ns, "--as", "olga")
     assert ok.returncode == 0, ok.stderr
     assert f"candidate {v2} forced by olga" in ok.stdout
     wait_for(

@@ -11,11 +11,7 @@ People read the mailbox and acknowledge an item under RBAC and the admission pol
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,6 +35,7 @@ from .runs_support import (
     agent_with,
     apply,
     apply_examples,
+    cli,
     create,
     doc,
     finished,
@@ -51,16 +48,6 @@ from .runs_support import (
 )
 
 DELAY_SECONDS = 25
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
-
-
-def _cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
-    return subprocess.run(
-        [CLI, *args], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
-
-
 # Short webhook retries, so a delivery retried after a 500 takes seconds.
 pytestmark = pytest.mark.operator_settings(
     env={"SWARMKIT_WEBHOOK_BACKOFF_SECONDS": "1", "SWARMKIT_DELIVERY_INTERVAL_SECONDS": "0.5"}
@@ -323,7 +310,7 @@ def test_mailbox_items_are_read_and_acknowledged_under_rbac(
     assert body["spec"]["sender"]["correlationId"] == run["metadata"]["uid"]
 
     # kubectl swarmkit inbox, as the reader: the item, its sender, not acknowledged yet.
-    inbox = _cli(cluster, "inbox", "ops", "-n", ns, "--as", "carol")
+    inbox = cli(cluster, "inbox", "ops", "-n", ns, "--as", "carol")
     assert inbox.returncode == 0, inbox.stderr
     assert inbox.stdout.split()[:6] == [
         "NAME",
@@ -334,23 +321,23 @@ def test_mailbox_items_are_read_and_acknowledged_under_rbac(
         "MESSAGE",
     ]
     assert [item, "ops", "watcher", "watch", "disk", "91%"] == inbox.stdout.split()[6:12]
-    other = _cli(cluster, "inbox", "finance", "-n", ns, "--as", "carol")
+    other = cli(cluster, "inbox", "finance", "-n", ns, "--as", "carol")
     assert item not in other.stdout
 
     # A reader may not acknowledge (RBAC); an acknowledger may not forge who did (admission).
-    refused = _cli(cluster, "ack", item, "-n", ns, "--as", "carol")
+    refused = cli(cluster, "ack", item, "-n", ns, "--as", "carol")
     assert refused.returncode == 1 and "forbidden" in refused.stderr.lower(), refused.stderr
     forged = _ack(cluster, ns, "dave", item, "carol")
     assert forged.returncode != 0
     assert "acknowledgement.by must be your authenticated user name dave" in forged.stderr
-    ok = _cli(cluster, "ack", item, "-n", ns, "--as", "dave", "--comment", "on it")
+    ok = cli(cluster, "ack", item, "-n", ns, "--as", "dave", "--comment", "on it")
     assert ok.returncode == 0, ok.stderr
     assert f"mailbox item {item}: acknowledged by dave" in ok.stdout
     again = _ack(cluster, ns, "dave", item, "dave-again")
     assert again.returncode != 0 and "already acknowledged" in again.stderr, again.stderr
     listed = kubectl_as(cluster, "carol", "-n", ns, "get", "mailboxmessages")
     assert listed.stdout.splitlines()[1].split()[4] == "dave"
-    pending = _cli(cluster, "inbox", "-n", ns, "--as", "carol", "--unacknowledged")
+    pending = cli(cluster, "inbox", "-n", ns, "--as", "carol", "--unacknowledged")
     assert pending.returncode == 0 and item not in pending.stdout
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import copy
 import os
 import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +27,7 @@ from .review_support import (
     review_admission,  # noqa: F401  (fixture)
 )
 from .runs_support import (
+    CLI,
     OperatorProcess,
     apply,
     apply_examples,
@@ -42,9 +41,6 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
-
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
-
 
 pytestmark = pytest.mark.operator_settings(tracing=True)
 

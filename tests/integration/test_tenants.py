@@ -22,12 +22,9 @@ action succeeding for the team that owns them.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,6 +46,7 @@ from .runs_support import (
     agent_with,
     apply,
     apply_examples,
+    cli,
     create,
     doc,
     finished,
@@ -62,7 +60,6 @@ from .runs_support import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("review_admission")]
 
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
 ANN, BEN = "ann", "ben"
 TEAM_ROLES = ("edit", "swarmkit-reviewer", "swarmkit-mailbox-acknowledger")
 #: The release installed per namespace (the cluster-wide one is the suite's default).
@@ -212,13 +209,6 @@ def tenancy(
 def _can(cluster: LocalCluster, user: str, ns: str, verb: str, resource: str) -> bool:
     res = kubectl_as(cluster, user, "auth", "can-i", verb, resource, "-n", ns)
     return res.stdout.strip() == "yes"
-
-
-def _cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
-    return subprocess.run(
-        [CLI, *args], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
 
 
 def _create_as(
@@ -397,11 +387,11 @@ def test_team_a_can_neither_see_nor_touch_team_b(
         ("ack", theirs["item"], "-n", b),
         ("logs", theirs["run"], "-n", b),
     ):
-        res = _cli(cluster, *args, "--as", ANN)
+        res = cli(cluster, *args, "--as", ANN)
         assert _forbidden(res), (args, res.stdout, res.stderr)
         for name in theirs.values():
             assert name not in res.stdout, (args, res.stdout)
-    mine = _cli(cluster, "review", "list", "-n", a, "--as", ANN)
+    mine = cli(cluster, "review", "list", "-n", a, "--as", ANN)
     assert mine.returncode == 0 and theirs["review"] not in mine.stdout, mine.stderr
 
 
