@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import importlib.util
 import json
 import os
@@ -314,6 +315,18 @@ def with_command(
         return doc
 
     return edit
+
+
+def with_mailbox(doc: dict[str, Any]) -> dict[str, Any]:
+    """An ``apply_examples`` edit: the Workspace gains the mailbox ``ops`` (on-call humans)."""
+    if doc["kind"] == "Workspace":
+        doc["spec"]["mailboxes"] = [{"name": "ops", "description": "on-call humans"}]
+    return doc
+
+
+def sha256_hex(text: str) -> str:
+    """The digest an operator config's ``security.skills.allowed`` entry pins a script by."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def get(kube: Kube, namespace: str, kind: str, name: str) -> dict[str, Any] | None:

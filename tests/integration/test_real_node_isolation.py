@@ -14,7 +14,6 @@ Marked ``real_node``: a cluster without the real node fails them (test_real_node
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
@@ -39,6 +38,7 @@ from .runs_support import (
     finished,
     get,
     run_manifest,
+    sha256_hex,
     succeeded,
     wait_ready,
     wait_run,
@@ -77,11 +77,7 @@ SERVER = "while true; do echo hello | nc -l -p 8080 && echo CONNECTED; done"
 TOKEN = "outsiders-may-call-0042"
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-_ALLOWED = [{"skill": "prober", "path": "scripts/probe.py", "sha256": _sha(PROBE)}]
+_ALLOWED = [{"skill": "prober", "path": "scripts/probe.py", "sha256": sha256_hex(PROBE)}]
 pytestmark = [
     pytest.mark.real_node,
     pytest.mark.operator_settings(

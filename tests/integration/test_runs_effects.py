@@ -45,6 +45,7 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
+    with_mailbox,
 )
 
 DELAY_SECONDS = 25
@@ -73,12 +74,6 @@ def mailbox_roles(cluster: LocalCluster, crds: Any) -> None:
     )
 
 
-def _with_mailbox(doc: dict[str, Any]) -> dict[str, Any]:
-    if doc["kind"] == "Workspace":
-        doc["spec"]["mailboxes"] = [{"name": "ops", "description": "on-call humans"}]
-    return doc
-
-
 def _topology(name: str, agent: str) -> dict[str, Any]:
     return doc(
         "Topology",
@@ -91,7 +86,7 @@ def _topology(name: str, agent: str) -> dict[str, Any]:
 
 
 def _setup(kube: Kube, ns: str) -> None:
-    apply_examples(kube, ns, edit=_with_mailbox)
+    apply_examples(kube, ns, edit=with_mailbox)
     apply(kube, ns, agent_with("sleeper", [{"text": "awake"}]))
     apply(kube, ns, agent_with("stranger", [{"text": "never asked"}]))
     apply(kube, ns, _topology("wakeup", "sleeper"))
@@ -269,7 +264,7 @@ def test_mailbox_items_are_read_and_acknowledged_under_rbac(
     cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
 ) -> None:
     ns = namespace
-    apply_examples(kube, ns, edit=_with_mailbox)
+    apply_examples(kube, ns, edit=with_mailbox)
     replay = [
         {
             "toolCalls": [

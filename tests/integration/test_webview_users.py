@@ -34,10 +34,11 @@ from swarmkit_devcluster.build import version_output
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.paths import WEB_AUTH_BINARIES
 from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
+from tests.support.served import free_port
 from tests.unit.test_chart_render import one, render
 
 from .runs_support import OperatorProcess, apply_examples, create, run_manifest
-from .test_webview_browser import CHROMIUM, SCREENSHOTS, free_port
+from .test_webview_browser import CHROMIUM, SCREENSHOTS
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
