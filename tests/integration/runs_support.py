@@ -21,6 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -462,6 +463,11 @@ def wait_ready(kube: Kube, namespace: str, kind: str, name: str, timeout: float 
         return False
 
     wait_for(check, timeout, message=lambda: debug(kube, namespace))
+
+
+def epoch(timestamp: str) -> float:
+    """An RFC 3339 timestamp of the apiserver (``...Z``), as epoch seconds."""
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 @contextlib.contextmanager
