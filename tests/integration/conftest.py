@@ -14,6 +14,7 @@
   more (a free port picked at start, another process class) defines its own ``operator``
   fixture, which takes precedence.
 * ``jaeger`` (module): a Jaeger all-in-one that the operator can export traces to.
+* ``browser`` (module): Chromium, driven through Playwright.
 * ``model`` (function): a :class:`tests.support.model_server.ScriptedModelServer` with its
   defaults; a module that needs another scope or other arguments defines its own.
 
@@ -31,6 +32,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +48,7 @@ from swarmkit_devcluster.testing import (
 )
 from tests.support.model_server import ScriptedModelServer
 
-from .runs_support import OperatorProcess
+from .runs_support import CHROMIUM, OperatorProcess
 
 HERE = Path(__file__).parent
 
@@ -112,6 +114,19 @@ def operator(
     op.start()
     yield op
     op.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Chromium through Playwright (a module that uses it ``importorskip``s playwright)."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail("chromium is not installed: run `make venv` (apt-get install chromium)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
 
 
 @pytest.fixture

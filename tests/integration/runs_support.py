@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -215,6 +216,10 @@ class OperatorProcess:
 
 #: The installed ``kubectl swarmkit`` plugin, next to this interpreter.
 CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
+
+
+#: The Chromium the web-view tests drive through Playwright (``make venv`` installs it).
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def cli_env(cluster: LocalCluster) -> dict[str, str]:

@@ -53,7 +53,6 @@ from .runs_support import (
     wait_run,
 )
 from .test_webview_users import _as, _bind, _open, _role
-from .test_webview_users import browser as browser
 
 AGENT = "triage"
 EVAL_SET = "triage-cases"

@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -45,9 +43,8 @@ from .runs_support import (
     with_mailbox,
 )
 
-playwright_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")  # what the browser fixture (conftest) drives
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = REPO / ".cluster" / "screenshots"
 XSS_SKILL = "xss-probe"
 XSS_DESCRIPTION = 'Use when probing <script>window.__pwned = 1; alert("xss")</script> escaping.'
@@ -104,16 +101,6 @@ def _up(url: str) -> bool:
         return httpx.get(f"{url}/skills", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("chromium is not installed: run `make venv` (apt-get install chromium)")
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 class Page:

@@ -38,9 +38,9 @@ from tests.support.served import free_port
 from tests.unit.test_chart_render import one, render
 
 from .runs_support import OperatorProcess, apply_examples, create, run_manifest
-from .test_webview_browser import CHROMIUM, SCREENSHOTS
+from .test_webview_browser import SCREENSHOTS
 
-playwright_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")  # what the browser fixture (conftest) drives
 
 READ = ["get", "list", "watch"]
 KINDS = ["skills", "agents", "runs", "mailboxmessages"]
@@ -128,14 +128,6 @@ def two_teams(kube: Kube, namespace: str) -> Iterator[tuple[str, str]]:
         )
         _bind(kube, a, "item-lister", "User", "carol")
         yield a, b
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 def _as(browser: Any, user: str | None, groups: str = "") -> Any:
