@@ -14,6 +14,8 @@
   more (a free port picked at start, another process class) defines its own ``operator``
   fixture, which takes precedence.
 * ``jaeger`` (module): a Jaeger all-in-one that the operator can export traces to.
+* ``real_node`` (module): the real node's name (tests marked ``real_node``); fails, never
+  skips, when the cluster has none.
 * ``browser`` (module): Chromium, driven through Playwright.
 * ``model`` (function): a :class:`tests.support.model_server.ScriptedModelServer` with its
   defaults; a module that needs another scope or other arguments defines its own.
@@ -39,6 +41,7 @@ import pytest
 from swarmkit_devcluster.cluster import ClusterError, LocalCluster
 from swarmkit_devcluster.imagebuild import current_images_store
 from swarmkit_devcluster.jaeger import Jaeger
+from swarmkit_devcluster.realnode import NODE_NAME
 from swarmkit_devcluster.testing import (
     POD_SECURITY_LEVEL,
     Kube,
@@ -114,6 +117,23 @@ def operator(
     op.start()
     yield op
     op.stop()
+
+
+@pytest.fixture(scope="module")
+def real_node(cluster: LocalCluster, kube: Kube) -> Iterator[str]:
+    """The real node's name; fails (not skips) when the cluster has none, with the reason."""
+    try:
+        node = kube.core.read_node(NODE_NAME)
+    except Exception as exc:
+        pytest.fail(
+            f"this cluster has no real node ({exc.__class__.__name__}); start it with "
+            "`REAL_NODE=1 make cluster-up` as root after `make node-binaries`",
+            pytrace=False,
+        )
+    ready = [c for c in node.status.conditions or [] if c.type == "Ready"]
+    if not ready or ready[0].status != "True":
+        pytest.fail(f"the real node is not Ready: {ready}", pytrace=False)
+    yield NODE_NAME
 
 
 @pytest.fixture(scope="module")

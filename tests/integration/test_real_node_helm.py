@@ -31,10 +31,9 @@ from swarmkit_devcluster.realnode import BRIDGE_IP, NODE_NAME, TAINT_KEY, namesp
 from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
 
 from .runs_support import REPO, examples, get, succeeded
-from .test_real_node import real_node, require_image
+from .test_real_node import require_image
 
 pytestmark = pytest.mark.real_node
-__all__ = ["real_node"]
 
 CHART = REPO / "charts" / "swarmkit-operator"
 RELEASE = "rn"

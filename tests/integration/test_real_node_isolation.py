@@ -43,10 +43,8 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
-from .test_real_node import pod_on_real_node, real_node, require_image, running_ip
+from .test_real_node import pod_on_real_node, require_image, running_ip
 from .test_runs_scrubbing import ANCESTORS, RUNTIME
-
-__all__ = ["real_node"]  # the fixture, re-exported for this module's tests
 
 #: Connects to each ``host:port`` argument; the exit code's bits say what went wrong:
 #: 1 the declared server was not reached, 2 the undeclared one was, 4 the served Topology
