@@ -1,4 +1,4 @@
-"""Helpers for the Runs end-to-end tests: the operator as a real process, manifests, waits.
+"""Helpers for the end-to-end tests: the operator as a real process, manifests, waits, the CLI.
 
 The operator runs as ``python -m swarmkit_operator`` (or ``kopf run -m
 swarmkit_operator.handlers`` while there is no entry point) against the test cluster, so a
