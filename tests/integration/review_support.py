@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -122,25 +122,29 @@ def review_admission(cluster: LocalCluster, kube: Kube, crds: Any) -> Iterator[N
     yield
 
 
-def bind_people(cluster: LocalCluster, namespace: str) -> None:
-    docs = []
-    for user, role in [(u, "swarmkit-reviewer") for u in REVIEWERS] + [(EDITOR, "edit")]:
-        docs.append(
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "RoleBinding",
-                "metadata": {"name": f"{user}-{role}", "namespace": namespace},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": role,
-                },
-                "subjects": [
-                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}
-                ],
-            }
-        )
+def bind_users(cluster: LocalCluster, namespace: str, grants: Iterable[tuple[str, str]]) -> None:
+    """RoleBindings ``<user>-<role>`` in ``namespace``: each (user, ClusterRole) of ``grants``."""
+    docs = [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": f"{user}-{role}", "namespace": namespace},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": role,
+            },
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        }
+        for user, role in grants
+    ]
     cluster.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in docs))
+
+
+def bind_people(cluster: LocalCluster, namespace: str) -> None:
+    bind_users(
+        cluster, namespace, [(u, "swarmkit-reviewer") for u in REVIEWERS] + [(EDITOR, "edit")]
+    )
 
     def can_decide() -> bool:
         res = kubectl_as(

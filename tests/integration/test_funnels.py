@@ -38,6 +38,7 @@ from tests.support.model_server import ScriptedModelServer, text
 from .review_support import (
     EDITOR,
     bind_people,
+    bind_users,
     kubectl_as,
     parked_review,
     review_admission,  # noqa: F401  (fixture)
@@ -133,18 +134,7 @@ def _setup(
     bind_people(cluster, ns)
     # eve (edit: she creates Runs) may also answer Reviews: what refuses her signature on
     # her own run is the funnel's excludeAuthor, not RBAC
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": f"{EDITOR}-swarmkit-reviewer", "namespace": ns},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "swarmkit-reviewer",
-        },
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EDITOR}],
-    }
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
+    bind_users(cluster, ns, [(EDITOR, "swarmkit-reviewer")])
     apply(
         kube,
         ns,

@@ -29,6 +29,7 @@ from swarmkit_devcluster.testing import Kube, wait_for
 
 from .review_support import (
     bind_people,
+    bind_users,
     kubectl_as,
     review_admission,  # noqa: F401  (fixture)
     review_of,
@@ -61,25 +62,6 @@ EVAL_SET = "smoke"
 # A short GC grace: the active version's renders must survive it while unreferenced
 # by anything but the promotion.
 pytestmark = pytest.mark.operator_settings(env={"SWARMKIT_GC_GRACE_SECONDS": "1"})
-
-
-def bind(cluster: LocalCluster, namespace: str, roles: dict[str, str]) -> None:
-    """RoleBindings of users to built-in ClusterRoles (edit, admin) in ``namespace``."""
-    docs = [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": f"{user}-{role}", "namespace": namespace},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role,
-            },
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        }
-        for user, role in roles.items()
-    ]
-    cluster.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in docs))
 
 
 def eval_set() -> dict[str, Any]:
@@ -338,7 +320,7 @@ def test_a_forced_promotion_needs_the_promote_verb_and_names_who(
         input="\n---\n".join(json.dumps(d) for d in user_roles()),
     )
     cluster.kubectl("apply", "--server-side", "-f", str(PROMOTE_FORCE))
-    bind(cluster, ns, {"eve": "edit", "olga": "admin"})
+    bind_users(cluster, ns, [("eve", "edit"), ("olga", "admin")])
     v1, v2 = _promotable(kube, ns)
 
     def annotate(user: str, by: str, *dry_run: str) -> Any:

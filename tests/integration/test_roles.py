@@ -42,6 +42,7 @@ from tests.support.mcp_servers import free_port
 from .review_support import (
     EDITOR,
     bind_people,
+    bind_users,
     kubectl_as,
     review_admission,  # noqa: F401  (fixture)
 )
@@ -70,18 +71,7 @@ pytestmark = pytest.mark.usefixtures("review_admission")
 def people(cluster: LocalCluster, namespace: str) -> Iterator[str]:
     """alice and bob reviewers, eve ``edit``, adam ``admin``, in ``namespace``."""
     bind_people(cluster, namespace)
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": f"{ADMIN}-admin", "namespace": namespace},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "admin",
-        },
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ADMIN}],
-    }
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
+    bind_users(cluster, namespace, [(ADMIN, "admin")])
     wait_for(
         lambda: can(cluster, ADMIN, namespace, "create", "workspaces.swarmkit.dev"),
         30,

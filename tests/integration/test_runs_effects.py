@@ -23,6 +23,7 @@ from tests.support.http_server import HttpRequest, RecordingHttpServer
 
 from .review_support import (
     bind_people,
+    bind_users,
     decide,
     kubectl_as,
     parked_review,
@@ -241,17 +242,6 @@ def test_effects_are_materialized_once_and_the_scheduled_run_starts_at_its_time(
     )
 
 
-def _bind(cluster: LocalCluster, ns: str, user: str, role: str) -> None:
-    doc = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": f"{user}-{role}", "namespace": ns},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(doc))
-
-
 def _ack(cluster: LocalCluster, ns: str, user: str, item: str, by: str) -> Any:
     patch = json.dumps({"spec": {"acknowledgement": {"by": by}}})
     return kubectl_as(
@@ -280,8 +270,8 @@ def test_mailbox_items_are_read_and_acknowledged_under_rbac(
     [effect] = run["status"]["effects"]
     item = effect["object"].split("/", 1)[1]
 
-    _bind(cluster, ns, "carol", "swarmkit-mailbox-reader")
-    _bind(cluster, ns, "dave", "swarmkit-mailbox-acknowledger")
+    bind_users(cluster, ns, [("carol", "swarmkit-mailbox-reader")])
+    bind_users(cluster, ns, [("dave", "swarmkit-mailbox-acknowledger")])
     wait_for(
         lambda: (
             kubectl_as(

@@ -35,6 +35,7 @@ from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
 from tests.support.http_server import HttpRequest, RecordingHttpServer
 
 from .review_support import (
+    bind_users,
     decide,
     kubectl_as,
     review_admission,  # noqa: F401  (fixture)
@@ -108,21 +109,7 @@ def _team_workspace(webhook: bool) -> Any:
 
 
 def _bind(cluster: LocalCluster, ns: str, user: str) -> None:
-    docs = [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": f"{user}-{role}", "namespace": ns},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role,
-            },
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        }
-        for role in TEAM_ROLES
-    ]
-    cluster.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in docs))
+    bind_users(cluster, ns, [(user, role) for role in TEAM_ROLES])
 
 
 def _mailbox_roles(cluster: LocalCluster) -> None:
