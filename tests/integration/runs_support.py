@@ -214,6 +214,8 @@ class OperatorProcess:
         return "\n".join(self.log().splitlines()[-lines:])
 
 
+#: The runtime image the operator runs Runs in (``make images`` builds it).
+RUNTIME = "ghcr.io/swarmkit-operator/swarmkit-runtime:0.1.0"
 #: The installed ``kubectl swarmkit`` plugin, next to this interpreter.
 CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
 

@@ -23,6 +23,7 @@ from swarmkit_devcluster.testing import Kube, wait_for
 
 from .runs_support import (
     REPO,
+    RUNTIME,
     OperatorProcess,
     apply_examples,
     create,
@@ -34,7 +35,6 @@ from .runs_support import (
     wait_run,
 )
 
-RUNTIME = "ghcr.io/swarmkit-operator/swarmkit-runtime:0.1.0"
 STATUS = image_status(REPO)
 pytestmark = pytest.mark.skipif(
     STATUS.get(RUNTIME) != "ok",

@@ -30,7 +30,7 @@ from swarmkit_devcluster.paths import binary
 from swarmkit_devcluster.realnode import BRIDGE_IP, NODE_NAME, TAINT_KEY, namespace_annotations
 from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
 
-from .runs_support import REPO, examples, get, succeeded
+from .runs_support import REPO, RUNTIME, examples, get, succeeded
 from .test_real_node import require_image
 
 pytestmark = pytest.mark.real_node
@@ -38,7 +38,6 @@ pytestmark = pytest.mark.real_node
 CHART = REPO / "charts" / "swarmkit-operator"
 RELEASE = "rn"
 OPERATOR_IMAGE = "ghcr.io/swarmkit-operator/swarmkit-operator:0.1.0"
-RUNTIME = "ghcr.io/swarmkit-operator/swarmkit-runtime:0.1.0"
 
 
 class Installed:

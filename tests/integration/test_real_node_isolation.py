@@ -28,6 +28,7 @@ from tests.support.planted import NEVER_READ_PREFIX, never_read
 
 from .runs_support import (
     GROUP,
+    RUNTIME,
     VERSION,
     OperatorProcess,
     agent_with,
@@ -44,7 +45,7 @@ from .runs_support import (
     wait_run,
 )
 from .test_real_node import pod_on_real_node, require_image, running_ip
-from .test_runs_scrubbing import ANCESTORS, RUNTIME
+from .test_runs_scrubbing import ANCESTORS
 
 #: Connects to each ``host:port`` argument; the exit code's bits say what went wrong:
 #: 1 the declared server was not reached, 2 the undeclared one was, 4 the served Topology

@@ -39,6 +39,7 @@ from .runs_support import (
     GROUP,
     PLURALS,
     REPO,
+    RUNTIME,
     VERSION,
     OperatorProcess,
     agent_with,
@@ -53,7 +54,6 @@ from .runs_support import (
     wait_run,
 )
 
-RUNTIME = "ghcr.io/swarmkit-operator/swarmkit-runtime:0.1.0"
 STATUS = image_status(REPO)
 #: Planted values: the chaos suite's secret scan plants and looks for the same kind.
 NEVER_READ = never_read()
