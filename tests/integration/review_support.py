@@ -44,6 +44,14 @@ ADMISSION = REPO / "deploy" / "admission" / "review-decisions.yaml"
 REVIEWERS = ("alice", "bob")
 EDITOR = "eve"
 
+#: What the ``ops/deploy`` command of :data:`with_locked_deploy` exits with.
+LOCKED = "deploy target locked"
+#: An ``apply_examples`` edit: the Workspace gains command pack ``ops`` whose ``deploy``
+#: always fails with :data:`LOCKED`.
+with_locked_deploy = with_command(
+    "ops", "deploy", "Deploy the service.", f"import sys; sys.exit({LOCKED!r})", "write"
+)
+
 
 def kubectl_as(
     cluster: LocalCluster, user: str | None, *args: str, input: str | None = None

@@ -37,6 +37,7 @@ from .review_support import (
     parked_review,
     review_admission,  # noqa: F401  (fixture)
     review_of,
+    with_locked_deploy,
 )
 from .runs_support import (
     GROUP,
@@ -52,12 +53,10 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
-    with_command,
 )
 from .test_large_skill import SKILL as LARGE
 from .test_large_skill import import_large_skill as large_skill
 
-LOCKED = "deploy target locked"
 DONE = "done: the person's answer was used"
 
 pytestmark = pytest.mark.usefixtures("review_admission")
@@ -66,10 +65,7 @@ pytestmark = pytest.mark.usefixtures("review_admission")
 def _escalating_agent(kube: Kube, ns: str, cluster: LocalCluster) -> None:
     """Agent ``deployer``: calls ``deploy`` (always fails, escalates to a person), then
     answers :data:`DONE`."""
-    ops = with_command(
-        "ops", "deploy", "Deploy the service.", f"import sys; sys.exit({LOCKED!r})", "write"
-    )
-    apply_examples(kube, ns, edit=ops)
+    apply_examples(kube, ns, edit=with_locked_deploy)
     bind_people(cluster, ns)
     apply(kube, ns, deploy_skill())
     replay = [
