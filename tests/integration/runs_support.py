@@ -472,6 +472,19 @@ def wait_ready(kube: Kube, namespace: str, kind: str, name: str, timeout: float 
     wait_for(check, timeout, message=lambda: debug(kube, namespace))
 
 
+def warning_event(kube: Kube, namespace: str, name: str, reason: str) -> str:
+    """The message of the Warning Event ``reason`` on object ``name``, once there is one."""
+
+    def found() -> str | None:
+        for e in kube.core.list_namespaced_event(namespace).items:
+            if e.involved_object.name == name and e.reason == reason and e.type == "Warning":
+                return str(e.message)
+        return None
+
+    message: str = wait_for(found, 30, message=f"a Warning {reason} Event on {name}")
+    return message
+
+
 def epoch(timestamp: str) -> float:
     """An RFC 3339 timestamp of the apiserver (``...Z``), as epoch seconds."""
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()

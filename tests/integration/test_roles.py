@@ -59,6 +59,7 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
+    warning_event,
 )
 
 ADMIN = "adam"
@@ -108,17 +109,6 @@ def wait_condition(
         message=lambda: f"{kind} {name} {type_}={reason}: {condition(kube, ns, kind, name, type_)}",
     )
     return found
-
-
-def warning(kube: Kube, ns: str, name: str, reason: str) -> str:
-    def found() -> str | None:
-        for e in kube.core.list_namespaced_event(ns).items:
-            if e.involved_object.name == name and e.reason == reason and e.type == "Warning":
-                return str(e.message)
-        return None
-
-    message: str = wait_for(found, 30, message=f"a Warning {reason} Event on {name}")
-    return message
 
 
 # --- what each role holds ------------------------------------------------------------------
@@ -209,7 +199,7 @@ def test_an_editors_config_map_under_a_skill_render_name_is_never_adopted(
         "operator rendered (its data has sha256"
     ), ready["message"]
     assert "delete it and the operator writes its own" in ready["message"]
-    assert name in warning(kube, ns, "triage", "TamperedObject")
+    assert name in warning_event(kube, ns, "triage", "TamperedObject")
     status = (get(kube, ns, "Skill", "triage") or {})["status"]
     assert status.get("renderedConfigMap") is None, status
     resolved = wait_condition(kube, ns, "Agent", "oncall", "SkillsResolved", "SkillNotReady")
@@ -279,7 +269,7 @@ def test_an_editors_config_map_under_an_agent_render_name_is_never_adopted(
         f"ConfigMap {name} bears the name of Agent scribe's render but is not the one the "
         "operator rendered (its data has sha256"
     ), ready["message"]
-    assert name in warning(kube, ns, "scribe", "TamperedObject")
+    assert name in warning_event(kube, ns, "scribe", "TamperedObject")
     status = (get(kube, ns, "Agent", "scribe") or {})["status"]
     assert status.get("renderedConfigMap") is None and status.get("version") is None, status
 
@@ -345,7 +335,7 @@ def test_a_config_map_under_a_workspace_render_name_is_never_adopted_after_an_ed
         f"ConfigMap {name} bears the name of Workspace default's render but is not the one "
         "the operator rendered (its data has sha256"
     ), ready["message"]
-    assert name in warning(kube, ns, "default", "TamperedObject")
+    assert name in warning_event(kube, ns, "default", "TamperedObject")
     status = (get(kube, ns, "Workspace", "default") or {})["status"]
     assert status.get("renderedConfigMap") is None and status.get("version") is None, status
     agent = wait_condition(kube, ns, "Agent", "reviewer", "Ready", "WorkspaceNotReady")
@@ -518,7 +508,7 @@ def test_only_the_workspace_admin_says_where_a_credential_may_go(
         "'eve.example.net', which its allowedHosts does not list (allowed: "
         "agents.partner.example)"
     )
-    assert "eve.example.net" in warning(kube, ns, "asker", "CredentialNotAllowed")
+    assert "eve.example.net" in warning_event(kube, ns, "asker", "CredentialNotAllowed")
     widened = set_hosts(EDITOR, ["agents.partner.example", "eve.example.net"])
     assert widened.returncode != 0 and "forbidden" in widened.stderr.lower(), widened.stderr
     assert condition(kube, ns, "Agent", "asker", "Ready")["status"] == "False"

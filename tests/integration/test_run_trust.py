@@ -53,6 +53,7 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
+    warning_event,
 )
 from .test_large_skill import SKILL as LARGE
 from .test_large_skill import import_large_skill as large_skill
@@ -96,17 +97,6 @@ def _eve_replaces(cluster: LocalCluster, ns: str, doc: dict[str, Any]) -> None:
     assert res.returncode == 0, res.stderr
     res = kubectl_as(cluster, EDITOR, "-n", ns, "create", "-f", "-", input=json.dumps(doc))
     assert res.returncode == 0, res.stderr
-
-
-def _warning_event(kube: Kube, ns: str, run: str, reason: str) -> str:
-    def found() -> str | None:
-        for e in kube.core.list_namespaced_event(ns).items:
-            if e.involved_object.name == run and e.reason == reason and e.type == "Warning":
-                return str(e.message)
-        return None
-
-    message: str = wait_for(found, 30, message=f"a {reason} Event on Run {run}")
-    return message
 
 
 def _uid(kube: Kube, ns: str, name: str) -> str:
@@ -165,7 +155,7 @@ def test_a_forged_checkpoint_is_never_shown_to_a_reviewer(
     run = wait_run(kube, ns, "ship-later", finished, operator=operator)
     _refused(run, "TamperedObject", ckpt)
     assert review_of(kube, ns, rv.review_name("ship-later", uid, 0)) is None, "nothing to decide"
-    assert ckpt in _warning_event(kube, ns, "ship-later", "TamperedObject")
+    assert ckpt in warning_event(kube, ns, "ship-later", "TamperedObject")
 
 
 def test_a_pre_created_review_under_the_expected_name_is_never_adopted(
@@ -198,7 +188,7 @@ def test_a_pre_created_review_under_the_expected_name_is_never_adopted(
     run = wait_run(kube, ns, "ship-soon", finished, operator=operator)
     cond = _refused(run, "TamperedObject", f"Review {name}")
     assert "was not created by the operator" in cond["message"]
-    assert name in _warning_event(kube, ns, "ship-soon", "TamperedObject")
+    assert name in warning_event(kube, ns, "ship-soon", "TamperedObject")
     assert not (review_of(kube, ns, name) or {}).get("status"), "the operator wrote nothing to it"
 
 
@@ -215,7 +205,7 @@ def test_a_forged_bundle_of_a_delayed_run_never_runs(
 
     run = wait_run(kube, ns, "later", finished, operator=operator)
     _refused(run, "TamperedObject", cm)
-    assert cm in _warning_event(kube, ns, "later", "TamperedObject")
+    assert cm in warning_event(kube, ns, "later", "TamperedObject")
     # no pod of the run got past the runner's own check of the bundle
     for pod in kube.core.list_namespaced_pod(ns, label_selector="swarmkit.dev/run=later").items:
         log = cluster.kubectl("-n", ns, "logs", pod.metadata.name, check=False).stdout
@@ -388,7 +378,7 @@ def test_a_job_the_operator_did_not_make_is_never_adopted(
 
     run = wait_run(kube, ns, "later-job", finished, operator=operator)
     _refused(run, "TamperedObject", f"Job {name}")
-    assert name in _warning_event(kube, ns, "later-job", "TamperedObject")
+    assert name in warning_event(kube, ns, "later-job", "TamperedObject")
     job = kube.batch.read_namespaced_job(name, ns)
     assert not job.metadata.owner_references and job.spec.suspend is True
     assert [c.name for c in job.spec.template.spec.containers] == ["planted"]
@@ -440,7 +430,7 @@ def test_a_job_with_a_copied_owner_reference_is_never_adopted(
     done = wait_run(kube, ns, "later-owned", finished, operator=operator)
     cond = _refused(done, "TamperedObject", f"Job {name}")
     assert "no record of creating it" in cond["message"], cond["message"]
-    assert name in _warning_event(kube, ns, "later-owned", "TamperedObject")
+    assert name in warning_event(kube, ns, "later-owned", "TamperedObject")
     assert not (done.get("status") or {}).get("createdUids")  # nothing of the run was made
     job = kube.batch.read_namespaced_job(name, ns)
     assert job.spec.suspend is True
@@ -561,5 +551,5 @@ def test_a_replaced_part_of_a_large_skill_fails_the_resume_naming_it(
     run = wait_run(kube, ns, "ship-big", finished, timeout=60, operator=operator)
     cond = _refused(run, "TamperedObject", victim.metadata.name)
     assert f"Skill {LARGE}" in cond["message"] and "does not have the sha256" in cond["message"]
-    assert victim.metadata.name in _warning_event(kube, ns, "ship-big", "TamperedObject")
+    assert victim.metadata.name in warning_event(kube, ns, "ship-big", "TamperedObject")
     assert {j.metadata.name for j in kube.batch.list_namespaced_job(ns).items} == jobs_before

@@ -52,8 +52,9 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
+    warning_event,
 )
-from .test_run_trust import _eve_replaces, _warning_event
+from .test_run_trust import _eve_replaces
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("review_admission")]
 
@@ -182,7 +183,7 @@ def test_a_skill_file_replaced_before_the_pod_mounts_it_never_reaches_the_model(
         f"skill {SKILL}: file {FILE} is not the one the operator rendered"
     ), cond["message"]
     assert f"ConfigMap {revision} was replaced after the operator checked it" in cond["message"]
-    assert f"file {FILE}" in _warning_event(kube, ns, "guided", "TamperedObject")
+    assert f"file {FILE}" in warning_event(kube, ns, "guided", "TamperedObject")
     assert model.requests == [], "the runner asked the model nothing"
     logs = _pod_logs(cluster, ns, "guided")
     assert '"event": "run.end"' in logs and '"TamperedObject"' in logs, logs
