@@ -38,13 +38,12 @@ for sub in ("operator", "hack", "runtime_image", ".", "bench"):
 
 from bench_runs import operator_traces  # noqa: E402
 from tests.integration.runs_support import (  # noqa: E402
-    GROUP,
-    VERSION,
     OperatorProcess,
     agent_with,
     apply,
     apply_examples,
     create,
+    doc,
     epoch,
     finished,
     get,
@@ -75,12 +74,7 @@ def _setup(kube: Kube, ns: str, usage: dict[str, int] | None = USAGE) -> None:
 
 
 def _quota(cost: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "SpendQuota",
-        "metadata": {"name": "team"},
-        "spec": {"cost": cost, "currency": "USD", "window": "daily"},
-    }
+    return doc("SpendQuota", "team", {"cost": cost, "currency": "USD", "window": "daily"})
 
 
 class JobWatch:

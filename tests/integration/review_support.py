@@ -30,6 +30,7 @@ from .runs_support import (
     apply_examples,
     create,
     debug,
+    doc,
     finished,
     get,
     reason_is,
@@ -183,18 +184,17 @@ def escalating_deploy(
 def deploy_skill(**constraints: Any) -> dict[str, Any]:
     """Skill ``deploy``: the ``ops/deploy`` command with ``onFailure: escalate_to_human``
     (and ``constraints`` beside it)."""
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": "deploy"},
-        "spec": {
+    return doc(
+        "Skill",
+        "deploy",
+        {
             "description": "Use when the change is approved and must be deployed.",
             "category": "capability",
             "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
             "constraints": {"onFailure": "escalate_to_human", **constraints},
             "provenance": {"authoredBy": "human", "version": "1.0.0"},
         },
-    }
+    )
 
 
 def review_of(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:

@@ -44,6 +44,7 @@ from .runs_support import (
     cli,
     create,
     debug,
+    doc,
     example,
     finished,
     get,
@@ -65,11 +66,10 @@ pytestmark = pytest.mark.operator_settings(env={"SWARMKIT_GC_GRACE_SECONDS": "1"
 
 
 def eval_set() -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "EvalSet",
-        "metadata": {"name": EVAL_SET},
-        "spec": {
+    return doc(
+        "EvalSet",
+        EVAL_SET,
+        {
             "cases": [
                 {
                     "name": "refund",
@@ -79,7 +79,7 @@ def eval_set() -> dict[str, Any]:
                 }
             ]
         },
-    }
+    )
 
 
 def with_promotion(doc: dict[str, Any]) -> dict[str, Any]:

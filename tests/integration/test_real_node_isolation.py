@@ -27,15 +27,14 @@ from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.planted import NEVER_READ_PREFIX, never_read
 
 from .runs_support import (
-    GROUP,
     RUNTIME,
-    VERSION,
     OperatorProcess,
     agent_with,
     apply,
     apply_examples,
     create,
     debug,
+    doc,
     finished,
     get,
     run_manifest,
@@ -110,11 +109,10 @@ def _served_topology(kube: Kube, ns: str) -> str:
         ns, {"metadata": {"name": "serve-tokens"}, "stringData": {"outsider": TOKEN}}
     )
     apply(kube, ns, agent_with("oracle-agent", [{"text": "42"}]))
-    topology = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Topology",
-        "metadata": {"name": "oracle"},
-        "spec": {
+    topology = doc(
+        "Topology",
+        "oracle",
+        {
             "workspaceRef": {"name": "default"},
             "description": "Answers.",
             "agents": [{"name": "root", "agentRef": {"name": "oracle-agent"}, "role": "root"}],
@@ -123,7 +121,7 @@ def _served_topology(kube: Kube, ns: str) -> str:
                 "auth": {"bearerTokens": [{"name": "serve-tokens", "key": "outsider"}]},
             },
         },
-    }
+    )
     apply(kube, ns, topology)
     return f"serve-oracle.{ns}.svc"
 
@@ -172,18 +170,17 @@ def test_the_runs_policy_blocks_an_undeclared_destination_in_the_kernel(
     assert ws is not None
     egress = {"allow": [{"cidr": f"{declared}/32", "ports": [8080]}]}
     apply(kube, ns, {**ws, "spec": {**ws["spec"], "egress": egress}})
-    skill = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": "prober"},
-        "spec": {
+    skill = doc(
+        "Skill",
+        "prober",
+        {
             "description": "Use when connections must be probed.",
             "category": "capability",
             "instructions": "Run scripts/probe.py with host:port arguments.",
             "files": [{"path": "scripts/probe.py", "content": PROBE}],
             "provenance": {"authoredBy": "human", "version": "1.0.0"},
         },
-    }
+    )
     apply(kube, ns, skill)
     targets = [f"{declared}:8080", f"{undeclared}:8080", f"{served}:80"]
     args = {"skill_name": "prober", "path": "scripts/probe.py", "args": targets}

@@ -21,14 +21,13 @@ from tests.support.a2a_server import A2AServer
 
 from .review_support import bind_people, decide, parked_review, review_admission, review_of  # noqa: F401
 from .runs_support import (
-    GROUP,
-    VERSION,
     OperatorProcess,
     agent_with,
     apply,
     apply_examples,
     cli_module,
     create,
+    doc,
     finished,
     reason_is,
     run_manifest,
@@ -46,18 +45,17 @@ def a2a() -> Iterator[A2AServer]:
 
 
 def _skill(name: str, implementation: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": name},
-        "spec": {
+    return doc(
+        "Skill",
+        name,
+        {
             "description": f"Use when {name} is needed.",
             "category": "capability",
             "implementation": implementation,
             "provenance": {"authoredBy": "human", "version": "1.0.0"},
             **spec,
         },
-    }
+    )
 
 
 def _events(cluster: LocalCluster, ns: str, job: str) -> list[dict[str, Any]]:

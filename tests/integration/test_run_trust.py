@@ -47,6 +47,7 @@ from .runs_support import (
     apply,
     apply_examples,
     create,
+    doc,
     finished,
     get,
     run_manifest,
@@ -168,12 +169,9 @@ def test_a_pre_created_review_under_the_expected_name_is_never_adopted(
     create(kube, ns, _delayed("ship-soon", 6))
     uid = _uid(kube, ns, "ship-soon")
     name = rv.review_name("ship-soon", uid, 0)
-    forged = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Review",
-        "metadata": {"name": name},
-        "spec": {"request": {"kind": "escalation", "question": "Approve deploy to prod?"}},
-    }
+    forged = doc(
+        "Review", name, {"request": {"kind": "escalation", "question": "Approve deploy to prod?"}}
+    )
     # eve has no verb on Reviews; labelled as the Run's, even an admin is refused.
     as_eve = kubectl_as(cluster, EDITOR, "-n", ns, "create", "-f", "-", input=json.dumps(forged))
     assert as_eve.returncode != 0 and "cannot create resource" in as_eve.stderr

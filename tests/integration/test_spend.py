@@ -31,6 +31,7 @@ from .runs_support import (
     apply_examples,
     create,
     debug,
+    doc,
     epoch,
     finished,
     get,
@@ -75,12 +76,7 @@ def _agent(kube: Kube, ns: str, name: str, turns: int = 1, sleep: int = 0, **lab
 
 
 def _quota(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "SpendQuota",
-        "metadata": {"name": name},
-        "spec": {"window": "daily", **spec},
-    }
+    return doc("SpendQuota", name, {"window": "daily", **spec})
 
 
 def _condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:

@@ -446,12 +446,7 @@ def test_team_a_spends_only_from_its_own_quota(
     """Each team's SpendQuota is set by the platform (not by ann, not even in A); a Run in A
     that its quota cannot cover waits naming A's quota, while B's plenty is never drawn."""
     a, b = tenancy.a, tenancy.b
-    quota = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "SpendQuota",
-        "metadata": {"name": "budget"},
-        "spec": {"window": "daily", "cost": "0.05", "currency": "USD"},
-    }
+    quota = doc("SpendQuota", "budget", {"window": "daily", "cost": "0.05", "currency": "USD"})
     create(kube, a, quota)
     create(kube, b, {**quota, "spec": {**quota["spec"], "cost": "100"}})
     raise_it = json.dumps({"spec": {"cost": "1000"}})
