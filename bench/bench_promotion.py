@@ -38,7 +38,6 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +54,14 @@ from tests.integration.runs_support import (  # noqa: E402
     apply,
     create,
     debug,
+    doc,
+    epoch,
     example,
     finished,
     get,
     succeeded,
     wait_ready,
 )
-from tests.integration.test_evals import doc  # noqa: E402
 from tests.integration.test_promotion_graded import (  # noqa: E402
     AGENT,
     EVAL_SET,
@@ -82,11 +82,6 @@ ANSWERS = {AGENT: GOOD, CANDIDATE: REWORDED}
 TIMEOUT = 900
 
 
-def at(text: str) -> float:
-    """An RFC 3339 timestamp of the apiserver, as epoch seconds."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
 def mmm(values: Sequence[float], digits: int = 3) -> dict[str, float]:
     return {
         "min": round(min(values), digits),
@@ -103,7 +98,9 @@ def promotion_repeat(kube: Kube, n: int, cases_n: int) -> tuple[float, float]:
         status = evalrun["status"]
         if status.get("verdict") != "Pass":
             raise SystemExit(f"expected Pass: {json.dumps(status)[:2000]}")
-        evaluated = at(status["completionTime"]) - at(evalrun["metadata"]["creationTimestamp"])
+        evaluated = epoch(status["completionTime"]) - epoch(
+            evalrun["metadata"]["creationTimestamp"]
+        )
     print(
         f"run {n}: spec change -> promoted {seconds:.1f} s "
         f"(EvalRun created -> verdict {evaluated:.0f} s, 1 s resolution)",

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,8 +34,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-for sub in ("operator", "hack"):
+for sub in ("operator", "hack", "."):
     sys.path.insert(0, str(REPO / sub))
+
+from tests.support.served import free_port  # noqa: E402
 
 from swarmkit_devcluster.testing import (  # noqa: E402
     apply_crds,
@@ -53,12 +54,6 @@ PLURALS = {
     "Topology": "topologies",
 }
 CONCURRENCY = 16
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def manifests(skills: int, agents: int, grants: int, topologies: int) -> list[dict[str, Any]]:

@@ -36,7 +36,12 @@ REPO = Path(__file__).resolve().parents[1]
 for sub in ("operator", "hack", "runtime_image", "."):
     sys.path.insert(0, str(REPO / sub))
 
-from tests.integration.review_support import ADMISSION, bind_people, user_roles  # noqa: E402
+from tests.integration.review_support import (  # noqa: E402
+    ADMISSION,
+    bind_people,
+    user_roles,
+    with_locked_deploy,
+)
 from tests.integration.runs_support import (  # noqa: E402
     GROUP,
     VERSION,
@@ -45,11 +50,11 @@ from tests.integration.runs_support import (  # noqa: E402
     apply,
     apply_examples,
     create,
+    doc,
     get,
     succeeded,
     wait_ready,
 )
-from tests.integration.test_review_escalation import _with_ops_pack  # noqa: E402
 
 from swarmkit_devcluster.cluster import LocalCluster  # noqa: E402
 from swarmkit_devcluster.testing import Kube, session_cluster, temp_namespace, wait_for  # noqa: E402
@@ -62,18 +67,17 @@ def cluster_for_bench() -> Iterator[LocalCluster]:
 
 
 def _skill() -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": "deploy"},
-        "spec": {
+    return doc(
+        "Skill",
+        "deploy",
+        {
             "description": "Use when the change must be deployed.",
             "category": "capability",
             "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
             "constraints": {"onFailure": "escalate_to_human"},
             "provenance": {"authoredBy": "human", "version": "1.0.0"},
         },
-    }
+    )
 
 
 def one_run(kube: Kube, reviewer: Any, cluster: LocalCluster, ns: str, n: int) -> dict[str, float]:
@@ -81,12 +85,9 @@ def one_run(kube: Kube, reviewer: Any, cluster: LocalCluster, ns: str, n: int) -
     create(
         kube,
         ns,
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "Run",
-            "metadata": {"name": name},
-            "spec": {"agentRef": {"name": "deployer"}, "input": "ship", "timeoutSeconds": 120},
-        },
+        doc(
+            "Run", name, {"agentRef": {"name": "deployer"}, "input": "ship", "timeoutSeconds": 120}
+        ),
     )
 
     def review_name() -> str | None:
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         op.start()
         try:
             with temp_namespace(kube, "bench-review") as ns:
-                apply_examples(kube, ns, edit=_with_ops_pack)
+                apply_examples(kube, ns, edit=with_locked_deploy)
                 bind_people(cluster, ns)
                 apply(kube, ns, _skill())
                 replay = [

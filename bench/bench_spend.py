@@ -29,7 +29,6 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +38,13 @@ for sub in ("operator", "hack", "runtime_image", ".", "bench"):
 
 from bench_runs import operator_traces  # noqa: E402
 from tests.integration.runs_support import (  # noqa: E402
-    GROUP,
-    VERSION,
     OperatorProcess,
     agent_with,
     apply,
     apply_examples,
     create,
+    doc,
+    epoch,
     finished,
     get,
     run_manifest,
@@ -75,12 +74,7 @@ def _setup(kube: Kube, ns: str, usage: dict[str, int] | None = USAGE) -> None:
 
 
 def _quota(cost: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "SpendQuota",
-        "metadata": {"name": "team"},
-        "spec": {"cost": cost, "currency": "USD", "window": "daily"},
-    }
+    return doc("SpendQuota", "team", {"cost": cost, "currency": "USD", "window": "daily"})
 
 
 class JobWatch:
@@ -143,10 +137,6 @@ def overhead(
         return gate, [(jobs.seen[n] - created[n]) * 1000 for n in created]
 
 
-def _ts(value: str) -> float:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-
-
 def concurrency(kube: Kube, count: int) -> dict[str, Any]:
     with temp_namespace(kube, "bench-spend-c") as ns:
         # Runs that spend nothing: only reservations fill the quota, so it holds five at a
@@ -177,7 +167,9 @@ def concurrency(kube: Kube, count: int) -> dict[str, Any]:
         elapsed = time.monotonic() - started
         runs = [get(kube, ns, "Run", n) or {} for n in names]
         ok = sum(1 for r in runs if (succeeded(r) or {}).get("reason") == "Succeeded")
-        spans = [(_ts(r["status"]["startTime"]), _ts(r["status"]["completionTime"])) for r in runs]
+        spans = [
+            (epoch(r["status"]["startTime"]), epoch(r["status"]["completionTime"])) for r in runs
+        ]
         most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
         return {
             "runs": count,

@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import sys
 import time
@@ -29,6 +28,8 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support.served import free_port
 
 import swarmkit_operator.handlers  # noqa: F401  (registers the index functions)
 from swarmkit_operator import k8s
@@ -99,12 +100,6 @@ def run(i: int, granted: list[str], loaded: list[str]) -> dict[str, Any]:
             "output": "done",
         },
     }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def pages(skills: int, requests: int, rounds: int) -> dict[str, Any]:

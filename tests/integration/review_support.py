@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -30,6 +30,7 @@ from .runs_support import (
     apply_examples,
     create,
     debug,
+    doc,
     finished,
     get,
     reason_is,
@@ -43,6 +44,14 @@ from .runs_support import (
 ADMISSION = REPO / "deploy" / "admission" / "review-decisions.yaml"
 REVIEWERS = ("alice", "bob")
 EDITOR = "eve"
+
+#: What the ``ops/deploy`` command of :data:`with_locked_deploy` exits with.
+LOCKED = "deploy target locked"
+#: An ``apply_examples`` edit: the Workspace gains command pack ``ops`` whose ``deploy``
+#: always fails with :data:`LOCKED`.
+with_locked_deploy = with_command(
+    "ops", "deploy", "Deploy the service.", f"import sys; sys.exit({LOCKED!r})", "write"
+)
 
 
 def kubectl_as(
@@ -122,25 +131,29 @@ def review_admission(cluster: LocalCluster, kube: Kube, crds: Any) -> Iterator[N
     yield
 
 
-def bind_people(cluster: LocalCluster, namespace: str) -> None:
-    docs = []
-    for user, role in [(u, "swarmkit-reviewer") for u in REVIEWERS] + [(EDITOR, "edit")]:
-        docs.append(
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "RoleBinding",
-                "metadata": {"name": f"{user}-{role}", "namespace": namespace},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": role,
-                },
-                "subjects": [
-                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}
-                ],
-            }
-        )
+def bind_users(cluster: LocalCluster, namespace: str, grants: Iterable[tuple[str, str]]) -> None:
+    """RoleBindings ``<user>-<role>`` in ``namespace``: each (user, ClusterRole) of ``grants``."""
+    docs = [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": f"{user}-{role}", "namespace": namespace},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": role,
+            },
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        }
+        for user, role in grants
+    ]
     cluster.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in docs))
+
+
+def bind_people(cluster: LocalCluster, namespace: str) -> None:
+    bind_users(
+        cluster, namespace, [(u, "swarmkit-reviewer") for u in REVIEWERS] + [(EDITOR, "edit")]
+    )
 
     def can_decide() -> bool:
         res = kubectl_as(
@@ -171,18 +184,17 @@ def escalating_deploy(
 def deploy_skill(**constraints: Any) -> dict[str, Any]:
     """Skill ``deploy``: the ``ops/deploy`` command with ``onFailure: escalate_to_human``
     (and ``constraints`` beside it)."""
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": "deploy"},
-        "spec": {
+    return doc(
+        "Skill",
+        "deploy",
+        {
             "description": "Use when the change is approved and must be deployed.",
             "category": "capability",
             "implementation": {"type": "command", "pack": "ops", "command": "deploy"},
             "constraints": {"onFailure": "escalate_to_human", **constraints},
             "provenance": {"authoredBy": "human", "version": "1.0.0"},
         },
-    }
+    )
 
 
 def review_of(kube: Kube, namespace: str, name: str) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""Helpers for the Runs end-to-end tests: the operator as a real process, manifests, waits.
+"""Helpers for the end-to-end tests: the operator as a real process, manifests, waits, the CLI.
 
 The operator runs as ``python -m swarmkit_operator`` (or ``kopf run -m
 swarmkit_operator.handlers`` while there is no entry point) against the test cluster, so a
@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,11 +22,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.identity import NAMESPACE as IDENTITY_NAMESPACE
 from swarmkit_devcluster.identity import chart_operator_kubeconfig, rbac_denials
 from swarmkit_devcluster.testing import Kube, wait_for
@@ -210,6 +214,34 @@ class OperatorProcess:
         return "\n".join(self.log().splitlines()[-lines:])
 
 
+#: The runtime image the operator runs Runs in (``make images`` builds it).
+RUNTIME = "ghcr.io/swarmkit-operator/swarmkit-runtime:0.1.0"
+#: The installed ``kubectl swarmkit`` plugin, next to this interpreter.
+CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
+
+
+#: The Chromium the web-view tests drive through Playwright (``make venv`` installs it).
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def cli_env(cluster: LocalCluster) -> dict[str, str]:
+    return {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
+
+
+def cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kubectl swarmkit`` (the installed plugin) against the test cluster."""
+    return subprocess.run(
+        [CLI, *args], capture_output=True, text=True, env=cli_env(cluster), timeout=120,
+        check=False,
+    )  # fmt: skip
+
+
+def cli_module(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m swarmkit_cli --kubeconfig <the test cluster's>`` from the repository root."""
+    cmd = [sys.executable, "-m", "swarmkit_cli", "--kubeconfig", str(cluster.kubeconfig), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
+
+
 def examples() -> list[dict[str, Any]]:
     docs = []
     for path in sorted((REPO / "examples").glob("*.yaml")):
@@ -222,6 +254,13 @@ def example(kind: str, name: str | None = None) -> dict[str, Any]:
         if doc["kind"] == kind and (name is None or doc["metadata"]["name"] == name):
             return copy.deepcopy(doc)
     raise KeyError((kind, name))
+
+
+def doc(kind: str, name: str, spec: dict[str, Any], **labels: str) -> dict[str, Any]:
+    """A manifest of ``kind`` in the SwarmKit group: the one way tests build one by hand.
+    ``labels``: ``metadata.labels`` (left out when there are none)."""
+    meta: dict[str, Any] = {"name": name, "labels": labels} if labels else {"name": name}
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": meta, "spec": spec}
 
 
 def create(kube: Kube, namespace: str, doc: dict[str, Any]) -> dict[str, Any]:
@@ -286,6 +325,18 @@ def with_command(
     return edit
 
 
+def with_mailbox(doc: dict[str, Any]) -> dict[str, Any]:
+    """An ``apply_examples`` edit: the Workspace gains the mailbox ``ops`` (on-call humans)."""
+    if doc["kind"] == "Workspace":
+        doc["spec"]["mailboxes"] = [{"name": "ops", "description": "on-call humans"}]
+    return doc
+
+
+def sha256_hex(text: str) -> str:
+    """The digest an operator config's ``security.skills.allowed`` entry pins a script by."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def get(kube: Kube, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
     from kubernetes.client.exceptions import ApiException
 
@@ -323,12 +374,7 @@ def run_manifest(
         body["topologyRef"] = {"name": topology}
     if timeout is not None:
         body["timeoutSeconds"] = timeout
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Run",
-        "metadata": {"name": name},
-        "spec": body,
-    }
+    return doc("Run", name, body)
 
 
 def jobs(kube: Kube, namespace: str) -> list[Any]:
@@ -426,6 +472,24 @@ def wait_ready(kube: Kube, namespace: str, kind: str, name: str, timeout: float 
     wait_for(check, timeout, message=lambda: debug(kube, namespace))
 
 
+def warning_event(kube: Kube, namespace: str, name: str, reason: str) -> str:
+    """The message of the Warning Event ``reason`` on object ``name``, once there is one."""
+
+    def found() -> str | None:
+        for e in kube.core.list_namespaced_event(namespace).items:
+            if e.involved_object.name == name and e.reason == reason and e.type == "Warning":
+                return str(e.message)
+        return None
+
+    message: str = wait_for(found, 30, message=f"a Warning {reason} Event on {name}")
+    return message
+
+
+def epoch(timestamp: str) -> float:
+    """An RFC 3339 timestamp of the apiserver (``...Z``), as epoch seconds."""
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
 @contextlib.contextmanager
 def timer() -> Iterator[Callable[[], float]]:
     start = time.monotonic()
@@ -445,9 +509,4 @@ def agent_with(
     }
     if bash:
         body["nativeTools"] = {"bash": True}
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Agent",
-        "metadata": {"name": name},
-        "spec": body,
-    }
+    return doc("Agent", name, body)

@@ -26,6 +26,7 @@ from .review_support import (
 from .runs_support import (
     OperatorProcess,
     apply_examples,
+    cli,
     create,
     debug,
     finished,
@@ -34,7 +35,6 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
-from .test_cli_runs import cli
 
 
 @pytest.fixture

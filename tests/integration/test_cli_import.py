@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,18 +22,10 @@ from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.paths import binary
 from swarmkit_devcluster.testing import Kube, wait_for
 
-from .runs_support import PLURALS, OperatorProcess, debug, get
+from .runs_support import CLI, PLURALS, OperatorProcess, cli, debug, get
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import_tree"
 INCIDENT_TRIAGE = FIXTURES / "vectorstep" / "skills" / "incident-triage"
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
-
-
-def cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
-    return subprocess.run(
-        [CLI, *args], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
 
 
 def import_and_apply(

@@ -4,11 +4,8 @@ the real operator and runner, its audit lines read back from the pod like ``kube
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +14,13 @@ from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube
 
 from .runs_support import (
+    CLI,
     OperatorProcess,
     agent_with,
     apply,
     apply_examples,
+    cli,
+    cli_env,
     create,
     debug,
     finished,
@@ -30,19 +30,6 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
-
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
-
-
-def cli_env(cluster: LocalCluster) -> dict[str, str]:
-    return {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
-
-
-def cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [CLI, *args], capture_output=True, text=True, env=cli_env(cluster), timeout=120,
-        check=False,
-    )  # fmt: skip
 
 
 @pytest.fixture

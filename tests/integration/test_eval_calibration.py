@@ -36,12 +36,12 @@ from .runs_support import (
     agent_with,
     apply,
     debug,
+    doc,
     example,
     get,
     wait_ready,
 )
-from .test_evals import condition, doc
-from .test_evals import operator as operator
+from .test_evals import condition
 from .test_promotion_graded import (
     AGENT,
     EVAL_SET,

@@ -28,6 +28,7 @@ from .runs_support import (
     OperatorProcess,
     agent_with,
     apply,
+    doc,
     example,
     finished,
     get,
@@ -35,8 +36,7 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
-from .test_evals import doc, evalrun
-from .test_evals import operator as operator
+from .test_evals import evalrun
 
 POST = {"to": "ops", "message": "ticket 7: refund issued"}
 ANSWER = "refund issued; ops told"

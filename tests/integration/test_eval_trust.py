@@ -32,14 +32,14 @@ from .runs_support import (
     OperatorProcess,
     apply,
     debug,
+    doc,
     finished,
     get,
     succeeded,
     wait_run,
 )
-from .test_evals import CASES, condition, doc, eval_runs_of, settled_entries
+from .test_evals import CASES, condition, eval_runs_of, settled_entries
 from .test_evals import agents as agents
-from .test_evals import operator as operator
 from .test_promotion_graded import (
     AGENT,
     EVAL_SET,

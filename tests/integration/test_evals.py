@@ -28,9 +28,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,12 +37,14 @@ from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 
 from .runs_support import (
+    CLI,
     GROUP,
     VERSION,
     OperatorProcess,
     agent_with,
     apply,
     debug,
+    doc,
     example,
     finished,
     get,
@@ -56,7 +55,6 @@ from .runs_support import (
 
 USAGE = {"inputTokens": 1000, "outputTokens": 100}  # 0.0045 USD per turn at these prices
 PRICES = {"currency": "USD", "input": "3", "output": "15"}
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
 BASELINE = "category: billing"
 CANDIDATE = '{"category": "billing", "refund": true, "team": "payments"}'
 
@@ -78,24 +76,6 @@ CASES = [
     case("wants-refund", {"type": "contains", "expected": "refund"}, critical=True),
     case("mentions-payments-or-billing", {"type": "regex", "pattern": "payments|billing"}),
 ]
-
-
-def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {})
-    op.start()
-    yield op
-    op.stop()
-    assert op.denials() == [], op.denials()
 
 
 @pytest.fixture

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,18 +38,19 @@ from tests.support.model_server import ScriptedModelServer, text
 from .review_support import (
     EDITOR,
     bind_people,
+    bind_users,
     kubectl_as,
     parked_review,
     review_admission,  # noqa: F401  (fixture)
     review_of,
 )
 from .runs_support import (
-    GROUP,
     REPO,
-    VERSION,
     OperatorProcess,
     apply,
     apply_examples,
+    cli_module,
+    doc,
     finished,
     get,
     reason_is,
@@ -82,14 +81,6 @@ BETTER = json.dumps({"title": "v2", "body": "Runs start 3x faster; see docs/runs
 
 
 @pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
-
-
-@pytest.fixture(scope="module")
 def run_author(cluster: LocalCluster, crds: Any) -> Iterator[None]:
     """The admission policies that record who creates a Run (applied as shipped; removed
     afterwards: the session's cluster is shared with other modules)."""
@@ -110,23 +101,8 @@ def run_author(cluster: LocalCluster, crds: Any) -> Iterator[None]:
     cluster.kubectl("delete", "--ignore-not-found", "-f", str(RUN_AUTHOR), check=False)
 
 
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as server:
-        yield server
-
-
-def _doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
 def _funnel() -> dict[str, Any]:
-    return _doc(
+    return doc(
         "Funnel",
         "notes-gate",
         {
@@ -158,22 +134,11 @@ def _setup(
     bind_people(cluster, ns)
     # eve (edit: she creates Runs) may also answer Reviews: what refuses her signature on
     # her own run is the funnel's excludeAuthor, not RBAC
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": f"{EDITOR}-swarmkit-reviewer", "namespace": ns},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "swarmkit-reviewer",
-        },
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": EDITOR}],
-    }
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
+    bind_users(cluster, ns, [(EDITOR, "swarmkit-reviewer")])
     apply(
         kube,
         ns,
-        _doc(
+        doc(
             "Skill",
             "notes-judge",
             {
@@ -188,7 +153,7 @@ def _setup(
     apply(
         kube,
         ns,
-        _doc(
+        doc(
             "Agent",
             "writer",
             {
@@ -200,7 +165,7 @@ def _setup(
         ),
     )
     wait_ready(kube, ns, "Agent", "writer")
-    topology = _doc(
+    topology = doc(
         "Topology",
         "notes",
         {
@@ -269,11 +234,6 @@ def _sign(
 def review_of_cluster(cluster: LocalCluster, ns: str, name: str) -> dict[str, Any]:
     out = cluster.kubectl("-n", ns, "get", "review", name, "-o", "json").stdout
     return dict(json.loads(out))
-
-
-def _plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "swarmkit_cli", "--kubeconfig", str(cluster.kubeconfig), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
 
 
 def _last_user(model: ScriptedModelServer, n: int) -> str:
@@ -367,7 +327,7 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     assert run["status"]["gates"] == [gate_status]
 
     # kubectl swarmkit review show: the report and the quorum, who signed, what is missing
-    shown = _plugin(cluster, "review", "show", name, "-n", ns)
+    shown = cli_module(cluster, "review", "show", name, "-n", ns)
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     assert "Funnel:      notes-gate (node draft)" in out and "Judge score: 0.95" in out
@@ -375,7 +335,7 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     assert "rule 1 (2 of release-lead): missing; signed release-lead: alice" in out
     assert "missing: rule 1 (2 of release-lead): 1 more distinct signer(s)" in out
     # the second lead signs with the plugin (decidedBy from the SelfSubjectReview)
-    second = _plugin(
+    second = cli_module(
         cluster, "review", "approve", name, "--role", "release-lead",
         "--as", "bob", "--as-group", LEADS, "-n", ns,
     )  # fmt: skip
@@ -549,7 +509,7 @@ def test_exhaustion_opens_the_approval_with_the_critique_and_survives_an_operato
     assert (report["exhausted"], report["attempts"], report["score"]) == (True, 2, 0.6)
     assert "Still no numbers." in report["critique"]
     assert "retries are exhausted" in review["spec"]["request"]["question"]
-    shown = _plugin(cluster, "review", "show", name, "-n", ns).stdout
+    shown = cli_module(cluster, "review", "show", name, "-n", ns).stdout
     assert "Drafts:      2 (retries exhausted: the last critique is attached)" in shown
 
     # the gate's state lives in the API: the operator is SIGKILLed while people sign
@@ -567,7 +527,7 @@ def test_exhaustion_opens_the_approval_with_the_critique_and_survives_an_operato
 
 
 def _sign_as(cluster: LocalCluster, ns: str, review: str, user: str, role: str) -> Any:
-    return _plugin(cluster, "review", "approve", review, "--role", role, "--as", user, "-n", ns)
+    return cli_module(cluster, "review", "approve", review, "--role", role, "--as", user, "-n", ns)
 
 
 @pytest.mark.usefixtures("review_admission", "run_author")
@@ -603,7 +563,7 @@ def test_all_across_two_roles_and_a_person_holding_both_counts_once(
     for role in ("security", "product"):
         res = _sign_as(cluster, ns, name, "alice", role)
         assert res.returncode == 0, res.stderr
-    shown = _plugin(cluster, "review", "show", name, "-n", ns).stdout
+    shown = cli_module(cluster, "review", "show", name, "-n", ns).stdout
     assert "rule 1 (all of security, product): ok; signed security: alice; product: alice" in shown
     assert "missing: minDistinctApprovers: 1 of 2 distinct people signed" in shown
     run = get(kube, ns, "Run", "notes-v5") or {}
@@ -626,7 +586,7 @@ def test_reviewer_findings_route_back_and_lower_ones_reach_the_approval(
 ) -> None:
     ns = namespace
     _setup(kube, ns, cluster, model.openai_base_url)
-    critic = _doc(
+    critic = doc(
         "Agent",
         "critic",
         {
@@ -714,7 +674,7 @@ def test_a_revision_redrafts_and_opens_a_new_round_with_the_diff_under_reset_all
     # the author may not ask for one either
     own = _sign(cluster, ns, first, EDITOR, "revise", text="mine")
     assert own.returncode != 0 and "excludes its author" in own.stderr, own.stderr
-    asked = _plugin(
+    asked = cli_module(
         cluster, "review", "revise", first, "--role", "release-lead",
         "--text", "Say how much faster, and link the docs.",
         "--as", "bob", "--as-group", LEADS, "-n", ns,
@@ -752,7 +712,7 @@ def test_a_revision_redrafts_and_opens_a_new_round_with_the_diff_under_reset_all
     # in the rule's only role, so reconfirmChanged would drop it too: the unit tests of
     # quorum.py tell the two policies apart)
     assert _sign(cluster, ns, second, "bob").returncode == 0
-    shown = _plugin(cluster, "review", "show", second, "-n", ns)
+    shown = cli_module(cluster, "review", "show", second, "-n", ns)
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     assert "Round:       2 (onRevision: resetAll)" in out
@@ -815,14 +775,14 @@ def test_a_reviewer_that_can_write_keeps_the_topology_not_ready(
         "implementation": {"type": "llm_prompt", "prompt": "Publish.", "effects": "write"},
         "provenance": {"authoredBy": "human", "version": "1.0.0"},
     }
-    apply(kube, ns, _doc("Skill", "publish-notes", publish))
+    apply(kube, ns, doc("Skill", "publish-notes", publish))
     critic = {
         "workspaceRef": {"name": "default"},
         "model": {"provider": "m", "name": "t"},
         "systemPrompt": "You review release notes.",
         "skills": ["publish-notes"],
     }
-    apply(kube, ns, _doc("Agent", "critic", critic))
+    apply(kube, ns, doc("Agent", "critic", critic))
     reviewed = _funnel()
     reviewed["spec"] = {"review": {"agent": "critic"}, "approve": reviewed["spec"]["approve"]}
     apply(kube, ns, reviewed)
@@ -832,7 +792,7 @@ def test_a_reviewer_that_can_write_keeps_the_topology_not_ready(
         "node draft: Funnel notes-gate's reviewer agent critic must be read-only but holds: "
         "skill publish-notes (effects write)"
     )
-    apply(kube, ns, _doc("Agent", "critic", {**critic, "skills": []}))
+    apply(kube, ns, doc("Agent", "critic", {**critic, "skills": []}))
     wait_ready(kube, ns, "Topology", "notes")
 
 
@@ -882,7 +842,7 @@ def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_t
     first = parked_review(kube, ns, "notes-rc")["metadata"]["name"]
     res = _sign_as(cluster, ns, first, "alice", "product")
     assert res.returncode == 0, res.stderr
-    asked = _plugin(
+    asked = cli_module(
         cluster, "review", "revise", first, "--role", "security",
         "--text", "Say which security fix shipped.", "--as", "bob", "-n", ns,
     )  # fmt: skip
@@ -897,7 +857,7 @@ def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_t
     res = _sign_as(cluster, ns, second, "bob", "security")
     assert res.returncode == 0, res.stderr
     if policy == "resetAll":
-        shown = _plugin(cluster, "review", "show", second, "-n", ns)
+        shown = cli_module(cluster, "review", "show", second, "-n", ns)
         assert shown.returncode == 0, shown.stderr
         assert "Round:       2 (onRevision: resetAll)" in shown.stdout
         assert "carried over" not in shown.stdout
@@ -909,7 +869,7 @@ def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_t
         assert res.returncode == 0, res.stderr
     else:
         # with alice's carried approval every rule holds: the run goes on
-        shown = _plugin(cluster, "review", "show", second, "-n", ns)
+        shown = cli_module(cluster, "review", "show", second, "-n", ns)
         assert shown.returncode == 0, shown.stderr
         assert "Round:       2 (onRevision: reconfirmChanged)" in shown.stdout
         assert "carried over: alice as product (round 1)" in shown.stdout
@@ -941,7 +901,7 @@ def test_serving_a_gated_node_is_refused_at_reconcile(
     served = {"auth": {"bearerTokens": [{"name": "serve-tokens", "key": "team-a"}]}}
     body = get(kube, ns, "Topology", "notes") or {}
     spec = {**body["spec"], "description": "Writes release notes.", "serve": served}
-    apply(kube, ns, _doc("Topology", "notes", spec))
+    apply(kube, ns, doc("Topology", "notes", spec))
     cond = _condition(kube, ns, "Topology", "notes", "Serving", "FunnelNotServable")
     assert cond["status"] == "False"
     assert cond["message"].startswith(
@@ -956,7 +916,7 @@ def test_serving_a_gated_node_is_refused_at_reconcile(
         "implementation": {"type": "agent", "topology": "notes"},
         "provenance": {"authoredBy": "human", "version": "1.0.0"},
     }
-    apply(kube, ns, _doc("Skill", "ask-notes", ask))
+    apply(kube, ns, doc("Skill", "ask-notes", ask))
     token = {"name": "team-a", "secretKeyRef": {"name": "serve-tokens", "key": "team-a"}}
     desk = {
         "workspaceRef": {"name": "default"},
@@ -964,7 +924,7 @@ def test_serving_a_gated_node_is_refused_at_reconcile(
         "skills": ["ask-notes"],
         "gateway": {"enabled": True, "auth": {"tokens": [token]}},
     }
-    apply(kube, ns, _doc("Agent", "desk", desk))
+    apply(kube, ns, doc("Agent", "desk", desk))
     cond = _condition(kube, ns, "Agent", "desk", "Serving", "FunnelNotServable")
     assert cond["status"] == "False"
     assert cond["message"].startswith(

@@ -28,7 +28,7 @@ from tests.support.mcp_servers import HOST_RUNTIME_IMAGE, free_port, stdio_comma
 from tests.support.model_server import ScriptedModelServer, text
 
 from .review_support import user_roles
-from .runs_support import GROUP, VERSION, OperatorProcess, apply, debug, get, wait_ready
+from .runs_support import OperatorProcess, apply, debug, doc, get, wait_ready
 
 TOKENS = {"alice": "alice-gw-token-2f9c71", "ci": "ci-gw-token-8d04e3"}
 ECHO = {"type": "mcp_tool", "server": "t", "tool": "echo"}
@@ -45,15 +45,6 @@ def model() -> Iterator[ScriptedModelServer]:
 def kb() -> Iterator[RecordingHttpServer]:
     with RecordingHttpServer(lambda r: (200, {"hits": ["runbook-7"]})) as server:
         yield server
-
-
-def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 def skill(name: str, description: str, implementation: dict[str, Any], **spec: Any) -> Any:

@@ -30,9 +30,8 @@ from .review_support import (
     review_admission,  # noqa: F401  (fixture)
     review_of,
 )
-from .runs_support import GROUP, VERSION, OperatorProcess, apply
+from .runs_support import GROUP, VERSION, OperatorProcess, apply, doc
 from .test_gateway import (
-    doc,
     gateway_audit,
     skill,
     text_of,

@@ -36,12 +36,11 @@ from .review_support import (
     review_admission,  # noqa: F401  (fixture)
 )
 from .runs_support import (
-    GROUP,
-    VERSION,
     OperatorProcess,
     apply,
     apply_examples,
     create,
+    doc,
     finished,
     get,
     reason_is,
@@ -90,15 +89,6 @@ KINDS: dict[str, tuple[str, str, str]] = {
 def model() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer(api_key=KEY) as server:
         yield server
-
-
-def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 def command_skill(name: str, **implementation: Any) -> dict[str, Any]:

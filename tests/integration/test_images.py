@@ -14,17 +14,16 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.imagebuild import image_status
 from swarmkit_devcluster.testing import Kube, wait_for
 
 from .runs_support import (
     REPO,
+    RUNTIME,
     OperatorProcess,
     apply_examples,
     create,
@@ -36,7 +35,6 @@ from .runs_support import (
     wait_run,
 )
 
-RUNTIME = "ghcr.io/swarmkit-operator/swarmkit-runtime:0.1.0"
 STATUS = image_status(REPO)
 pytestmark = pytest.mark.skipif(
     STATUS.get(RUNTIME) != "ok",
@@ -150,14 +148,6 @@ def test_runner_pod_sees_its_real_paths_in_the_runtime_image(kube: Kube, namespa
     events = kube.core.list_namespaced_event(namespace, field_selector="involvedObject.name=probe")
     pulled = [e.message for e in events.items if e.reason == "Pulled"]
     assert pulled and "(root filesystem)" in pulled[0]
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {})
-    op.start()
-    yield op
-    op.stop()
 
 
 def test_example_run_succeeds_in_the_runtime_image(

@@ -13,8 +13,6 @@ import json
 import os
 import random
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 
 from .runs_support import (
+    CLI,
     OperatorProcess,
     agent_with,
     apply,
@@ -38,18 +37,12 @@ from .runs_support import (
     wait_run,
 )
 
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
 SKILL = "big-assets"
 MIB = 1024 * 1024
 SKILL_DIR = f"/etc/swarmkit/skills/{SKILL}"
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {}, env={"SWARMKIT_GC_GRACE_SECONDS": "1"})
-    op.start()
-    yield op
-    op.stop()
+pytestmark = pytest.mark.operator_settings(config={}, env={"SWARMKIT_GC_GRACE_SECONDS": "1"})
 
 
 def _generate(root: Path) -> dict[str, bytes]:

@@ -19,11 +19,6 @@ exist). What is under test here is everything the promotion does around that ver
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +29,7 @@ from swarmkit_devcluster.testing import Kube, wait_for
 
 from .review_support import (
     bind_people,
+    bind_users,
     kubectl_as,
     review_admission,  # noqa: F401  (fixture)
     review_of,
@@ -45,8 +41,10 @@ from .runs_support import (
     OperatorProcess,
     apply,
     apply_examples,
+    cli,
     create,
     debug,
+    doc,
     example,
     finished,
     get,
@@ -62,54 +60,16 @@ PROMOTE_FORCE = REPO / "deploy" / "admission" / "promote-force.yaml"
 EVAL_SET = "smoke"
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    # A short GC grace: the active version's renders must survive it while unreferenced
-    # by anything but the promotion.
-    op = OperatorProcess(cluster.kubeconfig, env={"SWARMKIT_GC_GRACE_SECONDS": "1"})
-    op.start()
-    yield op
-    op.stop()
-
-
-def plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    """``kubectl swarmkit`` (the installed plugin) against the test cluster."""
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "kubectl-swarmkit"), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-
-
-def bind(cluster: LocalCluster, namespace: str, roles: dict[str, str]) -> None:
-    """RoleBindings of users to built-in ClusterRoles (edit, admin) in ``namespace``."""
-    docs = [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": f"{user}-{role}", "namespace": namespace},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role,
-            },
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        }
-        for user, role in roles.items()
-    ]
-    cluster.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in docs))
+# A short GC grace: the active version's renders must survive it while unreferenced
+# by anything but the promotion.
+pytestmark = pytest.mark.operator_settings(env={"SWARMKIT_GC_GRACE_SECONDS": "1"})
 
 
 def eval_set() -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "EvalSet",
-        "metadata": {"name": EVAL_SET},
-        "spec": {
+    return doc(
+        "EvalSet",
+        EVAL_SET,
+        {
             "cases": [
                 {
                     "name": "refund",
@@ -119,7 +79,7 @@ def eval_set() -> dict[str, Any]:
                 }
             ]
         },
-    }
+    )
 
 
 def with_promotion(doc: dict[str, Any]) -> dict[str, Any]:
@@ -360,7 +320,7 @@ def test_a_forced_promotion_needs_the_promote_verb_and_names_who(
         input="\n---\n".join(json.dumps(d) for d in user_roles()),
     )
     cluster.kubectl("apply", "--server-side", "-f", str(PROMOTE_FORCE))
-    bind(cluster, ns, {"eve": "edit", "olga": "admin"})
+    bind_users(cluster, ns, [("eve", "edit"), ("olga", "admin")])
     v1, v2 = _promotable(kube, ns)
 
     def annotate(user: str, by: str, *dry_run: str) -> Any:
@@ -387,14 +347,14 @@ def test_a_forced_promotion_needs_the_promote_verb_and_names_who(
         interval=1.0,
         message="the promote-force admission policy to take effect",
     )
-    refused = plugin(cluster, "promote", "--force", f"topology/{TOPOLOGY}", "-n", ns, "--as", "eve")
+    refused = cli(cluster, "promote", "--force", f"topology/{TOPOLOGY}", "-n", ns, "--as", "eve")
     assert refused.returncode == 1 and "promote verb" in refused.stderr, refused.stderr
     forged = annotate("olga", "mallory")
     assert forged.returncode != 0 and "must be your authenticated user name olga" in forged.stderr
     assert promotion(kube, ns)["active"]["version"] == v1
-    shown = plugin(cluster, "promote", f"topology/{TOPOLOGY}", "-n", ns)
+    shown = cli(cluster, "promote", f"topology/{TOPOLOGY}", "-n", ns)
     assert shown.returncode == 0 and v1 in shown.stdout and v2 in shown.stdout, shown.stderr
-    ok = plugin(cluster, "promote", "--force", f"topology/{TOPOLOGY}", "-n", ns, "--as", "olga")
+    ok = cli(cluster, "promote", "--force", f"topology/{TOPOLOGY}", "-n", ns, "--as", "olga")
     assert ok.returncode == 0, ok.stderr
     assert f"candidate {v2} forced by olga" in ok.stdout
     wait_for(

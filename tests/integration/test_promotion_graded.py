@@ -34,6 +34,7 @@ import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
+from tests.support.served import free_port
 
 from .runs_support import (
     GROUP,
@@ -42,6 +43,7 @@ from .runs_support import (
     agent_with,
     apply,
     debug,
+    doc,
     example,
     finished,
     get,
@@ -50,10 +52,7 @@ from .runs_support import (
     wait_ready,
     wait_run,
 )
-from .test_evals import doc
-from .test_webview_browser import free_port
 from .test_webview_users import _as, _bind, _open, _role
-from .test_webview_users import browser as browser
 
 AGENT = "triage"
 EVAL_SET = "triage-cases"

@@ -27,9 +27,7 @@ from swarmkit_devcluster.testing import Kube, wait_for
 from swarmkit_operator.builders import promotion as pr
 
 from .review_support import kubectl_as
-from .runs_support import GROUP, VERSION, OperatorProcess, apply, debug, get
-from .test_evals import doc
-from .test_evals import operator as operator
+from .runs_support import GROUP, VERSION, OperatorProcess, apply, debug, doc, get
 from .test_promotion_graded import (
     AGENT,
     GOOD,

@@ -10,7 +10,6 @@ Pods land on the node through its taint's toleration and a nodeSelector; they us
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,23 +21,6 @@ from swarmkit_devcluster.realnode_images import BUSYBOX_REF
 from swarmkit_devcluster.testing import Kube, wait_for
 
 pytestmark = pytest.mark.real_node
-
-
-@pytest.fixture(scope="module")
-def real_node(cluster: LocalCluster, kube: Kube) -> Iterator[str]:
-    """The real node's name; fails (not skips) when the cluster has none, with the reason."""
-    try:
-        node = kube.core.read_node(NODE_NAME)
-    except Exception as exc:
-        pytest.fail(
-            f"this cluster has no real node ({exc.__class__.__name__}); start it with "
-            "`REAL_NODE=1 make cluster-up` as root after `make node-binaries`",
-            pytrace=False,
-        )
-    ready = [c for c in node.status.conditions or [] if c.type == "Ready"]
-    if not ready or ready[0].status != "True":
-        pytest.fail(f"the real node is not Ready: {ready}", pytrace=False)
-    yield NODE_NAME
 
 
 def require_image(cluster: LocalCluster, ref: str) -> None:

@@ -23,14 +23,21 @@ from swarmkit_devcluster.realnode import BRIDGE_IP, NODE_NAME
 from swarmkit_devcluster.testing import Kube
 from tests.support.model_server import ScriptedModelServer
 
-from .runs_support import OperatorProcess, create, finished, run_manifest, succeeded, wait_run
+from .runs_support import (
+    RUNTIME,
+    OperatorProcess,
+    create,
+    finished,
+    run_manifest,
+    succeeded,
+    wait_run,
+)
 from .test_harness_claude import KEY, SAID, answer_with_tool, pod_log, setup
-from .test_real_node import real_node, require_image
+from .test_real_node import require_image
 from .test_real_node_isolation import on_real_node
-from .test_runs_scrubbing import RUNTIME
 
 pytestmark = pytest.mark.real_node
-__all__ = ["on_real_node", "real_node"]  # the fixtures, re-exported for this module's tests
+__all__ = ["on_real_node"]  # the fixture, re-exported for this module's tests
 
 
 @pytest.fixture

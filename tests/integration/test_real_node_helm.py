@@ -30,16 +30,14 @@ from swarmkit_devcluster.paths import binary
 from swarmkit_devcluster.realnode import BRIDGE_IP, NODE_NAME, TAINT_KEY, namespace_annotations
 from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
 
-from .runs_support import REPO, examples, get, succeeded
-from .test_real_node import real_node, require_image
+from .runs_support import REPO, RUNTIME, examples, get, succeeded
+from .test_real_node import require_image
 
 pytestmark = pytest.mark.real_node
-__all__ = ["real_node"]
 
 CHART = REPO / "charts" / "swarmkit-operator"
 RELEASE = "rn"
 OPERATOR_IMAGE = "ghcr.io/swarmkit-operator/swarmkit-operator:0.1.0"
-RUNTIME = "ghcr.io/swarmkit-operator/swarmkit-runtime:0.1.0"
 
 
 class Installed:

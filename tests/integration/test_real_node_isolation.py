@@ -14,9 +14,7 @@ Marked ``real_node``: a cluster without the real node fails them (test_real_node
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,26 +27,24 @@ from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.planted import NEVER_READ_PREFIX, never_read
 
 from .runs_support import (
-    GROUP,
-    VERSION,
+    RUNTIME,
     OperatorProcess,
     agent_with,
     apply,
     apply_examples,
     create,
     debug,
+    doc,
     finished,
     get,
     run_manifest,
+    sha256_hex,
     succeeded,
     wait_ready,
     wait_run,
 )
-from .test_real_node import pod_on_real_node, real_node, require_image, running_ip
-from .test_runs_scrubbing import ANCESTORS, RUNTIME
-
-pytestmark = pytest.mark.real_node
-__all__ = ["real_node"]  # the fixture, re-exported for this module's tests
+from .test_real_node import pod_on_real_node, require_image, running_ip
+from .test_runs_scrubbing import ANCESTORS
 
 #: Connects to each ``host:port`` argument; the exit code's bits say what went wrong:
 #: 1 the declared server was not reached, 2 the undeclared one was, 4 the served Topology
@@ -79,20 +75,13 @@ SERVER = "while true; do echo hello | nc -l -p 8080 && echo CONNECTED; done"
 TOKEN = "outsiders-may-call-0042"
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    allowed = [{"skill": "prober", "path": "scripts/probe.py", "sha256": _sha(PROBE)}]
-    op = OperatorProcess(
-        cluster.kubeconfig,
-        {"security": {"skills": {"allowScriptExecution": True, "allowed": allowed}}},
-    )
-    op.start()
-    yield op
-    op.stop()
+_ALLOWED = [{"skill": "prober", "path": "scripts/probe.py", "sha256": sha256_hex(PROBE)}]
+pytestmark = [
+    pytest.mark.real_node,
+    pytest.mark.operator_settings(
+        config={"security": {"skills": {"allowScriptExecution": True, "allowed": _ALLOWED}}}
+    ),
+]
 
 
 @pytest.fixture
@@ -120,11 +109,10 @@ def _served_topology(kube: Kube, ns: str) -> str:
         ns, {"metadata": {"name": "serve-tokens"}, "stringData": {"outsider": TOKEN}}
     )
     apply(kube, ns, agent_with("oracle-agent", [{"text": "42"}]))
-    topology = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Topology",
-        "metadata": {"name": "oracle"},
-        "spec": {
+    topology = doc(
+        "Topology",
+        "oracle",
+        {
             "workspaceRef": {"name": "default"},
             "description": "Answers.",
             "agents": [{"name": "root", "agentRef": {"name": "oracle-agent"}, "role": "root"}],
@@ -133,7 +121,7 @@ def _served_topology(kube: Kube, ns: str) -> str:
                 "auth": {"bearerTokens": [{"name": "serve-tokens", "key": "outsider"}]},
             },
         },
-    }
+    )
     apply(kube, ns, topology)
     return f"serve-oracle.{ns}.svc"
 
@@ -182,18 +170,17 @@ def test_the_runs_policy_blocks_an_undeclared_destination_in_the_kernel(
     assert ws is not None
     egress = {"allow": [{"cidr": f"{declared}/32", "ports": [8080]}]}
     apply(kube, ns, {**ws, "spec": {**ws["spec"], "egress": egress}})
-    skill = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": "prober"},
-        "spec": {
+    skill = doc(
+        "Skill",
+        "prober",
+        {
             "description": "Use when connections must be probed.",
             "category": "capability",
             "instructions": "Run scripts/probe.py with host:port arguments.",
             "files": [{"path": "scripts/probe.py", "content": PROBE}],
             "provenance": {"authoredBy": "human", "version": "1.0.0"},
         },
-    }
+    )
     apply(kube, ns, skill)
     targets = [f"{declared}:8080", f"{undeclared}:8080", f"{served}:80"]
     args = {"skill_name": "prober", "path": "scripts/probe.py", "args": targets}

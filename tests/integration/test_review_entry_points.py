@@ -10,8 +10,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,14 +21,13 @@ from tests.support.a2a_server import A2AServer
 
 from .review_support import bind_people, decide, parked_review, review_admission, review_of  # noqa: F401
 from .runs_support import (
-    GROUP,
-    REPO,
-    VERSION,
     OperatorProcess,
     agent_with,
     apply,
     apply_examples,
+    cli_module,
     create,
+    doc,
     finished,
     reason_is,
     run_manifest,
@@ -48,23 +45,17 @@ def a2a() -> Iterator[A2AServer]:
 
 
 def _skill(name: str, implementation: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": name},
-        "spec": {
+    return doc(
+        "Skill",
+        name,
+        {
             "description": f"Use when {name} is needed.",
             "category": "capability",
             "implementation": implementation,
             "provenance": {"authoredBy": "human", "version": "1.0.0"},
             **spec,
         },
-    }
-
-
-def _plugin(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "swarmkit_cli", "--kubeconfig", str(cluster.kubeconfig), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
+    )
 
 
 def _events(cluster: LocalCluster, ns: str, job: str) -> list[dict[str, Any]]:
@@ -139,14 +130,16 @@ def test_human_task_request_answered_with_the_plugin(
     wait_run(kube, ns, "name-it", reason_is("AwaitingReview"), operator=operator)
     name = parked_review(kube, ns, "name-it")["metadata"]["name"]
 
-    listed = _plugin(cluster, "review", "list", "-n", ns)
+    listed = cli_module(cluster, "review", "list", "-n", ns)
     assert listed.returncode == 0, listed.stderr
     assert [name, "name-it", "human_task", "Pending"] == listed.stdout.splitlines()[1].split()[:4]
-    shown = _plugin(cluster, "review", "show", name, "-n", ns)
+    shown = cli_module(cluster, "review", "show", name, "-n", ns)
     assert "Pick the release name" in shown.stdout and "v2 or v3?" in shown.stdout
-    refused = _plugin(cluster, "review", "answer", name, "--text", "v3", "--as", "eve", "-n", ns)
+    refused = cli_module(cluster, "review", "answer", name, "--text", "v3", "--as", "eve", "-n", ns)
     assert refused.returncode == 1 and "forbidden" in refused.stderr.lower(), refused.stderr
-    answered = _plugin(cluster, "review", "answer", name, "--text", "v3", "--as", "bob", "-n", ns)
+    answered = cli_module(
+        cluster, "review", "answer", name, "--text", "v3", "--as", "bob", "-n", ns
+    )
     assert answered.returncode == 0, answered.stderr
     assert f"review {name}: answer by bob" in answered.stdout
 

@@ -21,6 +21,7 @@ from swarmkit_devcluster.testing import Kube, wait_for
 
 from .review_support import (
     EDITOR,
+    LOCKED,
     bind_people,
     decide,
     deploy_skill,
@@ -28,6 +29,7 @@ from .review_support import (
     parked_review,
     review_admission,  # noqa: F401  (fixture)
     review_of,
+    with_locked_deploy,
 )
 from .runs_support import (
     GROUP,
@@ -44,19 +46,11 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
-    with_command,
-)
-
-LOCKED = "deploy target locked"
-
-
-_with_ops_pack = with_command(
-    "ops", "deploy", "Deploy the service.", f"import sys; sys.exit({LOCKED!r})", "write"
 )
 
 
 def _escalating_agent(kube: Kube, ns: str, cluster: LocalCluster, **constraints: Any) -> None:
-    apply_examples(kube, ns, edit=_with_ops_pack)
+    apply_examples(kube, ns, edit=with_locked_deploy)
     bind_people(cluster, ns)
     apply(kube, ns, deploy_skill(**constraints))
     replay = [

@@ -18,13 +18,12 @@ from swarmkit_devcluster.testing import Kube, wait_for
 
 from .review_support import EDITOR, bind_people, decide, kubectl_as, review_admission, review_of  # noqa: F401
 from .runs_support import (
-    GROUP,
-    VERSION,
     OperatorProcess,
     agent_with,
     apply,
     apply_examples,
     create,
+    doc,
     finished,
     get,
     run_manifest,
@@ -50,17 +49,16 @@ def test_swarm_authored_skill_is_unlocked_only_by_an_approved_review(
     ns = namespace
     apply_examples(kube, ns, edit=_with_hello)
     bind_people(cluster, ns)
-    skill = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Skill",
-        "metadata": {"name": "hello"},
-        "spec": {
+    skill = doc(
+        "Skill",
+        "hello",
+        {
             "description": "Use when a greeting is needed.",
             "category": "capability",
             "implementation": {"type": "command", "pack": "swarm", "command": "hello"},
             "provenance": {"authoredBy": "authored_by_swarm", "version": "0.1.0"},
         },
-    }
+    )
     apply(kube, ns, skill)
     replay = [{"toolCalls": [{"name": "hello", "arguments": {}}]}, {"text": "greeted"}]
     apply(kube, ns, agent_with("greeter", replay, skills=["hello"]))

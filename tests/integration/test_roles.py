@@ -42,6 +42,7 @@ from tests.support.mcp_servers import free_port
 from .review_support import (
     EDITOR,
     bind_people,
+    bind_users,
     kubectl_as,
     review_admission,  # noqa: F401  (fixture)
 )
@@ -51,12 +52,14 @@ from .runs_support import (
     OperatorProcess,
     agent_with,
     apply_examples,
+    doc,
     finished,
     get,
     run_manifest,
     succeeded,
     wait_ready,
     wait_run,
+    warning_event,
 )
 
 ADMIN = "adam"
@@ -69,18 +72,7 @@ pytestmark = pytest.mark.usefixtures("review_admission")
 def people(cluster: LocalCluster, namespace: str) -> Iterator[str]:
     """alice and bob reviewers, eve ``edit``, adam ``admin``, in ``namespace``."""
     bind_people(cluster, namespace)
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": f"{ADMIN}-admin", "namespace": namespace},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "admin",
-        },
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ADMIN}],
-    }
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(binding))
+    bind_users(cluster, namespace, [(ADMIN, "admin")])
     wait_for(
         lambda: can(cluster, ADMIN, namespace, "create", "workspaces.swarmkit.dev"),
         30,
@@ -101,15 +93,6 @@ def as_user(
     return kubectl_as(cluster, user, "-n", ns, verb, "-f", "-", input=json.dumps(doc))
 
 
-def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
 def condition(kube: Kube, ns: str, kind: str, name: str, type_: str) -> dict[str, Any]:
     for c in ((get(kube, ns, kind, name) or {}).get("status") or {}).get("conditions") or ():
         if c["type"] == type_:
@@ -126,17 +109,6 @@ def wait_condition(
         message=lambda: f"{kind} {name} {type_}={reason}: {condition(kube, ns, kind, name, type_)}",
     )
     return found
-
-
-def warning(kube: Kube, ns: str, name: str, reason: str) -> str:
-    def found() -> str | None:
-        for e in kube.core.list_namespaced_event(ns).items:
-            if e.involved_object.name == name and e.reason == reason and e.type == "Warning":
-                return str(e.message)
-        return None
-
-    message: str = wait_for(found, 30, message=f"a Warning {reason} Event on {name}")
-    return message
 
 
 # --- what each role holds ------------------------------------------------------------------
@@ -227,7 +199,7 @@ def test_an_editors_config_map_under_a_skill_render_name_is_never_adopted(
         "operator rendered (its data has sha256"
     ), ready["message"]
     assert "delete it and the operator writes its own" in ready["message"]
-    assert name in warning(kube, ns, "triage", "TamperedObject")
+    assert name in warning_event(kube, ns, "triage", "TamperedObject")
     status = (get(kube, ns, "Skill", "triage") or {})["status"]
     assert status.get("renderedConfigMap") is None, status
     resolved = wait_condition(kube, ns, "Agent", "oncall", "SkillsResolved", "SkillNotReady")
@@ -297,7 +269,7 @@ def test_an_editors_config_map_under_an_agent_render_name_is_never_adopted(
         f"ConfigMap {name} bears the name of Agent scribe's render but is not the one the "
         "operator rendered (its data has sha256"
     ), ready["message"]
-    assert name in warning(kube, ns, "scribe", "TamperedObject")
+    assert name in warning_event(kube, ns, "scribe", "TamperedObject")
     status = (get(kube, ns, "Agent", "scribe") or {})["status"]
     assert status.get("renderedConfigMap") is None and status.get("version") is None, status
 
@@ -363,7 +335,7 @@ def test_a_config_map_under_a_workspace_render_name_is_never_adopted_after_an_ed
         f"ConfigMap {name} bears the name of Workspace default's render but is not the one "
         "the operator rendered (its data has sha256"
     ), ready["message"]
-    assert name in warning(kube, ns, "default", "TamperedObject")
+    assert name in warning_event(kube, ns, "default", "TamperedObject")
     status = (get(kube, ns, "Workspace", "default") or {})["status"]
     assert status.get("renderedConfigMap") is None and status.get("version") is None, status
     agent = wait_condition(kube, ns, "Agent", "reviewer", "Ready", "WorkspaceNotReady")
@@ -536,7 +508,7 @@ def test_only_the_workspace_admin_says_where_a_credential_may_go(
         "'eve.example.net', which its allowedHosts does not list (allowed: "
         "agents.partner.example)"
     )
-    assert "eve.example.net" in warning(kube, ns, "asker", "CredentialNotAllowed")
+    assert "eve.example.net" in warning_event(kube, ns, "asker", "CredentialNotAllowed")
     widened = set_hosts(EDITOR, ["agents.partner.example", "eve.example.net"])
     assert widened.returncode != 0 and "forbidden" in widened.stderr.lower(), widened.stderr
     assert condition(kube, ns, "Agent", "asker", "Ready")["status"] == "False"

@@ -9,7 +9,6 @@ tests/unit/runner/test_egress_guard.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,14 +28,6 @@ from .runs_support import (
     run_manifest,
     wait_ready,
 )
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {})
-    op.start()
-    yield op
-    op.stop()
 
 
 def _workspace(kube: Kube, ns: str, **extra: Any) -> None:

@@ -37,6 +37,7 @@ from .review_support import (
     parked_review,
     review_admission,  # noqa: F401  (fixture)
     review_of,
+    with_locked_deploy,
 )
 from .runs_support import (
     GROUP,
@@ -46,18 +47,18 @@ from .runs_support import (
     apply,
     apply_examples,
     create,
+    doc,
     finished,
     get,
     run_manifest,
     succeeded,
     wait_ready,
     wait_run,
-    with_command,
+    warning_event,
 )
 from .test_large_skill import SKILL as LARGE
 from .test_large_skill import import_large_skill as large_skill
 
-LOCKED = "deploy target locked"
 DONE = "done: the person's answer was used"
 
 pytestmark = pytest.mark.usefixtures("review_admission")
@@ -66,10 +67,7 @@ pytestmark = pytest.mark.usefixtures("review_admission")
 def _escalating_agent(kube: Kube, ns: str, cluster: LocalCluster) -> None:
     """Agent ``deployer``: calls ``deploy`` (always fails, escalates to a person), then
     answers :data:`DONE`."""
-    ops = with_command(
-        "ops", "deploy", "Deploy the service.", f"import sys; sys.exit({LOCKED!r})", "write"
-    )
-    apply_examples(kube, ns, edit=ops)
+    apply_examples(kube, ns, edit=with_locked_deploy)
     bind_people(cluster, ns)
     apply(kube, ns, deploy_skill())
     replay = [
@@ -100,17 +98,6 @@ def _eve_replaces(cluster: LocalCluster, ns: str, doc: dict[str, Any]) -> None:
     assert res.returncode == 0, res.stderr
     res = kubectl_as(cluster, EDITOR, "-n", ns, "create", "-f", "-", input=json.dumps(doc))
     assert res.returncode == 0, res.stderr
-
-
-def _warning_event(kube: Kube, ns: str, run: str, reason: str) -> str:
-    def found() -> str | None:
-        for e in kube.core.list_namespaced_event(ns).items:
-            if e.involved_object.name == run and e.reason == reason and e.type == "Warning":
-                return str(e.message)
-        return None
-
-    message: str = wait_for(found, 30, message=f"a {reason} Event on Run {run}")
-    return message
 
 
 def _uid(kube: Kube, ns: str, name: str) -> str:
@@ -169,7 +156,7 @@ def test_a_forged_checkpoint_is_never_shown_to_a_reviewer(
     run = wait_run(kube, ns, "ship-later", finished, operator=operator)
     _refused(run, "TamperedObject", ckpt)
     assert review_of(kube, ns, rv.review_name("ship-later", uid, 0)) is None, "nothing to decide"
-    assert ckpt in _warning_event(kube, ns, "ship-later", "TamperedObject")
+    assert ckpt in warning_event(kube, ns, "ship-later", "TamperedObject")
 
 
 def test_a_pre_created_review_under_the_expected_name_is_never_adopted(
@@ -182,12 +169,9 @@ def test_a_pre_created_review_under_the_expected_name_is_never_adopted(
     create(kube, ns, _delayed("ship-soon", 6))
     uid = _uid(kube, ns, "ship-soon")
     name = rv.review_name("ship-soon", uid, 0)
-    forged = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "Review",
-        "metadata": {"name": name},
-        "spec": {"request": {"kind": "escalation", "question": "Approve deploy to prod?"}},
-    }
+    forged = doc(
+        "Review", name, {"request": {"kind": "escalation", "question": "Approve deploy to prod?"}}
+    )
     # eve has no verb on Reviews; labelled as the Run's, even an admin is refused.
     as_eve = kubectl_as(cluster, EDITOR, "-n", ns, "create", "-f", "-", input=json.dumps(forged))
     assert as_eve.returncode != 0 and "cannot create resource" in as_eve.stderr
@@ -202,7 +186,7 @@ def test_a_pre_created_review_under_the_expected_name_is_never_adopted(
     run = wait_run(kube, ns, "ship-soon", finished, operator=operator)
     cond = _refused(run, "TamperedObject", f"Review {name}")
     assert "was not created by the operator" in cond["message"]
-    assert name in _warning_event(kube, ns, "ship-soon", "TamperedObject")
+    assert name in warning_event(kube, ns, "ship-soon", "TamperedObject")
     assert not (review_of(kube, ns, name) or {}).get("status"), "the operator wrote nothing to it"
 
 
@@ -219,7 +203,7 @@ def test_a_forged_bundle_of_a_delayed_run_never_runs(
 
     run = wait_run(kube, ns, "later", finished, operator=operator)
     _refused(run, "TamperedObject", cm)
-    assert cm in _warning_event(kube, ns, "later", "TamperedObject")
+    assert cm in warning_event(kube, ns, "later", "TamperedObject")
     # no pod of the run got past the runner's own check of the bundle
     for pod in kube.core.list_namespaced_pod(ns, label_selector="swarmkit.dev/run=later").items:
         log = cluster.kubectl("-n", ns, "logs", pod.metadata.name, check=False).stdout
@@ -392,7 +376,7 @@ def test_a_job_the_operator_did_not_make_is_never_adopted(
 
     run = wait_run(kube, ns, "later-job", finished, operator=operator)
     _refused(run, "TamperedObject", f"Job {name}")
-    assert name in _warning_event(kube, ns, "later-job", "TamperedObject")
+    assert name in warning_event(kube, ns, "later-job", "TamperedObject")
     job = kube.batch.read_namespaced_job(name, ns)
     assert not job.metadata.owner_references and job.spec.suspend is True
     assert [c.name for c in job.spec.template.spec.containers] == ["planted"]
@@ -444,7 +428,7 @@ def test_a_job_with_a_copied_owner_reference_is_never_adopted(
     done = wait_run(kube, ns, "later-owned", finished, operator=operator)
     cond = _refused(done, "TamperedObject", f"Job {name}")
     assert "no record of creating it" in cond["message"], cond["message"]
-    assert name in _warning_event(kube, ns, "later-owned", "TamperedObject")
+    assert name in warning_event(kube, ns, "later-owned", "TamperedObject")
     assert not (done.get("status") or {}).get("createdUids")  # nothing of the run was made
     job = kube.batch.read_namespaced_job(name, ns)
     assert job.spec.suspend is True
@@ -565,5 +549,5 @@ def test_a_replaced_part_of_a_large_skill_fails_the_resume_naming_it(
     run = wait_run(kube, ns, "ship-big", finished, timeout=60, operator=operator)
     cond = _refused(run, "TamperedObject", victim.metadata.name)
     assert f"Skill {LARGE}" in cond["message"] and "does not have the sha256" in cond["message"]
-    assert victim.metadata.name in _warning_event(kube, ns, "ship-big", "TamperedObject")
+    assert victim.metadata.name in warning_event(kube, ns, "ship-big", "TamperedObject")
     assert {j.metadata.name for j in kube.batch.list_namespaced_job(ns).items} == jobs_before

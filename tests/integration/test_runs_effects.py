@@ -11,12 +11,7 @@ People read the mailbox and acknowledge an item under RBAC and the admission pol
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +23,7 @@ from tests.support.http_server import HttpRequest, RecordingHttpServer
 
 from .review_support import (
     bind_people,
+    bind_users,
     decide,
     kubectl_as,
     parked_review,
@@ -40,7 +36,9 @@ from .runs_support import (
     agent_with,
     apply,
     apply_examples,
+    cli,
     create,
+    doc,
     finished,
     get,
     reason_is,
@@ -48,27 +46,14 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
+    with_mailbox,
 )
 
 DELAY_SECONDS = 25
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
-
-
-def _cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
-    return subprocess.run(
-        [CLI, *args], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    # Short webhook retries, so a delivery retried after a 500 takes seconds.
-    env = {"SWARMKIT_WEBHOOK_BACKOFF_SECONDS": "1", "SWARMKIT_DELIVERY_INTERVAL_SECONDS": "0.5"}
-    op = OperatorProcess(cluster.kubeconfig, env=env)
-    op.start()
-    yield op
-    op.stop()
+# Short webhook retries, so a delivery retried after a 500 takes seconds.
+pytestmark = pytest.mark.operator_settings(
+    env={"SWARMKIT_WEBHOOK_BACKOFF_SECONDS": "1", "SWARMKIT_DELIVERY_INTERVAL_SECONDS": "0.5"}
+)
 
 
 @pytest.fixture(scope="module")
@@ -90,23 +75,8 @@ def mailbox_roles(cluster: LocalCluster, crds: Any) -> None:
     )
 
 
-def _doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
-def _with_mailbox(doc: dict[str, Any]) -> dict[str, Any]:
-    if doc["kind"] == "Workspace":
-        doc["spec"]["mailboxes"] = [{"name": "ops", "description": "on-call humans"}]
-    return doc
-
-
 def _topology(name: str, agent: str) -> dict[str, Any]:
-    return _doc(
+    return doc(
         "Topology",
         name,
         {
@@ -117,7 +87,7 @@ def _topology(name: str, agent: str) -> dict[str, Any]:
 
 
 def _setup(kube: Kube, ns: str) -> None:
-    apply_examples(kube, ns, edit=_with_mailbox)
+    apply_examples(kube, ns, edit=with_mailbox)
     apply(kube, ns, agent_with("sleeper", [{"text": "awake"}]))
     apply(kube, ns, agent_with("stranger", [{"text": "never asked"}]))
     apply(kube, ns, _topology("wakeup", "sleeper"))
@@ -125,7 +95,7 @@ def _setup(kube: Kube, ns: str) -> None:
     apply(
         kube,
         ns,
-        _doc(
+        doc(
             "Skill",
             "call-wakeup",
             {
@@ -272,17 +242,6 @@ def test_effects_are_materialized_once_and_the_scheduled_run_starts_at_its_time(
     )
 
 
-def _bind(cluster: LocalCluster, ns: str, user: str, role: str) -> None:
-    doc = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": f"{user}-{role}", "namespace": ns},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(doc))
-
-
 def _ack(cluster: LocalCluster, ns: str, user: str, item: str, by: str) -> Any:
     patch = json.dumps({"spec": {"acknowledgement": {"by": by}}})
     return kubectl_as(
@@ -295,7 +254,7 @@ def test_mailbox_items_are_read_and_acknowledged_under_rbac(
     cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
 ) -> None:
     ns = namespace
-    apply_examples(kube, ns, edit=_with_mailbox)
+    apply_examples(kube, ns, edit=with_mailbox)
     replay = [
         {
             "toolCalls": [
@@ -311,8 +270,8 @@ def test_mailbox_items_are_read_and_acknowledged_under_rbac(
     [effect] = run["status"]["effects"]
     item = effect["object"].split("/", 1)[1]
 
-    _bind(cluster, ns, "carol", "swarmkit-mailbox-reader")
-    _bind(cluster, ns, "dave", "swarmkit-mailbox-acknowledger")
+    bind_users(cluster, ns, [("carol", "swarmkit-mailbox-reader")])
+    bind_users(cluster, ns, [("dave", "swarmkit-mailbox-acknowledger")])
     wait_for(
         lambda: (
             kubectl_as(
@@ -336,7 +295,7 @@ def test_mailbox_items_are_read_and_acknowledged_under_rbac(
     assert body["spec"]["sender"]["correlationId"] == run["metadata"]["uid"]
 
     # kubectl swarmkit inbox, as the reader: the item, its sender, not acknowledged yet.
-    inbox = _cli(cluster, "inbox", "ops", "-n", ns, "--as", "carol")
+    inbox = cli(cluster, "inbox", "ops", "-n", ns, "--as", "carol")
     assert inbox.returncode == 0, inbox.stderr
     assert inbox.stdout.split()[:6] == [
         "NAME",
@@ -347,23 +306,23 @@ def test_mailbox_items_are_read_and_acknowledged_under_rbac(
         "MESSAGE",
     ]
     assert [item, "ops", "watcher", "watch", "disk", "91%"] == inbox.stdout.split()[6:12]
-    other = _cli(cluster, "inbox", "finance", "-n", ns, "--as", "carol")
+    other = cli(cluster, "inbox", "finance", "-n", ns, "--as", "carol")
     assert item not in other.stdout
 
     # A reader may not acknowledge (RBAC); an acknowledger may not forge who did (admission).
-    refused = _cli(cluster, "ack", item, "-n", ns, "--as", "carol")
+    refused = cli(cluster, "ack", item, "-n", ns, "--as", "carol")
     assert refused.returncode == 1 and "forbidden" in refused.stderr.lower(), refused.stderr
     forged = _ack(cluster, ns, "dave", item, "carol")
     assert forged.returncode != 0
     assert "acknowledgement.by must be your authenticated user name dave" in forged.stderr
-    ok = _cli(cluster, "ack", item, "-n", ns, "--as", "dave", "--comment", "on it")
+    ok = cli(cluster, "ack", item, "-n", ns, "--as", "dave", "--comment", "on it")
     assert ok.returncode == 0, ok.stderr
     assert f"mailbox item {item}: acknowledged by dave" in ok.stdout
     again = _ack(cluster, ns, "dave", item, "dave-again")
     assert again.returncode != 0 and "already acknowledged" in again.stderr, again.stderr
     listed = kubectl_as(cluster, "carol", "-n", ns, "get", "mailboxmessages")
     assert listed.stdout.splitlines()[1].split()[4] == "dave"
-    pending = _cli(cluster, "inbox", "-n", ns, "--as", "carol", "--unacknowledged")
+    pending = cli(cluster, "inbox", "-n", ns, "--as", "carol", "--unacknowledged")
     assert pending.returncode == 0 and item not in pending.stdout
 
 

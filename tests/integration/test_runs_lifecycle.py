@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
 import pytest
 
 from swarmkit_api.bundle import TRUNCATION_MARKER
-from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, pid_alive, pod_pids, wait_for
 
 from .runs_support import (
@@ -38,16 +36,10 @@ MAX_RECREATIONS = 1
 START_RECORD = ("jobName", "bundleConfigMap", "bundleSha256", "pinned", "jobRecreations")
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(
-        cluster.kubeconfig,
-        {"maxJobRecreations": MAX_RECREATIONS},
-        env={"SWARMKIT_POD_START_GRACE_SECONDS": "4"},
-    )
-    op.start()
-    yield op
-    op.stop()
+pytestmark = pytest.mark.operator_settings(
+    config={"maxJobRecreations": MAX_RECREATIONS},
+    env={"SWARMKIT_POD_START_GRACE_SECONDS": "4"},
+)
 
 
 @pytest.fixture

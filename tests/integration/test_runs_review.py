@@ -7,7 +7,7 @@ from typing import Any
 
 from swarmkit_devcluster.testing import Kube
 
-from .review_support import deploy_skill
+from .review_support import LOCKED, deploy_skill, with_locked_deploy
 from .runs_support import (
     OperatorProcess,
     agent_with,
@@ -19,14 +19,6 @@ from .runs_support import (
     succeeded,
     wait_ready,
     wait_run,
-    with_command,
-)
-
-LOCKED = "deploy target locked"
-
-
-_with_ops_pack = with_command(
-    "ops", "deploy", "Deploy the service.", f"import sys; sys.exit({LOCKED!r})", "write"
 )
 
 
@@ -34,7 +26,7 @@ def test_escalation_parks_the_run_awaiting_review_with_its_question(
     kube: Kube, namespace: str, operator: OperatorProcess
 ) -> None:
     ns = namespace
-    apply_examples(kube, ns, edit=_with_ops_pack)
+    apply_examples(kube, ns, edit=with_locked_deploy)
     apply(kube, ns, deploy_skill())
     replay = [{"toolCalls": [{"name": "deploy", "arguments": {}}]}, {"text": "deployed"}]
     apply(kube, ns, agent_with("deployer", replay, skills=["deploy"]))
@@ -63,7 +55,7 @@ def test_runner_start_up_error_is_validation_failed_naming_it(
     # A command pack whose required binary the runtime image lacks: the runner refuses to
     # start (exit 2) and the Run says which binary, instead of failing mid-run.
     def missing_binary(doc: dict[str, Any]) -> dict[str, Any]:
-        doc = _with_ops_pack(doc)
+        doc = with_locked_deploy(doc)
         if doc["kind"] == "Workspace":
             doc["spec"]["commandPacks"][-1]["requires"] = ["swarmkit-no-such-binary"]
             doc["spec"]["commandPacks"][-1]["commands"][0]["effects"] = "read"

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -40,6 +39,7 @@ from .runs_support import (
     GROUP,
     PLURALS,
     REPO,
+    RUNTIME,
     VERSION,
     OperatorProcess,
     agent_with,
@@ -54,7 +54,6 @@ from .runs_support import (
     wait_run,
 )
 
-RUNTIME = "ghcr.io/swarmkit-operator/swarmkit-runtime:0.1.0"
 STATUS = image_status(REPO)
 #: Planted values: the chaos suite's secret scan plants and looks for the same kind.
 NEVER_READ = never_read()
@@ -80,20 +79,7 @@ while :; do
 done"""
 
 
-@pytest.fixture(scope="module")
-def jaeger() -> Iterator[Jaeger]:
-    with Jaeger() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any, jaeger: Jaeger) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(
-        cluster.kubeconfig, env={"OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_http_endpoint}
-    )
-    op.start()
-    yield op
-    op.stop()
+pytestmark = pytest.mark.operator_settings(tracing=True)
 
 
 def _workspace(echo_url: str, jaeger: Jaeger, image: str) -> Any:

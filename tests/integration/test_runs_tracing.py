@@ -11,9 +11,6 @@ from __future__ import annotations
 import copy
 import os
 import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,6 +27,7 @@ from .review_support import (
     review_admission,  # noqa: F401  (fixture)
 )
 from .runs_support import (
+    CLI,
     OperatorProcess,
     apply,
     apply_examples,
@@ -44,23 +42,7 @@ from .runs_support import (
     wait_run,
 )
 
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
-
-
-@pytest.fixture(scope="module")
-def jaeger() -> Iterator[Jaeger]:
-    with Jaeger() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any, jaeger: Jaeger) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(
-        cluster.kubeconfig, env={"OTEL_EXPORTER_OTLP_ENDPOINT": jaeger.otlp_http_endpoint}
-    )
-    op.start()
-    yield op
-    op.stop()
+pytestmark = pytest.mark.operator_settings(tracing=True)
 
 
 def _traced_workspace(kube: Kube, namespace: str, tracing: dict[str, Any]) -> None:

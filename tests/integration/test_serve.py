@@ -47,6 +47,7 @@ from .runs_support import (
     apply,
     create,
     debug,
+    doc,
     finished,
     get,
     run_manifest,
@@ -90,15 +91,6 @@ class Model:
 def secret(kube: Kube, ns: str, name: str, values: dict[str, str]) -> None:
     data = {k: base64.b64encode(v.encode()).decode() for k, v in values.items()}
     kube.core.create_namespaced_secret(ns, {"metadata": {"name": name}, "data": data})
-
-
-def doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 def workspace(model_url: str, **extra: Any) -> dict[str, Any]:

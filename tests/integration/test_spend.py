@@ -8,7 +8,6 @@ usage (as a model API would), so every cost below is exact and worked out by han
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,6 +31,8 @@ from .runs_support import (
     apply_examples,
     create,
     debug,
+    doc,
+    epoch,
     finished,
     get,
     reason_is,
@@ -43,15 +44,6 @@ from .runs_support import (
 
 USAGE = {"inputTokens": 1000, "outputTokens": 100}
 PRICES = {"currency": "USD", "input": "3", "output": "15"}
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {})
-    op.start()
-    yield op
-    op.stop()
-    assert op.denials() == [], op.denials()
 
 
 def _priced_workspace(kube: Kube, ns: str) -> None:
@@ -84,12 +76,7 @@ def _agent(kube: Kube, ns: str, name: str, turns: int = 1, sleep: int = 0, **lab
 
 
 def _quota(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "SpendQuota",
-        "metadata": {"name": name},
-        "spec": {"window": "daily", **spec},
-    }
+    return doc("SpendQuota", name, {"window": "daily", **spec})
 
 
 def _condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
@@ -97,10 +84,6 @@ def _condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
         if cond.get("type") == type_:
             return dict(cond)
     return None
-
-
-def _ts(value: str) -> float:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
 def test_run_status_shows_cost_and_a_cap_stops_it_naming_the_call(
@@ -233,7 +216,7 @@ def test_twenty_runs_at_once_never_reserve_past_the_limit(
     # spent + reserved never went past the limit (as polled) ...
     assert seen_used and max(float(u) for u in seen_used) <= 0.5
     # ... nor did more than five Runs hold a Job at the same time (from their own status)
-    spans = [(_ts(r["status"]["startTime"]), _ts(r["status"]["completionTime"])) for r in runs]  # type: ignore[index]
+    spans = [(epoch(r["status"]["startTime"]), epoch(r["status"]["completionTime"])) for r in runs]  # type: ignore[index]
     most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
     assert most <= 5, spans
     assert len(queued) >= 10  # the rest waited for room
@@ -330,10 +313,10 @@ def test_a_queued_run_starts_when_its_rolling_window_turns(
     done = wait_run(kube, ns, "later", finished, timeout=90, operator=operator)
     assert succeeded(done)["reason"] == "Succeeded"  # type: ignore[index]
     turned = aged_at + timedelta(hours=1)
-    assert _ts(done["status"]["startTime"]) >= turned.timestamp() - 1, (done["status"], turned)
+    assert epoch(done["status"]["startTime"]) >= turned.timestamp() - 1, (done["status"], turned)
     quota = get(kube, ns, "SpendQuota", "hourly") or {}
     status = quota["status"]
-    assert _ts(status["windowStart"]) >= aged_at.timestamp()  # (whole seconds)
+    assert epoch(status["windowStart"]) >= aged_at.timestamp()  # (whole seconds)
     # only the later Run's spend counts now; the earlier one's is outside the window
     assert (status["spent"], status["used"], status["remaining"]) == ("0.0045", "0.0045", "0.0955")
 

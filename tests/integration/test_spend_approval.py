@@ -18,7 +18,6 @@ quota's 0.05, so every Run of ``work`` is held.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,14 +28,13 @@ from tests.support.runner import parse_audit
 
 from .review_support import review_admission  # noqa: F401  (fixture)
 from .runs_support import (
-    GROUP,
-    VERSION,
     OperatorProcess,
     agent_with,
     apply,
     apply_examples,
     create,
     debug,
+    doc,
     finished,
     get,
     reason_is,
@@ -49,22 +47,6 @@ from .runs_support import (
 USAGE = {"inputTokens": 1000, "outputTokens": 100}
 PRICES = {"currency": "USD", "input": "3", "output": "15"}
 BUDGET = {"swarmkit.dev/budget": "work"}
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {})
-    op.start()
-    yield op
-    op.stop()
-    assert op.denials() == [], op.denials()
-
-
-def _doc(kind: str, name: str, spec: dict[str, Any], **labels: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name}
-    if labels:
-        meta["labels"] = labels
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": meta, "spec": spec}
 
 
 def _setup(kube: Kube, ns: str) -> None:
@@ -83,7 +65,7 @@ def _setup(kube: Kube, ns: str) -> None:
         "workspaceRef": {"name": "default"},
         "agents": [{"name": "root", "agentRef": {"name": "worker"}, "role": "root"}],
     }
-    apply(kube, ns, _doc("Topology", "work", topology, **BUDGET))
+    apply(kube, ns, doc("Topology", "work", topology, **BUDGET))
     # An agent skill makes the work topology reachable (schedule may run it).
     skill = {
         "description": "Use when work must be done.",
@@ -91,7 +73,7 @@ def _setup(kube: Kube, ns: str) -> None:
         "implementation": {"type": "agent", "topology": "work"},
         "provenance": {"authoredBy": "human", "version": "1.0.0"},
     }
-    apply(kube, ns, _doc("Skill", "call-work", skill))
+    apply(kube, ns, doc("Skill", "call-work", skill))
     for name, permissions in (("boss", ["schedule", "approve_spend"]), ("clerk", ["schedule"])):
         replay = [
             {
@@ -112,19 +94,19 @@ def _setup(kube: Kube, ns: str) -> None:
             },
             {"text": "delegated", "usage": USAGE},
         ]
-        doc = agent_with(
+        agent = agent_with(
             name,
             replay,
             skills=["call-work"],
             tools=["schedule", "approve_spend"],
             permissions=permissions,
         )
-        apply(kube, ns, doc)
+        apply(kube, ns, agent)
     for kind, name in (("Topology", "work"), ("Agent", "boss"), ("Agent", "clerk")):
         wait_ready(kube, ns, kind, name)
     quota = {"cost": "0.05", "currency": "USD", "window": "daily", "onExhausted": "hold"}
     quota["selector"] = {"matchLabels": BUDGET}
-    create(kube, ns, _doc("SpendQuota", "work-budget", quota))
+    create(kube, ns, doc("SpendQuota", "work-budget", quota))
 
 
 def _audit(cluster: LocalCluster, ns: str, run: dict[str, Any]) -> list[dict[str, Any]]:

@@ -10,13 +10,12 @@ the first Run is due at once rather than at the next minute.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 
 from .runs_support import (
@@ -27,6 +26,7 @@ from .runs_support import (
     apply,
     apply_examples,
     create,
+    doc,
     reason_is,
     wait_ready,
     wait_run,
@@ -36,18 +36,7 @@ BUDGET = {"swarmkit.dev/budget": "nightly"}
 POLICIES = {"forbid": "Forbid", "replace": "Replace", "allow": "Allow"}
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig, {"SWARMKIT_SCHEDULE_INTERVAL_SECONDS": "1"})
-    op.start()
-    yield op
-    op.stop()
-    assert op.denials() == [], op.denials()
-
-
-def _doc(kind: str, name: str, spec: dict[str, Any], **labels: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": labels} if labels else {"name": name}
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": meta, "spec": spec}
+pytestmark = pytest.mark.operator_settings(config={"SWARMKIT_SCHEDULE_INTERVAL_SECONDS": "1"})
 
 
 def _runs(kube: Kube, ns: str, topology: str) -> list[dict[str, Any]]:
@@ -88,7 +77,7 @@ def test_a_scheduled_run_waiting_on_a_budget_counts_for_the_concurrency_policy(
     apply_examples(kube, ns, edit)
     apply(kube, ns, agent_with("nightly-worker", [{"text": "done"}]))
     quota = {"cost": "0.05", "currency": "USD", "window": "daily", "onExhausted": "queue"}
-    create(kube, ns, _doc("SpendQuota", "nightly", {**quota, "selector": {"matchLabels": BUDGET}}))
+    create(kube, ns, doc("SpendQuota", "nightly", {**quota, "selector": {"matchLabels": BUDGET}}))
     back = (datetime.now(UTC) - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     for name, policy in POLICIES.items():
         spec = {
@@ -96,7 +85,7 @@ def test_a_scheduled_run_waiting_on_a_budget_counts_for_the_concurrency_policy(
             "agents": [{"name": "root", "agentRef": {"name": "nightly-worker"}, "role": "root"}],
             "schedule": {"cron": "* * * * *", "concurrencyPolicy": policy},
         }
-        apply(kube, ns, _doc("Topology", name, spec, **BUDGET))
+        apply(kube, ns, doc("Topology", name, spec, **BUDGET))
         wait_ready(kube, ns, "Topology", name)
         kube.custom.patch_namespaced_custom_object_status(
             GROUP, VERSION, ns, "topologies", name, {"status": {"lastScheduleTime": back}}

@@ -22,12 +22,9 @@ action succeeding for the team that owns them.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,6 +35,7 @@ from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
 from tests.support.http_server import HttpRequest, RecordingHttpServer
 
 from .review_support import (
+    bind_users,
     decide,
     kubectl_as,
     review_admission,  # noqa: F401  (fixture)
@@ -49,7 +47,9 @@ from .runs_support import (
     agent_with,
     apply,
     apply_examples,
+    cli,
     create,
+    doc,
     finished,
     get,
     reason_is,
@@ -61,7 +61,6 @@ from .runs_support import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("review_admission")]
 
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
 ANN, BEN = "ann", "ben"
 TEAM_ROLES = ("edit", "swarmkit-reviewer", "swarmkit-mailbox-acknowledger")
 #: The release installed per namespace (the cluster-wide one is the suite's default).
@@ -81,15 +80,6 @@ class Tenancy:
     b: str
     operator: OperatorProcess
     hook: RecordingHttpServer
-
-
-def _doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
 
 
 def _team_workspace(webhook: bool) -> Any:
@@ -119,21 +109,7 @@ def _team_workspace(webhook: bool) -> Any:
 
 
 def _bind(cluster: LocalCluster, ns: str, user: str) -> None:
-    docs = [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": f"{user}-{role}", "namespace": ns},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role,
-            },
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        }
-        for role in TEAM_ROLES
-    ]
-    cluster.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in docs))
+    bind_users(cluster, ns, [(user, role) for role in TEAM_ROLES])
 
 
 def _mailbox_roles(cluster: LocalCluster) -> None:
@@ -222,13 +198,6 @@ def _can(cluster: LocalCluster, user: str, ns: str, verb: str, resource: str) ->
     return res.stdout.strip() == "yes"
 
 
-def _cli(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "NO_COLOR": "1"}
-    return subprocess.run(
-        [CLI, *args], capture_output=True, text=True, env=env, timeout=120, check=False
-    )
-
-
 def _create_as(
     cluster: LocalCluster, user: str, ns: str, doc: dict[str, Any]
 ) -> subprocess.CompletedProcess[str]:
@@ -293,7 +262,7 @@ def test_a_missing_secret_is_named_by_the_run_from_its_pod(kube: Kube, tenancy: 
     kube.core.create_namespaced_secret(
         b, {"metadata": {"name": "b-keys"}, "stringData": {"token": "b-only-value"}}
     )
-    workspace = _doc(
+    workspace = doc(
         "Workspace",
         "borrows",
         {
@@ -356,7 +325,7 @@ def _team_b_objects(kube: Kube, b: str, operator: OperatorProcess) -> dict[str, 
         "instructions": "# B only\n",
         "provenance": {"authoredBy": "human", "version": "1.0.0"},
     }
-    apply(kube, b, _doc("Skill", "b-skill", skill))
+    apply(kube, b, doc("Skill", "b-skill", skill))
     return {"run": "b-run", "item": effect["object"].split("/", 1)[1], "review": "b-review"}
 
 
@@ -405,11 +374,11 @@ def test_team_a_can_neither_see_nor_touch_team_b(
         ("ack", theirs["item"], "-n", b),
         ("logs", theirs["run"], "-n", b),
     ):
-        res = _cli(cluster, *args, "--as", ANN)
+        res = cli(cluster, *args, "--as", ANN)
         assert _forbidden(res), (args, res.stdout, res.stderr)
         for name in theirs.values():
             assert name not in res.stdout, (args, res.stdout)
-    mine = _cli(cluster, "review", "list", "-n", a, "--as", ANN)
+    mine = cli(cluster, "review", "list", "-n", a, "--as", ANN)
     assert mine.returncode == 0 and theirs["review"] not in mine.stdout, mine.stderr
 
 
@@ -434,7 +403,7 @@ def test_team_a_cannot_reference_team_b_objects(
             "spec.agentRef.namespace",
         ),
     ):
-        res = _create_as(cluster, ANN, a, _doc(kind, name, spec))
+        res = _create_as(cluster, ANN, a, doc(kind, name, spec))
         assert res.returncode != 0 and f'unknown field "{field}"' in res.stderr, res.stderr
         assert get(kube, a, kind, name) is None
 
@@ -451,7 +420,7 @@ def test_team_a_cannot_reference_team_b_objects(
     )
     assert "b-skill" in resolved["message"], resolved
     assert (get(kube, a, "Agent", "grants-b") or {})["status"]["missingSkills"] == ["b-skill"]
-    topology = _doc(
+    topology = doc(
         "Topology",
         "uses-b",
         {
@@ -477,12 +446,7 @@ def test_team_a_spends_only_from_its_own_quota(
     """Each team's SpendQuota is set by the platform (not by ann, not even in A); a Run in A
     that its quota cannot cover waits naming A's quota, while B's plenty is never drawn."""
     a, b = tenancy.a, tenancy.b
-    quota = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "SpendQuota",
-        "metadata": {"name": "budget"},
-        "spec": {"window": "daily", "cost": "0.05", "currency": "USD"},
-    }
+    quota = doc("SpendQuota", "budget", {"window": "daily", "cost": "0.05", "currency": "USD"})
     create(kube, a, quota)
     create(kube, b, {**quota, "spec": {**quota["spec"], "cost": "100"}})
     raise_it = json.dumps({"spec": {"cost": "1000"}})

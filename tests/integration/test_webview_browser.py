@@ -9,16 +9,11 @@ user text inert, and refuse writes. Each page's screenshot is written under
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import shutil
-import socket
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,8 +21,10 @@ import pytest
 
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
+from tests.support.served import free_port
 
 from .runs_support import (
+    CLI,
     REPO,
     OperatorProcess,
     agent_with,
@@ -39,14 +36,15 @@ from .runs_support import (
     finished,
     get,
     run_manifest,
+    sha256_hex,
     succeeded,
     wait_ready,
     wait_run,
+    with_mailbox,
 )
 
-playwright_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")  # what the browser fixture (conftest) drives
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = REPO / ".cluster" / "screenshots"
 XSS_SKILL = "xss-probe"
 XSS_DESCRIPTION = 'Use when probing <script>window.__pwned = 1; alert("xss")</script> escaping.'
@@ -60,10 +58,6 @@ OK_SCRIPT = "print('ok')\n"
 FAIL_SCRIPT = "import sys\nprint('no')\nsys.exit(3)\n"
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _approvals() -> dict[str, Any]:
     triage = next(
         f["content"]
@@ -74,18 +68,12 @@ def _approvals() -> dict[str, Any]:
         {
             "skill": "incident-triage",
             "path": "scripts/classify_severity.py",
-            "sha256": _sha(triage),
+            "sha256": sha256_hex(triage),
         },
-        {"skill": "flaky-tool", "path": "scripts/ok.py", "sha256": _sha(OK_SCRIPT)},
-        {"skill": "flaky-tool", "path": "scripts/fail.py", "sha256": _sha(FAIL_SCRIPT)},
+        {"skill": "flaky-tool", "path": "scripts/ok.py", "sha256": sha256_hex(OK_SCRIPT)},
+        {"skill": "flaky-tool", "path": "scripts/fail.py", "sha256": sha256_hex(FAIL_SCRIPT)},
     ]
     return {"security": {"skills": {"allowScriptExecution": True, "allowed": allowed}}}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -113,16 +101,6 @@ def _up(url: str) -> bool:
         return httpx.get(f"{url}/skills", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("chromium is not installed: run `make venv` (apt-get install chromium)")
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 class Page:
@@ -439,13 +417,6 @@ def test_script_runs_reach_run_status_skill_status_metrics_and_the_page(
 
 
 MAILBOX_MESSAGE = '<script>window.__pwned = 4; alert("mailbox")</script> disk 91% ' + "x" * 3000
-CLI = str(Path(sys.executable).parent / "kubectl-swarmkit")
-
-
-def _with_mailbox(doc: dict[str, Any]) -> dict[str, Any]:
-    if doc["kind"] == "Workspace":
-        doc["spec"]["mailboxes"] = [{"name": "ops", "description": "on-call humans"}]
-    return doc
 
 
 def _item_row(url: str, ns: str, item: str) -> str:
@@ -464,7 +435,7 @@ def test_a_mailbox_item_the_operator_created_shows_on_the_mailboxes_page(
 ) -> None:
     op, url = web_operator
     ns = namespace
-    apply_examples(kube, ns, edit=_with_mailbox)
+    apply_examples(kube, ns, edit=with_mailbox)
     send = {"to": "ops", "message": MAILBOX_MESSAGE}
     replay = [{"toolCalls": [{"name": "mailbox_send", "arguments": send}]}, {"text": "posted"}]
     apply(kube, ns, agent_with("watcher", replay, tools=["mailbox_send"]))

@@ -34,12 +34,13 @@ from swarmkit_devcluster.build import version_output
 from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.paths import WEB_AUTH_BINARIES
 from swarmkit_devcluster.testing import Kube, temp_namespace, wait_for
+from tests.support.served import free_port
 from tests.unit.test_chart_render import one, render
 
 from .runs_support import OperatorProcess, apply_examples, create, run_manifest
-from .test_webview_browser import CHROMIUM, SCREENSHOTS, free_port
+from .test_webview_browser import SCREENSHOTS
 
-playwright_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")  # what the browser fixture (conftest) drives
 
 READ = ["get", "list", "watch"]
 KINDS = ["skills", "agents", "runs", "mailboxmessages"]
@@ -127,14 +128,6 @@ def two_teams(kube: Kube, namespace: str) -> Iterator[tuple[str, str]]:
         )
         _bind(kube, a, "item-lister", "User", "carol")
         yield a, b
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
 
 
 def _as(browser: Any, user: str | None, groups: str = "") -> Any:

@@ -46,6 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from . import aws
+from .http_server import QuietHandler
 from .model_contract import Wire, check
 from .model_replies import (
     Reply,
@@ -141,16 +142,7 @@ class ScriptedModelServer:
     def start(self) -> ScriptedModelServer:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def setup(self) -> None:
-                super().setup()
-                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 server._handle(self)
 
