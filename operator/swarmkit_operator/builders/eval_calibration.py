@@ -209,11 +209,13 @@ PEOPLE_PASSED = {"Approved": True, "Rejected": False, "RevisionRequested": False
 
 def funnel_pairs(run: Mapping[str, Any]) -> dict[str, list[FunnelDecision]]:
     """judge skill → the decided, judged gate rounds of one Run's ``status.gates`` (the
-    operator's own record: nobody else writes a Run's status)."""
+    operator's own record: nobody else writes a Run's status); its newest
+    ``MAX_FUNNEL_DECISIONS`` entries, so what one Run adds to the index is bounded."""
     meta = run.get("metadata") or {}
     created, name = str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
     out: dict[str, list[FunnelDecision]] = {}
-    for g in (run.get("status") or {}).get("gates") or ():
+    gates = list((run.get("status") or {}).get("gates") or ())
+    for g in gates[-MAX_FUNNEL_DECISIONS:]:
         people = PEOPLE_PASSED.get(str(g.get("state")))
         skill, judge = g.get("judge"), g.get("judgePassed")
         if people is None or not isinstance(skill, str) or not isinstance(judge, bool):

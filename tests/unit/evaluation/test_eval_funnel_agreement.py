@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from swarmkit_api.bundle import BundleTopology, ReviewItem, RunBundle
 from swarmkit_api.conditions import REASON_JUDGE_UNCALIBRATED
-from swarmkit_api.eval import EvalCase, FunnelAgreement
+from swarmkit_api.eval import MAX_FUNNEL_DECISIONS, EvalCase, FunnelAgreement
 from swarmkit_api.funnel import FunnelSpec, GateReport
 from swarmkit_operator.builders import eval_calibration as cal
 from swarmkit_operator.builders.eval_graders import Grade
@@ -100,6 +100,12 @@ def test_a_judge_whose_failures_never_reach_people_has_kappa_zero_or_none() -> N
     assert (mixed.judge_failed, mixed.kappa) == (0, 0.0)
     all_approved = cal.funnel_agreement("grade-it", decisions([[0, 0], [0, 7]]))
     assert all_approved.kappa is None and all_approved.interval is None
+
+
+def test_one_run_adds_at_most_the_newest_bounded_number_of_decisions() -> None:
+    many = [gate("Approved", True, rnd=i) for i in range(1, MAX_FUNNEL_DECISIONS + 11)]
+    (pairs,) = cal.funnel_pairs(run("r", *many)).values()
+    assert len(pairs) == MAX_FUNNEL_DECISIONS and pairs[0].at[2] == 11
 
 
 def test_only_the_newest_decisions_count() -> None:
