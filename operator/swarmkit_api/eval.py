@@ -344,6 +344,14 @@ class FunnelAgreement(ApiModel):
     gated in Funnels (the Runs' ``status.gates``, written by the operator)."""
 
     skill: str = Field(description="The decision Skill a Funnel's judge layer runs.")
+    content_hash: str | None = Field(
+        default=None,
+        description="The Skill's content hash the decisions were judged with (its current "
+        "one): decisions on what an earlier version judged are left out.",
+    )
+    other_versions: int = Field(
+        default=0, ge=0, description="Decisions left out: judged by another version of it."
+    )
     funnels: list[str] = Field(
         default_factory=list, max_length=64, description="The Funnels the decisions came from."
     )

@@ -92,6 +92,9 @@ class FunnelGate(ApiModel):
     judge: JudgeLayer | None = Field(
         default=None, description="The judge layer as the Run pinned it (its skill, threshold)."
     )
+    judge_content_hash: str | None = Field(
+        default=None, description="The content hash of the judge skill the Run pinned."
+    )
     report: GateReport = Field(description="The artifact and the automated layers' results.")
     rounds: list[ApprovalRound] = Field(
         default_factory=list,

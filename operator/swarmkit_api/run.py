@@ -194,6 +194,9 @@ class GateStatus(ApiModel):
     judge: str | None = Field(
         default=None, description="The judge layer's decision Skill (as the Run pinned it)."
     )
+    judge_content_hash: str | None = Field(
+        default=None, description="The content hash of that Skill, as the Run pinned it."
+    )
     judge_passed: bool | None = Field(
         default=None,
         description="The judge's verdict on the artifact shown: score ≥ the pinned threshold "

@@ -282,6 +282,8 @@ def test_people_deciding_a_funnel_judges_artifacts_calibrate_that_judge_skill(
     a = _gated_run(cluster, kube, ns, operator, "notes-a", [("alice", "approve", "")])
     (gate,) = a["status"]["gates"]
     assert (gate["judge"], gate["judgePassed"], gate["state"]) == (SKILL, True, "Approved")
+    skill_hash = ((get(kube, ns, "Skill", SKILL) or {}).get("status") or {}).get("contentHash")
+    assert skill_hash and gate["judgeContentHash"] == skill_hash, gate
     wait_for(
         lambda: _decisions(kube, ns) == 1 or None, 60, message=lambda: str(_agreement(kube, ns))
     )
@@ -318,6 +320,7 @@ def test_people_deciding_a_funnel_judges_artifacts_calibrate_that_judge_skill(
     )
     (shown,) = _agreement(kube, ns)
     assert shown["skill"] == SKILL and shown["funnels"] == ["notes-gate"]
+    assert (shown["contentHash"], shown["otherVersions"]) == (skill_hash, 0)
     assert (shown["agreed"], shown["judgeFailed"], shown["peopleFailed"]) == (3, 1, 2)
     assert shown["kappa"] == 0.5, shown
     assert shown["interval"]["low"] < 0.5 < shown["interval"]["high"]

@@ -199,6 +199,8 @@ class FunnelDecision:
     funnel: str
     judge_passed: bool
     people_passed: bool
+    #: The judge skill's content hash the Run pinned ("" when not recorded).
+    content_hash: str
     #: Orders the history (newest last): the Run's creation time, its name, the round.
     at: tuple[str, str, int]
 
@@ -221,22 +223,32 @@ def funnel_pairs(run: Mapping[str, Any]) -> dict[str, list[FunnelDecision]]:
         if people is None or not isinstance(skill, str) or not isinstance(judge, bool):
             continue
         at = (created, name, int(g.get("round") or 1))
+        judged_by = str(g.get("judgeContentHash") or "")
         out.setdefault(skill, []).append(
-            FunnelDecision(str(g.get("funnel") or ""), judge, people, at)
+            FunnelDecision(str(g.get("funnel") or ""), judge, people, judged_by, at)
         )
     return out
 
 
 def funnel_agreement(
-    skill: str, decisions: Iterable[FunnelDecision], limit: int = MAX_FUNNEL_DECISIONS
+    skill: str,
+    decisions: Iterable[FunnelDecision],
+    content_hash: str | None = None,
+    limit: int = MAX_FUNNEL_DECISIONS,
 ) -> FunnelAgreement:
-    """The skill's kappa against people over its newest ``limit`` funnel decisions."""
-    kept = sorted(decisions, key=lambda d: d.at)[-limit:] if limit > 0 else []
+    """The skill's kappa against people over its newest ``limit`` funnel decisions judged
+    by the skill at ``content_hash`` (its current version; None: any). An edited skill is
+    another judge: what its earlier version judged says nothing of it."""
+    found = list(decisions)
+    mine = [d for d in found if content_hash is None or d.content_hash == content_hash]
+    kept = sorted(mine, key=lambda d: d.at)[-limit:] if limit > 0 else []
     table = [[0, 0], [0, 0]]  # [people fail/pass][judge fail/pass]
     for d in kept:
         table[int(d.people_passed)][int(d.judge_passed)] += 1
     return FunnelAgreement(
         skill=skill,
+        content_hash=content_hash,
+        other_versions=len(found) - len(mine),
         funnels=sorted({d.funnel for d in kept})[:64],
         decisions=len(kept),
         agreed=table[0][0] + table[1][1],

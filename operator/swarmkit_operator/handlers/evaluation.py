@@ -222,14 +222,16 @@ def funnel_decisions(body: kopf.Body, namespace: str | None, **_: Any) -> dict[A
 def funnel_agreements(
     ctl: Controller, namespace: str, skills: Iterable[str]
 ) -> dict[str, FunnelAgreement]:
-    """skill → its agreement with people's Funnel decisions (skills with at least one)."""
+    """skill → its agreement with people's Funnel decisions (skills with at least one),
+    judged by its current version (the Skill's ``status.contentHash``)."""
     out = {}
     for skill in sorted(set(skills)):
         found = [
             d for ds in ctl.lookup_all(IndexId.FUNNEL_DECISIONS, (namespace, skill)) for d in ds
         ]
+        view = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, skill)) or {}
         if found:
-            out[skill] = cal.funnel_agreement(skill, found)
+            out[skill] = cal.funnel_agreement(skill, found, view.get("contentHash"))
     return out
 
 

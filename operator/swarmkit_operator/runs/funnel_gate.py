@@ -137,6 +137,7 @@ def gate_request(
         approve=approve,
         author=author,
         judge=pinned.judge,
+        judge_content_hash=judge_hash(bundle, pinned),
         report=item.gate,
         rounds=rounds or [],
     )
@@ -196,6 +197,12 @@ def gates_after(
     return [*kept, {k: v for k, v in entry.items() if v is not None}]
 
 
+def judge_hash(bundle: RunBundle, funnel: FunnelSpec) -> str | None:
+    """The content hash of ``funnel``'s judge skill as the run pinned it."""
+    skill = bundle.skills.get(funnel.judge.skill) if funnel.judge is not None else None
+    return skill.content_hash if skill is not None else None
+
+
 def judged(gate: FunnelGate) -> dict[str, Any]:
     """The judge's verdict on the artifact the gate shows people, for ``status.gates``: its
     skill and threshold from the pinned judge layer (the operator wrote it into the
@@ -204,7 +211,8 @@ def judged(gate: FunnelGate) -> dict[str, Any]:
     failed on it). Empty when the funnel has no judge layer or the judge gave no score."""
     if gate.judge is None or gate.report.score is None:
         return {}
-    return {"judge": gate.judge.skill, "judgePassed": gate.report.score >= gate.judge.threshold}
+    out = {"judge": gate.judge.skill, "judgePassed": gate.report.score >= gate.judge.threshold}
+    return {**out, "judgeContentHash": gate.judge_content_hash} if gate.judge_content_hash else out
 
 
 def new_transitions(
@@ -255,6 +263,7 @@ __all__ = [
     "gate_of",
     "gate_request",
     "gates_after",
+    "judge_hash",
     "judged",
     "new_transitions",
     "pinned_approve",

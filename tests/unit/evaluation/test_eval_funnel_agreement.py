@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, cast
 
-from swarmkit_api.bundle import BundleTopology, ReviewItem, RunBundle
+from swarmkit_api.bundle import BundleSkill, BundleTopology, ReviewItem, RunBundle
 from swarmkit_api.conditions import REASON_JUDGE_UNCALIBRATED
 from swarmkit_api.eval import MAX_FUNNEL_DECISIONS, EvalCase, FunnelAgreement
 from swarmkit_api.funnel import FunnelSpec, GateReport
@@ -28,7 +28,7 @@ def gate(
     state: str, passed: bool | None, skill: str | None = "grade-it", rnd: int = 1
 ) -> dict[str, Any]:
     entry: dict[str, Any] = {"funnel": "notes", "review": f"r-{rnd}", "round": rnd}
-    entry.update(state=state, judge=skill, judgePassed=passed)
+    entry.update(state=state, judge=skill, judgePassed=passed, judgeContentHash="h1")
     return {k: v for k, v in entry.items() if v is not None}
 
 
@@ -44,7 +44,7 @@ def decisions(table: list[list[int]]) -> list[cal.FunnelDecision]:
         for judge in (0, 1):
             for i in range(table[people][judge]):
                 at = ("2026-12-06T01:00:00Z", f"run-{people}{judge}-{i}", 1)
-                out.append(cal.FunnelDecision("notes", bool(judge), bool(people), at))
+                out.append(cal.FunnelDecision("notes", bool(judge), bool(people), "h1", at))
     return out
 
 
@@ -93,6 +93,15 @@ def test_the_kappa_is_the_calibrations_estimator_on_the_same_table() -> None:
     assert a.funnels == ["notes"]
 
 
+def test_only_decisions_judged_by_the_skills_current_version_count() -> None:
+    old = [cal.FunnelDecision("notes", True, False, "h0", ("t", f"o{i}", 1)) for i in range(3)]
+    new = decisions([[1, 0], [0, 1]])  # judged by h1
+    a = cal.funnel_agreement("grade-it", [*old, *new], "h1")
+    assert (a.content_hash, a.decisions, a.other_versions, a.kappa) == ("h1", 2, 3, 1.0)
+    # Unknown current version (the Skill is not there): every decision counts.
+    assert cal.funnel_agreement("grade-it", [*old, *new]).decisions == 5
+
+
 def test_a_judge_whose_failures_never_reach_people_has_kappa_zero_or_none() -> None:
     # A funnel redrafts what its judge fails: people see only what it passed. Agreement
     # beyond chance cannot be shown then, whatever people decide.
@@ -110,18 +119,18 @@ def test_one_run_adds_at_most_the_newest_bounded_number_of_decisions() -> None:
 
 def test_only_the_newest_decisions_count() -> None:
     old = [
-        cal.FunnelDecision("notes", True, False, (f"2026-12-06T0{i}:00:00Z", "r", 1))
+        cal.FunnelDecision("notes", True, False, "h1", (f"2026-12-06T0{i}:00:00Z", "r", 1))
         for i in range(5)
     ]
     new = [
-        cal.FunnelDecision("notes", passed, passed, ("2026-12-07T00:00:00Z", f"n{i}", 1))
+        cal.FunnelDecision("notes", passed, passed, "h1", ("2026-12-07T00:00:00Z", f"n{i}", 1))
         for i, passed in enumerate([True, False, True, False])
     ]
     a = cal.funnel_agreement("grade-it", [*new, *old], limit=4)
     assert (a.decisions, a.agreed, a.kappa) == (4, 4, 1.0)
     # Rounds of one Run order within it: a revision's round 1 is older than its round 2.
-    r1 = cal.FunnelDecision("notes", True, False, ("t", "r", 1))
-    r2 = cal.FunnelDecision("notes", True, True, ("t", "r", 2))
+    r1 = cal.FunnelDecision("notes", True, False, "h1", ("t", "r", 1))
+    r2 = cal.FunnelDecision("notes", True, True, "h1", ("t", "r", 2))
     assert cal.funnel_agreement("grade-it", [r2, r1], limit=1).people_failed == 0
     assert cal.funnel_agreement("grade-it", new, limit=0).decisions == 0
 
@@ -196,6 +205,10 @@ class _Indexes:
             for key, value in evaluation.funnel_decisions(body=body, namespace="ns").items():
                 self.values.setdefault(key, []).append(value)
 
+    def lookup(self, index: IndexId, key: Any) -> Any:
+        assert index == IndexId.SKILL_VIEWS
+        return {"contentHash": "h1"} if key == ("ns", "grade-it") else None
+
     def lookup_all(self, index: IndexId, key: Any) -> list[Any]:
         assert index == IndexId.FUNNEL_DECISIONS
         return self.values.get(key, [])
@@ -215,6 +228,7 @@ def test_the_evalset_counts_every_runs_recorded_decisions_per_skill() -> None:
     found = evaluation.funnel_agreements(ctl, "ns", ["grade-it", "unused"])
     assert list(found) == ["grade-it"]  # a skill no gate recorded is not shown
     assert (found["grade-it"].decisions, found["grade-it"].agreed) == (3, 2)
+    assert found["grade-it"].content_hash == "h1"
 
 
 def _review_of(score: float | None, judge: dict[str, Any] | None) -> dict[str, Any]:
@@ -263,11 +277,14 @@ def test_the_review_pins_the_judge_layer_from_the_bundle_not_the_report() -> Non
         }
     )
     topology = BundleTopology.model_construct(funnels={"notes": spec})
-    bundle = RunBundle.model_construct(topologies={"t": topology})
+    skill = BundleSkill.model_construct(name="grade-it", content_hash="h7")
+    bundle = RunBundle.model_construct(topologies={"t": topology}, skills={"grade-it": skill})
     item = ReviewItem.model_construct(gate=GateReport(funnel="notes", score=0.75))
     wired = funnel_gate.gate_request(item, bundle, "carol")
     assert isinstance(wired, dict)
     assert wired["judge"] == {"skill": "grade-it", "threshold": 0.7}
+    assert wired["judgeContentHash"] == "h7"
     review = {"metadata": {"name": "r"}, "spec": {"request": {"gate": wired}}}
     (entry,) = funnel_gate.gates_after([], review, "approve") or []
     assert entry["judgePassed"] is True  # 0.75 against the pinned 0.7
+    assert entry["judgeContentHash"] == "h7"
