@@ -45,7 +45,7 @@ deletes it (:func:`~swarmkit_operator.builders.eval_runs.orphaned`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -73,6 +73,7 @@ from swarmkit_api.eval import (
     EvalRunSpec,
     EvalSetSpec,
     FunnelAgreement,
+    JudgeCalibration,
     SideResult,
 )
 from swarmkit_api.resources import EVAL_RUN, EVAL_SET
@@ -1006,11 +1007,7 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         spec.seed,
         progress.keys,
         progress.cached,
-        cal.calibrations(
-            started.cases,
-            labels_graded,
-            funnel_agreements(ctl, namespace, cal.judge_skills(started.cases)),
-        ),
+        _judges_now(ctl, namespace, started.cases, labels_graded),
         calibrating,
     )
     fields = _fields(started, evaluated, progress.currency)
@@ -1021,6 +1018,18 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         # Settled now: the write of a verdict enqueues no further reconcile by itself.
         await _settle(ctl, namespace, name, {**view, "status": {**view["status"], **fields}})
     return "changed" if written else "unchanged"
+
+
+def _judges_now(
+    ctl: Controller,
+    namespace: str,
+    cases: Sequence[EvalCase],
+    labels_graded: Mapping[tuple[str, int], Grade],
+) -> list[JudgeCalibration]:
+    """Each judge's calibration: its labels as graded so far, and people's Funnel decisions
+    on what its skill judged (a judgeSkill judge), as recorded now."""
+    funnels = funnel_agreements(ctl, namespace, cal.judge_skills(cases))
+    return cal.calibrations(cases, labels_graded, funnels)
 
 
 def evalrun_dependents_view(view: dict[str, Any] | None) -> Any:

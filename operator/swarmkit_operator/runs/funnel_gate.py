@@ -56,12 +56,6 @@ def pinned_funnel(bundle: RunBundle, funnel: str) -> FunnelSpec | None:
     return None
 
 
-def pinned_approve(bundle: RunBundle, funnel: str) -> ApproveLayer | None:
-    """The approve layer of ``funnel`` as the run's bundle pins it."""
-    spec = pinned_funnel(bundle, funnel)
-    return spec.approve if spec is not None else None
-
-
 def author_of(run: Mapping[str, Any]) -> str:
     annotations = (run.get("metadata") or {}).get("annotations") or {}
     return str(annotations.get(CREATED_BY_ANNOTATION) or "")
@@ -266,7 +260,6 @@ __all__ = [
     "judge_hash",
     "judged",
     "new_transitions",
-    "pinned_approve",
     "pinned_funnel",
     "review_tally",
     "revised_review",
