@@ -259,29 +259,33 @@ def funnel_agreement(
 
 
 def gate(judges: Sequence[Calibration]) -> tuple[str, str] | None:
-    """(reason, message) of the first judge not trusted to decide, or None."""
+    """(reason, message) of the first judge not trusted to decide, or None:
+    ``JudgeUncalibrated`` when either table measured a kappa below ``minKappa`` over enough
+    answers, ``TooFewLabels`` when neither measured one."""
     for j in judges:
         if j.calibrated is not False:
             continue
+        least = j.min_labels or 0
         f = j.funnel_decisions
         also = (
             f" (its {f.decisions} Funnel decision(s) give kappa {f.kappa}: not enough either)"
             if f is not None
             else ""
         )
-        if j.kappa is None or j.labels < (j.min_labels or 0):
-            why = (
-                f"minLabels {j.min_labels}"
-                if j.labels < (j.min_labels or 0)
-                else "kappa is undefined: people and judge gave every answer one same verdict"
+        labels_measured = j.kappa is not None and j.labels >= least
+        if labels_measured or (f is not None and f.kappa is not None and f.decisions >= least):
+            return REASON_JUDGE_UNCALIBRATED, (
+                f"judge {j.judge}: Cohen's kappa {j.kappa} is below minKappa {j.min_kappa} "
+                f"over {j.labels} labelled answer(s){also}: not trusted to decide"
             )
-            return REASON_TOO_FEW_LABELS, (
-                f"judge {j.judge}: {j.labels} labelled answer(s) it gave a verdict on, "
-                f"too few to estimate its kappa ({why}){also}"
-            )
-        return REASON_JUDGE_UNCALIBRATED, (
-            f"judge {j.judge}: Cohen's kappa {j.kappa} is below minKappa {j.min_kappa} "
-            f"over {j.labels} labelled answer(s){also}: not trusted to decide"
+        why = (
+            f"minLabels {j.min_labels}"
+            if j.labels < least
+            else "kappa is undefined: people and judge gave every answer one same verdict"
+        )
+        return REASON_TOO_FEW_LABELS, (
+            f"judge {j.judge}: {j.labels} labelled answer(s) it gave a verdict on, "
+            f"too few to estimate its kappa ({why}){also}"
         )
     return None
 

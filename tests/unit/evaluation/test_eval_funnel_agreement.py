@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from swarmkit_api.bundle import BundleSkill, BundleTopology, ReviewItem, RunBundle
-from swarmkit_api.conditions import REASON_JUDGE_UNCALIBRATED
+from swarmkit_api.conditions import REASON_JUDGE_UNCALIBRATED, REASON_TOO_FEW_LABELS
 from swarmkit_api.eval import MAX_FUNNEL_DECISIONS, EvalCase, FunnelAgreement
 from swarmkit_api.funnel import FunnelSpec, GateReport
 from swarmkit_operator.builders import eval_calibration as cal
@@ -183,6 +183,18 @@ def test_labels_and_funnel_decisions_are_separate_tables_either_may_clear_the_ga
     reason, message = cal.gate([n]) or ("", "")
     assert reason == REASON_JUDGE_UNCALIBRATED
     assert "12 Funnel decision(s) give kappa 0.0" in message
+
+
+def test_enough_funnel_decisions_below_the_gate_are_uncalibrated_not_too_few_labels() -> None:
+    case = judge_skill_case("tone", [], minKappa=0.6, minLabels=4)
+    (j,) = cal.calibrations([case], {}, agreement([[1, 2], [1, 2]]))  # kappa 0 over 6
+    reason, message = cal.gate([j]) or ("", "")
+    assert reason == REASON_JUDGE_UNCALIBRATED
+    assert "0 labelled answer(s) (its 6 Funnel decision(s) give kappa 0.0" in message
+    # Too few of both: too few labels, naming the decisions too.
+    (few,) = cal.calibrations([case], {}, agreement([[1, 0], [0, 1]]))
+    reason, message = cal.gate([few]) or ("", "")
+    assert reason == REASON_TOO_FEW_LABELS and "its 2 Funnel decision(s)" in message
 
 
 def test_funnel_decisions_attach_to_judge_skills_only() -> None:
