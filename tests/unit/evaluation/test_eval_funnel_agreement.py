@@ -300,3 +300,47 @@ def test_the_review_pins_the_judge_layer_from_the_bundle_not_the_report() -> Non
     (entry,) = funnel_gate.gates_after([], review, "approve") or []
     assert entry["judgePassed"] is True  # 0.75 against the pinned 0.7
     assert entry["judgeContentHash"] == "h7"
+
+
+async def test_a_runs_recorded_decision_reaches_the_index_and_wakes_the_evalsets_judging() -> None:
+    """Through the operator's real wiring: the Runs' stream keeps the decisions index and
+    enqueues the EvalSets whose judgeSkill graders use the skill (not the others)."""
+    from types import SimpleNamespace
+
+    from swarmkit_api import GROUP, VERSION
+    from swarmkit_operator.config import OperatorConfig
+    from swarmkit_operator.handlers import root
+
+    wired = root.wiring()
+    ctl = wired.controller(OperatorConfig())
+    app = SimpleNamespace(controller=ctl, delivery=None, library=None)
+
+    async def event(plural: str, body: dict[str, Any]) -> None:
+        dispatch = wired.events.dispatcher(GROUP, VERSION, plural)
+        assert dispatch is not None
+        meta = body["metadata"]
+        await dispatch(
+            type="MODIFIED", body=body, namespace="ns", name=meta["name"], uid=meta["uid"],
+            labels=meta.get("labels") or {}, spec=body.get("spec") or {},
+            status=body.get("status") or {}, app=app, resource_plural=plural,
+        )  # fmt: skip
+
+    def evalset(name: str, skill: str) -> dict[str, Any]:
+        grader = {"type": "judgeSkill", "skill": skill, "agent": "judge"}
+        spec = {"cases": [{"name": "c", "input": "x", "grader": grader}]}
+        meta = {"name": name, "namespace": "ns", "uid": f"{name}-uid", "generation": 1}
+        return {"metadata": meta, "spec": spec, "status": {}}
+
+    await event("evalsets", evalset("uses-it", "grade-it"))
+    await event("evalsets", evalset("other", "something-else"))
+    while ctl.queue.pending(("EvalSet", "ns", "uses-it")) or ctl.queue.pending(
+        ("EvalSet", "ns", "other")
+    ):
+        ctl.queue.done(await ctl.queue.get())  # their own spec events, looked past
+    body = run("notes-a", gate("Approved", True))
+    body["metadata"].update(namespace="ns", uid="run-uid")
+    await event("runs", body)
+    (recorded,) = ctl.lookup_all(IndexId.FUNNEL_DECISIONS, ("ns", "grade-it"))
+    assert [(d.judge_passed, d.people_passed) for d in recorded] == [(True, True)]
+    assert ctl.queue.pending(("EvalSet", "ns", "uses-it"))
+    assert not ctl.queue.pending(("EvalSet", "ns", "other"))
