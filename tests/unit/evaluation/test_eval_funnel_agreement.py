@@ -344,3 +344,16 @@ async def test_a_runs_recorded_decision_reaches_the_index_and_wakes_the_evalsets
     assert [(d.judge_passed, d.people_passed) for d in recorded] == [(True, True)]
     assert ctl.queue.pending(("EvalSet", "ns", "uses-it"))
     assert not ctl.queue.pending(("EvalSet", "ns", "other"))
+    # The EvalSet's reconcile shows it: status.funnelAgreement, from the index alone.
+    writes: list[dict[str, Any]] = []
+
+    async def write_status(*args: Any, **kwargs: Any) -> bool:
+        writes.append(dict(args[6]))
+        return True
+
+    ctl.write_status = write_status  # type: ignore[method-assign]
+    assert await evaluation.reconcile_evalset(ctl, "ns", "uses-it", False) == "changed"
+    (shown,) = writes[-1]["funnelAgreement"]
+    assert (shown["skill"], shown["decisions"], shown["agreed"]) == ("grade-it", 1, 1)
+    await evaluation.reconcile_evalset(ctl, "ns", "other", False)
+    assert "funnelAgreement" not in writes[-1]
