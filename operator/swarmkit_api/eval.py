@@ -335,8 +335,53 @@ class Interval(ApiModel):
     high: float = Field(description="Upper bound.")
 
 
+#: Most funnel decisions a judge skill's agreement counts (the newest).
+MAX_FUNNEL_DECISIONS = 200
+
+
+class FunnelAgreement(ApiModel):
+    """A judge skill's agreement with people's decisions on the artifacts its verdict
+    gated in Funnels (the Runs' ``status.gates``, written by the operator)."""
+
+    skill: str = Field(description="The decision Skill a Funnel's judge layer runs.")
+    content_hash: str | None = Field(
+        default=None,
+        description="The Skill's content hash the decisions were judged with (its current "
+        "one): decisions on what an earlier version judged are left out.",
+    )
+    other_versions: int = Field(
+        default=0, ge=0, description="Decisions left out: judged by another version of it."
+    )
+    funnels: list[str] = Field(
+        default_factory=list, max_length=64, description="The Funnels the decisions came from."
+    )
+    decisions: int = Field(
+        default=0, ge=0, description="Decided artifacts the judge gave a verdict on (paired)."
+    )
+    agreed: int = Field(
+        default=0, ge=0, description="Of decisions, those where judge and people agree."
+    )
+    judge_failed: int = Field(
+        default=0,
+        ge=0,
+        description="Of decisions, artifacts the judge failed (shown to people only when the "
+        "retries ran out): without any, kappa is 0 or unset.",
+    )
+    people_failed: int = Field(
+        default=0, ge=0, description="Of decisions, artifacts people rejected or sent back."
+    )
+    kappa: float | None = Field(
+        default=None, description="Cohen's kappa (unset: no decisions, or no variation)."
+    )
+    standard_error: float | None = Field(
+        default=None, description="Its large-sample standard error (Fleiss, Cohen, Everitt 1969)."
+    )
+    interval: Interval | None = Field(default=None, description="kappa ± 1.96 standard errors.")
+
+
 class JudgeCalibration(ApiModel):
-    """One judge's agreement with the human labels of the cases it judges."""
+    """One judge's agreement with the human labels of the cases it judges (and, for a
+    judgeSkill judge, with people's Funnel decisions on what its skill judged)."""
 
     judge: str = Field(description="Agent/<name>, with +Skill/<name> for a judgeSkill judge.")
     labels: int = Field(default=0, ge=0, description="Labelled answers the judge graded.")
@@ -355,9 +400,15 @@ class JudgeCalibration(ApiModel):
     interval: Interval | None = Field(default=None, description="kappa ± 1.96 standard errors.")
     min_kappa: float | None = Field(default=None, description="The gate (highest of its graders).")
     min_labels: int | None = Field(default=None, description="Fewest labels the gate accepts.")
+    funnel_decisions: FunnelAgreement | None = Field(
+        default=None,
+        description="A judgeSkill judge: its skill's agreement with people's Funnel decisions "
+        "(a separate table; it calibrates the judge when it clears the gate by itself).",
+    )
     calibrated: bool | None = Field(
         default=None,
-        description="kappa ≥ minKappa over at least minLabels labels (unset: no gate).",
+        description="kappa ≥ minKappa over at least minLabels labels, or the same of its "
+        "Funnel decisions (unset: no gate).",
     )
 
 
@@ -378,6 +429,12 @@ class EvalSetStatus(ApiModel):
     )
     calibration_eval_run: str | None = Field(
         default=None, description="The EvalRun whose calibration judges shows."
+    )
+    funnel_agreement: list[FunnelAgreement] = Field(
+        default_factory=list,
+        max_length=MAX_CASES,
+        description="Each judgeSkill skill that also judges a Funnel: its agreement with "
+        "people's decisions there, now (the newest MAX_FUNNEL_DECISIONS).",
     )
     conditions: Conditions = Field(default_factory=list, description="Accepted, Ready.")
 
@@ -637,6 +694,7 @@ class EvalRunStatus(ApiModel):
 
 __all__ = [
     "MAX_CASES",
+    "MAX_FUNNEL_DECISIONS",
     "MAX_HUMAN_LABELS",
     "MAX_REASONING",
     "MAX_TRIALS",
@@ -651,6 +709,7 @@ __all__ = [
     "EvalSetSpec",
     "EvalSetStatus",
     "EvalTarget",
+    "FunnelAgreement",
     "Grader",
     "HumanLabel",
     "Interval",

@@ -30,7 +30,7 @@ from pydantic import Field
 
 from .base import ApiModel, CelRule
 from .common import Conditions, LocalObjectReference
-from .funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer, GateReport
+from .funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer, GateReport, JudgeLayer
 from .quorum import Tally, tally
 
 #: Labels on every Review: its kind; a gateway session's Review also names its Agent (the
@@ -88,6 +88,12 @@ class FunnelGate(ApiModel):
         default="",
         description="Who created the Run (the apiserver-checked annotation "
         "swarmkit.dev/created-by); excluded from signing when approve.excludeAuthor.",
+    )
+    judge: JudgeLayer | None = Field(
+        default=None, description="The judge layer as the Run pinned it (its skill, threshold)."
+    )
+    judge_content_hash: str | None = Field(
+        default=None, description="The content hash of the judge skill the Run pinned."
     )
     report: GateReport = Field(description="The artifact and the automated layers' results.")
     rounds: list[ApprovalRound] = Field(

@@ -191,6 +191,17 @@ class GateStatus(ApiModel):
     score: float | None = Field(default=None, description="The judge's last confidence.")
     exhausted: bool = Field(default=False, description="The automated retries ran out.")
     round: int = Field(default=1, description="Approval round (1 + revisions asked before).")
+    judge: str | None = Field(
+        default=None, description="The judge layer's decision Skill (as the Run pinned it)."
+    )
+    judge_content_hash: str | None = Field(
+        default=None, description="The content hash of that Skill, as the Run pinned it."
+    )
+    judge_passed: bool | None = Field(
+        default=None,
+        description="The judge's verdict on the artifact shown: score ≥ the pinned threshold "
+        "(unset: it gave the shown artifact no score).",
+    )
     state: Literal["AwaitingApproval", "Approved", "Rejected", "Expired", "RevisionRequested"] = (
         Field(
             description="AwaitingApproval, then Approved, Rejected, Expired or "

@@ -114,6 +114,7 @@ class IndexId(StrEnum):
     EVALRUN_BY_SET = "evalrun_by_set"
     EVAL_RESULTS = "eval_results"
     EVAL_CASE_RUNS = "eval_case_runs"
+    FUNNEL_DECISIONS = "funnel_decisions"
     # Rendered ConfigMaps and Run bundles (reconcile/gc.py).
     RENDERED_CONFIG_MAPS = "rendered_config_maps"
     RENDERED_CONFIG_MAP_NAMES = "rendered_config_map_names"

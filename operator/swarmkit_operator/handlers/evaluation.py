@@ -45,7 +45,7 @@ deletes it (:func:`~swarmkit_operator.builders.eval_runs.orphaned`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -67,7 +67,15 @@ from swarmkit_api.conditions import (
     REASON_VERSION_UNAVAILABLE,
     SUCCEEDED,
 )
-from swarmkit_api.eval import MODEL_GRADERS, EvalCase, EvalRunSpec, EvalSetSpec, SideResult
+from swarmkit_api.eval import (
+    MODEL_GRADERS,
+    EvalCase,
+    EvalRunSpec,
+    EvalSetSpec,
+    FunnelAgreement,
+    JudgeCalibration,
+    SideResult,
+)
 from swarmkit_api.resources import EVAL_RUN, EVAL_SET
 from swarmkit_api.run import RunSpec
 from swarmkit_api.spend import format_money, parse_money
@@ -204,6 +212,30 @@ def eval_case_runs(
     return {(namespace, owner): _run_entry(body)} if owner else {}
 
 
+@index("runs", id=IndexId.FUNNEL_DECISIONS, group=GROUP, version=VERSION)
+def funnel_decisions(body: kopf.Body, namespace: str | None, **_: Any) -> dict[Any, Any]:
+    """(namespace, judge skill) → the decided gate rounds of a Run its skill judged, from
+    the Run's ``status.gates`` (the operator's own record of admission-checked decisions;
+    nobody else writes a Run's status). As bounded as the Runs kept."""
+    return {(namespace, s): tuple(pairs) for s, pairs in cal.funnel_pairs(body).items()}
+
+
+def funnel_agreements(
+    ctl: Controller, namespace: str, skills: Iterable[str]
+) -> dict[str, FunnelAgreement]:
+    """skill → its agreement with people's Funnel decisions (skills with at least one),
+    judged by its current version (the Skill's ``status.contentHash``)."""
+    out = {}
+    for skill in sorted(set(skills)):
+        found = [
+            d for ds in ctl.lookup_all(IndexId.FUNNEL_DECISIONS, (namespace, skill)) for d in ds
+        ]
+        view = ctl.lookup(IndexId.SKILL_VIEWS, (namespace, skill)) or {}
+        if found:
+            out[skill] = cal.funnel_agreement(skill, found, view.get("contentHash"))
+    return out
+
+
 def _run_entry(body: Mapping[str, Any]) -> dict[str, Any]:
     """A Run summary with what :func:`~swarmkit_operator.builders.eval_runs.refused` reads
     of its metadata (uid, generation, creation time, controller ownerReference)."""
@@ -224,11 +256,19 @@ def _run_entry(body: Mapping[str, Any]) -> dict[str, Any]:
 
 @on_event(*RUNS)
 async def evaluation_on_run_event(
-    namespace: str | None, labels: Mapping[str, str], app: App, **_: Any
+    body: kopf.Body, namespace: str | None, labels: Mapping[str, str], app: App, **_: Any
 ) -> None:
+    if not namespace:
+        return
+    ctl = app.controller
     owner = labels.get(er.EVAL_RUN_LABEL)
-    if owner and namespace:
-        app.controller.enqueue("EvalRun", namespace, owner)
+    if owner:
+        ctl.enqueue("EvalRun", namespace, owner)
+    # A Run whose gates record judged decisions: the EvalSets judging with those skills
+    # show the agreement (an idempotent reconcile; its status write is skipped unchanged).
+    for skill in cal.funnel_pairs(body):
+        judging = ctl.lookup_all(IndexId.EVALSET_BY_JUDGE_SKILL, (namespace, skill))
+        ctl.enqueue_many("EvalSet", namespace, judging)
 
 
 # --- EvalSet -----------------------------------------------------------------------------------
@@ -262,6 +302,8 @@ async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: b
         lambda a: ctl.lookup(IndexId.AGENT_VIEWS, (namespace, a)) is not None,
     )
     found = ctl.lookup_all(IndexId.EVALSET_CALIBRATIONS, (namespace, name))
+    agreement = funnel_agreements(ctl, namespace, _judges(view, "skill"))
+    shown = {"funnelAgreement": [a.wire() for a in agreement.values()]} if agreement else {}
     written = await ctl.write_status(
         "EvalSet",
         namespace,
@@ -269,7 +311,7 @@ async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: b
         view["uid"],
         int(view["generation"]),
         view["status"],
-        {**status.fields, **latest_calibration(found, status.fields.get("version"))},
+        {**status.fields, **latest_calibration(found, status.fields.get("version")), **shown},
         status.verdicts,
     )
     return "changed" if written else "unchanged"
@@ -965,7 +1007,7 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         spec.seed,
         progress.keys,
         progress.cached,
-        cal.calibrations(started.cases, labels_graded),
+        _judges_now(ctl, namespace, started.cases, labels_graded),
         calibrating,
     )
     fields = _fields(started, evaluated, progress.currency)
@@ -976,6 +1018,18 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         # Settled now: the write of a verdict enqueues no further reconcile by itself.
         await _settle(ctl, namespace, name, {**view, "status": {**view["status"], **fields}})
     return "changed" if written else "unchanged"
+
+
+def _judges_now(
+    ctl: Controller,
+    namespace: str,
+    cases: Sequence[EvalCase],
+    labels_graded: Mapping[tuple[str, int], Grade],
+) -> list[JudgeCalibration]:
+    """Each judge's calibration: its labels as graded so far, and people's Funnel decisions
+    on what its skill judged (a judgeSkill judge), as recorded now."""
+    funnels = funnel_agreements(ctl, namespace, cal.judge_skills(cases))
+    return cal.calibrations(cases, labels_graded, funnels)
 
 
 def evalrun_dependents_view(view: dict[str, Any] | None) -> Any:

@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from swarmkit_api.bundle import ReviewItem, RunBundle
-from swarmkit_api.funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer
+from swarmkit_api.funnel import MAX_ROUNDS, Approval, ApprovalRound, ApproveLayer, FunnelSpec
 from swarmkit_api.quorum import SERVICE_ACCOUNT_PREFIX, Tally
 from swarmkit_api.review import FunnelGate
 
@@ -47,12 +47,12 @@ CREATED_BY_ANNOTATION = "swarmkit.dev/created-by"
 FUNNEL_APPROVAL = "funnel_approval"
 
 
-def pinned_approve(bundle: RunBundle, funnel: str) -> ApproveLayer | None:
-    """The approve layer of ``funnel`` as the run's bundle pins it."""
+def pinned_funnel(bundle: RunBundle, funnel: str) -> FunnelSpec | None:
+    """``funnel`` as the run's bundle pins it."""
     for topology in bundle.topologies.values():
         spec = topology.funnels.get(funnel)
         if spec is not None:
-            return spec.approve
+            return spec
     return None
 
 
@@ -119,9 +119,10 @@ def gate_request(
     """``spec.request.gate`` of the Review for ``item``, or why it cannot be opened."""
     if item.gate is None:
         return "the funnel approval carries no gate report"
-    approve = pinned_approve(bundle, item.gate.funnel)
-    if approve is None:
+    pinned = pinned_funnel(bundle, item.gate.funnel)
+    if pinned is None:
         return f"funnel {item.gate.funnel} is not pinned in the run's bundle"
+    approve = pinned.approve
     refused = author_refusal(item.gate.funnel, approve, author, namespace)
     if refused is not None:
         return refused
@@ -129,6 +130,8 @@ def gate_request(
         funnel=item.gate.funnel,
         approve=approve,
         author=author,
+        judge=pinned.judge,
+        judge_content_hash=judge_hash(bundle, pinned),
         report=item.gate,
         rounds=rounds or [],
     )
@@ -181,10 +184,29 @@ def gates_after(
         "score": gate.report.score,
         "exhausted": gate.report.exhausted,
         "round": gate.report.round,
+        **judged(gate),
         "state": state,
     }
     kept = [g for g in gates if g.get("review") != name]
     return [*kept, {k: v for k, v in entry.items() if v is not None}]
+
+
+def judge_hash(bundle: RunBundle, funnel: FunnelSpec) -> str | None:
+    """The content hash of ``funnel``'s judge skill as the run pinned it."""
+    skill = bundle.skills.get(funnel.judge.skill) if funnel.judge is not None else None
+    return skill.content_hash if skill is not None else None
+
+
+def judged(gate: FunnelGate) -> dict[str, Any]:
+    """The judge's verdict on the artifact the gate shows people, for ``status.gates``: its
+    skill and threshold from the pinned judge layer (the operator wrote it into the
+    Review), its score from the report (the runner resets the report for every draft, so a
+    score is the judge's on this very artifact; none when validation or the judge itself
+    failed on it). Empty when the funnel has no judge layer or the judge gave no score."""
+    if gate.judge is None or gate.report.score is None:
+        return {}
+    out = {"judge": gate.judge.skill, "judgePassed": gate.report.score >= gate.judge.threshold}
+    return {**out, "judgeContentHash": gate.judge_content_hash} if gate.judge_content_hash else out
 
 
 def new_transitions(
@@ -235,8 +257,10 @@ __all__ = [
     "gate_of",
     "gate_request",
     "gates_after",
+    "judge_hash",
+    "judged",
     "new_transitions",
-    "pinned_approve",
+    "pinned_funnel",
     "review_tally",
     "revised_review",
     "rounds_before",
