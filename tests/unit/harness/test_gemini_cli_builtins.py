@@ -1,22 +1,21 @@
-"""Why Gemini CLI's built-in tools stay refused: the pinned CLI's hook does not fail closed.
+"""Gemini CLI's built-in tools asked of the runner's decision point, failing closed.
 
-Issue 40 asks that a harness's own built-ins be switched on only as far as the Agent's
-permission allows, each use asked of the runner's decision point, failing closed (Claude
-Code: a use its ``PreToolUse`` hook did not allow is denied by ``dontAsk``; Codex likewise).
-The real pinned ``gemini`` (the version of ``swarmkit_api.harness.HARNESSES``) runs here with
-the argv, environment and settings :class:`~swarmkit_runner.harness.gemini_cli.GeminiCli`
-builds, plus what a wiring would add (a ``--policy`` file, a ``BeforeTool`` command hook),
-against the scripted model server, the model asking for ``write_file``:
+The real pinned ``gemini`` (the version of ``swarmkit_api.harness.HARNESSES``) runs with the
+argv, environment and files :class:`~swarmkit_runner.harness.gemini_cli.GeminiCli` builds,
+against the scripted model server, the model asking for ``write_file``.
 
-* what can be switched on and off holds: a policy ``allow`` rule runs a granted
-  ``write_file`` without ``--approval-mode yolo``, and in yolo mode a policy ``deny`` of
-  every tool removes the built-ins ``tools.exclude`` cannot name;
-* a hook that answers ``decision: block`` (or exits 2 saying why) blocks the write;
-* but every way a hook can fail lets the write run: the CLI's own timeout, a hook killed by
-  a signal, an exit 1, an exit 2 without a word, output that is not JSON. No allow/deny
-  layer behind the hook would deny a use the hook never allowed (a policy ``allow`` is what
-  lets the tool run at all), so gemini-cli lists no ``tool-hook`` and admission refuses
-  ``builtinTools`` for it. When a pinned version fails closed, these tests fail: wire it.
+Part one is what the CLI does on its own, the reason for the wiring: a policy ``allow`` rule
+runs a granted ``write_file`` without ``--approval-mode yolo`` (in yolo mode it offers
+built-ins ``tools.exclude`` cannot name); its ``BeforeTool`` hook blocks with
+``decision: block`` or an exit 2 with a reason, but every way a hook can fail (its timeout,
+a signal, exit 1, exit 2 without a word, output that is not JSON) lets the tool run.
+
+Part two is the wiring (the capabilities ``tool-hook``, ``native-file-read`` and
+``native-file-write``): the runner's hook command (:mod:`swarmkit_runner.harness.hook_cli`)
+asks a decision point (a recording HTTP server answering a fixed decision) and an allow hands
+the tool's input back with the per-Run allow value the ``--policy`` file requires; a deny
+holds, an allow runs, and a hook that cannot reach the decision point, times out, is killed,
+or answers without the value is denied by the policy.
 """
 
 from __future__ import annotations
@@ -25,18 +24,21 @@ import json
 import secrets
 import subprocess
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from swarmkit_api.harness import HARNESSES
+from swarmkit_runner.harness.base import HarnessInvocation, NativeGrant
 from swarmkit_runner.harness.gemini_cli import NATIVE_TOOLS, OTHER_TOOLS, GeminiCli
+from swarmkit_runner.harness.hooks import hook_command
 from tests.support.mcp_servers import HttpMcpServer
 from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text, tool_call
 
 from .conformance import RUN_TIMEOUT, install_dir, invocation
+from .test_builtin_hooks import Decisions
 from .test_gemini_cli_conformance import MODEL
 
 MARK = "written-by-gemini"
@@ -50,10 +52,18 @@ DENY_ALL_BUT_GRANTED = (
 )
 #: Built-ins 0.61.0 offers in yolo mode that ``tools.exclude`` does not name.
 BACKGROUND = {"list_background_processes", "read_background_output"}
+#: Milliseconds the CLI waits for the hook in these runs (the runner's: 600 000).
+HOOK_TIMEOUT_MS = 2000
 #: What a wrapping shell prints when the hook program fails.
 WRAPPER_BLOCK = '{"decision": "block", "reason": "the hook failed"}'
-#: Milliseconds the CLI waits for the hook here (its default: 60 000).
-HOOK_TIMEOUT_MS = 2000
+#: Hooks that fail: each is no decision to the CLI.
+FAILING_HOOKS = {
+    "timed-out": "exec sleep 90",  # killed at its timeout (SIGTERM), no decision
+    "killed": "kill -9 $$",  # killed by a signal (the OOM killer's), no output
+    "exit-1": "echo the hook crashed >&2; exit 1",  # an uncaught error's exit status
+    "exit-2-silent": "exit 2",  # the blocking status, but nothing said
+    "not-json": "echo not json",  # output that is not a decision
+}
 
 
 @dataclass(frozen=True)
@@ -65,16 +75,12 @@ class Run:
     done: subprocess.CompletedProcess[str]
 
 
-def gemini(
-    tmp: Path,
-    mcp: HttpMcpServer,
-    *,
-    mode: str = "default",
-    policy: str = ALLOW_WRITE,
-    hook: str | None = None,
-) -> Run:
-    """One run of the pinned CLI whose model asks for ``write_file`` once; ``tools.exclude``
-    names every built-in but ``write_file``."""
+Prepare = Callable[[HarnessInvocation], tuple[HarnessInvocation, dict[Path, str], list[str]]]
+
+
+def gemini(tmp: Path, mcp: HttpMcpServer, prepare: Prepare) -> Run:
+    """One run of the pinned CLI whose model asks for ``write_file`` once, with the files
+    and argv ``prepare`` makes of the invocation."""
     target = tmp / "work" / "notes.txt"
 
     def reply(request: RecordedRequest) -> Reply:
@@ -88,22 +94,10 @@ def gemini(
     harness, token = GeminiCli(), secrets.token_urlsafe(24)
     with ScriptedModelServer(default=reply, api_key=token) as model:
         inv = invocation(tmp, MODEL, model.url, token, mcp)
-        files = harness.files(inv)
-        settings: dict[str, Any] = json.loads(files[harness.settings_path(inv)])
-        every = (*NATIVE_TOOLS.every, *OTHER_TOOLS)
-        settings["tools"]["exclude"] = [t for t in every if t != "write_file"]
-        if hook is not None:
-            entry = {"type": "command", "command": hook, "timeout": HOOK_TIMEOUT_MS}
-            settings["hooks"] = {"BeforeTool": [{"matcher": ".*", "hooks": [entry]}]}
-            settings["hooksConfig"] = {"enabled": True}
-        files[harness.settings_path(inv)] = json.dumps(settings)
-        files[inv.home_dir / "policy.toml"] = policy
+        inv, files, argv = prepare(inv)
         for path, content in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(content)
-        argv = harness.argv(harness.executable(install_dir()), inv)
-        argv[argv.index("--approval-mode") + 1] = mode
-        argv += ["--policy", str(inv.home_dir / "policy.toml")]
         started = time.monotonic()
         done = subprocess.run(
             argv,
@@ -127,21 +121,77 @@ def gemini(
     )
 
 
-def gateway_only(offered: set[str]) -> set[str]:
+def edited(*, mode: str = "default", policy: str = ALLOW_WRITE, hook: str | None = None) -> Prepare:
+    """Part one: the runner's files with built-ins off, then ``tools.exclude`` naming every
+    built-in but ``write_file``, ``policy`` as ``--policy`` and ``hook`` as the BeforeTool
+    command."""
+
+    def prepare(inv: HarnessInvocation) -> tuple[HarnessInvocation, dict[Path, str], list[str]]:
+        harness = GeminiCli()
+        files = harness.files(inv)
+        settings: dict[str, Any] = json.loads(files[harness.settings_path(inv)])
+        every = (*NATIVE_TOOLS.every, *OTHER_TOOLS)
+        settings["tools"]["exclude"] = [t for t in every if t != "write_file"]
+        if hook is not None:
+            entry = {"type": "command", "command": hook, "timeout": HOOK_TIMEOUT_MS}
+            settings["hooks"] = {"BeforeTool": [{"matcher": ".*", "hooks": [entry]}]}
+            settings["hooksConfig"] = {"enabled": True}
+        files[harness.settings_path(inv)] = json.dumps(settings)
+        files[inv.home_dir / "policy.toml"] = policy
+        argv = harness.argv(harness.executable(install_dir()), inv)
+        argv[argv.index("--approval-mode") + 1] = mode
+        return inv, files, [*argv, "--policy", str(inv.home_dir / "policy.toml")]
+
+    return prepare
+
+
+def wired(decisions: Decisions, hook: str | None = None) -> Prepare:
+    """Part two: exactly the runner's files and argv with file reading and writing switched
+    on and the runner's hook asking ``decisions`` (``hook``: another hook command instead,
+    with a short timeout)."""
+
+    def prepare(inv: HarnessInvocation) -> tuple[HarnessInvocation, dict[Path, str], list[str]]:
+        harness = GeminiCli()
+        inv = replace(
+            inv,
+            native=NativeGrant(file_read=True, file_write=True),
+            hook_command=hook_command(),
+            hook_url=decisions.url,
+            hook_token=decisions.token,
+        )
+        files = harness.files(inv)
+        if hook is not None:
+            settings: dict[str, Any] = json.loads(files[harness.settings_path(inv)])
+            [entry] = settings["hooks"]["BeforeTool"]
+            entry["hooks"][0].update(command=hook, timeout=HOOK_TIMEOUT_MS)
+            files[harness.settings_path(inv)] = json.dumps(settings)
+        return inv, files, harness.argv(harness.executable(install_dir()), inv)
+
+    return prepare
+
+
+def built_ins(offered: set[str]) -> set[str]:
     return {n for n in offered if not n.startswith("mcp_swarmkit_")}
+
+
+# Part one: the CLI on its own.
 
 
 def test_a_policy_switches_on_exactly_the_granted_built_ins_without_yolo(
     tmp_path: Path, conformance_mcp: HttpMcpServer
 ) -> None:
-    run = gemini(tmp_path / "default", conformance_mcp)
-    assert gateway_only(run.offered) == {"write_file"}, run.offered
+    none = gemini(tmp_path / "none", conformance_mcp, edited(policy=""))
+    assert built_ins(none.offered) == set(), "headless default mode drops a write that asks"
+    run = gemini(tmp_path / "default", conformance_mcp, edited())
+    assert built_ins(run.offered) == {"write_file"}, run.offered
     assert run.written, "a policy allow rule runs the granted write in default mode"
     # yolo mode offers built-ins tools.exclude cannot name; a policy deny of '*' removes them.
-    yolo = gemini(tmp_path / "yolo", conformance_mcp, mode="yolo", policy="")
+    yolo = gemini(tmp_path / "yolo", conformance_mcp, edited(mode="yolo", policy=""))
     assert yolo.offered >= BACKGROUND, yolo.offered
-    denied = gemini(tmp_path / "denied", conformance_mcp, mode="yolo", policy=DENY_ALL_BUT_GRANTED)
-    assert gateway_only(denied.offered) == {"write_file"}, denied.offered
+    denied = gemini(
+        tmp_path / "denied", conformance_mcp, edited(mode="yolo", policy=DENY_ALL_BUT_GRANTED)
+    )
+    assert built_ins(denied.offered) == {"write_file"}, denied.offered
 
 
 @pytest.mark.parametrize(
@@ -157,31 +207,80 @@ def test_a_policy_switches_on_exactly_the_granted_built_ins_without_yolo(
 def test_a_hook_that_answers_blocks_the_write(
     tmp_path: Path, conformance_mcp: HttpMcpServer, hook: str, said: str
 ) -> None:
-    run = gemini(tmp_path, conformance_mcp, hook=hook)
+    run = gemini(tmp_path, conformance_mcp, edited(hook=hook))
     assert not run.written
     assert run.write_results == [f"Tool execution blocked: {said}"], run.write_results
 
 
-@pytest.mark.parametrize(
-    "hook",
-    [
-        "exec sleep 90",  # killed at its timeout (SIGTERM), no decision
-        "kill -9 $$",  # killed by a signal (the OOM killer's), no output
-        "echo the hook crashed >&2; exit 1",  # an uncaught error's exit status
-        "exit 2",  # the blocking status, but nothing said
-        "echo not json",  # output that is not a decision
-    ],
-    ids=["timed-out", "killed", "exit-1", "exit-2-silent", "not-json"],
-)
-def test_a_hook_that_fails_lets_the_write_run(
+@pytest.mark.parametrize("hook", FAILING_HOOKS.values(), ids=FAILING_HOOKS.keys())
+def test_on_its_own_a_hook_that_fails_lets_the_write_run(
     tmp_path: Path, conformance_mcp: HttpMcpServer, hook: str
 ) -> None:
-    run = gemini(tmp_path, conformance_mcp, hook=hook)
+    run = gemini(tmp_path, conformance_mcp, edited(hook=hook))
     # The hook's `timeout` is honoured (the run ends long before the 90 s sleep)...
     assert run.seconds < 60, run.seconds
-    # ...and a failed hook is no decision: the tool runs. This is why built-ins are refused.
+    # ...and a failed hook is no decision: the tool runs. Hence the policy's allow value.
     assert run.written, (run.write_results, run.done.stderr[-2000:])
-    info = HARNESSES["gemini-cli"]
-    assert "tool-hook" not in info.capabilities, (
-        "gemini-cli lists tool-hook but its BeforeTool hook fails open"
-    )
+
+
+# Part two: the runner's wiring.
+
+
+@pytest.mark.parametrize("decision", ["deny", "allow"])
+def test_the_runners_hook_decides_a_write(
+    tmp_path: Path, conformance_mcp: HttpMcpServer, decision: str
+) -> None:
+    decisions = Decisions(decision, secrets.token_urlsafe(24))
+    try:
+        run = gemini(tmp_path, conformance_mcp, wired(decisions))
+    finally:
+        decisions.close()
+    detail = (run.write_results, run.done.stderr[-2000:])
+    # Only the built-ins switched on are offered (fileIo: reading and edits, no shell).
+    assert built_ins(run.offered) == {
+        "read_file",
+        "list_directory",
+        "glob",
+        "grep_search",
+        "write_file",
+        "replace",
+    }, run.offered
+    [asked] = decisions.asked
+    assert asked["hook_event_name"] == "BeforeTool" and asked["tool_name"] == "write_file"
+    target = tmp_path / "work" / "notes.txt"
+    assert asked["tool_input"] == {"file_path": str(target), "content": MARK}
+    if decision == "deny":
+        assert not run.written, detail
+        assert run.write_results == ["Tool execution blocked: the test decided deny"], detail
+    else:
+        assert run.written and target.read_text() == MARK, detail
+        # The allow value reached neither the model nor the transcript.
+        assert "swarmkit_allow" not in run.done.stdout
+
+
+def test_a_hook_that_cannot_reach_the_decision_point_blocks(
+    tmp_path: Path, conformance_mcp: HttpMcpServer
+) -> None:
+    decisions = Decisions("allow", secrets.token_urlsafe(24))
+    decisions.close()  # nothing listens on its port
+    run = gemini(tmp_path, conformance_mcp, wired(decisions))
+    assert not run.written
+    [result] = run.write_results
+    assert "decision point did not answer" in result, result
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [*FAILING_HOOKS.values(), """echo '{"decision": "allow"}'"""],
+    ids=[*FAILING_HOOKS.keys(), "allow-without-the-value"],
+)
+def test_a_hook_that_fails_is_denied_by_the_policy(
+    tmp_path: Path, conformance_mcp: HttpMcpServer, hook: str
+) -> None:
+    decisions = Decisions("allow", secrets.token_urlsafe(24))
+    try:
+        run = gemini(tmp_path, conformance_mcp, wired(decisions, hook))
+    finally:
+        decisions.close()
+    assert not run.written, (run.write_results, run.done.stderr[-2000:])
+    assert run.write_results == ["Tool execution denied by policy."], run.write_results
