@@ -16,6 +16,11 @@ asks a decision point (a recording HTTP server answering a fixed decision) and a
 the tool's input back with the per-Run allow value the ``--policy`` file requires; a deny
 holds, an allow runs, and a hook that cannot reach the decision point, times out, is killed,
 or answers without the value is denied by the policy.
+
+Part three is the whole node in the runner (``python -m swarmkit_runner run``, a real
+process, the real CLI): the decision point is the runner's governance (:mod:`.hooks`), so
+the node's ``builtinToolsPermission`` tier decides, each use is audited, and a ``strict``
+tier parks the Run for a Review.
 """
 
 from __future__ import annotations
@@ -31,14 +36,19 @@ from typing import Any
 
 import pytest
 
+from swarmkit_api.model_provider import ModelProvider
 from swarmkit_runner.harness.base import HarnessInvocation, NativeGrant
 from swarmkit_runner.harness.gemini_cli import NATIVE_TOOLS, OTHER_TOOLS, GeminiCli
 from swarmkit_runner.harness.hooks import hook_command
+from tests.support.bundles import agent, bundle
 from tests.support.mcp_servers import HttpMcpServer
 from tests.support.model_server import RecordedRequest, Reply, ScriptedModelServer, text, tool_call
+from tests.support.runner import RunOutput
 
 from .conformance import RUN_TIMEOUT, install_dir, invocation
-from .test_builtin_hooks import Decisions
+from .resume import resume_args
+from .test_builtin_hooks import Decisions, work_file
+from .test_claude_code_node import KEY_REF, PROVIDER_KEY, harness_topology, run
 from .test_gemini_cli_conformance import MODEL
 
 MARK = "written-by-gemini"
@@ -284,3 +294,76 @@ def test_a_hook_that_fails_is_denied_by_the_policy(
         decisions.close()
     assert not run.written, (run.write_results, run.done.stderr[-2000:])
     assert run.write_results == ["Tool execution denied by policy."], run.write_results
+
+
+# Part three: the whole node in the runner (``python -m swarmkit_runner run``, the real CLI),
+# the decision point being the runner's governance: the node's builtinToolsPermission tier.
+
+
+def run_node(tier: str, run_dir: Path, args: list[str] | None = None) -> RunOutput:
+    target = work_file(run_dir)
+
+    def reply(request: RecordedRequest) -> Reply:
+        results = request.tool_results()
+        if results:
+            return text(f"Tool said: {results[0][0]}")
+        if "write_file" in request.tool_names:
+            return tool_call("write_file", file_path=str(target), content=MARK)
+        return text("write_file was not offered")
+
+    with ScriptedModelServer(default=reply, api_key=PROVIDER_KEY) as server:
+        provider = ModelProvider(name="m", type="gemini", base_url=server.url, api_key=KEY_REF)
+        b = bundle(
+            agents=[agent("coder", provider="m", native={"fileIo": True}, model=MODEL)],
+            providers=[provider],
+            topology=harness_topology(
+                kind="gemini-cli", builtinTools=True, builtinToolsPermission=tier
+            ),
+            input="Write the release notes to notes.txt.",
+            timeout_seconds=180,
+        )
+        return run(b, run_dir, args)
+
+
+def test_a_gemini_write_under_a_readonly_tier_is_denied_and_audited(tmp_path: Path) -> None:
+    out = run_node("readonly", tmp_path)
+    assert out.outcome == "Succeeded", (out.result, out.stderr[-3000:])
+    assert not work_file(tmp_path).exists(), "a readonly tier must not let the write run"
+    [refused] = [e for e in out.events("tool.refused") if e.get("tool") == "write_file"]
+    assert (refused["reason"], refused["kind"]) == ("ReadOnlyTier", "native")
+    assert (refused["tier"], refused["effects"]) == ("readonly", "write")
+    assert out.tool_calls("write_file") == []
+    assert "Tool execution blocked" in out.result["output"], out.result["output"]
+    [start] = out.events("harness.start")
+    assert start["builtins"] == list(NATIVE_TOOLS.granted(NativeGrant(file_write=True)))
+
+
+def test_a_gemini_write_under_a_cautious_tier_runs_and_is_audited(tmp_path: Path) -> None:
+    out = run_node("cautious", tmp_path)
+    assert out.outcome == "Succeeded", (out.result, out.stderr[-3000:])
+    assert work_file(tmp_path).read_text() == MARK
+    assert "Successfully created and wrote" in out.result["output"], out.result["output"]
+    [call] = out.tool_calls("write_file")
+    assert (call["outcome"], call["kind"], call["tier"], call["effects"]) == (
+        "ok",
+        "native",
+        "cautious",
+        "write",
+    )
+    assert "swarmkit_allow" not in out.stdout + str(out.result)
+
+
+def test_a_gemini_write_under_a_strict_tier_parks_for_a_review_and_runs_once_approved(
+    tmp_path: Path,
+) -> None:
+    parked = run_node("strict", tmp_path / "run")
+    assert parked.outcome == "AwaitingReview", (parked.result, parked.stderr[-3000:])
+    [item] = parked.result["reviewItems"]
+    assert item["kind"] == "approval" and "write_file" in item["question"], item
+    assert not work_file(tmp_path / "run").exists(), "nothing runs before a person approves"
+    decision = {"verdict": "approve", "decidedBy": "carol"}
+    resumed = run_node("strict", tmp_path / "run", resume_args(parked, tmp_path, decision))
+    assert resumed.outcome == "Succeeded", (resumed.result, resumed.stderr[-3000:])
+    assert work_file(tmp_path / "run").read_text() == MARK
+    [call] = resumed.tool_calls("write_file")
+    assert (call["outcome"], call["tier"]) == ("ok", "strict")
