@@ -26,6 +26,7 @@ tier parks the Run for a Review.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import subprocess
 import time
@@ -39,6 +40,7 @@ import pytest
 from swarmkit_api.model_provider import ModelProvider
 from swarmkit_runner.harness.base import HarnessInvocation, NativeGrant
 from swarmkit_runner.harness.gemini_cli import NATIVE_TOOLS, OTHER_TOOLS, GeminiCli
+from swarmkit_runner.harness.hook_cli import ALLOW_KEY, for_gemini
 from swarmkit_runner.harness.hooks import hook_command
 from tests.support.bundles import agent, bundle
 from tests.support.mcp_servers import HttpMcpServer
@@ -78,6 +80,7 @@ FAILING_HOOKS = {
 
 @dataclass(frozen=True)
 class Run:
+    requests: list[str]
     offered: set[str]
     written: bool
     write_results: list[str]
@@ -88,18 +91,21 @@ class Run:
 Prepare = Callable[[HarnessInvocation], tuple[HarnessInvocation, dict[Path, str], list[str]]]
 
 
-def gemini(tmp: Path, mcp: HttpMcpServer, prepare: Prepare) -> Run:
-    """One run of the pinned CLI whose model asks for ``write_file`` once, with the files
-    and argv ``prepare`` makes of the invocation."""
+def gemini(
+    tmp: Path, mcp: HttpMcpServer, prepare: Prepare, call: tuple[str, dict[str, Any]] | None = None
+) -> Run:
+    """One run of the pinned CLI whose model asks for ``write_file`` once (or ``call``),
+    with the files and argv ``prepare`` makes of the invocation."""
     target = tmp / "work" / "notes.txt"
+    name, args = call or ("write_file", {"file_path": str(target), "content": MARK})
 
     def reply(request: RecordedRequest) -> Reply:
         results = request.tool_results()
         if results:
             return text(f"Tool said: {results[0][0]}")
-        if "write_file" in request.tool_names:
-            return tool_call("write_file", file_path=str(target), content=MARK)
-        return text("write_file was not offered")
+        if name in request.tool_names:
+            return tool_call(name, **args)
+        return text(f"{name} was not offered")
 
     harness, token = GeminiCli(), secrets.token_urlsafe(24)
     with ScriptedModelServer(default=reply, api_key=token) as model:
@@ -123,6 +129,7 @@ def gemini(tmp: Path, mcp: HttpMcpServer, prepare: Prepare) -> Run:
     outcome = harness.parse_events(done.stdout.splitlines())
     assert done.returncode == 0 and outcome.unmapped == (), done.stderr[-2000:]
     return Run(
+        requests=[json.dumps(r.body) for r in model.requests],
         offered={n for r in model.requests for n in r.tool_names},
         written=target.exists(),
         write_results=[c.result for c in outcome.tool_calls if c.name == "write_file"],
@@ -265,7 +272,34 @@ def test_the_runners_hook_decides_a_write(
     else:
         assert run.written and target.read_text() == MARK, detail
         # The allow value reached neither the model nor the transcript.
-        assert "swarmkit_allow" not in run.done.stdout
+        assert "swarmkit_allow" not in run.done.stdout + "".join(run.requests)
+
+
+def test_the_model_cannot_read_or_supply_the_allow_value(
+    tmp_path: Path, conformance_mcp: HttpMcpServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decisions = Decisions("allow", secrets.token_urlsafe(24))
+    policy_file = tmp_path / "home" / ".gemini" / "swarmkit-policy.toml"
+    try:
+        run = gemini(
+            tmp_path,
+            conformance_mcp,
+            wired(decisions),
+            ("read_file", {"file_path": str(policy_file)}),
+        )
+    finally:
+        decisions.close()
+    # Its file tools refuse a path outside the work dir before any hook is asked.
+    assert "read_file" in run.offered and decisions.asked == []
+    assert "project temp directory" in "".join(run.requests)  # its path refusal
+    [value] = set(re.findall(r"[0-9a-f]{64}", policy_file.read_text()))
+    assert value not in "".join(run.requests) + run.done.stdout
+    # An input that already names the allow key is blocked, whatever the decision point said.
+    body = json.dumps({"hook_event_name": "BeforeTool", "tool_input": {ALLOW_KEY: value}})
+    allowed = json.dumps({"hookSpecificOutput": {"permissionDecision": "allow"}})
+    monkeypatch.setenv("SWARMKIT_HOOK_ALLOW", value)
+    answer = json.loads(for_gemini(body.encode(), allowed))
+    assert answer == {"decision": "block", "reason": f"{ALLOW_KEY} is reserved"}
 
 
 def test_a_hook_that_cannot_reach_the_decision_point_blocks(
