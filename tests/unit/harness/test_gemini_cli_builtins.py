@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 
+from swarmkit_api.harness import HARNESSES
 from swarmkit_api.model_provider import ModelProvider
 from swarmkit_runner.harness.base import HarnessInvocation, NativeGrant
 from swarmkit_runner.harness.gemini_cli import NATIVE_TOOLS, OTHER_TOOLS, GeminiCli
@@ -162,7 +163,9 @@ def edited(*, mode: str = "default", policy: str = ALLOW_WRITE, hook: str | None
     return prepare
 
 
-def wired(decisions: Decisions, hook: str | None = None) -> Prepare:
+def wired(
+    decisions: Decisions, hook: str | None = None, native: NativeGrant | None = None
+) -> Prepare:
     """Part two: exactly the runner's files and argv with file reading and writing switched
     on and the runner's hook asking ``decisions`` (``hook``: another hook command instead,
     with a short timeout)."""
@@ -171,7 +174,7 @@ def wired(decisions: Decisions, hook: str | None = None) -> Prepare:
         harness = GeminiCli()
         inv = replace(
             inv,
-            native=NativeGrant(file_read=True, file_write=True),
+            native=native or NativeGrant(file_read=True, file_write=True),
             hook_command=hook_command(),
             hook_url=decisions.url,
             hook_token=decisions.token,
@@ -328,6 +331,32 @@ def test_a_hook_that_fails_is_denied_by_the_policy(
         decisions.close()
     assert not run.written, (run.write_results, run.done.stderr[-2000:])
     assert run.write_results == ["Tool execution denied by policy."], run.write_results
+
+
+@pytest.mark.parametrize(
+    ("command", "runs"),
+    [("touch from-shell.txt", True), ("echo hi > from-shell.txt", False)],
+    ids=["atomic", "redirected"],
+)
+def test_its_shell_is_not_offered_as_a_built_in_because_the_policy_splits_commands(
+    tmp_path: Path, conformance_mcp: HttpMcpServer, command: str, runs: bool
+) -> None:
+    # The policy checks each part of a compound or redirected command on its own, without
+    # the hook's allow value: denied although the decision point allowed the whole command.
+    # So gemini-cli lists no native-shell (admission refuses builtinTools with bash).
+    decisions = Decisions("allow", secrets.token_urlsafe(24))
+    call = ("run_shell_command", {"command": command})
+    try:
+        run = gemini(
+            tmp_path, conformance_mcp, wired(decisions, native=NativeGrant(shell=True)), call
+        )
+    finally:
+        decisions.close()
+    assert [a["tool_name"] for a in decisions.asked] == ["run_shell_command"]
+    assert (tmp_path / "work" / "from-shell.txt").exists() is runs
+    if not runs:
+        assert "Tool execution denied by policy." in run.done.stdout
+    assert "native-shell" not in HARNESSES["gemini-cli"].capabilities
 
 
 # Part three: the whole node in the runner (``python -m swarmkit_runner run``, the real CLI),
