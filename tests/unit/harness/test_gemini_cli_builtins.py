@@ -85,6 +85,8 @@ class Run:
     offered: set[str]
     written: bool
     write_results: list[str]
+    #: Every built-in call: its name and whether it failed.
+    calls: list[tuple[str, bool]]
     seconds: float
     done: subprocess.CompletedProcess[str]
 
@@ -134,6 +136,7 @@ def gemini(
         offered={n for r in model.requests for n in r.tool_names},
         written=target.exists(),
         write_results=[c.result for c in outcome.tool_calls if c.name == "write_file"],
+        calls=[(c.name, c.is_error) for c in outcome.tool_calls if c.server is None],
         seconds=seconds,
         done=done,
     )
@@ -303,6 +306,41 @@ def test_the_model_cannot_read_or_supply_the_allow_value(
     monkeypatch.setenv("SWARMKIT_HOOK_ALLOW", value)
     answer = json.loads(for_gemini(body.encode(), allowed))
     assert answer == {"decision": "block", "reason": f"{ALLOW_KEY} is reserved"}
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read_file", {"file_path": "GEMINI.md"}),
+        ("list_directory", {"dir_path": "."}),
+        ("glob", {"pattern": "*.md"}),
+        ("grep_search", {"pattern": "careful"}),
+        (
+            "replace",
+            {
+                "file_path": "GEMINI.md",
+                "old_string": "careful",
+                "new_string": "bold",
+                "instruction": "make it bold",
+            },
+        ),
+    ],
+)
+def test_each_file_tool_runs_once_allowed(
+    tmp_path: Path, conformance_mcp: HttpMcpServer, tool: str, args: dict[str, Any]
+) -> None:
+    # The hook's extra argument passes each tool's own validation (native-file-read/-write).
+    if "file_path" in args:
+        args = {**args, "file_path": str(tmp_path / "work" / args["file_path"])}
+    decisions = Decisions("allow", secrets.token_urlsafe(24))
+    try:
+        run = gemini(tmp_path, conformance_mcp, wired(decisions), (tool, args))
+    finally:
+        decisions.close()
+    assert [a["tool_name"] for a in decisions.asked] == [tool]
+    assert run.calls == [(tool, False)], (run.calls, run.done.stdout[-2000:])
+    if tool == "replace":
+        assert "bold assistant" in (tmp_path / "work" / "GEMINI.md").read_text()
 
 
 def test_a_hook_that_cannot_reach_the_decision_point_blocks(
