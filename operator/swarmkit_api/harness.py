@@ -156,7 +156,20 @@ HARNESSES: Final[dict[str, HarnessInfo]] = {
         version="0.61.0",
         bin="gemini",
         wire_format="gemini-generate-content",
-        capabilities=frozenset({"final-answer", "usage", "mcp-tools"}),
+        capabilities=frozenset(
+            {
+                "final-answer",
+                "usage",
+                "mcp-tools",
+                # tests/unit/harness/test_gemini_cli_builtins.py: its BeforeTool hook asks
+                # before its file tools, and its --policy file denies a use the hook did not
+                # allow (a hook that fails, times out or answers nonsense). Its shell and web
+                # tools are not shown there: no native-shell, no native-web.
+                "tool-hook",
+                "native-file-read",
+                "native-file-write",
+            }
+        ),
         # Node.js: the MCP round trip completes under RLIMIT_DATA=286Mi and V8 aborts at
         # 270Mi (bench/bench_harness_data.py, test_data_limits.py).
         data_mib=384,

@@ -10,13 +10,17 @@ How the Agent's grants become Gemini CLI's controls:
   streamable HTTP with its bearer, ``trust: true`` (no confirmation prompt: the gateway itself
   enforces grants, tiers and reviews on every call); its tools reach the model as
   ``mcp_<server>_<tool>``; ``--allowed-mcp-server-names`` admits only that server;
-* built-in tools: ``tools.exclude`` names every built-in the Agent does not switch on (all
-  of them today: no ``native-*`` capability is listed for gemini-cli yet; ``tools.core``
-  cannot be used, it hides MCP tools as well); ``--approval-mode default`` in headless mode
-  never waits for a person (a tool that would ask is refused). Its ``BeforeTool`` hook and
-  the Agent Client Protocol's ``session/request_permission`` (``--acp``) are where the
-  runner's decision point (:mod:`.hooks`) would plug in: not wired, so gemini-cli shows no
-  ``tool-hook`` and admission refuses ``builtinTools`` for it (the how-to says why);
+* built-in tools: ``tools.exclude`` names every built-in the Agent does not switch on
+  (``tools.core`` cannot be used, it hides MCP tools as well); ``--approval-mode default``
+  in headless mode never waits for a person (a tool that would ask is refused). With
+  built-ins switched on (``harness.builtinTools``), each granted one is asked of the
+  runner's decision point (:mod:`.hooks`) by the ``BeforeTool`` command hook
+  (``hook_command``, matching exactly the granted built-ins), and a ``--policy`` file lets
+  it run only when its arguments carry the per-Run allow value (:func:`allow_value`) that
+  only the hook adds, after the decision point allowed the use
+  (:func:`.hook_cli.for_gemini`); the same built-in without it is denied. The CLI treats a
+  hook that times out, is killed or prints nonsense as no decision (it would run the tool):
+  here that use lacks the value, so the policy denies it (fail closed);
 * offline: no usage statistics, telemetry, auto-update or update nag; the workspace is
   trusted for the session (``--skip-trust``) so headless mode runs.
 
@@ -26,11 +30,14 @@ Its stream-json events (``init``, ``message``, ``tool_use``, ``tool_result``, ``
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from swarmkit_api.harness import HARNESSES, HarnessInfo
 
@@ -43,8 +50,10 @@ from .base import (
     HarnessToolCall,
     HarnessUsage,
     NativeToolNames,
+    hook_env,
     json_lines,
 )
+from .hook_cli import ALLOW_KEY
 
 #: The stream-json event types (packages/core/src/output/types.ts).
 EVENTS: Final = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
@@ -68,6 +77,35 @@ OTHER_TOOLS: Final = (
 )
 #: Milliseconds Gemini CLI waits for one MCP tool call (a call waiting for a Review).
 MCP_TOOL_TIMEOUT_MS: Final = 3_600_000
+#: Milliseconds it waits for the BeforeTool hook (the decision point answers at once: a use
+#: that needs a person parks the Run and stops the harness; a hook past this is no allow).
+HOOK_TIMEOUT_MS: Final = 600_000
+#: Policy priorities (user tier, above the CLI's defaults): an allowed use, the rest.
+ALLOWED_PRIORITY: Final = 500
+DENIED_PRIORITY: Final = 100
+
+
+def allow_value(inv: HarnessInvocation) -> str:
+    """The per-Run value a built-in's arguments must carry for the policy to let it run
+    (derived from the hook's bearer, which the model never sees)."""
+    return hmac.new(inv.hook_token.encode(), b"gemini-cli allow", hashlib.sha256).hexdigest()
+
+
+def policy(inv: HarnessInvocation) -> str:
+    """The ``--policy`` TOML: each granted built-in allowed only with :func:`allow_value`
+    in its arguments, denied otherwise."""
+    pattern = json.dumps(f'"{ALLOW_KEY}":"{allow_value(inv)}"')
+    rules = []
+    for tool in NATIVE_TOOLS.granted(inv.native):
+        name = json.dumps(tool)
+        rules.append(
+            f"[[rule]]\ntoolName = {name}\nargsPattern = {pattern}\n"
+            f'decision = "allow"\npriority = {ALLOWED_PRIORITY}\n'
+        )
+        rules.append(
+            f'[[rule]]\ntoolName = {name}\ndecision = "deny"\npriority = {DENIED_PRIORITY}\n'
+        )
+    return "\n".join(rules)
 
 
 @dataclass(frozen=True)
@@ -75,11 +113,21 @@ class GeminiCli(Harness):
     """Gemini CLI's controls and events (see the module docstring)."""
 
     info: HarnessInfo = HARNESSES["gemini-cli"]
+    native_names: ClassVar[NativeToolNames | None] = NATIVE_TOOLS
 
     def settings_path(self, inv: HarnessInvocation) -> Path:
         return inv.home_dir / ".gemini" / "settings.json"
 
+    def policy_path(self, inv: HarnessInvocation) -> Path:
+        return inv.home_dir / ".gemini" / "swarmkit-policy.toml"
+
+    @staticmethod
+    def hooked(inv: HarnessInvocation) -> bool:
+        """Whether built-ins are on, each use asked through the BeforeTool hook."""
+        return bool(inv.hook_command) and inv.native.any
+
     def argv(self, executable: Path, inv: HarnessInvocation) -> list[str]:
+        policy_args = ["--policy", str(self.policy_path(inv))] if self.hooked(inv) else []
         return [
             str(executable),
             "--prompt",
@@ -93,6 +141,7 @@ class GeminiCli(Harness):
             "--allowed-mcp-server-names",
             inv.mcp_server_name,
             "--skip-trust",
+            *policy_args,
         ]
 
     def env(self, inv: HarnessInvocation) -> dict[str, str]:
@@ -105,6 +154,7 @@ class GeminiCli(Harness):
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
             "NO_COLOR": "1",
             "CI": "1",
+            **hook_env(inv),
         }
 
     def files(self, inv: HarnessInvocation) -> dict[Path, str]:
@@ -128,7 +178,19 @@ class GeminiCli(Harness):
             "telemetry": {"enabled": False},
             "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
         }
-        files = {self.settings_path(inv): json.dumps(settings, indent=2)}
+        files = {}
+        if self.hooked(inv):
+            hook = {
+                "type": "command",
+                "command": shlex.join(inv.hook_command),
+                "timeout": HOOK_TIMEOUT_MS,
+                "env": {"SWARMKIT_HOOK_ALLOW": allow_value(inv)},
+            }
+            matcher = "^(" + "|".join(allowed) + ")$"
+            settings["hooks"] = {"BeforeTool": [{"matcher": matcher, "hooks": [hook]}]}
+            settings["hooksConfig"] = {"enabled": True}
+            files[self.policy_path(inv)] = policy(inv)
+        files[self.settings_path(inv)] = json.dumps(settings, indent=2)
         if inv.system_prompt:  # GEMINI.md in the work dir is its project context file
             files[inv.work_dir / "GEMINI.md"] = inv.system_prompt + "\n"
         return files
@@ -232,4 +294,4 @@ def _failed(outcome: HarnessOutcome, message: str) -> HarnessOutcome:
     return replace(outcome, error_reason=REASON_HARNESS_FAILED, error_message=message[:1000])
 
 
-__all__ = ["NATIVE_TOOLS", "GeminiCli"]
+__all__ = ["NATIVE_TOOLS", "GeminiCli", "allow_value", "policy"]

@@ -7,6 +7,13 @@ input to the runner's decision point (:mod:`.hooks`, ``$SWARMKIT_HOOK_URL`` with
 ``$SWARMKIT_HOOK_TOKEN``) and prints the answer, a ``hookSpecificOutput`` with
 ``permissionDecision`` ``allow`` or ``deny`` and its reason (the format both CLIs read).
 
+Gemini CLI (``hooks.BeforeTool``, ``hook_event_name: BeforeTool``) reads another answer: a
+top-level ``decision`` (``block`` with its ``reason``), and an allow here is
+``decision: allow`` with the tool's input handed back plus ``$SWARMKIT_HOOK_ALLOW`` under
+:data:`ALLOW_KEY`: its policy file lets a built-in run only with that per-Run value in its
+arguments, so a use this hook did not allow (it failed, timed out, printed nonsense) is
+denied by the policy (see :mod:`.gemini_cli`).
+
 It fails closed: when the decision point cannot be reached or answers anything else, it
 prints a ``deny`` saying why. It is run as a file by the runner's interpreter in isolated
 mode (``python -I <this file>``) under the harness's environment, so it imports nothing but
@@ -21,6 +28,8 @@ import sys
 import urllib.error
 import urllib.request
 
+#: The argument Gemini CLI's policy requires (its value ``$SWARMKIT_HOOK_ALLOW``).
+ALLOW_KEY = "swarmkit_allow"
 #: Seconds it waits for the decision (a strict tier parks the Run at once; this is a bound).
 TIMEOUT_SECONDS = 600
 
@@ -60,14 +69,38 @@ def ask(body: bytes, url: str, token: str) -> str:
     return answer
 
 
+def for_gemini(body: bytes, answer: str) -> str:
+    """The PreToolUse ``answer`` as Gemini CLI's BeforeTool reads it: an allow hands the
+    tool's input back with the policy's allow value; anything else blocks."""
+    decided = json.loads(answer)["hookSpecificOutput"]
+    allow = os.environ.get("SWARMKIT_HOOK_ALLOW", "")
+    tool_input = json.loads(body).get("tool_input")
+    if decided["permissionDecision"] != "allow" or not allow or not isinstance(tool_input, dict):
+        reason = decided.get("permissionDecisionReason") or "denied"
+        return json.dumps({"decision": "block", "reason": str(reason)})
+    if ALLOW_KEY in tool_input:  # the model may not supply the allow value itself
+        return json.dumps({"decision": "block", "reason": f"{ALLOW_KEY} is reserved"})
+    allowed = {**tool_input, ALLOW_KEY: allow}
+    return json.dumps({"decision": "allow", "hookSpecificOutput": {"tool_input": allowed}})
+
+
+def is_gemini(body: bytes) -> bool:
+    try:
+        hook = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(hook, dict) and hook.get("hook_event_name") == "BeforeTool"
+
+
 def main() -> int:
     url = os.environ.get("SWARMKIT_HOOK_URL", "")
     token = os.environ.get("SWARMKIT_HOOK_TOKEN", "")
     body = sys.stdin.buffer.read()
     if not url or not token:
-        print(deny("no decision point is configured for built-in tools"))
-        return 0
-    print(ask(body, url, token))
+        answer = deny("no decision point is configured for built-in tools")
+    else:
+        answer = ask(body, url, token)
+    print(for_gemini(body, answer) if is_gemini(body) else answer)
     return 0
 
 

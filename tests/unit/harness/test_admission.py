@@ -90,7 +90,7 @@ def test_every_harness_speaks_a_wire_format_the_proxy_forwards() -> None:
     ("kind", "provider", "native", "missing"),
     [
         ("codex", "openai", {"fileIo": True}, ["native-file-read"]),
-        ("gemini-cli", "gemini", {"fileIo": True}, ["native-file-read", "tool-hook"]),
+        ("gemini-cli", "gemini", {"bash": True}, ["native-shell"]),
         ("claude-code", "anthropic", {"webSearch": True}, ["native-web"]),
     ],
 )
@@ -119,6 +119,16 @@ def test_claude_codes_built_ins_are_admitted_where_its_hook_governs_them() -> No
     assert spec.builtin_tools_permission == "cautious"
     needed = required_capabilities(AgentSpec.model_validate(agent), spec)
     assert {"tool-hook", "native-shell", "native-file-read", "native-file-write"} <= set(needed)
+
+
+def test_gemini_clis_file_tools_are_admitted_where_its_hook_and_policy_govern_them() -> None:
+    # tests/unit/harness/test_gemini_cli_builtins.py shows its BeforeTool hook deciding them.
+    for tier in ("readonly", "cautious", "strict"):
+        harness = {"kind": "gemini-cli", "builtinTools": True, "builtinToolsPermission": tier}
+        verdicts = resolve(
+            topology(harness), {"nativeTools": {"fileIo": True}}, workspace("gemini")
+        )
+        assert verdicts["Accepted"][0] == "True", (tier, verdicts)
 
 
 def test_codexs_shell_is_admitted_as_a_built_in() -> None:
