@@ -791,13 +791,6 @@ async def _run_cases(
     def cache(key: str) -> Any:
         return ctl.lookup(IndexId.EVAL_RESULTS, (namespace, key))
 
-    def progress_of(runs: Mapping[str, Mapping[str, Any]]) -> _Cases:
-        made = ledger.proof(owner, recorded, parse_time(view.get("created")))
-        ctx = _Ctx(namespace, name, owner.uid, spec, runs, owner, ledger, made, {})
-        progress = _progress(ctx, started, cache, before)
-        labels_graded, calibrating = _calibrate(ctx, started.cases, progress)
-        return ctx, progress, labels_graded, calibrating
-
     def live(uid: str) -> bool:
         return ctl.lookup(IndexId.EVALRUN_UIDS, uid) is not None
 
@@ -805,9 +798,17 @@ async def _run_cases(
     # A deleted predecessor's Runs under the planned names: neither checked nor created
     # over until the garbage collector has deleted them (their trials wait).
     gone = {str(r["name"]) for r in indexed if er.orphaned(r, owner.uid, live)}
+
+    def progress_of(runs: Mapping[str, Mapping[str, Any]]) -> _Cases:
+        made = ledger.proof(owner, recorded, parse_time(view.get("created")))
+        ctx = _Ctx(namespace, name, owner.uid, spec, runs, owner, ledger, made, {})
+        progress = _progress(ctx, started, cache, before)
+        labels_graded, calibrating = _calibrate(ctx, started.cases, progress)
+        progress.create[:] = [m for m in progress.create if m["metadata"]["name"] not in gone]
+        return ctx, progress, labels_graded, calibrating
+
     runs = {str(r["name"]): r for r in indexed if str(r["name"]) not in gone}
     cases = progress_of(runs)
-    cases[1].create[:] = [m for m in cases[1].create if m["metadata"]["name"] not in gone]
     found = await _create_runs(cases[0], cases[1], live)
     return progress_of({**runs, **found}) if found else cases
 
