@@ -20,7 +20,6 @@ release lead. An EvalSet judges one case with the same skill (``judgeSkill``, ju
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,6 +28,14 @@ from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.model_server import ScriptedModelServer, text
 
+from .funnel_support import (  # noqa: F401  (run_author: a fixture)
+    BETTER,
+    GOOD,
+    JUDGE_OUTPUTS,
+    LEADS,
+    judged,
+    run_author,
+)
 from .review_support import (
     EDITOR,
     bind_people,
@@ -36,13 +43,11 @@ from .review_support import (
     review_admission,  # noqa: F401  (fixture)
 )
 from .runs_support import (
-    GROUP,
-    REPO,
-    VERSION,
     OperatorProcess,
     agent_with,
     apply,
     debug,
+    doc,
     example,
     finished,
     get,
@@ -53,68 +58,8 @@ from .runs_support import (
     wait_run,
 )
 
-RUN_AUTHOR = REPO / "deploy" / "admission" / "run-author.yaml"
-LEADS = "release-leads"
 SKILL = "notes-judge"
 EVAL_SET = "notes-cases"
-JUDGE_OUTPUTS = {
-    "type": "object",
-    "properties": {
-        "verdict": {"type": "string"},
-        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        "reasoning": {"type": "string"},
-    },
-    "required": ["verdict", "confidence", "reasoning"],
-}
-GOOD = json.dumps({"title": "v2", "body": "Faster runs."})
-BETTER = json.dumps({"title": "v2", "body": "Runs start 3x faster; see docs/runs.md."})
-
-
-@pytest.fixture(scope="module")
-def operator(cluster: LocalCluster, crds: Any) -> Iterator[OperatorProcess]:
-    op = OperatorProcess(cluster.kubeconfig)
-    op.start()
-    yield op
-    op.stop()
-
-
-@pytest.fixture(scope="module")
-def run_author(cluster: LocalCluster, crds: Any) -> Iterator[None]:
-    """The admission policies recording who creates a Run (the funnel excludes its author;
-    removed afterwards: the session's cluster is shared with other modules)."""
-    cluster.kubectl("apply", "--server-side", "-f", str(RUN_AUTHOR))
-
-    def records_the_creator() -> bool:
-        doc = json.dumps({**run_manifest("probe", "t"), "metadata": {"name": "probe"}})
-        res = cluster.kubectl(
-            "-n", "default", "create", "--dry-run=server", "-o", "json", "-f", "-",
-            input=doc, check=False,
-        )  # fmt: skip
-        annotations = json.loads(res.stdout or "{}").get("metadata", {}).get("annotations") or {}
-        return "swarmkit.dev/created-by" in annotations
-
-    wait_for(records_the_creator, 60, interval=0.5, message="the run-author policy to take effect")
-    yield
-    cluster.kubectl("delete", "--ignore-not-found", "-f", str(RUN_AUTHOR), check=False)
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as server:
-        yield server
-
-
-def _doc(kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
-def _judged(confidence: float) -> Any:
-    return text(json.dumps({"verdict": "x", "confidence": confidence, "reasoning": "scored"}))
 
 
 def _setup(kube: Kube, ns: str, cluster: LocalCluster, model_url: str) -> None:
@@ -132,14 +77,14 @@ def _setup(kube: Kube, ns: str, cluster: LocalCluster, model_url: str) -> None:
         "outputs": JUDGE_OUTPUTS,
         "provenance": {"authoredBy": "human", "version": "1.0.0"},
     }
-    apply(kube, ns, _doc("Skill", SKILL, skill))
+    apply(kube, ns, doc("Skill", SKILL, skill))
     writer = {
         "workspaceRef": {"name": "default"},
         "model": {"provider": "m", "name": "t"},
         "systemPrompt": "You write release notes as JSON {title, body}.",
         "skills": [SKILL],
     }
-    apply(kube, ns, _doc("Agent", "writer", writer))
+    apply(kube, ns, doc("Agent", "writer", writer))
     funnel = {
         "judge": {"skill": SKILL, "threshold": 0.8},
         "approve": {
@@ -148,11 +93,11 @@ def _setup(kube: Kube, ns: str, cluster: LocalCluster, model_url: str) -> None:
         },
         "maxRetries": 0,  # what the judge fails goes to people at once (onExhausted: approve)
     }
-    apply(kube, ns, _doc("Funnel", "notes-gate", funnel))
+    apply(kube, ns, doc("Funnel", "notes-gate", funnel))
     node = {"name": "draft", "agentRef": {"name": "writer"}, "role": "root"}
     node["funnel"] = {"name": "notes-gate"}
     apply(
-        kube, ns, _doc("Topology", "notes", {"workspaceRef": {"name": "default"}, "agents": [node]})
+        kube, ns, doc("Topology", "notes", {"workspaceRef": {"name": "default"}, "agents": [node]})
     )
     # The EvalSet's side: a candidate answering on replay, and a judge Agent for the skill.
     apply(kube, ns, agent_with("triage", [{"text": "category: billing"}]))
@@ -168,7 +113,7 @@ def _setup(kube: Kube, ns: str, cluster: LocalCluster, model_url: str) -> None:
         {"name": "skill-judged", "input": "Ticket 2: charged twice.",
          "grader": {**grader, "minKappa": 0.5, "minLabels": 4}},
     ]  # fmt: skip
-    apply(kube, ns, _doc("EvalSet", EVAL_SET, {"cases": cases}))
+    apply(kube, ns, doc("EvalSet", EVAL_SET, {"cases": cases}))
     wait_ready(kube, ns, "EvalSet", EVAL_SET)
 
 
@@ -238,7 +183,7 @@ def _evalrun(kube: Kube, ns: str, name: str) -> dict[str, Any]:
         "trials": 1,
         "criteria": {"minCases": 1, "minPassRate": 0.5},
     }
-    apply(kube, ns, _doc("EvalRun", name, spec))
+    apply(kube, ns, doc("EvalRun", name, spec))
 
     def done() -> dict[str, Any] | None:
         obj = get(kube, ns, "EvalRun", name)
@@ -278,7 +223,7 @@ def test_people_deciding_a_funnel_judges_artifacts_calibrate_that_judge_skill(
     assert _agreement(kube, ns) == []
 
     # Judge pass, alice approves: agreed. The EvalSet shows it once the gate is recorded.
-    model.push(text(GOOD), _judged(0.9))
+    model.push(text(GOOD), judged(0.9))
     a = _gated_run(cluster, kube, ns, operator, "notes-a", [("alice", "approve", "")])
     (gate,) = a["status"]["gates"]
     assert (gate["judge"], gate["judgePassed"], gate["state"]) == (SKILL, True, "Approved")
@@ -297,14 +242,14 @@ def test_people_deciding_a_funnel_judges_artifacts_calibrate_that_judge_skill(
     assert res.returncode != 0 and "forbidden" in res.stderr.lower(), res.stderr
 
     # Judge fail (0.3 < 0.8, no retries left), alice rejects: agreed.
-    model.push(text(GOOD), _judged(0.3))
+    model.push(text(GOOD), judged(0.3))
     b = _gated_run(cluster, kube, ns, operator, "notes-b", [("alice", "reject", "vague")])
     assert (succeeded(b) or {}).get("status") == "False"
     assert [(g["judgePassed"], g["state"]) for g in b["status"]["gates"]] == [(False, "Rejected")]
 
     # Judge pass, bob asks for a revision (the artifact as shown is not ready): disagreed.
     # The redraft, judge pass, alice approves: agreed.
-    model.push(text(GOOD), _judged(0.9), text(BETTER), _judged(0.95))
+    model.push(text(GOOD), judged(0.9), text(BETTER), judged(0.95))
     c = _gated_run(
         cluster, kube, ns, operator, "notes-c",
         [("bob", "revise", "Say how much faster."), ("alice", "approve", "")],

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -35,6 +34,14 @@ from swarmkit_devcluster.cluster import LocalCluster
 from swarmkit_devcluster.testing import Kube, wait_for
 from tests.support.model_server import ScriptedModelServer, text
 
+from .funnel_support import (  # noqa: F401  (run_author: a fixture)
+    BETTER,
+    GOOD,
+    JUDGE_OUTPUTS,
+    LEADS,
+    judged,
+    run_author,
+)
 from .review_support import (
     EDITOR,
     bind_people,
@@ -45,7 +52,6 @@ from .review_support import (
     review_of,
 )
 from .runs_support import (
-    REPO,
     OperatorProcess,
     apply,
     apply_examples,
@@ -60,45 +66,11 @@ from .runs_support import (
     wait_run,
 )
 
-RUN_AUTHOR = REPO / "deploy" / "admission" / "run-author.yaml"
-LEADS = "release-leads"
 SCHEMA = {
     "type": "object",
     "properties": {"title": {"type": "string"}, "body": {"type": "string", "minLength": 5}},
     "required": ["title", "body"],
 }
-JUDGE_OUTPUTS = {
-    "type": "object",
-    "properties": {
-        "verdict": {"type": "string"},
-        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        "reasoning": {"type": "string"},
-    },
-    "required": ["verdict", "confidence", "reasoning"],
-}
-GOOD = json.dumps({"title": "v2", "body": "Faster runs."})
-BETTER = json.dumps({"title": "v2", "body": "Runs start 3x faster; see docs/runs.md."})
-
-
-@pytest.fixture(scope="module")
-def run_author(cluster: LocalCluster, crds: Any) -> Iterator[None]:
-    """The admission policies that record who creates a Run (applied as shipped; removed
-    afterwards: the session's cluster is shared with other modules)."""
-    cluster.kubectl("apply", "--server-side", "-f", str(RUN_AUTHOR))
-
-    def records_the_creator() -> bool:
-        # Admission policies take effect asynchronously: a server-side dry run shows when.
-        doc = json.dumps({**run_manifest("probe", "t"), "metadata": {"name": "probe"}})
-        res = cluster.kubectl(
-            "-n", "default", "create", "--dry-run=server", "-o", "json", "-f", "-",
-            input=doc, check=False,
-        )  # fmt: skip
-        annotations = json.loads(res.stdout or "{}").get("metadata", {}).get("annotations") or {}
-        return "swarmkit.dev/created-by" in annotations
-
-    wait_for(records_the_creator, 60, interval=0.5, message="the run-author policy to take effect")
-    yield
-    cluster.kubectl("delete", "--ignore-not-found", "-f", str(RUN_AUTHOR), check=False)
 
 
 def _funnel() -> dict[str, Any]:
@@ -241,10 +213,6 @@ def _last_user(model: ScriptedModelServer, n: int) -> str:
     return str(msgs[-1]["content"])
 
 
-def _judged(confidence: float, reasoning: str) -> Any:
-    return text(json.dumps({"verdict": "x", "confidence": confidence, "reasoning": reasoning}))
-
-
 @pytest.mark.usefixtures("review_admission", "run_author")
 def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     cluster: LocalCluster,
@@ -272,9 +240,9 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     model.push(
         text('{"title": "v2"}'),  # the wrong shape: body missing
         text(GOOD),  # auto-corrected
-        _judged(0.4, "Say how much faster, and link the docs."),
+        judged(0.4, "Say how much faster, and link the docs."),
         text(BETTER),  # the retry with the critique
-        _judged(0.95, "Specific and linked."),
+        judged(0.95, "Specific and linked."),
     )
     # eve (edit) creates the Run; the apiserver records her as its author
     _create_run_as(cluster, ns, EDITOR, "notes-v2")
@@ -371,7 +339,7 @@ def test_one_signer_cannot_insert_replace_or_remove_another_signature(
     _setup(kube, ns, cluster, model.openai_base_url)
     apply(kube, ns, _funnel())
     wait_ready(kube, ns, "Topology", "notes")
-    model.push(text(BETTER), _judged(0.9, "Fine."))
+    model.push(text(BETTER), judged(0.9, "Fine."))
     _create_run_as(cluster, ns, EDITOR, "notes-v6")
     wait_run(kube, ns, "notes-v6", reason_is("AwaitingReview"), operator=operator, timeout=120)
     name = parked_review(kube, ns, "notes-v6")["metadata"]["name"]
@@ -442,7 +410,7 @@ def test_a_run_created_through_a_service_accounts_token_does_not_pass_an_exclude
     assert minted.returncode == 0, minted.stderr  # what Kubernetes' edit grants
     as_ci = ["--kubeconfig=/dev/null", f"--server={cluster.server}", "--insecure-skip-tls-verify"]
     doc = run_manifest("notes-ci", "notes", input="Write the release notes for v2.")
-    model.push(text(BETTER), _judged(0.9, "Fine."))
+    model.push(text(BETTER), judged(0.9, "Fine."))
     created = cluster.kubectl(
         *as_ci, f"--token={minted.stdout.strip()}", "-n", ns, "create", "-f", "-",
         input=json.dumps(doc), check=False,
@@ -470,7 +438,7 @@ def test_a_rejection_fails_the_run(
     _setup(kube, ns, cluster, model.openai_base_url)
     apply(kube, ns, _funnel())
     wait_ready(kube, ns, "Topology", "notes")
-    model.push(text(BETTER), _judged(0.9, "Fine."))
+    model.push(text(BETTER), judged(0.9, "Fine."))
     _create_run_as(cluster, ns, EDITOR, "notes-v3")
     wait_run(kube, ns, "notes-v3", reason_is("AwaitingReview"), operator=operator, timeout=120)
     name = parked_review(kube, ns, "notes-v3")["metadata"]["name"]
@@ -499,7 +467,7 @@ def test_exhaustion_opens_the_approval_with_the_critique_and_survives_an_operato
     apply(kube, ns, strict)
     wait_ready(kube, ns, "Topology", "notes")
     model.push(
-        text(GOOD), _judged(0.3, "Too vague."), text(BETTER), _judged(0.6, "Still no numbers.")
+        text(GOOD), judged(0.3, "Too vague."), text(BETTER), judged(0.6, "Still no numbers.")
     )
     _create_run_as(cluster, ns, EDITOR, "notes-v4")
     wait_run(kube, ns, "notes-v4", reason_is("AwaitingReview"), operator=operator, timeout=120)
@@ -626,7 +594,7 @@ def test_an_approval_not_completed_in_time_expires_and_fails_the_run(
     _setup(kube, ns, cluster, model.openai_base_url, review_timeout=8)
     apply(kube, ns, _funnel())
     wait_ready(kube, ns, "Topology", "notes")
-    model.push(text(BETTER), _judged(0.9, "Fine."))
+    model.push(text(BETTER), judged(0.9, "Fine."))
     _create_run_as(cluster, ns, EDITOR, "notes-v7")
     wait_run(kube, ns, "notes-v7", reason_is("AwaitingReview"), operator=operator, timeout=120)
     name = parked_review(kube, ns, "notes-v7")["metadata"]["name"]
@@ -660,9 +628,9 @@ def test_a_revision_redrafts_and_opens_a_new_round_with_the_diff_under_reset_all
     wait_ready(kube, ns, "Topology", "notes")
     model.push(
         text(GOOD),
-        _judged(0.9, "Fine."),
+        judged(0.9, "Fine."),
         text(BETTER),  # the revision, with bob's comment in the prompt
-        _judged(0.95, "Specific and linked."),
+        judged(0.95, "Specific and linked."),
     )
     _create_run_as(cluster, ns, EDITOR, "notes-rev")
     wait_run(kube, ns, "notes-rev", reason_is("AwaitingReview"), operator=operator, timeout=120)
