@@ -29,6 +29,7 @@ from ..builders.trust import foreign_config_map
 from ..indexes import IndexId, index
 from ..reconcile import parking
 from ..reconcile.controller import Controller, Deferred, Kind, Observation
+from ..reconcile.status import StatusOf
 from ..reconcile.views import MISSING, Key, base_view
 
 
@@ -219,12 +220,7 @@ async def reconcile_agent(ctl: Controller, namespace: str, name: str, force: boo
     current = promotion.agent_version(fields, render.ready)
     promoted = await promotion.reconcile_promotion(ctl, owner, view, current)
     written = await ctl.write_status(
-        "Agent",
-        namespace,
-        name,
-        view["uid"],
-        int(view["generation"]),
-        view["status"],
+        StatusOf.of_view("Agent", namespace, name, view),
         {**fields, **promoted.fields},
         (*render.verdicts, *promoted.verdicts),
     )

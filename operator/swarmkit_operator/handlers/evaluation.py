@@ -95,6 +95,7 @@ from ..builders.workload import Target
 from ..hashing import label_value
 from ..indexes import IndexId
 from ..reconcile.controller import Controller, Kind, Observation, Watch, existence_changed
+from ..reconcile.status import StatusOf
 from ..reconcile.views import MISSING, base_view, condition_status
 from ..runs import spend, summaries
 from ..runs.model import RUNS
@@ -305,12 +306,7 @@ async def reconcile_evalset(ctl: Controller, namespace: str, name: str, force: b
     agreement = funnel_agreements(ctl, namespace, _judges(view, "skill"))
     shown = {"funnelAgreement": [a.wire() for a in agreement.values()]} if agreement else {}
     written = await ctl.write_status(
-        "EvalSet",
-        namespace,
-        name,
-        view["uid"],
-        int(view["generation"]),
-        view["status"],
+        StatusOf.of_view("EvalSet", namespace, name, view),
         {**status.fields, **latest_calibration(found, status.fields.get("version")), **shown},
         status.verdicts,
     )
@@ -960,12 +956,7 @@ async def reconcile_evalrun(ctl: Controller, namespace: str, name: str, force: b
         recorded = view["status"].get("createdUids") or {}
         uids = ledger.recorded(owner, recorded)
         return await ctl.write_status(
-            "EvalRun",
-            namespace,
-            name,
-            view["uid"],
-            int(view["generation"]),
-            view["status"],
+            StatusOf.of_view("EvalRun", namespace, name, view),
             {**fields, "createdUids": uids} if uids else fields,
             [verdict],
         )

@@ -28,6 +28,7 @@ from swarmkit_api.resources import FUNNEL
 from ..builders.funnel import funnel_status
 from ..indexes import IndexId, index
 from ..reconcile.controller import Controller, Kind, Watch, existence_changed
+from ..reconcile.status import StatusOf
 from ..reconcile.views import MISSING, base_view
 
 
@@ -95,12 +96,7 @@ async def reconcile_funnel(ctl: Controller, namespace: str, name: str, force: bo
         view["spec"], lambda s: ctl.lookup(IndexId.SKILL_VIEWS, (namespace, s)) is not None
     )
     written = await ctl.write_status(
-        "Funnel",
-        namespace,
-        name,
-        view["uid"],
-        int(view["generation"]),
-        view["status"],
+        StatusOf.of_view("Funnel", namespace, name, view),
         dict(status.fields),
         status.verdicts,
     )

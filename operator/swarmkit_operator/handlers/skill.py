@@ -22,6 +22,7 @@ from ..library.records import granted_by_field
 from ..reconcile import parking
 from ..reconcile.book import Held
 from ..reconcile.controller import Controller, Deferred, Kind, Observation
+from ..reconcile.status import StatusOf
 from ..reconcile.views import MISSING, Key, base_view
 
 
@@ -223,12 +224,7 @@ async def reconcile_skill(ctl: Controller, namespace: str, name: str, force: boo
     if usage is not None:  # the library's: rides along (its flush skips a pending Skill)
         fields["usage"] = usage(namespace, name)
     written = await ctl.write_status(
-        "Skill",
-        namespace,
-        name,
-        render.uid,
-        render.generation,
-        current,
+        StatusOf("Skill", namespace, name, render.uid, render.generation, current),
         fields,
         render.verdicts,
     )
@@ -257,12 +253,7 @@ async def reconcile_skill_grants(ctl: Controller, namespace: str, name: str, for
     # Its own field manager: a SkillGrants write owns grantedBy only (the Skill reconcile
     # applies grantedBy too, with everything else; force hands it back and forth).
     written = await ctl.write_status(
-        "Skill",
-        namespace,
-        name,
-        view["uid"],
-        int(view["observed"]),
-        view["status"],
+        StatusOf("Skill", namespace, name, view["uid"], int(view["observed"]), view["status"]),
         fields,
         (),
         manager=k8s.SKILL_GRANTS_MANAGER,

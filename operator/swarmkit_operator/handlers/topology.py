@@ -34,6 +34,7 @@ from ..builders.topology import (
 from ..conditions import get_condition
 from ..indexes import PRESENT, IndexId, index
 from ..reconcile.controller import Controller, Deferred, Kind, Observation, Watch
+from ..reconcile.status import StatusOf
 from ..reconcile.views import MISSING, Key, base_view
 from ..workload.resolve import Resolver
 from .agent import workspace_view
@@ -232,12 +233,7 @@ async def reconcile_topology(ctl: Controller, namespace: str, name: str, force: 
     fields.update(promoted.fields)
     verdicts += promoted.verdicts
     written = await ctl.write_status(
-        "Topology",
-        namespace,
-        name,
-        view["uid"],
-        int(view["generation"]),
-        view["status"],
+        StatusOf.of_view("Topology", namespace, name, view),
         fields,
         verdicts,
     )

@@ -19,6 +19,7 @@ from ..builders.trust import foreign_config_map
 from ..builders.workspace import referenced_config_maps, render_workspace
 from ..indexes import IndexId, index
 from ..reconcile.controller import Controller, Kind, Observation
+from ..reconcile.status import StatusOf
 from ..reconcile.views import MISSING, base_view
 from .skill import read_sources
 
@@ -86,12 +87,7 @@ async def reconcile_workspace(ctl: Controller, namespace: str, name: str, force:
         if foreign is not None:
             render = foreign_config_map(render, "Workspace", name, foreign)
     written = await ctl.write_status(
-        "Workspace",
-        namespace,
-        name,
-        view["uid"],
-        int(view["generation"]),
-        view["status"],
+        StatusOf.of_view("Workspace", namespace, name, view),
         render.status_fields(),
         render.verdicts,
     )

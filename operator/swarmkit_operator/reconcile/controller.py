@@ -29,7 +29,7 @@ from ..runtime.leader import Leadership
 from ..runtime.workqueue import Result, Workers, WorkQueue
 from . import faults
 from .book import Bookkeeping, Renders
-from .status import same_status
+from .status import StatusOf, same_status
 from .status import write_status as _write_status
 from .views import MISSING, Key, kept_body, view_index
 
@@ -524,28 +524,11 @@ class Controller:
 
     async def write_status(
         self,
-        kind: str,
-        namespace: str,
-        name: str,
-        uid: str,
-        generation: int,
-        current: Mapping[str, Any] | None,
+        target: StatusOf,
         fields: Mapping[str, Any],
         verdicts: Iterable[Verdict],
         manager: str = k8s.RECONCILE_MANAGER,
     ) -> bool:
         """Apply status if it differs; post an Event per condition transition
         (:func:`.status.write_status`)."""
-        return await _write_status(
-            self.book,
-            self.post_event,
-            kind,
-            namespace,
-            name,
-            uid,
-            generation,
-            current,
-            fields,
-            verdicts,
-            manager,
-        )
+        return await _write_status(self.book, self.post_event, target, fields, verdicts, manager)

@@ -23,6 +23,7 @@ from swarmkit_api.conditions import ACCEPTED, READY, REASON_DEPTH_EXCEEDED, REAS
 
 from ..builders import Verdict
 from ..indexes import IndexId
+from .status import StatusOf
 from .views import view_index
 
 log = logging.getLogger("swarmkit_operator")
@@ -36,17 +37,7 @@ class FaultBook(Protocol):
 
     def lookup(self, index: IndexId, key: Any) -> Any: ...
 
-    async def write_status(
-        self,
-        kind: str,
-        namespace: str,
-        name: str,
-        uid: str,
-        generation: int,
-        current: Any,
-        fields: Any,
-        verdicts: Any,
-    ) -> bool: ...
+    async def write_status(self, target: StatusOf, fields: Any, verdicts: Any) -> bool: ...
 
 
 def _short(path: str) -> str:
@@ -95,15 +86,6 @@ async def report(ctl: FaultBook, kind: str, namespace: str, name: str, verdict: 
     # Kept as they are: what the object showed before stays until it is fixed.
     fields = {k: v for k, v in current.items() if k not in ("conditions", "observedGeneration")}
     ready = Verdict(READY, "False", verdict.reason, verdict.message)
-    await ctl.write_status(
-        kind,
-        namespace,
-        name,
-        str(view.get("uid", "")),
-        int(view.get("generation") or 0),
-        current,
-        fields,
-        [verdict, ready],
-    )
+    await ctl.write_status(StatusOf.of_view(kind, namespace, name, view), fields, [verdict, ready])
     log.warning("%s %s/%s: %s: %s", kind, namespace, name, verdict.reason, verdict.message)
     return True

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from swarmkit_api import GROUP, VERSION
@@ -37,6 +38,27 @@ PostEvent = Callable[[dict[str, Any], str, str, str], None]
 log = logging.getLogger("swarmkit_operator.status")
 
 
+@dataclass(frozen=True)
+class StatusOf:
+    """The object a status write is for, as the reconcile saw it: its kind and name, its
+    uid (the Events' involved object), the generation the status observes, and the status
+    the object showed (the write is skipped when it would change nothing)."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    current: Mapping[str, Any] | None
+
+    @classmethod
+    def of_view(cls, kind: str, namespace: str, name: str, view: Mapping[str, Any]) -> StatusOf:
+        """From a kind's index view (``uid``, ``generation``, ``status``): what most
+        reconciles write against."""
+        generation = int(view.get("generation") or 0)
+        return cls(kind, namespace, name, str(view.get("uid", "")), generation, view.get("status"))
+
+
 def _by_type(cond: Mapping[str, Any]) -> str:
     return str(cond.get("type", ""))
 
@@ -44,12 +66,7 @@ def _by_type(cond: Mapping[str, Any]) -> str:
 async def write_status(
     book: Bookkeeping,
     post_event: PostEvent,
-    kind: str,
-    namespace: str,
-    name: str,
-    uid: str,
-    generation: int,
-    current: Mapping[str, Any] | None,
+    target: StatusOf,
     fields: Mapping[str, Any],
     verdicts: Iterable[Verdict],
     manager: str = k8s.RECONCILE_MANAGER,
@@ -60,8 +77,10 @@ async def write_status(
     ``fields`` and the verdicts' condition types are everything ``manager`` owns of this
     object's status: what it applied before and leaves out now is removed (None: removed).
     """
+    kind, namespace, name = target.kind, target.namespace, target.name
+    generation = target.generation
     key: Key = (kind, namespace, name)
-    current = dict(current or {})
+    current = dict(target.current or {})
     before = list(current.get("conditions") or [])
     verdicts = list(verdicts)
     conditions = before
@@ -110,7 +129,7 @@ async def write_status(
         "kind": kind,
         "name": name,
         "namespace": namespace,
-        "uid": uid,
+        "uid": target.uid,
     }
     first = not own_conditions(before, [v.type for v in verdicts])
     post_transitions(post_event, involved, transitions(before, mine), first)

@@ -13,6 +13,7 @@ from swarmkit_operator.builders import Verdict
 from swarmkit_operator.config import OperatorConfig
 from swarmkit_operator.indexes import IndexId
 from swarmkit_operator.reconcile.controller import Controller, ControllerSettings
+from swarmkit_operator.reconcile.status import StatusOf
 
 
 def view(uid: str, too_deep: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -24,18 +25,9 @@ class Recorded:
         self.writes: list[tuple[str, str, list[Verdict], dict[str, Any]]] = []
 
     async def __call__(
-        self,
-        kind: str,
-        namespace: str,
-        name: str,
-        uid: str,
-        generation: int,
-        current: Any,
-        fields: Any,
-        verdicts: Any,
-        manager: str = "",
+        self, target: StatusOf, fields: Any, verdicts: Any, manager: str = ""
     ) -> bool:
-        self.writes.append((namespace, name, list(verdicts), dict(fields)))
+        self.writes.append((target.namespace, target.name, list(verdicts), dict(fields)))
         return True
 
 
