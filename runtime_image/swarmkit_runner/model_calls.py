@@ -2,7 +2,9 @@
 
 * :func:`model_turn`, the one model turn of both: the run's step and token budget and its
   spend limit checked first, the call, its ``model.call`` audit line (also when it fails),
-  then the spend and the budget counted.
+  then the spend and the budget counted. The harness node's model proxy streams a turn it
+  does not make itself, so it uses the two ends on their own: :func:`check_turn` before
+  and :func:`charge_turn` after.
 * ``model.call`` audit facts: attempts, the tokens of retried attempts (they are billed
   and counted in the run's usage), whether the turn streamed, time to first token, and
   the stop reason.
@@ -23,7 +25,7 @@ from swarmkit_api.workspace import ModelProvider
 from .audit import AuditLog
 from .context import RunContext
 from .errors import Truncated
-from .providers.base import ModelRequest, ModelResponse, Provider, RetryHook
+from .providers.base import ModelRequest, ModelResponse, Provider, RetryHook, Usage
 
 CONTINUE_PROMPT = (
     "Your answer was cut off at the output token limit. Continue exactly where it stopped, "
@@ -49,6 +51,24 @@ def call_facts(response: ModelResponse) -> dict[str, Any]:
     return facts
 
 
+def check_turn(
+    ctx: RunContext, agent: str, config: ModelProvider, model: str, max_tokens: int
+) -> None:
+    """Raise what ends the run when ``agent``'s next model turn may not be made: its step
+    and token budget, then the spend cap for up to ``max_tokens`` more (each audited)."""
+    ctx.budget.before_step(ctx.audit, agent)
+    ctx.budget.spend.check(ctx.audit, agent, config, model, max_tokens)
+
+
+def charge_turn(
+    ctx: RunContext, agent: str, config: ModelProvider, model: str, usage: Usage
+) -> None:
+    """Count a made turn's ``usage`` once: the spend, then the budget (which raises what
+    ends the run when the turn crossed it)."""
+    ctx.budget.spend.record(agent, config, model, usage)
+    ctx.budget.after_step(ctx.audit, agent, usage)
+
+
 async def model_turn(
     ctx: RunContext,
     agent: str,
@@ -67,8 +87,7 @@ async def model_turn(
     turn number, audited with the turn's tool calls (a skill's turn offers no tools). A
     failed call is audited and raised as it came.
     """
-    ctx.budget.before_step(ctx.audit, agent)
-    ctx.budget.spend.check(ctx.audit, agent, config, provider.model, request.max_tokens)
+    check_turn(ctx, agent, config, provider.model, request.max_tokens)
     who = {"agent": agent, "skill": skill, "provider": provider.name, "model": provider.model}
     t0 = time.monotonic()
     try:
@@ -91,8 +110,7 @@ async def model_turn(
         outcome="Truncated" if response.truncated else "ok",
         **call_facts(response),
     )
-    ctx.budget.spend.record(agent, config, provider.model, response.usage)
-    ctx.budget.after_step(ctx.audit, agent, response.usage)
+    charge_turn(ctx, agent, config, provider.model, response.usage)
     return response
 
 

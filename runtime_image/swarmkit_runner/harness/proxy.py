@@ -41,6 +41,7 @@ from urllib.parse import quote
 from swarmkit_api.harness import PROXIED_WIRE_FORMATS
 
 from ..errors import RunEnded, RunFailed
+from ..model_calls import charge_turn, check_turn
 from ..providers import anthropic, gemini, openai
 from ..providers.anthropic import AnthropicProvider, _cached_tokens, _input_tokens
 from ..providers.base import Usage
@@ -315,14 +316,11 @@ class ModelProxy:
 
     def check_limits(self, max_tokens: int) -> None:
         """Raise what ends the node when the next call may not be made (audited)."""
-        budget = self.ctx.budget
-        budget.before_step(self.ctx.audit, self.agent)
-        budget.spend.check(self.ctx.audit, self.agent, self.config, self.model, max_tokens)
+        check_turn(self.ctx, self.agent, self.config, self.model, max_tokens)
 
     def record(self, reader: UsageReader, started: float, status: int) -> None:
         """Charge one model turn (once) and audit it."""
         self.calls += 1
-        budget = self.ctx.budget
         self.ctx.audit.emit(
             "model.call",
             agent=self.agent,
@@ -336,9 +334,8 @@ class ModelProxy:
             via="harness-proxy",
             outcome="ok" if status < 400 else f"http {status}",
         )
-        budget.spend.record(self.agent, self.config, self.model, reader.usage)
         try:
-            budget.after_step(self.ctx.audit, self.agent, reader.usage)
+            charge_turn(self.ctx, self.agent, self.config, self.model, reader.usage)
         except RunEnded as exc:
             self.end(exc)
 
