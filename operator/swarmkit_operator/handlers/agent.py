@@ -28,7 +28,7 @@ from ..builders.skill import SYNTHESIZED_TOPOLOGY_PREFIX, ScriptVerdict
 from ..builders.trust import foreign_config_map
 from ..indexes import IndexId, index
 from ..reconcile import parking
-from ..reconcile.controller import Controller, Deferred, Kind, Observation
+from ..reconcile.controller import Controller, Deferred, Kind, Observation, Watch
 from ..reconcile.status import StatusOf
 from ..reconcile.views import MISSING, Key, base_view
 
@@ -235,4 +235,6 @@ KIND = Kind(
     indexes=(agent_views, agent_by_grant, agent_by_workspace),
     dependents_view=dependents_view,
     dependents=dependents,
+    # Its Workspace: a new render, readiness or message, once its status shows it.
+    watches=(Watch("Workspace", IndexId.AGENT_BY_WORKSPACE),),
 )

@@ -400,6 +400,10 @@ KIND = Kind(
     indexes=(topology_views, topology_by_agent, topology_by_workspace, topology_by_funnel),
     dependents_view=dependents_view,
     dependents=dependents,
-    # A Funnel its nodes name: its new version or readiness, once its status shows it.
-    watches=(Watch("Funnel", IndexId.TOPOLOGY_BY_FUNNEL),),
+    # A Funnel its nodes name, and its Workspace: a new version or readiness, once the
+    # source's status shows it.
+    watches=(
+        Watch("Funnel", IndexId.TOPOLOGY_BY_FUNNEL),
+        Watch("Workspace", IndexId.TOPOLOGY_BY_WORKSPACE),
+    ),
 )

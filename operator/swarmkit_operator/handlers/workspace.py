@@ -57,16 +57,11 @@ def dependents_view(view: dict[str, Any] | None) -> Any:
 
 
 def dependents(
-    ctl: Controller, namespace: str, name: str, seen: Observation, _body: Mapping[str, Any]
+    ctl: Controller, namespace: str, _name: str, seen: Observation, _body: Mapping[str, Any]
 ) -> None:
-    """The Agents and Topologies using the Workspace, and its old render's collection."""
+    """Its old render's collection (the Agents and Topologies using it declare their own
+    :class:`~..reconcile.controller.Watch` of it)."""
     if seen.changed:
-        ctl.enqueue_many(
-            "Agent", namespace, ctl.lookup_all(IndexId.AGENT_BY_WORKSPACE, (namespace, name))
-        )
-        ctl.enqueue_many(
-            "Topology", namespace, ctl.lookup_all(IndexId.TOPOLOGY_BY_WORKSPACE, (namespace, name))
-        )
         ctl.enqueue_gc(namespace)
 
 

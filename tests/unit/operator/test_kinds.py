@@ -152,6 +152,60 @@ async def test_an_evalsets_readiness_wakes_the_evalruns_waiting_for_it() -> None
     assert await runs_queued() == [("EvalRun", NS, "run")]
 
 
+async def test_a_workspaces_new_render_wakes_the_agents_and_topologies_using_it() -> None:
+    """The Agent's and the Topology's declarations watch their Workspace
+    (``agent_by_workspace``, ``topology_by_workspace``); the Workspace's own ``dependents``
+    only collects its old render."""
+    wired = root.wiring()
+    ctl = wired.controller(OperatorConfig())
+    app = SimpleNamespace(controller=ctl)
+    dispatch = wired.events.dispatcher(GROUP, VERSION, "workspaces")
+    assert dispatch is not None
+    user = {"workspaceRef": {"name": "ws"}}
+    meta = {"namespace": NS, "generation": 1}
+    ctl.indexes.update("agents", {"metadata": {**meta, "uid": "a", "name": "a"}, "spec": user})
+    ctl.indexes.update(
+        "topologies",
+        {"metadata": {**meta, "uid": "t", "name": "t"}, "spec": {**user, "agents": []}},
+    )
+    ctl.indexes.update(
+        "agents",
+        {
+            "metadata": {**meta, "uid": "o", "name": "other"},
+            "spec": {"workspaceRef": {"name": "x"}},
+        },
+    )
+
+    async def event(rv: str, status: dict[str, Any]) -> None:
+        body = {
+            "metadata": {**meta, "uid": "ws-uid", "name": "ws", "resourceVersion": rv},
+            "spec": {},
+            "status": status,
+        }
+        await dispatch(
+            type="MODIFIED", body=body, namespace=NS, name="ws", uid="ws-uid", labels={},
+            spec={}, status=status, app=app,
+        )  # fmt: skip
+
+    async def woken() -> list[tuple[str, str, str]]:
+        return sorted(key for key in await queued(ctl) if key[0] != "Workspace")
+
+    def rendered(config_map: str) -> dict[str, Any]:
+        ready = {"type": "Ready", "status": "True", "reason": "Rendered"}
+        return {"observedGeneration": 1, "renderedConfigMap": config_map, "conditions": [ready]}
+
+    await event("1", rendered("ws-1"))
+    assert await woken() == [
+        ("Agent", NS, "a"), ("GC", NS, ""), ("Topology", NS, "t")
+    ]  # fmt: skip
+    await event("2", rendered("ws-1"))  # its own status echo: nothing
+    assert await woken() == []
+    await event("3", rendered("ws-2"))
+    assert await woken() == [
+        ("Agent", NS, "a"), ("GC", NS, ""), ("Topology", NS, "t")
+    ]  # fmt: skip
+
+
 def test_every_kind_is_declared_once_and_the_tables_come_from_the_declarations() -> None:
     wired = root.wiring()
     kinds = wired.kinds
@@ -203,7 +257,7 @@ def test_a_declaration_whose_index_is_over_another_resource_is_refused() -> None
 
 
 def test_what_wakes_a_funnel_is_declared_on_the_funnel_and_needs_a_declared_source() -> None:
-    from swarmkit_operator.handlers import funnel, topology
+    from swarmkit_operator.handlers import agent, funnel, topology
     from swarmkit_operator.handlers.evaluation import EVAL_RUN_KIND, EVAL_SET_KIND
 
     # The Funnel says it watches Skills; the Skill's declaration names no Funnel.
@@ -211,12 +265,14 @@ def test_what_wakes_a_funnel_is_declared_on_the_funnel_and_needs_a_declared_sour
         ("Skill", IndexId.FUNNEL_BY_JUDGE)
     ]
     # Every fan-out along an index is a watch on the kind it wakes (the Topologies naming a
-    # Funnel, the EvalSets judging with a Skill or an Agent, the EvalRuns of an EvalSet).
+    # Funnel, the EvalSets judging with a Skill or an Agent, the EvalRuns of an EvalSet, the
+    # Agents and Topologies using a Workspace).
     assert root._watchers(root.wiring().kinds) == {
         "Skill": [("Funnel", funnel.KIND.watches[0]), ("EvalSet", EVAL_SET_KIND.watches[0])],
         "Agent": [("EvalSet", EVAL_SET_KIND.watches[1])],
         "Funnel": [("Topology", topology.KIND.watches[0])],
         "EvalSet": [("EvalRun", EVAL_RUN_KIND.watches[0])],
+        "Workspace": [("Agent", agent.KIND.watches[0]), ("Topology", topology.KIND.watches[1])],
     }
     assert funnel.KIND.dependents is None and EVAL_SET_KIND.dependents is None
     # A watch of a kind the operator does not declare is a start-up error, not a silent no-op.
