@@ -11,7 +11,10 @@ Codex and Gemini CLI run the same Run through the proxy's Responses / Gemini dia
 Code's own Write (``builtinTools``) is asked of the runner through its PreToolUse hook:
 denied under a readonly tier, run under cautious, a Review under strict; Codex's shell
 (``exec_command``) likewise through its own PreToolUse hook, run in its sandbox inside the
-pod. Also admission: a harness whose provider speaks another wire format is refused.
+pod; Gemini CLI's ``write_file`` (then a ``read_file`` of it, showing whether the file is
+there) through its BeforeTool hook and the per-Run allow value its ``--policy`` requires,
+which appears in no log, status or model request. Also admission: a harness whose provider
+speaks another wire format is refused.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from .review_support import (
     decide,
     parked_review,
     review_admission,  # noqa: F401  (fixture)
+    review_of,
 )
 from .runs_support import (
     OperatorProcess,
@@ -201,8 +205,8 @@ def setup(
     )
 
 
-def pod_log(cluster: LocalCluster, ns: str, job: str) -> str:
-    return cluster.kubectl("-n", ns, "logs", f"job/{job}", check=False).stdout
+def pod_log(cluster: LocalCluster, ns: str, name: str, kind: str = "job") -> str:
+    return cluster.kubectl("-n", ns, "logs", f"{kind}/{name}", check=False).stdout
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
@@ -430,3 +434,121 @@ def test_a_codex_shell_call_in_the_pod_is_decided_by_the_nodes_tier(
     [call] = [e for e in events if e.get("tool") == "Bash" and e["event"].startswith("tool.")]
     assert (call["event"], call["outcome"], call["tier"]) == ("tool.call", "ok", tier)
     assert call["kind"] == "native"
+
+
+def gemini_results(request: RecordedRequest) -> list[tuple[str, str]]:
+    """(tool name, what it said: its output or its error) of every function response in
+    the conversation, in order."""
+    out = []
+    for message in request.messages:
+        for part in message["parts"]:
+            response = part.get("functionResponse") or {}
+            said = response.get("response") or {}
+            if response:
+                out.append((str(response.get("name")), str(said.get("error", said.get("output")))))
+    return out
+
+
+def gemini_write_then_read_back(request: RecordedRequest) -> Reply:
+    """Ask for Gemini CLI's ``write_file`` of ``notes.txt`` in its workspace directory (named
+    in the context it sends), then ``read_file`` of it, then answer with what both said: the
+    read shows whether the file really is there."""
+    found = re.search(r"Workspace Directories:\*\*\\n  - (/[^\s\\]+)", json.dumps(request.body))
+    if found is None or "write_file" not in request.tool_names:
+        return text("no workspace or no write_file offered")
+    target = f"{found.group(1)}/notes.txt"
+    results = gemini_results(request)
+    if not results:
+        return tool_call("write_file", file_path=target, content=SAID)
+    if results[-1][0] == "write_file":
+        return tool_call("read_file", file_path=target)
+    return text(f"write_file said: {results[-2][1]} read_file said: {results[-1][1]}")
+
+
+@pytest.mark.usefixtures("review_admission")
+@pytest.mark.parametrize("tier", ["readonly", "cautious", "strict"])
+def test_a_gemini_file_write_in_the_pod_is_decided_by_the_nodes_tier(
+    cluster: LocalCluster,
+    kube: Kube,
+    namespace: str,
+    operator: OperatorProcess,
+    model: ScriptedModelServer,
+    tier: str,
+) -> None:
+    # Gemini CLI's write_file in the runtime image: its BeforeTool hook asks the runner,
+    # whose node tier decides (strict: a Review first, for the read back as well); allowed,
+    # the hook adds the per-Run allow value its --policy file requires. The model reads the
+    # file back, so the output shows whether it is really there.
+    ns = namespace
+    harness = {"builtinTools": True, "builtinToolsPermission": tier}
+    setup(kube, ns, model, kind="gemini-cli", native={"fileIo": True}, harness=harness)
+    bind_people(cluster, ns)
+    model.default = gemini_write_then_read_back
+    wait_ready(kube, ns, "Topology", "release")
+    create(kube, ns, run_manifest("gwrite-1", "release", input="Write the notes.", timeout=300))
+    if tier == "strict":  # a Review per use, decided by alice, the Run resumed each time
+        for tool in ("write_file", "read_file"):
+            review = next_review(kube, ns, "gwrite-1", operator)
+            assert review["spec"]["request"]["kind"] == "approval"
+            assert tool in json.dumps(review["spec"]["request"]), review["spec"]["request"]
+            done = decide(cluster, ns, review["metadata"]["name"], "alice", "approve")
+            assert done.returncode == 0, done.stderr
+            decided = review_of(kube, ns, review["metadata"]["name"]) or {}
+            assert decided["spec"]["decision"]["decidedBy"] == "alice"
+    run = wait_run(kube, ns, "gwrite-1", finished, operator=operator, timeout=300)
+    cond = succeeded(run)
+    assert cond is not None and cond["reason"] == "Succeeded", json.dumps(run.get("status"))
+    output = run["status"]["output"]
+    logs = [pod_log(cluster, ns, pod["pod"], "pod") for pod in run["status"]["audit"]]
+    events = [json.loads(x) for log in logs for x in log.splitlines() if x.startswith("{")]
+    uses = [
+        e
+        for e in events
+        if e.get("kind") == "native"
+        and e["event"].startswith("tool.")
+        and e.get("outcome") != "AwaitingReview"
+    ]
+    if tier == "readonly":
+        assert "Tool execution blocked" in output and "ReadOnlyTier" in output, output
+        # The read is allowed and finds nothing: the write never ran.
+        assert "read_file said: File not found" in output, output
+        write, read = uses
+        assert (write["event"], write["tool"], write["reason"]) == (
+            "tool.refused",
+            "write_file",
+            "ReadOnlyTier",
+        )
+        assert (write["kind"], write["tier"], write["effects"]) == ("native", "readonly", "write")
+        assert (read["event"], read["tool"], read["outcome"]) == ("tool.call", "read_file", "ok")
+    else:
+        assert "write_file said: Successfully created and wrote" in output, output
+        assert f"read_file said: {SAID}" in output, output  # the file is there
+        assert [(e["event"], e["tool"], e["outcome"], e["tier"], e["effects"]) for e in uses] == [
+            ("tool.call", "write_file", "ok", tier, "write"),
+            ("tool.call", "read_file", "ok", tier, "read"),
+        ]
+    if tier == "strict":  # each use parked before it ran, and alice's decision is audited
+        asked = [(e["tool"], e["kind"]) for e in events if e["event"] == "review.requested"]
+        assert asked == [("write_file", "approval"), ("read_file", "approval")]
+        decided = [e["decided_by"] for e in events if e["event"] == "review.decided"]
+        assert decided == ["alice", "alice"]
+    # The per-Run allow value the hook adds stays between the hook and the CLI's policy.
+    for where in (*logs, json.dumps(run)):
+        assert "swarmkit_allow" not in where
+    assert not [r for r in model.requests if "swarmkit_allow" in json.dumps(r.body)]
+
+
+def next_review(kube: Kube, ns: str, run: str, operator: OperatorProcess) -> dict[str, Any]:
+    """The Review the Run is parked on now (not one already decided)."""
+
+    def parked_anew(body: dict[str, Any]) -> bool:
+        items = (body.get("status") or {}).get("reviewItems") or []
+        review = review_of(kube, ns, items[0]["review"]) if items else None
+        return bool(
+            reason_is("AwaitingReview")(body) and review and not review["spec"].get("decision")
+        )
+
+    body = wait_run(kube, ns, run, parked_anew, operator=operator, timeout=300)
+    found = review_of(kube, ns, body["status"]["reviewItems"][0]["review"])
+    assert found is not None
+    return found
