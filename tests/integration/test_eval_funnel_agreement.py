@@ -181,7 +181,9 @@ def _evalrun(kube: Kube, ns: str, name: str) -> dict[str, Any]:
         "candidate": {"agentRef": {"name": "triage"}},
         "compare": False,
         "trials": 1,
-        "criteria": {"minCases": 1, "minPassRate": 0.5},
+        # Two cases that pass: their pass rate's 95 % interval is [0.34, 1], so a floor of
+        # 0.3 is cleared by the whole interval (0.5 would be straddled: Inconclusive).
+        "criteria": {"minCases": 1, "minPassRate": 0.3},
     }
     apply(kube, ns, doc("EvalRun", name, spec))
 
@@ -273,7 +275,7 @@ def test_people_deciding_a_funnel_judges_artifacts_calibrate_that_judge_skill(
     # The gate: no labels, but four Funnel decisions at kappa 0.5 clear minKappa 0.5.
     after = _evalrun(kube, ns, "after")
     status = after["status"]
-    assert status["verdict"] == "Pass", status
+    assert status["verdict"] == "Pass", _succeeded(after)
     assert _succeeded(after)["reason"] == "Evaluated"
     (judge,) = status["judges"]
     assert judge["judge"] == f"Agent/skill-judge+Skill/{SKILL}" and judge["labels"] == 0

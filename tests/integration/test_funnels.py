@@ -282,6 +282,9 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     # one of two signatures: still waiting; the Run's status shows the gate
     run = get(kube, ns, "Run", "notes-v2") or {}
     assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
+    # The judge that scored it, pinned from the bundle: its skill's content hash and whether
+    # the score cleared its threshold (what its agreement with people counts).
+    judged_by = (get(kube, ns, "Skill", "notes-judge") or {}).get("status") or {}
     gate_status = {
         "funnel": "notes-gate",
         "node": "draft",
@@ -291,6 +294,9 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
         "exhausted": False,
         "round": 1,
         "state": "AwaitingApproval",
+        "judge": "notes-judge",
+        "judgeContentHash": judged_by.get("contentHash"),
+        "judgePassed": True,
     }
     assert run["status"]["gates"] == [gate_status]
 
