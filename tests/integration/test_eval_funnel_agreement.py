@@ -30,11 +30,17 @@ from tests.support.model_server import ScriptedModelServer, text
 
 from .funnel_support import (  # noqa: F401  (run_author: a fixture)
     BETTER,
+    GATE,
     GOOD,
-    JUDGE_OUTPUTS,
-    LEADS,
+    JUDGE_SKILL,
+    create_run_as,
+    gated_topology,
+    judge_skill,
     judged,
+    leads_approve,
     run_author,
+    sign,
+    writer,
 )
 from .review_support import (
     EDITOR,
@@ -52,13 +58,12 @@ from .runs_support import (
     finished,
     get,
     reason_is,
-    run_manifest,
     succeeded,
     wait_ready,
     wait_run,
 )
 
-SKILL = "notes-judge"
+SKILL = JUDGE_SKILL
 EVAL_SET = "notes-cases"
 
 
@@ -70,35 +75,15 @@ def _setup(kube: Kube, ns: str, cluster: LocalCluster, model_url: str) -> None:
     apply(kube, ns, workspace)
     wait_ready(kube, ns, "Workspace", "default")
     bind_people(cluster, ns)
-    skill = {
-        "description": "Use to judge release notes.",
-        "category": "decision",
-        "implementation": {"type": "llm_prompt", "prompt": "Score the release notes."},
-        "outputs": JUDGE_OUTPUTS,
-        "provenance": {"authoredBy": "human", "version": "1.0.0"},
-    }
-    apply(kube, ns, doc("Skill", SKILL, skill))
-    writer = {
-        "workspaceRef": {"name": "default"},
-        "model": {"provider": "m", "name": "t"},
-        "systemPrompt": "You write release notes as JSON {title, body}.",
-        "skills": [SKILL],
-    }
-    apply(kube, ns, doc("Agent", "writer", writer))
+    apply(kube, ns, judge_skill())
+    apply(kube, ns, writer())
     funnel = {
         "judge": {"skill": SKILL, "threshold": 0.8},
-        "approve": {
-            "rules": [{"roles": ["release-lead"], "quorum": "any"}],
-            "roles": {"release-lead": {"groups": [LEADS]}},
-        },
+        "approve": leads_approve({"quorum": "any"}),
         "maxRetries": 0,  # what the judge fails goes to people at once (onExhausted: approve)
     }
-    apply(kube, ns, doc("Funnel", "notes-gate", funnel))
-    node = {"name": "draft", "agentRef": {"name": "writer"}, "role": "root"}
-    node["funnel"] = {"name": "notes-gate"}
-    apply(
-        kube, ns, doc("Topology", "notes", {"workspaceRef": {"name": "default"}, "agents": [node]})
-    )
+    apply(kube, ns, doc("Funnel", GATE, funnel))
+    apply(kube, ns, gated_topology())
     # The EvalSet's side: a candidate answering on replay, and a judge Agent for the skill.
     apply(kube, ns, agent_with("triage", [{"text": "category: billing"}]))
     confident = '{"verdict": "pass", "confidence": 0.92, "reasoning": "a billing question"}'
@@ -117,24 +102,6 @@ def _setup(kube: Kube, ns: str, cluster: LocalCluster, model_url: str) -> None:
     wait_ready(kube, ns, "EvalSet", EVAL_SET)
 
 
-def _sign(
-    cluster: LocalCluster, ns: str, review: str, user: str, verdict: str, text: str = ""
-) -> None:
-    entry: dict[str, Any] = {"verdict": verdict, "role": "release-lead", "decidedBy": user}
-    if text:
-        entry["text"] = text
-    body = json.loads(cluster.kubectl("-n", ns, "get", "review", review, "-o", "json").stdout)
-    patch = {
-        "spec": {"approvals": [*(body["spec"].get("approvals") or []), entry]},
-        "metadata": {"resourceVersion": body["metadata"]["resourceVersion"]},
-    }
-    done = kubectl_as(
-        cluster, user, f"--as-group={LEADS}", "-n", ns, "patch", "review", review,
-        "--type=merge", "-p", json.dumps(patch),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-
-
 def _gated_run(
     cluster: LocalCluster,
     kube: Kube,
@@ -145,9 +112,7 @@ def _gated_run(
 ) -> dict[str, Any]:
     """Create a Run of ``notes`` as the editor and sign each approval round in turn
     (user, verdict, comment); the finished Run."""
-    doc = run_manifest(name, "notes", input="Write the release notes for v2.")
-    res = kubectl_as(cluster, EDITOR, "-n", ns, "create", "-f", "-", input=json.dumps(doc))
-    assert res.returncode == 0, res.stderr
+    create_run_as(cluster, ns, EDITOR, name)
     seen: set[str] = set()
     for user, verdict, comment in decisions:
 
@@ -160,7 +125,8 @@ def _gated_run(
         run = wait_run(kube, ns, name, parked, operator=operator, timeout=180)
         review = run["status"]["reviewItems"][0]["review"]
         seen.add(review)
-        _sign(cluster, ns, review, user, verdict, comment)
+        signed = sign(cluster, ns, review, user, verdict, text=comment)
+        assert signed.returncode == 0, signed.stderr
     done: dict[str, Any] = wait_run(kube, ns, name, finished, operator=operator, timeout=180)
     return done
 
@@ -266,7 +232,7 @@ def test_people_deciding_a_funnel_judges_artifacts_calibrate_that_judge_skill(
         lambda: _decisions(kube, ns) == 4 or None, 60, message=lambda: str(_agreement(kube, ns))
     )
     (shown,) = _agreement(kube, ns)
-    assert shown["skill"] == SKILL and shown["funnels"] == ["notes-gate"]
+    assert shown["skill"] == SKILL and shown["funnels"] == [GATE]
     assert (shown["contentHash"], shown["otherVersions"]) == (skill_hash, 0)
     assert (shown["agreed"], shown["judgeFailed"], shown["peopleFailed"]) == (3, 1, 2)
     assert shown["kappa"] == 0.5, shown

@@ -37,10 +37,17 @@ from tests.support.model_server import ScriptedModelServer, text
 from .funnel_support import (  # noqa: F401  (run_author: a fixture)
     BETTER,
     GOOD,
-    JUDGE_OUTPUTS,
+    JUDGE_SKILL,
     LEADS,
+    create_run_as,
+    gated_topology,
+    judge_skill,
     judged,
+    leads_approve,
+    review_of_cluster,
     run_author,
+    sign,
+    writer,
 )
 from .review_support import (
     EDITOR,
@@ -79,11 +86,8 @@ def _funnel() -> dict[str, Any]:
         "notes-gate",
         {
             "validate": {"schema": SCHEMA},
-            "judge": {"skill": "notes-judge", "threshold": 0.8},
-            "approve": {
-                "rules": [{"roles": ["release-lead"], "kOf": 2}],
-                "roles": {"release-lead": {"groups": [LEADS]}},
-            },
+            "judge": {"skill": JUDGE_SKILL, "threshold": 0.8},
+            "approve": leads_approve({"kOf": 2}),
             "maxRetries": 2,
         },
     )
@@ -107,52 +111,10 @@ def _setup(
     # eve (edit: she creates Runs) may also answer Reviews: what refuses her signature on
     # her own run is the funnel's excludeAuthor, not RBAC
     bind_users(cluster, ns, [(EDITOR, "swarmkit-reviewer")])
-    apply(
-        kube,
-        ns,
-        doc(
-            "Skill",
-            "notes-judge",
-            {
-                "description": "Use to judge release notes.",
-                "category": "decision",
-                "implementation": {"type": "llm_prompt", "prompt": "Score the release notes."},
-                "outputs": JUDGE_OUTPUTS,
-                "provenance": {"authoredBy": "human", "version": "1.0.0"},
-            },
-        ),
-    )
-    apply(
-        kube,
-        ns,
-        doc(
-            "Agent",
-            "writer",
-            {
-                "workspaceRef": {"name": "default"},
-                "model": {"provider": "m", "name": "t"},
-                "systemPrompt": "You write release notes as JSON {title, body}.",
-                "skills": ["notes-judge"],
-            },
-        ),
-    )
+    apply(kube, ns, judge_skill())
+    apply(kube, ns, writer())
     wait_ready(kube, ns, "Agent", "writer")
-    topology = doc(
-        "Topology",
-        "notes",
-        {
-            "workspaceRef": {"name": "default"},
-            "agents": [
-                {
-                    "name": "draft",
-                    "agentRef": {"name": "writer"},
-                    "role": "root",
-                    "funnel": {"name": "notes-gate"},
-                }
-            ],
-        },
-    )
-    apply(kube, ns, topology)
+    apply(kube, ns, gated_topology())
 
 
 def _ready(kube: Kube, ns: str, kind: str, name: str) -> dict[str, Any]:
@@ -161,51 +123,6 @@ def _ready(kube: Kube, ns: str, kind: str, name: str) -> dict[str, Any]:
         if c["type"] == "Ready":
             return dict(c)
     return {}
-
-
-def _create_run_as(cluster: LocalCluster, ns: str, user: str, name: str) -> None:
-    doc = run_manifest(name, "notes", input="Write the release notes for v2.")
-    res = kubectl_as(cluster, user, "-n", ns, "create", "-f", "-", input=json.dumps(doc))
-    assert res.returncode == 0, res.stderr
-
-
-def _sign(
-    cluster: LocalCluster,
-    ns: str,
-    review: str,
-    user: str,
-    verdict: str = "approve",
-    groups: tuple[str, ...] = (LEADS,),
-    text: str | None = None,
-) -> Any:
-    entry: dict[str, Any] = {"verdict": verdict, "role": "release-lead", "decidedBy": user}
-    if text:
-        entry["text"] = text
-    as_groups = [f"--as-group={g}" for g in groups]
-    # As `kubectl swarmkit review approve` does: append to the signatures read, guarded by
-    # the resourceVersion; on a conflict (another signature, or the operator's status write)
-    # read again.
-    for _ in range(5):
-        body = review_of_cluster(cluster, ns, review)
-        approvals = list(body["spec"].get("approvals") or [])
-        patch = json.dumps(
-            {
-                "spec": {"approvals": [*approvals, entry]},
-                "metadata": {"resourceVersion": body["metadata"]["resourceVersion"]},
-            }
-        )
-        done = kubectl_as(
-            cluster, user, *as_groups, "-n", ns, "patch", "review", review, "--type=merge",
-            "-p", patch,
-        )  # fmt: skip
-        if "the object has been modified" not in done.stderr:
-            return done
-    return done
-
-
-def review_of_cluster(cluster: LocalCluster, ns: str, name: str) -> dict[str, Any]:
-    out = cluster.kubectl("-n", ns, "get", "review", name, "-o", "json").stdout
-    return dict(json.loads(out))
 
 
 def _last_user(model: ScriptedModelServer, n: int) -> str:
@@ -245,7 +162,7 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
         judged(0.95, "Specific and linked."),
     )
     # eve (edit) creates the Run; the apiserver records her as its author
-    _create_run_as(cluster, ns, EDITOR, "notes-v2")
+    create_run_as(cluster, ns, EDITOR, "notes-v2")
     run = get(kube, ns, "Run", "notes-v2") or {}
     assert run["metadata"]["annotations"]["swarmkit.dev/created-by"] == EDITOR
     wait_run(kube, ns, "notes-v2", reason_is("AwaitingReview"), operator=operator, timeout=120)
@@ -264,12 +181,12 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     assert (report["attempts"], report["score"]) == (2, 0.95)
 
     # nobody shortcuts the gate
-    refused = _sign(cluster, ns, name, EDITOR)
+    refused = sign(cluster, ns, name, EDITOR)
     assert refused.returncode != 0 and "excludes its author" in refused.stderr, refused.stderr
-    outsider = _sign(cluster, ns, name, "bob", groups=("interns",))
+    outsider = sign(cluster, ns, name, "bob", groups=("interns",))
     assert outsider.returncode != 0, outsider.stderr
     assert "bob does not hold role release-lead" in outsider.stderr
-    first = _sign(cluster, ns, name, "alice")
+    first = sign(cluster, ns, name, "alice")
     assert first.returncode == 0, first.stderr
     body = review_of_cluster(cluster, ns, name)
     decision = json.dumps({"spec": {"decision": {"verdict": "approve", "decidedBy": "bob"}}})
@@ -284,7 +201,7 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
     assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
     # The judge that scored it, pinned from the bundle: its skill's content hash and whether
     # the score cleared its threshold (what its agreement with people counts).
-    judged_by = (get(kube, ns, "Skill", "notes-judge") or {}).get("status") or {}
+    judged_by = (get(kube, ns, "Skill", JUDGE_SKILL) or {}).get("status") or {}
     gate_status = {
         "funnel": "notes-gate",
         "node": "draft",
@@ -294,7 +211,7 @@ def test_funnel_gate_retries_with_the_critique_and_waits_for_two_leads(
         "exhausted": False,
         "round": 1,
         "state": "AwaitingApproval",
-        "judge": "notes-judge",
+        "judge": JUDGE_SKILL,
         "judgeContentHash": judged_by.get("contentHash"),
         "judgePassed": True,
     }
@@ -346,12 +263,12 @@ def test_one_signer_cannot_insert_replace_or_remove_another_signature(
     apply(kube, ns, _funnel())
     wait_ready(kube, ns, "Topology", "notes")
     model.push(text(BETTER), judged(0.9, "Fine."))
-    _create_run_as(cluster, ns, EDITOR, "notes-v6")
+    create_run_as(cluster, ns, EDITOR, "notes-v6")
     wait_run(kube, ns, "notes-v6", reason_is("AwaitingReview"), operator=operator, timeout=120)
     name = parked_review(kube, ns, "notes-v6")["metadata"]["name"]
     refused = "signatures are appended, never inserted, reordered, changed or removed"
     bob = {"verdict": "approve", "role": "release-lead", "decidedBy": "bob"}
-    assert _sign(cluster, ns, name, "alice").returncode == 0
+    assert sign(cluster, ns, name, "alice").returncode == 0
     # alice puts a "bob" signature before hers: the list grew by one and its last element
     # is hers, which is all the policy used to look at
     insert = _json_patch(
@@ -359,7 +276,7 @@ def test_one_signer_cannot_insert_replace_or_remove_another_signature(
     )
     assert insert.returncode != 0 and refused in insert.stderr, insert.stderr
     # she signs twice (allowed: it counts once), then replaces the copy in place
-    assert _sign(cluster, ns, name, "alice").returncode == 0
+    assert sign(cluster, ns, name, "alice").returncode == 0
     replace = _json_patch(
         cluster, ns, name, "alice", [{"op": "replace", "path": "/spec/approvals/1", "value": bob}]
     )
@@ -381,7 +298,7 @@ def test_one_signer_cannot_insert_replace_or_remove_another_signature(
     run = get(kube, ns, "Run", "notes-v6") or {}
     assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
     # the legitimate path: bob signs himself and the kOf 2 gate opens
-    assert _sign(cluster, ns, name, "bob").returncode == 0
+    assert sign(cluster, ns, name, "bob").returncode == 0
     done = wait_run(kube, ns, "notes-v6", finished, operator=operator, timeout=120)
     assert (succeeded(done) or {}).get("status") == "True", succeeded(done)
     [recorded] = done["status"]["decisions"]
@@ -445,10 +362,10 @@ def test_a_rejection_fails_the_run(
     apply(kube, ns, _funnel())
     wait_ready(kube, ns, "Topology", "notes")
     model.push(text(BETTER), judged(0.9, "Fine."))
-    _create_run_as(cluster, ns, EDITOR, "notes-v3")
+    create_run_as(cluster, ns, EDITOR, "notes-v3")
     wait_run(kube, ns, "notes-v3", reason_is("AwaitingReview"), operator=operator, timeout=120)
     name = parked_review(kube, ns, "notes-v3")["metadata"]["name"]
-    res = _sign(cluster, ns, name, "alice", "reject", text="numbers are wrong")
+    res = sign(cluster, ns, name, "alice", "reject", text="numbers are wrong")
     assert res.returncode == 0, res.stderr
     done = wait_run(kube, ns, "notes-v3", finished, operator=operator, timeout=120)
     cond = succeeded(done) or {}
@@ -475,7 +392,7 @@ def test_exhaustion_opens_the_approval_with_the_critique_and_survives_an_operato
     model.push(
         text(GOOD), judged(0.3, "Too vague."), text(BETTER), judged(0.6, "Still no numbers.")
     )
-    _create_run_as(cluster, ns, EDITOR, "notes-v4")
+    create_run_as(cluster, ns, EDITOR, "notes-v4")
     wait_run(kube, ns, "notes-v4", reason_is("AwaitingReview"), operator=operator, timeout=120)
     review = parked_review(kube, ns, "notes-v4")
     name = review["metadata"]["name"]
@@ -489,7 +406,7 @@ def test_exhaustion_opens_the_approval_with_the_critique_and_survives_an_operato
     # the gate's state lives in the API: the operator is SIGKILLed while people sign
     operator.kill()
     for who in ("alice", "bob"):
-        res = _sign(cluster, ns, name, who)
+        res = sign(cluster, ns, name, who)
         assert res.returncode == 0, res.stderr
     operator.start()
     done = wait_run(kube, ns, "notes-v4", finished, operator=operator, timeout=120)
@@ -526,7 +443,7 @@ def test_all_across_two_roles_and_a_person_holding_both_counts_once(
     apply(kube, ns, four_eyes)
     wait_ready(kube, ns, "Topology", "notes")
     model.push(text(BETTER))
-    _create_run_as(cluster, ns, EDITOR, "notes-v5")
+    create_run_as(cluster, ns, EDITOR, "notes-v5")
     wait_run(kube, ns, "notes-v5", reason_is("AwaitingReview"), operator=operator, timeout=120)
     name = parked_review(kube, ns, "notes-v5")["metadata"]["name"]
 
@@ -580,7 +497,7 @@ def test_reviewer_findings_route_back_and_lower_ones_reach_the_approval(
     high = {"findings": [{"severity": "critical", "message": "Names a customer."}]}
     low = {"findings": [{"severity": "low", "message": "Title could be longer."}]}
     model.push(text(GOOD), text(json.dumps(high)), text(BETTER), text(json.dumps(low)))
-    _create_run_as(cluster, ns, EDITOR, "notes-v6")
+    create_run_as(cluster, ns, EDITOR, "notes-v6")
     wait_run(kube, ns, "notes-v6", reason_is("AwaitingReview"), operator=operator, timeout=120)
     assert "Names a customer." in _last_user(model, 2), "the drafter got the finding"
     report = parked_review(kube, ns, "notes-v6")["spec"]["request"]["gate"]["report"]
@@ -601,17 +518,17 @@ def test_an_approval_not_completed_in_time_expires_and_fails_the_run(
     apply(kube, ns, _funnel())
     wait_ready(kube, ns, "Topology", "notes")
     model.push(text(BETTER), judged(0.9, "Fine."))
-    _create_run_as(cluster, ns, EDITOR, "notes-v7")
+    create_run_as(cluster, ns, EDITOR, "notes-v7")
     wait_run(kube, ns, "notes-v7", reason_is("AwaitingReview"), operator=operator, timeout=120)
     name = parked_review(kube, ns, "notes-v7")["metadata"]["name"]
-    res = _sign(cluster, ns, name, "alice")  # one of two: the quorum never holds
+    res = sign(cluster, ns, name, "alice")  # one of two: the quorum never holds
     assert res.returncode == 0, res.stderr
     done = wait_run(kube, ns, "notes-v7", finished, operator=operator, timeout=120)
     cond = succeeded(done) or {}
     assert cond.get("status") == "False", cond
     assert "funnel notes-gate: the approval expired" in cond["message"]
     assert [g["state"] for g in done["status"]["gates"]] == ["Expired"]
-    late = _sign(cluster, ns, name, "bob")
+    late = sign(cluster, ns, name, "bob")
     assert late.returncode != 0 and "takes no more signatures" in late.stderr, late.stderr
 
 
@@ -638,15 +555,15 @@ def test_a_revision_redrafts_and_opens_a_new_round_with_the_diff_under_reset_all
         text(BETTER),  # the revision, with bob's comment in the prompt
         judged(0.95, "Specific and linked."),
     )
-    _create_run_as(cluster, ns, EDITOR, "notes-rev")
+    create_run_as(cluster, ns, EDITOR, "notes-rev")
     wait_run(kube, ns, "notes-rev", reason_is("AwaitingReview"), operator=operator, timeout=120)
     first = parked_review(kube, ns, "notes-rev")["metadata"]["name"]
-    assert _sign(cluster, ns, first, "alice").returncode == 0
+    assert sign(cluster, ns, first, "alice").returncode == 0
     # a revision without saying what to change is refused by the apiserver
-    bare = _sign(cluster, ns, first, "bob", "revise")
+    bare = sign(cluster, ns, first, "bob", "revise")
     assert bare.returncode != 0 and "verdict revise needs text" in bare.stderr, bare.stderr
     # the author may not ask for one either
-    own = _sign(cluster, ns, first, EDITOR, "revise", text="mine")
+    own = sign(cluster, ns, first, EDITOR, "revise", text="mine")
     assert own.returncode != 0 and "excludes its author" in own.stderr, own.stderr
     asked = cli_module(
         cluster, "review", "revise", first, "--role", "release-lead",
@@ -679,13 +596,13 @@ def test_a_revision_redrafts_and_opens_a_new_round_with_the_diff_under_reset_all
         (2, "AwaitingApproval"),
     ]
     # the first Review takes no more signatures (its round is over)
-    late = _sign(cluster, ns, first, "alice")
+    late = sign(cluster, ns, first, "alice")
     assert late.returncode != 0 and "takes no more signatures" in late.stderr, late.stderr
 
     # resetAll: alice's round-1 signature does not count; bob's alone is 1 of 2 (bob asked
     # in the rule's only role, so reconfirmChanged would drop it too: the unit tests of
     # quorum.py tell the two policies apart)
-    assert _sign(cluster, ns, second, "bob").returncode == 0
+    assert sign(cluster, ns, second, "bob").returncode == 0
     shown = cli_module(cluster, "review", "show", second, "-n", ns)
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
@@ -701,7 +618,7 @@ def test_a_revision_redrafts_and_opens_a_new_round_with_the_diff_under_reset_all
     run = get(kube, ns, "Run", "notes-rev") or {}
     assert (succeeded(run) or {}).get("reason") == "AwaitingReview"
 
-    assert _sign(cluster, ns, second, "alice").returncode == 0
+    assert sign(cluster, ns, second, "alice").returncode == 0
     done = wait_run(kube, ns, "notes-rev", finished, operator=operator, timeout=120)
     cond = succeeded(done) or {}
     assert cond.get("status") == "True", cond
@@ -811,7 +728,7 @@ def test_reconfirm_changed_keeps_the_approval_of_the_rule_the_revision_did_not_t
     apply(kube, ns, gate)
     wait_ready(kube, ns, "Topology", "notes")
     model.push(text(GOOD), text(BETTER))
-    _create_run_as(cluster, ns, EDITOR, "notes-rc")
+    create_run_as(cluster, ns, EDITOR, "notes-rc")
     wait_run(kube, ns, "notes-rc", reason_is("AwaitingReview"), operator=operator, timeout=120)
     first = parked_review(kube, ns, "notes-rc")["metadata"]["name"]
     res = _sign_as(cluster, ns, first, "alice", "product")
