@@ -4,16 +4,17 @@
 apply of N Skills, a fan-out, a floor), once per run. This measures only the restart, many
 times per revision, so that a difference of a tenth of a second shows above the noise:
 
-1. Per revision (``git archive`` into a scratch directory, first on ``PYTHONPATH``, as
-   ``bench_ab`` does): a fresh namespace with ``bench_scale``'s objects at ``--size`` N
-   (a Workspace, N Skills, N/5 Agents, N/50 Topologies), reconciled by that revision's
-   operator until every object is Ready and the operator has written nothing for 2 s.
+1. Per revision (``--a``, ``--b``, optionally ``--c``; ``git archive`` into a scratch
+   directory, byte-compiled as the image is, first on ``PYTHONPATH``, as ``bench_ab``
+   does): a fresh namespace with ``bench_scale``'s objects at ``--size`` N (a Workspace,
+   N Skills, N/5 Agents, N/50 Topologies), reconciled by that revision's operator until every object is Ready and the operator has written nothing for 2 s.
 2. ``--repeat`` restarts of that revision's operator over them: wall time until /healthz
    answers and until a Skill created right after the start is Ready (the first reconcile,
    ``bench_scale``'s ``restartFirstReconcileSeconds``), the operator's CPU time (user +
    system, all threads) at that moment, and its status writes to the unchanged objects.
 3. The floor, each restart: a fresh interpreter LISTing the namespace's kinds and its
-   ConfigMaps (``bench_scale.bare_restart``), and the cost of one more LIST stream.
+   ConfigMaps (``bench_scale.bare_restart``); the watch streams the operator opened and
+   how many had to LIST (its log); once, the cost of one more LIST (an empty kind).
 
 The revisions run one after the other (each on its own namespace: an operator LISTs every
 namespace, and objects last written by another revision would be rewritten). CPU time is
@@ -53,6 +54,7 @@ from bench_support import Profile, wait_quiet_apiserver
 
 from swarmkit_devcluster.testing import apply_crds, session_cluster
 from swarmkit_operator import k8s
+from swarmkit_operator.indexes import Resource, list_all
 
 
 def start(tree: Path, kubeconfig: Path, log: Path) -> tuple[subprocess.Popen[bytes], int, int]:
@@ -148,6 +150,7 @@ async def restart(
         after = br.writes_by_resource(br.scrape(port))
         r["statusWrites"] = sum(v for k, v in after.items() if k.startswith("PATCH")) - 1
         r["cpuSecondsSettled"] = br.cpu_seconds(proc.pid)
+        r.update(streams(log))
     finally:
         if spy is not None:
             spy.stop()
@@ -165,7 +168,38 @@ FIELDS = (
     "cpuSecondsSettled",
     "listSeconds",
     "statusWrites",
+    "streams",
+    "listing",
 )
+
+
+async def one_more_list(resource: str, times: int = 20) -> dict[str, float]:
+    """What one more LIST stream costs a start-up: an empty kind LISTed cluster-wide (what a
+    new kind's stream and index add with no objects of it) by the operator's own client,
+    ``times`` times in a row; median wall and CPU (this process, every thread) per LIST."""
+    walls, cpus = [], []
+    for _ in range(times):
+        wall, cpu = time.monotonic(), time.process_time()
+        await list_all(Resource("swarmkit.dev", "v1alpha1", resource), [])
+        walls.append(time.monotonic() - wall)
+        cpus.append(time.process_time() - cpu)
+    return {
+        "wallMs": round(statistics.median(walls) * 1000, 2),
+        "cpuMs": round(statistics.median(cpus) * 1000, 2),
+    }
+
+
+def streams(log: Path) -> dict[str, int]:
+    """The watch streams the operator's last start opened, and how many of them had to LIST
+    (not started from the start-up's own listing), from its ``watching ...`` log line."""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if "watching " in line]
+    if not lines:
+        return {"streams": 0, "listing": 0}
+    opened = lines[-1].split("watching ", 1)[1].split(", ")
+    return {
+        "streams": len(opened),
+        "listing": sum(1 for o in opened if not o.endswith("from the start-up listing")),
+    }
 
 
 def _mmm(values: list[float]) -> dict[str, float]:
@@ -178,7 +212,7 @@ def _mmm(values: list[float]) -> dict[str, float]:
 
 async def bench(args: argparse.Namespace, kubeconfig: Path, scratch: Path) -> dict[str, Any]:
     k8s.configure(workers=br.CONCURRENCY, kubeconfig=str(kubeconfig))
-    revs = {"a": args.a, "b": args.b}
+    revs = {"a": args.a, "b": args.b, **({"c": args.c} if args.c else {})}
     commits = {key: _tree(rev, scratch / key) for key, rev in revs.items()}
     runs: dict[str, list[dict[str, Any]]] = {key: [] for key in revs}
     try:
@@ -205,15 +239,16 @@ async def bench(args: argparse.Namespace, kubeconfig: Path, scratch: Path) -> di
                     flush=True,
                 )
             await br.delete_namespace(ns)
+        extra = await one_more_list("evalsets")
+        print(f"  one more LIST (an empty kind): {extra}", file=sys.stderr)
     finally:
         k8s.shutdown()
     return {
         "size": args.size,
         "repeat": args.repeat,
         "revisions": {k: {"rev": revs[k], "commit": commits[k]} for k in revs},
-        "summary": {
-            k: {f: _mmm([float(r[f]) for r in runs[k]]) for f in FIELDS} for k in runs
-        },
+        "summary": {k: {f: _mmm([float(r[f]) for r in runs[k]]) for f in FIELDS} for k in runs},
+        "oneMoreList": extra,
         "runs": runs,
     }
 
@@ -222,6 +257,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--a", required=True, help="revision A (e.g. the code before a change)")
     parser.add_argument("--b", default="HEAD", help="revision B (default HEAD)")
+    parser.add_argument("--c", help="a third revision (e.g. the change's base)")
     parser.add_argument("--size", type=int, default=1000, help="Skills (bench_scale's N)")
     parser.add_argument("--repeat", type=int, default=5, help="restarts per revision")
     parser.add_argument("--profile", help="py-spy each restart into this directory")
