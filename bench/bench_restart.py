@@ -1,4 +1,4 @@
-"""Benchmark: the operator's restart alone, at two git revisions, with its CPU time.
+"""Benchmark: the operator's restart alone, at two (or three) git revisions, with its CPU time.
 
 ``bench_ab.py`` measures a restart as one figure inside a whole ``bench_scale`` run (an
 apply of N Skills, a fan-out, a floor), once per run. This measures only the restart, many
@@ -7,7 +7,8 @@ times per revision, so that a difference of a tenth of a second shows above the 
 1. Per revision (``--a``, ``--b``, optionally ``--c``; ``git archive`` into a scratch
    directory, byte-compiled as the image is, first on ``PYTHONPATH``, as ``bench_ab``
    does): a fresh namespace with ``bench_scale``'s objects at ``--size`` N (a Workspace,
-   N Skills, N/5 Agents, N/50 Topologies), reconciled by that revision's operator until every object is Ready and the operator has written nothing for 2 s.
+   N Skills, N/5 Agents, N/50 Topologies), reconciled by that revision's operator until
+   every object is Ready and the operator has written nothing for 2 s.
 2. ``--repeat`` restarts of that revision's operator over them: wall time until /healthz
    answers and until a Skill created right after the start is Ready (the first reconcile,
    ``bench_scale``'s ``restartFirstReconcileSeconds``), the operator's CPU time (user +
