@@ -21,7 +21,8 @@ The revisions run one after the other (each on its own namespace: an operator LI
 namespace, and objects last written by another revision would be rewritten). CPU time is
 the robust comparison on a loaded machine; the load average is printed with each figure.
 ``--profile DIR`` records each restart with py-spy (``--format raw``, all threads, from the
-start until the probe is Ready). ``--json`` prints the results as one JSON document, last.
+start until the probe is Ready; ``--settled``: until 3 s later). ``--json`` prints the results
+as one JSON document, last.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ async def settle(tree: Path, kubeconfig: Path, ns: str, n: int, log: Path) -> No
 
 
 async def restart(
-    tree: Path, kubeconfig: Path, ns: str, log: Path, profile: Path | None
+    tree: Path, kubeconfig: Path, ns: str, log: Path, profile: Path | None, settled: bool = False
 ) -> dict[str, Any]:
     """One restart of ``tree``'s operator over ``ns``: what ``bench_scale`` times, and CPU."""
     r: dict[str, Any] = {"loadBefore": load()}
@@ -144,10 +145,13 @@ async def restart(
         await br.wait_until(ready, 120, 0.02, "a skill created after the restart Ready")
         r["firstReconcileSeconds"] = round(time.monotonic() - started, 3)
         r["cpuSeconds"] = br.cpu_seconds(proc.pid)
-        if spy is not None:
+        if spy is not None and not settled:
             r["profile"] = str(spy.stop())
             spy = None
         await asyncio.sleep(3)
+        if spy is not None:
+            r["profile"] = str(spy.stop())
+            spy = None
         after = br.writes_by_resource(br.scrape(port))
         r["statusWrites"] = sum(v for k, v in after.items() if k.startswith("PATCH")) - 1
         r["cpuSecondsSettled"] = br.cpu_seconds(proc.pid)
@@ -228,7 +232,7 @@ async def bench(args: argparse.Namespace, kubeconfig: Path, scratch: Path) -> di
                     if args.profile
                     else None
                 )
-                r = await restart(scratch / key, kubeconfig, ns, log, profile)
+                r = await restart(scratch / key, kubeconfig, ns, log, profile, args.settled)
                 runs[key].append(r)
                 print(
                     f"  {key}={commits[key]} [{i + 1}/{args.repeat}] first reconcile "
@@ -262,6 +266,9 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=1000, help="Skills (bench_scale's N)")
     parser.add_argument("--repeat", type=int, default=5, help="restarts per revision")
     parser.add_argument("--profile", help="py-spy each restart into this directory")
+    parser.add_argument(
+        "--settled", action="store_true", help="profile until 3 s after the first reconcile"
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON, last")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="swarmkit-bench-restart-"))
