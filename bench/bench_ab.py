@@ -5,9 +5,8 @@ A design change is judged against the code before it on the same machine at the 
 revision at one size, alternating A, B, A, B..., each run in its own private control
 plane, the operator (`python -m swarmkit_operator`) imported from that revision's tree
 (`git archive` into a scratch directory, byte-compiled as the image is, put first on
-`PYTHONPATH`). Each run measures its
-own floor (a bare client doing the same writes), so a run's ratio to its floor is
-comparable across a machine whose load moves.
+`PYTHONPATH`). Each run measures its own floor (a bare client doing the same writes), so
+a run's ratio to its floor is comparable across a machine whose load moves.
 
 Per revision, min / median / max over its runs: time to all Ready, the floor, the ratio,
 the fan-out (hot skill edited until every granting agent is re-versioned), the restart's
