@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import secrets
 import shutil
 import statistics
@@ -152,8 +153,10 @@ async def restart(
         if spy is not None:
             r["profile"] = str(spy.stop())
             spy = None
-        after = br.writes_by_resource(br.scrape(port))
+        text = br.scrape(port)
+        after = br.writes_by_resource(text)
         r["statusWrites"] = sum(v for k, v in after.items() if k.startswith("PATCH")) - 1
+        r["requestsBy"] = requests_by(text)
         r["cpuSecondsSettled"] = br.cpu_seconds(proc.pid)
         r.update(streams(log))
     finally:
@@ -192,6 +195,17 @@ async def one_more_list(resource: str, times: int = 20) -> dict[str, float]:
         "wallMs": round(statistics.median(walls) * 1000, 2),
         "cpuMs": round(statistics.median(cpus) * 1000, 2),
     }
+
+
+def requests_by(metrics: str) -> dict[str, int]:
+    """The operator's API requests so far by ``"VERB resource"`` (every verb, reads too)."""
+    out: dict[str, int] = {}
+    for line in metrics.splitlines():
+        if line.startswith("swarmkit_api_requests_total{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
+            key = f"{labels.get('verb')} {labels.get('resource')}"
+            out[key] = out.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return out
 
 
 def streams(log: Path) -> dict[str, int]:
