@@ -73,8 +73,9 @@ def test_the_version_already_indexed_is_not_indexed_again() -> None:
         return {name: meta.get("generation")}
 
     idx = Indexes([IndexSpec(IndexId.SKILL_VIEWS, "skills", counted, {})])
-    idx.update("skills", body("700", 4))
-    idx.update("skills", body("700", 4))
+    idx.update("skills", body("700", 4), listed=True)
+    idx.update("skills", body("700", 4), listed=True)
+    idx.apply("skills", None, body("700", 4))  # a stream's delivery of a listing
     assert calls == ["hot"]
     assert idx.values(IndexId.SKILL_VIEWS, "hot") == [4]
     idx.update("skills", body("701", 5))  # a new version is indexed
@@ -86,9 +87,9 @@ def test_the_version_delivered_again_still_counts_as_refreshed_for_a_prune() -> 
     # A prune spares what an event refreshed after its LIST started: the same version
     # delivered again is such an event, even though nothing is recomputed.
     idx = indexes()
-    idx.update("skills", body("700", 4))
+    idx.update("skills", body("700", 4), listed=True)
     listed_at = time.monotonic()
-    idx.update("skills", body("700", 4))
+    idx.update("skills", body("700", 4), listed=True)
     assert idx.prune("skills", present=set(), listed_at=listed_at) == 0
     assert idx.values(IndexId.SKILL_VIEWS, "hot") == [4]
 
@@ -105,7 +106,7 @@ async def test_a_restart_indexes_each_listed_object_once() -> None:
     idx = Indexes([IndexSpec(IndexId.SKILL_VIEWS, "skills", counted, {})])
     items = [named(body(str(100 + i), 1, uid=f"u{i}"), f"s{i}") for i in range(50)]
     for item in items:
-        idx.update("skills", item)
+        idx.update("skills", item, listed=True)  # what populate does
 
     async def deliver(type_: str | None, obj: dict[str, Any]) -> None:
         idx.apply("skills", type_, obj)
