@@ -22,8 +22,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import jsonschema
-
 from swarmkit_api.eval import MAX_REASONING, Grader, JsonPathAssertion
 
 Outcome = Literal["Passed", "Failed", "Errored"]
@@ -116,6 +114,10 @@ def grade_json(grader: Grader, answer: str) -> Grade:
     except ValueError as exc:
         return _verdict(False, f"the answer is not JSON: {exc}")
     if grader.schema_ is not None:
+        # Imported here, by the one grader that needs it: jsonschema (with referencing,
+        # rpds, attrs) is ~40 ms of every operator start, most of which grade no case.
+        import jsonschema
+
         schema = grader.schema_.as_dict()
         try:
             validator = jsonschema.Draft202012Validator(schema)

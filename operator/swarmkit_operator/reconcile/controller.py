@@ -318,7 +318,7 @@ class Controller:
             self.forget(key)
             view = MISSING
         else:
-            self.indexes.update(plural, body)
+            self.indexes.update(plural, body, listed=event_type is None)
             if self.should_reconcile_self(key, body, event_type):
                 if keep_body:
                     self.book.bodies[key] = kept_body(body)

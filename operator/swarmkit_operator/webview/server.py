@@ -38,7 +38,7 @@ from .access import (
     Identity,
     identity_of,
 )
-from .render import render
+from .render import prepare, render
 
 log = logging.getLogger("swarmkit_operator.webview")
 
@@ -148,6 +148,7 @@ class WebView:
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, host: str, port: int) -> None:
+        prepare()
         self._runner = web.AppRunner(self.app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port)

@@ -1,0 +1,309 @@
+"""Benchmark: the operator's restart alone, at two (or three) git revisions, with its CPU time.
+
+``bench_ab.py`` measures a restart as one figure inside a whole ``bench_scale`` run (an
+apply of N Skills, a fan-out, a floor), once per run. This measures only the restart, many
+times per revision, so that a difference of a tenth of a second shows above the noise:
+
+1. Per revision (``--a``, ``--b``, optionally ``--c``; ``git archive`` into a scratch
+   directory, byte-compiled as the image is, first on ``PYTHONPATH``, as ``bench_ab``
+   does): a fresh namespace with ``bench_scale``'s objects at ``--size`` N (a Workspace,
+   N Skills, N/5 Agents, N/50 Topologies), reconciled by that revision's operator until
+   every object is Ready and the operator has written nothing for 2 s.
+2. ``--repeat`` restarts of that revision's operator over them: wall time until /healthz
+   answers and until a Skill created right after the start is Ready (the first reconcile,
+   ``bench_scale``'s ``restartFirstReconcileSeconds``), the operator's CPU time (user +
+   system, all threads) at that moment, and its status writes to the unchanged objects.
+3. The floor, each restart: a fresh interpreter LISTing the namespace's kinds and its
+   ConfigMaps (``bench_scale.bare_restart``); the watch streams the operator opened and
+   how many had to LIST (its log); once, the cost of one more LIST (an empty kind).
+
+The revisions run one after the other (each on its own namespace: an operator LISTs every
+namespace, and objects last written by another revision would be rewritten). CPU time is
+the robust comparison on a loaded machine; the load average is printed with each figure.
+``--profile DIR`` records each restart with py-spy (``--format raw``, all threads, from the
+start until the probe is Ready; ``--settled``: until 3 s later). ``--json`` prints the results
+as one JSON document, last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import bench_reconcile as br
+from bench_ab import _tree
+from bench_scale import (
+    Watched,
+    _quiet_writes,
+    apiserver_metrics,
+    bare_restart,
+    load,
+    manifests,
+)
+from bench_support import Profile, wait_quiet_apiserver
+
+from swarmkit_devcluster.testing import apply_crds, session_cluster
+from swarmkit_operator import k8s
+from swarmkit_operator.indexes import Resource, list_all
+
+
+def start(tree: Path, kubeconfig: Path, log: Path) -> tuple[subprocess.Popen[bytes], int, int]:
+    """``tree``'s operator as ``bench_scale.start_operator`` runs it (leader election on)."""
+    port, live = br.free_port(), br.free_port()
+    env = dict(
+        os.environ,
+        KUBECONFIG=str(kubeconfig),
+        SWARMKIT_LOG_FORMAT="plain",
+        SWARMKIT_LEADER_ELECT="true",
+        PYTHONPATH=str(tree / "operator"),
+    )
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "swarmkit_operator",
+                "--metrics-port",
+                str(port),
+                "--liveness",
+                f"http://127.0.0.1:{live}/healthz",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    return proc, port, live
+
+
+async def _up(proc: subprocess.Popen[bytes], live: int, log: Path) -> None:
+    async def up() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{live}/healthz", timeout=2):
+                return True
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"operator exited; see {log}") from None
+            return False
+
+    await br.wait_until(up, 60, 0.02, "the operator to start")
+
+
+async def settle(tree: Path, kubeconfig: Path, ns: str, n: int, log: Path) -> None:
+    """``ns`` with ``bench_scale``'s objects at size ``n``, all Ready, written by ``tree``."""
+    docs = manifests(n)
+    total = len(docs) + 1
+    proc, port, live = start(tree, kubeconfig, log)
+    watched = None
+    try:
+        await _up(proc, live, log)
+        await br.create_namespace(ns)
+        watched = Watched(kubeconfig, ns)
+        await k8s.create_custom("workspaces", ns, br.WORKSPACE)
+        await br.bounded(br.creator(ns, d) for d in docs)
+        await watched.wait(lambda: watched.all_ready(total), 900, f"{total} objects Ready")
+        await _quiet_writes(port, limit=240.0)
+    finally:
+        if watched is not None:
+            watched.stop()
+        br.stop(proc)
+
+
+async def restart(
+    tree: Path, kubeconfig: Path, ns: str, log: Path, profile: Path | None, settled: bool = False
+) -> dict[str, Any]:
+    """One restart of ``tree``'s operator over ``ns``: what ``bench_scale`` times, and CPU."""
+    r: dict[str, Any] = {"loadBefore": load()}
+    r["listSeconds"] = await asyncio.to_thread(bare_restart, kubeconfig, ns)
+    name = f"after-restart-{secrets.token_hex(3)}"
+    probe = dict(manifests(2)[0], metadata={"name": name})
+    started = time.monotonic()
+    proc, port, live = start(tree, kubeconfig, log)
+    spy = Profile(proc.pid, profile, rate=250) if profile is not None else None
+    try:
+        await k8s.create_custom("skills", ns, probe)
+        await _up(proc, live, log)
+        r["upSeconds"] = round(time.monotonic() - started, 3)
+        r["upCpuSeconds"] = br.cpu_seconds(proc.pid)
+
+        async def ready() -> bool:
+            skill = await k8s.get_custom("skills", ns, name)
+            conds = ((skill or {}).get("status") or {}).get("conditions") or []
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+        await br.wait_until(ready, 120, 0.02, "a skill created after the restart Ready")
+        r["firstReconcileSeconds"] = round(time.monotonic() - started, 3)
+        r["cpuSeconds"] = br.cpu_seconds(proc.pid)
+        if spy is not None and not settled:
+            r["profile"] = str(spy.stop())
+            spy = None
+        await asyncio.sleep(3)
+        if spy is not None:
+            r["profile"] = str(spy.stop())
+            spy = None
+        text = br.scrape(port)
+        after = br.writes_by_resource(text)
+        r["statusWrites"] = sum(v for k, v in after.items() if k.startswith("PATCH")) - 1
+        r["requestsBy"] = requests_by(text)
+        r["cpuSecondsSettled"] = br.cpu_seconds(proc.pid)
+        r.update(streams(log))
+    finally:
+        if spy is not None:
+            spy.stop()
+        br.stop(proc)
+    await k8s.request("DELETE", k8s.custom_path("skills", ns, name))
+    r["loadAfter"] = load()
+    return r
+
+
+FIELDS = (
+    "upSeconds",
+    "upCpuSeconds",
+    "firstReconcileSeconds",
+    "cpuSeconds",
+    "cpuSecondsSettled",
+    "listSeconds",
+    "statusWrites",
+    "streams",
+    "listing",
+)
+
+
+async def one_more_list(resource: str, times: int = 20) -> dict[str, float]:
+    """What one more LIST stream costs a start-up: an empty kind LISTed cluster-wide (what a
+    new kind's stream and index add with no objects of it) by the operator's own client,
+    ``times`` times in a row; median wall and CPU (this process, every thread) per LIST."""
+    walls, cpus = [], []
+    for _ in range(times):
+        wall, cpu = time.monotonic(), time.process_time()
+        await list_all(Resource("swarmkit.dev", "v1alpha1", resource), [])
+        walls.append(time.monotonic() - wall)
+        cpus.append(time.process_time() - cpu)
+    return {
+        "wallMs": round(statistics.median(walls) * 1000, 2),
+        "cpuMs": round(statistics.median(cpus) * 1000, 2),
+    }
+
+
+def requests_by(metrics: str) -> dict[str, int]:
+    """The operator's API requests so far by ``"VERB resource"`` (every verb, reads too)."""
+    out: dict[str, int] = {}
+    for line in metrics.splitlines():
+        if line.startswith("swarmkit_api_requests_total{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
+            key = f"{labels.get('verb')} {labels.get('resource')}"
+            out[key] = out.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
+def streams(log: Path) -> dict[str, int]:
+    """The watch streams the operator's last start opened, and how many of them had to LIST
+    (not started from the start-up's own listing), from its ``watching ...`` log line."""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if "watching " in line]
+    if not lines:
+        return {"streams": 0, "listing": 0}
+    opened = lines[-1].split("watching ", 1)[1].split(", ")
+    return {
+        "streams": len(opened),
+        "listing": sum(1 for o in opened if not o.endswith("from the start-up listing")),
+    }
+
+
+def _mmm(values: list[float]) -> dict[str, float]:
+    return {
+        "min": round(min(values), 3),
+        "median": round(statistics.median(values), 3),
+        "max": round(max(values), 3),
+    }
+
+
+async def bench(args: argparse.Namespace, kubeconfig: Path, scratch: Path) -> dict[str, Any]:
+    k8s.configure(workers=br.CONCURRENCY, kubeconfig=str(kubeconfig))
+    revs = {"a": args.a, "b": args.b, **({"c": args.c} if args.c else {})}
+    commits = {key: _tree(rev, scratch / key) for key, rev in revs.items()}
+    runs: dict[str, list[dict[str, Any]]] = {key: [] for key in revs}
+    try:
+        for key in revs:
+            ns = f"bench-restart-{key}-{secrets.token_hex(3)}"
+            log = scratch / f"{key}.log"
+            await settle(scratch / key, kubeconfig, ns, args.size, log)
+            for i in range(args.repeat):
+                await asyncio.to_thread(wait_quiet_apiserver, apiserver_metrics(kubeconfig))
+                profile = (
+                    Path(args.profile) / f"restart-{key}-{commits[key]}-{i}.txt"
+                    if args.profile
+                    else None
+                )
+                r = await restart(scratch / key, kubeconfig, ns, log, profile, args.settled)
+                runs[key].append(r)
+                print(
+                    f"  {key}={commits[key]} [{i + 1}/{args.repeat}] first reconcile "
+                    f"{r['firstReconcileSeconds']} s, cpu {r['cpuSeconds']:.2f} s "
+                    f"(up {r['upSeconds']} s, cpu {r['upCpuSeconds']:.2f} s), "
+                    f"LIST floor {r['listSeconds']} s, writes {r['statusWrites']}, "
+                    f"load {r['loadBefore']} -> {r['loadAfter']}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            await br.delete_namespace(ns)
+        extra = await one_more_list("evalsets")
+        print(f"  one more LIST (an empty kind): {extra}", file=sys.stderr)
+    finally:
+        k8s.shutdown()
+    return {
+        "size": args.size,
+        "repeat": args.repeat,
+        "revisions": {k: {"rev": revs[k], "commit": commits[k]} for k in revs},
+        "summary": {k: {f: _mmm([float(r[f]) for r in runs[k]]) for f in FIELDS} for k in runs},
+        "oneMoreList": extra,
+        "runs": runs,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--a", required=True, help="revision A (e.g. the code before a change)")
+    parser.add_argument("--b", default="HEAD", help="revision B (default HEAD)")
+    parser.add_argument("--c", help="a third revision (e.g. the change's base)")
+    parser.add_argument("--size", type=int, default=1000, help="Skills (bench_scale's N)")
+    parser.add_argument("--repeat", type=int, default=5, help="restarts per revision")
+    parser.add_argument("--profile", help="py-spy each restart into this directory")
+    parser.add_argument(
+        "--settled", action="store_true", help="profile until 3 s after the first reconcile"
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON, last")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="swarmkit-bench-restart-"))
+    try:
+        with session_cluster() as cluster:
+            apply_crds(cluster)
+            result = asyncio.run(bench(args, cluster.kubeconfig, scratch))
+    finally:
+        logs = Path(tempfile.gettempdir()) / "bench-restart-logs"
+        logs.mkdir(exist_ok=True)
+        for log in scratch.glob("*.log"):
+            shutil.copy(log, logs / log.name)
+        shutil.rmtree(scratch, ignore_errors=True)
+    for key, s in result["summary"].items():
+        print(f"{key} = {result['revisions'][key]['commit']}:", file=sys.stderr)
+        for f, v in s.items():
+            print(f"  {f:22} {v['min']:8} {v['median']:8} {v['max']:8}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
