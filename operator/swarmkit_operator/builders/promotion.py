@@ -601,9 +601,9 @@ def calibration_input(view: Mapping[str, Any]) -> CalibrationInput | None:
 
 
 def _funnel_clears(agreement: tuple[int, float | None] | None, gate: Mapping[str, Any]) -> bool:
-    if agreement is None or agreement[1] is None or gate.get("minKappa") is None:
+    decisions, kappa = agreement if agreement is not None else (0, None)
+    if kappa is None or gate.get("minKappa") is None:
         return False
-    decisions, kappa = agreement
     return decisions >= int(gate.get("minLabels") or 0) and kappa >= float(gate["minKappa"])
 
 
