@@ -206,6 +206,20 @@ def test_a_changed_calibration_plans_one_re_evaluation_of_the_same_candidate() -
     assert later.runs["smoke"].verdict == "Pass" and later.own == ((base, "u1"), (again, "u2"))
 
 
+def test_funnel_decisions_that_clear_the_gate_re_evaluate_the_same_eval_set_version() -> None:
+    base = planned("smoke")
+    entry = {**judged("u1"), "uncalibrated": [{"judge": "Agent/j+Skill/s", **GATE}]}
+    made = proof(recorded((base, "u1")))
+    short = {"smoke": pr.CalibrationInput("set-v1", {"s": (5, 1.0)})}
+    assert count([entry], made, short).restart == {}
+    cleared = {"smoke": pr.CalibrationInput("set-v1", {"s": (6, 0.7)})}
+    (again,) = count([entry], made, cleared).restart.values()
+    assert again.startswith(base + "-k")
+    # More decisions that keep clearing it are the same calibration: the same name.
+    more = {"smoke": pr.CalibrationInput("set-v1", {"s": (9, 0.8)})}
+    assert count([entry], made, more).restart == {"smoke": again}
+
+
 def test_a_re_evaluation_someone_else_created_is_never_counted() -> None:
     base = planned("smoke")
     again = count([judged("u1")], proof(recorded((base, "u1"))), NOW_V2).restart["smoke"]
