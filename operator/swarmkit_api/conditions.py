@@ -28,7 +28,8 @@ SKILLS_RESOLVED: Final[str] = "SkillsResolved"
 #: Agent (``spec.gateway``) and Topology (``spec.serve``): the served workload answers.
 SERVING: Final[str] = "Serving"
 #: Topology, Agent (``spec.promotion``): the current version is the active one. Unknown while
-#: a candidate is evaluated, False when its evaluation failed (or was inconclusive and held).
+#: a candidate is evaluated or waits for a calibrated judge, False when its evaluation failed
+#: (or was inconclusive and held).
 PROMOTED: Final[str] = "Promoted"
 #: Run: how the run went (Tekton's convention: Unknown while it runs, True/False at the end).
 SUCCEEDED: Final[str] = "Succeeded"
@@ -147,7 +148,10 @@ REASON_REJECTED: Final[str] = "Rejected"
 #: Promoted past its evaluation by ``kubectl swarmkit promote --force`` (message names who).
 REASON_FORCED: Final[str] = "Forced"
 #: Also Promoted=False: an EvalSet of ``spec.promotion.evalSets`` does not exist (the
-#: EvalRun's ``REASON_EVAL_SET_NOT_FOUND``, below).
+#: EvalRun's ``REASON_EVAL_SET_NOT_FOUND``, below). Also Promoted=Unknown: the candidate waits
+#: for a calibrated judge, with its EvalRun's ``REASON_JUDGE_UNCALIBRATED`` or
+#: ``REASON_TOO_FEW_LABELS`` (below), and is evaluated again when its EvalSet's calibration
+#: changes.
 
 # --- Succeeded (Run); the table in swarmkit_operator/builders/run_status.py says when -------
 
@@ -221,7 +225,8 @@ REASON_TARGET_NOT_READY: Final[str] = "TargetNotReady"
 #: A side's case Run pinned another version than the one asked for (that case is errored).
 REASON_VERSION_UNAVAILABLE: Final[str] = "VersionUnavailable"
 #: True, verdict Inconclusive: a judge's Cohen's kappa against the human labels is below its
-#: graders' minKappa (the message names the judge, its kappa and the labels counted).
+#: graders' minKappa (the message names the judge, its kappa and the labels counted); the
+#: promotion of a candidate it judged is then Promoted=Unknown with this reason.
 REASON_JUDGE_UNCALIBRATED: Final[str] = "JudgeUncalibrated"
 #: True, verdict Inconclusive: a gated judge gave a verdict on fewer labelled answers than
 #: minLabels, or its kappa is undefined (people and judge gave every answer one verdict).

@@ -11,7 +11,10 @@ by the one Resolver (:mod:`swarmkit_operator.workload.resolve`).
 
 The EvalRuns it creates are recorded in ``status.promotion.createdUids`` (the one ledger
 holds each uid until then) and only those are counted
-(:func:`~swarmkit_operator.builders.promotion.counted_eval_runs`).
+(:func:`~swarmkit_operator.builders.promotion.counted_eval_runs`). A candidate waiting for
+a calibrated judge is evaluated again when its EvalSet's calibration changes: the EvalSet's
+events queue this reconcile (:mod:`swarmkit_operator.handlers.promotion`), which reads the
+EvalSet's version and Funnel agreement from its view.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from swarmkit_api.conditions import PROMOTED, REASON_TAMPERED_OBJECT
+from swarmkit_api.conditions import PROMOTED, REASON_EVALUATING, REASON_TAMPERED_OBJECT
 from swarmkit_api.promotion import (
     FORCE_PROMOTE_ANNOTATION,
     FORCE_PROMOTED_BY_ANNOTATION,
+    PromotedVersion,
     PromotionSpec,
     PromotionStatus,
 )
@@ -120,13 +124,15 @@ async def reconcile_promotion(
     previous = _previous(view["status"])
     recorded = dict(previous.created_uids) if previous is not None else {}
     entries = list(ctl.lookup_all(EVAL_RUNS_INDEX, (ns, label)))
-    missing = tuple(n for n in names if ctl.lookup(EVAL_SETS_INDEX, (ns, n)) is None)
+    sets = {n: ctl.lookup(EVAL_SETS_INDEX, (ns, n)) for n in names}
+    missing = tuple(n for n in names if sets[n] is None)
+    calibration = {n: c for n, v in sets.items() if v and (c := pr.calibration_input(v))}
     review_name = pr.review_name(owner.kind, name, version)
     decision = _decision(ctl, ns, label, review_name)
 
     def decide() -> tuple[pr.Counted, pr.PromotionPlan]:
         made = ledger.proof(target, recorded)
-        counted = pr.counted_eval_runs(owner, version, names, entries, made)
+        counted = pr.counted_eval_runs(owner, version, names, entries, made, calibration)
         return counted, pr.decide(
             pr.PromotionInputs(
                 spec=spec,
@@ -143,8 +149,11 @@ async def reconcile_promotion(
         )
 
     counted, plan = decide()
-    if plan.start_eval_sets and current is not None and plan.status.active is not None:
-        found = await _start_eval_runs(ctl, owner, spec, current, plan)
+    starts = {e: pr.eval_run_name(owner.kind, name, version, e) for e in plan.start_eval_sets}
+    if plan.verdict.reason == REASON_EVALUATING:  # re-evaluations: not while one failed
+        starts.update(counted.restart)
+    if starts and current is not None and plan.status.active is not None:
+        found = await _start_eval_runs(ctl, owner, spec, current, plan.status.active, starts)
         if found:  # a planned name already taken: checked like every other one
             entries += found
             counted, plan = decide()
@@ -208,19 +217,19 @@ async def _start_eval_runs(
     owner: ObjectRef,
     spec: PromotionSpec,
     current: pr.Version,
-    plan: pr.PromotionPlan,
+    active: PromotedVersion,
+    starts: Mapping[str, str],
 ) -> list[dict[str, Any]]:
-    """Create the candidate's missing EvalRuns, each one's uid remembered until the status
-    records it. A planned name already taken is never taken as created: what is found there
-    (not in the index: unlabelled, or not seen yet) is returned, to be checked."""
-    assert plan.status.active is not None
+    """Create the candidate's missing EvalRuns (``starts``: EvalSet → planned name), each
+    one's uid remembered until the status records it. A planned name already taken is never
+    taken as created: what is found there (not in the index: unlabelled, or not seen yet)
+    is returned, to be checked."""
     ledger, target = ledger_of(ctl.services.resolver), pr.promotion_target(owner)
     found: list[dict[str, Any]] = []
-    for eval_set in plan.start_eval_sets:
+    for eval_set, name in starts.items():
         manifest = pr.eval_run_manifest(
-            owner, eval_set, current.version, plan.status.active.version, spec.gate
+            owner, eval_set, current.version, active.version, spec.gate, name
         )
-        name = str(manifest["metadata"]["name"])
         created = await k8s.create_custom_if_absent("evalruns", owner.namespace, manifest)
         if created is None:
             there = await k8s.get_custom("evalruns", owner.namespace, name)

@@ -9,12 +9,16 @@ judged by a judge Agent, with six answers a person labelled (three that promise 
   0. The candidate's EvalRun runs the judge on the six labelled answers, grades every case
   (all pass: without the gate the verdict would be ``Pass``), and ends ``Inconclusive`` with
   ``Succeeded=True JudgeUncalibrated`` naming the judge, its kappa and the six labels; the
-  candidate is held (``Promoted=False Inconclusive``) and the next Run pins the active
-  version. The EvalSet's status shows the judge's kappa.
+  gate waits for a calibrated judge (``Promoted=Unknown JudgeUncalibrated``, no Review) and
+  the next Run pins the active version. The EvalSet's status shows the judge's kappa, and
+  that status write starts no other EvalRun.
 - the EvalSet's judge becomes ``fair-judge`` (a model on a scripted OpenAI-compatible server
-  that passes an answer when it promises a refund, as the person did): kappa 1. The next
-  edit's EvalRun grades as before, ``Pass`` with ``Succeeded=True Evaluated``, and the
-  Agent is promoted.
+  that passes an answer when it promises a refund, as the person did) with three of the
+  labels, fewer than ``minLabels``: the SAME candidate, with no spec edit, is evaluated again
+  by itself and waits ``Promoted=Unknown TooFewLabels``.
+- the person's other three labels are added: evaluated again by itself, kappa 1, ``Pass``
+  with ``Succeeded=True Evaluated``, and that same candidate is promoted: three EvalRuns of
+  it in all, one per calibration.
 """
 
 from __future__ import annotations
@@ -47,15 +51,12 @@ from .test_promotion_graded import (
     EVAL_SET,
     GOOD,
     REWORDED,
-    edit_until_settled,
     pinned_run,
     promoted,
     promotion,
     triage,
 )
 
-#: Another answer that passes every case (the third version).
-REPHRASED = "billing category; the payments team will refund the duplicate charge"
 LABELLED = [
     ("We will refund the duplicate charge within five days.", "pass"),
     ("A refund of the second charge is on its way.", "pass"),
@@ -67,7 +68,7 @@ LABELLED = [
 _ANSWER = re.compile(r"## The agent's answer\n(.*?)(?:\n\n## |$)", re.DOTALL)
 
 
-def eval_set(judge: str) -> dict[str, Any]:
+def eval_set(judge: str, labelled: list[tuple[str, str]] = LABELLED) -> dict[str, Any]:
     grader = {"type": "judgeAgent", "agent": judge, "rubric": "Does it promise the refund?"}
     return doc(
         "EvalSet",
@@ -80,7 +81,7 @@ def eval_set(judge: str) -> dict[str, Any]:
                  "grader": {"type": "contains", "expected": "refund"}},
                 {"name": "promises-refund", "input": "Ticket 3: charged twice.",
                  "grader": {**grader, "minKappa": 0.6, "minLabels": 6},
-                 "humanLabels": [{"answer": a, "verdict": v, "by": "alice"} for a, v in LABELLED]},
+                 "humanLabels": [{"answer": a, "verdict": v, "by": "alice"} for a, v in labelled]},
             ]
         },
     )  # fmt: skip
@@ -110,7 +111,22 @@ def version_other_than(kube: Kube, ns: str, version: str) -> str | None:
     return str(found) if found and found != version else None
 
 
-def test_an_uncalibrated_judge_holds_promotion_and_a_calibrated_one_grades(
+def evalruns_of(kube: Kube, ns: str, version: str) -> list[dict[str, Any]]:
+    """The candidate's EvalRuns, oldest first."""
+    items = kube.custom.list_namespaced_custom_object(
+        GROUP, VERSION, ns, "evalruns", label_selector=f"swarmkit.dev/candidate-version={version}"
+    )["items"]
+    return sorted(items, key=lambda r: str(r["metadata"]["creationTimestamp"]))
+
+
+def waiting_for_judge(kube: Kube, ns: str, version: str, reason: str) -> dict[str, Any] | None:
+    """The Promoted condition once the candidate ``version`` waits with ``reason``."""
+    cond = promoted(kube, ns)
+    candidate = (promotion(kube, ns).get("candidate") or {}).get("version")
+    return cond if candidate == version and cond.get("reason") == reason else None
+
+
+def test_an_uncalibrated_judge_leaves_the_gate_unknown_until_people_calibrate_it(
     kube: Kube, namespace: str, operator: OperatorProcess, model: ScriptedModelServer
 ) -> None:
     ns = namespace
@@ -137,12 +153,19 @@ def test_an_uncalibrated_judge_holds_promotion_and_a_calibrated_one_grades(
     v1 = str(promotion(kube, ns)["active"]["version"])
 
     # The judge passes everything: kappa 0 against the labels, not trusted to decide.
-    v2, held, _ = edit_until_settled(kube, ns, REWORDED, 3, v1, 300)
+    apply(kube, ns, triage(REWORDED, 3))
+    v2 = wait_for(lambda: version_other_than(kube, ns, v1), 60, message=lambda: debug(kube, ns))
+    cond = wait_for(
+        lambda: waiting_for_judge(kube, ns, v2, "JudgeUncalibrated"),
+        300,
+        message=lambda: debug(kube, ns),
+    )
+    (held,) = evalruns_of(kube, ns, v2)
     status = held["status"]
     assert all(c["candidate"]["outcome"] == "Passed" for c in status["cases"]), status["cases"]
     assert status["verdict"] == "Inconclusive", status
-    cond = condition(held, "Succeeded")
-    assert (cond["status"], cond["reason"]) == ("True", "JudgeUncalibrated"), cond
+    succeeded = condition(held, "Succeeded")
+    assert (succeeded["status"], succeeded["reason"]) == ("True", "JudgeUncalibrated"), succeeded
     assert "Agent/yes-judge" in status["verdictReason"] and "kappa 0.0" in status["verdictReason"]
     assert "6 labelled" in status["verdictReason"]
     (judge,) = status["judges"]
@@ -150,26 +173,42 @@ def test_an_uncalibrated_judge_holds_promotion_and_a_calibrated_one_grades(
         "Agent/yes-judge", 6, 3, 0.0,
     )  # fmt: skip
     assert (judge["minKappa"], judge["calibrated"]) == (0.6, False)
-    cond = promoted(kube, ns)
-    assert (cond["status"], cond["reason"]) == ("False", "Inconclusive"), cond
+    # The gate waits (Unknown), naming the judge, its kappa, minKappa and the labels.
+    assert cond["status"] == "Unknown", cond
+    for part in ("Agent/yes-judge", "kappa 0.0", "minKappa 0.6", "6 labelled", v2):
+        assert part in cond["message"], cond
     assert promotion(kube, ns)["active"]["version"] == v1
     assert pinned_run(kube, ns, "while-held", operator) == (v1, GOOD)
     wait_for(lambda: judges_of(kube, ns, "EvalSet", EVAL_SET) == status["judges"], 30)
+    # The EvalSet's status changed (its judges); its calibration did not: nothing restarts.
+    assert [r["metadata"]["name"] for r in evalruns_of(kube, ns, v2)] == [held["metadata"]["name"]]
+    assert waiting_for_judge(kube, ns, v2, "JudgeUncalibrated") is not None
 
-    # A judge that agrees with the person: kappa 1, the evaluation decides as before.
-    apply(kube, ns, eval_set("fair-judge"))
-    wait_ready(kube, ns, "EvalSet", EVAL_SET)
-    # (Promoted stays False for the held v2 until v3 is decided: wait for v3 itself.)
-    apply(kube, ns, triage(REPHRASED, 3))
-    v3 = wait_for(lambda: version_other_than(kube, ns, v2), 60, message=lambda: debug(kube, ns))
-    wait_for(
-        lambda: promotion(kube, ns)["active"]["version"] == v3 or None,
+    # A judge that agrees with the person, but three labels: minLabels 6 is not reached.
+    # The same candidate is evaluated again by itself (no spec edit) and still waits.
+    apply(kube, ns, eval_set("fair-judge", LABELLED[::2]))
+    cond = wait_for(
+        lambda: waiting_for_judge(kube, ns, v2, "TooFewLabels"),
         300,
         message=lambda: debug(kube, ns),
     )
-    (passed,) = kube.custom.list_namespaced_custom_object(
-        GROUP, VERSION, ns, "evalruns", label_selector=f"swarmkit.dev/candidate-version={v3}"
-    )["items"]
+    assert cond["status"] == "Unknown" and "Agent/fair-judge" in cond["message"], cond
+    assert "minLabels 6" in cond["message"], cond
+    assert len(evalruns_of(kube, ns, v2)) == 2
+    assert promotion(kube, ns)["active"]["version"] == v1
+
+    # The person's other labels: kappa 1, the same candidate passes and is promoted.
+    apply(kube, ns, eval_set("fair-judge"))
+    wait_for(
+        lambda: promotion(kube, ns)["active"]["version"] == v2 or None,
+        300,
+        message=lambda: debug(kube, ns),
+    )
+    assert (agent_version := version_other_than(kube, ns, v1)) == v2, agent_version
+    runs = evalruns_of(kube, ns, v2)
+    assert len(runs) == 3, [r["metadata"]["name"] for r in runs]  # one per calibration
+    passed = runs[-1]
+    assert promotion(kube, ns)["active"]["evalRuns"] == [passed["metadata"]["name"]]
     status = passed["status"]
     assert status["verdict"] == "Pass", status
     assert condition(passed, "Succeeded")["reason"] == "Evaluated"
@@ -178,6 +217,7 @@ def test_an_uncalibrated_judge_holds_promotion_and_a_calibrated_one_grades(
         "Agent/fair-judge", 6, 6, 1.0,
     )  # fmt: skip
     assert judge["calibrated"] is True
+    assert promoted(kube, ns)["status"] == "True"
     # The judge Runs saw the labelled answers (six calibration Runs, two judged cases).
     asked = [str(r.messages) for r in model.requests]
     assert all(any(a in m for m in asked) for a, _ in LABELLED)

@@ -293,6 +293,9 @@ _PROMOTION = {
     [
         ("Unknown", "Evaluating", "Progressing"),
         ("Unknown", "AwaitingReview", "Progressing"),
+        # A gate that requires a calibrated judge waits for it (issue 39).
+        ("Unknown", "JudgeUncalibrated", "Progressing"),
+        ("Unknown", "TooFewLabels", "Progressing"),
         ("False", "EvaluationFailed", "Degraded"),
         ("False", "Inconclusive", "Degraded"),
         ("False", "Rejected", "Degraded"),

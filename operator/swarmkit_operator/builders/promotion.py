@@ -15,7 +15,9 @@ with ``spec.promotion`` is kept as immutable renders (:mod:`swarmkit_api.promoti
 candidate, evaluated by one EvalRun per EvalSet against the active version; every EvalRun
 ``Pass`` promotes it, any ``Fail`` leaves it with ``Promoted=False`` naming the regressions
 (until the spec changes: a new version is a new candidate), ``Inconclusive`` holds it or asks a
-person (``onInconclusive: review``); a forced promotion (``kubectl swarmkit promote --force``,
+person (``onInconclusive: review``), except when a judge was not calibrated: then the gate is
+``Unknown`` until it is (:func:`recalibrations`: a calibration change evaluates the candidate
+again by itself, once per change); a forced promotion (``kubectl swarmkit promote --force``,
 admission-checked) promotes the candidate it names and says who.
 
 Only the EvalRuns the operator created count (:func:`counted_eval_runs`: their uids are
@@ -26,6 +28,7 @@ digest, which the Resolver checks the render against when it runs it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,10 +46,13 @@ from swarmkit_api.conditions import (
     REASON_EVALUATION_FAILED,
     REASON_FORCED,
     REASON_INCONCLUSIVE,
+    REASON_JUDGE_UNCALIBRATED,
     REASON_PROMOTED,
     REASON_REJECTED,
     REASON_TAMPERED_OBJECT,
+    REASON_TOO_FEW_LABELS,
     REASON_WAITING,
+    SUCCEEDED,
 )
 from swarmkit_api.names import dns_label
 from swarmkit_api.promotion import (
@@ -179,6 +185,19 @@ class EvalOutcome:
     eval_set: str
     verdict: str | None = None
     regressions: tuple[str, ...] = ()
+    #: Its ``Succeeded`` reason once it has a verdict (``JudgeUncalibrated``, ...).
+    cause: str | None = None
+    #: Its ``verdictReason``: why that verdict.
+    why: str = ""
+
+
+#: The EvalRun reasons of an Inconclusive verdict that only say a judge is not calibrated.
+JUDGE_REASONS = (REASON_JUDGE_UNCALIBRATED, REASON_TOO_FEW_LABELS)
+
+
+def waits_for_judge(outcome: EvalOutcome) -> bool:
+    """Inconclusive only because a judge is not trusted to decide yet."""
+    return outcome.verdict == VERDICT_INCONCLUSIVE and outcome.cause in JUDGE_REASONS
 
 
 @dataclass(frozen=True)
@@ -316,7 +335,10 @@ def _candidate(
         verdict = "Pass"
     else:
         verdict = "Inconclusive"
-    review = verdict == "Inconclusive" and inp.spec.gate.on_inconclusive == "review"
+    # A person approving does not make a judge trustworthy: while one is not, the gate
+    # waits for its calibration (Unknown), whatever onInconclusive says.
+    judged = [r for r in runs if waits_for_judge(r)] if verdict == "Inconclusive" else []
+    review = not judged and verdict == "Inconclusive" and inp.spec.gate.on_inconclusive == "review"
     candidate = CandidateVersion(
         version=cur.version,
         rendered_config_map=cur.config_map,
@@ -354,6 +376,13 @@ def _candidate(
     if verdict == "Pass":
         message = f"version {cur.version} passed its evaluation ({', '.join(run_names)})"
         return _promote(inp, cur, REASON_PROMOTED, message, runs=run_names)
+    if judged:
+        first = judged[0]
+        message = (
+            f"{against}: waiting for a calibrated judge (EvalRun {first.name}, EvalSet "
+            f"{first.eval_set}: {first.why}); it is evaluated again when the calibration changes"
+        )
+        return plan("Unknown", str(first.cause), message)
     if not review:
         return plan("False", REASON_INCONCLUSIVE, f"{against} was inconclusive: held")
     if inp.review_verdict == "approve":
@@ -366,9 +395,12 @@ def _candidate(
     return plan("Unknown", REASON_AWAITING_REVIEW, message, open_review=True)
 
 
-def eval_run_name(kind: str, name: str, version: str, eval_set: str) -> str:
-    """``<name>-<version8>-<evalset>``: one EvalRun per candidate version and EvalSet."""
-    return dns_label(f"{kind.lower()}-{name}-{eval_set}", f"-{version[:8]}")
+def eval_run_name(kind: str, name: str, version: str, eval_set: str, calibration: str = "") -> str:
+    """``<kind>-<name>-<evalset>-<version8>``: one EvalRun per candidate version and EvalSet;
+    ``-k<token>`` after it for a re-evaluation under changed calibration
+    (:func:`recalibration`)."""
+    suffix = f"-{version[:8]}" + (f"-k{calibration}" if calibration else "")
+    return dns_label(f"{kind.lower()}-{name}-{eval_set}", suffix)
 
 
 def review_name(kind: str, name: str, version: str) -> str:
@@ -466,16 +498,22 @@ CANDIDATE_LABEL = "swarmkit.dev/candidate-version"
 
 
 def eval_run_manifest(
-    owner: ObjectRef, eval_set: str, candidate: str, active: str, gate: PromotionGate
+    owner: ObjectRef,
+    eval_set: str,
+    candidate: str,
+    active: str,
+    gate: PromotionGate,
+    name: str | None = None,
 ) -> dict[str, Any]:
     """The EvalRun of ``owner``'s candidate version against its active one on ``eval_set``
-    (owned by the Topology or Agent: deleting it deletes its evaluations)."""
+    (owned by the Topology or Agent: deleting it deletes its evaluations), under its
+    planned name (``name``: a re-evaluation's, :func:`counted_eval_runs`)."""
     ref = {"topologyRef" if owner.kind == "Topology" else "agentRef": {"name": owner.name}}
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "EvalRun",
         "metadata": {
-            "name": eval_run_name(owner.kind, owner.name, candidate, eval_set),
+            "name": name or eval_run_name(owner.kind, owner.name, candidate, eval_set),
             "namespace": owner.namespace,
             "labels": {
                 **MANAGED_BY,
@@ -517,7 +555,75 @@ def eval_run_outcome(body: Mapping[str, Any]) -> dict[str, Any]:
         "verdict": status.get("verdict"),
         "regressions": [str(c) for c in status.get("regressed") or ()],
         "summary": {k: status[k] for k in _SUMMARY if k in status},
+        # What a judge's calibration needs (recalibration): why the verdict, the EvalSet
+        # version it was judged under, and the gates its uncalibrated judges missed.
+        "cause": _succeeded_reason(status) if status.get("verdict") else None,
+        "why": str(status.get("verdictReason") or "")[:1000],
+        "evalSetVersion": status.get("evalSetVersion"),
+        "uncalibrated": [
+            {k: j.get(k) for k in ("judge", "minKappa", "minLabels")}
+            for j in status.get("judges") or ()
+            if isinstance(j, Mapping) and j.get("calibrated") is False
+        ],
     }
+
+
+def _succeeded_reason(status: Mapping[str, Any]) -> str | None:
+    for cond in status.get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == SUCCEEDED:
+            return str(cond.get("reason") or "") or None
+    return None
+
+
+@dataclass(frozen=True)
+class CalibrationInput:
+    """What an EvalSet's judges are calibrated with now: its version (its spec holds the
+    labels, the judges and their gates) and people's Funnel decisions on each judge skill
+    (``status.funnelAgreement``: skill → decisions and kappa)."""
+
+    version: str
+    funnel: Mapping[str, tuple[int, float | None]] = field(default_factory=dict)
+
+
+def calibration_input(view: Mapping[str, Any]) -> CalibrationInput | None:
+    """An EvalSet view's :class:`CalibrationInput`; None until it is Ready at its current
+    generation (its ``status.version`` may still be the previous spec's)."""
+    status = view.get("status") or {}
+    version = status.get("version")
+    if not version or not view.get("ready") or view.get("observed") != view.get("generation"):
+        return None
+    funnel = {
+        str(a["skill"]): (int(a.get("decisions") or 0), a.get("kappa"))
+        for a in status.get("funnelAgreement") or ()
+        if isinstance(a, Mapping) and a.get("skill")
+    }
+    return CalibrationInput(str(version), funnel)
+
+
+def _funnel_clears(agreement: tuple[int, float | None] | None, gate: Mapping[str, Any]) -> bool:
+    decisions, kappa = agreement if agreement is not None else (0, None)
+    if kappa is None or gate.get("minKappa") is None:
+        return False
+    return decisions >= int(gate.get("minLabels") or 0) and kappa >= float(gate["minKappa"])
+
+
+def recalibration(entry: Mapping[str, Any], now: CalibrationInput) -> str | None:
+    """The token of the calibration an EvalRun (``entry``: :func:`eval_run_outcome`) that
+    waits for a judge must be judged under again, or None when it is the one it was judged
+    under: another EvalSet version (labels, judge or gate edited), or a judge skill it found
+    uncalibrated whose Funnel decisions now clear that judge's gate. A pure function of what
+    calibrates, not of the EvalSet's other status: an echo of it starts nothing."""
+    cleared = sorted(
+        {
+            skill
+            for j in entry.get("uncalibrated") or ()
+            if (skill := str(j.get("judge") or "").partition("+Skill/")[2])
+            and _funnel_clears(now.funnel.get(skill), j)
+        }
+    )
+    if entry.get("evalSetVersion") == now.version and not cleared:
+        return None
+    return hashlib.sha256(dump_json([now.version, cleared]).encode()).hexdigest()[:8]
 
 
 def promotion_target(owner: ObjectRef) -> Target:
@@ -538,6 +644,8 @@ class Counted:
     tampered: tuple[str, ...]
     #: (name, uid) of each counted EvalRun: what the promotion's record keeps.
     own: tuple[tuple[str, str], ...]
+    #: EvalSet name → the re-evaluation to create: its judge's calibration changed.
+    restart: Mapping[str, str] = field(default_factory=dict)
 
 
 def counted_eval_runs(
@@ -546,6 +654,7 @@ def counted_eval_runs(
     eval_sets: Sequence[str],
     entries: Sequence[Mapping[str, Any]],
     made: trust.Made,
+    calibration: Mapping[str, CalibrationInput] | None = None,
 ) -> Counted:
     """The EvalRuns (``entries``: :func:`eval_run_outcome`, labelled for ``owner``) that
     count for candidate ``version``: for each EvalSet, the one under its planned name
@@ -554,31 +663,68 @@ def counted_eval_runs(
     label, the planned name and a copied ownerReference prove nothing (anyone who may
     create EvalRuns writes them, with laxer criteria): such an EvalRun is never counted,
     and one under a planned name is named in ``tampered``. An EvalRun under another name
-    is not the promotion's at all."""
+    is not the promotion's at all.
+
+    One that waits for a judge whose calibration changed since (``calibration``: each
+    EvalSet's now, :func:`recalibration`) is followed by the re-evaluation under the new
+    one: counted once it exists (checked the same way), else to create (``restart``)."""
     by_name = {str(e.get("name")): e for e in entries}
     target = promotion_target(owner)
     runs: dict[str, EvalOutcome] = {}
     tampered: list[str] = []
     own: list[tuple[str, str]] = []
+    restart: dict[str, str] = {}
     for eval_set in eval_sets:
-        name = eval_run_name(owner.kind, owner.name, version, eval_set)
-        entry = by_name.get(name)
-        if entry is None:
-            continue
-        try:
-            uid = trust.check_made("EvalRun", entry, target, made)
-        except trust.Refused as exc:
-            tampered.append(exc.message)
-            continue
-        if (entry.get("version"), entry.get("evalSet")) != (version, eval_set):
-            # Recorded as the operator's yet evaluating something else: never counted.
-            tampered.append(f"EvalRun {name} does not evaluate {version} on {eval_set}")
-            continue
-        own.append((name, uid))
-        runs[eval_set] = EvalOutcome(
-            name, eval_set, entry.get("verdict"), tuple(entry.get("regressions") or ())
-        )
-    return Counted(runs, tuple(tampered), tuple(own))
+        name, seen = eval_run_name(owner.kind, owner.name, version, eval_set), set()
+        now = (calibration or {}).get(eval_set)
+        while name not in seen:
+            seen.add(name)
+            entry = by_name.get(name)
+            if entry is None:
+                if len(seen) > 1:  # a re-evaluation not created yet
+                    runs[eval_set], restart[eval_set] = EvalOutcome(name, eval_set), name
+                break
+            outcome = _own_outcome(entry, name, version, eval_set, target, made, tampered)
+            if outcome is None:
+                break
+            own.append((name, outcome[1]))
+            runs[eval_set] = outcome[0]
+            token = recalibration(entry, now) if now and waits_for_judge(outcome[0]) else None
+            if token is None:
+                break
+            name = eval_run_name(owner.kind, owner.name, version, eval_set, token)
+    return Counted(runs, tuple(tampered), tuple(own), restart)
+
+
+def _own_outcome(
+    entry: Mapping[str, Any],
+    name: str,
+    version: str,
+    eval_set: str,
+    target: Target,
+    made: trust.Made,
+    tampered: list[str],
+) -> tuple[EvalOutcome, str] | None:
+    """The outcome and uid of the EvalRun under planned ``name`` if the operator created
+    it for ``version`` on ``eval_set``; else None, and why in ``tampered``."""
+    try:
+        uid = trust.check_made("EvalRun", entry, target, made)
+    except trust.Refused as exc:
+        tampered.append(exc.message)
+        return None
+    if (entry.get("version"), entry.get("evalSet")) != (version, eval_set):
+        # Recorded as the operator's yet evaluating something else: never counted.
+        tampered.append(f"EvalRun {name} does not evaluate {version} on {eval_set}")
+        return None
+    outcome = EvalOutcome(
+        name,
+        eval_set,
+        entry.get("verdict"),
+        tuple(entry.get("regressions") or ()),
+        entry.get("cause"),
+        str(entry.get("why") or ""),
+    )
+    return outcome, uid
 
 
 #: The verdict endpoint's answers (``GET /verdicts/<namespace>/<plural>/<name>``).
