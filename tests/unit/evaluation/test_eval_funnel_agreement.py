@@ -347,8 +347,8 @@ async def test_a_runs_recorded_decision_reaches_the_index_and_wakes_the_evalsets
     # The EvalSet's reconcile shows it: status.funnelAgreement, from the index alone.
     writes: list[dict[str, Any]] = []
 
-    async def write_status(*args: Any, **kwargs: Any) -> bool:
-        writes.append(dict(args[6]))
+    async def write_status(target: Any, fields: Any, *args: Any, **kwargs: Any) -> bool:
+        writes.append(dict(fields))
         return True
 
     ctl.write_status = write_status  # type: ignore[method-assign]
