@@ -150,12 +150,22 @@ class AgentRunner:
         gate = funnel.gate_for(
             self.ctx, position, lambda p, t, schema: self.run_agent(p, t, depth + 1, schema)
         )
-        answer = await run_harness(self.ctx, position, task, depth)
+
+        async def answer_to(prompt: str) -> str:
+            # One journal effect per harness run: a resumed Run (a funnel approval decided)
+            # replays a finished run's answer instead of running the harness again, which
+            # would put a new, unapproved draft in the approved one's place. A run that
+            # parked mid-way recorded nothing, so it runs again (its tool calls nested here).
+            return await self.ctx.journal.effect(
+                "harness", lambda: run_harness(self.ctx, position, prompt, depth), str, str
+            )
+
+        answer = await answer_to(task)
         while gate is not None:
             assessed = await gate.assess(answer)
             if not isinstance(assessed, funnel.Redraft):
                 return assessed
-            answer = await run_harness(self.ctx, position, f"{task}\n\n{assessed.prompt}", depth)
+            answer = await answer_to(f"{task}\n\n{assessed.prompt}")
         return answer
 
     async def _run_agent(
