@@ -188,6 +188,9 @@ async def test_a_workspaces_new_render_wakes_the_agents_and_topologies_using_it(
         )  # fmt: skip
 
     async def woken() -> list[tuple[str, str, str]]:
+        gc = ("GC", NS, "")
+        if ctl.queue.pending(gc):
+            ctl.queue.add(gc)  # due now: its grace period is not what this test is about
         return sorted(key for key in await queued(ctl) if key[0] != "Workspace")
 
     def rendered(config_map: str) -> dict[str, Any]:
