@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import secrets
 import shutil
@@ -52,40 +51,13 @@ from bench_scale import (
     bare_restart,
     load,
     manifests,
+    start_operator,
 )
 from bench_support import Profile, wait_quiet_apiserver
 
 from swarmkit_devcluster.testing import apply_crds, session_cluster
 from swarmkit_operator import k8s
 from swarmkit_operator.indexes import Resource, list_all
-
-
-def start(tree: Path, kubeconfig: Path, log: Path) -> tuple[subprocess.Popen[bytes], int, int]:
-    """``tree``'s operator as ``bench_scale.start_operator`` runs it (leader election on)."""
-    port, live = br.free_port(), br.free_port()
-    env = dict(
-        os.environ,
-        KUBECONFIG=str(kubeconfig),
-        SWARMKIT_LOG_FORMAT="plain",
-        SWARMKIT_LEADER_ELECT="true",
-        PYTHONPATH=str(tree / "operator"),
-    )
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "swarmkit_operator",
-                "--metrics-port",
-                str(port),
-                "--liveness",
-                f"http://127.0.0.1:{live}/healthz",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    return proc, port, live
 
 
 async def _up(proc: subprocess.Popen[bytes], live: int, log: Path) -> None:
@@ -105,7 +77,7 @@ async def settle(tree: Path, kubeconfig: Path, ns: str, n: int, log: Path) -> No
     """``ns`` with ``bench_scale``'s objects at size ``n``, all Ready, written by ``tree``."""
     docs = manifests(n)
     total = len(docs) + 1
-    proc, port, live = start(tree, kubeconfig, log)
+    proc, port, live = start_operator(kubeconfig, log, tree)
     watched = None
     try:
         await _up(proc, live, log)
@@ -130,7 +102,7 @@ async def restart(
     name = f"after-restart-{secrets.token_hex(3)}"
     probe = dict(manifests(2)[0], metadata={"name": name})
     started = time.monotonic()
-    proc, port, live = start(tree, kubeconfig, log)
+    proc, port, live = start_operator(kubeconfig, log, tree)
     spy = Profile(proc.pid, profile, rate=250) if profile is not None else None
     try:
         await k8s.create_custom("skills", ns, probe)

@@ -135,7 +135,11 @@ def requests_total(text: str) -> int:
     return int(br.metric_sum(text, "swarmkit_api_requests_total"))
 
 
-def start_operator(kubeconfig: Path, log: Path) -> tuple[subprocess.Popen[bytes], int, int]:
+def start_operator(
+    kubeconfig: Path, log: Path, tree: Path | None = None
+) -> tuple[subprocess.Popen[bytes], int, int]:
+    """The operator as a process (``tree``: run that source tree's ``operator/`` instead of
+    the installed one); its metrics port and its liveness probe's port."""
     port, live = br.free_port(), br.free_port()
     # As the chart runs it: leader election on (one replica: it leads at once; a restart
     # takes the Lease its predecessor released on SIGTERM).
@@ -145,6 +149,8 @@ def start_operator(kubeconfig: Path, log: Path) -> tuple[subprocess.Popen[bytes]
         SWARMKIT_LOG_FORMAT="plain",
         SWARMKIT_LEADER_ELECT="true",
     )
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree / "operator")
     with log.open("ab") as out:
         proc = subprocess.Popen(
             [
