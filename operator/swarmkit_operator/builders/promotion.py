@@ -70,7 +70,7 @@ from swarmkit_api.promotion import (
 from swarmkit_api.resources import GROUP, VERSION
 from swarmkit_api.review import REVIEW_KIND_LABEL
 
-from ..conditions import Status
+from ..conditions import Status, get_condition
 from . import (
     MANAGED_BY,
     ObjectRef,
@@ -569,10 +569,8 @@ def eval_run_outcome(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _succeeded_reason(status: Mapping[str, Any]) -> str | None:
-    for cond in status.get("conditions") or ():
-        if isinstance(cond, Mapping) and cond.get("type") == SUCCEEDED:
-            return str(cond.get("reason") or "") or None
-    return None
+    cond = get_condition(status.get("conditions"), SUCCEEDED)
+    return str((cond or {}).get("reason") or "") or None
 
 
 @dataclass(frozen=True)
