@@ -18,7 +18,8 @@ times per revision, so that a difference of a tenth of a second shows above the 
    how many had to LIST (its log); once, the cost of one more LIST (an empty kind).
 
 The revisions run one after the other (each on its own namespace: an operator LISTs every
-namespace, and objects last written by another revision would be rewritten). CPU time is
+namespace, and objects last written by another revision would be rewritten; the next
+revision starts once the namespace of the last is gone). CPU time is
 the robust comparison on a loaded machine; the load average is printed with each figure.
 ``--profile DIR`` records each restart with py-spy (``--format raw``, all threads, from the
 start until the probe is Ready; ``--settled``: until 3 s later). ``--json`` prints the results
@@ -51,6 +52,7 @@ from bench_scale import (
     bare_restart,
     load,
     manifests,
+    namespaces_gone,
     start_operator,
 )
 from bench_support import Profile, wait_quiet_apiserver
@@ -203,7 +205,7 @@ def _mmm(values: list[float]) -> dict[str, float]:
 
 async def bench(args: argparse.Namespace, kubeconfig: Path, scratch: Path) -> dict[str, Any]:
     k8s.configure(workers=br.CONCURRENCY, kubeconfig=str(kubeconfig))
-    revs = {"a": args.a, "b": args.b, **({"c": args.c} if args.c else {})}
+    revs = {"a": args.a, **({"b": args.b} if args.b else {}), **({"c": args.c} if args.c else {})}
     commits = {key: _tree(rev, scratch / key) for key, rev in revs.items()}
     runs: dict[str, list[dict[str, Any]]] = {key: [] for key in revs}
     try:
@@ -230,6 +232,8 @@ async def bench(args: argparse.Namespace, kubeconfig: Path, scratch: Path) -> di
                     flush=True,
                 )
             await br.delete_namespace(ns)
+            # The next revision's operator watches the cluster: it must not find these.
+            await namespaces_gone((ns,), 2 * args.size)
         extra = await one_more_list("evalsets")
         print(f"  one more LIST (an empty kind): {extra}", file=sys.stderr)
     finally:
@@ -247,7 +251,7 @@ async def bench(args: argparse.Namespace, kubeconfig: Path, scratch: Path) -> di
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--a", required=True, help="revision A (e.g. the code before a change)")
-    parser.add_argument("--b", default="HEAD", help="revision B (default HEAD)")
+    parser.add_argument("--b", default="HEAD", help="revision B (default HEAD; '' for A alone)")
     parser.add_argument("--c", help="a third revision (e.g. the change's base)")
     parser.add_argument("--size", type=int, default=1000, help="Skills (bench_scale's N)")
     parser.add_argument("--repeat", type=int, default=5, help="restarts per revision")

@@ -41,7 +41,8 @@ Skill and Agent), fan-out / its floor, restart's first reconcile / the LIST, pea
 Uses the cluster of ``$SWARMKIT_KUBECONFIG`` if set (no other operator may watch it), else
 a private one. ``--json PATH`` writes the raw results. ``$BENCH_VERBOSE=1`` runs the
 operator with ``--verbose`` (each status write logs the fields it changes, old and new);
-``$BENCH_PROFILE=DIR`` records the operator with py-spy from the apply until all Ready.
+``$BENCH_PROFILE=DIR`` records the operator with py-spy from the apply until all Ready, and
+over the fan-out.
 """
 
 from __future__ import annotations
@@ -417,6 +418,12 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
             for a in await br.list_custom("agents", ns)
         }
         writes0 = br.writes_by_resource(br.scrape(port))
+        fan_profile = (
+            Profile(proc.pid, Path(profile_dir) / f"fanout-{n}-{suffix}.txt")
+            if profile_dir
+            else None
+        )
+        cpu0 = br.cpu_seconds(proc.pid)
         started = time.monotonic()
         status, payload = await k8s.request(
             "PATCH",
@@ -432,6 +439,11 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
 
         await watched.wait(reversioned, 120, "every granting agent re-versioned")
         r["fanoutSeconds"] = round(time.monotonic() - started, 2)
+        # The operator's CPU over the fan-out: at about one core it, not the apiserver,
+        # sets the pace (one event loop).
+        r["fanoutCpuSeconds"] = round(br.cpu_seconds(proc.pid) - cpu0, 2)
+        if fan_profile is not None:
+            r["fanoutProfile"] = str(fan_profile.stop())
         r["fanoutAgents"] = len(hot_agents)
         # The trailing writes (topologies, Events, grantedBy, GC): the restart below counts
         # the writes of the new operator as rewrites, so the old one must be done first.
@@ -504,26 +516,28 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
     return r
 
 
+async def namespaces_gone(prefixes: tuple[str, ...], objects: int) -> None:
+    """Wait until no namespace named with one of ``prefixes`` is left: an earlier run's
+    namespaces (``objects`` objects, their renders and the floor's) are collected at the
+    apiserver's pace, ~50k objects after N = 20,000, and an operator watching the cluster
+    would hold and reconcile what is still there."""
+
+    async def gone() -> bool:
+        _, payload = await k8s.request("GET", "/api/v1/namespaces")
+        names = [x["metadata"]["name"] for x in (payload or {}).get("items", [])]
+        return not [x for x in names if x.startswith(prefixes)]
+
+    await br.wait_until(gone, max(600.0, 0.05 * objects), 1.0, "earlier namespaces to be gone")
+
+
 async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
     k8s.configure(workers=br.CONCURRENCY, kubeconfig=str(kubeconfig))
     runs: list[dict[str, Any]] = []
     try:
         for rep in range(args.repeat):
             for n in args.sizes:
-
-                async def gone() -> bool:
-                    _, payload = await k8s.request("GET", "/api/v1/namespaces")
-                    names = [x["metadata"]["name"] for x in (payload or {}).get("items", [])]
-                    return not [x for x in names if x.startswith(("bench-scale-", "bench-floor-"))]
-
-                # The previous run's two namespaces (its objects, renders and the floor's)
-                # are collected at the apiserver's pace: ~50k objects after N = 20,000.
-                previous = runs[-1]["objects"] if runs else 0
-                await br.wait_until(
-                    gone,
-                    max(600.0, 0.05 * previous),
-                    1.0,
-                    "earlier benchmark namespaces to be gone",
+                await namespaces_gone(
+                    ("bench-scale-", "bench-floor-"), runs[-1]["objects"] if runs else 0
                 )
                 quiet = await asyncio.to_thread(wait_quiet_apiserver, apiserver_metrics(kubeconfig))
                 result = await one(n, kubeconfig, args.timeout)
@@ -568,6 +582,7 @@ METRICS = (
     ("peakRssMB", "operator peak RSS (MB)"),
     ("bytesPerObject", "peak RSS over RSS before the apply, per object (B)"),
     ("fanoutSeconds", "fan-out: hot skill edit -> agents re-versioned (s)"),
+    ("fanoutCpuSeconds", "fan-out: operator CPU meanwhile (s)"),
     ("fanoutFloorSeconds", "fan-out floor: its minimum writes, bare client (s)"),
     ("fanoutMinimumSeconds", "fan-out minimum: 1 status patch per agent, bare (s)"),
     ("xFanoutFloor", "fan-out ratio to its floor"),

@@ -22,7 +22,7 @@ import logging
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -455,6 +455,44 @@ class Listing:
     selector: str = ""
 
 
+async def list_pages(
+    resource: Resource,
+    namespaces: Sequence[str],
+    selector: str = "",
+    metadata_only: bool = False,
+    listings: list[Listing] | None = None,
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """A paged LIST, cluster-wide or per namespace, one page of items at a time (each
+    page is handed on while the next is read, :func:`k8s.list_pages`); with
+    ``listings``, each scope's :class:`Listing` is appended to it once it is whole."""
+    # Namespace patterns cannot be listed server-side: list cluster-wide and filter here.
+    patterns = [n for n in namespaces if any(c in n for c in "*?[")]
+    scopes: list[str | None] = [None] if patterns or not namespaces else list(namespaces)
+    query = [("limit", "500"), *([("labelSelector", selector)] if selector else [])]
+    accept = k8s.METADATA_ONLY if metadata_only else "application/json"
+    for namespace in scopes:
+        version = ""
+        scope_items: list[dict[str, Any]] = []
+        async for page in k8s.list_pages(resource.path(namespace), query, accept):
+            meta = page.get("metadata") or {}
+            version = version or str(meta.get("resourceVersion") or "")
+            items = page.get("items") or []
+            scope_items.extend(items)
+            yield [
+                item
+                for item in items
+                if not patterns
+                or any(
+                    fnmatch.fnmatchcase((item.get("metadata") or {}).get("namespace") or "", p)
+                    for p in namespaces
+                )
+            ]
+        if listings is not None:
+            listings.append(
+                Listing(resource.plural, namespace, metadata_only, version, scope_items, selector)
+            )
+
+
 async def list_all(
     resource: Resource,
     namespaces: Sequence[str],
@@ -462,42 +500,12 @@ async def list_all(
     metadata_only: bool = False,
     listings: list[Listing] | None = None,
 ) -> list[dict[str, Any]]:
-    """A paged LIST, cluster-wide or per namespace; with ``listings``, each scope's
-    :class:`Listing` is appended to it."""
-    items: list[dict[str, Any]] = []
-    # Namespace patterns cannot be listed server-side: list cluster-wide and filter here.
-    patterns = [n for n in namespaces if any(c in n for c in "*?[")]
-    scopes: list[str | None] = [None] if patterns or not namespaces else list(namespaces)
-    for namespace in scopes:
-        token = ""
-        version = ""
-        scope_items: list[dict[str, Any]] = []
-        while True:
-            query = [("limit", "500")]
-            if selector:
-                query.append(("labelSelector", selector))
-            if token:
-                query.append(("continue", token))
-            path = resource.path(namespace)
-            accept = k8s.METADATA_ONLY if metadata_only else "application/json"
-            status, payload = await k8s.request("GET", path, query=query, accept=accept)
-            if status >= 300:
-                raise k8s.ApiError("GET", path, status, str(payload))
-            meta = payload.get("metadata") or {}
-            version = version or str(meta.get("resourceVersion") or "")
-            scope_items.extend(payload.get("items") or [])
-            token = meta.get("continue") or ""
-            if not token:
-                break
-        if listings is not None:
-            listings.append(
-                Listing(resource.plural, namespace, metadata_only, version, scope_items, selector)
-            )
-        for item in scope_items:
-            ns = (item.get("metadata") or {}).get("namespace") or ""
-            if not patterns or any(fnmatch.fnmatchcase(ns, p) for p in namespaces):
-                items.append(item)
-    return items
+    """A paged LIST, cluster-wide or per namespace, whole (:func:`list_pages`)."""
+    return [
+        item
+        async for page in list_pages(resource, namespaces, selector, metadata_only, listings)
+        for item in page
+    ]
 
 
 async def populate(
@@ -526,12 +534,14 @@ async def populate(
         present: set[str] = set()
         try:
             for selector in dict.fromkeys(selectors):
-                listed = await list_all(
+                # Indexed page by page: this process indexes one page while the apiserver
+                # encodes the next.
+                async for page in list_pages(
                     indexes.resources[resource], namespaces, selector, metadata_only, listings
-                )
-                for item in listed:
-                    indexes.update(resource, item, listed=True)
-                    present.add(str((item.get("metadata") or {}).get("uid", "")))
+                ):
+                    for item in page:
+                        indexes.update(resource, item, listed=True)
+                        present.add(str((item.get("metadata") or {}).get("uid", "")))
         except (k8s.ApiError, OSError) as exc:
             # Start (or resync) with what could be listed; the watch fills the rest in.
             log.warning("could not list %s to pre-populate the indexes: %s", resource, exc)

@@ -8,6 +8,7 @@ lists again on it, like on the ERROR event carrying it.)"""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -180,3 +181,64 @@ async def test_a_stream_starts_from_the_start_up_listing_without_listing_again(
         k8s.request = real
     assert gets == []  # no second LIST
     assert reflector.seed is None  # the listing is not held on to
+
+
+@pytest.mark.parametrize(
+    ("plural", "accept"),
+    [
+        ("skills", "application/json"),  # a custom resource's list: its keys sorted
+        ("configmaps", "application/json"),  # a built-in list: kind, apiVersion, metadata
+        ("configmaps", k8s.METADATA_ONLY),  # PartialObjectMetadataList
+    ],
+)
+async def test_a_paged_list_asks_for_the_next_page_from_the_bytes_of_this_one(
+    kube: Kube, namespace: str, crds: Any, api: None, plural: str, accept: str
+) -> None:
+    """The continue token read from a page's bytes (before it is decoded) is the one the
+    apiserver put there, in each list format it sends; the pages are the objects, once each."""
+    for i in range(5):
+        if plural == "skills":
+            create_skill(kube, namespace, f"paged-{i}")
+        else:
+            kube.core.create_namespaced_config_map(namespace, config_map(f"paged-{i}"))
+    path = (
+        k8s.custom_path(plural, namespace)
+        if plural == "skills"
+        else k8s.core_path(plural, namespace)
+    )
+    query = [("limit", "2")]
+    if plural == "configmaps":
+        query.append(("labelSelector", "test=watch"))
+    # Each raw page: its token read from the bytes equals the decoded one.
+    tokens, token = [], ""
+    while True:
+        status, raw = await k8s.client.request_page(
+            path, [*query, *([("continue", token)] if token else [])], accept
+        )
+        assert status == 200 and isinstance(raw, bytes)
+        decoded = str((json.loads(raw)["metadata"]).get("continue") or "")
+        assert k8s.client.continue_token(raw) == decoded, raw[-300:]
+        tokens.append(decoded)
+        token = decoded
+        if not token:
+            break
+    assert len(tokens) == 3 and tokens[-1] == ""  # 5 objects, 2 a page
+    # And through list_pages, every request it made was read (no early one dropped).
+    gets: list[str] = []
+    real = k8s.client.request_page
+
+    async def counted(p: str, q: list[tuple[str, str]], a: str = "") -> tuple[int, bytes | str]:
+        gets.append(dict(q).get("continue", ""))
+        return await real(p, q, a)
+
+    k8s.client.request_page = counted  # type: ignore[assignment]
+    try:
+        names = [
+            item["metadata"]["name"]
+            async for page in k8s.list_pages(path, query, accept)
+            for item in page["items"]
+        ]
+    finally:
+        k8s.client.request_page = real  # type: ignore[assignment]
+    assert names == [f"paged-{i}" for i in range(5)]
+    assert len(gets) == 3, gets

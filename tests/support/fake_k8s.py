@@ -201,6 +201,7 @@ class FakeApi:
         for module in (k8s, client, objects):
             monkeypatch.setattr(module, "request", self.request)
             monkeypatch.setattr(module, "request_start", self.request_start)
+        monkeypatch.setattr(client, "request_page", self.request_page)
         monkeypatch.setattr(objects, "_request_sync", self.request_sync)
         for module in (k8s, streams):
             monkeypatch.setattr(module, "stream", self.stream)
@@ -326,6 +327,16 @@ class FakeApi:
         self, verb: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None
     ) -> tuple[int, Any]:
         return await self.request(verb, path, body, query=query)
+
+    async def request_page(
+        self, path: str, query: list[tuple[str, str]], accept: str = "application/json"
+    ) -> tuple[int, bytes | str]:
+        """:func:`swarmkit_operator.k8s.client.request_page`: a LIST's page undecoded, as
+        the apiserver sends it (compact JSON)."""
+        status, payload = await self.request("GET", path, query=query, accept=accept)
+        if status >= 300:
+            return status, str(payload)
+        return status, json.dumps(payload, separators=(",", ":")).encode()
 
     def request_sync(
         self,

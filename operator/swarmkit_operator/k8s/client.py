@@ -21,9 +21,10 @@ import json
 import logging
 import os
 import random
+import re
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -227,6 +228,7 @@ def _request_sync(
     fenced: bool = True,
     timeout: float | None = None,
     retries: int | None = None,
+    undecoded: bool = False,
 ) -> tuple[int, Any]:
     api = _state.api
     if api is None:
@@ -268,6 +270,8 @@ def _request_sync(
             data = response.data or b""
             metrics.API_REQUESTS.labels(verb, resource, str(status)).inc()
             if status not in RETRY_STATUSES or attempt > max_retries:
+                if undecoded and 200 <= status < 300 and isinstance(data, bytes):
+                    return status, data
                 text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
                 if 200 <= status < 300:
                     if raw:
@@ -317,6 +321,87 @@ async def request(
         retries,
     )
     return await loop.run_in_executor(_state.executor, call)
+
+
+#: A list's own metadata, found in its JSON without decoding it: at the end of a custom
+#: resource's list (an unstructured list's keys are sorted: apiVersion, items, kind,
+#: metadata), at the start of a built-in one's (kind, apiVersion, metadata, items).
+_LIST_META_AT_END = re.compile(rb',"metadata":(\{[^{}]*\})\}\s*$')
+_LIST_META_AT_START = re.compile(rb'\{"kind":"[^"]*","apiVersion":"[^"]*","metadata":(\{[^{}]*\})')
+_SCANNED = 4096
+
+
+def continue_token(page: bytes) -> str | None:
+    """The continue token of one page of a LIST read from its raw JSON ('' on the last
+    page), or None when the list's metadata is not where a Kubernetes list keeps it."""
+    found = _LIST_META_AT_END.search(page, max(0, len(page) - _SCANNED))
+    found = found or _LIST_META_AT_START.match(page[:_SCANNED])
+    if found is None:
+        return None
+    try:
+        meta = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return str(meta.get("continue") or "") if isinstance(meta, dict) else None
+
+
+async def request_page(
+    path: str, query: list[tuple[str, str]], accept: str = "application/json"
+) -> tuple[int, bytes | str]:
+    """One page of a LIST off the event loop, undecoded: (HTTP status, the page's bytes, or
+    the error's text). :func:`list_pages` decodes it."""
+    loop = asyncio.get_running_loop()
+    call = functools.partial(
+        _request_sync, "GET", path, None, "application/json", query, False, accept
+    )
+    return await loop.run_in_executor(_state.executor, functools.partial(call, undecoded=True))
+
+
+async def list_pages(
+    path: str, query: list[tuple[str, str]], accept: str = "application/json"
+) -> AsyncIterator[dict[str, Any]]:
+    """The pages of a paged LIST of ``path``, each decoded, in order.
+
+    The next page is asked for as soon as this one's bytes arrived (its continue token read
+    from them, :func:`continue_token`), so the apiserver encodes page k+1 while this process
+    decodes page k and its caller indexes it: a restart's LIST of 20,000 Skills is 40
+    pages, and one after the other each waited for the other side. The token read early is
+    checked against the decoded page; on a mismatch the early request is dropped and the
+    decoded token asked for instead (the pages stay exact)."""
+    loop = asyncio.get_running_loop()
+
+    def fetch(token: str) -> asyncio.Task[tuple[int, bytes | str]]:
+        asked = [*query, ("continue", token)] if token else list(query)
+        return asyncio.ensure_future(request_page(path, asked, accept))
+
+    pending: asyncio.Task[tuple[int, bytes | str]] | None = fetch("")
+    try:
+        while pending is not None:
+            status, data = await pending
+            pending = None
+            if status >= 300 or not isinstance(data, bytes):
+                raise ApiError("GET", path, status, str(data))
+            guessed = continue_token(data)
+            pending = fetch(guessed) if guessed else None
+            page = await loop.run_in_executor(_state.executor, loads, data)
+            meta = (page.get("metadata") if isinstance(page, dict) else None) or {}
+            token = str(meta.get("continue") or "")
+            if token != (guessed or ""):
+                if pending is not None:
+                    _drop(pending)
+                pending = fetch(token) if token else None
+            yield page if isinstance(page, dict) else {}
+    finally:
+        if pending is not None:  # the caller stopped early, or a page failed
+            _drop(pending)
+
+
+def _drop(task: asyncio.Task[Any]) -> None:
+    """Forget a page request nobody will read: cancelled (a request already running in
+    the pool finishes there), its outcome retrieved so a failure is not reported as never
+    retrieved."""
+    task.cancel()
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 
 async def wait_for_api(path: str, max_delay: float = 5.0) -> float:
