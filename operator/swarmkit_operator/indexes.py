@@ -22,7 +22,15 @@ import logging
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -455,16 +463,29 @@ class Listing:
     selector: str = ""
 
 
+def without_managed_fields(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` without ``metadata.managedFields`` (the rest shared, not copied): more
+    than half of a decoded Skill's bytes (three field managers' ``fieldsV1`` trees), read by
+    none of the functions a kind's stream runs (issue 43)."""
+    meta = body.get("metadata")
+    if not isinstance(meta, Mapping) or "managedFields" not in meta:
+        return dict(body)
+    return {**body, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
 async def list_pages(
     resource: Resource,
     namespaces: Sequence[str],
     selector: str = "",
     metadata_only: bool = False,
     listings: list[Listing] | None = None,
+    slim: bool = False,
 ) -> AsyncIterator[list[dict[str, Any]]]:
     """A paged LIST, cluster-wide or per namespace, one page of items at a time (each
     page is handed on while the next is read, :func:`k8s.list_pages`); with
-    ``listings``, each scope's :class:`Listing` is appended to it once it is whole."""
+    ``listings``, each scope's :class:`Listing` is appended to it once it is whole (its
+    items :func:`without_managed_fields` with ``slim``: the listing of a start-up lives
+    until its stream delivered it, every object of the cluster at once)."""
     # Namespace patterns cannot be listed server-side: list cluster-wide and filter here.
     patterns = [n for n in namespaces if any(c in n for c in "*?[")]
     scopes: list[str | None] = [None] if patterns or not namespaces else list(namespaces)
@@ -477,7 +498,8 @@ async def list_pages(
             meta = page.get("metadata") or {}
             version = version or str(meta.get("resourceVersion") or "")
             items = page.get("items") or []
-            scope_items.extend(items)
+            if listings is not None:
+                scope_items.extend(map(without_managed_fields, items) if slim else items)
             yield [
                 item
                 for item in items
@@ -513,12 +535,14 @@ async def populate(
     namespaces: Sequence[str],
     prune: bool = False,
     listings: list[Listing] | None = None,
+    slim: Collection[str] = (),
 ) -> dict[str, float]:
     """LIST every indexed resource into ``indexes`` (server-side label selectors when every
     index of a resource filters on labels, metadata only when none reads more); with
     ``prune``, drop what is gone; with ``listings``, keep each unfiltered LIST there (the
-    start-up hands them to the watch streams, which then need not list again). Returns the
-    seconds each resource took.
+    start-up hands them to the watch streams, which then need not list again; those of the
+    resources in ``slim`` without ``managedFields``). Returns the seconds each resource
+    took.
 
     The resources are listed concurrently (each one's pages in order): the apiserver
     encodes one list while this process decodes another, which is most of a restart's
@@ -537,7 +561,12 @@ async def populate(
                 # Indexed page by page: this process indexes one page while the apiserver
                 # encodes the next.
                 async for page in list_pages(
-                    indexes.resources[resource], namespaces, selector, metadata_only, listings
+                    indexes.resources[resource],
+                    namespaces,
+                    selector,
+                    metadata_only,
+                    listings,
+                    slim=resource in slim,
                 ):
                     for item in page:
                         indexes.update(resource, item, listed=True)

@@ -30,21 +30,30 @@ BIG = "x" * 200_000
 
 @pytest.fixture
 def api(cluster: LocalCluster) -> Iterator[list[tuple[str, str]]]:
-    """The operator's API client on this cluster; the (path, Accept) of each GET made."""
+    """The operator's API client on this cluster; the (path, Accept) of each GET made
+    (a LIST's pages come through ``request_page``, the rest through ``request``)."""
     k8s.configure(kubeconfig=str(cluster.kubeconfig))
     seen: list[tuple[str, str]] = []
-    real = k8s.request
+    real, real_page = k8s.request, k8s.client.request_page
 
     async def request(verb: str, path: str, *args: Any, **kwargs: Any) -> tuple[int, Any]:
         if verb == "GET":
             seen.append((path, str(kwargs.get("accept", "application/json"))))
         return await real(verb, path, *args, **kwargs)
 
+    async def request_page(
+        path: str, query: list[tuple[str, str]], accept: str = "application/json"
+    ) -> tuple[int, bytes | str]:
+        seen.append((path, accept))
+        return await real_page(path, query, accept)
+
     k8s.request = request  # type: ignore[assignment]
+    k8s.client.request_page = request_page  # type: ignore[assignment]
     try:
         yield seen
     finally:
         k8s.request = real  # type: ignore[assignment]
+        k8s.client.request_page = real_page  # type: ignore[assignment]
 
 
 async def test_config_maps_are_listed_as_metadata_and_indexed_alike(

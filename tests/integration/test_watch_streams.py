@@ -162,15 +162,20 @@ async def test_a_stream_starts_from_the_start_up_listing_without_listing_again(
     create_skill(kube, namespace, "created-after-the-listing")
 
     gets: list[str] = []
-    real = k8s.request
+    real, real_page = k8s.request, k8s.client.request_page
 
     async def request(verb: str, path: str, *args: Any, **kwargs: Any) -> tuple[int, Any]:
         gets.append(f"{verb} {path}")
         return await real(verb, path, *args, **kwargs)
 
+    async def request_page(path: str, *args: Any) -> tuple[int, bytes | str]:
+        gets.append(f"GET {path} (a page)")  # what a LIST is made of
+        return await real_page(path, *args)
+
     seen = Seen()
     reflector = Reflector(SKILLS, namespace, seen, seed=listing)
     k8s.request = request
+    k8s.client.request_page = request_page  # type: ignore[assignment]
     task = asyncio.create_task(reflector.run())
     try:
         await seen.until((None, "listed-at-start-up"))
@@ -179,6 +184,7 @@ async def test_a_stream_starts_from_the_start_up_listing_without_listing_again(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         k8s.request = real
+        k8s.client.request_page = real_page  # type: ignore[assignment]
     assert gets == []  # no second LIST
     assert reflector.seed is None  # the listing is not held on to
 

@@ -8,12 +8,13 @@ passes each what it needs in its constructor:
 1. kopf's settings (:func:`.common.configure_kopf`) and the API client;
 2. the wiring (:func:`wiring`: the marks ``@index``, ``@reconciler``, ``@on_event`` of the
    modules in :data:`MODULES`, collected in that order, so the functions of one watch
-   stream run in that order), its indexes from one paged LIST per resource, and the
+   stream run in that order), its indexes from one paged LIST per resource (each page
+   indexed while the next is read), the skill library's records read meanwhile, and the
    :class:`~swarmkit_operator.runtime.Manager` (leader election and the write gate);
 3. the one :class:`~swarmkit_operator.workload.resolve.Resolver` (Runs, served Topologies
    and gateways resolve through it), the Reviews controller (the one writer of Review
    status) and the Runs controller that asks it;
-4. the skill library;
+4. the skill library, seeded from the indexes;
 5. the reconcile :class:`~swarmkit_operator.reconcile.controller.Controller` over the
    indexes and reconcilers, its settings parsed once
    (:class:`~swarmkit_operator.reconcile.controller.ControllerSettings`), with its
@@ -312,15 +313,10 @@ async def _build(
     # 1. kopf's settings, the API client, and an API server that answers.
     await _connect(settings, ours, closing)
     config = ours.config
-    # 2. The wiring, its indexes (a LIST per resource), the manager: no write before it leads.
+    # 2. The wiring, its indexes (a LIST per resource) and, meanwhile, the skill library's
+    # records (a LIST of its ConfigMaps); the manager: no write before it leads.
     wired = wiring()
-    indexes, listings = await _listed(wired, ours.namespaces)
-    manager = Manager.build(lease)
-    # 3. The one resolver, the Reviews controller and the Runs controller that asks it.
-    resolver, reviews, runs = _runs(ours, indexes)
-    closing.push_async_callback(reviews.stop)
-    closing.push_async_callback(runs.stop)
-    # 4. The skill library (after the Runs index: it counts finished Runs).
+    indexes = wired.indexes()
 
     def skill_pending(namespace: str, name: str) -> bool:
         # Bound late, to the controller built in step 5: the library's flushes start with
@@ -336,7 +332,14 @@ async def _build(
         flush_seconds=ours.library_flush_seconds,
         pending=skill_pending,
     )
-    await lib.load()
+    listings = await _listed(indexes, ours.namespaces, _slim(wired), meanwhile=lib.load())
+    manager = Manager.build(lease)
+    # 3. The one resolver, the Reviews controller and the Runs controller that asks it.
+    resolver, reviews, runs = _runs(ours, indexes)
+    closing.push_async_callback(reviews.stop)
+    closing.push_async_callback(runs.stop)
+    # 4. The skill library sees every indexed object (after the Runs index: it counts
+    # finished Runs).
     lib.seed()
     closing.push_async_callback(lib.stop)
     # 5. The reconcile controller over those indexes, with what its reconcilers call.
@@ -414,20 +417,43 @@ def _controller(
     return ctl
 
 
-async def _listed(wired: Wiring, namespaces: Sequence[str]) -> tuple[Indexes, list[Listing]]:
-    """New indexes of ``wired``, filled by one paged LIST per resource (the listings are
-    kept: the watch streams start from them)."""
-    indexes = wired.indexes()
+def _slim(wired: Wiring) -> frozenset[str]:
+    """The resources whose start-up listing is kept without ``managedFields`` until the
+    streams deliver it: the declared kinds' (their functions read views and kept bodies,
+    which have none) and the rendered ConfigMaps' (names, labels and owners). The others
+    keep them: a Review's decision time is its ``managedFields`` entry."""
+    return frozenset({kind.plural for kind in wired.kinds.values()} | {"configmaps"})
+
+
+async def _listed(
+    indexes: Indexes, namespaces: Sequence[str], slim: frozenset[str], meanwhile: Awaitable[None]
+) -> list[Listing]:
+    """``indexes`` filled by one paged LIST per resource, and ``meanwhile`` awaited while
+    they are (the skill library's records: this process decodes them while the apiserver
+    encodes the lists); the listings (the watch streams start from them; ``slim``: see
+    :func:`_slim`)."""
+    listing = asyncio.create_task(_populated(indexes, namespaces, slim))
+    try:
+        await meanwhile
+    except BaseException:
+        listing.cancel()
+        raise
+    return await listing
+
+
+async def _populated(
+    indexes: Indexes, namespaces: Sequence[str], slim: frozenset[str]
+) -> list[Listing]:
     listings: list[Listing] = []
     started = time.monotonic()
-    took = await populate(indexes, namespaces, listings=listings)
+    took = await populate(indexes, namespaces, listings=listings, slim=slim)
     log.info(
         "indexes pre-populated in %.2fs (%s): %s",
         time.monotonic() - started,
         ", ".join(f"{r} {s:.2f}s" for r, s in sorted(took.items(), key=lambda x: -x[1])),
         ", ".join(f"{k}={len(v)}" for k, v in sorted(indexes.data.items())),
     )
-    return indexes, listings
+    return listings
 
 
 def _runs(ours: Settings, indexes: Indexes) -> tuple[Resolver, ReviewsController, RunController]:

@@ -13,7 +13,7 @@ from typing import Any
 from swarmkit_api.conditions import READY
 
 from .. import k8s
-from ..indexes import Indexes, IndexId
+from ..indexes import Indexes, IndexId, without_managed_fields
 
 #: A work queue key of the reconcile controller: (kind, namespace, name).
 Key = tuple[str, str, str]
@@ -62,10 +62,7 @@ def kept_body(body: Mapping[str, Any]) -> dict[str, Any]:
     without ``metadata.managedFields``, which no reconcile reads. A kept body waits in the
     queue until its reconcile: during a burst of thousands of new objects, thousands do,
     and the field managers are a third of a small object's bytes (issue 43)."""
-    meta = body.get("metadata")
-    if not isinstance(meta, Mapping) or "managedFields" not in meta:
-        return dict(body)
-    return {**body, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return without_managed_fields(body)
 
 
 def count_objects(indexes: Indexes, kinds: Iterable[str]) -> Iterator[tuple[str, str, str, int]]:
