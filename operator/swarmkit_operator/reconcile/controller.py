@@ -22,12 +22,12 @@ from typing import Any
 from swarmkit_api.resources import KindInfo
 
 from .. import k8s, metrics
-from ..builders import Verdict, trust
+from ..builders import Verdict, content_digest, trust
 from ..config import OperatorConfig, Settings
 from ..indexes import Indexes, IndexFn, IndexId, populate
 from ..runtime.leader import Leadership
 from ..runtime.workqueue import Result, Workers, WorkQueue
-from . import faults
+from . import faults, proofs
 from .book import Bookkeeping, Renders
 from .status import StatusOf, same_status
 from .status import write_status as _write_status
@@ -505,6 +505,10 @@ class Controller:
         renders = self.renders
         if uid is not None and renders.verified.get(ident) == uid:
             return None
+        if uid is not None and await self._listed_as(manifest, ident, uid):
+            renders.verified[ident] = uid
+            renders.foreign.pop(ident, None)
+            return None
         found = await k8s.read_config_map(*ident)
         if found is None:  # deleted since: write the render now
             if await k8s.create_config_map(manifest):
@@ -521,6 +525,18 @@ class Controller:
             renders.verified.pop(ident, None)
             renders.foreign[ident] = owner
         return why
+
+    async def _listed_as(
+        self, manifest: Mapping[str, Any], ident: tuple[str, str], uid: str
+    ) -> bool:
+        """Whether this process's one LIST of the namespace's renders found ``uid`` under
+        the name, immutable, with exactly the render's content (:mod:`.proofs`)."""
+        record = await proofs.listed_proof(self.renders, self.indexes, *ident)
+        if record is None or record[0] != uid:
+            return False
+        return record[1] == content_digest(
+            manifest.get("data") or {}, manifest.get("binaryData") or {}
+        )
 
     async def write_status(
         self,
