@@ -76,10 +76,11 @@ async def test_a_render_replaced_after_the_list_is_read_again(fake: FakeApi) -> 
     # Deleted and made again by an editor, other content: a new uid, so the LIST's record
     # of the name no longer proves it.
     name = manifests[1]["metadata"]["name"]
+    old = fake.get("ConfigMap", NS, name)
     fake.delete("ConfigMap", NS, name)
-    fake.create({**manifests[1], "data": {"SKILL.md": "# eve\n"}})
-    for cm in fake.list("ConfigMap", NS):
-        ctl.indexes.update("configmaps", cm)
+    new = fake.create({**manifests[1], "data": {"SKILL.md": "# eve\n"}})
+    ctl.indexes.apply("configmaps", "DELETED", old)  # the two watch events
+    ctl.indexes.apply("configmaps", "ADDED", new)
     assert await ctl.foreign_render(manifests[1], ("Skill", NS, "s1")) is not None
     assert reads(fake) == (1, 1)
 
