@@ -115,3 +115,38 @@ async def test_a_restart_indexes_each_listed_object_once() -> None:
     stream.seed_from([Listing("skills", None, False, "150", items)])
     assert await stream.list() == "150"
     assert sorted(calls) == sorted(f"s{i}" for i in range(50))
+
+
+def managers_of(meta: dict[str, Any], **_: Any) -> dict[Any, Any]:
+    return {meta["name"]: tuple(m["manager"] for m in meta.get("managedFields") or ())}
+
+
+async def test_a_slim_start_up_listing_drops_managed_fields_after_indexing(fake: Any) -> None:
+    """The listing a stream starts from is held until delivered, every object at once: a
+    slim one keeps no ``managedFields`` (most of a decoded Skill), while the index was
+    computed from the whole object; a resource not slim keeps them."""
+    from swarmkit_operator.handlers.root import _slim, wiring
+    from swarmkit_operator.indexes import populate
+
+    managed = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+    for kind in ("Skill", "Review"):
+        fake.create(
+            {
+                "apiVersion": "swarmkit.dev/v1alpha1",
+                "kind": kind,
+                "metadata": {"name": "one", "namespace": "ns", "managedFields": managed},
+                "spec": {},
+            }
+        )
+    idx = Indexes(
+        [
+            IndexSpec(IndexId.SKILL_VIEWS, "skills", managers_of, {}),
+            IndexSpec(IndexId.RUNS_REVIEWS_BY_RUN, "reviews", managers_of, {}),
+        ]
+    )
+    listings: list[Listing] = []
+    await populate(idx, ["ns"], listings=listings, slim=_slim(wiring()))
+    assert idx.values(IndexId.SKILL_VIEWS, "one") == [("kubectl",)]
+    by = {listing.resource: listing.items for listing in listings}
+    assert "managedFields" not in by["skills"][0]["metadata"]
+    assert by["reviews"][0]["metadata"]["managedFields"][0]["manager"] == "kubectl"
