@@ -466,7 +466,10 @@ class Listing:
 def without_managed_fields(body: Mapping[str, Any]) -> dict[str, Any]:
     """``body`` without ``metadata.managedFields`` (the rest shared, not copied): more
     than half of a decoded Skill's bytes (three field managers' ``fieldsV1`` trees), read by
-    none of the functions a kind's stream runs (issue 43)."""
+    none of the functions a kind's stream runs (issue 43). What a start-up listing holds
+    until its stream delivered it, and the body a kind keeps for its reconcile
+    (``Kind.keep_body``): during a burst of thousands of new objects, thousands wait in the
+    queue."""
     meta = body.get("metadata")
     if not isinstance(meta, Mapping) or "managedFields" not in meta:
         return dict(body)

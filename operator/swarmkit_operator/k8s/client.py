@@ -352,9 +352,9 @@ async def request_page(
     the error's text). :func:`list_pages` decodes it."""
     loop = asyncio.get_running_loop()
     call = functools.partial(
-        _request_sync, "GET", path, None, "application/json", query, False, accept
+        _request_sync, "GET", path, None, "application/json", query, False, accept, undecoded=True
     )
-    return await loop.run_in_executor(_state.executor, functools.partial(call, undecoded=True))
+    return await loop.run_in_executor(_state.executor, call)
 
 
 async def list_pages(

@@ -88,15 +88,6 @@ class Renders:
     #: Since when garbage collection has found a rendered ConfigMap unreferenced.
     unreferenced_since: dict[tuple[str, str], float] = field(default_factory=dict)
     #: namespace → this process's one LIST of its renders, made when the first of many
-    #: needed proving (:mod:`.proofs`).
-    listed: dict[str, Listed] = field(default_factory=dict)
-
-
-@dataclass
-class Listed:
-    """One LIST of a namespace's rendered ConfigMaps: when it was asked for, and (once it
-    answered) name → (uid, sha256 of data and binaryData) of each immutable one; an entry
-    goes once a check used it."""
-
-    at: float
-    renders: asyncio.Task[dict[str, tuple[str, str]]]
+    #: needed proving: name → (uid, sha256 of data and binaryData) of each immutable one;
+    #: an entry goes once a check used it (:mod:`.proofs`).
+    listed: dict[str, asyncio.Task[dict[str, tuple[str, str]]]] = field(default_factory=dict)

@@ -24,14 +24,14 @@ from swarmkit_api.resources import KindInfo
 from .. import k8s, metrics
 from ..builders import Verdict, content_digest, trust
 from ..config import OperatorConfig, Settings
-from ..indexes import Indexes, IndexFn, IndexId, populate
+from ..indexes import Indexes, IndexFn, IndexId, populate, without_managed_fields
 from ..runtime.leader import Leadership
 from ..runtime.workqueue import Result, Workers, WorkQueue
 from . import faults, proofs
 from .book import Bookkeeping, Renders
 from .status import StatusOf, same_status
 from .status import write_status as _write_status
-from .views import MISSING, Key, kept_body, view_index
+from .views import MISSING, Key, view_index
 
 log = logging.getLogger("swarmkit_operator")
 
@@ -321,7 +321,7 @@ class Controller:
             self.indexes.update(plural, body, listed=event_type is None)
             if self.should_reconcile_self(key, body, event_type):
                 if keep_body:
-                    self.book.bodies[key] = kept_body(body)
+                    self.book.bodies[key] = without_managed_fields(body)
                 # A listed object whose status is current only needs checking: in the
                 # background, behind every new or edited object (see WorkQueue).
                 generation = (body.get("metadata") or {}).get("generation")

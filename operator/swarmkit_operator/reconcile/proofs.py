@@ -16,12 +16,11 @@ namespace per process: afterwards a single render is read with a GET.
 from __future__ import annotations
 
 import asyncio
-import time
 
 from .. import k8s
 from ..builders import content_digest
 from ..indexes import Indexes, IndexId
-from .book import Listed, Renders
+from .book import Renders
 
 #: Renders in a namespace from which one LIST proves them instead of a GET each.
 LIST_FROM = 100
@@ -39,15 +38,21 @@ async def listed_proof(
     if listed is None:
         if len(indexes.values(IndexId.RENDERED_CONFIG_MAPS, namespace)) < LIST_FROM:
             return None
-        task = asyncio.ensure_future(_digests(namespace, _selector(indexes)))
-        listed = renders.listed[namespace] = Listed(time.monotonic(), task)
+        listed = asyncio.ensure_future(_digests(namespace, _selector(indexes)))
+        listed.add_done_callback(_forget_later)
+        renders.listed[namespace] = listed
     try:
-        found = await asyncio.shield(listed.renders)
+        found = await asyncio.shield(listed)
     except (k8s.ApiError, OSError):
         return None
-    if time.monotonic() - listed.at > KEPT_SECONDS:
-        found.clear()  # what no check asked for in time: a GET proves it if ever needed
     return found.pop(name, None)
+
+
+def _forget_later(listed: asyncio.Task[dict[str, tuple[str, str]]]) -> None:
+    """Drop the records no check asked for within :data:`KEPT_SECONDS` of the LIST (a GET
+    proves one if ever needed); the namespace stays listed (no second LIST)."""
+    if not listed.cancelled() and listed.exception() is None:
+        asyncio.get_running_loop().call_later(KEPT_SECONDS, listed.result().clear)
 
 
 def _selector(indexes: Indexes) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from swarmkit_api.conditions import READY
 
 from .. import k8s
-from ..indexes import Indexes, IndexId, without_managed_fields
+from ..indexes import Indexes, IndexId
 
 #: A work queue key of the reconcile controller: (kind, namespace, name).
 Key = tuple[str, str, str]
@@ -55,14 +55,6 @@ def base_view(body: Mapping[str, Any]) -> dict[str, Any]:
         # Fields cut when it was decoded (nested too deep): reported, never reconciled.
         "tooDeep": tuple(k8s.too_deep(body)),
     }
-
-
-def kept_body(body: Mapping[str, Any]) -> dict[str, Any]:
-    """An event's body as a kind keeping it for its reconcile holds it (``Kind.keep_body``):
-    without ``metadata.managedFields``, which no reconcile reads. A kept body waits in the
-    queue until its reconcile: during a burst of thousands of new objects, thousands do,
-    and the field managers are a third of a small object's bytes (issue 43)."""
-    return without_managed_fields(body)
 
 
 def count_objects(indexes: Indexes, kinds: Iterable[str]) -> Iterator[tuple[str, str, str, int]]:

@@ -4,7 +4,10 @@ so a forged or replaced ConfigMap is still refused, and a single render is still
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+import pytest
 
 from swarmkit_operator.builders import COMPONENT_LABEL, MANAGED_BY
 from swarmkit_operator.config import OperatorConfig
@@ -91,3 +94,15 @@ async def test_a_few_renders_are_each_read(fake: FakeApi) -> None:
     for i, m in enumerate(manifests):
         assert await ctl.foreign_render(m, ("Skill", NS, f"s{i}")) is None
     assert reads(fake) == (3, 0)
+
+
+async def test_records_no_check_asked_for_in_time_are_dropped(
+    fake: FakeApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(proofs, "KEPT_SECONDS", 0.05)
+    ctl, manifests = started(fake, proofs.LIST_FROM)
+    fake.requests.clear()
+    assert await ctl.foreign_render(manifests[0], ("Skill", NS, "s0")) is None
+    await asyncio.sleep(0.2)  # the LIST's unused records are dropped; no second LIST
+    assert await ctl.foreign_render(manifests[1], ("Skill", NS, "s1")) is None
+    assert reads(fake) == (1, 1)
