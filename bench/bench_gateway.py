@@ -1,19 +1,27 @@
 """MCP gateway benchmark (``make bench-gateway``); prints the numbers.
 
 What a harness pays for going through the governed gateway instead of calling the upstream
-MCP server itself. One upstream: the SDK test server over streamable HTTP. Three paths, each
+MCP server itself. One upstream: the SDK test server over streamable HTTP. Four paths, each
 a public ``mcp`` SDK client session over streamable HTTP calling ``echo``:
 
 * **direct**: harness → upstream;
+* **relay** (the floor): harness → ``bench/mcp_relay.py`` → upstream: a pass-through MCP
+  server made of the SDK pieces the gateway uses (low-level ``Server``, the streamable-HTTP
+  session manager with JSON responses, Starlette, uvicorn, one persistent SDK client session
+  to the upstream) and nothing else: what any gateway built on this SDK costs;
 * **gateway, listed tool**: harness → ``python -m swarmkit_runner gateway`` (bearer auth,
   default-deny catalog, tier gate, audit line) → upstream (``t.echo``);
 * **gateway, skill**: the same through an ``mcp_tool`` skill (the full skill pipeline:
   provenance, scopes, tiers, constraints, audit).
 
-Each run makes ``--calls`` sequential calls per path after a warm-up and reports p50/p95
-(and each gateway path's ratio to the direct call of the same run: the goal is <= 1.5x),
-and the gateway process's CPU time per call (user + system, from ``/proc``: what the
-gateway costs, barely moved by other load, unlike latency on a shared machine);
+Each run opens the four sessions, warms each up, then makes ``--calls`` calls per path in
+interleaved blocks (each block a few calls on every path in turn, the order rotating), so
+the paths share the machine's moments; it reports p50/p95 of each path, each gateway path's
+ratio to the direct call of the same run (the goal of issue 43: <= 1.5x), the relay's ratio
+to the direct call (the floor of that ratio: the goal is out of reach while the relay alone
+is above it) and each gateway path's ratio to the relay (what governance costs above the
+SDK), and the CPU time per call (user + system, from ``/proc``: barely moved by other load,
+unlike latency on a shared machine) of the gateway process and of the relay process;
 ``--runs`` runs (default 3) give min/median/max of each. The machine's load average is
 printed before and after.
 
@@ -24,13 +32,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +56,9 @@ from tests.support.bundles import (  # noqa: E402
     replay_provider,
     write_bundle,
 )
-from tests.support.gateway import GatewayProcess, mcp_client  # noqa: E402
-from tests.support.mcp_servers import HttpMcpServer  # noqa: E402
+from tests.support.gateway import GatewayProcess, mcp_client, status_of  # noqa: E402
+from tests.support.mcp_servers import HttpMcpServer, free_port  # noqa: E402
+from tests.support.runner import runner_env  # noqa: E402
 
 from swarmkit_api.agent import GatewayToken  # noqa: E402
 from swarmkit_api.bundle import BundleGateway, secret_env_name  # noqa: E402
@@ -63,22 +75,48 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[index]
 
 
-async def timed(call: Callable[[], Awaitable[Any]], calls: int) -> dict[str, float]:
-    for _ in range(WARMUP):
-        await call()
-    samples: list[float] = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        result = await call()
-        samples.append((time.perf_counter() - start) * 1000)
-        if getattr(result, "is_error", False):
-            raise RuntimeError(f"call failed: {result}")
-    return {"p50_ms": percentile(samples, 0.5), "p95_ms": percentile(samples, 0.95)}
+#: Paths in the order of the first block; each later block starts one path further on.
+PATHS = ("direct", "relay", "gateway_tool", "gateway_skill")
+#: Blocks each path's ``--calls`` calls are split into (interleaving the paths).
+BLOCKS = 10
+RELAY = Path(__file__).resolve().parent / "mcp_relay.py"
 
 
-async def direct(url: str, token: str, calls: int) -> dict[str, float]:
-    async with mcp_client(url, token) as client:
-        return await timed(lambda: client.call_tool("echo", {"text": "hello"}), calls)
+class RelayProcess:
+    """``bench/mcp_relay.py`` in front of ``upstream`` (context manager), started as the
+    gateway is: its own interpreter, the runner's environment, a free loopback port."""
+
+    def __init__(self, upstream: HttpMcpServer) -> None:
+        self.upstream = upstream
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def __enter__(self) -> RelayProcess:
+        argv = [sys.executable, str(RELAY), "--upstream", self.upstream.url]
+        env = runner_env({"RELAY_UPSTREAM_TOKEN": self.upstream.token or ""})
+        self.proc = subprocess.Popen([*argv, "--port", str(self.port)], env=env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the relay exited {self.proc.returncode}")
+            if status_of(f"http://127.0.0.1:{self.port}/healthz") == 200:
+                return self
+            time.sleep(0.1)
+        self.__exit__()
+        raise RuntimeError("the relay did not become healthy in time")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -88,17 +126,66 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def through(url: str, tool: str, calls: int, pid: int) -> dict[str, float]:
-    async with mcp_client(url, TOKEN) as client:
-        await timed(lambda: client.call_tool(tool, {"text": "hello"}), WARMUP)
-        before = cpu_seconds(pid)
-        result = await timed(lambda: client.call_tool(tool, {"text": "hello"}), calls)
-        # CPU the gateway process spent per call: unlike latency, barely moved by load.
-        result["cpu_ms"] = (cpu_seconds(pid) - before) * 1000 / (calls + WARMUP)
-        return result
+Call = Callable[[], Awaitable[Any]]
 
 
-def one_run(upstream: HttpMcpServer, calls: int, root: Path) -> dict[str, dict[str, float]]:
+async def call_checked(call: Call) -> float:
+    """One call: its latency (ms); a tool error fails the benchmark."""
+    start = time.perf_counter()
+    result = await call()
+    elapsed = (time.perf_counter() - start) * 1000
+    if getattr(result, "is_error", False):
+        raise RuntimeError(f"call failed: {result}")
+    return elapsed
+
+
+async def interleaved(
+    calls: Mapping[str, Call], pids: Mapping[str, int], count: int
+) -> dict[str, dict[str, float]]:
+    """``WARMUP`` calls on each path, then ``count`` per path in :data:`BLOCKS` rotating
+    blocks: p50/p95 per path and, for a path with a server process in ``pids``, that
+    process's CPU per call over its own blocks."""
+    for call in calls.values():
+        for _ in range(WARMUP):
+            await call_checked(call)
+    samples: dict[str, list[float]] = {path: [] for path in calls}
+    cpu: dict[str, float] = dict.fromkeys(pids, 0.0)
+    order = list(calls)
+    blocks = min(BLOCKS, count)
+    for b in range(blocks):
+        size = count * (b + 1) // blocks - count * b // blocks
+        for path in order[b % len(order) :] + order[: b % len(order)]:
+            before = cpu_seconds(pids[path]) if path in pids else 0.0
+            samples[path] += [await call_checked(calls[path]) for _ in range(size)]
+            if path in pids:
+                cpu[path] += cpu_seconds(pids[path]) - before
+    result = {
+        path: {"p50_ms": percentile(s, 0.5), "p95_ms": percentile(s, 0.95)}
+        for path, s in samples.items()
+    }
+    for path, seconds in cpu.items():
+        # CPU the server process spent per call: unlike latency, barely moved by load.
+        result[path]["cpu_ms"] = seconds * 1000 / count
+    return result
+
+
+async def measure(
+    urls: Mapping[str, str], pids: Mapping[str, int], count: int
+) -> dict[str, dict[str, float]]:
+    """One SDK client session per path (the gateway's two paths each their own), measured
+    by :func:`interleaved`."""
+    tools = {"direct": "echo", "relay": "echo", "gateway_tool": "t.echo"}
+    tools["gateway_skill"] = "echo-skill"
+    async with contextlib.AsyncExitStack() as stack:
+        calls: dict[str, Call] = {}
+        for path in PATHS:
+            client = await stack.enter_async_context(mcp_client(urls[path], TOKEN))
+            calls[path] = functools.partial(client.call_tool, tools[path], {"text": "hello"})
+        return await interleaved(calls, pids, count)
+
+
+def bench_bundle(upstream: HttpMcpServer) -> Any:
+    """The gateway's bundle: one agent with ``t.echo`` listed and the ``echo-skill``."""
     b = bundle(
         agents=[agent("bench", provider="replay", skills=["echo-skill"], tools=["t.echo"])],
         skills=[mcp_tool_skill("echo-skill", "t", "echo")],
@@ -111,31 +198,24 @@ def one_run(upstream: HttpMcpServer, calls: int, root: Path) -> dict[str, dict[s
             )
         ],
     )
-    b = b.model_copy(
-        update={
-            "gateway": BundleGateway(
-                port=0, tokens=[GatewayToken(name="bench", secret_key_ref=TOKEN_REF)]
-            )
-        }
-    )
-    layout = write_bundle(b, root)
+    gateway = BundleGateway(port=0, tokens=[GatewayToken(name="bench", secret_key_ref=TOKEN_REF)])
+    return b.model_copy(update={"gateway": gateway})
+
+
+def one_run(upstream: HttpMcpServer, calls: int, root: Path) -> dict[str, dict[str, float]]:
+    layout = write_bundle(bench_bundle(upstream), root)
     # The upstream wants its own bearer token; the gateway's clients use the gateway's.
     env = {secret_env_name(TOKEN_REF): TOKEN}
     assert upstream.token == TOKEN
-    with GatewayProcess(layout, env) as gateway:
-        assert gateway.proc is not None
-        pid = gateway.proc.pid
-
-        async def measure() -> dict[str, dict[str, float]]:
-            return {
-                "direct": await direct(upstream.url, TOKEN, calls),
-                "gateway_tool": await through(gateway.url, "t.echo", calls, pid),
-                "gateway_skill": await through(gateway.url, "echo-skill", calls, pid),
-            }
-
-        result = asyncio.run(measure())
+    with GatewayProcess(layout, env) as gateway, RelayProcess(upstream) as relay:
+        assert gateway.proc is not None and relay.proc is not None
+        urls = {"direct": upstream.url, "relay": relay.url}
+        urls |= {"gateway_tool": gateway.url, "gateway_skill": gateway.url}
+        pids = {"relay": relay.proc.pid}
+        pids |= {"gateway_tool": gateway.proc.pid, "gateway_skill": gateway.proc.pid}
+        result = asyncio.run(measure(urls, pids, calls))
         audited = len(gateway.audit("tool.call"))
-    expected = 2 * (calls + 2 * WARMUP)
+    expected = 2 * (calls + WARMUP)
     if audited < expected:
         raise RuntimeError(f"only {audited} of {expected} gateway calls were audited")
     return result
@@ -147,6 +227,78 @@ def spread(values: list[float]) -> dict[str, float]:
         "median": round(statistics.median(values), 3),
         "max": round(max(values), 3),
     }
+
+
+def summarize(runs: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
+    """min/median/max over the runs of each path's p50/p95, CPU per call, overhead and the
+    ratios, each ratio taken within a run (a run on a loaded machine compared with itself)."""
+    quantiles = ("p50_ms", "p95_ms")
+
+    def ratio(path: str, floor: str) -> dict[str, dict[str, float]]:
+        return {q: spread([r[path][q] / r[floor][q] for r in runs]) for q in quantiles}
+
+    summary: dict[str, Any] = {}
+    for path in PATHS:
+        summary[path] = {q: spread([r[path][q] for r in runs]) for q in quantiles}
+    for path in ("gateway_tool", "gateway_skill", "relay"):
+        summary[f"{path}_cpu_ms"] = spread([r[path]["cpu_ms"] for r in runs])
+    for path in ("gateway_tool", "gateway_skill"):
+        summary[f"{path}_overhead"] = {
+            q: spread([r[path][q] - r["direct"][q] for r in runs]) for q in quantiles
+        }
+    for path in ("gateway_tool", "gateway_skill"):
+        # Issue 43's goal (<= 1.5x at p50 and p95): each run's ratio to the direct call
+        # measured in that run, so a run on a loaded machine is compared with itself.
+        summary[f"{path}_x_direct"] = ratio(path, "direct")
+    # The floor of that ratio: a pass-through relay on the same SDK, same run.
+    summary["relay_x_direct"] = ratio("relay", "direct")
+    for path in ("gateway_tool", "gateway_skill"):
+        # What governance (auth, catalog, tiers, skill pipeline, audit) costs above the SDK.
+        summary[f"{path}_x_relay"] = ratio(path, "relay")
+    return summary
+
+
+def report(summary: dict[str, Any]) -> None:
+    """The summary, for a reader."""
+    machine = summary["machine"]
+    print(
+        f"MCP gateway overhead ({summary['runs']} runs x {summary['calls_per_run']} calls; "
+        f"{machine['cpus']} CPUs, load {machine['loadavg_1m_before']} → "
+        f"{machine['loadavg_1m_after']})"
+    )
+    labels = {
+        "direct": "direct SDK call to the upstream (streamable HTTP)",
+        "relay": "through a pass-through relay on the same SDK (the floor)",
+        "gateway_tool": "through the gateway, listed tool t.echo",
+        "gateway_skill": "through the gateway, mcp_tool skill",
+        "gateway_tool_overhead": "overhead, listed tool",
+        "gateway_skill_overhead": "overhead, skill",
+    }
+    for key, label in labels.items():
+        p50, p95 = summary[key]["p50_ms"], summary[key]["p95_ms"]
+        print(
+            f"  {label}: p50 {p50['median']} ms (min {p50['min']}, max {p50['max']}); "
+            f"p95 {p95['median']} ms (min {p95['min']}, max {p95['max']})"
+        )
+    for key, label in (
+        ("gateway_tool_x_direct", "ratio to the direct call, listed tool (goal <= 1.5x)"),
+        ("gateway_skill_x_direct", "ratio to the direct call, skill (goal <= 1.5x)"),
+        ("relay_x_direct", "ratio to the direct call, relay (the floor of the two above)"),
+        ("gateway_tool_x_relay", "ratio to the relay, listed tool (governance)"),
+        ("gateway_skill_x_relay", "ratio to the relay, skill (governance)"),
+    ):
+        x = summary[key]
+        print(
+            f"  {label}: p50 {x['p50_ms']['median']}x (max {x['p50_ms']['max']}x); "
+            f"p95 {x['p95_ms']['median']}x (max {x['p95_ms']['max']}x)"
+        )
+    for path, label in (
+        ("gateway_tool", "gateway process, listed tool"),
+        ("gateway_skill", "gateway process, skill"),
+        ("relay", "relay process"),
+    ):
+        cpu = summary[f"{path}_cpu_ms"]
+        print(f"  CPU per call, {label}: {cpu['median']} ms (min {cpu['min']}, max {cpu['max']})")
 
 
 def main() -> None:
@@ -171,55 +323,12 @@ def main() -> None:
             "loadavg_1m_before": round(load_before[0], 2),
             "loadavg_1m_after": round(load_after[0], 2),
         },
+        **summarize(runs),
     }
-    for path in ("direct", "gateway_tool", "gateway_skill"):
-        summary[path] = {q: spread([r[path][q] for r in runs]) for q in ("p50_ms", "p95_ms")}
-    for path in ("gateway_tool", "gateway_skill"):
-        summary[f"{path}_cpu_ms"] = spread([r[path]["cpu_ms"] for r in runs])
-    for path in ("gateway_tool", "gateway_skill"):
-        summary[f"{path}_overhead"] = {
-            q: spread([r[path][q] - r["direct"][q] for r in runs]) for q in ("p50_ms", "p95_ms")
-        }
-    for path in ("gateway_tool", "gateway_skill"):
-        # Issue 43's goal (<= 1.5x at p50 and p95): each run's ratio to the direct call
-        # measured in that run, so a run on a loaded machine is compared with itself.
-        summary[f"{path}_x_direct"] = {
-            q: spread([r[path][q] / r["direct"][q] for r in runs]) for q in ("p50_ms", "p95_ms")
-        }
     if args.json:
         print(json.dumps(summary, indent=2))
         return
-    machine = summary["machine"]
-    print(
-        f"MCP gateway overhead ({args.runs} runs x {args.calls} calls; {machine['cpus']} CPUs, "
-        f"load {machine['loadavg_1m_before']} → {machine['loadavg_1m_after']})"
-    )
-    labels = {
-        "direct": "direct SDK call to the upstream (streamable HTTP)",
-        "gateway_tool": "through the gateway, listed tool t.echo",
-        "gateway_skill": "through the gateway, mcp_tool skill",
-        "gateway_tool_overhead": "overhead, listed tool",
-        "gateway_skill_overhead": "overhead, skill",
-    }
-    for key, label in labels.items():
-        p50, p95 = summary[key]["p50_ms"], summary[key]["p95_ms"]
-        print(
-            f"  {label}: p50 {p50['median']} ms (min {p50['min']}, max {p50['max']}); "
-            f"p95 {p95['median']} ms (min {p95['min']}, max {p95['max']})"
-        )
-    for path, label in (("gateway_tool", "listed tool"), ("gateway_skill", "skill")):
-        x = summary[f"{path}_x_direct"]
-        print(
-            f"  ratio to the direct call, {label} (goal <= 1.5x): "
-            f"p50 {x['p50_ms']['median']}x (max {x['p50_ms']['max']}x); "
-            f"p95 {x['p95_ms']['median']}x (max {x['p95_ms']['max']}x)"
-        )
-    for path, label in (("gateway_tool", "listed tool"), ("gateway_skill", "skill")):
-        cpu = summary[f"{path}_cpu_ms"]
-        print(
-            f"  gateway process CPU per call, {label}: {cpu['median']} ms "
-            f"(min {cpu['min']}, max {cpu['max']})"
-        )
+    report(summary)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from .config import (
     load_config,
     settings_from,
 )
+from .runtime.allocator import limit_malloc_arenas
 from .runtime.manager import lease_settings
 from .webview.server import is_loopback, parse_address
 
@@ -191,6 +192,7 @@ def settings_of(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     env = environment()
+    limit_malloc_arenas(env)  # before the API client's threads exist (runtime/allocator.py)
     args = parse_args(argv, env)
     try:
         settings = settings_of(args, env)

@@ -46,7 +46,7 @@ class Bookkeeping:
     awaiting: dict[Key, tuple[str, float, dict[str, Any]]] = field(default_factory=dict)
     #: key → the keys that deferred on it, re-queued once it settles.
     waiters: dict[Key, set[Key]] = field(default_factory=dict)
-    #: key → (digest of the status last written, when): an identical write on its way.
+    #: key → (sha256 of the status last written, when): an identical write on its way.
     written: dict[Key, tuple[str, float]] = field(default_factory=dict)
     #: key → what its dependents compare, as last seen (a kind's ``dependents_view``).
     seen: dict[Key, Any] = field(default_factory=dict)

@@ -75,6 +75,40 @@ def test_the_gateway_and_runner_ratios_come_from_their_records() -> None:
     assert p95[1:4] == ["1.4x (worst 1.45x)", "≤ 1.5x", "yes"]
     runner = _row(lines, "runner cold start in the runtime image / a bare interpreter start in it")
     assert runner[1] == "1.31x (worst 1.62x)" and runner[3] == "**no**"
+    # A record without floors lists none.
+    assert not any("the floor of the goal above" in line for line in lines)
+
+
+def test_each_ratio_goal_is_followed_by_the_floor_its_record_measured() -> None:
+    records = {
+        "bench-gateway": _record(
+            {
+                "gateway_tool_x_direct": {"p50_ms": _spread(2.1, 2.2), "p95_ms": _spread(2.0, 2.3)},
+                "relay_x_direct": {"p50_ms": _spread(2.0, 2.05), "p95_ms": _spread(1.9, 2.4)},
+            }
+        ),
+        "bench-runner": _record(
+            {
+                "cold_start_image": {
+                    "x_bare": _spread(9.0, 9.4),
+                    "imports_floor_x_bare": _spread(7.4, 7.7),
+                }
+            }
+        ),
+    }
+    lines = goals.render(REPO, records)
+    goal = lines.index(
+        next(line for line in lines if "a direct call to the same upstream, p50" in line)
+    )
+    relay = _row(lines, "a bare relay on the same MCP SDK / the direct call, p50")
+    assert relay[1:4] == ["2x (worst 2.05x)", "the floor of the goal above", ""]
+    assert "a bare relay on the same MCP SDK / the direct call, p50" in lines[goal + 1]
+    p95 = _row(lines, "a bare relay on the same MCP SDK / the direct call, p95")
+    assert p95[1] == "1.9x (worst 2.4x)"
+    imports = _row(
+        lines, "the runner's imports alone in the image / a bare interpreter start in it"
+    )
+    assert imports[1] == "7.4x (worst 7.7x)"
 
 
 def test_the_run_latency_plot_draws_every_series_run() -> None:
