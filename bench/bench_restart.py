@@ -22,8 +22,10 @@ namespace, and objects last written by another revision would be rewritten; the 
 revision starts once the namespace of the last is gone). CPU time is
 the robust comparison on a loaded machine; the load average is printed with each figure.
 ``--profile DIR`` records each restart with py-spy (``--format raw``, all threads, from the
-start until the probe is Ready; ``--settled``: until 3 s later). ``--json`` prints the results
-as one JSON document, last.
+start until the probe is Ready; ``--settled``: until 3 s later). Memory: the operator's RSS
+at the first reconcile and its peak ``--hold`` seconds later (default 3; the background
+checks of every listed object run after the first reconcile, ~30 s at 20,000 Skills: give
+``--hold 40`` to see their peak). ``--json`` prints the results as one JSON document, last.
 """
 
 from __future__ import annotations
@@ -96,9 +98,17 @@ async def settle(tree: Path, kubeconfig: Path, ns: str, n: int, log: Path) -> No
 
 
 async def restart(
-    tree: Path, kubeconfig: Path, ns: str, log: Path, profile: Path | None, settled: bool = False
+    tree: Path,
+    kubeconfig: Path,
+    ns: str,
+    log: Path,
+    profile: Path | None,
+    settled: bool = False,
+    hold: float = 3.0,
 ) -> dict[str, Any]:
-    """One restart of ``tree``'s operator over ``ns``: what ``bench_scale`` times, and CPU."""
+    """One restart of ``tree``'s operator over ``ns``: what ``bench_scale`` times, CPU, and
+    memory (RSS at the first reconcile; the peak ``hold`` seconds later: the checks of every
+    listed object run in the background after it)."""
     r: dict[str, Any] = {"loadBefore": load()}
     r["listSeconds"] = await asyncio.to_thread(bare_restart, kubeconfig, ns)
     name = f"after-restart-{secrets.token_hex(3)}"
@@ -120,10 +130,12 @@ async def restart(
         await br.wait_until(ready, 120, 0.02, "a skill created after the restart Ready")
         r["firstReconcileSeconds"] = round(time.monotonic() - started, 3)
         r["cpuSeconds"] = br.cpu_seconds(proc.pid)
+        r["rssFirstReconcileMB"] = round(br.rss_mb(proc.pid)[0], 1)
         if spy is not None and not settled:
             r["profile"] = str(spy.stop())
             spy = None
-        await asyncio.sleep(3)
+        await asyncio.sleep(hold)
+        r["peakRssMB"] = round(br.rss_mb(proc.pid)[1], 1)
         if spy is not None:
             r["profile"] = str(spy.stop())
             spy = None
@@ -148,6 +160,8 @@ FIELDS = (
     "firstReconcileSeconds",
     "cpuSeconds",
     "cpuSecondsSettled",
+    "rssFirstReconcileMB",
+    "peakRssMB",
     "listSeconds",
     "statusWrites",
     "streams",
@@ -220,13 +234,16 @@ async def bench(args: argparse.Namespace, kubeconfig: Path, scratch: Path) -> di
                     if args.profile
                     else None
                 )
-                r = await restart(scratch / key, kubeconfig, ns, log, profile, args.settled)
+                r = await restart(
+                    scratch / key, kubeconfig, ns, log, profile, args.settled, args.hold
+                )
                 runs[key].append(r)
                 print(
                     f"  {key}={commits[key]} [{i + 1}/{args.repeat}] first reconcile "
                     f"{r['firstReconcileSeconds']} s, cpu {r['cpuSeconds']:.2f} s "
                     f"(up {r['upSeconds']} s, cpu {r['upCpuSeconds']:.2f} s), "
                     f"LIST floor {r['listSeconds']} s, writes {r['statusWrites']}, "
+                    f"RSS {r['rssFirstReconcileMB']} MB, peak {r['peakRssMB']} MB, "
                     f"load {r['loadBefore']} -> {r['loadAfter']}",
                     file=sys.stderr,
                     flush=True,
@@ -258,6 +275,13 @@ def main() -> int:
     parser.add_argument("--profile", help="py-spy each restart into this directory")
     parser.add_argument(
         "--settled", action="store_true", help="profile until 3 s after the first reconcile"
+    )
+    parser.add_argument(
+        "--hold",
+        type=float,
+        default=3.0,
+        help="seconds after the first reconcile before writes and peak RSS are read (the "
+        "background checks of every listed object take ~30 s at 20,000 Skills)",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON, last")
     args = parser.parse_args()

@@ -39,7 +39,8 @@ def scale_goals(root: Path) -> list[Goal]:
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.3g}"
+    # Four significant digits: 1.005 against a limit of 1 must not read "1".
+    return f"{value:.4g}"
 
 
 def _scale_rows(root: Path, records: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:

@@ -46,14 +46,18 @@ def test_each_goal_shows_its_recorded_figure_worst_repeat_and_verdict() -> None:
             "objects": 24401,
             "xFloor": _spread(1.137, 1.213),
             "peakRssMB": _spread(377.7, 391.3),
+            "xMinimumWrites": _spread(1.003, 1.005),
         }
     }
     lines = goals.render(REPO, {"bench-scale": _record({"summary": summary})})
     x_floor = _row(lines, "time to Ready / a bare client's same writes", "N = 20,000")
-    assert x_floor[1] == "N = 20,000 Skills (24,401 objects): 1.14 (worst 1.21)"
+    assert x_floor[1] == "N = 20,000 Skills (24,401 objects): 1.137 (worst 1.213)"
     assert x_floor[2:4] == ["≤ 1.15", "**no**"]
     rss = _row(lines, "peak RSS (MB)", "N = 20,000")
-    assert rss[1].endswith("378 (worst 391)") and rss[3] == "yes"
+    assert rss[1].endswith("377.7 (worst 391.3)") and rss[3] == "yes"
+    # Just over a limit of 1 reads as over it, never rounded to "1".
+    writes = _row(lines, "writes until quiet / the minimum writes", "N = 20,000")
+    assert writes[1].endswith("1.003 (worst 1.005)") and writes[3] == "**no**"
     # a goal this record does not carry: said, with the command that measures it
     lag = _row(lines, "restart's first reconcile / a bare LIST")
     assert "not in this record" in lag[1] and lag[4] == "`make bench-scale`"
