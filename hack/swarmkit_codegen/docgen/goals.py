@@ -81,13 +81,19 @@ def _scale_rows(root: Path, records: Mapping[str, Mapping[str, Any]]) -> list[li
     return rows
 
 
-def _ratio_row(
-    record: Mapping[str, Any] | None, label: str, path: tuple[str, ...], limit: float, how: str
-) -> list[str]:
+def _figure(record: Mapping[str, Any] | None, path: tuple[str, ...]) -> Mapping[str, Any] | None:
+    """The min/median/max figure at ``path`` in a record's results, if it carries one."""
     value: Any = (record or {}).get("results")
     for part in path:
         value = value.get(part) if isinstance(value, Mapping) else None
-    if not isinstance(value, Mapping) or "median" not in value:
+    return value if isinstance(value, Mapping) and "median" in value else None
+
+
+def _ratio_row(
+    record: Mapping[str, Any] | None, label: str, path: tuple[str, ...], limit: float, how: str
+) -> list[str]:
+    value = _figure(record, path)
+    if value is None:
         return [label, "not recorded", f"≤ {limit:g}", "", f"`{how}`"]
     met = "yes" if float(value["max"]) <= limit else "**no**"
     median, worst = _fmt(float(value["median"])), _fmt(float(value["max"]))
@@ -98,10 +104,8 @@ def _floor_row(record: Mapping[str, Any] | None, label: str, path: tuple[str, ..
     """The floor under the goal above, as the same record measured it in the same run: what
     any implementation of that path costs, so the goal is out of reach when the floor is
     above it. Listed only when the record carries it."""
-    value: Any = (record or {}).get("results")
-    for part in path:
-        value = value.get(part) if isinstance(value, Mapping) else None
-    if not isinstance(value, Mapping) or "median" not in value:
+    value = _figure(record, path)
+    if value is None:
         return []
     median, worst = _fmt(float(value["median"])), _fmt(float(value["max"]))
     return [
