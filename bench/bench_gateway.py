@@ -36,7 +36,6 @@ import contextlib
 import functools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,6 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench_support import spread  # noqa: E402
 from tests.support.bundles import (  # noqa: E402
     agent,
     bundle,
@@ -56,7 +56,12 @@ from tests.support.bundles import (  # noqa: E402
     replay_provider,
     write_bundle,
 )
-from tests.support.gateway import GatewayProcess, mcp_client, status_of  # noqa: E402
+from tests.support.gateway import (  # noqa: E402
+    GatewayProcess,
+    mcp_client,
+    stop_process,
+    until_healthy,
+)
 from tests.support.mcp_servers import HttpMcpServer, free_port  # noqa: E402
 from tests.support.runner import runner_env  # noqa: E402
 
@@ -99,24 +104,16 @@ class RelayProcess:
         argv = [sys.executable, str(RELAY), "--upstream", self.upstream.url]
         env = runner_env({"RELAY_UPSTREAM_TOKEN": self.upstream.token or ""})
         self.proc = subprocess.Popen([*argv, "--port", str(self.port)], env=env)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the relay exited {self.proc.returncode}")
-            if status_of(f"http://127.0.0.1:{self.port}/healthz") == 200:
-                return self
-            time.sleep(0.1)
+        if until_healthy(self.proc, f"http://127.0.0.1:{self.port}/healthz", 60):
+            return self
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the relay exited {self.proc.returncode}")
         self.__exit__()
         raise RuntimeError("the relay did not become healthy in time")
 
     def __exit__(self, *exc: object) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        if self.proc is not None:
+            stop_process(self.proc)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -221,30 +218,22 @@ def one_run(upstream: HttpMcpServer, calls: int, root: Path) -> dict[str, dict[s
     return result
 
 
-def spread(values: list[float]) -> dict[str, float]:
-    return {
-        "min": round(min(values), 3),
-        "median": round(statistics.median(values), 3),
-        "max": round(max(values), 3),
-    }
-
-
 def summarize(runs: list[dict[str, dict[str, float]]]) -> dict[str, Any]:
     """min/median/max over the runs of each path's p50/p95, CPU per call, overhead and the
     ratios, each ratio taken within a run (a run on a loaded machine compared with itself)."""
     quantiles = ("p50_ms", "p95_ms")
 
     def ratio(path: str, floor: str) -> dict[str, dict[str, float]]:
-        return {q: spread([r[path][q] / r[floor][q] for r in runs]) for q in quantiles}
+        return {q: spread([r[path][q] / r[floor][q] for r in runs], 3) for q in quantiles}
 
     summary: dict[str, Any] = {}
     for path in PATHS:
-        summary[path] = {q: spread([r[path][q] for r in runs]) for q in quantiles}
+        summary[path] = {q: spread([r[path][q] for r in runs], 3) for q in quantiles}
     for path in ("gateway_tool", "gateway_skill", "relay"):
-        summary[f"{path}_cpu_ms"] = spread([r[path]["cpu_ms"] for r in runs])
+        summary[f"{path}_cpu_ms"] = spread([r[path]["cpu_ms"] for r in runs], 3)
     for path in ("gateway_tool", "gateway_skill"):
         summary[f"{path}_overhead"] = {
-            q: spread([r[path][q] - r["direct"][q] for r in runs]) for q in quantiles
+            q: spread([r[path][q] - r["direct"][q] for r in runs], 3) for q in quantiles
         }
     for path in ("gateway_tool", "gateway_skill"):
         # Issue 43's goal (<= 1.5x at p50 and p95): each run's ratio to the direct call

@@ -305,12 +305,7 @@ def _runner_in_image(
 
 def _ratios(numerators: list[float], denominators: list[float]) -> dict[str, float]:
     """min / median / max of the pairwise ratios (two decimals: a goal is 1.5x)."""
-    values = [a / b for a, b in zip(numerators, denominators, strict=True)]
-    return {
-        "min": round(min(values), 2),
-        "median": round(statistics.median(values), 2),
-        "max": round(max(values), 2),
-    }
+    return spread([a / b for a, b in zip(numerators, denominators, strict=True)], 2)
 
 
 def cold_start_image(runs: int) -> dict[str, Any]:

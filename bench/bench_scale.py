@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_reconcile as br  # the floor client and the API helpers, shared
-from bench_support import Profile, wait_quiet_apiserver
+from bench_support import Profile, spread, wait_quiet_apiserver
 
 from swarmkit_devcluster.kubeapi import ApiError, KubeClient
 from swarmkit_devcluster.testing import apply_crds, session_cluster
@@ -558,15 +558,6 @@ async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
     return {"runs": runs, "summary": summary, "goals": goals(summary, args.sizes)}
 
 
-def spread(values: list[float]) -> dict[str, float]:
-    # Three decimals: a goal of "<= 1.0" must not be met by rounding 1.005 to 1.0.
-    return {
-        "min": round(min(values), 3),
-        "median": round(statistics.median(values), 3),
-        "max": round(max(values), 3),
-    }
-
-
 METRICS = (
     ("readySeconds", "time to all Ready (s)"),
     ("floorSeconds", "floor: same writes, bare client (s)"),
@@ -659,7 +650,8 @@ def summarize(runs: list[dict[str, Any]], sizes: list[int]) -> dict[str, Any]:
         out[str(n)] = {
             "objects": at[0]["objects"],
             "fanoutAgents": at[0]["fanoutAgents"],
-            **{key: spread([float(r[key]) for r in at]) for key, _ in METRICS},
+            # Three decimals: a goal of "<= 1.0" must not be met by rounding 1.005 to 1.0.
+            **{key: spread([float(r[key]) for r in at], 3) for key, _ in METRICS},
             "load": [r["loadBefore"] for r in at],
         }
     points = [

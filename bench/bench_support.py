@@ -99,15 +99,16 @@ def summary(seconds: Sequence[float]) -> dict[str, float]:
     }
 
 
-def spread(values: Sequence[float]) -> dict[str, float]:
-    """min / median / max of one figure over the repeats of a series."""
+def spread(values: Sequence[float], digits: int = 1) -> dict[str, float]:
+    """min / median / max of one figure over the repeats of a series, rounded to ``digits``
+    decimals (a ratio against a goal needs more than a time in ms)."""
     clean = [v for v in values if v == v]  # NaN (no samples) never wins min or max
     if not clean:
         return {"min": float("nan"), "median": float("nan"), "max": float("nan")}
     return {
-        "min": round(min(clean), 1),
-        "median": round(statistics.median(clean), 1),
-        "max": round(max(clean), 1),
+        "min": round(min(clean), digits),
+        "median": round(statistics.median(clean), digits),
+        "max": round(max(clean), digits),
     }
 
 

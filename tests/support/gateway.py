@@ -67,14 +67,11 @@ class GatewayProcess:
             target=lambda: self.lines.extend(iter(stdout.readline, "")), daemon=True
         )
         self._reader.start()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self.stderr = self.proc.stderr.read() if self.proc.stderr else ""
-                raise RuntimeError(f"gateway exited {self.proc.returncode}: {self.stderr}")
-            if status_of(f"http://127.0.0.1:{self.port}/healthz") == 200:
-                return self
-            time.sleep(0.1)
+        if until_healthy(self.proc, f"http://127.0.0.1:{self.port}/healthz", timeout):
+            return self
+        if self.proc.poll() is not None:
+            self.stderr = self.proc.stderr.read() if self.proc.stderr else ""
+            raise RuntimeError(f"gateway exited {self.proc.returncode}: {self.stderr}")
         self.stop()
         raise RuntimeError("the gateway did not become healthy in time")
 
@@ -85,13 +82,7 @@ class GatewayProcess:
     def stop(self, timeout: float = 30.0) -> int | None:
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc, timeout)
         if self._reader is not None:
             self._reader.join(5)
         if self.proc.stderr is not None and not self.stderr:
@@ -103,6 +94,30 @@ class GatewayProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def until_healthy(proc: subprocess.Popen[Any], url: str, timeout: float) -> bool:
+    """Poll ``url`` until it answers 200 (True); False once ``proc`` exited or ``timeout``
+    passed (the caller says which)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        if status_of(url) == 200:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 30.0) -> None:
+    """SIGTERM ``proc`` if it runs, wait ``timeout``, then kill it."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
 
 
 def status_of(
