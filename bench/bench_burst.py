@@ -283,6 +283,7 @@ async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
                 flush=True,
             )
     finally:
+        await k8s.close_connections()
         k8s.shutdown()
     return {"runs": results, "summary": summarize(results)}
 

@@ -432,6 +432,7 @@ async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
         stop(proc)
         for name in (ns, floor_ns):
             await delete_namespace(name)
+        await k8s.close_connections()
         k8s.shutdown()
     return result
 

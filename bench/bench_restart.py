@@ -254,6 +254,7 @@ async def bench(args: argparse.Namespace, kubeconfig: Path, scratch: Path) -> di
         extra = await one_more_list("evalsets")
         print(f"  one more LIST (an empty kind): {extra}", file=sys.stderr)
     finally:
+        await k8s.close_connections()
         k8s.shutdown()
     return {
         "size": args.size,

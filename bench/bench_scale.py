@@ -213,6 +213,7 @@ async def main():
         *(br.list_custom(p, sys.argv[2]) for p in br.PLURALS.values()),
         br.list_config_maps(sys.argv[2]),
     )
+    await k8s.close_connections()
     k8s.shutdown()
 
 asyncio.run(main())
@@ -553,6 +554,7 @@ async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
                     flush=True,
                 )
     finally:
+        await k8s.close_connections()
         k8s.shutdown()
     summary = summarize(runs, args.sizes)
     return {"runs": runs, "summary": summary, "goals": goals(summary, args.sizes)}

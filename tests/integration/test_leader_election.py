@@ -44,7 +44,7 @@ async def client(cluster: LocalCluster) -> AsyncIterator[None]:
     k8s.configure(kubeconfig=str(chart_operator_kubeconfig(cluster.kubeconfig)))
     yield
     k8s.set_write_gate(None)
-    await k8s.close_streams()
+    await k8s.close_connections()
     k8s.shutdown()
 
 

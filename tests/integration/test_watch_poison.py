@@ -68,7 +68,7 @@ def poison_crd(cluster: LocalCluster) -> Iterator[None]:
 async def api(cluster: LocalCluster) -> AsyncIterator[None]:
     k8s.configure(kubeconfig=str(cluster.kubeconfig))
     yield
-    await k8s.close_streams()
+    await k8s.close_connections()
 
 
 def create(kube: Kube, namespace: str, name: str, levels: int) -> None:

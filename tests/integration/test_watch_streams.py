@@ -50,7 +50,7 @@ class Seen:
 async def api(cluster: LocalCluster) -> AsyncIterator[None]:
     k8s.configure(kubeconfig=str(cluster.kubeconfig))
     yield
-    await k8s.close_streams()
+    await k8s.close_connections()
 
 
 def create_skill(kube: Kube, namespace: str, name: str) -> None:

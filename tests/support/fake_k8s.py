@@ -202,7 +202,7 @@ class FakeApi:
             monkeypatch.setattr(module, "request", self.request)
             monkeypatch.setattr(module, "request_start", self.request_start)
         monkeypatch.setattr(client, "request_page", self.request_page)
-        monkeypatch.setattr(objects, "_request_sync", self.request_sync)
+        monkeypatch.setattr(objects, "request_text", self.request_text)
         for module in (k8s, streams):
             monkeypatch.setattr(module, "stream", self.stream)
         monkeypatch.setattr(k8s, "configure", lambda *a, **k: None)
@@ -303,7 +303,7 @@ class FakeApi:
         """The store's current resourceVersion."""
         return self._last
 
-    # --- the operator's side: k8s.request, request_start, _request_sync, stream ---
+    # --- the operator's side: k8s.request, request_start, request_text, stream ---
 
     async def request(
         self,
@@ -337,6 +337,14 @@ class FakeApi:
         if status >= 300:
             return status, str(payload)
         return status, json.dumps(payload, separators=(",", ":")).encode()
+
+    async def request_text(
+        self, verb: str, path: str, query: list[tuple[str, str]]
+    ) -> tuple[int, str]:
+        """:func:`swarmkit_operator.k8s.client.request_text`: an answer read as text."""
+        status, payload = self.request_sync(verb, path, query=query, raw=True)
+        await asyncio.sleep(0)
+        return status, str(payload)
 
     def request_sync(
         self,

@@ -1,7 +1,8 @@
 """A tiny recording HTTP server on 127.0.0.1 (for HTTP tools and web search).
 
 Each request is recorded (method, path, query, headers, JSON body); the answer comes from
-``responder(request) -> (status, body)`` (default: 200 with a JSON echo of the request).
+``responder(request) -> (status, body)`` or ``(status, body, headers)`` (default: 200 with a
+JSON echo of the request).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class HttpRequest:
     body: Any
 
 
-Responder = Callable[[HttpRequest], tuple[int, Any]]
+Responder = Callable[[HttpRequest], tuple[int, Any] | tuple[int, Any, dict[str, str]]]
 
 
 def echo(request: HttpRequest) -> tuple[int, Any]:
@@ -78,10 +79,12 @@ class RecordingHttpServer:
                     body,
                 )
                 server.requests.append(request)
-                status, payload = server.responder(request)
+                status, payload, *more = server.responder(request)
                 data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
+                for name, value in (more[0] if more else {}).items():
+                    self.send_header(name, value)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

@@ -448,7 +448,7 @@ async def _start(
         return Verdict(SUCCEEDED, "Unknown", REASON_TARGET_NOT_READY, targets)
     cases = _cases_of(ctl, namespace, EvalSetSpec.model_validate(eval_set["spec"]))
     manifest, digest = er.snapshot_config_map(namespace, name, view["uid"], cases)
-    if not await k8s.create_config_map(manifest):  # there already: ours only by its digest
+    if await k8s.create_config_map(manifest) is None:  # there already: ours only by digest
         found = await _snapshot(namespace, manifest["metadata"]["name"], digest)
         if isinstance(found, Verdict):
             return found

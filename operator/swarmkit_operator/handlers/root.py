@@ -394,7 +394,7 @@ async def _connect(
     authorizer's caches fill), every LIST after this would fail."""
     common.configure_kopf(settings, ours)
     k8s.configure(workers=ours.workers + 4, instance=ours.instance)
-    closing.push_async_callback(_close_streams)
+    closing.push_async_callback(_close_connections)
     waited = await k8s.wait_for_api(f"/apis/{GROUP}/{VERSION}")
     if waited >= 1.0:
         log.info("the API server answered after %.1fs", waited)
@@ -499,8 +499,8 @@ def _gateways(ctl: Controller, resolver: Resolver) -> GatewayController:
     return gateways
 
 
-async def _close_streams() -> None:
-    await k8s.close_streams()
+async def _close_connections() -> None:
+    await k8s.close_connections()
 
 
 def _add_runnables(app: App) -> None:

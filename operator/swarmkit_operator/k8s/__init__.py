@@ -29,6 +29,7 @@ from .client import (
     InCluster,
     NotLeader,
     apiserver_host,
+    close_connections,
     configure,
     in_cluster,
     list_pages,
@@ -91,7 +92,6 @@ from .paths import (
 )
 from .streams import (
     Undecodable,
-    close_streams,
     stream,
     text_lines,
 )
@@ -124,7 +124,7 @@ __all__ = [
     "apps_path",
     "authorization_path",
     "batch_path",
-    "close_streams",
+    "close_connections",
     "coalesce_events",
     "configure",
     "core_path",

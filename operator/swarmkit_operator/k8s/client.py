@@ -1,12 +1,18 @@
 """The API client: configuration, credentials, the write gate and every request.
 
-A thin JSON client over the ``kubernetes`` package's REST layer: requests and responses are
-plain dicts (no model classes, no deserialization cost), every call runs in a small thread
-pool so the event loop never blocks, and transient failures (429, 5xx, connection errors)
-are retried with exponential backoff and jitter, honouring ``Retry-After``. Every write
-passes the leader election's write gate first (:func:`set_write_gate`). Anything the
-apiserver refuses raises :class:`ApiError` and the work queue retries the reconcile with its
-own backoff.
+A thin JSON client: requests and responses are plain dicts (no model classes, no
+deserialization cost), sent on the event loop over aiohttp connection pools (at most
+``workers`` requests in flight; a Run's start has connections of its own), and transient
+failures (429, 5xx, connection errors) are retried with exponential backoff and jitter,
+honouring ``Retry-After``. Every write passes the leader election's write gate first
+(:func:`set_write_gate`). Anything the apiserver refuses raises :class:`ApiError` and the
+work queue retries the reconcile with its own backoff.
+
+Why on the loop and not the ``kubernetes`` package's REST layer in threads: a profile of an
+apply of 5,000 Skills found a third of the operator's CPU in that hand-off (each request
+built by urllib3 in a worker thread, sent over a blocking TLS socket, and its completion
+waking the loop through its self-pipe); see ``docs/design/scale.md``. That package still
+loads the credentials (kubeconfig, in-cluster, rotating tokens).
 
 Credentials: in-cluster service account when ``KUBERNETES_SERVICE_HOST`` is set and no
 ``KUBECONFIG`` is, else the kubeconfig (``$KUBECONFIG`` or ``~/.kube/config``).
@@ -16,22 +22,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import os
 import random
 import re
 import socket
+import ssl
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
-import urllib3
 from kubernetes import client as kclient
 from kubernetes import config as kconfig
 from kubernetes.config import incluster_config
@@ -104,12 +109,21 @@ def _always_write() -> str | None:
 
 @dataclass
 class _State:
-    api: kclient.ApiClient | None = None
-    executor: ThreadPoolExecutor | None = None
+    config: kclient.Configuration | None = None
+    #: The apiserver's URL, read once (the configuration's ``host`` scans the proxy
+    #: variables of the environment on every read).
+    server: str = ""
+    #: Decodes a LIST's pages (megabytes each) off the event loop.
+    decoder: ThreadPoolExecutor | None = None
     request_timeout: float = 30.0
     retries: int = 5
-    session: aiohttp.ClientSession | None = None
+    #: Connections per pool: ``requests`` (every call), ``start`` (a Run's start),
+    #: ``streams`` (watches and followed logs, open for minutes: unbounded).
+    limits: dict[str, int] = field(default_factory=lambda: {"requests": 12, "start": 4})
+    sessions: dict[str, aiohttp.ClientSession] = field(default_factory=dict)
     session_loop: asyncio.AbstractEventLoop | None = None
+    #: (configuration, when, headers): the credentials' headers last asked for.
+    auth: tuple[kclient.Configuration, float, dict[str, str]] | None = None
     #: () → why writes are refused now, or None (the leader election's fence).
     write_gate: Callable[[], str | None] = _always_write
     #: This process's name in the Events it posts (``reportingInstance``; the settings').
@@ -165,10 +179,11 @@ def configure(
     kubeconfig: str | None = None,
     instance: str | None = None,
 ) -> None:
-    """Load credentials and size the connection pool and thread pool (idempotent)."""
+    """Load credentials and size the connection pool (idempotent): at most ``workers``
+    requests in flight, the others wait for a connection."""
     if instance:
         _state.instance = instance
-    if _state.api is not None:
+    if _state.config is not None:
         return
     cfg = kclient.Configuration()
     path = kubeconfig or os.environ.get("KUBECONFIG")
@@ -184,25 +199,92 @@ def configure(
         kconfig.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=path, client_configuration=cfg, persist_config=False
         )
-    cfg.connection_pool_maxsize = workers + 4
-    _state.api = kclient.ApiClient(cfg)
-    _state.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="k8s")
+    _state.config = cfg
+    _state.server = str(cfg.host).rstrip("/")
+    _state.limits["requests"] = workers
+    _state.decoder = ThreadPoolExecutor(max_workers=2, thread_name_prefix="k8s-decode")
     _state.request_timeout = request_timeout
     _state.retries = retries
 
 
+def _config() -> kclient.Configuration:
+    if _state.config is None:
+        raise RuntimeError("k8s.configure() was not called")
+    return _state.config
+
+
+def _ssl_context(cfg: kclient.Configuration) -> ssl.SSLContext | bool:
+    if not cfg.verify_ssl:
+        return False
+    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
+    if cfg.cert_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file or None)
+    return ctx
+
+
+#: How long the credentials' headers are reused before the configuration is asked again.
+#: Asking runs its refresh hook, which for a kubeconfig loads the whole file again (4 % of
+#: the operator's CPU in an apply when asked per request); a service account's projected
+#: token is re-read by that hook once a minute at most anyway.
+AUTH_REUSE_SECONDS = 10.0
+
+
+def auth_headers(cfg: kclient.Configuration) -> dict[str, str]:
+    """The credentials' headers for a request (a rotated token is picked up within
+    :data:`AUTH_REUSE_SECONDS` plus the configuration's own refresh period)."""
+    now = time.monotonic()
+    cached = _state.auth
+    if cached is not None and cached[0] is cfg and now - cached[1] < AUTH_REUSE_SECONDS:
+        return cached[2]
+    headers: dict[str, str] = {}
+    settings: Mapping[str, Any] = cfg.auth_settings()
+    for setting in settings.values():
+        if setting.get("in") == "header" and setting.get("value"):
+            headers[str(setting["key"])] = str(setting["value"])
+    _state.auth = (cfg, now, headers)
+    return headers
+
+
+def session(pool: str) -> aiohttp.ClientSession:
+    """The HTTP session of ``pool`` on the running event loop (a session is bound to its
+    loop: tests run several, each gets its own)."""
+    cfg = _config()
+    loop = asyncio.get_running_loop()
+    if _state.session_loop is not loop:
+        _state.sessions.clear()  # the previous loop's: closed with it
+        _state.session_loop = loop
+    found = _state.sessions.get(pool)
+    if found is None or found.closed:
+        connector = aiohttp.TCPConnector(
+            ssl=_ssl_context(cfg), limit=_state.limits.get(pool, 0), limit_per_host=0
+        )
+        found = _state.sessions[pool] = aiohttp.ClientSession(connector=connector)
+    return found
+
+
+async def close_connections() -> None:
+    """Close every connection, requests' and watch streams' (a graceful stop; before
+    :func:`shutdown`, on the loop that made them)."""
+    sessions = list(_state.sessions.values())
+    _state.sessions.clear()
+    for open_session in sessions:
+        if not open_session.closed:
+            await open_session.close()
+
+
 def shutdown() -> None:
-    if _state.session is not None and not _state.session.closed:
-        # Closed by close_streams() on a graceful stop; here only its connector is dropped.
-        with contextlib.suppress(Exception):
-            _state.session.connector.close()  # type: ignore[union-attr]
-    _state.session = None
-    if _state.executor is not None:
-        _state.executor.shutdown(wait=False, cancel_futures=True)
-    if _state.api is not None:
-        _state.api.close()  # type: ignore[no-untyped-call]
-    _state.api = None
-    _state.executor = None
+    """Forget the configuration (a later :func:`configure` loads it again). Connections
+    still open are closed first when their loop can still run (else they go with it)."""
+    loop = _state.session_loop
+    if _state.sessions and loop is not None and not loop.is_closed() and not loop.is_running():
+        loop.run_until_complete(close_connections())
+    _state.sessions.clear()
+    _state.session_loop = None
+    if _state.decoder is not None:
+        _state.decoder.shutdown(wait=False, cancel_futures=True)
+    _state.config = None
+    _state.decoder = None
+    _state.auth = None
 
 
 def _resource_of(path: str) -> str:
@@ -217,76 +299,117 @@ def _resource_of(path: str) -> str:
     return parts[-1] if parts else ""
 
 
-def _request_sync(
+def _encoded(body: Any) -> bytes | None:
+    """A request's body as sent: a str or bytes as given, anything else as compact JSON
+    (what the ``kubernetes`` REST layer did for JSON and structured YAML content types)."""
+    if body is None:
+        return None
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One request as the retry loop sends it (every attempt the same)."""
+
+    verb: str
+    path: str
+    body: bytes | None
+    headers: dict[str, str]
+    query: list[tuple[str, str]]
+    timeout: float
+    retries: int
+    fenced: bool
+    pool: str
+
+
+def _answer(status: int, data: bytes, want: str) -> tuple[int, Any]:
+    """(status, payload) as the caller asked for it: the bytes of a 2xx (``bytes``), its
+    text (``text``) or its JSON (``json``); an error's text whatever was asked."""
+    if 200 <= status < 300:
+        if want == "bytes":
+            return status, data
+        text = data.decode("utf-8", "replace")
+        if want == "text":
+            return status, text
+        return status, loads(text) if text else None
+    return status, data.decode("utf-8", "replace")
+
+
+def _refuse_unless_allowed(call: _Call, resource: str) -> None:
+    if call.verb in WRITE_VERBS and call.fenced:
+        # Checked before every attempt, retries included: see runtime/leader.py.
+        refusal = _state.write_gate()
+        if refusal is not None:
+            metrics.WRITES_REFUSED.labels(call.verb, resource).inc()
+            raise NotLeader(call.verb, call.path, refusal)
+
+
+async def _send(call: _Call, want: str) -> tuple[int, Any]:
+    """Send ``call`` on the event loop, retrying a transient failure (429, 5xx, no
+    connection) with exponential backoff and jitter, or after the ``Retry-After`` asked."""
+    cfg = _config()
+    resource = _resource_of(call.path)
+    timeout = aiohttp.ClientTimeout(total=call.timeout)
+    attempt = 0
+    while True:
+        attempt += 1
+        retry_after: float | None = None
+        _refuse_unless_allowed(call, resource)
+        try:
+            async with session(call.pool).request(
+                call.verb,
+                _state.server + call.path,
+                params=call.query,
+                data=call.body,
+                headers={**call.headers, **auth_headers(cfg)},
+                timeout=timeout,
+            ) as response:
+                data = await response.read()
+            metrics.API_REQUESTS.labels(call.verb, resource, str(response.status)).inc()
+            if response.status not in RETRY_STATUSES or attempt > call.retries:
+                return _answer(response.status, data, want)
+            header = response.headers.get("Retry-After", "")
+            if header.isdigit():
+                retry_after = float(header)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            metrics.API_REQUESTS.labels(call.verb, resource, "error").inc()
+            if attempt > call.retries:
+                raise ApiError(call.verb, call.path, 0, str(exc) or type(exc).__name__) from exc
+        delay = retry_after if retry_after is not None else min(0.1 * 2 ** (attempt - 1), 3.0)
+        await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+
+
+def _call(
     verb: str,
     path: str,
     body: Any = None,
     content_type: str = "application/json",
     query: list[tuple[str, str]] | None = None,
-    raw: bool = False,
     accept: str = "application/json",
+    *,
     fenced: bool = True,
     timeout: float | None = None,
     retries: int | None = None,
-    undecoded: bool = False,
-) -> tuple[int, Any]:
-    api = _state.api
-    if api is None:
-        raise RuntimeError("k8s.configure() was not called")
-    write = verb in WRITE_VERBS
-    headers = {"Accept": "*/*" if raw else accept}
+    pool: str = "requests",
+) -> _Call:
+    headers = {"Accept": accept}
     if body is not None:
         headers["Content-Type"] = content_type
-    method, url, header_params, ser_body, _ = api.param_serialize(
-        method=verb,
-        resource_path=path,
-        query_params=query or [],
-        header_params=headers,
-        body=body,
-        auth_settings=["BearerToken"],
+    return _Call(
+        verb=verb,
+        path=path,
+        body=_encoded(body),
+        headers=headers,
+        query=list(query or ()),
+        timeout=_state.request_timeout if timeout is None else timeout,
+        retries=_state.retries if retries is None else retries,
+        fenced=fenced,
+        pool=pool,
     )
-    resource = _resource_of(path)
-    attempt = 0
-    max_retries = _state.retries if retries is None else retries
-    while True:
-        attempt += 1
-        retry_after: float | None = None
-        if write and fenced:
-            # Checked before every attempt, retries included: see runtime/leader.py.
-            refusal = _state.write_gate()
-            if refusal is not None:
-                metrics.WRITES_REFUSED.labels(verb, resource).inc()
-                raise NotLeader(verb, path, refusal)
-        try:
-            response = api.call_api(
-                method,
-                url,
-                header_params=header_params,
-                body=ser_body,
-                _request_timeout=_state.request_timeout if timeout is None else timeout,
-            )
-            response.read()  # type: ignore[no-untyped-call]
-            status = int(response.status)
-            data = response.data or b""
-            metrics.API_REQUESTS.labels(verb, resource, str(status)).inc()
-            if status not in RETRY_STATUSES or attempt > max_retries:
-                if undecoded and 200 <= status < 300 and isinstance(data, bytes):
-                    return status, data
-                text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
-                if 200 <= status < 300:
-                    if raw:
-                        return status, text
-                    return status, loads(text) if text else None
-                return status, text
-            header = response.headers.get("Retry-After") if response.headers else None
-            if header and header.isdigit():
-                retry_after = float(header)
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            metrics.API_REQUESTS.labels(verb, resource, "error").inc()
-            if attempt > max_retries:
-                raise ApiError(verb, path, 0, str(exc)) from exc
-        delay = retry_after if retry_after is not None else min(0.1 * 2 ** (attempt - 1), 3.0)
-        time.sleep(delay * random.uniform(0.8, 1.2))
 
 
 async def request(
@@ -301,26 +424,29 @@ async def request(
     timeout: float | None = None,
     retries: int | None = None,
 ) -> tuple[int, Any]:
-    """One API call off the event loop: (HTTP status, parsed JSON or error text).
+    """One API call: (HTTP status, parsed JSON or error text).
 
     A write (POST, PUT, PATCH, DELETE) passes the write gate first (:func:`set_write_gate`)
     unless ``fenced=False`` (the leader election's own Lease requests).
     """
-    loop = asyncio.get_running_loop()
-    call = functools.partial(
-        _request_sync,
+    call = _call(
         verb,
         path,
         body,
         content_type,
         query,
-        False,
         accept,
-        fenced,
-        timeout,
-        retries,
+        fenced=fenced,
+        timeout=timeout,
+        retries=retries,
     )
-    return await loop.run_in_executor(_state.executor, call)
+    return await _send(call, "json")
+
+
+async def request_text(verb: str, path: str, query: list[tuple[str, str]]) -> tuple[int, str]:
+    """A request answered with text, not JSON (a container's log): (HTTP status, text)."""
+    status, text = await _send(_call(verb, path, query=query, accept="*/*"), "text")
+    return status, str(text)
 
 
 #: A list's own metadata, found in its JSON without decoding it: at the end of a custom
@@ -348,13 +474,10 @@ def continue_token(page: bytes) -> str | None:
 async def request_page(
     path: str, query: list[tuple[str, str]], accept: str = "application/json"
 ) -> tuple[int, bytes | str]:
-    """One page of a LIST off the event loop, undecoded: (HTTP status, the page's bytes, or
-    the error's text). :func:`list_pages` decodes it."""
-    loop = asyncio.get_running_loop()
-    call = functools.partial(
-        _request_sync, "GET", path, None, "application/json", query, False, accept, undecoded=True
-    )
-    return await loop.run_in_executor(_state.executor, call)
+    """One page of a LIST, undecoded: (HTTP status, the page's bytes, or the error's
+    text). :func:`list_pages` decodes it."""
+    status, data = await _send(_call("GET", path, query=query, accept=accept), "bytes")
+    return status, data if isinstance(data, bytes) else str(data)
 
 
 async def list_pages(
@@ -383,7 +506,7 @@ async def list_pages(
                 raise ApiError("GET", path, status, str(data))
             guessed = continue_token(data)
             pending = fetch(guessed) if guessed else None
-            page = await loop.run_in_executor(_state.executor, loads, data)
+            page = await loop.run_in_executor(_state.decoder, loads, data)
             meta = (page.get("metadata") if isinstance(page, dict) else None) or {}
             token = str(meta.get("continue") or "")
             if token != (guessed or ""):
@@ -446,28 +569,20 @@ def _check(verb: str, path: str, status: int, payload: Any) -> Any:
     raise ApiError(verb, path, status, str(payload))
 
 
-# A small pool of its own for the calls that start a Run (bundle ConfigMap, Job), so a burst
-# of status writes and Events in the shared pool never delays a Run's Job.
-_start_executor: ThreadPoolExecutor | None = None
-
-
 async def request_start(
     verb: str, path: str, body: Any = None, query: list[tuple[str, str]] | None = None
 ) -> tuple[int, Any]:
-    global _start_executor
-    if _start_executor is None:
-        _start_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="k8s-start")
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(
-        _start_executor, _request_sync, verb, path, body, "application/json", query
-    )
+    """:func:`request` over a few connections of their own, for the calls that start a
+    Run (bundle ConfigMap, Job): a burst of status writes and Events waiting for the
+    shared connections never delays a Run's Job."""
+    return await _send(_call(verb, path, body, query=query, pool="start"), "json")
 
 
 def apiserver_host() -> tuple[str, int] | None:
     """(host, port) of the apiserver this operator talks to (None before configure)."""
-    if _state.api is None:
+    if _state.config is None:
         return None
-    parts = urlsplit(str(_state.api.configuration.host))
+    parts = urlsplit(_state.server)
     if not parts.hostname:
         return None
     return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)

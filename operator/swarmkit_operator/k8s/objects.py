@@ -5,9 +5,7 @@ content-addressed, so that is success); a 404 on patch or delete means the objec
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import functools
 import json
 import re
 import time
@@ -23,11 +21,11 @@ from .client import (
     FIELD_MANAGER,
     ApiError,
     _check,
-    _request_sync,
     _state,
     log,
     request,
     request_start,
+    request_text,
 )
 from .events import Correlated, EventCorrelator, correlation_key
 from .paths import authorization_path, batch_path, core_path, custom_path, node_path
@@ -210,11 +208,7 @@ async def access_review(
 async def read_pod_log(namespace: str, pod: str, container: str) -> str | None:
     """A container's whole log as text (None when the pod or its log is gone)."""
     path = core_path("pods", namespace, pod) + "/log"
-    loop = asyncio.get_running_loop()
-    status, payload = await loop.run_in_executor(
-        _state.executor,
-        functools.partial(_request_sync, "GET", path, query=[("container", container)], raw=True),
-    )
+    status, payload = await request_text("GET", path, [("container", container)])
     if status in (400, 404):
         return None
     return str(_check("GET", path, status, payload))
@@ -233,17 +227,20 @@ async def follow_pod_log(
         yield line
 
 
-async def create_config_map(manifest: Mapping[str, Any]) -> bool:
-    """Create; False if it already exists (content-addressed: same name, same content)."""
+async def create_config_map(manifest: Mapping[str, Any]) -> str | None:
+    """Create; the uid of the ConfigMap created, or None when one of that name exists
+    (content-addressed names: the caller decides whether it is the same content). The uid
+    is the proof that this ConfigMap is exactly ``manifest``: the apiserver answered its
+    creation, and an immutable ConfigMap keeps its content for that uid's life."""
     namespace = manifest["metadata"]["namespace"]
     path = core_path("configmaps", namespace)
     status, payload = await request(
         "POST", path, dict(manifest), query=[("fieldManager", FIELD_MANAGER)]
     )
     if status == 409:
-        return False
-    _check("POST", path, status, payload)
-    return True
+        return None
+    created = _check("POST", path, status, payload)
+    return str((created.get("metadata") or {}).get("uid") or "")
 
 
 async def read_config_map(namespace: str, name: str) -> dict[str, Any] | None:

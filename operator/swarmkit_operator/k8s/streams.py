@@ -3,53 +3,19 @@ stream is open for minutes, and cancelling it must close it at once."""
 
 from __future__ import annotations
 
-import asyncio
-import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-from kubernetes import client as kclient
 
 from swarmkit_api.decoding import loads
 
 from .. import metrics
-from .client import ApiError, _resource_of, _state
+from .client import ApiError, _config, _resource_of, _state, auth_headers, session
 
 
 class Undecodable(ValueError):
     """A watch line that is not JSON (the stream is out of step: list again)."""
-
-
-def _ssl_context(cfg: kclient.Configuration) -> ssl.SSLContext | bool:
-    if not cfg.verify_ssl:
-        return False
-    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
-    if cfg.cert_file:
-        ctx.load_cert_chain(cfg.cert_file, cfg.key_file or None)
-    return ctx
-
-
-def _auth_headers(cfg: kclient.Configuration) -> dict[str, str]:
-    """The headers the REST layer would send (a service-account token is re-read here)."""
-    headers: dict[str, str] = {}
-    settings: Mapping[str, Any] = cfg.auth_settings()
-    for setting in settings.values():
-        if setting.get("in") == "header" and setting.get("value"):
-            headers[str(setting["key"])] = str(setting["value"])
-    return headers
-
-
-def _session() -> aiohttp.ClientSession:
-    api = _state.api
-    if api is None:
-        raise RuntimeError("k8s.configure() was not called")
-    loop = asyncio.get_running_loop()
-    if _state.session is None or _state.session.closed or _state.session_loop is not loop:
-        connector = aiohttp.TCPConnector(ssl=_ssl_context(api.configuration), limit=0)
-        _state.session = aiohttp.ClientSession(connector=connector)
-        _state.session_loop = loop  # a session is bound to its loop (tests run several)
-    return _state.session
 
 
 async def stream(
@@ -65,15 +31,12 @@ async def stream(
     :class:`Undecodable` for a line that is not JSON. A value nested too deep for Python
     is cut and its object marked (:mod:`swarmkit_api.decoding`), never an error.
     """
-    api = _state.api
-    if api is None:
-        raise RuntimeError("k8s.configure() was not called")
-    cfg = api.configuration
-    headers = {"Accept": accept, **_auth_headers(cfg)}
+    cfg = _config()
+    headers = {"Accept": accept, **auth_headers(cfg)}
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
     resource = _resource_of(path)
-    async with _session().get(
-        cfg.host + path, params=query, headers=headers, timeout=timeout
+    async with session("streams").get(
+        _state.server + path, params=query, headers=headers, timeout=timeout
     ) as response:
         metrics.API_REQUESTS.labels("WATCH", resource, str(response.status)).inc()
         if response.status >= 300:
@@ -100,15 +63,12 @@ async def text_lines(
     """GET ``path`` and yield each line of the answer as it arrives (a followed log).
 
     Raises like :func:`stream`; a line that is not UTF-8 is decoded with replacements."""
-    api = _state.api
-    if api is None:
-        raise RuntimeError("k8s.configure() was not called")
-    cfg = api.configuration
-    headers = {"Accept": "*/*", **_auth_headers(cfg)}
+    cfg = _config()
+    headers = {"Accept": "*/*", **auth_headers(cfg)}
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
     resource = _resource_of(path)
-    async with _session().get(
-        cfg.host + path, params=query, headers=headers, timeout=timeout
+    async with session("streams").get(
+        _state.server + path, params=query, headers=headers, timeout=timeout
     ) as response:
         metrics.API_REQUESTS.labels("GET", resource, str(response.status)).inc()
         if response.status >= 300:
@@ -118,10 +78,3 @@ async def text_lines(
             *lines, tail = (tail + chunk).split(b"\n")
             for line in lines:
                 yield line.decode(errors="replace")
-
-
-async def close_streams() -> None:
-    """Close every open watch stream's connection (graceful stop)."""
-    session, _state.session = _state.session, None
-    if session is not None and not session.closed:
-        await session.close()

@@ -486,14 +486,17 @@ class Controller:
         recent = made.get(ident)
         if recent is not None and time.monotonic() - recent < 30:
             return False
-        created = await k8s.create_config_map(manifest)
-        if created:  # a 409 is someone's ConfigMap of that name, not ours on its way
-            made[ident] = time.monotonic()
+        uid = await k8s.create_config_map(manifest)
+        if uid is None:  # a 409 is someone's ConfigMap of that name, not ours on its way
+            return False
+        made[ident] = time.monotonic()
+        # Its creation answered is the proof it is the render: no read-back or LIST later.
+        self.renders.verified[ident] = uid
         if len(made) > 10000:
             cutoff = time.monotonic() - 30
             for k in [k for k, t in made.items() if t < cutoff]:
                 del made[k]
-        return created
+        return True
 
     async def foreign_render(self, manifest: Mapping[str, Any], owner: Key) -> str | None:
         """Why the ConfigMap bearing a render's name (one :meth:`ensure_config_map` did not
@@ -511,8 +514,10 @@ class Controller:
             return None
         found = await k8s.read_config_map(*ident)
         if found is None:  # deleted since: write the render now
-            if await k8s.create_config_map(manifest):
+            made = await k8s.create_config_map(manifest)
+            if made is not None:
                 renders.created[ident] = time.monotonic()
+                renders.verified[ident] = made
                 return None
             found = await k8s.read_config_map(*ident)
             if found is None:

@@ -36,7 +36,7 @@ JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 NO_POD_EVENTS_AFTER = 3.0
 #: How long a Job this process just created is trusted before the Jobs index shows it.
 HINT_SECONDS = 2.0
-#: Concurrent reconciles (bounded by the API client's thread pool anyway).
+#: Concurrent reconciles (bounded by the API client's connections anyway).
 MAX_CONCURRENCY = 16
 
 

@@ -85,7 +85,7 @@ async def ensure_bundle(
       through the start lane, as its Job does (Run starts have their own pool)."""
     namespace, name = str(manifest["metadata"]["namespace"]), str(manifest["metadata"]["name"])
     if pinned is None:
-        created = await k8s.create_config_map(manifest)
+        created = await k8s.create_config_map(manifest) is not None
     else:
         path = k8s.core_path("configmaps", namespace)
         created = await k8s.create_start_object(path, manifest) is not None

@@ -32,8 +32,9 @@ def cm(name: str = "c", **extra: Any) -> dict[str, Any]:
 
 
 async def test_create_conflicts_and_missing_objects(api: FakeApi) -> None:
-    assert await k8s.create_config_map(cm() | {"data": {"a": "1"}}) is True
-    assert await k8s.create_config_map(cm() | {"data": {"a": "2"}}) is False  # 409
+    uid = await k8s.create_config_map(cm() | {"data": {"a": "1"}})
+    assert uid and uid == (api.get("ConfigMap", NS, "c") or {})["metadata"]["uid"]
+    assert await k8s.create_config_map(cm() | {"data": {"a": "2"}}) is None  # 409
     assert (await k8s.read_config_map(NS, "c") or {})["data"] == {"a": "1"}
     assert await k8s.read_config_map(NS, "nope") is None  # 404
     assert await k8s.get_custom("skills", NS, "nope") is None
@@ -180,7 +181,7 @@ async def test_writes_pass_the_write_gate_and_faults_can_be_injected(api: FakeAp
     with pytest.raises(k8s.ApiError) as refused:
         await k8s.create_config_map(cm())
     assert refused.value.status == 500
-    assert await k8s.create_config_map(cm()) is True
+    assert await k8s.create_config_map(cm()) is not None
     assert [v for v, _ in api.writes()] == ["POST", "POST"]
 
 

@@ -185,7 +185,7 @@ def _sent_to(fn: ast.AsyncFunctionDef) -> tuple[str | None, str | None, int | No
 
 
 #: The generic request functions: what they send is their caller's argument.
-GENERIC = ("request", "stream", "request_start", "list_pages")
+GENERIC = ("request", "request_text", "stream", "request_start", "list_pages")
 #: Helpers that read a non-resource path, which no Role grants: the API group's discovery
 #: document, which every authenticated user may read (the built-in ``system:discovery``).
 NON_RESOURCE = ("wait_for_api",)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,6 +46,13 @@ def _kubeconfig(path: Path, url: str) -> str:
     return str(path)
 
 
+async def _closing(call: Awaitable[float]) -> float:
+    try:
+        return await call
+    finally:
+        await k8s.close_connections()
+
+
 def test_it_waits_through_a_warming_authorizer_and_logs_once(
     client: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -57,7 +64,7 @@ def test_it_waits_through_a_warming_authorizer_and_logs_once(
     with RecordingHttpServer(warming) as server:
         k8s.configure(kubeconfig=_kubeconfig(client, server.url))
         with caplog.at_level(logging.WARNING):
-            waited = asyncio.run(k8s.wait_for_api(PATH, max_delay=0.5))
+            waited = asyncio.run(_closing(k8s.wait_for_api(PATH, max_delay=0.5)))
     assert [r.path for r in server.requests] == [PATH] * 4
     assert 0.25 + 0.5 + 0.5 <= waited < 5  # three waits, doubling up to max_delay
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -75,7 +82,10 @@ def test_it_waits_while_nothing_listens_then_returns_once_served(client: Path) -
         await asyncio.sleep(1.2)
         assert not waiting.done()  # nothing listens: still waiting
         server.start()
-        return await asyncio.wait_for(waiting, timeout=10)
+        try:
+            return await asyncio.wait_for(waiting, timeout=10)
+        finally:
+            await k8s.close_connections()
 
     try:
         waited = asyncio.run(scenario())
