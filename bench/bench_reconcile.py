@@ -438,7 +438,11 @@ async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
 
 
 async def floor_writes(
-    source_ns: str, floor_ns: str, docs: list[dict[str, Any]], op_writes: dict[str, int]
+    source_ns: str,
+    floor_ns: str,
+    docs: list[dict[str, Any]],
+    op_writes: dict[str, int],
+    new_namespace: bool = True,
 ) -> dict[str, Any]:
     """The floor: a bare 16-way client doing the operator's writes into ``floor_ns``.
 
@@ -455,7 +459,8 @@ async def floor_writes(
         for c in await list_config_maps(source_ns)
         if (c["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by")
     ]
-    await create_namespace(floor_ns)
+    if new_namespace:
+        await create_namespace(floor_ns)
     n_status = sum(v for k, v in op_writes.items() if k.startswith("PATCH"))
     n_cms = sum(v for k, v in op_writes.items() if k == "POST configmaps")
     n_events = sum(v for k, v in op_writes.items() if k == "POST events")

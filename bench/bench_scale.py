@@ -220,6 +220,68 @@ asyncio.run(main())
 """
 
 
+_BARE_WATCH = """
+import asyncio, sys
+import bench_reconcile as br
+from swarmkit_operator import k8s
+from swarmkit_operator.watching import METADATA_WATCH
+
+async def version(path):
+    status, page = await k8s.request("GET", path, query=[("limit", "1")])
+    if status >= 300:
+        raise SystemExit(f"GET {path}: HTTP {status}: {page}")
+    return page["metadata"]["resourceVersion"]
+
+async def follow(path, accept, since):
+    while True:  # a watch the server ends is opened again, as a reflector does
+        query = [("watch", "true"), ("allowWatchBookmarks", "true"), ("resourceVersion", since)]
+        async for event in k8s.stream(path, query, accept):
+            since = event["object"]["metadata"].get("resourceVersion") or since
+
+async def main():
+    k8s.configure(workers=4, kubeconfig=sys.argv[1])
+    ns = sys.argv[2]
+    paths = [(k8s.custom_path(p, ns), "application/json") for p in br.PLURALS.values()]
+    paths.append((k8s.core_path("configmaps", ns), METADATA_WATCH))
+    versions = [await version(path) for path, _ in paths]
+    print("watching", flush=True)
+    await asyncio.gather(*(follow(p, a, v) for (p, a), v in zip(paths, versions)))
+
+asyncio.run(main())
+"""
+
+
+async def floor_watched(
+    kubeconfig: Path,
+    source_ns: str,
+    floor_ns: str,
+    docs: list[dict[str, Any]],
+    writes: dict[str, int],
+) -> dict[str, Any]:
+    """The floor's same writes into ``floor_ns`` with the watches the operator's run had
+    open on its namespace: the operator's (every kind, each event decoded, in a process of
+    its own; ConfigMaps as metadata) and the benchmark's own (:class:`Watched`). Not a
+    goal's floor: it shows what watching costs the apiserver on this machine."""
+    await br.create_namespace(floor_ns)
+    watcher = subprocess.Popen(
+        [sys.executable, "-c", _BARE_WATCH, str(kubeconfig), floor_ns],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parent,
+    )
+    watched = None
+    try:
+        assert watcher.stdout is not None
+        line = await asyncio.to_thread(watcher.stdout.readline)
+        if line.strip() != b"watching":
+            raise RuntimeError("the floor's watcher did not start")
+        watched = Watched(kubeconfig, floor_ns)
+        return await br.floor_writes(source_ns, floor_ns, docs, writes, new_namespace=False)
+    finally:
+        if watched is not None:
+            watched.stop()
+        br.stop(watcher)
+
+
 def bare_restart(kubeconfig: Path, ns: str) -> float:
     """Seconds for a fresh interpreter to import the operator's API client and LIST the
     namespace (the floor of a restart's first reconcile)."""
@@ -331,9 +393,10 @@ class Watched:
         self.stopped.set()
 
 
-async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
+async def one(n: int, kubeconfig: Path, timeout: float, rep: int = 0) -> dict[str, Any]:
     suffix = secrets.token_hex(3)
     ns, floor_ns = f"bench-scale-{suffix}", f"bench-floor-{suffix}"
+    watched_ns = f"bench-floor-w-{suffix}"
     docs = manifests(n)
     counts = {k: sum(1 for d in docs if d["kind"] == k) for k in ("Skill", "Agent", "Topology")}
     total = sum(counts.values()) + 1
@@ -496,12 +559,14 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
         r["restartWritesBy"] = after
         br.stop(proc)
 
-        # --- the floor (on an apiserver as quiet as the operator's run started on) ---
-        r["quietBeforeFloor"] = await asyncio.to_thread(
-            wait_quiet_apiserver, apiserver_metrics(kubeconfig)
+        # --- the floors (each on an apiserver as quiet as the operator's run started on) ---
+        namespaces = (floor_ns, watched_ns)
+        r["floor"], r["floorWatched"] = await _floors(
+            kubeconfig, ns, docs, op_writes, rep, namespaces
         )
-        r["floor"] = await br.floor_writes(ns, floor_ns, docs, op_writes)
+        r["quietBeforeFloor"] = r["floor"]["quietBefore"]
         r["xFloor"] = round(r["readySeconds"] / r["floor"]["seconds"], 2)
+        r["xFloorWatched"] = round(r["readySeconds"] / r["floorWatched"]["seconds"], 2)
         fan_floor = await br.floor_fanout(ns, floor_ns, hot_agents)
         r["fanoutFloorSeconds"], r["fanoutFloorWrites"] = fan_floor["seconds"], fan_floor["writes"]
         r["fanoutMinimumSeconds"] = fan_floor["minimumSeconds"]
@@ -511,10 +576,34 @@ async def one(n: int, kubeconfig: Path, timeout: float) -> dict[str, Any]:
         br.stop(proc)
         if watched is not None:
             watched.stop()
-        for name in (ns, floor_ns):
+        for name in (ns, floor_ns, watched_ns):
             await br.delete_namespace(name)
     r["loadAfter"] = load()
     return r
+
+
+async def _floors(
+    kubeconfig: Path,
+    ns: str,
+    docs: list[dict[str, Any]],
+    writes: dict[str, int],
+    rep: int,
+    namespaces: tuple[str, str],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The bare floor and the watched floor, each on an apiserver as quiet as the
+    operator's run started on, first one then the other by turns (the later of two runs
+    meets a larger store)."""
+    floor_ns, watched_ns = namespaces
+    order = ("bare", "watched") if rep % 2 == 0 else ("watched", "bare")
+    out: dict[str, dict[str, Any]] = {}
+    for which in order:
+        quiet = await asyncio.to_thread(wait_quiet_apiserver, apiserver_metrics(kubeconfig))
+        if which == "bare":
+            out[which] = await br.floor_writes(ns, floor_ns, docs, writes)
+        else:
+            out[which] = await floor_watched(kubeconfig, ns, watched_ns, docs, writes)
+        out[which] |= {"quietBefore": quiet, "first": which == order[0]}
+    return out["bare"], out["watched"]
 
 
 async def namespaces_gone(prefixes: tuple[str, ...], objects: int) -> None:
@@ -541,7 +630,7 @@ async def bench(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
                     ("bench-scale-", "bench-floor-"), runs[-1]["objects"] if runs else 0
                 )
                 quiet = await asyncio.to_thread(wait_quiet_apiserver, apiserver_metrics(kubeconfig))
-                result = await one(n, kubeconfig, args.timeout)
+                result = await one(n, kubeconfig, args.timeout, rep)
                 result["quietBefore"] = quiet
                 result["repeat"] = rep
                 runs.append(result)
@@ -564,6 +653,8 @@ METRICS = (
     ("readySeconds", "time to all Ready (s)"),
     ("floorSeconds", "floor: same writes, bare client (s)"),
     ("xFloor", "ratio to the floor"),
+    ("floorWatchedSeconds", "floor with the run's watches open (s)"),
+    ("xFloorWatched", "ratio to the floor with the watches"),
     ("operatorRequests", "operator API requests"),
     ("operatorWrites", "operator writes"),
     ("operatorWritesSettled", "operator writes until quiet (trailing included)"),
@@ -648,6 +739,7 @@ def summarize(runs: list[dict[str, Any]], sizes: list[int]) -> dict[str, Any]:
             continue
         for r in at:
             r["floorSeconds"] = r["floor"]["seconds"]
+            r["floorWatchedSeconds"] = r["floorWatched"]["seconds"]
             r["grantedByWrongCount"] = len(r.get("grantedByWrong", ()))
         out[str(n)] = {
             "objects": at[0]["objects"],
