@@ -25,6 +25,11 @@ For each N in ``--sizes`` (default 100, 1,000, 5,000 Skills; the issue-43 size i
    (same creates, rendered ConfigMaps, status patches and Events) into a fresh namespace;
    and the fan-out's floor (``bench_reconcile.floor_fanout``): the fewest writes a fan-out
    can make (a new render and a status patch per granting agent, a patch per Topology).
+   Beside it, not a goal's floor, the same writes with the watches the operator's run had
+   open (``floor_watched``: the operator's kinds and its ConfigMaps' metadata, every event
+   decoded in a process of its own, and this benchmark's own watcher), before or after the
+   bare floor by turns: what watching what it writes costs any controller on this
+   apiserver (``xWatchedFloor``, the watched floor over the bare one).
 
 Readiness and agent versions are followed through watches, not by LISTing (see
 :class:`Watched`): the measurement must not load the apiserver it measures. Each run, and
@@ -655,6 +660,7 @@ METRICS = (
     ("xFloor", "ratio to the floor"),
     ("floorWatchedSeconds", "floor with the run's watches open (s)"),
     ("xFloorWatched", "ratio to the floor with the watches"),
+    ("xWatchedFloor", "the floor with the watches over the bare floor"),
     ("operatorRequests", "operator API requests"),
     ("operatorWrites", "operator writes"),
     ("operatorWritesSettled", "operator writes until quiet (trailing included)"),
@@ -740,6 +746,7 @@ def summarize(runs: list[dict[str, Any]], sizes: list[int]) -> dict[str, Any]:
         for r in at:
             r["floorSeconds"] = r["floor"]["seconds"]
             r["floorWatchedSeconds"] = r["floorWatched"]["seconds"]
+            r["xWatchedFloor"] = round(r["floorWatched"]["seconds"] / r["floor"]["seconds"], 3)
             r["grantedByWrongCount"] = len(r.get("grantedByWrong", ()))
         out[str(n)] = {
             "objects": at[0]["objects"],

@@ -23,6 +23,14 @@ Goal = tuple[str, str, float]
 
 SCALE_RECORDS = ("bench-scale", "bench")
 SCALE_COMMAND = "make bench-scale"
+#: goal's figure → (the figure of a floor measured beside it, what that floor is): listed
+#: under the goal at each size, when the record carries it.
+SCALE_FLOORS = {
+    "xFloor": (
+        "xWatchedFloor",
+        "the same writes with the run's watches open / the bare client's",
+    ),
+}
 
 
 def scale_goals(root: Path) -> list[Goal]:
@@ -45,7 +53,8 @@ def _fmt(value: float) -> str:
 
 def _scale_rows(root: Path, records: Mapping[str, Mapping[str, Any]]) -> list[list[str]]:
     name = next((n for n in SCALE_RECORDS if n in records), None)
-    summary = (records[name].get("results") or {}).get("summary") if name else None
+    record = records[name] if name else None
+    summary = ((record or {}).get("results") or {}).get("summary")
     sizes = sorted((k for k in summary or {} if k.isdigit()), key=int)
     rows = []
     for key, label, limit in scale_goals(root):
@@ -55,30 +64,27 @@ def _scale_rows(root: Path, records: Mapping[str, Mapping[str, Any]]) -> list[li
         for n in sizes:
             at = summary[n] if summary else {}
             where = f"N = {int(n):,} Skills ({int(at.get('objects', 0)):,} objects)"
-            figure = at.get(key)
-            if not isinstance(figure, Mapping):
-                rows.append(
-                    [
-                        label,
-                        f"{where}: not in this record",
-                        f"≤ {limit:g}",
-                        "",
-                        f"`{SCALE_COMMAND}`",
-                    ]
-                )
-                continue
-            met = "yes" if float(figure["max"]) <= limit else "**no**"
-            rows.append(
-                [
-                    label,
-                    f"{where}: {_fmt(float(figure['median']))} "
-                    f"(worst {_fmt(float(figure['max']))})",
-                    f"≤ {limit:g}",
-                    met,
-                    f"`bench/results/{name}.json`",
-                ]
-            )
+            rows.append(_scale_row(at.get(key), label, where, limit, f"{name}"))
+            if key in SCALE_FLOORS:
+                floor_key, floor_label = SCALE_FLOORS[key]
+                path = ("summary", n, floor_key)
+                rows.append(_floor_row(record, f"{floor_label}, {where}", path))
     return rows
+
+
+def _scale_row(figure: Any, label: str, where: str, limit: float, name: str) -> list[str]:
+    """One goal at one size: its median (worst) against the limit."""
+    if not isinstance(figure, Mapping):
+        return [label, f"{where}: not in this record", f"≤ {limit:g}", "", f"`{SCALE_COMMAND}`"]
+    met = "yes" if float(figure["max"]) <= limit else "**no**"
+    median, worst = _fmt(float(figure["median"])), _fmt(float(figure["max"]))
+    return [
+        label,
+        f"{where}: {median} (worst {worst})",
+        f"≤ {limit:g}",
+        met,
+        f"`bench/results/{name}.json`",
+    ]
 
 
 def _figure(record: Mapping[str, Any] | None, path: tuple[str, ...]) -> Mapping[str, Any] | None:

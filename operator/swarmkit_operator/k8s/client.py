@@ -113,6 +113,8 @@ class _State:
     #: The apiserver's URL, read once (the configuration's ``host`` scans the proxy
     #: variables of the environment on every read).
     server: str = ""
+    #: The kubeconfig's ``proxy-url`` and ``tls-server-name``, as each request's options.
+    via: dict[str, str] = field(default_factory=dict)
     #: Decodes a LIST's pages (megabytes each) off the event loop.
     decoder: ThreadPoolExecutor | None = None
     request_timeout: float = 30.0
@@ -201,6 +203,8 @@ def configure(
         )
     _state.config = cfg
     _state.server = str(cfg.host).rstrip("/")
+    options = {"proxy": cfg.proxy, "server_hostname": cfg.tls_server_name}
+    _state.via = {k: str(v) for k, v in options.items() if v}
     _state.limits["requests"] = workers
     _state.decoder = ThreadPoolExecutor(max_workers=2, thread_name_prefix="k8s-decode")
     _state.request_timeout = request_timeout
@@ -258,7 +262,12 @@ def session(pool: str) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
             ssl=_ssl_context(cfg), limit=_state.limits.get(pool, 0), limit_per_host=0
         )
-        found = _state.sessions[pool] = aiohttp.ClientSession(connector=connector)
+        # No ``Accept-Encoding``: the apiserver would gzip every answer past 128 KiB (a LIST
+        # page of Skills), CPU on both sides of a cluster's network for little; the
+        # ``kubernetes`` package's client asked for none either.
+        found = _state.sessions[pool] = aiohttp.ClientSession(
+            connector=connector, skip_auto_headers=("Accept-Encoding",)
+        )
     return found
 
 
@@ -353,7 +362,9 @@ async def _send(call: _Call, want: str) -> tuple[int, Any]:
     connection) with exponential backoff and jitter, or after the ``Retry-After`` asked."""
     cfg = _config()
     resource = _resource_of(call.path)
-    timeout = aiohttp.ClientTimeout(total=call.timeout)
+    # Per connect and per read, as urllib3's timeout was: the wait for a free connection
+    # (a burst queued behind ``workers`` requests) is not the apiserver's slowness.
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=call.timeout, sock_read=call.timeout)
     attempt = 0
     while True:
         attempt += 1
@@ -367,6 +378,7 @@ async def _send(call: _Call, want: str) -> tuple[int, Any]:
                 data=call.body,
                 headers={**call.headers, **auth_headers(cfg)},
                 timeout=timeout,
+                **_state.via,  # type: ignore[arg-type]
             ) as response:
                 data = await response.read()
             metrics.API_REQUESTS.labels(call.verb, resource, str(response.status)).inc()

@@ -36,7 +36,11 @@ async def stream(
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
     resource = _resource_of(path)
     async with session("streams").get(
-        _state.server + path, params=query, headers=headers, timeout=timeout
+        _state.server + path,
+        params=query,
+        headers=headers,
+        timeout=timeout,
+        **_state.via,  # type: ignore[arg-type]
     ) as response:
         metrics.API_REQUESTS.labels("WATCH", resource, str(response.status)).inc()
         if response.status >= 300:
@@ -68,7 +72,11 @@ async def text_lines(
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
     resource = _resource_of(path)
     async with session("streams").get(
-        _state.server + path, params=query, headers=headers, timeout=timeout
+        _state.server + path,
+        params=query,
+        headers=headers,
+        timeout=timeout,
+        **_state.via,  # type: ignore[arg-type]
     ) as response:
         metrics.API_REQUESTS.labels("GET", resource, str(response.status)).inc()
         if response.status >= 300:

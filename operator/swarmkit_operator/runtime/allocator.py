@@ -2,9 +2,11 @@
 
 glibc's malloc gives a thread that allocates while another thread holds the arena an arena
 of its own, up to eight per core, and each arena keeps the memory freed into it for reuse
-by that arena. The operator decodes the API's responses in the Kubernetes client's thread
-pool (its workers + 4 threads), so during a bulk apply each of those threads fills and
-keeps an arena of its own: memory the process holds (RSS) but no object uses. Two arenas
+by that arena. The operator decoded the API's responses in the Kubernetes client's thread
+pool (its workers + 4 threads), so during a bulk apply each of those threads filled and
+kept an arena of its own: memory the process holds (RSS) but no object uses. The client
+now sends on the event loop; threads remain (a LIST's pages decoded off the loop, DNS
+lookups), and the limit keeps them from doing the same. Two arenas
 is what ``MALLOC_ARENA_MAX=2`` sets, the setting many Python services run with; what it
 saves during a bulk apply is measured in ``docs/design/scale.md`` (issue 43). It is set by
 the process itself, first thing, so

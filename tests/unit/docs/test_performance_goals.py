@@ -115,6 +115,29 @@ def test_each_ratio_goal_is_followed_by_the_floor_its_record_measured() -> None:
     assert imports[1] == "7.4x (worst 7.7x)"
 
 
+def test_time_to_ready_is_followed_by_the_watched_floor_at_each_size() -> None:
+    summary = {
+        n: {
+            "objects": objects,
+            "xFloor": _spread(1.2, 1.25),
+            "xWatchedFloor": _spread(watched, watched + 0.05),
+        }
+        for n, objects, watched in (("5000", 6101, 1.1), ("20000", 24401, 1.125))
+    }
+    lines = goals.render(REPO, {"bench-scale": _record({"summary": summary})})
+    label = "the same writes with the run's watches open / the bare client's"
+    for where, watched in (
+        ("N = 20,000 Skills (24,401 objects)", "1.125x (worst 1.175x)"),
+        ("N = 5,000 Skills (6,101 objects)", "1.1x (worst 1.15x)"),
+    ):
+        floor = _row(lines, f"{label}, {where}")
+        assert floor[1:3] == [watched, "the floor of the goal above"]
+        # right under the goal's row at the same size
+        at = lines.index(next(line for line in lines if line.startswith(f"| {label}, {where}")))
+        assert lines[at - 1].startswith("| time to Ready / a bare client's same writes")
+        assert where in lines[at - 1]
+
+
 def test_the_run_latency_plot_draws_every_series_run() -> None:
     run = {
         "run_created_to_job_created": {"p50_ms": 74.5, "p95_ms": 232.0, "max_ms": 357.4},

@@ -79,6 +79,7 @@ def test_a_merge_patch_is_sent_as_json_with_its_type_token_and_query(kubeconfig:
     assert sent.headers["content-type"] == "application/merge-patch+json"
     assert sent.headers["authorization"] == "Bearer the-token"
     assert sent.query == {"fieldManager": ["swarmkit-reconcile"]}
+    assert "accept-encoding" not in sent.headers  # no gzip of LIST pages on either side
     assert status == 200 and answer["body"] == {"status": {"observedGeneration": 3}}
 
 
@@ -182,6 +183,27 @@ def test_at_most_workers_requests_are_in_flight(kubeconfig: Path) -> None:
     assert slow.most == 3
 
 
+def test_waiting_for_a_connection_is_not_a_timeout(kubeconfig: Path) -> None:
+    slow = _Slow(0.4)  # each answer within the timeout; the third waits 0.8 s for its turn
+    with RecordingHttpServer(slow) as server:
+        _configure(kubeconfig, server.url, workers=1, request_timeout=0.6, retries=0)
+
+        async def burst() -> list[tuple[int, Any]]:
+            return await asyncio.gather(*(k8s.request("GET", f"{PATH}-{i}") for i in range(3)))
+
+        answers = _run(burst())
+    assert [status for status, _ in answers] == [200] * 3
+    assert slow.most == 1 and len(server.requests) == 3
+
+
+def test_a_request_the_server_does_not_answer_in_time_fails(kubeconfig: Path) -> None:
+    with RecordingHttpServer(_Slow(1.0)) as server:
+        _configure(kubeconfig, server.url, request_timeout=0.3, retries=0)
+        with pytest.raises(k8s.ApiError) as slow:
+            _run(k8s.request("GET", PATH))
+    assert slow.value.status == 0 and len(server.requests) == 1
+
+
 def test_a_runs_start_does_not_wait_behind_a_burst_of_requests(kubeconfig: Path) -> None:
     slow = _Slow(1.0)  # every GET is held 1 s, a POST answered at once
     with RecordingHttpServer(slow) as server:
@@ -248,3 +270,44 @@ def test_a_rotated_token_is_sent_once_the_headers_are_asked_again(
     sent = [r.headers["authorization"] for r in server.requests]
     assert sent == ["Bearer the-token"] * 5 + ["Bearer the-next-token"]
     assert len(asked) == 2
+
+
+def test_a_kubeconfigs_proxy_url_carries_requests_and_watches(kubeconfig: Path) -> None:
+    """``proxy-url`` of the kubeconfig's cluster (what kubectl honours): every request and
+    watch goes through it. Here the proxy is a recording server and the apiserver's address
+    one nothing listens on, so an answer proves the proxy carried the request."""
+    with RecordingHttpServer() as closed:
+        nowhere = closed.url
+
+    def answer(request: HttpRequest) -> tuple[int, Any]:
+        if request.query.get("watch") == ["true"]:
+            return 200, '{"type": "ADDED", "object": {"kind": "Skill"}}\n'
+        return 200, {"kind": "SkillList", "items": []}
+
+    async def first_event() -> dict[str, Any]:
+        async for event in k8s.stream(PATH, [("watch", "true")]):
+            return event
+        raise AssertionError("the watch ended without an event")
+
+    with RecordingHttpServer(answer) as proxy:
+        kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [
+                        {"name": "c", "cluster": {"server": nowhere, "proxy-url": proxy.url}}
+                    ],
+                    "users": [{"name": "u", "user": {"token": "the-token"}}],
+                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                    "current-context": "x",
+                }
+            )
+        )
+        k8s.configure(kubeconfig=str(kubeconfig), retries=0)
+        status, listed = _run(k8s.request("GET", PATH))
+        event = _run(first_event())
+    assert (status, listed) == (200, {"kind": "SkillList", "items": []})
+    assert event == {"type": "ADDED", "object": {"kind": "Skill"}}
+    assert [r.path for r in proxy.requests] == [PATH, PATH]
+    assert all(r.headers["authorization"] == "Bearer the-token" for r in proxy.requests)
