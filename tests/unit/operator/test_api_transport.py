@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import yaml
 
 from swarmkit_operator import k8s
 from tests.support.http_server import HttpRequest, RecordingHttpServer
+from tests.support.kubeconfigs import token_kubeconfig
 
 T = TypeVar("T")
 PATH = "/apis/swarmkit.dev/v1alpha1/namespaces/team-a/skills/summarize"
@@ -34,19 +34,7 @@ def kubeconfig(tmp_path: Path) -> Iterator[Path]:
 
 
 def _configure(path: Path, url: str, **settings: Any) -> None:
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": url}}],
-                "users": [{"name": "u", "user": {"token": "the-token"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
-    k8s.configure(kubeconfig=str(path), **settings)
+    k8s.configure(kubeconfig=token_kubeconfig(path, url), **settings)
 
 
 def _run(call: Awaitable[T]) -> T:
@@ -290,21 +278,8 @@ def test_a_kubeconfigs_proxy_url_carries_requests_and_watches(kubeconfig: Path) 
         raise AssertionError("the watch ended without an event")
 
     with RecordingHttpServer(answer) as proxy:
-        kubeconfig.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [
-                        {"name": "c", "cluster": {"server": nowhere, "proxy-url": proxy.url}}
-                    ],
-                    "users": [{"name": "u", "user": {"token": "the-token"}}],
-                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                    "current-context": "x",
-                }
-            )
-        )
-        k8s.configure(kubeconfig=str(kubeconfig), retries=0)
+        path = token_kubeconfig(kubeconfig, nowhere, **{"proxy-url": proxy.url})
+        k8s.configure(kubeconfig=path, retries=0)
         status, listed = _run(k8s.request("GET", PATH))
         event = _run(first_event())
     assert (status, listed) == (200, {"kind": "SkillList", "items": []})

@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from swarmkit_operator import k8s
 from tests.support.http_server import HttpRequest, RecordingHttpServer
+from tests.support.kubeconfigs import token_kubeconfig
 
 PATH = "/apis/swarmkit.dev/v1alpha1"
 
@@ -28,22 +28,6 @@ def client(tmp_path: Path) -> Iterator[Path]:
     k8s.shutdown()
     yield tmp_path / "kubeconfig"
     k8s.shutdown()
-
-
-def _kubeconfig(path: Path, url: str) -> str:
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": url}}],
-                "users": [{"name": "u", "user": {"token": "t"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
-    return str(path)
 
 
 async def _closing(call: Awaitable[float]) -> float:
@@ -62,7 +46,7 @@ def test_it_waits_through_a_warming_authorizer_and_logs_once(
         return 200, {"kind": "APIResourceList", "groupVersion": "swarmkit.dev/v1alpha1"}
 
     with RecordingHttpServer(warming) as server:
-        k8s.configure(kubeconfig=_kubeconfig(client, server.url))
+        k8s.configure(kubeconfig=token_kubeconfig(client, server.url))
         with caplog.at_level(logging.WARNING):
             waited = asyncio.run(_closing(k8s.wait_for_api(PATH, max_delay=0.5)))
     assert [r.path for r in server.requests] == [PATH] * 4
@@ -74,7 +58,7 @@ def test_it_waits_through_a_warming_authorizer_and_logs_once(
 def test_it_waits_while_nothing_listens_then_returns_once_served(client: Path) -> None:
     with RecordingHttpServer() as probe:
         port = int(probe.url.rsplit(":", 1)[1])  # free, then closed: connections refused
-    k8s.configure(kubeconfig=_kubeconfig(client, f"http://127.0.0.1:{port}"), retries=0)
+    k8s.configure(kubeconfig=token_kubeconfig(client, f"http://127.0.0.1:{port}"), retries=0)
     server = RecordingHttpServer(port=port)
 
     async def scenario() -> float:
