@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import bisect
 import fnmatch
+import heapq
+import itertools
 import logging
 import sys
 import time
@@ -367,6 +369,20 @@ class Indexes:
             if times:
                 count += len(times) - bisect.bisect_left(times, since)
         return count
+
+    def burst_ends(
+        self, resources: Iterable[str], namespace: str, within: float, objects: int
+    ) -> float:
+        """When (``time.monotonic()``) :meth:`arrived` would count fewer than ``objects``
+        within ``within`` seconds if nothing more arrived: the moment a bulk apply is over,
+        at the earliest (now when it is already)."""
+        latest: list[float] = []
+        for resource in resources:
+            times = self._arrivals.get((resource, namespace)) or ()
+            latest += itertools.islice(reversed(times), objects)  # kept oldest first
+        if len(latest) < objects:
+            return time.monotonic()
+        return heapq.nlargest(objects, latest)[-1] + within
 
     def apply(self, resource: str, event_type: str | None, body: Mapping[str, Any]) -> None:
         """One watch event of ``resource``: DELETED drops the object's entries, any other

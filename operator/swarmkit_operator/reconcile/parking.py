@@ -38,6 +38,8 @@ BURST_SECONDS = 2.0
 BURST_OBJECTS = 20
 #: The longest a Skill's first status write is held (an apply that never pauses).
 MAX_HELD_SECONDS = 300.0
+#: The soonest a namespace's release looks again while its apply is still arriving.
+RELEASE_LOOK_SECONDS = 0.1
 
 
 def current(ctl: Controller, key: Key, view: Mapping[str, Any] | None) -> Held | None:
@@ -83,11 +85,16 @@ def hold(ctl: Controller, key: Key, render: Held) -> bool:
 def _release(ctl: Controller, namespace: str) -> None:
     """Once the apply into ``namespace`` pauses, its held Skills are reconciled now. One
     timer per namespace, not a look per held Skill: 20,000 held Skills looking every
-    BURST_SECONDS would cost the process more than their writes."""
+    BURST_SECONDS would cost the process more than their writes. While the apply arrives,
+    the timer is set for the moment it would be over if nothing more came
+    (:meth:`~swarmkit_operator.indexes.Indexes.burst_ends`), not a whole BURST_SECONDS
+    later: looking at a fixed pace released the held writes up to that long after the
+    pause, idle time on every bulk apply's way to Ready."""
     timers = ctl.book.held_release
     if bulk_arriving(ctl, namespace):
+        ends = ctl.indexes.burst_ends(BURST_KINDS, namespace, BURST_SECONDS, BURST_OBJECTS)
         timers[namespace] = asyncio.get_running_loop().call_later(
-            BURST_SECONDS, _release, ctl, namespace
+            max(ends - time.monotonic(), RELEASE_LOOK_SECONDS), _release, ctl, namespace
         )
         return
     timers.pop(namespace, None)

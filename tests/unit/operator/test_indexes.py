@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 from swarmkit_operator.indexes import Indexes, IndexId, IndexSpec, Listing, Resource
 from swarmkit_operator.watching import Reflector
 
@@ -150,3 +152,34 @@ async def test_a_slim_start_up_listing_drops_managed_fields_after_indexing(fake:
     by = {listing.resource: listing.items for listing in listings}
     assert "managedFields" not in by["skills"][0]["metadata"]
     assert by["reviews"][0]["metadata"]["managedFields"][0]["manager"] == "kubectl"
+
+
+def new_object(kind: str, name: str, namespace: str = "team-a") -> dict[str, Any]:
+    """An object as a bulk apply creates it: no status written yet."""
+    return {"kind": kind, "metadata": {"name": name, "namespace": namespace, "uid": name}}
+
+
+def test_a_burst_ends_when_too_few_of_its_arrivals_stay_within_the_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    idx = Indexes([])
+    for i in range(30):  # 3 Skills and, in between, 3 Agents a second for 5 s
+        clock[0] = 100.0 + i / 6
+        idx.update("skills" if i % 2 else "agents", new_object("x", f"o{i}"))
+    clock[0] = 105.0
+    assert idx.arrived(("skills", "agents"), "team-a", 2.0) == 12
+    # 10 must stay within 2 s: the 10th latest arrival (i = 20, t = 103.33) leaves at 105.33
+    assert idx.burst_ends(("skills", "agents"), "team-a", 2.0, 10) == pytest.approx(
+        105.333, abs=1e-3
+    )
+    # one kind alone has 15: its 10th latest (i = 11, t = 101.83) left at 103.83
+    assert idx.burst_ends(("skills",), "team-a", 2.0, 10) == pytest.approx(103.833, abs=1e-3)
+    # fewer arrivals than asked for in all: over already
+    assert idx.burst_ends(("skills", "agents"), "team-a", 2.0, 31) == 105.0
+    assert idx.burst_ends(("skills",), "elsewhere", 2.0, 10) == 105.0
+    # an object with its status written (a restart's listing) is no arrival
+    written = new_object("x", "listed") | {"status": {"observedGeneration": 1}}
+    idx.update("skills", written)
+    assert idx.arrived(("skills",), "team-a", 2.0) == 6

@@ -66,6 +66,31 @@ async def test_a_library_applied_skills_first_takes_one_status_write_per_skill(
     assert operator.ctl.book.held == {}
 
 
+async def test_the_held_writes_go_out_as_soon_as_the_apply_is_over(
+    api: FakeApi, operator: Reconciling, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Released once fewer than BURST_OBJECTS arrivals remain within BURST_SECONDS, not at
+    the next of the release's looks BURST_SECONDS apart (up to that much later, idle)."""
+    monkeypatch.setattr(parking, "BURST_SECONDS", 1.0)
+    api.apply_spec("Workspace", NS, "default", WORKSPACE)
+    await operator.settle()
+    started = time.monotonic()
+    for i in range(SKILLS):  # 40 Skills over 0.6 s: still arriving when the first look comes
+        api.apply_spec("Skill", NS, f"s{i}", skill_spec(instructions=f"# S{i}\n"))
+        await asyncio.sleep(0.6 / SKILLS)
+    applied = time.monotonic() - started
+    last = f"s{SKILLS - 1}"  # held (the head of an apply, its first 20, is written at once)
+    while not skill_status_writes(api, last):
+        assert time.monotonic() - started < 5.0, "the held writes were never released"
+        await asyncio.sleep(0.01)
+    released = time.monotonic() - started
+    # Over when the 20th latest Skill (~0.3 s in) is 1 s old: ~1.3 s. Looks 1 s apart
+    # found it arriving at ~1 s and released it at ~2 s.
+    assert applied < 1.0 and 1.1 <= released < 1.7, (applied, released)
+    await operator.settle()
+    assert skill_status_writes(api, last) == 1
+
+
 async def test_a_skill_created_by_hand_is_written_at_once(
     api: FakeApi, operator: Reconciling, monkeypatch: pytest.MonkeyPatch
 ) -> None:
