@@ -3,7 +3,8 @@ controller running against it (:mod:`tests.support.fake_k8s`, :mod:`tests.suppor
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,3 +27,14 @@ def fake(api: FakeApi) -> FakeApi:
 async def operator(api: FakeApi) -> AsyncIterator[Reconciling]:
     async with Reconciling(api) as running:
         yield running
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: Path) -> Iterator[Path]:
+    """Where a test's kubeconfig goes (``tests/support/kubeconfigs``); the real API client
+    configured from it is torn down before and after."""
+    from swarmkit_operator import k8s
+
+    k8s.shutdown()
+    yield tmp_path / "kubeconfig"
+    k8s.shutdown()

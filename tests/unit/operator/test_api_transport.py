@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,13 +24,6 @@ from tests.support.kubeconfigs import token_kubeconfig
 
 T = TypeVar("T")
 PATH = "/apis/swarmkit.dev/v1alpha1/namespaces/team-a/skills/summarize"
-
-
-@pytest.fixture
-def kubeconfig(tmp_path: Path) -> Iterator[Path]:
-    k8s.shutdown()
-    yield tmp_path / "kubeconfig"
-    k8s.shutdown()
 
 
 def _configure(path: Path, url: str, **settings: Any) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable
 from pathlib import Path
 
 import pytest
@@ -22,14 +22,6 @@ from tests.support.kubeconfigs import token_kubeconfig
 PATH = "/apis/swarmkit.dev/v1alpha1"
 
 
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[Path]:
-    """Where a kubeconfig for a plain-HTTP API server goes; the client is torn down after."""
-    k8s.shutdown()
-    yield tmp_path / "kubeconfig"
-    k8s.shutdown()
-
-
 async def _closing(call: Awaitable[float]) -> float:
     try:
         return await call
@@ -38,7 +30,7 @@ async def _closing(call: Awaitable[float]) -> float:
 
 
 def test_it_waits_through_a_warming_authorizer_and_logs_once(
-    client: Path, caplog: pytest.LogCaptureFixture
+    kubeconfig: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     def warming(request: HttpRequest) -> tuple[int, object]:
         if len(server.requests) <= 3:
@@ -46,7 +38,7 @@ def test_it_waits_through_a_warming_authorizer_and_logs_once(
         return 200, {"kind": "APIResourceList", "groupVersion": "swarmkit.dev/v1alpha1"}
 
     with RecordingHttpServer(warming) as server:
-        k8s.configure(kubeconfig=token_kubeconfig(client, server.url))
+        k8s.configure(kubeconfig=token_kubeconfig(kubeconfig, server.url))
         with caplog.at_level(logging.WARNING):
             waited = asyncio.run(_closing(k8s.wait_for_api(PATH, max_delay=0.5)))
     assert [r.path for r in server.requests] == [PATH] * 4
@@ -55,10 +47,10 @@ def test_it_waits_through_a_warming_authorizer_and_logs_once(
     assert len(warnings) == 1 and "HTTP 403" in warnings[0] and PATH in warnings[0]
 
 
-def test_it_waits_while_nothing_listens_then_returns_once_served(client: Path) -> None:
+def test_it_waits_while_nothing_listens_then_returns_once_served(kubeconfig: Path) -> None:
     with RecordingHttpServer() as probe:
         port = int(probe.url.rsplit(":", 1)[1])  # free, then closed: connections refused
-    k8s.configure(kubeconfig=token_kubeconfig(client, f"http://127.0.0.1:{port}"), retries=0)
+    k8s.configure(kubeconfig=token_kubeconfig(kubeconfig, f"http://127.0.0.1:{port}"), retries=0)
     server = RecordingHttpServer(port=port)
 
     async def scenario() -> float:
