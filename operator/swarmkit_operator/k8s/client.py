@@ -233,7 +233,7 @@ def _ssl_context(cfg: kclient.Configuration) -> ssl.SSLContext | bool:
 AUTH_REUSE_SECONDS = 10.0
 
 
-def auth_headers(cfg: kclient.Configuration) -> dict[str, str]:
+def _auth_headers(cfg: kclient.Configuration) -> dict[str, str]:
     """The credentials' headers for a request (a rotated token is picked up within
     :data:`AUTH_REUSE_SECONDS` plus the configuration's own refresh period)."""
     now = time.monotonic()
@@ -249,7 +249,7 @@ def auth_headers(cfg: kclient.Configuration) -> dict[str, str]:
     return headers
 
 
-def session(pool: str) -> aiohttp.ClientSession:
+def _session(pool: str) -> aiohttp.ClientSession:
     """The HTTP session of ``pool`` on the running event loop (a session is bound to its
     loop: tests run several, each gets its own)."""
     cfg = _config()
@@ -269,6 +269,30 @@ def session(pool: str) -> aiohttp.ClientSession:
             connector=connector, skip_auto_headers=("Accept-Encoding",)
         )
     return found
+
+
+def open_request(
+    pool: str,
+    verb: str,
+    path: str,
+    *,
+    params: list[tuple[str, str]],
+    headers: Mapping[str, str],
+    timeout: aiohttp.ClientTimeout,
+    data: bytes | None = None,
+) -> contextlib.AbstractAsyncContextManager[aiohttp.ClientResponse]:
+    """One request to the apiserver over ``pool``'s connections, as every request and
+    watch is sent: the server's URL, the credentials' headers, the kubeconfig's proxy and
+    TLS server name."""
+    return _session(pool).request(
+        verb,
+        _state.server + path,
+        params=params,
+        data=data,
+        headers={**headers, **_auth_headers(_config())},
+        timeout=timeout,
+        **_state.via,  # type: ignore[arg-type]
+    )
 
 
 async def close_connections() -> None:
@@ -360,7 +384,6 @@ def _refuse_unless_allowed(call: _Call, resource: str) -> None:
 async def _send(call: _Call, want: str) -> tuple[int, Any]:
     """Send ``call`` on the event loop, retrying a transient failure (429, 5xx, no
     connection) with exponential backoff and jitter, or after the ``Retry-After`` asked."""
-    cfg = _config()
     resource = _resource_of(call.path)
     # Per connect and per read, as urllib3's timeout was: the wait for a free connection
     # (a burst queued behind ``workers`` requests) is not the apiserver's slowness.
@@ -371,14 +394,14 @@ async def _send(call: _Call, want: str) -> tuple[int, Any]:
         retry_after: float | None = None
         _refuse_unless_allowed(call, resource)
         try:
-            async with session(call.pool).request(
+            async with open_request(
+                call.pool,
                 call.verb,
-                _state.server + call.path,
+                call.path,
                 params=call.query,
-                data=call.body,
-                headers={**call.headers, **auth_headers(cfg)},
+                headers=call.headers,
                 timeout=timeout,
-                **_state.via,  # type: ignore[arg-type]
+                data=call.body,
             ) as response:
                 data = await response.read()
             metrics.API_REQUESTS.labels(call.verb, resource, str(response.status)).inc()

@@ -11,7 +11,7 @@ import aiohttp
 from swarmkit_api.decoding import loads
 
 from .. import metrics
-from .client import ApiError, _config, _resource_of, _state, auth_headers, session
+from .client import ApiError, _resource_of, open_request
 
 
 class Undecodable(ValueError):
@@ -31,16 +31,11 @@ async def stream(
     :class:`Undecodable` for a line that is not JSON. A value nested too deep for Python
     is cut and its object marked (:mod:`swarmkit_api.decoding`), never an error.
     """
-    cfg = _config()
-    headers = {"Accept": accept, **auth_headers(cfg)}
+    headers = {"Accept": accept}
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
     resource = _resource_of(path)
-    async with session("streams").get(
-        _state.server + path,
-        params=query,
-        headers=headers,
-        timeout=timeout,
-        **_state.via,  # type: ignore[arg-type]
+    async with open_request(
+        "streams", "GET", path, params=query, headers=headers, timeout=timeout
     ) as response:
         metrics.API_REQUESTS.labels("WATCH", resource, str(response.status)).inc()
         if response.status >= 300:
@@ -67,16 +62,11 @@ async def text_lines(
     """GET ``path`` and yield each line of the answer as it arrives (a followed log).
 
     Raises like :func:`stream`; a line that is not UTF-8 is decoded with replacements."""
-    cfg = _config()
-    headers = {"Accept": "*/*", **auth_headers(cfg)}
+    headers = {"Accept": "*/*"}
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout)
     resource = _resource_of(path)
-    async with session("streams").get(
-        _state.server + path,
-        params=query,
-        headers=headers,
-        timeout=timeout,
-        **_state.via,  # type: ignore[arg-type]
+    async with open_request(
+        "streams", "GET", path, params=query, headers=headers, timeout=timeout
     ) as response:
         metrics.API_REQUESTS.labels("GET", resource, str(response.status)).inc()
         if response.status >= 300:
