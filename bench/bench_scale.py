@@ -42,7 +42,8 @@ each run), the growth exponent of the time to Ready (least squares of log t over
 and the goals of issue 43, each a ratio to its floor measured in the same run
 (:data:`GOALS`): time to Ready / the same-writes floor, operator writes (trailing Events
 included) / the minimum writes (one status patch per object, one rendered ConfigMap per
-Skill and Agent), fan-out / its floor, restart's first reconcile / the LIST, peak RSS.
+Skill and Agent, one write per skill library ConfigMap), fan-out / its floor, restart's
+first reconcile / the LIST, peak RSS.
 Uses the cluster of ``$SWARMKIT_KUBECONFIG`` if set (no other operator may watch it), else
 a private one. ``--json PATH`` writes the raw results. ``$BENCH_VERBOSE=1`` runs the
 operator with ``--verbose`` (each status write logs the fields it changes, old and new);
@@ -74,6 +75,7 @@ from bench_support import Profile, spread, wait_quiet_apiserver
 from swarmkit_devcluster.kubeapi import ApiError, KubeClient
 from swarmkit_devcluster.testing import apply_crds, session_cluster
 from swarmkit_operator import k8s
+from swarmkit_operator.library.records import LIBRARY_LABEL
 
 GRANTS = 5
 HOT_MAX = 4000  # grantees of the hot skill: every agent up to N = 20,000
@@ -479,8 +481,16 @@ async def one(n: int, kubeconfig: Path, timeout: float, rep: int = 0) -> dict[st
             settled.get("PATCH skills/status", 0) / max(1, counts["Skill"]), 3
         )
         # The fewest writes any controller can make for these objects: one status write
-        # per object and one rendered ConfigMap per Skill and per Agent.
-        r["minimumWrites"] = total + counts["Skill"] + counts["Agent"]
+        # per object, one rendered ConfigMap per Skill and per Agent, and one write of each
+        # ConfigMap of the skill library (the operator's record of the versions seen and
+        # pinned: its own, the floor's time does not include it).
+        _, library = await k8s.request(
+            "GET",
+            k8s.core_path("configmaps", ns),
+            query=[("labelSelector", f"{LIBRARY_LABEL}=true")],
+        )
+        r["libraryConfigMaps"] = len(library.get("items") or [])
+        r["minimumWrites"] = total + counts["Skill"] + counts["Agent"] + r["libraryConfigMaps"]
         r["xMinimumWrites"] = round(r["operatorWritesSettled"] / r["minimumWrites"], 3)
         before = {
             a["metadata"]["name"]: a["status"]["version"]
@@ -664,7 +674,8 @@ METRICS = (
     ("operatorRequests", "operator API requests"),
     ("operatorWrites", "operator writes"),
     ("operatorWritesSettled", "operator writes until quiet (trailing included)"),
-    ("minimumWrites", "minimum writes: 1 status/object, 1 render/Skill+Agent"),
+    ("minimumWrites", "minimum writes: 1 status/object, 1 render/Skill+Agent, 1/library CM"),
+    ("libraryConfigMaps", "skill library ConfigMaps"),
     ("xMinimumWrites", "ratio of the writes to the minimum"),
     ("skillStatusPatchesPerSkill", "Skill status patches per Skill"),
     ("eventWrites", "Event writes (POST + PATCH) until quiet"),

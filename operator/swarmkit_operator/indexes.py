@@ -288,6 +288,11 @@ class Indexes:
         # (resource, namespace) → when its objects new to this process were indexed, the
         # last ARRIVALS_KEPT seconds of them: whether a bulk apply is still arriving.
         self._arrivals: dict[tuple[str, str], deque[float]] = {}
+        # resource → uid → namespace of the objects whose status does not show their
+        # generation reconciled (new, held, edited), and their number per (resource,
+        # namespace): whether a namespace is still settling (:meth:`unsettled`).
+        self._unsettled: dict[str, dict[str, str]] = {}
+        self._unsettled_count: dict[tuple[str, str], int] = {}
 
     def update(self, resource: str, body: Mapping[str, Any], listed: bool = False) -> None:
         """Index ``body`` (``listed``: it comes from a LIST, not a watch event)."""
@@ -315,6 +320,10 @@ class Indexes:
             # New to the operator *and* never reconciled: what a bulk apply creates. The
             # start-up LIST of a restart (objects with their status) is no apply arriving.
             self._arrived(resource, str(meta.get("namespace") or ""))
+        observed = (body.get("status") or {}).get("observedGeneration")
+        self._settled(
+            resource, uid, meta, observed is not None and observed == meta.get("generation")
+        )
         self._drop(resource, uid)
         labels = meta.get("labels") or {}
         kwargs = {
@@ -394,7 +403,26 @@ class Indexes:
         else:
             self.update(resource, body, listed=event_type is None)
 
+    def _settled(self, resource: str, uid: str, meta: Mapping[str, Any], settled: bool) -> None:
+        pending = self._unsettled.setdefault(resource, {})
+        if settled:
+            namespace = pending.pop(uid, None)
+            if namespace is not None:
+                self._unsettled_count[(resource, namespace)] -= 1
+        elif uid not in pending:
+            namespace = sys.intern(str(meta.get("namespace") or ""))
+            pending[uid] = namespace
+            key = (resource, namespace)
+            self._unsettled_count[key] = self._unsettled_count.get(key, 0) + 1
+
+    def unsettled(self, resources: Iterable[str], namespace: str) -> int:
+        """How many objects of ``resources`` in ``namespace`` the index shows without their
+        generation reconciled (``status.observedGeneration`` short of it): objects just
+        created, held, edited or failing. 0: the namespace has settled."""
+        return sum(self._unsettled_count.get((r, namespace), 0) for r in resources)
+
     def delete(self, resource: str, uid: str) -> None:
+        self._settled(resource, uid, {}, True)
         self._drop(resource, uid)
         self._objects.get(resource, {}).pop(uid, None)
 

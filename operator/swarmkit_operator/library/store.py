@@ -5,8 +5,9 @@ kopf glue (:mod:`swarmkit_operator.handlers.library`) feeds it every Skill, Agen
 event; it never writes on an event. A flush every ``flush_seconds`` (2 s by default,
 ``$SWARMKIT_LIBRARY_FLUSH_SECONDS``) writes what changed since the last one: the changed
 library ConfigMaps of a namespace (``swarmkit-skill-library``, and its shards past one
-ConfigMap: usage counters, version history, the Runs already counted; a large one paced by
-its size, see ``SkillLibrary._map_due``) and one status merge-patch per Skill whose
+ConfigMap: usage counters, version history, the Runs already counted; not while the
+namespace's Skills and Agents are settling, and a large one paced by its size, see
+``SkillLibrary._map_due``) and one status merge-patch per Skill whose
 ``usage`` differs from what its status shows. So 100 Runs finishing within a flush
 interval, each loading the same 10 skills, cost 1 ConfigMap write (unsharded) and 10
 status writes, not 1,000. (``grantedBy`` is not
@@ -38,6 +39,13 @@ log = logging.getLogger("swarmkit_operator.library")
 #: The pace of library ConfigMap writes, in bytes of ConfigMap per second (see
 #: ``SkillLibrary._map_due``).
 MAP_WRITE_BYTES_PER_SECOND = 32 * 1024
+#: The kinds whose statuses the library records (versions seen, versions pinned): while
+#: any of a namespace's is not reconciled yet, its library is still changing.
+SETTLING_KINDS = ("skills", "agents")
+#: The longest a changed library ConfigMap waits for its namespace to settle (a bulk
+#: apply of 20,000 Skills settled in under 3 minutes here; the bound a Skill's held status
+#: write has too).
+SETTLE_LIMIT_SECONDS = 300.0
 
 #: ``pending(namespace, skill)``: whether the Skill's own reconcile is about to write status
 #: (it writes usage itself then, so the flush leaves it alone).
@@ -80,6 +88,8 @@ class SkillLibrary:
         self._written_maps: dict[tuple[str, str], str] = {}
         #: (namespace, ConfigMap) → monotonic time of its last write (the pace, see flush).
         self._map_written_at: dict[tuple[str, str], float] = {}
+        #: (namespace, ConfigMap) → monotonic time of its first change not written yet.
+        self._dirty_since: dict[tuple[str, str], float] = {}
         self._written_status: dict[tuple[str, str], tuple[dict[str, Any], float]] = {}
         #: Writes made so far (what the roll-ups cost the API).
         self.map_writes = 0
@@ -250,21 +260,34 @@ class SkillLibrary:
         shards = self.library(namespace).shards
         part = records.CONFIG_MAP if skill is None else records.part_of(skill, shards)
         self.dirty_maps.add((namespace, part))
+        self._dirty_since.setdefault((namespace, part), self.monotonic())
 
     def _map_due(self, key: tuple[str, str]) -> bool:
         """Whether library ConfigMap ``key`` (namespace, name) may be written now.
 
-        Every write sends the whole ConfigMap (up to ~900 KiB) to the apiserver and etcd,
-        and back to every ConfigMap watcher, this operator included. So a large one is
+        Not while its namespace is settling (a Skill or Agent there not reconciled yet,
+        :meth:`~swarmkit_operator.indexes.Indexes.unsettled`), for up to
+        :data:`SETTLE_LIMIT_SECONDS` after its first change: the library records what
+        their statuses show (versions seen, versions pinned), so during a bulk apply it
+        changes until the last of them is Ready, and every write before that was rewritten
+        (10 creates and 23 rewrites of ~900 KiB at 20,000 Skills, issue 43). Written once
+        it settled, a bulk apply costs one write per library ConfigMap.
+
+        And every write sends the whole ConfigMap (up to ~900 KiB) to the apiserver and
+        etcd, and back to every ConfigMap watcher, this operator included. So a large one is
         written at most once per its size at :data:`MAP_WRITE_BYTES_PER_SECOND` (900 KiB
-        every ~28 s, under 64 KiB every flush): a bulk apply or a fan-out is not slowed by
-        rewriting it every 2 s. What waits is only the kept history; status, usage and the
-        web view read memory, and a graceful stop writes everything (``final``)."""
+        every ~28 s, under 64 KiB every flush). What waits is only the kept history;
+        status, usage and the web view read memory, and a graceful stop writes everything
+        (``final``)."""
+        now = self.monotonic()
+        waited = now - self._dirty_since.get(key, now)
+        if waited < SETTLE_LIMIT_SECONDS and self.indexes.unsettled(SETTLING_KINDS, key[0]):
+            return False
         last = self._map_written_at.get(key)
         pace = len(self._written_maps.get(key, "")) / MAP_WRITE_BYTES_PER_SECOND
         if last is None or pace <= self.flush_seconds:
             return True  # the flush interval paces it already
-        return self.monotonic() - last >= pace
+        return now - last >= pace
 
     def _forget(self, namespace: str) -> None:
         """The namespace is gone (or going), and everything in it with it."""
@@ -272,6 +295,7 @@ class SkillLibrary:
         for key in [k for k in self._written_maps if k[0] == namespace]:
             self._written_maps.pop(key, None)
             self._map_written_at.pop(key, None)
+            self._dirty_since.pop(key, None)
         self.dirty_maps = {k for k in self.dirty_maps if k[0] != namespace}
 
     async def flush(self, final: bool = False) -> None:
@@ -305,6 +329,7 @@ class SkillLibrary:
         for part in sorted(texts, key=lambda p: (p == records.CONFIG_MAP, p)):
             key = (ns, part)
             if texts[part] == self._written_maps.get(key):
+                self._dirty_since.pop(key, None)
                 continue
             try:
                 await k8s.put_config_map(records.to_config_map(ns, part, texts[part]))
@@ -317,6 +342,7 @@ class SkillLibrary:
                 continue
             self._written_maps[key] = texts[part]
             self._map_written_at[key] = self.monotonic()
+            self._dirty_since.pop(key, None)
             self.map_writes += 1
 
     async def _write_skill(self, namespace: str, name: str) -> None:

@@ -323,3 +323,39 @@ async def test_a_sharded_library_rewrites_only_the_shard_that_changed(
 
 async def _listed(api: FakeApi, lib: SkillLibrary) -> list[dict[str, Any]]:
     return [rec.to_config_map(ns, name, text) for (ns, name), text in lib._written_maps.items()]
+
+
+async def test_a_bulk_apply_writes_the_library_once_when_its_namespace_settles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While Skills or Agents of the namespace are not reconciled yet the library keeps
+    changing (each status written adds what it records): written before they settle, it
+    was written again (23 rewrites of ~900 KiB at 20,000 Skills). A namespace that never
+    settles still has its library written, after SETTLE_LIMIT_SECONDS."""
+    from swarmkit_operator.library.store import SETTLE_LIMIT_SECONDS
+
+    idx = indexes()
+    api = FakeApi(monkeypatch, idx)
+    now = [1000.0]
+    lib = SkillLibrary(OperatorConfig(), idx, monotonic=lambda: now[0])
+    applied = [skill(f"skill-{i}", content_hash=f"{i:064x}") for i in range(3)]
+    for body in applied:  # created: no status yet
+        idx.update("skills", {**body, "status": {}})
+    for i, body in enumerate(applied):  # reconciled one by one, a flush between each
+        idx.update("skills", body)
+        lib.skill_seen("ns", body["metadata"]["name"], f"{i:064x}")
+        now[0] += lib.flush_seconds
+        await lib.flush()
+        assert len(api.maps) == (1 if i == len(applied) - 1 else 0)
+    written = json.loads(api.maps[0]["data"][rec.DATA_KEY])["skills"]
+    assert set(written) == {"skill-0", "skill-1", "skill-2"}  # every version, one write
+
+    idx.update("skills", {**skill("stuck"), "status": {}})  # never reconciled
+    lib.skill_seen("ns", "skill-0", "f" * 64)
+    now[0] += SETTLE_LIMIT_SECONDS - 1
+    await lib.flush()
+    assert len(api.maps) == 1  # still settling
+    now[0] += 1
+    await lib.flush()
+    assert len(api.maps) == 2  # not held past the bound
+    assert idx.unsettled(("skills",), "ns") == 1

@@ -183,3 +183,29 @@ def test_a_burst_ends_when_too_few_of_its_arrivals_stay_within_the_window(
     written = new_object("x", "listed") | {"status": {"observedGeneration": 1}}
     idx.update("skills", written)
     assert idx.arrived(("skills",), "team-a", 2.0) == 6
+
+
+def test_a_namespace_settles_when_every_object_shows_its_generation_reconciled() -> None:
+    idx = Indexes([])
+
+    def skill(name: str, generation: int, observed: int | None, ns: str = "team-a") -> None:
+        obj = new_object("Skill", name, ns)
+        obj["metadata"]["generation"] = generation
+        if observed is not None:
+            obj["status"] = {"observedGeneration": observed}
+        idx.update("skills", obj)
+
+    skill("new", 1, None)  # created, not reconciled yet
+    skill("edited", 2, 1)  # its edit not reconciled yet
+    skill("ready", 1, 1)
+    skill("other", 1, None, ns="team-b")
+    assert idx.unsettled(("skills", "agents"), "team-a") == 2
+    assert idx.unsettled(("agents",), "team-a") == 0
+    skill("new", 1, 1)
+    skill("new", 1, 1)  # the same again: counted once either way
+    assert idx.unsettled(("skills",), "team-a") == 1
+    idx.delete("skills", "edited")  # deleted before its reconcile
+    assert idx.unsettled(("skills",), "team-a") == 0
+    assert idx.unsettled(("skills",), "team-b") == 1
+    skill("ready", 2, 1)  # edited again: not settled until reconciled
+    assert idx.unsettled(("skills",), "team-a") == 1
