@@ -262,3 +262,34 @@ def test_a_leader_whose_renewals_fail_stops_writing_before_the_lease_expires(
     )
     wait_for(lambda: ready(kube, namespace, "after"), 30, message=b.tail)
     a.proc = None  # it exited by itself
+
+
+def test_a_graceful_stop_writes_the_skill_library_before_handing_the_lease_over(
+    cluster: LocalCluster, kube: Kube, namespace: str, replicas: list[OperatorProcess]
+) -> None:
+    """A rolling update stops the leader with SIGTERM: what it has not written yet (here
+    the skill library's record of a new Skill, its flushes an hour apart) is written while
+    it still leads. The hand-over came first before, and the write gate refused the last
+    flush ("not the leader"): the library lost its last changes on every rolling update."""
+    a = OperatorProcess(
+        cluster.kubeconfig,
+        env={"POD_NAME": "replica-a", "SWARMKIT_LOG_FORMAT": "plain",
+             "SWARMKIT_LIBRARY_FLUSH_SECONDS": "3600"},
+    )  # fmt: skip
+    replicas.append(a)
+    a.start()
+    wait_for(lambda: "writers started" in a.log(), 30, message=a.tail)
+    kube.custom.create_namespaced_custom_object(
+        "swarmkit.dev", "v1alpha1", namespace, "skills", skill("recorded")
+    )
+    wait_for(lambda: ready(kube, namespace, "recorded"), 30, message=a.tail)
+    assert not kube.core.list_namespaced_config_map(
+        namespace, label_selector="swarmkit.dev/skill-library=true"
+    ).items  # not flushed yet
+    a.stop()
+    assert "not the leader" not in a.log(), a.tail()
+    maps = kube.core.list_namespaced_config_map(
+        namespace, label_selector="swarmkit.dev/skill-library=true"
+    ).items
+    assert len(maps) == 1, a.tail()
+    assert "recorded" in json.loads(maps[0].data["library.json"])["skills"]

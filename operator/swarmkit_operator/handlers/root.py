@@ -518,7 +518,7 @@ def _add_runnables(app: App) -> None:
         if count:
             log.info("%d object(s) changed while no leader ran: reconciling them first", count)
 
-    manager.add(Runnable("reconcile", start_reconcile))
+    manager.add(Runnable("reconcile", start_reconcile, drain=ctl.stop))
     if ours.resync_seconds > 0:
         manager.add(
             Periodic("resync", ctl.resync, ours.resync_seconds, first_after=ours.resync_seconds)
@@ -538,7 +538,13 @@ def _add_runnables(app: App) -> None:
     manager.add(Runnable("gateways", _started(app.gateways.start)))
     lib = app.library
     manager.add(
-        Periodic("skill library", lib.flush, lib.flush_seconds, first_after=lib.flush_seconds)
+        Periodic(
+            "skill library",
+            lib.flush,
+            lib.flush_seconds,
+            first_after=lib.flush_seconds,
+            last=lib.stop,
+        )
     )
 
     async def prune_once() -> asyncio.Task[Any]:
@@ -604,10 +610,10 @@ def _watching(reflector: Reflector) -> Callable[[], Awaitable[asyncio.Task[Any]]
 
 @kopf.on.cleanup()
 async def stop(memo: kopf.Memo, **_: Any) -> None:
-    """Graceful shutdown, in the reverse order: hand the lease over (and stop the loops and
-    streams), the web view, the gateways workers, the reconcile controller (finishing
-    in-flight reconciles, flushing Events), the skill library, the Runs workers, the
-    streams' session, then the client."""
+    """Graceful shutdown, in the reverse order: the manager (while still leading, the
+    skill library's last flush and the reconcile controller's in-flight reconciles and
+    Events; then the lease handed over, the loops and streams stopped), the web view, the
+    gateways workers, the Runs workers, the streams' session, then the client."""
     app = _app_of(memo)
     if app is not None:
         await app.close()

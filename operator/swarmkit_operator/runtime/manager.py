@@ -89,12 +89,17 @@ class Runnable:
     name: str
     start: Callable[[], Awaitable[asyncio.Task[Any] | None]]
     needs_leader: bool = True
+    #: What it finishes at a graceful stop while this replica still leads, before the
+    #: Lease is handed over (in-flight reconciles and their Events, the skill library's
+    #: last flush): after the hand-over the write gate refuses every write.
+    drain: Callable[[], Awaitable[Any]] | None = None
 
 
 class Periodic:
     """``fn`` every ``every`` seconds (the first right away), or sooner when poked; one
     pass at a time; a failed pass is logged and the next one comes on time. ``settle``:
-    seconds to wait after a poke, so a burst of pokes makes one pass."""
+    seconds to wait after a poke, so a burst of pokes makes one pass. ``last``: the pass
+    of a graceful stop (the loop stopped first: never two passes at once)."""
 
     def __init__(
         self,
@@ -104,8 +109,11 @@ class Periodic:
         needs_leader: bool = True,
         settle: float = 0.0,
         first_after: float = 0.0,
+        last: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self.name = name
+        self.last = last
+        self._task: asyncio.Task[Any] | None = None
         self.fn = fn
         self.every = every
         self.needs_leader = needs_leader
@@ -120,9 +128,18 @@ class Periodic:
 
     def runnable(self) -> Runnable:
         async def start() -> asyncio.Task[Any]:
-            return asyncio.create_task(self._loop(), name=f"swarmkit-{self.name}")
+            self._task = asyncio.create_task(self._loop(), name=f"swarmkit-{self.name}")
+            return self._task
 
-        return Runnable(self.name, start, self.needs_leader)
+        return Runnable(self.name, start, self.needs_leader, self._drain if self.last else None)
+
+    async def _drain(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self.last is not None:
+            await self.last()
 
     async def _loop(self) -> None:
         if self.first_after > 0:
@@ -213,7 +230,18 @@ class Manager:
         self.on_lost()
 
     async def stop(self) -> None:
-        """Graceful stop: hand the Lease over first (a standby takes it at once)."""
+        """Graceful stop: the writers finish what they drain while this replica still
+        leads (the last added first), then the Lease is handed over (a standby takes it at
+        once) and every loop is cancelled."""
+        if self.started and self.leadership.write_refusal() is None:
+            for runnable in reversed(self.runnables):
+                if runnable.needs_leader and runnable.drain is not None:
+                    try:
+                        await runnable.drain()
+                    except Exception as exc:
+                        log.warning(
+                            "draining %s failed: %s: %s", runnable.name, type(exc).__name__, exc
+                        )
         if self.elector is not None:
             with contextlib.suppress(Exception):
                 await self.elector.release()

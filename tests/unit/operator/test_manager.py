@@ -79,3 +79,51 @@ async def test_a_periodic_loop_survives_a_failed_pass_and_runs_again_when_poked(
         await manager.stop()
         k8s.set_write_gate(None)
     assert all(t.done() for t in manager.tasks) and not manager.tasks
+
+
+async def test_a_graceful_stop_drains_the_writers_before_the_lease_is_handed_over() -> None:
+    """The skill library's last flush and the reconcile controller's in-flight work write
+    at a graceful stop: after the hand-over the write gate refused them (the library's
+    last changes were lost on every rolling update)."""
+    lease = LeaseSettings("l", "ns", "me", lease_duration=12, renew_deadline=8, retry_period=2)
+    manager = Manager.build(lease)
+    seen: list[tuple[str, str | None]] = []
+    passes: list[str] = []
+
+    async def flush() -> None:
+        passes.append("pass")
+        await asyncio.sleep(3600)  # a pass still running when the stop comes
+
+    async def last_flush() -> None:
+        seen.append(("library", k8s.write_refusal()))
+
+    async def finish_reconciles() -> None:
+        seen.append(("reconcile", k8s.write_refusal()))
+
+    async def start() -> None:
+        return None
+
+    manager.add(Runnable("reconcile", start, drain=finish_reconciles))
+    manager.add(Periodic("skill library", flush, every=3600.0, last=last_flush))
+    manager.add(Runnable("watch", start, needs_leader=False))
+    released: list[str | None] = []
+
+    async def release() -> None:
+        released.append(k8s.write_refusal())
+        manager.leadership.leading = False
+
+    try:
+        await manager.start()
+        # As if it won the election (no apiserver here): what the elector does.
+        manager.leadership.start_leading()
+        await manager._start_writers()
+        await asyncio.sleep(0.05)
+        assert passes == ["pass"]
+        assert manager.elector is not None
+        manager.elector.release = release  # type: ignore[method-assign]
+        await manager.stop()
+    finally:
+        k8s.set_write_gate(None)
+    # The last added drains first, every write allowed, and only then the hand-over.
+    assert seen == [("library", None), ("reconcile", None)]
+    assert released == [None]
