@@ -156,7 +156,7 @@ async def pages(skills: int, requests: int, rounds: int) -> dict[str, Any]:
 async def writes() -> dict[str, Any]:
     counted = {"configMaps": 0, "statusPatches": 0}
 
-    async def put_config_map(manifest: dict[str, Any]) -> None:
+    async def put_config_map(manifest: dict[str, Any], exists: bool = True) -> None:
         counted["configMaps"] += 1
 
     async def patch_status(

@@ -293,17 +293,23 @@ async def delete_config_map(namespace: str, name: str, uid: str | None = None) -
     return True
 
 
-async def put_config_map(manifest: Mapping[str, Any]) -> None:
+async def put_config_map(manifest: Mapping[str, Any], exists: bool = True) -> None:
     """Replace the mutable ConfigMap ``manifest`` names, or create it (last writer wins: the
-    only writer is the operator itself)."""
+    only writer is the operator itself). ``exists``: what the caller last knew; False sends
+    the create first (a PUT of a ConfigMap not there yet is a refused request more per
+    ConfigMap created), and a replace when it was there after all."""
     namespace = manifest["metadata"]["namespace"]
-    path = core_path("configmaps", namespace, manifest["metadata"]["name"])
+    one = core_path("configmaps", namespace, manifest["metadata"]["name"])
     query = [("fieldManager", FIELD_MANAGER)]
-    status, payload = await request("PUT", path, dict(manifest), query=query)
-    if status == 404:
-        path = core_path("configmaps", namespace)
-        status, payload = await request("POST", path, dict(manifest), query=query)
-    _check("PUT", path, status, payload)
+    verb, path = ("PUT", one) if exists else ("POST", core_path("configmaps", namespace))
+    status, payload = await request(verb, path, dict(manifest), query=query)
+    if verb == "PUT" and status == 404:
+        verb, path = "POST", core_path("configmaps", namespace)
+        status, payload = await request(verb, path, dict(manifest), query=query)
+    elif verb == "POST" and status == 409:
+        verb, path = "PUT", one
+        status, payload = await request(verb, path, dict(manifest), query=query)
+    _check(verb, path, status, payload)
 
 
 async def list_config_maps(namespace: str | None, selector: str) -> list[dict[str, Any]]:

@@ -331,8 +331,11 @@ class SkillLibrary:
             if texts[part] == self._written_maps.get(key):
                 self._dirty_since.pop(key, None)
                 continue
+            log.debug("skill library %s/%s: writing %d bytes", ns, part, len(texts[part]))
             try:
-                await k8s.put_config_map(records.to_config_map(ns, part, texts[part]))
+                await k8s.put_config_map(
+                    records.to_config_map(ns, part, texts[part]), exists=key in self._written_maps
+                )
             except k8s.ApiError as exc:
                 if exc.status == 404 or (exc.status == 403 and "terminat" in str(exc)):
                     self._forget(ns)

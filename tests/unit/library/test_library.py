@@ -21,11 +21,14 @@ class FakeApi:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, idx: Indexes) -> None:
         self.maps: list[dict[str, Any]] = []
+        #: What the library said it knew of each ConfigMap it wrote (False: create it).
+        self.existed: list[bool] = []
         self.patches: list[tuple[str, str, dict[str, Any]]] = []
         self.idx = idx
 
-        async def put_config_map(manifest: dict[str, Any]) -> None:
+        async def put_config_map(manifest: dict[str, Any], exists: bool = True) -> None:
             self.maps.append(manifest)
+            self.existed.append(exists)
 
         async def patch_status(
             plural: str, ns: str, name: str, patch: dict[str, Any], manager: str
@@ -359,3 +362,4 @@ async def test_a_bulk_apply_writes_the_library_once_when_its_namespace_settles(
     await lib.flush()
     assert len(api.maps) == 2  # not held past the bound
     assert idx.unsettled(("skills",), "ns") == 1
+    assert api.existed == [False, True]  # created, then replaced: no refused PUT first

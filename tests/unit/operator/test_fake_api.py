@@ -45,6 +45,9 @@ async def test_create_conflicts_and_missing_objects(api: FakeApi) -> None:
     assert await k8s.delete_config_map(NS, "c") is False  # 404
     await k8s.put_config_map(cm("p") | {"data": {"x": "y"}})  # PUT 404, then created
     assert api.get("ConfigMap", NS, "p") is not None
+    await k8s.put_config_map(cm("q") | {"data": {"x": "1"}}, exists=False)  # created
+    await k8s.put_config_map(cm("q") | {"data": {"x": "2"}}, exists=False)  # 409, replaced
+    assert (api.get("ConfigMap", NS, "q") or {})["data"] == {"x": "2"}
 
 
 async def test_an_immutable_config_map_keeps_its_data(api: FakeApi) -> None:
