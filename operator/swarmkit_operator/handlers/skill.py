@@ -241,6 +241,12 @@ async def reconcile_skill_grants(ctl: Controller, namespace: str, name: str, for
     key: Key = ("Skill", namespace, name)
     if parking.is_held(ctl, key, view):
         return "held"  # its first status write is held: it reads grantedBy when it is made
+    # Written already and a bulk apply arriving: more of its Agents may be in it. One write
+    # once it pauses, not one per Agent as they arrive (reconcile/parking.py).
+    pause = parking.pause_in(ctl, namespace)
+    if pause is not None and not force:
+        ctl.enqueue("SkillGrants", namespace, name, delay=pause)
+        return "held"
     # A Skill reconcile that is queued, running or not yet echoed by the watch may write a
     # grantedBy computed before this Agent's grants were indexed (a Skill created just
     # before the Agents granting it): look again once its write is visible. Checked before

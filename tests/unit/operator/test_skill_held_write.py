@@ -247,3 +247,26 @@ async def test_an_edit_while_held_keeps_the_bound_of_the_first_hold(
     again = ctl.book.held[key]
     assert again.fields["renderedConfigMap"] != first.fields["renderedConfigMap"]
     assert again.since == first.since
+
+
+async def test_a_skill_written_before_the_apply_counts_its_agents_once_it_pauses(
+    api: FakeApi, operator: Reconciling
+) -> None:
+    """A Skill written already (by hand, or the head of an apply) that the apply's Agents
+    grant one by one gets one grantedBy write when the apply pauses, not one per Agent."""
+    api.apply_spec("Workspace", NS, "default", WORKSPACE)
+    api.apply_spec("Skill", NS, "hot", skill_spec(instructions="# Hot\n"))
+    await operator.settle()
+    assert skill_status_writes(api, "hot") == 1
+    assert operator.ctl is not None
+    for i in range(SKILLS):  # a bulk apply: a library's Skills, then its Agents
+        api.apply_spec("Skill", NS, f"s{i}", skill_spec(instructions=f"# S{i}\n"))
+    for a in range(AGENTS):  # each granting it
+        api.apply_spec("Agent", NS, f"a{a}", {"skills": ["hot"]})
+        await asyncio.sleep(0.01)
+        # What the skill library's Agent event does (handlers/library.py; this harness
+        # runs the kinds' streams only): the Skills whose grantedBy changed are queued.
+        operator.ctl.enqueue("SkillGrants", NS, "hot")
+    await operator.settle()
+    assert status(api, "Skill", "hot")["grantedBy"]["count"] == AGENTS
+    assert skill_status_writes(api, "hot") == 2
