@@ -441,7 +441,10 @@ def test_editing_a_skill_reversions_exactly_the_agents_granting_it(api: Api) -> 
         api.apply("Agent", agent, {"skills": skills})
     before = {a: api.wait_ready("Agent", a)["version"] for a in grants}
     assert len(set(before.values())) == 5
-    old_cm = api.status("Skill", "shared")["renderedConfigMap"]
+    # An Agent is Ready on its Skills' renders; their own first status may follow a moment
+    # later (created with other new objects, a Skill waits to see whether a bulk apply is
+    # starting: reconcile/parking.py).
+    old_cm = api.wait_ready("Skill", "shared")["renderedConfigMap"]
 
     api.patch_spec("Skill", "shared", {"instructions": "New body."})
 

@@ -46,6 +46,9 @@ BURST_OBJECTS = 20
 MAX_HELD_SECONDS = 300.0
 #: The soonest a namespace's release looks again while its apply is still arriving.
 RELEASE_LOOK_SECONDS = 0.1
+#: How long a new Skill waits, when other new objects arrived with it, to see whether a
+#: bulk apply is starting (see ``_may_be_starting``).
+FIRST_LOOK_SECONDS = 0.25
 
 
 def current(ctl: Controller, key: Key, view: Mapping[str, Any] | None) -> Held | None:
@@ -86,6 +89,8 @@ def hold(ctl: Controller, key: Key, render: Held) -> bool:
         # Rendered again (edited, or its ConfigMap deleted) while held: the bound counts
         # from its first hold, not from each render.
         render = dataclasses.replace(render, since=earlier.since)
+    if _may_be_starting(ctl, key, render):
+        return True
     if not bulk_arriving(ctl, key[1]) or time.monotonic() - render.since > MAX_HELD_SECONDS:
         book.held.pop(key, None)
         return False
@@ -95,6 +100,22 @@ def hold(ctl: Controller, key: Key, render: Held) -> bool:
     timers = book.held_release
     if key[1] not in timers:
         timers[key[1]] = asyncio.get_running_loop().call_later(BURST_SECONDS, _release, ctl, key[1])
+    return True
+
+
+def _may_be_starting(ctl: Controller, key: Key, render: Held) -> bool:
+    """Whether the Skill waits a moment (:data:`FIRST_LOOK_SECONDS` after its render) to
+    see whether a bulk apply is starting: other objects new to the operator arrived in its
+    namespace meanwhile, not yet the :data:`BURST_OBJECTS` of one. The first Skills of an
+    apply were written at once and again once their Agents arrived (one Skill at 5,000,
+    the first of the apply); one created by hand alone is written at once."""
+    if time.monotonic() - render.since >= FIRST_LOOK_SECONDS:
+        return False
+    arrived = ctl.indexes.arrived(BURST_KINDS, key[1], BURST_SECONDS)
+    if arrived < 2 or arrived >= BURST_OBJECTS:
+        return False
+    ctl.book.held[key] = render
+    ctl.enqueue(*key, delay=FIRST_LOOK_SECONDS - (time.monotonic() - render.since))
     return True
 
 

@@ -270,3 +270,24 @@ async def test_a_skill_written_before_the_apply_counts_its_agents_once_it_pauses
     await operator.settle()
     assert status(api, "Skill", "hot")["grantedBy"]["count"] == AGENTS
     assert skill_status_writes(api, "hot") == 2
+
+
+async def test_the_first_skills_of_an_apply_wait_a_moment_to_see_it_start(
+    api: FakeApi, operator: Reconciling
+) -> None:
+    """The first Skills of an apply are reconciled before 20 objects arrived: they wait
+    FIRST_LOOK_SECONDS when others arrived with them, and are then held with the rest."""
+    api.apply_spec("Workspace", NS, "default", WORKSPACE)
+    await operator.settle()
+    for i in range(2):
+        api.apply_spec("Skill", NS, f"s{i}", skill_spec(instructions=f"# S{i}\n"))
+    await asyncio.sleep(0.1)  # their reconciles ran: 2 arrivals, not yet a bulk apply
+    assert skill_status_writes(api, "s0") == 0
+    for i in range(2, SKILLS):
+        api.apply_spec("Skill", NS, f"s{i}", skill_spec(instructions=f"# S{i}\n"))
+    for a in range(AGENTS):
+        api.apply_spec("Agent", NS, f"a{a}", {"skills": grants(a)})
+    await operator.settle()
+    for skill in ("s0", "s1"):
+        assert status(api, "Skill", skill)["grantedBy"] == {"count": 1, "agents": ["a0"]}
+        assert skill_status_writes(api, skill) == 1, skill
