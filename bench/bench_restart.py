@@ -13,8 +13,9 @@ times per revision, so that a difference of a tenth of a second shows above the 
    answers and until a Skill created right after the start is Ready (the first reconcile,
    ``bench_scale``'s ``restartFirstReconcileSeconds``), the operator's CPU time (user +
    system, all threads) at that moment, and its status writes to the unchanged objects.
-3. The floor, each restart: a fresh interpreter LISTing the namespace's kinds and its
-   ConfigMaps (``bench_scale.bare_restart``); the watch streams the operator opened and
+3. The floor, each restart: a fresh interpreter importing the API client and LISTing the
+   namespace's kinds and its ConfigMaps' metadata as the operator's start-up does
+   (``bench_scale.bare_restart``); the watch streams the operator opened and
    how many had to LIST (its log); once, the cost of one more LIST (an empty kind).
 
 The revisions run one after the other (each on its own namespace: an operator LISTs every
