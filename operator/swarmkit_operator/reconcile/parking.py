@@ -10,6 +10,10 @@ new to the operator, never reconciled, keep arriving in its namespace
 those by hand; a restart's LIST of reconciled objects is not counted), at most
 :data:`MAX_HELD_SECONDS`; then it writes once, with the Agents the indexes show.
 
+A new Skill reconciled while a few other new objects arrive (2 to 19 within
+:data:`BURST_SECONDS`) first waits :data:`FIRST_LOOK_SECONDS` to see whether an apply is
+starting (``_may_be_starting``); one created alone is written at once.
+
 A Skill written before the apply could be told from objects created by hand (the head of
 an apply: its first write made before :data:`BURST_OBJECTS` arrived) is not written again
 for each of its Agents as they arrive: its ``grantedBy`` follows once the apply pauses
