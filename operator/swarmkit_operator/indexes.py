@@ -49,6 +49,10 @@ log = logging.getLogger("swarmkit_operator")
 PRESENT = object()  # a label filter value: the label exists, whatever its value
 #: Seconds of first-seen times :meth:`Indexes.arrived` can look back over.
 ARRIVALS_KEPT = 10.0
+#: The resources whose objects' settling is tracked (:meth:`Indexes.unsettled`): the
+#: kinds the skill library records. Not every resource: a ConfigMap, Pod or Job shows no
+#: ``observedGeneration`` and would be kept as unsettled for as long as it lives.
+SETTLING_RESOURCES = frozenset({"skills", "agents"})
 
 
 @dataclass(frozen=True)
@@ -320,10 +324,11 @@ class Indexes:
             # New to the operator *and* never reconciled: what a bulk apply creates. The
             # start-up LIST of a restart (objects with their status) is no apply arriving.
             self._arrived(resource, str(meta.get("namespace") or ""))
-        observed = (body.get("status") or {}).get("observedGeneration")
-        self._settled(
-            resource, uid, meta, observed is not None and observed == meta.get("generation")
-        )
+        if resource in SETTLING_RESOURCES:
+            observed = (body.get("status") or {}).get("observedGeneration")
+            self._settled(
+                resource, uid, meta, observed is not None and observed == meta.get("generation")
+            )
         self._drop(resource, uid)
         labels = meta.get("labels") or {}
         kwargs = {
@@ -418,11 +423,17 @@ class Indexes:
     def unsettled(self, resources: Iterable[str], namespace: str) -> int:
         """How many objects of ``resources`` in ``namespace`` the index shows without their
         generation reconciled (``status.observedGeneration`` short of it): objects just
-        created, held, edited or failing. 0: the namespace has settled."""
+        created, held, edited or failing. 0: the namespace has settled. Only
+        :data:`SETTLING_RESOURCES` are tracked; asking about another is a ValueError."""
+        resources = tuple(resources)
+        untracked = set(resources) - SETTLING_RESOURCES
+        if untracked:
+            raise ValueError(f"settling is not tracked for {sorted(untracked)}")
         return sum(self._unsettled_count.get((r, namespace), 0) for r in resources)
 
     def delete(self, resource: str, uid: str) -> None:
-        self._settled(resource, uid, {}, True)
+        if resource in SETTLING_RESOURCES:
+            self._settled(resource, uid, {}, True)
         self._drop(resource, uid)
         self._objects.get(resource, {}).pop(uid, None)
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from .. import k8s, metrics
 from ..config import OperatorConfig
-from ..indexes import Indexes, IndexId
+from ..indexes import SETTLING_RESOURCES, Indexes, IndexId
 from . import records
 from .records import LIBRARY_LABEL, Library, SkillRecord
 
@@ -39,9 +39,6 @@ log = logging.getLogger("swarmkit_operator.library")
 #: The pace of library ConfigMap writes, in bytes of ConfigMap per second (see
 #: ``SkillLibrary._map_due``).
 MAP_WRITE_BYTES_PER_SECOND = 32 * 1024
-#: The kinds whose statuses the library records (versions seen, versions pinned): while
-#: any of a namespace's is not reconciled yet, its library is still changing.
-SETTLING_KINDS = ("skills", "agents")
 #: The longest a changed library ConfigMap waits for its namespace to settle (a bulk
 #: apply of 20,000 Skills settled in under 3 minutes here; the bound a Skill's held status
 #: write has too).
@@ -265,7 +262,8 @@ class SkillLibrary:
     def _map_due(self, key: tuple[str, str]) -> bool:
         """Whether library ConfigMap ``key`` (namespace, name) may be written now.
 
-        Not while its namespace is settling (a Skill or Agent there not reconciled yet,
+        Not while its namespace is settling (a Skill or Agent there not reconciled yet:
+        the kinds whose statuses the library records,
         :meth:`~swarmkit_operator.indexes.Indexes.unsettled`), for up to
         :data:`SETTLE_LIMIT_SECONDS` after its first change: the library records what
         their statuses show (versions seen, versions pinned), so during a bulk apply it
@@ -281,7 +279,7 @@ class SkillLibrary:
         (``final``)."""
         now = self.monotonic()
         waited = now - self._dirty_since.get(key, now)
-        if waited < SETTLE_LIMIT_SECONDS and self.indexes.unsettled(SETTLING_KINDS, key[0]):
+        if waited < SETTLE_LIMIT_SECONDS and self.indexes.unsettled(SETTLING_RESOURCES, key[0]):
             return False
         last = self._map_written_at.get(key)
         pace = len(self._written_maps.get(key, "")) / MAP_WRITE_BYTES_PER_SECOND

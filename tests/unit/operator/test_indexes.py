@@ -209,3 +209,13 @@ def test_a_namespace_settles_when_every_object_shows_its_generation_reconciled()
     assert idx.unsettled(("skills",), "team-b") == 1
     skill("ready", 2, 1)  # edited again: not settled until reconciled
     assert idx.unsettled(("skills",), "team-a") == 1
+
+
+def test_settling_is_tracked_for_the_kinds_the_library_records_only() -> None:
+    """A ConfigMap (or Pod, Job) shows no observedGeneration: tracked, it would count as
+    unsettled for as long as it lives, every render of the cluster."""
+    idx = Indexes([])
+    idx.update("configmaps", new_object("ConfigMap", "render"))
+    assert idx._unsettled.get("configmaps") is None
+    with pytest.raises(ValueError, match="configmaps"):
+        idx.unsettled(("configmaps",), "team-a")
