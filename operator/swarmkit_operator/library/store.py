@@ -293,7 +293,8 @@ class SkillLibrary:
         for key in [k for k in self._written_maps if k[0] == namespace]:
             self._written_maps.pop(key, None)
             self._map_written_at.pop(key, None)
-            self._dirty_since.pop(key, None)
+        for key in [k for k in self._dirty_since if k[0] == namespace]:
+            del self._dirty_since[key]  # also the parts never written
         self.dirty_maps = {k for k in self.dirty_maps if k[0] != namespace}
 
     async def flush(self, final: bool = False) -> None:

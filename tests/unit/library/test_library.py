@@ -363,3 +363,12 @@ async def test_a_bulk_apply_writes_the_library_once_when_its_namespace_settles(
     assert len(api.maps) == 2  # not held past the bound
     assert idx.unsettled(("skills",), "ns") == 1
     assert api.existed == [False, True]  # created, then replaced: no refused PUT first
+
+
+def test_a_namespace_gone_before_its_library_was_written_leaves_nothing_behind() -> None:
+    idx = indexes()
+    lib = SkillLibrary(OperatorConfig(), idx, monotonic=lambda: 1000.0)
+    lib.skill_seen("gone", "one", "1" * 64)  # changed, never written
+    assert ("gone", rec.CONFIG_MAP) in lib._dirty_since
+    lib._forget("gone")
+    assert not lib.dirty_maps and not lib._dirty_since
