@@ -142,9 +142,7 @@ def manifests(skills: int) -> list[dict[str, Any]]:
 
 
 #: The status subresources of the benchmark's kinds (what :func:`one` cross-checks).
-STATUS_RESOURCES = frozenset(
-    f"{p}/status" for p in ("skills", "agents", "topologies", "workspaces")
-)
+STATUS_RESOURCES = frozenset(f"{p}/status" for p in br.PLURALS.values())
 
 
 def load() -> str:
@@ -464,7 +462,7 @@ async def one(n: int, kubeconfig: Path, timeout: float, rep: int = 0) -> dict[st
             r["profile"] = str(profile.stop())
         text = br.scrape(port)
         writes1 = br.writes_by_resource(text)
-        op_writes = {k: v - writes0.get(k, 0) for k, v in writes1.items() if v - writes0.get(k, 0)}
+        op_writes = diff_counts(writes1, writes0)
         r["operatorWrites"] = sum(op_writes.values())
         r["operatorWritesBy"] = op_writes
         r["operatorRequests"] = requests_total(text) - requests0
@@ -488,16 +486,12 @@ async def one(n: int, kubeconfig: Path, timeout: float, rep: int = 0) -> dict[st
         # Topologies' counts, incremented once their answers are read, a moment after
         # the watch showed them Ready) were in neither (386 Topology writes counted for
         # 400 Topologies at 20,000, the apiserver's count said otherwise).
-        r["trailingWritesBy"] = {
-            k: v - writes1.get(k, 0) for k, v in trailing.items() if v - writes1.get(k, 0)
-        }
+        r["trailingWritesBy"] = diff_counts(trailing, writes1)
         r["trailingSeconds"] = round(time.monotonic() - settled_at, 2)
         r["trailingEvents"] = sum(
             v for k, v in r["trailingWritesBy"].items() if k.endswith(" events")
         )
-        settled = dict(op_writes)
-        for k, v in r["trailingWritesBy"].items():
-            settled[k] = settled.get(k, 0) + v
+        settled = diff_counts(trailing, writes0)  # the apply's and the trailing writes
         r["operatorWritesSettled"] = sum(settled.values())
         r["eventWrites"] = sum(v for k, v in settled.items() if k.endswith(" events"))
         # The status writes as the apiserver counted them (SSA is its verb APPLY): only the
@@ -564,7 +558,7 @@ async def one(n: int, kubeconfig: Path, timeout: float, rep: int = 0) -> dict[st
         # The trailing writes (topologies, Events, grantedBy, GC): the restart below counts
         # the writes of the new operator as rewrites, so the old one must be done first.
         writes1 = await _quiet_writes(port)
-        fan = {k: v - writes0.get(k, 0) for k, v in writes1.items() if v - writes0.get(k, 0)}
+        fan = diff_counts(writes1, writes0)
         r["fanoutWritesBy"] = fan
         r["fanoutAgentStatusWrites"] = fan.get("PATCH agents/status", 0)
         moved = {
