@@ -35,7 +35,7 @@ from .config import (
     load_config,
     settings_from,
 )
-from .runtime.allocator import limit_malloc_arenas
+from .runtime.allocator import freeze_survivors, limit_malloc_arenas
 from .runtime.manager import lease_settings
 from .webview.server import is_loopback, parse_address
 
@@ -211,6 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from . import handlers, metrics  # registers the handlers with kopf
 
     del handlers
+    # Every module is imported: what they made lives as long as the process, and no
+    # collection needs to walk it again (runtime/allocator.py).
+    freeze_survivors()
     # A port clash must end start-up with one clear line: kopf would log the bind failure of
     # its health reporter and then linger in shutdown, so check the port before it starts.
     problem = _unbindable(args.liveness)

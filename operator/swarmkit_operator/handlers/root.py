@@ -79,6 +79,7 @@ from ..runs import RunController, spend
 from ..runs.retention import Retention
 from ..runs.schedule import Scheduler
 from ..runtime import LeaseSettings, Manager, Periodic, Runnable, lease_settings
+from ..runtime.allocator import collector_paused
 from ..watching import Reflector, reflectors
 from ..webview import Access, Sources, WebView, parse_address
 from ..workload.resolve import Resolver
@@ -446,7 +447,10 @@ async def _populated(
 ) -> list[Listing]:
     listings: list[Listing] = []
     started = time.monotonic()
-    took = await populate(indexes, namespaces, listings=listings, slim=slim)
+    # No collection walks the indexes while they fill, and none after (runtime/allocator.py:
+    # 0.6 s of a 1.7 s listing of 12,100 objects, 3.0 s of 6.9 s at 48,400).
+    with collector_paused():
+        took = await populate(indexes, namespaces, listings=listings, slim=slim)
     log.info(
         "indexes pre-populated in %.2fs (%s): %s",
         time.monotonic() - started,
