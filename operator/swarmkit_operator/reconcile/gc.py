@@ -37,7 +37,7 @@ _RENDERED: dict[str, Any] = {COMPONENT_LABEL: PRESENT, **MANAGED_BY}
 
 
 #: A render's ``swarmkit.dev/component`` label value → its kind (read for every ConfigMap
-#: a start-up lists: a scan of the table each time was 3 % of a restart's CPU).
+#: a start-up lists: a scan of the table took 1.5 us here, a lookup 36 ns).
 _KIND_OF_COMPONENT = {k.singular: k.kind for k in KINDS}
 
 
