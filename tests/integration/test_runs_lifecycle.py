@@ -384,6 +384,9 @@ def test_skill_edited_during_a_run_is_not_seen(
         ),
     )
     wait_ready(kube, ns, "Agent", "reader")
+    # The Agent is Ready on the Skill's render; a Skill created with a few other objects
+    # writes its own status up to 0.25 s later (reconcile/parking.FIRST_LOOK_SECONDS).
+    wait_ready(kube, ns, "Skill", "notes")
     before = get(kube, ns, "Skill", "notes")["status"]["contentHash"]  # type: ignore[index]
     create(kube, ns, run_manifest("pinned", agent="reader"))
     wait_run(kube, ns, "pinned", reason_is("Running"), operator=operator)
