@@ -72,12 +72,14 @@ def collector_paused() -> Iterator[None]:
     """The cyclic collector off for the block (reference counting still frees), then what
     the block left alive frozen (:func:`freeze_survivors`) and the collector on again if
     it was. For the start-up LIST: no collection walks the growing indexes while they
-    fill, and none walks them afterwards."""
+    fill, and none walks them afterwards. A block that fails freezes nothing: its
+    exception's traceback holds the half-filled indexes in a cycle of frames, which
+    frozen would never be collected (kopf retries a failed start: one leak per retry)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
-    finally:
         freeze_survivors()
+    finally:
         if enabled:
             gc.enable()
