@@ -38,11 +38,9 @@ import re
 import secrets
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -57,25 +55,13 @@ from bench_scale import (
     manifests,
     namespaces_gone,
     start_operator,
+    wait_up,
 )
 from bench_support import Profile, wait_quiet_apiserver
 
 from swarmkit_devcluster.testing import apply_crds, session_cluster
 from swarmkit_operator import k8s
 from swarmkit_operator.indexes import Resource, list_all
-
-
-async def _up(proc: subprocess.Popen[bytes], live: int, log: Path) -> None:
-    async def up() -> bool:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{live}/healthz", timeout=2):
-                return True
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(f"operator exited; see {log}") from None
-            return False
-
-    await br.wait_until(up, 60, 0.02, "the operator to start")
 
 
 async def settle(tree: Path, kubeconfig: Path, ns: str, n: int, log: Path) -> None:
@@ -85,7 +71,7 @@ async def settle(tree: Path, kubeconfig: Path, ns: str, n: int, log: Path) -> No
     proc, port, live = start_operator(kubeconfig, log, tree)
     watched = None
     try:
-        await _up(proc, live, log)
+        await wait_up(proc, None, live, log, interval=0.02)
         await br.create_namespace(ns)
         watched = Watched(kubeconfig, ns)
         await k8s.create_custom("workspaces", ns, br.WORKSPACE)
@@ -119,7 +105,7 @@ async def restart(
     spy = Profile(proc.pid, profile, rate=250) if profile is not None else None
     try:
         await k8s.create_custom("skills", ns, probe)
-        await _up(proc, live, log)
+        await wait_up(proc, None, live, log, interval=0.02)
         r["upSeconds"] = round(time.monotonic() - started, 3)
         r["upCpuSeconds"] = br.cpu_seconds(proc.pid)
 

@@ -205,10 +205,20 @@ async def _quiet_writes(port: int, quiet: float = 2.0, limit: float = 60.0) -> d
     return last
 
 
-async def wait_up(proc: subprocess.Popen[bytes], port: int, live: int, log: Path) -> None:
+async def wait_up(
+    proc: subprocess.Popen[bytes],
+    port: int | None,
+    live: int,
+    log: Path,
+    interval: float = 0.2,
+) -> None:
+    """Until the operator answers its health probe (and its metrics, given ``port``); a
+    restart's timing asks with a finer ``interval`` and without scraping the metrics."""
+
     async def up() -> bool:
         try:
-            br.scrape(port)
+            if port is not None:
+                br.scrape(port)
             with urllib.request.urlopen(f"http://127.0.0.1:{live}/healthz", timeout=2):
                 return True
         except OSError:
@@ -216,7 +226,7 @@ async def wait_up(proc: subprocess.Popen[bytes], port: int, live: int, log: Path
                 raise RuntimeError(f"operator exited; see {log}") from None
             return False
 
-    await br.wait_until(up, 60, 0.2, "the operator to start")
+    await br.wait_until(up, 60, interval, "the operator to start")
 
 
 _BARE_RESTART = """

@@ -402,6 +402,38 @@ def test_skill_edited_during_a_run_is_not_seen(
     assert "version two" not in logs
 
 
+def test_a_run_created_right_after_its_agents_missing_skill_runs_with_it(
+    kube: Kube, examples_ns: str, operator: OperatorProcess
+) -> None:
+    """An Agent granting a Skill that does not exist yet is Ready without it (inert until
+    it appears). The user then applies the Skill and at once a Run: the Run waits for the
+    Agent to pick the Skill up instead of starting on the render that went without it."""
+    ns = examples_ns
+    load = {"toolCalls": [{"name": "load_skill", "arguments": {"name": "late-notes"}}]}
+    apply(kube, ns, agent_with("late-reader", [load, {"text": "loaded"}], skills=["late-notes"]))
+    wait_ready(kube, ns, "Agent", "late-reader")
+    assert get(kube, ns, "Agent", "late-reader")["status"]["missingSkills"] == ["late-notes"]  # type: ignore[index]
+    skill = {
+        "apiVersion": "swarmkit.dev/v1alpha1",
+        "kind": "Skill",
+        "metadata": {"name": "late-notes"},
+        "spec": {
+            "description": "Use to read the late notes.",
+            "category": "capability",
+            "instructions": "The notes came late.",
+            "provenance": {"authoredBy": "human", "version": "1.0.0"},
+        },
+    }
+    apply(kube, ns, skill)
+    create(kube, ns, run_manifest("late", agent="late-reader"))
+    run = wait_run(kube, ns, "late", finished, operator=operator)
+    assert succeeded(run)["reason"] == "Succeeded", debug(kube, ns, operator)  # type: ignore[index]
+    [usage] = run["status"]["skills"]
+    assert usage["loaded"] == ["late-notes"], run["status"]
+    content_hash = get(kube, ns, "Skill", "late-notes")["status"]["contentHash"]  # type: ignore[index]
+    assert run["status"]["pinned"]["skills"] == {"late-notes": content_hash}
+
+
 def test_output_over_4kib_is_truncated_with_marker(
     kube: Kube, examples_ns: str, operator: OperatorProcess
 ) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from swarmkit_api.conditions import READY
 from swarmkit_api.review import CREATED_BY_ANNOTATION
 
 
@@ -130,6 +131,9 @@ def agent_summary(body: Mapping[str, Any]) -> dict[str, Any]:
         "conditions": list(status.get("conditions") or ()),
         # spec.promotion: the version Runs pin is the active one (workload/resolve.py).
         **({"promotion": status["promotion"]} if status.get("promotion") else {}),
+        # Granted skills its render went without: a Run waits while one of them exists and
+        # the Agent has yet to pick it up (workload/resolve.py).
+        **({"missingSkills": list(status["missingSkills"])} if status.get("missingSkills") else {}),
     }
     # Retention finds a manual Run's Workspace (its TTL) through the Agent.
     ws = (body.get("spec") or {}).get("workspaceRef") or {}
@@ -138,10 +142,19 @@ def agent_summary(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def skill_summary(body: Mapping[str, Any]) -> dict[str, Any]:
-    """A Skill: its content hash; its content comes from the pinned ConfigMap (and whether
-    a swarm-authored version is reviewed, from its Review: handlers/review.py)."""
+    """A Skill: its content hash and readiness (None: no status yet); its content comes from
+    the pinned ConfigMap (and whether a swarm-authored version is reviewed, from its Review:
+    handlers/review.py)."""
     status = body.get("status") or {}
-    return {"contentHash": status.get("contentHash")}
+    ready = next(
+        (
+            c.get("status") == "True"
+            for c in status.get("conditions") or ()
+            if c.get("type") == READY
+        ),
+        None,
+    )
+    return {"contentHash": status.get("contentHash"), "ready": ready}
 
 
 def workspace_summary(body: Mapping[str, Any]) -> dict[str, Any]:

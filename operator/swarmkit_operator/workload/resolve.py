@@ -354,11 +354,26 @@ class Resolver:
         ok, why = ready(agent)
         if not ok:
             return Waiting(f"waiting for Agent {name} to be Ready ({why})")
+        late = self._skill_to_pick_up(ns, status) if asked is None else None
+        if late is not None:
+            return Waiting(f"waiting for Agent {name} to pick up its granted Skill {late}", 1.0)
         version, cm = status.get("version"), status.get("renderedConfigMap")
         if not version or not cm:
             return Waiting(f"waiting for Agent {name}: not rendered yet", 2.0)
         digest = status.get("renderedSha256")
         return await self._agent_at(ns, name, str(version), str(cm), digest and str(digest))
+
+    def _skill_to_pick_up(self, ns: str, agent_status: Mapping[str, Any]) -> str | None:
+        """A granted skill the Agent's render went without that exists now, Ready or not
+        reconciled yet: the Agent renders again with it. A Skill applied with its Agent
+        (and a Run) can reach the operator after the Agent, whose first render is Ready
+        without it (a missing grant is inert until it appears); the Run waits for the
+        render the user applied, not the first one. A Skill that is not Ready stays inert."""
+        for skill in agent_status.get("missingSkills") or ():
+            summary = one(self.idx.skills, (ns, str(skill)))
+            if summary is not None and summary.get("ready") is not False:
+                return str(skill)
+        return None
 
     async def _agent_at(
         self, ns: str, name: str, version: str, cm: str, digest: str | None = None
