@@ -20,6 +20,7 @@ from .runs_support import (
     apply_examples,
     create,
     debug,
+    doc,
     finished,
     get,
     jobs,
@@ -413,18 +414,13 @@ def test_a_run_created_right_after_its_agents_missing_skill_runs_with_it(
     apply(kube, ns, agent_with("late-reader", [load, {"text": "loaded"}], skills=["late-notes"]))
     wait_ready(kube, ns, "Agent", "late-reader")
     assert get(kube, ns, "Agent", "late-reader")["status"]["missingSkills"] == ["late-notes"]  # type: ignore[index]
-    skill = {
-        "apiVersion": "swarmkit.dev/v1alpha1",
-        "kind": "Skill",
-        "metadata": {"name": "late-notes"},
-        "spec": {
-            "description": "Use to read the late notes.",
-            "category": "capability",
-            "instructions": "The notes came late.",
-            "provenance": {"authoredBy": "human", "version": "1.0.0"},
-        },
+    spec = {
+        "description": "Use to read the late notes.",
+        "category": "capability",
+        "instructions": "The notes came late.",
+        "provenance": {"authoredBy": "human", "version": "1.0.0"},
     }
-    apply(kube, ns, skill)
+    apply(kube, ns, doc("Skill", "late-notes", spec))
     create(kube, ns, run_manifest("late", agent="late-reader"))
     run = wait_run(kube, ns, "late", finished, operator=operator)
     assert succeeded(run)["reason"] == "Succeeded", debug(kube, ns, operator)  # type: ignore[index]
