@@ -465,27 +465,22 @@ def wait_ready(kube: Kube, namespace: str, kind: str, name: str, timeout: float 
     """Wait for ``Ready=True``; for an Agent, also until it has picked up every granted skill
     that is Ready by now. An Agent is Ready with a granted skill missing or not Ready (inert
     until it appears), so a Skill applied just before it can render after it: a Run created
-    on the Agent's first Ready would then run without that skill."""
+    on the Agent's first Ready would then run without that skill (only an Agent's status
+    has ``missingSkills``)."""
 
     def check() -> bool:
         obj = get(kube, namespace, kind, name)
-        status = (obj or {}).get("status") or {}
-        for cond in status.get("conditions") or ():
-            if cond.get("type") == "Ready" and cond.get("status") == "True":
-                return kind != "Agent" or not _ready_skills_missed(kube, namespace, status)
-        return False
+        if not _is_ready(obj):
+            return False
+        missing = ((obj or {}).get("status") or {}).get("missingSkills") or ()
+        return not any(_is_ready(get(kube, namespace, "Skill", str(s))) for s in missing)
 
     wait_for(check, timeout, message=lambda: debug(kube, namespace))
 
 
-def _ready_skills_missed(kube: Kube, namespace: str, agent_status: dict[str, Any]) -> bool:
-    """Whether an Agent's status still lists as missing a Skill that is Ready now."""
-    for skill in agent_status.get("missingSkills") or ():
-        obj = get(kube, namespace, "Skill", str(skill))
-        conditions = ((obj or {}).get("status") or {}).get("conditions") or ()
-        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
-            return True
-    return False
+def _is_ready(obj: dict[str, Any] | None) -> bool:
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def warning_event(kube: Kube, namespace: str, name: str, reason: str) -> str:

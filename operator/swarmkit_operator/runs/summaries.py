@@ -14,6 +14,8 @@ from typing import Any
 from swarmkit_api.conditions import READY
 from swarmkit_api.review import CREATED_BY_ANNOTATION
 
+from ..conditions import get_condition
+
 
 def meta_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     """The metadata every summary starts from."""
@@ -146,14 +148,8 @@ def skill_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     the pinned ConfigMap (and whether a swarm-authored version is reviewed, from its Review:
     handlers/review.py)."""
     status = body.get("status") or {}
-    ready = next(
-        (
-            c.get("status") == "True"
-            for c in status.get("conditions") or ()
-            if c.get("type") == READY
-        ),
-        None,
-    )
+    cond = get_condition(status.get("conditions"), READY)
+    ready = None if cond is None else cond.get("status") == "True"
     return {"contentHash": status.get("contentHash"), "ready": ready}
 
 
