@@ -4,10 +4,12 @@ Where a pod's memory limit is an ``RLIMIT_DATA`` (the process node without a cgr
 runner refuses to start a harness whose ``data_mib`` is above it (``HarnessFailed``, naming
 the Workspace's memory limit) instead of letting it die mid-run. Codex and Gemini CLI run
 here as their conformance tests run them (the scripted model asks for the MCP echo tool,
-then answers) under a data rlimit: at ``data_mib`` the whole round trip completes, at half
-of it the CLI dies. ``bench/bench_harness_data.py`` bisects the smallest completing limit
-with :func:`completes` (codex 0.169.1: 159 MiB, gemini-cli 0.61.0: 286 MiB, to 16 MiB;
-Claude Code's own test is in its conformance module).
+then answers) under a data rlimit: at ``data_mib`` the whole round trip completes, with the
+CPUs busy too (what Codex maps grows with its threads alive at once, and load keeps more of
+them alive), and under the least any run has needed the CLI dies.
+``bench/bench_harness_data.py`` prints the distribution of each CLI's peak ``VmData`` over
+many runs, idle and loaded (docs/concepts/harness-nodes.md has the figures; Claude Code's
+own test is in its conformance module).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from swarmkit_api.harness import HARNESSES
+from tests.support.load import spinning
 from tests.support.mcp_servers import HttpMcpServer
 from tests.support.model_server import ScriptedModelServer
 
@@ -56,13 +59,23 @@ def completes(kind: str, mib: int, mcp: HttpMcpServer) -> tuple[bool, float, str
     return ok, seconds, why
 
 
+#: Per kind: a data rlimit under the least any of its round trips has needed
+#: (bench_harness_data.py: Codex's smallest peak was 127 MiB, and under 112 MiB it died 20
+#: times of 20 at start; Gemini CLI's was 321 MiB, and V8 dies under 270).
+STARVED_MIB = {"codex": 96, "gemini-cli": 192}
+#: CPU-spinning processes while the round trip runs at ``data_mib`` (load ~5 on 2 cores).
+BUSY = 3
+
+
 @pytest.mark.parametrize("kind", ["codex", "gemini-cli"])
-def test_the_round_trip_completes_at_data_mib_and_dies_at_half(
+def test_the_round_trip_completes_at_data_mib_under_load_and_dies_starved(
     kind: str, conformance_mcp: HttpMcpServer
 ) -> None:
     need = HARNESSES[kind].data_mib
     assert need is not None, f"{kind} has no data_mib"
-    ok, _seconds, why = completes(kind, need, conformance_mcp)
-    assert ok, why
-    ok, _seconds, why = completes(kind, need // 2, conformance_mcp)
-    assert not ok, f"{kind} completed under {need // 2} MiB: data_mib overstates it"
+    with spinning(BUSY):
+        for _ in range(3):
+            ok, _seconds, why = completes(kind, need, conformance_mcp)
+            assert ok, why
+    ok, _seconds, why = completes(kind, STARVED_MIB[kind], conformance_mcp)
+    assert not ok, f"{kind} completed under {STARVED_MIB[kind]} MiB: the rlimit did not bind"
