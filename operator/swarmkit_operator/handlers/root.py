@@ -79,7 +79,7 @@ from ..runs import RunController, spend
 from ..runs.retention import Retention
 from ..runs.schedule import Scheduler
 from ..runtime import LeaseSettings, Manager, Periodic, Runnable, lease_settings
-from ..runtime.allocator import collector_paused
+from ..runtime.allocator import collector_paused, freeze_survivors, limit_malloc_arenas
 from ..watching import Reflector, reflectors
 from ..webview import Access, Sources, WebView, parse_address
 from ..workload.resolve import Resolver
@@ -276,12 +276,19 @@ PRUNE_AFTER_SECONDS = 30.0
 
 def settings_of(memo: kopf.Memo) -> Settings:
     """The settings ``__main__`` parsed (kopf's memo carries them), or, under a plain
-    ``kopf run -m swarmkit_operator.handlers``, the same parsed from the environment."""
+    ``kopf run -m swarmkit_operator.handlers``, the same parsed from the environment once
+    (kept in the memo), with the memory settings ``__main__`` applies first thing: the
+    arena limit and the imports frozen (runtime/allocator.py). Once only: a start retried
+    after a failure would freeze the failed one's traceback, a cycle never collected."""
     found = getattr(memo, "settings", None)
     if isinstance(found, Settings):
         return found
     env = environment()
-    return settings_from(env, load_config(env.get(CONFIG_ENV)))
+    parsed = settings_from(env, load_config(env.get(CONFIG_ENV)))
+    limit_malloc_arenas(env)  # kopf's threads may exist: only arenas made from now on obey
+    freeze_survivors()  # every module is imported by now, as in __main__
+    memo.settings = parsed
+    return parsed
 
 
 @kopf.on.startup(backoff=START_RETRY_SECONDS)

@@ -12,8 +12,8 @@ now sends on the event loop; threads remain (a LIST's pages decoded off the loop
 lookups), and the limit keeps them from doing the same. Two arenas
 is what ``MALLOC_ARENA_MAX=2`` sets, the setting many Python services run with; what it
 saves during a bulk apply is measured in ``docs/design/scale.md`` (issue 43). It is set by
-the process itself, first thing, so
-that every way of starting it (the image, ``make run``, the benchmarks) runs as the chart
+the process itself, first thing, so that every way of starting it (the image, ``make run``,
+the benchmarks, a plain ``kopf run``: the composition root's fallback) runs as the chart
 deploys it. ``MALLOC_ARENA_MAX`` in the environment (glibc reads it at start) wins; a C
 library without ``mallopt`` (musl) is left as it is.
 

@@ -1,5 +1,6 @@
 """The operator limits glibc's malloc to two arenas (runtime/allocator.py): a process whose
-threads allocate at once keeps two heaps, not one per thread; $MALLOC_ARENA_MAX wins."""
+threads allocate at once keeps two heaps, not one per thread, however it was started (its
+entry point or a plain ``kopf run``); $MALLOC_ARENA_MAX wins."""
 
 from __future__ import annotations
 
@@ -20,9 +21,16 @@ pytestmark = pytest.mark.skipif(
 # Eight threads allocate while all are alive (glibc gives each a new arena up to its limit),
 # then glibc's malloc_info counts the heaps (one per arena).
 PROBE = """
-import ctypes, os, sys, tempfile, threading
+import ctypes, gc, os, sys, tempfile, threading
 from swarmkit_operator.runtime.allocator import limit_malloc_arenas
-limited = limit_malloc_arenas(dict(os.environ)) if sys.argv[1] == "limit" else False
+if sys.argv[1] == "kopf-run":  # the settings a plain `kopf run` start takes (no __main__)
+    import kopf
+    from swarmkit_operator.handlers.root import settings_of
+    memo = kopf.Memo()
+    settings = settings_of(memo)
+    limited = settings_of(memo) is settings and gc.get_freeze_count() > 0
+else:
+    limited = limit_malloc_arenas(dict(os.environ)) if sys.argv[1] == "limit" else False
 barrier, held = threading.Barrier(8), []
 def allocate():
     barrier.wait()
@@ -63,6 +71,12 @@ def test_threads_allocating_at_once_share_two_arenas_once_limited() -> None:
     # Without the limit the same threads get an arena each (the test shows a difference).
     limited, unlimited = heaps("none")
     assert limited == "False" and unlimited > ARENAS + 2
+
+
+def test_a_plain_kopf_run_start_limits_the_arenas_and_freezes_the_imports_once() -> None:
+    # ``kopf run -m swarmkit_operator.handlers`` never runs __main__: its settings come from
+    # the environment, parsed once (the memo keeps them), with the same memory settings.
+    assert heaps("kopf-run") == ("True", ARENAS)
 
 
 def test_malloc_arena_max_in_the_environment_wins() -> None:
