@@ -6,7 +6,8 @@ checked by the admission policy (decidedBy = the authenticated user, final, not 
 deadline) and by RBAC (``edit`` cannot decide); the run resumes in a new Job from its
 checkpoint with the answer, and the decision (who, when) is in the Run's status and the
 resumed runner's audit stream. Also: rejection, timeout, an operator SIGKILLed while the
-run waits, and the parked pod deleted.
+run waits, and the parked pod deleted, and one killed between the resumed Job's create and
+the status write that records it.
 """
 
 from __future__ import annotations
@@ -238,3 +239,61 @@ def test_cancelled_while_waiting_closes_the_review(
     )
     late = decide(cluster, ns, name, "alice", "approve")
     assert late.returncode != 0 and f"review {name} is closed" in late.stderr, late.stderr
+
+
+def _undo(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The merge patch that takes ``after`` back to ``before`` (a key of a map too)."""
+    patch: dict[str, Any] = {}
+    for key in {*before, *after}:
+        was, now = before.get(key), after.get(key)
+        if was == now:
+            continue
+        patch[key] = _undo(was, now) if isinstance(was, dict) and isinstance(now, dict) else was
+    return patch
+
+
+@pytest.mark.usefixtures("review_admission")
+def test_a_resumed_jobs_lost_start_record_is_written_when_the_operator_comes_back(
+    cluster: LocalCluster, kube: Kube, namespace: str, operator: OperatorProcess
+) -> None:
+    # The operator dies right after creating the resumed stage's Job: the status write
+    # that records it (resumes, the decision, the Job and its uid) never happened. Back,
+    # it must take up the Job it made (not make a second one, not refuse its own) and
+    # write what the lost write would have.
+    ns = namespace
+    _escalating_agent(kube, ns, cluster)
+    review = _parked(kube, ns, "ship-once", operator)
+    parked = (get(kube, ns, "Run", "ship-once") or {})["status"]
+    res = decide(cluster, ns, review["metadata"]["name"], "alice", "answer", text="by hand")
+    assert res.returncode == 0, res.stderr
+    resumed = wait_run(
+        kube, ns, "ship-once", lambda r: r["status"].get("resumes") == 1, operator=operator
+    )["status"]
+    made = kube.batch.read_namespaced_job(resumed["jobName"], ns).metadata.uid
+    operator.kill()
+    try:
+        # Every field the resume and what followed it wrote, back as it was while parked.
+        now = (get(kube, ns, "Run", "ship-once") or {})["status"]
+        lost = _undo(parked, now)
+        kube.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, ns, "runs", "ship-once", {"status": lost}
+        )
+        back = (get(kube, ns, "Run", "ship-once") or {})["status"]
+        assert back.get("resumes") is None and back["jobName"] == parked["jobName"]
+        assert f"Job/{resumed['jobName']}" not in back["createdUids"]
+    finally:
+        operator.start()
+    run = wait_run(kube, ns, "ship-once", finished, operator=operator)
+    cond = succeeded(run) or {}
+    assert (cond.get("status"), cond.get("reason")) == ("True", "Succeeded"), cond
+    status = run["status"]
+    assert status["output"] == "done: the person's answer was used"
+    assert (status["resumes"], status["jobName"]) == (1, resumed["jobName"])
+    [recorded] = status["decisions"]
+    assert (recorded["decidedBy"], recorded["resumedJob"]) == ("alice", resumed["jobName"])
+    names = sorted(j.metadata.name for j in kube.batch.list_namespaced_job(ns).items)
+    assert names == sorted({parked["jobName"], resumed["jobName"]}), names
+    job = kube.batch.read_namespaced_job(resumed["jobName"], ns)
+    assert job.metadata.uid == made, "the resumed stage's Job was replaced: it ran twice"
+    assert status["createdUids"][f"Job/{resumed['jobName']}"] == made
+    assert status.get("jobRecreations", 0) == 0
