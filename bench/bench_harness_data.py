@@ -10,7 +10,8 @@ peak (the largest of its processes: an rlimit binds each process on its own) bes
 row's ``data_mib``. What a CLI maps depends on the machine's load: Codex gives its threads
 16 MiB stacks, and a loaded machine keeps more of its blocking-pool threads alive at
 once; ``--busy N`` runs N processes spinning on the CPUs meanwhile, as a test suite's
-neighbours do. Usage::
+neighbours do. Not for Claude Code: Bun sizes what it reserves to the limit it finds (5,443
+MiB with none), so only a run under a limit tells what it needs. Usage::
 
     .venv/bin/python bench/bench_harness_data.py [--kinds codex gemini-cli] [--runs 30]
         [--busy 3]
