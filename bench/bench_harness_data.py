@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import statistics
 import sys
 import threading
 from pathlib import Path
@@ -31,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 for sub in ("operator", "hack", "runtime_image", ""):
     sys.path.insert(0, str(REPO / sub))
 
+from bench_support import fmt_spread, loadavg, pct, proc_status, spread  # noqa: E402
 from tests.support.load import spinning  # noqa: E402
 from tests.support.mcp_servers import HttpMcpServer  # noqa: E402
 from tests.unit.harness.test_data_limits import completes  # noqa: E402
@@ -43,12 +43,10 @@ PROC = Path("/proc")
 def _stat(pid: str) -> tuple[int, int] | None:
     """A process's parent pid and its ``VmData`` in KiB (None once it has gone)."""
     try:
-        status = (PROC / pid / "status").read_text()
+        fields = proc_status(pid)
     except OSError:
         return None
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    data = fields.get("VmData", "0 kB").split()[0]
-    return int(fields["PPid"]), int(data)
+    return int(fields["PPid"]), int(fields.get("VmData", "0 kB").split()[0])
 
 
 class PeakSampler:
@@ -74,7 +72,7 @@ class PeakSampler:
                     seen.add(str(parent))
                     up = stats.get(str(parent))
                     parent = up[0] if up else 0
-                if parent == me and int(pid) != me:
+                if parent == me:
                     self._peak = max(self._peak, stat[1])
 
     def take(self) -> int:
@@ -113,18 +111,17 @@ def main() -> None:
         sampler = PeakSampler(spinners)
         try:
             for kind in args.kinds:
-                found[kind] = sorted(measure(kind, args.runs, sampler, mcp))
+                found[kind] = measure(kind, args.runs, sampler, mcp)
         finally:
             sampler.close()
-    load = os.getloadavg()[0]
+    load = loadavg()[0]
     for kind, peaks in found.items():
         need = HARNESSES[kind].data_mib or 0
         over = sum(peak > need for peak in peaks)
-        p90 = peaks[int(0.9 * (len(peaks) - 1))]
         print(
-            f"{kind}: {len(peaks)} runs, {args.busy} busy, load {load:.1f}: peak VmData min "
-            f"{peaks[0]} / median {statistics.median(peaks):g} / p90 {p90} / max {peaks[-1]} "
-            f"MiB; data_mib {need}, {over} runs above it"
+            f"{kind}: {len(peaks)} runs, {args.busy} busy, load {load:.1f}: peak VmData "
+            f"(min / median / max) {fmt_spread(spread(peaks), 'MiB')}, p90 "
+            f"{pct(peaks, 0.9):.0f} MiB; data_mib {need}, {over} runs above it"
         )
 
 

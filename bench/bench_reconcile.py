@@ -37,6 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 for sub in ("operator", "hack", "."):
     sys.path.insert(0, str(REPO / sub))
 
+from bench_support import proc_status  # noqa: E402
 from tests.support.served import free_port  # noqa: E402
 
 from swarmkit_devcluster.testing import (  # noqa: E402
@@ -190,10 +191,7 @@ def metric_sum(text: str, name: str, match: dict[str, str] | None = None) -> flo
 
 
 def rss_mb(pid: int) -> tuple[float, float]:
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        fields[key] = value.strip()
+    fields = proc_status(pid)
     return (
         int(fields.get("VmRSS", "0 kB").split()[0]) / 1024,
         int(fields.get("VmHWM", "0 kB").split()[0]) / 1024,

@@ -1,5 +1,5 @@
 """What the benchmark scripts share: percentiles, best/median/worst of repeats, the machine's
-load, a process's CPU time and an optional py-spy profile of a process.
+load, a process's status fields and CPU time and an optional py-spy profile of a process.
 
 A benchmark prints its numbers with the load they were measured under: every series is
 run several times and reported as min / median / max over the repeats, so the worst of
@@ -124,6 +124,16 @@ def loadavg() -> tuple[float, float, float]:
 def machine() -> dict[str, Any]:
     """What the numbers were measured on."""
     return {"cpus": os.cpu_count(), "python": sys.version.split()[0], "loadavg": loadavg()}
+
+
+def proc_status(pid: int | str) -> dict[str, str]:
+    """``/proc/<pid>/status`` as its fields (``VmRSS``, ``VmData``, ``PPid``...), values
+    stripped; OSError once the process has gone."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return fields
 
 
 def cpu_seconds(pid: int, *, children: bool = False) -> float:

@@ -60,7 +60,7 @@ def completes(kind: str, mib: int, mcp: HttpMcpServer) -> tuple[bool, float, str
 
 
 #: Per kind: a data rlimit under the least any of its round trips has needed
-#: (bench_harness_data.py: Codex's smallest peak was 127 MiB, and under 112 MiB it died 20
+#: (bench_harness_data.py: Codex's smallest peak was 126 MiB, and under 112 MiB it died 20
 #: times of 20 at start; Gemini CLI's was 321 MiB, and V8 dies under 270).
 STARVED_MIB = {"codex": 96, "gemini-cli": 192}
 #: CPU-spinning processes while the round trip runs at ``data_mib`` (load ~5 on 2 cores).
